@@ -1,0 +1,372 @@
+//! Batches (table slices): events of one schema, encoded as msgpack rows in one buffer.
+//!
+//! A [`Batch`] is shaped like rust-csv's `ByteRecord`: one contiguous byte buffer holding every
+//! row (see [`crate::value`] for the row encoding) plus a table of row start offsets, so that row
+//! N is reachable without decoding the rows before it. A batch also carries the minimum and
+//! maximum of its `ts` field and, once the archive has accepted it, the ID of its first event
+//! (IDs are dense and monotonic over the whole archive; a batch covers `[id, id + rows)`).
+//!
+//! [`BatchBuilder`] appends rows in place with a [`RowEncoder`]; producers (the readers) decide
+//! when to cut a batch.
+
+use std::ops::Range;
+
+use crate::types::{SchemaRef, Type};
+use crate::value::{decode_row, DecodeError, RowEncoder, Value};
+
+/// Events of one schema as msgpack rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    schema: SchemaRef,
+    data: Vec<u8>,
+    offsets: Vec<usize>,
+    ts: Option<(i64, i64)>,
+    id: u64,
+}
+
+impl Batch {
+    /// Assembles a batch from its parts: `offsets[i]` is the start of row `i` in `data`; row `i`
+    /// ends where row `i + 1` starts (the last one at the end of `data`). Returns `None` when the
+    /// offsets are not increasing or point outside `data`.
+    pub fn from_parts(
+        schema: SchemaRef,
+        data: Vec<u8>,
+        offsets: Vec<usize>,
+        ts: Option<(i64, i64)>,
+    ) -> Option<Batch> {
+        let ok = offsets.first().is_none_or(|&o| o == 0)
+            && offsets.windows(2).all(|w| w[0] < w[1])
+            && offsets.last().is_none_or(|&o| o < data.len());
+        (ok && (offsets.is_empty() == data.is_empty())).then_some(Batch {
+            schema,
+            data,
+            offsets,
+            ts,
+            id: 0,
+        })
+    }
+
+    /// The schema shared by all rows.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether the batch holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// Size of the encoded rows in bytes.
+    pub fn byte_size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The encoded rows, back to back.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Start offset of every row in [`Batch::data`].
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// Byte range of row `i` in [`Batch::data`].
+    pub fn row_range(&self, i: usize) -> Range<usize> {
+        let start = self.offsets[i];
+        let end = self.offsets.get(i + 1).copied().unwrap_or(self.data.len());
+        start..end
+    }
+
+    /// The encoded row `i`. Panics if `i >= len()`.
+    pub fn row(&self, i: usize) -> &[u8] {
+        &self.data[self.row_range(i)]
+    }
+
+    /// The encoded rows in order.
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(move |i| self.row(i))
+    }
+
+    /// Minimum and maximum of the `ts` field over the rows where it is set.
+    pub fn ts_range(&self) -> Option<(i64, i64)> {
+        self.ts
+    }
+
+    /// ID of the first event (0 until the archive assigns one).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Sets the ID of the first event.
+    pub fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+
+    /// The event IDs this batch covers.
+    pub fn id_range(&self) -> Range<u64> {
+        self.id..self.id + self.len() as u64
+    }
+
+    /// Appends the rows of `other`, which must have an equal schema (checked by the caller:
+    /// returns `false` and changes nothing otherwise).
+    pub fn append(&mut self, other: &Batch) -> bool {
+        if self.schema != other.schema {
+            return false;
+        }
+        let base = self.data.len();
+        self.data.extend_from_slice(&other.data);
+        self.offsets.extend(other.offsets.iter().map(|o| o + base));
+        self.ts = merge_ts(self.ts, other.ts);
+        true
+    }
+
+    /// Splits off rows `[at, len)` into a new batch; `self` keeps `[0, at)`. The ts ranges of
+    /// both halves are recomputed from their rows. IDs follow: the tail starts at `id + at`.
+    pub fn split_off(&mut self, at: usize) -> Batch {
+        let at = at.min(self.len());
+        let cut = self.offsets.get(at).copied().unwrap_or(self.data.len());
+        let data = self.data.split_off(cut);
+        let offsets: Vec<usize> = self.offsets.split_off(at).iter().map(|o| o - cut).collect();
+        let mut tail = Batch {
+            schema: self.schema.clone(),
+            data,
+            offsets,
+            ts: None,
+            id: self.id + at as u64,
+        };
+        self.ts = self.compute_ts();
+        tail.ts = tail.compute_ts();
+        tail
+    }
+
+    fn compute_ts(&self) -> Option<(i64, i64)> {
+        let idx = self.schema.ts_index()?;
+        let mut ts = None;
+        for row in self.rows() {
+            let mut c = crate::value::RowCursor::new(row);
+            if c.row_header(self.schema.fields.len()).is_err() {
+                continue;
+            }
+            for (i, f) in self.schema.fields.iter().enumerate() {
+                match c.read(&f.ty) {
+                    Ok(crate::value::ValueRef::Time(t)) if i == idx => {
+                        ts = merge_ts(ts, Some((t, t)));
+                        break;
+                    }
+                    Ok(_) if i < idx => continue,
+                    _ => break,
+                }
+            }
+        }
+        ts
+    }
+
+    /// Decodes every row into owned values (for tests and small exports).
+    pub fn to_values(&self) -> Result<Vec<Vec<Value>>, DecodeError> {
+        let types: Vec<Type> = self.schema.fields.iter().map(|f| f.ty.clone()).collect();
+        self.rows().map(|r| decode_row(r, &types)).collect()
+    }
+}
+
+fn merge_ts(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+        (x, None) | (None, x) => x,
+    }
+}
+
+/// Builds a [`Batch`] row by row, encoding in place.
+///
+/// ```
+/// use weir::batch::BatchBuilder;
+/// use weir::types::{Field, Schema, Type};
+///
+/// let schema = Schema::new("zeek.x", vec![Field::new("n", Type::Count)]).into_shared();
+/// let mut b = BatchBuilder::new(schema);
+/// b.begin_row().uint(7);
+/// b.finish_row(None);
+/// let batch = b.finish();
+/// assert_eq!(batch.len(), 1);
+/// ```
+#[derive(Debug)]
+pub struct BatchBuilder {
+    schema: SchemaRef,
+    data: Vec<u8>,
+    offsets: Vec<usize>,
+    ts: Option<(i64, i64)>,
+    open: bool,
+}
+
+impl BatchBuilder {
+    /// An empty builder for `schema`.
+    pub fn new(schema: SchemaRef) -> BatchBuilder {
+        BatchBuilder {
+            schema,
+            data: Vec::new(),
+            offsets: Vec::new(),
+            ts: None,
+            open: false,
+        }
+    }
+
+    /// The schema of the rows being built.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Starts a row: writes its array header and returns the encoder for its fields, which the
+    /// caller must write in schema order. A row left open is discarded by the next
+    /// `begin_row`, [`BatchBuilder::discard_row`] or [`BatchBuilder::finish`].
+    pub fn begin_row(&mut self) -> RowEncoder<'_> {
+        self.discard_row();
+        self.offsets.push(self.data.len());
+        self.open = true;
+        let n = self.schema.fields.len() as u32;
+        let mut enc = RowEncoder::new(&mut self.data);
+        enc.array(n);
+        enc
+    }
+
+    /// The encoder of the open row (to continue writing after [`BatchBuilder::begin_row`]).
+    pub fn encoder(&mut self) -> RowEncoder<'_> {
+        RowEncoder::new(&mut self.data)
+    }
+
+    /// Completes the open row; `ts` is its `ts` value, if any, for the batch's time range.
+    pub fn finish_row(&mut self, ts: Option<i64>) {
+        if self.open {
+            self.open = false;
+            if let Some(t) = ts {
+                self.ts = merge_ts(self.ts, Some((t, t)));
+            }
+        }
+    }
+
+    /// Drops the open row, if any (a row that failed to parse).
+    pub fn discard_row(&mut self) {
+        if self.open {
+            self.open = false;
+            if let Some(start) = self.offsets.pop() {
+                self.data.truncate(start);
+            }
+        }
+    }
+
+    /// Completed rows.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - self.open as usize
+    }
+
+    /// Whether no row is complete.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes encoded so far.
+    pub fn byte_size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Takes the completed rows as a batch and leaves the builder empty for the same schema.
+    pub fn finish(&mut self) -> Batch {
+        self.discard_row();
+        let cap = self.data.capacity();
+        Batch {
+            schema: self.schema.clone(),
+            data: std::mem::replace(&mut self.data, Vec::with_capacity(cap)),
+            offsets: std::mem::take(&mut self.offsets),
+            ts: self.ts.take(),
+            id: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Field, Schema};
+
+    fn schema() -> SchemaRef {
+        Schema::new(
+            "zeek.t",
+            vec![Field::new("ts", Type::Time), Field::new("s", Type::String)],
+        )
+        .into_shared()
+    }
+
+    fn batch(ts: &[i64]) -> Batch {
+        let mut b = BatchBuilder::new(schema());
+        for &t in ts {
+            let mut e = b.begin_row();
+            e.int(t);
+            e.bytes(format!("row{t}").as_bytes());
+            b.finish_row(Some(t));
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn builder_tracks_rows_offsets_and_ts() {
+        let b = batch(&[5, 3, 9]);
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.ts_range(), Some((3, 9)));
+        let vals = b.to_values().unwrap();
+        assert_eq!(vals[1][1], Value::String(b"row3".to_vec()));
+    }
+
+    #[test]
+    fn discarded_row_leaves_no_trace() {
+        let mut b = BatchBuilder::new(schema());
+        b.begin_row().int(1);
+        b.discard_row();
+        let mut e = b.begin_row();
+        e.int(2);
+        e.bytes(b"x");
+        b.finish_row(Some(2));
+        b.begin_row().int(3); // left open: dropped by finish
+        let out = b.finish();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out.ts_range(), Some((2, 2)));
+        assert_eq!(out.to_values().unwrap()[0][0], Value::Time(2));
+    }
+
+    #[test]
+    fn append_and_split_preserve_rows() {
+        let mut a = batch(&[1, 2, 3]);
+        assert!(a.append(&batch(&[10, 20])));
+        assert_eq!(a.len(), 5);
+        assert_eq!(a.ts_range(), Some((1, 20)));
+        a.set_id(100);
+        let tail = a.split_off(2);
+        assert_eq!(a.len(), 2);
+        assert_eq!(tail.len(), 3);
+        assert_eq!(tail.id(), 102);
+        assert_eq!(a.ts_range(), Some((1, 2)));
+        assert_eq!(tail.ts_range(), Some((3, 20)));
+        assert_eq!(tail.to_values().unwrap()[2][0], Value::Time(20));
+    }
+
+    #[test]
+    fn from_parts_validates_offsets() {
+        let b = batch(&[1, 2]);
+        let (d, o) = (b.data().to_vec(), b.offsets().to_vec());
+        assert!(Batch::from_parts(schema(), d.clone(), o.clone(), None).is_some());
+        assert!(Batch::from_parts(schema(), d.clone(), vec![0, 0], None).is_none());
+        assert!(Batch::from_parts(schema(), d.clone(), vec![0, d.len()], None).is_none());
+        assert!(Batch::from_parts(schema(), d, vec![1], None).is_none());
+    }
+
+    #[test]
+    fn append_refuses_other_schema() {
+        let mut a = batch(&[1]);
+        let other = Schema::new("zeek.u", vec![]).into_shared();
+        let b = BatchBuilder::new(other).finish();
+        assert!(!a.append(&b));
+    }
+}

@@ -1,0 +1,1 @@
+//! Zeek's log formats: TSV (the ASCII writer's default) and JSON lines.

@@ -1,0 +1,16 @@
+//! weir ingests Zeek logs through an asynchronous, backpressured stream pipeline into an
+//! archive of memory-mapped FlatBuffers segments, and reads them back fast.
+//!
+//! ```text
+//! bytes source (file, glob, stdin) -> decompress (gzip, multi-member) -> Zeek parser
+//!   -> msgpack batcher (size + timeout) -> segment-writer Sink (backpressured)
+//!   -> archive: FlatBuffers segment files, rotated before the 2 GiB builder limit, read via mmap
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod codec;
+pub mod error;
+pub mod types;
+pub mod value;

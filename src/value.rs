@@ -1,0 +1,637 @@
+//! Values and their msgpack row encoding.
+//!
+//! # Row encoding
+//!
+//! A row (one event) is one msgpack array with one element per schema field, in schema order.
+//! The encoding of each element depends on the field's [`Type`]:
+//!
+//! | type | msgpack |
+//! |---|---|
+//! | unset (any type) | `nil` |
+//! | `bool` | `true` / `false` |
+//! | `count`, `port` | positive int, smallest width |
+//! | `int` | int, smallest width |
+//! | `double` | float 64 |
+//! | `time`, `interval` | int, nanoseconds (since the epoch for `time`) |
+//! | `string`, `enum`, `pattern`, `file` | bin (raw bytes: Zeek strings need not be UTF-8) |
+//! | `addr` | bin of 4 (IPv4) or 16 (IPv6) bytes, network order |
+//! | `subnet` | array of 2: `[addr as above, prefix length as positive int]` |
+//! | `set[T]`, `vector[T]`, `table[T]` | array of elements encoded as `T`, `nil` for an unset element |
+//!
+//! Empty containers are empty arrays and empty strings are empty bins, so that unset (`-`) and
+//! empty (`(empty)`) stay distinct. The bytes are standard msgpack: `rmp` and `rmp-serde` read
+//! them. [`RowEncoder`] writes them without allocation; [`RowCursor`] reads them back without
+//! copying byte strings.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::types::Type;
+
+/// An owned, typed value. String-like types (`string`, `enum`, `pattern`, `file`) share
+/// [`Value::String`]; the schema tells them apart.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// Unset (`-` in Zeek TSV).
+    Null,
+    /// `bool`.
+    Bool(bool),
+    /// `count`.
+    Count(u64),
+    /// `int`.
+    Int(i64),
+    /// `double`.
+    Double(f64),
+    /// `time`: nanoseconds since the epoch.
+    Time(i64),
+    /// `interval`: nanoseconds.
+    Interval(i64),
+    /// `port`.
+    Port(u64),
+    /// `string`, `enum`, `pattern`, `file`: raw bytes.
+    String(Vec<u8>),
+    /// `addr`.
+    Addr(IpAddr),
+    /// `subnet`: network address and prefix length.
+    Subnet(IpAddr, u8),
+    /// `set`, `vector`, `table`.
+    List(Vec<Value>),
+}
+
+impl PartialEq for Value {
+    /// Structural equality, where NaN equals NaN (a round trip must keep NaN).
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Count(a), Count(b)) | (Port(a), Port(b)) => a == b,
+            (Int(a), Int(b)) | (Time(a), Time(b)) | (Interval(a), Interval(b)) => a == b,
+            (Double(a), Double(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (String(a), String(b)) => a == b,
+            (Addr(a), Addr(b)) => a == b,
+            (Subnet(a, p), Subnet(b, q)) => a == b && p == q,
+            (List(a), List(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A value borrowed from an encoded row: byte strings point into the row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueRef<'a> {
+    /// Unset.
+    Null,
+    /// `bool`.
+    Bool(bool),
+    /// `count`.
+    Count(u64),
+    /// `int`.
+    Int(i64),
+    /// `double`.
+    Double(f64),
+    /// `time`: nanoseconds since the epoch.
+    Time(i64),
+    /// `interval`: nanoseconds.
+    Interval(i64),
+    /// `port`.
+    Port(u64),
+    /// String-like types: raw bytes.
+    String(&'a [u8]),
+    /// `addr`.
+    Addr(IpAddr),
+    /// `subnet`.
+    Subnet(IpAddr, u8),
+    /// Containers.
+    List(Vec<ValueRef<'a>>),
+}
+
+impl ValueRef<'_> {
+    /// Copies the value out of the row.
+    pub fn to_owned(&self) -> Value {
+        match self {
+            ValueRef::Null => Value::Null,
+            ValueRef::Bool(b) => Value::Bool(*b),
+            ValueRef::Count(v) => Value::Count(*v),
+            ValueRef::Int(v) => Value::Int(*v),
+            ValueRef::Double(v) => Value::Double(*v),
+            ValueRef::Time(v) => Value::Time(*v),
+            ValueRef::Interval(v) => Value::Interval(*v),
+            ValueRef::Port(v) => Value::Port(*v),
+            ValueRef::String(s) => Value::String(s.to_vec()),
+            ValueRef::Addr(a) => Value::Addr(*a),
+            ValueRef::Subnet(a, p) => Value::Subnet(*a, *p),
+            ValueRef::List(l) => Value::List(l.iter().map(ValueRef::to_owned).collect()),
+        }
+    }
+}
+
+/// Appends msgpack-encoded values to a byte buffer. Infallible and allocation-free beyond the
+/// buffer's own growth.
+#[derive(Debug)]
+pub struct RowEncoder<'a> {
+    buf: &'a mut Vec<u8>,
+}
+
+impl<'a> RowEncoder<'a> {
+    /// An encoder appending to `buf`.
+    pub fn new(buf: &'a mut Vec<u8>) -> RowEncoder<'a> {
+        RowEncoder { buf }
+    }
+
+    /// Starts an array of `len` elements: a row header or a container.
+    #[inline]
+    pub fn array(&mut self, len: u32) {
+        if len < 16 {
+            self.buf.push(0x90 | len as u8);
+        } else if len <= u16::MAX as u32 {
+            self.buf.push(0xdc);
+            self.buf.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            self.buf.push(0xdd);
+            self.buf.extend_from_slice(&len.to_be_bytes());
+        }
+    }
+
+    /// Writes `nil` (an unset value).
+    #[inline]
+    pub fn null(&mut self) {
+        self.buf.push(0xc0);
+    }
+
+    /// Writes a bool.
+    #[inline]
+    pub fn bool(&mut self, v: bool) {
+        self.buf.push(if v { 0xc3 } else { 0xc2 });
+    }
+
+    /// Writes an unsigned integer in its smallest form.
+    #[inline]
+    pub fn uint(&mut self, v: u64) {
+        if v < 128 {
+            self.buf.push(v as u8);
+        } else if v <= u8::MAX as u64 {
+            self.buf.extend_from_slice(&[0xcc, v as u8]);
+        } else if v <= u16::MAX as u64 {
+            self.buf.push(0xcd);
+            self.buf.extend_from_slice(&(v as u16).to_be_bytes());
+        } else if v <= u32::MAX as u64 {
+            self.buf.push(0xce);
+            self.buf.extend_from_slice(&(v as u32).to_be_bytes());
+        } else {
+            self.buf.push(0xcf);
+            self.buf.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    /// Writes a signed integer in its smallest form (non-negative values as unsigned).
+    #[inline]
+    pub fn int(&mut self, v: i64) {
+        if v >= 0 {
+            self.uint(v as u64);
+        } else if v >= -32 {
+            self.buf.push(v as i8 as u8);
+        } else if v >= i8::MIN as i64 {
+            self.buf.extend_from_slice(&[0xd0, v as i8 as u8]);
+        } else if v >= i16::MIN as i64 {
+            self.buf.push(0xd1);
+            self.buf.extend_from_slice(&(v as i16).to_be_bytes());
+        } else if v >= i32::MIN as i64 {
+            self.buf.push(0xd2);
+            self.buf.extend_from_slice(&(v as i32).to_be_bytes());
+        } else {
+            self.buf.push(0xd3);
+            self.buf.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    /// Writes a float 64.
+    #[inline]
+    pub fn double(&mut self, v: f64) {
+        self.buf.push(0xcb);
+        self.buf.extend_from_slice(&v.to_bits().to_be_bytes());
+    }
+
+    /// Writes a byte string as msgpack `bin`.
+    #[inline]
+    pub fn bytes(&mut self, v: &[u8]) {
+        let len = v.len();
+        if len <= u8::MAX as usize {
+            self.buf.extend_from_slice(&[0xc4, len as u8]);
+        } else if len <= u16::MAX as usize {
+            self.buf.push(0xc5);
+            self.buf.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            // Rows are bounded by the maximum line length (far below 4 GiB).
+            self.buf.push(0xc6);
+            self.buf.extend_from_slice(&(len as u32).to_be_bytes());
+        }
+        self.buf.extend_from_slice(v);
+    }
+
+    /// Writes an address as 4 or 16 raw bytes.
+    #[inline]
+    pub fn addr(&mut self, a: IpAddr) {
+        match a {
+            IpAddr::V4(a) => self.bytes(&a.octets()),
+            IpAddr::V6(a) => self.bytes(&a.octets()),
+        }
+    }
+
+    /// Writes a subnet as `[addr, prefix]`.
+    #[inline]
+    pub fn subnet(&mut self, a: IpAddr, prefix: u8) {
+        self.array(2);
+        self.addr(a);
+        self.uint(prefix as u64);
+    }
+
+    /// Writes an owned value (used by the JSON reader, tests and conversions).
+    pub fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.null(),
+            Value::Bool(b) => self.bool(*b),
+            Value::Count(x) | Value::Port(x) => self.uint(*x),
+            Value::Int(x) | Value::Time(x) | Value::Interval(x) => self.int(*x),
+            Value::Double(x) => self.double(*x),
+            Value::String(s) => self.bytes(s),
+            Value::Addr(a) => self.addr(*a),
+            Value::Subnet(a, p) => self.subnet(*a, *p),
+            Value::List(l) => {
+                self.array(l.len() as u32);
+                for e in l {
+                    self.value(e);
+                }
+            }
+        }
+    }
+}
+
+/// Why an encoded row could not be read. Rows come from weir's own encoder, so this means
+/// corruption (a segment or WAL that passed no checksum) or a schema mismatch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The row ended in the middle of a value.
+    #[error("msgpack row truncated at byte {0}")]
+    Truncated(usize),
+    /// A marker that does not fit the field's type.
+    #[error("unexpected msgpack marker 0x{marker:02x} for type {ty} at byte {at}")]
+    Unexpected {
+        /// The marker byte.
+        marker: u8,
+        /// The type the schema expects.
+        ty: String,
+        /// Byte offset in the row.
+        at: usize,
+    },
+    /// The row's array length differs from the schema's field count.
+    #[error("row has {got} fields, schema has {want}")]
+    FieldCount {
+        /// Fields in the row.
+        got: usize,
+        /// Fields in the schema.
+        want: usize,
+    },
+}
+
+/// Reads msgpack values of known types out of an encoded row, borrowing byte strings.
+#[derive(Debug, Clone)]
+pub struct RowCursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> RowCursor<'a> {
+    /// A cursor at the start of `data`.
+    pub fn new(data: &'a [u8]) -> RowCursor<'a> {
+        RowCursor { data, pos: 0 }
+    }
+
+    /// Byte offset of the cursor.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or(DecodeError::Truncated(self.pos))?;
+        let s = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn byte(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn be<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn unexpected(&self, marker: u8, ty: &Type) -> DecodeError {
+        DecodeError::Unexpected {
+            marker,
+            ty: ty.to_string(),
+            at: self.pos.saturating_sub(1),
+        }
+    }
+
+    /// Reads an array header and returns its length.
+    pub fn array_len(&mut self) -> Result<usize, DecodeError> {
+        let m = self.byte()?;
+        Ok(match m {
+            0x90..=0x9f => (m & 0x0f) as usize,
+            0xdc => u16::from_be_bytes(self.be()?) as usize,
+            0xdd => u32::from_be_bytes(self.be()?) as usize,
+            _ => {
+                return Err(DecodeError::Unexpected {
+                    marker: m,
+                    ty: "array".into(),
+                    at: self.pos - 1,
+                })
+            }
+        })
+    }
+
+    /// Reads a row header and checks it has `fields` elements.
+    pub fn row_header(&mut self, fields: usize) -> Result<(), DecodeError> {
+        let got = self.array_len()?;
+        if got != fields {
+            return Err(DecodeError::FieldCount { got, want: fields });
+        }
+        Ok(())
+    }
+
+    fn integer(&mut self, m: u8, ty: &Type) -> Result<i128, DecodeError> {
+        Ok(match m {
+            0x00..=0x7f => m as i128,
+            0xe0..=0xff => m as i8 as i128,
+            0xcc => self.byte()? as i128,
+            0xcd => u16::from_be_bytes(self.be()?) as i128,
+            0xce => u32::from_be_bytes(self.be()?) as i128,
+            0xcf => u64::from_be_bytes(self.be()?) as i128,
+            0xd0 => self.byte()? as i8 as i128,
+            0xd1 => i16::from_be_bytes(self.be()?) as i128,
+            0xd2 => i32::from_be_bytes(self.be()?) as i128,
+            0xd3 => i64::from_be_bytes(self.be()?) as i128,
+            _ => return Err(self.unexpected(m, ty)),
+        })
+    }
+
+    fn bin(&mut self, m: u8, ty: &Type) -> Result<&'a [u8], DecodeError> {
+        let len = match m {
+            0xc4 => self.byte()? as usize,
+            0xc5 => u16::from_be_bytes(self.be()?) as usize,
+            0xc6 => u32::from_be_bytes(self.be()?) as usize,
+            _ => return Err(self.unexpected(m, ty)),
+        };
+        self.take(len)
+    }
+
+    fn addr_from(&self, b: &[u8], m: u8, ty: &Type) -> Result<IpAddr, DecodeError> {
+        match b.len() {
+            4 => Ok(IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3]))),
+            16 => {
+                let mut o = [0u8; 16];
+                o.copy_from_slice(b);
+                Ok(IpAddr::V6(Ipv6Addr::from(o)))
+            }
+            _ => Err(self.unexpected(m, ty)),
+        }
+    }
+
+    /// Reads one value of type `ty`.
+    pub fn read(&mut self, ty: &Type) -> Result<ValueRef<'a>, DecodeError> {
+        let m = self.byte()?;
+        if m == 0xc0 {
+            return Ok(ValueRef::Null);
+        }
+        let out = match ty {
+            Type::Bool => match m {
+                0xc2 => ValueRef::Bool(false),
+                0xc3 => ValueRef::Bool(true),
+                _ => return Err(self.unexpected(m, ty)),
+            },
+            Type::Count | Type::Port => {
+                let v = self.integer(m, ty)?;
+                let v = u64::try_from(v).map_err(|_| self.unexpected(m, ty))?;
+                if *ty == Type::Port {
+                    ValueRef::Port(v)
+                } else {
+                    ValueRef::Count(v)
+                }
+            }
+            Type::Int | Type::Time | Type::Interval => {
+                let v = self.integer(m, ty)?;
+                let v = i64::try_from(v).map_err(|_| self.unexpected(m, ty))?;
+                match ty {
+                    Type::Int => ValueRef::Int(v),
+                    Type::Time => ValueRef::Time(v),
+                    _ => ValueRef::Interval(v),
+                }
+            }
+            Type::Double => match m {
+                0xcb => ValueRef::Double(f64::from_bits(u64::from_be_bytes(self.be()?))),
+                0xca => ValueRef::Double(f32::from_bits(u32::from_be_bytes(self.be()?)) as f64),
+                _ => return Err(self.unexpected(m, ty)),
+            },
+            Type::String | Type::Enum | Type::Pattern | Type::File => {
+                ValueRef::String(self.bin(m, ty)?)
+            }
+            Type::Addr => {
+                let b = self.bin(m, ty)?;
+                ValueRef::Addr(self.addr_from(b, m, ty)?)
+            }
+            Type::Subnet => {
+                self.pos -= 1;
+                if self.array_len()? != 2 {
+                    return Err(self.unexpected(m, ty));
+                }
+                let am = self.byte()?;
+                let b = self.bin(am, ty)?;
+                let a = self.addr_from(b, am, ty)?;
+                let pm = self.byte()?;
+                let p = self.integer(pm, ty)?;
+                let p = u8::try_from(p).map_err(|_| self.unexpected(pm, ty))?;
+                ValueRef::Subnet(a, p)
+            }
+            Type::Set(inner) | Type::Vector(inner) | Type::Table(inner) => {
+                self.pos -= 1;
+                let n = self.array_len()?;
+                // Every element takes at least one byte: bound the allocation by what is left.
+                let mut items = Vec::with_capacity(n.min(self.data.len() - self.pos));
+                for _ in 0..n {
+                    items.push(self.read(inner)?);
+                }
+                ValueRef::List(items)
+            }
+        };
+        Ok(out)
+    }
+}
+
+/// Encodes a whole row of owned values (a convenience for tests and the JSON reader).
+pub fn encode_row(values: &[Value], buf: &mut Vec<u8>) {
+    let mut enc = RowEncoder::new(buf);
+    enc.array(values.len() as u32);
+    for v in values {
+        enc.value(v);
+    }
+}
+
+/// Decodes a whole row into owned values using the field types.
+pub fn decode_row(row: &[u8], types: &[Type]) -> Result<Vec<Value>, DecodeError> {
+    let mut c = RowCursor::new(row);
+    c.row_header(types.len())?;
+    types.iter().map(|t| Ok(c.read(t)?.to_owned())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_types() -> (Vec<Type>, Vec<Value>) {
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        let v4: IpAddr = "10.0.0.1".parse().unwrap();
+        let types = vec![
+            Type::Bool,
+            Type::Count,
+            Type::Int,
+            Type::Double,
+            Type::Time,
+            Type::Interval,
+            Type::String,
+            Type::Addr,
+            Type::Subnet,
+            Type::Port,
+            Type::Enum,
+            Type::Pattern,
+            Type::File,
+            Type::Set(Box::new(Type::Addr)),
+            Type::Vector(Box::new(Type::Interval)),
+            Type::Table(Box::new(Type::String)),
+            Type::Count,
+            Type::Int,
+            Type::String,
+        ];
+        let values = vec![
+            Value::Bool(true),
+            Value::Count(u64::MAX),
+            Value::Int(i64::MIN),
+            Value::Double(f64::NAN),
+            Value::Time(1_258_531_221_486_539_000),
+            Value::Interval(-5),
+            Value::String(vec![0xff, b'a', 0]),
+            Value::Addr(v6),
+            Value::Subnet(v4, 24),
+            Value::Port(65535),
+            Value::String(b"udp".to_vec()),
+            Value::String(b"^a.*$".to_vec()),
+            Value::String(vec![b'x'; 70_000]),
+            Value::List(vec![Value::Addr(v4), Value::Null, Value::Addr(v6)]),
+            Value::List(vec![]),
+            Value::List((0..20).map(|i| Value::String(vec![b'a' + i])).collect()),
+            Value::Null,
+            Value::Int(-129),
+            Value::String(vec![]),
+        ];
+        (types, values)
+    }
+
+    #[test]
+    fn every_type_round_trips() {
+        let (types, values) = all_types();
+        let mut buf = Vec::new();
+        encode_row(&values, &mut buf);
+        assert_eq!(decode_row(&buf, &types).unwrap(), values);
+    }
+
+    #[test]
+    fn integers_round_trip_at_every_width_boundary() {
+        let edges: Vec<i64> = vec![
+            0,
+            127,
+            128,
+            255,
+            256,
+            65535,
+            65536,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            -32768,
+            -32769,
+            i32::MIN as i64,
+            i32::MIN as i64 - 1,
+            i64::MAX,
+        ];
+        for v in edges {
+            let mut buf = Vec::new();
+            encode_row(&[Value::Int(v)], &mut buf);
+            assert_eq!(decode_row(&buf, &[Type::Int]).unwrap(), vec![Value::Int(v)]);
+        }
+    }
+
+    #[test]
+    fn encoding_is_standard_msgpack() {
+        let mut buf = Vec::new();
+        encode_row(
+            &[
+                Value::Count(300),
+                Value::Int(-7),
+                Value::String(b"hi".to_vec()),
+            ],
+            &mut buf,
+        );
+        let back: (u64, i64, serde_bytes_like::Bin) = rmp_serde::from_slice(&buf).unwrap();
+        assert_eq!(back.0, 300);
+        assert_eq!(back.1, -7);
+        assert_eq!(back.2 .0, b"hi");
+    }
+
+    mod serde_bytes_like {
+        /// Deserializes msgpack bin into a Vec<u8>.
+        pub struct Bin(pub Vec<u8>);
+        impl<'de> serde::Deserialize<'de> for Bin {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Bin, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = Bin;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("bytes")
+                    }
+                    fn visit_bytes<E>(self, v: &[u8]) -> Result<Bin, E> {
+                        Ok(Bin(v.to_vec()))
+                    }
+                }
+                d.deserialize_bytes(V)
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_and_mistyped_rows_are_errors() {
+        let (types, values) = all_types();
+        let mut buf = Vec::new();
+        encode_row(&values, &mut buf);
+        for cut in 0..buf.len().min(200) {
+            assert!(decode_row(&buf[..cut], &types).is_err(), "cut at {cut}");
+        }
+        let mut buf = Vec::new();
+        encode_row(&[Value::Bool(true)], &mut buf);
+        assert!(matches!(
+            decode_row(&buf, &[Type::Count]),
+            Err(DecodeError::Unexpected { .. })
+        ));
+        assert!(matches!(
+            decode_row(&buf, &[Type::Count, Type::Count]),
+            Err(DecodeError::FieldCount { got: 1, want: 2 })
+        ));
+    }
+}
