@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The real Zeek corpus: `$WEIR_CORPUS`, else `../shared/data/zeek` beside the repo.
+/// Returns `None`, after printing a note, when it is absent: tests that need it then skip.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("WEIR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/zeek"));
+    if dir.join("conn.log.gz").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "note: Zeek corpus not found at {} (set WEIR_CORPUS): skipping this test",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Every log file of the corpus (`*.log.gz`, `zeek.json`, `unit/*.log`), sorted.
+pub fn corpus_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("unit")] {
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.flatten() {
+                let p = e.path();
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if name.ends_with(".log") || name.ends_with(".log.gz") || name.ends_with(".json") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Reads a file, gunzipping `.gz` (all members).
+pub fn read_maybe_gz(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        out
+    } else {
+        raw
+    }
+}
