@@ -12,5 +12,6 @@
 pub mod batch;
 pub mod codec;
 pub mod error;
+pub mod inflate;
 pub mod types;
 pub mod value;
