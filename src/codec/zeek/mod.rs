@@ -1,1 +1,4 @@
 //! Zeek's log formats: TSV (the ASCII writer's default) and JSON lines.
+
+pub mod json;
+pub mod tsv_writer;
