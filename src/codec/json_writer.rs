@@ -21,10 +21,13 @@
 //!
 //! # Strings
 //! Zeek strings are bytes. Valid UTF-8 is written as is (with `"` and `\` escaped as JSON
-//! requires); bytes that are not valid UTF-8, control bytes (below 0x20) and DEL (0x7f) are
-//! written as the four characters `\xHH` (lowercase hex), as Zeek does, so the JSON source holds
-//! `"\\xff"`. This is not reversible for a string that holds a literal `\x` followed by two hex
-//! digits: the same loss as Zeek's own JSON logs.
+//! requires); bytes that are not valid UTF-8 are written as the four characters `\xHH`
+//! (lowercase hex), as Zeek does, so the JSON source holds `"\\xff"`. This is not reversible for
+//! a string that holds a literal `\x` followed by two hex digits: the same loss as Zeek's own JSON
+//! logs. Control bytes (below 0x20) and DEL (0x7f) use JSON's own escapes (`\n`, `\t`, `\r`,
+//! `\u00HH`): Zeek JSON logs in the wild hold `\n` that way, and JSON read from them must be
+//! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
+//! when comparing with TSV originals).
 
 use crate::codec::writer::{
     push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet, push_u64,
@@ -206,8 +209,8 @@ fn push_escaped_hex(out: &mut Vec<u8>, b: u8) {
     ]);
 }
 
-/// Appends bytes as a JSON string: `"` and `\` escaped, valid UTF-8 kept, control bytes, DEL and
-/// bytes of invalid UTF-8 as `\xHH` text.
+/// Appends bytes as a JSON string: `"` and `\` escaped, valid UTF-8 kept, control bytes and DEL
+/// as JSON escapes (`\n`, `\u0001`), bytes of invalid UTF-8 as `\xHH` text.
 pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
     let mut rest = s;
@@ -228,7 +231,21 @@ pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &[u8]) {
             out.extend_from_slice(&[b'\\', b]);
             rest = &rest[1..];
         } else if b < 0x80 {
-            push_escaped_hex(out, b);
+            // Control bytes and DEL: JSON's own escapes, so that control characters read from
+            // Zeek JSON are written back as they were.
+            match b {
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                _ => out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 15) as usize],
+                ]),
+            }
             rest = &rest[1..];
         } else {
             // Non-ASCII: copy one valid UTF-8 character, or escape one invalid byte.
@@ -264,7 +281,7 @@ mod tests {
     fn strings_escape_like_zeek() {
         assert_eq!(js(b"plain"), r#""plain""#);
         assert_eq!(js(b"a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(js(b"\n\x7f"), r#""\\x0a\\x7f""#);
+        assert_eq!(js(b"\n\t\r\x01\x7f"), r#""\n\t\r\u0001\u007f""#);
         assert_eq!(js(&[0xff, b'a']), r#""\\xffa""#);
         assert_eq!(js("é€😀".as_bytes()), "\"é€😀\"");
         // Truncated UTF-8 sequence then ASCII: each bad byte escaped on its own.
