@@ -128,7 +128,10 @@ fn infers_every_type_and_flattens() {
         row[19],
         Value::String("tab\there \"q\" \\ é 😀 \\xff".as_bytes().to_vec())
     );
-    assert_eq!(batches[0].ts_range(), Some((1_258_531_221_486_539_000, 1_258_531_221_486_539_000)));
+    assert_eq!(
+        batches[0].ts_range(),
+        Some((1_258_531_221_486_539_000, 1_258_531_221_486_539_000))
+    );
 
     let row = &batches[1].to_values().unwrap()[0];
     let t2 = &batches[1].schema().fields;
@@ -214,7 +217,10 @@ fn skip_drops_bad_lines_and_reports_them() {
     let mut o = opts();
     o.on_error = OnError::Skip;
     let (batches, report) = read_all(&fixture("errors.jsonl"), o).unwrap();
-    let a: Vec<Value> = events(&batches).into_iter().map(|e| e.2[0].clone()).collect();
+    let a: Vec<Value> = events(&batches)
+        .into_iter()
+        .map(|e| e.2[0].clone())
+        .collect();
     assert_eq!(a, [Value::Count(1), Value::Count(3), Value::Count(7)]);
     assert_eq!(report.skipped, 5);
     let lines: Vec<u64> = report.first.iter().map(|e| e.line).collect();
@@ -232,8 +238,13 @@ fn overlong_lines_are_rejected_without_buffering() {
     let input = format!("{{\"a\":\"1\"}}\n{long}\n{{\"a\":\"2\"}}\n");
     let mut o = opts();
     o.max_line_len = 100;
-    let err = read_all(input.as_bytes(), o.clone()).unwrap_err().to_string();
-    assert_eq!(err, "test.json:2: line longer than the maximum of 100 bytes");
+    let err = read_all(input.as_bytes(), o.clone())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "test.json:2: line longer than the maximum of 100 bytes"
+    );
 
     // Fed in 16-byte chunks, the decoder never holds much more than the limit.
     o.on_error = OnError::Skip;
@@ -332,10 +343,17 @@ fn corpus_zeek_json_round_trips_through_the_json_writer() {
     let Some(dir) = common::corpus() else { return };
     let orig = dir.join("zeek.json");
     let input = std::fs::read(&orig).unwrap();
-    let (batches, report) = read_all(&input, ReaderOptions::new(orig.display().to_string())).unwrap();
+    let (batches, report) =
+        read_all(&input, ReaderOptions::new(orig.display().to_string())).unwrap();
     assert_eq!(report.skipped, 0);
     let n: usize = batches.iter().map(Batch::len).sum();
-    assert_eq!(n, input.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count());
+    assert_eq!(
+        n,
+        input
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+    );
     // Times are inferred from RFC 3339 strings (`ts`, `_write_ts`); one line has none.
     let timed = batches
         .iter()
@@ -352,8 +370,12 @@ fn corpus_zeek_json_round_trips_through_the_json_writer() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("out.jsonl");
     std::fs::write(&path, &out).unwrap();
-    let Some(status) = zeekref(&["compare-jj", orig.to_str().unwrap(), "--", path.to_str().unwrap()])
-    else {
+    let Some(status) = zeekref(&[
+        "compare-jj",
+        orig.to_str().unwrap(),
+        "--",
+        path.to_str().unwrap(),
+    ]) else {
         return;
     };
     assert!(status, "zeekref compare-jj reported a mismatch");
@@ -363,10 +385,17 @@ fn corpus_zeek_json_round_trips_through_the_json_writer() {
 fn zeekref(args: &[&str]) -> Option<bool> {
     let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
     if !tool.is_file() {
-        eprintln!("note: {} not found: skipping the reference check", tool.display());
+        eprintln!(
+            "note: {} not found: skipping the reference check",
+            tool.display()
+        );
         return None;
     }
-    match std::process::Command::new("python3").arg(&tool).args(args).output() {
+    match std::process::Command::new("python3")
+        .arg(&tool)
+        .args(args)
+        .output()
+    {
         Ok(o) => {
             eprintln!("{}", String::from_utf8_lossy(&o.stdout));
             Some(o.status.success())

@@ -509,10 +509,7 @@ impl Parser<'_, '_> {
                 return self.err("invalid number");
             }
         }
-        Ok(Raw::Num(Span {
-            start,
-            end: self.i,
-        }))
+        Ok(Raw::Num(Span { start, end: self.i }))
     }
 
     /// Decodes a string whose opening quote is consumed into `out`.
@@ -1020,7 +1017,11 @@ impl JsonDecoder {
             return Err(self.error(
                 self.line,
                 None,
-                format!("invalid JSON at byte {}: {what}: {}", at + 1, quote(&line[from..])),
+                format!(
+                    "invalid JSON at byte {}: {what}: {}",
+                    at + 1,
+                    quote(&line[from..])
+                ),
             ));
         }
         // Infer every value's type.
