@@ -74,10 +74,10 @@ impl JsonWriter {
 }
 
 impl EventWriter for JsonWriter {
-    fn write_rows<'a>(
+    fn write_rows(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &'a [u8]>,
+        rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
         self.prepare(schema);

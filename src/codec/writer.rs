@@ -110,10 +110,10 @@ pub trait EventWriter: Send {
     /// Appends the rows (msgpack rows of `schema`, see [`crate::value`]) to `out`.
     ///
     /// On error, `out` keeps the rows written before the bad one, and nothing of the bad one.
-    fn write_rows<'a>(
+    fn write_rows(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &'a [u8]>,
+        rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError>;
 

@@ -119,10 +119,10 @@ impl ZeekTsvWriter {
 }
 
 impl EventWriter for ZeekTsvWriter {
-    fn write_rows<'a>(
+    fn write_rows(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &'a [u8]>,
+        rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
         let mut rows = rows.peekable();
