@@ -11,6 +11,8 @@
 
 pub mod batch;
 pub mod codec;
+pub mod duration;
 pub mod error;
+pub mod pipeline;
 pub mod types;
 pub mod value;
