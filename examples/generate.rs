@@ -96,7 +96,10 @@ fn conn(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
         let (ob, rb) = if unset {
             ("-".to_string(), "-".to_string())
         } else {
-            (rng.below(100_000).to_string(), rng.below(2_000_000).to_string())
+            (
+                rng.below(100_000).to_string(),
+                rng.below(2_000_000).to_string(),
+            )
         };
         writeln!(
             out,
@@ -127,12 +130,21 @@ fn dns(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
         "time string addr port addr port enum count string count string count string count string bool bool bool bool count vector[string] vector[interval] bool",
     )?;
     for i in 0..n {
-        let query = rng.pick(&["example.com", "www.google.com", "_ldap._tcp.dc._msdcs.corp", "time.windows.com"]);
+        let query = rng.pick(&[
+            "example.com",
+            "www.google.com",
+            "_ldap._tcp.dc._msdcs.corp",
+            "time.windows.com",
+        ]);
         let answers = match rng.below(3) {
             0 => ("-".to_string(), "-".to_string()),
             1 => (addr(rng), format!("{}.000000", rng.below(86_400))),
             _ => (
-                format!("{},{},v=spf1 include:_spf.example.com ~all", addr(rng), addr(rng)),
+                format!(
+                    "{},{},v=spf1 include:_spf.example.com ~all",
+                    addr(rng),
+                    addr(rng)
+                ),
                 format!("{}.000000,300.000000,3600.000000", rng.below(600)),
             ),
         };

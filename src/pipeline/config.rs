@@ -966,6 +966,21 @@ fn parse_size(text: &str) -> Result<u64, String> {
 // The parser: TOML into raw tables with spans, then validation into the typed form
 // ---------------------------------------------------------------------------------------------
 
+/// A TOML error message on one line, speaking of sections rather than serde fields.
+fn toml_message(message: &str) -> String {
+    let one_line = message
+        .trim()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    match one_line.strip_prefix("unknown field ") {
+        Some(rest) => format!("unknown section {rest}"),
+        None => one_line,
+    }
+}
+
 /// The keys of one stage table, each value with its byte span in the file.
 type RawTable = BTreeMap<String, Spanned<toml::Value>>;
 
@@ -1045,7 +1060,7 @@ impl Parser<'_> {
                 line,
                 None,
                 None,
-                ConfigErrorKind::Toml(e.message().trim().to_string()),
+                ConfigErrorKind::Toml(toml_message(e.message())),
             )
         })?;
 
