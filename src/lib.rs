@@ -13,6 +13,7 @@ pub mod batch;
 pub mod codec;
 pub mod duration;
 pub mod error;
+pub mod inflate;
 pub mod pipeline;
 pub mod types;
 pub mod value;
