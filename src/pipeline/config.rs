@@ -846,10 +846,15 @@ impl PipelineSpec {
 
     /// Expands the inputs of source `index` into files (see [`SourceSpec::expand`]), with
     /// errors naming this pipeline and the source's table and `paths` key.
+    /// Not a source (or no such index): no files.
     pub fn expand_source(&self, index: usize) -> Result<Vec<InputFile>, ConfigError> {
-        let stage = &self.stages[index];
-        match &stage.kind {
-            StageKind::Source(src) => src.expand().map_err(|kind| self.error_at(stage, kind)),
+        match self.stages.get(index) {
+            Some(
+                stage @ Stage {
+                    kind: StageKind::Source(src),
+                    ..
+                },
+            ) => src.expand().map_err(|kind| self.error_at(stage, kind)),
             _ => Ok(Vec::new()),
         }
     }
