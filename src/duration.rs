@@ -190,4 +190,27 @@ mod tests {
         let e = parse_duration("1fortnight").unwrap_err();
         assert!(e.reason.contains("unknown unit \"fortnight\""), "{e}");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn parts_add_up(h in 0u64..1000, m in 0u64..1000, sec in 0u64..1000, ms in 0u64..1000, us in 0u64..1000) {
+            let text = format!("{h}h{m}m {sec}s{ms}ms {us}us");
+            let expected = Duration::from_secs(h * 3600 + m * 60 + sec)
+                + Duration::from_millis(ms)
+                + Duration::from_micros(us);
+            proptest::prop_assert_eq!(parse_duration(&text).unwrap(), expected);
+        }
+
+        #[test]
+        fn nanoseconds_round_trip(n in 0u64..u64::MAX) {
+            proptest::prop_assert_eq!(parse_duration(&format!("{n}ns")).unwrap(), Duration::from_nanos(n));
+        }
+
+        #[test]
+        fn never_panics(text in "[0-9.a-zµ ]{0,12}") {
+            if let Err(e) = parse_duration(&text) {
+                proptest::prop_assert_eq!(e.text, text);
+            }
+        }
+    }
 }

@@ -829,3 +829,44 @@ fn pipeline_dir_of_a_relative_file_path() {
     assert_eq!(src.inputs, vec![InputPath::Glob("some/dir/x".into())]);
     assert_eq!(spec.origin, "inline");
 }
+
+proptest::proptest! {
+    /// Arbitrary text, or valid-looking tables with arbitrary values, give an error or a
+    /// spec, never a panic.
+    #[test]
+    fn arbitrary_text_never_panics(text in "(\\[(sources|sinks|transforms)\\.[a-c]\\]\n|[a-z_]{1,6} = (\"[a-c$\\{\\}:-]{0,6}\"|[0-9]{1,3}|\\[\"[a-c]\"\\])\n){0,12}") {
+        let _ = PipelineSpec::parse(&text, "prop", Path::new("."), &vars(&[("a", "b")]));
+    }
+
+    #[test]
+    fn arbitrary_graphs_validate_or_explain(edges in proptest::collection::vec((0usize..6, 0usize..6), 0..12)) {
+        // Stages 0..2 are sources, 2..4 transforms, 4..6 sinks; edges (from, to) become inputs.
+        let name = |i: usize| format!("s{i}");
+        let mut text = String::new();
+        for i in 0..6 {
+            let (section, ty) = match i {
+                0 | 1 => ("sources", "stdin"),
+                2 | 3 => ("transforms", "batch"),
+                _ => ("sinks", "stdout"),
+            };
+            text.push_str(&format!("[{section}.{}]\ntype = \"{ty}\"\n", name(i)));
+            let mut inputs: Vec<String> = edges.iter().filter(|(_, to)| *to == i).map(|(from, _)| format!("\"{}\"", name(*from))).collect();
+            inputs.dedup();
+            if !inputs.is_empty() {
+                text.push_str(&format!("inputs = [{}]\n", inputs.join(", ")));
+            }
+        }
+        match PipelineSpec::parse(&text, "prop", Path::new("."), &vars(&[])) {
+            Ok(spec) => {
+                proptest::prop_assert_eq!(spec.stages.len(), 6);
+                for (i, s) in spec.stages.iter().enumerate() {
+                    proptest::prop_assert!(s.inputs.iter().all(|&j| j < i));
+                }
+            }
+            Err(e) => {
+                proptest::prop_assert_eq!(e.file.as_str(), "prop");
+                proptest::prop_assert!(e.line.is_some() || matches!(*e.kind, ConfigErrorKind::Empty(_)));
+            }
+        }
+    }
+}
