@@ -870,3 +870,31 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn misshapen_sections_name_their_table() {
+    let e = PipelineSpec::parse(
+        "# comment\n[sources]\ntype = \"stdin\"\n",
+        "x.toml",
+        Path::new("."),
+        &vars(&[]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "x.toml:3: [sources]: invalid type: string \"stdin\", expected a map: \
+         a section holds stage tables such as [sources.NAME], each with its keys"
+    );
+    let e = PipelineSpec::parse(
+        "[pipeline]\nchannel_size = \"1MiB\"\n",
+        "x.toml",
+        Path::new("."),
+        &vars(&[]),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "x.toml:2: [pipeline] channel_size: unknown key for the [pipeline] table; \
+         allowed keys: channel_capacity"
+    );
+}

@@ -513,13 +513,11 @@ pub enum ConfigErrorKind {
         /// A hint on what to write.
         hint: Option<String>,
     },
-    /// A key that this stage type does not have.
-    #[error("unknown key for a {stage} {section}; allowed keys: {allowed}")]
+    /// A key that this stage type (or the `[pipeline]` table) does not have.
+    #[error("unknown key for {what}; allowed keys: {allowed}")]
     UnknownKey {
-        /// The stage type, e.g. `file`.
-        stage: String,
-        /// The section noun.
-        section: &'static str,
+        /// What has no such key, e.g. `a file source`.
+        what: String,
         /// The keys there are.
         allowed: String,
     },
@@ -980,10 +978,15 @@ fn toml_message(message: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(": ");
-    match one_line.strip_prefix("unknown field ") {
-        Some(rest) => format!("unknown section {rest}"),
-        None => one_line,
+    if let Some(rest) = one_line.strip_prefix("unknown field ") {
+        return format!("unknown section {rest}");
     }
+    if one_line.ends_with("expected a map") {
+        return format!(
+            "{one_line}: a section holds stage tables such as [sources.NAME], each with its keys"
+        );
+    }
+    one_line
 }
 
 /// The keys of one stage table, each value with its byte span in the file.
@@ -1042,6 +1045,19 @@ impl Parser<'_> {
             + 1
     }
 
+    /// The name of the last `[table]` header at or before `line`, for TOML errors.
+    fn header_before(&self, line: usize) -> Option<String> {
+        self.text
+            .lines()
+            .take(line)
+            .filter_map(|l| {
+                let l = l.trim();
+                let inner = l.strip_prefix('[')?.split(']').next()?;
+                (!inner.starts_with('[') && !inner.is_empty()).then(|| inner.trim().to_string())
+            })
+            .last()
+    }
+
     fn error(
         &self,
         line: Option<usize>,
@@ -1061,9 +1077,10 @@ impl Parser<'_> {
     fn parse(&mut self) -> Result<PipelineSpec, ConfigError> {
         let doc: RawDocument = toml::from_str(self.text).map_err(|e| {
             let line = e.span().map(|s| self.line_of(s.start));
+            let table = line.and_then(|l| self.header_before(l));
             self.error(
                 line,
-                None,
+                table.as_deref(),
                 None,
                 ConfigErrorKind::Toml(toml_message(e.message())),
             )
@@ -1072,7 +1089,7 @@ impl Parser<'_> {
         let mut channel_capacity = PipelineSpec::DEFAULT_CHANNEL_CAPACITY;
         if let Some(table) = &doc.pipeline {
             let t = self.table("pipeline".into(), table);
-            t.check_keys(PIPELINE_KEYS, "pipeline", "settings")?;
+            t.check_keys(PIPELINE_KEYS, "the [pipeline] table")?;
             if let Some(v) = t.size("channel_capacity")? {
                 channel_capacity = t.at_least_one("channel_capacity", v)?;
             }
@@ -1174,7 +1191,7 @@ impl Parser<'_> {
                 }
                 let inputs = match ty.as_str() {
                     "file" => {
-                        t.check_keys(&[SOURCE_COMMON, &["paths"]].concat(), "file", "source")?;
+                        t.check_keys(&[SOURCE_COMMON, &["paths"]].concat(), "a file source")?;
                         let paths = t.string_list("paths")?.ok_or_else(|| {
                             t.key_error(
                                 "paths",
@@ -1217,7 +1234,7 @@ impl Parser<'_> {
                         inputs
                     }
                     "stdin" => {
-                        t.check_keys(SOURCE_COMMON, "stdin", "source")?;
+                        t.check_keys(SOURCE_COMMON, "a stdin source")?;
                         vec![InputPath::Stdin]
                     }
                     _ => return Err(unknown_type(SOURCE_TYPES)),
@@ -1248,8 +1265,7 @@ impl Parser<'_> {
                 "batch" => {
                     t.check_keys(
                         &["type", "inputs", "max_events", "max_bytes", "timeout"],
-                        "batch",
-                        "transform",
+                        "a batch transform",
                     )?;
                     let mut b = BatchSpec::default();
                     if let Some(n) = t.integer("max_events")? {
@@ -1270,8 +1286,7 @@ impl Parser<'_> {
                 "archive" => {
                     t.check_keys(
                         &["type", "inputs", "db", "max_segment_size", "sync"],
-                        "archive",
-                        "sink",
+                        "an archive sink",
                     )?;
                     let db = t.string("db")?.ok_or_else(|| {
                         t.key_error(
@@ -1296,7 +1311,7 @@ impl Parser<'_> {
                     }))
                 }
                 "file" => {
-                    t.check_keys(&["type", "inputs", "path", "format"], "file", "sink")?;
+                    t.check_keys(&["type", "inputs", "path", "format"], "a file sink")?;
                     let path = t.string("path")?.ok_or_else(|| {
                         t.key_error(
                             "path",
@@ -1314,7 +1329,7 @@ impl Parser<'_> {
                     })
                 }
                 "stdout" => {
-                    t.check_keys(&["type", "inputs", "format"], "stdout", "sink")?;
+                    t.check_keys(&["type", "inputs", "format"], "a stdout sink")?;
                     StageKind::Sink(SinkSpec::Stdout {
                         format: t
                             .choice("format", OutputFormat::NAMES)?
@@ -1576,12 +1591,7 @@ impl Table<'_> {
     }
 
     /// Refuses keys outside `allowed`, the first in file order.
-    fn check_keys(
-        &self,
-        allowed: &[&str],
-        stage: &str,
-        section: &'static str,
-    ) -> Result<(), ConfigError> {
+    fn check_keys(&self, allowed: &[&str], what: &str) -> Result<(), ConfigError> {
         let mut unknown: Vec<(&String, &Spanned<toml::Value>)> = self
             .raw
             .iter()
@@ -1594,8 +1604,7 @@ impl Table<'_> {
                 key,
                 Some(self.parser.line_of(v.span().start)),
                 ConfigErrorKind::UnknownKey {
-                    stage: stage.to_string(),
-                    section,
+                    what: what.to_string(),
                     allowed: allowed.join(", "),
                 },
             )),
