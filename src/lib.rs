@@ -11,7 +11,9 @@
 
 pub mod batch;
 pub mod codec;
+pub mod duration;
 pub mod error;
 pub mod inflate;
+pub mod pipeline;
 pub mod types;
 pub mod value;
