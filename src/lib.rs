@@ -12,5 +12,9 @@
 pub mod batch;
 pub mod codec;
 pub mod error;
+pub mod segment;
+pub mod size;
+pub mod store;
 pub mod types;
 pub mod value;
+pub mod wal;
