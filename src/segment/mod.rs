@@ -2,8 +2,9 @@
 //!
 //! # Format
 //!
-//! A segment file is exactly one FlatBuffer (no size prefix) with file identifier `WSEG` at
-//! bytes 4..8, built from `schemas/segment.fbs` (the source of truth; the Rust code in
+//! A segment file is exactly one size-prefixed FlatBuffer: a little-endian u32 holding the
+//! size of the rest of the file (so truncation is always detected), then the buffer with file
+//! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! [`generated`] is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
 //! union `SegmentVersion`; version 1 (`SegmentV1`) has:
 //!

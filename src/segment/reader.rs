@@ -105,14 +105,25 @@ impl Segment {
         Vec<SchemaRef>,
         Vec<BatchMeta>,
     )> {
-        if !fbs::segment_buffer_has_identifier(buf) {
+        if !fbs::segment_size_prefixed_buffer_has_identifier(buf) {
             return Err(corrupt(
                 path,
                 "not a weir segment (file identifier WSEG missing)",
             ));
         }
+        let size = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        if size != buf.len() - 4 {
+            return Err(corrupt(
+                path,
+                format!(
+                    "truncated or extended: the size prefix says {} bytes, the file has {}",
+                    size + 4,
+                    buf.len()
+                ),
+            ));
+        }
         let opts = super::verifier_options(buf.len());
-        let root = fbs::root_as_segment_with_opts(&opts, buf)
+        let root = fbs::size_prefixed_root_as_segment_with_opts(&opts, buf)
             .map_err(|e| corrupt(path, format!("flatbuffer verification failed: {e}")))?;
         let seg = match root.segment_type() {
             fbs::SegmentVersion::SegmentV1 => root

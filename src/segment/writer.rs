@@ -365,7 +365,8 @@ impl SegmentBuilder {
                 segment: Some(v1.as_union_value()),
             },
         );
-        self.fbb.finish(root, Some(fbs::SEGMENT_IDENTIFIER));
+        self.fbb
+            .finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
         let bytes = self.fbb.finished_data();
         if bytes.len() > self.max {
             return Err(StoreError::InvalidMaxSegmentSize {
