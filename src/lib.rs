@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod codec;
 pub mod error;
+pub mod inflate;
 pub mod segment;
 pub mod size;
 pub mod store;
