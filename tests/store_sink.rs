@@ -18,7 +18,9 @@ fn opts(max: u64) -> StoreOptions {
 async fn sink_writes_everything_and_reports() {
     let dir = tempfile::tempdir().unwrap();
     let s = schema("conn", 3);
-    let batches: Vec<_> = (0..50).map(|i| batch(&s, 10 + i % 7, 30, i as u64)).collect();
+    let batches: Vec<_> = (0..50)
+        .map(|i| batch(&s, 10 + i % 7, 30, i as u64))
+        .collect();
     let (mut sink, report) = ArchiveSink::open(dir.path(), opts(16 << 10)).unwrap();
     assert!(report.warnings.is_empty());
     let mut input = stream::iter(batches.clone()).map(Ok::<_, StoreError>);
