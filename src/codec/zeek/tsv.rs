@@ -190,7 +190,7 @@ impl Splitter {
 }
 
 /// Everything needed to parse data lines of one schema.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Plan {
     schema: SchemaRef,
     cols: Vec<Col>,
@@ -633,6 +633,44 @@ impl tokio_util::codec::Decoder for TsvDecoder {
         let (n, out) = self.run(&src[..], true);
         src.advance(n);
         Ok(out?)
+    }
+}
+
+/// Support for decoding one text on several threads (see [`super::parallel`]).
+impl TsvDecoder {
+    /// A decoder with this one's options, header and schema state but no pending rows, whose
+    /// line numbers continue from `line_no`: it decodes data lines that follow the lines this
+    /// decoder has seen, independently of it.
+    pub fn fork(&self, line_no: u64) -> TsvDecoder {
+        let mut d = TsvDecoder::new(self.opts.clone());
+        d.hdr = self.hdr.clone();
+        d.dirty = self.dirty;
+        d.plan = self.plan.clone();
+        d.schemas = self.schemas.clone();
+        d.line_no = line_no;
+        d
+    }
+
+    /// Builds the schema for data that starts with `first_line` (line `line_no`), if a header
+    /// line changed it, so that forks share one [`SchemaRef`] and warnings are given once.
+    pub fn prime(&mut self, first_line: &[u8], line_no: u64) -> Result<(), ParseError> {
+        if self.dirty {
+            self.plan = None;
+            let plan = self.build_plan(line_no, first_line)?;
+            self.plan = Some(plan);
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Sets the number of lines consumed so far (line numbers in errors continue from it).
+    pub fn set_lines(&mut self, line_no: u64) {
+        self.line_no = line_no;
+    }
+
+    /// Takes the rows dropped so far under [`OnError::Skip`], leaving an empty report.
+    pub fn take_skip_report(&mut self) -> SkipReport {
+        std::mem::take(&mut self.skips)
     }
 }
 
