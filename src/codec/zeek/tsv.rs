@@ -765,10 +765,7 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                 n
             }),
             Col::One(Kind::Str) => {
-                let n = rest
-                    .iter()
-                    .position(|&x| x == sep || x == b'\\')
-                    .unwrap_or(rest.len());
+                let n = plain_len(rest, sep);
                 match rest.get(n) {
                     Some(b'\\') => None,
                     _ => {
@@ -832,6 +829,28 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
     }
     b.finish_row(ts);
     true
+}
+
+/// Length of the leading part of `s` holding neither `sep` nor a backslash (SWAR, eight
+/// bytes at a time).
+#[inline(always)]
+fn plain_len(s: &[u8], sep: u8) -> usize {
+    let sep_word = LO * sep as u64;
+    let bs_word = LO * b'\\' as u64;
+    let mut i = 0;
+    while let Some(word) = s.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(*word);
+        let m = zero_bytes(w ^ sep_word) | zero_bytes(w ^ bs_word);
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let tail = s.get(i..).unwrap_or(&[]);
+    i + tail
+        .iter()
+        .position(|&x| x == sep || x == b'\\')
+        .unwrap_or(tail.len())
 }
 
 /// Leading decimal digits (at most 19, so no overflow) and how many there were.
