@@ -213,6 +213,16 @@ fn bad_lines_fail_naming_source_and_line() {
 }
 
 #[test]
+fn fail_emits_the_events_before_the_bad_line_first() {
+    let mut dec = JsonDecoder::new(opts());
+    let mut buf = BytesMut::from(&fixture("errors.jsonl")[..]);
+    let first = dec.decode(&mut buf).unwrap().expect("the good first line");
+    assert_eq!(first.to_values().unwrap(), vec![vec![Value::Count(1)]]);
+    let err = dec.decode(&mut buf).unwrap_err();
+    assert!(err.to_string().starts_with("test.json:2: "), "{err}");
+}
+
+#[test]
 fn skip_drops_bad_lines_and_reports_them() {
     let mut o = opts();
     o.on_error = OnError::Skip;
