@@ -478,3 +478,22 @@ fn omitted_fields_start_new_schemas_unless_absent_as_unset() {
     }
     assert_eq!(events(&bytewise), events(&folded));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// Arbitrary bytes (and arbitrary JSON-ish text) never panic, in either error mode.
+    #[test]
+    fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300),
+                            text in "[{}\\[\\]\":,0-9a-z.eE+\\-\\\\ \n]{0,200}") {
+        for input in [&bytes[..], text.as_bytes()] {
+            let _ = read_all(input, opts());
+            let mut o = opts();
+            o.on_error = OnError::Skip;
+            o.max_line_len = 50;
+            let (batches, report) = read_all(input, o).unwrap();
+            let lines = input.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+            let n: u64 = batches.iter().map(|b| b.len() as u64).sum();
+            prop_assert!(n + report.skipped <= lines);
+        }
+    }
+}
