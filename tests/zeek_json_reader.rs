@@ -187,6 +187,17 @@ fn interleaved_paths_switch_schemas_and_share_them() {
 }
 
 #[test]
+fn a_byte_order_mark_is_ignored_on_the_first_line_only() {
+    let (batches, _) = read_all(b"\xef\xbb\xbf{\"a\":1}\n", opts()).unwrap();
+    assert_eq!(batches[0].to_values().unwrap(), vec![vec![Value::Count(1)]]);
+    let err = read_all(b"{\"a\":1}\n\xef\xbb\xbf{\"a\":1}\n", opts()).unwrap_err();
+    assert!(
+        err.to_string().starts_with("test.json:2: invalid JSON"),
+        "{err}"
+    );
+}
+
+#[test]
 fn batches_are_cut_at_batch_rows() {
     let mut input = Vec::new();
     for i in 0..10 {

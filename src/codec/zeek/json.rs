@@ -49,7 +49,8 @@
 //! Under [`OnError::Skip`] the line is dropped and counted ([`JsonDecoder::skip_report`]). A line
 //! longer than [`ReaderOptions::max_line_len`] (counting a `\r` before the newline) is an error
 //! too, detected without buffering more than that many bytes; under skip, the rest of the line
-//! is discarded as it arrives. Empty and whitespace-only lines are ignored.
+//! is discarded as it arrives. Empty and whitespace-only lines are ignored, and so is a UTF-8
+//! byte order mark before the first line.
 //!
 //! [`Decoder`]: tokio_util::codec::Decoder
 
@@ -1023,6 +1024,11 @@ impl JsonDecoder {
     /// when the line's schema differs from it.
     fn handle_line(&mut self, line: &[u8]) -> Result<Option<Batch>, ReadError> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // A UTF-8 byte order mark before the first line.
+        let line = match line.strip_prefix(b"\xef\xbb\xbf") {
+            Some(rest) if self.line == 1 => rest,
+            _ => line,
+        };
         if line
             .iter()
             .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
