@@ -11,6 +11,13 @@
 
 pub mod batch;
 pub mod codec;
+pub mod duration;
 pub mod error;
+pub mod inflate;
+pub mod pipeline;
+pub mod segment;
+pub mod size;
+pub mod store;
 pub mod types;
 pub mod value;
+pub mod wal;
