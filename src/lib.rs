@@ -10,7 +10,10 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod batcher;
 pub mod codec;
 pub mod error;
+pub mod pipeline;
+pub mod source;
 pub mod types;
 pub mod value;
