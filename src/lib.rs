@@ -13,6 +13,7 @@ pub mod batch;
 pub mod batcher;
 pub mod codec;
 pub mod error;
+pub mod inflate;
 pub mod pipeline;
 pub mod source;
 pub mod types;

@@ -1,0 +1,419 @@
+//! Fast gzip decompression: whole members with libdeflate, several at once, output in order.
+//!
+//! Zeek logs arrive as gzip files, often several members back to back (`cat a.gz b.gz`, log
+//! rotation, or the 1,000 members of the W1000 benchmark). Members are independent, so a
+//! seekable input can be split at member boundaries and decoded in parallel. The boundaries are
+//! not indexed anywhere, so [`ParallelGunzip`] finds them speculatively:
+//!
+//! 1. Read a window of compressed input (it always starts at a member start).
+//! 2. Find candidate member starts: the gzip magic `1f 8b 08` followed by a plausible header
+//!    (reserved flag bits clear, known XFL and OS bytes). Compressed data can contain such
+//!    bytes by chance, so a candidate is only a guess.
+//! 3. Decode every slice between consecutive candidates in parallel with libdeflate, which
+//!    needs the whole member in memory and is about twice as fast as zlib. A slice is accepted
+//!    only if it is *exactly* one member: libdeflate checked the member's CRC-32 and length, and
+//!    those must be the slice's last 8 bytes, so a member that ended early (a true boundary that
+//!    was not a candidate) or that runs past the slice (a false candidate) is never accepted.
+//! 4. A slice that fails is decoded by zlib (flate2), one member at a time from its start, which
+//!    finds the true member end; decoding then resumes at the next candidate after it.
+//!
+//! Output order is input order; a member larger than the window is decoded by the streaming
+//! fallback without holding it whole. Memory is bounded by the window and its decompressed
+//! size. Non-seekable input (stdin) uses streaming decompression instead (see `source`).
+
+use std::io::{self, BufRead, Read};
+
+use libdeflater::{DecompressionError, Decompressor};
+
+/// Default size of the compressed window decoded in one parallel round.
+pub const DEFAULT_WINDOW: usize = 8 << 20;
+
+/// Largest member output libdeflate is asked to produce in one piece; bigger members (by their
+/// recorded size) are left to the streaming fallback.
+const MAX_MEMBER_OUTPUT: usize = 256 << 20;
+
+/// Whether a plausible gzip member header starts at `data[at..]`.
+pub fn is_member_header(data: &[u8], at: usize) -> bool {
+    let h = match data.get(at..at + 10) {
+        Some(h) => h,
+        None => return false,
+    };
+    h[0] == 0x1f
+        && h[1] == 0x8b
+        && h[2] == 8 // deflate
+        && h[3] & 0xe0 == 0 // reserved flags
+        && matches!(h[8], 0 | 2 | 4) // XFL
+        && (h[9] <= 13 || h[9] == 255) // OS
+}
+
+/// Offsets of all candidate member starts in `data`.
+pub fn member_candidates(data: &[u8]) -> Vec<usize> {
+    memchr::memmem::find_iter(data, &[0x1f, 0x8b, 0x08])
+        .filter(|&at| is_member_header(data, at))
+        .collect()
+}
+
+/// Decodes `slice` if it is exactly one gzip member; `None` otherwise.
+fn decode_exact(dec: &mut Decompressor, slice: &[u8]) -> Option<Vec<u8>> {
+    let n = slice.len();
+    if n < 18 {
+        return None;
+    }
+    let crc = u32::from_le_bytes(slice[n - 8..n - 4].try_into().ok()?);
+    let isize = u32::from_le_bytes(slice[n - 4..].try_into().ok()?) as usize;
+    if isize > MAX_MEMBER_OUTPUT {
+        return None;
+    }
+    let mut out = vec![0u8; isize];
+    match dec.gzip_decompress(slice, &mut out) {
+        Ok(len) if len == isize => {}
+        Ok(_) | Err(DecompressionError::BadData) | Err(DecompressionError::InsufficientSpace) => {
+            return None
+        }
+    }
+    // libdeflate verified the CRC it read after the deflate stream; if that stream ended before
+    // the slice's end, the trailer it read is not the slice's last 8 bytes.
+    (crc32fast::hash(&out) == crc).then_some(out)
+}
+
+/// Decodes one member starting at `data[0]` with zlib, streaming. Returns its output and its
+/// compressed length, or `None` when the member runs past the end of `data`.
+fn decode_one_streaming(data: &[u8], eof: bool) -> io::Result<Option<(Vec<u8>, usize)>> {
+    let mut reader = io::BufReader::with_capacity(64 << 10, data);
+    let mut out = Vec::new();
+    let result = flate2::bufread::GzDecoder::new(&mut reader).read_to_end(&mut out);
+    match result {
+        Ok(_) => {
+            // The BufReader holds what the decoder did not consume.
+            let consumed = data.len() - reader.fill_buf()?.len();
+            Ok(Some((out, consumed)))
+        }
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && !eof => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The fallback decoder: zlib over what is buffered, then the rest of the input.
+type Streaming<R> = flate2::read::MultiGzDecoder<io::BufReader<io::Chain<io::Cursor<Vec<u8>>, R>>>;
+
+/// Decompresses concatenated gzip members from a reader, decoding several members at once.
+///
+/// An iterator of decompressed chunks in input order; each chunk is one or more whole members.
+///
+/// ```
+/// use std::io::Write;
+/// let mut gz = Vec::new();
+/// for part in [&b"hello "[..], b"world"] {
+///     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+///     e.write_all(part).unwrap();
+///     gz.extend(e.finish().unwrap());
+/// }
+/// let out: Vec<u8> = weir::inflate::ParallelGunzip::new(&gz[..], 2)
+///     .collect::<std::io::Result<Vec<_>>>()
+///     .unwrap()
+///     .concat();
+/// assert_eq!(out, b"hello world");
+/// ```
+pub struct ParallelGunzip<R> {
+    input: Option<R>,
+    stream: Option<Streaming<R>>,
+    streaming: bool,
+    threads: usize,
+    window: usize,
+    buf: Vec<u8>,
+    eof: bool,
+    consumed: u64,
+    ready: std::collections::VecDeque<Vec<u8>>,
+    failed: bool,
+}
+
+impl<R: Read> ParallelGunzip<R> {
+    /// Decodes `input` with up to `threads` members at once and the default window.
+    pub fn new(input: R, threads: usize) -> ParallelGunzip<R> {
+        ParallelGunzip::with_window(input, threads, DEFAULT_WINDOW)
+    }
+
+    /// Decodes with a given compressed window size (at least 64 KiB).
+    pub fn with_window(input: R, threads: usize, window: usize) -> ParallelGunzip<R> {
+        ParallelGunzip {
+            input: Some(input),
+            stream: None,
+            streaming: false,
+            threads: threads.max(1),
+            window: window.max(64 << 10),
+            buf: Vec::new(),
+            eof: false,
+            consumed: 0,
+            ready: Default::default(),
+            failed: false,
+        }
+    }
+
+    /// Compressed bytes consumed so far.
+    pub fn compressed_consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    fn fill(&mut self, want: usize) -> io::Result<()> {
+        while !self.eof && self.buf.len() < want {
+            let Some(input) = self.input.as_mut() else {
+                self.eof = true;
+                break;
+            };
+            let old = self.buf.len();
+            self.buf.resize(want, 0);
+            match input.read(&mut self.buf[old..]) {
+                Ok(0) => {
+                    self.buf.truncate(old);
+                    self.eof = true;
+                }
+                Ok(n) => self.buf.truncate(old + n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(old),
+                Err(e) => {
+                    self.buf.truncate(old);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes the next window into `self.ready`.
+    fn round(&mut self) -> io::Result<()> {
+        self.fill(self.window)?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let starts = member_candidates(&self.buf);
+        // The last candidate's member may be cut by the window's end, unless input ended.
+        let limit = if self.eof {
+            self.buf.len()
+        } else {
+            starts.last().copied().unwrap_or(0)
+        };
+        let mut bounds = starts.clone();
+        if self.eof {
+            bounds.push(self.buf.len());
+        }
+        let slices: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+        let mut decoded = decode_parallel(&self.buf, &slices, self.threads).into_iter();
+        let mut next_slice = 0;
+
+        let mut pos = 0;
+        while pos < limit {
+            // The speculative result for a slice starting exactly here, if any.
+            while next_slice < slices.len() && slices[next_slice].0 < pos {
+                next_slice += 1;
+                decoded.next();
+            }
+            if next_slice < slices.len() && slices[next_slice].0 == pos {
+                next_slice += 1;
+                if let Some(Some(out)) = decoded.next() {
+                    self.ready.push_back(out);
+                    pos = slices[next_slice - 1].1;
+                    continue;
+                }
+            }
+            if self.eof && self.buf[pos..].iter().all(|&b| b == 0) {
+                pos = self.buf.len(); // zero padding, as tape archives leave
+                break;
+            }
+            let at = self.consumed + pos as u64;
+            match decode_one_streaming(&self.buf[pos..], self.eof).map_err(|e| bad(at, e))? {
+                Some((out, len)) => {
+                    self.ready.push_back(out);
+                    pos += len;
+                }
+                None => break,
+            }
+        }
+        if pos == 0 && !self.eof {
+            // One member is larger than the window: stream the rest of the input.
+            self.streaming = true;
+            return Ok(());
+        }
+        self.buf.drain(..pos);
+        self.consumed += pos as u64;
+        Ok(())
+    }
+
+    /// Streams the rest of the input through zlib, one chunk at a time.
+    fn stream_chunk(&mut self) -> Option<io::Result<Vec<u8>>> {
+        if self.stream.is_none() {
+            let head = std::mem::take(&mut self.buf);
+            let input = self.input.take()?;
+            let chained = io::Cursor::new(head).chain(input);
+            self.stream = Some(flate2::read::MultiGzDecoder::new(
+                io::BufReader::with_capacity(1 << 20, chained),
+            ));
+        }
+        let dec = self.stream.as_mut()?;
+        let mut out = vec![0u8; 1 << 20];
+        let mut filled = 0;
+        while filled < out.len() {
+            match dec.read(&mut out[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(Err(bad(self.consumed, e))),
+            }
+        }
+        if filled == 0 {
+            self.stream = None;
+            self.streaming = false;
+            self.eof = true;
+            return None;
+        }
+        out.truncate(filled);
+        Some(Ok(out))
+    }
+}
+
+fn bad(at: u64, e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("gzip: {e} (member at compressed byte {at})"),
+    )
+}
+
+/// Decodes each slice `[start, end)` of `buf` on up to `threads` threads, in order.
+fn decode_parallel(buf: &[u8], slices: &[(usize, usize)], threads: usize) -> Vec<Option<Vec<u8>>> {
+    if slices.is_empty() {
+        return Vec::new();
+    }
+    let threads = threads.min(slices.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Vec<u8>>> = Vec::new();
+    results.resize_with(slices.len(), || None);
+    let cells: Vec<std::sync::Mutex<Option<Vec<u8>>>> =
+        results.into_iter().map(std::sync::Mutex::new).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut dec = Decompressor::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(a, b)) = slices.get(i) else { break };
+                    let out = decode_exact(&mut dec, &buf[a..b]);
+                    if let Ok(mut cell) = cells[i].lock() {
+                        *cell = out;
+                    }
+                }
+            });
+        }
+    });
+    cells
+        .into_iter()
+        .map(|c| c.into_inner().ok().flatten())
+        .collect()
+}
+
+impl<R: Read> Iterator for ParallelGunzip<R> {
+    type Item = io::Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<io::Result<Vec<u8>>> {
+        loop {
+            if let Some(out) = self.ready.pop_front() {
+                return Some(Ok(out));
+            }
+            if self.streaming {
+                return self.stream_chunk();
+            }
+            if self.failed || (self.eof && self.buf.is_empty()) {
+                return None;
+            }
+            if let Err(e) = self.round() {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            if self.ready.is_empty() && self.eof && self.buf.is_empty() {
+                return None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gz(data: &[u8], level: u32) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn gunzip_all(input: &[u8], window: usize) -> io::Result<Vec<u8>> {
+        Ok(ParallelGunzip::with_window(input, 2, window)
+            .collect::<io::Result<Vec<_>>>()?
+            .concat())
+    }
+
+    fn text(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.max(1);
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b"abc\tdef 0123\n"[(x % 13) as usize]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn many_members_in_order() {
+        let mut input = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..50 {
+            let t = text(1000 + i * 997, i as u64);
+            input.extend(gz(&t, 6));
+            want.extend(t);
+        }
+        for window in [64 << 10, 1 << 20, 64 << 20] {
+            assert_eq!(gunzip_all(&input, window).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn member_bigger_than_window_is_streamed() {
+        let big = text(3 << 20, 7);
+        let small = text(5000, 8);
+        let mut input = gz(&small, 1);
+        input.extend(gz(&big, 1));
+        input.extend(gz(&small, 9));
+        let want = [small.clone(), big, small].concat();
+        assert_eq!(gunzip_all(&input, 64 << 10).unwrap(), want);
+    }
+
+    #[test]
+    fn false_candidates_inside_members_are_harmless() {
+        // Stored (level 0) members carry the payload verbatim: embed fake headers in it.
+        let mut payload = Vec::new();
+        for _ in 0..100 {
+            payload.extend_from_slice(&[0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3]);
+            payload.extend(text(300, 3));
+        }
+        let mut input = gz(&payload, 0);
+        input.extend(gz(b"tail", 0));
+        assert!(member_candidates(&input).len() > 50);
+        let want = [payload, b"tail".to_vec()].concat();
+        assert_eq!(gunzip_all(&input, 64 << 10).unwrap(), want);
+    }
+
+    #[test]
+    fn truncated_and_garbage_inputs_are_errors() {
+        let one = gz(&text(10_000, 1), 6);
+        let cut = &one[..one.len() - 3];
+        assert!(gunzip_all(cut, 1 << 20).is_err());
+        let mut trailing = one.clone();
+        trailing.extend_from_slice(b"garbage!");
+        assert!(gunzip_all(&trailing, 1 << 20).is_err());
+        assert!(gunzip_all(b"plain text, not gzip", 1 << 20).is_err());
+        let mut padded = one.clone();
+        padded.extend_from_slice(&[0; 100]);
+        assert_eq!(gunzip_all(&padded, 1 << 20).unwrap(), text(10_000, 1));
+        assert!(gunzip_all(b"", 1 << 20).unwrap().is_empty());
+    }
+}
