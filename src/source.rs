@@ -36,6 +36,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, BufReader, ReadBuf};
 use tokio::sync::mpsc;
 use tokio_util::io::StreamReader;
 
+use crate::inflate::ParallelGunzip;
+
 /// Size of one blocking read from a file or stdin.
 pub const CHUNK_SIZE: usize = 1 << 20;
 
@@ -357,32 +359,42 @@ impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
 
 /// Starts a thread reading `read` in chunks; returns the async side.
 fn spawn_reader<R: io::Read + Send + 'static>(name: String, mut read: R) -> BoxReader {
-    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(CHUNKS_AHEAD);
-    let thread_name = format!("weir-read {name}");
-    let spawned = std::thread::Builder::new()
-        .name(thread_name)
-        .spawn(move || loop {
-            let mut buf = vec![0u8; CHUNK_SIZE];
-            let mut filled = 0;
-            // Fill the chunk unless the source is slow (a pipe): hand over what is there then.
-            let res = loop {
-                match read.read(&mut buf[filled..]) {
-                    Ok(0) => break Ok(filled),
-                    Ok(n) => {
-                        filled += n;
-                        if filled == buf.len() || n < 64 << 10 {
-                            break Ok(filled);
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => break Err(e),
-                }
-            };
-            match res {
-                Ok(0) => return,
+    spawn_chunks(name, move || {
+        let mut buf = vec![0u8; CHUNK_SIZE];
+        let mut filled = 0;
+        // Fill the chunk unless the source is slow (a pipe): hand over what is there then.
+        loop {
+            match read.read(&mut buf[filled..]) {
+                Ok(0) => break,
                 Ok(n) => {
-                    buf.truncate(n);
-                    if tx.blocking_send(Ok(Bytes::from(buf))).is_err() {
+                    filled += n;
+                    if filled == buf.len() || n < 64 << 10 {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(filled);
+        Ok((filled > 0).then(|| Bytes::from(buf)))
+    })
+}
+
+/// Starts a thread calling `next` for chunks until it returns `None` or an error, handing
+/// them over a small bounded channel; returns the async side.
+fn spawn_chunks<F>(name: String, mut next: F) -> BoxReader
+where
+    F: FnMut() -> io::Result<Option<Bytes>> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(CHUNKS_AHEAD);
+    let spawned = std::thread::Builder::new()
+        .name(format!("weir-read {name}"))
+        .spawn(move || loop {
+            match next() {
+                Ok(None) => return,
+                Ok(Some(chunk)) => {
+                    if tx.blocking_send(Ok(chunk)).is_err() {
                         return;
                     }
                 }
@@ -396,6 +408,27 @@ fn spawn_reader<R: io::Read + Send + 'static>(name: String, mut read: R) -> BoxR
         Ok(_) => Box::pin(StreamReader::new(tokio_stream_from_receiver(rx))),
         Err(e) => Box::pin(FailedReader(Some(e))),
     }
+}
+
+/// Decompresses a gzip file with [`ParallelGunzip`] on a reader thread, counting compressed
+/// bytes as read.
+fn spawn_parallel_gunzip(
+    name: String,
+    file: std::fs::File,
+    counters: Arc<SourceCounters>,
+) -> BoxReader {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, file), threads);
+    let mut seen = 0u64;
+    spawn_chunks(name, move || {
+        let next = gz.next().transpose()?;
+        let consumed = gz.compressed_consumed();
+        counters
+            .read
+            .fetch_add(consumed.saturating_sub(seen), Ordering::Relaxed);
+        seen = seen.max(consumed);
+        Ok(next.map(Bytes::from))
+    })
 }
 
 /// A reader that fails once with the given error (a thread could not be started).
@@ -428,29 +461,51 @@ pub struct RawSource {
     pub size: Option<u64>,
     /// The bytes as stored.
     pub reader: BoxReader,
+    /// Whether `reader` already yields decompressed bytes (a gzip file decoded in parallel).
+    pub decompressed: bool,
 }
 
 /// Opens an input for reading (a file is opened here, so that a missing file is reported
-/// at once). Bytes read are counted into `counters`.
-pub fn open_raw(input: Input, counters: &Arc<SourceCounters>) -> Result<RawSource, SourceError> {
+/// at once). Bytes read are counted into `counters`. A regular gzip file (under
+/// [`Compression::Auto`] or [`Compression::Gzip`]) is decompressed right away by
+/// [`ParallelGunzip`], several members at once.
+pub fn open_raw(
+    input: Input,
+    compression: Compression,
+    counters: &Arc<SourceCounters>,
+) -> Result<RawSource, SourceError> {
     let name = input.name();
+    let io_err = |error| SourceError::Io {
+        name: name.clone(),
+        error,
+    };
     let (size, reader): (Option<u64>, BoxReader) = match input {
         Input::Path(path) => {
-            let file = std::fs::File::open(&path).map_err(|error| SourceError::Io {
-                name: name.clone(),
-                error,
-            })?;
-            let meta = file.metadata().map_err(|error| SourceError::Io {
-                name: name.clone(),
-                error,
-            })?;
+            let mut file = std::fs::File::open(&path).map_err(io_err)?;
+            let meta = file.metadata().map_err(io_err)?;
             if meta.is_dir() {
-                return Err(SourceError::Io {
-                    name,
-                    error: io::Error::other("is a directory"),
-                });
+                return Err(io_err(io::Error::other("is a directory")));
             }
-            let size = meta.is_file().then(|| meta.len());
+            let size = meta.is_file().then_some(meta.len());
+            if size.is_some() && matches!(compression, Compression::Auto | Compression::Gzip) {
+                use std::io::{Read, Seek};
+                let mut magic = [0u8; 2];
+                let n = file.read(&mut magic).map_err(io_err)?;
+                file.seek(io::SeekFrom::Start(0)).map_err(io_err)?;
+                if n == 2 && magic == [0x1f, 0x8b] {
+                    let reader = spawn_parallel_gunzip(name.clone(), file, counters.clone());
+                    return Ok(RawSource {
+                        name,
+                        size,
+                        decompressed: true,
+                        reader: Box::pin(Counted {
+                            inner: reader,
+                            counter: counters.clone(),
+                            decoded: true,
+                        }),
+                    });
+                }
+            }
             (size, spawn_reader(name.clone(), file))
         }
         Input::Stdin => (None, spawn_reader(name.clone(), io::stdin())),
@@ -462,7 +517,36 @@ pub fn open_raw(input: Input, counters: &Arc<SourceCounters>) -> Result<RawSourc
         counter: counters.clone(),
         decoded: false,
     });
-    Ok(RawSource { name, size, reader })
+    Ok(RawSource {
+        name,
+        size,
+        reader,
+        decompressed: false,
+    })
+}
+
+/// Opens, decompresses and counts an input: the name, the size when known, and the
+/// decompressed bytes.
+pub async fn open(
+    input: Input,
+    compression: Compression,
+    counters: &Arc<SourceCounters>,
+) -> Result<(String, Option<u64>, BoxReader), SourceError> {
+    let raw = open_raw(input, compression, counters)?;
+    if raw.size.is_none() {
+        counters.add_unknown_total();
+    }
+    if raw.decompressed {
+        return Ok((raw.name, raw.size, raw.reader));
+    }
+    let name = raw.name;
+    let (_, reader) = decompress(raw.reader, compression, counters)
+        .await
+        .map_err(|error| SourceError::Io {
+            name: name.clone(),
+            error,
+        })?;
+    Ok((name, raw.size, reader))
 }
 
 /// Reads up to `n` bytes (fewer only at end of input), stopping early once `done` says so;

@@ -27,9 +27,7 @@ use super::metrics::StageMetrics;
 use crate::batch::Batch;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
-use crate::source::{
-    decompress, detect_format, open_raw, Compression, Format, Input, SourceCounters,
-};
+use crate::source::{detect_format, open, Compression, Format, Input, SourceCounters};
 
 /// A batch decoder behind a trait object: a tokio-util [`Decoder`] of batches that can also
 /// report the rows it skipped.
@@ -110,17 +108,12 @@ async fn decode_input(
 ) {
     let name = input.name();
     let result = async {
-        let raw = open_raw(input, &shared.counters).map_err(|e| match e {
-            crate::source::SourceError::Io { name, error } => io_error(&name, error),
-            other => io_error(&name, io::Error::other(other.to_string())),
-        })?;
-        match raw.size {
-            Some(_) => {}
-            None => shared.counters.add_unknown_total(),
-        }
-        let (_, reader) = decompress(raw.reader, config.compression, &shared.counters)
+        let (_, _, reader) = open(input, config.compression, &shared.counters)
             .await
-            .map_err(|e| io_error(&name, e))?;
+            .map_err(|e| match e {
+                crate::source::SourceError::Io { name, error } => io_error(&name, error),
+                other => io_error(&name, io::Error::other(other.to_string())),
+            })?;
         let (format, reader) = detect_format(reader, config.format)
             .await
             .map_err(|e| io_error(&name, e))?;
