@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod batcher;
 pub mod codec;
+pub mod duration;
 pub mod error;
 pub mod inflate;
 pub mod pipeline;

@@ -28,6 +28,7 @@
 //! lets the other stages drain, and is returned naming the stage.
 
 pub mod channel;
+pub mod config;
 pub mod decode;
 pub mod metrics;
 

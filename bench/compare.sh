@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Side-by-side import benchmark: weir against the decompression floor (pigz, gzip) and DuckDB.
+#
+#   bench/compare.sh [N]      N copies of conn.log.gz (default 1000: the W1000 workload)
+#   REPS=5 bench/compare.sh   repetitions per case (default 3); medians are reported
+#
+# The workload comes from ../shared/data/zeek (or $WEIR_CORPUS); without it, from the repo's own
+# generator (examples/generate.rs) with the same event count. Work files go to $BENCH_DIR
+# (default /tmp/weir-bench). Prints, per case: median wall seconds, events/s, the ratio to
+# `pigz -dc` measured in the same run, and peak RSS.
+set -euo pipefail
+N=${1:-1000}
+REPS=${REPS:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+corpus=${WEIR_CORPUS:-$root/../shared/data/zeek}
+work=${BENCH_DIR:-/tmp/weir-bench}
+mkdir -p "$work"
+
+bash "$root/bench/setup.sh"
+(cd "$root" && cargo build --release --quiet --bin weir --example generate)
+weir="$root/target/release/weir"
+
+gz="$work/w$N.log.gz"
+if [ ! -s "$gz" ]; then
+  if [ -f "$corpus/conn.log.gz" ]; then
+    echo "building W$N from $corpus/conn.log.gz" >&2
+    for _ in $(seq "$N"); do cat "$corpus/conn.log.gz"; done > "$gz.tmp"
+  else
+    echo "note: corpus absent; generating W$N from examples/generate.rs" >&2
+    "$root/target/release/examples/generate" --events $((N * 8462)) --log conn | gzip -c > "$gz.tmp"
+  fi
+  mv "$gz.tmp" "$gz"
+fi
+txt="$work/w$N.log"
+[ -s "$txt" ] || gzip -dc "$gz" > "$txt"
+one="$work/w$N.single.log.gz"
+if [ ! -s "$one" ]; then
+  if command -v pigz >/dev/null; then pigz -c "$txt" > "$one"; else gzip -c "$txt" > "$one"; fi
+fi
+events=$(grep -vc '^#' "$txt" || true)
+echo "workload: $gz ($(du -h "$gz" | cut -f1) gzip, $(du -h "$txt" | cut -f1) text, $events events)"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r)"
+echo
+
+TIME=/usr/bin/time
+declare -A MED RSS
+# run NAME CMD...: REPS runs, median wall time and the largest peak RSS.
+run() {
+  local name=$1; shift
+  local times=() rss=0
+  for _ in $(seq "$REPS"); do
+    rm -rf "$work/db" "$work/out.parquet"
+    local t0 t1 r
+    if [ -x "$TIME" ]; then
+      t0=$(date +%s.%N)
+      "$TIME" -f '%M' -o "$work/rss" bash -c "$*" >/dev/null 2>"$work/err" || { echo "$name failed:"; cat "$work/err"; return 1; }
+      t1=$(date +%s.%N)
+      r=$(tail -1 "$work/rss")
+    else
+      t0=$(date +%s.%N); bash -c "$*" >/dev/null 2>"$work/err" || { cat "$work/err"; return 1; }; t1=$(date +%s.%N); r=0
+    fi
+    times+=("$(echo "$t1 - $t0" | bc -l)")
+    [ "$r" -gt "$rss" ] && rss=$r
+  done
+  MED[$name]=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}')
+  RSS[$name]=$((rss / 1024))
+  printf '%-34s %8.3f s  %12.0f events/s  peak RSS %6d MiB\n' "$name" "${MED[$name]}" \
+    "$(echo "$events / ${MED[$name]}" | bc -l)" "${RSS[$name]}"
+}
+
+command -v pigz >/dev/null && run "pigz -dc" "pigz -dc '$gz'"
+run "gzip -dc" "gzip -dc '$gz'"
+run "weir import (gzip file)" "'$weir' import --quiet --db '$work/db' '$gz'"
+run "weir import (text file)" "'$weir' import --quiet --db '$work/db' '$txt'"
+run "weir import (text on stdin)" "'$weir' import --quiet --db '$work/db' < '$txt'"
+run "weir import (1-member gzip, stdin)" "'$weir' import --quiet --db '$work/db' < '$one'"
+if python3 -c 'import duckdb' 2>/dev/null; then
+  q="COPY (SELECT * FROM read_csv('$gz', delim='\t', comment='#', nullstr='-', header=false)) TO '$work/out.parquet' (FORMAT parquet)"
+  run "duckdb read_csv -> parquet (gzip)" "python3 -c \"import duckdb; duckdb.sql(\\\"$q\\\")\""
+else
+  echo "note: python3 duckdb not importable: DuckDB skipped"
+fi
+
+echo
+floor=${MED["pigz -dc"]:-${MED["gzip -dc"]}}
+w=${MED["weir import (gzip file)"]}
+printf 'weir (gzip file) / pigz -dc:       %.2f (target <= 0.80)\n' "$(echo "$w / $floor" | bc -l)"
+if [ -n "${MED["duckdb read_csv -> parquet (gzip)"]:-}" ]; then
+  printf 'DuckDB / weir (gzip file):         %.2f (target >= 5)\n' "$(echo "${MED["duckdb read_csv -> parquet (gzip)"]} / $w" | bc -l)"
+fi
