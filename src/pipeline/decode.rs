@@ -40,6 +40,10 @@ pub trait BatchDecoder: Send {
     fn skip_report(&self) -> SkipReport {
         SkipReport::default()
     }
+    /// Takes the warnings collected so far (e.g. unknown type names read as string).
+    fn take_warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Makes the decoder for a format (never [`Format::Auto`]: it is resolved first).
@@ -82,6 +86,7 @@ pub(crate) struct SourceShared {
     pub counters: Arc<SourceCounters>,
     pub metrics: Arc<StageMetrics>,
     pub skips: Arc<Mutex<SkipReport>>,
+    pub warnings: Arc<Mutex<Vec<String>>>,
 }
 
 fn io_error(name: &str, error: io::Error) -> ReadError {
@@ -146,6 +151,12 @@ async fn decode_input(
                 }
             };
             let batch = item.map_err(|e| name_error(&name, e))?;
+            let warnings = framed.decoder_mut().0.take_warnings();
+            if !warnings.is_empty() {
+                if let Ok(mut w) = shared.warnings.lock() {
+                    w.extend(warnings.into_iter().map(|w| format!("{name}: {w}")));
+                }
+            }
             send(&tx, &shared, Ok(batch)).await?;
         }
         let report = framed.decoder().0.skip_report();
@@ -223,4 +234,56 @@ pub(crate) fn source_stream(
         .buffered(ahead)
         .flatten()
         .boxed()
+}
+
+impl BatchDecoder for crate::codec::zeek::tsv::TsvDecoder {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode(self, src)
+    }
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode_eof(self, src)
+    }
+    fn skip_report(&self) -> SkipReport {
+        crate::codec::zeek::tsv::TsvDecoder::skip_report(self).clone()
+    }
+    fn take_warnings(&mut self) -> Vec<String> {
+        crate::codec::zeek::tsv::TsvDecoder::take_warnings(self)
+    }
+}
+
+impl BatchDecoder for crate::codec::zeek::json::JsonDecoder {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode(self, src)
+    }
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode_eof(self, src)
+    }
+    fn skip_report(&self) -> SkipReport {
+        crate::codec::zeek::json::JsonDecoder::skip_report(self).clone()
+    }
+}
+
+/// The decoders of Zeek TSV and Zeek JSON lines.
+pub fn zeek_decoders() -> DecoderFactory {
+    Arc::new(|format, options| match format {
+        Format::ZeekJson => Box::new(crate::codec::zeek::json::JsonDecoder::new(options)),
+        Format::ZeekTsv | Format::Auto => {
+            Box::new(crate::codec::zeek::tsv::TsvDecoder::new(options))
+        }
+    })
+}
+
+impl SourceConfig {
+    /// Zeek TSV/JSON with auto-detected compression and format, the given reader options,
+    /// two inputs decoded ahead (at least), and `channel_capacity` bytes per input.
+    pub fn zeek(reader: ReaderOptions, channel_capacity: usize) -> SourceConfig {
+        SourceConfig {
+            compression: Compression::Auto,
+            format: Format::Auto,
+            reader,
+            decoders: zeek_decoders(),
+            decode_ahead: std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+            channel_capacity,
+        }
+    }
 }

@@ -27,6 +27,7 @@
 //! stage (bad input under `--on-error fail`, a failing sink) stops the sources the same way,
 //! lets the other stages drain, and is returned naming the stage.
 
+pub mod build;
 pub mod channel;
 pub mod config;
 pub mod decode;
@@ -136,6 +137,9 @@ pub struct RunSummary {
     pub interrupted: bool,
     /// Rows the sources skipped under `--on-error skip`.
     pub skipped: SkipReport,
+    /// Warnings of the sources (e.g. an unknown type name read as string), each naming its
+    /// source.
+    pub warnings: Vec<String>,
 }
 
 type SourceFn = Box<dyn FnOnce(SourceShared) -> BatchStream + Send>;
@@ -161,6 +165,7 @@ pub struct Pipeline {
     metrics: Arc<Metrics>,
     counters: Arc<SourceCounters>,
     skips: Arc<Mutex<SkipReport>>,
+    warnings: Arc<Mutex<Vec<String>>>,
 }
 
 impl Default for Pipeline {
@@ -179,6 +184,7 @@ impl Pipeline {
             metrics: Arc::new(Metrics::default()),
             counters: Arc::new(SourceCounters::default()),
             skips: Arc::default(),
+            warnings: Arc::default(),
         }
     }
 
@@ -311,6 +317,7 @@ impl Pipeline {
             metrics,
             counters,
             skips,
+            warnings,
         } = self;
         let n = stages.len();
         if n == 0 {
@@ -373,6 +380,7 @@ impl Pipeline {
                         counters: counters.clone(),
                         metrics: ctx.metrics.clone(),
                         skips: skips.clone(),
+                        warnings: warnings.clone(),
                     };
                     let stream = f(shared);
                     run_stream(ctx, stream, outs, true).boxed()
@@ -422,6 +430,7 @@ impl Pipeline {
             elapsed: started.elapsed(),
             interrupted: cancel.is_cancelled(),
             skipped,
+            warnings: warnings.lock().map(|w| w.clone()).unwrap_or_default(),
         })
     }
 }
