@@ -1,1 +1,5 @@
 //! Zeek's log formats: TSV (the ASCII writer's default) and JSON lines.
+
+pub mod json;
+pub mod tsv;
+pub mod tsv_writer;
