@@ -15,10 +15,12 @@ use crate::codec::ReaderOptions;
 use crate::source::{Compression, Format, Input};
 
 /// What a built pipeline exposes besides the pipeline itself.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Built {
     /// Names of the archive sinks with their database directories.
     pub archives: Vec<(String, std::path::PathBuf)>,
+    /// Segments written so far by the archive sinks, when there are any.
+    pub segments: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
 }
 
 fn compression(d: Decompress) -> Compression {
@@ -104,12 +106,13 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineErr
                 WriterSink::new(writer_for(output(*format)), tokio::io::stdout()),
             )?,
             StageKind::Sink(SinkSpec::File { path, format }) => {
-                let file = tokio::fs::File::create(path).await.map_err(|e| {
-                    PipelineError::Sink {
-                        name: stage.name.clone(),
-                        error: format!("cannot create {}: {e}", path.display()).into(),
-                    }
-                })?;
+                let file =
+                    tokio::fs::File::create(path)
+                        .await
+                        .map_err(|e| PipelineError::Sink {
+                            name: stage.name.clone(),
+                            error: format!("cannot create {}: {e}", path.display()).into(),
+                        })?;
                 pipeline.add_sink(
                     &stage.name,
                     &inputs,
