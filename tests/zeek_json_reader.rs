@@ -406,3 +406,65 @@ fn zeekref(args: &[&str]) -> Option<bool> {
         }
     }
 }
+
+fn read_with(dec: JsonDecoder, input: &[u8]) -> Vec<Batch> {
+    let mut dec = dec;
+    let mut buf = BytesMut::from(input);
+    let mut out = Vec::new();
+    while let Some(b) = dec.decode(&mut buf).unwrap() {
+        out.push(b);
+    }
+    while let Some(b) = dec.decode_eof(&mut buf).unwrap() {
+        out.push(b);
+    }
+    out
+}
+
+#[test]
+fn omitted_fields_start_new_schemas_unless_absent_as_unset() {
+    let input = br#"{"_path":"conn","ts":1.0,"uid":"a","service":"dns","duration":0.5}
+{"_path":"conn","ts":2.0,"uid":"b","duration":0.25}
+{"_path":"conn","ts":3.0,"uid":"c"}
+{"_path":"dns","ts":3.5,"q":"x"}
+{"_path":"conn","ts":4.0,"uid":"d","service":"http"}
+{"_path":"conn","ts":5.0,"service":"http","uid":"e"}
+"#;
+    let strict = read_with(JsonDecoder::new(opts()), input);
+    assert_eq!(strict.len(), 6, "every key set is a schema by default");
+
+    let folded = read_with(JsonDecoder::new(opts()).absent_as_unset(true), input);
+    let names: Vec<&str> = folded.iter().map(|b| b.schema().name.as_str()).collect();
+    // The last line has its keys in another order: a schema of its own.
+    assert_eq!(names, ["zeek.conn", "zeek.dns", "zeek.conn", "zeek.conn"]);
+    assert!(Arc::ptr_eq(folded[0].schema(), folded[2].schema()));
+    let rows: Vec<Vec<Value>> = folded[0]
+        .to_values()
+        .unwrap()
+        .into_iter()
+        .chain(folded[2].to_values().unwrap())
+        .collect();
+    let t = |s: i64| Value::Time(s * 1_000_000_000);
+    assert_eq!(
+        rows,
+        [
+            vec![t(1), s("a"), s("dns"), Value::Double(0.5)],
+            vec![t(2), s("b"), Value::Null, Value::Double(0.25)],
+            vec![t(3), s("c"), Value::Null, Value::Null],
+            vec![t(4), s("d"), s("http"), Value::Null],
+        ]
+    );
+    // Chunking still does not matter.
+    let mut dec = JsonDecoder::new(opts()).absent_as_unset(true);
+    let mut buf = BytesMut::new();
+    let mut bytewise = Vec::new();
+    for &b in input.iter() {
+        buf.extend_from_slice(&[b]);
+        while let Some(x) = dec.decode(&mut buf).unwrap() {
+            bytewise.push(x);
+        }
+    }
+    while let Some(x) = dec.decode_eof(&mut buf).unwrap() {
+        bytewise.push(x);
+    }
+    assert_eq!(events(&bytewise), events(&folded));
+}

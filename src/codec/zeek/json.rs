@@ -17,7 +17,8 @@
 //! is the field `id.orig_h`). Underscored keys such as `_write_ts` or `_system_name` are ordinary
 //! fields. A new schema starts whenever the names, their order, or the inferred types change;
 //! schemas seen before are shared (the same [`SchemaRef`]), so interleaved log types do not
-//! multiply schemas.
+//! multiply schemas. With [`JsonDecoder::absent_as_unset`], a line whose keys are a subsequence
+//! of a recent schema's (Zeek omits unset fields) is read in that schema instead.
 //!
 //! # Type inference
 //! | JSON | type |
@@ -35,9 +36,10 @@
 //!
 //! Addresses must be in canonical form (the form weir writes back) so that converting to JSON
 //! reproduces the text; `2001:0db8::1` stays a string. A field that is `null`, or an array that
-//! is empty or all `null`, has no type of its own: it takes the type of the field of that name
-//! in the schema of the previous line when there is one (so an occasional `null` does not start a
-//! new schema), else `string` (`vector[string]` for arrays). String escapes are decoded (`\n`,
+//! is empty or all `null`, has no type of its own: the line fits the pending schema, else one of
+//! the last 16 schemas used, whatever that schema's type for the field (so an occasional `null`
+//! does not start a new schema); in a new schema it takes the type of the field of that name in
+//! the pending schema when there is one, else `string` (`vector[string]` for arrays). String escapes are decoded (`\n`,
 //! `\u00e9`, surrogate pairs); the `\xHH` text Zeek writes for non-UTF-8 bytes is kept as text.
 //!
 //! # Errors
@@ -65,6 +67,8 @@ use crate::value::RowEncoder;
 
 /// Deepest accepted nesting of objects and arrays.
 const MAX_DEPTH: usize = 64;
+/// Schemas compared with a line before the cache is consulted (interleaved log types).
+const RECENT_SCHEMAS: usize = 16;
 /// Schemas remembered for sharing; the cache is emptied when it grows past this.
 const MAX_CACHED_SCHEMAS: usize = 4096;
 
@@ -918,6 +922,9 @@ pub struct JsonDecoder {
     builder: Option<BatchBuilder>,
     ts_index: Option<usize>,
     schemas: HashMap<(String, Vec<Field>), SchemaRef>,
+    /// Schemas used last, most recent first.
+    recent: Vec<SchemaRef>,
+    absent_as_unset: bool,
     report: SkipReport,
     p: Parsed,
 }
@@ -933,9 +940,24 @@ impl JsonDecoder {
             builder: None,
             ts_index: None,
             schemas: HashMap::new(),
+            recent: Vec::new(),
+            absent_as_unset: false,
             report: SkipReport::default(),
             p: Parsed::default(),
         }
+    }
+
+    /// With `true`, a line whose keys are a subsequence (same order) of the keys of the pending
+    /// schema or one of the last 16 schemas used, with the same name and types, is read in that
+    /// schema with the missing fields unset, instead of starting a schema of its own.
+    ///
+    /// Zeek omits unset fields from its JSON logs, so by the letter of the format (a new schema
+    /// whenever the set of keys changes, the default) nearly every line of a busy log can be a
+    /// schema and a batch of its own; this option folds them back together. The events differ
+    /// only in that absent fields become unset fields of the wider schema.
+    pub fn absent_as_unset(mut self, on: bool) -> JsonDecoder {
+        self.absent_as_unset = on;
+        self
     }
 
     /// Rows dropped so far under [`OnError::Skip`].
@@ -1047,8 +1069,15 @@ impl JsonDecoder {
         }
         // Find the schema: the pending one, else a cached or new one.
         let mut emitted = None;
-        if !self.matches_current() {
-            let schema = self.lookup_schema()?;
+        let fits_pending = matches!(&self.builder, Some(b) if self.fits(b.schema()));
+        if !fits_pending {
+            // Recently used schemas first (no allocation), then the cache or a new schema.
+            let schema = match self.recent.iter().position(|s| self.fits(s)) {
+                Some(k) => self.recent.remove(k),
+                None => self.lookup_schema()?,
+            };
+            self.recent.insert(0, schema.clone());
+            self.recent.truncate(RECENT_SCHEMAS);
             self.ts_index = schema.ts_index();
             match &mut self.builder {
                 Some(b) if !b.is_empty() => {
@@ -1065,7 +1094,18 @@ impl JsonDecoder {
         let p = &self.p;
         let mut ts = None;
         let mut e = builder.begin_row();
-        for (k, (f, field)) in p.fields.iter().zip(&schema.fields).enumerate() {
+        let mut j = 0;
+        for (k, field) in schema.fields.iter().enumerate() {
+            // The schema's fields are the line's, or (absent_as_unset) a supersequence of them.
+            let Some(f) = p
+                .fields
+                .get(j)
+                .filter(|f| f.name.of(&p.names) == field.name.as_bytes())
+            else {
+                e.null();
+                continue;
+            };
+            j += 1;
             match f.val {
                 FieldVal::One(it) => {
                     if Some(k) == self.ts_index {
@@ -1088,28 +1128,43 @@ impl JsonDecoder {
         Ok(emitted)
     }
 
-    /// Whether the line just parsed fits the pending schema.
-    fn matches_current(&self) -> bool {
-        let Some(b) = &self.builder else { return false };
-        let s = b.schema();
+    /// Whether the line just parsed fits schema `s`: same name, same field names in the same
+    /// order, same types (a null fits any type, an empty array any container).
+    fn fits(&self, s: &Schema) -> bool {
         let p = &self.p;
         let name_ok = match p.path {
             Some(span) => s.name.as_bytes().strip_prefix(b"zeek.") == Some(span.of(&p.strs)),
             None => s.name == self.opts.json_default_schema,
         };
-        name_ok
-            && s.fields.len() == p.fields.len()
-            && p.fields.iter().zip(&s.fields).all(|(f, sf)| {
-                f.name.of(&p.names) == sf.name.as_bytes()
-                    && match (f.val, f.sk) {
-                        (FieldVal::One(_), None) => true,
-                        (FieldVal::One(_), Some(sk)) => sk.is(&sf.ty),
-                        (FieldVal::Many(_), None) => sf.ty.is_container(),
-                        (FieldVal::Many(_), Some(sk)) => {
-                            matches!(&sf.ty, Type::Vector(t) if sk.is(t))
-                        }
-                    }
-            })
+        if !name_ok || p.fields.len() > s.fields.len() {
+            return false;
+        }
+        if !self.absent_as_unset && p.fields.len() != s.fields.len() {
+            return false;
+        }
+        // The line's fields, in order, must be the schema's (or, with absent_as_unset, a
+        // subsequence of them).
+        let mut j = 0;
+        for sf in &s.fields {
+            let Some(f) = p.fields.get(j) else { break };
+            if f.name.of(&p.names) != sf.name.as_bytes() {
+                if self.absent_as_unset {
+                    continue;
+                }
+                return false;
+            }
+            let ok = match (f.val, f.sk) {
+                (FieldVal::One(_), None) => true,
+                (FieldVal::One(_), Some(sk)) => sk.is(&sf.ty),
+                (FieldVal::Many(_), None) => sf.ty.is_container(),
+                (FieldVal::Many(_), Some(sk)) => matches!(&sf.ty, Type::Vector(t) if sk.is(t)),
+            };
+            if !ok {
+                return false;
+            }
+            j += 1;
+        }
+        j == p.fields.len()
     }
 
     /// The schema of the line just parsed, from the cache or new.

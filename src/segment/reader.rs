@@ -1,0 +1,480 @@
+//! Reading segments: memory-mapped, verified once, then zero-copy.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
+use super::generated as fbs;
+use super::writer::batch_checksum;
+use crate::batch::Batch;
+use crate::store::{Result, StoreError};
+use crate::types::{Field, Schema, SchemaRef, Type};
+
+/// Maps a segment file into memory.
+#[allow(unsafe_code)]
+fn map_file(file: &File, path: &Path) -> Result<Mmap> {
+    // SAFETY: segment files are immutable once written: weir writes them under a temporary
+    // name, renames them into place and never opens them for writing again (the store only
+    // deletes orphaned segments that are not in the catalog, at writer start-up, and unlinking
+    // a file keeps existing maps valid). The map is read-only, and every read goes through
+    // bounds-checked slices after verification, so a file changed behind weir's back by
+    // another program can at worst yield wrong bytes or SIGBUS, which is outside what Rust can
+    // guard against for any mmap.
+    unsafe { Mmap::map(file) }.map_err(|e| StoreError::io("memory-map", path, e))
+}
+
+#[derive(Debug, Clone)]
+struct BatchMeta {
+    schema: u32,
+    first_id: u64,
+    rows: u32,
+    ts: Option<(i64, i64)>,
+    data: Range<usize>,
+    offsets: Range<usize>,
+}
+
+/// An open, verified segment: a read-only memory map plus an index of its batches.
+#[derive(Debug)]
+pub struct Segment {
+    path: PathBuf,
+    map: Mmap,
+    uuid: uuid::Uuid,
+    intervals: Vec<Range<u64>>,
+    events: u64,
+    schemas: Vec<SchemaRef>,
+    batches: Vec<BatchMeta>,
+}
+
+fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::CorruptSegment {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Position of `inner` within `outer` (both slices of the same map).
+fn range_in(outer: &[u8], inner: &[u8]) -> Range<usize> {
+    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
+    start..start + inner.len()
+}
+
+impl Segment {
+    /// Opens a segment: maps it, verifies the FlatBuffer with limits, checks every batch's
+    /// offsets and checksum and the segment's intervals and event count. Any damage is a
+    /// [`StoreError::CorruptSegment`] naming the file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", path, e))?
+            .len();
+        if len < 16 {
+            return Err(corrupt(path, format!("truncated: only {len} bytes")));
+        }
+        if len > 1 << 31 {
+            return Err(corrupt(
+                path,
+                format!("{len} bytes exceeds the 2 GiB limit"),
+            ));
+        }
+        let map = map_file(&file, path)?;
+        let (uuid, intervals, events, schemas, batches) = Self::index(&map, path)?;
+        Ok(Segment {
+            path: path.to_path_buf(),
+            map,
+            uuid,
+            intervals,
+            events,
+            schemas,
+            batches,
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn index(
+        buf: &[u8],
+        path: &Path,
+    ) -> Result<(
+        uuid::Uuid,
+        Vec<Range<u64>>,
+        u64,
+        Vec<SchemaRef>,
+        Vec<BatchMeta>,
+    )> {
+        if !fbs::segment_size_prefixed_buffer_has_identifier(buf) {
+            return Err(corrupt(
+                path,
+                "not a weir segment (file identifier WSEG missing)",
+            ));
+        }
+        let size = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        if size != buf.len() - 4 {
+            return Err(corrupt(
+                path,
+                format!(
+                    "truncated or extended: the size prefix says {} bytes, the file has {}",
+                    size + 4,
+                    buf.len()
+                ),
+            ));
+        }
+        let opts = super::verifier_options(buf.len());
+        let root = fbs::size_prefixed_root_as_segment_with_opts(&opts, buf)
+            .map_err(|e| corrupt(path, format!("flatbuffer verification failed: {e}")))?;
+        let seg = match root.segment_type() {
+            fbs::SegmentVersion::SegmentV1 => root
+                .segment_as_segment_v1()
+                .ok_or_else(|| corrupt(path, "segment version 1 table missing"))?,
+            other => {
+                return Err(corrupt(
+                    path,
+                    format!(
+                        "unsupported segment version {} (written by a newer weir?)",
+                        other.0
+                    ),
+                ))
+            }
+        };
+        let uuid = uuid::Uuid::from_bytes(seg.uuid().0);
+        let mut schemas = Vec::with_capacity(seg.schemas().len());
+        for (i, s) in seg.schemas().iter().enumerate() {
+            let mut fields = Vec::with_capacity(s.fields().len());
+            for f in s.fields().iter() {
+                let ty = Type::parse(f.type_()).ok_or_else(|| {
+                    corrupt(
+                        path,
+                        format!(
+                            "schema {i} ({}): field {} has unknown type {:?}",
+                            s.name(),
+                            f.name(),
+                            f.type_()
+                        ),
+                    )
+                })?;
+                fields.push(Field::new(f.name(), ty));
+            }
+            schemas.push(Arc::new(Schema::new(s.name(), fields)));
+        }
+        let mut batches = Vec::with_capacity(seg.batches().len());
+        let mut events = 0u64;
+        let mut intervals: Vec<Range<u64>> = Vec::new();
+        let mut scratch = Vec::new();
+        for (i, b) in seg.batches().iter().enumerate() {
+            let bad = |reason: String| corrupt(path, format!("batch {i}: {reason}"));
+            if b.schema() as usize >= schemas.len() {
+                return Err(bad(format!(
+                    "schema index {} out of range ({} schemas)",
+                    b.schema(),
+                    schemas.len()
+                )));
+            }
+            let data = b.data();
+            let offsets = b.offsets();
+            let rows = b.rows();
+            if rows == 0 || offsets.len() != rows as usize {
+                return Err(bad(format!(
+                    "{rows} rows but {} row offsets",
+                    offsets.len()
+                )));
+            }
+            scratch.clear();
+            scratch.extend(offsets.iter());
+            if scratch[0] != 0
+                || scratch.windows(2).any(|w| w[0] >= w[1])
+                || scratch[scratch.len() - 1] as usize >= data.len()
+            {
+                return Err(bad(format!(
+                    "row offsets are not increasing within {} data bytes",
+                    data.len()
+                )));
+            }
+            let sum = batch_checksum(data.bytes(), &scratch);
+            if sum != b.checksum() {
+                return Err(bad(format!(
+                    "checksum mismatch: stored {:08x}, computed {sum:08x}",
+                    b.checksum()
+                )));
+            }
+            let first = b.first_id();
+            let end = first
+                .checked_add(rows as u64)
+                .ok_or_else(|| bad("event IDs overflow".into()))?;
+            match intervals.last_mut() {
+                Some(last) if last.end > first => {
+                    return Err(bad(format!(
+                        "event IDs {first}.. overlap or precede the previous batch"
+                    )))
+                }
+                Some(last) if last.end == first => last.end = end,
+                _ => intervals.push(first..end),
+            }
+            events += rows as u64;
+            batches.push(BatchMeta {
+                schema: b.schema(),
+                first_id: first,
+                rows,
+                ts: b.ts().map(|t| (t.min(), t.max())),
+                data: range_in(buf, data.bytes()),
+                offsets: range_in(buf, offsets.bytes()),
+            });
+        }
+        if events != seg.events() {
+            return Err(corrupt(
+                path,
+                format!("header says {} events, batches hold {events}", seg.events()),
+            ));
+        }
+        let stored: Vec<Range<u64>> = seg.intervals().iter().map(|i| i.begin()..i.end()).collect();
+        if stored != intervals {
+            return Err(corrupt(
+                path,
+                format!("header ID intervals {stored:?} differ from the batches' {intervals:?}"),
+            ));
+        }
+        Ok((uuid, intervals, events, schemas, batches))
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The segment's UUID.
+    pub fn uuid(&self) -> uuid::Uuid {
+        self.uuid
+    }
+
+    /// The event IDs held, ascending.
+    pub fn intervals(&self) -> &[Range<u64>] {
+        &self.intervals
+    }
+
+    /// Number of events.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// File size in bytes.
+    pub fn byte_size(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The distinct schemas, each built once per segment and shared by its batches.
+    pub fn schemas(&self) -> &[SchemaRef] {
+        &self.schemas
+    }
+
+    /// Number of batches.
+    pub fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Whether the segment holds no batch.
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// Batch `i` (`None` past the end).
+    pub fn batch(&self, i: usize) -> Option<SegmentBatch<'_>> {
+        self.batches.get(i).map(|m| self.make_batch(m))
+    }
+
+    fn make_batch<'a>(&'a self, m: &BatchMeta) -> SegmentBatch<'a> {
+        SegmentBatch {
+            schema: &self.schemas[m.schema as usize],
+            first_id: m.first_id,
+            ts: m.ts,
+            data: &self.map[m.data.clone()],
+            offsets: &self.map[m.offsets.clone()],
+            rows: m.rows as usize,
+        }
+    }
+
+    /// The batches in ID order.
+    pub fn batches(&self) -> impl ExactSizeIterator<Item = SegmentBatch<'_>> + '_ {
+        self.batches.iter().map(move |m| self.make_batch(m))
+    }
+
+    /// The index of the batch holding event `id`, and the row within it.
+    pub fn find(&self, id: u64) -> Option<(usize, usize)> {
+        let i = self.batches.partition_point(|b| b.first_id <= id);
+        let b = self.batches.get(i.checked_sub(1)?)?;
+        let row = id - b.first_id;
+        (row < b.rows as u64).then_some((i - 1, row as usize))
+    }
+
+    /// The index of the first batch that holds an ID at or after `id`.
+    pub fn first_batch_from(&self, id: u64) -> usize {
+        self.batches
+            .partition_point(|b| b.first_id + b.rows as u64 <= id)
+    }
+}
+
+/// Row offsets, either little-endian u32 in a segment or native in an owned [`Batch`].
+#[derive(Debug, Clone, Copy)]
+pub enum OffsetsRef<'a> {
+    /// Little-endian u32 values, as stored in a segment.
+    U32Le(&'a [u8]),
+    /// Offsets of an in-memory batch.
+    Native(&'a [usize]),
+}
+
+impl OffsetsRef<'_> {
+    /// Number of offsets.
+    pub fn len(&self) -> usize {
+        match self {
+            OffsetsRef::U32Le(b) => b.len() / 4,
+            OffsetsRef::Native(o) => o.len(),
+        }
+    }
+
+    /// Whether there is no offset.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Offset `i` (0 past the end, which callers never ask for).
+    pub fn get(&self, i: usize) -> usize {
+        match self {
+            OffsetsRef::U32Le(b) => b
+                .get(4 * i..4 * i + 4)
+                .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize)
+                .unwrap_or(0),
+            OffsetsRef::Native(o) => o.get(i).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// A batch inside a mapped segment: schema, first ID and zero-copy rows.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentBatch<'a> {
+    schema: &'a SchemaRef,
+    first_id: u64,
+    ts: Option<(i64, i64)>,
+    data: &'a [u8],
+    offsets: &'a [u8],
+    rows: usize,
+}
+
+impl<'a> SegmentBatch<'a> {
+    /// The schema shared by the rows (one `Arc` per segment and schema).
+    pub fn schema(&self) -> &'a SchemaRef {
+        self.schema
+    }
+
+    /// ID of the first event.
+    pub fn first_id(&self) -> u64 {
+        self.first_id
+    }
+
+    /// The event IDs covered.
+    pub fn id_range(&self) -> Range<u64> {
+        self.first_id..self.first_id + self.rows as u64
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether the batch is empty (never, for a verified segment).
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Range of the `ts` field.
+    pub fn ts_range(&self) -> Option<(i64, i64)> {
+        self.ts
+    }
+
+    /// The encoded rows, back to back.
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The row offsets.
+    pub fn offsets(&self) -> OffsetsRef<'a> {
+        OffsetsRef::U32Le(self.offsets)
+    }
+
+    /// The encoded rows, each one msgpack array, borrowed from the map.
+    pub fn rows(&self) -> RowIter<'a> {
+        RowIter::new(self.data, self.offsets(), 0..self.rows)
+    }
+
+    /// Row `i`, if it exists.
+    pub fn row(&self, i: usize) -> Option<&'a [u8]> {
+        (i < self.rows).then(|| self.rows().nth(i)).flatten()
+    }
+
+    /// Copies the batch into an owned [`Batch`] (with its ID set).
+    pub fn to_batch(&self) -> Batch {
+        let offsets = (0..self.rows).map(|i| self.offsets().get(i)).collect();
+        // Verified at open: offsets are increasing and inside data.
+        let mut b = Batch::from_parts(self.schema.clone(), self.data.to_vec(), offsets, self.ts)
+            .unwrap_or_else(|| crate::batch::BatchBuilder::new(self.schema.clone()).finish());
+        b.set_id(self.first_id);
+        b
+    }
+}
+
+/// Iterator over encoded rows (`&[u8]`, one msgpack array each), zero-copy.
+#[derive(Debug, Clone)]
+pub struct RowIter<'a> {
+    data: &'a [u8],
+    offsets: OffsetsRef<'a>,
+    next: usize,
+    end: usize,
+}
+
+impl<'a> RowIter<'a> {
+    /// Rows `rows` of `data` split at `offsets`.
+    pub fn new(data: &'a [u8], offsets: OffsetsRef<'a>, rows: Range<usize>) -> RowIter<'a> {
+        let end = rows.end.min(offsets.len());
+        RowIter {
+            data,
+            offsets,
+            next: rows.start.min(end),
+            end,
+        }
+    }
+
+    fn bounds(&self, i: usize) -> Range<usize> {
+        let start = self.offsets.get(i);
+        let end = if i + 1 < self.offsets.len() {
+            self.offsets.get(i + 1)
+        } else {
+            self.data.len()
+        };
+        start.min(self.data.len())..end.min(self.data.len()).max(start.min(self.data.len()))
+    }
+}
+
+impl<'a> Iterator for RowIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.next >= self.end {
+            return None;
+        }
+        let r = self.bounds(self.next);
+        self.next += 1;
+        Some(&self.data[r])
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+
+    fn nth(&mut self, n: usize) -> Option<&'a [u8]> {
+        self.next = self.next.saturating_add(n).min(self.end);
+        self.next()
+    }
+}
+
+impl ExactSizeIterator for RowIter<'_> {}

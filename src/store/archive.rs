@@ -1,0 +1,702 @@
+//! Reading a database: the range map, an LRU of mapped segments, scans, lookups, info and
+//! verification. Any number of readers may run, also while a writer imports.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use super::catalog::{Catalog, CatalogEntry};
+use super::{Result, StoreError, SEGMENTS_DIR, WAL_FILE};
+use crate::batch::Batch;
+use crate::segment::{OffsetsRef, RowIter, Segment};
+use crate::size::Size;
+use crate::types::{SchemaRef, Type};
+use crate::wal::WalReader;
+
+/// Default number of segments kept mapped (as VAST).
+pub const DEFAULT_SEGMENT_CACHE: usize = 10;
+
+#[derive(Debug)]
+struct SegmentCache {
+    capacity: usize,
+    /// Most recently used last.
+    entries: Vec<(String, Arc<Segment>)>,
+}
+
+impl SegmentCache {
+    fn get(&mut self, file: &str) -> Option<Arc<Segment>> {
+        let i = self.entries.iter().position(|(f, _)| f == file)?;
+        let e = self.entries.remove(i);
+        let seg = e.1.clone();
+        self.entries.push(e);
+        Some(seg)
+    }
+
+    fn put(&mut self, file: String, seg: Arc<Segment>) {
+        if self.capacity == 0 {
+            return;
+        }
+        while self.entries.len() >= self.capacity {
+            self.entries.remove(0);
+        }
+        self.entries.push((file, seg));
+    }
+}
+
+/// A read-only view of a database directory.
+///
+/// Opening reads only the catalog; segments are mapped and verified lazily when first read,
+/// and kept in an LRU of [`DEFAULT_SEGMENT_CACHE`] segments. Scans also read the WAL, so events
+/// of the active segment of a running import are visible.
+#[derive(Debug)]
+pub struct Archive {
+    dir: PathBuf,
+    catalog: Arc<Catalog>,
+    cache: Mutex<SegmentCache>,
+}
+
+impl Archive {
+    /// Opens the database in `dir` for reading (no lock is taken).
+    pub fn open(dir: impl AsRef<Path>) -> Result<Archive> {
+        let dir = dir.as_ref().to_path_buf();
+        if !dir.is_dir() {
+            return Err(StoreError::NoDatabase { dir });
+        }
+        let catalog = Arc::new(Catalog::load(&dir)?);
+        Ok(Archive {
+            dir,
+            catalog,
+            cache: Mutex::new(SegmentCache {
+                capacity: DEFAULT_SEGMENT_CACHE,
+                entries: Vec::new(),
+            }),
+        })
+    }
+
+    /// Sets how many segments stay mapped (0 disables caching).
+    pub fn set_cache_capacity(&mut self, capacity: usize) {
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        c.capacity = capacity;
+        let excess = c.entries.len().saturating_sub(capacity);
+        c.entries.drain(..excess);
+    }
+
+    /// Number of segments currently mapped.
+    pub fn cached_segments(&self) -> usize {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .len()
+    }
+
+    /// Re-reads the catalog (to see segments sealed since opening).
+    pub fn reload(&mut self) -> Result<()> {
+        self.catalog = Arc::new(Catalog::load(&self.dir)?);
+        Ok(())
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The catalog read at open.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The open segment of a catalog entry, from the cache or mapped and verified now.
+    pub fn segment(&self, entry: &CatalogEntry) -> Result<Arc<Segment>> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(seg) = cache.get(&entry.file) {
+            return Ok(seg);
+        }
+        let seg = Arc::new(self.open_entry(entry)?);
+        cache.put(entry.file.clone(), seg.clone());
+        Ok(seg)
+    }
+
+    fn open_entry(&self, entry: &CatalogEntry) -> Result<Segment> {
+        let path = self.dir.join(&entry.file);
+        let seg = Segment::open(&path)?;
+        let intervals: Vec<[u64; 2]> = seg.intervals().iter().map(|r| [r.start, r.end]).collect();
+        if seg.uuid().hyphenated().to_string() != entry.uuid
+            || seg.events() != entry.events
+            || intervals != entry.intervals
+        {
+            return Err(StoreError::CorruptSegment {
+                path,
+                reason: format!(
+                    "does not match the catalog (uuid {}, {} events, intervals {:?}; catalog: uuid {}, {} events, intervals {:?})",
+                    seg.uuid(),
+                    seg.events(),
+                    intervals,
+                    entry.uuid,
+                    entry.events,
+                    entry.intervals
+                ),
+            });
+        }
+        Ok(seg)
+    }
+
+    /// Every event in ID order: sealed segments, then the WAL of the active segment.
+    pub fn scan(&self) -> Scan<'_> {
+        self.scan_range(0..u64::MAX)
+    }
+
+    /// The events with IDs in `ids`, in ID order, as batch slices.
+    ///
+    /// Segments are opened only when the scan reaches them, so stopping early touches no more
+    /// segments than needed. A damaged segment yields one error naming it, and the scan goes
+    /// on after it.
+    pub fn scan_range(&self, ids: Range<u64>) -> Scan<'_> {
+        Scan {
+            archive: self,
+            catalog: self.catalog.clone(),
+            next: ids.start,
+            end: ids.end,
+            current: None,
+            wal: None,
+            reloaded: false,
+            done: false,
+        }
+    }
+
+    /// The event with ID `id`, as a one-row batch slice (`None` if there is none).
+    pub fn get(&self, id: u64) -> Result<Option<BatchRef>> {
+        match self.scan_range(id..id.saturating_add(1)).next() {
+            Some(Ok(b)) => Ok(Some(b)),
+            Some(Err(e)) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    /// Segments, events, bytes, ID ranges and events per schema (sealed and in the WAL).
+    pub fn info(&self) -> Result<ArchiveInfo> {
+        let cat = &self.catalog;
+        let mut schemas: BTreeMap<String, u64> = BTreeMap::new();
+        let mut ranges: Vec<[u64; 2]> = Vec::new();
+        let mut push_range = |r: Range<u64>| match ranges.last_mut() {
+            Some(last) if last[1] == r.start => last[1] = r.end,
+            _ => ranges.push([r.start, r.end]),
+        };
+        for s in &cat.segments {
+            for (k, v) in &s.schemas {
+                *schemas.entry(k.clone()).or_default() += v;
+            }
+            s.ranges().for_each(&mut push_range);
+        }
+        let mut wal = WalInfo::default();
+        let wal_path = self.dir.join(WAL_FILE);
+        if wal_path.exists() {
+            let mut r = WalReader::open(&wal_path)?;
+            while let Some((_, b)) = r.next_record()? {
+                let ids = b.id_range();
+                if ids.end <= cat.next_id {
+                    continue;
+                }
+                wal.batches += 1;
+                wal.events += b.len() as u64;
+                *schemas.entry(b.schema().name.clone()).or_default() += b.len() as u64;
+                push_range(ids);
+            }
+            wal.bytes = r.good_len();
+        }
+        let segment_events = cat.events();
+        Ok(ArchiveInfo {
+            dir: self.dir.display().to_string(),
+            segments: cat.segments.len() as u64,
+            events: segment_events + wal.events,
+            segment_events,
+            bytes: cat.segments.iter().map(|s| s.bytes).sum(),
+            id_ranges: ranges,
+            schemas,
+            wal,
+        })
+    }
+
+    /// Checks every segment (verifier, checksums, agreement with the catalog, every row decodes
+    /// with its schema), the catalog's ID space and the WAL. Problems are collected, not
+    /// returned as errors, so that one damaged segment does not hide another.
+    pub fn verify(&self) -> VerifyReport {
+        let mut report = VerifyReport::default();
+        let cat = &self.catalog;
+        let mut expected = 0u64;
+        for entry in &cat.segments {
+            let path = self.dir.join(&entry.file);
+            for r in entry.ranges() {
+                if r.start != expected {
+                    report.problem(
+                        &path,
+                        format!("event IDs {expected}..{} are in no segment", r.start),
+                    );
+                }
+                expected = r.end;
+            }
+            match self.open_entry(entry) {
+                Ok(seg) => {
+                    report.segments += 1;
+                    report.events += seg.events();
+                    for (i, b) in seg.batches().enumerate() {
+                        if let Err(reason) = check_rows(b.schema(), b.rows()) {
+                            report.problem(&path, format!("batch {i}: {reason}"));
+                        }
+                    }
+                }
+                Err(e) => report.problems.push(Problem::from_error(&path, e)),
+            }
+        }
+        if cat.next_id != expected {
+            report.problem(
+                &Catalog::path(&self.dir),
+                format!("next_id {} but segments end at {expected}", cat.next_id),
+            );
+        }
+        // Segment files the catalog does not name: a seal in progress, or an interrupted one
+        // that the next writer cleans up. Not damage.
+        let known: std::collections::HashSet<&str> =
+            cat.segments.iter().map(|s| s.file.as_str()).collect();
+        if let Ok(entries) = std::fs::read_dir(self.dir.join(SEGMENTS_DIR)) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.ends_with(".seg")
+                    && !known.contains(format!("{SEGMENTS_DIR}/{name}").as_str())
+                {
+                    report.warnings.push(format!(
+                        "{}: not in the catalog (a seal in progress or interrupted; the next import removes it)",
+                        e.path().display()
+                    ));
+                }
+            }
+        }
+        let wal_path = self.dir.join(WAL_FILE);
+        if wal_path.exists() {
+            match WalReader::open(&wal_path) {
+                Err(e) => report.problems.push(Problem::from_error(&wal_path, e)),
+                Ok(mut r) => {
+                    if r.base_id() > cat.next_id {
+                        report.problem(
+                            &wal_path,
+                            format!(
+                                "starts at event ID {} but the catalog ends at {}",
+                                r.base_id(),
+                                cat.next_id
+                            ),
+                        );
+                    }
+                    loop {
+                        match r.next_record() {
+                            Ok(Some((offset, b))) => {
+                                if b.id_range().end > cat.next_id {
+                                    report.events += b.len() as u64;
+                                }
+                                if let Err(reason) = check_rows(b.schema(), b.rows()) {
+                                    report.problem(
+                                        &wal_path,
+                                        format!("record at offset {offset}: {reason}"),
+                                    );
+                                }
+                            }
+                            Ok(None) => break,
+                            Err(e) => {
+                                report.problems.push(Problem::from_error(&wal_path, e));
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(t) = r.torn() {
+                        report.warnings.push(t.to_string());
+                    }
+                }
+            }
+        }
+        report
+    }
+}
+
+/// Checks that every row decodes with the schema's types.
+fn check_rows<'a>(
+    schema: &SchemaRef,
+    rows: impl Iterator<Item = &'a [u8]>,
+) -> std::result::Result<(), String> {
+    let types: Vec<Type> = schema.fields.iter().map(|f| f.ty.clone()).collect();
+    for (i, row) in rows.enumerate() {
+        crate::value::decode_row(row, &types)
+            .map_err(|e| format!("row {i} does not decode as {}: {e}", schema.name))?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    Sealed(Arc<Segment>, usize),
+    Tail(Arc<Batch>),
+}
+
+/// A slice of a batch found by a scan: zero-copy rows of a mapped segment (kept mapped while
+/// this exists), or of a batch read from the WAL.
+#[derive(Debug, Clone)]
+pub struct BatchRef {
+    source: Source,
+    rows: Range<usize>,
+}
+
+/// Schema, first ID, data, offsets and ts range of the underlying batch.
+type Parts<'a> = (
+    &'a SchemaRef,
+    u64,
+    &'a [u8],
+    OffsetsRef<'a>,
+    Option<(i64, i64)>,
+);
+
+impl BatchRef {
+    fn parts(&self) -> Parts<'_> {
+        match &self.source {
+            Source::Sealed(seg, i) => {
+                // The index was valid when the ref was made and segments are immutable.
+                match seg.batch(*i) {
+                    Some(b) => (
+                        b.schema(),
+                        b.first_id(),
+                        b.data(),
+                        b.offsets(),
+                        b.ts_range(),
+                    ),
+                    None => (&seg.schemas()[0], 0, &[], OffsetsRef::Native(&[]), None),
+                }
+            }
+            Source::Tail(b) => (
+                b.schema(),
+                b.id(),
+                b.data(),
+                OffsetsRef::Native(b.offsets()),
+                b.ts_range(),
+            ),
+        }
+    }
+
+    /// The schema of the rows.
+    pub fn schema(&self) -> &SchemaRef {
+        self.parts().0
+    }
+
+    /// ID of the first row of this slice.
+    pub fn first_id(&self) -> u64 {
+        self.parts().1 + self.rows.start as u64
+    }
+
+    /// The IDs of the rows of this slice.
+    pub fn id_range(&self) -> Range<u64> {
+        self.first_id()..self.first_id() + self.len() as u64
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether the slice has no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The `ts` range of the whole underlying batch.
+    pub fn ts_range(&self) -> Option<(i64, i64)> {
+        self.parts().4
+    }
+
+    /// The encoded rows (one msgpack array each), borrowed.
+    pub fn rows(&self) -> RowIter<'_> {
+        let (_, _, data, offsets, _) = self.parts();
+        RowIter::new(data, offsets, self.rows.clone())
+    }
+
+    /// The segment file the rows come from (`None` for the WAL).
+    pub fn segment_path(&self) -> Option<&Path> {
+        match &self.source {
+            Source::Sealed(seg, _) => Some(seg.path()),
+            Source::Tail(_) => None,
+        }
+    }
+
+    /// Copies the rows into an owned [`Batch`] with its ID set.
+    pub fn to_batch(&self) -> Batch {
+        let mut b = match &self.source {
+            Source::Sealed(seg, i) => match seg.batch(*i) {
+                Some(b) => b.to_batch(),
+                None => crate::batch::BatchBuilder::new(self.schema().clone()).finish(),
+            },
+            Source::Tail(b) => (**b).clone(),
+        };
+        if self.rows.end < b.len() {
+            b.split_off(self.rows.end);
+        }
+        if self.rows.start > 0 {
+            b = b.split_off(self.rows.start);
+        }
+        b
+    }
+}
+
+/// An iterator over batch slices in ID order; see [`Archive::scan_range`].
+#[derive(Debug)]
+pub struct Scan<'a> {
+    archive: &'a Archive,
+    catalog: Arc<Catalog>,
+    next: u64,
+    end: u64,
+    current: Option<(Arc<Segment>, usize)>,
+    wal: Option<WalReader>,
+    reloaded: bool,
+    done: bool,
+}
+
+impl Scan<'_> {
+    fn clip(&mut self, first: u64, rows: usize) -> Option<Range<usize>> {
+        let end = first + rows as u64;
+        if end <= self.next || first >= self.end {
+            return None;
+        }
+        let lo = self.next.saturating_sub(first) as usize;
+        let hi = (self.end.min(end) - first) as usize;
+        self.next = first + hi as u64;
+        Some(lo..hi)
+    }
+
+    fn step(&mut self) -> Option<Result<BatchRef>> {
+        loop {
+            if self.done || self.next >= self.end {
+                return None;
+            }
+            if let Some((seg, i)) = self.current.take() {
+                let Some(b) = seg.batch(i) else { continue };
+                let (first, len) = (b.first_id(), b.len());
+                self.current = Some((seg.clone(), i + 1));
+                if first >= self.end {
+                    return None;
+                }
+                if let Some(rows) = self.clip(first, len) {
+                    return Some(Ok(BatchRef {
+                        source: Source::Sealed(seg, i),
+                        rows,
+                    }));
+                }
+                continue;
+            }
+            if let Some(wal) = &mut self.wal {
+                return match wal.next_record() {
+                    Err(e) => {
+                        self.done = true;
+                        Some(Err(e))
+                    }
+                    // The end, or a torn tail: a record a running writer has not finished.
+                    Ok(None) => {
+                        self.done = true;
+                        None
+                    }
+                    Ok(Some((_, batch))) => {
+                        let Some(rows) = self.clip(batch.id(), batch.len()) else {
+                            continue;
+                        };
+                        Some(Ok(BatchRef {
+                            source: Source::Tail(Arc::new(batch)),
+                            rows,
+                        }))
+                    }
+                };
+            }
+            if let Some((si, first)) = self.catalog.locate_from(self.next) {
+                let entry = &self.catalog.segments[si];
+                self.next = first;
+                match self.archive.segment(entry) {
+                    Ok(seg) => {
+                        let i = seg.first_batch_from(self.next);
+                        self.current = Some((seg, i));
+                    }
+                    Err(e) => {
+                        // Skip the damaged segment; the rest stays readable.
+                        let end = entry.ranges().map(|r| r.end).max().unwrap_or(first);
+                        self.next = end.max(first + 1);
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            }
+            // Past the sealed segments: the WAL of the active segment.
+            let path = self.archive.dir.join(WAL_FILE);
+            let reader = match WalReader::open(&path) {
+                Ok(r) => r,
+                Err(StoreError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    return None
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            if reader.base_id() > self.next.max(self.catalog.next_id) {
+                // A segment was sealed after our catalog was read: read the new catalog once.
+                if self.reloaded {
+                    self.done = true;
+                    return Some(Err(StoreError::CorruptWal {
+                        path,
+                        offset: 0,
+                        reason: format!(
+                            "starts at event ID {} but the catalog ends at {}",
+                            reader.base_id(),
+                            self.catalog.next_id
+                        ),
+                    }));
+                }
+                self.reloaded = true;
+                match Catalog::load(&self.archive.dir) {
+                    Ok(c) => self.catalog = Arc::new(c),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            }
+            self.wal = Some(reader);
+        }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<BatchRef>;
+    fn next(&mut self) -> Option<Result<BatchRef>> {
+        self.step()
+    }
+}
+
+/// The WAL part of [`ArchiveInfo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct WalInfo {
+    /// Batches of the active segment.
+    pub batches: u64,
+    /// Events of the active segment.
+    pub events: u64,
+    /// Bytes of the log (up to its last complete record).
+    pub bytes: u64,
+}
+
+/// Summary of an archive (`weir info`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArchiveInfo {
+    /// The database directory.
+    pub dir: String,
+    /// Sealed segments.
+    pub segments: u64,
+    /// All events (sealed and in the WAL).
+    pub events: u64,
+    /// Events in sealed segments.
+    pub segment_events: u64,
+    /// Bytes of segment files.
+    pub bytes: u64,
+    /// Event ID ranges `[begin, end)`, merged.
+    pub id_ranges: Vec<[u64; 2]>,
+    /// Events per schema.
+    pub schemas: BTreeMap<String, u64>,
+    /// The active segment's write-ahead log.
+    pub wal: WalInfo,
+}
+
+impl fmt::Display for ArchiveInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "database:  {}", self.dir)?;
+        writeln!(f, "segments:  {} ({})", self.segments, Size(self.bytes))?;
+        writeln!(
+            f,
+            "events:    {} ({} sealed, {} in the write-ahead log)",
+            self.events, self.segment_events, self.wal.events
+        )?;
+        let r: Vec<String> = self
+            .id_ranges
+            .iter()
+            .map(|[a, b]| format!("[{a}, {b})"))
+            .collect();
+        writeln!(
+            f,
+            "id ranges: {}",
+            if r.is_empty() {
+                "none".into()
+            } else {
+                r.join(" ")
+            }
+        )?;
+        writeln!(f, "schemas:")?;
+        for (name, n) in &self.schemas {
+            writeln!(f, "  {name}: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One problem found by [`Archive::verify`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file concerned.
+    pub file: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Problem {
+    fn from_error(path: &Path, e: StoreError) -> Problem {
+        let reason = match e {
+            StoreError::CorruptSegment { reason, .. }
+            | StoreError::CorruptCatalog { reason, .. } => reason,
+            StoreError::CorruptWal { offset, reason, .. } => {
+                format!("at offset {offset}: {reason}")
+            }
+            other => other.to_string(),
+        };
+        Problem {
+            file: path.display().to_string(),
+            reason,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file, self.reason)
+    }
+}
+
+/// The result of [`Archive::verify`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// Segments that passed.
+    pub segments: u64,
+    /// Events checked (sealed and live WAL records).
+    pub events: u64,
+    /// Damage found; empty means the archive is sound.
+    pub problems: Vec<Problem>,
+    /// Not damage, but worth telling (a torn WAL tail, a seal in progress).
+    pub warnings: Vec<String>,
+}
+
+impl VerifyReport {
+    fn problem(&mut self, path: &Path, reason: String) {
+        self.problems.push(Problem {
+            file: path.display().to_string(),
+            reason,
+        });
+    }
+
+    /// Whether no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}

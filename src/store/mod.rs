@@ -1,0 +1,387 @@
+//! The store: a database directory of sealed segments, a catalog, a write-ahead log and a lock.
+//!
+//! # Layout
+//!
+//! ```text
+//! DIR/
+//!   LOCK               the writer lock (below)
+//!   catalog.json       sealed segments and their ID intervals (see [`catalog`])
+//!   wal                write-ahead log of the active segment (see [`crate::wal`])
+//!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
+//!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, removed by the next writer
+//! ```
+//!
+//! # Invariants
+//!
+//! - Event IDs are one dense, monotonic u64 space assigned in arrival order by
+//!   [`Store::append`]. Every ID below the catalog's `next_id` is in exactly one sealed segment;
+//!   the WAL holds the following IDs, contiguously.
+//! - Sealing the active segment is, in this order: write the segment (temporary file, fsync,
+//!   rename, fsync directory); write the catalog naming it (the same way); replace the WAL by an
+//!   empty one starting at the new `next_id` (the same way). A crash after step 1 leaves an
+//!   orphan segment that the next writer deletes (its events are still in the WAL); a crash
+//!   after step 2 leaves WAL records below `next_id`, which replay skips. So every
+//!   acknowledged batch is present exactly once after the next open.
+//! - `LOCK` is held with an exclusive advisory lock ([`std::fs::File::try_lock`], flock) by
+//!   the one writer and contains its pid in decimal, for the error message of a second writer.
+//!   The lock dies with the process, so a `kill -9` never leaves a stale lock. Readers take no
+//!   lock: they read the catalog (replaced atomically), immutable segments and the WAL prefix
+//!   present when they open it.
+
+#![deny(unsafe_code)]
+
+mod archive;
+pub mod catalog;
+mod error;
+mod sink;
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+pub use archive::{Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo};
+pub use catalog::{Catalog, CatalogEntry};
+pub use error::{Result, StoreError};
+pub use sink::ArchiveSink;
+
+use crate::batch::Batch;
+use crate::segment::{SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
+use crate::wal::{SyncPolicy, Wal, WalReader};
+
+/// Name of the segments directory inside the database directory.
+pub const SEGMENTS_DIR: &str = "segments";
+/// Name of the WAL file inside the database directory.
+pub const WAL_FILE: &str = "wal";
+/// Name of the lock file inside the database directory.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// Settings of a writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Maximum size of a segment file in bytes (default 1 GiB; at most
+    /// [`crate::segment::MAX_SEGMENT_SIZE_LIMIT`]).
+    pub max_segment_size: u64,
+    /// When to fsync (default [`SyncPolicy::Batch`]).
+    pub sync: SyncPolicy,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            max_segment_size: DEFAULT_MAX_SEGMENT_SIZE,
+            sync: SyncPolicy::default(),
+        }
+    }
+}
+
+/// What opening a writer found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Warnings for the user (a torn WAL tail was discarded, orphans were removed).
+    pub warnings: Vec<String>,
+    /// Batches replayed from the WAL into the active segment.
+    pub replayed_batches: u64,
+    /// Events replayed from the WAL.
+    pub replayed_events: u64,
+    /// WAL records skipped because a sealed segment already held them.
+    pub skipped_batches: u64,
+}
+
+/// What a writer did, returned by [`Store::close`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    /// Events appended in this session (not counting replayed ones).
+    pub events: u64,
+    /// Bytes of msgpack row data appended in this session.
+    pub bytes: u64,
+    /// Segments sealed in this session.
+    pub segments: u64,
+    /// Bytes of segment files written in this session.
+    pub segment_bytes: u64,
+    /// The next event ID (= events in the archive).
+    pub next_id: u64,
+}
+
+/// The writer of a database: appends batches, seals segments, keeps the WAL.
+///
+/// Dropping a `Store` without [`Store::close`] behaves like a crash: the active segment stays
+/// in the WAL and is completed by the next [`Store::open_writer`].
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    _lock: File,
+    opts: StoreOptions,
+    catalog: Catalog,
+    builder: SegmentBuilder,
+    wal: Wal,
+    next_id: u64,
+    summary: Summary,
+}
+
+fn take_lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| StoreError::io("open", &path, e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut s = String::new();
+            let _ = file.read_to_string(&mut s);
+            return Err(StoreError::Locked {
+                dir: dir.to_path_buf(),
+                pid: s.trim().parse().ok(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &path, e)),
+    }
+    file.set_len(0)
+        .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()))
+        .map_err(|e| StoreError::io("write", &path, e))?;
+    Ok(file)
+}
+
+/// Removes leftovers of interrupted writes: temporaries, and segments the catalog does not
+/// name (their events are still in the WAL). Returns a warning per removed orphan.
+fn remove_leftovers(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    let known: std::collections::HashSet<&str> =
+        catalog.segments.iter().map(|s| s.file.as_str()).collect();
+    for (d, prefix) in [
+        (dir.to_path_buf(), ""),
+        (dir.join(SEGMENTS_DIR), SEGMENTS_DIR),
+    ] {
+        let entries = std::fs::read_dir(&d).map_err(|e| StoreError::io("list", &d, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io("list", &d, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let orphan =
+                !prefix.is_empty() && name.ends_with(".seg") && !known.contains(rel.as_str());
+            if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
+                let p = entry.path();
+                std::fs::remove_file(&p).map_err(|e| StoreError::io("remove", &p, e))?;
+                if orphan {
+                    warnings.push(format!(
+                        "removed segment {} of an interrupted seal (its events are replayed from the write-ahead log)",
+                        p.display()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database in `dir` for writing: takes the lock, loads the
+    /// catalog, removes leftovers of interrupted writes, and replays the WAL into the active
+    /// segment. A second writer gets [`StoreError::Locked`].
+    pub fn open_writer(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(Store, OpenReport)> {
+        let dir = dir.as_ref().to_path_buf();
+        let builder = SegmentBuilder::new(opts.max_segment_size)?;
+        let seg_dir = dir.join(SEGMENTS_DIR);
+        std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
+        let lock = take_lock(&dir)?;
+        let catalog = Catalog::load(&dir)?;
+        let mut report = OpenReport {
+            warnings: remove_leftovers(&dir, &catalog)?,
+            ..OpenReport::default()
+        };
+        let wal_path = dir.join(WAL_FILE);
+        let wal = if wal_path.exists() {
+            // Opened as is; replay below cuts off a torn tail, if any.
+            let len = std::fs::metadata(&wal_path)
+                .map_err(|e| StoreError::io("stat", &wal_path, e))?
+                .len();
+            Wal::open_append(&wal_path, catalog.next_id, len, opts.sync)?
+        } else {
+            Wal::create(&wal_path, catalog.next_id, opts.sync)?
+        };
+        let next_id = catalog.next_id;
+        let mut store = Store {
+            dir,
+            _lock: lock,
+            opts,
+            catalog,
+            builder,
+            wal,
+            next_id,
+            summary: Summary::default(),
+        };
+        store.replay(&mut report)?;
+        Ok((store, report))
+    }
+
+    fn replay(&mut self, report: &mut OpenReport) -> Result<()> {
+        let path = self.dir.join(WAL_FILE);
+        let mut reader = WalReader::open(&path)?;
+        if reader.base_id() > self.catalog.next_id {
+            return Err(StoreError::CorruptWal {
+                path,
+                offset: 0,
+                reason: format!(
+                    "the log starts at event ID {} but the catalog ends at {}: events {}..{} are missing",
+                    reader.base_id(),
+                    self.catalog.next_id,
+                    self.catalog.next_id,
+                    reader.base_id()
+                ),
+            });
+        }
+        while let Some((offset, batch)) = reader.next_record()? {
+            let ids = batch.id_range();
+            if ids.end <= self.catalog.next_id {
+                report.skipped_batches += 1;
+                continue;
+            }
+            if ids.start < self.catalog.next_id {
+                return Err(StoreError::CorruptWal {
+                    path,
+                    offset,
+                    reason: format!(
+                        "record holds IDs {}..{} but the catalog ends at {}",
+                        ids.start, ids.end, self.catalog.next_id
+                    ),
+                });
+            }
+            report.replayed_batches += 1;
+            report.replayed_events += batch.len() as u64;
+            // Records were written per segment, but the maximum size may have shrunk since:
+            // rotate as needed, keeping the WAL (its sealed records are skipped next time).
+            self.add_to_segments(batch, false, false)?;
+        }
+        if let Some(torn) = reader.torn() {
+            report.warnings.push(torn.to_string());
+        }
+        self.next_id = self.catalog.next_id.max(reader.end_id());
+        self.wal = if report.replayed_batches == 0 {
+            // Nothing live in the log (empty, or only records of the last sealed segment):
+            // start a clean one at the catalog's end.
+            Wal::create(&path, self.catalog.next_id, self.opts.sync)?
+        } else {
+            Wal::open_append(&path, reader.base_id(), reader.good_len(), self.opts.sync)?
+        };
+        Ok(())
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The ID the next appended event gets (= number of events in the archive).
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// The options in effect.
+    pub fn options(&self) -> StoreOptions {
+        self.opts
+    }
+
+    /// What this writer has done so far.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            next_id: self.next_id,
+            ..self.summary.clone()
+        }
+    }
+
+    /// Appends a batch: assigns it the next IDs (setting [`Batch::set_id`]), logs it to the WAL
+    /// and adds it to the active segment, sealing segments as they fill up. A batch larger than
+    /// a segment is split across segments. When this returns, the batch is acknowledged: it
+    /// survives a crash of this process (and, with [`SyncPolicy::Always`], of the machine).
+    pub fn append(&mut self, mut batch: Batch) -> Result<Range<u64>> {
+        let start = self.next_id;
+        if batch.is_empty() {
+            return Ok(start..start);
+        }
+        batch.set_id(start);
+        let ids = batch.id_range();
+        let bytes = batch.byte_size() as u64;
+        self.add_to_segments(batch, true, true)?;
+        self.next_id = ids.end;
+        self.summary.events += ids.end - ids.start;
+        self.summary.bytes += bytes;
+        Ok(ids)
+    }
+
+    /// Adds a batch with its IDs set, rotating and splitting as needed. `log`: write each part
+    /// to the WAL first; `reset_wal`: start a new WAL at each seal.
+    fn add_to_segments(&mut self, mut batch: Batch, log: bool, reset_wal: bool) -> Result<()> {
+        loop {
+            if self.builder.fits(&batch) {
+                if log {
+                    self.wal.append(&batch)?;
+                }
+                return self.builder.add(&batch);
+            }
+            if !self.builder.is_empty() {
+                self.seal(reset_wal)?;
+                continue;
+            }
+            let k = self.builder.rows_that_fit(&batch);
+            if k == 0 {
+                return Err(StoreError::EventTooLarge {
+                    id: batch.id(),
+                    schema: batch.schema().name.clone(),
+                    bytes: batch.row_range(0).len(),
+                    max: self.opts.max_segment_size,
+                });
+            }
+            let tail = batch.split_off(k);
+            if log {
+                self.wal.append(&batch)?;
+            }
+            self.builder.add(&batch)?;
+            self.seal(reset_wal)?;
+            batch = tail;
+        }
+    }
+
+    /// Seals the active segment (if it holds anything): segment file, catalog, new WAL.
+    fn seal(&mut self, reset_wal: bool) -> Result<()> {
+        if self.builder.is_empty() {
+            return Ok(());
+        }
+        let sync = self.opts.sync.sync_segments();
+        // The WAL must be durable no later than the segment, or a power loss could keep the
+        // segment's later batches while losing earlier acknowledged ones.
+        self.wal.sync()?;
+        let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;
+        self.summary.segments += 1;
+        self.summary.segment_bytes += sealed.bytes;
+        self.catalog.push(CatalogEntry::from_sealed(&sealed));
+        self.catalog.save(&self.dir, sync)?;
+        if reset_wal {
+            self.wal = Wal::create(
+                &self.dir.join(WAL_FILE),
+                self.catalog.next_id,
+                self.opts.sync,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Makes every appended batch durable (fsyncs the WAL), per the [`SyncPolicy`].
+    pub fn flush(&mut self) -> Result<()> {
+        self.wal.sync()
+    }
+
+    /// Seals the active segment and releases the lock.
+    pub fn close(mut self) -> Result<Summary> {
+        self.seal(true)?;
+        self.wal.sync()?;
+        Ok(self.summary())
+    }
+}

@@ -1,0 +1,184 @@
+//! The segment-writer sink: a [`futures::Sink`] of batches backed by a [`Store`] running on
+//! its own thread.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
+
+use super::{OpenReport, Result, Store, StoreError, StoreOptions, Summary};
+use crate::batch::Batch;
+
+enum Msg {
+    Batch(Batch),
+    Flush(oneshot::Sender<Result<()>>),
+}
+
+/// Queue length between the sink and the writer thread: with one batch being written and
+/// one queued, `poll_ready` makes producers wait instead of buffering without bound.
+const QUEUE: usize = 1;
+
+/// A backpressured [`futures::Sink`] of batches into a store.
+///
+/// The store's blocking work (WAL writes, segment building, fsyncs) runs on a dedicated thread;
+/// `poll_ready` is pending while a batch is already queued for it. `poll_flush` waits until
+/// every batch sent so far is appended and made durable ([`Store::flush`]); `poll_close` seals
+/// the active segment and releases the lock, after which [`ArchiveSink::summary`] tells what
+/// was written. An error of the store (e.g. a full disk) ends the writer and is returned by
+/// the next call.
+pub struct ArchiveSink {
+    tx: PollSender<Msg>,
+    flush: Option<oneshot::Receiver<Result<()>>>,
+    done: Option<oneshot::Receiver<Result<Summary>>>,
+    summary: Option<Summary>,
+}
+
+impl std::fmt::Debug for ArchiveSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchiveSink")
+            .field("summary", &self.summary)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArchiveSink {
+    /// Opens the store in `dir` for writing ([`Store::open_writer`]) and starts its thread.
+    pub fn open(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(ArchiveSink, OpenReport)> {
+        let (store, report) = Store::open_writer(dir, opts)?;
+        Ok((ArchiveSink::new(store)?, report))
+    }
+
+    /// Runs an open store on its own thread behind a sink.
+    pub fn new(mut store: Store) -> Result<ArchiveSink> {
+        let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
+        let (done_tx, done_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("weir-archive".into())
+            .spawn(move || {
+                let mut run = || -> Result<()> {
+                    while let Some(msg) = rx.blocking_recv() {
+                        match msg {
+                            Msg::Batch(b) => {
+                                store.append(b)?;
+                            }
+                            Msg::Flush(reply) => {
+                                let r = store.flush();
+                                let failed = r.is_err();
+                                let _ = reply.send(r);
+                                if failed {
+                                    return Ok(());
+                                }
+                            }
+                        }
+                    }
+                    Ok(())
+                };
+                let result = match run() {
+                    Ok(()) => store.close(),
+                    Err(e) => Err(e),
+                };
+                let _ = done_tx.send(result);
+            })
+            .map_err(|e| StoreError::WriterGone(format!("cannot start the writer thread: {e}")))?;
+        Ok(ArchiveSink {
+            tx: PollSender::new(tx),
+            flush: None,
+            done: Some(done_rx),
+            summary: None,
+        })
+    }
+
+    /// What was written, once the sink is closed.
+    pub fn summary(&self) -> Option<&Summary> {
+        self.summary.as_ref()
+    }
+
+    /// Waits for the writer thread to finish and returns its outcome.
+    fn poll_done(&mut self, cx: &mut Context<'_>) -> Poll<Result<Summary>> {
+        if let Some(s) = &self.summary {
+            return Poll::Ready(Ok(s.clone()));
+        }
+        let Some(rx) = self.done.as_mut() else {
+            return Poll::Ready(Err(StoreError::WriterGone(
+                "the writer failed earlier".into(),
+            )));
+        };
+        let r = ready!(Pin::new(rx).poll(cx));
+        self.done = None;
+        Poll::Ready(match r {
+            Ok(Ok(s)) => {
+                self.summary = Some(s.clone());
+                Ok(s)
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(StoreError::WriterGone("the writer thread panicked".into())),
+        })
+    }
+
+    /// The channel is closed: the writer stopped, report why.
+    fn poll_gone<T>(&mut self, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        match ready!(self.poll_done(cx)) {
+            Ok(_) => Poll::Ready(Err(StoreError::WriterGone("the sink is closed".into()))),
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+}
+
+impl futures::Sink<Batch> for ArchiveSink {
+    type Error = StoreError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        match ready!(this.tx.poll_reserve(cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(_) => this.poll_gone(cx),
+        }
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: Batch) -> Result<()> {
+        self.get_mut()
+            .tx
+            .send_item(Msg::Batch(item))
+            .map_err(|_| StoreError::WriterGone("the writer stopped".into()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        if this.flush.is_none() {
+            if this.tx.is_closed() {
+                return if this.summary.is_some() {
+                    Poll::Ready(Ok(()))
+                } else {
+                    this.poll_gone(cx)
+                };
+            }
+            if ready!(this.tx.poll_reserve(cx)).is_err() {
+                return this.poll_gone(cx);
+            }
+            let (reply, rx) = oneshot::channel();
+            if this.tx.send_item(Msg::Flush(reply)).is_err() {
+                return this.poll_gone(cx);
+            }
+            this.flush = Some(rx);
+        }
+        let Some(rx) = this.flush.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let r = ready!(Pin::new(rx).poll(cx));
+        this.flush = None;
+        match r {
+            Ok(r) => Poll::Ready(r),
+            Err(_) => this.poll_gone(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        this.tx.close();
+        ready!(this.poll_done(cx)).map(|_| ())?;
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,588 @@
+//! The write-ahead log of the active segment.
+//!
+//! VAST kept the active segment only in memory, so a crash lost up to a whole segment. weir
+//! appends every batch to this log before [`crate::store::Store::append`] returns (= before the
+//! batch is acknowledged); on the next open the log is replayed into the active segment.
+//!
+//! # Format
+//!
+//! ```text
+//! header (20 bytes):  magic "WEIRWAL1" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
+//! record:             payload_len u32 LE | CRC-32 of payload u32 LE | payload
+//! payload:            first_id u64 | rows u32 | flags u8 (bit 0: ts present) | ts_min i64 | ts_max i64
+//!                     | schema name (u32 length + UTF-8) | field count u32
+//!                     | per field: name (u32 length + UTF-8), type (u32 length + UTF-8, e.g. "vector[string]")
+//!                     | data_len u32 | row offsets (rows × u32, relative to data) | data (msgpack rows)
+//! ```
+//!
+//! All integers are little-endian; CRC-32 is IEEE (crc32fast).
+//!
+//! # Invariants
+//!
+//! - `base_id` is the first event ID the log was created for: the catalog's `next_id` when the
+//!   previous segment was sealed. Records are contiguous: the first starts at `base_id`, each
+//!   next one where the previous ended. A record describes exactly one batch of the active
+//!   segment (batches split across segments are logged per part).
+//! - The log is created atomically (temporary file, fsync, rename, fsync directory) when a
+//!   segment is sealed, *after* the catalog naming that segment is durable. A crash between
+//!   the two leaves a log whose records are already in a sealed segment; they are recognized
+//!   by their IDs (below the catalog's `next_id`) and skipped, so nothing is duplicated.
+//! - A record is written with one `write` call before the append is acknowledged. A process
+//!   crash (`kill -9`) therefore never loses an acknowledged record: it is in the page cache.
+//!   Durability against power loss depends on [`SyncPolicy`].
+//! - Damage is classified by position: a record that runs past the end of the file, or whose
+//!   checksum fails and which ends exactly at the end of the file, is a *torn tail* (an
+//!   interrupted, unacknowledged write): it is discarded with a warning. A damaged record
+//!   followed by more data is corruption: an error naming the file and offset.
+
+#![deny(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::batch::Batch;
+use crate::store::{Result, StoreError};
+use crate::types::{Field, Schema, SchemaRef, Type};
+
+/// The magic bytes at the start of every WAL file.
+pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL1";
+/// Size of the WAL file header.
+pub const WAL_HEADER_LEN: u64 = 20;
+const RECORD_HEADER_LEN: u64 = 8;
+/// The smallest possible payload (fixed fields, empty schema, no rows).
+const MIN_PAYLOAD: u64 = 8 + 4 + 1 + 8 + 8 + 4 + 4 + 4;
+/// Largest payload accepted: a batch never exceeds a segment, which is below 2 GiB.
+const MAX_PAYLOAD: u64 = 1 << 31;
+
+/// When the WAL (and sealed segments) are fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncPolicy {
+    /// Fsync the WAL before every append returns: an acknowledged batch survives a process
+    /// crash and an OS crash or power loss. Slowest.
+    Always,
+    /// The default. Every append is written to the WAL (one `write`) before it returns, so an
+    /// acknowledged batch survives a process crash (`kill -9`); the WAL is fsynced on
+    /// [`crate::store::Store::flush`], at every segment seal and at close, so after an OS
+    /// crash or power loss at most the batches since the last flush are lost. Sealed segments
+    /// and the catalog are always fsynced.
+    #[default]
+    Batch,
+    /// Never fsync (neither WAL, segments nor catalog): still safe against a process crash,
+    /// but an OS crash or power loss may lose or tear recent data. For benchmarks and
+    /// throwaway imports.
+    Never,
+}
+
+impl SyncPolicy {
+    /// Whether sealed segments, the catalog and directories are fsynced.
+    pub fn sync_segments(self) -> bool {
+        self != SyncPolicy::Never
+    }
+}
+
+impl FromStr for SyncPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<SyncPolicy, String> {
+        match s {
+            "always" => Ok(SyncPolicy::Always),
+            "batch" => Ok(SyncPolicy::Batch),
+            "never" => Ok(SyncPolicy::Never),
+            _ => Err(format!(
+                "unknown sync policy {s:?}: expected always, batch or never"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SyncPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SyncPolicy::Always => "always",
+            SyncPolicy::Batch => "batch",
+            SyncPolicy::Never => "never",
+        })
+    }
+}
+
+/// A discarded torn last record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// The WAL file.
+    pub path: PathBuf,
+    /// Offset of the torn record.
+    pub offset: u64,
+    /// Bytes discarded (from `offset` to the end of the file).
+    pub bytes: u64,
+    /// Why the record is incomplete.
+    pub reason: String,
+}
+
+impl std::fmt::Display for TornTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "write-ahead log {}: discarded a torn last record at offset {} ({} bytes): {}",
+            self.path.display(),
+            self.offset,
+            self.bytes,
+            self.reason
+        )
+    }
+}
+
+fn header_bytes(base_id: u64) -> [u8; WAL_HEADER_LEN as usize] {
+    let mut h = [0u8; WAL_HEADER_LEN as usize];
+    h[..8].copy_from_slice(&WAL_MAGIC);
+    h[8..16].copy_from_slice(&base_id.to_le_bytes());
+    let crc = crc32fast::hash(&h[..16]);
+    h[16..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// The appending side of the WAL.
+#[derive(Debug)]
+pub struct Wal {
+    path: PathBuf,
+    file: File,
+    base_id: u64,
+    len: u64,
+    policy: SyncPolicy,
+    buf: Vec<u8>,
+    dirty: bool,
+}
+
+impl Wal {
+    /// Creates (or atomically replaces) the WAL at `path` with no records, starting at
+    /// `base_id`.
+    pub fn create(path: &Path, base_id: u64, policy: SyncPolicy) -> Result<Wal> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "wal".into());
+        crate::segment::write_atomic(dir, &name, &header_bytes(base_id), policy.sync_segments())?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| StoreError::io("open", path, e))?;
+        Ok(Wal {
+            path: path.to_path_buf(),
+            file,
+            base_id,
+            len: WAL_HEADER_LEN,
+            policy,
+            buf: Vec::new(),
+            dirty: false,
+        })
+    }
+
+    /// Opens an existing WAL for appending after its last good record, cutting off anything
+    /// beyond `good_len` (a torn tail found by [`WalReader`]).
+    pub fn open_append(
+        path: &Path,
+        base_id: u64,
+        good_len: u64,
+        policy: SyncPolicy,
+    ) -> Result<Wal> {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| StoreError::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", path, e))?
+            .len();
+        if len != good_len {
+            file.set_len(good_len)
+                .map_err(|e| StoreError::io("truncate", path, e))?;
+            if policy.sync_segments() {
+                file.sync_all()
+                    .map_err(|e| StoreError::io("fsync", path, e))?;
+            }
+        }
+        let mut file = file;
+        file.seek(SeekFrom::Start(good_len))
+            .map_err(|e| StoreError::io("seek", path, e))?;
+        Ok(Wal {
+            path: path.to_path_buf(),
+            file,
+            base_id,
+            len: good_len,
+            policy,
+            buf: Vec::new(),
+            dirty: false,
+        })
+    }
+
+    /// The WAL file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The first event ID this log was created for.
+    pub fn base_id(&self) -> u64 {
+        self.base_id
+    }
+
+    /// Bytes in the file (header and records).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the log has no record.
+    pub fn is_empty(&self) -> bool {
+        self.len <= WAL_HEADER_LEN
+    }
+
+    /// Appends one batch (with its ID set) as a record, in a single `write`, and fsyncs it
+    /// under [`SyncPolicy::Always`].
+    pub fn append(&mut self, batch: &Batch) -> Result<()> {
+        self.buf.clear();
+        self.buf
+            .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
+        encode_payload(batch, &mut self.buf);
+        let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize;
+        let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
+        self.buf[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
+        self.file
+            .write_all(&self.buf)
+            .map_err(|e| StoreError::io("append to", &self.path, e))?;
+        self.len += self.buf.len() as u64;
+        self.dirty = true;
+        if self.buf.capacity() > 64 << 20 {
+            self.buf = Vec::new();
+        }
+        if self.policy == SyncPolicy::Always {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Makes the appended records durable (fdatasync), unless the policy is
+    /// [`SyncPolicy::Never`].
+    pub fn sync(&mut self) -> Result<()> {
+        if self.dirty && self.policy != SyncPolicy::Never {
+            self.file
+                .sync_data()
+                .map_err(|e| StoreError::io("fsync", &self.path, e))?;
+        }
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn encode_payload(batch: &Batch, out: &mut Vec<u8>) {
+    out.reserve(64 + batch.byte_size() + 4 * batch.len());
+    out.extend_from_slice(&batch.id().to_le_bytes());
+    out.extend_from_slice(&(batch.len() as u32).to_le_bytes());
+    let (flags, (lo, hi)) = match batch.ts_range() {
+        Some(r) => (1u8, r),
+        None => (0u8, (0, 0)),
+    };
+    out.push(flags);
+    out.extend_from_slice(&lo.to_le_bytes());
+    out.extend_from_slice(&hi.to_le_bytes());
+    let schema = batch.schema();
+    put_str(out, &schema.name);
+    out.extend_from_slice(&(schema.fields.len() as u32).to_le_bytes());
+    for f in &schema.fields {
+        put_str(out, &f.name);
+        put_str(out, &f.ty.to_string());
+    }
+    out.extend_from_slice(&(batch.byte_size() as u32).to_le_bytes());
+    for &o in batch.offsets() {
+        out.extend_from_slice(&(o as u32).to_le_bytes());
+    }
+    out.extend_from_slice(batch.data());
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| format!("payload ends early (needs {n} bytes at {})", self.pos))?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> std::result::Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn str(&mut self) -> std::result::Result<&'a str, String> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).map_err(|_| "string is not UTF-8".to_string())
+    }
+}
+
+fn decode_payload(
+    payload: &[u8],
+    last: &mut Option<SchemaRef>,
+) -> std::result::Result<Batch, String> {
+    let mut c = Cursor {
+        buf: payload,
+        pos: 0,
+    };
+    let first_id = c.u64()?;
+    let rows = c.u32()? as usize;
+    let flags = c.u8()?;
+    let lo = c.u64()? as i64;
+    let hi = c.u64()? as i64;
+    let name = c.str()?;
+    let nfields = c.u32()? as usize;
+    if nfields > payload.len() {
+        return Err(format!("{nfields} fields cannot fit in the record"));
+    }
+    let mut fields = Vec::with_capacity(nfields);
+    for _ in 0..nfields {
+        let fname = c.str()?;
+        let ty = c.str()?;
+        let ty = Type::parse(ty).ok_or_else(|| format!("field {fname}: unknown type {ty:?}"))?;
+        fields.push(Field::new(fname, ty));
+    }
+    let schema = Schema::new(name, fields);
+    let schema = match last {
+        Some(s) if **s == schema => s.clone(),
+        _ => {
+            let s = Arc::new(schema);
+            *last = Some(s.clone());
+            s
+        }
+    };
+    let data_len = c.u32()? as usize;
+    let offsets_bytes = c.take(rows.checked_mul(4).ok_or("row count overflows")?)?;
+    let offsets: Vec<usize> = offsets_bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .collect();
+    let data = c.take(data_len)?;
+    if c.pos != payload.len() {
+        return Err(format!(
+            "{} unexpected bytes after the rows",
+            payload.len() - c.pos
+        ));
+    }
+    if rows == 0 {
+        return Err("record holds no rows".into());
+    }
+    let ts = (flags & 1 == 1).then_some((lo, hi));
+    let mut batch = Batch::from_parts(schema, data.to_vec(), offsets, ts)
+        .ok_or("row offsets are not increasing within the data")?;
+    batch.set_id(first_id);
+    Ok(batch)
+}
+
+/// Reads a WAL record by record (streaming: one record in memory at a time).
+///
+/// The end of the log is the file size when it was opened, so a log that a writer is
+/// appending to concurrently reads as a consistent prefix (a record being written shows up as
+/// a torn tail, which a reader ignores).
+#[derive(Debug)]
+pub struct WalReader {
+    path: PathBuf,
+    reader: BufReader<File>,
+    base_id: u64,
+    pos: u64,
+    end: u64,
+    expected_id: u64,
+    torn: Option<TornTail>,
+    done: bool,
+    last_schema: Option<SchemaRef>,
+    payload: Vec<u8>,
+}
+
+impl WalReader {
+    /// Opens the WAL at `path` and checks its header.
+    pub fn open(path: &Path) -> Result<WalReader> {
+        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        let end = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", path, e))?
+            .len();
+        let corrupt = |reason: String| StoreError::CorruptWal {
+            path: path.to_path_buf(),
+            offset: 0,
+            reason,
+        };
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut h = [0u8; WAL_HEADER_LEN as usize];
+        if end < WAL_HEADER_LEN {
+            return Err(corrupt(format!(
+                "file of {end} bytes is shorter than the header"
+            )));
+        }
+        reader
+            .read_exact(&mut h)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        if h[..8] != WAL_MAGIC {
+            return Err(corrupt("not a weir write-ahead log (bad magic)".into()));
+        }
+        if header_bytes(u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]))) != h {
+            return Err(corrupt("header checksum mismatch".into()));
+        }
+        let base_id = u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]));
+        Ok(WalReader {
+            path: path.to_path_buf(),
+            reader,
+            base_id,
+            pos: WAL_HEADER_LEN,
+            end,
+            expected_id: base_id,
+            torn: None,
+            done: false,
+            last_schema: None,
+            payload: Vec::new(),
+        })
+    }
+
+    /// The first event ID of the log.
+    pub fn base_id(&self) -> u64 {
+        self.base_id
+    }
+
+    /// The ID after the last record read so far.
+    pub fn end_id(&self) -> u64 {
+        self.expected_id
+    }
+
+    /// Offset just after the last good record read so far.
+    pub fn good_len(&self) -> u64 {
+        self.pos
+    }
+
+    /// The torn tail found, if reading stopped at one.
+    pub fn torn(&self) -> Option<&TornTail> {
+        self.torn.as_ref()
+    }
+
+    fn torn_at(&mut self, reason: String) -> Result<Option<(u64, Batch)>> {
+        self.torn = Some(TornTail {
+            path: self.path.clone(),
+            offset: self.pos,
+            bytes: self.end - self.pos,
+            reason,
+        });
+        self.done = true;
+        Ok(None)
+    }
+
+    fn corrupt_at(&mut self, reason: String) -> StoreError {
+        self.done = true;
+        StoreError::CorruptWal {
+            path: self.path.clone(),
+            offset: self.pos,
+            reason,
+        }
+    }
+
+    fn rest_is_zero(&mut self) -> Result<bool> {
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = self
+                .reader
+                .read(&mut buf)
+                .map_err(|e| StoreError::io("read", &self.path, e))?;
+            if n == 0 {
+                return Ok(true);
+            }
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The next record: its offset and batch. `Ok(None)` at the end, or at a torn tail (see
+    /// [`WalReader::torn`]). A damaged record in the middle is an error naming the offset.
+    pub fn next_record(&mut self) -> Result<Option<(u64, Batch)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let remaining = self.end - self.pos;
+        if remaining == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        if remaining < RECORD_HEADER_LEN {
+            return self.torn_at(format!("only {remaining} bytes of a record header"));
+        }
+        let mut h = [0u8; RECORD_HEADER_LEN as usize];
+        self.reader
+            .read_exact(&mut h)
+            .map_err(|e| StoreError::io("read", &self.path, e))?;
+        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as u64;
+        let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        if len == 0 && h == [0; 8] && self.rest_is_zero()? {
+            return self.torn_at("zero-filled tail".into());
+        }
+        if !(MIN_PAYLOAD..=MAX_PAYLOAD).contains(&len) {
+            return Err(self.corrupt_at(format!("invalid record length {len}")));
+        }
+        let record_end = self.pos + RECORD_HEADER_LEN + len;
+        if record_end > self.end {
+            return self.torn_at(format!(
+                "record of {len} bytes but only {} left in the file",
+                remaining - RECORD_HEADER_LEN
+            ));
+        }
+        self.payload.resize(len as usize, 0);
+        self.reader
+            .read_exact(&mut self.payload)
+            .map_err(|e| StoreError::io("read", &self.path, e))?;
+        if crc32fast::hash(&self.payload) != crc {
+            if record_end == self.end {
+                return self.torn_at("checksum mismatch in the last record".into());
+            }
+            return Err(self.corrupt_at("record checksum mismatch".into()));
+        }
+        let batch = match decode_payload(&self.payload, &mut self.last_schema) {
+            Ok(b) => b,
+            Err(reason) => return Err(self.corrupt_at(format!("bad record: {reason}"))),
+        };
+        if batch.id() != self.expected_id {
+            return Err(self.corrupt_at(format!(
+                "record starts at event ID {}, expected {}",
+                batch.id(),
+                self.expected_id
+            )));
+        }
+        if self.payload.capacity() > 64 << 20 {
+            self.payload = Vec::new();
+        }
+        let offset = self.pos;
+        self.expected_id = batch.id_range().end;
+        self.pos = record_end;
+        Ok(Some((offset, batch)))
+    }
+}
+
+impl Iterator for WalReader {
+    type Item = Result<(u64, Batch)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}
