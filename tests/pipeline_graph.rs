@@ -93,6 +93,7 @@ async fn slow_sink_bounds_in_flight_bytes() {
     });
     let mut p = Pipeline::new(PipelineOptions {
         channel_capacity: capacity,
+        ..PipelineOptions::default()
     });
     let src = p.add_stream("fast", source).unwrap();
     let rec = Recorder {
@@ -133,6 +134,7 @@ async fn fan_out_delivers_every_batch_to_every_sink() {
         .map(move |i| Ok::<_, std::io::Error>(batch(&s, i * 3, 3, 10)));
     let mut p = Pipeline::new(PipelineOptions {
         channel_capacity: 1000,
+        ..PipelineOptions::default()
     });
     let src = p.add_stream("src", source).unwrap();
     let fast = Recorder::default();
@@ -245,6 +247,7 @@ async fn source_reads_inputs_in_order_with_decode_ahead() {
         .collect();
     let mut p = Pipeline::new(PipelineOptions {
         channel_capacity: 4096,
+        ..PipelineOptions::default()
     });
     let src = p
         .add_source(

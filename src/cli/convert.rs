@@ -40,6 +40,7 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     config.format = args.from.into();
     let mut p = Pipeline::new(PipelineOptions {
         channel_capacity: CAPACITY,
+        ..PipelineOptions::default()
     });
     let src = p.add_source("input", inputs, config)?;
     let out = WriterSink::new(writer_for(args.to.into()), tokio::io::stdout());

@@ -3,6 +3,7 @@
 //! it with progress, signals, a summary line and optional metrics.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -92,34 +93,12 @@ pub struct RunArgs {
 
 /// Parses `--max-segment-size`, refusing sizes the archive cannot write (usage error).
 fn segment_size(text: &str) -> anyhow::Result<u64> {
-    parse_segment_size(text).map_err(|e| {
-        anyhow::Error::new(UsageError(format!(
-            "invalid --max-segment-size {text:?}: {e}"
-        )))
-    })
-}
-
-/// Placeholder until the archive's size module lands: `NUMBER[KiB|MiB|GiB]`, plain = MiB,
-/// below 2 GiB.
-fn parse_segment_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| "expected a number with a unit such as 512MiB".to_string())?;
-    let mul: u64 = match unit.trim() {
-        "" | "MiB" => 1 << 20,
-        "KiB" => 1 << 10,
-        "GiB" => 1 << 30,
-        "B" => 1,
-        u => return Err(format!("unknown unit {u:?}")),
+    let usage = |e: &dyn std::fmt::Display| {
+        anyhow::Error::new(UsageError(format!("--max-segment-size {text}: {e}")))
     };
-    let v = n.checked_mul(mul).ok_or("too large")?;
-    if v >= 2 << 30 {
-        return Err("a segment is one FlatBuffer, which must stay below 2 GiB".into());
-    }
-    Ok(v)
+    let size = weir::size::parse_size(text).map_err(|e| usage(&e))?;
+    weir::segment::check_max_segment_size(size).map_err(|e| usage(&e))?;
+    Ok(size)
 }
 
 /// Runs `weir import`.
@@ -215,7 +194,15 @@ async fn execute(
         .next()
         .map(|(_, s, _)| s.name.clone())
         .unwrap_or_default();
-    let segments = built.segments.clone();
+    let archives = built.archives.clone();
+    let segments: Option<Arc<dyn Fn() -> u64 + Send + Sync>> = if archives.is_empty() {
+        None
+    } else {
+        Some(Arc::new(move || {
+            archives.iter().map(|a| a.segments_written()).sum()
+        }))
+    };
+    super::report_warnings(&built.warnings);
     let done = CancellationToken::new();
     let progress = Progress {
         counters: counters.clone(),
@@ -253,6 +240,5 @@ async fn execute(
         line.push_str(" (interrupted)");
     }
     eprintln!("{line}");
-    let _ = Duration::ZERO;
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! 2 on a usage error (clap's own code for bad arguments, and ours for values it cannot
 //! check, such as a segment size over the FlatBuffers limit).
 
+mod archive;
 mod convert;
 mod import;
 mod progress;
@@ -36,6 +37,14 @@ enum Command {
     Import(import::ImportArgs),
     /// Run a pipeline definition file (see pipelines/).
     Run(import::RunArgs),
+    /// Export the archive's events in ID order (import order) as Zeek TSV or JSON lines.
+    Export(archive::ExportArgs),
+    /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
+    Info(archive::InfoArgs),
+    /// Describe one segment file: uuid, ID intervals, events, batches.
+    Inspect(archive::InspectArgs),
+    /// Check every segment and the write-ahead log; exit 1 with a line per problem.
+    Verify(archive::VerifyArgs),
 }
 
 /// `--from`.
@@ -187,6 +196,10 @@ pub fn main() -> ExitCode {
             Command::Convert(args) => convert::run(args).await,
             Command::Import(args) => import::import(args).await,
             Command::Run(args) => import::run(args).await,
+            Command::Export(args) => archive::export(args),
+            Command::Info(args) => archive::info(args),
+            Command::Inspect(args) => archive::inspect(args),
+            Command::Verify(args) => archive::verify(args),
         }
     });
     // Blocked stdin reads must not keep the process alive.

@@ -1,26 +1,103 @@
 //! Builds a runnable [`Pipeline`] from a validated [`PipelineSpec`] (a pipeline file, or the
 //! pipeline of `weir import`, which is [`PipelineSpec::for_import`]: one code path for both).
 
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
+
+use futures::Sink;
 
 use super::config::{
     Decompress, InputFile, InputFormat, OutputFormat as SpecOutput, PipelineSpec, SinkSpec,
-    StageKind, TransformSpec,
+    StageKind, SyncMode, TransformSpec,
 };
 use super::decode::SourceConfig;
 use super::{Pipeline, PipelineError, PipelineOptions, StageId};
+use crate::batch::Batch;
 use crate::batcher::BatchConfig;
 use crate::codec::writer::{writer_for, OutputFormat, WriterSink};
 use crate::codec::ReaderOptions;
 use crate::source::{Compression, Format, Input};
+use crate::store::{ArchiveSink, StoreError, StoreOptions, Summary};
+use crate::wal::SyncPolicy;
 
 /// What a built pipeline exposes besides the pipeline itself.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Built {
-    /// Names of the archive sinks with their database directories.
-    pub archives: Vec<(String, std::path::PathBuf)>,
-    /// Segments written so far by the archive sinks, when there are any.
-    pub segments: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
+    /// The archive sinks: name, database directory, and what the sink wrote (set when it
+    /// closes).
+    pub archives: Vec<ArchiveHandle>,
+    /// Warnings from opening the archives (e.g. a torn WAL tail was discarded).
+    pub warnings: Vec<String>,
+}
+
+/// An archive sink of a built pipeline.
+#[derive(Debug, Clone)]
+pub struct ArchiveHandle {
+    /// The sink's stage name.
+    pub name: String,
+    /// The database directory.
+    pub db: std::path::PathBuf,
+    /// What the sink wrote, once it has closed cleanly.
+    pub summary: Arc<Mutex<Option<Summary>>>,
+    /// Segment files in the directory when the sink was opened.
+    pub segments_before: u64,
+}
+
+impl ArchiveHandle {
+    /// Segments sealed since the sink opened: from the summary once closed, else by counting
+    /// the segment files in the directory (for progress display).
+    pub fn segments_written(&self) -> u64 {
+        if let Some(s) = self.summary.lock().ok().and_then(|s| s.clone()) {
+            return s.segments;
+        }
+        count_segments(&self.db).saturating_sub(self.segments_before)
+    }
+}
+
+/// Segment files (`*.seg`) in a database directory.
+fn count_segments(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir.join(crate::store::SEGMENTS_DIR)).map_or(0, |rd| {
+        rd.flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".seg"))
+            .count() as u64
+    })
+}
+
+/// An [`ArchiveSink`] that keeps its summary when it closes.
+struct KeepSummary {
+    sink: ArchiveSink,
+    slot: Arc<Mutex<Option<Summary>>>,
+}
+
+impl Sink<Batch> for KeepSummary {
+    type Error = StoreError;
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
+        Pin::new(&mut self.sink).poll_ready(cx)
+    }
+    fn start_send(mut self: Pin<&mut Self>, item: Batch) -> Result<(), StoreError> {
+        Pin::new(&mut self.sink).start_send(item)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
+        Pin::new(&mut self.sink).poll_flush(cx)
+    }
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
+        let r = ready!(Pin::new(&mut self.sink).poll_close(cx));
+        if r.is_ok() {
+            if let Ok(mut slot) = self.slot.lock() {
+                *slot = self.sink.summary().cloned();
+            }
+        }
+        Poll::Ready(r)
+    }
+}
+
+fn sync_policy(s: SyncMode) -> SyncPolicy {
+    match s {
+        SyncMode::Always => SyncPolicy::Always,
+        SyncMode::Batch => SyncPolicy::Batch,
+        SyncMode::Never => SyncPolicy::Never,
+    }
 }
 
 fn compression(d: Decompress) -> Compression {
@@ -53,6 +130,7 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineErr
     let capacity = usize::try_from(spec.channel_capacity).unwrap_or(usize::MAX);
     let mut pipeline = Pipeline::new(PipelineOptions {
         channel_capacity: capacity,
+        ..PipelineOptions::default()
     });
     let mut built = Built::default();
     let mut ids: Vec<StageId> = Vec::with_capacity(spec.stages.len());
@@ -120,15 +198,42 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineErr
                 )?
             }
             StageKind::Sink(SinkSpec::Archive(a)) => {
-                built.archives.push((stage.name.clone(), a.db.clone()));
-                return Err(PipelineError::Sink {
+                let mut opts = StoreOptions::default();
+                if let Some(m) = a.max_segment_size {
+                    opts.max_segment_size = m;
+                }
+                if let Some(s) = a.sync {
+                    opts.sync = sync_policy(s);
+                }
+                let db = a.db.clone();
+                let segments_before = count_segments(&db);
+                let opened = tokio::task::spawn_blocking(move || ArchiveSink::open(&db, opts))
+                    .await
+                    .map_err(|e| PipelineError::Sink {
+                        name: stage.name.clone(),
+                        error: format!("cannot open the archive: {e}").into(),
+                    })?;
+                let (sink, report) = opened.map_err(|e| PipelineError::Sink {
                     name: stage.name.clone(),
-                    error: "the archive sink is not available in this build".into(),
+                    error: Box::new(e),
+                })?;
+                built.warnings.extend(
+                    report
+                        .warnings
+                        .into_iter()
+                        .map(|w| format!("{}: {w}", a.db.display())),
+                );
+                let slot = Arc::new(Mutex::new(None));
+                built.archives.push(ArchiveHandle {
+                    name: stage.name.clone(),
+                    db: a.db.clone(),
+                    summary: slot.clone(),
+                    segments_before,
                 });
+                pipeline.add_sink(&stage.name, &inputs, KeepSummary { sink, slot })?
             }
         };
         ids.push(id);
     }
-    let _ = Arc::strong_count(&pipeline.metrics());
     Ok((pipeline, built))
 }

@@ -113,17 +113,23 @@ impl PipelineError {
 pub struct PipelineOptions {
     /// Byte capacity of every edge.
     pub channel_capacity: usize,
+    /// Least time between two flushes of a sink whose input ran dry (a flush may fsync).
+    /// Batches fed to a sink are flushed within this time once its input pauses.
+    pub flush_interval: Duration,
 }
 
 impl PipelineOptions {
     /// Default edge capacity: 32 MiB.
     pub const DEFAULT_CHANNEL_CAPACITY: usize = 32 << 20;
+    /// Default least time between flushes: 100 ms.
+    pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 }
 
 impl Default for PipelineOptions {
     fn default() -> PipelineOptions {
         PipelineOptions {
             channel_capacity: Self::DEFAULT_CHANNEL_CAPACITY,
+            flush_interval: Self::DEFAULT_FLUSH_INTERVAL,
         }
     }
 }
@@ -390,7 +396,7 @@ impl Pipeline {
                     let stream = f(input);
                     run_stream(ctx, stream, outs, false).boxed()
                 }
-                Kind::Sink(sink) => run_sink(ctx, merge(ins), sink).boxed(),
+                Kind::Sink(sink) => run_sink(ctx, merge(ins), sink, options.flush_interval).boxed(),
             };
             let handle = tokio::spawn(fut);
             let name = stage.name.clone();
@@ -523,9 +529,14 @@ async fn run_stream(
     }
 }
 
-/// Drives a sink: feeds batches while input is ready, flushes when it runs dry, closes at
-/// the end.
-async fn run_sink(ctx: StageCtx, mut input: BoxStream<'static, Batch>, mut sink: BatchSink) {
+/// Drives a sink: feeds batches while input is ready, flushes when its input has run dry
+/// (at most once per `flush_interval`, and always within it), closes it at the end.
+async fn run_sink(
+    ctx: StageCtx,
+    mut input: BoxStream<'static, Batch>,
+    mut sink: BatchSink,
+    flush_interval: Duration,
+) {
     let fail = |error: BoxError| {
         set_error(
             &ctx.first_error,
@@ -537,20 +548,38 @@ async fn run_sink(ctx: StageCtx, mut input: BoxStream<'static, Batch>, mut sink:
         );
     };
     let mut dirty = false;
+    let mut last_flush = tokio::time::Instant::now();
     loop {
         let next = match input.next().now_or_never() {
             Some(item) => item,
             None => {
-                if dirty {
-                    let t0 = Instant::now();
-                    let r = sink.flush().await;
-                    ctx.metrics.add_busy(t0.elapsed());
-                    if let Err(e) = r {
-                        return fail(e);
-                    }
-                }
                 let t0 = Instant::now();
-                let item = input.next().await;
+                let mut item = None;
+                let mut got = false;
+                if dirty {
+                    // Input ran dry: flush now, or once the interval since the last flush
+                    // has passed, unless more input comes first.
+                    let deadline = last_flush + flush_interval;
+                    tokio::select! {
+                        biased;
+                        i = input.next() => { item = i; got = true; }
+                        _ = tokio::time::sleep_until(deadline) => {}
+                    }
+                    if !got {
+                        ctx.metrics.add_idle(t0.elapsed());
+                        let t1 = Instant::now();
+                        let r = sink.flush().await;
+                        ctx.metrics.add_busy(t1.elapsed());
+                        if let Err(e) = r {
+                            return fail(e);
+                        }
+                        dirty = false;
+                        last_flush = tokio::time::Instant::now();
+                        continue;
+                    }
+                } else {
+                    item = input.next().await;
+                }
                 ctx.metrics.add_idle(t0.elapsed());
                 item
             }
