@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::channel;
 use super::metrics::StageMetrics;
 use crate::batch::Batch;
+use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
 use crate::source::{detect_format, open, Compression, Format, Input, SourceCounters};
@@ -75,6 +76,9 @@ pub struct SourceConfig {
     pub decoders: DecoderFactory,
     /// How many inputs are decoded at once (at least 1).
     pub decode_ahead: usize,
+    /// Parser threads for one Zeek TSV input ([`ParallelTsvReader`]); 0 or 1 decodes on the
+    /// input's own thread with [`SourceConfig::decoders`].
+    pub parse_threads: usize,
     /// Byte capacity of each input's channel.
     pub channel_capacity: usize,
 }
@@ -124,6 +128,10 @@ async fn decode_input(
             .map_err(|e| io_error(&name, e))?;
         let mut options = config.reader.clone();
         options.source_name = name.clone();
+        if format == Format::ZeekTsv && config.parse_threads > 1 {
+            let threads = config.parse_threads;
+            return decode_tsv_parallel(reader, options, threads, &shared, &tx).await;
+        }
         let decoder = (config.decoders)(format, options);
         let mut framed = FramedRead::with_capacity(reader, Adapter(decoder), 1 << 20);
         loop {
@@ -169,6 +177,80 @@ async fn decode_input(
     if let Err(e) = result {
         let _ = tx.send(Err(e)).await;
     }
+}
+
+/// Decodes a Zeek TSV input on a pool of parser threads ([`ParallelTsvReader`]): the same
+/// batches as the sequential decoder, several cores at work. This task feeds the pool with the
+/// input's decompressed chunks and forwards the batches; on shutdown it stops feeding, so the
+/// complete lines already read are decoded and a trailing partial line is dropped.
+async fn decode_tsv_parallel(
+    mut reader: crate::source::BoxReader,
+    options: ReaderOptions,
+    threads: usize,
+    shared: &SourceShared,
+    tx: &channel::Sender<Result<Batch, ReadError>>,
+) -> Result<(), ReadError> {
+    use tokio::io::AsyncReadExt;
+    let name = options.source_name.clone();
+    let (chunk_tx, mut chunk_rx) = tokio::sync::mpsc::channel::<io::Result<Vec<u8>>>(4);
+    let (batch_tx, mut batch_rx) = tokio::sync::mpsc::channel::<Result<Batch, ReadError>>(8);
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<(SkipReport, Vec<String>)>();
+    let spawned = std::thread::Builder::new()
+        .name(format!("weir-parse {name}"))
+        .spawn(move || {
+            let chunks = std::iter::from_fn(move || chunk_rx.blocking_recv());
+            let mut parser = ParallelTsvReader::new(chunks, options, threads);
+            for item in parser.by_ref() {
+                if batch_tx.blocking_send(item).is_err() {
+                    return;
+                }
+            }
+            let _ = done_tx.send((parser.skip_report().clone(), parser.take_warnings()));
+        });
+    spawned.map_err(|e| io_error(&name, e))?;
+
+    let cancel = shared.cancel.clone();
+    let feed = async move {
+        loop {
+            let mut buf = Vec::with_capacity(1 << 20);
+            let read = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(io::Error::new(io::ErrorKind::Interrupted, "shutdown")),
+                r = reader.read_buf(&mut buf) => r,
+            };
+            let chunk = match read {
+                Ok(0) => return,
+                Ok(_) => Ok(buf),
+                Err(e) => Err(e),
+            };
+            let last = chunk.is_err();
+            if chunk_tx.send(chunk).await.is_err() || last {
+                return;
+            }
+        }
+    };
+    let forward = async {
+        while let Some(item) = batch_rx.recv().await {
+            match item {
+                Ok(b) => send(tx, shared, Ok(b)).await?,
+                // The shutdown signal sent by `feed`: not an error.
+                Err(ReadError::Io { error, .. }) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(name_error(&name, e)),
+            }
+        }
+        Ok(())
+    };
+    let ((), result) = tokio::join!(feed, forward);
+    result?;
+    if let Ok((report, warnings)) = done_rx.await {
+        if let Ok(mut s) = shared.skips.lock() {
+            s.merge(&report);
+        }
+        if let Ok(mut w) = shared.warnings.lock() {
+            w.extend(warnings.into_iter().map(|w| format!("{name}: {w}")));
+        }
+    }
+    Ok(())
 }
 
 async fn send(
@@ -283,6 +365,7 @@ impl SourceConfig {
             reader,
             decoders: zeek_decoders(),
             decode_ahead: std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+            parse_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             channel_capacity,
         }
     }
