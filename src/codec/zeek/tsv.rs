@@ -869,42 +869,96 @@ fn parse_u64_prefix(s: &[u8]) -> Option<(u64, usize)> {
     (n > 0 && n < 20).then_some((v, n))
 }
 
-/// A leading `digits.digits` time (at most 18 integral and 9 fractional digits, optional
-/// sign) in nanoseconds, and how many bytes it took; `None` for anything else.
+/// How many of the 8 bytes of `w` (loaded little-endian) are ASCII digits before the first
+/// other byte (0..=8).
+#[inline(always)]
+fn digit_count(w: u64) -> u32 {
+    // A byte is a digit when its high nibble is 3 and its low nibble is at most 9.
+    let high = (w & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
+    let low = ((w & 0x0f0f_0f0f_0f0f_0f0f) + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0;
+    let bad = high | low;
+    let nonzero = ((bad & HI7).wrapping_add(HI7) | bad) & !HI7;
+    nonzero.trailing_zeros() / 8
+}
+
+/// The value of the first `n` (1..=8) digits of `w` (loaded little-endian), without loops.
+#[inline(always)]
+fn digits_value(w: u64, n: u32) -> u64 {
+    let shift = 8 * (8 - n);
+    // Move the digits to the top and fill the bottom with leading '0's.
+    let w = (w << shift)
+        | 0x3030_3030_3030_3030u64
+            .checked_shr(64 - shift)
+            .unwrap_or(0);
+    let v = w.wrapping_sub(0x3030_3030_3030_3030);
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let v = (v & 0x0000_00ff_0000_00ff)
+        .wrapping_mul(0x000f_4240_0000_0064)
+        .wrapping_add(((v >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(0x0000_2710_0000_0001));
+    (v >> 32) & 0xffff_ffff
+}
+
+/// The digit in `c`, if it is one.
+#[inline(always)]
+fn digit_at(c: Option<&u8>) -> Option<u64> {
+    let d = c?.wrapping_sub(b'0');
+    (d <= 9).then_some(d as u64)
+}
+
+/// A leading `digits[.digits]` time (at most 10 integral and 9 fractional digits, optional
+/// minus) in nanoseconds, and how many bytes it took; `None` for anything else (the general
+/// path then decides).
 #[inline(always)]
 fn parse_ns_prefix(s: &[u8]) -> Option<(i64, usize)> {
     let (neg, body) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         _ => (false, s),
     };
-    let mut int: u64 = 0;
-    let mut i = 0;
-    while let Some(&c) = body.get(i) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
+    let (mut int, mut i) = match body.first_chunk::<8>() {
+        Some(w) => {
+            let w = u64::from_le_bytes(*w);
+            let n = digit_count(w);
+            if n == 0 {
+                return None;
+            }
+            (digits_value(w, n), n as usize)
         }
-        int = int.wrapping_mul(10).wrapping_add(d as u64);
-        i += 1;
+        None => (0, 0),
+    };
+    if i == 0 || i == 8 {
+        while let Some(d) = digit_at(body.get(i)) {
+            int = int.wrapping_mul(10).wrapping_add(d);
+            i += 1;
+            if i > 10 {
+                return None;
+            }
+        }
     }
     // Up to 9_223_372_035 s the nanoseconds fit an i64; the general path handles the rest.
-    if i == 0 || i > 10 || int > 9_223_372_035 {
+    if i == 0 || int > 9_223_372_035 {
         return None;
     }
     let mut frac: u64 = 0;
     let mut fd = 0;
     if body.get(i) == Some(&b'.') {
         i += 1;
-        while let Some(&c) = body.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
+        if let Some(w) = body.get(i..).and_then(|r| r.first_chunk::<8>()) {
+            let w = u64::from_le_bytes(*w);
+            let n = digit_count(w);
+            if n > 0 {
+                frac = digits_value(w, n);
+                fd = n as usize;
+                i += fd;
             }
-            frac = frac * 10 + d as u64;
-            fd += 1;
-            i += 1;
-            if fd > 9 {
-                return None;
+        }
+        if fd == 0 || fd == 8 {
+            while let Some(d) = digit_at(body.get(i)) {
+                frac = frac * 10 + d;
+                fd += 1;
+                i += 1;
+                if fd > 9 {
+                    return None;
+                }
             }
         }
     }
@@ -1454,6 +1508,55 @@ mod tests {
             }
         }
         assert!(accepted > 2000 && rejected > 2000, "{accepted} {rejected}");
+    }
+
+    #[test]
+    fn swar_digits_match_scalar() {
+        for text in [
+            &b"12345678"[..],
+            b"1234567x",
+            b"0",
+            b"x",
+            b"00000001",
+            b"99999999",
+            b"1.5\t....",
+            b"4865390\t",
+            b"7\x3a",
+            b"7/",
+            b"12\xff",
+        ] {
+            let mut word = [b'#'; 8];
+            word[..text.len()].copy_from_slice(text);
+            let w = u64::from_le_bytes(word);
+            let n = text.iter().take_while(|c| c.is_ascii_digit()).count();
+            assert_eq!(digit_count(w) as usize, n, "{text:?}");
+            if n > 0 {
+                let want: u64 = std::str::from_utf8(&text[..n]).unwrap().parse().unwrap();
+                assert_eq!(digits_value(w, n as u32), want, "{text:?}");
+            }
+        }
+        for t in [
+            &b"1258531221.486539\t"[..],
+            b"0.163820\tx",
+            b"3.780125",
+            b"1.5",
+            b"12345678.123456789",
+            b"123456789.12345678",
+            b"1234567890.5",
+            b"-0.000001\t",
+            b"5.\t",
+            b"42",
+        ] {
+            let end = t.iter().position(|&c| c == b'\t').unwrap_or(t.len());
+            assert_eq!(
+                parse_ns_prefix(t).map(|(v, n)| (Some(v), n)),
+                Some((parse_ns(&t[..end]), end)),
+                "{:?}",
+                String::from_utf8_lossy(t)
+            );
+        }
+        assert_eq!(parse_ns_prefix(b"12345678901.5"), None);
+        assert_eq!(parse_ns_prefix(b"1.1234567891"), None);
     }
 
     #[test]
