@@ -374,6 +374,35 @@ impl TsvDecoder {
                     }
                 }
             }
+            if self.scanned == 0 {
+                // Fast loop over consecutive plain data lines of the current schema; anything
+                // else (and any line it does not accept) goes the general way below.
+                if let (false, Some(plan), Some(b)) = (self.dirty, &self.plan, &mut self.builder) {
+                    if let (true, Splitter::Byte(sep)) =
+                        (Arc::ptr_eq(b.schema(), &plan.schema), &plan.sep)
+                    {
+                        let batch_rows = self.opts.batch_rows.max(1);
+                        while let Some(nl) = memchr(b'\n', &buf[pos..]) {
+                            let mut line = &buf[pos..pos + nl];
+                            if let [head @ .., b'\r'] = line {
+                                line = head;
+                            }
+                            if line.len() > max
+                                || matches!(line.first(), None | Some(b'#'))
+                                || !encode_fast(plan, *sep, line, b)
+                            {
+                                break;
+                            }
+                            self.line_no += 1;
+                            pos += nl + 1;
+                            if b.len() >= batch_rows {
+                                return (pos, Ok(Some(b.finish())));
+                            }
+                        }
+                    }
+                }
+            }
+            let rest = &buf[pos..];
             let from = self.scanned.min(rest.len());
             let found = memchr(b'\n', &rest[from..]);
             let (line_len, used) = match found {
@@ -422,7 +451,7 @@ impl TsvDecoder {
                     if self
                         .builder
                         .as_ref()
-                        .is_some_and(|b| b.len() >= self.opts.batch_rows)
+                        .is_some_and(|b| b.len() >= self.opts.batch_rows.max(1))
                     {
                         return (pos, Ok(self.take_pending()));
                     }
