@@ -24,8 +24,9 @@
 //!   be several bytes long. `#set_separator`, `#empty_field` and `#unset_field` values may use
 //!   `\xHH` escapes too. Unknown `#` lines are comments.
 //! - Header lines come in no fixed order, but `#fields` and `#types` must precede data. A header
-//!   block after data (concatenated logs) updates the header; the schema (`zeek.<#path>`) is
-//!   rebuilt at the next data line. An equal schema reuses the same [`SchemaRef`] `Arc`, so
+//!   block after data (concatenated logs) updates the header; the schema (`zeek.<#path>`, or
+//!   `zeek.unknown` without `#path`) is rebuilt at the next data line. An unknown type name is
+//!   read as `string`, with one warning per new schema ([`TsvDecoder::take_warnings`]). An equal schema reuses the same [`SchemaRef`] `Arc`, so
 //!   consumers can compare schemas with [`Arc::ptr_eq`]. `#close` ends a document: the header
 //!   resets to its defaults and data must be preceded by a new header.
 //! - A value equal to the unset marker (`-`) is null. A value equal to the empty marker
@@ -38,10 +39,11 @@
 //!
 //! # Emission contract
 //!
-//! [`TsvDecoder::decode`] consumes complete lines and returns a batch when it reaches
-//! [`ReaderOptions::batch_rows`] rows, when the schema changes (a data line with a new schema,
-//! or `#close`), or when no complete line is left and rows are pending. It returns `None` when no
-//! complete line is left and nothing is pending. The sequence of rows and schemas is the same
+//! [`TsvDecoder`]'s [`Decoder::decode`](tokio_util::codec::Decoder::decode) consumes complete
+//! lines and returns a batch when it reaches [`ReaderOptions::batch_rows`] rows, when the schema
+//! changes (a data line with a new schema, or `#close`), or when no complete line is left and
+//! rows are pending. It returns `None` when no complete line is left and nothing is pending.
+//! `decode_eof` also takes a last line without newline, then flushes. The sequence of rows and schemas is the same
 //! whatever the chunking of the input; only the batch boundaries may differ.
 //!
 //! # Errors
@@ -52,6 +54,15 @@
 //! longer than [`ReaderOptions::max_line_len`] is an error as soon as its partial length
 //! exceeds the limit, so memory stays bounded; in skip mode its bytes are discarded up to the
 //! next newline.
+//!
+//! # Speed
+//!
+//! With a one-byte separator, data lines take a fast path that parses each field while finding
+//! its end (digits, IPv4 and plain strings in one pass, times eight digits at a time) and writes
+//! it straight into the batch with [`RowEncoder`]. Anything unusual (escapes, IPv6, non-empty
+//! containers, doubles, subnets, errors) rejects the line, leaving no trace, and the general
+//! path splits it and produces the value or the error; both give the same result for valid
+//! input. No allocation happens per line or field.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
