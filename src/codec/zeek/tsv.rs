@@ -140,6 +140,8 @@ impl Kind {
 #[derive(Debug, Clone, Copy)]
 enum Col {
     One(Kind),
+    /// The schema's `ts` field (a `time`), tracked for the batch's time range.
+    Ts,
     List(Kind),
 }
 
@@ -258,7 +260,8 @@ impl Marker {
 struct Plan {
     schema: SchemaRef,
     cols: Vec<Col>,
-    ts: Option<usize>,
+    /// The unset marker when it is one byte (the fast path needs that).
+    unset_byte: Option<u8>,
     sep: Splitter,
     set_sep: Splitter,
     empty: Marker,
@@ -645,16 +648,22 @@ impl TsvDecoder {
                 s
             }
         };
+        let ts = schema.ts_index();
         let cols = schema
             .fields
             .iter()
-            .map(|f| match f.ty.element() {
+            .enumerate()
+            .map(|(i, f)| match f.ty.element() {
                 Some(e) => Col::List(Kind::of(e)),
+                None if ts == Some(i) => Col::Ts,
                 None => Col::One(Kind::of(&f.ty)),
             })
             .collect();
         Ok(Plan {
-            ts: schema.ts_index(),
+            unset_byte: match self.hdr.unset.as_slice() {
+                [u] => Some(*u),
+                _ => None,
+            },
             schema,
             cols,
             sep: Splitter::new(&self.hdr.sep),
@@ -765,10 +774,8 @@ impl TsvDecoder {
 /// [`encode_line`] then handles the line, with the same result for valid input.
 #[inline(never)]
 fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool {
-    let unset = plan.unset.0.as_slice();
-    let unset_byte = match unset {
-        [u] => Some(*u),
-        _ => None,
+    let Some(unset) = plan.unset_byte else {
+        return false;
     };
     let mut ts = None;
     let mut enc = b.begin_row();
@@ -783,21 +790,19 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
         }
         let rest = &line[i..];
         // Unset: the marker followed by the separator or the line end.
-        let is_unset = match unset_byte {
-            Some(u) => rest.first() == Some(&u) && rest.get(1).is_none_or(|&x| x == sep),
-            None => rest.starts_with(unset) && rest.get(unset.len()).is_none_or(|&x| x == sep),
-        };
-        if is_unset {
+        if rest.first() == Some(&unset) && rest.get(1).is_none_or(|&x| x == sep) {
             enc.null();
-            i += unset.len();
+            i += 1;
             continue;
         }
         let used = match *col {
+            Col::Ts => parse_ns_prefix(rest).map(|(v, n)| {
+                enc.int(v);
+                ts = Some(v);
+                n
+            }),
             Col::One(Kind::Time) => parse_ns_prefix(rest).map(|(v, n)| {
                 enc.int(v);
-                if plan.ts == Some(c) {
-                    ts = Some(v);
-                }
                 n
             }),
             Col::One(Kind::Count) => parse_u64_prefix(rest).map(|(v, n)| {
@@ -1071,10 +1076,11 @@ fn encode_line(
         match *col {
             Col::One(Kind::Str) if plan.empty.is(raw) => enc.bytes(b""),
             Col::One(k) => {
-                let t = put(k, raw, &mut enc, scratch, escapes).ok_or(RowError::Value(i))?;
-                if plan.ts == Some(i) {
-                    ts = Some(t);
-                }
+                put(k, raw, &mut enc, scratch, escapes).ok_or(RowError::Value(i))?;
+            }
+            Col::Ts => {
+                let t = put(Kind::Time, raw, &mut enc, scratch, escapes);
+                ts = Some(t.ok_or(RowError::Value(i))?);
             }
             Col::List(_) if plan.empty.is(raw) => enc.array(0),
             Col::List(k) => {
