@@ -59,8 +59,8 @@
 //!
 //! With a one-byte separator, data lines take a fast path that parses each field while finding
 //! its end (digits, IPv4 and plain strings in one pass, times eight digits at a time) and writes
-//! it straight into the batch with [`RowEncoder`]. Anything unusual (escapes, IPv6, non-empty
-//! containers, doubles, subnets, errors) rejects the line, leaving no trace, and the general
+//! it straight into the batch with [`RowEncoder`]. Anything unusual (escapes, non-empty
+//! containers, subnets, errors) rejects the line, leaving no trace, and the general
 //! path splits it and produces the value or the error; both give the same result for valid
 //! input. No allocation happens per line or field.
 
@@ -770,7 +770,7 @@ impl TsvDecoder {
 
 /// The fast path for a line with a one-byte separator: parses each field while finding its
 /// end, in one pass. Returns `false`, leaving no row behind, on anything unusual (escapes,
-/// IPv6, containers, doubles, subnets, bad values, wrong column counts); the general path
+/// non-empty containers, subnets, bad values, wrong column counts); the general path
 /// [`encode_line`] then handles the line, with the same result for valid input.
 #[inline(never)]
 fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool {
@@ -820,10 +820,27 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                     }
                 }
             }
-            Col::One(Kind::Addr) => parse_v4_prefix(rest).map(|(a, n)| {
-                enc.bytes(&a);
-                n
-            }),
+            Col::One(Kind::Addr) => match parse_v4_prefix(rest) {
+                Some((a, n)) => {
+                    enc.bytes(&a);
+                    Some(n)
+                }
+                None => {
+                    // IPv6 (or an error, which the general path reports).
+                    let n = plain_len(rest, sep);
+                    parse_addr(&rest[..n]).map(|a| {
+                        enc.addr(a);
+                        n
+                    })
+                }
+            },
+            Col::One(Kind::Double) => {
+                let n = plain_len(rest, sep);
+                parse_f64(&rest[..n]).map(|v| {
+                    enc.double(v);
+                    n
+                })
+            }
             Col::One(Kind::Int) => match rest {
                 [b'-', digits @ ..] => match parse_u64_prefix(digits) {
                     Some((v, n)) if v <= i64::MAX as u64 => {
@@ -1492,7 +1509,9 @@ mod tests {
         // vector[count]
         &["(empty)", "1,2", "-", "", "1,-", "(empty)x"],
         // double
-        &["-", "inf", "1.5", "x"],
+        &[
+            "1.5", "-", "inf", "-inf", "nan", "1e300", "x", "infinity", "1.5.5", "",
+        ],
     ];
 
     /// The fast path, when it accepts a line, encodes exactly what the general path does; over
