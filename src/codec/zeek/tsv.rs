@@ -59,8 +59,8 @@
 //!
 //! With a one-byte separator, data lines take a fast path that parses each field while finding
 //! its end (digits, IPv4 and plain strings in one pass, times eight digits at a time) and writes
-//! it straight into the batch with [`RowEncoder`]. Anything unusual (escapes, non-empty
-//! containers, subnets, errors) rejects the line, leaving no trace, and the general
+//! it straight into the batch with [`RowEncoder`]. Anything unusual (escapes, subnets,
+//! errors) rejects the line, leaving no trace, and the general
 //! path splits it and produces the value or the error; both give the same result for valid
 //! input. No allocation happens per line or field.
 
@@ -770,7 +770,7 @@ impl TsvDecoder {
 
 /// The fast path for a line with a one-byte separator: parses each field while finding its
 /// end, in one pass. Returns `false`, leaving no row behind, on anything unusual (escapes,
-/// non-empty containers, subnets, bad values, wrong column counts); the general path
+/// subnets, bad values, wrong column counts); the general path
 /// [`encode_line`] then handles the line, with the same result for valid input.
 #[inline(never)]
 fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool {
@@ -868,12 +868,21 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                 }
                 _ => None,
             },
-            Col::List(_) => {
-                let n = memchr(sep, rest).unwrap_or(rest.len());
-                plan.empty.is(&rest[..n]).then(|| {
+            Col::List(k) => {
+                let empty = plan.empty.0.as_slice();
+                if rest.starts_with(empty) && rest.get(empty.len()).is_none_or(|&x| x == sep) {
                     enc.array(0);
-                    n
-                })
+                    Some(empty.len())
+                } else {
+                    let n = plain_len(rest, sep);
+                    match (rest.get(n), &plan.set_sep) {
+                        (Some(b'\\'), _) => None,
+                        (_, Splitter::Byte(set_sep)) => {
+                            encode_list(k, &rest[..n], *set_sep, unset, &mut enc).then_some(n)
+                        }
+                        _ => None,
+                    }
+                }
             }
             _ => None,
         };
@@ -890,6 +899,24 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
         return false;
     }
     b.finish_row(ts);
+    true
+}
+
+/// Encodes a non-empty container without escapes, split on a one-byte set separator.
+#[inline(never)]
+fn encode_list(k: Kind, v: &[u8], set_sep: u8, unset: u8, enc: &mut RowEncoder<'_>) -> bool {
+    let count = memchr::memchr_iter(set_sep, v).count() + 1;
+    let Ok(count) = u32::try_from(count) else {
+        return false;
+    };
+    enc.array(count);
+    for el in v.split(|&c| c == set_sep) {
+        if el == [unset] {
+            enc.null();
+        } else if put_plain(k, el, enc).is_none() {
+            return false;
+        }
+    }
     true
 }
 
@@ -1450,7 +1477,7 @@ mod tests {
         }
     }
 
-    const TOKENS: [&[&str]; 8] = [
+    const TOKENS: [&[&str]; 10] = [
         // time
         &[
             "1258531221.486539",
@@ -1507,10 +1534,35 @@ mod tests {
         // bool
         &["T", "F", "TT", "-", "", "t"],
         // vector[count]
-        &["(empty)", "1,2", "-", "", "1,-", "(empty)x"],
+        &[
+            "1,2,3", "(empty)", "-", "", "1,-", "(empty)x", "7", "1,,2", ",", "1,x", "-,-",
+            "1\\x2c2",
+        ],
         // double
         &[
             "1.5", "-", "inf", "-inf", "nan", "1e300", "x", "infinity", "1.5.5", "",
+        ],
+        // set[addr]
+        &[
+            "1.2.3.4,::1",
+            "(empty)",
+            "-",
+            "1.2.3.4",
+            "1.2.3.4,-",
+            "x",
+            "",
+        ],
+        // vector[string]
+        &[
+            "a,b c,d",
+            "(empty)",
+            "-",
+            ",",
+            "a,,b",
+            "-,(empty)",
+            "a\\,b",
+            "a\\x2cb,c",
+            "",
         ],
     ];
 
@@ -1518,8 +1570,9 @@ mod tests {
     /// many pseudo-random lines from valid and invalid tokens, both outcomes occur.
     #[test]
     fn fast_path_agrees_with_general_path() {
-        let header = "#fields\tts\tc\ti\ta\ts\tb\tv\td\n\
-                      #types\ttime\tcount\tint\taddr\tstring\tbool\tvector[count]\tdouble\n";
+        let header = "#fields\tts\tc\ti\ta\ts\tb\tv\td\tsa\tvs\n\
+                      #types\ttime\tcount\tint\taddr\tstring\tbool\tvector[count]\tdouble\t\
+                      set[addr]\tvector[string]\n";
         let mut d = TsvDecoder::new(ReaderOptions::default());
         let (_, r) = d.run(header.as_bytes(), false);
         assert!(r.is_ok());
