@@ -659,6 +659,13 @@ fn corpus_parses_with_the_documented_event_counts() {
 /// A record as the reference reader prints it: (path, [(field, JSON value)]).
 fn reference_records(path: &Path) -> Option<Vec<serde_json::Value>> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
+    if !script.is_file() {
+        eprintln!(
+            "note: {} not found: skipping the reference check",
+            script.display()
+        );
+        return None;
+    }
     let out = match std::process::Command::new("python3")
         .arg(&script)
         .arg("records")
