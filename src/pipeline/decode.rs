@@ -9,8 +9,9 @@
 //! order (and the archive IDs) follow the input order. Each input has its own decoder and
 //! therefore its own header state.
 //!
-//! On shutdown (the cancellation token), a decode thread stops reading, parses the complete
-//! lines it already holds (a trailing partial line is dropped), and ends.
+//! On shutdown (the cancellation token), the input stops reading new bytes; every byte already
+//! read (also chunks queued by the reader thread) is still parsed, a trailing partial line is
+//! dropped with a warning, and the decode thread ends: nothing read is lost.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -49,16 +50,30 @@ pub trait BatchDecoder: Send {
 /// Makes the decoder for a format (never [`Format::Auto`]: it is resolved first).
 pub type DecoderFactory = Arc<dyn Fn(Format, ReaderOptions) -> Box<dyn BatchDecoder> + Send + Sync>;
 
-struct Adapter(Box<dyn BatchDecoder>);
+/// Adapts a boxed decoder to tokio-util; at the end of an input cut short by shutdown, a
+/// partial last line is dropped (with a warning) instead of being parsed.
+struct Adapter {
+    decoder: Box<dyn BatchDecoder>,
+    stop: CancellationToken,
+    dropped: usize,
+}
 
 impl Decoder for Adapter {
     type Item = Batch;
     type Error = ReadError;
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
-        self.0.decode(src)
+        self.decoder.decode(src)
     }
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
-        self.0.decode_eof(src)
+        if !self.stop.is_cancelled() {
+            return self.decoder.decode_eof(src);
+        }
+        if let Some(b) = self.decoder.decode(src)? {
+            return Ok(Some(b));
+        }
+        self.dropped += src.len();
+        src.clear();
+        self.decoder.decode_eof(src)
     }
 }
 
@@ -113,7 +128,7 @@ async fn decode_input(
 ) {
     let name = input.name();
     let result = async {
-        let (_, _, reader) = open(input, config.compression, &shared.counters)
+        let (_, _, reader) = open(input, config.compression, &shared.counters, &shared.cancel)
             .await
             .map_err(|e| match e {
                 crate::source::SourceError::Io { name, error } => io_error(&name, error),
@@ -125,41 +140,45 @@ async fn decode_input(
         let mut options = config.reader.clone();
         options.source_name = name.clone();
         let decoder = (config.decoders)(format, options);
-        let mut framed = FramedRead::with_capacity(reader, Adapter(decoder), 1 << 20);
+        let adapter = Adapter {
+            decoder,
+            stop: shared.cancel.clone(),
+            dropped: 0,
+        };
+        let mut framed = FramedRead::with_capacity(reader, adapter, 1 << 20);
+        // On shutdown the reader stops reading and ends after what it already read, so this
+        // loop ends by itself with nothing read lost.
         loop {
             let t0 = Instant::now();
-            let next = tokio::select! {
-                biased;
-                _ = shared.cancel.cancelled() => None,
-                item = framed.next() => Some(item),
-            };
+            let item = framed.next().await;
             shared.metrics.add_busy(t0.elapsed());
-            let item = match next {
-                Some(Some(item)) => item,
-                Some(None) => break,
-                None => {
-                    // Shutdown: parse the complete lines already read, drop a partial one.
-                    let mut buf = std::mem::take(framed.read_buffer_mut());
-                    loop {
-                        match framed.decoder_mut().decode(&mut buf) {
-                            Ok(Some(b)) => send(&tx, &shared, Ok(b)).await?,
-                            Ok(None) => break,
-                            Err(e) => return Err(name_error(&name, e)),
-                        }
-                    }
+            let batch = match item {
+                None => break,
+                Some(Ok(b)) => b,
+                // Compressed input cut short by shutdown.
+                Some(Err(ReadError::Io { error, .. })) if shared.cancel.is_cancelled() => {
+                    warn(
+                        &shared,
+                        format!("{name}: input ended early at shutdown: {error}"),
+                    );
                     break;
                 }
+                Some(Err(e)) => return Err(name_error(&name, e)),
             };
-            let batch = item.map_err(|e| name_error(&name, e))?;
-            let warnings = framed.decoder_mut().0.take_warnings();
-            if !warnings.is_empty() {
-                if let Ok(mut w) = shared.warnings.lock() {
-                    w.extend(warnings.into_iter().map(|w| format!("{name}: {w}")));
-                }
+            let warnings = framed.decoder_mut().decoder.take_warnings();
+            for w in warnings {
+                warn(&shared, format!("{name}: {w}"));
             }
             send(&tx, &shared, Ok(batch)).await?;
         }
-        let report = framed.decoder().0.skip_report();
+        let dropped = framed.decoder().dropped;
+        if dropped > 0 {
+            warn(
+                &shared,
+                format!("{name}: dropped a partial last line of {dropped} bytes at shutdown"),
+            );
+        }
+        let report = framed.decoder().decoder.skip_report();
         if let Ok(mut s) = shared.skips.lock() {
             s.merge(&report);
         }
@@ -168,6 +187,12 @@ async fn decode_input(
     .await;
     if let Err(e) = result {
         let _ = tx.send(Err(e)).await;
+    }
+}
+
+fn warn(shared: &SourceShared, text: String) {
+    if let Ok(mut w) = shared.warnings.lock() {
+        w.push(text);
     }
 }
 
