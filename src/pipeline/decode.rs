@@ -14,21 +14,24 @@
 //! dropped with a warning, and the decode thread ends: nothing read is lost.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::BytesMut;
 use futures::stream::{self, BoxStream};
 use futures::StreamExt;
+use tokio::io::AsyncReadExt;
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::channel;
 use super::metrics::StageMetrics;
 use crate::batch::Batch;
+use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
-use crate::source::{detect_format, open, Compression, Format, Input, SourceCounters};
+use crate::source::{detect_format, open, BoxReader, Compression, Format, Input, SourceCounters};
 
 /// A batch decoder behind a trait object: a tokio-util [`Decoder`] of batches that can also
 /// report the rows it skipped.
@@ -92,6 +95,10 @@ pub struct SourceConfig {
     pub decode_ahead: usize,
     /// Byte capacity of each input's channel.
     pub channel_capacity: usize,
+    /// Threads decoding one Zeek TSV input at once with
+    /// [`ParallelTsvReader`](crate::codec::zeek::parallel::ParallelTsvReader) (same output as
+    /// the sequential decoder); 0 or 1 decodes TSV with `decoders` on the input's own thread.
+    pub parallel_tsv: usize,
 }
 
 /// Everything the decode threads share.
@@ -102,6 +109,8 @@ pub(crate) struct SourceShared {
     pub metrics: Arc<StageMetrics>,
     pub skips: Arc<Mutex<SkipReport>>,
     pub warnings: Arc<Mutex<Vec<String>>>,
+    /// The runtime that drives readers needing a reactor (from blocking decode threads).
+    pub handle: Option<tokio::runtime::Handle>,
 }
 
 fn io_error(name: &str, error: io::Error) -> ReadError {
@@ -139,6 +148,9 @@ async fn decode_input(
             .map_err(|e| io_error(&name, e))?;
         let mut options = config.reader.clone();
         options.source_name = name.clone();
+        if format == Format::ZeekTsv && config.parallel_tsv > 1 {
+            return decode_parallel_tsv(&name, reader, options, &config, &shared, &tx).await;
+        }
         let decoder = (config.decoders)(format, options);
         let adapter = Adapter {
             decoder,
@@ -187,6 +199,124 @@ async fn decode_input(
     .await;
     if let Err(e) = result {
         let _ = tx.send(Err(e)).await;
+    }
+}
+
+/// Decodes a Zeek TSV input on several threads.
+async fn decode_parallel_tsv(
+    name: &str,
+    reader: BoxReader,
+    options: ReaderOptions,
+    config: &SourceConfig,
+    shared: &SourceShared,
+    tx: &channel::Sender<Result<Batch, ReadError>>,
+) -> Result<(), ReadError> {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let chunks = ChunkIter {
+        reader,
+        handle: shared.handle.clone(),
+        stop: shared.cancel.clone(),
+        tail: Vec::new(),
+        done: false,
+        dropped: dropped.clone(),
+    };
+    let mut par = ParallelTsvReader::new(chunks, options, config.parallel_tsv);
+    loop {
+        let t0 = Instant::now();
+        // Blocking, but on this input's own thread.
+        let item = par.next();
+        shared.metrics.add_busy(t0.elapsed());
+        let batch = match item {
+            None => break,
+            Some(Ok(b)) => b,
+            Some(Err(ReadError::Io { error, .. })) if shared.cancel.is_cancelled() => {
+                warn(
+                    shared,
+                    format!("{name}: input ended early at shutdown: {error}"),
+                );
+                break;
+            }
+            Some(Err(e)) => return Err(name_error(name, e)),
+        };
+        for w in par.take_warnings() {
+            warn(shared, format!("{name}: {w}"));
+        }
+        send(tx, shared, Ok(batch)).await?;
+    }
+    for w in par.take_warnings() {
+        warn(shared, format!("{name}: {w}"));
+    }
+    let dropped = dropped.load(Ordering::Relaxed);
+    if dropped > 0 {
+        warn(
+            shared,
+            format!("{name}: dropped a partial last line of {dropped} bytes at shutdown"),
+        );
+    }
+    if let Ok(mut s) = shared.skips.lock() {
+        s.merge(par.skip_report());
+    }
+    Ok(())
+}
+
+/// The decompressed bytes of an input as blocking chunks for [`ParallelTsvReader`]. Each
+/// chunk ends at a line end (the partial last line is carried into the next chunk), so that
+/// when shutdown cuts the input short, the partial line can be dropped rather than parsed.
+struct ChunkIter {
+    reader: BoxReader,
+    handle: Option<tokio::runtime::Handle>,
+    stop: CancellationToken,
+    tail: Vec<u8>,
+    done: bool,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl ChunkIter {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fut = self.reader.read(buf);
+        match &self.handle {
+            Some(h) => h.block_on(fut),
+            None => futures::executor::block_on(fut),
+        }
+    }
+}
+
+impl Iterator for ChunkIter {
+    type Item = io::Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<io::Result<Vec<u8>>> {
+        while !self.done {
+            let mut buf = std::mem::take(&mut self.tail);
+            let start = buf.len();
+            buf.resize(start + crate::source::CHUNK_SIZE, 0);
+            let n = match self.read(&mut buf[start..]) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            buf.truncate(start + n);
+            if n == 0 {
+                self.done = true;
+                if buf.is_empty() {
+                    return None;
+                }
+                if self.stop.is_cancelled() {
+                    self.dropped.fetch_add(buf.len(), Ordering::Relaxed);
+                    return None;
+                }
+                return Some(Ok(buf));
+            }
+            match memchr::memrchr(b'\n', &buf[start..]) {
+                Some(i) => {
+                    self.tail = buf.split_off(start + i + 1);
+                    return Some(Ok(buf));
+                }
+                None => self.tail = buf,
+            }
+        }
+        None
     }
 }
 
@@ -309,6 +439,7 @@ impl SourceConfig {
             decoders: zeek_decoders(),
             decode_ahead: std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
             channel_capacity,
+            parallel_tsv: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
 }

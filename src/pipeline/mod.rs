@@ -387,6 +387,7 @@ impl Pipeline {
                         metrics: ctx.metrics.clone(),
                         skips: skips.clone(),
                         warnings: warnings.clone(),
+                        handle: tokio::runtime::Handle::try_current().ok(),
                     };
                     let stream = f(shared);
                     run_stream(ctx, stream, outs, true).boxed()
