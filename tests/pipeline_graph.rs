@@ -258,9 +258,9 @@ async fn source_reads_inputs_in_order_with_decode_ahead() {
                 format: Format::Auto,
                 reader: ReaderOptions::default(),
                 decoders: Lines::factory(),
-                parse_threads: 0,
                 decode_ahead: 3,
                 channel_capacity: 4096,
+                parallel_tsv: 0,
             },
         )
         .unwrap();

@@ -103,6 +103,7 @@ fn segment_size(text: &str) -> anyhow::Result<u64> {
 
 /// Runs `weir import`.
 pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let stop = signals::install();
     let max_segment_size = args
         .max_segment_size
         .as_deref()
@@ -141,12 +142,14 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
         args.metrics.as_deref(),
         total,
         "imported",
+        stop,
     )
     .await
 }
 
 /// Runs `weir run`.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let stop = signals::install();
     let options = LoadOptions {
         check_paths: args.check,
         ..LoadOptions::default()
@@ -171,6 +174,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.metrics.as_deref(),
         None,
         "processed",
+        stop,
     )
     .await
 }
@@ -182,6 +186,7 @@ async fn execute(
     metrics_file: Option<&std::path::Path>,
     total: Option<u64>,
     verb: &str,
+    stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let (pipeline, built) = build(spec).await?;
     let counters = pipeline.source_counters();
@@ -211,7 +216,7 @@ async fn execute(
         segments: segments.clone(),
     }
     .spawn(quiet, done.clone());
-    signals::install(pipeline.shutdown_token());
+    signals::forward(stop, pipeline.shutdown_token());
     let result = pipeline.run().await;
     done.cancel();
     if let Some(p) = progress {

@@ -387,13 +387,18 @@ impl Pipeline {
                         metrics: ctx.metrics.clone(),
                         skips: skips.clone(),
                         warnings: warnings.clone(),
+                        handle: tokio::runtime::Handle::try_current().ok(),
                     };
                     let stream = f(shared);
                     run_stream(ctx, stream, outs, true).boxed()
                 }
                 Kind::Transform(f) => {
                     let input = merge(ins).map(Ok).boxed();
-                    let stream = f(input);
+                    let stream = Timed {
+                        inner: f(input),
+                        metrics: ctx.metrics.clone(),
+                    }
+                    .boxed();
                     run_stream(ctx, stream, outs, false).boxed()
                 }
                 Kind::Sink(sink) => run_sink(ctx, merge(ins), sink, options.flush_interval).boxed(),
@@ -468,6 +473,25 @@ fn merge(mut ins: Vec<channel::Receiver<Batch>>) -> BoxStream<'static, Batch> {
     futures::stream::select_all(ins).boxed()
 }
 
+/// Measures the time spent inside a transform's polls as its busy time.
+struct Timed {
+    inner: BatchStream,
+    metrics: Arc<StageMetrics>,
+}
+
+impl Stream for Timed {
+    type Item = Result<Batch, BoxError>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let t0 = Instant::now();
+        let r = self.inner.poll_next_unpin(cx);
+        self.metrics.add_busy(t0.elapsed());
+        r
+    }
+}
+
 /// Drives a source or transform stream, sending every batch to every consumer.
 async fn run_stream(
     ctx: StageCtx,
@@ -478,11 +502,13 @@ async fn run_stream(
     let mut outs: Vec<Option<channel::Sender<Batch>>> = outs.into_iter().map(Some).collect();
     loop {
         let t0 = Instant::now();
+        let busy0 = ctx.metrics.busy();
         let item = stream.next().await;
         if !is_source {
-            // A source's own threads record their busy time; a transform's poll is its work
-            // plus waiting for input, which we cannot tell apart here: count it as idle.
-            ctx.metrics.add_idle(t0.elapsed());
+            // A source's threads record their own busy time; a transform's busy time is
+            // recorded by `Timed` (time inside its polls), the rest of the wait is idle.
+            let busy = ctx.metrics.busy().saturating_sub(busy0);
+            ctx.metrics.add_idle(t0.elapsed().saturating_sub(busy));
         }
         let batch = match item {
             None => break,
