@@ -721,6 +721,68 @@ mod tests {
     }
 
     #[test]
+    fn truncated_or_mistyped_rows_are_errors_in_both_writers() {
+        use crate::types::{Field, Schema, Type};
+        use crate::value::{encode_row, Value};
+        let types = [
+            "bool",
+            "count",
+            "int",
+            "double",
+            "time",
+            "string",
+            "addr",
+            "subnet",
+            "port",
+            "set[addr]",
+            "vector[double]",
+        ];
+        let schema = Schema::new(
+            "zeek.t",
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Field::new(format!("f{i}"), Type::parse(t).unwrap()))
+                .collect(),
+        )
+        .into_shared();
+        let a: IpAddr = "2001:db8::1".parse().unwrap();
+        let row = [
+            Value::Bool(true),
+            Value::Count(1 << 40),
+            Value::Int(-300),
+            Value::Double(0.5),
+            Value::Time(-1),
+            Value::String(b"s".to_vec()),
+            Value::Addr(a),
+            Value::Subnet(a, 64),
+            Value::Port(80),
+            Value::List(vec![Value::Addr(a), Value::Null]),
+            Value::List(vec![Value::Double(1.0)]),
+        ];
+        let mut buf = Vec::new();
+        encode_row(&row, &mut buf);
+        for format in [OutputFormat::ZeekTsv, OutputFormat::Json] {
+            let mut out = Vec::new();
+            writer_for(format)
+                .write_rows(&schema, &mut std::iter::once(&buf[..]), &mut out)
+                .unwrap();
+            for cut in 0..buf.len() {
+                let r = writer_for(format).write_rows(
+                    &schema,
+                    &mut std::iter::once(&buf[..cut]),
+                    &mut out,
+                );
+                assert!(matches!(r, Err(WriteError::Decode { row: 0, .. })), "{cut}");
+            }
+            // A row of another schema.
+            let other = Schema::new("zeek.o", vec![Field::new("n", Type::Count); 11]).into_shared();
+            let r = writer_for(format).write_rows(&other, &mut std::iter::once(&buf[..]), &mut out);
+            assert!(matches!(r, Err(WriteError::Decode { .. })));
+        }
+    }
+
+    #[test]
     fn output_format_parses_and_prints() {
         for f in [OutputFormat::ZeekTsv, OutputFormat::Json] {
             assert_eq!(f.to_string().parse::<OutputFormat>().unwrap(), f);
