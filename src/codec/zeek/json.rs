@@ -520,26 +520,22 @@ impl Parser<'_, '_> {
 
     /// Decodes a string whose opening quote is consumed into `out`.
     fn string(&mut self, out: &mut Vec<u8>) -> Result<(), Syntax> {
-        let mut plain = self.i;
         loop {
-            let Some(&b) = self.s.get(self.i) else {
+            // Copy the run up to the next quote or backslash, checking it for control bytes.
+            let Some(k) = memchr::memchr2(b'"', b'\\', &self.s[self.i..]) else {
                 return self.err("unterminated string");
             };
-            match b {
-                b'"' => {
-                    out.extend_from_slice(&self.s[plain..self.i]);
-                    self.i += 1;
-                    return Ok(());
-                }
-                b'\\' => {
-                    out.extend_from_slice(&self.s[plain..self.i]);
-                    self.i += 1;
-                    self.escape(out)?;
-                    plain = self.i;
-                }
-                0..=0x1f => return self.err("control character in string"),
-                _ => self.i += 1,
+            let run = &self.s[self.i..self.i + k];
+            if let Some(c) = run.iter().position(|&b| b < 0x20) {
+                self.i += c;
+                return self.err("control character in string");
             }
+            out.extend_from_slice(run);
+            self.i += k + 1;
+            if self.s[self.i - 1] == b'"' {
+                return Ok(());
+            }
+            self.escape(out)?;
         }
     }
 
