@@ -288,6 +288,9 @@ impl Parser<'_, '_> {
             self.ws();
             let is_path = depth == 1 && &self.p.strs[key_start..] == b"_path";
             if is_path {
+                if self.p.path.is_some() {
+                    return self.err("duplicate key \"_path\"");
+                }
                 if self.peek() != Some(b'"') {
                     return self.err("_path is not a string");
                 }
