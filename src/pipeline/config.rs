@@ -56,7 +56,7 @@
 //! Sizes are strings with a unit: `"4096KiB"`, `"512MiB"`, `"1GiB"`; a string without a unit is
 //! MiB, as on the command line (`"512"` = 512 MiB). Bare TOML integers are refused for sizes, so
 //! that `max_bytes = 1048576` cannot silently mean a TiB. Durations are strings such as
-//! `"250ms"`, `"1s"`, `"2m"` (see [`crate::duration`]).
+//! `"250ms"`, `"1s"`, `"2m"` (see [`crate::duration`] and [`crate::size`]).
 //!
 //! ## Paths
 //!
@@ -102,6 +102,7 @@ use toml::Spanned;
 
 use crate::duration::{parse_duration, DurationError};
 use crate::error::OnError;
+use crate::size::parse_size;
 
 // ---------------------------------------------------------------------------------------------
 // The typed form
@@ -928,44 +929,6 @@ impl PipelineSpec {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Size strings (a minimal parser until the shared one lands; same rules as `--max-segment-size`)
-// ---------------------------------------------------------------------------------------------
-
-/// Parses `512MiB`, `1GiB`, `4096KiB`, `10B`; `KB`/`MB`/`GB`/`TB` are powers of 1000; a plain
-/// number is MiB.
-fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = (&t[..split], t[split..].trim());
-    let expected =
-        "expected a size such as \"4096KiB\", \"512MiB\" or \"1GiB\" (a plain number is MiB)";
-    if digits.is_empty() {
-        return Err(format!("invalid size {text:?}: {expected}"));
-    }
-    let scale: u64 = match unit {
-        "" | "MiB" | "M" => 1 << 20,
-        "B" => 1,
-        "KiB" | "K" => 1 << 10,
-        "GiB" | "G" => 1 << 30,
-        "TiB" | "T" => 1 << 40,
-        "KB" | "kB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        "TB" => 1_000_000_000_000,
-        _ => {
-            return Err(format!(
-                "invalid size {text:?}: unknown unit {unit:?}; {expected}"
-            ))
-        }
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("invalid size {text:?}: too large"))
-}
-
-// ---------------------------------------------------------------------------------------------
 // The parser: TOML into raw tables with spans, then validation into the typed form
 // ---------------------------------------------------------------------------------------------
 
@@ -1709,9 +1672,13 @@ impl Table<'_> {
         let Some(s) = self.string(key)? else {
             return Ok(None);
         };
-        parse_size(&s)
-            .map(Some)
-            .map_err(|m| self.key_error(key, self.line_of_key(key), ConfigErrorKind::BadSize(m)))
+        parse_size(&s).map(Some).map_err(|e| {
+            self.key_error(
+                key,
+                self.line_of_key(key),
+                ConfigErrorKind::BadSize(e.to_string()),
+            )
+        })
     }
 
     fn duration(&self, key: &str) -> Result<Option<Duration>, ConfigError> {
@@ -1744,23 +1711,5 @@ impl Table<'_> {
                 },
             )),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("4096KiB"), Ok(4 << 20));
-        assert_eq!(parse_size("64"), Ok(64 << 20));
-        assert_eq!(parse_size("10B"), Ok(10));
-        assert_eq!(parse_size("1MB"), Ok(1_000_000));
-        assert!(parse_size("1 parsec").unwrap_err().contains("\"1 parsec\""));
-        assert!(parse_size("MiB").is_err());
-        assert!(parse_size("99999999999TiB").is_err());
     }
 }

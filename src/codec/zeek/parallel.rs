@@ -1,0 +1,480 @@
+//! Zeek TSV decoding on several threads, with output identical to the sequential decoder.
+//!
+//! Parsing is the most expensive stage of an import, and a Zeek log is easy to split: data lines
+//! are independent once the header that precedes them is known. [`ParallelTsvReader`] takes
+//! decompressed text in chunks (cut anywhere) and:
+//!
+//! 1. joins each chunk's first partial line with the previous chunk's last one, so that every
+//!    *text* it works on holds complete lines;
+//! 2. cuts texts into *pieces*: a run of header lines followed by a run of data lines, long data
+//!    runs cut further at line ends (about [`PIECE_BYTES`] each);
+//! 3. applies each piece's header lines to a *head* decoder, in input order, on a coordinator
+//!    thread, and builds the schema there ([`TsvDecoder::prime`]), so every schema is built once;
+//! 4. hands the data lines with a [`TsvDecoder::fork`] of the head to a pool of worker threads;
+//! 5. returns the workers' batches in input order.
+//!
+//! The coordinator counts the lines of each piece (a SIMD byte count, far cheaper than
+//! parsing) so that every fork reports absolute line numbers. Memory is bounded: at most
+//! `2 × threads + 2` pieces are in flight. The iterator never waits for input while decoded
+//! batches are ready, so a slowly fed live stream flows through without delay.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use bytes::Bytes;
+use memchr::{memchr, memmem, memrchr};
+
+use super::tsv::TsvDecoder;
+use crate::batch::Batch;
+use crate::codec::ReaderOptions;
+use crate::error::{OnError, ReadError, SkipReport};
+
+/// Target size of the data part of one piece.
+pub const PIECE_BYTES: usize = 2 << 20;
+
+/// What a worker (or the coordinator, for header lines) made of one piece.
+struct PieceResult {
+    batches: Vec<Batch>,
+    skips: SkipReport,
+    warnings: Vec<String>,
+    error: Option<ReadError>,
+}
+
+type Job = (TsvDecoder, Bytes, mpsc::Sender<PieceResult>);
+
+/// Decodes Zeek TSV text on a pool of threads; an iterator of batches in input order.
+///
+/// A coordinator thread reads the chunks, applies header lines and hands out pieces; worker
+/// threads decode them; the iterator returns their batches in order. The iterator never waits
+/// for input while decoded batches are ready, so a slow live stream (stdin) flows through.
+///
+/// ```
+/// use weir::codec::zeek::parallel::ParallelTsvReader;
+/// use weir::codec::ReaderOptions;
+///
+/// let text = b"#fields\tn\n#types\tcount\n1\n2\n3\n".to_vec();
+/// // Chunks may cut lines anywhere.
+/// let chunks = vec![Ok(text[..13].to_vec()), Ok(text[13..].to_vec())];
+/// let reader = ParallelTsvReader::new(chunks.into_iter(), ReaderOptions::new("example"), 2);
+/// let rows: usize = reader.map(|b| b.unwrap().len()).sum();
+/// assert_eq!(rows, 3);
+/// ```
+pub struct ParallelTsvReader<I> {
+    /// The coordinator, until the first call to `next` starts it.
+    start: Option<Coordinator<I>>,
+    threads: usize,
+    results: Option<mpsc::Receiver<mpsc::Receiver<PieceResult>>>,
+    ready: VecDeque<Batch>,
+    skips: SkipReport,
+    warnings: Vec<String>,
+    error: Option<ReadError>,
+    finished: bool,
+}
+
+/// The state of the coordinator thread.
+struct Coordinator<I> {
+    chunks: I,
+    opts: ReaderOptions,
+    head: TsvDecoder,
+    carry: Vec<u8>,
+    /// Skip mode: dropping the rest of an overlong line.
+    discarding: bool,
+    /// Stop reading input (after a fatal error, or when the consumer is gone).
+    input_done: bool,
+    jobs: Option<mpsc::SyncSender<Job>>,
+    out: Option<mpsc::SyncSender<mpsc::Receiver<PieceResult>>>,
+    /// Lines handed out so far.
+    lines: u64,
+    piece_bytes: usize,
+}
+
+impl<I> ParallelTsvReader<I>
+where
+    I: Iterator<Item = io::Result<Vec<u8>>> + Send + 'static,
+{
+    /// Decodes `chunks` of text with `threads` worker threads.
+    pub fn new(chunks: I, opts: ReaderOptions, threads: usize) -> ParallelTsvReader<I> {
+        ParallelTsvReader {
+            start: Some(Coordinator {
+                chunks,
+                head: TsvDecoder::new(opts.clone()),
+                opts,
+                carry: Vec::new(),
+                discarding: false,
+                input_done: false,
+                jobs: None,
+                out: None,
+                lines: 0,
+                piece_bytes: PIECE_BYTES,
+            }),
+            threads: threads.max(1),
+            results: None,
+            ready: VecDeque::new(),
+            skips: SkipReport::default(),
+            warnings: Vec::new(),
+            error: None,
+            finished: false,
+        }
+    }
+
+    /// Sets the target size of a piece's data (default [`PIECE_BYTES`]; at least 1).
+    pub fn with_piece_bytes(mut self, bytes: usize) -> ParallelTsvReader<I> {
+        if let Some(c) = self.start.as_mut() {
+            c.piece_bytes = bytes.max(1);
+        }
+        self
+    }
+
+    /// Rows dropped so far under [`OnError::Skip`].
+    pub fn skip_report(&self) -> &SkipReport {
+        &self.skips
+    }
+
+    /// Takes the warnings collected so far (unknown type names read as string).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Starts the coordinator and worker threads.
+    fn spawn(&mut self) {
+        let Some(mut c) = self.start.take() else {
+            return;
+        };
+        let threads = self.threads;
+        let (out, results) = mpsc::sync_channel(threads * 2 + 2);
+        let (jobs, rx) = mpsc::sync_channel::<Job>(threads * 2);
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..threads {
+            let rx = Arc::clone(&rx);
+            let spawned = thread::Builder::new()
+                .name(format!("weir-parse-{i}"))
+                .spawn(move || worker(&rx));
+            if let Err(e) = spawned {
+                self.error = Some(ReadError::Io {
+                    source_name: c.opts.source_name.clone(),
+                    error: e,
+                });
+                return;
+            }
+        }
+        c.jobs = Some(jobs);
+        c.out = Some(out);
+        let name = c.opts.source_name.clone();
+        let spawned = thread::Builder::new()
+            .name("weir-parse-coordinator".into())
+            .spawn(move || c.run());
+        match spawned {
+            Ok(_) => self.results = Some(results),
+            Err(error) => {
+                self.error = Some(ReadError::Io {
+                    source_name: name,
+                    error,
+                })
+            }
+        }
+    }
+
+    /// Takes the next piece's result (waiting for it). Returns `false` when none is left.
+    fn collect(&mut self) -> bool {
+        let Some(results) = &self.results else {
+            return false;
+        };
+        let Ok(rx) = results.recv() else {
+            return false;
+        };
+        match rx.recv() {
+            Ok(r) => {
+                self.skips.merge(&r.skips);
+                self.warnings.extend(r.warnings);
+                self.ready.extend(r.batches);
+                if let Some(e) = r.error {
+                    self.error = Some(e);
+                }
+            }
+            Err(_) => {
+                self.error = Some(ReadError::Io {
+                    source_name: "input".into(),
+                    error: io::Error::other("a parser thread stopped unexpectedly"),
+                })
+            }
+        }
+        true
+    }
+}
+
+impl<I: Iterator<Item = io::Result<Vec<u8>>>> Coordinator<I> {
+    /// Reads all input, handing out pieces in order, then lets the workers finish.
+    fn run(mut self) {
+        while !self.input_done && self.feed() {}
+        // Dropping the job sender ends the workers once the queue is empty.
+        self.jobs = None;
+    }
+
+    /// Queues a piece whose result is already known (header lines, an error).
+    fn push_done(&mut self, result: PieceResult) {
+        let (tx, rx) = mpsc::channel();
+        let _ = tx.send(result);
+        self.push(rx);
+    }
+
+    /// Queues the receiver of a piece's result, in input order.
+    fn push(&mut self, rx: mpsc::Receiver<PieceResult>) {
+        let delivered = self.out.as_ref().is_some_and(|out| out.send(rx).is_ok());
+        if !delivered {
+            // The consumer is gone: stop reading.
+            self.input_done = true;
+        }
+    }
+
+    fn fatal(&mut self, error: ReadError) {
+        self.push_done(PieceResult {
+            batches: Vec::new(),
+            skips: SkipReport::default(),
+            warnings: Vec::new(),
+            error: Some(error),
+        });
+        self.input_done = true;
+    }
+
+    /// Splits a text of complete lines into pieces and queues them.
+    fn submit_text(&mut self, text: Bytes) {
+        let mut pos = 0;
+        while pos < text.len() && !self.input_done {
+            // Header lines, applied to the head in input order; their result is known now.
+            self.head.set_lines(self.lines);
+            let header_start = pos;
+            let mut error = None;
+            while pos < text.len() && text[pos] == b'#' && error.is_none() {
+                let end = memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i + 1);
+                if let Err(e) = self.head.read_all(&text[pos..end]) {
+                    error = Some(e);
+                }
+                pos = end;
+            }
+            if pos > header_start {
+                let lines = self.head.lines();
+                self.lines = lines;
+                let skips = self.head.take_skip_report();
+                let failed = error.is_some();
+                let warnings = self.head.take_warnings();
+                self.push_done(PieceResult {
+                    batches: Vec::new(),
+                    skips,
+                    warnings,
+                    error,
+                });
+                if failed {
+                    self.input_done = true;
+                    return;
+                }
+            }
+            if pos == text.len() {
+                return;
+            }
+            // A data run: up to the next header line, cut at about PIECE_BYTES.
+            let run_end = memmem::find(&text[pos..], b"\n#").map_or(text.len(), |i| pos + i + 1);
+            let mut end = run_end;
+            if end - pos > self.piece_bytes {
+                end = memrchr(b'\n', &text[pos..pos + self.piece_bytes])
+                    .map_or(run_end, |i| pos + i + 1);
+            }
+            let data = text.slice(pos..end);
+            pos = end;
+            // The schema is built at the first line that is not empty, as the decoder does.
+            let start_line = self.lines;
+            let mut first = (&data[..0], 0);
+            for (n, line) in data.split(|&b| b == b'\n').enumerate() {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if !line.is_empty() {
+                    first = (line, start_line + n as u64 + 1);
+                    break;
+                }
+            }
+            self.lines += bytecount::count(&data, b'\n') as u64 + (!data.ends_with(b"\n")) as u64;
+            self.head.set_lines(start_line);
+            let primed = match first {
+                (line, n) if n > 0 => self.head.prime(line, n),
+                _ => Ok(()),
+            };
+            if let Err(e) = primed {
+                if self.opts.on_error == OnError::Fail {
+                    self.fatal(ReadError::Parse(e));
+                    return;
+                }
+                // Skip mode: the fork meets the same error on each line and records each one.
+            }
+            let fork = self.head.fork(start_line);
+            let (tx, rx) = mpsc::channel();
+            let sent = match &self.jobs {
+                Some(jobs) => jobs.send((fork, data, tx)).is_ok(),
+                None => false,
+            };
+            if !sent {
+                let source_name = self.opts.source_name.clone();
+                self.fatal(ReadError::Io {
+                    source_name,
+                    error: io::Error::other("the parser threads stopped unexpectedly"),
+                });
+                return;
+            }
+            self.push(rx);
+        }
+    }
+
+    /// Reads the next chunk and queues its complete lines. Returns `false` at end of input.
+    fn feed(&mut self) -> bool {
+        let chunk = match self.chunks.next() {
+            Some(Ok(c)) => c,
+            Some(Err(error)) => {
+                let source_name = self.opts.source_name.clone();
+                self.fatal(ReadError::Io { source_name, error });
+                return false;
+            }
+            None => {
+                if !self.carry.is_empty() && !self.discarding {
+                    let last = Bytes::from(std::mem::take(&mut self.carry));
+                    self.submit_text(last);
+                }
+                return false;
+            }
+        };
+        let mut start = 0;
+        if self.discarding {
+            match memchr(b'\n', &chunk) {
+                Some(i) => {
+                    start = i + 1;
+                    self.discarding = false;
+                }
+                None => return true,
+            }
+        }
+        if !self.carry.is_empty() {
+            // The line cut by the previous chunk, joined with its end in this one.
+            match memchr(b'\n', &chunk[start..]) {
+                Some(i) => {
+                    self.carry.extend_from_slice(&chunk[start..start + i + 1]);
+                    start += i + 1;
+                    let joint = Bytes::from(std::mem::take(&mut self.carry));
+                    self.submit_text(joint);
+                }
+                None => {
+                    self.carry.extend_from_slice(&chunk[start..]);
+                    self.check_overlong();
+                    return true;
+                }
+            }
+        }
+        match memrchr(b'\n', &chunk[start..]) {
+            Some(i) => {
+                let end = start + i + 1;
+                self.carry.extend_from_slice(&chunk[end..]);
+                let text = Bytes::from(chunk).slice(start..end);
+                self.submit_text(text);
+            }
+            None => self.carry.extend_from_slice(&chunk[start..]),
+        }
+        self.check_overlong();
+        true
+    }
+
+    /// A partial line longer than the maximum: an error, or in skip mode dropped.
+    fn check_overlong(&mut self) {
+        let max = self.opts.max_line_len;
+        if self.carry.len() <= max.saturating_add(1) {
+            return;
+        }
+        // A fork at the current state reports the error exactly as the sequential decoder does.
+        let mut probe = self.head.fork(self.lines);
+        self.lines += 1;
+        let mut buf = bytes::BytesMut::from(&self.carry[..]);
+        let r = tokio_util::codec::Decoder::decode(&mut probe, &mut buf);
+        let error = r.err();
+        let skips = probe.take_skip_report();
+        self.carry.clear();
+        match self.opts.on_error {
+            OnError::Skip => {
+                self.discarding = true;
+                self.push_done(PieceResult {
+                    batches: Vec::new(),
+                    skips,
+                    warnings: Vec::new(),
+                    error: None,
+                });
+            }
+            OnError::Fail => {
+                self.push_done(PieceResult {
+                    batches: Vec::new(),
+                    skips,
+                    warnings: Vec::new(),
+                    error,
+                });
+                self.input_done = true;
+            }
+        }
+    }
+}
+
+fn worker(rx: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        let job = match rx.lock() {
+            Ok(guard) => guard.recv(),
+            Err(_) => return,
+        };
+        let Ok((mut dec, text, tx)) = job else { return };
+        let mut batches = Vec::new();
+        let mut error = None;
+        let mut pos = 0;
+        // Like read_all, but keeps the batches decoded before an error.
+        loop {
+            let mut buf = bytes::BytesMut::from(&text[pos..]);
+            let before = buf.len();
+            match tokio_util::codec::Decoder::decode_eof(&mut dec, &mut buf) {
+                Ok(Some(b)) => {
+                    batches.push(b);
+                    pos += before - buf.len();
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let _ = tx.send(PieceResult {
+            batches,
+            warnings: dec.take_warnings(),
+            skips: dec.take_skip_report(),
+            error,
+        });
+    }
+}
+
+impl<I> Iterator for ParallelTsvReader<I>
+where
+    I: Iterator<Item = io::Result<Vec<u8>>> + Send + 'static,
+{
+    type Item = Result<Batch, ReadError>;
+
+    fn next(&mut self) -> Option<Result<Batch, ReadError>> {
+        self.spawn();
+        loop {
+            if let Some(b) = self.ready.pop_front() {
+                return Some(Ok(b));
+            }
+            if let Some(e) = self.error.take() {
+                // Dropping the results channel stops the coordinator and then the workers.
+                self.results = None;
+                self.finished = true;
+                return Some(Err(e));
+            }
+            if self.finished || !self.collect() {
+                self.finished = true;
+                self.results = None;
+                return None;
+            }
+        }
+    }
+}
