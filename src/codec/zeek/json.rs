@@ -791,6 +791,10 @@ fn parse_addr(s: &[u8], tmp: &mut Vec<u8>) -> Option<IpAddr> {
         return None;
     }
     let a: IpAddr = std::str::from_utf8(s).ok()?.parse().ok()?;
+    if a.is_ipv4() && !s.contains(&b':') {
+        // The parser accepts only canonical dotted quads (no leading zeros).
+        return Some(a);
+    }
     tmp.clear();
     crate::codec::writer::push_addr(tmp, a);
     (tmp.as_slice() == s).then_some(a)
@@ -1395,6 +1399,9 @@ mod tests {
         assert!(parse_addr(b"2001:0db8::1", &mut tmp).is_none());
         assert!(parse_addr(b"e8:e7:32:df:62:26", &mut tmp).is_none());
         assert!(parse_addr(b"1194.62", &mut tmp).is_none());
+        assert!(parse_addr(b"10.0.0.01", &mut tmp).is_none());
+        assert!(parse_addr(b"010.0.0.1", &mut tmp).is_none());
+        assert!(parse_addr(b"::ffff:1.2.3.4", &mut tmp).is_some());
         assert_eq!(
             parse_subnet(b"10.0.0.0/8", &mut tmp),
             Some(("10.0.0.0".parse().unwrap(), 8))
