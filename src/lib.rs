@@ -11,8 +11,10 @@
 
 pub mod batch;
 pub mod codec;
+pub mod duration;
 pub mod error;
 pub mod inflate;
+pub mod pipeline;
 pub mod segment;
 pub mod size;
 pub mod store;

@@ -5,6 +5,8 @@
 //! the same batches whatever the chunking, so that `FramedRead` drives them from any
 //! `AsyncRead`. Writers turn batches back into text.
 
+pub mod json_writer;
+pub mod writer;
 pub mod zeek;
 
 use crate::error::OnError;

@@ -1,1 +1,6 @@
 //! Zeek's log formats: TSV (the ASCII writer's default) and JSON lines.
+
+pub mod json;
+pub mod parallel;
+pub mod tsv;
+pub mod tsv_writer;

@@ -1,0 +1,291 @@
+//! The JSON lines writer, following Zeek's JSON logs (`LogAscii::use_json=T`).
+//!
+//! # Layout
+//! One object per event and line: `"_path"` first (the schema's Zeek path, e.g. `"conn"`), then
+//! the set fields in schema order under their dotted Zeek names (`"id.orig_h"`); unset fields are
+//! omitted.
+//! ```text
+//! {"_path":"conn","ts":"2009-11-18T08:00:21.486539Z","uid":"Pii6cUUq1v4","id.orig_h":"192.168.1.102",...}
+//! ```
+//!
+//! # Values
+//! - `time`: RFC 3339 UTC string with the exact fraction, at least 6 digits
+//!   (`"2009-11-18T08:00:21.486539Z"`, `"...21.486539123Z"` when nanoseconds are set);
+//! - `interval`: a number of seconds, exact decimal text from the nanoseconds (`0.163820`);
+//! - `count`, `int`, `port`: numbers; `bool`: `true`/`false`;
+//! - `double`: the shortest number that re-reads to the identical `f64` (`.0` after integral
+//!   values); JSON has no infinity or NaN, so those are `null`, as Zeek writes them (the one
+//!   case where a field is present with `null`);
+//! - `addr`, `subnet`, `string`, `enum`, `pattern`, `file`: strings;
+//! - containers: arrays (unset elements `null`).
+//!
+//! # Strings
+//! Zeek strings are bytes. Valid UTF-8 is written as is (with `"` and `\` escaped as JSON
+//! requires); bytes that are not valid UTF-8 are written as the four characters `\xHH`
+//! (lowercase hex), as Zeek does, so the JSON source holds `"\\xff"`. This is not reversible for
+//! a string that holds a literal `\x` followed by two hex digits: the same loss as Zeek's own JSON
+//! logs. Control bytes (below 0x20) and DEL (0x7f) use JSON's own escapes (`\n`, `\t`, `\r`,
+//! `\u00HH`): Zeek JSON logs in the wild hold `\n` that way, and JSON read from them must be
+//! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
+//! when comparing with TSV originals).
+
+use crate::codec::writer::{
+    push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet, push_u64,
+    EventWriter, WriteError,
+};
+use crate::types::{Schema, SchemaRef, Type};
+use crate::value::{DecodeError, RowCursor, ValueRef};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes events as JSON lines. See the module docs for the layout.
+#[derive(Debug, Default)]
+pub struct JsonWriter {
+    /// `{"_path":"<path>"` and the `,"<name>":` prefix of every field, for the last schema.
+    cache: Option<(SchemaRef, Vec<u8>, Vec<Vec<u8>>)>,
+}
+
+impl JsonWriter {
+    /// A JSON lines writer.
+    pub fn new() -> JsonWriter {
+        JsonWriter::default()
+    }
+
+    fn prepare(&mut self, schema: &SchemaRef) {
+        if let Some((cur, _, _)) = &self.cache {
+            if std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema {
+                return;
+            }
+        }
+        let mut head = b"{\"_path\":".to_vec();
+        push_json_string(&mut head, schema.path().as_bytes());
+        let keys = schema
+            .fields
+            .iter()
+            .map(|f| {
+                let mut k = b",".to_vec();
+                push_json_string(&mut k, f.name.as_bytes());
+                k.push(b':');
+                k
+            })
+            .collect();
+        self.cache = Some((schema.clone(), head, keys));
+    }
+}
+
+impl EventWriter for JsonWriter {
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        self.prepare(schema);
+        let Some((_, head, keys)) = &self.cache else {
+            return Ok(());
+        };
+        for (i, row) in rows.enumerate() {
+            let start = out.len();
+            if let Err(source) = write_row(schema, head, keys, row, out) {
+                out.truncate(start);
+                return Err(WriteError::Decode {
+                    schema: schema.name.clone(),
+                    row: i,
+                    source,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _out: &mut Vec<u8>) {}
+}
+
+fn write_row(
+    schema: &Schema,
+    head: &[u8],
+    keys: &[Vec<u8>],
+    row: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    let mut c = RowCursor::new(row);
+    c.row_header(schema.fields.len())?;
+    out.extend_from_slice(head);
+    for (f, key) in schema.fields.iter().zip(keys) {
+        match f.ty.element() {
+            None => {
+                let v = c.read(&f.ty)?;
+                if matches!(v, ValueRef::Null) {
+                    continue;
+                }
+                out.extend_from_slice(key);
+                if !write_scalar(out, &v, &f.ty) {
+                    // A non-finite double: JSON has none, Zeek writes null.
+                    out.extend_from_slice(b"null");
+                }
+            }
+            Some(inner) => {
+                let mut probe = c.clone();
+                match probe.array_len() {
+                    Ok(n) => {
+                        c = probe;
+                        out.extend_from_slice(key);
+                        out.push(b'[');
+                        for j in 0..n {
+                            if j > 0 {
+                                out.push(b',');
+                            }
+                            let v = c.read(inner)?;
+                            if !write_scalar(out, &v, inner) {
+                                out.extend_from_slice(b"null");
+                            }
+                        }
+                        out.push(b']');
+                    }
+                    Err(_) => {
+                        // nil (unset: omitted) or a decode error.
+                        c.read(&f.ty)?;
+                    }
+                }
+            }
+        }
+    }
+    out.extend_from_slice(b"}\n");
+    Ok(())
+}
+
+/// Writes one value; returns `false` (writing nothing) for a non-finite double.
+#[inline]
+fn write_scalar(out: &mut Vec<u8>, v: &ValueRef<'_>, ty: &Type) -> bool {
+    match v {
+        ValueRef::Null => out.extend_from_slice(b"null"),
+        ValueRef::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        ValueRef::Count(x) | ValueRef::Port(x) => push_u64(out, *x),
+        ValueRef::Int(x) => push_i64(out, *x),
+        ValueRef::Double(x) => return push_double(out, *x, true),
+        ValueRef::Time(x) => {
+            out.push(b'"');
+            push_rfc3339(out, *x);
+            out.push(b'"');
+        }
+        ValueRef::Interval(x) => push_decimal_ns(out, *x),
+        ValueRef::String(s) => push_json_string(out, s),
+        ValueRef::Addr(a) => {
+            out.push(b'"');
+            push_addr(out, *a);
+            out.push(b'"');
+        }
+        ValueRef::Subnet(a, p) => {
+            out.push(b'"');
+            push_subnet(out, *a, *p);
+            out.push(b'"');
+        }
+        ValueRef::List(l) => {
+            let inner = ty.element().unwrap_or(ty);
+            out.push(b'[');
+            for (j, e) in l.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                if !write_scalar(out, e, inner) {
+                    out.extend_from_slice(b"null");
+                }
+            }
+            out.push(b']');
+        }
+    }
+    true
+}
+
+#[inline]
+fn push_escaped_hex(out: &mut Vec<u8>, b: u8) {
+    // JSON source `\\xHH`: the decoded string holds a backslash, `x` and two hex digits.
+    out.extend_from_slice(&[
+        b'\\',
+        b'\\',
+        b'x',
+        HEX[(b >> 4) as usize],
+        HEX[(b & 15) as usize],
+    ]);
+}
+
+/// Appends bytes as a JSON string: `"` and `\` escaped, valid UTF-8 kept, control bytes and DEL
+/// as JSON escapes (`\n`, `\u0001`), bytes of invalid UTF-8 as `\xHH` text.
+pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    let mut rest = s;
+    loop {
+        // Plain ASCII run.
+        let mut i = 0;
+        while i < rest.len() {
+            let b = rest[i];
+            if b < 0x20 || b == b'"' || b == b'\\' || b >= 0x7f {
+                break;
+            }
+            i += 1;
+        }
+        out.extend_from_slice(&rest[..i]);
+        rest = &rest[i..];
+        let Some(&b) = rest.first() else { break };
+        if b == b'"' || b == b'\\' {
+            out.extend_from_slice(&[b'\\', b]);
+            rest = &rest[1..];
+        } else if b < 0x80 {
+            // Control bytes and DEL: JSON's own escapes, so that control characters read from
+            // Zeek JSON are written back as they were.
+            match b {
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                _ => out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 15) as usize],
+                ]),
+            }
+            rest = &rest[1..];
+        } else {
+            // Non-ASCII: copy one valid UTF-8 character, or escape one invalid byte.
+            let w = match b {
+                0xc2..=0xdf => 2,
+                0xe0..=0xef => 3,
+                0xf0..=0xf4 => 4,
+                _ => 0,
+            };
+            if w > 0 && rest.len() >= w && std::str::from_utf8(&rest[..w]).is_ok() {
+                out.extend_from_slice(&rest[..w]);
+                rest = &rest[w..];
+            } else {
+                push_escaped_hex(out, b);
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn js(s: &[u8]) -> String {
+        let mut o = Vec::new();
+        push_json_string(&mut o, s);
+        String::from_utf8(o).unwrap()
+    }
+
+    #[test]
+    fn strings_escape_like_zeek() {
+        assert_eq!(js(b"plain"), r#""plain""#);
+        assert_eq!(js(b"a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(js(b"\n\t\r\x01\x7f"), r#""\n\t\r\u0001\u007f""#);
+        assert_eq!(js(&[0xff, b'a']), r#""\\xffa""#);
+        assert_eq!(js("é€😀".as_bytes()), "\"é€😀\"");
+        // Truncated UTF-8 sequence then ASCII: each bad byte escaped on its own.
+        assert_eq!(js(&[0xe2, 0x82, b'x']), r#""\\xe2\\x82x""#);
+        assert_eq!(js(&[b'a', 0xc3, 0xa9, 0xc3]), "\"aé\\\\xc3\"");
+    }
+}

@@ -1,0 +1,1387 @@
+//! The Zeek JSON reader: one JSON object per line, as Zeek writes with `LogAscii::use_json=T`.
+//!
+//! [`JsonDecoder`] is a synchronous push decoder in the shape of tokio-util's [`Decoder`]: feed
+//! it bytes in any chunks; it consumes complete lines and emits [`Batch`]es. The output is the
+//! same events, in the same schemas, whatever the chunking of the input.
+//!
+//! # Emission contract (the same as the TSV reader's)
+//! `decode` consumes complete lines and returns `Some(batch)` when `batch_rows` events are
+//! pending, when a line's schema differs from the pending events' schema (the pending events are
+//! emitted, the line starts the next batch), or when no complete line remains in the buffer and
+//! events are pending; otherwise `None`. `decode_eof` also reads a last line without newline.
+//!
+//! # Schemas
+//! A line's schema is named `zeek.<_path>` when the object has a top-level string `_path`, else
+//! [`ReaderOptions::json_default_schema`]. `_path` itself is not a field. Every other key is a
+//! field, in the order of the line; nested objects are flattened with dots (`{"id":{"orig_h":..}}`
+//! is the field `id.orig_h`). Underscored keys such as `_write_ts` or `_system_name` are ordinary
+//! fields. A new schema starts whenever the names, their order, or the inferred types change;
+//! schemas seen before are shared (the same [`SchemaRef`]), so interleaved log types do not
+//! multiply schemas. With [`JsonDecoder::absent_as_unset`], a line whose keys are a subsequence
+//! of a recent schema's (Zeek omits unset fields) is read in that schema instead.
+//!
+//! # Type inference
+//! | JSON | type |
+//! |---|---|
+//! | `true`/`false` | `bool` |
+//! | integer (no `.`, no exponent) | `count` if non-negative, else `int`; beyond 64 bits `double` |
+//! | other number | `double` |
+//! | number in a field named `ts`, ending in `_ts` or `.ts` | `time`, exact nanoseconds from the number's decimal text (`1258531221.486539` is exactly `1258531221486539000` ns) |
+//! | string holding an IP address in canonical form (`10.0.0.1`, `2001:db8::1`) | `addr` |
+//! | string holding a subnet in canonical form (`10.0.0.0/8`) | `subnet` |
+//! | string holding an RFC 3339 timestamp (`2020-02-26T03:40:03.724911Z`, offsets allowed) | `time` |
+//! | other string | `string` |
+//! | array | `vector[T]`, `T` inferred from the non-null elements: all of one type, or `count` mixed with `int` (`int`), or numbers mixed with doubles (`double`); anything else, and nested arrays or objects, `vector[string]` of the elements' JSON text |
+//! | `null` | unset |
+//!
+//! Addresses must be in canonical form (the form weir writes back) so that converting to JSON
+//! reproduces the text; `2001:0db8::1` stays a string. A field that is `null`, or an array that
+//! is empty or all `null`, has no type of its own: the line fits the pending schema, else one of
+//! the last 16 schemas used, whatever that schema's type for the field (so an occasional `null`
+//! does not start a new schema); in a new schema it takes the type of the field of that name in
+//! the pending schema when there is one, else `string` (`vector[string]` for arrays). String escapes are decoded (`\n`,
+//! `\u00e9`, surrogate pairs); the `\xHH` text Zeek writes for non-UTF-8 bytes is kept as text.
+//!
+//! # Errors
+//! A line that is not valid JSON, not an object, has a non-string `_path`, a key twice (after
+//! flattening), or nesting deeper than 64 levels is a [`ParseError`] naming the source and line.
+//! Under [`OnError::Skip`] the line is dropped and counted ([`JsonDecoder::skip_report`]). A line
+//! longer than [`ReaderOptions::max_line_len`] (counting a `\r` before the newline) is an error
+//! too, detected without buffering more than that many bytes; under skip, the rest of the line
+//! is discarded as it arrives. Empty and whitespace-only lines are ignored.
+//!
+//! [`Decoder`]: tokio_util::codec::Decoder
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+use bytes::{Buf, BytesMut};
+use tokio_util::codec::Decoder;
+
+use crate::batch::{Batch, BatchBuilder};
+use crate::codec::writer::{days_from_civil, push_subnet};
+use crate::codec::ReaderOptions;
+use crate::error::{quote, OnError, ParseError, ReadError, SkipReport};
+use crate::types::{Field, Schema, SchemaRef, Type};
+use crate::value::RowEncoder;
+
+/// Deepest accepted nesting of objects and arrays.
+const MAX_DEPTH: usize = 64;
+/// Schemas compared with a line before the cache is consulted (interleaved log types).
+const RECENT_SCHEMAS: usize = 16;
+/// Schemas remembered for sharing; the cache is emptied when it grows past this.
+const MAX_CACHED_SCHEMAS: usize = 4096;
+
+/// A byte range in one of the parser's buffers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    fn of(self, buf: &[u8]) -> &[u8] {
+        &buf[self.start..self.end]
+    }
+}
+
+/// A JSON scalar as written.
+#[derive(Debug, Clone, Copy)]
+enum Raw {
+    Null,
+    Bool(bool),
+    /// Number text, in the line.
+    Num(Span),
+    /// Decoded string, in `Parsed::strs`.
+    Str(Span),
+    /// A nested array or object inside an array: its JSON text, in the line.
+    Json(Span),
+}
+
+/// A scalar's inferred value.
+#[derive(Debug, Clone, Copy)]
+enum Inferred {
+    Null,
+    Bool(bool),
+    Count(u64),
+    Int(i64),
+    Double(f64),
+    Time(i64),
+    Addr(IpAddr),
+    Subnet(IpAddr, u8),
+    /// A plain string (the `Raw::Str` bytes).
+    Str,
+    /// Nested JSON inside an array.
+    Json,
+}
+
+/// Scalar types inference produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sk {
+    Bool,
+    Count,
+    Int,
+    Double,
+    Time,
+    Addr,
+    Subnet,
+    String,
+}
+
+impl Sk {
+    fn of(v: &Inferred) -> Option<Sk> {
+        Some(match v {
+            Inferred::Null => return None,
+            Inferred::Bool(_) => Sk::Bool,
+            Inferred::Count(_) => Sk::Count,
+            Inferred::Int(_) => Sk::Int,
+            Inferred::Double(_) => Sk::Double,
+            Inferred::Time(_) => Sk::Time,
+            Inferred::Addr(_) => Sk::Addr,
+            Inferred::Subnet(..) => Sk::Subnet,
+            Inferred::Str | Inferred::Json => Sk::String,
+        })
+    }
+
+    fn ty(self) -> Type {
+        match self {
+            Sk::Bool => Type::Bool,
+            Sk::Count => Type::Count,
+            Sk::Int => Type::Int,
+            Sk::Double => Type::Double,
+            Sk::Time => Type::Time,
+            Sk::Addr => Type::Addr,
+            Sk::Subnet => Type::Subnet,
+            Sk::String => Type::String,
+        }
+    }
+
+    fn is(self, ty: &Type) -> bool {
+        matches!(
+            (self, ty),
+            (Sk::Bool, Type::Bool)
+                | (Sk::Count, Type::Count)
+                | (Sk::Int, Type::Int)
+                | (Sk::Double, Type::Double)
+                | (Sk::Time, Type::Time)
+                | (Sk::Addr, Type::Addr)
+                | (Sk::Subnet, Type::Subnet)
+                | (Sk::String, Type::String)
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    raw: Raw,
+    val: Inferred,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FieldVal {
+    One(Item),
+    /// Elements in `Parsed::elems`.
+    Many(Span),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RawField {
+    /// In `Parsed::names`.
+    name: Span,
+    val: FieldVal,
+    /// Inferred type: `None` when unknown (null, or an empty or all-null array).
+    sk: Option<Sk>,
+}
+
+/// Scratch buffers for one line, reused from line to line.
+#[derive(Debug, Default)]
+struct Parsed {
+    path: Option<Span>,
+    names: Vec<u8>,
+    strs: Vec<u8>,
+    fields: Vec<RawField>,
+    elems: Vec<Item>,
+    prefix: Vec<u8>,
+    tmp: Vec<u8>,
+}
+
+impl Parsed {
+    fn clear(&mut self) {
+        self.path = None;
+        self.names.clear();
+        self.strs.clear();
+        self.fields.clear();
+        self.elems.clear();
+        self.prefix.clear();
+    }
+}
+
+/// A syntax error: byte offset in the line and what was expected.
+struct Syntax(usize, String);
+
+struct Parser<'a, 'p> {
+    s: &'a [u8],
+    i: usize,
+    p: &'p mut Parsed,
+}
+
+impl Parser<'_, '_> {
+    fn err<T>(&self, what: impl Into<String>) -> Result<T, Syntax> {
+        Err(Syntax(self.i, what.into()))
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn expect(&mut self, b: u8) -> Result<(), Syntax> {
+        if self.peek() == Some(b) {
+            self.i += 1;
+            Ok(())
+        } else {
+            self.err(format!("expected '{}'", b as char))
+        }
+    }
+
+    fn line(mut self) -> Result<(), Syntax> {
+        self.ws();
+        if self.peek() != Some(b'{') {
+            return self.err("line is not a JSON object");
+        }
+        self.i += 1;
+        self.object(1)?;
+        self.ws();
+        if self.i != self.s.len() {
+            return self.err("trailing characters after the object");
+        }
+        Ok(())
+    }
+
+    /// Parses the members of an object whose `{` is consumed, flattening into fields.
+    fn object(&mut self, depth: usize) -> Result<(), Syntax> {
+        if depth > MAX_DEPTH {
+            return self.err(format!("nesting deeper than {MAX_DEPTH} levels"));
+        }
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'"') {
+                return self.err("expected a string key");
+            }
+            self.i += 1;
+            let key_start = self.p.strs.len();
+            self.string_into_strs()?;
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            let is_path = depth == 1 && &self.p.strs[key_start..] == b"_path";
+            if is_path {
+                if self.peek() != Some(b'"') {
+                    return self.err("_path is not a string");
+                }
+                self.p.strs.truncate(key_start);
+                self.i += 1;
+                let start = self.p.strs.len();
+                self.string_into_strs()?;
+                self.p.path = Some(Span {
+                    start,
+                    end: self.p.strs.len(),
+                });
+            } else {
+                // Move the key from strs to the end of the prefix.
+                let prefix_len = self.p.prefix.len();
+                let (p_strs, p_prefix) = (&self.p.strs, &mut self.p.prefix);
+                p_prefix.extend_from_slice(&p_strs[key_start..]);
+                self.p.strs.truncate(key_start);
+                match self.peek() {
+                    Some(b'{') => {
+                        self.i += 1;
+                        self.p.prefix.push(b'.');
+                        self.object(depth + 1)?;
+                    }
+                    Some(b'[') => {
+                        self.i += 1;
+                        let span = self.array(depth + 1)?;
+                        self.push_field(FieldVal::Many(span));
+                    }
+                    _ => {
+                        let raw = self.scalar()?;
+                        self.push_field(FieldVal::One(Item {
+                            raw,
+                            val: Inferred::Null,
+                        }));
+                    }
+                }
+                self.p.prefix.truncate(prefix_len);
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return self.err("expected ',' or '}'"),
+            }
+        }
+    }
+
+    fn push_field(&mut self, val: FieldVal) {
+        let start = self.p.names.len();
+        let (names, prefix) = (&mut self.p.names, &self.p.prefix);
+        names.extend_from_slice(prefix);
+        self.p.fields.push(RawField {
+            name: Span {
+                start,
+                end: self.p.names.len(),
+            },
+            val,
+            sk: None,
+        });
+    }
+
+    /// Parses an array whose `[` is consumed into `elems`.
+    fn array(&mut self, depth: usize) -> Result<Span, Syntax> {
+        let start = self.p.elems.len();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Ok(Span { start, end: start });
+        }
+        loop {
+            self.ws();
+            let raw = match self.peek() {
+                Some(b'{' | b'[') => {
+                    let from = self.i;
+                    self.skip_value(depth)?;
+                    Raw::Json(Span {
+                        start: from,
+                        end: self.i,
+                    })
+                }
+                _ => self.scalar()?,
+            };
+            self.p.elems.push(Item {
+                raw,
+                val: Inferred::Null,
+            });
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Span {
+                        start,
+                        end: self.p.elems.len(),
+                    });
+                }
+                _ => return self.err("expected ',' or ']'"),
+            }
+        }
+    }
+
+    /// Validates and skips any value (nested structures inside arrays).
+    fn skip_value(&mut self, depth: usize) -> Result<(), Syntax> {
+        if depth > MAX_DEPTH {
+            return self.err(format!("nesting deeper than {MAX_DEPTH} levels"));
+        }
+        match self.peek() {
+            Some(open @ (b'{' | b'[')) => {
+                self.i += 1;
+                let close = if open == b'{' { b'}' } else { b']' };
+                self.ws();
+                if self.peek() == Some(close) {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    if open == b'{' {
+                        self.expect(b'"')?;
+                        self.skip_string()?;
+                        self.ws();
+                        self.expect(b':')?;
+                        self.ws();
+                    }
+                    self.skip_value(depth + 1)?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(c) if c == close => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return self.err(format!("expected ',' or '{}'", close as char)),
+                    }
+                }
+            }
+            Some(b'"') => {
+                self.i += 1;
+                self.skip_string()
+            }
+            _ => self.scalar().map(|_| ()),
+        }
+    }
+
+    fn skip_string(&mut self) -> Result<(), Syntax> {
+        let mut tmp = std::mem::take(&mut self.p.tmp);
+        tmp.clear();
+        let r = self.string(&mut tmp);
+        self.p.tmp = tmp;
+        r
+    }
+
+    fn string_into_strs(&mut self) -> Result<(), Syntax> {
+        let mut strs = std::mem::take(&mut self.p.strs);
+        let r = self.string(&mut strs);
+        self.p.strs = strs;
+        r
+    }
+
+    /// Parses a scalar: string, number, `true`, `false`, `null`.
+    fn scalar(&mut self) -> Result<Raw, Syntax> {
+        match self.peek() {
+            Some(b'"') => {
+                self.i += 1;
+                let start = self.p.strs.len();
+                self.string_into_strs()?;
+                Ok(Raw::Str(Span {
+                    start,
+                    end: self.p.strs.len(),
+                }))
+            }
+            Some(b't') => self.literal(b"true", Raw::Bool(true)),
+            Some(b'f') => self.literal(b"false", Raw::Bool(false)),
+            Some(b'n') => self.literal(b"null", Raw::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => self.err("expected a value"),
+            None => self.err("unexpected end of line"),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], raw: Raw) -> Result<Raw, Syntax> {
+        if self.s[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(raw)
+        } else {
+            self.err("expected a value")
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.i;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+        self.i - from
+    }
+
+    fn number(&mut self) -> Result<Raw, Syntax> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return self.err("invalid number"),
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return self.err("invalid number");
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return self.err("invalid number");
+            }
+        }
+        Ok(Raw::Num(Span { start, end: self.i }))
+    }
+
+    /// Decodes a string whose opening quote is consumed into `out`.
+    fn string(&mut self, out: &mut Vec<u8>) -> Result<(), Syntax> {
+        let mut plain = self.i;
+        loop {
+            let Some(&b) = self.s.get(self.i) else {
+                return self.err("unterminated string");
+            };
+            match b {
+                b'"' => {
+                    out.extend_from_slice(&self.s[plain..self.i]);
+                    self.i += 1;
+                    return Ok(());
+                }
+                b'\\' => {
+                    out.extend_from_slice(&self.s[plain..self.i]);
+                    self.i += 1;
+                    self.escape(out)?;
+                    plain = self.i;
+                }
+                0..=0x1f => return self.err("control character in string"),
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, Syntax> {
+        let Some(h) = self.s.get(self.i..self.i + 4) else {
+            return self.err("invalid \\u escape");
+        };
+        let mut v = 0u32;
+        for &c in h {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => return self.err("invalid \\u escape"),
+            };
+            v = v * 16 + d as u32;
+        }
+        self.i += 4;
+        Ok(v)
+    }
+
+    fn escape(&mut self, out: &mut Vec<u8>) -> Result<(), Syntax> {
+        let Some(&e) = self.s.get(self.i) else {
+            return self.err("unterminated string");
+        };
+        self.i += 1;
+        let b = match e {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 8,
+            b'f' => 12,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let hi = self.hex4()?;
+                let cp = match hi {
+                    0xd800..=0xdbff => {
+                        if self.s.get(self.i..self.i + 2) != Some(b"\\u") {
+                            return self.err("lone surrogate in \\u escape");
+                        }
+                        self.i += 2;
+                        let lo = self.hex4()?;
+                        if !(0xdc00..=0xdfff).contains(&lo) {
+                            return self.err("lone surrogate in \\u escape");
+                        }
+                        0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
+                    }
+                    0xdc00..=0xdfff => return self.err("lone surrogate in \\u escape"),
+                    cp => cp,
+                };
+                let c = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                return Ok(());
+            }
+            _ => {
+                self.i -= 1;
+                return self.err("invalid escape");
+            }
+        };
+        out.push(b);
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inference of scalar values.
+
+/// Whether a field's values that are numbers are epoch times.
+fn is_ts_name(name: &[u8]) -> bool {
+    name == b"ts" || name.ends_with(b"_ts") || name.ends_with(b".ts")
+}
+
+fn parse_u64(d: &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    for &c in d {
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+fn parse_f64(text: &[u8]) -> f64 {
+    // JSON number text is ASCII and a subset of Rust's float syntax.
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Exact nanoseconds of decimal seconds in JSON number syntax (`-12.5e3`), rounding half to even
+/// below the nanosecond; `None` when outside the i64 range.
+fn decimal_to_ns(text: &[u8]) -> Option<i64> {
+    let (neg, t) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let (mant, exp) = match t.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(k) => {
+            let e = &t[k + 1..];
+            let (eneg, ed) = match e.split_first() {
+                Some((b'-', r)) => (true, r),
+                Some((b'+', r)) => (false, r),
+                _ => (false, e),
+            };
+            // Beyond this every non-zero value is out of range or below a nanosecond.
+            let ev = parse_u64(ed).filter(|&v| v <= 10_000)? as i64;
+            (&t[..k], if eneg { -ev } else { ev })
+        }
+        None => (t, 0),
+    };
+    let (int, frac) = match mant.iter().position(|&b| b == b'.') {
+        Some(k) => (&mant[..k], &mant[k + 1..]),
+        None => (mant, &mant[..0]),
+    };
+    let ndig = int.len() + frac.len();
+    let scale = exp + 9 - frac.len() as i64;
+    let digit = |k: usize| -> u8 {
+        if k < int.len() {
+            int[k] - b'0'
+        } else {
+            frac[k - int.len()] - b'0'
+        }
+    };
+    const LIMIT: i128 = 1 << 63;
+    let mut acc: i128 = 0;
+    let keep = if scale >= 0 {
+        ndig
+    } else {
+        (ndig as i64 + scale).max(0) as usize
+    };
+    for k in 0..keep {
+        acc = acc * 10 + digit(k) as i128;
+        if acc > LIMIT {
+            return None;
+        }
+    }
+    if scale > 0 {
+        for _ in 0..scale {
+            if acc == 0 {
+                break;
+            }
+            acc *= 10;
+            if acc > LIMIT {
+                return None;
+            }
+        }
+    } else if (ndig as i64 + scale) >= 0 && keep < ndig {
+        let first = digit(keep);
+        let rest_nonzero = (keep + 1..ndig).any(|k| digit(k) != 0);
+        if first > 5 || (first == 5 && (rest_nonzero || acc % 2 == 1)) {
+            acc += 1;
+        }
+    }
+    let v = if neg { -acc } else { acc };
+    i64::try_from(v).ok()
+}
+
+/// Nanoseconds of the fraction digits after a decimal point, rounded half to even.
+fn fraction_ns(d: &[u8]) -> i64 {
+    let mut v: i64 = 0;
+    for k in 0..9 {
+        v = v * 10 + d.get(k).map_or(0, |c| (c - b'0') as i64);
+    }
+    if let Some(&first) = d.get(9) {
+        let first = first - b'0';
+        let rest_nonzero = d[10..].iter().any(|&c| c != b'0');
+        if first > 5 || (first == 5 && (rest_nonzero || v % 2 == 1)) {
+            v += 1;
+        }
+    }
+    v
+}
+
+fn two(s: &[u8], at: usize) -> Option<u32> {
+    let a = s.get(at)?.wrapping_sub(b'0');
+    let b = s.get(at + 1)?.wrapping_sub(b'0');
+    (a < 10 && b < 10).then_some(a as u32 * 10 + b as u32)
+}
+
+/// Nanoseconds since the epoch of an RFC 3339 timestamp
+/// (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`), or `None`.
+fn parse_rfc3339(s: &[u8]) -> Option<i64> {
+    if s.len() < 20
+        || s[4] != b'-'
+        || s[7] != b'-'
+        || !matches!(s[10], b'T' | b't')
+        || s[13] != b':'
+        || s[16] != b':'
+    {
+        return None;
+    }
+    let year = two(s, 0)? as i64 * 100 + two(s, 2)? as i64;
+    let (month, day) = (two(s, 5)?, two(s, 8)?);
+    let (h, m, sec) = (two(s, 11)?, two(s, 14)?, two(s, 17)?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let mdays = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if day == 0 || day > mdays || h > 23 || m > 59 || sec > 59 {
+        return None;
+    }
+    let mut i = 19;
+    let mut frac_ns: i64 = 0;
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        let from = i;
+        while s.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == from {
+            return None;
+        }
+        frac_ns = fraction_ns(&s[from..i]);
+    }
+    let offset: i64 = match s.get(i..)? {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), rest @ ..] if rest.len() == 5 && rest[2] == b':' => {
+            let (oh, om) = (two(rest, 0)?, two(rest, 3)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = (oh * 3600 + om * 60) as i64;
+            if *sign == b'-' {
+                -o
+            } else {
+                o
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + (h * 3600 + m * 60 + sec) as i64 - offset;
+    secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+/// The address in `s` if it is one in the canonical form weir writes.
+fn parse_addr(s: &[u8], tmp: &mut Vec<u8>) -> Option<IpAddr> {
+    if s.len() < 2
+        || s.len() > 45
+        || !s
+            .iter()
+            .all(|&b| b.is_ascii_hexdigit() || b == b'.' || b == b':')
+    {
+        return None;
+    }
+    let a: IpAddr = std::str::from_utf8(s).ok()?.parse().ok()?;
+    tmp.clear();
+    crate::codec::writer::push_addr(tmp, a);
+    (tmp.as_slice() == s).then_some(a)
+}
+
+/// The subnet in `s` if it is one in the canonical form weir writes.
+fn parse_subnet(s: &[u8], tmp: &mut Vec<u8>) -> Option<(IpAddr, u8)> {
+    let slash = s.iter().rposition(|&b| b == b'/')?;
+    let a = parse_addr(&s[..slash], tmp)?;
+    let p = &s[slash + 1..];
+    if p.is_empty() || p.len() > 3 || !p.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let p = parse_u64(p)?;
+    let max = if a.is_ipv4() { 32 } else { 128 };
+    if p > max {
+        return None;
+    }
+    tmp.clear();
+    push_subnet(tmp, a, p as u8);
+    (tmp.as_slice() == s).then_some((a, p as u8))
+}
+
+fn infer(raw: Raw, ts_name: bool, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>) -> Inferred {
+    match raw {
+        Raw::Null => Inferred::Null,
+        Raw::Bool(b) => Inferred::Bool(b),
+        Raw::Json(_) => Inferred::Json,
+        Raw::Num(span) => {
+            let t = span.of(line);
+            if ts_name {
+                if let Some(ns) = decimal_to_ns(t) {
+                    return Inferred::Time(ns);
+                }
+            }
+            if t.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')) {
+                return Inferred::Double(parse_f64(t));
+            }
+            match t.split_first() {
+                Some((b'-', d)) => match parse_u64(d) {
+                    Some(v) if v <= 1 << 63 => Inferred::Int((v as i64).wrapping_neg()),
+                    _ => Inferred::Double(parse_f64(t)),
+                },
+                _ => match parse_u64(t) {
+                    Some(v) => Inferred::Count(v),
+                    None => Inferred::Double(parse_f64(t)),
+                },
+            }
+        }
+        Raw::Str(span) => {
+            let s = span.of(strs);
+            if let Some(ns) = parse_rfc3339(s) {
+                return Inferred::Time(ns);
+            }
+            if let Some(a) = parse_addr(s, tmp) {
+                return Inferred::Addr(a);
+            }
+            if s.contains(&b'/') {
+                if let Some((a, p)) = parse_subnet(s, tmp) {
+                    return Inferred::Subnet(a, p);
+                }
+            }
+            Inferred::Str
+        }
+    }
+}
+
+/// The common type of array elements; `None` when none is set.
+fn unify(items: &[Item]) -> Option<Sk> {
+    let mut acc: Option<Sk> = None;
+    let mut big_count = false;
+    for it in items {
+        let Some(k) = Sk::of(&it.val) else { continue };
+        if let Inferred::Count(v) = it.val {
+            big_count |= v > i64::MAX as u64;
+        }
+        acc = Some(match (acc, k) {
+            (None, k) => k,
+            (Some(a), k) if a == k => a,
+            (Some(Sk::Count | Sk::Int), Sk::Count | Sk::Int) => Sk::Int,
+            (Some(Sk::Count | Sk::Int | Sk::Double), Sk::Count | Sk::Int | Sk::Double) => {
+                Sk::Double
+            }
+            _ => return Some(Sk::String),
+        });
+    }
+    if acc == Some(Sk::Int) && big_count {
+        return Some(Sk::Double);
+    }
+    acc
+}
+
+/// Encodes one item as a value of type `ty` (the type inferred for it or its array).
+fn encode_item(e: &mut RowEncoder<'_>, it: &Item, ty: &Type, line: &[u8], strs: &[u8]) {
+    match (ty, it.val) {
+        (_, Inferred::Null) => e.null(),
+        (Type::String, _) => match it.raw {
+            Raw::Str(s) => e.bytes(s.of(strs)),
+            Raw::Num(s) | Raw::Json(s) => e.bytes(s.of(line)),
+            Raw::Bool(b) => e.bytes(if b { b"true" } else { b"false" }),
+            Raw::Null => e.null(),
+        },
+        (Type::Bool, Inferred::Bool(b)) => e.bool(b),
+        (Type::Count, Inferred::Count(v)) => e.uint(v),
+        (Type::Int, Inferred::Int(v)) => e.int(v),
+        (Type::Int, Inferred::Count(v)) => e.int(v as i64),
+        (Type::Double, Inferred::Double(v)) => e.double(v),
+        (Type::Double, Inferred::Count(_) | Inferred::Int(_)) => match it.raw {
+            Raw::Num(s) => e.double(parse_f64(s.of(line))),
+            _ => e.null(),
+        },
+        (Type::Time, Inferred::Time(v)) => e.int(v),
+        (Type::Addr, Inferred::Addr(a)) => e.addr(a),
+        (Type::Subnet, Inferred::Subnet(a, p)) => e.subnet(a, p),
+        // Inference gives every item the type of its field; nothing else reaches here.
+        _ => e.null(),
+    }
+}
+
+/// Reads Zeek JSON lines into batches. See the module docs.
+#[derive(Debug)]
+pub struct JsonDecoder {
+    opts: ReaderOptions,
+    /// Lines consumed so far.
+    line: u64,
+    /// Bytes at the start of the buffer already searched for a newline.
+    scanned: usize,
+    /// Discarding the rest of an overlong line (skip mode).
+    skipping: bool,
+    builder: Option<BatchBuilder>,
+    ts_index: Option<usize>,
+    schemas: HashMap<(String, Vec<Field>), SchemaRef>,
+    /// Schemas used last, most recent first.
+    recent: Vec<SchemaRef>,
+    absent_as_unset: bool,
+    report: SkipReport,
+    p: Parsed,
+}
+
+impl JsonDecoder {
+    /// A decoder with the given options.
+    pub fn new(opts: ReaderOptions) -> JsonDecoder {
+        JsonDecoder {
+            opts,
+            line: 0,
+            scanned: 0,
+            skipping: false,
+            builder: None,
+            ts_index: None,
+            schemas: HashMap::new(),
+            recent: Vec::new(),
+            absent_as_unset: false,
+            report: SkipReport::default(),
+            p: Parsed::default(),
+        }
+    }
+
+    /// With `true`, a line whose keys are a subsequence (same order) of the keys of the pending
+    /// schema or one of the last 16 schemas used, with the same name and types, is read in that
+    /// schema with the missing fields unset, instead of starting a schema of its own.
+    ///
+    /// Zeek omits unset fields from its JSON logs, so by the letter of the format (a new schema
+    /// whenever the set of keys changes, the default) nearly every line of a busy log can be a
+    /// schema and a batch of its own; this option folds them back together. The events differ
+    /// only in that absent fields become unset fields of the wider schema.
+    pub fn absent_as_unset(mut self, on: bool) -> JsonDecoder {
+        self.absent_as_unset = on;
+        self
+    }
+
+    /// Rows dropped so far under [`OnError::Skip`].
+    pub fn skip_report(&self) -> &SkipReport {
+        &self.report
+    }
+
+    /// Lines consumed so far.
+    pub fn lines(&self) -> u64 {
+        self.line
+    }
+
+    fn error(&self, line: u64, field: Option<String>, message: String) -> ParseError {
+        ParseError {
+            source_name: self.opts.source_name.clone(),
+            line,
+            field,
+            message,
+        }
+    }
+
+    /// Fails or records (skip mode) a bad line.
+    fn bad(&mut self, e: ParseError) -> Result<(), ReadError> {
+        match self.opts.on_error {
+            OnError::Fail => Err(e.into()),
+            OnError::Skip => {
+                self.report.record(e);
+                Ok(())
+            }
+        }
+    }
+
+    fn too_long(&self, line: u64) -> ParseError {
+        self.error(
+            line,
+            None,
+            format!(
+                "line longer than the maximum of {} bytes",
+                self.opts.max_line_len
+            ),
+        )
+    }
+
+    fn take_pending(&mut self) -> Option<Batch> {
+        match &mut self.builder {
+            Some(b) if !b.is_empty() => Some(b.finish()),
+            _ => None,
+        }
+    }
+
+    /// Parses one line (without its newline) and appends its event; returns the pending batch
+    /// when the line's schema differs from it.
+    fn handle_line(&mut self, line: &[u8]) -> Result<Option<Batch>, ReadError> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            return Ok(None);
+        }
+        match self.parse(line) {
+            Ok(emitted) => Ok(emitted),
+            Err(e) => {
+                self.bad(e)?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn parse(&mut self, line: &[u8]) -> Result<Option<Batch>, ParseError> {
+        self.p.clear();
+        let parser = Parser {
+            s: line,
+            i: 0,
+            p: &mut self.p,
+        };
+        if let Err(Syntax(at, what)) = parser.line() {
+            let from = at.saturating_sub(20);
+            return Err(self.error(
+                self.line,
+                None,
+                format!(
+                    "invalid JSON at byte {}: {what}: {}",
+                    at + 1,
+                    quote(&line[from..])
+                ),
+            ));
+        }
+        // Infer every value's type.
+        let p = &mut self.p;
+        for k in 0..p.fields.len() {
+            let f = p.fields[k];
+            let ts = is_ts_name(f.name.of(&p.names));
+            let sk = match f.val {
+                FieldVal::One(it) => {
+                    let val = infer(it.raw, ts, line, &p.strs, &mut p.tmp);
+                    p.fields[k].val = FieldVal::One(Item { raw: it.raw, val });
+                    Sk::of(&val)
+                }
+                FieldVal::Many(span) => {
+                    for j in span.start..span.end {
+                        let raw = p.elems[j].raw;
+                        p.elems[j].val = infer(raw, ts, line, &p.strs, &mut p.tmp);
+                    }
+                    unify(&p.elems[span.start..span.end])
+                }
+            };
+            p.fields[k].sk = sk;
+        }
+        // Find the schema: the pending one, else a cached or new one.
+        let mut emitted = None;
+        let fits_pending = matches!(&self.builder, Some(b) if self.fits(b.schema()));
+        if !fits_pending {
+            // Recently used schemas first (no allocation), then the cache or a new schema.
+            let schema = match self.recent.iter().position(|s| self.fits(s)) {
+                Some(k) => self.recent.remove(k),
+                None => self.lookup_schema()?,
+            };
+            self.recent.insert(0, schema.clone());
+            self.recent.truncate(RECENT_SCHEMAS);
+            self.ts_index = schema.ts_index();
+            match &mut self.builder {
+                Some(b) if !b.is_empty() => {
+                    emitted = Some(b.finish());
+                    *b = BatchBuilder::new(schema);
+                }
+                _ => self.builder = Some(BatchBuilder::new(schema)),
+            }
+        }
+        let Some(builder) = self.builder.as_mut() else {
+            return Ok(emitted);
+        };
+        let schema = builder.schema().clone();
+        let p = &self.p;
+        let mut ts = None;
+        let mut e = builder.begin_row();
+        let mut j = 0;
+        for (k, field) in schema.fields.iter().enumerate() {
+            // The schema's fields are the line's, or (absent_as_unset) a supersequence of them.
+            let Some(f) = p
+                .fields
+                .get(j)
+                .filter(|f| f.name.of(&p.names) == field.name.as_bytes())
+            else {
+                e.null();
+                continue;
+            };
+            j += 1;
+            match f.val {
+                FieldVal::One(it) => {
+                    if Some(k) == self.ts_index {
+                        if let Inferred::Time(t) = it.val {
+                            ts = Some(t);
+                        }
+                    }
+                    encode_item(&mut e, &it, &field.ty, line, &p.strs);
+                }
+                FieldVal::Many(span) => {
+                    let inner = field.ty.element().unwrap_or(&Type::String);
+                    e.array((span.end - span.start) as u32);
+                    for it in &p.elems[span.start..span.end] {
+                        encode_item(&mut e, it, inner, line, &p.strs);
+                    }
+                }
+            }
+        }
+        builder.finish_row(ts);
+        Ok(emitted)
+    }
+
+    /// Whether the line just parsed fits schema `s`: same name, same field names in the same
+    /// order, same types (a null fits any type, an empty array any container).
+    fn fits(&self, s: &Schema) -> bool {
+        let p = &self.p;
+        let name_ok = match p.path {
+            Some(span) => s.name.as_bytes().strip_prefix(b"zeek.") == Some(span.of(&p.strs)),
+            None => s.name == self.opts.json_default_schema,
+        };
+        if !name_ok || p.fields.len() > s.fields.len() {
+            return false;
+        }
+        if !self.absent_as_unset && p.fields.len() != s.fields.len() {
+            return false;
+        }
+        // The line's fields, in order, must be the schema's (or, with absent_as_unset, a
+        // subsequence of them).
+        let mut j = 0;
+        for sf in &s.fields {
+            let Some(f) = p.fields.get(j) else { break };
+            if f.name.of(&p.names) != sf.name.as_bytes() {
+                if self.absent_as_unset {
+                    continue;
+                }
+                return false;
+            }
+            let ok = match (f.val, f.sk) {
+                (FieldVal::One(_), None) => true,
+                (FieldVal::One(_), Some(sk)) => sk.is(&sf.ty),
+                (FieldVal::Many(_), None) => sf.ty.is_container(),
+                (FieldVal::Many(_), Some(sk)) => matches!(&sf.ty, Type::Vector(t) if sk.is(t)),
+            };
+            if !ok {
+                return false;
+            }
+            j += 1;
+        }
+        j == p.fields.len()
+    }
+
+    /// The schema of the line just parsed, from the cache or new.
+    fn lookup_schema(&mut self) -> Result<SchemaRef, ParseError> {
+        let p = &self.p;
+        let name = match p.path {
+            Some(span) => format!("zeek.{}", String::from_utf8_lossy(span.of(&p.strs))),
+            None => self.opts.json_default_schema.clone(),
+        };
+        let current = self.builder.as_ref().map(|b| b.schema().clone());
+        let mut fields = Vec::with_capacity(p.fields.len());
+        for f in &p.fields {
+            let fname = String::from_utf8_lossy(f.name.of(&p.names)).into_owned();
+            let many = matches!(f.val, FieldVal::Many(_));
+            let ty = match f.sk {
+                Some(sk) if many => Type::Vector(Box::new(sk.ty())),
+                Some(sk) => sk.ty(),
+                None => {
+                    // Unknown: borrow the type of the previous schema's field of that name.
+                    let prev = current
+                        .as_ref()
+                        .and_then(|s| s.fields.iter().find(|pf| pf.name == fname))
+                        .map(|pf| pf.ty.clone())
+                        .filter(|t| !many || t.is_container());
+                    prev.unwrap_or_else(|| {
+                        if many {
+                            Type::Vector(Box::new(Type::String))
+                        } else {
+                            Type::String
+                        }
+                    })
+                }
+            };
+            fields.push(Field::new(fname, ty));
+        }
+        let key = (name, fields);
+        if let Some(s) = self.schemas.get(&key) {
+            return Ok(s.clone());
+        }
+        let mut seen = HashSet::with_capacity(key.1.len());
+        for f in &key.1 {
+            if !seen.insert(f.name.as_str()) {
+                return Err(self.error(
+                    self.line,
+                    Some(f.name.clone()),
+                    format!("duplicate key {}", quote(f.name.as_bytes())),
+                ));
+            }
+        }
+        if self.schemas.len() >= MAX_CACHED_SCHEMAS {
+            self.schemas.clear();
+        }
+        let schema = Schema::new(key.0.clone(), key.1.clone()).into_shared();
+        self.schemas.insert(key, schema.clone());
+        Ok(schema)
+    }
+}
+
+impl Decoder for JsonDecoder {
+    type Item = Batch;
+    type Error = ReadError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        loop {
+            if self.skipping {
+                match memchr::memchr(b'\n', src) {
+                    Some(i) => {
+                        src.advance(i + 1);
+                        self.line += 1;
+                        self.skipping = false;
+                        self.scanned = 0;
+                    }
+                    None => {
+                        src.clear();
+                        return Ok(self.take_pending());
+                    }
+                }
+            }
+            let from = self.scanned.min(src.len());
+            let Some(i) = memchr::memchr(b'\n', &src[from..]).map(|i| i + from) else {
+                self.scanned = src.len();
+                if src.len() > self.opts.max_line_len {
+                    let e = self.too_long(self.line + 1);
+                    self.bad(e)?;
+                    self.skipping = true;
+                    src.clear();
+                    self.scanned = 0;
+                    continue;
+                }
+                return Ok(self.take_pending());
+            };
+            self.scanned = 0;
+            self.line += 1;
+            let emitted = if i > self.opts.max_line_len {
+                let e = self.too_long(self.line);
+                self.bad(e)?;
+                None
+            } else {
+                self.handle_line(&src[..i])?
+            };
+            src.advance(i + 1);
+            if emitted.is_some() {
+                return Ok(emitted);
+            }
+            if self
+                .builder
+                .as_ref()
+                .is_some_and(|b| b.len() >= self.opts.batch_rows)
+            {
+                return Ok(self.take_pending());
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        if let Some(b) = self.decode(src)? {
+            return Ok(Some(b));
+        }
+        if !src.is_empty() {
+            // A last line without newline (shorter than the maximum: decode checked).
+            let rest = src.split();
+            self.scanned = 0;
+            self.line += 1;
+            if let Some(b) = self.handle_line(&rest)? {
+                return Ok(Some(b));
+            }
+        }
+        self.skipping = false;
+        Ok(self.take_pending())
+    }
+}
+
+/// Reads a whole input held in memory (for tests and small files): the batches, and the report
+/// of lines skipped under [`OnError::Skip`].
+pub fn read_all(bytes: &[u8], opts: ReaderOptions) -> Result<(Vec<Batch>, SkipReport), ReadError> {
+    let mut dec = JsonDecoder::new(opts);
+    let mut buf = BytesMut::from(bytes);
+    let mut out = Vec::new();
+    while let Some(b) = dec.decode(&mut buf)? {
+        out.push(b);
+    }
+    while let Some(b) = dec.decode_eof(&mut buf)? {
+        out.push(b);
+    }
+    Ok((out, dec.report.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_text_to_exact_ns() {
+        let cases: &[(&str, Option<i64>)] = &[
+            ("1258531221.486539", Some(1_258_531_221_486_539_000)),
+            ("1258531221", Some(1_258_531_221_000_000_000)),
+            ("-1.5", Some(-1_500_000_000)),
+            ("0.0000000005", Some(0)),
+            ("0.0000000015", Some(2)),
+            ("0.00000000150001", Some(2)),
+            ("0.0000000025", Some(2)),
+            ("0.00000000249", Some(2)),
+            ("1.5e3", Some(1_500_000_000_000)),
+            ("15e-10", Some(2)),
+            ("1e-30", Some(0)),
+            ("0e400", Some(0)),
+            ("9223372036.854775807", Some(i64::MAX)),
+            ("-9223372036.854775808", Some(i64::MIN)),
+            ("9223372036.854775808", None),
+            ("1e20", None),
+        ];
+        for &(t, want) in cases {
+            assert_eq!(decimal_to_ns(t.as_bytes()), want, "{t}");
+        }
+    }
+
+    #[test]
+    fn rfc3339_parses_exactly() {
+        let ok: &[(&str, i64)] = &[
+            ("2009-11-18T08:00:21.486539Z", 1_258_531_221_486_539_000),
+            ("2009-11-18T08:00:21Z", 1_258_531_221_000_000_000),
+            ("2009-11-18T09:00:21.5+01:00", 1_258_531_221_500_000_000),
+            ("1969-12-31T23:59:59.999999999Z", -1),
+            ("2000-02-29T00:00:00Z", 951_782_400_000_000_000),
+            ("1970-01-01T00:00:00.0000000015Z", 2),
+            ("1970-01-01T00:00:00.9999999999Z", 1_000_000_000),
+        ];
+        for &(t, want) in ok {
+            assert_eq!(parse_rfc3339(t.as_bytes()), Some(want), "{t}");
+        }
+        for bad in [
+            "2001-02-29T00:00:00Z",
+            "2009-11-18T24:00:00Z",
+            "2009-11-18 08:00:21Z",
+            "2009-11-18T08:00:21",
+            "2009-11-18T08:00:21.Z",
+            "2009-13-18T08:00:21Z",
+            "2009-11-18T08:00:60Z",
+            "x009-11-18T08:00:21Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn addresses_must_be_canonical() {
+        let mut tmp = Vec::new();
+        assert!(parse_addr(b"10.0.0.1", &mut tmp).is_some());
+        assert!(parse_addr(b"2001:db8::1", &mut tmp).is_some());
+        assert!(parse_addr(b"2001:0db8::1", &mut tmp).is_none());
+        assert!(parse_addr(b"e8:e7:32:df:62:26", &mut tmp).is_none());
+        assert!(parse_addr(b"1194.62", &mut tmp).is_none());
+        assert_eq!(
+            parse_subnet(b"10.0.0.0/8", &mut tmp),
+            Some(("10.0.0.0".parse().unwrap(), 8))
+        );
+        assert!(parse_subnet(b"10.0.0.0/33", &mut tmp).is_none());
+        assert!(parse_subnet(b"10.0.0.0/08", &mut tmp).is_none());
+    }
+}

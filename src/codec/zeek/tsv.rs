@@ -1,0 +1,1073 @@
+//! The Zeek TSV reader: a synchronous push decoder from Zeek's ASCII log format to [`Batch`]es.
+//!
+//! # Format
+//!
+//! A Zeek TSV log is a header block of `#` lines followed by data lines, one event per line:
+//!
+//! ```text
+//! #separator \x09
+//! #set_separator→,
+//! #empty_field→(empty)
+//! #unset_field→-
+//! #path→conn
+//! #open→2014-05-23-18-02-04
+//! #fields→ts→uid→id.orig_h→...
+//! #types→time→string→addr→...
+//! 1258531221.486539→Pii6cUUq1v4→192.168.1.102→...
+//! #close→2014-05-23-18-02-05
+//! ```
+//!
+//! (`→` stands for the separator, a tab here.)
+//!
+//! - `#separator` is followed by a space (or tab) and the separator written as `\xHH` escapes;
+//!   every other header line uses the declared separator between key and value. Separators may
+//!   be several bytes long. `#set_separator`, `#empty_field` and `#unset_field` values may use
+//!   `\xHH` escapes too. Unknown `#` lines are comments.
+//! - Header lines come in no fixed order, but `#fields` and `#types` must precede data. A header
+//!   block after data (concatenated logs) updates the header; the schema (`zeek.<#path>`) is
+//!   rebuilt at the next data line. An equal schema reuses the same [`SchemaRef`] `Arc`, so
+//!   consumers can compare schemas with [`Arc::ptr_eq`]. `#close` ends a document: the header
+//!   resets to its defaults and data must be preceded by a new header.
+//! - A value equal to the unset marker (`-`) is null. A value equal to the empty marker
+//!   (`(empty)`) is an empty container, or an empty string for string-like types. Containers
+//!   split on the set separator; an element equal to the unset marker is a null element.
+//!   `\\` is one backslash, `\xHH` a raw byte, any other backslash is literal.
+//! - `time` and `interval` are decimal seconds, converted exactly to integer nanoseconds
+//!   (digits beyond the ninth decimal round half to even). Lines end with `\n` or `\r\n`; the
+//!   last line may lack its newline; empty lines are skipped.
+//!
+//! # Emission contract
+//!
+//! [`TsvDecoder::decode`] consumes complete lines and returns a batch when it reaches
+//! [`ReaderOptions::batch_rows`] rows, when the schema changes (a data line with a new schema,
+//! or `#close`), or when no complete line is left and rows are pending. It returns `None` when no
+//! complete line is left and nothing is pending. The sequence of rows and schemas is the same
+//! whatever the chunking of the input; only the batch boundaries may differ.
+//!
+//! # Errors
+//!
+//! Bad input is a [`ParseError`] naming the source, the 1-based line, the field and the quoted
+//! text. Under [`OnError::Skip`] the line is dropped and recorded in the [`SkipReport`]. Under
+//! [`OnError::Fail`] rows decoded before the bad line are emitted first, then the error. A line
+//! longer than [`ReaderOptions::max_line_len`] is an error as soon as its partial length
+//! exceeds the limit, so memory stays bounded; in skip mode its bytes are discarded up to the
+//! next newline.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use memchr::memmem::Finder;
+use memchr::{memchr, memchr_iter};
+
+use crate::batch::{Batch, BatchBuilder};
+use crate::codec::ReaderOptions;
+use crate::error::{quote, OnError, ParseError, ReadError, SkipReport};
+use crate::types::{Field, Schema, SchemaRef, Type};
+use crate::value::RowEncoder;
+
+/// How many distinct schemas the decoder remembers for `Arc` reuse.
+const SCHEMA_CACHE: usize = 64;
+
+/// Header state declared by `#` lines.
+#[derive(Debug, Clone)]
+struct Header {
+    sep: Vec<u8>,
+    set_sep: Vec<u8>,
+    empty: Vec<u8>,
+    unset: Vec<u8>,
+    path: Option<String>,
+    /// Field names and the line that declared them.
+    fields: Option<(Vec<String>, u64)>,
+    /// Type names and the line that declared them.
+    types: Option<(Vec<String>, u64)>,
+}
+
+impl Default for Header {
+    fn default() -> Header {
+        Header {
+            sep: b"\t".to_vec(),
+            set_sep: b",".to_vec(),
+            empty: b"(empty)".to_vec(),
+            unset: b"-".to_vec(),
+            path: None,
+            fields: None,
+            types: None,
+        }
+    }
+}
+
+/// A scalar kind, as parsed (ports are counts, string-like types are strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Bool,
+    Count,
+    Int,
+    Double,
+    Time,
+    Str,
+    Addr,
+    Subnet,
+}
+
+impl Kind {
+    fn of(ty: &Type) -> Kind {
+        match ty {
+            Type::Bool => Kind::Bool,
+            Type::Count | Type::Port => Kind::Count,
+            Type::Int => Kind::Int,
+            Type::Double => Kind::Double,
+            Type::Time | Type::Interval => Kind::Time,
+            Type::Addr => Kind::Addr,
+            Type::Subnet => Kind::Subnet,
+            _ => Kind::Str,
+        }
+    }
+}
+
+/// How one column is parsed.
+#[derive(Debug, Clone, Copy)]
+enum Col {
+    One(Kind),
+    List(Kind),
+}
+
+/// Splits on a one-byte or longer separator.
+#[derive(Debug, Clone)]
+enum Splitter {
+    Byte(u8),
+    Bytes(Box<Finder<'static>>),
+}
+
+impl Splitter {
+    fn new(sep: &[u8]) -> Splitter {
+        match sep {
+            [b] => Splitter::Byte(*b),
+            _ => Splitter::Bytes(Box::new(Finder::new(sep).into_owned())),
+        }
+    }
+
+    fn width(&self) -> usize {
+        match self {
+            Splitter::Byte(_) => 1,
+            Splitter::Bytes(f) => f.needle().len(),
+        }
+    }
+
+    /// Pushes the `(start, end)` of every piece of `s` into `out`.
+    #[inline]
+    fn split(&self, s: &[u8], out: &mut Vec<(usize, usize)>) {
+        let mut start = 0;
+        match self {
+            Splitter::Byte(b) => {
+                for i in memchr_iter(*b, s) {
+                    out.push((start, i));
+                    start = i + 1;
+                }
+            }
+            Splitter::Bytes(f) => {
+                let w = f.needle().len();
+                for i in f.find_iter(s) {
+                    // Overlapping matches (e.g. separator `aa` in `aaa`) are not separators.
+                    if i >= start {
+                        out.push((start, i));
+                        start = i + w;
+                    }
+                }
+            }
+        }
+        out.push((start, s.len()));
+    }
+
+    /// The first piece and the rest after the first separator, if any.
+    fn split_once<'s>(&self, s: &'s [u8]) -> Option<(&'s [u8], &'s [u8])> {
+        let i = match self {
+            Splitter::Byte(b) => memchr(*b, s)?,
+            Splitter::Bytes(f) => f.find(s)?,
+        };
+        Some((&s[..i], &s[i + self.width()..]))
+    }
+}
+
+/// Everything needed to parse data lines of one schema.
+#[derive(Debug, Clone)]
+struct Plan {
+    schema: SchemaRef,
+    cols: Vec<Col>,
+    ts: Option<usize>,
+    sep: Splitter,
+    set_sep: Splitter,
+    empty: Vec<u8>,
+    unset: Vec<u8>,
+}
+
+/// What handling one line asks of the driver loop.
+enum Step {
+    /// The line is consumed.
+    Done,
+    /// The line is consumed and pending rows must be emitted (`#close`).
+    Flush,
+    /// The line starts a new schema: emit pending rows first, then see the line again.
+    Defer,
+}
+
+/// Why a data line did not parse (converted to a [`ParseError`] by the caller).
+enum RowError {
+    Columns(usize),
+    Value(usize),
+}
+
+/// Zeek TSV push decoder; see the [module documentation](self) for format and contract.
+///
+/// ```
+/// use weir::codec::zeek::tsv::read_all;
+/// use weir::codec::ReaderOptions;
+///
+/// let log = b"#fields\tts\tn\n#types\ttime\tcount\n1.5\t7\n";
+/// let (batches, skipped) = read_all(log, ReaderOptions::new("example")).unwrap();
+/// assert_eq!(batches[0].len(), 1);
+/// assert_eq!(skipped.skipped, 0);
+/// ```
+#[derive(Debug)]
+pub struct TsvDecoder {
+    opts: ReaderOptions,
+    hdr: Header,
+    /// Whether a header line changed something since the plan was built.
+    dirty: bool,
+    plan: Option<Plan>,
+    builder: Option<BatchBuilder>,
+    /// Lines consumed so far.
+    line_no: u64,
+    /// Bytes of the partial line at the buffer start already searched for a newline.
+    scanned: usize,
+    /// Skip mode: dropping the rest of an overlong line.
+    discarding: bool,
+    /// Fail mode: an error to return after the rows before it were emitted.
+    pending_err: Option<ParseError>,
+    failed: bool,
+    skips: SkipReport,
+    warnings: Vec<String>,
+    schemas: Vec<SchemaRef>,
+    bounds: Vec<(usize, usize)>,
+    elems: Vec<(usize, usize)>,
+    scratch: Vec<u8>,
+}
+
+impl TsvDecoder {
+    /// A decoder with the given options.
+    pub fn new(opts: ReaderOptions) -> TsvDecoder {
+        TsvDecoder {
+            opts,
+            hdr: Header::default(),
+            dirty: true,
+            plan: None,
+            builder: None,
+            line_no: 0,
+            scanned: 0,
+            discarding: false,
+            pending_err: None,
+            failed: false,
+            skips: SkipReport::default(),
+            warnings: Vec::new(),
+            schemas: Vec::new(),
+            bounds: Vec::new(),
+            elems: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Rows dropped so far under [`OnError::Skip`].
+    pub fn skip_report(&self) -> &SkipReport {
+        &self.skips
+    }
+
+    /// Takes the warnings collected so far (one per unknown type name of each new schema, read
+    /// as string). The library never prints them.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Lines consumed so far.
+    pub fn lines(&self) -> u64 {
+        self.line_no
+    }
+
+    /// Decodes from `buf`; `eof` means no more input follows, so a last line without newline
+    /// is complete. Returns how many bytes were consumed and the outcome.
+    fn run(&mut self, buf: &[u8], eof: bool) -> (usize, Result<Option<Batch>, ParseError>) {
+        if let Some(e) = self.pending_err.take() {
+            self.failed = true;
+            return (0, Err(e));
+        }
+        if self.failed {
+            return (buf.len(), Ok(None));
+        }
+        let max = self.opts.max_line_len;
+        let mut pos = 0;
+        loop {
+            let rest = &buf[pos..];
+            if self.discarding {
+                match memchr(b'\n', rest) {
+                    Some(i) => {
+                        pos += i + 1;
+                        self.discarding = false;
+                        self.scanned = 0;
+                        continue;
+                    }
+                    None => {
+                        pos = buf.len();
+                        self.discarding &= !eof;
+                        break;
+                    }
+                }
+            }
+            let from = self.scanned.min(rest.len());
+            let (line_len, used) = match memchr(b'\n', &rest[from..]) {
+                Some(i) => (from + i, from + i + 1),
+                None if rest.is_empty() => break,
+                None if eof => (rest.len(), rest.len()),
+                None => {
+                    if rest.len() > max.saturating_add(1) {
+                        let ln = self.line_no + 1;
+                        let e = self.overlong(ln, rest);
+                        self.line_no = ln;
+                        self.scanned = 0;
+                        pos = buf.len();
+                        match self.opts.on_error {
+                            OnError::Skip => {
+                                self.skips.record(e);
+                                self.discarding = true;
+                                break;
+                            }
+                            OnError::Fail => return self.fail(pos, e),
+                        }
+                    }
+                    self.scanned = rest.len();
+                    break;
+                }
+            };
+            self.scanned = 0;
+            let mut line = &rest[..line_len];
+            if let [head @ .., b'\r'] = line {
+                line = head;
+            }
+            let ln = self.line_no + 1;
+            let step = if line.len() > max {
+                Err(self.overlong(ln, line))
+            } else {
+                self.line(line, ln)
+            };
+            match step {
+                Ok(Step::Defer) => {
+                    // Only returned when rows of the old schema are pending.
+                    return (pos, Ok(self.take_pending()));
+                }
+                Ok(Step::Done) => {
+                    self.line_no = ln;
+                    pos += used;
+                    if self
+                        .builder
+                        .as_ref()
+                        .is_some_and(|b| b.len() >= self.opts.batch_rows)
+                    {
+                        return (pos, Ok(self.take_pending()));
+                    }
+                }
+                Ok(Step::Flush) => {
+                    self.line_no = ln;
+                    pos += used;
+                    if let Some(b) = self.take_pending() {
+                        return (pos, Ok(Some(b)));
+                    }
+                }
+                Err(e) => {
+                    self.line_no = ln;
+                    pos += used;
+                    match self.opts.on_error {
+                        OnError::Skip => self.skips.record(e),
+                        OnError::Fail => return self.fail(pos, e),
+                    }
+                }
+            }
+        }
+        (pos, Ok(self.take_pending()))
+    }
+
+    /// Fail mode: emits pending rows first and keeps the error for the next call.
+    fn fail(&mut self, pos: usize, e: ParseError) -> (usize, Result<Option<Batch>, ParseError>) {
+        match self.take_pending() {
+            Some(b) => {
+                self.pending_err = Some(e);
+                (pos, Ok(Some(b)))
+            }
+            None => {
+                self.failed = true;
+                (pos, Err(e))
+            }
+        }
+    }
+
+    fn take_pending(&mut self) -> Option<Batch> {
+        self.builder
+            .as_mut()
+            .filter(|b| !b.is_empty())
+            .map(BatchBuilder::finish)
+    }
+
+    fn err(&self, line: u64, field: Option<&str>, message: String) -> ParseError {
+        ParseError {
+            source_name: self.opts.source_name.clone(),
+            line,
+            field: field.map(str::to_owned),
+            message,
+        }
+    }
+
+    fn overlong(&self, line: u64, text: &[u8]) -> ParseError {
+        let max = self.opts.max_line_len;
+        let shown = &text[..text.len().min(max.saturating_add(1))];
+        self.err(
+            line,
+            None,
+            format!(
+                "line longer than the maximum of {max} bytes: {}",
+                quote(shown)
+            ),
+        )
+    }
+
+    /// Handles one complete line (without its line end).
+    fn line(&mut self, line: &[u8], ln: u64) -> Result<Step, ParseError> {
+        match line.first() {
+            None => return Ok(Step::Done),
+            Some(b'#') => return self.header_line(line, ln),
+            Some(_) => {}
+        }
+        if self.dirty {
+            self.plan = None;
+            let plan = self.build_plan(ln, line)?;
+            self.plan = Some(plan);
+            self.dirty = false;
+        }
+        let TsvDecoder {
+            plan,
+            builder,
+            bounds,
+            elems,
+            scratch,
+            ..
+        } = self;
+        let Some(plan) = plan.as_ref() else {
+            return Err(self.no_header(ln, line));
+        };
+        let b = match builder {
+            Some(b) if Arc::ptr_eq(b.schema(), &plan.schema) => b,
+            Some(b) if !b.is_empty() => return Ok(Step::Defer),
+            _ => builder.insert(BatchBuilder::new(plan.schema.clone())),
+        };
+        match encode_line(plan, line, bounds, elems, scratch, b) {
+            Ok(()) => Ok(Step::Done),
+            Err(RowError::Columns(n)) => {
+                let want = plan.cols.len();
+                Err(self.err(
+                    ln,
+                    None,
+                    format!("expected {want} columns, found {n}: {}", quote(line)),
+                ))
+            }
+            Err(RowError::Value(i)) => {
+                let (s, e) = self.bounds[i];
+                let Some(plan) = self.plan.as_ref() else {
+                    return Err(self.no_header(ln, line));
+                };
+                let f = &plan.schema.fields[i];
+                let msg = format!("invalid {} value {}", f.ty, quote(&line[s..e]));
+                Err(self.err(ln, Some(&f.name), msg))
+            }
+        }
+    }
+
+    fn no_header(&self, ln: u64, line: &[u8]) -> ParseError {
+        self.err(
+            ln,
+            None,
+            format!("data before any #fields/#types header: {}", quote(line)),
+        )
+    }
+
+    /// Builds the plan for the current header, reusing an equal cached schema.
+    fn build_plan(&mut self, ln: u64, line: &[u8]) -> Result<Plan, ParseError> {
+        let (Some((fields, fl)), Some((types, tl))) = (&self.hdr.fields, &self.hdr.types) else {
+            return Err(self.no_header(ln, line));
+        };
+        if fields.len() != types.len() {
+            return Err(self.err(
+                (*fl).max(*tl),
+                None,
+                format!(
+                    "#fields names {} columns but #types names {}",
+                    fields.len(),
+                    types.len()
+                ),
+            ));
+        }
+        if self.hdr.set_sep.is_empty() || self.hdr.sep.is_empty() {
+            return Err(self.err(ln, None, "empty separator in the header".into()));
+        }
+        let mut unknown = Vec::new();
+        let fs: Vec<Field> = fields
+            .iter()
+            .zip(types)
+            .map(|(name, tn)| {
+                let ty = Type::parse(tn).unwrap_or_else(|| {
+                    unknown.push((name.clone(), tn.clone()));
+                    Type::String
+                });
+                Field::new(name.clone(), ty)
+            })
+            .collect();
+        let path = self.hdr.path.as_deref().unwrap_or("unknown");
+        let schema = Schema::new(format!("zeek.{path}"), fs);
+        let schema = match self.schemas.iter().find(|s| ***s == schema) {
+            Some(s) => s.clone(),
+            None => {
+                for (name, tn) in unknown {
+                    let w = format!(
+                        "{}:{}: unknown type {tn:?} of field {name} in log {path}: read as string",
+                        self.opts.source_name, tl
+                    );
+                    self.warnings.push(w);
+                }
+                if self.schemas.len() >= SCHEMA_CACHE {
+                    self.schemas.remove(0);
+                }
+                let s = schema.into_shared();
+                self.schemas.push(s.clone());
+                s
+            }
+        };
+        let cols = schema
+            .fields
+            .iter()
+            .map(|f| match f.ty.element() {
+                Some(e) => Col::List(Kind::of(e)),
+                None => Col::One(Kind::of(&f.ty)),
+            })
+            .collect();
+        Ok(Plan {
+            ts: schema.ts_index(),
+            schema,
+            cols,
+            sep: Splitter::new(&self.hdr.sep),
+            set_sep: Splitter::new(&self.hdr.set_sep),
+            empty: self.hdr.empty.clone(),
+            unset: self.hdr.unset.clone(),
+        })
+    }
+
+    /// Handles a `#` line.
+    fn header_line(&mut self, line: &[u8], ln: u64) -> Result<Step, ParseError> {
+        if let Some([b' ' | b'\t', value @ ..]) = line.strip_prefix(b"#separator") {
+            let mut sep = Vec::new();
+            unescape_into(value, &mut sep);
+            if sep.is_empty() {
+                return Err(self.err(ln, None, format!("empty separator: {}", quote(line))));
+            }
+            self.hdr.sep = sep;
+            self.dirty = true;
+            return Ok(Step::Done);
+        }
+        let body = &line[1..];
+        let splitter = Splitter::new(&self.hdr.sep);
+        let (key, value) = splitter.split_once(body).unwrap_or((body, b""));
+        let names = |v: &[u8]| -> Vec<String> {
+            if v.is_empty() {
+                return Vec::new();
+            }
+            let mut out = Vec::new();
+            splitter.split(v, &mut out);
+            out.iter()
+                .map(|&(s, e)| String::from_utf8_lossy(&v[s..e]).into_owned())
+                .collect()
+        };
+        match key {
+            b"set_separator" => {
+                let mut s = Vec::new();
+                unescape_into(value, &mut s);
+                if s.is_empty() {
+                    let m = format!("empty set separator: {}", quote(line));
+                    return Err(self.err(ln, None, m));
+                }
+                self.hdr.set_sep = s;
+            }
+            b"empty_field" => unescape_into(value, &mut self.hdr.empty),
+            b"unset_field" => unescape_into(value, &mut self.hdr.unset),
+            b"path" => self.hdr.path = Some(String::from_utf8_lossy(value).into_owned()),
+            b"fields" => self.hdr.fields = Some((names(value), ln)),
+            b"types" => self.hdr.types = Some((names(value), ln)),
+            b"close" => {
+                self.hdr = Header::default();
+                self.plan = None;
+                self.dirty = true;
+                return Ok(Step::Flush);
+            }
+            // `#open` and unknown directives change nothing.
+            _ => return Ok(Step::Done),
+        }
+        self.dirty = true;
+        Ok(Step::Done)
+    }
+}
+
+impl tokio_util::codec::Decoder for TsvDecoder {
+    type Item = Batch;
+    type Error = ReadError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        let (n, out) = self.run(&src[..], false);
+        src.advance(n);
+        Ok(out?)
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        let (n, out) = self.run(&src[..], true);
+        src.advance(n);
+        Ok(out?)
+    }
+}
+
+/// Support for decoding one text on several threads (see [`super::parallel`]).
+impl TsvDecoder {
+    /// A decoder with this one's options, header and schema state but no pending rows, whose
+    /// line numbers continue from `line_no`: it decodes data lines that follow the lines this
+    /// decoder has seen, independently of it.
+    pub fn fork(&self, line_no: u64) -> TsvDecoder {
+        let mut d = TsvDecoder::new(self.opts.clone());
+        d.hdr = self.hdr.clone();
+        d.dirty = self.dirty;
+        d.plan = self.plan.clone();
+        d.schemas = self.schemas.clone();
+        d.line_no = line_no;
+        d
+    }
+
+    /// Builds the schema for data that starts with `first_line` (line `line_no`), if a header
+    /// line changed it, so that forks share one [`SchemaRef`] and warnings are given once.
+    pub fn prime(&mut self, first_line: &[u8], line_no: u64) -> Result<(), ParseError> {
+        if self.dirty {
+            self.plan = None;
+            let plan = self.build_plan(line_no, first_line)?;
+            self.plan = Some(plan);
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Sets the number of lines consumed so far (line numbers in errors continue from it).
+    pub fn set_lines(&mut self, line_no: u64) {
+        self.line_no = line_no;
+    }
+
+    /// Takes the rows dropped so far under [`OnError::Skip`], leaving an empty report.
+    pub fn take_skip_report(&mut self) -> SkipReport {
+        std::mem::take(&mut self.skips)
+    }
+}
+
+/// Reads a whole Zeek TSV text (for tests and benchmarks): every batch, and the rows skipped
+/// under [`OnError::Skip`]. Use [`TsvDecoder`] directly for warnings.
+pub fn read_all(bytes: &[u8], opts: ReaderOptions) -> Result<(Vec<Batch>, SkipReport), ReadError> {
+    let mut d = TsvDecoder::new(opts);
+    let out = d.read_all(bytes)?;
+    Ok((out, d.skips))
+}
+
+impl TsvDecoder {
+    /// Decodes a whole text (followed by end of input) into batches.
+    pub fn read_all(&mut self, bytes: &[u8]) -> Result<Vec<Batch>, ReadError> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        loop {
+            let (n, r) = self.run(&bytes[pos..], true);
+            pos += n;
+            match r? {
+                Some(b) => out.push(b),
+                None => return Ok(out),
+            }
+        }
+    }
+}
+
+/// Encodes one data line as a row of `b`.
+#[inline]
+fn encode_line(
+    plan: &Plan,
+    line: &[u8],
+    bounds: &mut Vec<(usize, usize)>,
+    elems: &mut Vec<(usize, usize)>,
+    scratch: &mut Vec<u8>,
+    b: &mut BatchBuilder,
+) -> Result<(), RowError> {
+    bounds.clear();
+    plan.sep.split(line, bounds);
+    if bounds.len() != plan.cols.len() {
+        return Err(RowError::Columns(bounds.len()));
+    }
+    let escapes = memchr(b'\\', line).is_some();
+    let unset = &plan.unset[..];
+    let mut ts = None;
+    let mut enc = b.begin_row();
+    for (i, (&(s, e), col)) in bounds.iter().zip(&plan.cols).enumerate() {
+        let raw = &line[s..e];
+        if raw == unset {
+            enc.null();
+            continue;
+        }
+        match *col {
+            Col::One(Kind::Str) if raw == &plan.empty[..] => enc.bytes(b""),
+            Col::One(k) => {
+                let t = put(k, raw, &mut enc, scratch, escapes).ok_or(RowError::Value(i))?;
+                if plan.ts == Some(i) {
+                    ts = Some(t);
+                }
+            }
+            Col::List(_) if raw == &plan.empty[..] => enc.array(0),
+            Col::List(k) => {
+                elems.clear();
+                plan.set_sep.split(raw, elems);
+                enc.array(u32::try_from(elems.len()).map_err(|_| RowError::Value(i))?);
+                for &(es, ee) in elems.iter() {
+                    let el = &raw[es..ee];
+                    if el == unset {
+                        enc.null();
+                    } else {
+                        put(k, el, &mut enc, scratch, escapes).ok_or(RowError::Value(i))?;
+                    }
+                }
+            }
+        }
+    }
+    b.finish_row(ts);
+    Ok(())
+}
+
+/// Parses one scalar (unescaping when needed) and encodes it; returns the value as `i64` for
+/// `time`/`interval` (0 otherwise), `None` when it does not parse.
+#[inline]
+fn put(
+    k: Kind,
+    raw: &[u8],
+    enc: &mut RowEncoder<'_>,
+    scratch: &mut Vec<u8>,
+    escapes: bool,
+) -> Option<i64> {
+    if escapes && memchr(b'\\', raw).is_some() {
+        unescape_into(raw, scratch);
+        return put_plain(k, scratch, enc);
+    }
+    put_plain(k, raw, enc)
+}
+
+#[inline]
+fn put_plain(k: Kind, s: &[u8], enc: &mut RowEncoder<'_>) -> Option<i64> {
+    match k {
+        Kind::Str => enc.bytes(s),
+        Kind::Time => {
+            let v = parse_ns(s)?;
+            enc.int(v);
+            return Some(v);
+        }
+        Kind::Count => enc.uint(parse_u64(s)?),
+        Kind::Int => enc.int(parse_i64(s)?),
+        Kind::Addr => enc.addr(parse_addr(s)?),
+        Kind::Bool => enc.bool(match s {
+            b"T" => true,
+            b"F" => false,
+            _ => return None,
+        }),
+        Kind::Double => enc.double(parse_f64(s)?),
+        Kind::Subnet => {
+            let (a, p) = parse_subnet(s)?;
+            enc.subnet(a, p);
+        }
+    }
+    Some(0)
+}
+
+/// Replaces `\\` by one backslash and `\xHH` by the byte; other backslashes stay literal.
+fn unescape_into(raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while let Some(j) = memchr(b'\\', &raw[i..]) {
+        let k = i + j;
+        out.extend_from_slice(&raw[i..k]);
+        match raw.get(k + 1..k + 4) {
+            _ if raw.get(k + 1) == Some(&b'\\') => {
+                out.push(b'\\');
+                i = k + 2;
+            }
+            Some([b'x', h, l]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                out.push(hex(*h) << 4 | hex(*l));
+                i = k + 4;
+            }
+            _ => {
+                out.push(b'\\');
+                i = k + 1;
+            }
+        }
+    }
+    out.extend_from_slice(&raw[i..]);
+}
+
+fn hex(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => c.wrapping_sub(b'A').wrapping_add(10) & 0x0f,
+    }
+}
+
+/// Unsigned decimal: one or more digits, nothing else.
+#[inline]
+fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    if s.len() <= 19 {
+        // At most 19 digits cannot overflow.
+        let mut v: u64 = 0;
+        for &c in s {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + d as u64;
+        }
+        return Some(v);
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
+#[inline]
+fn parse_i64(s: &[u8]) -> Option<i64> {
+    match s {
+        [b'-', rest @ ..] => {
+            let v = parse_u64(rest)?;
+            if v <= i64::MAX as u64 + 1 {
+                Some((v as i64).wrapping_neg())
+            } else {
+                None
+            }
+        }
+        [b'+', rest @ ..] => i64::try_from(parse_u64(rest)?).ok(),
+        _ => i64::try_from(parse_u64(s)?).ok(),
+    }
+}
+
+const POW10: [u64; 10] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// Decimal seconds to exact integer nanoseconds (`[+-]digits[.digits]`); digits beyond the
+/// ninth decimal round half to even.
+#[inline]
+fn parse_ns(s: &[u8]) -> Option<i64> {
+    let (neg, s) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, s),
+    };
+    let mut i = 0;
+    let mut int: u64 = 0;
+    while let Some(&c) = s.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        int = int.checked_mul(10)?.checked_add(d as u64)?;
+        i += 1;
+    }
+    let int_digits = i;
+    let mut frac: u64 = 0;
+    let mut round_up = false;
+    let mut frac_digits = 0;
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while let Some(&c) = s.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            if i - start < 9 {
+                frac = frac * 10 + d as u64;
+            }
+            i += 1;
+        }
+        frac_digits = i - start;
+        if frac_digits > 9 {
+            let extra = &s[start + 9..i];
+            let first = extra[0];
+            round_up = first > b'5'
+                || (first == b'5' && (extra[1..].iter().any(|&c| c != b'0') || frac % 2 == 1));
+        }
+    }
+    if i != s.len() || int_digits + frac_digits == 0 {
+        return None;
+    }
+    let frac = frac * POW10[9 - frac_digits.min(9)];
+    let ns = int
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac)?
+        .checked_add(round_up as u64)?;
+    if neg {
+        (ns <= i64::MAX as u64 + 1).then(|| (ns as i64).wrapping_neg())
+    } else {
+        i64::try_from(ns).ok()
+    }
+}
+
+/// A double as Zeek prints it, including `inf`, `-inf` and `nan`.
+fn parse_f64(s: &[u8]) -> Option<f64> {
+    match s {
+        b"inf" | b"+inf" => return Some(f64::INFINITY),
+        b"-inf" => return Some(f64::NEG_INFINITY),
+        b"nan" | b"-nan" | b"+nan" => return Some(f64::NAN),
+        _ => {}
+    }
+    // Only plain decimal forms (Rust would also accept words like "infinity").
+    if !s
+        .iter()
+        .all(|c| matches!(c, b'0'..=b'9' | b'.' | b'-' | b'+' | b'e' | b'E'))
+    {
+        return None;
+    }
+    std::str::from_utf8(s).ok()?.parse().ok()
+}
+
+/// Dotted-quad IPv4 without leading zeros.
+#[inline]
+fn parse_v4(s: &[u8]) -> Option<Ipv4Addr> {
+    let mut out = [0u8; 4];
+    let mut i = 0;
+    for (k, o) in out.iter_mut().enumerate() {
+        if k > 0 {
+            if s.get(i) != Some(&b'.') {
+                return None;
+            }
+            i += 1;
+        }
+        let start = i;
+        let mut v: u32 = 0;
+        while let Some(&c) = s.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 || i - start == 3 {
+                break;
+            }
+            v = v * 10 + d as u32;
+            i += 1;
+        }
+        let n = i - start;
+        if n == 0 || v > 255 || (n > 1 && s[start] == b'0') {
+            return None;
+        }
+        *o = v as u8;
+    }
+    (i == s.len()).then(|| Ipv4Addr::from(out))
+}
+
+#[inline]
+fn parse_addr(s: &[u8]) -> Option<IpAddr> {
+    if let Some(a) = parse_v4(s) {
+        return Some(IpAddr::V4(a));
+    }
+    let t = std::str::from_utf8(s).ok()?;
+    t.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
+}
+
+fn parse_subnet(s: &[u8]) -> Option<(IpAddr, u8)> {
+    let slash = memchr::memrchr(b'/', s)?;
+    let a = parse_addr(&s[..slash])?;
+    let p = u8::try_from(parse_u64(&s[slash + 1..])?).ok()?;
+    let max = if a.is_ipv4() { 32 } else { 128 };
+    (p <= max).then_some((a, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_exact() {
+        assert_eq!(
+            parse_ns(b"1258531221.486539"),
+            Some(1_258_531_221_486_539_000)
+        );
+        assert_eq!(parse_ns(b"-0.000001"), Some(-1_000));
+        assert_eq!(parse_ns(b"-5"), Some(-5_000_000_000));
+        assert_eq!(parse_ns(b".5"), Some(500_000_000));
+        assert_eq!(parse_ns(b"1.0000000005"), Some(1_000_000_000));
+        assert_eq!(parse_ns(b"1.0000000015"), Some(1_000_000_002));
+        assert_eq!(parse_ns(b"1.00000000051"), Some(1_000_000_001));
+        assert_eq!(parse_ns(b"9223372036.854775807"), Some(i64::MAX));
+        assert_eq!(parse_ns(b"-9223372036.854775808"), Some(i64::MIN));
+        assert_eq!(parse_ns(b"9223372036.854775808"), None);
+        for bad in [&b""[..], b".", b"-", b"1e9", b"1.2.3", b"1 ", b"x"] {
+            assert_eq!(parse_ns(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn integers_and_addresses() {
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"-"), None);
+        assert_eq!(
+            parse_v4(b"192.168.1.255"),
+            Some(Ipv4Addr::new(192, 168, 1, 255))
+        );
+        for bad in [
+            &b"1.2.3"[..],
+            b"1.2.3.4.",
+            b"256.1.1.1",
+            b"01.1.1.1",
+            b"1..2.3",
+            b"1234.1.1.1",
+        ] {
+            assert_eq!(parse_v4(bad), None);
+        }
+        assert_eq!(
+            parse_subnet(b"2001:db8::/32"),
+            Some(("2001:db8::".parse().unwrap(), 32))
+        );
+        assert_eq!(parse_subnet(b"10.0.0.0/33"), None);
+    }
+
+    #[test]
+    fn unescapes_like_zeek() {
+        let mut out = Vec::new();
+        unescape_into(br"a\\b\x41\xzz\,\", &mut out);
+        assert_eq!(out, br"a\bA\xzz\,\");
+        unescape_into(br"\x0", &mut out);
+        assert_eq!(out, br"\x0");
+    }
+}

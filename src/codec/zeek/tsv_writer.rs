@@ -1,0 +1,292 @@
+//! The Zeek TSV writer: the layout of Zeek's ASCII log writer.
+//!
+//! # Layout
+//! ```text
+//! #separator \x09
+//! #set_separator<TAB>,
+//! #empty_field<TAB>(empty)
+//! #unset_field<TAB>-
+//! #path<TAB>conn
+//! #open<TAB>2014-05-23-18-02-04
+//! #fields<TAB>ts<TAB>uid<TAB>...
+//! #types<TAB>time<TAB>string<TAB>...
+//! 1258531221.486539<TAB>Pii6cUUq1v4<TAB>...
+//! #close<TAB>2014-05-23-18-02-35
+//! ```
+//! A header block starts the output and every change of schema; the block of the previous
+//! schema is ended by `#close` first. `#open`/`#close` carry the wall-clock time of writing in
+//! UTC (Zeek writes local time), or a fixed time set with [`ZeekTsvWriter::with_clock`].
+//!
+//! # Values
+//! - unset: `-`; an empty container or empty string: `(empty)`;
+//! - `bool`: `T`/`F`; `count`, `int`, `port`: decimal;
+//! - `time`, `interval`: exact decimal seconds from the nanoseconds, at least 6 fraction digits
+//!   (`1258531221.486539`), more only when needed (`1258531221.486539123`);
+//! - `double`: the shortest text that re-reads to the identical `f64`, `.0` after integral
+//!   values, `inf`, `-inf`, `nan`;
+//! - `addr`, `subnet`: `192.168.1.1`, `2001:db8::1`, `10.0.0.0/8`;
+//! - containers: elements joined by `,` (unset elements `-`).
+//!
+//! # Escaping
+//! So that the output re-reads to identical values, string-like values (`string`, `enum`,
+//! `pattern`, `file`), field names and the path are escaped as Zeek does: a backslash as `\\`,
+//! bytes below 0x20, 0x7f and above (so the tab separator too) as `\xHH`, and inside containers
+//! the set separator `,` as `\x2c`. A string equal to `-` or `(empty)` (a whole value, or a
+//! container element) gets its first byte escaped (`\x2d`, `\x28empty)`), so that it is not
+//! taken for the unset or empty marker.
+
+use crate::codec::writer::{
+    now_ns, push_addr, push_decimal_ns, push_double, push_i64, push_subnet, push_u64,
+    push_zeek_stamp, EventWriter, WriteError,
+};
+use crate::types::{Schema, SchemaRef};
+use crate::value::{DecodeError, RowCursor, ValueRef};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes events as Zeek TSV logs. See the module docs for the layout.
+pub struct ZeekTsvWriter {
+    /// Schema of the open header block, if any.
+    current: Option<SchemaRef>,
+    clock: fn() -> i64,
+}
+
+impl std::fmt::Debug for ZeekTsvWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZeekTsvWriter")
+            .field("current", &self.current.as_ref().map(|s| s.name.clone()))
+            .finish()
+    }
+}
+
+impl Default for ZeekTsvWriter {
+    fn default() -> Self {
+        ZeekTsvWriter::new()
+    }
+}
+
+impl ZeekTsvWriter {
+    /// A writer stamping `#open`/`#close` with the current time.
+    pub fn new() -> ZeekTsvWriter {
+        ZeekTsvWriter::with_clock(now_ns)
+    }
+
+    /// A writer taking the `#open`/`#close` times (nanoseconds since the epoch) from `clock`,
+    /// e.g. a constant for reproducible output.
+    pub fn with_clock(clock: fn() -> i64) -> ZeekTsvWriter {
+        ZeekTsvWriter {
+            current: None,
+            clock,
+        }
+    }
+
+    fn close_block(&mut self, out: &mut Vec<u8>) {
+        if self.current.take().is_some() {
+            out.extend_from_slice(b"#close\t");
+            push_zeek_stamp(out, (self.clock)());
+            out.push(b'\n');
+        }
+    }
+
+    fn open_block(&mut self, schema: &SchemaRef, out: &mut Vec<u8>) {
+        self.close_block(out);
+        out.extend_from_slice(
+            b"#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\t",
+        );
+        escape_text(out, schema.path().as_bytes(), false);
+        out.extend_from_slice(b"\n#open\t");
+        push_zeek_stamp(out, (self.clock)());
+        out.extend_from_slice(b"\n#fields");
+        for f in &schema.fields {
+            out.push(b'\t');
+            escape_text(out, f.name.as_bytes(), false);
+        }
+        out.extend_from_slice(b"\n#types");
+        for f in &schema.fields {
+            out.push(b'\t');
+            out.extend_from_slice(f.ty.to_string().as_bytes());
+        }
+        out.push(b'\n');
+        self.current = Some(schema.clone());
+    }
+
+    fn same_schema(&self, schema: &SchemaRef) -> bool {
+        match &self.current {
+            Some(cur) => std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema,
+            None => false,
+        }
+    }
+}
+
+impl EventWriter for ZeekTsvWriter {
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let mut rows = rows.peekable();
+        if rows.peek().is_none() {
+            return Ok(());
+        }
+        if !self.same_schema(schema) {
+            self.open_block(schema, out);
+        }
+        for (i, row) in rows.enumerate() {
+            let start = out.len();
+            if let Err(source) = write_row(schema, row, out) {
+                out.truncate(start);
+                return Err(WriteError::Decode {
+                    schema: schema.name.clone(),
+                    row: i,
+                    source,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<u8>) {
+        self.close_block(out);
+    }
+}
+
+/// Formats one row, fields separated by tabs, ending in a newline.
+fn write_row(schema: &Schema, row: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    let mut c = RowCursor::new(row);
+    c.row_header(schema.fields.len())?;
+    for (i, f) in schema.fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b'\t');
+        }
+        match f.ty.element() {
+            None => write_scalar(out, &c.read(&f.ty)?, false),
+            Some(inner) => {
+                // Read the container's elements one by one: no Vec per value.
+                let mut probe = c.clone();
+                match probe.array_len() {
+                    Ok(0) => {
+                        c = probe;
+                        out.extend_from_slice(b"(empty)");
+                    }
+                    Ok(n) => {
+                        c = probe;
+                        for j in 0..n {
+                            if j > 0 {
+                                out.push(b',');
+                            }
+                            write_scalar(out, &c.read(inner)?, true);
+                        }
+                    }
+                    // Not an array: nil (unset) or a decode error.
+                    Err(_) => write_scalar(out, &c.read(&f.ty)?, false),
+                }
+            }
+        }
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+#[inline]
+fn write_scalar(out: &mut Vec<u8>, v: &ValueRef<'_>, in_container: bool) {
+    match v {
+        ValueRef::Null => out.push(b'-'),
+        ValueRef::Bool(b) => out.push(if *b { b'T' } else { b'F' }),
+        ValueRef::Count(x) | ValueRef::Port(x) => push_u64(out, *x),
+        ValueRef::Int(x) => push_i64(out, *x),
+        ValueRef::Double(x) => {
+            push_double(out, *x, false);
+        }
+        ValueRef::Time(x) | ValueRef::Interval(x) => push_decimal_ns(out, *x),
+        ValueRef::String(s) => write_string(out, s, in_container),
+        ValueRef::Addr(a) => push_addr(out, *a),
+        ValueRef::Subnet(a, p) => push_subnet(out, *a, *p),
+        // Nested containers do not exist in Zeek logs (the type model forbids them); write the
+        // elements flat rather than fail.
+        ValueRef::List(l) => {
+            if l.is_empty() {
+                out.extend_from_slice(b"(empty)");
+            }
+            for (j, e) in l.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                write_scalar(out, e, true);
+            }
+        }
+    }
+}
+
+/// Writes a string value: `(empty)` when empty, the markers `-`/`(empty)` with their first byte
+/// escaped, everything else through [`escape_text`].
+#[inline]
+fn write_string(out: &mut Vec<u8>, s: &[u8], in_container: bool) {
+    if s.is_empty() {
+        if !in_container {
+            out.extend_from_slice(b"(empty)");
+        }
+        return;
+    }
+    if s == b"-" || s == b"(empty)" {
+        push_hex(out, s[0]);
+        escape_text(out, &s[1..], in_container);
+        return;
+    }
+    escape_text(out, s, in_container);
+}
+
+#[inline]
+fn push_hex(out: &mut Vec<u8>, b: u8) {
+    out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+}
+
+#[inline]
+fn needs_escape(b: u8, in_container: bool) -> bool {
+    !(0x20..0x7f).contains(&b) || b == b'\\' || (in_container && b == b',')
+}
+
+/// Appends bytes with backslash as `\\`, non-printable bytes as `\xHH` and, in a container, the
+/// set separator as `\x2c`. Runs of plain bytes are copied at once.
+#[inline]
+fn escape_text(out: &mut Vec<u8>, s: &[u8], in_container: bool) {
+    let mut plain = 0;
+    for (i, &b) in s.iter().enumerate() {
+        if needs_escape(b, in_container) {
+            out.extend_from_slice(&s[plain..i]);
+            if b == b'\\' {
+                out.extend_from_slice(b"\\\\");
+            } else {
+                push_hex(out, b);
+            }
+            plain = i + 1;
+        }
+    }
+    out.extend_from_slice(&s[plain..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn esc(s: &[u8], c: bool) -> String {
+        let mut o = Vec::new();
+        write_string(&mut o, s, c);
+        String::from_utf8(o).unwrap()
+    }
+
+    #[test]
+    fn escapes_like_zeek() {
+        assert_eq!(esc(b"a\tb", false), "a\\x09b");
+        assert_eq!(esc(b"a,b", false), "a,b");
+        assert_eq!(esc(b"a,b", true), "a\\x2cb");
+        assert_eq!(esc(b"a\\,b", false), "a\\\\,b");
+        assert_eq!(esc(b"-", false), "\\x2d");
+        assert_eq!(esc(b"-", true), "\\x2d");
+        assert_eq!(esc(b"(empty)", false), "\\x28empty)");
+        assert_eq!(esc(b"", false), "(empty)");
+        assert_eq!(esc(b"", true), "");
+        assert_eq!(esc(&[0xff, 0x7f, b'\n'], false), "\\xff\\x7f\\x0a");
+        assert_eq!(esc(b"--", false), "--");
+    }
+}
