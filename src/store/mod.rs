@@ -321,10 +321,12 @@ impl Store {
     fn add_to_segments(&mut self, mut batch: Batch, log: bool, reset_wal: bool) -> Result<()> {
         loop {
             if self.builder.fits(&batch) {
+                // One pass over the rows for both checksums.
+                let crc = crc32fast::hash(batch.data());
                 if log {
-                    self.wal.append(&batch)?;
+                    self.wal.append_with_crc(&batch, crc)?;
                 }
-                return self.builder.add(&batch);
+                return self.builder.add_with_crc(&batch, crc);
             }
             if !self.builder.is_empty() {
                 self.seal(reset_wal)?;
