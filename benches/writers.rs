@@ -103,13 +103,13 @@ fn batches() -> Vec<Batch> {
         e.uint(r % 65536);
         e.addr(addr(r >> 36));
         e.uint([80, 443, 53, 22][(r % 4) as usize]);
-        e.bytes(if r % 5 == 0 { b"udp" } else { b"tcp" });
-        if r % 2 == 0 {
+        e.bytes(if r.is_multiple_of(5) { b"udp" } else { b"tcp" });
+        if r.is_multiple_of(2) {
             e.bytes(b"http");
         } else {
             e.null();
         }
-        if r % 7 == 0 {
+        if r.is_multiple_of(7) {
             e.null();
         } else {
             e.int((r % 100_000_000_000) as i64);

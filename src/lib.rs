@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod batcher;
 pub mod codec;
 pub mod duration;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod inflate;
 pub mod pipeline;
 pub mod segment;
 pub mod size;
+pub mod source;
 pub mod store;
 pub mod types;
 pub mod value;

@@ -139,7 +139,7 @@ impl<'a> RowEncoder<'a> {
     }
 
     /// Starts an array of `len` elements: a row header or a container.
-    #[inline]
+    #[inline(always)]
     pub fn array(&mut self, len: u32) {
         if len < 16 {
             self.buf.push(0x90 | len as u8);
@@ -153,7 +153,7 @@ impl<'a> RowEncoder<'a> {
     }
 
     /// Writes `nil` (an unset value).
-    #[inline]
+    #[inline(always)]
     pub fn null(&mut self) {
         self.buf.push(0xc0);
     }
@@ -165,7 +165,7 @@ impl<'a> RowEncoder<'a> {
     }
 
     /// Writes an unsigned integer in its smallest form.
-    #[inline]
+    #[inline(always)]
     pub fn uint(&mut self, v: u64) {
         if v < 128 {
             self.buf.push(v as u8);
@@ -184,7 +184,7 @@ impl<'a> RowEncoder<'a> {
     }
 
     /// Writes a signed integer in its smallest form (non-negative values as unsigned).
-    #[inline]
+    #[inline(always)]
     pub fn int(&mut self, v: i64) {
         if v >= 0 {
             self.uint(v as u64);
@@ -212,7 +212,7 @@ impl<'a> RowEncoder<'a> {
     }
 
     /// Writes a byte string as msgpack `bin`.
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&mut self, v: &[u8]) {
         let len = v.len();
         if len <= u8::MAX as usize {

@@ -325,3 +325,25 @@ async fn sink_writes_to_a_file() {
     assert_eq!(text.lines().count(), 10_000);
     assert_eq!(text.lines().last(), Some(r#"{"_path":"x","n":9999}"#));
 }
+
+proptest::proptest! {
+    /// Any bytes in a string field give a valid JSON line whose string is the bytes, with
+    /// invalid UTF-8 as `\xHH` text.
+    #[test]
+    fn arbitrary_strings_give_valid_json(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+        let schema = Schema::new("zeek.s", vec![Field::new("s", Type::String)]).into_shared();
+        let mut out = Vec::new();
+        JsonWriter::new().write_batch(&batch_of(&schema, &[vec![Value::String(bytes.clone())]]), &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let got = v["s"].as_str().unwrap().to_owned();
+        // What Zeek (and the reference's json_text) expects: lossy UTF-8 with \xHH for bad bytes.
+        let mut want = String::new();
+        for chunk in bytes.utf8_chunks() {
+            want.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                want.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        proptest::prop_assert_eq!(got, want);
+    }
+}

@@ -187,6 +187,17 @@ fn interleaved_paths_switch_schemas_and_share_them() {
 }
 
 #[test]
+fn a_byte_order_mark_is_ignored_on_the_first_line_only() {
+    let (batches, _) = read_all(b"\xef\xbb\xbf{\"a\":1}\n", opts()).unwrap();
+    assert_eq!(batches[0].to_values().unwrap(), vec![vec![Value::Count(1)]]);
+    let err = read_all(b"{\"a\":1}\n\xef\xbb\xbf{\"a\":1}\n", opts()).unwrap_err();
+    assert!(
+        err.to_string().starts_with("test.json:2: invalid JSON"),
+        "{err}"
+    );
+}
+
+#[test]
 fn batches_are_cut_at_batch_rows() {
     let mut input = Vec::new();
     for i in 0..10 {
@@ -210,6 +221,16 @@ fn bad_lines_fail_naming_source_and_line() {
         ReadError::Parse(e) => assert_eq!(e.line, 2),
         other => panic!("{other}"),
     }
+}
+
+#[test]
+fn fail_emits_the_events_before_the_bad_line_first() {
+    let mut dec = JsonDecoder::new(opts());
+    let mut buf = BytesMut::from(&fixture("errors.jsonl")[..]);
+    let first = dec.decode(&mut buf).unwrap().expect("the good first line");
+    assert_eq!(first.to_values().unwrap(), vec![vec![Value::Count(1)]]);
+    let err = dec.decode(&mut buf).unwrap_err();
+    assert!(err.to_string().starts_with("test.json:2: "), "{err}");
 }
 
 #[test]
@@ -467,4 +488,23 @@ fn omitted_fields_start_new_schemas_unless_absent_as_unset() {
         bytewise.push(x);
     }
     assert_eq!(events(&bytewise), events(&folded));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// Arbitrary bytes (and arbitrary JSON-ish text) never panic, in either error mode.
+    #[test]
+    fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300),
+                            text in "[{}\\[\\]\":,0-9a-z.eE+\\-\\\\ \n]{0,200}") {
+        for input in [&bytes[..], text.as_bytes()] {
+            let _ = read_all(input, opts());
+            let mut o = opts();
+            o.on_error = OnError::Skip;
+            o.max_line_len = 50;
+            let (batches, report) = read_all(input, o).unwrap();
+            let lines = input.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+            let n: u64 = batches.iter().map(|b| b.len() as u64).sum();
+            prop_assert!(n + report.skipped <= lines);
+        }
+    }
 }

@@ -1,3 +1,607 @@
-//! The pipeline: its definition files and (elsewhere) the runtime that executes them.
+//! The pipeline runtime: a graph of `Stream` and `Sink` stages joined by byte-bounded
+//! channels.
+//!
+//! ```text
+//!  source "a" (files, in order) ──┐                 ┌──> sink "archive"
+//!                                 ├─> batcher "b" ──┤
+//!  source "s" (stdin) ────────────┘   (fan-in)      └──> sink "json"   (fan-out / tee)
+//! ```
+//!
+//! A stage is a plain [`futures::Stream`] of batches (sources and transforms) or a
+//! [`futures::Sink`] of batches (sinks); [`Pipeline`] wires them up:
+//!
+//! - every stage runs as its own task, so stages work in parallel; file sources decode on
+//!   dedicated threads (see [`decode`]);
+//! - every edge is a [`channel`] with a capacity in bytes: a slow stage makes the stages
+//!   upstream wait (backpressure), so memory stays bounded while the fastest source runs;
+//! - a stage with several inputs reads them interleaved as they come (fan-in); the inputs of
+//!   one source stage are read in order, one after the other;
+//! - a stage with several consumers sends every batch to each of them (fan-out): the slowest
+//!   consumer sets the pace, nothing is dropped;
+//! - a sink is fed with `feed` while input is ready and flushed whenever its input runs dry
+//!   (so a live source's batches become durable and visible promptly), then closed.
+//!
+//! Shutdown: [`Pipeline::shutdown_token`] cancelled (e.g. on SIGINT) makes the sources stop
+//! reading; everything in flight then drains through the graph, sinks are closed, and
+//! [`Pipeline::run`] returns normally with [`RunSummary::interrupted`] set. An error in any
+//! stage (bad input under `--on-error fail`, a failing sink) stops the sources the same way,
+//! lets the other stages drain, and is returned naming the stage.
 
+pub mod build;
+pub mod channel;
 pub mod config;
+pub mod decode;
+pub mod metrics;
+
+use std::error::Error as StdError;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, FuturesUnordered};
+use futures::{FutureExt, Sink, SinkExt, Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::batch::Batch;
+use crate::batcher::{BatchConfig, Batcher};
+use crate::error::{ReadError, SkipReport};
+use crate::source::{Input, SourceCounters};
+use channel::Weighted;
+use decode::{SourceConfig, SourceShared};
+use metrics::{Metrics, StageMetrics};
+
+/// A boxed error from a stage.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// A boxed stream of batches, as transforms receive and return them.
+pub type BatchStream = BoxStream<'static, Result<Batch, BoxError>>;
+
+/// A boxed sink of batches.
+pub type BatchSink = std::pin::Pin<Box<dyn Sink<Batch, Error = BoxError> + Send>>;
+
+/// Identifies a stage within its [`Pipeline`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StageId(usize);
+
+/// Why a pipeline failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// A source could not be read, or its input is bad.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A sink failed.
+    #[error("sink {name}: {error}")]
+    Sink {
+        /// The sink's name.
+        name: String,
+        /// What went wrong (naming the path where there is one).
+        #[source]
+        error: BoxError,
+    },
+    /// A source or transform failed.
+    #[error("stage {name}: {error}")]
+    Stage {
+        /// The stage's name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        error: BoxError,
+    },
+    /// The graph is malformed (unknown input, stage without consumer ...).
+    #[error("pipeline: {0}")]
+    Graph(String),
+}
+
+impl PipelineError {
+    /// Whether the error is (caused by) a broken pipe: a reader of our output went away.
+    pub fn is_broken_pipe(&self) -> bool {
+        let mut e: Option<&(dyn StdError + 'static)> = Some(self);
+        while let Some(err) = e {
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return true;
+                }
+            }
+            e = err.source();
+        }
+        false
+    }
+}
+
+/// Settings of a pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineOptions {
+    /// Byte capacity of every edge.
+    pub channel_capacity: usize,
+    /// Least time between two flushes of a sink whose input ran dry (a flush may fsync).
+    /// Batches fed to a sink are flushed within this time once its input pauses.
+    pub flush_interval: Duration,
+}
+
+impl PipelineOptions {
+    /// Default edge capacity: 32 MiB.
+    pub const DEFAULT_CHANNEL_CAPACITY: usize = 32 << 20;
+    /// Default least time between flushes: 100 ms.
+    pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+}
+
+impl Default for PipelineOptions {
+    fn default() -> PipelineOptions {
+        PipelineOptions {
+            channel_capacity: Self::DEFAULT_CHANNEL_CAPACITY,
+            flush_interval: Self::DEFAULT_FLUSH_INTERVAL,
+        }
+    }
+}
+
+/// The outcome of a run that did not fail.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// Whether the run was stopped by the shutdown token before its sources ended.
+    pub interrupted: bool,
+    /// Rows the sources skipped under `--on-error skip`.
+    pub skipped: SkipReport,
+    /// Warnings of the sources (e.g. an unknown type name read as string), each naming its
+    /// source.
+    pub warnings: Vec<String>,
+}
+
+type SourceFn = Box<dyn FnOnce(SourceShared) -> BatchStream + Send>;
+type TransformFn = Box<dyn FnOnce(BatchStream) -> BatchStream + Send>;
+
+enum Kind {
+    Source(SourceFn),
+    Transform(TransformFn),
+    Sink(BatchSink),
+}
+
+struct Stage {
+    name: String,
+    inputs: Vec<StageId>,
+    kind: Kind,
+}
+
+/// A graph of stages; see the module docs.
+pub struct Pipeline {
+    options: PipelineOptions,
+    stages: Vec<Stage>,
+    cancel: CancellationToken,
+    metrics: Arc<Metrics>,
+    counters: Arc<SourceCounters>,
+    skips: Arc<Mutex<SkipReport>>,
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+impl Default for Pipeline {
+    fn default() -> Pipeline {
+        Pipeline::new(PipelineOptions::default())
+    }
+}
+
+impl Pipeline {
+    /// An empty pipeline.
+    pub fn new(options: PipelineOptions) -> Pipeline {
+        Pipeline {
+            options,
+            stages: Vec::new(),
+            cancel: CancellationToken::new(),
+            metrics: Arc::new(Metrics::default()),
+            counters: Arc::new(SourceCounters::default()),
+            skips: Arc::default(),
+            warnings: Arc::default(),
+        }
+    }
+
+    fn push(
+        &mut self,
+        name: &str,
+        inputs: &[StageId],
+        kind: Kind,
+    ) -> Result<StageId, PipelineError> {
+        if self.stages.iter().any(|s| s.name == name) {
+            return Err(PipelineError::Graph(format!(
+                "duplicate stage name {name:?}"
+            )));
+        }
+        if let Some(bad) = inputs.iter().find(|i| i.0 >= self.stages.len()) {
+            return Err(PipelineError::Graph(format!(
+                "stage {name:?}: unknown input #{}",
+                bad.0
+            )));
+        }
+        if let Some(i) = inputs
+            .iter()
+            .find(|i| matches!(self.stages[i.0].kind, Kind::Sink(_)))
+        {
+            return Err(PipelineError::Graph(format!(
+                "stage {name:?}: input {:?} is a sink",
+                self.stages[i.0].name
+            )));
+        }
+        self.stages.push(Stage {
+            name: name.to_string(),
+            inputs: inputs.to_vec(),
+            kind,
+        });
+        Ok(StageId(self.stages.len() - 1))
+    }
+
+    /// Adds a source reading `inputs` in order (files, stdin, bytes, readers), decompressing
+    /// and decoding them as `config` says.
+    pub fn add_source(
+        &mut self,
+        name: &str,
+        inputs: Vec<Input>,
+        config: SourceConfig,
+    ) -> Result<StageId, PipelineError> {
+        let f: SourceFn = Box::new(move |shared| {
+            decode::source_stream(inputs, config, shared)
+                .map(|r| r.map_err(|e| Box::new(e) as BoxError))
+                .boxed()
+        });
+        self.push(name, &[], Kind::Source(f))
+    }
+
+    /// Adds any stream of batches as a source (a user-defined stage). It stops being polled
+    /// when the pipeline shuts down.
+    pub fn add_stream<S, E>(&mut self, name: &str, stream: S) -> Result<StageId, PipelineError>
+    where
+        S: Stream<Item = Result<Batch, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let f: SourceFn = Box::new(move |shared| {
+            stream
+                .map(|r| r.map_err(Into::into))
+                .take_until(shared.cancel.cancelled_owned())
+                .boxed()
+        });
+        self.push(name, &[], Kind::Source(f))
+    }
+
+    /// Adds a transform: a function from its (merged) input stream to its output stream.
+    pub fn add_transform<F>(
+        &mut self,
+        name: &str,
+        inputs: &[StageId],
+        f: F,
+    ) -> Result<StageId, PipelineError>
+    where
+        F: FnOnce(BatchStream) -> BatchStream + Send + 'static,
+    {
+        self.push(name, inputs, Kind::Transform(Box::new(f)))
+    }
+
+    /// Adds a [`Batcher`] re-batching its inputs.
+    pub fn add_batcher(
+        &mut self,
+        name: &str,
+        inputs: &[StageId],
+        config: BatchConfig,
+    ) -> Result<StageId, PipelineError> {
+        self.add_transform(name, inputs, move |s| Batcher::new(s, config).boxed())
+    }
+
+    /// Adds a sink consuming its inputs.
+    pub fn add_sink<K, E>(
+        &mut self,
+        name: &str,
+        inputs: &[StageId],
+        sink: K,
+    ) -> Result<StageId, PipelineError>
+    where
+        K: Sink<Batch, Error = E> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let sink: BatchSink = Box::pin(sink.sink_map_err(Into::into));
+        self.push(name, inputs, Kind::Sink(sink))
+    }
+
+    /// The token that shuts the pipeline down gracefully when cancelled.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The pipeline's metrics (live while it runs).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Byte counts of all sources (live while it runs).
+    pub fn source_counters(&self) -> Arc<SourceCounters> {
+        self.counters.clone()
+    }
+
+    /// Runs the pipeline to the end of its sources (or shutdown) on the current tokio runtime.
+    pub async fn run(self) -> Result<RunSummary, PipelineError> {
+        let started = Instant::now();
+        let Pipeline {
+            options,
+            stages,
+            cancel,
+            metrics,
+            counters,
+            skips,
+            warnings,
+        } = self;
+        let n = stages.len();
+        if n == 0 {
+            return Err(PipelineError::Graph("no stage".into()));
+        }
+        for (i, s) in stages.iter().enumerate() {
+            if !matches!(s.kind, Kind::Sink(_))
+                && !stages.iter().any(|t| t.inputs.contains(&StageId(i)))
+            {
+                return Err(PipelineError::Graph(format!(
+                    "stage {:?} has no consumer",
+                    s.name
+                )));
+            }
+            if !matches!(s.kind, Kind::Source(_)) && s.inputs.is_empty() {
+                return Err(PipelineError::Graph(format!(
+                    "stage {:?} has no input",
+                    s.name
+                )));
+            }
+        }
+        // One channel per edge.
+        let mut senders: Vec<Vec<channel::Sender<Batch>>> = (0..n).map(|_| Vec::new()).collect();
+        let mut receivers: Vec<Vec<channel::Receiver<Batch>>> =
+            (0..n).map(|_| Vec::new()).collect();
+        for (i, s) in stages.iter().enumerate() {
+            for input in &s.inputs {
+                let (tx, rx) = channel::channel::<Batch>(options.channel_capacity);
+                metrics.edge(
+                    format!("{} -> {}", stages[input.0].name, s.name),
+                    tx.capacity(),
+                    tx.gauge().clone(),
+                );
+                senders[input.0].push(tx);
+                receivers[i].push(rx);
+            }
+        }
+        let first_error: Arc<Mutex<Option<PipelineError>>> = Arc::default();
+        let mut tasks: FuturesUnordered<BoxFuture<'static, ()>> = FuturesUnordered::new();
+        for (i, stage) in stages.into_iter().enumerate() {
+            let outs = std::mem::take(&mut senders[i]);
+            let ins = std::mem::take(&mut receivers[i]);
+            let ctx = StageCtx {
+                name: stage.name.clone(),
+                metrics: metrics.stage(
+                    &stage.name,
+                    match stage.kind {
+                        Kind::Source(_) => "source",
+                        Kind::Transform(_) => "transform",
+                        Kind::Sink(_) => "sink",
+                    },
+                ),
+                cancel: cancel.clone(),
+                first_error: first_error.clone(),
+            };
+            let fut: BoxFuture<'static, ()> = match stage.kind {
+                Kind::Source(f) => {
+                    let shared = SourceShared {
+                        cancel: cancel.clone(),
+                        counters: counters.clone(),
+                        metrics: ctx.metrics.clone(),
+                        skips: skips.clone(),
+                        warnings: warnings.clone(),
+                    };
+                    let stream = f(shared);
+                    run_stream(ctx, stream, outs, true).boxed()
+                }
+                Kind::Transform(f) => {
+                    let input = merge(ins).map(Ok).boxed();
+                    let stream = f(input);
+                    run_stream(ctx, stream, outs, false).boxed()
+                }
+                Kind::Sink(sink) => run_sink(ctx, merge(ins), sink, options.flush_interval).boxed(),
+            };
+            let handle = tokio::spawn(fut);
+            let name = stage.name.clone();
+            let fe = first_error.clone();
+            let cancel = cancel.clone();
+            tasks.push(
+                async move {
+                    if let Err(e) = handle.await {
+                        set_error(
+                            &fe,
+                            &cancel,
+                            PipelineError::Stage {
+                                name,
+                                error: format!("task failed: {e}").into(),
+                            },
+                        );
+                    }
+                }
+                .boxed(),
+            );
+        }
+        while tasks.next().await.is_some() {}
+        metrics.set(
+            "source_bytes_read",
+            serde_json::json!(counters.bytes_read()),
+        );
+        metrics.set(
+            "source_bytes_decompressed",
+            serde_json::json!(counters.bytes_decoded()),
+        );
+        let error = first_error.lock().ok().and_then(|mut e| e.take());
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let skipped = skips.lock().map(|s| s.clone()).unwrap_or_default();
+        Ok(RunSummary {
+            elapsed: started.elapsed(),
+            interrupted: cancel.is_cancelled(),
+            skipped,
+            warnings: warnings.lock().map(|w| w.clone()).unwrap_or_default(),
+        })
+    }
+}
+
+struct StageCtx {
+    name: String,
+    metrics: Arc<StageMetrics>,
+    cancel: CancellationToken,
+    first_error: Arc<Mutex<Option<PipelineError>>>,
+}
+
+/// Records the first error and stops the sources.
+fn set_error(slot: &Mutex<Option<PipelineError>>, cancel: &CancellationToken, e: PipelineError) {
+    if let Ok(mut s) = slot.lock() {
+        if s.is_none() {
+            *s = Some(e);
+        }
+    }
+    cancel.cancel();
+}
+
+/// Interleaves several inputs (fan-in).
+fn merge(mut ins: Vec<channel::Receiver<Batch>>) -> BoxStream<'static, Batch> {
+    if ins.len() == 1 {
+        if let Some(rx) = ins.pop() {
+            return rx.boxed();
+        }
+    }
+    futures::stream::select_all(ins).boxed()
+}
+
+/// Drives a source or transform stream, sending every batch to every consumer.
+async fn run_stream(
+    ctx: StageCtx,
+    mut stream: BatchStream,
+    outs: Vec<channel::Sender<Batch>>,
+    is_source: bool,
+) {
+    let mut outs: Vec<Option<channel::Sender<Batch>>> = outs.into_iter().map(Some).collect();
+    loop {
+        let t0 = Instant::now();
+        let item = stream.next().await;
+        if !is_source {
+            // A source's own threads record their busy time; a transform's poll is its work
+            // plus waiting for input, which we cannot tell apart here: count it as idle.
+            ctx.metrics.add_idle(t0.elapsed());
+        }
+        let batch = match item {
+            None => break,
+            Some(Ok(b)) => b,
+            Some(Err(e)) => {
+                let err = match e.downcast::<ReadError>() {
+                    Ok(re) => PipelineError::Read(*re),
+                    Err(e) => PipelineError::Stage {
+                        name: ctx.name.clone(),
+                        error: e,
+                    },
+                };
+                set_error(&ctx.first_error, &ctx.cancel, err);
+                break;
+            }
+        };
+        if batch.is_empty() {
+            continue;
+        }
+        ctx.metrics.record(&batch);
+        let t1 = Instant::now();
+        let live = outs.iter().filter(|o| o.is_some()).count();
+        let mut left = live;
+        let mut batch = Some(batch);
+        for slot in outs.iter_mut() {
+            let Some(tx) = slot else { continue };
+            left -= 1;
+            let item = if left == 0 {
+                batch.take()
+            } else {
+                batch.clone()
+            };
+            let Some(item) = item else { break };
+            if tx.send(item).await.is_err() {
+                // That consumer stopped (it failed and reported it): keep feeding the others.
+                *slot = None;
+            }
+        }
+        ctx.metrics.add_blocked(t1.elapsed());
+        if outs.iter().all(Option::is_none) {
+            ctx.cancel.cancel();
+            break;
+        }
+    }
+}
+
+/// Drives a sink: feeds batches while input is ready, flushes when its input has run dry
+/// (at most once per `flush_interval`, and always within it), closes it at the end.
+async fn run_sink(
+    ctx: StageCtx,
+    mut input: BoxStream<'static, Batch>,
+    mut sink: BatchSink,
+    flush_interval: Duration,
+) {
+    let fail = |error: BoxError| {
+        set_error(
+            &ctx.first_error,
+            &ctx.cancel,
+            PipelineError::Sink {
+                name: ctx.name.clone(),
+                error,
+            },
+        );
+    };
+    let mut dirty = false;
+    let mut last_flush = tokio::time::Instant::now();
+    loop {
+        let next = match input.next().now_or_never() {
+            Some(item) => item,
+            None => {
+                let t0 = Instant::now();
+                let mut item = None;
+                let mut got = false;
+                if dirty {
+                    // Input ran dry: flush now, or once the interval since the last flush
+                    // has passed, unless more input comes first.
+                    let deadline = last_flush + flush_interval;
+                    tokio::select! {
+                        biased;
+                        i = input.next() => { item = i; got = true; }
+                        _ = tokio::time::sleep_until(deadline) => {}
+                    }
+                    if !got {
+                        ctx.metrics.add_idle(t0.elapsed());
+                        let t1 = Instant::now();
+                        let r = sink.flush().await;
+                        ctx.metrics.add_busy(t1.elapsed());
+                        if let Err(e) = r {
+                            return fail(e);
+                        }
+                        dirty = false;
+                        last_flush = tokio::time::Instant::now();
+                        continue;
+                    }
+                } else {
+                    item = input.next().await;
+                }
+                ctx.metrics.add_idle(t0.elapsed());
+                item
+            }
+        };
+        let Some(batch) = next else { break };
+        ctx.metrics.record(&batch);
+        let t0 = Instant::now();
+        let r = sink.feed(batch).await;
+        ctx.metrics.add_busy(t0.elapsed());
+        if let Err(e) = r {
+            return fail(e);
+        }
+        dirty = true;
+    }
+    let t0 = Instant::now();
+    let r = sink.close().await;
+    ctx.metrics.add_busy(t0.elapsed());
+    if let Err(e) = r {
+        fail(e);
+    }
+}
+
+/// Checks that `T` is weighted (keeps the trait import used in all configurations).
+#[allow(dead_code)]
+fn _weighted<T: Weighted>() {}

@@ -43,12 +43,14 @@
 //! `\u00e9`, surrogate pairs); the `\xHH` text Zeek writes for non-UTF-8 bytes is kept as text.
 //!
 //! # Errors
-//! A line that is not valid JSON, not an object, has a non-string `_path`, a key twice (after
+//! Under [`OnError::Fail`] (the default) the events before a bad line are emitted first, then
+//! the error. A line that is not valid JSON, not an object, has a non-string `_path`, a key twice (after
 //! flattening), or nesting deeper than 64 levels is a [`ParseError`] naming the source and line.
 //! Under [`OnError::Skip`] the line is dropped and counted ([`JsonDecoder::skip_report`]). A line
 //! longer than [`ReaderOptions::max_line_len`] (counting a `\r` before the newline) is an error
 //! too, detected without buffering more than that many bytes; under skip, the rest of the line
-//! is discarded as it arrives. Empty and whitespace-only lines are ignored.
+//! is discarded as it arrives. Empty and whitespace-only lines are ignored, and so is a UTF-8
+//! byte order mark before the first line.
 //!
 //! [`Decoder`]: tokio_util::codec::Decoder
 
@@ -926,6 +928,8 @@ pub struct JsonDecoder {
     recent: Vec<SchemaRef>,
     absent_as_unset: bool,
     report: SkipReport,
+    /// Fail mode: the error to return once the events before it are emitted.
+    pending_err: Option<ParseError>,
     p: Parsed,
 }
 
@@ -943,6 +947,7 @@ impl JsonDecoder {
             recent: Vec::new(),
             absent_as_unset: false,
             report: SkipReport::default(),
+            pending_err: None,
             p: Parsed::default(),
         }
     }
@@ -979,13 +984,20 @@ impl JsonDecoder {
         }
     }
 
-    /// Fails or records (skip mode) a bad line.
-    fn bad(&mut self, e: ParseError) -> Result<(), ReadError> {
+    /// Fails or records (skip mode) a bad line. Failing with events pending emits them first
+    /// and keeps the error for the next call.
+    fn bad(&mut self, e: ParseError) -> Result<Option<Batch>, ReadError> {
         match self.opts.on_error {
-            OnError::Fail => Err(e.into()),
+            OnError::Fail => match self.take_pending() {
+                Some(b) => {
+                    self.pending_err = Some(e);
+                    Ok(Some(b))
+                }
+                None => Err(e.into()),
+            },
             OnError::Skip => {
                 self.report.record(e);
-                Ok(())
+                Ok(None)
             }
         }
     }
@@ -1012,6 +1024,11 @@ impl JsonDecoder {
     /// when the line's schema differs from it.
     fn handle_line(&mut self, line: &[u8]) -> Result<Option<Batch>, ReadError> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // A UTF-8 byte order mark before the first line.
+        let line = match line.strip_prefix(b"\xef\xbb\xbf") {
+            Some(rest) if self.line == 1 => rest,
+            _ => line,
+        };
         if line
             .iter()
             .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
@@ -1020,10 +1037,7 @@ impl JsonDecoder {
         }
         match self.parse(line) {
             Ok(emitted) => Ok(emitted),
-            Err(e) => {
-                self.bad(e)?;
-                Ok(None)
-            }
+            Err(e) => self.bad(e),
         }
     }
 
@@ -1228,6 +1242,9 @@ impl Decoder for JsonDecoder {
     type Error = ReadError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        if let Some(e) = self.pending_err.take() {
+            return Err(e.into());
+        }
         loop {
             if self.skipping {
                 match memchr::memchr(b'\n', src) {
@@ -1248,10 +1265,13 @@ impl Decoder for JsonDecoder {
                 self.scanned = src.len();
                 if src.len() > self.opts.max_line_len {
                     let e = self.too_long(self.line + 1);
-                    self.bad(e)?;
+                    let emitted = self.bad(e)?;
                     self.skipping = true;
                     src.clear();
                     self.scanned = 0;
+                    if emitted.is_some() {
+                        return Ok(emitted);
+                    }
                     continue;
                 }
                 return Ok(self.take_pending());
@@ -1260,8 +1280,7 @@ impl Decoder for JsonDecoder {
             self.line += 1;
             let emitted = if i > self.opts.max_line_len {
                 let e = self.too_long(self.line);
-                self.bad(e)?;
-                None
+                self.bad(e)?
             } else {
                 self.handle_line(&src[..i])?
             };

@@ -33,7 +33,11 @@
 //! bytes below 0x20, 0x7f and above (so the tab separator too) as `\xHH`, and inside containers
 //! the set separator `,` as `\x2c`. A string equal to `-` or `(empty)` (a whole value, or a
 //! container element) gets its first byte escaped (`\x2d`, `\x28empty)`), so that it is not
-//! taken for the unset or empty marker.
+//! taken for the unset or empty marker. An empty string inside a container is written as
+//! nothing (`a,,b`; a container of one empty string is an empty field).
+//!
+//! The format has one ambiguity, in Zeek too: a container holding a single unset element is
+//! written `-`, the unset marker, and reads back as an unset container.
 
 use crate::codec::writer::{
     now_ns, push_addr, push_decimal_ns, push_double, push_i64, push_subnet, push_u64,

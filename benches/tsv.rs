@@ -1,0 +1,53 @@
+//! Throughput of the Zeek TSV reader on the corpus's conn.log (decompressed once up front):
+//! bytes/s and events/s of text into typed batches on one core.
+//!
+//! Run: `cargo bench --bench tsv`. Skips with a note when the corpus is absent.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use weir::codec::zeek::tsv::read_all;
+use weir::codec::ReaderOptions;
+
+fn conn_log() -> Option<Vec<u8>> {
+    let dir = std::env::var_os("WEIR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/zeek"));
+    let gz = std::fs::read(dir.join("conn.log.gz")).ok()?;
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(&gz[..])
+        .read_to_end(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+fn events(text: &[u8]) -> u64 {
+    let (batches, _) = read_all(text, ReaderOptions::new("conn.log")).expect("conn.log parses");
+    batches.iter().map(|b| b.len() as u64).sum()
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(text) = conn_log() else {
+        eprintln!("note: conn.log.gz not found (set WEIR_CORPUS): skipping the TSV benchmark");
+        return;
+    };
+    let n = events(&text);
+    let run = |text: &[u8]| {
+        let (batches, _) = read_all(text, ReaderOptions::new("conn.log")).expect("parses");
+        std::hint::black_box(batches);
+    };
+
+    let mut g = c.benchmark_group("tsv_bytes");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function("conn.log", |b| b.iter(|| run(&text)));
+    g.finish();
+
+    let mut g = c.benchmark_group("tsv_events");
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("conn.log", |b| b.iter(|| run(&text)));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

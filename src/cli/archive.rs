@@ -1,0 +1,160 @@
+//! The archive commands: `weir export`, `weir info`, `weir inspect`, `weir verify`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use weir::codec::writer::{writer_for, WriteError};
+use weir::store::Archive;
+
+use super::{OutputClosed, ToFormat};
+
+/// Output is written in pieces of about this size.
+const CHUNK: usize = 256 << 10;
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The archive directory.
+    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
+    db: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ToFormat::ZeekTsv)]
+    to: ToFormat,
+    /// Stop after N events.
+    #[arg(short = 'n', long = "limit", value_name = "N")]
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The archive directory.
+    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
+    db: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The segment file.
+    #[arg(value_name = "SEGMENT")]
+    segment: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The archive directory.
+    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
+    db: PathBuf,
+}
+
+fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
+    match out.write_all(buf) {
+        Ok(()) => {
+            buf.clear();
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(OutputClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
+pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let archive = Archive::open(&args.db)?;
+    let mut writer = writer_for(args.to.into());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = Vec::with_capacity(CHUNK * 2);
+    let mut left = args.limit.unwrap_or(u64::MAX);
+    let mut damaged = 0u64;
+    if left > 0 {
+        for batch in archive.scan() {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    // A damaged segment is reported; the rest of the archive is still exported.
+                    eprintln!("weir: error: {e}");
+                    damaged += 1;
+                    continue;
+                }
+            };
+            let take = (batch.len() as u64).min(left) as usize;
+            let mut rows = batch.rows().take(take);
+            match writer.write_rows(batch.schema(), &mut rows, &mut buf) {
+                Ok(()) => {}
+                Err(WriteError::Closed) => return Err(OutputClosed.into()),
+                Err(e) => return Err(e.into()),
+            }
+            left -= take as u64;
+            if buf.len() >= CHUNK {
+                write_out(&mut out, &mut buf)?;
+            }
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    writer.finish(&mut buf);
+    write_out(&mut out, &mut buf)?;
+    if let Err(e) = out.flush() {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Err(OutputClosed.into());
+        }
+        return Err(anyhow::Error::new(e).context("cannot write to stdout"));
+    }
+    if damaged > 0 {
+        anyhow::bail!("{damaged} damaged segments were skipped (see above)");
+    }
+    Ok(())
+}
+
+/// `weir info`.
+pub fn info(args: InfoArgs) -> anyhow::Result<()> {
+    let info = Archive::open(&args.db)?.info()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print!("{info}");
+    }
+    Ok(())
+}
+
+/// `weir inspect`.
+pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
+    let info = weir::segment::inspect(&args.segment)
+        .with_context(|| format!("cannot inspect {}", args.segment.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print!("{info}");
+    }
+    Ok(())
+}
+
+/// `weir verify`: a line per problem and exit 1, or a line saying all is well.
+pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
+    let report = Archive::open(&args.db)?.verify();
+    for w in &report.warnings {
+        eprintln!("weir: warning: {w}");
+    }
+    for p in &report.problems {
+        println!("{p}");
+    }
+    if report.is_ok() {
+        println!("ok: {} segments, {} events", report.segments, report.events);
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} problems found in {}",
+            report.problems.len(),
+            args.db.display()
+        )
+    }
+}

@@ -1,0 +1,240 @@
+//! The command-line interface (clap derive). This module belongs to the binary: it is the
+//! only code that uses `anyhow`; everything it calls returns the library's typed errors.
+//!
+//! Exit status: 0 on success (also when the reader of our output went away early, as with
+//! `| head`, and after a graceful shutdown on SIGINT/SIGTERM), 1 on a data or runtime error,
+//! 2 on a usage error (clap's own code for bad arguments, and ours for values it cannot
+//! check, such as a segment size over the FlatBuffers limit).
+
+mod archive;
+mod convert;
+mod import;
+mod progress;
+mod signals;
+
+use std::fmt;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use weir::error::OnError;
+use weir::source::Format;
+
+/// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
+#[derive(Debug, Parser)]
+#[command(name = "weir", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert Zeek logs (TSV or JSON, plain, gzip or zstd) to Zeek TSV or JSON lines on stdout.
+    Convert(convert::ConvertArgs),
+    /// Import Zeek logs into an archive (the pipeline of pipelines/zeek-to-archive.toml).
+    Import(import::ImportArgs),
+    /// Run a pipeline definition file (see pipelines/).
+    Run(import::RunArgs),
+    /// Export the archive's events in ID order (import order) as Zeek TSV or JSON lines.
+    Export(archive::ExportArgs),
+    /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
+    Info(archive::InfoArgs),
+    /// Describe one segment file: uuid, ID intervals, events, batches.
+    Inspect(archive::InspectArgs),
+    /// Check every segment and the write-ahead log; exit 1 with a line per problem.
+    Verify(archive::VerifyArgs),
+}
+
+/// `--from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FromFormat {
+    /// Zeek TSV or JSON, told apart by the first byte.
+    Auto,
+    /// Zeek TSV.
+    ZeekTsv,
+    /// Zeek JSON lines.
+    ZeekJson,
+}
+
+impl From<FromFormat> for Format {
+    fn from(f: FromFormat) -> Format {
+        match f {
+            FromFormat::Auto => Format::Auto,
+            FromFormat::ZeekTsv => Format::ZeekTsv,
+            FromFormat::ZeekJson => Format::ZeekJson,
+        }
+    }
+}
+
+/// `--to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ToFormat {
+    /// Zeek TSV, as Zeek writes it.
+    ZeekTsv,
+    /// JSON lines, as Zeek writes them.
+    Json,
+}
+
+impl From<ToFormat> for weir::codec::writer::OutputFormat {
+    fn from(f: ToFormat) -> Self {
+        match f {
+            ToFormat::ZeekTsv => weir::codec::writer::OutputFormat::ZeekTsv,
+            ToFormat::Json => weir::codec::writer::OutputFormat::Json,
+        }
+    }
+}
+
+/// `--on-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OnErrorArg {
+    /// Stop at the first bad row (exit 1).
+    Fail,
+    /// Drop bad rows; report their count and the first few at the end.
+    Skip,
+}
+
+impl From<OnErrorArg> for OnError {
+    fn from(o: OnErrorArg) -> OnError {
+        match o {
+            OnErrorArg::Fail => OnError::Fail,
+            OnErrorArg::Skip => OnError::Skip,
+        }
+    }
+}
+
+/// Parses `--batch-timeout` (`1s`, `250ms`, `2m`).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    weir::duration::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A usage error found after argument parsing: exit status 2.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The end of a command whose output reader went away (`| head`): exit status 0.
+#[derive(Debug)]
+struct OutputClosed;
+
+impl fmt::Display for OutputClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("output closed")
+    }
+}
+
+impl std::error::Error for OutputClosed {}
+
+/// Whether an error chain holds a broken pipe (our output's reader went away).
+fn is_closed_output(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<OutputClosed>() {
+            return true;
+        }
+        if let Some(w) = err.downcast_ref::<weir::codec::writer::WriteError>() {
+            if w.is_closed() {
+                return true;
+            }
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// The error and its causes, each cause only when its text adds something.
+fn render(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+/// A multi-threaded runtime with at least two workers.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let n = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(n)
+        .thread_name("weir-worker")
+        .enable_all()
+        .build()
+}
+
+/// Runs the command line; returns the exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("weir: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Convert(args) => convert::run(args).await,
+            Command::Import(args) => import::import(args).await,
+            Command::Run(args) => import::run(args).await,
+            Command::Export(args) => archive::export(args),
+            Command::Info(args) => archive::info(args),
+            Command::Inspect(args) => archive::inspect(args),
+            Command::Verify(args) => archive::verify(args),
+        }
+    });
+    // Blocked stdin reads must not keep the process alive.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_closed_output(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir: error: {}", render(&e));
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// Prints the rows skipped under `--on-error skip`, if any.
+fn report_skips(skipped: &weir::error::SkipReport) {
+    if skipped.skipped == 0 {
+        return;
+    }
+    eprintln!("weir: skipped {} bad rows", skipped.skipped);
+    for e in &skipped.first {
+        eprintln!("  {e}");
+    }
+    if skipped.skipped > skipped.first.len() as u64 {
+        eprintln!("  ...");
+    }
+}
+
+/// Prints the sources' warnings.
+fn report_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("weir: warning: {w}");
+    }
+}

@@ -1,0 +1,227 @@
+//! `weir convert` end to end through the real binary: formats, compression, stdin, order,
+//! exit codes (usage 2, data 1 naming the line, closed output 0).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn weir() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cli")
+        .join(name)
+}
+
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = weir()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.unwrap_or_default().to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// TSV output without the `#open`/`#close` lines, which hold the current time.
+fn stable(tsv: &[u8]) -> String {
+    text(tsv)
+        .lines()
+        .filter(|l| !l.starts_with("#open") && !l.starts_with("#close"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn gzip_members(data: &[u8], parts: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let step = data.len().div_ceil(parts);
+    for chunk in data.chunks(step) {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(chunk).unwrap();
+        out.extend(e.finish().unwrap());
+    }
+    out
+}
+
+#[test]
+fn tsv_to_json_and_back() {
+    let conn = fixture("conn.log");
+    let out = run(&["convert", "--to", "json", conn.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["_path"], "conn");
+    assert_eq!(lines[0]["ts"], "2009-11-18T08:00:21.486539Z");
+    assert_eq!(lines[1]["id.orig_h"], "fe80::1");
+    assert!(
+        lines[1].get("duration").is_none(),
+        "unset fields are omitted"
+    );
+    assert_eq!(lines[1]["tunnel_parents"], serde_json::json!(["a", "b"]));
+
+    // TSV -> TSV is stable, and TSV -> TSV -> JSON equals TSV -> JSON.
+    let tsv = run(&["convert", conn.to_str().unwrap()], None);
+    assert!(tsv.status.success());
+    let again = run(&["convert", "-"], Some(&tsv.stdout));
+    assert_eq!(stable(&tsv.stdout), stable(&again.stdout));
+    let json2 = run(&["convert", "--to", "json"], Some(&tsv.stdout));
+    assert_eq!(text(&json2.stdout), text(&out.stdout));
+}
+
+#[test]
+fn json_input_is_detected() {
+    let dns = fixture("dns.json");
+    let out = run(&["convert", "--to", "json", dns.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first: serde_json::Value =
+        serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(first["_path"], "dns");
+    assert_eq!(first["ts"], "2009-11-18T08:00:21.500000Z");
+    // Forced TSV on JSON input is a data error.
+    let forced = run(
+        &["convert", "--from", "zeek-tsv", dns.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(forced.status.code(), Some(1));
+}
+
+#[test]
+fn gzip_members_stdin_and_files_in_order() {
+    let conn = std::fs::read(fixture("conn.log")).unwrap();
+    let dns = std::fs::read(fixture("dns.json")).unwrap();
+    let plain = run(
+        &[
+            "convert",
+            "--to",
+            "json",
+            fixture("conn.log").to_str().unwrap(),
+            fixture("dns.json").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(plain.status.success());
+    // Two gzip members on stdin are one stream.
+    let gz = run(&["convert", "--to", "json"], Some(&gzip_members(&conn, 2)));
+    assert!(gz.status.success(), "{}", text(&gz.stderr));
+    let conn_json = run(
+        &[
+            "convert",
+            "--to",
+            "json",
+            fixture("conn.log").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(text(&gz.stdout), text(&conn_json.stdout));
+    // Files (gzip and plain, via a glob) are read in argument order, then stdin.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.log.gz"), gzip_members(&conn, 3)).unwrap();
+    let pattern = format!("{}/*.gz", dir.path().display());
+    let mixed = run(&["convert", "--to", "json", &pattern, "-"], Some(&dns));
+    assert!(mixed.status.success(), "{}", text(&mixed.stderr));
+    assert_eq!(text(&mixed.stdout), text(&plain.stdout));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["convert", "--to", "xml"][..],
+        &["convert", "--from", "csv"],
+        &["convert", "--on-error", "maybe"],
+        &["convert", "--bogus"],
+        &["frobnicate"],
+    ] {
+        let out = run(args, None);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn data_error_exits_1_naming_file_and_line() {
+    let bad = fixture("bad.log");
+    let out = run(&["convert", bad.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.log:10:"), "{err}");
+    assert!(err.contains("three"), "{err}");
+    // The rows before the bad one were written.
+    assert!(
+        text(&out.stdout).contains("\n2.000000\t2\n"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let missing = run(&["convert", "/nonexistent/x.log"], None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("/nonexistent/x.log"));
+}
+
+#[test]
+fn skip_reports_count_and_first_errors() {
+    let bad = fixture("bad.log");
+    let out = run(
+        &[
+            "convert",
+            "--on-error",
+            "skip",
+            "--to",
+            "json",
+            bad.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().count(), 3);
+    let err = text(&out.stderr);
+    assert!(err.contains("skipped 1 bad row"), "{err}");
+    assert!(err.contains("bad.log:10:"), "{err}");
+}
+
+#[test]
+fn closed_stdout_exits_0() {
+    // Enough output that the writer is still busy when the reader goes away.
+    let mut log = String::from(
+        "#separator \\x09\n#path\tbig\n#fields\tts\tn\ts\n#types\ttime\tcount\tstring\n",
+    );
+    for i in 0..200_000 {
+        log.push_str(&format!("{i}.5\t{i}\tsome text to make the line longer\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.log");
+    std::fs::write(&path, log).unwrap();
+    let mut child = weir()
+        .args(["convert", "--to", "json", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout); // like `| head -c 100`
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&first).starts_with("{\"_path\":\"big\""));
+}

@@ -1,0 +1,139 @@
+//! Every TSV log of the corpus: read -> write Zeek TSV -> read back gives identical events, and
+//! the TSV and JSON output agree with the independent reference reader (`zeekref.py`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use weir::batch::Batch;
+use weir::codec::writer::{writer_for, OutputFormat};
+use weir::codec::zeek::tsv::read_all;
+use weir::codec::ReaderOptions;
+use weir::value::Value;
+
+/// (schema name, "name:type" fields, values) per event.
+type Event = (String, Vec<String>, Vec<Value>);
+
+fn events(batches: &[Batch]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for b in batches {
+        let fields: Vec<String> = b
+            .schema()
+            .fields
+            .iter()
+            .map(|f| format!("{}:{}", f.name, f.ty))
+            .collect();
+        for row in b.to_values().expect("rows decode") {
+            out.push((b.schema().name.clone(), fields.clone(), row));
+        }
+    }
+    out
+}
+
+fn write(format: OutputFormat, batches: &[Batch]) -> Vec<u8> {
+    let mut w = writer_for(format);
+    let mut out = Vec::new();
+    for b in batches {
+        w.write_batch(b, &mut out).expect("rows decode");
+    }
+    w.finish(&mut out);
+    out
+}
+
+fn tsv_logs(dir: &Path) -> Vec<PathBuf> {
+    common::corpus_files(dir)
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".json"))
+        .collect()
+}
+
+/// Runs `zeekref.py ARGS`; `None` (after a note) when the tool or python3 is missing.
+fn zeekref(args: &[&Path]) -> Option<(bool, String)> {
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
+    if !tool.is_file() {
+        eprintln!(
+            "note: {} not found: skipping the reference check",
+            tool.display()
+        );
+        return None;
+    }
+    match std::process::Command::new("python3")
+        .arg(&tool)
+        .args(args)
+        .output()
+    {
+        Ok(o) => Some((
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )),
+        Err(e) => {
+            eprintln!("note: python3 not runnable ({e}): skipping the reference check");
+            None
+        }
+    }
+}
+
+fn read(path: &Path, data: &[u8]) -> Vec<Batch> {
+    let (batches, report) = read_all(data, ReaderOptions::new(path.display().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.skipped, 0, "{}", path.display());
+    batches
+}
+
+#[test]
+fn tsv_output_reads_back_to_identical_events() {
+    let Some(dir) = common::corpus() else { return };
+    let logs = tsv_logs(&dir);
+    assert!(logs.len() >= 10, "corpus has {} logs", logs.len());
+    for path in &logs {
+        let orig = read(path, &common::read_maybe_gz(path));
+        let text = write(OutputFormat::ZeekTsv, &orig);
+        let back = read(path, &text);
+        let (want, got) = (events(&orig), events(&back));
+        assert!(!want.is_empty(), "{}", path.display());
+        assert_eq!(want.len(), got.len(), "{}", path.display());
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            assert_eq!(w, g, "{} event {i}", path.display());
+        }
+    }
+}
+
+#[test]
+fn reference_reader_agrees_with_tsv_and_json_output() {
+    let Some(dir) = common::corpus() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tsv_logs(&dir);
+    let mut all = Vec::new();
+    for (k, path) in logs.iter().enumerate() {
+        let batches = read(path, &common::read_maybe_gz(path));
+        for (format, cmd) in [
+            (OutputFormat::ZeekTsv, "compare-tsv"),
+            (OutputFormat::Json, "compare-json"),
+        ] {
+            let out = tmp.path().join(format!("{k}.{format}"));
+            std::fs::write(&out, write(format, &batches)).unwrap();
+            let Some((ok, text)) = zeekref(&[Path::new(cmd), path, Path::new("--"), &out]) else {
+                return;
+            };
+            assert!(ok, "{cmd} {}: {text}", path.display());
+            assert!(text.contains(" 0 differ"), "{text}");
+        }
+        all.extend(batches);
+    }
+    // All logs in one output, header blocks switching between them.
+    for (format, cmd) in [
+        (OutputFormat::ZeekTsv, "compare-tsv"),
+        (OutputFormat::Json, "compare-json"),
+    ] {
+        let out = tmp.path().join(format!("all.{format}"));
+        std::fs::write(&out, write(format, &all)).unwrap();
+        let mut args: Vec<&Path> = vec![Path::new(cmd)];
+        args.extend(logs.iter().map(PathBuf::as_path));
+        args.push(Path::new("--"));
+        args.push(&out);
+        let Some((ok, text)) = zeekref(&args) else {
+            return;
+        };
+        assert!(ok, "{cmd} all: {text}");
+    }
+}
