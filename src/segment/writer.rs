@@ -11,7 +11,6 @@ use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use super::generated as fbs;
 use crate::batch::Batch;
-use crate::size::Size;
 use crate::store::{Result, StoreError};
 use crate::types::SchemaRef;
 
@@ -56,8 +55,7 @@ pub fn check_max_segment_size(size: u64) -> Result<usize> {
             reason: format!(
                 "a segment is one FlatBuffer, and a FlatBuffer cannot reach 2 GiB \
                  (its offsets are signed 32-bit; VAST crashed with 2 GiB segments); \
-                 use at most {} ({MAX_SEGMENT_SIZE_LIMIT} bytes), e.g. 1GiB",
-                Size(MAX_SEGMENT_SIZE_LIMIT)
+                 use at most 2 GiB minus 64 KiB ({MAX_SEGMENT_SIZE_LIMIT} bytes), e.g. 1GiB"
             ),
         });
     }
