@@ -444,3 +444,62 @@ fn corpus_round_trip_with_small_segments() {
         assert!(e.unwrap().metadata().unwrap().len() <= 1 << 20);
     }
 }
+
+#[test]
+fn sink_errors_name_the_sink_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let log = dir.path().join("num.log");
+    std::fs::write(&log, tsv_log(20_000)).unwrap();
+    // A JSON file sink on a full disk.
+    let out = weir()
+        .args(["run", "--quiet"])
+        .arg(root.join("pipelines/tee-json.toml"))
+        .env("WEIR_INPUT", &log)
+        .env("WEIR_DB", dir.path().join("db"))
+        .env("WEIR_JSON_OUT", "/dev/full")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("sink json") && err.contains("/dev/full"),
+        "{err}"
+    );
+    // What the archive acknowledged is intact.
+    let verify = ok(&run(&[
+        "verify",
+        "--db",
+        dir.path().join("db").to_str().unwrap(),
+    ]));
+    assert!(verify.starts_with("ok:"), "{verify}");
+    // An output file that cannot be created.
+    let out = weir()
+        .args(["run", "--quiet"])
+        .arg(root.join("pipelines/tee-json.toml"))
+        .env("WEIR_INPUT", &log)
+        .env("WEIR_DB", dir.path().join("db2"))
+        .env("WEIR_JSON_OUT", dir.path().join("missing/dir/x.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("sink json") && err.contains("missing/dir/x.json"),
+        "{err}"
+    );
+    // An archive directory that cannot be created (its parent is a file).
+    let out = run(&[
+        "import",
+        "--quiet",
+        "--db",
+        log.join("db").to_str().unwrap(),
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("sink archive") && err.contains("num.log/db"),
+        "{err}"
+    );
+}

@@ -18,8 +18,34 @@
 //!   one source stage are read in order, one after the other;
 //! - a stage with several consumers sends every batch to each of them (fan-out): the slowest
 //!   consumer sets the pace, nothing is dropped;
-//! - a sink is fed with `feed` while input is ready and flushed whenever its input runs dry
-//!   (so a live source's batches become durable and visible promptly), then closed.
+//! - a sink is fed with `feed` while input is ready and flushed once its input pauses (at
+//!   most every [`PipelineOptions::flush_interval`], and always within it), so a live source's
+//!   batches become durable and visible promptly without a flush per batch; then it is closed.
+//!
+//! ```
+//! use futures::StreamExt;
+//! use weir::codec::ReaderOptions;
+//! use weir::pipeline::{decode::SourceConfig, Pipeline};
+//! use weir::source::Input;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let text = "#separator \\x09\n#path\tx\n#fields\tts\tn\n#types\ttime\tcount\n1.5\t1\n2.5\t2\n";
+//! let mut p = Pipeline::default();
+//! let config = SourceConfig::zeek(ReaderOptions::default(), 1 << 20);
+//! let src = p.add_source("logs", vec![Input::bytes("memory", text)], config)?;
+//! let batched = p.add_batcher("batch", &[src], Default::default())?;
+//! // Any `Sink<Batch>` will do; here a channel whose other end we read afterwards.
+//! let (tx, rx) = futures::channel::mpsc::unbounded();
+//! p.add_sink("out", &[batched], tx)?;
+//! p.run().await?;
+//! let batches: Vec<_> = rx.collect().await;
+//! assert_eq!(batches.len(), 1);
+//! assert_eq!(batches[0].schema().name, "zeek.x");
+//! assert_eq!(batches[0].len(), 2);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Shutdown: [`Pipeline::shutdown_token`] cancelled (e.g. on SIGINT) makes the sources stop
 //! reading; everything in flight then drains through the graph, sinks are closed, and
