@@ -163,7 +163,7 @@ impl Archive {
             end: ids.end,
             current: None,
             wal: None,
-            reloaded: false,
+            reloads: 0,
             done: false,
         }
     }
@@ -460,7 +460,8 @@ pub struct Scan<'a> {
     end: u64,
     current: Option<(Arc<Segment>, usize)>,
     wal: Option<WalReader>,
-    reloaded: bool,
+    /// Catalog reloads after seals that raced with this scan (bounded by [`MAX_RELOADS`]).
+    reloads: u32,
     done: bool,
 }
 
@@ -563,8 +564,10 @@ impl Scan<'_> {
                 }
             };
             if reader.base_id() > self.next.max(self.catalog.next_id) {
-                // A segment was sealed after our catalog was read: read the new catalog once.
-                if self.reloaded {
+                // A segment was sealed after our catalog was read: read the new catalog. A writer
+                // sealing faster than we reload could race again, so retry a bounded number of
+                // times; a WAL that never fits the catalog is damage.
+                if self.reloads >= MAX_RELOADS {
                     self.done = true;
                     return Some(Err(StoreError::CorruptWal {
                         path,
@@ -576,7 +579,10 @@ impl Scan<'_> {
                         ),
                     }));
                 }
-                self.reloaded = true;
+                self.reloads += 1;
+                if self.reloads > 1 {
+                    std::thread::yield_now();
+                }
                 match Catalog::load(&self.archive.dir) {
                     Ok(c) => self.catalog = Arc::new(c),
                     Err(e) => {
@@ -590,6 +596,9 @@ impl Scan<'_> {
         }
     }
 }
+
+/// How often a scan re-reads the catalog when seals race with it before it gives up.
+const MAX_RELOADS: u32 = 100;
 
 impl Iterator for Scan<'_> {
     type Item = Result<BatchRef>;
