@@ -40,7 +40,9 @@ use std::io::{Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-pub use archive::{Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo};
+pub use archive::{
+    Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo, DEFAULT_SEGMENT_CACHE,
+};
 pub use catalog::{Catalog, CatalogEntry};
 pub use error::{Result, StoreError};
 pub use sink::ArchiveSink;
