@@ -207,6 +207,11 @@ impl SegmentBuilder {
         self.max.saturating_sub(reserved)
     }
 
+    /// Whether one event of `row_len` bytes of `schema` fits in an empty segment.
+    pub fn row_fits_empty_segment(&self, schema: &SchemaRef, row_len: usize) -> bool {
+        Self::schema_cost(schema) + row_len + 4 + BATCH_OVERHEAD + SEAL_OVERHEAD <= self.max
+    }
+
     /// Whether the whole batch can be added without the sealed segment exceeding the maximum.
     pub fn fits(&self, batch: &Batch) -> bool {
         self.cost(batch.schema(), batch.byte_size(), batch.len()) <= self.room()
