@@ -181,7 +181,7 @@ impl SegmentBuilder {
             + schema
                 .fields
                 .iter()
-                .map(|f| 64 + f.name.len() + f.ty.to_string().len())
+                .map(|f| 64 + f.name.len() + display_len(&f.ty))
                 .sum::<usize>()
     }
 
@@ -424,6 +424,20 @@ impl SegmentBuilder {
         self.clear();
         Ok(sealed)
     }
+}
+
+/// Length of a value's `Display` form, without allocating.
+fn display_len(v: &impl std::fmt::Display) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = std::fmt::write(&mut c, format_args!("{v}"));
+    c.0
 }
 
 /// CRC-32 of a batch: over `data`, then the offsets as little-endian u32.

@@ -313,10 +313,10 @@ impl Store {
             return Ok(start..start);
         }
         // Refuse an event that cannot fit even in an empty segment before anything is written.
-        if let Some((i, len)) = (0..batch.len())
+        let (i, len) = (0..batch.len())
             .map(|i| (i, batch.row_range(i).len()))
-            .find(|&(_, len)| !self.builder.row_fits_empty_segment(batch.schema(), len))
-        {
+            .fold((0, 0), |a, b| if b.1 > a.1 { b } else { a });
+        if !self.builder.row_fits_empty_segment(batch.schema(), len) {
             return Err(StoreError::EventTooLarge {
                 id: start + i as u64,
                 schema: batch.schema().name.clone(),
