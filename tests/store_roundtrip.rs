@@ -112,6 +112,19 @@ fn event_larger_than_a_segment_is_an_error() {
     let (mut store, _) = Store::open_writer(dir.path(), opts(4096)).unwrap();
     let e = store.append(b).unwrap_err();
     assert!(e.to_string().contains("cannot fit in a segment"), "{e}");
+    // A batch of small events with one huge event in the middle is refused as a whole,
+    // before anything is written, and the writer goes on.
+    let mut mixed = batch(&s, 30, 10, 1);
+    let tail = mixed.split_off(15);
+    assert!(mixed.append(&batch(&s, 1, 10_000, 2)));
+    assert!(mixed.append(&tail));
+    let e = store.append(mixed).unwrap_err();
+    assert!(e.to_string().contains("event 15 "), "{e}");
+    assert_eq!(store.next_id(), 0);
+    let ok = batch(&s, 40, 10, 3);
+    assert_eq!(store.append(ok.clone()).unwrap(), 0..40);
+    store.close().unwrap();
+    assert_eq!(read_all(dir.path()), expected(&[ok]));
 }
 
 #[test]

@@ -181,7 +181,7 @@ impl SegmentBuilder {
             + schema
                 .fields
                 .iter()
-                .map(|f| 64 + f.name.len() + f.ty.to_string().len())
+                .map(|f| 64 + f.name.len() + display_len(&f.ty))
                 .sum::<usize>()
     }
 
@@ -205,6 +205,11 @@ impl SegmentBuilder {
     fn room(&self) -> usize {
         let reserved = self.used() + SEAL_OVERHEAD + self.reserved;
         self.max.saturating_sub(reserved)
+    }
+
+    /// Whether one event of `row_len` bytes of `schema` fits in an empty segment.
+    pub fn row_fits_empty_segment(&self, schema: &SchemaRef, row_len: usize) -> bool {
+        Self::schema_cost(schema) + row_len + 4 + BATCH_OVERHEAD + SEAL_OVERHEAD <= self.max
     }
 
     /// Whether the whole batch can be added without the sealed segment exceeding the maximum.
@@ -419,6 +424,20 @@ impl SegmentBuilder {
         self.clear();
         Ok(sealed)
     }
+}
+
+/// Length of a value's `Display` form, without allocating.
+fn display_len(v: &impl std::fmt::Display) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = std::fmt::write(&mut c, format_args!("{v}"));
+    c.0
 }
 
 /// CRC-32 of a batch: over `data`, then the offsets as little-endian u32.

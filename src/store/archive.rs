@@ -163,7 +163,6 @@ impl Archive {
             end: ids.end,
             current: None,
             wal: None,
-            reloads: 0,
             done: false,
         }
     }
@@ -458,10 +457,9 @@ pub struct Scan<'a> {
     catalog: Arc<Catalog>,
     next: u64,
     end: u64,
-    current: Option<(Arc<Segment>, usize)>,
+    /// The segment being read, the next batch index, and the end of the segment's IDs.
+    current: Option<(Arc<Segment>, usize, u64)>,
     wal: Option<WalReader>,
-    /// Catalog reloads after seals that raced with this scan (bounded by [`MAX_RELOADS`]).
-    reloads: u32,
     done: bool,
 }
 
@@ -482,9 +480,13 @@ impl Scan<'_> {
             if self.done || self.next >= self.end {
                 return None;
             }
-            if let Some((seg, i)) = self.current.take() {
-                let Some(b) = seg.batch(i) else { continue };
-                self.current = Some((seg.clone(), i + 1));
+            if let Some((seg, i, seg_end)) = self.current.take() {
+                let Some(b) = seg.batch(i) else {
+                    // Past the segment's last batch: go on after its IDs.
+                    self.next = self.next.max(seg_end);
+                    continue;
+                };
+                self.current = Some((seg.clone(), i + 1, seg_end));
                 let b = match b {
                     Ok(b) => b,
                     Err(e) => {
@@ -535,15 +537,16 @@ impl Scan<'_> {
             if let Some((si, first)) = self.catalog.locate_from(self.next) {
                 let entry = &self.catalog.segments[si];
                 self.next = first;
+                let end = entry.ranges().map(|r| r.end).max().unwrap_or(first);
+                let end = end.max(first + 1);
                 match self.archive.segment(entry) {
                     Ok(seg) => {
                         let i = seg.first_batch_from(self.next);
-                        self.current = Some((seg, i));
+                        self.current = Some((seg, i, end));
                     }
                     Err(e) => {
                         // Skip the damaged segment; the rest stays readable.
-                        let end = entry.ranges().map(|r| r.end).max().unwrap_or(first);
-                        self.next = end.max(first + 1);
+                        self.next = end;
                         return Some(Err(e));
                     }
                 }
@@ -564,27 +567,22 @@ impl Scan<'_> {
                 }
             };
             if reader.base_id() > self.next.max(self.catalog.next_id) {
-                // A segment was sealed after our catalog was read: read the new catalog. A writer
-                // sealing faster than we reload could race again, so retry a bounded number of
-                // times; a WAL that never fits the catalog is damage.
-                if self.reloads >= MAX_RELOADS {
-                    self.done = true;
-                    return Some(Err(StoreError::CorruptWal {
-                        path,
-                        offset: 0,
-                        reason: format!(
-                            "starts at event ID {} but the catalog ends at {}",
-                            reader.base_id(),
-                            self.catalog.next_id
-                        ),
-                    }));
-                }
-                self.reloads += 1;
-                if self.reloads > 1 {
-                    std::thread::yield_now();
-                }
+                // Segments were sealed after our catalog was read: read the new catalog, which
+                // must have grown (else the WAL does not follow the catalog: damage).
                 match Catalog::load(&self.archive.dir) {
-                    Ok(c) => self.catalog = Arc::new(c),
+                    Ok(c) if c.next_id > self.catalog.next_id => self.catalog = Arc::new(c),
+                    Ok(_) => {
+                        self.done = true;
+                        return Some(Err(StoreError::CorruptWal {
+                            path,
+                            offset: 0,
+                            reason: format!(
+                                "starts at event ID {} but the catalog ends at {}",
+                                reader.base_id(),
+                                self.catalog.next_id
+                            ),
+                        }));
+                    }
                     Err(e) => {
                         self.done = true;
                         return Some(Err(e));
@@ -596,9 +594,6 @@ impl Scan<'_> {
         }
     }
 }
-
-/// How often a scan re-reads the catalog when seals race with it before it gives up.
-const MAX_RELOADS: u32 = 100;
 
 impl Iterator for Scan<'_> {
     type Item = Result<BatchRef>;

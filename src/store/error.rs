@@ -84,6 +84,10 @@ pub enum StoreError {
         /// The directory.
         dir: PathBuf,
     },
+    /// An earlier operation of this writer failed (e.g. the disk filled up while sealing); the
+    /// writer refuses further work. Reopening the database recovers from the WAL.
+    #[error("the archive writer failed earlier and must be reopened: {0}")]
+    Poisoned(String),
     /// The background writer of an [`crate::store::ArchiveSink`] stopped unexpectedly.
     #[error("the archive writer stopped: {0}")]
     WriterGone(String),

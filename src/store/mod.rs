@@ -40,7 +40,9 @@ use std::io::{Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-pub use archive::{Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo};
+pub use archive::{
+    Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo, DEFAULT_SEGMENT_CACHE,
+};
 pub use catalog::{Catalog, CatalogEntry};
 pub use error::{Result, StoreError};
 pub use sink::ArchiveSink;
@@ -117,6 +119,8 @@ pub struct Store {
     wal: Wal,
     next_id: u64,
     summary: Summary,
+    /// Set when an operation failed half-way: the writer refuses further work.
+    failed: Option<String>,
 }
 
 fn take_lock(dir: &Path) -> Result<File> {
@@ -217,6 +221,7 @@ impl Store {
             wal,
             next_id,
             summary: Summary::default(),
+            failed: None,
         };
         store.replay(&mut report)?;
         Ok((store, report))
@@ -302,14 +307,28 @@ impl Store {
     /// a segment is split across segments. When this returns, the batch is acknowledged: it
     /// survives a crash of this process (and, with [`SyncPolicy::Always`], of the machine).
     pub fn append(&mut self, mut batch: Batch) -> Result<Range<u64>> {
+        self.check_failed()?;
         let start = self.next_id;
         if batch.is_empty() {
             return Ok(start..start);
         }
+        // Refuse an event that cannot fit even in an empty segment before anything is written.
+        let (i, len) = (0..batch.len())
+            .map(|i| (i, batch.row_range(i).len()))
+            .fold((0, 0), |a, b| if b.1 > a.1 { b } else { a });
+        if !self.builder.row_fits_empty_segment(batch.schema(), len) {
+            return Err(StoreError::EventTooLarge {
+                id: start + i as u64,
+                schema: batch.schema().name.clone(),
+                bytes: len,
+                max: self.opts.max_segment_size,
+            });
+        }
         batch.set_id(start);
         let ids = batch.id_range();
         let bytes = batch.byte_size() as u64;
-        self.add_to_segments(batch, true, true)?;
+        let r = self.add_to_segments(batch, true, true);
+        self.poison_on_error(r)?;
         self.next_id = ids.end;
         self.summary.events += ids.end - ids.start;
         self.summary.bytes += bytes;
@@ -376,13 +395,30 @@ impl Store {
 
     /// Makes every appended batch durable (fsyncs the WAL), per the [`SyncPolicy`].
     pub fn flush(&mut self) -> Result<()> {
-        self.wal.sync()
+        self.check_failed()?;
+        let r = self.wal.sync();
+        self.poison_on_error(r)
     }
 
     /// Seals the active segment and releases the lock.
     pub fn close(mut self) -> Result<Summary> {
+        self.check_failed()?;
         self.seal(true)?;
         self.wal.sync()?;
         Ok(self.summary())
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        match &self.failed {
+            Some(why) => Err(StoreError::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn poison_on_error<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.failed = Some(e.to_string());
+        }
+        r
     }
 }

@@ -917,7 +917,7 @@ impl<'a> SegmentV1<'a> {
   }
 
 
-  /// Identity of the segment; also its file name (<uuid>.seg).
+  /// Identity of the segment; its file is named after it (`UUID.seg`).
   #[inline]
   pub fn uuid(&self) -> &'a Uuid {
     // Safety:
