@@ -22,11 +22,12 @@ use super::{parse_duration, signals, FromFormat, OnErrorArg, UsageError};
 /// `--sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SyncArg {
-    /// Sync the WAL after every record.
+    /// Fsync the WAL before each batch is acknowledged: survives power loss; slowest.
     Always,
-    /// Sync the WAL once per batch before acknowledging it (the default).
+    /// Write each batch to the WAL before acknowledging it (survives kill -9); fsync the WAL
+    /// at every flush and seal, and segments always (the default).
     Batch,
-    /// Leave syncing to the OS (fastest; not safe against power loss).
+    /// Never fsync: survives kill -9, not an OS crash or power loss (benchmarks, throwaway).
     Never,
 }
 
