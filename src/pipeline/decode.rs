@@ -96,7 +96,7 @@ pub struct SourceConfig {
     /// Byte capacity of each input's channel.
     pub channel_capacity: usize,
     /// Threads decoding one Zeek TSV input at once with
-    /// [`ParallelTsvReader`](crate::codec::zeek::parallel::ParallelTsvReader) (same output as
+    /// [`ParallelTsvReader`] (same output as
     /// the sequential decoder); 0 or 1 decodes TSV with `decoders` on the input's own thread.
     pub parallel_tsv: usize,
 }
