@@ -359,7 +359,20 @@ impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
     }
 }
 
-/// Starts a thread reading `read` in chunks; returns the async side.
+/// Starts a thread reading a regular file in whole chunks (read straight into fresh buffers,
+/// without zeroing them first); returns the async side.
+fn spawn_file_reader(name: String, file: std::fs::File, stop: &CancellationToken) -> BoxReader {
+    use std::io::Read;
+    let mut file = file;
+    spawn_chunks(name, stop, move || {
+        let mut buf = Vec::with_capacity(CHUNK_SIZE);
+        (&mut file).take(CHUNK_SIZE as u64).read_to_end(&mut buf)?;
+        Ok((!buf.is_empty()).then(|| Bytes::from(buf)))
+    })
+}
+
+/// Starts a thread reading `read` (a pipe, stdin) in chunks, handing over what is there as
+/// soon as a read returns little, so that a slow live source flows; returns the async side.
 fn spawn_reader<R: io::Read + Send + 'static>(
     name: String,
     mut read: R,
@@ -547,7 +560,12 @@ pub fn open_raw(
                     });
                 }
             }
-            (size, spawn_reader(name.clone(), file, stop))
+            if size.is_some() {
+                (size, spawn_file_reader(name.clone(), file, stop))
+            } else {
+                // A FIFO or device: read like a pipe.
+                (size, spawn_reader(name.clone(), file, stop))
+            }
         }
         Input::Stdin => (None, spawn_reader(name.clone(), io::stdin(), stop)),
         Input::Bytes { data, .. } => (Some(data.len() as u64), Box::pin(io::Cursor::new(data))),
