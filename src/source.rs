@@ -438,17 +438,30 @@ fn spawn_parallel_gunzip(
     stop: &CancellationToken,
 ) -> BoxReader {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, file), threads);
-    let mut seen = 0u64;
+    // Count compressed bytes as they are read from the file (whatever way the members are
+    // then decoded).
+    let counted = CountedRead {
+        inner: file,
+        counters,
+    };
+    let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, counted), threads);
     spawn_chunks(name, stop, move || {
-        let next = gz.next().transpose()?;
-        let consumed = gz.compressed_consumed();
-        counters
-            .read
-            .fetch_add(consumed.saturating_sub(seen), Ordering::Relaxed);
-        seen = seen.max(consumed);
-        Ok(next.map(Bytes::from))
+        Ok(gz.next().transpose()?.map(Bytes::from))
     })
+}
+
+/// Counts the bytes read from a blocking reader as read from the source.
+struct CountedRead<R> {
+    inner: R,
+    counters: Arc<SourceCounters>,
+}
+
+impl<R: io::Read> io::Read for CountedRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counters.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// A reader that fails once with the given error (a thread could not be started).
