@@ -4,7 +4,10 @@
 //! [`Batcher`] wraps a `Stream<Item = Result<Batch, E>>` and emits batches that
 //!
 //! - hold events of one schema only: consecutive input batches of the same schema are
-//!   coalesced with [`Batch::append`]; a schema change flushes the batch being built at once;
+//!   coalesced with [`Batch::append`] while the result stays within the limits; a schema
+//!   change, or an input batch that would not fit, emits the batch being built at once (as
+//!   Vector's batcher does: inputs are not copied to top a batch up, so a stream of full input
+//!   batches passes through without a copy);
 //! - hold at most [`BatchConfig::max_events`] events and at most
 //!   [`BatchConfig::max_bytes`] encoded bytes (a single event larger than `max_bytes` goes
 //!   alone in its batch): bigger inputs are cut, never dropped;
@@ -115,48 +118,39 @@ where
         if batch.is_empty() {
             return;
         }
-        if let Some(p) = &self.pending {
-            if p.schema() != batch.schema() {
-                self.flush_pending();
-            }
-        }
-        let fits = match &self.pending {
-            Some(p) => {
-                p.len() + batch.len() <= self.config.max_events
-                    && p.byte_size() + batch.byte_size() <= self.config.max_bytes
-            }
-            None => {
-                batch.len() <= self.config.max_events && batch.byte_size() <= self.config.max_bytes
-            }
-        };
-        if fits {
-            match &mut self.pending {
-                Some(p) => {
-                    p.append(&batch);
+        if let Some(p) = &mut self.pending {
+            let fits = p.schema() == batch.schema()
+                && p.len() + batch.len() <= self.config.max_events
+                && p.byte_size() + batch.byte_size() <= self.config.max_bytes;
+            if fits {
+                p.append(&batch);
+                if self.full_pending() {
+                    self.flush_pending();
                 }
-                None => {
-                    self.start_pending(batch);
-                }
+                return;
             }
-        } else {
-            // Cut the input: top up the pending batch, emit full pieces, keep the rest.
-            let mut pieces = split(batch, self.pending.as_ref(), &self.config).into_iter();
-            if let Some(first) = pieces.next() {
-                match &mut self.pending {
-                    Some(p) => {
-                        p.append(&first);
-                    }
-                    None => self.start_pending(first),
-                }
-            }
-            for piece in pieces {
-                self.flush_pending();
-                self.start_pending(piece);
-            }
-        }
-        if self.pending.as_ref().is_some_and(|p| self.full(p)) {
+            // Another schema, or the input does not fit: the pending batch goes as it is
+            // (rather than copying the input to top it up), and the input starts a new one.
             self.flush_pending();
         }
+        if batch.len() <= self.config.max_events && batch.byte_size() <= self.config.max_bytes {
+            self.start_pending(batch);
+        } else {
+            // Too big on its own: cut it, emit the full pieces, keep the last one pending.
+            let mut pieces = split(&batch, &self.config);
+            let last = pieces.pop();
+            self.ready.extend(pieces);
+            if let Some(last) = last {
+                self.start_pending(last);
+            }
+        }
+        if self.full_pending() {
+            self.flush_pending();
+        }
+    }
+
+    fn full_pending(&self) -> bool {
+        self.pending.as_ref().is_some_and(|p| self.full(p))
     }
 
     fn start_pending(&mut self, batch: Batch) {
@@ -169,36 +163,25 @@ where
     }
 }
 
-/// Cuts `batch` into pieces: the first tops up `pending` (possibly empty), the others obey
-/// the limits on their own. Linear in the batch size: each row is copied once and the ts
-/// range of each piece is computed from its own rows.
-fn split(batch: Batch, pending: Option<&Batch>, config: &BatchConfig) -> Vec<Batch> {
-    let (mut room_events, mut room_bytes) = match pending {
-        Some(p) => (
-            config.max_events.saturating_sub(p.len()),
-            config.max_bytes.saturating_sub(p.byte_size()),
-        ),
-        None => (config.max_events, config.max_bytes),
-    };
+/// Cuts `batch` into pieces within the limits (a single event bigger than `max_bytes` makes a
+/// piece of its own). Linear in the batch size: each row is copied once and the ts range of
+/// each piece is computed from its own rows.
+fn split(batch: &Batch, config: &BatchConfig) -> Vec<Batch> {
     let mut pieces = Vec::new();
     let mut start = 0;
-    let mut first_piece_allows_empty = pending.is_some_and(|p| !p.is_empty());
     while start < batch.len() {
         let mut end = start;
         let mut bytes = 0;
-        while end < batch.len() && end - start < room_events {
+        while end < batch.len() && end - start < config.max_events {
             let r = batch.row_range(end).len();
-            if bytes + r > room_bytes && (end > start || first_piece_allows_empty) {
+            if bytes + r > config.max_bytes && end > start {
                 break;
             }
             bytes += r;
             end += 1;
         }
-        pieces.push(slice(&batch, start, end));
+        pieces.push(slice(batch, start, end));
         start = end;
-        first_piece_allows_empty = false;
-        room_events = config.max_events;
-        room_bytes = config.max_bytes;
     }
     pieces
 }
@@ -349,10 +332,10 @@ mod tests {
             .collect()
             .await;
         let sizes: Vec<usize> = out.iter().map(Batch::len).collect();
-        assert_eq!(sizes, vec![4, 4, 4, 3]);
+        assert_eq!(sizes, vec![3, 4, 4, 4]);
         let all: Vec<u64> = out.iter().flat_map(numbers).collect();
         assert_eq!(all, (0..15).collect::<Vec<_>>());
-        assert_eq!(out[1].ts_range(), Some((4, 7)));
+        assert_eq!(out[1].ts_range(), Some((3, 6)));
     }
 
     #[tokio::test]

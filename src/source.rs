@@ -359,7 +359,20 @@ impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
     }
 }
 
-/// Starts a thread reading `read` in chunks; returns the async side.
+/// Starts a thread reading a regular file in whole chunks (read straight into fresh buffers,
+/// without zeroing them first); returns the async side.
+fn spawn_file_reader(name: String, file: std::fs::File, stop: &CancellationToken) -> BoxReader {
+    use std::io::Read;
+    let mut file = file;
+    spawn_chunks(name, stop, move || {
+        let mut buf = Vec::with_capacity(CHUNK_SIZE);
+        (&mut file).take(CHUNK_SIZE as u64).read_to_end(&mut buf)?;
+        Ok((!buf.is_empty()).then(|| Bytes::from(buf)))
+    })
+}
+
+/// Starts a thread reading `read` (a pipe, stdin) in chunks, handing over what is there as
+/// soon as a read returns little, so that a slow live source flows; returns the async side.
 fn spawn_reader<R: io::Read + Send + 'static>(
     name: String,
     mut read: R,
@@ -425,17 +438,30 @@ fn spawn_parallel_gunzip(
     stop: &CancellationToken,
 ) -> BoxReader {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, file), threads);
-    let mut seen = 0u64;
+    // Count compressed bytes as they are read from the file (whatever way the members are
+    // then decoded).
+    let counted = CountedRead {
+        inner: file,
+        counters,
+    };
+    let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, counted), threads);
     spawn_chunks(name, stop, move || {
-        let next = gz.next().transpose()?;
-        let consumed = gz.compressed_consumed();
-        counters
-            .read
-            .fetch_add(consumed.saturating_sub(seen), Ordering::Relaxed);
-        seen = seen.max(consumed);
-        Ok(next.map(Bytes::from))
+        Ok(gz.next().transpose()?.map(Bytes::from))
     })
+}
+
+/// Counts the bytes read from a blocking reader as read from the source.
+struct CountedRead<R> {
+    inner: R,
+    counters: Arc<SourceCounters>,
+}
+
+impl<R: io::Read> io::Read for CountedRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counters.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// A reader that fails once with the given error (a thread could not be started).
@@ -547,7 +573,12 @@ pub fn open_raw(
                     });
                 }
             }
-            (size, spawn_reader(name.clone(), file, stop))
+            if size.is_some() {
+                (size, spawn_file_reader(name.clone(), file, stop))
+            } else {
+                // A FIFO or device: read like a pipe.
+                (size, spawn_reader(name.clone(), file, stop))
+            }
         }
         Input::Stdin => (None, spawn_reader(name.clone(), io::stdin(), stop)),
         Input::Bytes { data, .. } => (Some(data.len() as u64), Box::pin(io::Cursor::new(data))),

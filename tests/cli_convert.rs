@@ -225,3 +225,60 @@ fn closed_stdout_exits_0() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&first).starts_with("{\"_path\":\"big\""));
 }
+
+#[test]
+fn second_signal_exits_at_once() {
+    let mut log =
+        String::from("#separator \\x09\n#path\tbig\n#fields\tts\tn\n#types\ttime\tcount\n");
+    for i in 0..300_000 {
+        log.push_str(&format!("{i}.5\t{i}\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.log");
+    std::fs::write(&path, log).unwrap();
+    // Nobody reads stdout: once the pipe is full the writer blocks, so a graceful stop can
+    // never finish; only the second signal ends the process.
+    let mut child = weir()
+        .args(["convert", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let pid = child.id().to_string();
+    // Output has started, so the signal handlers (installed first) are in place.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    stdout.read_exact(&mut first).unwrap();
+    let kill = |sig: &str| {
+        assert!(Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    kill("-TERM");
+    // The first signal is acknowledged on stderr, and the process keeps draining.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !text(&seen).contains("stopping") {
+        let n = stderr.read(&mut buf).unwrap();
+        assert!(n > 0, "stderr closed: {}", text(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(child.try_wait().unwrap().is_none());
+    kill("-TERM");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "still running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    drop(stdout);
+}

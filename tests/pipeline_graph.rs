@@ -345,3 +345,56 @@ async fn graph_errors() {
     let e = p.run().await.unwrap_err();
     assert_eq!(e.to_string(), "pipeline: stage \"s\" has no consumer");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_reader_source_stops_on_shutdown_keeping_what_was_read() {
+    use tokio::io::AsyncWriteExt;
+    let (mut writer, reader) = tokio::io::duplex(1 << 16);
+    let mut p = Pipeline::default();
+    let src = p
+        .add_source(
+            "live",
+            vec![Input::reader("live", reader)],
+            SourceConfig::zeek(ReaderOptions::default(), 1 << 20),
+        )
+        .unwrap();
+    let b = p
+        .add_batcher(
+            "batch",
+            &[src],
+            weir::batcher::BatchConfig {
+                timeout: Duration::from_millis(50),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let rec = Recorder::default();
+    p.add_sink("sink", &[b], rec.sink()).unwrap();
+    let token = p.shutdown_token();
+    let handle = tokio::spawn(p.run());
+    writer
+        .write_all(b"#separator \\x09\n#path\tlive\n#fields\tn\n#types\tcount\n0\n1\n2\n")
+        .await
+        .unwrap();
+    // The events arrive while the input is still open (batch timeout).
+    while rec.numbers().len() < 3 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    writer.write_all(b"3\n4\n5").await.unwrap(); // "5" is a partial line
+    while rec.numbers().len() < 5 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    token.cancel();
+    let summary = handle.await.unwrap().unwrap();
+    assert!(summary.interrupted);
+    assert_eq!(rec.numbers(), vec![0, 1, 2, 3, 4]);
+    assert!(
+        summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("partial last line")),
+        "{:?}",
+        summary.warnings
+    );
+    drop(writer);
+}

@@ -66,6 +66,24 @@ async fn gzip_file_members_decode_in_parallel_path() {
     let (out, counters) = read_all(Input::Path(path), Compression::Auto).await;
     assert_eq!(out, parts.concat());
     assert_eq!(counters.bytes_read(), gz.len() as u64);
+
+    // One member bigger than ParallelGunzip's window (decoded by streaming): counted too.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let big: Vec<u8> = (0..weir::inflate::DEFAULT_WINDOW + (1 << 20))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let gz = gzip(&[&big[..]]);
+    assert!(gz.len() > weir::inflate::DEFAULT_WINDOW, "{}", gz.len());
+    let path = dir.path().join("big.log.gz");
+    std::fs::write(&path, &gz).unwrap();
+    let (out, counters) = read_all(Input::Path(path), Compression::Auto).await;
+    assert!(out == big);
+    assert_eq!(counters.bytes_read(), gz.len() as u64);
 }
 
 #[tokio::test]

@@ -164,7 +164,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineErr
                     on_error: src.on_error,
                     json_default_schema: src.json_schema.clone(),
                 };
-                let mut config = SourceConfig::zeek(reader, capacity);
+                // Each input decoded ahead gets its own channel; a smaller one suffices to keep the
+                // decoders busy and bounds memory with many inputs.
+                let mut config = SourceConfig::zeek(reader, capacity.min(16 << 20));
                 config.compression = compression(src.decompress);
                 config.format = format(src.format);
                 pipeline.add_source(&stage.name, inputs, config)?

@@ -96,7 +96,7 @@ pub struct SourceConfig {
     /// Byte capacity of each input's channel.
     pub channel_capacity: usize,
     /// Threads decoding one Zeek TSV input at once with
-    /// [`ParallelTsvReader`](crate::codec::zeek::parallel::ParallelTsvReader) (same output as
+    /// [`ParallelTsvReader`] (same output as
     /// the sequential decoder); 0 or 1 decodes TSV with `decoders` on the input's own thread.
     pub parallel_tsv: usize,
 }
@@ -339,9 +339,12 @@ async fn send(
     let t0 = Instant::now();
     let r = tx.send(item).await;
     shared.metrics.add_blocked(t0.elapsed());
-    // A closed channel means the pipeline is stopping: end quietly.
-    let _ = r;
-    Ok(())
+    // A closed channel means nobody reads this input any more (the pipeline is stopping):
+    // stop decoding it. The error goes nowhere, the consumer is gone.
+    r.map_err(|_| ReadError::Io {
+        source_name: String::new(),
+        error: io::Error::other("the consumer of this input is gone"),
+    })
 }
 
 /// Starts decoding `input` on its own thread; returns the stream of its batches.

@@ -119,10 +119,16 @@ pub enum PipelineError {
 }
 
 impl PipelineError {
-    /// Whether the error is (caused by) a broken pipe: a reader of our output went away.
+    /// Whether the error is (caused by) a broken pipe: a reader of our output went away
+    /// (after which a command exits with status 0).
     pub fn is_broken_pipe(&self) -> bool {
         let mut e: Option<&(dyn StdError + 'static)> = Some(self);
         while let Some(err) = e {
+            if let Some(w) = err.downcast_ref::<crate::codec::writer::WriteError>() {
+                if w.is_closed() {
+                    return true;
+                }
+            }
             if let Some(io) = err.downcast_ref::<std::io::Error>() {
                 if io.kind() == std::io::ErrorKind::BrokenPipe {
                     return true;
