@@ -163,7 +163,6 @@ impl Archive {
             end: ids.end,
             current: None,
             wal: None,
-            reloaded: false,
             done: false,
         }
     }
@@ -177,9 +176,28 @@ impl Archive {
         }
     }
 
+    /// The catalog to read together with `wal`, a WAL opened just now: the one read at open,
+    /// or, if segments were sealed since (the WAL starts past its end), a fresh one. A seal
+    /// writes the catalog before it replaces the WAL, so a catalog read after the WAL was
+    /// opened reaches at least the WAL's base: no gap between segments and WAL.
+    fn catalog_for(&self, wal: Option<&WalReader>) -> Result<Arc<Catalog>> {
+        match wal {
+            Some(r) if r.base_id() > self.catalog.next_id => {
+                Ok(Arc::new(Catalog::load(&self.dir)?))
+            }
+            _ => Ok(self.catalog.clone()),
+        }
+    }
+
     /// Segments, events, bytes, ID ranges and events per schema (sealed and in the WAL).
     pub fn info(&self) -> Result<ArchiveInfo> {
-        let cat = &self.catalog;
+        let wal_path = self.dir.join(WAL_FILE);
+        let mut wal_reader = if wal_path.exists() {
+            Some(WalReader::open(&wal_path)?)
+        } else {
+            None
+        };
+        let cat = &self.catalog_for(wal_reader.as_ref())?;
         let mut schemas: BTreeMap<String, u64> = BTreeMap::new();
         let mut ranges: Vec<[u64; 2]> = Vec::new();
         let mut push_range = |r: Range<u64>| match ranges.last_mut() {
@@ -193,9 +211,7 @@ impl Archive {
             s.ranges().for_each(&mut push_range);
         }
         let mut wal = WalInfo::default();
-        let wal_path = self.dir.join(WAL_FILE);
-        if wal_path.exists() {
-            let mut r = WalReader::open(&wal_path)?;
+        if let Some(mut r) = wal_reader.take() {
             while let Some((_, b)) = r.next_record()? {
                 let ids = b.id_range();
                 if ids.end <= cat.next_id {
@@ -226,7 +242,17 @@ impl Archive {
     /// returned as errors, so that one damaged segment does not hide another.
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
-        let cat = &self.catalog;
+        let wal_path = self.dir.join(WAL_FILE);
+        let wal_reader = wal_path.exists().then(|| WalReader::open(&wal_path));
+        let cat = &match self.catalog_for(wal_reader.as_ref().and_then(|r| r.as_ref().ok())) {
+            Ok(c) => c,
+            Err(e) => {
+                report
+                    .problems
+                    .push(Problem::from_error(&Catalog::path(&self.dir), e));
+                self.catalog.clone()
+            }
+        };
         let mut expected = 0u64;
         for entry in &cat.segments {
             let path = self.dir.join(&entry.file);
@@ -275,9 +301,8 @@ impl Archive {
                 }
             }
         }
-        let wal_path = self.dir.join(WAL_FILE);
-        if wal_path.exists() {
-            match WalReader::open(&wal_path) {
+        if let Some(wal_reader) = wal_reader {
+            match wal_reader {
                 Err(e) => report.problems.push(Problem::from_error(&wal_path, e)),
                 Ok(mut r) => {
                     if r.base_id() > cat.next_id {
@@ -454,7 +479,6 @@ pub struct Scan<'a> {
     end: u64,
     current: Option<(Arc<Segment>, usize)>,
     wal: Option<WalReader>,
-    reloaded: bool,
     done: bool,
 }
 
@@ -544,8 +568,18 @@ impl Scan<'_> {
                 }
             };
             if reader.base_id() > self.next.max(self.catalog.next_id) {
-                // A segment was sealed after our catalog was read: read the new catalog once.
-                if self.reloaded {
+                // Segments were sealed after our catalog was read (a running import may seal
+                // many times during one scan): read the new catalog. A seal writes the catalog
+                // before it replaces the WAL, so the new catalog reaches at least the WAL's
+                // base; if it does not even advance, the WAL really does not fit.
+                let catalog = match Catalog::load(&self.archive.dir) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                };
+                if catalog.next_id <= self.catalog.next_id {
                     self.done = true;
                     return Some(Err(StoreError::CorruptWal {
                         path,
@@ -553,18 +587,11 @@ impl Scan<'_> {
                         reason: format!(
                             "starts at event ID {} but the catalog ends at {}",
                             reader.base_id(),
-                            self.catalog.next_id
+                            catalog.next_id
                         ),
                     }));
                 }
-                self.reloaded = true;
-                match Catalog::load(&self.archive.dir) {
-                    Ok(c) => self.catalog = Arc::new(c),
-                    Err(e) => {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
-                }
+                self.catalog = Arc::new(catalog);
                 continue;
             }
             self.wal = Some(reader);

@@ -1,5 +1,5 @@
 //! Helpers for the tests that drive the real `weir` binary (`cli_archive_roundtrip`,
-//! `crash_kill9`): running commands, generating small Zeek TSV logs with a unique `uid` per
+//! `cli_crash_recovery`): running commands, generating small Zeek TSV logs with a unique `uid` per
 //! event, and reading the uids back from `weir export --to json`.
 #![allow(dead_code)]
 

@@ -244,3 +244,99 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
     );
     assert_eq!(info["id_ranges"], serde_json::json!([[0, held.len()]]));
 }
+
+/// Copies a database directory (one level of subdirectories).
+fn copy_db(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_db(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn wal_left_by_kill_9_torn_tail_is_dropped_and_damage_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    // The default segment size: after the kill, all events are in the WAL only.
+    let mut child = weir()
+        .args(["import", "--quiet", "--db", s(&db)])
+        .args(["--batch-size", "5", "--batch-timeout", "20ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(cli_util::log(0..100).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    wait_for("100 acknowledged events", Duration::from_secs(30), || {
+        let out = run(&["export", "--db", s(&db), "--to", "json"]);
+        out.status.success() && String::from_utf8_lossy(&out.stdout).lines().count() == 100
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    let info = info(&db);
+    assert_eq!(info["segments"], 0, "{info}");
+    assert_eq!(info["wal"]["events"], 100, "{info}");
+    let batches = info["wal"]["batches"].as_u64().unwrap();
+    assert!(batches >= 20, "{info}");
+    let verify = ok(&run(&["verify", "--db", s(&db)]), "verify after kill");
+    assert!(verify.starts_with("ok: 0 segments, 100 events"), "{verify}");
+    let wal = db.join("wal");
+    let wal_bytes = std::fs::read(&wal).unwrap();
+
+    // A torn last record (an interrupted write) is dropped with a warning, not an error.
+    let torn = tmp.path().join("torn");
+    copy_db(&db, &torn);
+    let torn_wal = torn.join("wal");
+    std::fs::write(&torn_wal, &wal_bytes[..wal_bytes.len() - 3]).unwrap();
+    let out = run(&["verify", "--db", s(&torn)]);
+    assert!(ok(&out, "verify of a torn WAL").starts_with("ok:"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning"));
+    let kept = numbers(&export_json(&torn));
+    assert!(
+        kept.len() >= 95 && kept.len() < 100,
+        "{} events",
+        kept.len()
+    );
+    assert_eq!(kept, (0..kept.len() as u64).collect::<Vec<_>>());
+    // The next writer replays the rest, warns, and seals it.
+    let out = weir()
+        .args(["import", "--quiet", "--db", s(&torn)])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(&out, "import after a torn WAL");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(numbers(&export_json(&torn)), kept);
+    assert!(ok(&run(&["verify", "--db", s(&torn)]), "verify").starts_with("ok: 1 segments"));
+
+    // A damaged record in the middle is corruption: named with file and offset, exit 1, and
+    // the writer refuses to open rather than dropping acknowledged batches.
+    let mut bad = wal_bytes.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x55;
+    std::fs::write(&wal, &bad).unwrap();
+    let out = run(&["verify", "--db", s(&db)]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(s(&wal)) && report.contains("offset"),
+        "{report}"
+    );
+    let out = run(&["import", "--quiet", "--db", s(&db), "-"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("wal") && err.contains("offset"), "{err}");
+    assert_eq!(std::fs::read(&wal).unwrap(), bad, "the WAL was changed");
+}
