@@ -130,7 +130,8 @@ fn reference_check(cmd: &str, origs: &[&str], out: &Path) {
 }
 
 /// Imports the corpus into `db` with `extra` options and checks the export in both formats.
-fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) {
+/// Returns the import's summary line(s).
+fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
     let tmp = db.parent().unwrap();
     let mut args = vec!["import", "--quiet", "--db", s(db)];
     args.extend_from_slice(extra);
@@ -182,6 +183,7 @@ fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) {
     std::fs::write(&tail_json, tail.join("\n") + "\n").unwrap();
     reference_check("compare-json", &tsv_origs, &head_json);
     reference_check("compare-jj", &[s(&inputs.json)], &tail_json);
+    summary
 }
 
 #[test]
@@ -202,8 +204,12 @@ fn corpus_with_1mib_segments_rotates_and_exports_identical_events() {
     let inputs = Inputs::find(&dir);
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
-    import_and_check(&inputs, &db, &["--max-segment-size", "1MiB"]);
+    let summary = import_and_check(&inputs, &db, &["--max-segment-size", "1MiB"]);
     let files = segment_files(&db);
+    assert!(
+        summary.contains(&format!(", {} segments written", files.len())),
+        "{summary}"
+    );
     let info = info(&db);
     assert!(files.len() >= 3, "{} segments", files.len());
     assert_eq!(info["segments"], files.len() as u64, "{info}");
@@ -554,4 +560,58 @@ fn second_concurrent_import_is_refused_as_locked() {
     for (i, e) in events.iter().enumerate() {
         check_event(i as u64, e);
     }
+}
+
+#[test]
+fn batch_larger_than_a_segment_is_split_and_an_event_larger_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    // One batch of 3000 events (about 300 KB of rows) into 64 KiB segments.
+    let total = 3000;
+    let db = small_db(
+        tmp.path(),
+        total,
+        &["--batch-size", "100000", "--max-segment-size", "64KiB"],
+    );
+    let files = segment_files(&db);
+    assert!(files.len() >= 4, "{} segments", files.len());
+    for f in &files {
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(len <= 64 << 10, "{} is {len} bytes", f.display());
+    }
+    let events = export_json(&db);
+    assert_eq!(numbers(&events), (0..total).collect::<Vec<_>>());
+    for (i, e) in events.iter().enumerate() {
+        check_event(i as u64, e);
+    }
+
+    // A single event bigger than a segment cannot be stored: exit 1 with a clear message;
+    // the events before it stay.
+    let file = tmp.path().join("big.log");
+    let mut text = log(total..total + 2);
+    text.push_str(&cli_util::row(total + 2).replacen(
+        ",b c,",
+        &format!(",{},", "x".repeat(9000)),
+        1,
+    ));
+    text.push_str(&cli_util::row(total + 3));
+    std::fs::write(&file, text).unwrap();
+    let out = run(&[
+        "import",
+        "--quiet",
+        "--db",
+        s(&db),
+        "--max-segment-size",
+        "4KiB",
+        "--batch-size",
+        "1",
+        s(&file),
+    ]);
+    let err = cli_util::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot fit in a segment"), "{err}");
+    assert_eq!(
+        numbers(&export_json(&db)),
+        (0..total + 2).collect::<Vec<_>>()
+    );
+    assert!(ok(&run(&["verify", "--db", s(&db)]), "verify").starts_with("ok:"));
 }

@@ -8,7 +8,8 @@
 //! *acknowledged* (they reached the archive's files). Shortly after, at another random moment,
 //! the importer gets SIGKILL. Then, before and after the next writer opens the database:
 //!
-//! - `weir verify` exits 0 (a torn WAL tail is a warning, not damage);
+//! - `weir verify` exits 0 (a torn WAL tail is a warning, not damage), also while the import
+//!   runs, and `weir info` during the import reports dense IDs;
 //! - `weir export` gives every event acknowledged before the kill, exactly once and in order;
 //!   the other events of the pipe may be missing, but what is there is a prefix of what was
 //!   sent, in order, never duplicated and with intact values (checked field by field);
@@ -177,6 +178,20 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
                 );
                 acked.len() > held.len()
             });
+            // Other readers while the import runs: `info` sees dense IDs covering at least
+            // the acknowledged events, `verify` finds no damage.
+            let info = info(&db);
+            let n = info["events"].as_u64().unwrap();
+            assert!(n >= acked.len() as u64, "{what}: {info}");
+            assert_eq!(
+                info["id_ranges"],
+                serde_json::json!([[0, n]]),
+                "{what}: IDs not dense during the import: {info}"
+            );
+            let verify = run(&["verify", "--db", s(&db)]);
+            assert!(
+                ok(&verify, &format!("{what}: weir verify during the import")).starts_with("ok:")
+            );
         }
         std::thread::sleep(Duration::from_millis(rng.below(if early {
             30
