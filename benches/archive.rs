@@ -69,7 +69,12 @@ fn batches(n: u64) -> Vec<Batch> {
 }
 
 fn segment_building(c: &mut Criterion) {
-    let input = batches(256);
+    let mut input = batches(256);
+    let mut id = 0;
+    for b in &mut input {
+        b.set_id(id);
+        id += b.len() as u64;
+    }
     let bytes: usize = input.iter().map(Batch::byte_size).sum();
     let mut g = c.benchmark_group("segment_build");
     g.throughput(Throughput::Bytes(bytes as u64));
@@ -77,12 +82,8 @@ fn segment_building(c: &mut Criterion) {
     let mut builder = SegmentBuilder::new(1 << 30).unwrap();
     g.bench_function("add_and_finish_1GiB_builder", |b| {
         b.iter(|| {
-            let mut id = 0;
             for batch in &input {
-                let mut batch = batch.clone();
-                batch.set_id(id);
-                id += batch.len() as u64;
-                builder.add(&batch).unwrap();
+                builder.add(batch).unwrap();
             }
             let (sealed, bytes) = builder.finish(uuid::Uuid::nil()).unwrap();
             assert!(bytes.len() as u64 == sealed.bytes);

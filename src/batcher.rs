@@ -62,7 +62,8 @@ pub struct Batcher<S, E> {
     config: BatchConfig,
     /// The batch being built, and the time its first event arrived.
     pending: Option<Batch>,
-    timer: Pin<Box<Sleep>>,
+    /// The flush deadline of `pending` (created on first use, within the runtime).
+    timer: Option<Pin<Box<Sleep>>>,
     /// Complete batches waiting to be emitted, in order.
     ready: VecDeque<Batch>,
     /// An input error to pass on once `ready` is empty.
@@ -74,7 +75,8 @@ impl<S, E> Batcher<S, E>
 where
     S: Stream<Item = Result<Batch, E>> + Unpin,
 {
-    /// Wraps `inner`. Must be polled within a tokio runtime (the timeout uses tokio time).
+    /// Wraps `inner`. Must be polled within a tokio runtime with time enabled (the timeout
+    /// uses tokio time).
     pub fn new(inner: S, config: BatchConfig) -> Batcher<S, E> {
         let config = BatchConfig {
             max_events: config.max_events.max(1),
@@ -85,7 +87,7 @@ where
             inner,
             config,
             pending: None,
-            timer: Box::pin(tokio::time::sleep(config.timeout)),
+            timer: None,
             ready: VecDeque::new(),
             error: None,
             done: false,
@@ -159,9 +161,11 @@ where
 
     fn start_pending(&mut self, batch: Batch) {
         self.pending = Some(batch);
-        self.timer
-            .as_mut()
-            .reset(Instant::now() + self.config.timeout);
+        let deadline = Instant::now() + self.config.timeout;
+        match &mut self.timer {
+            Some(t) => t.as_mut().reset(deadline),
+            None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+        }
     }
 }
 
@@ -276,7 +280,11 @@ where
                 }
                 Poll::Ready(None) => this.done = true,
                 Poll::Pending => {
-                    if this.pending.is_some() && this.timer.as_mut().poll(cx).is_ready() {
+                    let expired = match (&this.pending, &mut this.timer) {
+                        (Some(_), Some(t)) => t.as_mut().poll(cx).is_ready(),
+                        _ => false,
+                    };
+                    if expired {
                         this.flush_pending();
                         continue;
                     }

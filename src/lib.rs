@@ -1,10 +1,64 @@
-//! weir ingests Zeek logs through an asynchronous, backpressured stream pipeline into an
-//! archive of memory-mapped FlatBuffers segments, and reads them back fast.
+//! weir ingests network-security telemetry — Zeek logs — through an asynchronous,
+//! backpressured stream pipeline into an archive of memory-mapped FlatBuffers segments, and
+//! reads them back, filters and exports them fast.
 //!
 //! ```text
 //! bytes source (file, glob, stdin) -> decompress (gzip, multi-member) -> Zeek parser
 //!   -> msgpack batcher (size + timeout) -> segment-writer Sink (backpressured)
 //!   -> archive: FlatBuffers segment files, rotated before the 2 GiB builder limit, read via mmap
+//! ```
+//!
+//! Every stage is a plain `futures` [`Stream`](futures::Stream) or [`Sink`](futures::Sink):
+//!
+//! | stage | module |
+//! |---|---|
+//! | sources: files, globs, stdin, in-memory bytes; gzip (multi-member, parallel), zstd | [`source`], [`inflate`] |
+//! | Zeek TSV and JSON readers (push decoders), TSV and JSON writers | [`codec`] |
+//! | events: schemas, values, msgpack rows, batches | [`types`], [`value`], [`batch`] |
+//! | batcher (size, bytes, timeout) | [`batcher`] |
+//! | the graph, byte-bounded edges, pipeline files | [`pipeline`] |
+//! | segments, write-ahead log, the store and its readers | [`segment`], [`wal`], [`store`] |
+//!
+//! # Example
+//!
+//! Import Zeek TSV text into an archive with the same pipeline `weir import` runs, then read
+//! the events back from the memory-mapped segments:
+//!
+//! ```
+//! use weir::codec::ReaderOptions;
+//! use weir::pipeline::{decode::SourceConfig, Pipeline};
+//! use weir::source::Input;
+//! use weir::store::{Archive, ArchiveSink};
+//! use weir::value::{decode_row, Value};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let log = "#separator \\x09\n#path\tconn\n#fields\tts\tid.orig_h\n#types\ttime\taddr\n\
+//!            1258531221.486539\t192.168.1.102\n1258531680.237254\tfe80::1\n";
+//! let db = tempfile::tempdir()?;
+//!
+//! let mut pipeline = Pipeline::default();
+//! let config = SourceConfig::zeek(ReaderOptions::default(), 1 << 20);
+//! let source = pipeline.add_source("logs", vec![Input::bytes("memory", log)], config)?;
+//! let batches = pipeline.add_batcher("batch", &[source], Default::default())?;
+//! let (archive_sink, _) = ArchiveSink::open(db.path(), Default::default())?;
+//! pipeline.add_sink("archive", &[batches], archive_sink)?;
+//! pipeline.run().await?;
+//!
+//! let archive = Archive::open(db.path())?;
+//! let mut events = Vec::new();
+//! for batch in archive.scan() {
+//!     let batch = batch?;
+//!     let types: Vec<_> = batch.schema().fields.iter().map(|f| f.ty.clone()).collect();
+//!     for row in batch.rows() {
+//!         events.push((batch.schema().name.clone(), decode_row(row, &types)?));
+//!     }
+//! }
+//! assert_eq!(events.len(), 2);
+//! assert_eq!(events[0].0, "zeek.conn");
+//! assert_eq!(events[0].1[0], Value::Time(1_258_531_221_486_539_000));
+//! # Ok(())
+//! # }
 //! ```
 
 #![warn(missing_docs)]

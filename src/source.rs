@@ -23,6 +23,7 @@
 //! where the size is known (regular files), the total, for progress display.
 
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -35,6 +36,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader, ReadBuf};
 use tokio::sync::mpsc;
 use tokio_util::io::StreamReader;
+use tokio_util::sync::CancellationToken;
 
 use crate::inflate::ParallelGunzip;
 
@@ -358,8 +360,12 @@ impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
 }
 
 /// Starts a thread reading `read` in chunks; returns the async side.
-fn spawn_reader<R: io::Read + Send + 'static>(name: String, mut read: R) -> BoxReader {
-    spawn_chunks(name, move || {
+fn spawn_reader<R: io::Read + Send + 'static>(
+    name: String,
+    mut read: R,
+    stop: &CancellationToken,
+) -> BoxReader {
+    spawn_chunks(name, stop, move || {
         let mut buf = vec![0u8; CHUNK_SIZE];
         let mut filled = 0;
         // Fill the chunk unless the source is slow (a pipe): hand over what is there then.
@@ -383,7 +389,7 @@ fn spawn_reader<R: io::Read + Send + 'static>(name: String, mut read: R) -> BoxR
 
 /// Starts a thread calling `next` for chunks until it returns `None` or an error, handing
 /// them over a small bounded channel; returns the async side.
-fn spawn_chunks<F>(name: String, mut next: F) -> BoxReader
+fn spawn_chunks<F>(name: String, stop: &CancellationToken, mut next: F) -> BoxReader
 where
     F: FnMut() -> io::Result<Option<Bytes>> + Send + 'static,
 {
@@ -405,7 +411,7 @@ where
             }
         });
     match spawned {
-        Ok(_) => Box::pin(StreamReader::new(tokio_stream_from_receiver(rx))),
+        Ok(_) => Box::pin(StreamReader::new(chunk_stream(rx, stop.clone()))),
         Err(e) => Box::pin(FailedReader(Some(e))),
     }
 }
@@ -416,11 +422,12 @@ fn spawn_parallel_gunzip(
     name: String,
     file: std::fs::File,
     counters: Arc<SourceCounters>,
+    stop: &CancellationToken,
 ) -> BoxReader {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, file), threads);
     let mut seen = 0u64;
-    spawn_chunks(name, move || {
+    spawn_chunks(name, stop, move || {
         let next = gz.next().transpose()?;
         let consumed = gz.compressed_consumed();
         counters
@@ -447,10 +454,40 @@ impl AsyncRead for FailedReader {
     }
 }
 
-fn tokio_stream_from_receiver(
+/// The chunks of a reader thread. Once `stop` is cancelled the channel is closed: the reader
+/// thread reads no more, the chunks it already read are still delivered, then the stream ends.
+fn chunk_stream(
     mut rx: mpsc::Receiver<io::Result<Bytes>>,
+    stop: CancellationToken,
 ) -> impl futures::Stream<Item = io::Result<Bytes>> + Send {
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    let mut stopped = Box::pin(stop.cancelled_owned());
+    let mut closed = false;
+    futures::stream::poll_fn(move |cx| {
+        if !closed && stopped.as_mut().poll(cx).is_ready() {
+            rx.close();
+            closed = true;
+        }
+        rx.poll_recv(cx)
+    })
+}
+
+/// A reader that ends (reads nothing more) once `stop` is cancelled.
+struct StopReader {
+    inner: BoxReader,
+    stopped: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl AsyncRead for StopReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.stopped.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
+        }
+        self.inner.as_mut().poll_read(cx, buf)
+    }
 }
 
 /// An opened source: raw bytes (still compressed), with its name and size when known.
@@ -469,10 +506,14 @@ pub struct RawSource {
 /// at once). Bytes read are counted into `counters`. A regular gzip file (under
 /// [`Compression::Auto`] or [`Compression::Gzip`]) is decompressed right away by
 /// [`ParallelGunzip`], several members at once.
+///
+/// Once `stop` is cancelled the source reads no more: what was already read is still
+/// delivered, then the input ends (graceful shutdown; nothing read is lost).
 pub fn open_raw(
     input: Input,
     compression: Compression,
     counters: &Arc<SourceCounters>,
+    stop: &CancellationToken,
 ) -> Result<RawSource, SourceError> {
     let name = input.name();
     let io_err = |error| SourceError::Io {
@@ -493,7 +534,7 @@ pub fn open_raw(
                 let n = file.read(&mut magic).map_err(io_err)?;
                 file.seek(io::SeekFrom::Start(0)).map_err(io_err)?;
                 if n == 2 && magic == [0x1f, 0x8b] {
-                    let reader = spawn_parallel_gunzip(name.clone(), file, counters.clone());
+                    let reader = spawn_parallel_gunzip(name.clone(), file, counters.clone(), stop);
                     return Ok(RawSource {
                         name,
                         size,
@@ -506,11 +547,17 @@ pub fn open_raw(
                     });
                 }
             }
-            (size, spawn_reader(name.clone(), file))
+            (size, spawn_reader(name.clone(), file, stop))
         }
-        Input::Stdin => (None, spawn_reader(name.clone(), io::stdin())),
+        Input::Stdin => (None, spawn_reader(name.clone(), io::stdin(), stop)),
         Input::Bytes { data, .. } => (Some(data.len() as u64), Box::pin(io::Cursor::new(data))),
-        Input::Reader { reader, .. } => (None, reader),
+        Input::Reader { reader, .. } => (
+            None,
+            Box::pin(StopReader {
+                inner: reader,
+                stopped: Box::pin(stop.clone().cancelled_owned()),
+            }),
+        ),
     };
     let reader: BoxReader = Box::pin(Counted {
         inner: reader,
@@ -526,13 +573,14 @@ pub fn open_raw(
 }
 
 /// Opens, decompresses and counts an input: the name, the size when known, and the
-/// decompressed bytes.
+/// decompressed bytes. See [`open_raw`] for `stop`.
 pub async fn open(
     input: Input,
     compression: Compression,
     counters: &Arc<SourceCounters>,
+    stop: &CancellationToken,
 ) -> Result<(String, Option<u64>, BoxReader), SourceError> {
-    let raw = open_raw(input, compression, counters)?;
+    let raw = open_raw(input, compression, counters, stop)?;
     if raw.size.is_none() {
         counters.add_unknown_total();
     }

@@ -38,7 +38,7 @@
 #![deny(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -240,20 +240,46 @@ impl Wal {
     /// Appends one batch (with its ID set) as a record, in a single `write`, and fsyncs it
     /// under [`SyncPolicy::Always`].
     pub fn append(&mut self, batch: &Batch) -> Result<()> {
+        self.append_with_crc(batch, crc32fast::hash(batch.data()))
+    }
+
+    /// [`Wal::append`] with the CRC-32 of `batch.data()` already computed.
+    pub fn append_with_crc(&mut self, batch: &Batch, data_crc: u32) -> Result<()> {
         self.buf.clear();
         self.buf
             .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
-        encode_payload(batch, &mut self.buf);
-        let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize;
-        let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
+        encode_payload_head(batch, &mut self.buf);
+        let data = batch.data();
+        let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize + data.len();
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&self.buf[RECORD_HEADER_LEN as usize..]);
+        crc.combine(&crc32fast::Hasher::new_with_initial_len(
+            data_crc,
+            data.len() as u64,
+        ));
         self.buf[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
-        self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
-        self.file
-            .write_all(&self.buf)
-            .map_err(|e| StoreError::io("append to", &self.path, e))?;
-        self.len += self.buf.len() as u64;
+        self.buf[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
+        // Header, metadata and offsets from the buffer, rows straight from the batch: one
+        // vectored write, normally one system call.
+        let mut parts = [IoSlice::new(&self.buf), IoSlice::new(data)];
+        let mut slices = &mut parts[..];
+        while !slices.is_empty() {
+            match self.file.write_vectored(slices) {
+                Ok(0) => {
+                    return Err(StoreError::io(
+                        "append to",
+                        &self.path,
+                        std::io::ErrorKind::WriteZero.into(),
+                    ))
+                }
+                Ok(n) => IoSlice::advance_slices(&mut slices, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StoreError::io("append to", &self.path, e)),
+            }
+        }
+        self.len += (self.buf.len() + data.len()) as u64;
         self.dirty = true;
-        if self.buf.capacity() > 64 << 20 {
+        if self.buf.capacity() > 16 << 20 {
             self.buf = Vec::new();
         }
         if self.policy == SyncPolicy::Always {
@@ -280,8 +306,9 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn encode_payload(batch: &Batch, out: &mut Vec<u8>) {
-    out.reserve(64 + batch.byte_size() + 4 * batch.len());
+/// Everything of the payload but the rows themselves (which follow it in the record).
+fn encode_payload_head(batch: &Batch, out: &mut Vec<u8>) {
+    out.reserve(256 + 4 * batch.len());
     out.extend_from_slice(&batch.id().to_le_bytes());
     out.extend_from_slice(&(batch.len() as u32).to_le_bytes());
     let (flags, (lo, hi)) = match batch.ts_range() {
@@ -302,7 +329,6 @@ fn encode_payload(batch: &Batch, out: &mut Vec<u8>) {
     for &o in batch.offsets() {
         out.extend_from_slice(&(o as u32).to_le_bytes());
     }
-    out.extend_from_slice(batch.data());
 }
 
 struct Cursor<'a> {
@@ -531,9 +557,14 @@ impl WalReader {
             return self.torn_at(format!("only {remaining} bytes of a record header"));
         }
         let mut h = [0u8; RECORD_HEADER_LEN as usize];
-        self.reader
-            .read_exact(&mut h)
-            .map_err(|e| StoreError::io("read", &self.path, e))?;
+        match self.reader.read_exact(&mut h) {
+            Ok(()) => {}
+            // The file shrank since it was opened: a writer cut off a torn tail.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return self.torn_at("the file was truncated while reading".into())
+            }
+            Err(e) => return Err(StoreError::io("read", &self.path, e)),
+        }
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as u64;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
         if len == 0 && h == [0; 8] && self.rest_is_zero()? {
@@ -550,9 +581,13 @@ impl WalReader {
             ));
         }
         self.payload.resize(len as usize, 0);
-        self.reader
-            .read_exact(&mut self.payload)
-            .map_err(|e| StoreError::io("read", &self.path, e))?;
+        match self.reader.read_exact(&mut self.payload) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return self.torn_at("the file was truncated while reading".into())
+            }
+            Err(e) => return Err(StoreError::io("read", &self.path, e)),
+        }
         if crc32fast::hash(&self.payload) != crc {
             if record_end == self.end {
                 return self.torn_at("checksum mismatch in the last record".into());

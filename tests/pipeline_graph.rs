@@ -260,6 +260,7 @@ async fn source_reads_inputs_in_order_with_decode_ahead() {
                 decoders: Lines::factory(),
                 decode_ahead: 3,
                 channel_capacity: 4096,
+                parallel_tsv: 0,
             },
         )
         .unwrap();

@@ -29,7 +29,9 @@ async fn zstd(parts: &[&[u8]]) -> Vec<u8> {
 
 async fn read_all(input: Input, c: Compression) -> (Vec<u8>, Arc<SourceCounters>) {
     let counters = Arc::new(SourceCounters::default());
-    let (_, _, mut r) = open(input, c, &counters).await.unwrap();
+    let (_, _, mut r) = open(input, c, &counters, &Default::default())
+        .await
+        .unwrap();
     let mut out = Vec::new();
     r.read_to_end(&mut out).await.unwrap();
     (out, counters)
@@ -97,9 +99,14 @@ async fn format_is_detected_by_first_non_blank_byte() {
     for (text, want) in cases {
         let counters = Arc::new(SourceCounters::default());
         let gz = gzip(&[text]);
-        let (_, _, r) = open(Input::bytes("m", gz), Compression::Auto, &counters)
-            .await
-            .unwrap();
+        let (_, _, r) = open(
+            Input::bytes("m", gz),
+            Compression::Auto,
+            &counters,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
         let (found, mut r) = detect_format(r, Format::Auto).await.unwrap();
         assert_eq!(found, want, "{text:?}");
         // Nothing is lost by peeking.
@@ -143,6 +150,7 @@ async fn missing_file_names_the_path() {
         Input::Path("/nonexistent/weir/x.log".into()),
         Compression::Auto,
         &counters,
+        &Default::default(),
     )
     .await
     .err()
@@ -157,9 +165,14 @@ async fn corrupt_gzip_is_an_error_not_a_panic() {
     gz[n / 2] ^= 0xff;
     gz.truncate(n - 3);
     let counters = Arc::new(SourceCounters::default());
-    let (_, _, mut r) = open(Input::bytes("bad.gz", gz), Compression::Auto, &counters)
-        .await
-        .unwrap();
+    let (_, _, mut r) = open(
+        Input::bytes("bad.gz", gz),
+        Compression::Auto,
+        &counters,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     let mut out = Vec::new();
     assert!(r.read_to_end(&mut out).await.is_err());
 }

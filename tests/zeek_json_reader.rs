@@ -198,6 +198,12 @@ fn a_byte_order_mark_is_ignored_on_the_first_line_only() {
 }
 
 #[test]
+fn a_second_path_is_an_error() {
+    let err = read_all(b"{\"_path\":\"a\",\"x\":1,\"_path\":\"b\"}\n", opts()).unwrap_err();
+    assert!(err.to_string().contains("duplicate key \"_path\""), "{err}");
+}
+
+#[test]
 fn batches_are_cut_at_batch_rows() {
     let mut input = Vec::new();
     for i in 0..10 {

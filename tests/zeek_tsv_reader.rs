@@ -565,7 +565,7 @@ proptest! {
     #[test]
     fn any_chunking_gives_the_same_rows(
         cuts in prop::collection::vec(any::<usize>(), 0..40),
-        batch_rows in 1usize..6,
+        batch_rows in 0usize..6,
         skip in any::<bool>(),
         max_line_len in prop::sample::select(vec![40usize, 300, 1 << 20]),
     ) {
@@ -659,6 +659,13 @@ fn corpus_parses_with_the_documented_event_counts() {
 /// A record as the reference reader prints it: (path, [(field, JSON value)]).
 fn reference_records(path: &Path) -> Option<Vec<serde_json::Value>> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
+    if !script.is_file() {
+        eprintln!(
+            "note: {} not found: skipping the reference check",
+            script.display()
+        );
+        return None;
+    }
     let out = match std::process::Command::new("python3")
         .arg(&script)
         .arg("records")

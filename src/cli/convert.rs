@@ -31,6 +31,7 @@ pub struct ConvertArgs {
 
 /// Runs `weir convert`: a pipeline of one source (the inputs in order) and one stdout sink.
 pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
+    let stop = signals::install();
     let inputs = expand_inputs(&args.files)?;
     let reader = ReaderOptions {
         on_error: args.on_error.into(),
@@ -45,7 +46,7 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let src = p.add_source("input", inputs, config)?;
     let out = WriterSink::new(writer_for(args.to.into()), tokio::io::stdout());
     p.add_sink("stdout", &[src], out)?;
-    signals::install(p.shutdown_token());
+    signals::forward(stop, p.shutdown_token());
     let summary = p.run().await?;
     super::report_warnings(&summary.warnings);
     super::report_skips(&summary.skipped);

@@ -22,11 +22,12 @@ use super::{parse_duration, signals, FromFormat, OnErrorArg, UsageError};
 /// `--sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SyncArg {
-    /// Sync the WAL after every record.
+    /// Fsync the WAL before each batch is acknowledged: survives power loss; slowest.
     Always,
-    /// Sync the WAL once per batch before acknowledging it (the default).
+    /// Write each batch to the WAL before acknowledging it (survives kill -9); fsync the WAL
+    /// at every flush and seal, and segments always (the default).
     Batch,
-    /// Leave syncing to the OS (fastest; not safe against power loss).
+    /// Never fsync: survives kill -9, not an OS crash or power loss (benchmarks, throwaway).
     Never,
 }
 
@@ -103,6 +104,7 @@ fn segment_size(text: &str) -> anyhow::Result<u64> {
 
 /// Runs `weir import`.
 pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let stop = signals::install();
     let max_segment_size = args
         .max_segment_size
         .as_deref()
@@ -141,12 +143,14 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
         args.metrics.as_deref(),
         total,
         "imported",
+        stop,
     )
     .await
 }
 
 /// Runs `weir run`.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let stop = signals::install();
     let options = LoadOptions {
         check_paths: args.check,
         ..LoadOptions::default()
@@ -171,6 +175,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.metrics.as_deref(),
         None,
         "processed",
+        stop,
     )
     .await
 }
@@ -182,6 +187,7 @@ async fn execute(
     metrics_file: Option<&std::path::Path>,
     total: Option<u64>,
     verb: &str,
+    stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let (pipeline, built) = build(spec).await?;
     let counters = pipeline.source_counters();
@@ -211,7 +217,7 @@ async fn execute(
         segments: segments.clone(),
     }
     .spawn(quiet, done.clone());
-    signals::install(pipeline.shutdown_token());
+    signals::forward(stop, pipeline.shutdown_token());
     let result = pipeline.run().await;
     done.cancel();
     if let Some(p) = progress {

@@ -5,16 +5,19 @@ use tokio_util::sync::CancellationToken;
 /// Exit status after a second signal (128 + SIGINT, as shells report it).
 const FORCED_EXIT: i32 = 130;
 
-/// Cancels `token` on the first SIGINT or SIGTERM; exits the process on the second (the
+/// Installs the handlers at once (before any work, so that an early signal is not fatal) and
+/// returns the token the first SIGINT or SIGTERM cancels; the second exits the process (the
 /// archive's WAL keeps it consistent).
-pub fn install(token: CancellationToken) {
+pub fn install() -> CancellationToken {
+    let token = CancellationToken::new();
+    let ret = token.clone();
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) else {
         eprintln!("weir: warning: cannot install signal handlers");
-        return;
+        return ret;
     };
     tokio::spawn(async move {
         tokio::select! {
@@ -29,5 +32,14 @@ pub fn install(token: CancellationToken) {
         }
         eprintln!("weir: exiting at once");
         std::process::exit(FORCED_EXIT);
+    });
+    ret
+}
+
+/// Forwards a cancellation of `from` (the signal token) to `to` (a pipeline's token).
+pub fn forward(from: CancellationToken, to: CancellationToken) {
+    tokio::spawn(async move {
+        from.cancelled().await;
+        to.cancel();
     });
 }

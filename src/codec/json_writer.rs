@@ -31,10 +31,10 @@
 
 use crate::codec::writer::{
     push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet, push_u64,
-    EventWriter, WriteError,
+    EventWriter, Msg, WriteError, NIL,
 };
 use crate::types::{Schema, SchemaRef, Type};
-use crate::value::{DecodeError, RowCursor, ValueRef};
+use crate::value::DecodeError;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -108,45 +108,34 @@ fn write_row(
     row: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<(), DecodeError> {
-    let mut c = RowCursor::new(row);
-    c.row_header(schema.fields.len())?;
+    let mut r = Msg::new(row);
+    r.row_header(schema.fields.len())?;
     out.extend_from_slice(head);
     for (f, key) in schema.fields.iter().zip(keys) {
+        let m = r.marker()?;
+        if m == NIL {
+            continue;
+        }
+        out.extend_from_slice(key);
         match f.ty.element() {
-            None => {
-                let v = c.read(&f.ty)?;
-                if matches!(v, ValueRef::Null) {
-                    continue;
-                }
-                out.extend_from_slice(key);
-                if !write_scalar(out, &v, &f.ty) {
-                    // A non-finite double: JSON has none, Zeek writes null.
-                    out.extend_from_slice(b"null");
-                }
-            }
+            None => write_value(&mut r, m, &f.ty, out)?,
             Some(inner) => {
-                let mut probe = c.clone();
-                match probe.array_len() {
-                    Ok(n) => {
-                        c = probe;
-                        out.extend_from_slice(key);
-                        out.push(b'[');
-                        for j in 0..n {
-                            if j > 0 {
-                                out.push(b',');
-                            }
-                            let v = c.read(inner)?;
-                            if !write_scalar(out, &v, inner) {
-                                out.extend_from_slice(b"null");
-                            }
-                        }
-                        out.push(b']');
+                let Some(n) = r.array_len(m)? else {
+                    return Err(r.unexpected(m, &f.ty));
+                };
+                out.push(b'[');
+                for j in 0..n {
+                    if j > 0 {
+                        out.push(b',');
                     }
-                    Err(_) => {
-                        // nil (unset: omitted) or a decode error.
-                        c.read(&f.ty)?;
+                    let m = r.marker()?;
+                    if m == NIL {
+                        out.extend_from_slice(b"null");
+                    } else {
+                        write_value(&mut r, m, inner, out)?;
                     }
                 }
+                out.push(b']');
             }
         }
     }
@@ -154,47 +143,43 @@ fn write_row(
     Ok(())
 }
 
-/// Writes one value; returns `false` (writing nothing) for a non-finite double.
+/// Formats one set scalar whose marker `m` was just read.
 #[inline]
-fn write_scalar(out: &mut Vec<u8>, v: &ValueRef<'_>, ty: &Type) -> bool {
-    match v {
-        ValueRef::Null => out.extend_from_slice(b"null"),
-        ValueRef::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        ValueRef::Count(x) | ValueRef::Port(x) => push_u64(out, *x),
-        ValueRef::Int(x) => push_i64(out, *x),
-        ValueRef::Double(x) => return push_double(out, *x, true),
-        ValueRef::Time(x) => {
+fn write_value(r: &mut Msg<'_>, m: u8, ty: &Type, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    match ty {
+        Type::Bool => out.extend_from_slice(if r.bool(m, ty)? { b"true" } else { b"false" }),
+        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
+        Type::Int => push_i64(out, r.int(m, ty)?),
+        Type::Time => {
             out.push(b'"');
-            push_rfc3339(out, *x);
+            push_rfc3339(out, r.int(m, ty)?);
             out.push(b'"');
         }
-        ValueRef::Interval(x) => push_decimal_ns(out, *x),
-        ValueRef::String(s) => push_json_string(out, s),
-        ValueRef::Addr(a) => {
-            out.push(b'"');
-            push_addr(out, *a);
-            out.push(b'"');
-        }
-        ValueRef::Subnet(a, p) => {
-            out.push(b'"');
-            push_subnet(out, *a, *p);
-            out.push(b'"');
-        }
-        ValueRef::List(l) => {
-            let inner = ty.element().unwrap_or(ty);
-            out.push(b'[');
-            for (j, e) in l.iter().enumerate() {
-                if j > 0 {
-                    out.push(b',');
-                }
-                if !write_scalar(out, e, inner) {
-                    out.extend_from_slice(b"null");
-                }
+        Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
+        Type::Double => {
+            if !push_double(out, r.double(m, ty)?, true) {
+                // JSON has no infinity or NaN: Zeek writes null.
+                out.extend_from_slice(b"null");
             }
-            out.push(b']');
         }
+        Type::String | Type::Enum | Type::Pattern | Type::File => {
+            push_json_string(out, r.bin(m, ty)?)
+        }
+        Type::Addr => {
+            out.push(b'"');
+            push_addr(out, r.addr(m, ty)?);
+            out.push(b'"');
+        }
+        Type::Subnet => {
+            let (a, p) = r.subnet(m, ty)?;
+            out.push(b'"');
+            push_subnet(out, a, p);
+            out.push(b'"');
+        }
+        // The type model has no nested containers.
+        Type::Set(_) | Type::Vector(_) | Type::Table(_) => return Err(r.unexpected(m, ty)),
     }
-    true
+    Ok(())
 }
 
 #[inline]

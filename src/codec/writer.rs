@@ -441,6 +441,193 @@ pub(crate) fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
+/// Reads the msgpack values of a row (see [`crate::value`]) for formatting, without building
+/// [`crate::value::ValueRef`]s: the writers' fast path. Accepts exactly what
+/// [`crate::value::RowCursor`] accepts and reports the same [`DecodeError`]s.
+pub(crate) struct Msg<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+/// The msgpack `nil` marker (an unset value).
+pub(crate) const NIL: u8 = 0xc0;
+
+impl<'a> Msg<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Msg<'a> {
+        Msg { data, pos: 0 }
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or(DecodeError::Truncated(self.pos))?;
+        let s = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    #[inline]
+    fn be<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    /// Reads the next marker byte.
+    #[inline]
+    pub(crate) fn marker(&mut self) -> Result<u8, DecodeError> {
+        match self.data.get(self.pos) {
+            Some(&m) => {
+                self.pos += 1;
+                Ok(m)
+            }
+            None => Err(DecodeError::Truncated(self.pos)),
+        }
+    }
+
+    /// The error for marker `m` (just read) where type `ty` was expected.
+    #[cold]
+    pub(crate) fn unexpected(&self, m: u8, ty: &crate::types::Type) -> DecodeError {
+        DecodeError::Unexpected {
+            marker: m,
+            ty: ty.to_string(),
+            at: self.pos.saturating_sub(1),
+        }
+    }
+
+    /// Reads the row's array header and checks its length.
+    pub(crate) fn row_header(&mut self, fields: usize) -> Result<(), DecodeError> {
+        let m = self.marker()?;
+        let got = match self.array_len(m)? {
+            Some(n) => n,
+            None => {
+                return Err(DecodeError::Unexpected {
+                    marker: m,
+                    ty: "array".into(),
+                    at: self.pos - 1,
+                })
+            }
+        };
+        if got != fields {
+            return Err(DecodeError::FieldCount { got, want: fields });
+        }
+        Ok(())
+    }
+
+    /// The length of the array whose marker `m` was just read; `None` if `m` is no array.
+    #[inline]
+    pub(crate) fn array_len(&mut self, m: u8) -> Result<Option<usize>, DecodeError> {
+        Ok(Some(match m {
+            0x90..=0x9f => (m & 0x0f) as usize,
+            0xdc => u16::from_be_bytes(self.be()?) as usize,
+            0xdd => u32::from_be_bytes(self.be()?) as usize,
+            _ => return Ok(None),
+        }))
+    }
+
+    #[inline]
+    fn integer(&mut self, m: u8, ty: &crate::types::Type) -> Result<i128, DecodeError> {
+        Ok(match m {
+            0x00..=0x7f => m as i128,
+            0xe0..=0xff => m as i8 as i128,
+            0xcc => self.take(1)?[0] as i128,
+            0xcd => u16::from_be_bytes(self.be()?) as i128,
+            0xce => u32::from_be_bytes(self.be()?) as i128,
+            0xcf => u64::from_be_bytes(self.be()?) as i128,
+            0xd0 => self.take(1)?[0] as i8 as i128,
+            0xd1 => i16::from_be_bytes(self.be()?) as i128,
+            0xd2 => i32::from_be_bytes(self.be()?) as i128,
+            0xd3 => i64::from_be_bytes(self.be()?) as i128,
+            _ => return Err(self.unexpected(m, ty)),
+        })
+    }
+
+    /// An unsigned integer (`count`, `port`).
+    #[inline]
+    pub(crate) fn uint(&mut self, m: u8, ty: &crate::types::Type) -> Result<u64, DecodeError> {
+        if m < 0x80 {
+            return Ok(m as u64);
+        }
+        let v = self.integer(m, ty)?;
+        u64::try_from(v).map_err(|_| self.unexpected(m, ty))
+    }
+
+    /// A signed integer (`int`, `time`, `interval`).
+    #[inline]
+    pub(crate) fn int(&mut self, m: u8, ty: &crate::types::Type) -> Result<i64, DecodeError> {
+        if m < 0x80 {
+            return Ok(m as i64);
+        }
+        let v = self.integer(m, ty)?;
+        i64::try_from(v).map_err(|_| self.unexpected(m, ty))
+    }
+
+    /// A float 64 (or float 32).
+    #[inline]
+    pub(crate) fn double(&mut self, m: u8, ty: &crate::types::Type) -> Result<f64, DecodeError> {
+        match m {
+            0xcb => Ok(f64::from_bits(u64::from_be_bytes(self.be()?))),
+            0xca => Ok(f32::from_bits(u32::from_be_bytes(self.be()?)) as f64),
+            _ => Err(self.unexpected(m, ty)),
+        }
+    }
+
+    /// A bool.
+    #[inline]
+    pub(crate) fn bool(&self, m: u8, ty: &crate::types::Type) -> Result<bool, DecodeError> {
+        match m {
+            0xc2 => Ok(false),
+            0xc3 => Ok(true),
+            _ => Err(self.unexpected(m, ty)),
+        }
+    }
+
+    /// A byte string.
+    #[inline]
+    pub(crate) fn bin(&mut self, m: u8, ty: &crate::types::Type) -> Result<&'a [u8], DecodeError> {
+        let len = match m {
+            0xc4 => self.take(1)?[0] as usize,
+            0xc5 => u16::from_be_bytes(self.be()?) as usize,
+            0xc6 => u32::from_be_bytes(self.be()?) as usize,
+            _ => return Err(self.unexpected(m, ty)),
+        };
+        self.take(len)
+    }
+
+    /// An address: a bin of 4 or 16 bytes.
+    #[inline]
+    pub(crate) fn addr(&mut self, m: u8, ty: &crate::types::Type) -> Result<IpAddr, DecodeError> {
+        let b = self.bin(m, ty)?;
+        if let Ok(o) = <[u8; 4]>::try_from(b) {
+            Ok(IpAddr::from(o))
+        } else if let Ok(o) = <[u8; 16]>::try_from(b) {
+            Ok(IpAddr::from(o))
+        } else {
+            Err(self.unexpected(m, ty))
+        }
+    }
+
+    /// A subnet: `[addr, prefix]`.
+    pub(crate) fn subnet(
+        &mut self,
+        m: u8,
+        ty: &crate::types::Type,
+    ) -> Result<(IpAddr, u8), DecodeError> {
+        if m != 0x92 {
+            return Err(self.unexpected(m, ty));
+        }
+        let am = self.marker()?;
+        let a = self.addr(am, ty)?;
+        let pm = self.marker()?;
+        let p = self.integer(pm, ty)?;
+        let p = u8::try_from(p).map_err(|_| self.unexpected(pm, ty))?;
+        Ok((a, p))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,6 +718,68 @@ mod tests {
             s(|o| push_subnet(o, "2001:db8::".parse().unwrap(), 32)),
             "2001:db8::/32"
         );
+    }
+
+    #[test]
+    fn truncated_or_mistyped_rows_are_errors_in_both_writers() {
+        use crate::types::{Field, Schema, Type};
+        use crate::value::{encode_row, Value};
+        let types = [
+            "bool",
+            "count",
+            "int",
+            "double",
+            "time",
+            "string",
+            "addr",
+            "subnet",
+            "port",
+            "set[addr]",
+            "vector[double]",
+        ];
+        let schema = Schema::new(
+            "zeek.t",
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Field::new(format!("f{i}"), Type::parse(t).unwrap()))
+                .collect(),
+        )
+        .into_shared();
+        let a: IpAddr = "2001:db8::1".parse().unwrap();
+        let row = [
+            Value::Bool(true),
+            Value::Count(1 << 40),
+            Value::Int(-300),
+            Value::Double(0.5),
+            Value::Time(-1),
+            Value::String(b"s".to_vec()),
+            Value::Addr(a),
+            Value::Subnet(a, 64),
+            Value::Port(80),
+            Value::List(vec![Value::Addr(a), Value::Null]),
+            Value::List(vec![Value::Double(1.0)]),
+        ];
+        let mut buf = Vec::new();
+        encode_row(&row, &mut buf);
+        for format in [OutputFormat::ZeekTsv, OutputFormat::Json] {
+            let mut out = Vec::new();
+            writer_for(format)
+                .write_rows(&schema, &mut std::iter::once(&buf[..]), &mut out)
+                .unwrap();
+            for cut in 0..buf.len() {
+                let r = writer_for(format).write_rows(
+                    &schema,
+                    &mut std::iter::once(&buf[..cut]),
+                    &mut out,
+                );
+                assert!(matches!(r, Err(WriteError::Decode { row: 0, .. })), "{cut}");
+            }
+            // A row of another schema.
+            let other = Schema::new("zeek.o", vec![Field::new("n", Type::Count); 11]).into_shared();
+            let r = writer_for(format).write_rows(&other, &mut std::iter::once(&buf[..]), &mut out);
+            assert!(matches!(r, Err(WriteError::Decode { .. })));
+        }
     }
 
     #[test]

@@ -5,14 +5,14 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 
-use futures::Sink;
+use futures::{Sink, SinkExt};
 
 use super::config::{
     Decompress, InputFile, InputFormat, OutputFormat as SpecOutput, PipelineSpec, SinkSpec,
     StageKind, SyncMode, TransformSpec,
 };
 use super::decode::SourceConfig;
-use super::{Pipeline, PipelineError, PipelineOptions, StageId};
+use super::{BoxError, Pipeline, PipelineError, PipelineOptions, StageId};
 use crate::batch::Batch;
 use crate::batcher::BatchConfig;
 use crate::codec::writer::{writer_for, OutputFormat, WriterSink};
@@ -191,11 +191,10 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineErr
                             name: stage.name.clone(),
                             error: format!("cannot create {}: {e}", path.display()).into(),
                         })?;
-                pipeline.add_sink(
-                    &stage.name,
-                    &inputs,
-                    WriterSink::new(writer_for(output(*format)), file),
-                )?
+                let shown = path.display().to_string();
+                let sink = WriterSink::new(writer_for(output(*format)), file)
+                    .sink_map_err(move |e| -> BoxError { format!("{shown}: {e}").into() });
+                pipeline.add_sink(&stage.name, &inputs, sink)?
             }
             StageKind::Sink(SinkSpec::Archive(a)) => {
                 let mut opts = StoreOptions::default();

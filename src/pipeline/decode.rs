@@ -9,25 +9,29 @@
 //! order (and the archive IDs) follow the input order. Each input has its own decoder and
 //! therefore its own header state.
 //!
-//! On shutdown (the cancellation token), a decode thread stops reading, parses the complete
-//! lines it already holds (a trailing partial line is dropped), and ends.
+//! On shutdown (the cancellation token), the input stops reading new bytes; every byte already
+//! read (also chunks queued by the reader thread) is still parsed, a trailing partial line is
+//! dropped with a warning, and the decode thread ends: nothing read is lost.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::BytesMut;
 use futures::stream::{self, BoxStream};
 use futures::StreamExt;
+use tokio::io::AsyncReadExt;
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::channel;
 use super::metrics::StageMetrics;
 use crate::batch::Batch;
+use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
-use crate::source::{detect_format, open, Compression, Format, Input, SourceCounters};
+use crate::source::{detect_format, open, BoxReader, Compression, Format, Input, SourceCounters};
 
 /// A batch decoder behind a trait object: a tokio-util [`Decoder`] of batches that can also
 /// report the rows it skipped.
@@ -49,16 +53,30 @@ pub trait BatchDecoder: Send {
 /// Makes the decoder for a format (never [`Format::Auto`]: it is resolved first).
 pub type DecoderFactory = Arc<dyn Fn(Format, ReaderOptions) -> Box<dyn BatchDecoder> + Send + Sync>;
 
-struct Adapter(Box<dyn BatchDecoder>);
+/// Adapts a boxed decoder to tokio-util; at the end of an input cut short by shutdown, a
+/// partial last line is dropped (with a warning) instead of being parsed.
+struct Adapter {
+    decoder: Box<dyn BatchDecoder>,
+    stop: CancellationToken,
+    dropped: usize,
+}
 
 impl Decoder for Adapter {
     type Item = Batch;
     type Error = ReadError;
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
-        self.0.decode(src)
+        self.decoder.decode(src)
     }
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
-        self.0.decode_eof(src)
+        if !self.stop.is_cancelled() {
+            return self.decoder.decode_eof(src);
+        }
+        if let Some(b) = self.decoder.decode(src)? {
+            return Ok(Some(b));
+        }
+        self.dropped += src.len();
+        src.clear();
+        self.decoder.decode_eof(src)
     }
 }
 
@@ -77,6 +95,10 @@ pub struct SourceConfig {
     pub decode_ahead: usize,
     /// Byte capacity of each input's channel.
     pub channel_capacity: usize,
+    /// Threads decoding one Zeek TSV input at once with
+    /// [`ParallelTsvReader`](crate::codec::zeek::parallel::ParallelTsvReader) (same output as
+    /// the sequential decoder); 0 or 1 decodes TSV with `decoders` on the input's own thread.
+    pub parallel_tsv: usize,
 }
 
 /// Everything the decode threads share.
@@ -87,6 +109,8 @@ pub(crate) struct SourceShared {
     pub metrics: Arc<StageMetrics>,
     pub skips: Arc<Mutex<SkipReport>>,
     pub warnings: Arc<Mutex<Vec<String>>>,
+    /// The runtime that drives readers needing a reactor (from blocking decode threads).
+    pub handle: Option<tokio::runtime::Handle>,
 }
 
 fn io_error(name: &str, error: io::Error) -> ReadError {
@@ -113,7 +137,7 @@ async fn decode_input(
 ) {
     let name = input.name();
     let result = async {
-        let (_, _, reader) = open(input, config.compression, &shared.counters)
+        let (_, _, reader) = open(input, config.compression, &shared.counters, &shared.cancel)
             .await
             .map_err(|e| match e {
                 crate::source::SourceError::Io { name, error } => io_error(&name, error),
@@ -124,42 +148,49 @@ async fn decode_input(
             .map_err(|e| io_error(&name, e))?;
         let mut options = config.reader.clone();
         options.source_name = name.clone();
+        if format == Format::ZeekTsv && config.parallel_tsv > 1 {
+            return decode_parallel_tsv(&name, reader, options, &config, &shared, &tx).await;
+        }
         let decoder = (config.decoders)(format, options);
-        let mut framed = FramedRead::with_capacity(reader, Adapter(decoder), 1 << 20);
+        let adapter = Adapter {
+            decoder,
+            stop: shared.cancel.clone(),
+            dropped: 0,
+        };
+        let mut framed = FramedRead::with_capacity(reader, adapter, 1 << 20);
+        // On shutdown the reader stops reading and ends after what it already read, so this
+        // loop ends by itself with nothing read lost.
         loop {
             let t0 = Instant::now();
-            let next = tokio::select! {
-                biased;
-                _ = shared.cancel.cancelled() => None,
-                item = framed.next() => Some(item),
-            };
+            let item = framed.next().await;
             shared.metrics.add_busy(t0.elapsed());
-            let item = match next {
-                Some(Some(item)) => item,
-                Some(None) => break,
-                None => {
-                    // Shutdown: parse the complete lines already read, drop a partial one.
-                    let mut buf = std::mem::take(framed.read_buffer_mut());
-                    loop {
-                        match framed.decoder_mut().decode(&mut buf) {
-                            Ok(Some(b)) => send(&tx, &shared, Ok(b)).await?,
-                            Ok(None) => break,
-                            Err(e) => return Err(name_error(&name, e)),
-                        }
-                    }
+            let batch = match item {
+                None => break,
+                Some(Ok(b)) => b,
+                // Compressed input cut short by shutdown.
+                Some(Err(ReadError::Io { error, .. })) if shared.cancel.is_cancelled() => {
+                    warn(
+                        &shared,
+                        format!("{name}: input ended early at shutdown: {error}"),
+                    );
                     break;
                 }
+                Some(Err(e)) => return Err(name_error(&name, e)),
             };
-            let batch = item.map_err(|e| name_error(&name, e))?;
-            let warnings = framed.decoder_mut().0.take_warnings();
-            if !warnings.is_empty() {
-                if let Ok(mut w) = shared.warnings.lock() {
-                    w.extend(warnings.into_iter().map(|w| format!("{name}: {w}")));
-                }
+            let warnings = framed.decoder_mut().decoder.take_warnings();
+            for w in warnings {
+                warn(&shared, format!("{name}: {w}"));
             }
             send(&tx, &shared, Ok(batch)).await?;
         }
-        let report = framed.decoder().0.skip_report();
+        let dropped = framed.decoder().dropped;
+        if dropped > 0 {
+            warn(
+                &shared,
+                format!("{name}: dropped a partial last line of {dropped} bytes at shutdown"),
+            );
+        }
+        let report = framed.decoder().decoder.skip_report();
         if let Ok(mut s) = shared.skips.lock() {
             s.merge(&report);
         }
@@ -168,6 +199,130 @@ async fn decode_input(
     .await;
     if let Err(e) = result {
         let _ = tx.send(Err(e)).await;
+    }
+}
+
+/// Decodes a Zeek TSV input on several threads.
+async fn decode_parallel_tsv(
+    name: &str,
+    reader: BoxReader,
+    options: ReaderOptions,
+    config: &SourceConfig,
+    shared: &SourceShared,
+    tx: &channel::Sender<Result<Batch, ReadError>>,
+) -> Result<(), ReadError> {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let chunks = ChunkIter {
+        reader,
+        handle: shared.handle.clone(),
+        stop: shared.cancel.clone(),
+        tail: Vec::new(),
+        done: false,
+        dropped: dropped.clone(),
+    };
+    let mut par = ParallelTsvReader::new(chunks, options, config.parallel_tsv);
+    loop {
+        let t0 = Instant::now();
+        // Blocking, but on this input's own thread.
+        let item = par.next();
+        shared.metrics.add_busy(t0.elapsed());
+        let batch = match item {
+            None => break,
+            Some(Ok(b)) => b,
+            Some(Err(ReadError::Io { error, .. })) if shared.cancel.is_cancelled() => {
+                warn(
+                    shared,
+                    format!("{name}: input ended early at shutdown: {error}"),
+                );
+                break;
+            }
+            Some(Err(e)) => return Err(name_error(name, e)),
+        };
+        for w in par.take_warnings() {
+            warn(shared, format!("{name}: {w}"));
+        }
+        send(tx, shared, Ok(batch)).await?;
+    }
+    for w in par.take_warnings() {
+        warn(shared, format!("{name}: {w}"));
+    }
+    let dropped = dropped.load(Ordering::Relaxed);
+    if dropped > 0 {
+        warn(
+            shared,
+            format!("{name}: dropped a partial last line of {dropped} bytes at shutdown"),
+        );
+    }
+    if let Ok(mut s) = shared.skips.lock() {
+        s.merge(par.skip_report());
+    }
+    Ok(())
+}
+
+/// The decompressed bytes of an input as blocking chunks for [`ParallelTsvReader`]. Each
+/// chunk ends at a line end (the partial last line is carried into the next chunk), so that
+/// when shutdown cuts the input short, the partial line can be dropped rather than parsed.
+struct ChunkIter {
+    reader: BoxReader,
+    handle: Option<tokio::runtime::Handle>,
+    stop: CancellationToken,
+    tail: Vec<u8>,
+    done: bool,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl ChunkIter {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fut = self.reader.read(buf);
+        match &self.handle {
+            Some(h) => h.block_on(fut),
+            None => futures::executor::block_on(fut),
+        }
+    }
+}
+
+impl Iterator for ChunkIter {
+    type Item = io::Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<io::Result<Vec<u8>>> {
+        while !self.done {
+            let mut buf = std::mem::take(&mut self.tail);
+            let start = buf.len();
+            buf.resize(start + crate::source::CHUNK_SIZE, 0);
+            let n = match self.read(&mut buf[start..]) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            buf.truncate(start + n);
+            if n == 0 {
+                self.done = true;
+                if buf.is_empty() {
+                    return None;
+                }
+                if self.stop.is_cancelled() {
+                    self.dropped.fetch_add(buf.len(), Ordering::Relaxed);
+                    return None;
+                }
+                return Some(Ok(buf));
+            }
+            match memchr::memrchr(b'\n', &buf[start..]) {
+                Some(i) => {
+                    self.tail = buf.split_off(start + i + 1);
+                    return Some(Ok(buf));
+                }
+                None => self.tail = buf,
+            }
+        }
+        None
+    }
+}
+
+fn warn(shared: &SourceShared, text: String) {
+    if let Ok(mut w) = shared.warnings.lock() {
+        w.push(text);
     }
 }
 
@@ -284,6 +439,7 @@ impl SourceConfig {
             decoders: zeek_decoders(),
             decode_ahead: std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
             channel_capacity,
+            parallel_tsv: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
 }

@@ -76,6 +76,11 @@ impl StageMetrics {
         self.idle_ns.fetch_add(ns(d), Ordering::Relaxed);
     }
 
+    /// Time spent working so far.
+    pub fn busy(&self) -> Duration {
+        Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
+    }
+
     /// Events handled so far.
     pub fn events(&self) -> u64 {
         self.events.load(Ordering::Relaxed)

@@ -18,8 +18,34 @@
 //!   one source stage are read in order, one after the other;
 //! - a stage with several consumers sends every batch to each of them (fan-out): the slowest
 //!   consumer sets the pace, nothing is dropped;
-//! - a sink is fed with `feed` while input is ready and flushed whenever its input runs dry
-//!   (so a live source's batches become durable and visible promptly), then closed.
+//! - a sink is fed with `feed` while input is ready and flushed once its input pauses (at
+//!   most every [`PipelineOptions::flush_interval`], and always within it), so a live source's
+//!   batches become durable and visible promptly without a flush per batch; then it is closed.
+//!
+//! ```
+//! use futures::StreamExt;
+//! use weir::codec::ReaderOptions;
+//! use weir::pipeline::{decode::SourceConfig, Pipeline};
+//! use weir::source::Input;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let text = "#separator \\x09\n#path\tx\n#fields\tts\tn\n#types\ttime\tcount\n1.5\t1\n2.5\t2\n";
+//! let mut p = Pipeline::default();
+//! let config = SourceConfig::zeek(ReaderOptions::default(), 1 << 20);
+//! let src = p.add_source("logs", vec![Input::bytes("memory", text)], config)?;
+//! let batched = p.add_batcher("batch", &[src], Default::default())?;
+//! // Any `Sink<Batch>` will do; here a channel whose other end we read afterwards.
+//! let (tx, rx) = futures::channel::mpsc::unbounded();
+//! p.add_sink("out", &[batched], tx)?;
+//! p.run().await?;
+//! let batches: Vec<_> = rx.collect().await;
+//! assert_eq!(batches.len(), 1);
+//! assert_eq!(batches[0].schema().name, "zeek.x");
+//! assert_eq!(batches[0].len(), 2);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Shutdown: [`Pipeline::shutdown_token`] cancelled (e.g. on SIGINT) makes the sources stop
 //! reading; everything in flight then drains through the graph, sinks are closed, and
@@ -387,13 +413,18 @@ impl Pipeline {
                         metrics: ctx.metrics.clone(),
                         skips: skips.clone(),
                         warnings: warnings.clone(),
+                        handle: tokio::runtime::Handle::try_current().ok(),
                     };
                     let stream = f(shared);
                     run_stream(ctx, stream, outs, true).boxed()
                 }
                 Kind::Transform(f) => {
                     let input = merge(ins).map(Ok).boxed();
-                    let stream = f(input);
+                    let stream = Timed {
+                        inner: f(input),
+                        metrics: ctx.metrics.clone(),
+                    }
+                    .boxed();
                     run_stream(ctx, stream, outs, false).boxed()
                 }
                 Kind::Sink(sink) => run_sink(ctx, merge(ins), sink, options.flush_interval).boxed(),
@@ -468,6 +499,25 @@ fn merge(mut ins: Vec<channel::Receiver<Batch>>) -> BoxStream<'static, Batch> {
     futures::stream::select_all(ins).boxed()
 }
 
+/// Measures the time spent inside a transform's polls as its busy time.
+struct Timed {
+    inner: BatchStream,
+    metrics: Arc<StageMetrics>,
+}
+
+impl Stream for Timed {
+    type Item = Result<Batch, BoxError>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let t0 = Instant::now();
+        let r = self.inner.poll_next_unpin(cx);
+        self.metrics.add_busy(t0.elapsed());
+        r
+    }
+}
+
 /// Drives a source or transform stream, sending every batch to every consumer.
 async fn run_stream(
     ctx: StageCtx,
@@ -478,11 +528,13 @@ async fn run_stream(
     let mut outs: Vec<Option<channel::Sender<Batch>>> = outs.into_iter().map(Some).collect();
     loop {
         let t0 = Instant::now();
+        let busy0 = ctx.metrics.busy();
         let item = stream.next().await;
         if !is_source {
-            // A source's own threads record their busy time; a transform's poll is its work
-            // plus waiting for input, which we cannot tell apart here: count it as idle.
-            ctx.metrics.add_idle(t0.elapsed());
+            // A source's threads record their own busy time; a transform's busy time is
+            // recorded by `Timed` (time inside its polls), the rest of the wait is idle.
+            let busy = ctx.metrics.busy().saturating_sub(busy0);
+            ctx.metrics.add_idle(t0.elapsed().saturating_sub(busy));
         }
         let batch = match item {
             None => break,

@@ -48,6 +48,23 @@ pub struct BatchInfo {
 /// Opens and verifies the segment at `path` and describes it.
 pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
     let seg = Segment::open(path.as_ref())?;
+    let mut batches = Vec::with_capacity(seg.len());
+    for b in seg.batches() {
+        let b = b?;
+        batches.push(BatchInfo {
+            schema: b.schema().name.clone(),
+            fields: b
+                .schema()
+                .fields
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.ty))
+                .collect(),
+            first_id: b.first_id(),
+            rows: b.len() as u64,
+            bytes: b.data().len() as u64,
+            ts: b.ts_range().map(|(a, z)| [a, z]),
+        });
+    }
     Ok(SegmentInfo {
         file: path.as_ref().display().to_string(),
         uuid: seg.uuid().hyphenated().to_string(),
@@ -55,22 +72,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
         bytes: seg.byte_size() as u64,
         events: seg.events(),
         intervals: seg.intervals().iter().map(|r| [r.start, r.end]).collect(),
-        batches: seg
-            .batches()
-            .map(|b| BatchInfo {
-                schema: b.schema().name.clone(),
-                fields: b
-                    .schema()
-                    .fields
-                    .iter()
-                    .map(|f| format!("{}: {}", f.name, f.ty))
-                    .collect(),
-                first_id: b.first_id(),
-                rows: b.len() as u64,
-                bytes: b.data().len() as u64,
-                ts: b.ts_range().map(|(a, z)| [a, z]),
-            })
-            .collect(),
+        batches,
     })
 }
 

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use memmap2::Mmap;
@@ -26,7 +27,10 @@ fn map_file(file: &File, path: &Path) -> Result<Mmap> {
     unsafe { Mmap::map(file) }.map_err(|e| StoreError::io("memory-map", path, e))
 }
 
-#[derive(Debug, Clone)]
+const UNCHECKED: u8 = 0;
+const GOOD: u8 = 1;
+
+#[derive(Debug)]
 struct BatchMeta {
     schema: u32,
     first_id: u64,
@@ -34,6 +38,9 @@ struct BatchMeta {
     ts: Option<(i64, i64)>,
     data: Range<usize>,
     offsets: Range<usize>,
+    checksum: u32,
+    /// [`UNCHECKED`] until the row offsets and checksum were verified on first access.
+    state: AtomicU8,
 }
 
 /// An open, verified segment: a read-only memory map plus an index of its batches.
@@ -55,6 +62,10 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
     }
 }
 
+fn unreachable_batch<'a>(path: &Path) -> Result<SegmentBatch<'a>> {
+    Err(corrupt(path, "batch index out of range"))
+}
+
 /// Position of `inner` within `outer` (both slices of the same map).
 fn range_in(outer: &[u8], inner: &[u8]) -> Range<usize> {
     let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
@@ -62,9 +73,11 @@ fn range_in(outer: &[u8], inner: &[u8]) -> Range<usize> {
 }
 
 impl Segment {
-    /// Opens a segment: maps it, verifies the FlatBuffer with limits, checks every batch's
-    /// offsets and checksum and the segment's intervals and event count. Any damage is a
-    /// [`StoreError::CorruptSegment`] naming the file.
+    /// Opens a segment: maps it, checks the size prefix, runs the FlatBuffers verifier with
+    /// limits, parses the schemas, and checks the batches' ID order against the header's
+    /// intervals and event count. Each batch's row offsets and checksum are checked once, on
+    /// its first access ([`Segment::batch`]); [`Segment::verify_all`] checks all of them. Any
+    /// damage is a [`StoreError::CorruptSegment`] naming the file.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
         let path = path.as_ref();
         let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
@@ -162,7 +175,6 @@ impl Segment {
         let mut batches = Vec::with_capacity(seg.batches().len());
         let mut events = 0u64;
         let mut intervals: Vec<Range<u64>> = Vec::new();
-        let mut scratch = Vec::new();
         for (i, b) in seg.batches().iter().enumerate() {
             let bad = |reason: String| corrupt(path, format!("batch {i}: {reason}"));
             if b.schema() as usize >= schemas.len() {
@@ -179,24 +191,6 @@ impl Segment {
                 return Err(bad(format!(
                     "{rows} rows but {} row offsets",
                     offsets.len()
-                )));
-            }
-            scratch.clear();
-            scratch.extend(offsets.iter());
-            if scratch[0] != 0
-                || scratch.windows(2).any(|w| w[0] >= w[1])
-                || scratch[scratch.len() - 1] as usize >= data.len()
-            {
-                return Err(bad(format!(
-                    "row offsets are not increasing within {} data bytes",
-                    data.len()
-                )));
-            }
-            let sum = batch_checksum(data.bytes(), &scratch);
-            if sum != b.checksum() {
-                return Err(bad(format!(
-                    "checksum mismatch: stored {:08x}, computed {sum:08x}",
-                    b.checksum()
                 )));
             }
             let first = b.first_id();
@@ -220,6 +214,8 @@ impl Segment {
                 ts: b.ts().map(|t| (t.min(), t.max())),
                 data: range_in(buf, data.bytes()),
                 offsets: range_in(buf, offsets.bytes()),
+                checksum: b.checksum(),
+                state: AtomicU8::new(UNCHECKED),
             });
         }
         if events != seg.events() {
@@ -278,9 +274,65 @@ impl Segment {
         self.batches.is_empty()
     }
 
-    /// Batch `i` (`None` past the end).
-    pub fn batch(&self, i: usize) -> Option<SegmentBatch<'_>> {
-        self.batches.get(i).map(|m| self.make_batch(m))
+    /// Batch `i` (`None` past the end). Its row offsets and checksum are verified on the
+    /// first access (so opening a large segment to read its first events stays fast); a
+    /// damaged batch is a [`StoreError::CorruptSegment`] naming the file and batch.
+    pub fn batch(&self, i: usize) -> Option<Result<SegmentBatch<'_>>> {
+        let m = self.batches.get(i)?;
+        if m.state.load(Ordering::Acquire) != GOOD {
+            if let Err(reason) = self.check_batch(m) {
+                return Some(Err(corrupt(&self.path, format!("batch {i}: {reason}"))));
+            }
+            m.state.store(GOOD, Ordering::Release);
+        }
+        Some(Ok(self.make_batch(m)))
+    }
+
+    /// The event IDs of batch `i` (known without verifying its rows).
+    pub fn batch_ids(&self, i: usize) -> Option<Range<u64>> {
+        let m = self.batches.get(i)?;
+        Some(m.first_id..m.first_id + m.rows as u64)
+    }
+
+    /// Batch `i` of a segment whose batch `i` was already returned by [`Segment::batch`].
+    pub(crate) fn checked_batch(&self, i: usize) -> Option<SegmentBatch<'_>> {
+        let m = self.batches.get(i)?;
+        (m.state.load(Ordering::Acquire) == GOOD).then(|| self.make_batch(m))
+    }
+
+    fn check_batch(&self, m: &BatchMeta) -> std::result::Result<(), String> {
+        let data = &self.map[m.data.clone()];
+        let offsets: Vec<u32> = self.map[m.offsets.clone()]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if offsets.first() != Some(&0)
+            || offsets.windows(2).any(|w| w[0] >= w[1])
+            || offsets.last().is_some_and(|&o| o as usize >= data.len())
+        {
+            return Err(format!(
+                "row offsets are not increasing within {} data bytes",
+                data.len()
+            ));
+        }
+        let sum = batch_checksum(data, &offsets);
+        if sum != m.checksum {
+            return Err(format!(
+                "checksum mismatch: stored {:08x}, computed {sum:08x}",
+                m.checksum
+            ));
+        }
+        Ok(())
+    }
+
+    /// Verifies every batch's offsets and checksum now (what [`Segment::batch`] does lazily).
+    pub fn verify_all(&self) -> Result<()> {
+        for i in 0..self.batches.len() {
+            if let Some(Err(e)) = self.batch(i) {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     fn make_batch<'a>(&'a self, m: &BatchMeta) -> SegmentBatch<'a> {
@@ -294,9 +346,12 @@ impl Segment {
         }
     }
 
-    /// The batches in ID order.
-    pub fn batches(&self) -> impl ExactSizeIterator<Item = SegmentBatch<'_>> + '_ {
-        self.batches.iter().map(move |m| self.make_batch(m))
+    /// The batches in ID order, each verified on first access (see [`Segment::batch`]).
+    pub fn batches(&self) -> impl ExactSizeIterator<Item = Result<SegmentBatch<'_>>> + '_ {
+        (0..self.batches.len()).map(move |i| {
+            self.batch(i)
+                .unwrap_or_else(|| unreachable_batch(&self.path))
+        })
     }
 
     /// The index of the batch holding event `id`, and the row within it.

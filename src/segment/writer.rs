@@ -11,7 +11,6 @@ use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use super::generated as fbs;
 use crate::batch::Batch;
-use crate::size::Size;
 use crate::store::{Result, StoreError};
 use crate::types::SchemaRef;
 
@@ -34,9 +33,9 @@ pub const MIN_SEGMENT_SIZE: u64 = 4096;
 const SEAL_OVERHEAD: usize = 256;
 
 /// Worst case per batch besides its data and offsets: two vector length prefixes and their
-/// alignment (2 × 7), the batch table with its vtable (128), and at seal its entry in the
-/// batches vector (4) and possibly its own ID interval (16).
-const BATCH_OVERHEAD: usize = 14 + 128 + BATCH_SEAL_COST;
+/// alignment (2 × 7), the NUL after the data (1), the batch table with its vtable (128), and at
+/// seal its entry in the batches vector (4) and possibly its own ID interval (16).
+const BATCH_OVERHEAD: usize = 14 + 1 + 128 + BATCH_SEAL_COST;
 
 /// What sealing adds per batch: its entry in the batches vector (4) and possibly its own ID
 /// interval (16).
@@ -56,8 +55,7 @@ pub fn check_max_segment_size(size: u64) -> Result<usize> {
             reason: format!(
                 "a segment is one FlatBuffer, and a FlatBuffer cannot reach 2 GiB \
                  (its offsets are signed 32-bit; VAST crashed with 2 GiB segments); \
-                 use at most {} ({MAX_SEGMENT_SIZE_LIMIT} bytes), e.g. 1GiB",
-                Size(MAX_SEGMENT_SIZE_LIMIT)
+                 use at most 2 GiB minus 64 KiB ({MAX_SEGMENT_SIZE_LIMIT} bytes), e.g. 1GiB"
             ),
         });
     }
@@ -245,6 +243,12 @@ impl SegmentBuilder {
     /// first; a batch that does not fit is refused with an error (never a builder overflow).
     /// Batches must come in ascending ID order.
     pub fn add(&mut self, batch: &Batch) -> Result<()> {
+        self.add_with_crc(batch, crc32fast::hash(batch.data()))
+    }
+
+    /// [`SegmentBuilder::add`] with the CRC-32 of `batch.data()` already computed (the store
+    /// computes it once for the WAL record and the segment).
+    pub fn add_with_crc(&mut self, batch: &Batch, data_crc: u32) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -271,8 +275,12 @@ impl SegmentBuilder {
         self.scratch.clear();
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
-        let checksum = batch_checksum(batch.data(), &self.scratch);
-        let data = self.fbb.create_vector(batch.data());
+        let checksum = checksum_with_data_crc(data_crc, batch.byte_size(), &self.scratch);
+        // A `[ubyte]` vector has the layout of a byte string (u32 length, bytes); the byte
+        // string path copies with one memcpy (plus a NUL that readers ignore), where
+        // `create_vector` copies byte by byte.
+        let data = self.fbb.create_byte_string(batch.data());
+        let data: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(data.value());
         let offsets = self.fbb.create_vector(&self.scratch);
         let ts = batch
             .ts_range()
@@ -415,8 +423,12 @@ impl SegmentBuilder {
 
 /// CRC-32 of a batch: over `data`, then the offsets as little-endian u32.
 pub(crate) fn batch_checksum(data: &[u8], offsets: &[u32]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(data);
+    checksum_with_data_crc(crc32fast::hash(data), data.len(), offsets)
+}
+
+/// [`batch_checksum`] continuing from the CRC of the data.
+fn checksum_with_data_crc(data_crc: u32, data_len: usize, offsets: &[u32]) -> u32 {
+    let mut h = crc32fast::Hasher::new_with_initial_len(data_crc, data_len as u64);
     let mut buf = [0u8; 4096];
     for chunk in offsets.chunks(1024) {
         for (o, out) in chunk.iter().zip(buf.chunks_exact_mut(4)) {

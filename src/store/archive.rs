@@ -270,8 +270,13 @@ impl Archive {
                     report.segments += 1;
                     report.events += seg.events();
                     for (i, b) in seg.batches().enumerate() {
-                        if let Err(reason) = check_rows(b.schema(), b.rows()) {
-                            report.problem(&path, format!("batch {i}: {reason}"));
+                        match b {
+                            Ok(b) => {
+                                if let Err(reason) = check_rows(b.schema(), b.rows()) {
+                                    report.problem(&path, format!("batch {i}: {reason}"));
+                                }
+                            }
+                            Err(e) => report.problems.push(Problem::from_error(&path, e)),
                         }
                     }
                 }
@@ -369,6 +374,7 @@ enum Source {
 #[derive(Debug, Clone)]
 pub struct BatchRef {
     source: Source,
+    schema: SchemaRef,
     rows: Range<usize>,
 }
 
@@ -386,15 +392,15 @@ impl BatchRef {
         match &self.source {
             Source::Sealed(seg, i) => {
                 // The index was valid when the ref was made and segments are immutable.
-                match seg.batch(*i) {
+                match seg.checked_batch(*i) {
                     Some(b) => (
-                        b.schema(),
+                        &self.schema,
                         b.first_id(),
                         b.data(),
                         b.offsets(),
                         b.ts_range(),
                     ),
-                    None => (&seg.schemas()[0], 0, &[], OffsetsRef::Native(&[]), None),
+                    None => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
                 }
             }
             Source::Tail(b) => (
@@ -409,7 +415,7 @@ impl BatchRef {
 
     /// The schema of the rows.
     pub fn schema(&self) -> &SchemaRef {
-        self.parts().0
+        &self.schema
     }
 
     /// ID of the first row of this slice.
@@ -454,7 +460,7 @@ impl BatchRef {
     /// Copies the rows into an owned [`Batch`] with its ID set.
     pub fn to_batch(&self) -> Batch {
         let mut b = match &self.source {
-            Source::Sealed(seg, i) => match seg.batch(*i) {
+            Source::Sealed(seg, i) => match seg.checked_batch(*i) {
                 Some(b) => b.to_batch(),
                 None => crate::batch::BatchBuilder::new(self.schema().clone()).finish(),
             },
@@ -501,14 +507,26 @@ impl Scan<'_> {
             }
             if let Some((seg, i)) = self.current.take() {
                 let Some(b) = seg.batch(i) else { continue };
-                let (first, len) = (b.first_id(), b.len());
                 self.current = Some((seg.clone(), i + 1));
+                let b = match b {
+                    Ok(b) => b,
+                    Err(e) => {
+                        // Skip the damaged batch; the rest stays readable.
+                        if let Some(m) = seg.batch_ids(i) {
+                            self.next = self.next.max(m.end);
+                        }
+                        return Some(Err(e));
+                    }
+                };
+                let (first, len) = (b.first_id(), b.len());
                 if first >= self.end {
                     return None;
                 }
                 if let Some(rows) = self.clip(first, len) {
+                    let schema = b.schema().clone();
                     return Some(Ok(BatchRef {
                         source: Source::Sealed(seg, i),
+                        schema,
                         rows,
                     }));
                 }
@@ -530,6 +548,7 @@ impl Scan<'_> {
                             continue;
                         };
                         Some(Ok(BatchRef {
+                            schema: batch.schema().clone(),
                             source: Source::Tail(Arc::new(batch)),
                             rows,
                         }))

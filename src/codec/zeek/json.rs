@@ -288,6 +288,9 @@ impl Parser<'_, '_> {
             self.ws();
             let is_path = depth == 1 && &self.p.strs[key_start..] == b"_path";
             if is_path {
+                if self.p.path.is_some() {
+                    return self.err("duplicate key \"_path\"");
+                }
                 if self.peek() != Some(b'"') {
                     return self.err("_path is not a string");
                 }
@@ -520,26 +523,22 @@ impl Parser<'_, '_> {
 
     /// Decodes a string whose opening quote is consumed into `out`.
     fn string(&mut self, out: &mut Vec<u8>) -> Result<(), Syntax> {
-        let mut plain = self.i;
         loop {
-            let Some(&b) = self.s.get(self.i) else {
+            // Copy the run up to the next quote or backslash, checking it for control bytes.
+            let Some(k) = memchr::memchr2(b'"', b'\\', &self.s[self.i..]) else {
                 return self.err("unterminated string");
             };
-            match b {
-                b'"' => {
-                    out.extend_from_slice(&self.s[plain..self.i]);
-                    self.i += 1;
-                    return Ok(());
-                }
-                b'\\' => {
-                    out.extend_from_slice(&self.s[plain..self.i]);
-                    self.i += 1;
-                    self.escape(out)?;
-                    plain = self.i;
-                }
-                0..=0x1f => return self.err("control character in string"),
-                _ => self.i += 1,
+            let run = &self.s[self.i..self.i + k];
+            if let Some(c) = run.iter().position(|&b| b < 0x20) {
+                self.i += c;
+                return self.err("control character in string");
             }
+            out.extend_from_slice(run);
+            self.i += k + 1;
+            if self.s[self.i - 1] == b'"' {
+                return Ok(());
+            }
+            self.escape(out)?;
         }
     }
 
@@ -792,6 +791,10 @@ fn parse_addr(s: &[u8], tmp: &mut Vec<u8>) -> Option<IpAddr> {
         return None;
     }
     let a: IpAddr = std::str::from_utf8(s).ok()?.parse().ok()?;
+    if a.is_ipv4() && !s.contains(&b':') {
+        // The parser accepts only canonical dotted quads (no leading zeros).
+        return Some(a);
+    }
     tmp.clear();
     crate::codec::writer::push_addr(tmp, a);
     (tmp.as_slice() == s).then_some(a)
@@ -1396,6 +1399,9 @@ mod tests {
         assert!(parse_addr(b"2001:0db8::1", &mut tmp).is_none());
         assert!(parse_addr(b"e8:e7:32:df:62:26", &mut tmp).is_none());
         assert!(parse_addr(b"1194.62", &mut tmp).is_none());
+        assert!(parse_addr(b"10.0.0.01", &mut tmp).is_none());
+        assert!(parse_addr(b"010.0.0.1", &mut tmp).is_none());
+        assert!(parse_addr(b"::ffff:1.2.3.4", &mut tmp).is_some());
         assert_eq!(
             parse_subnet(b"10.0.0.0/8", &mut tmp),
             Some(("10.0.0.0".parse().unwrap(), 8))

@@ -8,14 +8,15 @@
 //!    *text* it works on holds complete lines;
 //! 2. cuts texts into *pieces*: a run of header lines followed by a run of data lines, long data
 //!    runs cut further at line ends (about [`PIECE_BYTES`] each);
-//! 3. applies each piece's header lines to a *head* decoder, in input order, on the calling
+//! 3. applies each piece's header lines to a *head* decoder, in input order, on a coordinator
 //!    thread, and builds the schema there ([`TsvDecoder::prime`]), so every schema is built once;
 //! 4. hands the data lines with a [`TsvDecoder::fork`] of the head to a pool of worker threads;
 //! 5. returns the workers' batches in input order.
 //!
-//! The calling thread counts the lines of each piece (a SIMD byte count, far cheaper than
+//! The coordinator counts the lines of each piece (a SIMD byte count, far cheaper than
 //! parsing) so that every fork reports absolute line numbers. Memory is bounded: at most
-//! `2 × threads + 2` pieces are in flight.
+//! `2 × threads + 2` pieces are in flight. The iterator never waits for input while decoded
+//! batches are ready, so a slowly fed live stream flows through without delay.
 
 use std::collections::VecDeque;
 use std::io;
@@ -29,21 +30,26 @@ use memchr::{memchr, memmem, memrchr};
 use super::tsv::TsvDecoder;
 use crate::batch::Batch;
 use crate::codec::ReaderOptions;
-use crate::error::{OnError, ParseError, ReadError, SkipReport};
+use crate::error::{OnError, ReadError, SkipReport};
 
 /// Target size of the data part of one piece.
 pub const PIECE_BYTES: usize = 2 << 20;
 
-/// What a worker (or the head, for header-only pieces) made of one piece.
+/// What a worker (or the coordinator, for header lines) made of one piece.
 struct PieceResult {
     batches: Vec<Batch>,
     skips: SkipReport,
-    error: Option<ParseError>,
+    warnings: Vec<String>,
+    error: Option<ReadError>,
 }
 
 type Job = (TsvDecoder, Bytes, mpsc::Sender<PieceResult>);
 
 /// Decodes Zeek TSV text on a pool of threads; an iterator of batches in input order.
+///
+/// A coordinator thread reads the chunks, applies header lines and hands out pieces; worker
+/// threads decode them; the iterator returns their batches in order. The iterator never waits
+/// for input while decoded batches are ready, so a slow live stream (stdin) flows through.
 ///
 /// ```
 /// use weir::codec::zeek::parallel::ParallelTsvReader;
@@ -57,96 +63,186 @@ type Job = (TsvDecoder, Bytes, mpsc::Sender<PieceResult>);
 /// assert_eq!(rows, 3);
 /// ```
 pub struct ParallelTsvReader<I> {
+    /// The coordinator, until the first call to `next` starts it.
+    start: Option<Coordinator<I>>,
+    threads: usize,
+    results: Option<mpsc::Receiver<mpsc::Receiver<PieceResult>>>,
+    ready: VecDeque<Batch>,
+    skips: SkipReport,
+    warnings: Vec<String>,
+    error: Option<ReadError>,
+    finished: bool,
+}
+
+/// The state of the coordinator thread.
+struct Coordinator<I> {
     chunks: I,
     opts: ReaderOptions,
     head: TsvDecoder,
     carry: Vec<u8>,
     /// Skip mode: dropping the rest of an overlong line.
     discarding: bool,
+    /// Stop reading input (after a fatal error, or when the consumer is gone).
     input_done: bool,
     jobs: Option<mpsc::SyncSender<Job>>,
-    workers: Vec<thread::JoinHandle<()>>,
-    in_flight: VecDeque<mpsc::Receiver<PieceResult>>,
-    max_in_flight: usize,
-    ready: VecDeque<Batch>,
-    /// Lines of all pieces handed out so far.
+    out: Option<mpsc::SyncSender<mpsc::Receiver<PieceResult>>>,
+    /// Lines handed out so far.
     lines: u64,
-    skips: SkipReport,
-    error: Option<ReadError>,
-    /// An input error, raised once the pieces before it are returned.
-    deferred: Option<ReadError>,
     piece_bytes: usize,
-    finished: bool,
 }
 
-impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
+impl<I> ParallelTsvReader<I>
+where
+    I: Iterator<Item = io::Result<Vec<u8>>> + Send + 'static,
+{
     /// Decodes `chunks` of text with `threads` worker threads.
     pub fn new(chunks: I, opts: ReaderOptions, threads: usize) -> ParallelTsvReader<I> {
-        let threads = threads.max(1);
-        let (tx, rx) = mpsc::sync_channel::<Job>(threads * 2);
-        let rx = Arc::new(Mutex::new(rx));
-        let workers = (0..threads)
-            .map(|i| {
-                let rx = Arc::clone(&rx);
-                thread::Builder::new()
-                    .name(format!("weir-parse-{i}"))
-                    .spawn(move || worker(&rx))
-            })
-            .filter_map(Result::ok)
-            .collect();
         ParallelTsvReader {
-            chunks,
-            head: TsvDecoder::new(opts.clone()),
-            opts,
-            carry: Vec::new(),
-            discarding: false,
-            input_done: false,
-            jobs: Some(tx),
-            workers,
-            in_flight: VecDeque::new(),
-            max_in_flight: threads * 2 + 2,
+            start: Some(Coordinator {
+                chunks,
+                head: TsvDecoder::new(opts.clone()),
+                opts,
+                carry: Vec::new(),
+                discarding: false,
+                input_done: false,
+                jobs: None,
+                out: None,
+                lines: 0,
+                piece_bytes: PIECE_BYTES,
+            }),
+            threads: threads.max(1),
+            results: None,
             ready: VecDeque::new(),
-            lines: 0,
             skips: SkipReport::default(),
+            warnings: Vec::new(),
             error: None,
-            deferred: None,
-            piece_bytes: PIECE_BYTES,
             finished: false,
         }
     }
 
     /// Sets the target size of a piece's data (default [`PIECE_BYTES`]; at least 1).
     pub fn with_piece_bytes(mut self, bytes: usize) -> ParallelTsvReader<I> {
-        self.piece_bytes = bytes.max(1);
+        if let Some(c) = self.start.as_mut() {
+            c.piece_bytes = bytes.max(1);
+        }
         self
     }
 
-    /// Rows dropped so far under [`OnError::Skip`], with absolute line numbers.
+    /// Rows dropped so far under [`OnError::Skip`].
     pub fn skip_report(&self) -> &SkipReport {
         &self.skips
     }
 
-    /// Warnings from building schemas (unknown type names read as string).
+    /// Takes the warnings collected so far (unknown type names read as string).
     pub fn take_warnings(&mut self) -> Vec<String> {
-        self.head.take_warnings()
+        std::mem::take(&mut self.warnings)
     }
 
-    /// Lines read so far (handed to the workers, not necessarily decoded yet).
-    pub fn lines(&self) -> u64 {
-        self.lines
+    /// Starts the coordinator and worker threads.
+    fn spawn(&mut self) {
+        let Some(mut c) = self.start.take() else {
+            return;
+        };
+        let threads = self.threads;
+        let (out, results) = mpsc::sync_channel(threads * 2 + 2);
+        let (jobs, rx) = mpsc::sync_channel::<Job>(threads * 2);
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..threads {
+            let rx = Arc::clone(&rx);
+            let spawned = thread::Builder::new()
+                .name(format!("weir-parse-{i}"))
+                .spawn(move || worker(&rx));
+            if let Err(e) = spawned {
+                self.error = Some(ReadError::Io {
+                    source_name: c.opts.source_name.clone(),
+                    error: e,
+                });
+                return;
+            }
+        }
+        c.jobs = Some(jobs);
+        c.out = Some(out);
+        let name = c.opts.source_name.clone();
+        let spawned = thread::Builder::new()
+            .name("weir-parse-coordinator".into())
+            .spawn(move || c.run());
+        match spawned {
+            Ok(_) => self.results = Some(results),
+            Err(error) => {
+                self.error = Some(ReadError::Io {
+                    source_name: name,
+                    error,
+                })
+            }
+        }
     }
 
-    /// Queues a piece whose result is already known (header lines only, or an error).
+    /// Takes the next piece's result (waiting for it). Returns `false` when none is left.
+    fn collect(&mut self) -> bool {
+        let Some(results) = &self.results else {
+            return false;
+        };
+        let Ok(rx) = results.recv() else {
+            return false;
+        };
+        match rx.recv() {
+            Ok(r) => {
+                self.skips.merge(&r.skips);
+                self.warnings.extend(r.warnings);
+                self.ready.extend(r.batches);
+                if let Some(e) = r.error {
+                    self.error = Some(e);
+                }
+            }
+            Err(_) => {
+                self.error = Some(ReadError::Io {
+                    source_name: "input".into(),
+                    error: io::Error::other("a parser thread stopped unexpectedly"),
+                })
+            }
+        }
+        true
+    }
+}
+
+impl<I: Iterator<Item = io::Result<Vec<u8>>>> Coordinator<I> {
+    /// Reads all input, handing out pieces in order, then lets the workers finish.
+    fn run(mut self) {
+        while !self.input_done && self.feed() {}
+        // Dropping the job sender ends the workers once the queue is empty.
+        self.jobs = None;
+    }
+
+    /// Queues a piece whose result is already known (header lines, an error).
     fn push_done(&mut self, result: PieceResult) {
         let (tx, rx) = mpsc::channel();
         let _ = tx.send(result);
-        self.in_flight.push_back(rx);
+        self.push(rx);
+    }
+
+    /// Queues the receiver of a piece's result, in input order.
+    fn push(&mut self, rx: mpsc::Receiver<PieceResult>) {
+        let delivered = self.out.as_ref().is_some_and(|out| out.send(rx).is_ok());
+        if !delivered {
+            // The consumer is gone: stop reading.
+            self.input_done = true;
+        }
+    }
+
+    fn fatal(&mut self, error: ReadError) {
+        self.push_done(PieceResult {
+            batches: Vec::new(),
+            skips: SkipReport::default(),
+            warnings: Vec::new(),
+            error: Some(error),
+        });
+        self.input_done = true;
     }
 
     /// Splits a text of complete lines into pieces and queues them.
     fn submit_text(&mut self, text: Bytes) {
         let mut pos = 0;
-        while pos < text.len() {
+        while pos < text.len() && !self.input_done {
             // Header lines, applied to the head in input order; their result is known now.
             self.head.set_lines(self.lines);
             let header_start = pos;
@@ -162,20 +258,12 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
                 let lines = self.head.lines();
                 self.lines = lines;
                 let skips = self.head.take_skip_report();
-                let error = match error {
-                    Some(ReadError::Parse(p)) => Some(p),
-                    Some(ReadError::Io { error, .. }) => Some(ParseError {
-                        source_name: self.opts.source_name.clone(),
-                        line: lines,
-                        field: None,
-                        message: error.to_string(),
-                    }),
-                    None => None,
-                };
                 let failed = error.is_some();
+                let warnings = self.head.take_warnings();
                 self.push_done(PieceResult {
                     batches: Vec::new(),
                     skips,
+                    warnings,
                     error,
                 });
                 if failed {
@@ -213,12 +301,7 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
             };
             if let Err(e) = primed {
                 if self.opts.on_error == OnError::Fail {
-                    self.push_done(PieceResult {
-                        batches: Vec::new(),
-                        skips: SkipReport::default(),
-                        error: Some(e),
-                    });
-                    self.input_done = true;
+                    self.fatal(ReadError::Parse(e));
                     return;
                 }
                 // Skip mode: the fork meets the same error on each line and records each one.
@@ -230,14 +313,14 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
                 None => false,
             };
             if !sent {
-                self.deferred = Some(ReadError::Io {
-                    source_name: self.opts.source_name.clone(),
+                let source_name = self.opts.source_name.clone();
+                self.fatal(ReadError::Io {
+                    source_name,
                     error: io::Error::other("the parser threads stopped unexpectedly"),
                 });
-                self.input_done = true;
                 return;
             }
-            self.in_flight.push_back(rx);
+            self.push(rx);
         }
     }
 
@@ -246,10 +329,8 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
         let chunk = match self.chunks.next() {
             Some(Ok(c)) => c,
             Some(Err(error)) => {
-                self.deferred = Some(ReadError::Io {
-                    source_name: self.opts.source_name.clone(),
-                    error,
-                });
+                let source_name = self.opts.source_name.clone();
+                self.fatal(ReadError::Io { source_name, error });
                 return false;
             }
             None => {
@@ -310,10 +391,7 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
         self.lines += 1;
         let mut buf = bytes::BytesMut::from(&self.carry[..]);
         let r = tokio_util::codec::Decoder::decode(&mut probe, &mut buf);
-        let error = match r {
-            Err(ReadError::Parse(p)) => Some(p),
-            _ => None,
-        };
+        let error = r.err();
         let skips = probe.take_skip_report();
         self.carry.clear();
         match self.opts.on_error {
@@ -322,6 +400,7 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
                 self.push_done(PieceResult {
                     batches: Vec::new(),
                     skips,
+                    warnings: Vec::new(),
                     error: None,
                 });
             }
@@ -329,29 +408,11 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> ParallelTsvReader<I> {
                 self.push_done(PieceResult {
                     batches: Vec::new(),
                     skips,
+                    warnings: Vec::new(),
                     error,
                 });
                 self.input_done = true;
             }
-        }
-    }
-
-    /// Takes the oldest piece's result (waiting for it) and rebases its line numbers.
-    fn collect(&mut self) {
-        let Some(rx) = self.in_flight.pop_front() else {
-            return;
-        };
-        let Ok(r) = rx.recv() else {
-            self.error = Some(ReadError::Io {
-                source_name: self.opts.source_name.clone(),
-                error: io::Error::other("a parser thread stopped unexpectedly"),
-            });
-            return;
-        };
-        self.skips.merge(&r.skips);
-        self.ready.extend(r.batches);
-        if let Some(e) = r.error {
-            self.error = Some(ReadError::Parse(e));
         }
     }
 }
@@ -376,73 +437,44 @@ fn worker(rx: &Mutex<mpsc::Receiver<Job>>) {
                     pos += before - buf.len();
                 }
                 Ok(None) => break,
-                Err(ReadError::Parse(e)) => {
+                Err(e) => {
                     error = Some(e);
                     break;
                 }
-                Err(ReadError::Io { .. }) => break,
             }
         }
         let _ = tx.send(PieceResult {
             batches,
+            warnings: dec.take_warnings(),
             skips: dec.take_skip_report(),
             error,
         });
     }
 }
 
-impl<I: Iterator<Item = io::Result<Vec<u8>>>> Iterator for ParallelTsvReader<I> {
+impl<I> Iterator for ParallelTsvReader<I>
+where
+    I: Iterator<Item = io::Result<Vec<u8>>> + Send + 'static,
+{
     type Item = Result<Batch, ReadError>;
 
     fn next(&mut self) -> Option<Result<Batch, ReadError>> {
+        self.spawn();
         loop {
             if let Some(b) = self.ready.pop_front() {
                 return Some(Ok(b));
             }
             if let Some(e) = self.error.take() {
-                self.finish();
+                // Dropping the results channel stops the coordinator and then the workers.
+                self.results = None;
+                self.finished = true;
                 return Some(Err(e));
             }
-            if self.finished {
+            if self.finished || !self.collect() {
+                self.finished = true;
+                self.results = None;
                 return None;
             }
-            // Keep the pool busy: read ahead until enough pieces are in flight.
-            while !self.input_done && self.in_flight.len() < self.max_in_flight {
-                if !self.feed() {
-                    self.input_done = true;
-                }
-            }
-            if self.in_flight.is_empty() {
-                match self.deferred.take() {
-                    Some(e) => self.error = Some(e),
-                    None => self.finish(),
-                }
-                continue;
-            }
-            self.collect();
-        }
-    }
-}
-
-impl<I> ParallelTsvReader<I> {
-    /// Stops the workers: no more pieces will be sent.
-    fn finish(&mut self) {
-        self.finished = true;
-        self.in_flight.clear();
-        self.jobs = None;
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
-    }
-}
-
-impl<I> Drop for ParallelTsvReader<I> {
-    fn drop(&mut self) {
-        self.jobs = None;
-        // Workers end once the job channel is closed; results nobody reads are dropped.
-        self.in_flight.clear();
-        for w in self.workers.drain(..) {
-            let _ = w.join();
         }
     }
 }

@@ -24,8 +24,9 @@
 //!   be several bytes long. `#set_separator`, `#empty_field` and `#unset_field` values may use
 //!   `\xHH` escapes too. Unknown `#` lines are comments.
 //! - Header lines come in no fixed order, but `#fields` and `#types` must precede data. A header
-//!   block after data (concatenated logs) updates the header; the schema (`zeek.<#path>`) is
-//!   rebuilt at the next data line. An equal schema reuses the same [`SchemaRef`] `Arc`, so
+//!   block after data (concatenated logs) updates the header; the schema (`zeek.<#path>`, or
+//!   `zeek.unknown` without `#path`) is rebuilt at the next data line. An unknown type name is
+//!   read as `string`, with one warning per new schema ([`TsvDecoder::take_warnings`]). An equal schema reuses the same [`SchemaRef`] `Arc`, so
 //!   consumers can compare schemas with [`Arc::ptr_eq`]. `#close` ends a document: the header
 //!   resets to its defaults and data must be preceded by a new header.
 //! - A value equal to the unset marker (`-`) is null. A value equal to the empty marker
@@ -38,10 +39,11 @@
 //!
 //! # Emission contract
 //!
-//! [`TsvDecoder::decode`] consumes complete lines and returns a batch when it reaches
-//! [`ReaderOptions::batch_rows`] rows, when the schema changes (a data line with a new schema,
-//! or `#close`), or when no complete line is left and rows are pending. It returns `None` when no
-//! complete line is left and nothing is pending. The sequence of rows and schemas is the same
+//! [`TsvDecoder`]'s [`Decoder::decode`](tokio_util::codec::Decoder::decode) consumes complete
+//! lines and returns a batch when it reaches [`ReaderOptions::batch_rows`] rows, when the schema
+//! changes (a data line with a new schema, or `#close`), or when no complete line is left and
+//! rows are pending. It returns `None` when no complete line is left and nothing is pending.
+//! `decode_eof` also takes a last line without newline, then flushes. The sequence of rows and schemas is the same
 //! whatever the chunking of the input; only the batch boundaries may differ.
 //!
 //! # Errors
@@ -52,6 +54,15 @@
 //! longer than [`ReaderOptions::max_line_len`] is an error as soon as its partial length
 //! exceeds the limit, so memory stays bounded; in skip mode its bytes are discarded up to the
 //! next newline.
+//!
+//! # Speed
+//!
+//! With a one-byte separator, data lines take a fast path that parses each field while finding
+//! its end (digits, IPv4 and plain strings in one pass, times eight digits at a time) and writes
+//! it straight into the batch with [`RowEncoder`]. Anything unusual (escapes, subnets,
+//! errors) rejects the line, leaving no trace, and the general
+//! path splits it and produces the value or the error; both give the same result for valid
+//! input. No allocation happens per line or field.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -129,6 +140,8 @@ impl Kind {
 #[derive(Debug, Clone, Copy)]
 enum Col {
     One(Kind),
+    /// The schema's `ts` field (a `time`), tracked for the batch's time range.
+    Ts,
     List(Kind),
 }
 
@@ -247,7 +260,8 @@ impl Marker {
 struct Plan {
     schema: SchemaRef,
     cols: Vec<Col>,
-    ts: Option<usize>,
+    /// The unset marker when it is one byte (the fast path needs that).
+    unset_byte: Option<u8>,
     sep: Splitter,
     set_sep: Splitter,
     empty: Marker,
@@ -374,6 +388,35 @@ impl TsvDecoder {
                     }
                 }
             }
+            if self.scanned == 0 {
+                // Fast loop over consecutive plain data lines of the current schema; anything
+                // else (and any line it does not accept) goes the general way below.
+                if let (false, Some(plan), Some(b)) = (self.dirty, &self.plan, &mut self.builder) {
+                    if let (true, Splitter::Byte(sep)) =
+                        (Arc::ptr_eq(b.schema(), &plan.schema), &plan.sep)
+                    {
+                        let batch_rows = self.opts.batch_rows.max(1);
+                        while let Some(nl) = memchr(b'\n', &buf[pos..]) {
+                            let mut line = &buf[pos..pos + nl];
+                            if let [head @ .., b'\r'] = line {
+                                line = head;
+                            }
+                            if line.len() > max
+                                || matches!(line.first(), None | Some(b'#'))
+                                || !encode_fast(plan, *sep, line, b)
+                            {
+                                break;
+                            }
+                            self.line_no += 1;
+                            pos += nl + 1;
+                            if b.len() >= batch_rows {
+                                return (pos, Ok(Some(b.finish())));
+                            }
+                        }
+                    }
+                }
+            }
+            let rest = &buf[pos..];
             let from = self.scanned.min(rest.len());
             let found = memchr(b'\n', &rest[from..]);
             let (line_len, used) = match found {
@@ -422,7 +465,7 @@ impl TsvDecoder {
                     if self
                         .builder
                         .as_ref()
-                        .is_some_and(|b| b.len() >= self.opts.batch_rows)
+                        .is_some_and(|b| b.len() >= self.opts.batch_rows.max(1))
                     {
                         return (pos, Ok(self.take_pending()));
                     }
@@ -605,16 +648,22 @@ impl TsvDecoder {
                 s
             }
         };
+        let ts = schema.ts_index();
         let cols = schema
             .fields
             .iter()
-            .map(|f| match f.ty.element() {
+            .enumerate()
+            .map(|(i, f)| match f.ty.element() {
                 Some(e) => Col::List(Kind::of(e)),
+                None if ts == Some(i) => Col::Ts,
                 None => Col::One(Kind::of(&f.ty)),
             })
             .collect();
         Ok(Plan {
-            ts: schema.ts_index(),
+            unset_byte: match self.hdr.unset.as_slice() {
+                [u] => Some(*u),
+                _ => None,
+            },
             schema,
             cols,
             sep: Splitter::new(&self.hdr.sep),
@@ -759,14 +808,12 @@ impl TsvDecoder {
 
 /// The fast path for a line with a one-byte separator: parses each field while finding its
 /// end, in one pass. Returns `false`, leaving no row behind, on anything unusual (escapes,
-/// IPv6, containers, doubles, subnets, bad values, wrong column counts); the general path
+/// subnets, bad values, wrong column counts); the general path
 /// [`encode_line`] then handles the line, with the same result for valid input.
 #[inline(never)]
 fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool {
-    let unset = plan.unset.0.as_slice();
-    let unset_byte = match unset {
-        [u] => Some(*u),
-        _ => None,
+    let Some(unset) = plan.unset_byte else {
+        return false;
     };
     let mut ts = None;
     let mut enc = b.begin_row();
@@ -781,21 +828,19 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
         }
         let rest = &line[i..];
         // Unset: the marker followed by the separator or the line end.
-        let is_unset = match unset_byte {
-            Some(u) => rest.first() == Some(&u) && rest.get(1).is_none_or(|&x| x == sep),
-            None => rest.starts_with(unset) && rest.get(unset.len()).is_none_or(|&x| x == sep),
-        };
-        if is_unset {
+        if rest.first() == Some(&unset) && rest.get(1).is_none_or(|&x| x == sep) {
             enc.null();
-            i += unset.len();
+            i += 1;
             continue;
         }
         let used = match *col {
+            Col::Ts => parse_ns_prefix(rest).map(|(v, n)| {
+                enc.int(v);
+                ts = Some(v);
+                n
+            }),
             Col::One(Kind::Time) => parse_ns_prefix(rest).map(|(v, n)| {
                 enc.int(v);
-                if plan.ts == Some(c) {
-                    ts = Some(v);
-                }
                 n
             }),
             Col::One(Kind::Count) => parse_u64_prefix(rest).map(|(v, n)| {
@@ -813,10 +858,27 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                     }
                 }
             }
-            Col::One(Kind::Addr) => parse_v4_prefix(rest).map(|(a, n)| {
-                enc.bytes(&a);
-                n
-            }),
+            Col::One(Kind::Addr) => match parse_v4_prefix(rest) {
+                Some((a, n)) => {
+                    enc.bytes(&a);
+                    Some(n)
+                }
+                None => {
+                    // IPv6 (or an error, which the general path reports).
+                    let n = plain_len(rest, sep);
+                    parse_addr(&rest[..n]).map(|a| {
+                        enc.addr(a);
+                        n
+                    })
+                }
+            },
+            Col::One(Kind::Double) => {
+                let n = plain_len(rest, sep);
+                parse_f64(&rest[..n]).map(|v| {
+                    enc.double(v);
+                    n
+                })
+            }
             Col::One(Kind::Int) => match rest {
                 [b'-', digits @ ..] => match parse_u64_prefix(digits) {
                     Some((v, n)) if v <= i64::MAX as u64 => {
@@ -844,12 +906,21 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                 }
                 _ => None,
             },
-            Col::List(_) => {
-                let n = memchr(sep, rest).unwrap_or(rest.len());
-                plan.empty.is(&rest[..n]).then(|| {
+            Col::List(k) => {
+                let empty = plan.empty.0.as_slice();
+                if rest.starts_with(empty) && rest.get(empty.len()).is_none_or(|&x| x == sep) {
                     enc.array(0);
-                    n
-                })
+                    Some(empty.len())
+                } else {
+                    let n = plain_len(rest, sep);
+                    match (rest.get(n), &plan.set_sep) {
+                        (Some(b'\\'), _) => None,
+                        (_, Splitter::Byte(set_sep)) => {
+                            encode_list(k, &rest[..n], *set_sep, unset, &mut enc).then_some(n)
+                        }
+                        _ => None,
+                    }
+                }
             }
             _ => None,
         };
@@ -866,6 +937,24 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
         return false;
     }
     b.finish_row(ts);
+    true
+}
+
+/// Encodes a non-empty container without escapes, split on a one-byte set separator.
+#[inline(never)]
+fn encode_list(k: Kind, v: &[u8], set_sep: u8, unset: u8, enc: &mut RowEncoder<'_>) -> bool {
+    let count = memchr::memchr_iter(set_sep, v).count() + 1;
+    let Ok(count) = u32::try_from(count) else {
+        return false;
+    };
+    enc.array(count);
+    for el in v.split(|&c| c == set_sep) {
+        if el == [unset] {
+            enc.null();
+        } else if put_plain(k, el, enc).is_none() {
+            return false;
+        }
+    }
     true
 }
 
@@ -907,42 +996,96 @@ fn parse_u64_prefix(s: &[u8]) -> Option<(u64, usize)> {
     (n > 0 && n < 20).then_some((v, n))
 }
 
-/// A leading `digits.digits` time (at most 18 integral and 9 fractional digits, optional
-/// sign) in nanoseconds, and how many bytes it took; `None` for anything else.
+/// How many of the 8 bytes of `w` (loaded little-endian) are ASCII digits before the first
+/// other byte (0..=8).
+#[inline(always)]
+fn digit_count(w: u64) -> u32 {
+    // A byte is a digit when its high nibble is 3 and its low nibble is at most 9.
+    let high = (w & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
+    let low = ((w & 0x0f0f_0f0f_0f0f_0f0f) + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0;
+    let bad = high | low;
+    let nonzero = ((bad & HI7).wrapping_add(HI7) | bad) & !HI7;
+    nonzero.trailing_zeros() / 8
+}
+
+/// The value of the first `n` (1..=8) digits of `w` (loaded little-endian), without loops.
+#[inline(always)]
+fn digits_value(w: u64, n: u32) -> u64 {
+    let shift = 8 * (8 - n);
+    // Move the digits to the top and fill the bottom with leading '0's.
+    let w = (w << shift)
+        | 0x3030_3030_3030_3030u64
+            .checked_shr(64 - shift)
+            .unwrap_or(0);
+    let v = w.wrapping_sub(0x3030_3030_3030_3030);
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let v = (v & 0x0000_00ff_0000_00ff)
+        .wrapping_mul(0x000f_4240_0000_0064)
+        .wrapping_add(((v >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(0x0000_2710_0000_0001));
+    (v >> 32) & 0xffff_ffff
+}
+
+/// The digit in `c`, if it is one.
+#[inline(always)]
+fn digit_at(c: Option<&u8>) -> Option<u64> {
+    let d = c?.wrapping_sub(b'0');
+    (d <= 9).then_some(d as u64)
+}
+
+/// A leading `digits[.digits]` time (at most 10 integral and 9 fractional digits, optional
+/// minus) in nanoseconds, and how many bytes it took; `None` for anything else (the general
+/// path then decides).
 #[inline(always)]
 fn parse_ns_prefix(s: &[u8]) -> Option<(i64, usize)> {
     let (neg, body) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         _ => (false, s),
     };
-    let mut int: u64 = 0;
-    let mut i = 0;
-    while let Some(&c) = body.get(i) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
+    let (mut int, mut i) = match body.first_chunk::<8>() {
+        Some(w) => {
+            let w = u64::from_le_bytes(*w);
+            let n = digit_count(w);
+            if n == 0 {
+                return None;
+            }
+            (digits_value(w, n), n as usize)
         }
-        int = int.wrapping_mul(10).wrapping_add(d as u64);
-        i += 1;
+        None => (0, 0),
+    };
+    if i == 0 || i == 8 {
+        while let Some(d) = digit_at(body.get(i)) {
+            int = int.wrapping_mul(10).wrapping_add(d);
+            i += 1;
+            if i > 10 {
+                return None;
+            }
+        }
     }
     // Up to 9_223_372_035 s the nanoseconds fit an i64; the general path handles the rest.
-    if i == 0 || i > 10 || int > 9_223_372_035 {
+    if i == 0 || int > 9_223_372_035 {
         return None;
     }
     let mut frac: u64 = 0;
     let mut fd = 0;
     if body.get(i) == Some(&b'.') {
         i += 1;
-        while let Some(&c) = body.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
+        if let Some(w) = body.get(i..).and_then(|r| r.first_chunk::<8>()) {
+            let w = u64::from_le_bytes(*w);
+            let n = digit_count(w);
+            if n > 0 {
+                frac = digits_value(w, n);
+                fd = n as usize;
+                i += fd;
             }
-            frac = frac * 10 + d as u64;
-            fd += 1;
-            i += 1;
-            if fd > 9 {
-                return None;
+        }
+        if fd == 0 || fd == 8 {
+            while let Some(d) = digit_at(body.get(i)) {
+                frac = frac * 10 + d;
+                fd += 1;
+                i += 1;
+                if fd > 9 {
+                    return None;
+                }
             }
         }
     }
@@ -1015,10 +1158,11 @@ fn encode_line(
         match *col {
             Col::One(Kind::Str) if plan.empty.is(raw) => enc.bytes(b""),
             Col::One(k) => {
-                let t = put(k, raw, &mut enc, scratch, escapes).ok_or(RowError::Value(i))?;
-                if plan.ts == Some(i) {
-                    ts = Some(t);
-                }
+                put(k, raw, &mut enc, scratch, escapes).ok_or(RowError::Value(i))?;
+            }
+            Col::Ts => {
+                let t = put(Kind::Time, raw, &mut enc, scratch, escapes);
+                ts = Some(t.ok_or(RowError::Value(i))?);
             }
             Col::List(_) if plan.empty.is(raw) => enc.array(0),
             Col::List(k) => {
@@ -1371,7 +1515,7 @@ mod tests {
         }
     }
 
-    const TOKENS: [&[&str]; 8] = [
+    const TOKENS: [&[&str]; 10] = [
         // time
         &[
             "1258531221.486539",
@@ -1428,17 +1572,45 @@ mod tests {
         // bool
         &["T", "F", "TT", "-", "", "t"],
         // vector[count]
-        &["(empty)", "1,2", "-", "", "1,-", "(empty)x"],
+        &[
+            "1,2,3", "(empty)", "-", "", "1,-", "(empty)x", "7", "1,,2", ",", "1,x", "-,-",
+            "1\\x2c2",
+        ],
         // double
-        &["-", "inf", "1.5", "x"],
+        &[
+            "1.5", "-", "inf", "-inf", "nan", "1e300", "x", "infinity", "1.5.5", "",
+        ],
+        // set[addr]
+        &[
+            "1.2.3.4,::1",
+            "(empty)",
+            "-",
+            "1.2.3.4",
+            "1.2.3.4,-",
+            "x",
+            "",
+        ],
+        // vector[string]
+        &[
+            "a,b c,d",
+            "(empty)",
+            "-",
+            ",",
+            "a,,b",
+            "-,(empty)",
+            "a\\,b",
+            "a\\x2cb,c",
+            "",
+        ],
     ];
 
     /// The fast path, when it accepts a line, encodes exactly what the general path does; over
     /// many pseudo-random lines from valid and invalid tokens, both outcomes occur.
     #[test]
     fn fast_path_agrees_with_general_path() {
-        let header = "#fields\tts\tc\ti\ta\ts\tb\tv\td\n\
-                      #types\ttime\tcount\tint\taddr\tstring\tbool\tvector[count]\tdouble\n";
+        let header = "#fields\tts\tc\ti\ta\ts\tb\tv\td\tsa\tvs\n\
+                      #types\ttime\tcount\tint\taddr\tstring\tbool\tvector[count]\tdouble\t\
+                      set[addr]\tvector[string]\n";
         let mut d = TsvDecoder::new(ReaderOptions::default());
         let (_, r) = d.run(header.as_bytes(), false);
         assert!(r.is_ok());
@@ -1492,6 +1664,55 @@ mod tests {
             }
         }
         assert!(accepted > 2000 && rejected > 2000, "{accepted} {rejected}");
+    }
+
+    #[test]
+    fn swar_digits_match_scalar() {
+        for text in [
+            &b"12345678"[..],
+            b"1234567x",
+            b"0",
+            b"x",
+            b"00000001",
+            b"99999999",
+            b"1.5\t....",
+            b"4865390\t",
+            b"7\x3a",
+            b"7/",
+            b"12\xff",
+        ] {
+            let mut word = [b'#'; 8];
+            word[..text.len()].copy_from_slice(text);
+            let w = u64::from_le_bytes(word);
+            let n = text.iter().take_while(|c| c.is_ascii_digit()).count();
+            assert_eq!(digit_count(w) as usize, n, "{text:?}");
+            if n > 0 {
+                let want: u64 = std::str::from_utf8(&text[..n]).unwrap().parse().unwrap();
+                assert_eq!(digits_value(w, n as u32), want, "{text:?}");
+            }
+        }
+        for t in [
+            &b"1258531221.486539\t"[..],
+            b"0.163820\tx",
+            b"3.780125",
+            b"1.5",
+            b"12345678.123456789",
+            b"123456789.12345678",
+            b"1234567890.5",
+            b"-0.000001\t",
+            b"5.\t",
+            b"42",
+        ] {
+            let end = t.iter().position(|&c| c == b'\t').unwrap_or(t.len());
+            assert_eq!(
+                parse_ns_prefix(t).map(|(v, n)| (Some(v), n)),
+                Some((parse_ns(&t[..end]), end)),
+                "{:?}",
+                String::from_utf8_lossy(t)
+            );
+        }
+        assert_eq!(parse_ns_prefix(b"12345678901.5"), None);
+        assert_eq!(parse_ns_prefix(b"1.1234567891"), None);
     }
 
     #[test]

@@ -41,10 +41,10 @@
 
 use crate::codec::writer::{
     now_ns, push_addr, push_decimal_ns, push_double, push_i64, push_subnet, push_u64,
-    push_zeek_stamp, EventWriter, WriteError,
+    push_zeek_stamp, EventWriter, Msg, WriteError, NIL,
 };
-use crate::types::{Schema, SchemaRef};
-use crate::value::{DecodeError, RowCursor, ValueRef};
+use crate::types::{Schema, SchemaRef, Type};
+use crate::value::DecodeError;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -157,69 +157,71 @@ impl EventWriter for ZeekTsvWriter {
 
 /// Formats one row, fields separated by tabs, ending in a newline.
 fn write_row(schema: &Schema, row: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
-    let mut c = RowCursor::new(row);
-    c.row_header(schema.fields.len())?;
+    let mut r = Msg::new(row);
+    r.row_header(schema.fields.len())?;
     for (i, f) in schema.fields.iter().enumerate() {
         if i > 0 {
             out.push(b'\t');
         }
+        let m = r.marker()?;
+        if m == NIL {
+            out.push(b'-');
+            continue;
+        }
         match f.ty.element() {
-            None => write_scalar(out, &c.read(&f.ty)?, false),
-            Some(inner) => {
-                // Read the container's elements one by one: no Vec per value.
-                let mut probe = c.clone();
-                match probe.array_len() {
-                    Ok(0) => {
-                        c = probe;
-                        out.extend_from_slice(b"(empty)");
-                    }
-                    Ok(n) => {
-                        c = probe;
-                        for j in 0..n {
-                            if j > 0 {
-                                out.push(b',');
-                            }
-                            write_scalar(out, &c.read(inner)?, true);
+            None => write_value(&mut r, m, &f.ty, out, false)?,
+            Some(inner) => match r.array_len(m)? {
+                Some(0) => out.extend_from_slice(b"(empty)"),
+                Some(n) => {
+                    for j in 0..n {
+                        if j > 0 {
+                            out.push(b',');
+                        }
+                        let m = r.marker()?;
+                        if m == NIL {
+                            out.push(b'-');
+                        } else {
+                            write_value(&mut r, m, inner, out, true)?;
                         }
                     }
-                    // Not an array: nil (unset) or a decode error.
-                    Err(_) => write_scalar(out, &c.read(&f.ty)?, false),
                 }
-            }
+                None => return Err(r.unexpected(m, &f.ty)),
+            },
         }
     }
     out.push(b'\n');
     Ok(())
 }
 
+/// Formats one set scalar whose marker `m` was just read.
 #[inline]
-fn write_scalar(out: &mut Vec<u8>, v: &ValueRef<'_>, in_container: bool) {
-    match v {
-        ValueRef::Null => out.push(b'-'),
-        ValueRef::Bool(b) => out.push(if *b { b'T' } else { b'F' }),
-        ValueRef::Count(x) | ValueRef::Port(x) => push_u64(out, *x),
-        ValueRef::Int(x) => push_i64(out, *x),
-        ValueRef::Double(x) => {
-            push_double(out, *x, false);
+fn write_value(
+    r: &mut Msg<'_>,
+    m: u8,
+    ty: &Type,
+    out: &mut Vec<u8>,
+    in_container: bool,
+) -> Result<(), DecodeError> {
+    match ty {
+        Type::Bool => out.push(if r.bool(m, ty)? { b'T' } else { b'F' }),
+        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
+        Type::Int => push_i64(out, r.int(m, ty)?),
+        Type::Time | Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
+        Type::Double => {
+            push_double(out, r.double(m, ty)?, false);
         }
-        ValueRef::Time(x) | ValueRef::Interval(x) => push_decimal_ns(out, *x),
-        ValueRef::String(s) => write_string(out, s, in_container),
-        ValueRef::Addr(a) => push_addr(out, *a),
-        ValueRef::Subnet(a, p) => push_subnet(out, *a, *p),
-        // Nested containers do not exist in Zeek logs (the type model forbids them); write the
-        // elements flat rather than fail.
-        ValueRef::List(l) => {
-            if l.is_empty() {
-                out.extend_from_slice(b"(empty)");
-            }
-            for (j, e) in l.iter().enumerate() {
-                if j > 0 {
-                    out.push(b',');
-                }
-                write_scalar(out, e, true);
-            }
+        Type::String | Type::Enum | Type::Pattern | Type::File => {
+            write_string(out, r.bin(m, ty)?, in_container)
         }
+        Type::Addr => push_addr(out, r.addr(m, ty)?),
+        Type::Subnet => {
+            let (a, p) = r.subnet(m, ty)?;
+            push_subnet(out, a, p);
+        }
+        // The type model has no nested containers.
+        Type::Set(_) | Type::Vector(_) | Type::Table(_) => return Err(r.unexpected(m, ty)),
     }
+    Ok(())
 }
 
 /// Writes a string value: `(empty)` when empty, the markers `-`/`(empty)` with their first byte

@@ -1,0 +1,71 @@
+//! Opens an archive and iterates its events in ID order, decoding each row to values.
+//!
+//! ```sh
+//! weir import --db /tmp/weir.db conn.log.gz
+//! cargo run --example read_archive -- /tmp/weir.db
+//! ```
+//! Without an argument it first imports a small sample into a temporary archive.
+
+use weir::store::Archive;
+use weir::types::Type;
+use weir::value::decode_row;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut tmp = None;
+    let dir = match std::env::args().nth(1) {
+        Some(d) => std::path::PathBuf::from(d),
+        None => {
+            let d = std::env::temp_dir().join(format!("weir-example-{}", std::process::id()));
+            sample_archive(&d)?;
+            tmp = Some(d.clone());
+            d
+        }
+    };
+    let archive = Archive::open(&dir)?;
+    let mut shown = 0;
+    for batch in archive.scan() {
+        let batch = batch?;
+        let types: Vec<Type> = batch.schema().fields.iter().map(|f| f.ty.clone()).collect();
+        for (i, row) in batch.rows().enumerate() {
+            let values = decode_row(row, &types)?;
+            if shown < 10 {
+                println!(
+                    "#{} {} {:?}",
+                    batch.first_id() + i as u64,
+                    batch.schema().name,
+                    values
+                );
+            }
+            shown += 1;
+        }
+    }
+    println!("{shown} events");
+    drop(archive);
+    if let Some(d) = tmp {
+        std::fs::remove_dir_all(d)?;
+    }
+    Ok(())
+}
+
+/// Imports a few events with the library's pipeline (what `weir import` does).
+fn sample_archive(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use weir::pipeline::config::{ImportSpec, PipelineSpec};
+    let log = dir.with_extension("log");
+    std::fs::write(
+        &log,
+        "#separator \\x09\n#path\tconn\n#fields\tts\tuid\tid.orig_h\n#types\ttime\tstring\taddr\n\
+         1258531221.486539\tPii6cUUq1v4\t192.168.1.102\n1258531680.237254\tnkCxlvNN8pi\tfe80::1\n",
+    )?;
+    let spec = PipelineSpec::for_import(&ImportSpec {
+        inputs: vec![log.clone()],
+        db: dir.to_path_buf(),
+        ..ImportSpec::default()
+    });
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let (pipeline, _) = weir::pipeline::build::build(&spec).await?;
+        pipeline.run().await
+    })?;
+    std::fs::remove_file(log)?;
+    Ok(())
+}
