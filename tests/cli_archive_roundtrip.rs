@@ -479,7 +479,7 @@ fn verify_passes_a_good_db_and_names_a_damaged_segment() {
         let o = other.file_name().unwrap().to_str().unwrap();
         assert!(!stdout.contains(o), "{o} reported: {stdout}");
     }
-    // The rest of the archive stays readable: export skips the damaged segment and exits 1.
+    // The rest of the archive stays readable: export skips the damaged part and exits 1.
     let out = run(&["export", "--db", s(&db), "--to", "json"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains(name), "{}", text(&out.stderr));
@@ -487,8 +487,25 @@ fn verify_passes_a_good_db_and_names_a_damaged_segment() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let want: Vec<u64> = (0..total).filter(|i| *i < a || *i >= b).collect();
-    assert_eq!(numbers(&events), want);
+    // What is missing is one damaged batch (100 events) of the damaged segment, no more.
+    let got = numbers(&events);
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "not in order");
+    let present: std::collections::HashSet<u64> = got.iter().copied().collect();
+    let missing: Vec<u64> = (0..total).filter(|i| !present.contains(i)).collect();
+    assert!(!missing.is_empty(), "nothing skipped");
+    assert!(
+        missing.len() <= 100 && missing[0] >= a && *missing.last().unwrap() < b,
+        "skipped {}..={} ({} events), damaged segment holds {a}..{b}",
+        missing[0],
+        missing.last().unwrap(),
+        missing.len()
+    );
+    assert_eq!(
+        missing.last().unwrap() - missing[0] + 1,
+        missing.len() as u64,
+        "skipped events not contiguous"
+    );
+    assert_eq!(got.len() + missing.len(), total as usize);
 
     // A truncated segment is damage too.
     let seg0 = segs.iter().find(|f| **f != bad).unwrap();
