@@ -632,3 +632,79 @@ fn batch_larger_than_a_segment_is_split_and_an_event_larger_is_refused() {
     );
     assert!(ok(&run(&["verify", "--db", s(&db)]), "verify").starts_with("ok:"));
 }
+
+/// `data` as gzip, in `parts` members.
+fn gzip_members(data: &[u8], parts: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in data.chunks(data.len().div_ceil(parts)) {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(chunk).unwrap();
+        out.extend(e.finish().unwrap());
+    }
+    out
+}
+
+#[test]
+fn one_import_of_tsv_json_gzip_and_zstd_files_detects_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut files = Vec::new();
+    // Multi-member gzip TSV.
+    let a = dir.join("a.log.gz");
+    std::fs::write(&a, gzip_members(log(0..100).as_bytes(), 3)).unwrap();
+    files.push(a);
+    // Zeek JSON lines (as `weir convert --to json` writes them).
+    let src = dir.join("b.log");
+    std::fs::write(&src, log(100..150)).unwrap();
+    let b = dir.join("b.json");
+    std::fs::write(
+        &b,
+        ok(&run(&["convert", "--to", "json", s(&src)]), "convert"),
+    )
+    .unwrap();
+    files.push(b.clone());
+    // zstd TSV, when the zstd tool is there.
+    let c = dir.join("c.log");
+    std::fs::write(&c, log(150..200)).unwrap();
+    let zst = dir.join("c.log.zst");
+    match std::process::Command::new("zstd")
+        .args(["-q", "-o", s(&zst), s(&c)])
+        .status()
+    {
+        Ok(st) if st.success() => files.push(zst),
+        _ => {
+            eprintln!("note: no zstd tool: the zstd input is plain TSV");
+            files.push(c);
+        }
+    }
+    // Plain TSV.
+    let d = dir.join("d.log");
+    std::fs::write(&d, log(200..250)).unwrap();
+    files.push(d);
+
+    let db = dir.join("db");
+    let mut args = vec!["import", "--quiet", "--db", s(&db)];
+    args.extend(files.iter().map(|p| s(p)));
+    ok(&run(&args), "import of mixed inputs");
+    let events = export_json(&db);
+    assert_eq!(numbers(&events), (0..250).collect::<Vec<_>>());
+    for (i, e) in events.iter().enumerate() {
+        check_event(i as u64, e);
+    }
+
+    // Forcing TSV on a JSON file is a data error naming the file and line.
+    let db2 = dir.join("db2");
+    let out = run(&[
+        "import",
+        "--quiet",
+        "--db",
+        s(&db2),
+        "--from",
+        "zeek-tsv",
+        s(&files[0]),
+        s(&b),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("b.json:1"), "{err}");
+}
