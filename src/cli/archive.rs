@@ -65,6 +65,20 @@ fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
     }
 }
 
+/// Prints `text` on stdout; a closed stdout (`| head`) ends the command with exit status 0
+/// instead of the panic of `println!`.
+fn print_out(text: &str) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = text.as_bytes().to_vec();
+    write_out(&mut out, &mut buf)?;
+    match out.flush() {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(OutputClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
 /// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db)?;
@@ -119,11 +133,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 pub fn info(args: InfoArgs) -> anyhow::Result<()> {
     let info = Archive::open(&args.db)?.info()?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
     } else {
-        print!("{info}");
+        print_out(&info.to_string())
     }
-    Ok(())
 }
 
 /// `weir inspect`.
@@ -131,11 +144,10 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
     let info = weir::segment::inspect(&args.segment)
         .with_context(|| format!("cannot inspect {}", args.segment.display()))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
     } else {
-        print!("{info}");
+        print_out(&info.to_string())
     }
-    Ok(())
 }
 
 /// `weir verify`: a line per problem and exit 1, or a line saying all is well.
@@ -144,12 +156,20 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
     for w in &report.warnings {
         eprintln!("weir: warning: {w}");
     }
+    let mut text = String::new();
     for p in &report.problems {
-        println!("{p}");
+        text.push_str(&format!("{p}\n"));
     }
     if report.is_ok() {
-        println!("ok: {} segments, {} events", report.segments, report.events);
-        Ok(())
+        text.push_str(&format!(
+            "ok: {} segments, {} events\n",
+            report.segments, report.events
+        ));
+    }
+    // Problems are reported by the exit status even when stdout is closed.
+    let printed = print_out(&text);
+    if report.is_ok() {
+        printed
     } else {
         anyhow::bail!(
             "{} problems found in {}",
