@@ -398,3 +398,50 @@ async fn live_reader_source_stops_on_shutdown_keeping_what_was_read() {
     );
     drop(writer);
 }
+
+/// Runs text through a source with `parallel_tsv` threads and returns every event's values.
+async fn decode_all(text: &str, parallel_tsv: usize) -> Vec<(String, Vec<Value>)> {
+    let mut p = Pipeline::default();
+    let mut config = SourceConfig::zeek(ReaderOptions::default(), 1 << 20);
+    config.parallel_tsv = parallel_tsv;
+    let src = p
+        .add_source("in", vec![Input::bytes("mem", text.to_string())], config)
+        .unwrap();
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    p.add_sink("out", &[src], tx).unwrap();
+    p.run().await.unwrap();
+    let batches: Vec<Batch> = rx.collect().await;
+    batches
+        .iter()
+        .flat_map(|b| {
+            let name = b.schema().name.clone();
+            b.to_values()
+                .unwrap()
+                .into_iter()
+                .map(move |r| (name.clone(), r))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_tsv_decoding_equals_sequential() {
+    let mut text = String::new();
+    for (k, path) in ["conn", "dns", "conn"].iter().enumerate() {
+        text.push_str(&format!(
+            "#separator \\x09\n#path\t{path}\n#fields\tts\tn\ts\tv\n#types\ttime\tcount\tstring\tvector[int]\n"
+        ));
+        for i in 0..40_000u64 {
+            text.push_str(&format!(
+                "{}.{:06}\t{i}\tline {k} {i}\t-1,{i}\n",
+                1_600_000_000 + i,
+                i
+            ));
+        }
+        text.push_str("#close\t2020-01-01-00-00-00\n");
+    }
+    assert!(text.len() as u64 > weir::pipeline::decode::PARALLEL_MIN_SIZE);
+    let seq = decode_all(&text, 0).await;
+    let par = decode_all(&text, 3).await;
+    assert_eq!(seq.len(), 120_000);
+    assert!(seq == par, "parallel decoding differs");
+}

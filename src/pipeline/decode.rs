@@ -101,6 +101,10 @@ pub struct SourceConfig {
     pub parallel_tsv: usize,
 }
 
+/// Inputs of known size below this (as stored, possibly compressed) are decoded on their own
+/// thread even when [`SourceConfig::parallel_tsv`] asks for more.
+pub const PARALLEL_MIN_SIZE: u64 = 1 << 20;
+
 /// Everything the decode threads share.
 #[derive(Clone)]
 pub(crate) struct SourceShared {
@@ -137,7 +141,7 @@ async fn decode_input(
 ) {
     let name = input.name();
     let result = async {
-        let (_, _, reader) = open(input, config.compression, &shared.counters, &shared.cancel)
+        let (_, size, reader) = open(input, config.compression, &shared.counters, &shared.cancel)
             .await
             .map_err(|e| match e {
                 crate::source::SourceError::Io { name, error } => io_error(&name, error),
@@ -148,7 +152,9 @@ async fn decode_input(
             .map_err(|e| io_error(&name, e))?;
         let mut options = config.reader.clone();
         options.source_name = name.clone();
-        if format == Format::ZeekTsv && config.parallel_tsv > 1 {
+        // Small inputs of known size are not worth a pool of threads.
+        let small = size.is_some_and(|n| n < PARALLEL_MIN_SIZE);
+        if format == Format::ZeekTsv && config.parallel_tsv > 1 && !small {
             return decode_parallel_tsv(&name, reader, options, &config, &shared, &tx).await;
         }
         let decoder = (config.decoders)(format, options);
