@@ -445,3 +445,39 @@ async fn parallel_tsv_decoding_equals_sequential() {
     assert_eq!(seq.len(), 120_000);
     assert!(seq == par, "parallel decoding differs");
 }
+
+struct Panics;
+
+impl BatchDecoder for Panics {
+    fn decode(&mut self, _src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        panic!("decoder bug")
+    }
+    fn decode_eof(&mut self, _src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        panic!("decoder bug")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_decoder_is_an_error_not_an_early_end() {
+    let mut p = Pipeline::default();
+    let src = p
+        .add_source(
+            "in",
+            vec![Input::bytes("mem", "1\n2\n")],
+            SourceConfig {
+                compression: Compression::Auto,
+                format: Format::Auto,
+                reader: ReaderOptions::default(),
+                decoders: Arc::new(|_, _| Box::new(Panics) as Box<dyn BatchDecoder>),
+                decode_ahead: 1,
+                channel_capacity: 4096,
+                parallel_tsv: 0,
+            },
+        )
+        .unwrap();
+    p.add_sink("sink", &[src], Recorder::default().sink())
+        .unwrap();
+    let err = p.run().await.unwrap_err();
+    assert!(err.to_string().contains("mem"), "{err}");
+    assert!(err.to_string().contains("failed unexpectedly"), "{err}");
+}

@@ -366,7 +366,17 @@ fn spawn_input(
         .spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().build();
             match rt {
-                Ok(rt) => rt.block_on(decode_input(input, config, shared, tx)),
+                Ok(rt) => {
+                    // A panic in a decoder must not look like the end of the input.
+                    let guard = tx.clone();
+                    let run = std::panic::AssertUnwindSafe(|| {
+                        rt.block_on(decode_input(input, config, shared, tx))
+                    });
+                    if std::panic::catch_unwind(run).is_err() {
+                        let e = io::Error::other("the decoder failed unexpectedly (a bug)");
+                        let _ = futures::executor::block_on(guard.send(Err(io_error(&name, e))));
+                    }
+                }
                 Err(e) => {
                     let _ = futures::executor::block_on(tx.send(Err(io_error(&name, e))));
                 }
