@@ -341,7 +341,14 @@ async fn graph_errors() {
             futures::stream::empty::<Result<Batch, std::io::Error>>()
         )
         .is_err());
-    let _ = s;
+    let e = p
+        .add_sink("twice", &[s, s], Recorder::default().sink())
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "pipeline: stage \"twice\": input \"s\" is listed twice"
+    );
     let e = p.run().await.unwrap_err();
     assert_eq!(e.to_string(), "pipeline: stage \"s\" has no consumer");
 }

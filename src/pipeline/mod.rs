@@ -243,6 +243,16 @@ impl Pipeline {
                 bad.0
             )));
         }
+        if let Some((_, i)) = inputs
+            .iter()
+            .enumerate()
+            .find(|(k, i)| inputs[..*k].contains(i))
+        {
+            return Err(PipelineError::Graph(format!(
+                "stage {name:?}: input {:?} is listed twice",
+                self.stages[i.0].name
+            )));
+        }
         if let Some(i) = inputs
             .iter()
             .find(|i| matches!(self.stages[i.0].kind, Kind::Sink(_)))
