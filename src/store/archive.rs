@@ -176,9 +176,28 @@ impl Archive {
         }
     }
 
+    /// The catalog to read together with `wal`, a WAL opened just now: the one read at open,
+    /// or, if segments were sealed since (the WAL starts past its end), a fresh one. A seal
+    /// writes the catalog before it replaces the WAL, so a catalog read after the WAL was
+    /// opened reaches at least the WAL's base: no gap between segments and WAL.
+    fn catalog_for(&self, wal: Option<&WalReader>) -> Result<Arc<Catalog>> {
+        match wal {
+            Some(r) if r.base_id() > self.catalog.next_id => {
+                Ok(Arc::new(Catalog::load(&self.dir)?))
+            }
+            _ => Ok(self.catalog.clone()),
+        }
+    }
+
     /// Segments, events, bytes, ID ranges and events per schema (sealed and in the WAL).
     pub fn info(&self) -> Result<ArchiveInfo> {
-        let cat = &self.catalog;
+        let wal_path = self.dir.join(WAL_FILE);
+        let mut wal_reader = if wal_path.exists() {
+            Some(WalReader::open(&wal_path)?)
+        } else {
+            None
+        };
+        let cat = &self.catalog_for(wal_reader.as_ref())?;
         let mut schemas: BTreeMap<String, u64> = BTreeMap::new();
         let mut ranges: Vec<[u64; 2]> = Vec::new();
         let mut push_range = |r: Range<u64>| match ranges.last_mut() {
@@ -192,9 +211,7 @@ impl Archive {
             s.ranges().for_each(&mut push_range);
         }
         let mut wal = WalInfo::default();
-        let wal_path = self.dir.join(WAL_FILE);
-        if wal_path.exists() {
-            let mut r = WalReader::open(&wal_path)?;
+        if let Some(mut r) = wal_reader.take() {
             while let Some((_, b)) = r.next_record()? {
                 let ids = b.id_range();
                 if ids.end <= cat.next_id {
@@ -225,7 +242,17 @@ impl Archive {
     /// returned as errors, so that one damaged segment does not hide another.
     pub fn verify(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
-        let cat = &self.catalog;
+        let wal_path = self.dir.join(WAL_FILE);
+        let wal_reader = wal_path.exists().then(|| WalReader::open(&wal_path));
+        let cat = &match self.catalog_for(wal_reader.as_ref().and_then(|r| r.as_ref().ok())) {
+            Ok(c) => c,
+            Err(e) => {
+                report
+                    .problems
+                    .push(Problem::from_error(&Catalog::path(&self.dir), e));
+                self.catalog.clone()
+            }
+        };
         let mut expected = 0u64;
         for entry in &cat.segments {
             let path = self.dir.join(&entry.file);
@@ -279,9 +306,8 @@ impl Archive {
                 }
             }
         }
-        let wal_path = self.dir.join(WAL_FILE);
-        if wal_path.exists() {
-            match WalReader::open(&wal_path) {
+        if let Some(wal_reader) = wal_reader {
+            match wal_reader {
                 Err(e) => report.problems.push(Problem::from_error(&wal_path, e)),
                 Ok(mut r) => {
                     if r.base_id() > cat.next_id {

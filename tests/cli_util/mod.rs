@@ -32,8 +32,9 @@ pub fn text(b: &[u8]) -> String {
 pub fn ok(out: &Output, what: &str) -> String {
     assert!(
         out.status.success(),
-        "{what}: exit {:?}\nstderr: {}",
+        "{what}: exit {:?}\nstdout: {}\nstderr: {}",
         out.status.code(),
+        text(&out.stdout),
         text(&out.stderr)
     );
     text(&out.stdout)
