@@ -14,7 +14,13 @@
 //!
 //! Decompression `auto` peeks the first four bytes without losing them: `1f 8b` is gzip,
 //! `28 b5 2f fd` is zstd, anything else is read as is. Gzip input may hold several
-//! concatenated members and zstd input several frames; both are read as one stream.
+//! concatenated members and zstd input several frames; both are read as one stream. A gzip
+//! *file* is decompressed on its reader thread by [`ParallelGunzip`] (several members at
+//! once); gzip on stdin and zstd stream through async-compression.
+//!
+//! Shutdown: once the `stop` token given to [`open`] is cancelled, a source reads no more
+//! from its file or pipe, still delivers the chunks it already read, then ends; nothing read
+//! is lost.
 //!
 //! Format `auto` peeks at the first byte that is not whitespace: `{` means Zeek JSON lines,
 //! anything else (normally `#separator`) Zeek TSV.
