@@ -91,39 +91,13 @@ impl Inputs {
     }
 }
 
-/// Runs `zeekref.py ARGS`; `None` (after a note) when the tool or python3 is missing.
-fn zeekref(args: &[&str]) -> Option<(bool, String)> {
-    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
-    if !tool.is_file() {
-        eprintln!(
-            "note: {} not found: skipping the reference check",
-            tool.display()
-        );
-        return None;
-    }
-    match std::process::Command::new("python3")
-        .arg(&tool)
-        .args(args)
-        .output()
-    {
-        Ok(o) => Some((
-            o.status.success(),
-            format!("{}{}", text(&o.stdout), text(&o.stderr)),
-        )),
-        Err(e) => {
-            eprintln!("note: python3 not runnable ({e}): skipping the reference check");
-            None
-        }
-    }
-}
-
 /// Asserts `zeekref.py CMD ORIG... -- OUT` matches every record.
 fn reference_check(cmd: &str, origs: &[&str], out: &Path) {
     let mut args = vec![cmd];
     args.extend_from_slice(origs);
     args.push("--");
     args.push(s(out));
-    if let Some((good, report)) = zeekref(&args) {
+    if let Some((good, report)) = common::zeekref(&args) {
         assert!(good, "zeekref {cmd} for {}: {report}", out.display());
         assert!(report.contains(" 0 differ"), "{report}");
     }

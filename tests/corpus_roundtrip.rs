@@ -47,32 +47,6 @@ fn tsv_logs(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Runs `zeekref.py ARGS`; `None` (after a note) when the tool or python3 is missing.
-fn zeekref(args: &[&Path]) -> Option<(bool, String)> {
-    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
-    if !tool.is_file() {
-        eprintln!(
-            "note: {} not found: skipping the reference check",
-            tool.display()
-        );
-        return None;
-    }
-    match std::process::Command::new("python3")
-        .arg(&tool)
-        .args(args)
-        .output()
-    {
-        Ok(o) => Some((
-            o.status.success(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-        )),
-        Err(e) => {
-            eprintln!("note: python3 not runnable ({e}): skipping the reference check");
-            None
-        }
-    }
-}
-
 fn read(path: &Path, data: &[u8]) -> Vec<Batch> {
     let (batches, report) = read_all(data, ReaderOptions::new(path.display().to_string()))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -112,7 +86,8 @@ fn reference_reader_agrees_with_tsv_and_json_output() {
         ] {
             let out = tmp.path().join(format!("{k}.{format}"));
             std::fs::write(&out, write(format, &batches)).unwrap();
-            let Some((ok, text)) = zeekref(&[Path::new(cmd), path, Path::new("--"), &out]) else {
+            let Some((ok, text)) = common::zeekref(&[Path::new(cmd), path, Path::new("--"), &out])
+            else {
                 return;
             };
             assert!(ok, "{cmd} {}: {text}", path.display());
@@ -131,7 +106,7 @@ fn reference_reader_agrees_with_tsv_and_json_output() {
         args.extend(logs.iter().map(PathBuf::as_path));
         args.push(Path::new("--"));
         args.push(&out);
-        let Some((ok, text)) = zeekref(&args) else {
+        let Some((ok, text)) = common::zeekref(&args) else {
             return;
         };
         assert!(ok, "{cmd} all: {text}");

@@ -397,7 +397,7 @@ fn corpus_zeek_json_round_trips_through_the_json_writer() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("out.jsonl");
     std::fs::write(&path, &out).unwrap();
-    let Some(status) = zeekref(&[
+    let Some((status, report)) = common::zeekref(&[
         "compare-jj",
         orig.to_str().unwrap(),
         "--",
@@ -405,33 +405,7 @@ fn corpus_zeek_json_round_trips_through_the_json_writer() {
     ]) else {
         return;
     };
-    assert!(status, "zeekref compare-jj reported a mismatch");
-}
-
-/// Runs the reference reader; `None` (with a note) when python3 is missing.
-fn zeekref(args: &[&str]) -> Option<bool> {
-    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
-    if !tool.is_file() {
-        eprintln!(
-            "note: {} not found: skipping the reference check",
-            tool.display()
-        );
-        return None;
-    }
-    match std::process::Command::new("python3")
-        .arg(&tool)
-        .args(args)
-        .output()
-    {
-        Ok(o) => {
-            eprintln!("{}", String::from_utf8_lossy(&o.stdout));
-            Some(o.status.success())
-        }
-        Err(e) => {
-            eprintln!("note: python3 not runnable ({e}): skipping the reference check");
-            None
-        }
-    }
+    assert!(status, "zeekref compare-jj reported a mismatch:\n{report}");
 }
 
 fn read_with(dec: JsonDecoder, input: &[u8]) -> Vec<Batch> {

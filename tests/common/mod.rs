@@ -52,3 +52,35 @@ pub fn read_maybe_gz(path: &std::path::Path) -> Vec<u8> {
         raw
     }
 }
+
+/// Runs the independent reference reader `../shared/tools/zeekref.py ARGS`: whether it reported
+/// a match, and what it printed. `None`, after printing a note, when the tool or python3 is
+/// missing, so that the reference check is skipped rather than failed.
+pub fn zeekref<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Option<(bool, String)> {
+    let tool = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
+    if !tool.is_file() {
+        eprintln!(
+            "note: {} not found: skipping the reference check",
+            tool.display()
+        );
+        return None;
+    }
+    match std::process::Command::new("python3")
+        .arg(&tool)
+        .args(args)
+        .output()
+    {
+        Ok(o) => Some((
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )),
+        Err(e) => {
+            eprintln!("note: python3 not runnable ({e}): skipping the reference check");
+            None
+        }
+    }
+}
