@@ -703,7 +703,7 @@ mod tests {
         let mut wal = Wal::create(&path, 0, SyncPolicy::Batch).expect("create");
         let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
         let payload = vec![b'x'; 1 << 20];
-        let records = (3 * WRITEBACK_BYTES / (1 << 20)) as u64;
+        let records = 3 * WRITEBACK_BYTES / (1 << 20);
         let mut started = 0;
         for i in 0..records {
             let mut b = BatchBuilder::new(schema.clone());
