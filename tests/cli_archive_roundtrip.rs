@@ -16,29 +16,8 @@ use std::time::Duration;
 use cli_util::{
     check_event, export_json, info, log, numbers, ok, run, s, segment_files, text, wait_for, weir,
 };
-use weir::batch::Batch;
 use weir::codec::zeek::{json, tsv};
 use weir::codec::ReaderOptions;
-use weir::value::Value;
-
-/// (schema name, "name:type" fields, values) per event.
-type Event = (String, Vec<String>, Vec<Value>);
-
-fn events(batches: &[Batch]) -> Vec<Event> {
-    let mut out = Vec::new();
-    for b in batches {
-        let fields: Vec<String> = b
-            .schema()
-            .fields
-            .iter()
-            .map(|f| format!("{}:{}", f.name, f.ty))
-            .collect();
-        for row in b.to_values().expect("rows decode") {
-            out.push((b.schema().name.clone(), fields.clone(), row));
-        }
-    }
-    out
-}
 
 /// The corpus inputs of one import: TSV logs (gzip and plain), then the Zeek JSON log.
 struct Inputs {
@@ -70,7 +49,7 @@ impl Inputs {
     }
 
     /// The originals read by weir's own readers, in import order: (TSV part, JSON part).
-    fn originals(&self) -> (Vec<Event>, Vec<Event>) {
+    fn originals(&self) -> (Vec<common::Event>, Vec<common::Event>) {
         let mut t = Vec::new();
         for p in &self.tsv {
             let (batches, report) = tsv::read_all(
@@ -79,7 +58,7 @@ impl Inputs {
             )
             .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(report.skipped, 0);
-            t.extend(events(&batches));
+            t.extend(common::events(&batches));
         }
         let (batches, report) = json::read_all(
             &std::fs::read(&self.json).unwrap(),
@@ -87,7 +66,7 @@ impl Inputs {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(report.skipped, 0);
-        (t, events(&batches))
+        (t, common::events(&batches))
     }
 }
 
@@ -131,7 +110,7 @@ fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
     let (back, report) =
         tsv::read_all(&out.stdout, ReaderOptions::new("export")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.skipped, 0);
-    let back = events(&back);
+    let back = common::events(&back);
     assert_eq!(back.len(), total);
     for (i, (w, g)) in orig_tsv.iter().chain(&orig_json).zip(&back).enumerate() {
         assert_eq!(w, g, "event {i}");

@@ -9,26 +9,6 @@ use weir::batch::Batch;
 use weir::codec::writer::{writer_for, OutputFormat};
 use weir::codec::zeek::tsv::read_all;
 use weir::codec::ReaderOptions;
-use weir::value::Value;
-
-/// (schema name, "name:type" fields, values) per event.
-type Event = (String, Vec<String>, Vec<Value>);
-
-fn events(batches: &[Batch]) -> Vec<Event> {
-    let mut out = Vec::new();
-    for b in batches {
-        let fields: Vec<String> = b
-            .schema()
-            .fields
-            .iter()
-            .map(|f| format!("{}:{}", f.name, f.ty))
-            .collect();
-        for row in b.to_values().expect("rows decode") {
-            out.push((b.schema().name.clone(), fields.clone(), row));
-        }
-    }
-    out
-}
 
 fn write(format: OutputFormat, batches: &[Batch]) -> Vec<u8> {
     let mut w = writer_for(format);
@@ -63,7 +43,7 @@ fn tsv_output_reads_back_to_identical_events() {
         let orig = read(path, &common::read_maybe_gz(path));
         let text = write(OutputFormat::ZeekTsv, &orig);
         let back = read(path, &text);
-        let (want, got) = (events(&orig), events(&back));
+        let (want, got) = (common::events(&orig), common::events(&back));
         assert!(!want.is_empty(), "{}", path.display());
         assert_eq!(want.len(), got.len(), "{}", path.display());
         for (i, (w, g)) in want.iter().zip(&got).enumerate() {

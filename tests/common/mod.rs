@@ -84,3 +84,23 @@ pub fn zeekref<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Option<(bool, String)> 
         }
     }
 }
+
+/// One event as (schema name, "name:type" fields, values), for comparing event streams.
+pub type Event = (String, Vec<String>, Vec<weir::value::Value>);
+
+/// Every event of `batches`, in order.
+pub fn events(batches: &[weir::batch::Batch]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for b in batches {
+        let fields: Vec<String> = b
+            .schema()
+            .fields
+            .iter()
+            .map(|f| format!("{}:{}", f.name, f.ty))
+            .collect();
+        for row in b.to_values().expect("rows decode") {
+            out.push((b.schema().name.clone(), fields.clone(), row));
+        }
+    }
+    out
+}
