@@ -11,7 +11,7 @@
 //!
 //! ```toml
 //! [pipeline]                      # optional
-//! channel_capacity = "64MiB"      # byte bound of every edge (bounded channel) of the graph
+//! channel_capacity = "16MiB"      # byte bound of every edge (bounded channel) of the graph
 //!
 //! [sources.logs]                  # a source named "logs"
 //! type = "file"
@@ -39,7 +39,7 @@
 //!
 //! | section | `type` | keys (default) |
 //! | --- | --- | --- |
-//! | `pipeline` | — | `channel_capacity` size (`"64MiB"`) |
+//! | `pipeline` | — | `channel_capacity` size (`"16MiB"`) |
 //! | `sources` | `file` | `paths` list of globs (required), `format`, `decompress`, `on_error`, `json_schema`, `max_line_length` |
 //! | `sources` | `stdin` | `format`, `decompress`, `on_error`, `json_schema`, `max_line_length` |
 //! | `transforms` | `batch` | `inputs`, `max_events` (1024), `max_bytes` size (`"16MiB"`), `timeout` duration (`"1s"`) |
@@ -703,7 +703,7 @@ impl Default for ImportSpec {
 
 impl PipelineSpec {
     /// Default byte bound of an edge: 64 MiB.
-    pub const DEFAULT_CHANNEL_CAPACITY: u64 = 64 << 20;
+    pub const DEFAULT_CHANNEL_CAPACITY: u64 = 16 << 20;
 
     /// Names of the stages of [`PipelineSpec::for_import`]; `pipelines/zeek-to-archive.toml`
     /// uses the same ones.
