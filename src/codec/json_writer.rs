@@ -31,7 +31,7 @@
 
 use crate::codec::writer::{
     push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet, push_u64,
-    EventWriter, Msg, WriteError, NIL,
+    write_each, EventWriter, Msg, WriteError, NIL,
 };
 use crate::types::{Schema, SchemaRef, Type};
 use crate::value::DecodeError;
@@ -84,18 +84,9 @@ impl EventWriter for JsonWriter {
         let Some((_, head, keys)) = &self.cache else {
             return Ok(());
         };
-        for (i, row) in rows.enumerate() {
-            let start = out.len();
-            if let Err(source) = write_row(schema, head, keys, row, out) {
-                out.truncate(start);
-                return Err(WriteError::Decode {
-                    schema: schema.name.clone(),
-                    row: i,
-                    source,
-                });
-            }
-        }
-        Ok(())
+        write_each(schema, rows, out, |row, out| {
+            write_row(schema, head, keys, row, out)
+        })
     }
 
     fn finish(&mut self, _out: &mut Vec<u8>) {}

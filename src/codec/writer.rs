@@ -128,6 +128,29 @@ pub trait EventWriter: Send {
     fn finish(&mut self, out: &mut Vec<u8>);
 }
 
+/// Writes each row with `write`, keeping the output all-or-nothing per row: on a bad row the
+/// output holds the rows before it and nothing of the bad one, and the error names the schema
+/// and the row index. The shared loop of every [`EventWriter::write_rows`].
+pub(crate) fn write_each<'a>(
+    schema: &SchemaRef,
+    rows: impl Iterator<Item = &'a [u8]>,
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(&'a [u8], &mut Vec<u8>) -> Result<(), crate::value::DecodeError>,
+) -> Result<(), WriteError> {
+    for (i, row) in rows.enumerate() {
+        let start = out.len();
+        if let Err(source) = write(row, out) {
+            out.truncate(start);
+            return Err(WriteError::Decode {
+                schema: schema.name.clone(),
+                row: i,
+                source,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A writer for the given format with default settings.
 pub fn writer_for(format: OutputFormat) -> Box<dyn EventWriter> {
     match format {

@@ -41,7 +41,7 @@
 
 use crate::codec::writer::{
     now_ns, push_addr, push_decimal_ns, push_double, push_i64, push_subnet, push_u64,
-    push_zeek_stamp, EventWriter, Msg, WriteError, NIL,
+    push_zeek_stamp, write_each, EventWriter, Msg, WriteError, NIL,
 };
 use crate::types::{Schema, SchemaRef, Type};
 use crate::value::DecodeError;
@@ -136,18 +136,7 @@ impl EventWriter for ZeekTsvWriter {
         if !self.same_schema(schema) {
             self.open_block(schema, out);
         }
-        for (i, row) in rows.enumerate() {
-            let start = out.len();
-            if let Err(source) = write_row(schema, row, out) {
-                out.truncate(start);
-                return Err(WriteError::Decode {
-                    schema: schema.name.clone(),
-                    row: i,
-                    source,
-                });
-            }
-        }
-        Ok(())
+        write_each(schema, rows, out, |row, out| write_row(schema, row, out))
     }
 
     fn finish(&mut self, out: &mut Vec<u8>) {
