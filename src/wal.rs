@@ -166,7 +166,7 @@ pub const WRITEBACK_BYTES: u64 = 32 << 20;
 /// One background `fdatasync` at a time; its error is kept for the next [`Wal::sync`], so a
 /// failed write-back is never lost (a second fsync may not report it again).
 #[derive(Debug, Default)]
-struct Writeback {
+pub(crate) struct Writeback {
     since: u64,
     running: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     error: Option<std::io::Error>,
@@ -174,7 +174,7 @@ struct Writeback {
 
 impl Writeback {
     /// Collects a finished (or, with `wait`, the running) background sync's outcome.
-    fn reap(&mut self, wait: bool) {
+    pub(crate) fn reap(&mut self, wait: bool) {
         if let Some(h) = self.running.take() {
             if !wait && !h.is_finished() {
                 self.running = Some(h);
@@ -192,8 +192,14 @@ impl Writeback {
         }
     }
 
+    /// Waits for the running background sync and returns the first error any of them met.
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
+        self.reap(true);
+        self.error.take().map_or(Ok(()), Err)
+    }
+
     /// Counts appended bytes and starts a background sync when due and none is running.
-    fn appended(&mut self, bytes: u64, file: &File) {
+    pub(crate) fn appended(&mut self, bytes: u64, file: &File) {
         self.since += bytes;
         self.reap(false);
         if self.since < WRITEBACK_BYTES || self.running.is_some() {
@@ -201,7 +207,7 @@ impl Writeback {
         }
         if let Ok(f) = file.try_clone() {
             let spawned = std::thread::Builder::new()
-                .name("weir-wal-writeback".into())
+                .name("weir-writeback".into())
                 .spawn(move || f.sync_data());
             if let Ok(h) = spawned {
                 self.running = Some(h);

@@ -1,8 +1,23 @@
 //! Building segments: one pre-sized FlatBuffers builder per active segment, filled batch by
 //! batch, with exact worst-case size accounting so that no segment exceeds its maximum.
+//!
+//! # Writing while building
+//!
+//! A FlatBuffers builder writes back to front: what it has written is final relative to the
+//! *end* of its buffer. A store's builder ([`SegmentBuilder::in_dir`]) therefore mirrors its
+//! buffer into a sparse temporary file `.<uuid>.seg.tmp` of the same length (the maximum
+//! segment size rounded up to the file system block), at the same offsets: every 8 MiB of
+//! finished batches are written out with `pwrite` as the import runs, and a background
+//! `fdatasync` every 32 MiB lets the disk take them early. Sealing a large segment then no
+//! longer means writing and syncing all of it at the end. At seal the builder pads the front of
+//! the buffer to a block boundary (inside the FlatBuffer, between the root offset and the root
+//! table, where bytes are never read), writes the rest, and cuts the unused blocks off the front
+//! of the file with `fallocate(FALLOC_FL_COLLAPSE_RANGE)` (ext4, XFS), which moves extents, not
+//! bytes. Where that is not supported, the segment is copied to a new file instead. Either way
+//! the result is the same standard segment file, fsynced and renamed into place.
 
 use std::collections::BTreeMap;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -13,6 +28,7 @@ use super::generated as fbs;
 use crate::batch::Batch;
 use crate::store::{Result, StoreError};
 use crate::types::SchemaRef;
+use crate::wal::Writeback;
 
 /// The default maximum segment size: 1 GiB (as VAST).
 pub const DEFAULT_MAX_SEGMENT_SIZE: u64 = 1 << 30;
@@ -90,13 +106,37 @@ pub struct SealedSegment {
     pub ts: Option<(i64, i64)>,
 }
 
+/// Finished bytes are written to the segment's file in runs of at least this many.
+const WRITE_CHUNK: usize = 8 << 20;
+
+/// The temporary file the active segment is mirrored to (see the module docs).
+struct ActiveFile {
+    uuid: uuid::Uuid,
+    path: PathBuf,
+    file: File,
+    /// File system block size: the unit of `FALLOC_FL_COLLAPSE_RANGE`.
+    block: usize,
+    /// Buffer (and file) offset from which on the builder's bytes are in the file.
+    written: usize,
+    /// Background write-back of the bytes written so far.
+    writeback: Writeback,
+}
+
 /// The active segment: a FlatBuffers builder allocated once at the maximum segment size.
 ///
 /// Each batch's rows are copied into the builder as it is added ([`SegmentBuilder::add`]); only
 /// small offsets and metadata are kept beside it, so memory stays at about one segment.
 /// [`SegmentBuilder::fits`] tells whether a batch can be added without exceeding the maximum.
+/// A builder made with [`SegmentBuilder::in_dir`] builds in the segment's file itself.
 pub struct SegmentBuilder {
     fbb: FlatBufferBuilder<'static>,
+    /// Length of the builder's buffer (and of the active file).
+    buf_len: usize,
+    /// Where segments are written as they are built ([`SegmentBuilder::in_dir`]).
+    dir: Option<PathBuf>,
+    active: Option<ActiveFile>,
+    /// In file mode, the buffer of the last sealed segment and its head, until reused.
+    spare: Option<(Vec<u8>, usize)>,
     max: usize,
     schemas: Vec<SchemaRef>,
     schema_offsets: Vec<WIPOffset<fbs::Schema<'static>>>,
@@ -124,13 +164,35 @@ impl std::fmt::Debug for SegmentBuilder {
 
 impl SegmentBuilder {
     /// A builder for segments of at most `max_segment_size` bytes (checked with
-    /// [`check_max_segment_size`]).
+    /// [`check_max_segment_size`]), built in memory.
     pub fn new(max_segment_size: u64) -> Result<SegmentBuilder> {
         let max = check_max_segment_size(max_segment_size)?;
+        Self::with_dir(max, None)
+    }
+
+    /// A builder for segments of at most `max_segment_size` bytes that writes each segment to
+    /// its own temporary file in `dir` while it is built (created at the first batch) and seals
+    /// it there ([`SegmentBuilder::write_to`] must be given the same `dir`). See the module docs.
+    pub fn in_dir(max_segment_size: u64, dir: impl Into<PathBuf>) -> Result<SegmentBuilder> {
+        let max = check_max_segment_size(max_segment_size)?;
+        Self::with_dir(max, Some(dir.into()))
+    }
+
+    fn with_dir(max: usize, dir: Option<PathBuf>) -> Result<SegmentBuilder> {
+        // The file, if any, has the buffer's length: the maximum rounded up to a block (at most
+        // 64 KiB, so still below the 2 GiB limit). Zeroed allocation: pages are only touched as
+        // the builder fills them (back to front), so a small segment does not cost `max` bytes.
+        let len = if dir.is_some() {
+            max.div_ceil(1 << 16) << 16
+        } else {
+            max
+        };
         Ok(SegmentBuilder {
-            // Zeroed allocation: pages are only touched as the builder fills them (back to
-            // front), so a small segment does not cost `max` bytes of memory.
-            fbb: FlatBufferBuilder::with_capacity(max),
+            fbb: FlatBufferBuilder::from_vec(vec![0; len]),
+            buf_len: len,
+            dir,
+            active: None,
+            spare: None,
             max,
             schemas: Vec::new(),
             schema_offsets: Vec::new(),
@@ -267,6 +329,7 @@ impl SegmentBuilder {
                 ),
             });
         }
+        self.ensure_file()?;
         let schema_index = match self.has_schema(batch.schema()) {
             Some(i) => i,
             None => {
@@ -320,6 +383,61 @@ impl SegmentBuilder {
                 None => (lo, hi),
             });
         }
+        self.write_out(WRITE_CHUNK)
+    }
+
+    /// In file mode, writes the builder's finished bytes not yet in the file, if there are at
+    /// least `min` of them.
+    fn write_out(&mut self, min: usize) -> Result<()> {
+        let Some(active) = &mut self.active else {
+            return Ok(());
+        };
+        // The builder's bytes are `data`, at buffer offset `head`; the same offsets in the file.
+        let data = self.fbb.unfinished_data();
+        let head = self.buf_len - data.len();
+        let n = active.written - head;
+        if n == 0 || n < min {
+            return Ok(());
+        }
+        write_at(&active.file, &data[..n], head as u64)
+            .map_err(|e| StoreError::io("write", &active.path, e))?;
+        active.written = head;
+        active.writeback.appended(n as u64, &active.file);
+        Ok(())
+    }
+
+    /// In file mode, creates the active segment's temporary file, if not done yet.
+    fn ensure_file(&mut self) -> Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        if self.active.is_some() {
+            return Ok(());
+        }
+        if let Some((mut buf, head)) = self.spare.take() {
+            // The builder relies on zeroed memory for its padding.
+            buf[head..].fill(0);
+            self.fbb = FlatBufferBuilder::from_vec(buf);
+        }
+        let uuid = uuid::Uuid::new_v4();
+        let path = dir.join(format!(".{}.tmp", super::file_name(&uuid)));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("create", &path, e))?;
+        // Sparse: blocks are allocated only as bytes are written, back to front.
+        file.set_len(self.buf_len as u64)
+            .map_err(|e| StoreError::io("resize", &path, e))?;
+        self.active = Some(ActiveFile {
+            uuid,
+            block: block_size(&file),
+            path,
+            file,
+            written: self.buf_len,
+            writeback: Writeback::default(),
+        });
         Ok(())
     }
 
@@ -353,6 +471,16 @@ impl SegmentBuilder {
     /// Finishes the segment and returns its description and bytes. Call
     /// [`SegmentBuilder::clear`] after writing the bytes to start the next segment.
     pub fn finish(&mut self, uuid: uuid::Uuid) -> Result<(SealedSegment, &[u8])> {
+        self.ensure_file()?;
+        let root = self.build_root(uuid);
+        self.fbb
+            .finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
+        let sealed = self.sealed(uuid)?;
+        Ok((sealed, self.fbb.finished_data()))
+    }
+
+    /// Adds the root tables (everything but the batches themselves) and returns the root.
+    fn build_root(&mut self, uuid: uuid::Uuid) -> WIPOffset<fbs::Segment<'static>> {
         let intervals: Vec<fbs::Interval> = self
             .intervals
             .iter()
@@ -371,40 +499,50 @@ impl SegmentBuilder {
                 batches: Some(batches),
             },
         );
-        let root = fbs::Segment::create(
+        fbs::Segment::create(
             &mut self.fbb,
             &fbs::SegmentArgs {
                 segment_type: fbs::SegmentVersion::SegmentV1,
                 segment: Some(v1.as_union_value()),
             },
-        );
-        self.fbb
-            .finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
-        let bytes = self.fbb.finished_data();
-        if bytes.len() > self.max {
+        )
+    }
+
+    /// The description of the finished segment, after checking its size.
+    fn sealed(&self, uuid: uuid::Uuid) -> Result<SealedSegment> {
+        let len = self.fbb.finished_data().len();
+        if len > self.max {
             return Err(StoreError::InvalidMaxSegmentSize {
                 size: self.max as u64,
-                reason: format!(
-                    "internal: sealed segment of {} bytes exceeds the maximum",
-                    bytes.len()
-                ),
+                reason: format!("internal: sealed segment of {len} bytes exceeds the maximum"),
             });
         }
-        let sealed = SealedSegment {
+        Ok(SealedSegment {
             uuid,
-            bytes: bytes.len() as u64,
+            bytes: len as u64,
             events: self.events,
             batches: self.batches.len() as u64,
             intervals: self.intervals.clone(),
             schemas: self.schema_events.clone(),
             ts: self.ts,
-        };
-        Ok((sealed, bytes))
+        })
     }
 
-    /// Empties the builder for the next segment (keeps its allocation).
+    /// Empties the builder for the next segment (keeps its allocation; in file mode, removes
+    /// an unsealed segment's temporary file).
     pub fn clear(&mut self) {
-        self.fbb.reset();
+        if let Some(active) = self.active.take() {
+            let _ = std::fs::remove_file(&active.path);
+        }
+        if self.dir.is_some() {
+            // Zeroed lazily, when (and if) the next segment starts.
+            if self.spare.is_none() {
+                let fbb = std::mem::take(&mut self.fbb);
+                self.spare = Some(fbb.collapse());
+            }
+        } else {
+            self.fbb.reset();
+        }
         self.schemas.clear();
         self.schema_offsets.clear();
         self.batches.clear();
@@ -418,12 +556,170 @@ impl SegmentBuilder {
     /// Finishes the segment, writes it atomically to `dir/<uuid>.seg` (fsynced when `sync`)
     /// and clears the builder. Returns what the segment holds.
     pub fn write_to(&mut self, dir: &Path, sync: bool) -> Result<SealedSegment> {
+        if self.dir.is_some() {
+            return self.seal_file(dir, sync);
+        }
         let uuid = uuid::Uuid::new_v4();
         let (sealed, bytes) = self.finish(uuid)?;
         write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
         self.clear();
         Ok(sealed)
     }
+
+    /// [`SegmentBuilder::write_to`] in file mode: finish in place, cut the unused front off the
+    /// file (or copy the segment out where that is not supported), rename into place.
+    fn seal_file(&mut self, dir: &Path, sync: bool) -> Result<SealedSegment> {
+        self.ensure_file()?;
+        let Some(mut active) = self.active.take() else {
+            return Err(StoreError::InvalidMaxSegmentSize {
+                size: self.max as u64,
+                reason: "internal: no segment file to seal".into(),
+            });
+        };
+        let root = self.build_root(active.uuid);
+        // Pad so that the finished buffer (root offset, identifier and size prefix: 12 bytes
+        // more, already 8-aligned then) starts on a block boundary, if that stays within the
+        // maximum. The padding lies between the root offset and the root table: never read.
+        let block = active.block;
+        let pad = (block - (self.used() + 12) % block) % block;
+        if self.used() + 12 + pad <= self.max {
+            for _ in 0..pad {
+                self.fbb.push(0u8);
+            }
+        }
+        self.fbb
+            .finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
+        let sealed = self.sealed(active.uuid);
+        let head = self.buf_len - self.fbb.finished_data().len();
+        let name = super::file_name(&active.uuid);
+        let result = sealed.and_then(|sealed| {
+            let rest = &self.fbb.finished_data()[..active.written - head];
+            write_at(&active.file, rest, head as u64)
+                .map_err(|e| StoreError::io("write", &active.path, e))?;
+            active
+                .writeback
+                .finish()
+                .map_err(|e| StoreError::io("write back", &active.path, e))?;
+            if head == 0 || (head.is_multiple_of(block) && collapse_front(&active.file, head)) {
+                if sync {
+                    active
+                        .file
+                        .sync_all()
+                        .map_err(|e| StoreError::io("fsync", &active.path, e))?;
+                }
+                let path = dir.join(&name);
+                std::fs::rename(&active.path, &path).map_err(|e| {
+                    StoreError::io(format!("rename to {}", path.display()), &active.path, e)
+                })?;
+                if sync {
+                    sync_dir(dir)?;
+                }
+            } else {
+                copy_out(
+                    &active.file,
+                    &active.path,
+                    head,
+                    self.buf_len,
+                    dir,
+                    &name,
+                    sync,
+                )?;
+                let _ = std::fs::remove_file(&active.path);
+            }
+            Ok(sealed)
+        });
+        if result.is_err() {
+            let _ = std::fs::remove_file(&active.path);
+        }
+        self.clear();
+        result
+    }
+}
+
+/// Writes all of `bytes` at `offset`.
+fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(bytes, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(bytes)
+    }
+}
+
+/// The block size of the file system holding `file` (4096 when unknown or implausible).
+fn block_size(file: &File) -> usize {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = file.metadata() {
+            let b = m.blksize() as usize;
+            if b.is_power_of_two() && (512..=1 << 16).contains(&b) {
+                return b;
+            }
+        }
+    }
+    let _ = file;
+    4096
+}
+
+/// Removes the first `len` bytes of `file` (a multiple of its block size) by moving extents.
+/// Returns false where the file system does not support that.
+fn collapse_front(file: &File, len: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{fallocate, FallocateFlags};
+        fallocate(file, FallocateFlags::COLLAPSE_RANGE, 0, len as u64).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, len);
+        false
+    }
+}
+
+/// Copies bytes `from..to` of the temporary `file` to a new segment `dir/name`, atomically.
+fn copy_out(
+    file: &File,
+    path: &Path,
+    from: usize,
+    to: usize,
+    dir: &Path,
+    name: &str,
+    sync: bool,
+) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let tmp = dir.join(format!(".{name}.copy.tmp"));
+    let mut out = File::create(&tmp).map_err(|e| StoreError::io("create", &tmp, e))?;
+    let mut src = file;
+    src.seek(SeekFrom::Start(from as u64))
+        .map_err(|e| StoreError::io("seek", path, e))?;
+    let copied = std::io::copy(&mut src.take((to - from) as u64), &mut out)
+        .map_err(|e| StoreError::io("copy to", &tmp, e))?;
+    if copied != (to - from) as u64 {
+        return Err(StoreError::io(
+            "copy",
+            path,
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "segment file is short"),
+        ));
+    }
+    if sync {
+        out.sync_all()
+            .map_err(|e| StoreError::io("fsync", &tmp, e))?;
+    }
+    drop(out);
+    let final_path = dir.join(name);
+    std::fs::rename(&tmp, &final_path)
+        .map_err(|e| StoreError::io(format!("rename to {}", final_path.display()), &tmp, e))?;
+    if sync {
+        sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 /// Length of a value's `Display` form, without allocating.
@@ -527,5 +823,139 @@ mod tests {
         let seal = bytes.len() - used;
         assert!(seal <= SEAL_OVERHEAD + 20 * nb, "seal added {seal}");
         assert_eq!(sealed.events, id);
+    }
+
+    fn batch_of(schema: &SchemaRef, id: u64, rows: usize, width: usize) -> Batch {
+        let mut bb = BatchBuilder::new(schema.clone());
+        for i in 0..rows {
+            let mut e = bb.begin_row();
+            e.int((id + i as u64) as i64);
+            e.bytes(&vec![b'a' + (i % 26) as u8; width]);
+            bb.finish_row(Some(i as i64));
+        }
+        let mut batch = bb.finish();
+        batch.set_id(id);
+        batch
+    }
+
+    /// Every row of every batch of the segment at `path`, in order.
+    fn rows_of(path: &Path) -> Vec<Vec<u8>> {
+        let seg = crate::segment::Segment::open(path).unwrap();
+        let mut rows = Vec::new();
+        for b in seg.batches() {
+            let b = b.unwrap();
+            rows.extend(b.rows().map(|r| r.to_vec()));
+        }
+        rows
+    }
+
+    /// Sealing in file mode at every fill level (small to full, where the block padding no
+    /// longer fits and the segment is copied out instead of collapsed) gives a segment that
+    /// verifies, holds exactly the rows added, matches the in-memory builder row for row, stays
+    /// within the maximum and leaves no temporary file behind.
+    #[test]
+    fn file_mode_seals_at_every_fill_level() {
+        let schema = Schema::new(
+            "zeek.t",
+            vec![Field::new("ts", Type::Time), Field::new("s", Type::String)],
+        )
+        .into_shared();
+        let dir = tempfile::tempdir().unwrap();
+        for max in [4096u64, 3 * 4096 + 1000, 1 << 16] {
+            let mut file = SegmentBuilder::in_dir(max, dir.path()).unwrap();
+            let mut heap = SegmentBuilder::new(max).unwrap();
+            let heap_dir = dir.path().join("heap");
+            std::fs::create_dir_all(&heap_dir).unwrap();
+            let mut id = 0;
+            let (mut aligned, mut unaligned) = (0, 0);
+            // Round k adds up to k batches, so the segments range from one batch to full.
+            for (round, width) in (1..60usize).flat_map(|k| [1usize, 13, 200, 700].map(|w| (k, w)))
+            {
+                for _ in 0..round {
+                    let batch = batch_of(&schema, id, 1 + (id % 5) as usize, width);
+                    if !file.fits(&batch) {
+                        break;
+                    }
+                    file.add(&batch).unwrap();
+                    heap.add(&batch).unwrap();
+                    id += batch.len() as u64;
+                }
+                let sealed = file.write_to(dir.path(), false).unwrap();
+                let heap_sealed = heap.write_to(&heap_dir, false).unwrap();
+                let path = dir.path().join(crate::segment::file_name(&sealed.uuid));
+                let len = std::fs::metadata(&path).unwrap().len();
+                assert_eq!(len, sealed.bytes, "max {max} width {width}");
+                assert!(len <= max, "{len} > {max}");
+                let heap_path = heap_dir.join(crate::segment::file_name(&heap_sealed.uuid));
+                assert_eq!(rows_of(&path), rows_of(&heap_path));
+                assert_eq!(sealed.events, heap_sealed.events);
+                assert_eq!(sealed.intervals, heap_sealed.intervals);
+                let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tmp"))
+                    .collect();
+                assert!(leftovers.is_empty(), "{leftovers:?}");
+                // Collapsed segments are padded to whole blocks; copied ones need not be.
+                if len % 4096 == 0 {
+                    aligned += 1;
+                } else {
+                    unaligned += 1;
+                }
+            }
+            assert!(aligned > 0, "max {max}: no block-padded segment");
+            if max == 3 * 4096 + 1000 {
+                assert!(unaligned > 0, "max {max}: padding never skipped near full");
+            }
+        }
+    }
+
+    #[test]
+    fn collapse_front_moves_whole_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let block = block_size(&f);
+        let mut bytes = vec![0u8; 3 * block];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i / 97) as u8;
+        }
+        write_at(&f, &bytes, 0).unwrap();
+        if !collapse_front(&f, block) {
+            eprintln!("note: this file system cannot collapse ranges; the copy path is used");
+            return;
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), &bytes[block..]);
+    }
+
+    /// On a file system without FALLOC_FL_COLLAPSE_RANGE (tmpfs), segments are copied out.
+    #[test]
+    fn seals_by_copying_where_collapse_is_unsupported() {
+        let shm = Path::new("/dev/shm");
+        let Ok(dir) = tempfile::tempdir_in(shm) else {
+            eprintln!("note: no writable /dev/shm; skipping");
+            return;
+        };
+        let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
+        let mut b = SegmentBuilder::in_dir(1 << 20, dir.path()).unwrap();
+        let mut expect = Vec::new();
+        let mut id = 0;
+        for n in 1..40 {
+            let batch = batch_of(&schema, id, n, 100);
+            expect.extend(batch.rows().map(|r| r.to_vec()));
+            b.add(&batch).unwrap();
+            id += n as u64;
+        }
+        let sealed = b.write_to(dir.path(), true).unwrap();
+        let path = dir.path().join(crate::segment::file_name(&sealed.uuid));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), sealed.bytes);
+        assert_eq!(rows_of(&path), expect);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

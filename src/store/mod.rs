@@ -8,7 +8,9 @@
 //!   catalog.json       sealed segments and their ID intervals (see [`catalog`])
 //!   wal                write-ahead log of the active segment (see [`crate::wal`])
 //!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
-//!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, removed by the next writer
+//!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
+//!                      while it is being written (sparse; see [`crate::segment`]'s writer),
+//!                      removed by the next writer
 //! ```
 //!
 //! # Invariants
@@ -16,8 +18,8 @@
 //! - Event IDs are one dense, monotonic u64 space assigned in arrival order by
 //!   [`Store::append`]. Every ID below the catalog's `next_id` is in exactly one sealed segment;
 //!   the WAL holds the following IDs, contiguously.
-//! - Sealing the active segment is, in this order: write the segment (temporary file, fsync,
-//!   rename, fsync directory); write the catalog naming it (the same way); replace the WAL by an
+//! - Sealing the active segment is, in this order: write the segment (temporary file, written
+//!   as batches arrive and completed at seal, fsync, rename, fsync directory); write the catalog naming it (the same way); replace the WAL by an
 //!   empty one starting at the new `next_id` (the same way). A crash after step 1 leaves an
 //!   orphan segment that the next writer deletes (its events are still in the WAL); a crash
 //!   after step 2 leaves WAL records below `next_id`, which replay skips. So every
@@ -192,8 +194,8 @@ impl Store {
     /// segment. A second writer gets [`StoreError::Locked`].
     pub fn open_writer(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(Store, OpenReport)> {
         let dir = dir.as_ref().to_path_buf();
-        let builder = SegmentBuilder::new(opts.max_segment_size)?;
         let seg_dir = dir.join(SEGMENTS_DIR);
+        let builder = SegmentBuilder::in_dir(opts.max_segment_size, &seg_dir)?;
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
         let lock = take_lock(&dir)?;
         let catalog = Catalog::load(&dir)?;
