@@ -428,17 +428,15 @@ fn worker(rx: &Mutex<mpsc::Receiver<Job>>) {
         let mut error = None;
         let mut pos = 0;
         // Like read_all, but keeps the batches decoded before an error.
+        // The text is decoded in place (no copy per batch into a BytesMut).
         loop {
-            let mut buf = bytes::BytesMut::from(&text[pos..]);
-            let before = buf.len();
-            match tokio_util::codec::Decoder::decode_eof(&mut dec, &mut buf) {
-                Ok(Some(b)) => {
-                    batches.push(b);
-                    pos += before - buf.len();
-                }
+            let (n, r) = dec.run(&text[pos..], true);
+            pos += n;
+            match r {
+                Ok(Some(b)) => batches.push(b),
                 Ok(None) => break,
                 Err(e) => {
-                    error = Some(e);
+                    error = Some(e.into());
                     break;
                 }
             }

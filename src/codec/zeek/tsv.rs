@@ -361,7 +361,13 @@ impl TsvDecoder {
 
     /// Decodes from `buf`; `eof` means no more input follows, so a last line without newline
     /// is complete. Returns how many bytes were consumed and the outcome.
-    fn run(&mut self, buf: &[u8], eof: bool) -> (usize, Result<Option<Batch>, ParseError>) {
+    /// Decodes from `buf` as [`Decoder::decode_eof`] (with `eof`) or [`Decoder::decode`] would,
+    /// without needing a `BytesMut`: returns how many bytes were consumed and the outcome.
+    pub(crate) fn run(
+        &mut self,
+        buf: &[u8],
+        eof: bool,
+    ) -> (usize, Result<Option<Batch>, ParseError>) {
         if let Some(e) = self.pending_err.take() {
             self.failed = true;
             return (0, Err(e));
