@@ -1,20 +1,24 @@
 //! Building segments: one pre-sized FlatBuffers builder per active segment, filled batch by
 //! batch, with exact worst-case size accounting so that no segment exceeds its maximum.
 //!
-//! # Writing while building
+//! # Layout and writing while building
 //!
-//! A FlatBuffers builder writes back to front: what it has written is final relative to the
-//! *end* of its buffer. A store's builder ([`SegmentBuilder::in_dir`]) therefore mirrors its
-//! buffer into a sparse temporary file `.<uuid>.seg.tmp` of the same length (the maximum
-//! segment size rounded up to the file system block), at the same offsets: every 8 MiB of
-//! finished batches are written out with `pwrite` as the import runs, and a background
-//! `fdatasync` every 32 MiB lets the disk take them early. Sealing a large segment then no
-//! longer means writing and syncing all of it at the end. At seal the builder pads the front of
-//! the buffer to a block boundary (inside the FlatBuffer, between the root offset and the root
-//! table, where bytes are never read), writes the rest, and cuts the unused blocks off the front
-//! of the file with `fallocate(FALLOC_FL_COLLAPSE_RANGE)` (ext4, XFS), which moves extents, not
+//! FlatBuffers offsets are relative, so each batch is encoded on its own as a *chunk* (its
+//! rows, row offsets, table and vtable, padded to 8 bytes) and chunks are laid back to back
+//! from the end of the segment towards its start, first batch last. The *front* (size prefix,
+//! root offset, identifier, root tables, schemas, ID intervals and the vector of offsets to the
+//! batch tables) is built at seal and put just before the last chunk. A builder therefore holds
+//! one batch and some metadata, never a whole segment.
+//!
+//! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
+//! temporary file `.<uuid>.seg.tmp` as long as the maximum segment size (rounded up to 64 KiB),
+//! at its final distance from the end, as the import runs; a background `fdatasync` every
+//! 32 MiB lets the disk take the bytes early. Sealing a large segment then means writing only
+//! its front: the front is padded (between the root offset and the root table, where bytes are
+//! never read) so that the segment starts on a block boundary, and the unused start of the file
+//! is cut off with `fallocate(FALLOC_FL_COLLAPSE_RANGE)` (ext4, XFS), which moves extents, not
 //! bytes. Where that is not supported, the segment is copied to a new file instead. Either way
-//! the result is the same standard segment file, fsynced and renamed into place.
+//! the result is a standard segment file, fsynced and renamed into place.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -106,48 +110,80 @@ pub struct SealedSegment {
     pub ts: Option<(i64, i64)>,
 }
 
-/// Finished bytes are written to the segment's file in runs of at least this many.
-const WRITE_CHUNK: usize = 8 << 20;
+/// The segment being built: where its bytes go.
+enum Target {
+    /// In memory: a buffer of the maximum size, filled from its end.
+    Memory(Vec<u8>),
+    /// A sparse temporary file of the maximum size (rounded up to a block), filled from its end.
+    File(ActiveFile),
+}
 
-/// The temporary file the active segment is mirrored to (see the module docs).
+/// The temporary file of the active segment (see the module docs).
 struct ActiveFile {
     uuid: uuid::Uuid,
     path: PathBuf,
     file: File,
     /// File system block size: the unit of `FALLOC_FL_COLLAPSE_RANGE`.
     block: usize,
-    /// Buffer (and file) offset from which on the builder's bytes are in the file.
-    written: usize,
     /// Background write-back of the bytes written so far.
     writeback: Writeback,
 }
 
-/// The active segment: a FlatBuffers builder allocated once at the maximum segment size.
+impl Target {
+    /// Length of the buffer or file: the batch region ends here.
+    fn len(&self, max: usize) -> usize {
+        match self {
+            Target::Memory(_) => max,
+            Target::File(_) => file_len(max),
+        }
+    }
+
+    /// Puts `bytes` at offset `at`.
+    fn put(&mut self, bytes: &[u8], at: usize) -> Result<()> {
+        match self {
+            Target::Memory(buf) => {
+                buf[at..at + bytes.len()].copy_from_slice(bytes);
+                Ok(())
+            }
+            Target::File(f) => {
+                write_at(&f.file, bytes, at as u64)
+                    .map_err(|e| StoreError::io("write", &f.path, e))?;
+                f.writeback.appended(bytes.len() as u64, &f.file);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The active segment.
 ///
-/// Each batch's rows are copied into the builder as it is added ([`SegmentBuilder::add`]); only
-/// small offsets and metadata are kept beside it, so memory stays at about one segment.
+/// Each batch is encoded on its own (its table, vtable, rows and row offsets: a *chunk*, built
+/// in a small reused FlatBuffers builder; FlatBuffers offsets are relative, so a chunk can go
+/// anywhere at 8-byte alignment) and put right away in front of the previous one, at the end of
+/// the segment's buffer or file, growing towards its start. At seal the front (root tables,
+/// schemas, ID intervals and the vector of batch offsets) is built and put before the first
+/// chunk. So a builder holds one batch and some metadata, never a whole segment: with
+/// [`SegmentBuilder::in_dir`] the rows go from the batch to the file without another copy.
 /// [`SegmentBuilder::fits`] tells whether a batch can be added without exceeding the maximum.
-/// A builder made with [`SegmentBuilder::in_dir`] builds in the segment's file itself.
 pub struct SegmentBuilder {
-    fbb: FlatBufferBuilder<'static>,
-    /// Length of the builder's buffer (and of the active file).
-    buf_len: usize,
+    max: usize,
     /// Where segments are written as they are built ([`SegmentBuilder::in_dir`]).
     dir: Option<PathBuf>,
-    active: Option<ActiveFile>,
-    /// In file mode, the buffer of the last sealed segment and its head, until reused.
-    spare: Option<(Vec<u8>, usize)>,
-    max: usize,
+    target: Option<Target>,
+    /// Builds one chunk at a time.
+    chunk: FlatBufferBuilder<'static>,
+    /// Bytes of chunks so far (a multiple of 8), at the end of the target.
+    region: usize,
+    /// Per batch: the distance of its table from the end of the target.
+    tables: Vec<usize>,
     schemas: Vec<SchemaRef>,
-    schema_offsets: Vec<WIPOffset<fbs::Schema<'static>>>,
-    batches: Vec<WIPOffset<fbs::Batch<'static>>>,
     intervals: Vec<Range<u64>>,
     events: u64,
     schema_events: BTreeMap<String, u64>,
     ts: Option<(i64, i64)>,
     scratch: Vec<u32>,
-    /// What sealing will add for the batches and schemas added so far (vector entries and
-    /// intervals), not yet in the builder.
+    /// What sealing will add for the batches and schemas added so far (schemas, vector
+    /// entries and intervals): the front, apart from [`SEAL_OVERHEAD`].
     reserved: usize,
 }
 
@@ -156,7 +192,7 @@ impl std::fmt::Debug for SegmentBuilder {
         f.debug_struct("SegmentBuilder")
             .field("max", &self.max)
             .field("used", &self.used())
-            .field("batches", &self.batches.len())
+            .field("batches", &self.tables.len())
             .field("events", &self.events)
             .finish()
     }
@@ -167,7 +203,7 @@ impl SegmentBuilder {
     /// [`check_max_segment_size`]), built in memory.
     pub fn new(max_segment_size: u64) -> Result<SegmentBuilder> {
         let max = check_max_segment_size(max_segment_size)?;
-        Self::with_dir(max, None)
+        Ok(Self::with_dir(max, None))
     }
 
     /// A builder for segments of at most `max_segment_size` bytes that writes each segment to
@@ -175,35 +211,25 @@ impl SegmentBuilder {
     /// it there ([`SegmentBuilder::write_to`] must be given the same `dir`). See the module docs.
     pub fn in_dir(max_segment_size: u64, dir: impl Into<PathBuf>) -> Result<SegmentBuilder> {
         let max = check_max_segment_size(max_segment_size)?;
-        Self::with_dir(max, Some(dir.into()))
+        Ok(Self::with_dir(max, Some(dir.into())))
     }
 
-    fn with_dir(max: usize, dir: Option<PathBuf>) -> Result<SegmentBuilder> {
-        // The file, if any, has the buffer's length: the maximum rounded up to a block (at most
-        // 64 KiB, so still below the 2 GiB limit). Zeroed allocation: pages are only touched as
-        // the builder fills them (back to front), so a small segment does not cost `max` bytes.
-        let len = if dir.is_some() {
-            max.div_ceil(1 << 16) << 16
-        } else {
-            max
-        };
-        Ok(SegmentBuilder {
-            fbb: FlatBufferBuilder::from_vec(vec![0; len]),
-            buf_len: len,
-            dir,
-            active: None,
-            spare: None,
+    fn with_dir(max: usize, dir: Option<PathBuf>) -> SegmentBuilder {
+        SegmentBuilder {
             max,
+            dir,
+            target: None,
+            chunk: FlatBufferBuilder::new(),
+            region: 0,
+            tables: Vec::new(),
             schemas: Vec::new(),
-            schema_offsets: Vec::new(),
-            batches: Vec::new(),
             intervals: Vec::new(),
             events: 0,
             schema_events: BTreeMap::new(),
             ts: None,
             scratch: Vec::new(),
             reserved: 0,
-        })
+        }
     }
 
     /// The maximum segment size in bytes.
@@ -211,9 +237,9 @@ impl SegmentBuilder {
         self.max
     }
 
-    /// Bytes written into the builder so far.
+    /// Bytes of batches added so far (what sealing adds is accounted separately).
     pub fn used(&self) -> usize {
-        self.fbb.unfinished_data().len()
+        self.region
     }
 
     /// Number of events added.
@@ -223,12 +249,12 @@ impl SegmentBuilder {
 
     /// Number of batches added.
     pub fn batches(&self) -> usize {
-        self.batches.len()
+        self.tables.len()
     }
 
     /// Whether no batch was added since the last seal.
     pub fn is_empty(&self) -> bool {
-        self.batches.is_empty()
+        self.tables.is_empty()
     }
 
     /// The ID one past the last event added, if any.
@@ -258,7 +284,7 @@ impl SegmentBuilder {
     fn cost(&self, schema: &SchemaRef, data_len: usize, rows: usize) -> usize {
         let schema = match self.has_schema(schema) {
             Some(_) => 0,
-            None => Self::schema_cost(schema),
+            None => Self::schema_cost(schema) + SCHEMA_SEAL_COST,
         };
         data_len + 4 * rows + BATCH_OVERHEAD + schema
     }
@@ -271,7 +297,8 @@ impl SegmentBuilder {
 
     /// Whether one event of `row_len` bytes of `schema` fits in an empty segment.
     pub fn row_fits_empty_segment(&self, schema: &SchemaRef, row_len: usize) -> bool {
-        Self::schema_cost(schema) + row_len + 4 + BATCH_OVERHEAD + SEAL_OVERHEAD <= self.max
+        Self::schema_cost(schema) + SCHEMA_SEAL_COST + row_len + 4 + BATCH_OVERHEAD + SEAL_OVERHEAD
+            <= self.max
     }
 
     /// Whether the whole batch can be added without the sealed segment exceeding the maximum.
@@ -329,14 +356,12 @@ impl SegmentBuilder {
                 ),
             });
         }
-        self.ensure_file()?;
+        self.ensure_target()?;
         let schema_index = match self.has_schema(batch.schema()) {
             Some(i) => i,
             None => {
-                let off = self.create_schema(batch.schema());
+                self.reserved += Self::schema_cost(batch.schema()) + SCHEMA_SEAL_COST;
                 self.schemas.push(batch.schema().clone());
-                self.schema_offsets.push(off);
-                self.reserved += SCHEMA_SEAL_COST;
                 self.schemas.len() - 1
             }
         };
@@ -344,17 +369,21 @@ impl SegmentBuilder {
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
         let checksum = checksum_with_data_crc(data_crc, batch.byte_size(), &self.scratch);
+        // The chunk: rows, offsets, table (and its vtable), padded to a multiple of 8 so that
+        // chunks laid back to back from the (8-aligned) end stay aligned.
+        let fbb = &mut self.chunk;
+        fbb.reset();
         // A `[ubyte]` vector has the layout of a byte string (u32 length, bytes); the byte
         // string path copies with one memcpy (plus a NUL that readers ignore), where
         // `create_vector` copies byte by byte.
-        let data = self.fbb.create_byte_string(batch.data());
+        let data = fbb.create_byte_string(batch.data());
         let data: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(data.value());
-        let offsets = self.fbb.create_vector(&self.scratch);
+        let offsets = fbb.create_vector(&self.scratch);
         let ts = batch
             .ts_range()
             .map(|(min, max)| fbs::TimeRange::new(min, max));
-        let b = fbs::Batch::create(
-            &mut self.fbb,
+        let table = fbs::Batch::create(
+            fbb,
             &fbs::BatchArgs {
                 schema: schema_index as u32,
                 first_id: batch.id(),
@@ -365,7 +394,18 @@ impl SegmentBuilder {
                 checksum,
             },
         );
-        self.batches.push(b);
+        while !fbb.unfinished_data().len().is_multiple_of(8) {
+            fbb.push(0u8);
+        }
+        let bytes = fbb.unfinished_data();
+        let (target, max) = (self.target.as_mut(), self.max);
+        let Some(target) = target else {
+            return Err(internal(max, "no segment target"));
+        };
+        let at = target.len(max) - self.region - bytes.len();
+        target.put(bytes, at)?;
+        self.tables.push(self.region + table.value() as usize);
+        self.region += bytes.len();
         self.reserved += BATCH_SEAL_COST;
         let range = batch.id_range();
         match self.intervals.last_mut() {
@@ -383,42 +423,20 @@ impl SegmentBuilder {
                 None => (lo, hi),
             });
         }
-        self.write_out(WRITE_CHUNK)
-    }
-
-    /// In file mode, writes the builder's finished bytes not yet in the file, if there are at
-    /// least `min` of them.
-    fn write_out(&mut self, min: usize) -> Result<()> {
-        let Some(active) = &mut self.active else {
-            return Ok(());
-        };
-        // The builder's bytes are `data`, at buffer offset `head`; the same offsets in the file.
-        let data = self.fbb.unfinished_data();
-        let head = self.buf_len - data.len();
-        let n = active.written - head;
-        if n == 0 || n < min {
-            return Ok(());
-        }
-        write_at(&active.file, &data[..n], head as u64)
-            .map_err(|e| StoreError::io("write", &active.path, e))?;
-        active.written = head;
-        active.writeback.appended(n as u64, &active.file);
         Ok(())
     }
 
-    /// In file mode, creates the active segment's temporary file, if not done yet.
-    fn ensure_file(&mut self) -> Result<()> {
+    /// Creates the active segment's buffer or temporary file, if not done yet.
+    fn ensure_target(&mut self) -> Result<()> {
+        if self.target.is_some() {
+            return Ok(());
+        }
         let Some(dir) = &self.dir else {
+            // Zeroed allocation: pages are only touched as they are filled (from the end), so
+            // a small segment does not cost `max` bytes of memory.
+            self.target = Some(Target::Memory(vec![0; self.max]));
             return Ok(());
         };
-        if self.active.is_some() {
-            return Ok(());
-        }
-        if let Some((mut buf, head)) = self.spare.take() {
-            // The builder relies on zeroed memory for its padding.
-            buf[head..].fill(0);
-            self.fbb = FlatBufferBuilder::from_vec(buf);
-        }
         let uuid = uuid::Uuid::new_v4();
         let path = dir.join(format!(".{}.tmp", super::file_name(&uuid)));
         let file = OpenOptions::new()
@@ -427,70 +445,49 @@ impl SegmentBuilder {
             .create_new(true)
             .open(&path)
             .map_err(|e| StoreError::io("create", &path, e))?;
-        // Sparse: blocks are allocated only as bytes are written, back to front.
-        file.set_len(self.buf_len as u64)
-            .map_err(|e| StoreError::io("resize", &path, e))?;
-        self.active = Some(ActiveFile {
+        let active = ActiveFile {
             uuid,
             block: block_size(&file),
             path,
             file,
-            written: self.buf_len,
             writeback: Writeback::default(),
-        });
+        };
+        let target = Target::File(active);
+        // Sparse: blocks are allocated only as chunks are written, from the end.
+        let len = target.len(self.max) as u64;
+        if let Target::File(f) = &target {
+            if let Err(e) = f.file.set_len(len) {
+                let _ = std::fs::remove_file(&f.path);
+                return Err(StoreError::io("resize", &f.path, e));
+            }
+        }
+        self.target = Some(target);
         Ok(())
     }
 
-    fn create_schema(&mut self, schema: &SchemaRef) -> WIPOffset<fbs::Schema<'static>> {
-        let fields: Vec<_> = schema
-            .fields
+    /// Builds the front of the segment (everything but the chunks) for a chunk region of
+    /// `self.region` bytes, padded so that the whole segment is a multiple of `block` bytes
+    /// when that stays within the maximum. Returns the finished front.
+    fn build_front(&self, uuid: uuid::Uuid, block: usize) -> Result<Vec<u8>> {
+        let mut fbb = FlatBufferBuilder::with_capacity(SEAL_OVERHEAD + self.reserved);
+        let schemas: Vec<_> = self
+            .schemas
             .iter()
-            .map(|f| {
-                let name = self.fbb.create_string(&f.name);
-                let ty = self.fbb.create_string(&f.ty.to_string());
-                fbs::Field::create(
-                    &mut self.fbb,
-                    &fbs::FieldArgs {
-                        name: Some(name),
-                        type_: Some(ty),
-                    },
-                )
-            })
+            .map(|s| create_schema(&mut fbb, s))
             .collect();
-        let fields = self.fbb.create_vector(&fields);
-        let name = self.fbb.create_string(&schema.name);
-        fbs::Schema::create(
-            &mut self.fbb,
-            &fbs::SchemaArgs {
-                name: Some(name),
-                fields: Some(fields),
-            },
-        )
-    }
-
-    /// Finishes the segment and returns its description and bytes. Call
-    /// [`SegmentBuilder::clear`] after writing the bytes to start the next segment.
-    pub fn finish(&mut self, uuid: uuid::Uuid) -> Result<(SealedSegment, &[u8])> {
-        self.ensure_file()?;
-        let root = self.build_root(uuid);
-        self.fbb
-            .finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
-        let sealed = self.sealed(uuid)?;
-        Ok((sealed, self.fbb.finished_data()))
-    }
-
-    /// Adds the root tables (everything but the batches themselves) and returns the root.
-    fn build_root(&mut self, uuid: uuid::Uuid) -> WIPOffset<fbs::Segment<'static>> {
+        let schemas = fbb.create_vector(&schemas);
         let intervals: Vec<fbs::Interval> = self
             .intervals
             .iter()
             .map(|r| fbs::Interval::new(r.start, r.end))
             .collect();
-        let intervals = self.fbb.create_vector(&intervals);
-        let schemas = self.fbb.create_vector(&self.schema_offsets);
-        let batches = self.fbb.create_vector(&self.batches);
+        let intervals = fbb.create_vector(&intervals);
+        // The batch offsets are patched in below, once the front's length is known.
+        let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
+        let batches_at = batches.value() as usize;
+        let batches = WIPOffset::new(batches.value());
         let v1 = fbs::SegmentV1::create(
-            &mut self.fbb,
+            &mut fbb,
             &fbs::SegmentV1Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
@@ -499,53 +496,96 @@ impl SegmentBuilder {
                 batches: Some(batches),
             },
         );
-        fbs::Segment::create(
-            &mut self.fbb,
+        let root = fbs::Segment::create(
+            &mut fbb,
             &fbs::SegmentArgs {
                 segment_type: fbs::SegmentVersion::SegmentV1,
                 segment: Some(v1.as_union_value()),
             },
-        )
+        );
+        // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
+        // the front is 8-aligned. Pad in front of the root table (bytes never read) so that the
+        // whole segment is a multiple of the block, if that stays within the maximum.
+        let used = fbb.unfinished_data().len() + self.region;
+        let pad = (block - (used + 12) % block) % block;
+        if used + 12 + pad <= self.max {
+            for _ in 0..pad {
+                fbb.push(0u8);
+            }
+        }
+        fbb.finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
+        let (mut buf, head) = fbb.collapse();
+        buf.drain(..head);
+        let front_len = buf.len();
+        // Element i of the batches vector is at `e` in the front; its table is `tables[i]`
+        // from the end of the segment, which is `front_len + region` long.
+        let total = front_len + self.region;
+        let first = front_len - batches_at + 4;
+        for (i, &d) in self.tables.iter().enumerate() {
+            let e = first + 4 * i;
+            let off = u32::try_from(total - d - e).map_err(|_| internal(self.max, "offset"))?;
+            buf[e..e + 4].copy_from_slice(&off.to_le_bytes());
+        }
+        // The size prefix covers the chunks too.
+        let size = u32::try_from(total - 4).map_err(|_| internal(self.max, "size"))?;
+        buf[..4].copy_from_slice(&size.to_le_bytes());
+        if total > self.max {
+            return Err(internal(
+                self.max,
+                &format!("sealed segment of {total} bytes exceeds the maximum"),
+            ));
+        }
+        Ok(buf)
     }
 
-    /// The description of the finished segment, after checking its size.
-    fn sealed(&self, uuid: uuid::Uuid) -> Result<SealedSegment> {
-        let len = self.fbb.finished_data().len();
-        if len > self.max {
-            return Err(StoreError::InvalidMaxSegmentSize {
-                size: self.max as u64,
-                reason: format!("internal: sealed segment of {len} bytes exceeds the maximum"),
-            });
-        }
-        Ok(SealedSegment {
+    /// What the segment holds, for the catalog.
+    fn sealed(&self, uuid: uuid::Uuid, bytes: usize) -> SealedSegment {
+        SealedSegment {
             uuid,
-            bytes: len as u64,
+            bytes: bytes as u64,
             events: self.events,
-            batches: self.batches.len() as u64,
+            batches: self.tables.len() as u64,
             intervals: self.intervals.clone(),
             schemas: self.schema_events.clone(),
             ts: self.ts,
-        })
+        }
     }
 
-    /// Empties the builder for the next segment (keeps its allocation; in file mode, removes
-    /// an unsealed segment's temporary file).
+    /// Finishes the segment in memory and returns its description and bytes. Call
+    /// [`SegmentBuilder::clear`] afterwards to start the next segment. (In file mode the
+    /// segment is read back from its file; use [`SegmentBuilder::write_to`] there.)
+    pub fn finish(&mut self, uuid: uuid::Uuid) -> Result<(SealedSegment, &[u8])> {
+        if let Some(Target::File(_)) = &self.target {
+            return Err(internal(self.max, "finish() on a file-backed builder"));
+        }
+        if self.target.is_none() {
+            self.target = Some(Target::Memory(vec![0; self.max]));
+        }
+        let front = self.build_front(uuid, 8)?;
+        let sealed = self.sealed(uuid, front.len() + self.region);
+        let region = self.region;
+        let Some(Target::Memory(buf)) = &mut self.target else {
+            return Err(internal(self.max, "no segment buffer"));
+        };
+        let head = buf.len() - region - front.len();
+        buf[head..head + front.len()].copy_from_slice(&front);
+        Ok((sealed, &buf[head..]))
+    }
+
+    /// Empties the builder for the next segment (keeps its memory buffer; in file mode,
+    /// removes an unsealed segment's temporary file).
     pub fn clear(&mut self) {
-        if let Some(active) = self.active.take() {
-            let _ = std::fs::remove_file(&active.path);
-        }
-        if self.dir.is_some() {
-            // Zeroed lazily, when (and if) the next segment starts.
-            if self.spare.is_none() {
-                let fbb = std::mem::take(&mut self.fbb);
-                self.spare = Some(fbb.collapse());
+        match self.target.take() {
+            Some(Target::File(f)) => {
+                let _ = std::fs::remove_file(&f.path);
             }
-        } else {
-            self.fbb.reset();
+            // Every byte the next segment uses is written again, so no zeroing is needed.
+            Some(Target::Memory(buf)) => self.target = Some(Target::Memory(buf)),
+            None => {}
         }
+        self.region = 0;
+        self.tables.clear();
         self.schemas.clear();
-        self.schema_offsets.clear();
-        self.batches.clear();
         self.intervals.clear();
         self.events = 0;
         self.schema_events.clear();
@@ -556,84 +596,114 @@ impl SegmentBuilder {
     /// Finishes the segment, writes it atomically to `dir/<uuid>.seg` (fsynced when `sync`)
     /// and clears the builder. Returns what the segment holds.
     pub fn write_to(&mut self, dir: &Path, sync: bool) -> Result<SealedSegment> {
-        if self.dir.is_some() {
-            return self.seal_file(dir, sync);
+        if self.dir.is_none() {
+            let uuid = uuid::Uuid::new_v4();
+            let (sealed, bytes) = self.finish(uuid)?;
+            write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
+            self.clear();
+            return Ok(sealed);
         }
-        let uuid = uuid::Uuid::new_v4();
-        let (sealed, bytes) = self.finish(uuid)?;
-        write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
-        self.clear();
-        Ok(sealed)
-    }
-
-    /// [`SegmentBuilder::write_to`] in file mode: finish in place, cut the unused front off the
-    /// file (or copy the segment out where that is not supported), rename into place.
-    fn seal_file(&mut self, dir: &Path, sync: bool) -> Result<SealedSegment> {
-        self.ensure_file()?;
-        let Some(mut active) = self.active.take() else {
-            return Err(StoreError::InvalidMaxSegmentSize {
-                size: self.max as u64,
-                reason: "internal: no segment file to seal".into(),
-            });
+        self.ensure_target()?;
+        let Some(Target::File(mut active)) = self.target.take() else {
+            return Err(internal(self.max, "no segment file to seal"));
         };
-        let root = self.build_root(active.uuid);
-        // Pad so that the finished buffer (root offset, identifier and size prefix: 12 bytes
-        // more, already 8-aligned then) starts on a block boundary, if that stays within the
-        // maximum. The padding lies between the root offset and the root table: never read.
-        let block = active.block;
-        let pad = (block - (self.used() + 12) % block) % block;
-        if self.used() + 12 + pad <= self.max {
-            for _ in 0..pad {
-                self.fbb.push(0u8);
-            }
-        }
-        self.fbb
-            .finish_size_prefixed(root, Some(fbs::SEGMENT_IDENTIFIER));
-        let sealed = self.sealed(active.uuid);
-        let head = self.buf_len - self.fbb.finished_data().len();
-        let name = super::file_name(&active.uuid);
-        let result = sealed.and_then(|sealed| {
-            let rest = &self.fbb.finished_data()[..active.written - head];
-            write_at(&active.file, rest, head as u64)
-                .map_err(|e| StoreError::io("write", &active.path, e))?;
-            active
-                .writeback
-                .finish()
-                .map_err(|e| StoreError::io("write back", &active.path, e))?;
-            if head == 0 || (head.is_multiple_of(block) && collapse_front(&active.file, head)) {
-                if sync {
-                    active
-                        .file
-                        .sync_all()
-                        .map_err(|e| StoreError::io("fsync", &active.path, e))?;
-                }
-                let path = dir.join(&name);
-                std::fs::rename(&active.path, &path).map_err(|e| {
-                    StoreError::io(format!("rename to {}", path.display()), &active.path, e)
-                })?;
-                if sync {
-                    sync_dir(dir)?;
-                }
-            } else {
-                copy_out(
-                    &active.file,
-                    &active.path,
-                    head,
-                    self.buf_len,
-                    dir,
-                    &name,
-                    sync,
-                )?;
-                let _ = std::fs::remove_file(&active.path);
-            }
-            Ok(sealed)
-        });
+        let result = self.seal_file(&mut active, dir, sync);
         if result.is_err() {
             let _ = std::fs::remove_file(&active.path);
         }
         self.clear();
         result
     }
+
+    /// [`SegmentBuilder::write_to`] in file mode: put the front before the chunks, cut the
+    /// unused start off the file (or copy the segment out where that is not supported), rename
+    /// into place.
+    fn seal_file(&self, active: &mut ActiveFile, dir: &Path, sync: bool) -> Result<SealedSegment> {
+        // Small segments are copied (cheap), so that they carry no block padding.
+        let block = if self.region >= COLLAPSE_MIN {
+            active.block
+        } else {
+            8
+        };
+        let front = self.build_front(active.uuid, block)?;
+        let len = file_len(self.max);
+        let total = front.len() + self.region;
+        let head = len - total;
+        write_at(&active.file, &front, head as u64)
+            .map_err(|e| StoreError::io("write", &active.path, e))?;
+        active
+            .writeback
+            .finish()
+            .map_err(|e| StoreError::io("write back", &active.path, e))?;
+        let name = super::file_name(&active.uuid);
+        if head == 0 || (head.is_multiple_of(active.block) && collapse_front(&active.file, head)) {
+            if sync {
+                active
+                    .file
+                    .sync_all()
+                    .map_err(|e| StoreError::io("fsync", &active.path, e))?;
+            }
+            let path = dir.join(&name);
+            std::fs::rename(&active.path, &path).map_err(|e| {
+                StoreError::io(format!("rename to {}", path.display()), &active.path, e)
+            })?;
+            if sync {
+                sync_dir(dir)?;
+            }
+        } else {
+            copy_out(&active.file, &active.path, head, len, dir, &name, sync)?;
+            let _ = std::fs::remove_file(&active.path);
+        }
+        Ok(self.sealed(active.uuid, total))
+    }
+}
+
+/// Segments with fewer bytes of batches than this are copied out of their temporary file at
+/// seal instead of being padded to a block and collapsed.
+const COLLAPSE_MIN: usize = 1 << 20;
+
+/// Length of a segment's temporary file: the maximum rounded up to 64 KiB (a multiple of any
+/// block size [`block_size`] returns; at most 2 GiB, as the maximum is 64 KiB below that).
+fn file_len(max: usize) -> usize {
+    max.div_ceil(1 << 16) << 16
+}
+
+/// An accounting or state error that should not happen.
+fn internal(max: usize, what: &str) -> StoreError {
+    StoreError::InvalidMaxSegmentSize {
+        size: max as u64,
+        reason: format!("internal: {what}"),
+    }
+}
+
+fn create_schema(
+    fbb: &mut FlatBufferBuilder<'static>,
+    schema: &SchemaRef,
+) -> WIPOffset<fbs::Schema<'static>> {
+    let fields: Vec<_> = schema
+        .fields
+        .iter()
+        .map(|f| {
+            let name = fbb.create_string(&f.name);
+            let ty = fbb.create_string(&f.ty.to_string());
+            fbs::Field::create(
+                fbb,
+                &fbs::FieldArgs {
+                    name: Some(name),
+                    type_: Some(ty),
+                },
+            )
+        })
+        .collect();
+    let fields = fbb.create_vector(&fields);
+    let name = fbb.create_string(&schema.name);
+    fbs::Schema::create(
+        fbb,
+        &fbs::SchemaArgs {
+            name: Some(name),
+            fields: Some(fields),
+        },
+    )
 }
 
 /// Writes all of `bytes` at `offset`.
@@ -815,13 +885,16 @@ mod tests {
                 actual + BATCH_SEAL_COST <= cost,
                 "batch {n}: actual {actual} + 20 > cost {cost}"
             );
-            assert_eq!(b.reserved, n * BATCH_SEAL_COST + SCHEMA_SEAL_COST);
+            assert_eq!(
+                b.reserved,
+                n * BATCH_SEAL_COST + SegmentBuilder::schema_cost(&schema) + SCHEMA_SEAL_COST
+            );
         }
         let used = b.used();
-        let nb = b.batches();
+        let reserved = b.reserved;
         let (sealed, bytes) = b.finish(uuid::Uuid::nil()).unwrap();
         let seal = bytes.len() - used;
-        assert!(seal <= SEAL_OVERHEAD + 20 * nb, "seal added {seal}");
+        assert!(seal <= SEAL_OVERHEAD + reserved, "seal added {seal}");
         assert_eq!(sealed.events, id);
     }
 
@@ -849,10 +922,10 @@ mod tests {
         rows
     }
 
-    /// Sealing in file mode at every fill level (small to full, where the block padding no
-    /// longer fits and the segment is copied out instead of collapsed) gives a segment that
-    /// verifies, holds exactly the rows added, matches the in-memory builder row for row, stays
-    /// within the maximum and leaves no temporary file behind.
+    /// Sealing in file mode at every fill level (small segments and full ones, where the
+    /// block padding no longer fits, are copied out; large ones collapsed) gives a segment
+    /// that verifies, holds exactly the rows added, matches the in-memory builder row for row,
+    /// stays within the maximum and leaves no temporary file behind.
     #[test]
     fn file_mode_seals_at_every_fill_level() {
         let schema = Schema::new(
@@ -861,7 +934,14 @@ mod tests {
         )
         .into_shared();
         let dir = tempfile::tempdir().unwrap();
-        for max in [4096u64, 3 * 4096 + 1000, 1 << 16] {
+        let small = [1usize, 13, 200, 700];
+        let large = [20_000, 70_000];
+        for (max, widths, rounds) in [
+            (4096u64, &small[..], 60),
+            (3 * 4096 + 1000, &small[..], 60),
+            (1 << 16, &small[..], 60),
+            (3 * COLLAPSE_MIN as u64 + 1000, &large[..], 20),
+        ] {
             let mut file = SegmentBuilder::in_dir(max, dir.path()).unwrap();
             let mut heap = SegmentBuilder::new(max).unwrap();
             let heap_dir = dir.path().join("heap");
@@ -869,8 +949,7 @@ mod tests {
             let mut id = 0;
             let (mut aligned, mut unaligned) = (0, 0);
             // Round k adds up to k batches, so the segments range from one batch to full.
-            for (round, width) in (1..60usize).flat_map(|k| [1usize, 13, 200, 700].map(|w| (k, w)))
-            {
+            for (round, &width) in (1..rounds).flat_map(|k| widths.iter().map(move |w| (k, w))) {
                 for _ in 0..round {
                     let batch = batch_of(&schema, id, 1 + (id % 5) as usize, width);
                     if !file.fits(&batch) {
@@ -897,15 +976,15 @@ mod tests {
                     .collect();
                 assert!(leftovers.is_empty(), "{leftovers:?}");
                 // Collapsed segments are padded to whole blocks; copied ones need not be.
-                if len % 4096 == 0 {
+                if len.is_multiple_of(4096) {
                     aligned += 1;
                 } else {
                     unaligned += 1;
                 }
             }
-            assert!(aligned > 0, "max {max}: no block-padded segment");
-            if max == 3 * 4096 + 1000 {
-                assert!(unaligned > 0, "max {max}: padding never skipped near full");
+            assert!(unaligned > 0, "max {max}: never copied");
+            if max > COLLAPSE_MIN as u64 {
+                assert!(aligned > 0, "max {max}: never collapsed");
             }
         }
     }
