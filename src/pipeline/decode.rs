@@ -278,8 +278,9 @@ struct ChunkIter {
 }
 
 impl ChunkIter {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let fut = self.reader.read(buf);
+    /// Appends what the next read gives to `buf`, into its spare capacity (no zeroing).
+    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let fut = self.reader.read_buf(buf);
         match &self.handle {
             Some(h) => h.block_on(fut),
             None => futures::executor::block_on(fut),
@@ -294,15 +295,15 @@ impl Iterator for ChunkIter {
         while !self.done {
             let mut buf = std::mem::take(&mut self.tail);
             let start = buf.len();
-            buf.resize(start + crate::source::CHUNK_SIZE, 0);
-            let n = match self.read(&mut buf[start..]) {
+            buf.reserve_exact(crate::source::CHUNK_SIZE);
+            // One read per chunk, so that a live source's data flows as soon as it arrives.
+            let n = match self.read(&mut buf) {
                 Ok(n) => n,
                 Err(e) => {
                     self.done = true;
                     return Some(Err(e));
                 }
             };
-            buf.truncate(start + n);
             if n == 0 {
                 self.done = true;
                 if buf.is_empty() {
