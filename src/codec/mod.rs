@@ -30,7 +30,7 @@ impl ReaderOptions {
     /// Default longest line: 64 MiB.
     pub const DEFAULT_MAX_LINE_LEN: usize = 64 << 20;
     /// Default batch size in events.
-    pub const DEFAULT_BATCH_ROWS: usize = 1024;
+    pub const DEFAULT_BATCH_ROWS: usize = 8192;
 
     /// Defaults, naming the source.
     pub fn new(source_name: impl Into<String>) -> ReaderOptions {

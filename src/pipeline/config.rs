@@ -401,7 +401,7 @@ pub struct BatchSpec {
 
 impl BatchSpec {
     /// Default `max_events` (`--batch-size`).
-    pub const DEFAULT_MAX_EVENTS: usize = 1024;
+    pub const DEFAULT_MAX_EVENTS: usize = 8192;
     /// Default `max_bytes`: 16 MiB.
     pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
     /// Default `timeout` (`--batch-timeout`): 1 s.
