@@ -283,6 +283,14 @@ pub enum DecodeError {
         /// Byte offset in the row.
         at: usize,
     },
+    /// Bytes follow the last value of the row.
+    #[error("row of {len} bytes ends after its last field at byte {at}")]
+    Trailing {
+        /// Where the last field ended.
+        at: usize,
+        /// Length of the row.
+        len: usize,
+    },
     /// The row's array length differs from the schema's field count.
     #[error("row has {got} fields, schema has {want}")]
     FieldCount {
@@ -291,6 +299,23 @@ pub enum DecodeError {
         /// Fields in the schema.
         want: usize,
     },
+}
+
+/// Checks that `row` is exactly one row of `types` (every value decodes as its type and no
+/// bytes follow the last), without copying values out: what `weir verify` runs on every row.
+pub fn check_row(row: &[u8], types: &[Type]) -> Result<(), DecodeError> {
+    let mut c = RowCursor::new(row);
+    c.row_header(types.len())?;
+    for t in types {
+        c.read(t)?;
+    }
+    if c.position() != row.len() {
+        return Err(DecodeError::Trailing {
+            at: c.position(),
+            len: row.len(),
+        });
+    }
+    Ok(())
 }
 
 /// Reads msgpack values of known types out of an encoded row, borrowing byte strings.
@@ -540,6 +565,28 @@ mod tests {
             Value::String(vec![]),
         ];
         (types, values)
+    }
+
+    #[test]
+    fn check_row_accepts_exact_rows_only() {
+        let (types, values) = all_types();
+        let mut buf = Vec::new();
+        encode_row(&values, &mut buf);
+        check_row(&buf, &types).unwrap();
+        // Every truncation fails, and so does a byte more.
+        for n in 0..buf.len() {
+            assert!(check_row(&buf[..n], &types).is_err(), "{n} bytes");
+        }
+        let mut longer = buf.clone();
+        longer.push(0xc0);
+        assert!(matches!(
+            check_row(&longer, &types),
+            Err(DecodeError::Trailing { .. })
+        ));
+        // A value of the wrong type: a string where a bool is expected.
+        let mut swapped = types.clone();
+        swapped.swap(0, 6);
+        assert!(check_row(&buf, &swapped).is_err());
     }
 
     #[test]

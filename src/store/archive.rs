@@ -357,7 +357,7 @@ fn check_rows<'a>(
 ) -> std::result::Result<(), String> {
     let types: Vec<Type> = schema.fields.iter().map(|f| f.ty.clone()).collect();
     for (i, row) in rows.enumerate() {
-        crate::value::decode_row(row, &types)
+        crate::value::check_row(row, &types)
             .map_err(|e| format!("row {i} does not decode as {}: {e}", schema.name))?;
     }
     Ok(())
