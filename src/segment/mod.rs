@@ -17,17 +17,25 @@
 //!   of every row relative to `data` (`offsets`, u32) and a CRC-32 over `data` followed by
 //!   `offsets` as little-endian u32.
 //!
+//! Physically, the writer puts the front (size prefix, root offset, identifier, root tables,
+//! schemas, intervals, the vector of batch offsets) first, then each batch as a self-contained
+//! *chunk* (its table, vtable, offsets and rows, 8-aligned), last batch first. Bytes between
+//! them (alignment, and for large segments padding up to a file system block before the root
+//! table) are never referenced. Readers rely on none of this: any valid FlatBuffer of the
+//! schema is a valid segment.
+//!
 //! # Invariants
 //!
 //! - A segment is never larger than the `max_segment_size` it was written with, which is below
 //!   the 2 GiB FlatBuffers limit ([`MAX_SEGMENT_SIZE_LIMIT`]). The writer
 //!   ([`SegmentBuilder`]) accounts for the exact worst case of every byte it adds (data,
 //!   offsets, alignment padding, tables, vtables, schemas and what sealing will add) before
-//!   adding a batch, and its builder is allocated once at that size, so it never grows.
+//!   adding a batch.
 //! - Batches are in ascending, non-overlapping ID order; every batch has at least one row;
 //!   `events` is the sum of the rows; `intervals` is the merged union of the batch ranges.
-//! - Files are written to a temporary name, fsynced, renamed into place and the directory is
-//!   fsynced; a segment is never modified afterwards.
+//! - Files are written under a temporary name (as the segment fills, see the writer's module
+//!   docs), fsynced, renamed into place and the directory is fsynced; a segment is never
+//!   modified afterwards.
 //! - A reader ([`Segment::open`]) memory-maps the file, runs the FlatBuffers verifier with
 //!   explicit limits ([`verifier_options`]), checks every invariant above and every checksum
 //!   once, and from then on reads rows zero-copy from the map. Damage is reported as
