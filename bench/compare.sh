@@ -50,6 +50,8 @@ run() {
   local times=() rss=0
   for _ in $(seq "$REPS"); do
     rm -rf "$work/db" "$work/out.parquet"
+    # Start each run with the previous one's writes on disk, so runs do not pay for each other.
+    sync
     local t0 t1 r
     if [ -x "$TIME" ]; then
       t0=$(date +%s.%N)
