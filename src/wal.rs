@@ -44,8 +44,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use crate::batch::Batch;
+use crate::segment::DataLocation;
 use crate::store::{Result, StoreError};
 use crate::types::{Field, Schema, SchemaRef, Type};
+
+/// Record flag: the batch has a `ts` range.
+const FLAG_TS: u8 = 1;
+/// Record flag: the rows are not in the record but in the active segment's file.
+const FLAG_EXTERNAL: u8 = 2;
 
 /// The magic bytes at the start of every WAL file.
 pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL1";
@@ -342,7 +348,7 @@ impl Wal {
         self.buf.clear();
         self.buf
             .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
-        encode_payload_head(batch, &mut self.buf);
+        encode_payload_head(batch, 0, &mut self.buf);
         let data = batch.data();
         let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize + data.len();
         let mut crc = crc32fast::Hasher::new();
@@ -385,6 +391,41 @@ impl Wal {
         Ok(())
     }
 
+    /// Appends one batch (with its ID set) whose rows were written to the active segment's file
+    /// at `location` first: the record holds everything but the rows, and points at them (so
+    /// the rows are written once). Fsyncs it under [`SyncPolicy::Always`]; the caller makes the
+    /// segment file durable before that.
+    pub fn append_external(
+        &mut self,
+        batch: &Batch,
+        data_crc: u32,
+        location: DataLocation,
+    ) -> Result<()> {
+        self.buf.clear();
+        self.buf
+            .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
+        encode_payload_head(batch, FLAG_EXTERNAL, &mut self.buf);
+        self.buf.extend_from_slice(location.segment.as_bytes());
+        self.buf.extend_from_slice(&location.from_end.to_le_bytes());
+        self.buf.extend_from_slice(&data_crc.to_le_bytes());
+        let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize;
+        let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
+        self.buf[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
+        self.file
+            .write_all(&self.buf)
+            .map_err(|e| StoreError::io("append to", &self.path, e))?;
+        let written = self.buf.len() as u64;
+        self.len += written;
+        self.dirty = true;
+        match self.policy {
+            SyncPolicy::Always => self.sync()?,
+            SyncPolicy::Batch => self.writeback.appended(written, &self.file),
+            SyncPolicy::Never => {}
+        }
+        Ok(())
+    }
+
     /// Makes the appended records durable (fdatasync), unless the policy is
     /// [`SyncPolicy::Never`].
     pub fn sync(&mut self) -> Result<()> {
@@ -407,16 +448,17 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// Everything of the payload but the rows themselves (which follow it in the record).
-fn encode_payload_head(batch: &Batch, out: &mut Vec<u8>) {
+/// Everything of the payload but the rows themselves (which follow it in the record, or are
+/// pointed at with `FLAG_EXTERNAL`).
+fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
     out.reserve(256 + 4 * batch.len());
     out.extend_from_slice(&batch.id().to_le_bytes());
     out.extend_from_slice(&(batch.len() as u32).to_le_bytes());
     let (flags, (lo, hi)) = match batch.ts_range() {
-        Some(r) => (1u8, r),
+        Some(r) => (FLAG_TS, r),
         None => (0u8, (0, 0)),
     };
-    out.push(flags);
+    out.push(flags | extra_flags);
     out.extend_from_slice(&lo.to_le_bytes());
     out.extend_from_slice(&hi.to_le_bytes());
     let schema = batch.schema();
@@ -467,10 +509,27 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// A decoded record whose rows are in a segment file, still to be read.
+struct External {
+    schema: SchemaRef,
+    first_id: u64,
+    offsets: Vec<usize>,
+    ts: Option<(i64, i64)>,
+    data_len: usize,
+    location: DataLocation,
+    data_crc: u32,
+}
+
+/// A decoded record: a whole batch, or one whose rows are in a segment file.
+enum Decoded {
+    Inline(Batch),
+    External(External),
+}
+
 fn decode_payload(
     payload: &[u8],
     last: &mut Option<SchemaRef>,
-) -> std::result::Result<Batch, String> {
+) -> std::result::Result<Decoded, String> {
     let mut c = Cursor {
         buf: payload,
         pos: 0,
@@ -507,7 +566,16 @@ fn decode_payload(
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
-    let data = c.take(data_len)?;
+    let external = flags & FLAG_EXTERNAL != 0;
+    let data = if external {
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(c.take(16)?);
+        let from_end = c.u64()?;
+        let data_crc = c.u32()?;
+        Err((uuid::Uuid::from_bytes(uuid), from_end, data_crc))
+    } else {
+        Ok(c.take(data_len)?)
+    };
     if c.pos != payload.len() {
         return Err(format!(
             "{} unexpected bytes after the rows",
@@ -517,11 +585,62 @@ fn decode_payload(
     if rows == 0 {
         return Err("record holds no rows".into());
     }
-    let ts = (flags & 1 == 1).then_some((lo, hi));
-    let mut batch = Batch::from_parts(schema, data.to_vec(), offsets, ts)
-        .ok_or("row offsets are not increasing within the data")?;
-    batch.set_id(first_id);
-    Ok(batch)
+    let ts = (flags & FLAG_TS != 0).then_some((lo, hi));
+    match data {
+        Ok(data) => {
+            let mut batch = Batch::from_parts(schema, data.to_vec(), offsets, ts)
+                .ok_or("row offsets are not increasing within the data")?;
+            batch.set_id(first_id);
+            Ok(Decoded::Inline(batch))
+        }
+        Err((segment, from_end, data_crc)) => Ok(Decoded::External(External {
+            schema,
+            first_id,
+            offsets,
+            ts,
+            data_len,
+            location: DataLocation { segment, from_end },
+            data_crc,
+        })),
+    }
+}
+
+/// Reads `len` bytes of rows at `location` from the segment file in `dir` (the temporary file
+/// while the segment is built, the sealed file after), checking their CRC. A seal that
+/// collapses the file between the size check and the read is retried. `Err` says why the rows
+/// are not there.
+fn read_external(
+    dir: &Path,
+    location: DataLocation,
+    len: usize,
+    crc: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    use std::os::unix::fs::FileExt;
+    let name = crate::segment::file_name(&location.segment);
+    let mut why = String::new();
+    for _ in 0..3 {
+        let file = [format!(".{name}.tmp"), name.clone()]
+            .iter()
+            .find_map(|n| File::open(dir.join(n)).ok().map(|f| (f, dir.join(n))));
+        let Some((file, path)) = file else {
+            return Err(format!("its segment file {name} is missing"));
+        };
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let Some(at) = size.checked_sub(location.from_end) else {
+            why = format!("{} is too short for its rows", path.display());
+            continue;
+        };
+        let mut data = vec![0u8; len];
+        if file.read_exact_at(&mut data, at).is_err() {
+            why = format!("{} is too short for its rows", path.display());
+            continue;
+        }
+        if crc32fast::hash(&data) == crc {
+            return Ok(data);
+        }
+        why = format!("its rows in {} do not match their checksum", path.display());
+    }
+    Err(why)
 }
 
 /// Reads a WAL record by record (streaming: one record in memory at a time).
@@ -532,6 +651,10 @@ fn decode_payload(
 #[derive(Debug)]
 pub struct WalReader {
     path: PathBuf,
+    /// Where the segment files are that external records point into.
+    segments: PathBuf,
+    /// Segments whose files external records read so far pointed into.
+    referenced: Vec<uuid::Uuid>,
     reader: BufReader<File>,
     base_id: u64,
     pos: u64,
@@ -573,8 +696,14 @@ impl WalReader {
             return Err(corrupt("header checksum mismatch".into()));
         }
         let base_id = u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]));
+        let segments = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(crate::store::SEGMENTS_DIR);
         Ok(WalReader {
             path: path.to_path_buf(),
+            segments,
+            referenced: Vec::new(),
             reader,
             base_id,
             pos: WAL_HEADER_LEN,
@@ -602,12 +731,17 @@ impl WalReader {
         self.pos
     }
 
+    /// The segments whose files the records read so far point into (their rows are there).
+    pub fn referenced_segments(&self) -> &[uuid::Uuid] {
+        &self.referenced
+    }
+
     /// The torn tail found, if reading stopped at one.
     pub fn torn(&self) -> Option<&TornTail> {
         self.torn.as_ref()
     }
 
-    fn torn_at(&mut self, reason: String) -> Result<Option<(u64, Batch)>> {
+    fn torn_at<T>(&mut self, reason: String) -> Result<Option<T>> {
         self.torn = Some(TornTail {
             path: self.path.clone(),
             offset: self.pos,
@@ -646,6 +780,19 @@ impl WalReader {
     /// The next record: its offset and batch. `Ok(None)` at the end, or at a torn tail (see
     /// [`WalReader::torn`]). A damaged record in the middle is an error naming the offset.
     pub fn next_record(&mut self) -> Result<Option<(u64, Batch)>> {
+        loop {
+            match self.next_entry(0)? {
+                None => return Ok(None),
+                Some((offset, Entry::Batch(b))) => return Ok(Some((offset, b))),
+                Some((_, Entry::Sealed(_))) => continue,
+            }
+        }
+    }
+
+    /// Like [`WalReader::next_record`], but a record whose events all lie below `sealed_below`
+    /// (they are in sealed segments) comes as [`Entry::Sealed`] without its rows being read:
+    /// they may point into a segment file of an earlier life that is gone.
+    pub fn next_entry(&mut self, sealed_below: u64) -> Result<Option<(u64, Entry)>> {
         if self.done {
             return Ok(None);
         }
@@ -696,7 +843,45 @@ impl WalReader {
             return Err(self.corrupt_at("record checksum mismatch".into()));
         }
         let batch = match decode_payload(&self.payload, &mut self.last_schema) {
-            Ok(b) => b,
+            Ok(Decoded::Inline(b)) => b,
+            Ok(Decoded::External(x)) if x.first_id + x.offsets.len() as u64 <= sealed_below => {
+                let ids = x.first_id..x.first_id + x.offsets.len() as u64;
+                if ids.start != self.expected_id {
+                    return Err(self.corrupt_at(format!(
+                        "record starts at event ID {}, expected {}",
+                        ids.start, self.expected_id
+                    )));
+                }
+                let offset = self.pos;
+                self.expected_id = ids.end;
+                self.pos = record_end;
+                return Ok(Some((offset, Entry::Sealed(ids))));
+            }
+            Ok(Decoded::External(x)) => {
+                // The rows were written to the segment file before the record; after a power
+                // loss, records written since the last flush may have outlived their rows: the
+                // log ends there, as at a torn record.
+                let data = match read_external(&self.segments, x.location, x.data_len, x.data_crc) {
+                    Ok(d) => d,
+                    Err(why) => {
+                        return self.torn_at(format!("record's rows are not readable: {why}"))
+                    }
+                };
+                if !self.referenced.contains(&x.location.segment) {
+                    self.referenced.push(x.location.segment);
+                }
+                match Batch::from_parts(x.schema, data, x.offsets, x.ts) {
+                    Some(mut b) => {
+                        b.set_id(x.first_id);
+                        b
+                    }
+                    None => {
+                        return Err(self.corrupt_at(
+                            "bad record: row offsets are not increasing within the data".into(),
+                        ))
+                    }
+                }
+            }
             Err(reason) => return Err(self.corrupt_at(format!("bad record: {reason}"))),
         };
         if batch.id() != self.expected_id {
@@ -712,8 +897,17 @@ impl WalReader {
         let offset = self.pos;
         self.expected_id = batch.id_range().end;
         self.pos = record_end;
-        Ok(Some((offset, batch)))
+        Ok(Some((offset, Entry::Batch(batch))))
     }
+}
+
+/// A record read by [`WalReader::next_entry`].
+#[derive(Debug)]
+pub enum Entry {
+    /// A batch to replay.
+    Batch(Batch),
+    /// The IDs of a record already in sealed segments (its rows were not read).
+    Sealed(std::ops::Range<u64>),
 }
 
 impl Iterator for WalReader {

@@ -71,7 +71,7 @@ pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub(crate) use writer::write_atomic;
 pub use writer::{
-    check_max_segment_size, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
+    check_max_segment_size, DataLocation, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
     MAX_SEGMENT_SIZE_LIMIT, MIN_SEGMENT_SIZE,
 };
 

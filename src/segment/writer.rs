@@ -110,6 +110,16 @@ pub struct SealedSegment {
     pub ts: Option<(i64, i64)>,
 }
 
+/// Where a batch's rows are in the file of the segment being built (see
+/// [`SegmentBuilder::add_located`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataLocation {
+    /// The segment: its file is `.<uuid>.seg.tmp` while it is built, `<uuid>.seg` once sealed.
+    pub segment: uuid::Uuid,
+    /// Distance of the first row byte from the end of the file.
+    pub from_end: u64,
+}
+
 /// The segment being built: where its bytes go.
 enum Target {
     /// In memory: a buffer of the maximum size, filled from its end.
@@ -343,8 +353,16 @@ impl SegmentBuilder {
     /// [`SegmentBuilder::add`] with the CRC-32 of `batch.data()` already computed (the store
     /// computes it once for the WAL record and the segment).
     pub fn add_with_crc(&mut self, batch: &Batch, data_crc: u32) -> Result<()> {
+        self.add_located(batch, data_crc).map(|_| ())
+    }
+
+    /// [`SegmentBuilder::add_with_crc`] that also tells where the batch's rows now are: in file
+    /// mode, the segment's UUID and the distance of the first row byte from the end of the
+    /// segment's file. That distance stays valid when the file is sealed (collapsing or copying
+    /// keeps the end), so the write-ahead log can point at the rows instead of holding a copy.
+    pub fn add_located(&mut self, batch: &Batch, data_crc: u32) -> Result<Option<DataLocation>> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         if !self.fits(batch) {
             return Err(StoreError::InvalidMaxSegmentSize {
@@ -377,6 +395,8 @@ impl SegmentBuilder {
         // string path copies with one memcpy (plus a NUL that readers ignore), where
         // `create_vector` copies byte by byte.
         let data = fbb.create_byte_string(batch.data());
+        // The rows follow the vector's u32 length.
+        let data_from_end = data.value() as u64 - 4;
         let data: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(data.value());
         let offsets = fbb.create_vector(&self.scratch);
         let ts = batch
@@ -404,6 +424,13 @@ impl SegmentBuilder {
         };
         let at = target.len(max) - self.region - bytes.len();
         target.put(bytes, at)?;
+        let location = match target {
+            Target::File(f) => Some(DataLocation {
+                segment: f.uuid,
+                from_end: self.region as u64 + data_from_end,
+            }),
+            Target::Memory(_) => None,
+        };
         self.tables.push(self.region + table.value() as usize);
         self.region += bytes.len();
         self.reserved += BATCH_SEAL_COST;
@@ -422,6 +449,28 @@ impl SegmentBuilder {
                 Some((a, b)) => (a.min(lo), b.max(hi)),
                 None => (lo, hi),
             });
+        }
+        Ok(location)
+    }
+
+    /// In file mode, the name of the active segment's temporary file, once it exists.
+    pub fn active_file_name(&self) -> Option<String> {
+        match &self.target {
+            Some(Target::File(f)) => Some(format!(".{}.tmp", super::file_name(&f.uuid))),
+            _ => None,
+        }
+    }
+
+    /// In file mode, makes the bytes written to the active segment's file so far durable
+    /// (`fdatasync`), and reports a failed background write-back.
+    pub fn sync_data(&mut self) -> Result<()> {
+        if let Some(Target::File(f)) = &mut self.target {
+            f.writeback
+                .finish()
+                .map_err(|e| StoreError::io("write back", &f.path, e))?;
+            f.file
+                .sync_data()
+                .map_err(|e| StoreError::io("fsync", &f.path, e))?;
         }
         Ok(())
     }

@@ -51,7 +51,7 @@ pub use sink::ArchiveSink;
 
 use crate::batch::Batch;
 use crate::segment::{SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
-use crate::wal::{SyncPolicy, Wal, WalReader};
+use crate::wal::{Entry, SyncPolicy, Wal, WalReader};
 
 /// Name of the segments directory inside the database directory.
 pub const SEGMENTS_DIR: &str = "segments";
@@ -123,6 +123,9 @@ pub struct Store {
     summary: Summary,
     /// Set when an operation failed half-way: the writer refuses further work.
     failed: Option<String>,
+    /// Segment files of an earlier life that the WAL still points into; removed once a seal
+    /// has replaced the WAL.
+    stale: Vec<PathBuf>,
 }
 
 fn take_lock(dir: &Path) -> Result<File> {
@@ -153,8 +156,13 @@ fn take_lock(dir: &Path) -> Result<File> {
 }
 
 /// Removes leftovers of interrupted writes: temporaries, and segments the catalog does not
-/// name (their events are still in the WAL). Returns a warning per removed orphan.
-fn remove_leftovers(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
+/// name (their events are still in the WAL), except the segment files named in `keep` (the WAL
+/// points into them). Returns a warning per removed orphan.
+fn remove_leftovers(
+    dir: &Path,
+    catalog: &Catalog,
+    keep: &std::collections::HashSet<String>,
+) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
     let known: std::collections::HashSet<&str> =
         catalog.segments.iter().map(|s| s.file.as_str()).collect();
@@ -171,6 +179,9 @@ fn remove_leftovers(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
             } else {
                 format!("{prefix}/{name}")
             };
+            if !prefix.is_empty() && keep.contains(&name) {
+                continue;
+            }
             let orphan =
                 !prefix.is_empty() && name.ends_with(".seg") && !known.contains(rel.as_str());
             if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
@@ -199,10 +210,7 @@ impl Store {
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
         let lock = take_lock(&dir)?;
         let catalog = Catalog::load(&dir)?;
-        let mut report = OpenReport {
-            warnings: remove_leftovers(&dir, &catalog)?,
-            ..OpenReport::default()
-        };
+        let mut report = OpenReport::default();
         let wal_path = dir.join(WAL_FILE);
         let wal = if wal_path.exists() {
             // Opened as is; replay below cuts off a torn tail, if any.
@@ -224,12 +232,42 @@ impl Store {
             next_id,
             summary: Summary::default(),
             failed: None,
+            stale: Vec::new(),
         };
-        store.replay(&mut report)?;
+        let referenced = store.replay(&mut report)?;
+        // Leftovers go only now: the WAL may point into a temporary segment file of an earlier
+        // life (or into a segment renamed just before a crash), which replay has read. Those
+        // stay while the WAL points into them, until the next seal replaces it.
+        let mut keep = std::collections::HashSet::new();
+        for uuid in &referenced {
+            let name = crate::segment::file_name(uuid);
+            keep.insert(format!(".{name}.tmp"));
+            keep.insert(name);
+        }
+        keep.extend(store.builder.active_file_name());
+        report
+            .warnings
+            .extend(remove_leftovers(&store.dir, &store.catalog, &keep)?);
+        let known: std::collections::HashSet<&str> = store
+            .catalog
+            .segments
+            .iter()
+            .map(|s| s.file.as_str())
+            .collect();
+        let active = store.builder.active_file_name();
+        store.stale = keep
+            .iter()
+            .filter(|n| Some(*n) != active.as_ref())
+            .filter(|n| !known.contains(format!("{SEGMENTS_DIR}/{n}").as_str()))
+            .map(|n| seg_dir.join(n))
+            .filter(|p| p.exists())
+            .collect();
         Ok((store, report))
     }
 
-    fn replay(&mut self, report: &mut OpenReport) -> Result<()> {
+    /// Replays the WAL into the active segment; returns the segments whose files its records
+    /// point into, if the WAL is kept (empty when it was replaced by a fresh one).
+    fn replay(&mut self, report: &mut OpenReport) -> Result<Vec<uuid::Uuid>> {
         let path = self.dir.join(WAL_FILE);
         let mut reader = WalReader::open(&path)?;
         if reader.base_id() > self.catalog.next_id {
@@ -245,7 +283,14 @@ impl Store {
                 ),
             });
         }
-        while let Some((offset, batch)) = reader.next_record()? {
+        while let Some((offset, entry)) = reader.next_entry(self.catalog.next_id)? {
+            let batch = match entry {
+                Entry::Batch(b) => b,
+                Entry::Sealed(_) => {
+                    report.skipped_batches += 1;
+                    continue;
+                }
+            };
             let ids = batch.id_range();
             if ids.end <= self.catalog.next_id {
                 report.skipped_batches += 1;
@@ -271,14 +316,14 @@ impl Store {
             report.warnings.push(torn.to_string());
         }
         self.next_id = self.catalog.next_id.max(reader.end_id());
-        self.wal = if report.replayed_batches == 0 {
+        if report.replayed_batches == 0 {
             // Nothing live in the log (empty, or only records of the last sealed segment):
             // start a clean one at the catalog's end.
-            Wal::create(&path, self.catalog.next_id, self.opts.sync)?
-        } else {
-            Wal::open_append(&path, reader.base_id(), reader.good_len(), self.opts.sync)?
-        };
-        Ok(())
+            self.wal = Wal::create(&path, self.catalog.next_id, self.opts.sync)?;
+            return Ok(Vec::new());
+        }
+        self.wal = Wal::open_append(&path, reader.base_id(), reader.good_len(), self.opts.sync)?;
+        Ok(reader.referenced_segments().to_vec())
     }
 
     /// The database directory.
@@ -342,12 +387,7 @@ impl Store {
     fn add_to_segments(&mut self, mut batch: Batch, log: bool, reset_wal: bool) -> Result<()> {
         loop {
             if self.builder.fits(&batch) {
-                // One pass over the rows for both checksums.
-                let crc = crc32fast::hash(batch.data());
-                if log {
-                    self.wal.append_with_crc(&batch, crc)?;
-                }
-                return self.builder.add_with_crc(&batch, crc);
+                return self.add_part(&batch, log);
             }
             if !self.builder.is_empty() {
                 self.seal(reset_wal)?;
@@ -363,12 +403,32 @@ impl Store {
                 });
             }
             let tail = batch.split_off(k);
-            if log {
-                self.wal.append(&batch)?;
-            }
-            self.builder.add(&batch)?;
+            self.add_part(&batch, log)?;
             self.seal(reset_wal)?;
             batch = tail;
+        }
+    }
+
+    /// Adds a batch that fits to the active segment and, with `log`, records it in the WAL.
+    ///
+    /// The rows go to the segment's file first and the WAL record only points at them (see
+    /// [`crate::wal`]): the rows are written once. The record is written after the rows, so an
+    /// acknowledged record always finds them (under `--sync always`, durable first).
+    fn add_part(&mut self, batch: &Batch, log: bool) -> Result<()> {
+        // One pass over the rows for both checksums.
+        let crc = crc32fast::hash(batch.data());
+        let location = self.builder.add_located(batch, crc)?;
+        if !log {
+            return Ok(());
+        }
+        match location {
+            Some(location) => {
+                if self.opts.sync == SyncPolicy::Always {
+                    self.builder.sync_data()?;
+                }
+                self.wal.append_external(batch, crc, location)
+            }
+            None => self.wal.append_with_crc(batch, crc),
         }
     }
 
@@ -391,6 +451,10 @@ impl Store {
                 self.catalog.next_id,
                 self.opts.sync,
             )?;
+            // The new WAL points into nothing of an earlier life.
+            for path in std::mem::take(&mut self.stale) {
+                let _ = std::fs::remove_file(path);
+            }
         }
         Ok(())
     }
@@ -398,7 +462,13 @@ impl Store {
     /// Makes every appended batch durable (fsyncs the WAL), per the [`SyncPolicy`].
     pub fn flush(&mut self) -> Result<()> {
         self.check_failed()?;
-        let r = self.wal.sync();
+        // The rows first (the WAL's records point at them), then the records.
+        let r = if self.opts.sync == SyncPolicy::Never {
+            Ok(())
+        } else {
+            self.builder.sync_data()
+        };
+        let r = r.and_then(|()| self.wal.sync());
         self.poison_on_error(r)
     }
 
