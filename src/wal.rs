@@ -1,20 +1,31 @@
 //! The write-ahead log of the active segment.
 //!
 //! VAST kept the active segment only in memory, so a crash lost up to a whole segment. weir
-//! appends every batch to this log before [`crate::store::Store::append`] returns (= before the
+//! records every batch in this log before [`crate::store::Store::append`] returns (= before the
 //! batch is acknowledged); on the next open the log is replayed into the active segment.
+//!
+//! The store writes each batch's rows once: into the active segment's file (see
+//! [`crate::segment::SegmentBuilder::add_located`]), and the record *points at them* (flag bit
+//! 1) instead of holding a copy. A record can also hold its rows itself (bit 1 clear), as
+//! [`Wal::append`] writes.
 //!
 //! # Format
 //!
 //! ```text
 //! header (20 bytes):  magic "WEIRWAL1" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
 //! record:             payload_len u32 LE | CRC-32 of payload u32 LE | payload
-//! payload:            first_id u64 | rows u32 | flags u8 (bit 0: ts present) | ts_min i64 | ts_max i64
+//! payload:            first_id u64 | rows u32 | flags u8 | ts_min i64 | ts_max i64
 //!                     | schema name (u32 length + UTF-8) | field count u32
 //!                     | per field: name (u32 length + UTF-8), type (u32 length + UTF-8, e.g. "vector[string]")
-//!                     | data_len u32 | row offsets (rows × u32, relative to data) | data (msgpack rows)
+//!                     | data_len u32 | row offsets (rows × u32, relative to data)
+//!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
+//!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
+//! flags:              bit 0: ts_min/ts_max present; bit 1: rows in the segment file
 //! ```
 //!
+//! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
+//! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
+//! sealed (sealing cuts the unused start off the file or copies it out, and both keep the end).
 //! All integers are little-endian; CRC-32 is IEEE (crc32fast).
 //!
 //! # Invariants
@@ -27,9 +38,16 @@
 //!   segment is sealed, *after* the catalog naming that segment is durable. A crash between
 //!   the two leaves a log whose records are already in a sealed segment; they are recognized
 //!   by their IDs (below the catalog's `next_id`) and skipped, so nothing is duplicated.
-//! - A record is written with one `write` call before the append is acknowledged. A process
-//!   crash (`kill -9`) therefore never loses an acknowledged record: it is in the page cache.
-//!   Durability against power loss depends on [`SyncPolicy`].
+//! - A record is written with one `write` call before the append is acknowledged, and after
+//!   the rows it points at were written to the segment file. A process crash (`kill -9`)
+//!   therefore never loses an acknowledged record: record and rows are in the page cache.
+//!   Durability against power loss depends on [`SyncPolicy`]; a flush fsyncs the segment file
+//!   before the log.
+//! - The segment files that records point into stay until the log no longer points into them:
+//!   the writer removes the files of an earlier life at the first seal after replaying them.
+//! - Rows that are missing or do not match their CRC end the log where their record is, with a
+//!   warning, like a torn record: after a power loss, records written since the last flush can
+//!   outlive the rows they point at, which were not acknowledged as durable either.
 //! - Damage is classified by position: a record that runs past the end of the file, or whose
 //!   checksum fails and which ends exactly at the end of the file, is a *torn tail* (an
 //!   interrupted, unacknowledged write): it is discarded with a warning. A damaged record
@@ -163,7 +181,7 @@ pub struct Wal {
 }
 
 /// Under [`SyncPolicy::Batch`], after this many bytes appended since the last one, an
-/// `fdatasync` of the WAL runs on a background thread. It promises nothing (acknowledgement
+/// `fdatasync` of the WAL (or of the segment file being written) runs on a background thread. It promises nothing (acknowledgement
 /// never waits for it) but keeps the dirty data small, so that the fsync at a flush, seal or
 /// close, which does wait, finds little left to write: a long import no longer pays for all of
 /// its WAL at the end.

@@ -18,12 +18,15 @@
 //! - Event IDs are one dense, monotonic u64 space assigned in arrival order by
 //!   [`Store::append`]. Every ID below the catalog's `next_id` is in exactly one sealed segment;
 //!   the WAL holds the following IDs, contiguously.
-//! - Sealing the active segment is, in this order: write the segment (temporary file, written
-//!   as batches arrive and completed at seal, fsync, rename, fsync directory); write the catalog naming it (the same way); replace the WAL by an
-//!   empty one starting at the new `next_id` (the same way). A crash after step 1 leaves an
-//!   orphan segment that the next writer deletes (its events are still in the WAL); a crash
-//!   after step 2 leaves WAL records below `next_id`, which replay skips. So every
-//!   acknowledged batch is present exactly once after the next open.
+//! - Each batch's rows are written once, into the active segment's temporary file, and its WAL
+//!   record points at them (see [`crate::wal`]).
+//! - Sealing the active segment is, in this order: complete the segment (its temporary file,
+//!   written as batches arrive: front, fsync, rename, fsync directory); write the catalog
+//!   naming it (the same way); replace the WAL by an empty one starting at the new `next_id`
+//!   (the same way). A crash after step 1 leaves an orphan segment that the WAL still points
+//!   into: the next writer replays its events from it and removes it at its first seal; a
+//!   crash after step 2 leaves WAL records below `next_id`, which replay skips without reading
+//!   their rows. So every acknowledged batch is present exactly once after the next open.
 //! - `LOCK` is held with an exclusive advisory lock ([`std::fs::File::try_lock`], flock) by
 //!   the one writer and contains its pid in decimal, for the error message of a second writer.
 //!   The lock dies with the process, so a `kill -9` never leaves a stale lock. Readers take no
