@@ -178,6 +178,12 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
             std::thread::sleep(Duration::from_millis(rng.below(300)));
             wait_for("acknowledged events", Duration::from_secs(30), || {
                 let snapshot = run(&["export", "--db", s(&db), "--to", "json"]);
+                // On a loaded machine the first importer may not have created the database yet.
+                if !snapshot.status.success()
+                    && cli_util::text(&snapshot.stderr).contains("no weir database")
+                {
+                    return false;
+                }
                 acked = numbers(
                     &ok(&snapshot, &format!("{what}: concurrent export"))
                         .lines()
