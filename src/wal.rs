@@ -5,8 +5,8 @@
 //! batch is acknowledged); on the next open the log is replayed into the active segment.
 //!
 //! The store writes each batch's rows once: into the active segment's file (see
-//! [`crate::segment::SegmentBuilder::add_located`]), and the record *points at them* (flag bit
-//! 1) instead of holding a copy. A record can also hold its rows itself (bit 1 clear), as
+//! [`crate::segment::SegmentBuilder::add_located`]), and the record *points at them* (the
+//! external flag) instead of holding a copy. A record can also hold its rows itself, as
 //! [`Wal::append`] writes.
 //!
 //! # Format
