@@ -452,8 +452,30 @@ fn spawn_parallel_gunzip(
     };
     let mut gz = ParallelGunzip::new(io::BufReader::with_capacity(CHUNK_SIZE, counted), threads);
     spawn_chunks(name, stop, move || {
-        Ok(gz.next().transpose()?.map(Bytes::from))
+        let pool = gz.pool();
+        Ok(gz
+            .next()
+            .transpose()?
+            .map(|buf| Bytes::from_owner(Recycled { buf, pool })))
     })
+}
+
+/// A decoded chunk that goes back to its [`BufferPool`] when the last `Bytes` of it is dropped.
+struct Recycled {
+    buf: Vec<u8>,
+    pool: crate::inflate::BufferPool,
+}
+
+impl AsRef<[u8]> for Recycled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Recycled {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buf));
+    }
 }
 
 /// Counts the bytes read from a blocking reader as read from the source.
