@@ -403,6 +403,27 @@ mod tests {
             .collect()
     }
 
+    /// Chunks given back to the pool are reused for later members, longer and shorter ones:
+    /// no stale byte of an earlier member shows up in a later one.
+    #[test]
+    fn reused_buffers_hold_exactly_the_new_member() {
+        let sizes = [200_000usize, 50_000, 120_000, 7, 300_000, 1_000, 90_000];
+        let members: Vec<Vec<u8>> = (0..40)
+            .map(|i| text(sizes[i % sizes.len()], i as u64 + 1))
+            .collect();
+        let input: Vec<u8> = members.iter().flat_map(|m| gz(m, 6)).collect();
+        let mut gunzip = ParallelGunzip::with_window(&input[..], 2, 256 << 10);
+        let pool = gunzip.pool();
+        let mut out = Vec::new();
+        for chunk in &mut gunzip {
+            let chunk = chunk.unwrap();
+            out.extend_from_slice(&chunk);
+            pool.give(chunk);
+        }
+        assert_eq!(out, members.concat());
+        assert!(!pool.0.lock().unwrap().is_empty());
+    }
+
     #[test]
     fn many_members_in_order() {
         let mut input = Vec::new();
