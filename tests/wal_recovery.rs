@@ -35,6 +35,15 @@ fn some_batches(n: usize) -> Vec<Batch> {
         .collect()
 }
 
+/// The temporary file of the segment a crashed writer was building.
+fn active_segment_file(seg_dir: &Path) -> std::path::PathBuf {
+    fs::read_dir(seg_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".seg.tmp"))
+        .expect("a temporary segment file")
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to.join("segments")).unwrap();
     for sub in ["", "segments"] {
@@ -376,11 +385,7 @@ fn damaged_rows_in_the_segment_file_end_the_log_with_a_warning() {
     let batches = some_batches(6);
     crash_after(dir.path(), 1 << 20, &batches);
     let seg_dir = dir.path().join("segments");
-    let temp = fs::read_dir(&seg_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".seg.tmp"))
-        .unwrap();
+    let temp = active_segment_file(&seg_dir);
     // Damage a row of the fourth batch, found by its bytes.
     let row = batches[3].row(0).to_vec();
     let mut bytes = fs::read(&temp).unwrap();
@@ -408,11 +413,7 @@ fn crash_after_renaming_the_segment_file_replays_from_it() {
     let batches = some_batches(5);
     crash_after(dir.path(), 1 << 20, &batches);
     let seg_dir = dir.path().join("segments");
-    let temp = fs::read_dir(&seg_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".seg.tmp"))
-        .unwrap();
+    let temp = active_segment_file(&seg_dir);
     let name = temp.file_name().unwrap().to_string_lossy().into_owned();
     let sealed_name = name
         .trim_start_matches('.')
