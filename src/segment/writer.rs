@@ -1,5 +1,5 @@
-//! Building segments: one pre-sized FlatBuffers builder per active segment, filled batch by
-//! batch, with exact worst-case size accounting so that no segment exceeds its maximum.
+//! Building segments: batch by batch, with exact worst-case size accounting so that no segment
+//! exceeds its maximum.
 //!
 //! # Layout and writing while building
 //!
@@ -39,10 +39,10 @@ pub const DEFAULT_MAX_SEGMENT_SIZE: u64 = 1 << 30;
 
 /// The largest accepted maximum segment size: 2 GiB minus 64 KiB.
 ///
-/// A FlatBuffer cannot exceed 2 GiB (2^31 bytes: offsets are signed 32-bit), and the builder
-/// aborts the process when it would grow past that; VAST crashed exactly so with
-/// `--max-segment-size=2048`. weir sizes its builder once to the maximum segment size and never
-/// lets it grow, and keeps 64 KiB of headroom below the hard limit.
+/// A FlatBuffer cannot exceed 2 GiB (2^31 bytes: offsets are signed 32-bit), and the
+/// FlatBuffers builder aborts the process when it would grow past that; VAST crashed exactly so
+/// with `--max-segment-size=2048`. weir accounts for the worst case of every byte before adding
+/// a batch and rotates before the maximum, and keeps 64 KiB of headroom below the hard limit.
 pub const MAX_SEGMENT_SIZE_LIMIT: u64 = (1 << 31) - (1 << 16);
 
 /// The smallest accepted maximum segment size: 4 KiB.
@@ -53,8 +53,9 @@ pub const MIN_SEGMENT_SIZE: u64 = 4096;
 const SEAL_OVERHEAD: usize = 256;
 
 /// Worst case per batch besides its data and offsets: two vector length prefixes and their
-/// alignment (2 × 7), the NUL after the data (1), the batch table with its vtable (128), and at
-/// seal its entry in the batches vector (4) and possibly its own ID interval (16).
+/// alignment (2 × 7), the NUL after the data (1), the batch table with its vtable and the
+/// chunk's padding to 8 bytes (128), and at seal its entry in the batches vector (4) and
+/// possibly its own ID interval (16).
 const BATCH_OVERHEAD: usize = 14 + 1 + 128 + BATCH_SEAL_COST;
 
 /// What sealing adds per batch: its entry in the batches vector (4) and possibly its own ID
