@@ -644,7 +644,11 @@ fn read_external(
             return Err(format!("its segment file {name} is missing"));
         };
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let Some(at) = size.checked_sub(location.from_end) else {
+        // The rows must lie within the file (checked before allocating for them).
+        let at = size
+            .checked_sub(location.from_end)
+            .filter(|&at| at.checked_add(len as u64).is_some_and(|end| end <= size));
+        let Some(at) = at else {
             why = format!("{} is too short for its rows", path.display());
             continue;
         };
