@@ -623,6 +623,21 @@ fn decode_payload(
     }
 }
 
+/// Fills `buf` from `file` at `offset`.
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
+}
+
 /// Reads `len` bytes of rows at `location` from the segment file in `dir` (the temporary file
 /// while the segment is built, the sealed file after), checking their CRC. A seal that
 /// collapses the file between the size check and the read is retried. `Err` says why the rows
@@ -633,7 +648,6 @@ fn read_external(
     len: usize,
     crc: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    use std::os::unix::fs::FileExt;
     let name = crate::segment::file_name(&location.segment);
     let mut why = String::new();
     for _ in 0..3 {
@@ -653,7 +667,7 @@ fn read_external(
             continue;
         };
         let mut data = vec![0u8; len];
-        if file.read_exact_at(&mut data, at).is_err() {
+        if read_exact_at(&file, &mut data, at).is_err() {
             why = format!("{} is too short for its rows", path.display());
             continue;
         }
