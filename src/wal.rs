@@ -396,17 +396,24 @@ impl Wal {
             }
         }
         let written = (self.buf.len() + data.len()) as u64;
-        self.len += written;
-        self.dirty = true;
         if self.buf.capacity() > 16 << 20 {
             self.buf = Vec::new();
         }
+        self.appended(written)
+    }
+
+    /// Bookkeeping after a record of `written` bytes: length, and the sync policy.
+    fn appended(&mut self, written: u64) -> Result<()> {
+        self.len += written;
+        self.dirty = true;
         match self.policy {
-            SyncPolicy::Always => self.sync()?,
-            SyncPolicy::Batch => self.writeback.appended(written, &self.file),
-            SyncPolicy::Never => {}
+            SyncPolicy::Always => self.sync(),
+            SyncPolicy::Batch => {
+                self.writeback.appended(written, &self.file);
+                Ok(())
+            }
+            SyncPolicy::Never => Ok(()),
         }
-        Ok(())
     }
 
     /// Appends one batch (with its ID set) whose rows were written to the active segment's file
@@ -433,15 +440,7 @@ impl Wal {
         self.file
             .write_all(&self.buf)
             .map_err(|e| StoreError::io("append to", &self.path, e))?;
-        let written = self.buf.len() as u64;
-        self.len += written;
-        self.dirty = true;
-        match self.policy {
-            SyncPolicy::Always => self.sync()?,
-            SyncPolicy::Batch => self.writeback.appended(written, &self.file),
-            SyncPolicy::Never => {}
-        }
-        Ok(())
+        self.appended(self.buf.len() as u64)
     }
 
     /// Makes the appended records durable (fdatasync), unless the policy is

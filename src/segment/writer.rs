@@ -687,19 +687,7 @@ impl SegmentBuilder {
             .map_err(|e| StoreError::io("write back", &active.path, e))?;
         let name = super::file_name(&active.uuid);
         if head == 0 || (head.is_multiple_of(active.block) && collapse_front(&active.file, head)) {
-            if sync {
-                active
-                    .file
-                    .sync_all()
-                    .map_err(|e| StoreError::io("fsync", &active.path, e))?;
-            }
-            let path = dir.join(&name);
-            std::fs::rename(&active.path, &path).map_err(|e| {
-                StoreError::io(format!("rename to {}", path.display()), &active.path, e)
-            })?;
-            if sync {
-                sync_dir(dir)?;
-            }
+            commit_file(&active.file, &active.path, dir, &name, sync)?;
         } else {
             copy_out(&active.file, &active.path, head, len, dir, &name, sync)?;
             let _ = std::fs::remove_file(&active.path);
@@ -828,17 +816,7 @@ fn copy_out(
             std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "segment file is short"),
         ));
     }
-    if sync {
-        out.sync_all()
-            .map_err(|e| StoreError::io("fsync", &tmp, e))?;
-    }
-    drop(out);
-    let final_path = dir.join(name);
-    std::fs::rename(&tmp, &final_path)
-        .map_err(|e| StoreError::io(format!("rename to {}", final_path.display()), &tmp, e))?;
-    if sync {
-        sync_dir(dir)?;
-    }
+    commit_file(&out, &tmp, dir, name, sync)?;
     Ok(())
 }
 
@@ -878,16 +856,22 @@ fn checksum_with_data_crc(data_crc: u32, data_len: usize, offsets: &[u32]) -> u3
 /// renamed over `name`, and the directory is fsynced (fsyncs only when `sync`).
 pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<PathBuf> {
     let tmp = dir.join(format!(".{name}.tmp"));
-    let path = dir.join(name);
     let mut f = File::create(&tmp).map_err(|e| StoreError::io("create", &tmp, e))?;
     f.write_all(bytes)
         .map_err(|e| StoreError::io("write", &tmp, e))?;
+    commit_file(&f, &tmp, dir, name, sync)
+}
+
+/// The end of every atomic write: fsyncs the written temporary `file` at `tmp`, renames it to
+/// `dir/name` and fsyncs the directory (fsyncs only when `sync`). Returns the final path.
+fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) -> Result<PathBuf> {
     if sync {
-        f.sync_all().map_err(|e| StoreError::io("fsync", &tmp, e))?;
+        file.sync_all()
+            .map_err(|e| StoreError::io("fsync", tmp, e))?;
     }
-    drop(f);
-    std::fs::rename(&tmp, &path)
-        .map_err(|e| StoreError::io(format!("rename to {}", path.display()), &tmp, e))?;
+    let path = dir.join(name);
+    std::fs::rename(tmp, &path)
+        .map_err(|e| StoreError::io(format!("rename to {}", path.display()), tmp, e))?;
     if sync {
         sync_dir(dir)?;
     }
