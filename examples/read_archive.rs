@@ -49,22 +49,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Imports a few events with the library's pipeline (what `weir import` does).
 fn sample_archive(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    use weir::pipeline::config::{ImportSpec, PipelineSpec};
+    use weir::pipeline::config::{ImportConfig, PipelineSpec};
+    use weir::source::FileSourceConfig;
+    use weir::store::ArchiveSinkConfig;
     let log = dir.with_extension("log");
     std::fs::write(
         &log,
         "#separator \\x09\n#path\tconn\n#fields\tts\tuid\tid.orig_h\n#types\ttime\tstring\taddr\n\
          1258531221.486539\tPii6cUUq1v4\t192.168.1.102\n1258531680.237254\tnkCxlvNN8pi\tfe80::1\n",
     )?;
-    let spec = PipelineSpec::for_import(&ImportSpec {
-        inputs: vec![log.clone()],
-        db: dir.to_path_buf(),
-        ..ImportSpec::default()
+    let spec = PipelineSpec::for_import(ImportConfig {
+        source: FileSourceConfig::new([log.display().to_string()]),
+        archive: ArchiveSinkConfig::new(dir),
+        ..ImportConfig::default()
     });
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
         let (pipeline, _) = weir::pipeline::build::build(&spec).await?;
-        pipeline.run().await
+        pipeline.run().await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     std::fs::remove_file(log)?;
     Ok(())

@@ -27,16 +27,22 @@ use futures::{Stream, StreamExt};
 use tokio::time::{Instant, Sleep};
 
 use crate::batch::Batch;
+use crate::setting::InvalidSetting;
 use crate::value::{RowCursor, ValueRef};
 
-/// Limits of the batches a [`Batcher`] emits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Limits of the batches a [`Batcher`] emits: the `[transforms.NAME] type = "batch"` table of
+/// a pipeline file (keys `max_events`, `max_bytes`, `timeout`) and `weir import`'s
+/// `--batch-size` and `--batch-timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BatchConfig {
-    /// Most events in one batch (at least 1).
+    /// Most events in one batch (1 to [`BatchConfig::MAX_EVENTS_LIMIT`]).
     pub max_events: usize,
     /// Most encoded bytes in one batch (at least 1; one bigger event still makes a batch).
+    #[serde(deserialize_with = "crate::setting::de_size_usize")]
     pub max_bytes: usize,
     /// Longest time a partial batch waits for more events after its first one.
+    #[serde(deserialize_with = "crate::setting::de_duration")]
     pub timeout: Duration,
 }
 
@@ -49,6 +55,33 @@ impl BatchConfig {
     pub const DEFAULT_MAX_BYTES: usize = 16 << 20;
     /// Default timeout (`--batch-timeout`).
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
+    /// Most events a batch may be configured to hold (2^24): a batch's row offsets are
+    /// 32-bit, and a bigger batch would only delay the first write.
+    pub const MAX_EVENTS_LIMIT: usize = 1 << 24;
+
+    /// Checks the limits: the one check of each, for flags and pipeline files alike.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if !(1..=Self::MAX_EVENTS_LIMIT).contains(&self.max_events) {
+            let reason = if self.max_events == 0 {
+                "must be at least 1".to_string()
+            } else {
+                format!("must be at most {}", Self::MAX_EVENTS_LIMIT)
+            };
+            return Err(InvalidSetting::out_of_range(
+                "max_events",
+                self.max_events.to_string(),
+                reason,
+            ));
+        }
+        if self.max_bytes == 0 {
+            return Err(InvalidSetting::out_of_range(
+                "max_bytes",
+                "0",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for BatchConfig {
@@ -81,12 +114,13 @@ where
     S: Stream<Item = Result<Batch, E>> + Unpin,
 {
     /// Wraps `inner`. Must be polled within a tokio runtime with time enabled (the timeout
-    /// uses tokio time).
+    /// uses tokio time). A limit of 0, which [`BatchConfig::validate`] refuses, acts as 1 here
+    /// so that cutting batches always makes progress.
     pub fn new(inner: S, config: BatchConfig) -> Batcher<S, E> {
         let config = BatchConfig {
             max_events: config.max_events.max(1),
             max_bytes: config.max_bytes.max(1),
-            timeout: config.timeout,
+            ..config
         };
         Batcher {
             inner,

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::setting::{Choice, ChoiceName};
+
 /// What a reader does with a row it cannot parse (`--on-error`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
@@ -12,18 +14,23 @@ pub enum OnError {
     Skip,
 }
 
-impl std::str::FromStr for OnError {
-    type Err = String;
-    fn from_str(s: &str) -> Result<OnError, String> {
-        match s {
-            "fail" => Ok(OnError::Fail),
-            "skip" => Ok(OnError::Skip),
-            _ => Err(format!(
-                "unknown --on-error value {s:?}: expected fail or skip"
-            )),
-        }
-    }
+impl Choice for OnError {
+    const WHAT: &'static str = "--on-error";
+    const CHOICES: &'static [ChoiceName<OnError>] = &[
+        ChoiceName {
+            name: "fail",
+            value: OnError::Fail,
+            help: Some("stop at the first bad row (exit 1)"),
+        },
+        ChoiceName {
+            name: "skip",
+            value: OnError::Skip,
+            help: Some("drop bad rows; report their count and the first few at the end"),
+        },
+    ];
 }
+
+crate::choice!(OnError);
 
 /// How many characters of offending input an error message quotes.
 pub const QUOTE_LIMIT: usize = 80;

@@ -71,6 +71,7 @@ pub mod error;
 pub mod inflate;
 pub mod pipeline;
 pub mod segment;
+pub mod setting;
 pub mod size;
 pub mod source;
 pub mod store;

@@ -37,6 +37,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+mod config;
+
+pub use config::FileSourceConfig;
+
 use async_compression::tokio::bufread::{GzipDecoder, ZstdDecoder};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader, ReadBuf};
@@ -45,6 +49,7 @@ use tokio_util::io::StreamReader;
 use tokio_util::sync::CancellationToken;
 
 use crate::inflate::ParallelGunzip;
+use crate::setting::{Choice, ChoiceName};
 
 /// Size of one blocking read from a file or stdin.
 pub const CHUNK_SIZE: usize = 1 << 20;
@@ -211,20 +216,43 @@ pub enum Compression {
     None,
 }
 
-impl std::str::FromStr for Compression {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Compression, String> {
-        match s {
-            "auto" => Ok(Compression::Auto),
-            "gzip" | "gz" => Ok(Compression::Gzip),
-            "zstd" | "zst" => Ok(Compression::Zstd),
-            "none" => Ok(Compression::None),
-            _ => Err(format!(
-                "unknown compression {s:?}: expected auto, gzip, zstd or none"
-            )),
-        }
-    }
+impl Choice for Compression {
+    const WHAT: &'static str = "decompression";
+    const CHOICES: &'static [ChoiceName<Compression>] = &[
+        ChoiceName {
+            name: "auto",
+            value: Compression::Auto,
+            help: Some("gzip or zstd by their magic bytes, otherwise none"),
+        },
+        ChoiceName {
+            name: "gzip",
+            value: Compression::Gzip,
+            help: Some("gzip, possibly several concatenated members"),
+        },
+        ChoiceName {
+            name: "gz",
+            value: Compression::Gzip,
+            help: None,
+        },
+        ChoiceName {
+            name: "zstd",
+            value: Compression::Zstd,
+            help: Some("zstd, possibly several frames"),
+        },
+        ChoiceName {
+            name: "zst",
+            value: Compression::Zstd,
+            help: None,
+        },
+        ChoiceName {
+            name: "none",
+            value: Compression::None,
+            help: Some("read the bytes as they are"),
+        },
+    ];
 }
+
+crate::choice!(Compression);
 
 impl Compression {
     /// The compression that the first bytes of a stream announce.
@@ -251,29 +279,28 @@ pub enum Format {
     ZeekJson,
 }
 
-impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
-        match s {
-            "auto" => Ok(Format::Auto),
-            "zeek-tsv" => Ok(Format::ZeekTsv),
-            "zeek-json" => Ok(Format::ZeekJson),
-            _ => Err(format!(
-                "unknown input format {s:?}: expected auto, zeek-tsv or zeek-json"
-            )),
-        }
-    }
+impl Choice for Format {
+    const WHAT: &'static str = "input format";
+    const CHOICES: &'static [ChoiceName<Format>] = &[
+        ChoiceName {
+            name: "auto",
+            value: Format::Auto,
+            help: Some("Zeek TSV or JSON, told apart by the first byte"),
+        },
+        ChoiceName {
+            name: "zeek-tsv",
+            value: Format::ZeekTsv,
+            help: Some("Zeek TSV"),
+        },
+        ChoiceName {
+            name: "zeek-json",
+            value: Format::ZeekJson,
+            help: Some("Zeek JSON lines"),
+        },
+    ];
 }
 
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Format::Auto => "auto",
-            Format::ZeekTsv => "zeek-tsv",
-            Format::ZeekJson => "zeek-json",
-        })
-    }
-}
+crate::choice!(Format);
 
 impl Format {
     /// The format that the first non-whitespace byte announces (`None`: empty input).

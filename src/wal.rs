@@ -58,11 +58,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use crate::batch::Batch;
 use crate::segment::DataLocation;
+use crate::setting::{Choice, ChoiceName};
 use crate::store::{Result, StoreError};
 use crate::types::{Field, Schema, SchemaRef, Type};
 
@@ -107,29 +107,28 @@ impl SyncPolicy {
     }
 }
 
-impl FromStr for SyncPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<SyncPolicy, String> {
-        match s {
-            "always" => Ok(SyncPolicy::Always),
-            "batch" => Ok(SyncPolicy::Batch),
-            "never" => Ok(SyncPolicy::Never),
-            _ => Err(format!(
-                "unknown sync policy {s:?}: expected always, batch or never"
-            )),
-        }
-    }
+impl Choice for SyncPolicy {
+    const WHAT: &'static str = "--sync";
+    const CHOICES: &'static [ChoiceName<SyncPolicy>] = &[
+        ChoiceName {
+            name: "always",
+            value: SyncPolicy::Always,
+            help: Some("fsync the WAL before each batch is acknowledged: survives power loss; slowest"),
+        },
+        ChoiceName {
+            name: "batch",
+            value: SyncPolicy::Batch,
+            help: Some("write each batch to the WAL before acknowledging it (survives kill -9); fsync at every flush and seal (the default)"),
+        },
+        ChoiceName {
+            name: "never",
+            value: SyncPolicy::Never,
+            help: Some("never fsync: survives kill -9, not an OS crash or power loss"),
+        },
+    ];
 }
 
-impl std::fmt::Display for SyncPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SyncPolicy::Always => "always",
-            SyncPolicy::Batch => "batch",
-            SyncPolicy::Never => "never",
-        })
-    }
-}
+crate::choice!(SyncPolicy);
 
 /// A discarded torn last record.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use weir::batcher::BatchConfig;
+use weir::codec::writer::OutputFormat;
+use weir::codec::{FileSinkConfig, StdoutSinkConfig};
 use weir::error::OnError;
 use weir::pipeline::config::*;
+use weir::source::{Compression, FileSourceConfig, Format, Input};
+use weir::store::ArchiveSinkConfig;
+use weir::wal::SyncPolicy;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -119,14 +125,15 @@ fn shipped_pipelines_validate_with_check() {
             PipelineSpec::load(&shipped(name), &options).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(spec.sources().count() >= 1, "{name}");
         assert!(spec.sinks().count() >= 1, "{name}");
-        for (_, _, sink) in spec.sinks() {
-            match sink {
-                SinkSpec::Archive(a) => assert_eq!(a.db, db, "{name}"),
-                SinkSpec::File { path, format } => {
-                    assert_eq!(path, &json, "{name}");
-                    assert_eq!(*format, OutputFormat::Json, "{name}");
+        for (_, sink) in spec.sinks() {
+            match &sink.config {
+                StageConfig::Archive(a) => assert_eq!(a.db, db, "{name}"),
+                StageConfig::FileSink(f) => {
+                    assert_eq!(f.path, json, "{name}");
+                    assert_eq!(f.format, OutputFormat::Json, "{name}");
                 }
-                SinkSpec::Stdout { .. } => {}
+                StageConfig::Stdout(_) => {}
+                other => panic!("{name}: not a sink: {other:?}"),
             }
         }
     }
@@ -148,13 +155,19 @@ fn shipped_pipelines_check_against_corpus() {
     };
     let spec = PipelineSpec::load(&shipped("zeek-to-archive.toml"), &options).unwrap();
     let files = spec.expand_source(0).unwrap();
-    let mut expected: Vec<InputFile> = common::corpus_files(&dir)
+    let mut expected: Vec<PathBuf> = common::corpus_files(&dir)
         .into_iter()
         .filter(|p| p.parent() == Some(dir.as_path()) && p.to_string_lossy().ends_with(".log.gz"))
-        .map(InputFile::Path)
         .collect();
-    expected.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    expected.sort();
     assert!(!expected.is_empty());
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|f| match f {
+            Input::Path(p) => p,
+            other => panic!("not a file: {other:?}"),
+        })
+        .collect();
     assert_eq!(files, expected);
 }
 
@@ -167,34 +180,19 @@ fn zeek_to_archive_is_the_import_pipeline() {
         &vars(&[("WEIR_INPUT", "logs/conn.log.gz"), ("WEIR_DB", "my.db")]),
     )
     .unwrap();
-    let import = PipelineSpec::for_import(&ImportSpec {
-        inputs: vec![PathBuf::from("logs/conn.log.gz")],
-        db: PathBuf::from("my.db"),
-        ..ImportSpec::default()
+    let import = PipelineSpec::for_import(ImportConfig {
+        source: FileSourceConfig::new(["logs/conn.log.gz"]),
+        archive: ArchiveSinkConfig::new("my.db"),
+        ..ImportConfig::default()
     });
-    assert_eq!(from_file.channel_capacity, import.channel_capacity);
+    // The same stages with the same settings: a file's globs and import's FILE arguments
+    // follow the same rules.
+    assert_eq!(from_file.options, import.options);
     assert_eq!(from_file.stages.len(), import.stages.len());
     for (a, b) in from_file.stages.iter().zip(&import.stages) {
         assert_eq!(a.name, b.name);
         assert_eq!(a.inputs, b.inputs, "{}", a.name);
-        match (&a.kind, &b.kind) {
-            (StageKind::Source(x), StageKind::Source(y)) => {
-                assert_eq!(
-                    x.inputs,
-                    vec![InputPath::Glob(PathBuf::from("logs/conn.log.gz"))]
-                );
-                assert_eq!(
-                    y.inputs,
-                    vec![InputPath::Literal(PathBuf::from("logs/conn.log.gz"))]
-                );
-                let same = SourceSpec {
-                    inputs: y.inputs.clone(),
-                    ..x.clone()
-                };
-                assert_eq!(&same, y);
-            }
-            (x, y) => assert_eq!(x, y, "{}", a.name),
-        }
+        assert_eq!(a.config, b.config, "{}", a.name);
     }
     assert_eq!(
         from_file
@@ -208,52 +206,51 @@ fn zeek_to_archive_is_the_import_pipeline() {
 
 #[test]
 fn for_import_reads_stdin_without_files_and_for_dash() {
-    let spec = PipelineSpec::for_import(&ImportSpec::default());
-    let (_, _, src) = spec.sources().next().unwrap();
-    assert_eq!(src.inputs, vec![InputPath::Stdin]);
-    assert_eq!(spec.expand_source(0).unwrap(), vec![InputFile::Stdin]);
+    let spec = PipelineSpec::for_import(ImportConfig::default());
+    let (_, stage, src) = spec.sources().next().unwrap();
+    assert!(matches!(stage.config, StageConfig::Stdin(_)));
+    assert_eq!(src.paths, vec!["-"]);
+    assert!(matches!(
+        spec.expand_source(0).unwrap().as_slice(),
+        [Input::Stdin]
+    ));
 
-    let spec = PipelineSpec::for_import(&ImportSpec {
-        inputs: vec!["a.log".into(), "-".into(), "b[1].log".into()],
-        on_error: OnError::Skip,
-        format: InputFormat::ZeekJson,
-        batch: BatchSpec {
+    let mut import = ImportConfig {
+        source: FileSourceConfig::new(["a.log", "-", "b[1].log"]),
+        batch: BatchConfig {
             max_events: 7,
             max_bytes: 99,
             timeout: Duration::from_millis(5),
         },
-        max_segment_size: Some(1 << 20),
-        sync: Some(SyncMode::Never),
-        ..ImportSpec::default()
-    });
+        archive: ArchiveSinkConfig {
+            max_segment_size: 1 << 20,
+            sync: SyncPolicy::Never,
+            ..ArchiveSinkConfig::new("weir.db")
+        },
+        ..ImportConfig::default()
+    };
+    import.source.on_error = OnError::Skip;
+    import.source.format = Format::ZeekJson;
+    let spec = PipelineSpec::for_import(import);
+    spec.validate().unwrap();
     let (_, _, src) = spec.sources().next().unwrap();
-    assert_eq!(
-        src.inputs,
-        vec![
-            InputPath::Literal("a.log".into()),
-            InputPath::Stdin,
-            // Taken literally: `[1]` is not a glob class for `weir import`.
-            InputPath::Literal("b[1].log".into()),
-        ]
-    );
+    assert_eq!(src.paths, vec!["a.log", "-", "b[1].log"]);
     assert_eq!(src.on_error, OnError::Skip);
-    assert_eq!(src.format, InputFormat::ZeekJson);
+    assert_eq!(src.format, Format::ZeekJson);
     assert_eq!(
-        spec.stages[1].kind,
-        StageKind::Transform(TransformSpec::Batch(BatchSpec {
+        spec.stages[1].config,
+        StageConfig::Batch(BatchConfig {
             max_events: 7,
             max_bytes: 99,
             timeout: Duration::from_millis(5),
-        }))
+        })
     );
-    assert_eq!(
-        spec.stages[2].kind,
-        StageKind::Sink(SinkSpec::Archive(ArchiveSinkSpec {
-            db: "weir.db".into(),
-            max_segment_size: Some(1 << 20),
-            sync: Some(SyncMode::Never),
-        }))
-    );
+    let StageConfig::Archive(a) = &spec.stages[2].config else {
+        panic!("{:?}", spec.stages[2])
+    };
+    assert_eq!(a.db, PathBuf::from("weir.db"));
+    assert_eq!(a.max_segment_size, 1 << 20);
+    assert_eq!(a.sync, SyncPolicy::Never);
     assert_eq!(spec.consumers(0), vec![1]);
     assert_eq!(spec.consumers(1), vec![2]);
     assert!(spec.consumers(2).is_empty());
@@ -264,10 +261,10 @@ fn stdin_live_has_a_short_batch_timeout() {
     let spec =
         PipelineSpec::load(&shipped("stdin-live.toml"), &vars(&[("WEIR_DB", "x.db")])).unwrap();
     let (_, _, src) = spec.sources().next().unwrap();
-    assert_eq!(src.inputs, vec![InputPath::Stdin]);
+    assert!(src.is_stdin());
     assert_eq!(src.on_error, OnError::Skip);
     let (_, batch) = spec.stage("batch").unwrap();
-    let StageKind::Transform(TransformSpec::Batch(b)) = &batch.kind else {
+    let StageConfig::Batch(b) = &batch.config else {
         panic!("{batch:?}")
     };
     assert_eq!(b.timeout, Duration::from_millis(200));
@@ -289,20 +286,16 @@ fn tee_json_fans_out_to_archive_and_json_file() {
     assert_eq!(consumers, ["archive", "json"]);
     let (_, json) = spec.stage("json").unwrap();
     assert_eq!(
-        json.kind,
-        StageKind::Sink(SinkSpec::File {
+        json.config,
+        StageConfig::FileSink(FileSinkConfig {
             path: "events.json".into(),
             format: OutputFormat::Json
         })
     );
     let (_, archive) = spec.stage("archive").unwrap();
     assert_eq!(
-        archive.kind,
-        StageKind::Sink(SinkSpec::Archive(ArchiveSinkSpec {
-            db: "weir.db".into(),
-            max_segment_size: None,
-            sync: None
-        }))
+        archive.config,
+        StageConfig::Archive(ArchiveSinkConfig::new("weir.db"))
     );
 }
 
@@ -360,65 +353,62 @@ fn topological_order_fan_in_and_fan_out() {
         vec![idx("json"), idx("screen"), idx("small")]
     );
     assert_eq!(spec.stages[idx("archive")].inputs, vec![idx("small")]);
-    assert_eq!(spec.channel_capacity, 8 << 20);
+    assert_eq!(spec.options.channel_capacity, 8 << 20);
     assert_eq!(spec.stages[idx("zeek")].line, Some(33));
     assert_eq!(spec.stages[idx("zeek")].table(), "sources.zeek");
 
-    let StageKind::Source(zeek) = &spec.stages[idx("zeek")].kind else {
+    let StageConfig::File(zeek) = &spec.stages[idx("zeek")].config else {
         panic!()
     };
-    assert_eq!(
-        zeek.inputs,
-        vec![InputPath::Glob("/base/data/*.log".into()), InputPath::Stdin]
-    );
-    assert_eq!(zeek.format, InputFormat::ZeekTsv);
-    assert_eq!(zeek.decompress, Decompress::Gzip);
+    assert_eq!(zeek.paths, vec!["/base/data/*.log", "-"]);
+    assert_eq!(zeek.format, Format::ZeekTsv);
+    assert_eq!(zeek.decompress, Compression::Gzip);
     assert_eq!(zeek.on_error, OnError::Skip);
     assert_eq!(zeek.json_schema, "zeek.custom");
     assert_eq!(zeek.max_line_length, 1 << 20);
-    let StageKind::Source(live) = &spec.stages[idx("live")].kind else {
+    let StageConfig::Stdin(live) = &spec.stages[idx("live")].config else {
         panic!()
     };
-    assert_eq!(live.inputs, vec![InputPath::Stdin]);
-    assert_eq!(live.format, InputFormat::ZeekJson);
-    assert_eq!(live.decompress, Decompress::None);
+    assert!(live.is_stdin());
+    assert_eq!(live.format, Format::ZeekJson);
+    assert_eq!(live.decompress, Compression::None);
     assert_eq!(live.on_error, OnError::Fail);
 
     assert_eq!(
-        spec.stages[idx("small")].kind,
-        StageKind::Transform(TransformSpec::Batch(BatchSpec {
+        spec.stages[idx("small")].config,
+        StageConfig::Batch(BatchConfig {
             max_events: 10,
             max_bytes: 4 << 20,
             timeout: Duration::from_millis(250),
-        }))
+        })
     );
     assert_eq!(
-        spec.stages[idx("big")].kind,
-        StageKind::Transform(TransformSpec::Batch(BatchSpec {
+        spec.stages[idx("big")].config,
+        StageConfig::Batch(BatchConfig {
             max_events: 100_000,
-            ..BatchSpec::default()
-        }))
+            ..BatchConfig::default()
+        })
     );
     // ${PIPELINE_DIR} is absolute-or-not as the file path is; it is not re-based.
     let archive_db = fixtures().join("out/weir.db");
     assert_eq!(
-        spec.stages[idx("archive")].kind,
-        StageKind::Sink(SinkSpec::Archive(ArchiveSinkSpec {
+        spec.stages[idx("archive")].config,
+        StageConfig::Archive(ArchiveSinkConfig {
             db: archive_db,
-            max_segment_size: Some(512 << 20),
-            sync: Some(SyncMode::Always),
-        }))
+            max_segment_size: 512 << 20,
+            sync: SyncPolicy::Always,
+        })
     );
     assert_eq!(
-        spec.stages[idx("json")].kind,
-        StageKind::Sink(SinkSpec::File {
+        spec.stages[idx("json")].config,
+        StageConfig::FileSink(FileSinkConfig {
             path: "/base/out/events.json".into(),
             format: OutputFormat::Json
         })
     );
     assert_eq!(
-        spec.stages[idx("screen")].kind,
-        StageKind::Sink(SinkSpec::Stdout {
+        spec.stages[idx("screen")].config,
+        StageConfig::Stdout(StdoutSinkConfig {
             format: OutputFormat::Json
         })
     );
@@ -716,9 +706,9 @@ fn check_refuses_missing_sink_directory_and_unreadable_literal() {
     assert_eq!(e.line, Some(4));
     assert!(e.to_string().contains("no/such/dir"), "{e}");
 
-    let spec = PipelineSpec::for_import(&ImportSpec {
-        inputs: vec![tmp.path().join("missing.log")],
-        ..ImportSpec::default()
+    let spec = PipelineSpec::for_import(ImportConfig {
+        source: FileSourceConfig::new([tmp.path().join("missing.log").display().to_string()]),
+        ..ImportConfig::default()
     });
     let e = spec.check_paths().unwrap_err();
     assert!(matches!(*e.kind, ConfigErrorKind::Unreadable { .. }), "{e}");
@@ -733,23 +723,22 @@ fn glob_expansion_reads_patterns_in_order_and_matches_sorted() {
     for name in ["b.log", "a.log", "c.gz", "z.log"] {
         std::fs::write(tmp.path().join(name), "x").unwrap();
     }
-    let src = SourceSpec::new(vec![
-        InputPath::Glob(tmp.path().join("c.*")),
-        InputPath::Glob(tmp.path().join("*.log")),
-        InputPath::Stdin,
+    let src = FileSourceConfig::new([
+        tmp.path().join("c.*").display().to_string(),
+        tmp.path().join("*.log").display().to_string(),
+        "-".to_string(),
     ]);
-    let files = src.expand().unwrap();
-    let p = |n: &str| InputFile::Path(tmp.path().join(n));
-    assert_eq!(
-        files,
-        vec![
-            p("c.gz"),
-            p("a.log"),
-            p("b.log"),
-            p("z.log"),
-            InputFile::Stdin
-        ]
-    );
+    let files: Vec<String> = src
+        .inputs()
+        .unwrap()
+        .into_iter()
+        .map(|i| match i {
+            Input::Path(p) => p.file_name().unwrap().to_string_lossy().into_owned(),
+            Input::Stdin => "-".to_string(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(files, ["c.gz", "a.log", "b.log", "z.log", "-"]);
 }
 
 #[test]
@@ -771,19 +760,11 @@ db = "${PIPELINE_DIR}/db"
     )
     .unwrap();
     let spec = PipelineSpec::load(&path, &vars(&[("DIR", "/data"), ("EMPTY", "")])).unwrap();
-    let StageKind::Source(src) = &spec.stages[0].kind else {
+    let StageConfig::File(src) = &spec.stages[0].config else {
         panic!()
     };
-    let globs: Vec<PathBuf> = src
-        .inputs
-        .iter()
-        .map(|i| match i {
-            InputPath::Glob(p) => p.clone(),
-            other => panic!("{other:?}"),
-        })
-        .collect();
     assert_eq!(
-        globs,
+        src.paths,
         [
             "/data/a.log",
             "fallback/b.log",
@@ -791,9 +772,8 @@ db = "${PIPELINE_DIR}/db"
             "cost$5",
             "$HOME"
         ]
-        .map(PathBuf::from)
     );
-    let StageKind::Sink(SinkSpec::Archive(a)) = &spec.stages[1].kind else {
+    let StageConfig::Archive(a) = &spec.stages[1].config else {
         panic!()
     };
     assert_eq!(a.db, tmp.path().join("db"));
@@ -823,10 +803,10 @@ fn pipeline_dir_of_a_relative_file_path() {
         &vars(&[]),
     )
     .unwrap();
-    let StageKind::Source(src) = &spec.stages[0].kind else {
+    let StageConfig::File(src) = &spec.stages[0].config else {
         panic!()
     };
-    assert_eq!(src.inputs, vec![InputPath::Glob("some/dir/x".into())]);
+    assert_eq!(src.paths, vec!["some/dir/x"]);
     assert_eq!(spec.origin, "inline");
 }
 

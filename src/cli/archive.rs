@@ -6,22 +6,23 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 
-use weir::codec::writer::{writer_for, WriteError};
+use weir::codec::writer::{writer_for, OutputFormat, WriteError};
+use weir::codec::StdoutSinkConfig;
 use weir::store::Archive;
 
-use super::{OutputClosed, ToFormat};
+use super::args::{choice, DbArg};
+use super::OutputClosed;
 
 /// Output is written in pieces of about this size.
 const CHUNK: usize = 256 << 10;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The archive directory.
-    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
-    db: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ToFormat::ZeekTsv)]
-    to: ToFormat,
+    #[command(flatten)]
+    db: DbArg,
+    /// Output format [default: zeek-tsv].
+    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT")]
+    to: Option<OutputFormat>,
     /// Stop after N events.
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
@@ -29,9 +30,8 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// The archive directory.
-    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArg,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -49,9 +49,8 @@ pub struct InspectArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The archive directory.
-    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
@@ -81,8 +80,8 @@ fn print_out(text: &str) -> anyhow::Result<()> {
 
 /// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
-    let archive = Archive::open(&args.db)?;
-    let mut writer = writer_for(args.to.into());
+    let archive = Archive::open(&args.db.path)?;
+    let mut writer = writer_for(args.to.unwrap_or(StdoutSinkConfig::default().format));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = Vec::with_capacity(CHUNK * 2);
@@ -131,7 +130,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 
 /// `weir info`.
 pub fn info(args: InfoArgs) -> anyhow::Result<()> {
-    let info = Archive::open(&args.db)?.info()?;
+    let info = Archive::open(&args.db.path)?.info()?;
     if args.json {
         print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
     } else {
@@ -152,7 +151,7 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
 
 /// `weir verify`: a line per problem and exit 1, or a line saying all is well.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
-    let report = Archive::open(&args.db)?.verify();
+    let report = Archive::open(&args.db.path)?.verify();
     for w in &report.warnings {
         eprintln!("weir: warning: {w}");
     }
@@ -174,7 +173,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
         anyhow::bail!(
             "{} problems found in {}",
             report.problems.len(),
-            args.db.display()
+            args.db.path.display()
         )
     }
 }

@@ -1,53 +1,57 @@
-//! `weir convert`: Zeek logs in, Zeek TSV or JSON lines out on stdout.
+//! `weir convert`: Zeek logs in, Zeek TSV or JSON lines out on stdout; a pipeline of one
+//! source (the inputs in order) and one stdout sink.
 
 use clap::Args;
 
-use weir::codec::writer::{writer_for, WriterSink};
-use weir::codec::ReaderOptions;
-use weir::pipeline::decode::SourceConfig;
-use weir::pipeline::{Pipeline, PipelineOptions};
-use weir::source::expand_inputs;
+use weir::codec::writer::OutputFormat;
+use weir::codec::StdoutSinkConfig;
+use weir::pipeline::build::build;
+use weir::pipeline::config::{PipelineSpec, Stage, StageConfig};
+use weir::pipeline::PipelineOptions;
 
-use super::{signals, FromFormat, OnErrorArg, ToFormat};
-
-/// Bytes in flight per edge: enough to keep the parser and the writer busy.
-const CAPACITY: usize = 16 << 20;
+use super::args::{choice, SourceArgs};
+use super::signals;
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = FromFormat::Auto)]
-    from: FromFormat,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ToFormat::ZeekTsv)]
-    to: ToFormat,
-    /// What to do with a row that does not parse.
-    #[arg(long = "on-error", value_enum, default_value_t = OnErrorArg::Fail)]
-    on_error: OnErrorArg,
-    /// Files or glob patterns, read in order (gzip and zstd detected); `-` or none: stdin.
-    #[arg(value_name = "FILE")]
-    files: Vec<String>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Output format [default: zeek-tsv].
+    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT")]
+    to: Option<OutputFormat>,
 }
 
-/// Runs `weir convert`: a pipeline of one source (the inputs in order) and one stdout sink.
+/// Runs `weir convert`.
 pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let stop = signals::install();
-    let inputs = expand_inputs(&args.files)?;
-    let reader = ReaderOptions {
-        on_error: args.on_error.into(),
-        ..ReaderOptions::default()
+    let mut sink = StdoutSinkConfig::default();
+    if let Some(to) = args.to {
+        sink.format = to;
+    }
+    let source = args.source.config();
+    // Fail on a missing input before anything is written.
+    source.inputs()?;
+    let spec = PipelineSpec {
+        origin: "weir convert".into(),
+        options: PipelineOptions::default(),
+        stages: vec![
+            Stage {
+                name: "input".into(),
+                line: None,
+                config: StageConfig::File(source),
+                inputs: vec![],
+            },
+            Stage {
+                name: "stdout".into(),
+                line: None,
+                config: StageConfig::Stdout(sink),
+                inputs: vec![0],
+            },
+        ],
     };
-    let mut config = SourceConfig::zeek(reader, CAPACITY);
-    config.format = args.from.into();
-    let mut p = Pipeline::new(PipelineOptions {
-        channel_capacity: CAPACITY,
-        ..PipelineOptions::default()
-    });
-    let src = p.add_source("input", inputs, config)?;
-    let out = WriterSink::new(writer_for(args.to.into()), tokio::io::stdout());
-    p.add_sink("stdout", &[src], out)?;
-    signals::forward(stop, p.shutdown_token());
-    let summary = p.run().await?;
+    let (pipeline, _) = build(&spec).await?;
+    signals::forward(stop, pipeline.shutdown_token());
+    let summary = pipeline.run().await?;
     super::report_warnings(&summary.warnings);
     super::report_skips(&summary.skipped);
     Ok(())

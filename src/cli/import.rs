@@ -1,79 +1,51 @@
 //! `weir import` and `weir run`: both build a pipeline from a [`PipelineSpec`] (for import,
-//! [`PipelineSpec::for_import`], the same graph as `pipelines/zeek-to-archive.toml`) and run
-//! it with progress, signals, a summary line and optional metrics.
+//! [`PipelineSpec::for_import`], the same graph as `pipelines/zeek-to-archive.toml`, with the
+//! command's flags applied to the stages' configurations) and run it with progress, signals,
+//! a summary line and optional metrics.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use weir::pipeline::build::build;
-use weir::pipeline::config::{
-    BatchSpec, ImportSpec, InputFormat, LoadOptions, PipelineSpec, SyncMode,
-};
-use weir::source::{expand_inputs, total_size, Input};
+use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+use weir::source::total_size;
+use weir::wal::SyncPolicy;
 
+use super::args::{choice, DbArg, SourceArgs};
 use super::progress::{bytes, Progress};
-use super::{parse_duration, signals, FromFormat, OnErrorArg, UsageError};
-
-/// `--sync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SyncArg {
-    /// Fsync the WAL before each batch is acknowledged: survives power loss; slowest.
-    Always,
-    /// Write each batch to the WAL before acknowledging it (survives kill -9); fsync the WAL
-    /// at every flush and seal, and segments always (the default).
-    Batch,
-    /// Never fsync: survives kill -9, not an OS crash or power loss (benchmarks, throwaway).
-    Never,
-}
-
-impl From<SyncArg> for SyncMode {
-    fn from(s: SyncArg) -> SyncMode {
-        match s {
-            SyncArg::Always => SyncMode::Always,
-            SyncArg::Batch => SyncMode::Batch,
-            SyncArg::Never => SyncMode::Never,
-        }
-    }
-}
+use super::{parse_duration, signals, UsageError};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The archive directory.
-    #[arg(long, env = "WEIR_DB", default_value = "./weir.db", value_name = "DIR")]
-    db: PathBuf,
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = FromFormat::Auto)]
-    from: FromFormat,
-    /// Most events per batch.
-    #[arg(long, default_value_t = BatchSpec::DEFAULT_MAX_EVENTS as u64, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
-    batch_size: u64,
-    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`).
-    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DUR")]
-    batch_timeout: Duration,
-    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB); below 2 GiB.
-    #[arg(long, value_name = "SIZE")]
-    max_segment_size: Option<String>,
-    /// What to do with a row that does not parse.
-    #[arg(long = "on-error", value_enum, default_value_t = OnErrorArg::Fail)]
-    on_error: OnErrorArg,
-    /// When the write-ahead log is synced to disk (default: batch).
-    #[arg(long, value_enum)]
-    sync: Option<SyncArg>,
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Most events per batch [default: 8192].
+    #[arg(long, value_name = "N")]
+    batch_size: Option<usize>,
+    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`)
+    /// [default: 1s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    batch_timeout: Option<Duration>,
+    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB); below 2 GiB
+    /// [default: 1GiB].
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    max_segment_size: Option<u64>,
+    /// When the write-ahead log is synced to disk [default: batch].
+    #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN")]
+    sync: Option<SyncPolicy>,
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
-    /// Files or glob patterns, read in order (gzip and zstd detected); `-` or none: stdin.
-    #[arg(value_name = "FILE")]
-    files: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -92,51 +64,66 @@ pub struct RunArgs {
     file: PathBuf,
 }
 
-/// Parses `--max-segment-size`, refusing sizes the archive cannot write (usage error).
-fn segment_size(text: &str) -> anyhow::Result<u64> {
-    let usage = |e: &dyn std::fmt::Display| {
-        anyhow::Error::new(UsageError(format!("--max-segment-size {text}: {e}")))
-    };
-    let size = weir::size::parse_size(text).map_err(|e| usage(&e))?;
-    weir::segment::check_max_segment_size(size).map_err(|e| usage(&e))?;
-    Ok(size)
+/// Parses a size flag (`512MiB`); its limits are checked by the stage it configures.
+fn parse_size(s: &str) -> Result<u64, String> {
+    weir::size::parse_size(s).map_err(|e| e.to_string())
+}
+
+impl ImportArgs {
+    /// The stages of the import: their defaults with each given flag applied.
+    fn config(&self) -> ImportConfig {
+        let mut c = ImportConfig {
+            source: self.source.config(),
+            ..ImportConfig::default()
+        };
+        c.archive.db = self.db.path.clone();
+        if let Some(n) = self.batch_size {
+            c.batch.max_events = n;
+        }
+        if let Some(t) = self.batch_timeout {
+            c.batch.timeout = t;
+        }
+        if let Some(m) = self.max_segment_size {
+            c.archive.max_segment_size = m;
+        }
+        if let Some(s) = self.sync {
+            c.archive.sync = s;
+        }
+        c
+    }
+}
+
+/// The flag of `weir import` that sets a stage's key (stage names of
+/// [`PipelineSpec::IMPORT_STAGES`]).
+const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
+    ("sources.input", "paths", "FILE"),
+    ("sources.input", "format", "--from"),
+    ("sources.input", "on_error", "--on-error"),
+    ("transforms.batch", "max_events", "--batch-size"),
+    ("transforms.batch", "timeout", "--batch-timeout"),
+    ("sinks.archive", "db", "--db"),
+    ("sinks.archive", "max_segment_size", "--max-segment-size"),
+    ("sinks.archive", "sync", "--sync"),
+];
+
+/// A refused setting of `weir import`, in the words of its flag.
+fn flag_error(e: ConfigError) -> anyhow::Error {
+    let flag = IMPORT_FLAGS.iter().find(|(table, key, _)| {
+        e.table.as_deref() == Some(*table) && e.key.as_deref() == Some(*key)
+    });
+    match flag {
+        Some((_, _, flag)) => UsageError(format!("{flag}: {}", e.kind)).into(),
+        None => e.into(),
+    }
 }
 
 /// Runs `weir import`.
 pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let stop = signals::install();
-    let max_segment_size = args
-        .max_segment_size
-        .as_deref()
-        .map(segment_size)
-        .transpose()?;
-    let inputs = expand_inputs(&args.files)?;
-    let total = total_size(&inputs);
-    let import = ImportSpec {
-        inputs: inputs
-            .into_iter()
-            .map(|i| match i {
-                Input::Path(p) => p,
-                _ => PathBuf::from("-"),
-            })
-            .collect(),
-        db: args.db,
-        format: match args.from {
-            FromFormat::Auto => InputFormat::Auto,
-            FromFormat::ZeekTsv => InputFormat::ZeekTsv,
-            FromFormat::ZeekJson => InputFormat::ZeekJson,
-        },
-        on_error: args.on_error.into(),
-        batch: BatchSpec {
-            max_events: args.batch_size as usize,
-            timeout: args.batch_timeout,
-            ..BatchSpec::default()
-        },
-        max_segment_size,
-        sync: args.sync.map(Into::into),
-        ..ImportSpec::default()
-    };
-    let spec = PipelineSpec::for_import(&import);
+    let config = args.config();
+    let total = total_size(&config.source.inputs()?);
+    let spec = PipelineSpec::for_import(config);
+    spec.validate().map_err(flag_error)?;
     execute(
         &spec,
         args.quiet,
@@ -198,7 +185,7 @@ async fn execute(
     let sink_name = spec
         .sinks()
         .next()
-        .map(|(_, s, _)| s.name.clone())
+        .map(|(_, s)| s.name.clone())
         .unwrap_or_default();
     let archives = built.archives.clone();
     let segments: Option<Arc<dyn Fn() -> u64 + Send + Sync>> = if archives.is_empty() {

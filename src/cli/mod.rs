@@ -7,6 +7,7 @@
 //! check, such as a segment size over the FlatBuffers limit).
 
 mod archive;
+mod args;
 mod convert;
 mod import;
 mod progress;
@@ -16,10 +17,9 @@ use std::fmt;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
-use weir::error::OnError;
-use weir::source::Format;
+use weir::pipeline::config::{ConfigError, ConfigErrorKind};
 
 /// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
 #[derive(Debug, Parser)]
@@ -45,63 +45,6 @@ enum Command {
     Inspect(archive::InspectArgs),
     /// Check every segment and the write-ahead log; exit 1 with a line per problem.
     Verify(archive::VerifyArgs),
-}
-
-/// `--from`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum FromFormat {
-    /// Zeek TSV or JSON, told apart by the first byte.
-    Auto,
-    /// Zeek TSV.
-    ZeekTsv,
-    /// Zeek JSON lines.
-    ZeekJson,
-}
-
-impl From<FromFormat> for Format {
-    fn from(f: FromFormat) -> Format {
-        match f {
-            FromFormat::Auto => Format::Auto,
-            FromFormat::ZeekTsv => Format::ZeekTsv,
-            FromFormat::ZeekJson => Format::ZeekJson,
-        }
-    }
-}
-
-/// `--to`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ToFormat {
-    /// Zeek TSV, as Zeek writes it.
-    ZeekTsv,
-    /// JSON lines, as Zeek writes them.
-    Json,
-}
-
-impl From<ToFormat> for weir::codec::writer::OutputFormat {
-    fn from(f: ToFormat) -> Self {
-        match f {
-            ToFormat::ZeekTsv => weir::codec::writer::OutputFormat::ZeekTsv,
-            ToFormat::Json => weir::codec::writer::OutputFormat::Json,
-        }
-    }
-}
-
-/// `--on-error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum OnErrorArg {
-    /// Stop at the first bad row (exit 1).
-    Fail,
-    /// Drop bad rows; report their count and the first few at the end.
-    Skip,
-}
-
-impl From<OnErrorArg> for OnError {
-    fn from(o: OnErrorArg) -> OnError {
-        match o {
-            OnErrorArg::Fail => OnError::Fail,
-            OnErrorArg::Skip => OnError::Skip,
-        }
-    }
 }
 
 /// Parses `--batch-timeout` (`1s`, `250ms`, `2m`).
@@ -153,6 +96,25 @@ fn is_closed_output(e: &(dyn std::error::Error + 'static)) -> bool {
         cur = err.source();
     }
     false
+}
+
+/// Whether an error is the user's to fix in the command line or the pipeline definition
+/// (exit status 2): a usage error, or a setting that its stage refuses. A pipeline file that
+/// cannot be read, or inputs that cannot be found, are runtime errors (exit status 1).
+fn is_usage_error(e: &anyhow::Error) -> bool {
+    if e.downcast_ref::<UsageError>().is_some() {
+        return true;
+    }
+    e.chain()
+        .find_map(|c| c.downcast_ref::<ConfigError>())
+        .is_some_and(|c| {
+            !matches!(
+                *c.kind,
+                ConfigErrorKind::Io(_)
+                    | ConfigErrorKind::NoMatch { .. }
+                    | ConfigErrorKind::Unreadable { .. }
+            )
+        })
 }
 
 /// The error and its causes, each cause only when its text adds something.
@@ -209,7 +171,7 @@ pub fn main() -> ExitCode {
         Err(e) if is_closed_output(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("weir: error: {}", render(&e));
-            if e.downcast_ref::<UsageError>().is_some() {
+            if is_usage_error(&e) {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)

@@ -6,8 +6,11 @@
 //! `AsyncRead`. Writers turn batches back into text.
 
 pub mod json_writer;
+mod sink_config;
 pub mod writer;
 pub mod zeek;
+
+pub use sink_config::{FileSinkConfig, StdoutSinkConfig};
 
 use crate::error::OnError;
 
@@ -30,7 +33,7 @@ impl ReaderOptions {
     /// Default longest line: 64 MiB.
     pub const DEFAULT_MAX_LINE_LEN: usize = 64 << 20;
     /// Default batch size in events.
-    pub const DEFAULT_BATCH_ROWS: usize = 8192;
+    pub const DEFAULT_BATCH_ROWS: usize = crate::batcher::BatchConfig::DEFAULT_MAX_EVENTS;
 
     /// Defaults, naming the source.
     pub fn new(source_name: impl Into<String>) -> ReaderOptions {

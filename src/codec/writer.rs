@@ -25,13 +25,13 @@ use std::fmt;
 use std::io::{self, Write as _};
 use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
-use std::str::FromStr;
 use std::task::{ready, Context, Poll};
 
 use futures::Sink;
 use tokio::io::AsyncWrite;
 
 use crate::batch::Batch;
+use crate::setting::{Choice, ChoiceName};
 use crate::types::SchemaRef;
 use crate::value::DecodeError;
 
@@ -44,27 +44,23 @@ pub enum OutputFormat {
     Json,
 }
 
-impl FromStr for OutputFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<OutputFormat, String> {
-        match s {
-            "zeek-tsv" => Ok(OutputFormat::ZeekTsv),
-            "json" => Ok(OutputFormat::Json),
-            _ => Err(format!(
-                "unknown output format {s:?}: expected zeek-tsv or json"
-            )),
-        }
-    }
+impl Choice for OutputFormat {
+    const WHAT: &'static str = "output format";
+    const CHOICES: &'static [ChoiceName<OutputFormat>] = &[
+        ChoiceName {
+            name: "zeek-tsv",
+            value: OutputFormat::ZeekTsv,
+            help: Some("Zeek TSV, as Zeek writes it"),
+        },
+        ChoiceName {
+            name: "json",
+            value: OutputFormat::Json,
+            help: Some("JSON lines, as Zeek writes them"),
+        },
+    ];
 }
 
-impl fmt::Display for OutputFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            OutputFormat::ZeekTsv => "zeek-tsv",
-            OutputFormat::Json => "json",
-        })
-    }
-}
+crate::choice!(OutputFormat);
 
 /// Why rows could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -7,19 +7,12 @@ use std::task::{ready, Context, Poll};
 
 use futures::{Sink, SinkExt};
 
-use super::config::{
-    Decompress, InputFile, InputFormat, OutputFormat as SpecOutput, PipelineSpec, SinkSpec,
-    StageKind, SyncMode, TransformSpec,
-};
+use super::config::{ConfigError, PipelineSpec, StageConfig};
 use super::decode::SourceConfig;
-use super::{BoxError, Pipeline, PipelineError, PipelineOptions, StageId};
+use super::{BoxError, Pipeline, PipelineError, StageId};
 use crate::batch::Batch;
 use crate::batcher::BatchConfig;
-use crate::codec::writer::{writer_for, OutputFormat, WriterSink};
-use crate::codec::ReaderOptions;
-use crate::source::{Compression, Format, Input};
-use crate::store::{ArchiveSink, StoreError, StoreOptions, Summary};
-use crate::wal::SyncPolicy;
+use crate::store::{ArchiveSink, StoreError, Summary};
 
 /// What a built pipeline exposes besides the pipeline itself.
 #[derive(Debug, Default)]
@@ -92,132 +85,57 @@ impl Sink<Batch> for KeepSummary {
     }
 }
 
-fn sync_policy(s: SyncMode) -> SyncPolicy {
-    match s {
-        SyncMode::Always => SyncPolicy::Always,
-        SyncMode::Batch => SyncPolicy::Batch,
-        SyncMode::Never => SyncPolicy::Never,
-    }
-}
-
-fn compression(d: Decompress) -> Compression {
-    match d {
-        Decompress::Auto => Compression::Auto,
-        Decompress::Gzip => Compression::Gzip,
-        Decompress::Zstd => Compression::Zstd,
-        Decompress::None => Compression::None,
-    }
-}
-
-fn format(f: InputFormat) -> Format {
-    match f {
-        InputFormat::Auto => Format::Auto,
-        InputFormat::ZeekTsv => Format::ZeekTsv,
-        InputFormat::ZeekJson => Format::ZeekJson,
-    }
-}
-
-fn output(f: SpecOutput) -> OutputFormat {
-    match f {
-        SpecOutput::ZeekTsv => OutputFormat::ZeekTsv,
-        SpecOutput::Json => OutputFormat::Json,
-    }
-}
-
-/// Builds the pipeline of `spec`: expands source globs, opens output files and archives.
-/// Must be called within a tokio runtime.
-pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineError> {
-    let capacity = usize::try_from(spec.channel_capacity).unwrap_or(usize::MAX);
-    let mut pipeline = Pipeline::new(PipelineOptions {
-        channel_capacity: capacity,
-        ..PipelineOptions::default()
-    });
+/// Builds the pipeline of `spec`: validates it, expands source globs, opens output files and
+/// archives. Must be called within a tokio runtime.
+pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError> {
+    spec.validate()?;
+    let capacity = spec.options.channel_capacity;
+    let mut pipeline = Pipeline::new(spec.options.clone());
     let mut built = Built::default();
     let mut ids: Vec<StageId> = Vec::with_capacity(spec.stages.len());
-    // Readers cut batches at the size of the first batch transform downstream (default 1024).
+    // Readers cut batches at the size of the first batch transform downstream.
     let batch_rows = spec
         .stages
         .iter()
-        .find_map(|s| match &s.kind {
-            StageKind::Transform(TransformSpec::Batch(b)) => Some(b.max_events),
+        .find_map(|s| match &s.config {
+            StageConfig::Batch(b) => Some(b.max_events),
             _ => None,
         })
-        .unwrap_or(ReaderOptions::DEFAULT_BATCH_ROWS);
+        .unwrap_or(BatchConfig::DEFAULT_MAX_EVENTS);
     for (i, stage) in spec.stages.iter().enumerate() {
         let inputs: Vec<StageId> = stage.inputs.iter().map(|&j| ids[j]).collect();
-        let id = match &stage.kind {
-            StageKind::Source(src) => {
-                let files = spec
-                    .expand_source(i)
-                    .map_err(|e| PipelineError::Graph(e.to_string()))?;
-                let inputs: Vec<Input> = files
-                    .into_iter()
-                    .map(|f| match f {
-                        InputFile::Path(p) => Input::Path(p),
-                        InputFile::Stdin => Input::Stdin,
-                    })
-                    .collect();
-                let reader = ReaderOptions {
-                    source_name: stage.name.clone(),
-                    max_line_len: src.max_line_length,
-                    batch_rows,
-                    on_error: src.on_error,
-                    json_default_schema: src.json_schema.clone(),
-                };
-                // Each input decoded ahead gets its own channel; a smaller one suffices to keep the
-                // decoders busy and bounds memory with many inputs.
-                let mut config = SourceConfig::zeek(reader, capacity.min(16 << 20));
-                config.compression = compression(src.decompress);
-                config.format = format(src.format);
-                pipeline.add_source(&stage.name, inputs, config)?
+        let sink_error = |error: BoxError| PipelineError::Sink {
+            name: stage.name.clone(),
+            error,
+        };
+        let id = match &stage.config {
+            StageConfig::File(src) | StageConfig::Stdin(src) => {
+                let files = spec.expand_source(i)?;
+                // Each input decoded ahead gets its own channel; a smaller one suffices to
+                // keep the decoders busy and bounds memory with many inputs.
+                let per_input = capacity.min(SourceConfig::DEFAULT_CHANNEL_CAPACITY);
+                let config = src.build(&stage.name, batch_rows, per_input);
+                pipeline.add_source(&stage.name, files, config)?
             }
-            StageKind::Transform(TransformSpec::Batch(b)) => pipeline.add_batcher(
-                &stage.name,
-                &inputs,
-                BatchConfig {
-                    max_events: b.max_events,
-                    max_bytes: usize::try_from(b.max_bytes).unwrap_or(usize::MAX),
-                    timeout: b.timeout,
-                },
-            )?,
-            StageKind::Sink(SinkSpec::Stdout { format }) => pipeline.add_sink(
-                &stage.name,
-                &inputs,
-                WriterSink::new(writer_for(output(*format)), tokio::io::stdout()),
-            )?,
-            StageKind::Sink(SinkSpec::File { path, format }) => {
-                let file =
-                    tokio::fs::File::create(path)
-                        .await
-                        .map_err(|e| PipelineError::Sink {
-                            name: stage.name.clone(),
-                            error: format!("cannot create {}: {e}", path.display()).into(),
-                        })?;
-                let shown = path.display().to_string();
-                let sink = WriterSink::new(writer_for(output(*format)), file)
-                    .sink_map_err(move |e| -> BoxError { format!("{shown}: {e}").into() });
+            StageConfig::Batch(b) => pipeline.add_batcher(&stage.name, &inputs, *b)?,
+            StageConfig::Stdout(s) => pipeline.add_sink(&stage.name, &inputs, s.build())?,
+            StageConfig::FileSink(f) => {
+                let shown = f.path.display().to_string();
+                let sink = f
+                    .build()
+                    .await
+                    .map_err(|e| sink_error(format!("cannot create {shown}: {e}").into()))?;
+                let sink =
+                    sink.sink_map_err(move |e| -> BoxError { format!("{shown}: {e}").into() });
                 pipeline.add_sink(&stage.name, &inputs, sink)?
             }
-            StageKind::Sink(SinkSpec::Archive(a)) => {
-                let mut opts = StoreOptions::default();
-                if let Some(m) = a.max_segment_size {
-                    opts.max_segment_size = m;
-                }
-                if let Some(s) = a.sync {
-                    opts.sync = sync_policy(s);
-                }
-                let db = a.db.clone();
-                let segments_before = count_segments(&db);
-                let opened = tokio::task::spawn_blocking(move || ArchiveSink::open(&db, opts))
+            StageConfig::Archive(a) => {
+                let segments_before = count_segments(&a.db);
+                let config = a.clone();
+                let opened = tokio::task::spawn_blocking(move || config.build())
                     .await
-                    .map_err(|e| PipelineError::Sink {
-                        name: stage.name.clone(),
-                        error: format!("cannot open the archive: {e}").into(),
-                    })?;
-                let (sink, report) = opened.map_err(|e| PipelineError::Sink {
-                    name: stage.name.clone(),
-                    error: Box::new(e),
-                })?;
+                    .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;
+                let (sink, report) = opened.map_err(|e| sink_error(Box::new(e)))?;
                 built.warnings.extend(
                     report
                         .warnings
@@ -237,4 +155,16 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), PipelineErr
         ids.push(id);
     }
     Ok((pipeline, built))
+}
+
+/// Why a pipeline could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A setting is refused, or a source's files cannot be found: the definition is wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A stage could not be set up (an archive or output file cannot be opened).
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
 }

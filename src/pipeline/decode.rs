@@ -449,6 +449,11 @@ pub fn zeek_decoders() -> DecoderFactory {
 }
 
 impl SourceConfig {
+    /// Default byte capacity of each input's channel (the pipeline's edge capacity when that
+    /// is smaller): enough to keep an input's decoder busy, while many inputs decoded ahead
+    /// stay bounded.
+    pub const DEFAULT_CHANNEL_CAPACITY: usize = 16 << 20;
+
     /// Zeek TSV/JSON with auto-detected compression and format, the given reader options,
     /// two inputs decoded ahead (at least), and `channel_capacity` bytes per input.
     pub fn zeek(reader: ReaderOptions, channel_capacity: usize) -> SourceConfig {

@@ -71,6 +71,7 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::Batch;
 use crate::batcher::{BatchConfig, Batcher};
 use crate::error::{ReadError, SkipReport};
+use crate::setting::InvalidSetting;
 use crate::source::{Input, SourceCounters};
 use channel::Weighted;
 use decode::{SourceConfig, SourceShared};
@@ -140,21 +141,37 @@ impl PipelineError {
     }
 }
 
-/// Settings of a pipeline.
-#[derive(Debug, Clone)]
+/// Settings of a pipeline: the `[pipeline]` table of a pipeline file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PipelineOptions {
-    /// Byte capacity of every edge.
+    /// Byte capacity of every edge: a slow sink slows the sources down.
+    #[serde(deserialize_with = "crate::setting::de_size_usize")]
     pub channel_capacity: usize,
     /// Least time between two flushes of a sink whose input ran dry (a flush may fsync).
     /// Batches fed to a sink are flushed within this time once its input pauses.
+    #[serde(skip)]
     pub flush_interval: Duration,
 }
 
 impl PipelineOptions {
-    /// Default edge capacity: 32 MiB.
-    pub const DEFAULT_CHANNEL_CAPACITY: usize = 32 << 20;
+    /// Default edge capacity: 16 MiB (at 64 MiB, the batches queued between stages only
+    /// added memory, not speed).
+    pub const DEFAULT_CHANNEL_CAPACITY: usize = 16 << 20;
     /// Default least time between flushes: 100 ms.
     pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.channel_capacity == 0 {
+            return Err(InvalidSetting::out_of_range(
+                "channel_capacity",
+                "0",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for PipelineOptions {

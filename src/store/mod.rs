@@ -37,6 +37,7 @@
 
 mod archive;
 pub mod catalog;
+mod config;
 mod error;
 mod sink;
 
@@ -49,6 +50,7 @@ pub use archive::{
     Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo, DEFAULT_SEGMENT_CACHE,
 };
 pub use catalog::{Catalog, CatalogEntry};
+pub use config::ArchiveSinkConfig;
 pub use error::{Result, StoreError};
 pub use sink::ArchiveSink;
 

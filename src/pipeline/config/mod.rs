@@ -1,0 +1,487 @@
+//! Pipeline definition files: a TOML description of a pipeline graph, Vector-style, and its
+//! validated, typed form [`PipelineSpec`] that the runtime executes.
+//!
+//! `weir run FILE` runs one; `weir run --check FILE` only validates it (including the
+//! file-system checks of [`PipelineSpec::check_paths`]). `weir import FILES --db DIR` is the
+//! pipeline built by [`PipelineSpec::for_import`], so both commands share one code path.
+//!
+//! # File format
+//!
+//! A pipeline file has named stages in three sections, plus optional global settings:
+//!
+//! ```toml
+//! [pipeline]                      # optional
+//! channel_capacity = "16MiB"      # byte bound of every edge (bounded channel) of the graph
+//!
+//! [sources.logs]                  # a source named "logs"
+//! type = "file"
+//! paths = ["${WEIR_INPUT}"]       # globs, read in order; see "Paths" and "Variables" below
+//!
+//! [transforms.batch]
+//! type = "batch"
+//! inputs = ["logs"]               # names of the stages that feed this one
+//! max_events = 8192
+//! timeout = "1s"
+//!
+//! [sinks.archive]
+//! type = "archive"
+//! inputs = ["batch"]
+//! db = "${WEIR_DB:-weir.db}"
+//! ```
+//!
+//! Stage names are unique across the three sections. Sources have no `inputs`; transforms and
+//! sinks have at least one. Several inputs merge (fan-in); a stage listed by several others
+//! feeds each of them every batch (fan-out). The graph must be acyclic, every source and
+//! transform must feed something, and there is at least one source and one sink. Unknown
+//! sections and unknown keys are errors, so a typo never goes unnoticed.
+//!
+//! ## Stage types and keys
+//!
+//! | section | `type` | configuration (its docs list the keys and defaults) |
+//! | --- | --- | --- |
+//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity` |
+//! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `max_line_length` |
+//! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
+//! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
+//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync` |
+//! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format` |
+//! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format` |
+//!
+//! Each configuration type derives `Deserialize` for its table and owns its defaults (its
+//! `Default`), its limits (its `validate()`, the one check of each, also for the flags of
+//! `weir import`) and the component it builds. Enum-valued keys take the words of their
+//! type's [`Choice`](crate::setting::Choice) table, the same words the command line takes.
+//!
+//! Sizes are strings with a unit: `"4096KiB"`, `"512MiB"`, `"1GiB"`; a string without a unit is
+//! MiB, as on the command line (`"512"` = 512 MiB). Bare TOML integers are refused for sizes, so
+//! that `max_bytes = 1048576` cannot silently mean a TiB. Durations are strings such as
+//! `"250ms"`, `"1s"`, `"2m"` (see [`crate::duration`] and [`crate::size`]).
+//!
+//! ## Paths
+//!
+//! Relative paths (`paths`, `db`, `path`) are relative to the **working directory** of the
+//! `weir` process, exactly like the file arguments of `weir import`, so that
+//! `WEIR_INPUT='logs/*.gz' weir run pipelines/zeek-to-archive.toml` reads `./logs`. For a path
+//! relative to the pipeline file itself, start it with `${PIPELINE_DIR}`. (A library user can
+//! pick another base with [`LoadOptions::base_dir`].)
+//!
+//! Every entry of a file source's `paths` is a glob pattern (`*`, `?`, `[...]`, `**`); the
+//! matches of one pattern are read in alphabetical order, and the patterns in the order given,
+//! one after the other (the order of event IDs in the archive). The entry `"-"` reads stdin.
+//! A pattern that matches nothing is an error when the source starts (and under `--check`).
+//!
+//! ## Variables
+//!
+//! Every string value may use `${NAME}` (the environment variable `NAME`; an error names it
+//! when it is not set) and `${NAME:-default}` (the default when `NAME` is unset or empty);
+//! `$$` is a literal `$`, and any other `$` is kept as it is. `${PIPELINE_DIR}` is built in:
+//! the directory of the pipeline file. Substitution happens on parsed values, so a variable
+//! can never inject TOML syntax. This is how shipped pipelines take their input paths and the
+//! archive directory from the user.
+//!
+//! # Errors
+//!
+//! Every problem is a [`ConfigError`] naming the file, the line (when known), the table and the
+//! key, e.g. `pipelines/tee.toml:14: [sinks.json] inputs: unknown input "batcher"; stages are:
+//! logs, batch, archive, json`.
+//!
+//! # The typed form
+//!
+//! [`PipelineSpec::stages`] holds every stage in a topological order (each stage after all of
+//! its inputs; among independent stages, the order of declaration), with inputs resolved to
+//! indices into that list.
+
+mod error;
+mod graph;
+mod load;
+mod vars;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use error::{ConfigError, ConfigErrorKind};
+pub use load::LoadOptions;
+
+use crate::batcher::BatchConfig;
+use crate::codec::{FileSinkConfig, StdoutSinkConfig};
+use crate::pipeline::PipelineOptions;
+use crate::setting::InvalidSetting;
+use crate::source::{FileSourceConfig, Input, SourceError};
+use crate::store::ArchiveSinkConfig;
+
+/// A validated pipeline: its stages in topological order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineSpec {
+    /// Where the definition came from: the file path, or a description such as `weir import`.
+    pub origin: String,
+    /// Settings of the whole graph (the `[pipeline]` table).
+    pub options: PipelineOptions,
+    /// All stages, each after all of its inputs.
+    pub stages: Vec<Stage>,
+}
+
+/// One named stage of a pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    /// The stage's name (the `NAME` of `[sources.NAME]`).
+    pub name: String,
+    /// The 1-based line of its table in the pipeline file, when it came from one.
+    pub line: Option<usize>,
+    /// What the stage does, and its settings.
+    pub config: StageConfig,
+    /// The stages that feed this one, as indices into [`PipelineSpec::stages`] (all smaller
+    /// than this stage's own index), in the order of the `inputs` key. Empty for sources.
+    pub inputs: Vec<usize>,
+}
+
+impl Stage {
+    /// The stage's table name, e.g. `sources.logs`.
+    pub fn table(&self) -> String {
+        format!("{}.{}", self.config.section(), self.name)
+    }
+}
+
+/// A stage's type and configuration.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StageConfig {
+    /// `[sources.NAME] type = "file"`: files and globs, read in order.
+    File(FileSourceConfig),
+    /// `[sources.NAME] type = "stdin"` (its `paths` is `["-"]`).
+    Stdin(FileSourceConfig),
+    /// `[transforms.NAME] type = "batch"`: re-batches by events, bytes and time.
+    Batch(BatchConfig),
+    /// `[sinks.NAME] type = "archive"`: the segment archive.
+    Archive(ArchiveSinkConfig),
+    /// `[sinks.NAME] type = "file"`: a Zeek TSV or JSON-lines file.
+    FileSink(FileSinkConfig),
+    /// `[sinks.NAME] type = "stdout"`: Zeek TSV or JSON lines on standard output.
+    Stdout(StdoutSinkConfig),
+}
+
+impl StageConfig {
+    /// The section of the pipeline file the stage belongs to.
+    pub fn section(&self) -> Section {
+        match self {
+            StageConfig::File(_) | StageConfig::Stdin(_) => Section::Sources,
+            StageConfig::Batch(_) => Section::Transforms,
+            StageConfig::Archive(_) | StageConfig::FileSink(_) | StageConfig::Stdout(_) => {
+                Section::Sinks
+            }
+        }
+    }
+
+    /// The source's configuration, if the stage is a source.
+    pub fn as_source(&self) -> Option<&FileSourceConfig> {
+        match self {
+            StageConfig::File(s) | StageConfig::Stdin(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Checks the settings (each stage's own `validate()`).
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        match self {
+            StageConfig::File(s) | StageConfig::Stdin(s) => s.validate(),
+            StageConfig::Batch(b) => b.validate(),
+            StageConfig::Archive(a) => a.validate(),
+            StageConfig::FileSink(f) => f.validate(),
+            StageConfig::Stdout(s) => s.validate(),
+        }
+    }
+
+    /// The key that names the stage's files, for file-system errors.
+    fn path_key(&self) -> Option<&'static str> {
+        match self {
+            StageConfig::File(_) => Some("paths"),
+            StageConfig::Archive(_) => Some("db"),
+            StageConfig::FileSink(_) => Some("path"),
+            _ => None,
+        }
+    }
+
+    /// Joins relative paths to `base`.
+    fn resolve_paths(&mut self, base: &Path) {
+        let join = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        match self {
+            StageConfig::File(s) => {
+                for p in s.paths.iter_mut().filter(|p| *p != FileSourceConfig::STDIN) {
+                    if Path::new(p.as_str()).is_relative() {
+                        *p = base.join(p.as_str()).display().to_string();
+                    }
+                }
+            }
+            StageConfig::Archive(a) => join(&mut a.db),
+            StageConfig::FileSink(f) => join(&mut f.path),
+            _ => {}
+        }
+    }
+}
+
+/// The three sections of stages in a pipeline file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Section {
+    /// `[sources.NAME]`.
+    Sources,
+    /// `[transforms.NAME]`.
+    Transforms,
+    /// `[sinks.NAME]`.
+    Sinks,
+}
+
+impl Section {
+    /// The section's name in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Section::Sources => "sources",
+            Section::Transforms => "transforms",
+            Section::Sinks => "sinks",
+        }
+    }
+
+    /// The singular noun for messages: `source`, `transform`, `sink`.
+    fn noun(self) -> &'static str {
+        match self {
+            Section::Sources => "source",
+            Section::Transforms => "transform",
+            Section::Sinks => "sink",
+        }
+    }
+}
+
+impl fmt::Display for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stages of `weir import` (see [`PipelineSpec::for_import`]): the command's flags are
+/// applied to these, and `pipelines/zeek-to-archive.toml` spells out the same graph.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ImportConfig {
+    /// The FILE arguments, `--from`, `--on-error`.
+    pub source: FileSourceConfig,
+    /// `--batch-size`, `--batch-timeout`.
+    pub batch: BatchConfig,
+    /// `--db`, `--max-segment-size`, `--sync`.
+    pub archive: ArchiveSinkConfig,
+    /// The graph's settings.
+    pub options: PipelineOptions,
+}
+
+impl PipelineSpec {
+    /// Names of the stages of [`PipelineSpec::for_import`]; `pipelines/zeek-to-archive.toml`
+    /// uses the same ones.
+    pub const IMPORT_STAGES: [&'static str; 3] = ["input", "batch", "archive"];
+
+    /// The origin of [`PipelineSpec::for_import`].
+    pub const IMPORT_ORIGIN: &'static str = "weir import";
+
+    /// Reads, parses and validates a pipeline file.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<PipelineSpec, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            line: None,
+            table: None,
+            key: None,
+            kind: Box::new(ConfigErrorKind::Io(e.to_string())),
+        })?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Self::parse(&text, &file, &dir, options)
+    }
+
+    /// Parses and validates pipeline text. `file` names it in errors; `dir` is its directory
+    /// (the value of `${PIPELINE_DIR}`).
+    pub fn parse(
+        text: &str,
+        file: &str,
+        dir: &Path,
+        options: &LoadOptions,
+    ) -> Result<PipelineSpec, ConfigError> {
+        let spec = load::Parser {
+            text,
+            file,
+            dir,
+            options,
+        }
+        .parse()?;
+        if options.check_paths {
+            spec.check_paths()?;
+        }
+        Ok(spec)
+    }
+
+    /// The pipeline `weir import` runs: one source, a batch transform and an archive sink,
+    /// named as in [`PipelineSpec::IMPORT_STAGES`]. Not validated yet: see
+    /// [`PipelineSpec::validate`].
+    pub fn for_import(import: ImportConfig) -> PipelineSpec {
+        let [input, batch, archive] = Self::IMPORT_STAGES;
+        let source = if import.source.is_stdin() {
+            StageConfig::Stdin(import.source)
+        } else {
+            StageConfig::File(import.source)
+        };
+        let stage = |name: &str, config, inputs| Stage {
+            name: name.to_string(),
+            line: None,
+            config,
+            inputs,
+        };
+        PipelineSpec {
+            origin: Self::IMPORT_ORIGIN.to_string(),
+            options: import.options,
+            stages: vec![
+                stage(input, source, vec![]),
+                stage(batch, StageConfig::Batch(import.batch), vec![0]),
+                stage(archive, StageConfig::Archive(import.archive), vec![1]),
+            ],
+        }
+    }
+
+    /// Checks every setting of every stage (a loaded pipeline file has been checked already).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.options.validate().map_err(|e| ConfigError {
+            file: self.origin.clone(),
+            line: None,
+            table: Some("pipeline".into()),
+            key: Some(e.key.to_string()),
+            kind: Box::new(e.problem.into()),
+        })?;
+        for stage in &self.stages {
+            stage.config.validate().map_err(|e| ConfigError {
+                file: self.origin.clone(),
+                line: stage.line,
+                table: Some(stage.table()),
+                key: Some(e.key.to_string()),
+                kind: Box::new(e.problem.into()),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The stage with this name and its index.
+    pub fn stage(&self, name: &str) -> Option<(usize, &Stage)> {
+        self.stages.iter().enumerate().find(|(_, s)| s.name == name)
+    }
+
+    /// Indices of the stages that list stage `index` among their inputs (its fan-out), in
+    /// topological order.
+    pub fn consumers(&self, index: usize) -> Vec<usize> {
+        self.stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.inputs.contains(&index))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The sources with their indices.
+    pub fn sources(&self) -> impl Iterator<Item = (usize, &Stage, &FileSourceConfig)> {
+        self.stages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.config.as_source().map(|src| (i, s, src)))
+    }
+
+    /// The sinks with their indices.
+    pub fn sinks(&self) -> impl Iterator<Item = (usize, &Stage)> {
+        self.stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.config.section() == Section::Sinks)
+    }
+
+    /// Expands the inputs of source `index` into files (see [`FileSourceConfig::inputs`]),
+    /// with errors naming this pipeline and the source's table and `paths` key.
+    /// Not a source (or no such index): no inputs.
+    pub fn expand_source(&self, index: usize) -> Result<Vec<Input>, ConfigError> {
+        let Some(stage) = self.stages.get(index) else {
+            return Ok(Vec::new());
+        };
+        let Some(src) = stage.config.as_source() else {
+            return Ok(Vec::new());
+        };
+        src.inputs().map_err(|e| {
+            let kind = match e {
+                SourceError::NoMatch { pattern } => ConfigErrorKind::NoMatch { pattern },
+                SourceError::Pattern { pattern, message } => {
+                    ConfigErrorKind::Invalid(crate::setting::Problem::BadGlob {
+                        pattern,
+                        reason: message,
+                    })
+                }
+                SourceError::Io { name, error } => ConfigErrorKind::Unreadable {
+                    path: name,
+                    error: error.to_string(),
+                },
+            };
+            self.error_at(stage, kind)
+        })
+    }
+
+    /// The file-system checks of `weir run --check`: every file source's globs match files
+    /// that can be opened, and the parent directories of archive and file sinks exist.
+    pub fn check_paths(&self) -> Result<(), ConfigError> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            match &stage.config {
+                StageConfig::File(_) | StageConfig::Stdin(_) => {
+                    for input in self.expand_source(i)? {
+                        if let Input::Path(path) = input {
+                            std::fs::File::open(&path).map_err(|e| {
+                                self.error_at(
+                                    stage,
+                                    ConfigErrorKind::Unreadable {
+                                        path: path.display().to_string(),
+                                        error: e.to_string(),
+                                    },
+                                )
+                            })?;
+                        }
+                    }
+                }
+                StageConfig::Archive(a) => self.check_parent(stage, &a.db)?,
+                StageConfig::FileSink(f) => self.check_parent(stage, &f.path)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn check_parent(&self, stage: &Stage, path: &Path) -> Result<(), ConfigError> {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => return Ok(()),
+        };
+        let error = match std::fs::metadata(parent) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => "not a directory".to_string(),
+            Err(e) => e.to_string(),
+        };
+        Err(self.error_at(
+            stage,
+            ConfigErrorKind::Unreadable {
+                path: parent.display().to_string(),
+                error,
+            },
+        ))
+    }
+
+    /// An error about a stage's files, at its table and path key.
+    fn error_at(&self, stage: &Stage, kind: ConfigErrorKind) -> ConfigError {
+        ConfigError {
+            file: self.origin.clone(),
+            line: stage.line,
+            table: Some(stage.table()),
+            key: stage.config.path_key().map(str::to_string),
+            kind: Box::new(kind),
+        }
+    }
+}

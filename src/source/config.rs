@@ -1,0 +1,163 @@
+//! The configuration of a file or stdin source: the `[sources.NAME]` table of a pipeline file
+//! with `type = "file"` or `type = "stdin"`, and the FILE arguments, `--from` and
+//! `--on-error` of `weir import`.
+
+use serde::Deserialize;
+
+use crate::codec::ReaderOptions;
+use crate::error::OnError;
+use crate::pipeline::decode::SourceConfig;
+use crate::setting::{de_size, InvalidSetting, Problem};
+use crate::source::{expand_inputs, Compression, Format, Input, SourceError};
+
+/// A source of Zeek logs: files and globs read in order, or stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FileSourceConfig {
+    /// What is read, in order: files or glob patterns (a pattern naming an existing file is
+    /// that file; the matches of one pattern are read in alphabetical order), `-` for stdin.
+    #[serde(deserialize_with = "de_paths")]
+    pub paths: Vec<String>,
+    /// The event format.
+    pub format: Format,
+    /// How the inputs are compressed.
+    pub decompress: Compression,
+    /// What to do with a row that does not parse.
+    pub on_error: OnError,
+    /// Schema name of Zeek JSON lines without `_path`.
+    pub json_schema: String,
+    /// Longest accepted line in bytes: a longer one is an error, never unbounded memory.
+    #[serde(deserialize_with = "de_size")]
+    pub max_line_length: u64,
+}
+
+impl Default for FileSourceConfig {
+    /// Stdin, everything else at the readers' defaults.
+    fn default() -> FileSourceConfig {
+        let reader = ReaderOptions::default();
+        FileSourceConfig {
+            paths: vec![Self::STDIN.to_string()],
+            format: Format::default(),
+            decompress: Compression::default(),
+            on_error: reader.on_error,
+            json_schema: reader.json_default_schema,
+            max_line_length: reader.max_line_len as u64,
+        }
+    }
+}
+
+impl FileSourceConfig {
+    /// The entry of `paths` that reads standard input.
+    pub const STDIN: &'static str = "-";
+
+    /// A source reading `paths` (stdin when empty) with every other setting at its default.
+    pub fn new<S: Into<String>>(paths: impl IntoIterator<Item = S>) -> FileSourceConfig {
+        let paths: Vec<String> = paths.into_iter().map(Into::into).collect();
+        FileSourceConfig {
+            paths: if paths.is_empty() {
+                vec![Self::STDIN.to_string()]
+            } else {
+                paths
+            },
+            ..FileSourceConfig::default()
+        }
+    }
+
+    /// Whether this source reads only stdin.
+    pub fn is_stdin(&self) -> bool {
+        self.paths.iter().all(|p| p == Self::STDIN)
+    }
+
+    /// Checks the settings: the one check of each limit.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.paths.is_empty() {
+            return Err(InvalidSetting {
+                key: "paths",
+                problem: Problem::Missing {
+                    hint: "the list is empty".into(),
+                },
+            });
+        }
+        for p in &self.paths {
+            if p != Self::STDIN {
+                if let Err(e) = glob::Pattern::new(p) {
+                    return Err(InvalidSetting {
+                        key: "paths",
+                        problem: Problem::BadGlob {
+                            pattern: p.clone(),
+                            reason: e.msg.to_string(),
+                        },
+                    });
+                }
+            }
+        }
+        if self.max_line_length == 0 {
+            return Err(InvalidSetting::out_of_range(
+                "max_line_length",
+                "0",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The inputs, in order: globs expanded now (a pattern matching nothing is an error).
+    pub fn inputs(&self) -> Result<Vec<Input>, SourceError> {
+        expand_inputs(&self.paths)
+    }
+
+    /// The source stage's runtime settings: the readers named `name` in errors, cutting
+    /// batches of `batch_rows` events, each input decoded ahead into a channel of
+    /// `channel_capacity` bytes.
+    pub fn build(&self, name: &str, batch_rows: usize, channel_capacity: usize) -> SourceConfig {
+        let reader = ReaderOptions {
+            source_name: name.to_string(),
+            max_line_len: usize::try_from(self.max_line_length).unwrap_or(usize::MAX),
+            batch_rows,
+            on_error: self.on_error,
+            json_default_schema: self.json_schema.clone(),
+        };
+        let mut config = SourceConfig::zeek(reader, channel_capacity);
+        config.compression = self.decompress;
+        config.format = self.format;
+        config
+    }
+}
+
+/// `paths`: a list of strings.
+fn de_paths<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    use serde::de::{Error, SeqAccess, Visitor};
+    struct V;
+    const EXPECTED: &str = "a list of strings, e.g. [\"a\", \"b\"]";
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(EXPECTED)
+        }
+        fn visit_str<E: Error>(self, _: &str) -> Result<Vec<String>, E> {
+            Err(E::custom(format!("expected {EXPECTED}, found string")))
+        }
+        fn visit_i64<E: Error>(self, _: i64) -> Result<Vec<String>, E> {
+            Err(E::custom(format!("expected {EXPECTED}, found integer")))
+        }
+        fn visit_bool<E: Error>(self, _: bool) -> Result<Vec<String>, E> {
+            Err(E::custom(format!("expected {EXPECTED}, found boolean")))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(item) = seq.next_element::<toml::Value>()? {
+                match item {
+                    toml::Value::String(s) => out.push(s),
+                    other => {
+                        return Err(A::Error::custom(format!(
+                            "expected {EXPECTED}, found a list holding {}",
+                            other.type_str()
+                        )))
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(V)
+}

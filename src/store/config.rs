@@ -1,0 +1,83 @@
+//! The configuration of the archive sink: the `[sinks.NAME] type = "archive"` table of a
+//! pipeline file, and `--db`, `--max-segment-size` and `--sync` of `weir import`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{ArchiveSink, OpenReport, Result, StoreError, StoreOptions};
+use crate::setting::{de_size, InvalidSetting, Problem};
+use crate::size::Size;
+use crate::wal::SyncPolicy;
+
+/// An archive sink: the database directory and the store's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ArchiveSinkConfig {
+    /// The database directory (required; created when missing).
+    pub db: PathBuf,
+    /// Largest segment file in bytes (see [`crate::segment::check_max_segment_size`]).
+    #[serde(deserialize_with = "de_size")]
+    pub max_segment_size: u64,
+    /// When the write-ahead log and segments are fsynced.
+    pub sync: SyncPolicy,
+}
+
+impl Default for ArchiveSinkConfig {
+    /// No directory yet, the store's defaults.
+    fn default() -> ArchiveSinkConfig {
+        let store = StoreOptions::default();
+        ArchiveSinkConfig {
+            db: PathBuf::new(),
+            max_segment_size: store.max_segment_size,
+            sync: store.sync,
+        }
+    }
+}
+
+impl ArchiveSinkConfig {
+    /// An archive sink writing to `db` with the store's defaults.
+    pub fn new(db: impl Into<PathBuf>) -> ArchiveSinkConfig {
+        ArchiveSinkConfig {
+            db: db.into(),
+            ..ArchiveSinkConfig::default()
+        }
+    }
+
+    /// Checks the settings: the one check of the segment size limit, for `--max-segment-size`
+    /// and pipeline files alike.
+    pub fn validate(&self) -> std::result::Result<(), InvalidSetting> {
+        if self.db.as_os_str().is_empty() {
+            return Err(InvalidSetting {
+                key: "db",
+                problem: Problem::Missing {
+                    hint: "the database directory, e.g. db = \"${WEIR_DB:-weir.db}\"".into(),
+                },
+            });
+        }
+        match crate::segment::check_max_segment_size(self.max_segment_size) {
+            Ok(_) => Ok(()),
+            Err(StoreError::InvalidMaxSegmentSize { size, reason }) => Err(
+                InvalidSetting::out_of_range("max_segment_size", Size(size).to_string(), reason),
+            ),
+            Err(e) => Err(InvalidSetting::out_of_range(
+                "max_segment_size",
+                Size(self.max_segment_size).to_string(),
+                e.to_string(),
+            )),
+        }
+    }
+
+    /// The store's options.
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions {
+            max_segment_size: self.max_segment_size,
+            sync: self.sync,
+        }
+    }
+
+    /// Opens the archive (blocking: it replays the write-ahead log) behind a sink.
+    pub fn build(&self) -> Result<(ArchiveSink, OpenReport)> {
+        ArchiveSink::open(&self.db, self.store_options())
+    }
+}
