@@ -20,8 +20,8 @@
 //!   [`Writeback::finish`] reports them.
 //! - **Positioned I/O** ([`read_exact_at`], [`write_all_at`]): whole buffers at an offset, with
 //!   a seek-based fallback off Unix.
-//! - **Memory maps** ([`map_readonly`]): the crate's only hand-written `unsafe` code, read-only maps of files
-//!   that are never written again (see the `SAFETY` comment there).
+//! - **Memory maps** ([`map_readonly`]): the crate's only hand-written `unsafe` code,
+//!   read-only maps of files that are never written again (see the `SAFETY` comment there).
 //!
 //! Every failure is an [`FsError`] naming the operation and the path.
 

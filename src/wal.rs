@@ -37,9 +37,8 @@
 //!   previous segment was sealed. Records are contiguous: the first starts at `base_id`, each
 //!   next one where the previous ended. A record describes exactly one batch of the active
 //!   segment (batches split across segments are logged per part).
-//! - The log is created atomically (temporary file, fsync, rename, fsync directory) when a
-//!   segment is sealed, *after* the catalog naming that segment is durable. A crash between
-//!   the two leaves a log whose records are already in a sealed segment; they are recognized
+//! - The log is created atomically ([`crate::fs::write_atomic`]) when a segment is sealed,
+//!   *after* the catalog naming that segment is durable. A crash between the two leaves a log whose records are already in a sealed segment; they are recognized
 //!   by their IDs (below the catalog's `next_id`) and skipped, so nothing is duplicated.
 //! - A record is written with one `write` call before the append is acknowledged, and after
 //!   the rows it points at were written to the segment file. A process crash (`kill -9`)
@@ -122,8 +121,9 @@ const MAX_PAYLOAD: u64 = 1 << 31;
 /// When the WAL (and sealed segments) are fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncPolicy {
-    /// Fsync the WAL before every append returns: an acknowledged batch survives a process
-    /// crash and an OS crash or power loss. Slowest.
+    /// Fsync the WAL (after the segment rows its record points at) before every append
+    /// returns: an acknowledged batch survives a process crash and an OS crash or power loss.
+    /// Slowest.
     Always,
     /// The default. Every append is written to the WAL (one `write`) before it returns, so an
     /// acknowledged batch survives a process crash (`kill -9`); the WAL (after the rows of the

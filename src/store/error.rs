@@ -99,16 +99,6 @@ impl StoreError {
             _ => false,
         }
     }
-
-    /// The file-system error at the root of this error, if it is one.
-    pub fn fs_error(&self) -> Option<&FsError> {
-        match self {
-            StoreError::Io(e)
-            | StoreError::Segment(SegmentError::Io(e))
-            | StoreError::Wal(WalError::Io(e)) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// Shorthand for results of the storage engine.

@@ -461,7 +461,8 @@ impl Store {
         Ok(())
     }
 
-    /// Makes every appended batch durable (fsyncs the WAL), per the [`SyncPolicy`].
+    /// Makes every appended batch durable (fsyncs the active segment's file, whose rows the
+    /// WAL's records point at, then the WAL), per the [`SyncPolicy`].
     pub fn flush(&mut self) -> Result<()> {
         self.check_failed()?;
         // The rows first (the WAL's records point at them), then the records.
