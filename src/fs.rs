@@ -70,6 +70,16 @@ impl FsError {
 /// Shorthand for results of the file-system layer.
 pub type Result<T, E = FsError> = std::result::Result<T, E>;
 
+/// Opens the file at `path` for reading and returns it with its length.
+pub fn open_with_len(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|e| FsError::new("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| FsError::new("stat", path, e))?
+        .len();
+    Ok((file, len))
+}
+
 /// Writes `bytes` to `dir/name` atomically: a temporary file `.name.tmp` is written, then
 /// committed with [`commit_file`] (fsyncs only when `sync`). Returns the final path.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<PathBuf> {

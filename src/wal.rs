@@ -234,16 +234,21 @@ impl Wal {
             .append(true)
             .open(path)
             .map_err(|e| WalError::io("open", path, e))?;
-        Ok(Wal {
+        Ok(Wal::appending(path, file, base_id, WAL_HEADER_LEN, policy))
+    }
+
+    /// A log appending to `file` (at `path`), positioned at its end `len`.
+    fn appending(path: &Path, file: File, base_id: u64, len: u64, policy: SyncPolicy) -> Wal {
+        Wal {
             path: path.to_path_buf(),
             file,
             base_id,
-            len: WAL_HEADER_LEN,
+            len,
             policy,
             buf: Vec::new(),
             dirty: false,
             writeback: Writeback::dropping_cache(),
-        })
+        }
     }
 
     /// Opens an existing WAL for appending after its last good record, cutting off anything
@@ -273,16 +278,7 @@ impl Wal {
         let mut file = file;
         file.seek(SeekFrom::Start(good_len))
             .map_err(|e| WalError::io("seek", path, e))?;
-        Ok(Wal {
-            path: path.to_path_buf(),
-            file,
-            base_id,
-            len: good_len,
-            policy,
-            buf: Vec::new(),
-            dirty: false,
-            writeback: Writeback::dropping_cache(),
-        })
+        Ok(Wal::appending(path, file, base_id, good_len, policy))
     }
 
     /// The WAL file.
@@ -638,11 +634,7 @@ pub struct WalReader {
 impl WalReader {
     /// Opens the WAL at `path` and checks its header.
     pub fn open(path: &Path) -> Result<WalReader> {
-        let file = File::open(path).map_err(|e| WalError::io("open", path, e))?;
-        let end = file
-            .metadata()
-            .map_err(|e| WalError::io("stat", path, e))?
-            .len();
+        let (file, end) = fs::open_with_len(path)?;
         let corrupt = |reason: String| WalError::Corrupt {
             path: path.to_path_buf(),
             offset: 0,
@@ -774,13 +766,8 @@ impl WalReader {
             return self.torn_at(format!("only {remaining} bytes of a record header"));
         }
         let mut h = [0u8; RECORD_HEADER_LEN as usize];
-        match self.reader.read_exact(&mut h) {
-            Ok(()) => {}
-            // The file shrank since it was opened: a writer cut off a torn tail.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return self.torn_at("the file was truncated while reading".into())
-            }
-            Err(e) => return Err(WalError::io("read", &self.path, e)),
+        if !read_full(&mut self.reader, &mut h).map_err(|e| WalError::io("read", &self.path, e))? {
+            return self.torn_at(TRUNCATED_WHILE_READING.into());
         }
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as u64;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
@@ -798,12 +785,10 @@ impl WalReader {
             ));
         }
         self.payload.resize(len as usize, 0);
-        match self.reader.read_exact(&mut self.payload) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return self.torn_at("the file was truncated while reading".into())
-            }
-            Err(e) => return Err(WalError::io("read", &self.path, e)),
+        if !read_full(&mut self.reader, &mut self.payload)
+            .map_err(|e| WalError::io("read", &self.path, e))?
+        {
+            return self.torn_at(TRUNCATED_WHILE_READING.into());
         }
         if crc32fast::hash(&self.payload) != crc {
             if record_end == self.end {
@@ -867,6 +852,19 @@ impl WalReader {
         self.expected_id = batch.id_range().end;
         self.pos = record_end;
         Ok(Some((offset, Entry::Batch(batch))))
+    }
+}
+
+/// Why reading stopped when the file ended early: it shrank since it was opened (a writer cut
+/// off a torn tail).
+const TRUNCATED_WHILE_READING: &str = "the file was truncated while reading";
+
+/// Fills `buf` from `reader`; `Ok(false)` if the input ended first.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    match reader.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

@@ -1,7 +1,6 @@
 //! Reading segments: memory-mapped, the index verified at open, each batch's rows verified on
 //! its first access, then zero-copy.
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -66,11 +65,7 @@ impl Segment {
     /// file.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| SegmentError::io("open", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| SegmentError::io("stat", path, e))?
-            .len();
+        let (file, len) = crate::fs::open_with_len(path)?;
         if len < 16 {
             return Err(corrupt(path, format!("truncated: only {len} bytes")));
         }

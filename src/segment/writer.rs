@@ -784,13 +784,18 @@ mod tests {
     use crate::batch::BatchBuilder;
     use crate::types::{Field, Schema, Type};
 
-    #[test]
-    fn accounting_is_an_upper_bound() {
-        let schema = Schema::new(
+    /// A schema of a time and a string.
+    fn ts_and_string() -> SchemaRef {
+        Schema::new(
             "zeek.t",
             vec![Field::new("ts", Type::Time), Field::new("s", Type::String)],
         )
-        .into_shared();
+        .into_shared()
+    }
+
+    #[test]
+    fn accounting_is_an_upper_bound() {
+        let schema = ts_and_string();
         let mut b = SegmentBuilder::new(1 << 20).unwrap();
         let mut id = 0;
         for n in 1..50usize {
@@ -855,11 +860,7 @@ mod tests {
     /// stays within the maximum and leaves no temporary file behind.
     #[test]
     fn file_mode_seals_at_every_fill_level() {
-        let schema = Schema::new(
-            "zeek.t",
-            vec![Field::new("ts", Type::Time), Field::new("s", Type::String)],
-        )
-        .into_shared();
+        let schema = ts_and_string();
         let dir = tempfile::tempdir().unwrap();
         let small = [1usize, 13, 200, 700];
         let large = [20_000, 70_000];
