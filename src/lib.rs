@@ -17,7 +17,7 @@
 //! | events: schemas, values, msgpack rows, batches | [`types`], [`value`], [`batch`] |
 //! | batcher (size, bytes, timeout) | [`batcher`] |
 //! | the graph, byte-bounded edges, pipeline files | [`pipeline`] |
-//! | segments, write-ahead log, the store and its readers | [`segment`], [`wal`], [`store`] |
+//! | the storage engine, each layer on the one before: file-system helpers (atomic writes, mmap), segments, write-ahead log, the store and its readers | [`fs`], [`segment`], [`wal`], [`store`] |
 //!
 //! # Example
 //!
@@ -68,6 +68,7 @@ pub mod batcher;
 pub mod codec;
 pub mod duration;
 pub mod error;
+pub mod fs;
 pub mod inflate;
 pub mod pipeline;
 pub mod segment;

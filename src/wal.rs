@@ -1,8 +1,11 @@
 //! The write-ahead log of the active segment.
 //!
 //! VAST kept the active segment only in memory, so a crash lost up to a whole segment. weir
-//! records every batch in this log before [`crate::store::Store::append`] returns (= before the
-//! batch is acknowledged); on the next open the log is replayed into the active segment.
+//! records every batch in this log before the store's `append` returns (= before the batch is
+//! acknowledged); on the next open the log is replayed into the active segment.
+//!
+//! This layer builds on [`crate::fs`] and [`crate::segment`] only; the store above it decides
+//! when logs are created, replayed and replaced.
 //!
 //! The store writes each batch's rows once: into the active segment's file (see
 //! [`crate::segment::SegmentBuilder::add_located`]), and the record *points at them* (the
@@ -34,9 +37,8 @@
 //!   previous segment was sealed. Records are contiguous: the first starts at `base_id`, each
 //!   next one where the previous ended. A record describes exactly one batch of the active
 //!   segment (batches split across segments are logged per part).
-//! - The log is created atomically (temporary file, fsync, rename, fsync directory) when a
-//!   segment is sealed, *after* the catalog naming that segment is durable. A crash between
-//!   the two leaves a log whose records are already in a sealed segment; they are recognized
+//! - The log is created atomically ([`crate::fs::write_atomic`]) when a segment is sealed,
+//!   *after* the catalog naming that segment is durable. A crash between the two leaves a log whose records are already in a sealed segment; they are recognized
 //!   by their IDs (below the catalog's `next_id`) and skipped, so nothing is duplicated.
 //! - A record is written with one `write` call before the append is acknowledged, and after
 //!   the rows it points at were written to the segment file. A process crash (`kill -9`)
@@ -53,18 +55,53 @@
 //!   interrupted, unacknowledged write): it is discarded with a warning. A damaged record
 //!   followed by more data is corruption: an error naming the file and offset.
 
-#![deny(unsafe_code)]
-
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::Batch;
+use crate::fs::{self, FsError, Writeback};
 use crate::segment::DataLocation;
 use crate::setting::{Choice, ChoiceName};
-use crate::store::{Result, StoreError};
 use crate::types::{Field, Schema, SchemaRef, Type};
+
+pub use crate::fs::WRITEBACK_BYTES;
+
+/// An error of the write-ahead log. Every variant names the file (and offset) concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalError {
+    /// An I/O operation on the log failed.
+    #[error(transparent)]
+    Io(#[from] FsError),
+    /// A record in the middle of the log (not a torn last record) is damaged, or the log does
+    /// not follow the catalog.
+    #[error("corrupt write-ahead log {} at offset {offset}: {reason}", path.display())]
+    Corrupt {
+        /// The WAL file.
+        path: PathBuf,
+        /// Byte offset of the damaged record (0 for the header).
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl WalError {
+    /// An I/O error while doing `action` on `path`.
+    pub fn io(action: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        WalError::Io(FsError::new(action, path, source))
+    }
+
+    /// Whether this error is about damaged data (as opposed to I/O).
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, WalError::Corrupt { .. })
+    }
+}
+
+/// Shorthand for results of the write-ahead log.
+pub type Result<T, E = WalError> = std::result::Result<T, E>;
 
 /// Record flag: the batch has a `ts` range.
 const FLAG_TS: u8 = 1;
@@ -84,14 +121,17 @@ const MAX_PAYLOAD: u64 = 1 << 31;
 /// When the WAL (and sealed segments) are fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncPolicy {
-    /// Fsync the WAL before every append returns: an acknowledged batch survives a process
-    /// crash and an OS crash or power loss. Slowest.
+    /// Fsync the WAL (after the segment rows its record points at) before every append
+    /// returns: an acknowledged batch survives a process crash and an OS crash or power loss.
+    /// Slowest.
     Always,
     /// The default. Every append is written to the WAL (one `write`) before it returns, so an
-    /// acknowledged batch survives a process crash (`kill -9`); the WAL is fsynced on
-    /// [`crate::store::Store::flush`], at every segment seal and at close, so after an OS
-    /// crash or power loss at most the batches since the last flush are lost. Sealed segments
-    /// and the catalog are always fsynced.
+    /// acknowledged batch survives a process crash (`kill -9`); the WAL (after the rows of the
+    /// segment file its records point at) is fsynced on the store's `flush` and at close, so
+    /// after an OS crash or power loss at most the batches since the last flush are lost. A
+    /// segment seal does not fsync the WAL: the sealed segment, which holds all of its
+    /// records, is fsynced, and the log is replaced by a new one written atomically. Sealed
+    /// segments, the catalog and each new log are always fsynced.
     #[default]
     Batch,
     /// Never fsync (neither WAL, segments nor catalog): still safe against a process crash,
@@ -175,98 +215,8 @@ pub struct Wal {
     policy: SyncPolicy,
     buf: Vec<u8>,
     dirty: bool,
-    /// Background writeback under [`SyncPolicy::Batch`] (see [`WRITEBACK_BYTES`]).
+    /// Background writeback under [`SyncPolicy::Batch`] (see [`crate::fs::WRITEBACK_BYTES`]).
     writeback: Writeback,
-}
-
-/// Under [`SyncPolicy::Batch`], after this many bytes appended since the last one, an
-/// `fdatasync` of the WAL (or of the segment file being written) runs on a background thread. It promises nothing (acknowledgement
-/// never waits for it) but keeps the dirty data small, so that the fsync at a flush, seal or
-/// close, which does wait, finds little left to write: a long import no longer pays for all of
-/// its WAL at the end.
-pub const WRITEBACK_BYTES: u64 = 32 << 20;
-
-/// One background `fdatasync` at a time; its error is kept for the next [`Wal::sync`], so a
-/// failed write-back is never lost (a second fsync may not report it again).
-#[derive(Debug, Default)]
-pub(crate) struct Writeback {
-    /// Drop the file's pages from the page cache once they are written back (for the WAL,
-    /// which is read only after a crash): the kernel frees them on the background thread as
-    /// the import runs, instead of all at once when the log is replaced at a seal.
-    drop_cache: bool,
-    since: u64,
-    running: Option<std::thread::JoinHandle<std::io::Result<()>>>,
-    error: Option<std::io::Error>,
-}
-
-impl Writeback {
-    /// A writeback that also drops the written-back pages from the page cache.
-    pub(crate) fn dropping_cache() -> Writeback {
-        Writeback {
-            drop_cache: true,
-            ..Writeback::default()
-        }
-    }
-
-    /// Collects a finished (or, with `wait`, the running) background sync's outcome.
-    pub(crate) fn reap(&mut self, wait: bool) {
-        if let Some(h) = self.running.take() {
-            if !wait && !h.is_finished() {
-                self.running = Some(h);
-                return;
-            }
-            match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => self.error = self.error.take().or(Some(e)),
-                Err(_) => {
-                    self.error = self.error.take().or(Some(std::io::Error::other(
-                        "background fsync thread panicked",
-                    )))
-                }
-            }
-        }
-    }
-
-    /// Waits for the running background sync and returns the first error any of them met.
-    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
-        self.reap(true);
-        self.error.take().map_or(Ok(()), Err)
-    }
-
-    /// Counts appended bytes and starts a background sync when due and none is running.
-    pub(crate) fn appended(&mut self, bytes: u64, file: &File) {
-        self.since += bytes;
-        self.reap(false);
-        if self.since < WRITEBACK_BYTES || self.running.is_some() {
-            return;
-        }
-        if let Ok(f) = file.try_clone() {
-            let drop_cache = self.drop_cache;
-            let spawned = std::thread::Builder::new()
-                .name("weir-writeback".into())
-                .spawn(move || {
-                    f.sync_data()?;
-                    if drop_cache {
-                        drop_clean_pages(&f);
-                    }
-                    Ok(())
-                });
-            if let Ok(h) = spawned {
-                self.running = Some(h);
-                self.since = 0;
-            }
-        }
-    }
-}
-
-/// Asks the kernel to drop the clean cached pages of `file` (advice only: errors are ignored).
-fn drop_clean_pages(file: &File) {
-    #[cfg(target_os = "linux")]
-    {
-        let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = file;
 }
 
 impl Wal {
@@ -278,21 +228,26 @@ impl Wal {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "wal".into());
-        crate::segment::write_atomic(dir, &name, &header_bytes(base_id), policy.sync_segments())?;
+        fs::write_atomic(dir, &name, &header_bytes(base_id), policy.sync_segments())?;
         let file = OpenOptions::new()
             .append(true)
             .open(path)
-            .map_err(|e| StoreError::io("open", path, e))?;
-        Ok(Wal {
+            .map_err(|e| WalError::io("open", path, e))?;
+        Ok(Wal::appending(path, file, base_id, WAL_HEADER_LEN, policy))
+    }
+
+    /// A log appending to `file` (at `path`), positioned at its end `len`.
+    fn appending(path: &Path, file: File, base_id: u64, len: u64, policy: SyncPolicy) -> Wal {
+        Wal {
             path: path.to_path_buf(),
             file,
             base_id,
-            len: WAL_HEADER_LEN,
+            len,
             policy,
             buf: Vec::new(),
             dirty: false,
             writeback: Writeback::dropping_cache(),
-        })
+        }
     }
 
     /// Opens an existing WAL for appending after its last good record, cutting off anything
@@ -306,32 +261,23 @@ impl Wal {
         let file = OpenOptions::new()
             .write(true)
             .open(path)
-            .map_err(|e| StoreError::io("open", path, e))?;
+            .map_err(|e| WalError::io("open", path, e))?;
         let len = file
             .metadata()
-            .map_err(|e| StoreError::io("stat", path, e))?
+            .map_err(|e| WalError::io("stat", path, e))?
             .len();
         if len != good_len {
             file.set_len(good_len)
-                .map_err(|e| StoreError::io("truncate", path, e))?;
+                .map_err(|e| WalError::io("truncate", path, e))?;
             if policy.sync_segments() {
                 file.sync_all()
-                    .map_err(|e| StoreError::io("fsync", path, e))?;
+                    .map_err(|e| WalError::io("fsync", path, e))?;
             }
         }
         let mut file = file;
         file.seek(SeekFrom::Start(good_len))
-            .map_err(|e| StoreError::io("seek", path, e))?;
-        Ok(Wal {
-            path: path.to_path_buf(),
-            file,
-            base_id,
-            len: good_len,
-            policy,
-            buf: Vec::new(),
-            dirty: false,
-            writeback: Writeback::dropping_cache(),
-        })
+            .map_err(|e| WalError::io("seek", path, e))?;
+        Ok(Wal::appending(path, file, base_id, good_len, policy))
     }
 
     /// The WAL file.
@@ -383,7 +329,7 @@ impl Wal {
         while !slices.is_empty() {
             match self.file.write_vectored(slices) {
                 Ok(0) => {
-                    return Err(StoreError::io(
+                    return Err(WalError::io(
                         "append to",
                         &self.path,
                         std::io::ErrorKind::WriteZero.into(),
@@ -391,7 +337,7 @@ impl Wal {
                 }
                 Ok(n) => IoSlice::advance_slices(&mut slices, n),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(StoreError::io("append to", &self.path, e)),
+                Err(e) => return Err(WalError::io("append to", &self.path, e)),
             }
         }
         let written = (self.buf.len() + data.len()) as u64;
@@ -438,21 +384,20 @@ impl Wal {
         self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
         self.file
             .write_all(&self.buf)
-            .map_err(|e| StoreError::io("append to", &self.path, e))?;
+            .map_err(|e| WalError::io("append to", &self.path, e))?;
         self.appended(self.buf.len() as u64)
     }
 
     /// Makes the appended records durable (fdatasync), unless the policy is
     /// [`SyncPolicy::Never`].
     pub fn sync(&mut self) -> Result<()> {
-        self.writeback.reap(true);
-        if let Some(e) = self.writeback.error.take() {
-            return Err(StoreError::io("fsync", &self.path, e));
-        }
+        self.writeback
+            .finish()
+            .map_err(|e| WalError::io("fsync", &self.path, e))?;
         if self.dirty && self.policy != SyncPolicy::Never {
             self.file
                 .sync_data()
-                .map_err(|e| StoreError::io("fsync", &self.path, e))?;
+                .map_err(|e| WalError::io("fsync", &self.path, e))?;
         }
         self.dirty = false;
         Ok(())
@@ -621,21 +566,6 @@ fn decode_payload(
     }
 }
 
-/// Fills `buf` from `file` at `offset`.
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(buf, offset)
-    }
-    #[cfg(not(unix))]
-    {
-        let mut f = file;
-        f.seek(SeekFrom::Start(offset))?;
-        f.read_exact(buf)
-    }
-}
-
 /// Reads `len` bytes of rows at `location` from the segment file in `dir` (the temporary file
 /// while the segment is built, the sealed file after), checking their CRC. A seal that
 /// collapses the file between the size check and the read is retried. `Err` says why the rows
@@ -665,7 +595,7 @@ fn read_external(
             continue;
         };
         let mut data = vec![0u8; len];
-        if read_exact_at(&file, &mut data, at).is_err() {
+        if fs::read_exact_at(&file, &mut data, at).is_err() {
             why = format!("{} is too short for its rows", path.display());
             continue;
         }
@@ -703,12 +633,8 @@ pub struct WalReader {
 impl WalReader {
     /// Opens the WAL at `path` and checks its header.
     pub fn open(path: &Path) -> Result<WalReader> {
-        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
-        let end = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", path, e))?
-            .len();
-        let corrupt = |reason: String| StoreError::CorruptWal {
+        let (file, end) = fs::open_with_len(path)?;
+        let corrupt = |reason: String| WalError::Corrupt {
             path: path.to_path_buf(),
             offset: 0,
             reason,
@@ -722,7 +648,7 @@ impl WalReader {
         }
         reader
             .read_exact(&mut h)
-            .map_err(|e| StoreError::io("read", path, e))?;
+            .map_err(|e| WalError::io("read", path, e))?;
         if h[..8] != WAL_MAGIC {
             return Err(corrupt("not a weir write-ahead log (bad magic)".into()));
         }
@@ -733,7 +659,7 @@ impl WalReader {
         let segments = path
             .parent()
             .unwrap_or(Path::new("."))
-            .join(crate::store::SEGMENTS_DIR);
+            .join(crate::segment::SEGMENTS_DIR);
         Ok(WalReader {
             path: path.to_path_buf(),
             segments,
@@ -786,9 +712,9 @@ impl WalReader {
         Ok(None)
     }
 
-    fn corrupt_at(&mut self, reason: String) -> StoreError {
+    fn corrupt_at(&mut self, reason: String) -> WalError {
         self.done = true;
-        StoreError::CorruptWal {
+        WalError::Corrupt {
             path: self.path.clone(),
             offset: self.pos,
             reason,
@@ -801,7 +727,7 @@ impl WalReader {
             let n = self
                 .reader
                 .read(&mut buf)
-                .map_err(|e| StoreError::io("read", &self.path, e))?;
+                .map_err(|e| WalError::io("read", &self.path, e))?;
             if n == 0 {
                 return Ok(true);
             }
@@ -839,13 +765,8 @@ impl WalReader {
             return self.torn_at(format!("only {remaining} bytes of a record header"));
         }
         let mut h = [0u8; RECORD_HEADER_LEN as usize];
-        match self.reader.read_exact(&mut h) {
-            Ok(()) => {}
-            // The file shrank since it was opened: a writer cut off a torn tail.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return self.torn_at("the file was truncated while reading".into())
-            }
-            Err(e) => return Err(StoreError::io("read", &self.path, e)),
+        if !read_full(&mut self.reader, &mut h).map_err(|e| WalError::io("read", &self.path, e))? {
+            return self.torn_at(TRUNCATED_WHILE_READING.into());
         }
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as u64;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
@@ -863,12 +784,10 @@ impl WalReader {
             ));
         }
         self.payload.resize(len as usize, 0);
-        match self.reader.read_exact(&mut self.payload) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return self.torn_at("the file was truncated while reading".into())
-            }
-            Err(e) => return Err(StoreError::io("read", &self.path, e)),
+        if !read_full(&mut self.reader, &mut self.payload)
+            .map_err(|e| WalError::io("read", &self.path, e))?
+        {
+            return self.torn_at(TRUNCATED_WHILE_READING.into());
         }
         if crc32fast::hash(&self.payload) != crc {
             if record_end == self.end {
@@ -935,6 +854,19 @@ impl WalReader {
     }
 }
 
+/// Why reading stopped when the file ended early: it shrank since it was opened (a writer cut
+/// off a torn tail).
+const TRUNCATED_WHILE_READING: &str = "the file was truncated while reading";
+
+/// Fills `buf` from `reader`; `Ok(false)` if the input ended first.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    match reader.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// A record read by [`WalReader::next_entry`].
 #[derive(Debug)]
 pub enum Entry {
@@ -975,11 +907,11 @@ mod tests {
             let mut batch = b.finish();
             batch.set_id(i);
             wal.append(&batch).expect("append");
-            started += wal.writeback.running.is_some() as u32;
+            started += wal.writeback.is_running() as u32;
         }
         assert!(started > 0, "no background write-back was started");
         wal.sync().expect("sync");
-        assert!(wal.writeback.running.is_none());
+        assert!(!wal.writeback.is_running());
         let mut r = WalReader::open(&path).expect("open");
         let mut n = 0;
         while let Some((_, b)) = r.next_record().expect("record") {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use store_util::{batch, expected, schema};
-use weir::segment::Segment;
-use weir::store::{Archive, Store, StoreError, StoreOptions};
+use weir::segment::{Segment, SegmentError};
+use weir::store::{Archive, Store, StoreOptions};
 use weir::wal::SyncPolicy;
 
 /// An archive of several small segments; returns its segment files in ID order.
@@ -38,7 +38,7 @@ fn archive(dir: &Path, max: u64, n: usize) -> (Vec<PathBuf>, Vec<weir::batch::Ba
     (files, batches)
 }
 
-fn contents(seg: &Segment) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+fn contents(seg: &Segment) -> Result<Vec<(u64, Vec<u8>)>, SegmentError> {
     let mut out = Vec::new();
     for b in seg.batches() {
         let b = b?;
@@ -62,7 +62,7 @@ fn truncated_segment_is_reported_with_its_name() {
         let err = Segment::open(&files[0])
             .and_then(|s| s.verify_all())
             .unwrap_err();
-        assert!(matches!(err, StoreError::CorruptSegment { .. }), "{err}");
+        assert!(err.is_corruption(), "{err}");
         let msg = err.to_string();
         assert!(msg.contains(&files[0].display().to_string()), "{msg}");
     }

@@ -1,5 +1,6 @@
-//! Peak memory of a long import: at most one segment (the pre-sized builder) plus a small
-//! constant, whatever the input size. Ignored by default (it writes about 1 GiB); run with
+//! Peak memory of a long import: at most one segment plus a small constant, whatever the input
+//! size (a generous bound: the store's builder writes each batch to the segment's file as it
+//! arrives and holds only one batch and some metadata, see `src/segment/writer.rs`). Ignored by default (it writes about 1 GiB); run with
 //! `cargo test --release --test store_memory -- --ignored --nocapture`.
 
 use std::time::Instant;

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use store_util::{batch, expected, read_all, schema};
 use weir::batch::Batch;
 use weir::store::{Archive, Store, StoreError, StoreOptions};
-use weir::wal::{SyncPolicy, WalReader};
+use weir::wal::{SyncPolicy, WalError, WalReader};
 
 fn opts(max: u64) -> StoreOptions {
     StoreOptions {
@@ -134,7 +134,7 @@ fn corrupt_middle_record_is_an_error_naming_file_and_offset() {
     fs::write(&wal, &bytes).unwrap();
     let err = Store::open_writer(dir.path(), opts(1 << 20)).unwrap_err();
     match &err {
-        StoreError::CorruptWal { offset, .. } => assert_eq!(*offset, second as u64),
+        StoreError::Wal(WalError::Corrupt { offset, .. }) => assert_eq!(*offset, second as u64),
         other => panic!("unexpected {other}"),
     }
     let msg = err.to_string();

@@ -6,8 +6,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::reader::Segment;
+use super::Result;
 use crate::size::Size;
-use crate::store::Result;
 
 /// What a segment holds, for humans ([`fmt::Display`]) and machines (serde, e.g. JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -34,15 +34,18 @@
 //! - Batches are in ascending, non-overlapping ID order; every batch has at least one row;
 //!   `events` is the sum of the rows; `intervals` is the merged union of the batch ranges.
 //! - Files are written under a temporary name (as the segment fills, see the writer's module
-//!   docs), fsynced, renamed into place and the directory is fsynced; a segment is never
-//!   modified afterwards.
+//!   docs), then committed like every atomic write of [`crate::fs`] (fsync, rename into place,
+//!   fsync the directory); a segment is never modified afterwards, which is what makes mapping
+//!   it sound ([`crate::fs::map_readonly`]).
 //! - A reader ([`Segment::open`]) memory-maps the file, runs the FlatBuffers verifier with
-//!   explicit limits ([`verifier_options`]), checks every invariant above and every checksum
-//!   once, and from then on reads rows zero-copy from the map. Damage is reported as
-//!   [`crate::store::StoreError::CorruptSegment`] naming the file, never as a panic.
+//!   explicit limits ([`verifier_options`]) and checks every invariant above except the
+//!   batches' row offsets and checksums; those are checked lazily, once per batch, on its
+//!   first access ([`Segment::batch`]; [`Segment::verify_all`] checks all of them). From then
+//!   on rows are read zero-copy from the map. Damage is reported as [`SegmentError::Corrupt`]
+//!   (or [`SegmentError::Verification`]) naming the file, never as a panic.
 
-#![deny(unsafe_code)]
-
+// The generated code is the one exception to the crate's `unsafe_code = "deny"` besides
+// `crate::fs::map_readonly`: flatc's accessors are unsafe internally, behind the verifier.
 #[allow(
     unsafe_code,
     missing_docs,
@@ -63,13 +66,14 @@ pub mod generated {
     pub use super::segment_generated::weir::fbs::*;
 }
 
+mod error;
 mod inspect;
 mod reader;
 mod writer;
 
+pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
-pub(crate) use writer::write_atomic;
 pub use writer::{
     check_max_segment_size, DataLocation, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
     MAX_SEGMENT_SIZE_LIMIT, MIN_SEGMENT_SIZE,
@@ -87,6 +91,10 @@ pub fn verifier_options(buffer_len: usize) -> flatbuffers::VerifierOptions {
         ignore_missing_null_terminator: false,
     }
 }
+
+/// Name of the directory holding the segment files inside a database directory (next to the
+/// write-ahead log, whose records point into them).
+pub const SEGMENTS_DIR: &str = "segments";
 
 /// The file name of a segment: `<uuid>.seg`.
 pub fn file_name(uuid: &uuid::Uuid) -> String {

@@ -1,6 +1,6 @@
-//! Reading segments: memory-mapped, verified once, then zero-copy.
+//! Reading segments: memory-mapped, the index verified at open, each batch's rows verified on
+//! its first access, then zero-copy.
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -10,22 +10,9 @@ use memmap2::Mmap;
 
 use super::generated as fbs;
 use super::writer::batch_checksum;
+use super::{Result, SegmentError};
 use crate::batch::Batch;
-use crate::store::{Result, StoreError};
 use crate::types::{Field, Schema, SchemaRef, Type};
-
-/// Maps a segment file into memory.
-#[allow(unsafe_code)]
-fn map_file(file: &File, path: &Path) -> Result<Mmap> {
-    // SAFETY: segment files are immutable once written: weir writes them under a temporary
-    // name, renames them into place and never opens them for writing again (the store only
-    // deletes orphaned segments that are not in the catalog, at writer start-up, and unlinking
-    // a file keeps existing maps valid). The map is read-only, and every read goes through
-    // bounds-checked slices after verification, so a file changed behind weir's back by
-    // another program can at worst yield wrong bytes or SIGBUS, which is outside what Rust can
-    // guard against for any mmap.
-    unsafe { Mmap::map(file) }.map_err(|e| StoreError::io("memory-map", path, e))
-}
 
 const UNCHECKED: u8 = 0;
 const GOOD: u8 = 1;
@@ -55,11 +42,8 @@ pub struct Segment {
     batches: Vec<BatchMeta>,
 }
 
-fn corrupt(path: &Path, reason: impl Into<String>) -> StoreError {
-    StoreError::CorruptSegment {
-        path: path.to_path_buf(),
-        reason: reason.into(),
-    }
+fn corrupt(path: &Path, reason: impl Into<String>) -> SegmentError {
+    SegmentError::corrupt(path, reason)
 }
 
 fn unreachable_batch<'a>(path: &Path) -> Result<SegmentBatch<'a>> {
@@ -77,14 +61,11 @@ impl Segment {
     /// limits, parses the schemas, and checks the batches' ID order against the header's
     /// intervals and event count. Each batch's row offsets and checksum are checked once, on
     /// its first access ([`Segment::batch`]); [`Segment::verify_all`] checks all of them. Any
-    /// damage is a [`StoreError::CorruptSegment`] naming the file.
+    /// damage is a [`SegmentError::Corrupt`] (or [`SegmentError::Verification`]) naming the
+    /// file.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", path, e))?
-            .len();
+        let (file, len) = crate::fs::open_with_len(path)?;
         if len < 16 {
             return Err(corrupt(path, format!("truncated: only {len} bytes")));
         }
@@ -94,7 +75,7 @@ impl Segment {
                 format!("{len} bytes exceeds the 2 GiB limit"),
             ));
         }
-        let map = map_file(&file, path)?;
+        let map = crate::fs::map_readonly(&file, path)?;
         let (uuid, intervals, events, schemas, batches) = Self::index(&map, path)?;
         Ok(Segment {
             path: path.to_path_buf(),
@@ -136,8 +117,12 @@ impl Segment {
             ));
         }
         let opts = super::verifier_options(buf.len());
-        let root = fbs::size_prefixed_root_as_segment_with_opts(&opts, buf)
-            .map_err(|e| corrupt(path, format!("flatbuffer verification failed: {e}")))?;
+        let root = fbs::size_prefixed_root_as_segment_with_opts(&opts, buf).map_err(|source| {
+            SegmentError::Verification {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
         let seg = match root.segment_type() {
             fbs::SegmentVersion::SegmentV1 => root
                 .segment_as_segment_v1()
@@ -276,7 +261,7 @@ impl Segment {
 
     /// Batch `i` (`None` past the end). Its row offsets and checksum are verified on the
     /// first access (so opening a large segment to read its first events stays fast); a
-    /// damaged batch is a [`StoreError::CorruptSegment`] naming the file and batch.
+    /// damaged batch is a [`SegmentError::Corrupt`] naming the file and batch.
     pub fn batch(&self, i: usize) -> Option<Result<SegmentBatch<'_>>> {
         let m = self.batches.get(i)?;
         if m.state.load(Ordering::Acquire) != GOOD {

@@ -22,17 +22,16 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use super::generated as fbs;
+use super::{Result, SegmentError};
 use crate::batch::Batch;
-use crate::store::{Result, StoreError};
+use crate::fs::{self, Writeback};
 use crate::types::SchemaRef;
-use crate::wal::Writeback;
 
 /// The default maximum segment size: 1 GiB (as VAST).
 pub const DEFAULT_MAX_SEGMENT_SIZE: u64 = 1 << 30;
@@ -71,7 +70,7 @@ const SCHEMA_SEAL_COST: usize = 4;
 /// explanation of the FlatBuffers 2 GiB limit; sizes below [`MIN_SEGMENT_SIZE`] too.
 pub fn check_max_segment_size(size: u64) -> Result<usize> {
     if size > MAX_SEGMENT_SIZE_LIMIT {
-        return Err(StoreError::InvalidMaxSegmentSize {
+        return Err(SegmentError::InvalidMaxSegmentSize {
             size,
             reason: format!(
                 "a segment is one FlatBuffer, and a FlatBuffer cannot reach 2 GiB \
@@ -81,12 +80,12 @@ pub fn check_max_segment_size(size: u64) -> Result<usize> {
         });
     }
     if size < MIN_SEGMENT_SIZE {
-        return Err(StoreError::InvalidMaxSegmentSize {
+        return Err(SegmentError::InvalidMaxSegmentSize {
             size,
             reason: format!("use at least {MIN_SEGMENT_SIZE} bytes"),
         });
     }
-    usize::try_from(size).map_err(|_| StoreError::InvalidMaxSegmentSize {
+    usize::try_from(size).map_err(|_| SegmentError::InvalidMaxSegmentSize {
         size,
         reason: "does not fit in this platform's address space".into(),
     })
@@ -157,8 +156,8 @@ impl Target {
                 Ok(())
             }
             Target::File(f) => {
-                write_at(&f.file, bytes, at as u64)
-                    .map_err(|e| StoreError::io("write", &f.path, e))?;
+                fs::write_all_at(&f.file, bytes, at as u64)
+                    .map_err(|e| SegmentError::io("write", &f.path, e))?;
                 f.writeback.appended(bytes.len() as u64, &f.file);
                 Ok(())
             }
@@ -366,7 +365,7 @@ impl SegmentBuilder {
             return Ok(None);
         }
         if !self.fits(batch) {
-            return Err(StoreError::InvalidMaxSegmentSize {
+            return Err(SegmentError::InvalidMaxSegmentSize {
                 size: self.max as u64,
                 reason: format!(
                     "internal: a batch of {} bytes was added beyond the segment's room of {} bytes",
@@ -468,10 +467,10 @@ impl SegmentBuilder {
         if let Some(Target::File(f)) = &mut self.target {
             f.writeback
                 .finish()
-                .map_err(|e| StoreError::io("write back", &f.path, e))?;
+                .map_err(|e| SegmentError::io("write back", &f.path, e))?;
             f.file
                 .sync_data()
-                .map_err(|e| StoreError::io("fsync", &f.path, e))?;
+                .map_err(|e| SegmentError::io("fsync", &f.path, e))?;
         }
         Ok(())
     }
@@ -494,10 +493,10 @@ impl SegmentBuilder {
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(|e| StoreError::io("create", &path, e))?;
+            .map_err(|e| SegmentError::io("create", &path, e))?;
         let active = ActiveFile {
             uuid,
-            block: block_size(&file),
+            block: fs::block_size(&file),
             path,
             file,
             writeback: Writeback::default(),
@@ -508,7 +507,7 @@ impl SegmentBuilder {
         if let Target::File(f) = &target {
             if let Err(e) = f.file.set_len(len) {
                 let _ = std::fs::remove_file(&f.path);
-                return Err(StoreError::io("resize", &f.path, e));
+                return Err(SegmentError::io("resize", &f.path, e));
             }
         }
         self.target = Some(target);
@@ -649,7 +648,7 @@ impl SegmentBuilder {
         if self.dir.is_none() {
             let uuid = uuid::Uuid::new_v4();
             let (sealed, bytes) = self.finish(uuid)?;
-            write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
+            fs::write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
             self.clear();
             return Ok(sealed);
         }
@@ -679,17 +678,20 @@ impl SegmentBuilder {
         let len = file_len(self.max);
         let total = front.len() + self.region;
         let head = len - total;
-        write_at(&active.file, &front, head as u64)
-            .map_err(|e| StoreError::io("write", &active.path, e))?;
+        fs::write_all_at(&active.file, &front, head as u64)
+            .map_err(|e| SegmentError::io("write", &active.path, e))?;
         active
             .writeback
             .finish()
-            .map_err(|e| StoreError::io("write back", &active.path, e))?;
+            .map_err(|e| SegmentError::io("write back", &active.path, e))?;
         let name = super::file_name(&active.uuid);
-        if head == 0 || (head.is_multiple_of(active.block) && collapse_front(&active.file, head)) {
-            commit_file(&active.file, &active.path, dir, &name, sync)?;
+        if head == 0
+            || (head.is_multiple_of(active.block) && fs::collapse_front(&active.file, head))
+        {
+            fs::commit_file(&active.file, &active.path, dir, &name, sync)?;
         } else {
-            copy_out(&active.file, &active.path, head, len, dir, &name, sync)?;
+            let range = head as u64..len as u64;
+            fs::copy_range_atomic(&active.file, &active.path, range, dir, &name, sync)?;
             let _ = std::fs::remove_file(&active.path);
         }
         Ok(self.sealed(active.uuid, total))
@@ -701,14 +703,14 @@ impl SegmentBuilder {
 const COLLAPSE_MIN: usize = 1 << 20;
 
 /// Length of a segment's temporary file: the maximum rounded up to 64 KiB (a multiple of any
-/// block size [`block_size`] returns; at most 2 GiB, as the maximum is 64 KiB below that).
+/// block size [`fs::block_size`] returns; at most 2 GiB, as the maximum is 64 KiB below that).
 fn file_len(max: usize) -> usize {
     max.div_ceil(1 << 16) << 16
 }
 
 /// An accounting or state error that should not happen.
-fn internal(max: usize, what: &str) -> StoreError {
-    StoreError::InvalidMaxSegmentSize {
+fn internal(max: usize, what: &str) -> SegmentError {
+    SegmentError::InvalidMaxSegmentSize {
         size: max as u64,
         reason: format!("internal: {what}"),
     }
@@ -744,82 +746,6 @@ fn create_schema(
     )
 }
 
-/// Writes all of `bytes` at `offset`.
-fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.write_all_at(bytes, offset)
-    }
-    #[cfg(not(unix))]
-    {
-        use std::io::{Seek, SeekFrom};
-        let mut f = file;
-        f.seek(SeekFrom::Start(offset))?;
-        f.write_all(bytes)
-    }
-}
-
-/// The block size of the file system holding `file` (4096 when unknown or implausible).
-fn block_size(file: &File) -> usize {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let Ok(m) = file.metadata() {
-            let b = m.blksize() as usize;
-            if b.is_power_of_two() && (512..=1 << 16).contains(&b) {
-                return b;
-            }
-        }
-    }
-    let _ = file;
-    4096
-}
-
-/// Removes the first `len` bytes of `file` (a multiple of its block size) by moving extents.
-/// Returns false where the file system does not support that.
-fn collapse_front(file: &File, len: usize) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{fallocate, FallocateFlags};
-        fallocate(file, FallocateFlags::COLLAPSE_RANGE, 0, len as u64).is_ok()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (file, len);
-        false
-    }
-}
-
-/// Copies bytes `from..to` of the temporary `file` to a new segment `dir/name`, atomically.
-fn copy_out(
-    file: &File,
-    path: &Path,
-    from: usize,
-    to: usize,
-    dir: &Path,
-    name: &str,
-    sync: bool,
-) -> Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let tmp = dir.join(format!(".{name}.copy.tmp"));
-    let mut out = File::create(&tmp).map_err(|e| StoreError::io("create", &tmp, e))?;
-    let mut src = file;
-    src.seek(SeekFrom::Start(from as u64))
-        .map_err(|e| StoreError::io("seek", path, e))?;
-    let copied = std::io::copy(&mut src.take((to - from) as u64), &mut out)
-        .map_err(|e| StoreError::io("copy to", &tmp, e))?;
-    if copied != (to - from) as u64 {
-        return Err(StoreError::io(
-            "copy",
-            path,
-            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "segment file is short"),
-        ));
-    }
-    commit_file(&out, &tmp, dir, name, sync)?;
-    Ok(())
-}
-
 /// Length of a value's `Display` form, without allocating.
 fn display_len(v: &impl std::fmt::Display) -> usize {
     struct Count(usize);
@@ -852,52 +778,24 @@ fn checksum_with_data_crc(data_crc: u32, data_len: usize, offsets: &[u32]) -> u3
     h.finalize()
 }
 
-/// Writes `bytes` to `dir/name` atomically: a temporary file `.name.tmp` is written, fsynced,
-/// renamed over `name`, and the directory is fsynced (fsyncs only when `sync`).
-pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<PathBuf> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = File::create(&tmp).map_err(|e| StoreError::io("create", &tmp, e))?;
-    f.write_all(bytes)
-        .map_err(|e| StoreError::io("write", &tmp, e))?;
-    commit_file(&f, &tmp, dir, name, sync)
-}
-
-/// The end of every atomic write: fsyncs the written temporary `file` at `tmp`, renames it to
-/// `dir/name` and fsyncs the directory (fsyncs only when `sync`). Returns the final path.
-fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) -> Result<PathBuf> {
-    if sync {
-        file.sync_all()
-            .map_err(|e| StoreError::io("fsync", tmp, e))?;
-    }
-    let path = dir.join(name);
-    std::fs::rename(tmp, &path)
-        .map_err(|e| StoreError::io(format!("rename to {}", path.display()), tmp, e))?;
-    if sync {
-        sync_dir(dir)?;
-    }
-    Ok(path)
-}
-
-/// Fsyncs a directory so that renames and creations in it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io("fsync directory", dir, e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::batch::BatchBuilder;
     use crate::types::{Field, Schema, Type};
 
-    #[test]
-    fn accounting_is_an_upper_bound() {
-        let schema = Schema::new(
+    /// A schema of a time and a string.
+    fn ts_and_string() -> SchemaRef {
+        Schema::new(
             "zeek.t",
             vec![Field::new("ts", Type::Time), Field::new("s", Type::String)],
         )
-        .into_shared();
+        .into_shared()
+    }
+
+    #[test]
+    fn accounting_is_an_upper_bound() {
+        let schema = ts_and_string();
         let mut b = SegmentBuilder::new(1 << 20).unwrap();
         let mut id = 0;
         for n in 1..50usize {
@@ -962,11 +860,7 @@ mod tests {
     /// stays within the maximum and leaves no temporary file behind.
     #[test]
     fn file_mode_seals_at_every_fill_level() {
-        let schema = Schema::new(
-            "zeek.t",
-            vec![Field::new("ts", Type::Time), Field::new("s", Type::String)],
-        )
-        .into_shared();
+        let schema = ts_and_string();
         let dir = tempfile::tempdir().unwrap();
         let small = [1usize, 13, 200, 700];
         let large = [20_000, 70_000];
@@ -1021,30 +915,6 @@ mod tests {
                 assert!(aligned > 0, "max {max}: never collapsed");
             }
         }
-    }
-
-    #[test]
-    fn collapse_front_moves_whole_blocks() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let block = block_size(&f);
-        let mut bytes = vec![0u8; 3 * block];
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = (i / 97) as u8;
-        }
-        write_at(&f, &bytes, 0).unwrap();
-        if !collapse_front(&f, block) {
-            eprintln!("note: this file system cannot collapse ranges; the copy path is used");
-            return;
-        }
-        assert_eq!(std::fs::read(&path).unwrap(), &bytes[block..]);
     }
 
     /// On a file system without FALLOC_FL_COLLAPSE_RANGE (tmpfs), segments are copied out.

@@ -12,10 +12,10 @@ use serde::Serialize;
 use super::catalog::{Catalog, CatalogEntry};
 use super::{Result, StoreError, SEGMENTS_DIR, WAL_FILE};
 use crate::batch::Batch;
-use crate::segment::{OffsetsRef, RowIter, Segment};
+use crate::segment::{OffsetsRef, RowIter, Segment, SegmentError};
 use crate::size::Size;
 use crate::types::{SchemaRef, Type};
-use crate::wal::WalReader;
+use crate::wal::{WalError, WalReader};
 
 /// Default number of segments kept mapped (as VAST).
 pub const DEFAULT_SEGMENT_CACHE: usize = 10;
@@ -129,7 +129,7 @@ impl Archive {
             || seg.events() != entry.events
             || intervals != entry.intervals
         {
-            return Err(StoreError::CorruptSegment {
+            return Err(SegmentError::Corrupt {
                 path,
                 reason: format!(
                     "does not match the catalog (uuid {}, {} events, intervals {:?}; catalog: uuid {}, {} events, intervals {:?})",
@@ -140,7 +140,8 @@ impl Archive {
                     entry.events,
                     entry.intervals
                 ),
-            });
+            }
+            .into());
         }
         Ok(seg)
     }
@@ -520,7 +521,7 @@ impl Scan<'_> {
                         if let Some(m) = seg.batch_ids(i) {
                             self.next = self.next.max(m.end);
                         }
-                        return Some(Err(e));
+                        return Some(Err(e.into()));
                     }
                 };
                 let (first, len) = (b.first_id(), b.len());
@@ -541,7 +542,7 @@ impl Scan<'_> {
                 return match wal.next_record() {
                     Err(e) => {
                         self.done = true;
-                        Some(Err(e))
+                        Some(Err(e.into()))
                     }
                     // The end, or a torn tail: a record a running writer has not finished.
                     Ok(None) => {
@@ -582,14 +583,10 @@ impl Scan<'_> {
             let path = self.archive.dir.join(WAL_FILE);
             let reader = match WalReader::open(&path) {
                 Ok(r) => r,
-                Err(StoreError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    return None
-                }
+                Err(WalError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(e));
+                    return Some(Err(e.into()));
                 }
             };
             if reader.base_id() > self.next.max(self.catalog.next_id) {
@@ -599,7 +596,7 @@ impl Scan<'_> {
                     Ok(c) if c.next_id > self.catalog.next_id => self.catalog = Arc::new(c),
                     Ok(_) => {
                         self.done = true;
-                        return Some(Err(StoreError::CorruptWal {
+                        return Some(Err(WalError::Corrupt {
                             path,
                             offset: 0,
                             reason: format!(
@@ -607,7 +604,8 @@ impl Scan<'_> {
                                 reader.base_id(),
                                 self.catalog.next_id
                             ),
-                        }));
+                        }
+                        .into()));
                     }
                     Err(e) => {
                         self.done = true;
@@ -701,11 +699,14 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn from_error(path: &Path, e: StoreError) -> Problem {
-        let reason = match e {
-            StoreError::CorruptSegment { reason, .. }
-            | StoreError::CorruptCatalog { reason, .. } => reason,
-            StoreError::CorruptWal { offset, reason, .. } => {
+    fn from_error(path: &Path, e: impl Into<StoreError>) -> Problem {
+        let reason = match e.into() {
+            StoreError::Segment(e) => e.corruption_reason().unwrap_or_else(|| e.to_string()),
+            StoreError::CorruptCatalog { reason, .. } => reason,
+            StoreError::CatalogJson {
+                context, source, ..
+            } => format!("{context}: {source}"),
+            StoreError::Wal(WalError::Corrupt { offset, reason, .. }) => {
                 format!("at offset {offset}: {reason}")
             }
             other => other.to_string(),

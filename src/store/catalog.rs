@@ -13,9 +13,9 @@
 //!
 //! # Invariants
 //!
-//! - Rewritten atomically (temporary file, fsync, rename, fsync directory) each time a segment
-//!   is sealed, after the segment file itself is durable and before the WAL is reset. A segment
-//!   file not listed here is an orphan of an interrupted seal; its events are still in the WAL
+//! - Rewritten atomically ([`crate::fs::write_atomic`]: temporary file, fsync, rename, fsync
+//!   directory) each time a segment is sealed, after the segment file itself is durable and
+//!   before the WAL is reset. A segment file not listed here is an orphan of an interrupted seal; its events are still in the WAL
 //!   and the next writer removes it.
 //! - Segments are listed in ID order; their intervals ascend and do not overlap; `next_id` is
 //!   the end of the last interval (0 for an empty archive): the first ID the WAL holds.
@@ -122,12 +122,16 @@ impl Catalog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Catalog::default()),
             Err(e) => return Err(StoreError::io("read", &path, e)),
         };
+        let mut cat: Catalog =
+            serde_json::from_slice(&bytes).map_err(|source| StoreError::CatalogJson {
+                path: path.clone(),
+                context: "invalid JSON",
+                source,
+            })?;
         let corrupt = |reason: String| StoreError::CorruptCatalog {
             path: path.clone(),
             reason,
         };
-        let mut cat: Catalog =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("invalid JSON: {e}")))?;
         if cat.format != FORMAT || cat.version != 1 {
             return Err(corrupt(format!(
                 "unsupported format {:?} version {}",
@@ -171,11 +175,12 @@ impl Catalog {
 
     /// Writes the catalog atomically to `dir`.
     pub fn save(&self, dir: &Path, sync: bool) -> Result<()> {
-        let json = serde_json::to_vec(self).map_err(|e| StoreError::CorruptCatalog {
+        let json = serde_json::to_vec(self).map_err(|source| StoreError::CatalogJson {
             path: Self::path(dir),
-            reason: format!("cannot serialize: {e}"),
+            context: "cannot serialize",
+            source,
         })?;
-        crate::segment::write_atomic(dir, CATALOG_FILE, &json, sync)?;
+        crate::fs::write_atomic(dir, CATALOG_FILE, &json, sync)?;
         Ok(())
     }
 

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{ArchiveSink, OpenReport, Result, StoreError, StoreOptions};
+use super::{ArchiveSink, OpenReport, Result, StoreOptions};
+use crate::segment::{check_max_segment_size, SegmentError};
 use crate::setting::{de_size, InvalidSetting, Problem};
 use crate::size::Size;
 use crate::wal::SyncPolicy;
@@ -55,9 +56,9 @@ impl ArchiveSinkConfig {
                 },
             });
         }
-        match crate::segment::check_max_segment_size(self.max_segment_size) {
+        match check_max_segment_size(self.max_segment_size) {
             Ok(_) => Ok(()),
-            Err(StoreError::InvalidMaxSegmentSize { size, reason }) => Err(
+            Err(SegmentError::InvalidMaxSegmentSize { size, reason }) => Err(
                 InvalidSetting::out_of_range("max_segment_size", Size(size).to_string(), reason),
             ),
             Err(e) => Err(InvalidSetting::out_of_range(

@@ -1,42 +1,29 @@
-//! The error type of the storage engine (segments, WAL, catalog, store).
+//! The error type of the store: its own failures, and those of the layers below it (file
+//! system, segments, write-ahead log), wrapped with their message and source chain intact.
 
 use std::io;
 use std::path::PathBuf;
 
-use crate::size::Size;
+use crate::fs::FsError;
+use crate::segment::SegmentError;
+use crate::wal::WalError;
 
-/// An error of the storage engine. Every variant names the file (and offset) concerned.
+/// An error of the storage engine. Every variant names the file (and offset) or the value
+/// concerned.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
-    /// An I/O operation failed.
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        /// What was being done (`open`, `write`, `rename to ...`).
-        action: String,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// A segment file failed verification.
-    #[error("corrupt segment {}: {reason}", path.display())]
-    CorruptSegment {
-        /// The segment file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A WAL record in the middle of the log (not a torn last record) is damaged.
-    #[error("corrupt write-ahead log {} at offset {offset}: {reason}", path.display())]
-    CorruptWal {
-        /// The WAL file.
-        path: PathBuf,
-        /// Byte offset of the damaged record.
-        offset: u64,
-        /// What is wrong.
-        reason: String,
-    },
+    /// An I/O operation of the store itself (lock, catalog, directories) failed.
+    #[error(transparent)]
+    Io(#[from] FsError),
+    /// A segment could not be read, verified, built or written (including an unsupported
+    /// maximum segment size).
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+    /// The write-ahead log could not be read or written, is damaged, or does not follow the
+    /// catalog.
+    #[error(transparent)]
+    Wal(#[from] WalError),
     /// The catalog could not be parsed or is inconsistent.
     #[error("corrupt catalog {}: {reason}", path.display())]
     CorruptCatalog {
@@ -45,16 +32,16 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
-    /// The maximum segment size is out of range.
-    #[error(
-        "max segment size {} ({size} bytes) is not supported: {reason}",
-        Size(*size)
-    )]
-    InvalidMaxSegmentSize {
-        /// The size requested, in bytes.
-        size: u64,
-        /// Why it is refused.
-        reason: String,
+    /// The catalog is not valid JSON (or could not be serialized).
+    #[error("corrupt catalog {}: {context}: {source}", path.display())]
+    CatalogJson {
+        /// The catalog file.
+        path: PathBuf,
+        /// What failed: `invalid JSON` or `cannot serialize`.
+        context: &'static str,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
     },
     /// One event is larger than a whole segment may be.
     #[error(
@@ -85,32 +72,32 @@ pub enum StoreError {
         dir: PathBuf,
     },
     /// An earlier operation of this writer failed (e.g. the disk filled up while sealing); the
-    /// writer refuses further work. Reopening the database recovers from the WAL.
+    /// writer refuses further work. Reopening the database recovers from the WAL. Holds the
+    /// message of that earlier error: the error itself went to the call that met it.
     #[error("the archive writer failed earlier and must be reopened: {0}")]
     Poisoned(String),
     /// The background writer of an [`crate::store::ArchiveSink`] stopped unexpectedly.
     #[error("the archive writer stopped: {0}")]
     WriterGone(String),
+    /// The background writer thread of an [`crate::store::ArchiveSink`] could not be started.
+    #[error("the archive writer stopped: cannot start the writer thread: {0}")]
+    WriterSpawn(#[source] io::Error),
 }
 
 impl StoreError {
     /// An I/O error while doing `action` on `path`.
     pub fn io(action: impl Into<String>, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        StoreError::Io {
-            action: action.into(),
-            path: path.into(),
-            source,
-        }
+        StoreError::Io(FsError::new(action, path, source))
     }
 
     /// Whether this error is about damaged data (as opposed to I/O, locking or settings).
     pub fn is_corruption(&self) -> bool {
-        matches!(
-            self,
-            StoreError::CorruptSegment { .. }
-                | StoreError::CorruptWal { .. }
-                | StoreError::CorruptCatalog { .. }
-        )
+        match self {
+            StoreError::Segment(e) => e.is_corruption(),
+            StoreError::Wal(e) => e.is_corruption(),
+            StoreError::CorruptCatalog { .. } | StoreError::CatalogJson { .. } => true,
+            _ => false,
+        }
     }
 }
 

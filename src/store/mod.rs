@@ -33,8 +33,6 @@
 //!   lock: they read the catalog (replaced atomically), immutable segments and the WAL prefix
 //!   present when they open it.
 
-#![deny(unsafe_code)]
-
 mod archive;
 pub mod catalog;
 mod config;
@@ -56,10 +54,9 @@ pub use sink::ArchiveSink;
 
 use crate::batch::Batch;
 use crate::segment::{SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
-use crate::wal::{Entry, SyncPolicy, Wal, WalReader};
+use crate::wal::{Entry, SyncPolicy, Wal, WalError, WalReader};
 
-/// Name of the segments directory inside the database directory.
-pub const SEGMENTS_DIR: &str = "segments";
+pub use crate::segment::SEGMENTS_DIR;
 /// Name of the WAL file inside the database directory.
 pub const WAL_FILE: &str = "wal";
 /// Name of the lock file inside the database directory.
@@ -276,7 +273,7 @@ impl Store {
         let path = self.dir.join(WAL_FILE);
         let mut reader = WalReader::open(&path)?;
         if reader.base_id() > self.catalog.next_id {
-            return Err(StoreError::CorruptWal {
+            return Err(WalError::Corrupt {
                 path,
                 offset: 0,
                 reason: format!(
@@ -286,7 +283,8 @@ impl Store {
                     self.catalog.next_id,
                     reader.base_id()
                 ),
-            });
+            }
+            .into());
         }
         while let Some((offset, entry)) = reader.next_entry(self.catalog.next_id)? {
             let batch = match entry {
@@ -302,14 +300,15 @@ impl Store {
                 continue;
             }
             if ids.start < self.catalog.next_id {
-                return Err(StoreError::CorruptWal {
+                return Err(WalError::Corrupt {
                     path,
                     offset,
                     reason: format!(
                         "record holds IDs {}..{} but the catalog ends at {}",
                         ids.start, ids.end, self.catalog.next_id
                     ),
-                });
+                }
+                .into());
             }
             report.replayed_batches += 1;
             report.replayed_events += batch.len() as u64;
@@ -431,9 +430,9 @@ impl Store {
                 if self.opts.sync == SyncPolicy::Always {
                     self.builder.sync_data()?;
                 }
-                self.wal.append_external(batch, crc, location)
+                Ok(self.wal.append_external(batch, crc, location)?)
             }
-            None => self.wal.append_with_crc(batch, crc),
+            None => Ok(self.wal.append_with_crc(batch, crc)?),
         }
     }
 
@@ -464,16 +463,17 @@ impl Store {
         Ok(())
     }
 
-    /// Makes every appended batch durable (fsyncs the WAL), per the [`SyncPolicy`].
+    /// Makes every appended batch durable (fsyncs the active segment's file, whose rows the
+    /// WAL's records point at, then the WAL), per the [`SyncPolicy`].
     pub fn flush(&mut self) -> Result<()> {
         self.check_failed()?;
         // The rows first (the WAL's records point at them), then the records.
         let r = if self.opts.sync == SyncPolicy::Never {
             Ok(())
         } else {
-            self.builder.sync_data()
+            self.builder.sync_data().map_err(StoreError::from)
         };
-        let r = r.and_then(|()| self.wal.sync());
+        let r = r.and_then(|()| Ok(self.wal.sync()?));
         self.poison_on_error(r)
     }
 

@@ -82,7 +82,7 @@ impl ArchiveSink {
                 };
                 let _ = done_tx.send(result);
             })
-            .map_err(|e| StoreError::WriterGone(format!("cannot start the writer thread: {e}")))?;
+            .map_err(StoreError::WriterSpawn)?;
         Ok(ArchiveSink {
             tx: PollSender::new(tx),
             flush: None,

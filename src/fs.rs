@@ -1,0 +1,370 @@
+//! The file-system layer: the few ways the storage engine touches files, in one place, below
+//! segments, the write-ahead log and the store (which all build on it and nothing else).
+//!
+//! # Guarantees
+//!
+//! - **Atomic write** ([`write_atomic`], [`copy_range_atomic`], and [`commit_file`] at the end
+//!   of both): a file `dir/name` is written under a temporary name `.name…tmp` in the same
+//!   directory, fsynced, renamed over `name`, and the directory is fsynced. A reader of
+//!   `dir/name` therefore sees either the previous file or the complete new one, never a mix
+//!   or a prefix, also after a crash at any point; after the call returns (with `sync`), the new
+//!   file survives an OS crash or power loss. A crash before the rename leaves the temporary,
+//!   which the next writer removes (temporaries start with `.` and end with `.tmp`). Without
+//!   `sync` nothing is fsynced: the rename is still atomic for concurrent readers and across a
+//!   process crash, but not across a power loss.
+//! - **Directory durability** ([`sync_dir`]): after it returns, renames and creations in the
+//!   directory are durable.
+//! - **Background write-back** ([`Writeback`]): promises nothing about durability; it only
+//!   starts an `fdatasync` on a background thread every [`WRITEBACK_BYTES`], so that a later
+//!   fsync that is waited for finds little left to write. Its errors are never lost: the next
+//!   [`Writeback::finish`] reports them.
+//! - **Positioned I/O** ([`read_exact_at`], [`write_all_at`]): whole buffers at an offset, with
+//!   a seek-based fallback off Unix.
+//! - **Memory maps** ([`map_readonly`]): the crate's only hand-written `unsafe` code,
+//!   read-only maps of files that are never written again (see the `SAFETY` comment there).
+//!
+//! Every failure is an [`FsError`] naming the operation and the path.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+/// An I/O operation on a file or directory failed: what was done, on which path, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} {}: {source}", path.display())]
+pub struct FsError {
+    action: String,
+    path: PathBuf,
+    #[source]
+    source: io::Error,
+}
+
+impl FsError {
+    /// An I/O error while doing `action` (`open`, `write`, `rename to …`) on `path`.
+    pub fn new(action: impl Into<String>, path: impl Into<PathBuf>, source: io::Error) -> FsError {
+        FsError {
+            action: action.into(),
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// What was being done (`open`, `write`, `rename to …`).
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// The file or directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The kind of the underlying I/O error.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.source.kind()
+    }
+}
+
+/// Shorthand for results of the file-system layer.
+pub type Result<T, E = FsError> = std::result::Result<T, E>;
+
+/// Opens the file at `path` for reading and returns it with its length.
+pub fn open_with_len(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|e| FsError::new("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| FsError::new("stat", path, e))?
+        .len();
+    Ok((file, len))
+}
+
+/// Writes `bytes` to `dir/name` atomically: a temporary file `.name.tmp` is written, then
+/// committed with [`commit_file`] (fsyncs only when `sync`). Returns the final path.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<PathBuf> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+    f.write_all(bytes)
+        .map_err(|e| FsError::new("write", &tmp, e))?;
+    commit_file(&f, &tmp, dir, name, sync)
+}
+
+/// Copies bytes `range` of `file` (at `path`) to a new file `dir/name`, atomically: through a
+/// temporary `.name.copy.tmp` committed with [`commit_file`] (fsyncs only when `sync`).
+pub fn copy_range_atomic(
+    file: &File,
+    path: &Path,
+    range: std::ops::Range<u64>,
+    dir: &Path,
+    name: &str,
+    sync: bool,
+) -> Result<PathBuf> {
+    let tmp = dir.join(format!(".{name}.copy.tmp"));
+    let mut out = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+    let mut src = file;
+    src.seek(SeekFrom::Start(range.start))
+        .map_err(|e| FsError::new("seek", path, e))?;
+    let len = range.end.saturating_sub(range.start);
+    let copied =
+        io::copy(&mut src.take(len), &mut out).map_err(|e| FsError::new("copy to", &tmp, e))?;
+    if copied != len {
+        return Err(FsError::new(
+            "copy",
+            path,
+            io::Error::new(io::ErrorKind::UnexpectedEof, "segment file is short"),
+        ));
+    }
+    commit_file(&out, &tmp, dir, name, sync)
+}
+
+/// The end of every atomic write: fsyncs the written temporary `file` at `tmp`, renames it to
+/// `dir/name` and fsyncs the directory (fsyncs only when `sync`). Returns the final path.
+///
+/// `tmp` must be in `dir` (a rename is atomic only within one file system).
+pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) -> Result<PathBuf> {
+    if sync {
+        file.sync_all().map_err(|e| FsError::new("fsync", tmp, e))?;
+    }
+    let path = dir.join(name);
+    std::fs::rename(tmp, &path)
+        .map_err(|e| FsError::new(format!("rename to {}", path.display()), tmp, e))?;
+    if sync {
+        sync_dir(dir)?;
+    }
+    Ok(path)
+}
+
+/// Fsyncs a directory so that renames and creations in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| FsError::new("fsync directory", dir, e))
+}
+
+/// Fills `buf` from `file` at `offset`.
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
+}
+
+/// Writes all of `bytes` to `file` at `offset`.
+pub fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(bytes, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(bytes)
+    }
+}
+
+/// The block size of the file system holding `file` (4096 when unknown or implausible).
+pub fn block_size(file: &File) -> usize {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = file.metadata() {
+            let b = m.blksize() as usize;
+            if b.is_power_of_two() && (512..=1 << 16).contains(&b) {
+                return b;
+            }
+        }
+    }
+    let _ = file;
+    4096
+}
+
+/// Removes the first `len` bytes of `file` (a multiple of its block size) by moving extents
+/// (`fallocate(FALLOC_FL_COLLAPSE_RANGE)`: ext4, XFS). Returns false where the file system
+/// does not support that; the file is then unchanged.
+pub fn collapse_front(file: &File, len: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{fallocate, FallocateFlags};
+        fallocate(file, FallocateFlags::COLLAPSE_RANGE, 0, len as u64).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, len);
+        false
+    }
+}
+
+/// Maps `file` (at `path`) into memory, read-only.
+///
+/// The caller promises what makes this sound: nobody writes or truncates the file while the
+/// map lives. The storage engine maps only sealed segment files, which it never opens for
+/// writing again.
+#[expect(
+    unsafe_code,
+    reason = "memory-mapping a file is unsafe in Rust; weir maps only immutable segment files"
+)]
+pub fn map_readonly(file: &File, path: &Path) -> Result<Mmap> {
+    // SAFETY: segment files are immutable once written: weir writes them under a temporary
+    // name, renames them into place and never opens them for writing again (the store only
+    // deletes orphaned segments that are not in the catalog, at writer start-up, and unlinking
+    // a file keeps existing maps valid). The map is read-only, and every read goes through
+    // bounds-checked slices after verification, so a file changed behind weir's back by
+    // another program can at worst yield wrong bytes or SIGBUS, which is outside what Rust can
+    // guard against for any mmap.
+    unsafe { Mmap::map(file) }.map_err(|e| FsError::new("memory-map", path, e))
+}
+
+/// After this many bytes written since the last one, [`Writeback`] starts an `fdatasync` of
+/// the file on a background thread (used for the write-ahead log and the segment file being
+/// written). It promises nothing (acknowledgement never waits for it) but keeps the dirty data
+/// small, so that the fsync at a flush, seal or close, which does wait, finds little left to
+/// write: a long import no longer pays for all of its log at the end.
+pub const WRITEBACK_BYTES: u64 = 32 << 20;
+
+/// Background write-back of a file being appended to: one background `fdatasync` at a time
+/// every [`WRITEBACK_BYTES`]; its error is kept for the next [`Writeback::finish`], so a failed
+/// write-back is never lost (a second fsync may not report it again).
+#[derive(Debug, Default)]
+pub struct Writeback {
+    /// Drop the file's pages from the page cache once they are written back (for the WAL,
+    /// which is read only after a crash): the kernel frees them on the background thread as
+    /// the import runs, instead of all at once when the log is replaced at a seal.
+    drop_cache: bool,
+    since: u64,
+    running: Option<std::thread::JoinHandle<io::Result<()>>>,
+    error: Option<io::Error>,
+}
+
+impl Writeback {
+    /// A writeback that also drops the written-back pages from the page cache.
+    pub fn dropping_cache() -> Writeback {
+        Writeback {
+            drop_cache: true,
+            ..Writeback::default()
+        }
+    }
+
+    /// Whether a background sync is running.
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Collects a finished (or, with `wait`, the running) background sync's outcome.
+    fn reap(&mut self, wait: bool) {
+        if let Some(h) = self.running.take() {
+            if !wait && !h.is_finished() {
+                self.running = Some(h);
+                return;
+            }
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => self.error = self.error.take().or(Some(e)),
+                Err(_) => {
+                    self.error = self
+                        .error
+                        .take()
+                        .or(Some(io::Error::other("background fsync thread panicked")))
+                }
+            }
+        }
+    }
+
+    /// Waits for the running background sync and returns the first error any of them met.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.reap(true);
+        self.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Counts `bytes` written to `file` and starts a background sync when due and none is
+    /// running.
+    pub fn appended(&mut self, bytes: u64, file: &File) {
+        self.since += bytes;
+        self.reap(false);
+        if self.since < WRITEBACK_BYTES || self.running.is_some() {
+            return;
+        }
+        if let Ok(f) = file.try_clone() {
+            let drop_cache = self.drop_cache;
+            let spawned = std::thread::Builder::new()
+                .name("weir-writeback".into())
+                .spawn(move || {
+                    f.sync_data()?;
+                    if drop_cache {
+                        drop_clean_pages(&f);
+                    }
+                    Ok(())
+                });
+            if let Ok(h) = spawned {
+                self.running = Some(h);
+                self.since = 0;
+            }
+        }
+    }
+}
+
+/// Asks the kernel to drop the clean cached pages of `file` (advice only: errors are ignored).
+fn drop_clean_pages(file: &File) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+
+    #[test]
+    fn collapse_front_moves_whole_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let block = block_size(&f);
+        let mut bytes = vec![0u8; 3 * block];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i / 97) as u8;
+        }
+        write_all_at(&f, &bytes, 0).unwrap();
+        let mut back = vec![0u8; block];
+        read_exact_at(&f, &mut back, block as u64).unwrap();
+        assert_eq!(back, &bytes[block..2 * block]);
+        if !collapse_front(&f, block) {
+            eprintln!("note: this file system cannot collapse ranges; the copy path is used");
+            return;
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), &bytes[block..]);
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_atomic(dir.path(), "x", b"one", true).unwrap();
+        assert_eq!(p, dir.path().join("x"));
+        write_atomic(dir.path(), "x", b"two", false).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let err = write_atomic(&dir.path().join("missing"), "x", b"", true).unwrap_err();
+        assert_eq!(err.action(), "create");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(err.to_string().starts_with("cannot create "), "{err}");
+    }
+}
