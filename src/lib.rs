@@ -68,7 +68,6 @@ pub mod batcher;
 pub mod codec;
 pub mod duration;
 pub mod error;
-pub mod inflate;
 pub mod pipeline;
 pub mod segment;
 pub mod size;
@@ -77,3 +76,6 @@ pub mod store;
 pub mod types;
 pub mod value;
 pub mod wal;
+
+/// Moved to [`source::inflate`]; re-exported so the old path still resolves.
+pub use source::inflate;

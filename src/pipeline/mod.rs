@@ -56,7 +56,8 @@
 pub mod build;
 pub mod channel;
 pub mod config;
-pub mod decode;
+/// Moved to [`crate::source::decode`]; re-exported so the old path still resolves.
+pub use crate::source::decode;
 pub mod metrics;
 
 use std::error::Error as StdError;
@@ -73,7 +74,7 @@ use crate::batcher::{BatchConfig, Batcher};
 use crate::error::{ReadError, SkipReport};
 use crate::source::{Input, SourceCounters};
 use channel::Weighted;
-use decode::{SourceConfig, SourceShared};
+use crate::source::decode::{SourceConfig, SourceShared};
 use metrics::{Metrics, StageMetrics};
 
 /// A boxed error from a stage.

@@ -25,12 +25,12 @@ use tokio::io::AsyncReadExt;
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
-use super::channel;
-use super::metrics::StageMetrics;
 use crate::batch::Batch;
 use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
+use crate::pipeline::channel;
+use crate::pipeline::metrics::StageMetrics;
 use crate::source::{detect_format, open, BoxReader, Compression, Format, Input, SourceCounters};
 
 /// A batch decoder behind a trait object: a tokio-util [`Decoder`] of batches that can also

@@ -44,7 +44,10 @@ use tokio::sync::mpsc;
 use tokio_util::io::StreamReader;
 use tokio_util::sync::CancellationToken;
 
-use crate::inflate::ParallelGunzip;
+use inflate::ParallelGunzip;
+
+pub mod decode;
+pub mod inflate;
 
 /// Size of one blocking read from a file or stdin.
 pub const CHUNK_SIZE: usize = 1 << 20;
@@ -463,7 +466,7 @@ fn spawn_parallel_gunzip(
 /// A decoded chunk that goes back to its [`BufferPool`] when the last `Bytes` of it is dropped.
 struct Recycled {
     buf: Vec<u8>,
-    pool: crate::inflate::BufferPool,
+    pool: inflate::BufferPool,
 }
 
 impl AsRef<[u8]> for Recycled {
