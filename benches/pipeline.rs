@@ -9,9 +9,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weir::batch::{Batch, BatchBuilder};
 use weir::batcher::BatchConfig;
 use weir::codec::ReaderOptions;
-use weir::pipeline::decode::SourceConfig;
 use weir::pipeline::{channel, Pipeline, PipelineOptions};
-use weir::source::Input;
+use weir::source::{Input, SourceConfig};
 use weir::types::{Field, Schema, Type};
 
 /// About 20 MB of conn-like Zeek TSV.

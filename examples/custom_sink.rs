@@ -12,9 +12,8 @@ use std::task::{Context, Poll};
 use futures::Sink;
 use weir::batch::Batch;
 use weir::codec::ReaderOptions;
-use weir::pipeline::decode::SourceConfig;
 use weir::pipeline::Pipeline;
-use weir::source::expand_inputs;
+use weir::source::{expand_inputs, SourceConfig};
 
 /// Counts events per schema name. Sinks see batches of one schema each.
 #[derive(Clone, Default)]

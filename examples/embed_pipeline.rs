@@ -14,9 +14,8 @@ use weir::batch::Batch;
 use weir::batcher::BatchConfig;
 use weir::codec::writer::{writer_for, OutputFormat, WriterSink};
 use weir::codec::ReaderOptions;
-use weir::pipeline::decode::SourceConfig;
 use weir::pipeline::{Pipeline, PipelineOptions};
-use weir::source::Input;
+use weir::source::{Input, SourceConfig};
 
 const CONN: &str = "#separator \\x09
 #set_separator\t,

@@ -12,7 +12,7 @@
 //!
 //! | stage | module |
 //! |---|---|
-//! | sources: files, globs, stdin, in-memory bytes; gzip (multi-member, parallel), zstd | [`source`], [`inflate`] |
+//! | sources: files, globs, stdin, in-memory bytes; gzip (multi-member, parallel), zstd | [`source`] |
 //! | Zeek TSV and JSON readers (push decoders), TSV and JSON writers | [`codec`] |
 //! | events: schemas, values, msgpack rows, batches | [`types`], [`value`], [`batch`] |
 //! | batcher (size, bytes, timeout) | [`batcher`] |
@@ -26,8 +26,8 @@
 //!
 //! ```
 //! use weir::codec::ReaderOptions;
-//! use weir::pipeline::{decode::SourceConfig, Pipeline};
-//! use weir::source::Input;
+//! use weir::pipeline::Pipeline;
+//! use weir::source::{Input, SourceConfig};
 //! use weir::store::{Archive, ArchiveSink};
 //! use weir::value::{decode_row, Value};
 //!
@@ -69,7 +69,6 @@ pub mod codec;
 pub mod duration;
 pub mod error;
 pub mod fs;
-pub mod inflate;
 pub mod pipeline;
 pub mod segment;
 pub mod setting;
@@ -79,3 +78,6 @@ pub mod store;
 pub mod types;
 pub mod value;
 pub mod wal;
+
+/// Moved to [`source::inflate`]; re-exported so the old path still resolves.
+pub use source::inflate;

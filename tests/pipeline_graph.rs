@@ -9,9 +9,9 @@ use futures::{Sink, SinkExt, StreamExt};
 use weir::batch::{Batch, BatchBuilder};
 use weir::codec::ReaderOptions;
 use weir::error::ReadError;
-use weir::pipeline::decode::{BatchDecoder, SourceConfig};
 use weir::pipeline::{Pipeline, PipelineError, PipelineOptions};
-use weir::source::{Compression, Format, Input};
+use weir::source::decode::BatchDecoder;
+use weir::source::{Compression, Format, Input, SourceConfig};
 use weir::types::{Field, Schema, SchemaRef, Type};
 use weir::value::Value;
 
@@ -194,7 +194,7 @@ struct Lines {
 }
 
 impl Lines {
-    fn factory() -> weir::pipeline::decode::DecoderFactory {
+    fn factory() -> weir::source::decode::DecoderFactory {
         Arc::new(|_format, _opts: ReaderOptions| {
             let schema = Schema::new(
                 "zeek.line",
@@ -446,7 +446,7 @@ async fn parallel_tsv_decoding_equals_sequential() {
         }
         text.push_str("#close\t2020-01-01-00-00-00\n");
     }
-    assert!(text.len() as u64 > weir::pipeline::decode::PARALLEL_MIN_SIZE);
+    assert!(text.len() as u64 > weir::source::decode::PARALLEL_MIN_SIZE);
     let seq = decode_all(&text, 0).await;
     let par = decode_all(&text, 3).await;
     assert_eq!(seq.len(), 120_000);

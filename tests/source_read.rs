@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use tokio::io::AsyncReadExt;
 use weir::source::{
-    detect_format, expand_inputs, open, Compression, Format, Input, SourceCounters, SourceError,
+    detect_format, expand_inputs, inflate, open, Compression, Format, Input, SourceCounters,
+    SourceError,
 };
 
 fn gzip(parts: &[&[u8]]) -> Vec<u8> {
@@ -69,7 +70,7 @@ async fn gzip_file_members_decode_in_parallel_path() {
 
     // One member bigger than ParallelGunzip's window (decoded by streaming): counted too.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let big: Vec<u8> = (0..weir::inflate::DEFAULT_WINDOW + (1 << 20))
+    let big: Vec<u8> = (0..inflate::DEFAULT_WINDOW + (1 << 20))
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
@@ -78,7 +79,7 @@ async fn gzip_file_members_decode_in_parallel_path() {
         })
         .collect();
     let gz = gzip(&[&big[..]]);
-    assert!(gz.len() > weir::inflate::DEFAULT_WINDOW, "{}", gz.len());
+    assert!(gz.len() > inflate::DEFAULT_WINDOW, "{}", gz.len());
     let path = dir.path().join("big.log.gz");
     std::fs::write(&path, &gz).unwrap();
     let (out, counters) = read_all(Input::Path(path), Compression::Auto).await;

@@ -11,7 +11,7 @@
 //! [`futures::Sink`] of batches (sinks); [`Pipeline`] wires them up:
 //!
 //! - every stage runs as its own task, so stages work in parallel; file sources decode on
-//!   dedicated threads (see [`decode`]);
+//!   dedicated threads (see [`crate::source::decode`]);
 //! - every edge is a [`channel`] with a capacity in bytes: a slow stage makes the stages
 //!   upstream wait (backpressure), so memory stays bounded while the fastest source runs;
 //! - a stage with several inputs reads them interleaved as they come (fan-in); the inputs of
@@ -25,8 +25,8 @@
 //! ```
 //! use futures::StreamExt;
 //! use weir::codec::ReaderOptions;
-//! use weir::pipeline::{decode::SourceConfig, Pipeline};
-//! use weir::source::Input;
+//! use weir::pipeline::Pipeline;
+//! use weir::source::{Input, SourceConfig};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -56,7 +56,8 @@
 pub mod build;
 pub mod channel;
 pub mod config;
-pub mod decode;
+/// Moved to [`crate::source::decode`]; re-exported so the old path still resolves.
+pub use crate::source::decode;
 pub mod metrics;
 
 use std::error::Error as StdError;
@@ -72,9 +73,9 @@ use crate::batch::Batch;
 use crate::batcher::{BatchConfig, Batcher};
 use crate::error::{ReadError, SkipReport};
 use crate::setting::InvalidSetting;
+use crate::source::decode::{SourceConfig, SourceShared};
 use crate::source::{Input, SourceCounters};
 use channel::Weighted;
-use decode::{SourceConfig, SourceShared};
 use metrics::{Metrics, StageMetrics};
 
 /// A boxed error from a stage.

@@ -4,11 +4,10 @@
 
 use serde::Deserialize;
 
+use super::{expand_inputs, Compression, Format, Input, SourceConfig, SourceError};
 use crate::codec::ReaderOptions;
 use crate::error::OnError;
-use crate::pipeline::decode::SourceConfig;
 use crate::setting::{de_size, InvalidSetting, Problem};
-use crate::source::{expand_inputs, Compression, Format, Input, SourceError};
 
 /// A source of Zeek logs: files and globs read in order, or stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

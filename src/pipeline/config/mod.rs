@@ -412,12 +412,12 @@ impl PipelineSpec {
         src.inputs().map_err(|e| {
             let kind = match e {
                 SourceError::NoMatch { pattern } => ConfigErrorKind::NoMatch { pattern },
-                SourceError::Pattern { pattern, message } => {
-                    ConfigErrorKind::Invalid(crate::setting::Problem::BadGlob {
-                        pattern,
-                        reason: message,
-                    })
-                }
+                SourceError::Pattern {
+                    pattern, message, ..
+                } => ConfigErrorKind::Invalid(crate::setting::Problem::BadGlob {
+                    pattern,
+                    reason: message,
+                }),
                 SourceError::Io { name, error } => ConfigErrorKind::Unreadable {
                     path: name,
                     error: error.to_string(),

@@ -25,13 +25,15 @@ use tokio::io::AsyncReadExt;
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
-use super::channel;
-use super::metrics::StageMetrics;
 use crate::batch::Batch;
 use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
-use crate::source::{detect_format, open, BoxReader, Compression, Format, Input, SourceCounters};
+use crate::pipeline::channel;
+use crate::pipeline::metrics::StageMetrics;
+use crate::source::{
+    detect_format, open, BoxReader, Compression, Format, Input, SourceCounters, SourceError,
+};
 
 /// A batch decoder behind a trait object: a tokio-util [`Decoder`] of batches that can also
 /// report the rows it skipped.
@@ -144,8 +146,8 @@ async fn decode_input(
         let (_, size, reader) = open(input, config.compression, &shared.counters, &shared.cancel)
             .await
             .map_err(|e| match e {
-                crate::source::SourceError::Io { name, error } => io_error(&name, error),
-                other => io_error(&name, io::Error::other(other.to_string())),
+                SourceError::Io { name, error } => io_error(&name, error),
+                other => io_error(&name, io::Error::other(other)),
             })?;
         let (format, reader) = detect_format(reader, config.format)
             .await

@@ -305,10 +305,23 @@ impl<R: Read> ParallelGunzip<R> {
     }
 }
 
-fn bad(at: u64, e: impl std::fmt::Display) -> io::Error {
+/// A gzip member that cannot be decoded, at the compressed offset where it starts (or where
+/// streaming decompression stood). Carried inside an [`io::Error`] of kind
+/// [`InvalidData`](io::ErrorKind::InvalidData), as [`ParallelGunzip`] yields `io::Result`s.
+#[derive(Debug, thiserror::Error)]
+#[error("gzip: {error} (member at compressed byte {offset})")]
+pub struct GzipMemberError {
+    /// Offset of the member in the compressed input.
+    pub offset: u64,
+    /// What zlib reported.
+    #[source]
+    pub error: io::Error,
+}
+
+fn bad(offset: u64, error: io::Error) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("gzip: {e} (member at compressed byte {at})"),
+        GzipMemberError { offset, error },
     )
 }
 
