@@ -97,3 +97,29 @@ fn reference_reader_agrees_with_tsv_and_json_output() {
         assert!(ok, "{cmd} all: {text}");
     }
 }
+
+/// The decision of `common::corpus::dir`, tested without touching the process environment: a
+/// corpus that is there is used; a missing one is skipped with a note, except with `CI=true`,
+/// where it is a failure naming where it was looked for.
+#[test]
+fn missing_corpus_skips_outside_ci_and_fails_in_ci() {
+    use common::corpus::{decide, Decision};
+    let at = PathBuf::from("/nowhere/zeek");
+    for ci in [None, Some("true"), Some("false")] {
+        assert_eq!(decide(at.clone(), true, ci), Decision::Use(at.clone()));
+    }
+    for ci in [None, Some(""), Some("false")] {
+        match decide(at.clone(), false, ci) {
+            Decision::Skip(note) => assert!(note.contains("/nowhere/zeek"), "{note}"),
+            other => panic!("CI={ci:?}: {other:?}"),
+        }
+    }
+    match decide(at.clone(), false, Some("true")) {
+        Decision::Fail(message) => assert!(
+            message.starts_with("CI=true but the Zeek corpus is missing at /nowhere/zeek: ")
+                && message.contains("CI must have ../shared beside the repo"),
+            "{message}"
+        ),
+        other => panic!("CI=true: {other:?}"),
+    }
+}
