@@ -5,7 +5,6 @@
 //! the segment size limit; `export -n`; `inspect --json`; `verify` on a good and a damaged
 //! database; the writer lock against a second concurrent import.
 
-mod cli_util;
 mod common;
 
 use std::io::Write;
@@ -13,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use cli_util::{
-    check_event, export_json, info, log, numbers, ok, run, s, segment_files, text, wait_for, weir,
-};
+use common::cli::{self, export_json, info, ok, run, s, segment_files, text, wait_for, weir};
+use common::conn_log::{self, check_event, log, numbers};
+use common::gz::gzip_members;
 use weir::codec::zeek::{json, tsv};
 use weir::codec::ReaderOptions;
 
@@ -27,7 +26,7 @@ struct Inputs {
 
 impl Inputs {
     fn find(dir: &Path) -> Inputs {
-        let all = common::corpus_files(dir);
+        let all = common::corpus::files(dir);
         let tsv: Vec<PathBuf> = all
             .iter()
             .filter(|p| !p.to_string_lossy().ends_with(".json"))
@@ -49,16 +48,16 @@ impl Inputs {
     }
 
     /// The originals read by weir's own readers, in import order: (TSV part, JSON part).
-    fn originals(&self) -> (Vec<common::Event>, Vec<common::Event>) {
+    fn originals(&self) -> (Vec<common::events::Event>, Vec<common::events::Event>) {
         let mut t = Vec::new();
         for p in &self.tsv {
             let (batches, report) = tsv::read_all(
-                &common::read_maybe_gz(p),
+                &common::gz::read_maybe_gz(p),
                 ReaderOptions::new(p.display().to_string()),
             )
             .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(report.skipped, 0);
-            t.extend(common::events(&batches));
+            t.extend(common::events::events(&batches));
         }
         let (batches, report) = json::read_all(
             &std::fs::read(&self.json).unwrap(),
@@ -66,7 +65,7 @@ impl Inputs {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(report.skipped, 0);
-        (t, common::events(&batches))
+        (t, common::events::events(&batches))
     }
 }
 
@@ -76,7 +75,7 @@ fn reference_check(cmd: &str, origs: &[&str], out: &Path) {
     args.extend_from_slice(origs);
     args.push("--");
     args.push(s(out));
-    if let Some((good, report)) = common::zeekref(&args) {
+    if let Some((good, report)) = common::zeekref::check(&args) {
         assert!(good, "zeekref {cmd} for {}: {report}", out.display());
         assert!(report.contains(" 0 differ"), "{report}");
     }
@@ -110,7 +109,7 @@ fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
     let (back, report) =
         tsv::read_all(&out.stdout, ReaderOptions::new("export")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.skipped, 0);
-    let back = common::events(&back);
+    let back = common::events::events(&back);
     assert_eq!(back.len(), total);
     for (i, (w, g)) in orig_tsv.iter().chain(&orig_json).zip(&back).enumerate() {
         assert_eq!(w, g, "event {i}");
@@ -141,7 +140,9 @@ fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
 
 #[test]
 fn corpus_in_one_import_exports_identical_events() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     let inputs = Inputs::find(&dir);
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
@@ -153,7 +154,9 @@ fn corpus_in_one_import_exports_identical_events() {
 
 #[test]
 fn corpus_with_1mib_segments_rotates_and_exports_identical_events() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     let inputs = Inputs::find(&dir);
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
@@ -558,12 +561,12 @@ fn batch_larger_than_a_segment_is_split_and_an_event_larger_is_refused() {
     // the events before it stay.
     let file = tmp.path().join("big.log");
     let mut text = log(total..total + 2);
-    text.push_str(&cli_util::row(total + 2).replacen(
+    text.push_str(&conn_log::row(total + 2).replacen(
         ",b c,",
         &format!(",{},", "x".repeat(9000)),
         1,
     ));
-    text.push_str(&cli_util::row(total + 3));
+    text.push_str(&conn_log::row(total + 3));
     std::fs::write(&file, text).unwrap();
     let out = run(&[
         "import",
@@ -576,7 +579,7 @@ fn batch_larger_than_a_segment_is_split_and_an_event_larger_is_refused() {
         "1",
         s(&file),
     ]);
-    let err = cli_util::text(&out.stderr);
+    let err = cli::text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("cannot fit in a segment"), "{err}");
     assert_eq!(
@@ -584,17 +587,6 @@ fn batch_larger_than_a_segment_is_split_and_an_event_larger_is_refused() {
         (0..total + 2).collect::<Vec<_>>()
     );
     assert!(ok(&run(&["verify", "--db", s(&db)]), "verify").starts_with("ok:"));
-}
-
-/// `data` as gzip, in `parts` members.
-fn gzip_members(data: &[u8], parts: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for chunk in data.chunks(data.len().div_ceil(parts)) {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(chunk).unwrap();
-        out.extend(e.finish().unwrap());
-    }
-    out
 }
 
 #[test]

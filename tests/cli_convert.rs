@@ -1,40 +1,18 @@
 //! `weir convert` end to end through the real binary: formats, compression, stdin, order,
 //! exit codes (usage 2, data 1 naming the line, closed output 0).
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn weir() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-}
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
+use common::cli::{run, run_with_stdin, text, weir};
+use common::gz::gzip_members;
+
+/// A fixture of the CLI tests.
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cli")
-        .join(name)
-}
-
-fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = weir()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let data = stdin.unwrap_or_default().to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    common::fixture("cli").join(name)
 }
 
 /// TSV output without the `#open`/`#close` lines, which hold the current time.
@@ -46,21 +24,10 @@ fn stable(tsv: &[u8]) -> String {
         .join("\n")
 }
 
-fn gzip_members(data: &[u8], parts: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    let step = data.len().div_ceil(parts);
-    for chunk in data.chunks(step) {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(chunk).unwrap();
-        out.extend(e.finish().unwrap());
-    }
-    out
-}
-
 #[test]
 fn tsv_to_json_and_back() {
     let conn = fixture("conn.log");
-    let out = run(&["convert", "--to", "json", conn.to_str().unwrap()], None);
+    let out = run(&["convert", "--to", "json", conn.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let lines: Vec<serde_json::Value> = text(&out.stdout)
         .lines()
@@ -77,28 +44,25 @@ fn tsv_to_json_and_back() {
     assert_eq!(lines[1]["tunnel_parents"], serde_json::json!(["a", "b"]));
 
     // TSV -> TSV is stable, and TSV -> TSV -> JSON equals TSV -> JSON.
-    let tsv = run(&["convert", conn.to_str().unwrap()], None);
+    let tsv = run(&["convert", conn.to_str().unwrap()]);
     assert!(tsv.status.success());
-    let again = run(&["convert", "-"], Some(&tsv.stdout));
+    let again = run_with_stdin(&["convert", "-"], &tsv.stdout);
     assert_eq!(stable(&tsv.stdout), stable(&again.stdout));
-    let json2 = run(&["convert", "--to", "json"], Some(&tsv.stdout));
+    let json2 = run_with_stdin(&["convert", "--to", "json"], &tsv.stdout);
     assert_eq!(text(&json2.stdout), text(&out.stdout));
 }
 
 #[test]
 fn json_input_is_detected() {
     let dns = fixture("dns.json");
-    let out = run(&["convert", "--to", "json", dns.to_str().unwrap()], None);
+    let out = run(&["convert", "--to", "json", dns.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let first: serde_json::Value =
         serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(first["_path"], "dns");
     assert_eq!(first["ts"], "2009-11-18T08:00:21.500000Z");
     // Forced TSV on JSON input is a data error.
-    let forced = run(
-        &["convert", "--from", "zeek-tsv", dns.to_str().unwrap()],
-        None,
-    );
+    let forced = run(&["convert", "--from", "zeek-tsv", dns.to_str().unwrap()]);
     assert_eq!(forced.status.code(), Some(1));
 }
 
@@ -106,35 +70,29 @@ fn json_input_is_detected() {
 fn gzip_members_stdin_and_files_in_order() {
     let conn = std::fs::read(fixture("conn.log")).unwrap();
     let dns = std::fs::read(fixture("dns.json")).unwrap();
-    let plain = run(
-        &[
-            "convert",
-            "--to",
-            "json",
-            fixture("conn.log").to_str().unwrap(),
-            fixture("dns.json").to_str().unwrap(),
-        ],
-        None,
-    );
+    let plain = run(&[
+        "convert",
+        "--to",
+        "json",
+        fixture("conn.log").to_str().unwrap(),
+        fixture("dns.json").to_str().unwrap(),
+    ]);
     assert!(plain.status.success());
     // Two gzip members on stdin are one stream.
-    let gz = run(&["convert", "--to", "json"], Some(&gzip_members(&conn, 2)));
+    let gz = run_with_stdin(&["convert", "--to", "json"], &gzip_members(&conn, 2));
     assert!(gz.status.success(), "{}", text(&gz.stderr));
-    let conn_json = run(
-        &[
-            "convert",
-            "--to",
-            "json",
-            fixture("conn.log").to_str().unwrap(),
-        ],
-        None,
-    );
+    let conn_json = run(&[
+        "convert",
+        "--to",
+        "json",
+        fixture("conn.log").to_str().unwrap(),
+    ]);
     assert_eq!(text(&gz.stdout), text(&conn_json.stdout));
     // Files (gzip and plain, via a glob) are read in argument order, then stdin.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.log.gz"), gzip_members(&conn, 3)).unwrap();
     let pattern = format!("{}/*.gz", dir.path().display());
-    let mixed = run(&["convert", "--to", "json", &pattern, "-"], Some(&dns));
+    let mixed = run_with_stdin(&["convert", "--to", "json", &pattern, "-"], &dns);
     assert!(mixed.status.success(), "{}", text(&mixed.stderr));
     assert_eq!(text(&mixed.stdout), text(&plain.stdout));
 }
@@ -148,7 +106,7 @@ fn usage_errors_exit_2() {
         &["convert", "--bogus"],
         &["frobnicate"],
     ] {
-        let out = run(args, None);
+        let out = run(args);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -161,7 +119,7 @@ fn usage_errors_exit_2() {
 #[test]
 fn data_error_exits_1_naming_file_and_line() {
     let bad = fixture("bad.log");
-    let out = run(&["convert", bad.to_str().unwrap()], None);
+    let out = run(&["convert", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("bad.log:10:"), "{err}");
@@ -173,7 +131,7 @@ fn data_error_exits_1_naming_file_and_line() {
         text(&out.stdout)
     );
 
-    let missing = run(&["convert", "/nonexistent/x.log"], None);
+    let missing = run(&["convert", "/nonexistent/x.log"]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(text(&missing.stderr).contains("/nonexistent/x.log"));
 }
@@ -181,17 +139,14 @@ fn data_error_exits_1_naming_file_and_line() {
 #[test]
 fn skip_reports_count_and_first_errors() {
     let bad = fixture("bad.log");
-    let out = run(
-        &[
-            "convert",
-            "--on-error",
-            "skip",
-            "--to",
-            "json",
-            bad.to_str().unwrap(),
-        ],
-        None,
-    );
+    let out = run(&[
+        "convert",
+        "--on-error",
+        "skip",
+        "--to",
+        "json",
+        bad.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).lines().count(), 3);
     let err = text(&out.stderr);

@@ -20,7 +20,7 @@
 //! default), `always` and `never`. Power loss is not simulated. The seed is printed; set
 //! `WEIR_CRASH_SEED` to replay a run.
 
-mod cli_util;
+mod common;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -30,7 +30,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cli_util::{check_event, export_json, header, info, numbers, ok, row, run, s, wait_for, weir};
+use common::cli::{self, export_json, info, ok, run, s, wait_for, weir};
+use common::conn_log::{self, check_event, header, numbers, row};
+use common::store::copy_dir;
 
 const ITERATIONS: u64 = 12;
 
@@ -180,7 +182,7 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
                 let snapshot = run(&["export", "--db", s(&db), "--to", "json"]);
                 // On a loaded machine the first importer may not have created the database yet.
                 if !snapshot.status.success()
-                    && cli_util::text(&snapshot.stderr).contains("no weir database")
+                    && cli::text(&snapshot.stderr).contains("no weir database")
                 {
                     return false;
                 }
@@ -247,7 +249,7 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
             sent.len(),
             acked.len(),
             held.len(),
-            cli_util::segment_files(&db).len()
+            cli::segment_files(&db).len()
         );
     }
     assert!(total_acked > 0);
@@ -274,19 +276,6 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
     assert_eq!(info["id_ranges"], serde_json::json!([[0, held.len()]]));
 }
 
-/// Copies a database directory (one level of subdirectories).
-fn copy_db(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_db(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
 #[test]
 fn wal_left_by_kill_9_torn_tail_is_dropped_and_damage_is_named() {
     let tmp = tempfile::tempdir().unwrap();
@@ -301,7 +290,7 @@ fn wal_left_by_kill_9_torn_tail_is_dropped_and_damage_is_named() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(cli_util::log(0..100).as_bytes()).unwrap();
+    stdin.write_all(conn_log::log(0..100).as_bytes()).unwrap();
     stdin.flush().unwrap();
     wait_for("100 acknowledged events", Duration::from_secs(30), || {
         let out = run(&["export", "--db", s(&db), "--to", "json"]);
@@ -322,7 +311,7 @@ fn wal_left_by_kill_9_torn_tail_is_dropped_and_damage_is_named() {
 
     // A torn last record (an interrupted write) is dropped with a warning, not an error.
     let torn = tmp.path().join("torn");
-    copy_db(&db, &torn);
+    copy_dir(&db, &torn);
     let torn_wal = torn.join("wal");
     std::fs::write(&torn_wal, &wal_bytes[..wal_bytes.len() - 3]).unwrap();
     let out = run(&["verify", "--db", s(&torn)]);

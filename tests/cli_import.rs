@@ -5,55 +5,17 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn weir() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-}
+use common::cli::{export_json_text, ok, run, text, wait_for, weir};
+use common::gz::gzip;
 
+/// A fixture of the CLI tests, as an argument.
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cli")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> Output {
-    weir().args(args).stdin(Stdio::null()).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-fn export_json(db: &Path) -> String {
-    ok(&run(&[
-        "export",
-        "--db",
-        db.to_str().unwrap(),
-        "--to",
-        "json",
-    ]))
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
+    common::fixture("cli").join(name).display().to_string()
 }
 
 /// A Zeek TSV log of `n` events numbered from 0, with some padding per line.
@@ -70,6 +32,7 @@ fn tsv_log(n: u64) -> String {
     s
 }
 
+/// The `n` of each exported JSON line.
 fn numbers(json_lines: &str) -> Vec<u64> {
     json_lines
         .lines()
@@ -85,7 +48,7 @@ fn import_export_round_trip_in_input_order() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let gz = dir.path().join("conn.log.gz");
-    std::fs::write(&gz, gzip(&std::fs::read(fixture("conn.log")).unwrap())).unwrap();
+    std::fs::write(&gz, gzip(&[&std::fs::read(fixture("conn.log")).unwrap()])).unwrap();
     let inputs = [
         fixture("dns.json"),
         gz.display().to_string(),
@@ -94,31 +57,40 @@ fn import_export_round_trip_in_input_order() {
     let mut args = vec!["import", "--quiet", "--db", db.to_str().unwrap()];
     args.extend(inputs.iter().map(String::as_str));
     let out = run(&args);
-    ok(&out);
+    ok(&out, "weir import");
     let summary = text(&out.stderr);
     assert!(summary.contains("imported 8 events"), "{summary}");
     assert!(summary.contains("segments written"), "{summary}");
     let mut conv = vec!["convert", "--to", "json"];
     conv.extend(inputs.iter().map(String::as_str));
-    assert_eq!(export_json(&db), ok(&run(&conv)));
+    assert_eq!(export_json_text(&db), ok(&run(&conv), "weir convert"));
     // -n stops early.
-    let two = ok(&run(&[
-        "export",
-        "--db",
-        db.to_str().unwrap(),
-        "--to",
-        "json",
-        "-n",
-        "2",
-    ]));
+    let two = ok(
+        &run(&[
+            "export",
+            "--db",
+            db.to_str().unwrap(),
+            "--to",
+            "json",
+            "-n",
+            "2",
+        ]),
+        "weir export",
+    );
     assert_eq!(two.lines().count(), 2);
     assert!(two.contains("\"_path\":\"dns\""));
     // info and verify agree.
-    let info = ok(&run(&["info", "--db", db.to_str().unwrap(), "--json"]));
+    let info = ok(
+        &run(&["info", "--db", db.to_str().unwrap(), "--json"]),
+        "weir info",
+    );
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
     assert_eq!(info["events"], 8);
     assert_eq!(info["schemas"]["zeek.conn"], 6);
-    let verify = ok(&run(&["verify", "--db", db.to_str().unwrap()]));
+    let verify = ok(
+        &run(&["verify", "--db", db.to_str().unwrap()]),
+        "weir verify",
+    );
     assert!(verify.starts_with("ok:"), "{verify}");
 }
 
@@ -141,8 +113,11 @@ fn small_segments_rotate_and_keep_every_event() {
         dir.path().join("m.json").to_str().unwrap(),
         log.to_str().unwrap(),
     ]);
-    ok(&out);
-    assert_eq!(numbers(&export_json(&db)), (0..5000).collect::<Vec<_>>());
+    ok(&out, "weir import");
+    assert_eq!(
+        numbers(&export_json_text(&db)),
+        (0..5000).collect::<Vec<_>>()
+    );
     let segs: Vec<PathBuf> = std::fs::read_dir(db.join("segments"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -161,7 +136,10 @@ fn small_segments_rotate_and_keep_every_event() {
             .unwrap()
             > 0
     );
-    let inspect = ok(&run(&["inspect", "--json", segs[0].to_str().unwrap()]));
+    let inspect = ok(
+        &run(&["inspect", "--json", segs[0].to_str().unwrap()]),
+        "weir inspect",
+    );
     let inspect: serde_json::Value = serde_json::from_str(&inspect).unwrap();
     assert!(inspect["batches"][0]["rows"].as_u64().unwrap() <= 100);
 }
@@ -190,15 +168,18 @@ fn segment_size_limit_is_a_usage_error() {
         text(&run(&["import", "--db", "x", "--max-segment-size", "2GiB", "-"]).stderr)
             .contains("2 GiB")
     );
-    ok(&run(&[
-        "import",
-        "--quiet",
-        "--db",
-        db.to_str().unwrap(),
-        "--max-segment-size",
-        "1GiB",
-        &fixture("conn.log"),
-    ]));
+    ok(
+        &run(&[
+            "import",
+            "--quiet",
+            "--db",
+            db.to_str().unwrap(),
+            "--max-segment-size",
+            "1GiB",
+            &fixture("conn.log"),
+        ]),
+        "weir import",
+    );
     let bad_timeout = run(&["import", "--batch-timeout", "soon", "-"]);
     assert_eq!(bad_timeout.status.code(), Some(2));
 }
@@ -220,14 +201,6 @@ fn data_error_in_import_exits_1_and_names_the_line() {
         "{}",
         text(&out.stderr)
     );
-}
-
-fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn spawn_import(db: &Path, extra: &[&str]) -> Child {
@@ -271,7 +244,7 @@ fn live_stdin_events_are_visible_before_stdin_closes() {
     drop(stdin); // EOF ends the pipeline normally
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(numbers(&export_json(&db)), (0..30).collect::<Vec<_>>());
+    assert_eq!(numbers(&export_json_text(&db)), (0..30).collect::<Vec<_>>());
 }
 
 #[test]
@@ -340,16 +313,19 @@ fn sigterm_during_import_loses_nothing_read() {
     let read = m["source_bytes_read"].as_u64().unwrap() as usize;
     assert!(read > 0 && read <= written.load(Ordering::SeqCst) as usize);
     let complete_lines = log[..read].iter().filter(|&&b| b == b'\n').count() - 4;
-    let got = numbers(&export_json(&db));
+    let got = numbers(&export_json_text(&db));
     assert_eq!(got, (0..complete_lines as u64).collect::<Vec<_>>());
-    let verify = ok(&run(&["verify", "--db", db.to_str().unwrap()]));
+    let verify = ok(
+        &run(&["verify", "--db", db.to_str().unwrap()]),
+        "weir verify",
+    );
     assert!(verify.starts_with("ok:"), "{verify}");
 }
 
 #[test]
 fn pipeline_files_run_like_import() {
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::root();
     let input = fixture("conn.log");
     // zeek-to-archive.toml == weir import.
     let db_run = dir.path().join("run.db");
@@ -360,32 +336,38 @@ fn pipeline_files_run_like_import() {
         .env("WEIR_DB", &db_run)
         .output()
         .unwrap();
-    ok(&out);
+    ok(&out, "weir run");
     let db_import = dir.path().join("import.db");
-    ok(&run(&[
-        "import",
-        "--quiet",
-        "--db",
-        db_import.to_str().unwrap(),
-        &input,
-    ]));
-    assert_eq!(export_json(&db_run), export_json(&db_import));
+    ok(
+        &run(&[
+            "import",
+            "--quiet",
+            "--db",
+            db_import.to_str().unwrap(),
+            &input,
+        ]),
+        "weir import",
+    );
+    assert_eq!(export_json_text(&db_run), export_json_text(&db_import));
     // tee-json.toml writes the archive and a JSON lines file with the same events.
     let db_tee = dir.path().join("tee.db");
     let json_out = dir.path().join("events.json");
-    ok(&weir()
-        .args(["run", "--quiet"])
-        .arg(root.join("pipelines/tee-json.toml"))
-        .env("WEIR_INPUT", &input)
-        .env("WEIR_DB", &db_tee)
-        .env("WEIR_JSON_OUT", &json_out)
-        .output()
-        .unwrap());
+    ok(
+        &weir()
+            .args(["run", "--quiet"])
+            .arg(root.join("pipelines/tee-json.toml"))
+            .env("WEIR_INPUT", &input)
+            .env("WEIR_DB", &db_tee)
+            .env("WEIR_JSON_OUT", &json_out)
+            .output()
+            .unwrap(),
+        "weir run",
+    );
     assert_eq!(
         std::fs::read_to_string(&json_out).unwrap(),
-        export_json(&db_tee)
+        export_json_text(&db_tee)
     );
-    assert_eq!(export_json(&db_tee), export_json(&db_import));
+    assert_eq!(export_json_text(&db_tee), export_json_text(&db_import));
     // stdin-live.toml reads stdin.
     let db_live = dir.path().join("live.db");
     let mut child = weir()
@@ -402,8 +384,8 @@ fn pipeline_files_run_like_import() {
         .unwrap()
         .write_all(&std::fs::read(&input).unwrap())
         .unwrap();
-    ok(&child.wait_with_output().unwrap());
-    assert_eq!(export_json(&db_live), export_json(&db_import));
+    ok(&child.wait_with_output().unwrap(), "weir run (live)");
+    assert_eq!(export_json_text(&db_live), export_json_text(&db_import));
     // --check validates without running.
     let check = weir()
         .args(["run", "--check"])
@@ -417,8 +399,10 @@ fn pipeline_files_run_like_import() {
 
 #[test]
 fn corpus_round_trip_with_small_segments() {
-    let Some(dir) = common::corpus() else { return };
-    let files: Vec<String> = common::corpus_files(&dir)
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
+    let files: Vec<String> = common::corpus::files(&dir)
         .iter()
         .map(|p| p.display().to_string())
         .collect();
@@ -433,11 +417,11 @@ fn corpus_round_trip_with_small_segments() {
         db.to_str().unwrap(),
     ];
     args.extend(files.iter().map(String::as_str));
-    ok(&run(&args));
+    ok(&run(&args), "weir import");
     let mut conv = vec!["convert", "--to", "json"];
     conv.extend(files.iter().map(String::as_str));
-    let want = ok(&run(&conv));
-    let got = export_json(&db);
+    let want = ok(&run(&conv), "weir convert");
+    let got = export_json_text(&db);
     assert_eq!(got.lines().count(), want.lines().count());
     assert!(got == want, "export differs from convert");
     for e in std::fs::read_dir(db.join("segments")).unwrap() {
@@ -448,7 +432,7 @@ fn corpus_round_trip_with_small_segments() {
 #[test]
 fn sink_errors_name_the_sink_and_path() {
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::root();
     let log = dir.path().join("num.log");
     std::fs::write(&log, tsv_log(20_000)).unwrap();
     // A JSON file sink on a full disk.
@@ -467,11 +451,10 @@ fn sink_errors_name_the_sink_and_path() {
         "{err}"
     );
     // What the archive acknowledged is intact.
-    let verify = ok(&run(&[
-        "verify",
-        "--db",
-        dir.path().join("db").to_str().unwrap(),
-    ]));
+    let verify = ok(
+        &run(&["verify", "--db", dir.path().join("db").to_str().unwrap()]),
+        "weir verify",
+    );
     assert!(verify.starts_with("ok:"), "{verify}");
     // An output file that cannot be created.
     let out = weir()

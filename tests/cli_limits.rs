@@ -1,17 +1,14 @@
 //! One check per limit: a refused setting gives the same error, with exit status 2, from a
 //! `weir import` flag, from `weir run` and from `weir run --check`.
 
-use std::process::{Command, Output};
+mod common;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use std::process::Output;
+
+use common::cli::{run as weir, text};
 
 fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    text(&out.stderr)
 }
 
 /// A pipeline reading stdin into an archive, with `key = value` in the archive's table

@@ -4,16 +4,17 @@
 //! there; the archive is always an exact prefix of each round's input, in order, with no
 //! duplicate; and `weir verify` is clean.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::cli::weir;
 use weir::store::Archive;
 use weir::types::Type;
 use weir::value::{decode_row, Value};
-
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
 fn header() -> String {
     "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tcrash\n\
@@ -65,7 +66,7 @@ fn kill_dash_nine_during_import_from_a_pipe() {
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     for round in 0..5u64 {
         let before = seen_events(&db);
-        let mut child = Command::new(WEIR)
+        let mut child = weir()
             .args(["import", "--db"])
             .arg(&db)
             .args(["--max-segment-size", "1MiB", "--batch-size", "200"])
@@ -123,11 +124,7 @@ fn kill_dash_nine_during_import_from_a_pipe() {
                 assert_eq!(*got, i);
             }
         }
-        let verify = Command::new(WEIR)
-            .args(["verify", "--db"])
-            .arg(&db)
-            .output()
-            .unwrap();
+        let verify = weir().args(["verify", "--db"]).arg(&db).output().unwrap();
         assert!(
             verify.status.success(),
             "round {round}: weir verify failed: {}{}",
@@ -137,7 +134,7 @@ fn kill_dash_nine_during_import_from_a_pipe() {
     }
     assert!(rounds.iter().filter(|&&n| n > 0).count() >= 3, "{rounds:?}");
     // A last clean import completes the active segment from the WAL and seals it.
-    let st = Command::new(WEIR)
+    let st = weir()
         .args(["import", "--db"])
         .arg(&db)
         .arg("-")

@@ -1,7 +1,8 @@
 //! The JSON lines writer and the async WriterSink.
 
+mod common;
+
 use std::io;
-use std::net::IpAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -13,29 +14,9 @@ use weir::codec::writer::{writer_for, EventWriter, OutputFormat, WriteError, Wri
 use weir::codec::zeek::json::read_all;
 use weir::codec::ReaderOptions;
 use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::{encode_row, Value};
+use weir::value::Value;
 
-fn ty(t: &str) -> Type {
-    Type::parse(t).unwrap()
-}
-
-fn addr(a: &str) -> IpAddr {
-    a.parse().unwrap()
-}
-
-fn s(v: &[u8]) -> Value {
-    Value::String(v.to_vec())
-}
-
-fn batch_of(schema: &SchemaRef, rows: &[Vec<Value>]) -> Batch {
-    let mut data = Vec::new();
-    let mut offsets = Vec::new();
-    for r in rows {
-        offsets.push(data.len());
-        encode_row(r, &mut data);
-    }
-    Batch::from_parts(schema.clone(), data, offsets, None).unwrap()
-}
+use common::events::{addr, batch_of, s, ty};
 
 fn all_types() -> (SchemaRef, Vec<Vec<Value>>) {
     let f = |n: &str, t: &str| Field::new(n, ty(t));

@@ -16,12 +16,8 @@ use weir::source::{Compression, FileSourceConfig, Format, Input};
 use weir::store::ArchiveSinkConfig;
 use weir::wal::SyncPolicy;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn fixtures() -> PathBuf {
-    root().join("tests/fixtures/pipelines")
+    common::root().join("tests/fixtures/pipelines")
 }
 
 fn vars(pairs: &[(&str, &str)]) -> LoadOptions {
@@ -92,7 +88,7 @@ fn assert_err(
 // -------------------------------------------------------------------------------------------
 
 fn shipped(name: &str) -> PathBuf {
-    root().join("pipelines").join(name)
+    common::root().join("pipelines").join(name)
 }
 
 /// `weir run --check` on every shipped pipeline, with inputs from the repo fixtures.
@@ -110,7 +106,7 @@ fn shipped_pipelines_validate_with_check() {
             ("WEIR_JSON_OUT", json.to_str().unwrap()),
         ])
     };
-    let mut names: Vec<String> = std::fs::read_dir(root().join("pipelines"))
+    let mut names: Vec<String> = std::fs::read_dir(common::root().join("pipelines"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| n.ends_with(".toml"))
@@ -142,7 +138,9 @@ fn shipped_pipelines_validate_with_check() {
 /// With the real corpus, the input glob of the shipped pipelines expands to its files.
 #[test]
 fn shipped_pipelines_check_against_corpus() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     let input = dir.join("*.log.gz");
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("weir.db");
@@ -155,7 +153,7 @@ fn shipped_pipelines_check_against_corpus() {
     };
     let spec = PipelineSpec::load(&shipped("zeek-to-archive.toml"), &options).unwrap();
     let files = spec.expand_source(0).unwrap();
-    let mut expected: Vec<PathBuf> = common::corpus_files(&dir)
+    let mut expected: Vec<PathBuf> = common::corpus::files(&dir)
         .into_iter()
         .filter(|p| p.parent() == Some(dir.as_path()) && p.to_string_lossy().ends_with(".log.gz"))
         .collect();

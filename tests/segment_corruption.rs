@@ -1,13 +1,13 @@
 //! Damaged segments: a clear error naming the file and the reason, never a panic, and the
 //! rest of the archive stays readable.
 
-mod store_util;
+mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use common::store::{batch, expected, schema};
 use proptest::prelude::*;
-use store_util::{batch, expected, schema};
 use weir::segment::{Segment, SegmentError};
 use weir::store::{Archive, Store, StoreOptions};
 use weir::wal::SyncPolicy;

@@ -1,23 +1,16 @@
 //! Sources: decompression (gzip members, zstd), format detection, glob order, counters.
 
-use std::io::Write;
+mod common;
+
 use std::sync::Arc;
+
+use common::gz::gzip;
 
 use tokio::io::AsyncReadExt;
 use weir::source::{
     detect_format, expand_inputs, inflate, open, Compression, Format, Input, SourceCounters,
     SourceError,
 };
-
-fn gzip(parts: &[&[u8]]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in parts {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(p).unwrap();
-        out.extend(e.finish().unwrap());
-    }
-    out
-}
 
 async fn zstd(parts: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();

@@ -1,12 +1,12 @@
 //! Readers while a writer imports: every scan sees a dense, correct prefix of the events
 //! (sealed segments, then the WAL tail), never a duplicate or a gap, even across seals.
 
-mod store_util;
+mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use store_util::{batch, schema};
+use common::store::{batch, schema};
 use weir::store::{Archive, Store, StoreOptions};
 use weir::wal::SyncPolicy;
 

@@ -2,9 +2,9 @@
 //! replaces the catalog and the WAL under the scan, possibly many times during one scan. The
 //! scan must still give every event once, in ID order, with its values, and no error.
 
-mod store_util;
+mod common;
 
-use store_util::{batch, expected, schema};
+use common::store::{batch, expected, schema};
 use weir::store::{Archive, Store, StoreOptions};
 use weir::value::Value;
 use weir::wal::SyncPolicy;

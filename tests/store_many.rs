@@ -4,11 +4,11 @@
 //! `WEIR_MANY_DB=DIR cargo test --release --test store_many -- --ignored` builds a 10,000
 //! segment archive in DIR for benchmarking `weir export -n 1` (see benches/archive.rs).
 
-mod store_util;
+mod common;
 
 use std::path::Path;
 
-use store_util::{batch, schema};
+use common::store::{batch, schema};
 use weir::segment::SegmentBuilder;
 use weir::store::{Archive, Catalog, CatalogEntry};
 

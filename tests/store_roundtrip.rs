@@ -1,9 +1,9 @@
 //! Write, rotate, reopen, read: the archive gives back exactly what was written.
 
-mod store_util;
+mod common;
 
+use common::store::{batch, expected, read_all, schema};
 use proptest::prelude::*;
-use store_util::{batch, expected, read_all, schema};
 use weir::segment::{inspect, Segment};
 use weir::store::{Archive, Store, StoreOptions};
 use weir::wal::SyncPolicy;

@@ -1,9 +1,9 @@
 //! The async segment-writer sink: backpressured, durable on flush, summary after close.
 
-mod store_util;
+mod common;
 
+use common::store::{batch, expected, read_all, schema};
 use futures::{stream, SinkExt, StreamExt};
-use store_util::{batch, expected, read_all, schema};
 use weir::store::{ArchiveSink, StoreError, StoreOptions};
 use weir::wal::SyncPolicy;
 

@@ -1,13 +1,13 @@
 //! Crash recovery: the WAL is replayed, torn tails are discarded with a warning, damage in the
 //! middle is an error naming file and offset, and no seal interruption duplicates events.
 
-mod store_util;
+mod common;
 
 use std::fs;
 use std::path::Path;
 
+use common::store::{batch, copy_dir, expected, read_all, schema};
 use proptest::prelude::*;
-use store_util::{batch, expected, read_all, schema};
 use weir::batch::Batch;
 use weir::store::{Archive, Store, StoreError, StoreOptions};
 use weir::wal::{SyncPolicy, WalError, WalReader};
@@ -42,18 +42,6 @@ fn active_segment_file(seg_dir: &Path) -> std::path::PathBuf {
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with(".seg.tmp"))
         .expect("a temporary segment file")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to.join("segments")).unwrap();
-    for sub in ["", "segments"] {
-        for e in fs::read_dir(from.join(sub)).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_file() {
-                fs::copy(e.path(), to.join(sub).join(e.file_name())).unwrap();
-            }
-        }
-    }
 }
 
 #[test]

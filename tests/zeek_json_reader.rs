@@ -2,8 +2,6 @@
 
 mod common;
 
-use std::net::IpAddr;
-use std::path::Path;
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -18,10 +16,10 @@ use weir::error::{OnError, ReadError};
 use weir::types::Type;
 use weir::value::Value;
 
+use common::events::{addr, events};
+
 fn fixture(name: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/json")
-        .join(name);
+    let p = common::fixture("json").join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -29,41 +27,8 @@ fn opts() -> ReaderOptions {
     ReaderOptions::new("test.json")
 }
 
-/// (schema name, field "name:type" list, rows) per batch.
-type Flat = Vec<(String, Vec<String>, Vec<Vec<Value>>)>;
-
-fn flatten(batches: &[Batch]) -> Flat {
-    batches
-        .iter()
-        .map(|b| {
-            (
-                b.schema().name.clone(),
-                b.schema()
-                    .fields
-                    .iter()
-                    .map(|f| format!("{}:{}", f.name, f.ty))
-                    .collect(),
-                b.to_values().unwrap(),
-            )
-        })
-        .collect()
-}
-
-/// Events in order with their schema, merging adjacent batches of one schema: what must not
-/// depend on the chunking.
-fn events(batches: &[Batch]) -> Vec<(String, Vec<String>, Vec<Value>)> {
-    flatten(batches)
-        .into_iter()
-        .flat_map(|(n, f, rows)| rows.into_iter().map(move |r| (n.clone(), f.clone(), r)))
-        .collect()
-}
-
 fn s(v: &str) -> Value {
     Value::String(v.as_bytes().to_vec())
-}
-
-fn addr(v: &str) -> IpAddr {
-    v.parse().unwrap()
 }
 
 #[test]
@@ -367,7 +332,9 @@ async fn drives_from_async_read_with_framed_read() {
 
 #[test]
 fn corpus_zeek_json_round_trips_through_the_json_writer() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     let orig = dir.join("zeek.json");
     let input = std::fs::read(&orig).unwrap();
     let (batches, report) =
@@ -397,7 +364,7 @@ fn corpus_zeek_json_round_trips_through_the_json_writer() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("out.jsonl");
     std::fs::write(&path, &out).unwrap();
-    let Some((status, report)) = common::zeekref(&[
+    let Some((status, report)) = common::zeekref::check(&[
         "compare-jj",
         orig.to_str().unwrap(),
         "--",

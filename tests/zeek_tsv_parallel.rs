@@ -83,7 +83,7 @@ fn opts(mode: OnError) -> ReaderOptions {
 }
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = common::fixtures();
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .expect("fixtures dir")
         .flatten()
@@ -130,13 +130,15 @@ fn fixtures_match_sequential_in_both_error_modes() {
 
 #[test]
 fn corpus_matches_sequential() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     let mut all = Vec::new();
-    for path in common::corpus_files(&dir) {
+    for path in common::corpus::files(&dir) {
         if path.extension().is_some_and(|e| e == "json") {
             continue;
         }
-        all.extend(common::read_maybe_gz(&path));
+        all.extend(common::gz::read_maybe_gz(&path));
     }
     let want = sequential(&all, opts(OnError::Fail));
     assert!(want.1.is_none(), "corpus decodes: {:?}", want.1);

@@ -3,7 +3,7 @@
 mod common;
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -16,11 +16,7 @@ use weir::error::{OnError, ReadError};
 use weir::types::{SchemaRef, Type};
 use weir::value::Value;
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
+use common::fixture;
 
 fn opts(name: &str) -> ReaderOptions {
     ReaderOptions::new(name)
@@ -633,14 +629,16 @@ fn expected_events(name: &str) -> Option<usize> {
 
 #[test]
 fn corpus_parses_with_the_documented_event_counts() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     let mut seen = 0;
-    for path in common::corpus_files(&dir) {
+    for path in common::corpus::files(&dir) {
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         if name.ends_with(".json") {
             continue;
         }
-        let text = common::read_maybe_gz(&path);
+        let text = common::gz::read_maybe_gz(&path);
         let mut d = TsvDecoder::new(opts(&name));
         let batches = d.read_all(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         let n: usize = batches.iter().map(Batch::len).sum();
@@ -658,27 +656,13 @@ fn corpus_parses_with_the_documented_event_counts() {
 
 /// A record as the reference reader prints it: (path, [(field, JSON value)]).
 fn reference_records(path: &Path) -> Option<Vec<serde_json::Value>> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
-    if !script.is_file() {
-        eprintln!(
-            "note: {} not found: skipping the reference check",
-            script.display()
-        );
-        return None;
-    }
-    let out = match std::process::Command::new("python3")
-        .arg(&script)
-        .arg("records")
-        .arg(path)
-        .output()
-    {
-        Ok(o) if o.status.success() => o.stdout,
-        Ok(o) => panic!("zeekref failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            eprintln!("note: python3 not available ({e}): skipping the reference check");
-            return None;
-        }
-    };
+    let o = common::zeekref::output(&[Path::new("records"), path])?;
+    assert!(
+        o.status.success(),
+        "zeekref failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = o.stdout;
     let text = String::from_utf8(out).unwrap();
     // Python writes undecodable bytes as lone surrogates `\udcXX`, which serde_json refuses:
     // map them to private-use characters U+F7XX, as `json_string` does for weir's bytes.
@@ -754,7 +738,9 @@ fn normalize(ty: &Type, v: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn values_match_the_reference_reader() {
-    let Some(dir) = common::corpus() else { return };
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
     for name in [
         "unit/ssl.log",
         "unit/dns.log",
@@ -766,7 +752,7 @@ fn values_match_the_reference_reader() {
         let Some(want) = reference_records(&path) else {
             return;
         };
-        let (batches, _) = read_all(&common::read_maybe_gz(&path), opts(name)).unwrap();
+        let (batches, _) = read_all(&common::gz::read_maybe_gz(&path), opts(name)).unwrap();
         let got = rows(&batches);
         assert_eq!(got.len(), want.len(), "{name}");
         for (i, ((schema, row), rec)) in got.iter().zip(want).enumerate() {

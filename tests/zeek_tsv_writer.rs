@@ -1,6 +1,8 @@
 //! The Zeek TSV writer: exact layout, escaping, header blocks, errors, and a check of the output
 //! by the independent reference reader.
 
+mod common;
+
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,21 +13,11 @@ use weir::codec::zeek::tsv_writer::ZeekTsvWriter;
 use weir::types::{Field, Schema, SchemaRef, Type};
 use weir::value::{encode_row, Value};
 
+use common::events::{addr, batch_of, s, ty};
+
 /// 2014-05-23-18-02-04 UTC.
 fn clock() -> i64 {
     1_400_868_124_000_000_000
-}
-
-fn ty(t: &str) -> Type {
-    Type::parse(t).unwrap()
-}
-
-fn addr(a: &str) -> IpAddr {
-    a.parse().unwrap()
-}
-
-fn s(v: &[u8]) -> Value {
-    Value::String(v.to_vec())
 }
 
 fn all_types_schema() -> SchemaRef {
@@ -103,16 +95,6 @@ fn all_types_rows() -> Vec<Vec<Value>> {
             Value::List(vec![]),
         ],
     ]
-}
-
-fn batch_of(schema: &SchemaRef, rows: &[Vec<Value>]) -> Batch {
-    let mut data = Vec::new();
-    let mut offsets = Vec::new();
-    for r in rows {
-        offsets.push(data.len());
-        encode_row(r, &mut data);
-    }
-    Batch::from_parts(schema.clone(), data, offsets, None).unwrap()
 }
 
 const HEADER: &str = "#separator \\x09
@@ -261,11 +243,6 @@ F\t0\t0\t1\t1258531221.486539123\t0\t(empty)\t0::1\t::/0\t0\t\\x2D\t\\x28empty)\
 
 #[test]
 fn reference_reader_reads_the_output_back() {
-    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/zeekref.py");
-    if !tool.is_file() {
-        eprintln!("note: {} not found: skipping", tool.display());
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let orig = dir.path().join("orig.log");
     let out_path = dir.path().join("out.log");
@@ -277,24 +254,17 @@ fn reference_reader_reads_the_output_back() {
         .unwrap();
     w.finish(&mut out);
     std::fs::write(&out_path, &out).unwrap();
-    let run = std::process::Command::new("python3")
-        .arg(&tool)
-        .arg("compare-tsv")
-        .arg(&orig)
-        .arg("--")
-        .arg(&out_path)
-        .output();
-    match run {
-        Ok(o) => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            assert!(o.status.success(), "zeekref: {text}");
-            assert!(
-                text.contains("match: 3 records expected, 3 written"),
-                "{text}"
-            );
-        }
-        Err(e) => eprintln!("note: python3 not runnable ({e}): skipping"),
-    }
+    let Some(o) =
+        common::zeekref::output(&[Path::new("compare-tsv"), &orig, Path::new("--"), &out_path])
+    else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "zeekref: {text}");
+    assert!(
+        text.contains("match: 3 records expected, 3 written"),
+        "{text}"
+    );
 }
 
 #[test]

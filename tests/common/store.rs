@@ -1,5 +1,4 @@
-//! Helpers for the storage tests: schemas and batches made with `BatchBuilder`.
-#![allow(dead_code)]
+//! For the storage tests: schemas and batches made with `BatchBuilder`, and archive contents.
 
 use weir::batch::{Batch, BatchBuilder};
 use weir::store::Archive;
@@ -86,4 +85,17 @@ pub fn expected(batches: &[Batch]) -> Vec<(u64, String, Vec<Value>)> {
         }
     }
     out
+}
+
+/// Copies a database directory with its subdirectories (a crashed one, to test it twice).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
 }

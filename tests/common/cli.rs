@@ -1,0 +1,107 @@
+//! Running the real `weir` binary and reading what it prints.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test, with `WEIR_DB` cleared so that only `--db` chooses the database.
+pub fn weir() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
+    c.env_remove("WEIR_DB");
+    c
+}
+
+/// Runs `weir ARGS` with no stdin and returns its output.
+pub fn run(args: &[&str]) -> Output {
+    weir()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("weir runs")
+}
+
+/// Runs `weir ARGS` with `stdin` written to its standard input (by a thread, so that a large
+/// input cannot deadlock against its output) and returns its output.
+pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = weir()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("weir runs");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("weir runs");
+    writer.join().unwrap();
+    out
+}
+
+/// Lossy UTF-8.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Asserts exit status 0 and returns stdout.
+pub fn ok(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// `p` as a `&str` (temp paths are UTF-8 here).
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// What `weir export --db DB --to json` prints: one JSON object a line.
+pub fn export_json_text(db: &Path) -> String {
+    let out = run(&["export", "--db", s(db), "--to", "json"]);
+    ok(&out, "weir export --to json")
+}
+
+/// The events of `weir export --to json`, parsed.
+pub fn export_json(db: &Path) -> Vec<serde_json::Value> {
+    export_json_text(db)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+/// `weir info --db DB --json`, parsed.
+pub fn info(db: &Path) -> serde_json::Value {
+    let out = run(&["info", "--db", s(db), "--json"]);
+    serde_json::from_str(&ok(&out, "weir info --json")).expect("info --json is JSON")
+}
+
+/// Polls `cond` every 20 ms until it holds; panics naming `what` after `timeout`.
+pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sealed segment files of a database, sorted.
+pub fn segment_files(db: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(db.join("segments"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
