@@ -11,7 +11,6 @@ use weir::codec::StdoutSinkConfig;
 use weir::store::Archive;
 
 use super::args::{choice, DbArg};
-use super::OutputClosed;
 
 /// Output is written in pieces of about this size.
 const CHUNK: usize = 256 << 10;
@@ -20,9 +19,10 @@ const CHUNK: usize = 256 << 10;
 pub struct ExportArgs {
     #[command(flatten)]
     db: DbArg,
-    /// Output format [default: zeek-tsv].
-    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT")]
-    to: Option<OutputFormat>,
+    /// Output format.
+    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().format)]
+    to: OutputFormat,
     /// Stop after N events.
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
@@ -59,7 +59,7 @@ fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
             buf.clear();
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(OutputClosed.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(WriteError::Closed.into()),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
     }
 }
@@ -73,7 +73,7 @@ fn print_out(text: &str) -> anyhow::Result<()> {
     write_out(&mut out, &mut buf)?;
     match out.flush() {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(OutputClosed.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(WriteError::Closed.into()),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
     }
 }
@@ -81,7 +81,7 @@ fn print_out(text: &str) -> anyhow::Result<()> {
 /// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
-    let mut writer = writer_for(args.to.unwrap_or(StdoutSinkConfig::default().format));
+    let mut writer = writer_for(args.to);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = Vec::with_capacity(CHUNK * 2);
@@ -102,7 +102,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
             let mut rows = batch.rows().take(take);
             match writer.write_rows(batch.schema(), &mut rows, &mut buf) {
                 Ok(()) => {}
-                Err(WriteError::Closed) => return Err(OutputClosed.into()),
+                Err(WriteError::Closed) => return Err(WriteError::Closed.into()),
                 Err(e) => return Err(e.into()),
             }
             left -= take as u64;
@@ -118,7 +118,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     write_out(&mut out, &mut buf)?;
     if let Err(e) = out.flush() {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return Err(OutputClosed.into());
+            return Err(WriteError::Closed.into());
         }
         return Err(anyhow::Error::new(e).context("cannot write to stdout"));
     }

@@ -29,12 +29,14 @@ pub struct DbArg {
 /// The inputs of `weir import` and `weir convert`: overrides of a [`FileSourceConfig`].
 #[derive(Debug, Clone, Args)]
 pub struct SourceArgs {
-    /// Input format [default: auto].
-    #[arg(long, value_parser = choice::<Format>(), value_name = "FORMAT")]
-    pub from: Option<Format>,
-    /// What to do with a row that does not parse [default: fail].
-    #[arg(long = "on-error", value_parser = choice::<OnError>(), value_name = "WHAT")]
-    pub on_error: Option<OnError>,
+    /// Input format.
+    #[arg(long, value_parser = choice::<Format>(), value_name = "FORMAT",
+          default_value_t = FileSourceConfig::default().format)]
+    pub from: Format,
+    /// What to do with a row that does not parse.
+    #[arg(long = "on-error", value_parser = choice::<OnError>(), value_name = "WHAT",
+          default_value_t = FileSourceConfig::default().on_error)]
+    pub on_error: OnError,
     /// Files or glob patterns, read in order (gzip and zstd detected); `-` or none: stdin.
     #[arg(value_name = "FILE")]
     pub files: Vec<String>,
@@ -44,12 +46,8 @@ impl SourceArgs {
     /// The source these flags describe: the defaults with each given flag applied.
     pub fn config(&self) -> FileSourceConfig {
         let mut c = FileSourceConfig::new(self.files.iter().cloned());
-        if let Some(f) = self.from {
-            c.format = f;
-        }
-        if let Some(o) = self.on_error {
-            c.on_error = o;
-        }
+        c.format = self.from;
+        c.on_error = self.on_error;
         c
     }
 }

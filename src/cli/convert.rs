@@ -16,18 +16,16 @@ use super::signals;
 pub struct ConvertArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Output format [default: zeek-tsv].
-    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT")]
-    to: Option<OutputFormat>,
+    /// Output format.
+    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().format)]
+    to: OutputFormat,
 }
 
 /// Runs `weir convert`.
 pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let stop = signals::install();
-    let mut sink = StdoutSinkConfig::default();
-    if let Some(to) = args.to {
-        sink.format = to;
-    }
+    let sink = StdoutSinkConfig { format: args.to };
     let source = args.source.config();
     // Fail on a missing input before anything is written.
     source.inputs()?;

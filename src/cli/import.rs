@@ -11,9 +11,11 @@ use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
+use weir::batcher::BatchConfig;
 use weir::pipeline::build::build;
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
 use weir::source::total_size;
+use weir::store::ArchiveSinkConfig;
 use weir::wal::SyncPolicy;
 
 use super::args::{choice, DbArg, SourceArgs};
@@ -26,20 +28,21 @@ pub struct ImportArgs {
     db: DbArg,
     #[command(flatten)]
     source: SourceArgs,
-    /// Most events per batch [default: 8192].
-    #[arg(long, value_name = "N")]
-    batch_size: Option<usize>,
-    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`)
-    /// [default: 1s].
+    /// Most events per batch.
+    #[arg(long, value_name = "N", default_value_t = BatchConfig::DEFAULT_MAX_EVENTS)]
+    batch_size: usize,
+    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`; default:
+    /// the batch transform's).
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     batch_timeout: Option<Duration>,
-    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB); below 2 GiB
-    /// [default: 1GiB].
+    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB; default: the
+    /// archive's), below the 2 GiB FlatBuffers limit.
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     max_segment_size: Option<u64>,
-    /// When the write-ahead log is synced to disk [default: batch].
-    #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN")]
-    sync: Option<SyncPolicy>,
+    /// When the write-ahead log is synced to disk.
+    #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
+          default_value_t = ArchiveSinkConfig::default().sync)]
+    sync: SyncPolicy,
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
@@ -77,18 +80,14 @@ impl ImportArgs {
             ..ImportConfig::default()
         };
         c.archive.db = self.db.path.clone();
-        if let Some(n) = self.batch_size {
-            c.batch.max_events = n;
-        }
+        c.batch.max_events = self.batch_size;
         if let Some(t) = self.batch_timeout {
             c.batch.timeout = t;
         }
         if let Some(m) = self.max_segment_size {
             c.archive.max_segment_size = m;
         }
-        if let Some(s) = self.sync {
-            c.archive.sync = s;
-        }
+        c.archive.sync = self.sync;
         c
     }
 }

@@ -64,40 +64,6 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// The end of a command whose output reader went away (`| head`): exit status 0.
-#[derive(Debug)]
-struct OutputClosed;
-
-impl fmt::Display for OutputClosed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("output closed")
-    }
-}
-
-impl std::error::Error for OutputClosed {}
-
-/// Whether an error chain holds a broken pipe (our output's reader went away).
-fn is_closed_output(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if err.is::<OutputClosed>() {
-            return true;
-        }
-        if let Some(w) = err.downcast_ref::<weir::codec::writer::WriteError>() {
-            if w.is_closed() {
-                return true;
-            }
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return true;
-            }
-        }
-        cur = err.source();
-    }
-    false
-}
-
 /// Whether an error is the user's to fix in the command line or the pipeline definition
 /// (exit status 2): a usage error, or a setting that its stage refuses. A pipeline file that
 /// cannot be read, or inputs that cannot be found, are runtime errors (exit status 1).
@@ -168,7 +134,7 @@ pub fn main() -> ExitCode {
     rt.shutdown_timeout(Duration::from_millis(100));
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if is_closed_output(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) if weir::codec::writer::is_output_closed(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("weir: error: {}", render(&e));
             if is_usage_error(&e) {

@@ -84,6 +84,25 @@ pub enum WriteError {
     Closed,
 }
 
+/// Whether an error is, or is caused by, the reader of our output going away (a broken pipe,
+/// as with `| head`), after which a command exits with status 0.
+pub fn is_output_closed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err
+            .downcast_ref::<WriteError>()
+            .is_some_and(WriteError::is_closed)
+            || err
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
 impl WriteError {
     /// Whether this is the clean end of an output closed early ([`WriteError::Closed`]), after
     /// which a command exits with status 0.

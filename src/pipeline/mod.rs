@@ -120,26 +120,35 @@ pub enum PipelineError {
     Graph(String),
 }
 
-impl PipelineError {
-    /// Whether the error is (caused by) a broken pipe: a reader of our output went away
-    /// (after which a command exits with status 0).
-    pub fn is_broken_pipe(&self) -> bool {
-        let mut e: Option<&(dyn StdError + 'static)> = Some(self);
-        while let Some(err) = e {
-            if let Some(w) = err.downcast_ref::<crate::codec::writer::WriteError>() {
-                if w.is_closed() {
-                    return true;
-                }
-            }
-            if let Some(io) = err.downcast_ref::<std::io::Error>() {
-                if io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return true;
-                }
-            }
-            e = err.source();
-        }
-        false
+/// What is wrong with one input of a stage (see [`check_inputs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadInput {
+    /// It names no stage.
+    Unknown,
+    /// It is a sink, which has no output.
+    Sink,
+    /// It is listed before (its batches would be processed twice).
+    Twice,
+}
+
+/// Checks the inputs of a stage in order, each resolved to the index of an earlier stage
+/// (`None`: no such stage): each exists, is not a sink and is listed once. Returns the position
+/// of the first bad input. The one check of a stage's edges, for [`Pipeline`] and pipeline
+/// files alike.
+pub(crate) fn check_inputs(
+    inputs: &[Option<usize>],
+    is_sink: impl Fn(usize) -> bool,
+) -> Result<(), (usize, BadInput)> {
+    for (k, input) in inputs.iter().enumerate() {
+        let bad = match *input {
+            None => BadInput::Unknown,
+            Some(j) if is_sink(j) => BadInput::Sink,
+            Some(_) if inputs[..k].contains(input) => BadInput::Twice,
+            Some(_) => continue,
+        };
+        return Err((k, bad));
     }
+    Ok(())
 }
 
 /// Settings of a pipeline: the `[pipeline]` table of a pipeline file.
@@ -255,29 +264,24 @@ impl Pipeline {
                 "duplicate stage name {name:?}"
             )));
         }
-        if let Some(bad) = inputs.iter().find(|i| i.0 >= self.stages.len()) {
-            return Err(PipelineError::Graph(format!(
-                "stage {name:?}: unknown input #{}",
-                bad.0
-            )));
-        }
-        if let Some((_, i)) = inputs
+        let known: Vec<Option<usize>> = inputs
             .iter()
-            .enumerate()
-            .find(|(k, i)| inputs[..*k].contains(i))
+            .map(|i| (i.0 < self.stages.len()).then_some(i.0))
+            .collect();
+        if let Err((k, bad)) =
+            check_inputs(&known, |j| matches!(self.stages[j].kind, Kind::Sink(_)))
         {
+            let input = match known[k] {
+                Some(j) => format!("{:?}", self.stages[j].name),
+                None => format!("#{}", inputs[k].0),
+            };
             return Err(PipelineError::Graph(format!(
-                "stage {name:?}: input {:?} is listed twice",
-                self.stages[i.0].name
-            )));
-        }
-        if let Some(i) = inputs
-            .iter()
-            .find(|i| matches!(self.stages[i.0].kind, Kind::Sink(_)))
-        {
-            return Err(PipelineError::Graph(format!(
-                "stage {name:?}: input {:?} is a sink",
-                self.stages[i.0].name
+                "stage {name:?}: input {input} {}",
+                match bad {
+                    BadInput::Unknown => "does not exist",
+                    BadInput::Sink => "is a sink",
+                    BadInput::Twice => "is listed twice",
+                }
             )));
         }
         self.stages.push(Stage {

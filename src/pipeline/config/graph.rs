@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::{ConfigError, ConfigErrorKind, Section, Stage, StageConfig};
+use crate::pipeline::{check_inputs, BadInput};
 
 /// A stage between parsing and ordering.
 pub(super) struct Pending {
@@ -49,28 +50,33 @@ pub(super) fn order(file: &str, pending: Vec<Pending>) -> Result<Vec<Stage>, Con
     // Edges: preds[i] = indices of i's inputs (in `inputs` order).
     let mut preds: Vec<Vec<usize>> = Vec::with_capacity(pending.len());
     for p in &pending {
-        let mut list = Vec::new();
-        for (input, line) in &p.inputs {
-            let err = |kind| error(file, Some(*line), Some(&table_of(p)), Some("inputs"), kind);
-            let Some(&j) = index.get(input.as_str()) else {
-                return Err(err(ConfigErrorKind::UnknownInput {
-                    input: input.clone(),
+        let list: Vec<Option<usize>> = p
+            .inputs
+            .iter()
+            .map(|(input, _)| index.get(input.as_str()).copied())
+            .collect();
+        if let Err((k, bad)) =
+            check_inputs(&list, |j| pending[j].config.section() == Section::Sinks)
+        {
+            let (input, line) = &p.inputs[k];
+            let input = input.clone();
+            let kind = match bad {
+                BadInput::Unknown => ConfigErrorKind::UnknownInput {
+                    input,
                     known: known.clone(),
-                }));
+                },
+                BadInput::Sink => ConfigErrorKind::SinkAsInput { input },
+                BadInput::Twice => ConfigErrorKind::DuplicateInput { input },
             };
-            if pending[j].config.section() == Section::Sinks {
-                return Err(err(ConfigErrorKind::SinkAsInput {
-                    input: input.clone(),
-                }));
-            }
-            if list.contains(&j) {
-                return Err(err(ConfigErrorKind::DuplicateInput {
-                    input: input.clone(),
-                }));
-            }
-            list.push(j);
+            return Err(error(
+                file,
+                Some(*line),
+                Some(&table_of(p)),
+                Some("inputs"),
+                kind,
+            ));
         }
-        preds.push(list);
+        preds.push(list.into_iter().flatten().collect());
     }
 
     // A cycle first: an unused stage inside a cycle is better explained by the cycle.
