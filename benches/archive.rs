@@ -2,6 +2,7 @@
 //! opening an archive of 10,000 small segments, and first-event latency (open + first row).
 //!
 //! Run: `cargo bench --bench archive`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::path::Path;
 

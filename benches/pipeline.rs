@@ -2,6 +2,7 @@
 //! decoding) -> batcher -> a sink that drops batches, and the byte-bounded channel alone.
 //!
 //! Run: `cargo bench --bench pipeline`. Uses synthetic conn-like lines, no corpus needed.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::time::Duration;
 

@@ -2,6 +2,7 @@
 //! bytes/s and events/s of text into typed batches on one core.
 //!
 //! Run: `cargo bench --bench tsv`. Skips with a note when the corpus is absent.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::io::Read;
 use std::path::PathBuf;

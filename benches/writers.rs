@@ -8,6 +8,7 @@
 //!
 //! `cargo bench --bench writers`: throughput is in bytes of text (written or read); events/s is
 //! that divided by the bytes per event, which the bench prints first.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -74,6 +74,7 @@ impl fmt::Display for ParseError {
 
 /// An error while reading a source.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// Bad input.
     #[error(transparent)]

@@ -255,6 +255,7 @@ impl Writeback {
     }
 
     /// Whether a background sync is running.
+    #[cfg(test)]
     pub fn is_running(&self) -> bool {
         self.running.is_some()
     }

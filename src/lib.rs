@@ -8,16 +8,23 @@
 //!   -> archive: FlatBuffers segment files, rotated before the 2 GiB builder limit, read via mmap
 //! ```
 //!
-//! Every stage is a plain `futures` [`Stream`](futures::Stream) or [`Sink`](futures::Sink):
+//! Every stage is a plain `futures` [`Stream`](futures::Stream) or [`Sink`](futures::Sink),
+//! and every stage has one configuration type that deserializes its table of a pipeline file,
+//! owns its defaults and limits, and builds it:
 //!
-//! | stage | module |
-//! |---|---|
-//! | sources: files, globs, stdin, in-memory bytes; gzip (multi-member, parallel), zstd | [`source`] |
-//! | Zeek TSV and JSON readers (push decoders), TSV and JSON writers | [`codec`] |
-//! | events: schemas, values, msgpack rows, batches | [`types`], [`value`], [`batch`] |
-//! | batcher (size, bytes, timeout) | [`batcher`] |
-//! | the graph, byte-bounded edges, pipeline files | [`pipeline`] |
-//! | the storage engine, each layer on the one before: file-system helpers (atomic writes, mmap), segments, write-ahead log, the store and its readers | [`fs`], [`segment`], [`wal`], [`store`] |
+//! | stage | module | configuration |
+//! |---|---|---|
+//! | sources: files, globs, stdin, in-memory bytes; gzip (multi-member, parallel), zstd; the decode stage | [`source`] | [`FileSourceConfig`] |
+//! | Zeek TSV and JSON readers (push decoders), TSV and JSON writers | [`codec`] | [`ReaderOptions`], [`FileSinkConfig`], [`StdoutSinkConfig`] |
+//! | events: schemas, values, msgpack rows, batches | [`types`], [`value`], [`batch`] | |
+//! | batcher (size, bytes, timeout) | [`batcher`] | [`BatchConfig`] |
+//! | the graph, byte-bounded edges, pipeline files | [`pipeline`] | [`PipelineOptions`], [`PipelineSpec`] |
+//! | segments, write-ahead log, the store and its readers | [`segment`], [`wal`], [`store`] | [`ArchiveSinkConfig`] |
+//!
+//! The storage layers depend one way: a small file-system layer (atomic writes, positioned
+//! I/O, the one `mmap`) below [`segment`], segments below [`wal`], the WAL below [`store`].
+//! The types most programs need are re-exported here; `docs/architecture.md` maps the modules
+//! and follows one event from bytes to segment and back.
 //!
 //! # Example
 //!
@@ -25,11 +32,7 @@
 //! the events back from the memory-mapped segments:
 //!
 //! ```
-//! use weir::codec::ReaderOptions;
-//! use weir::pipeline::Pipeline;
-//! use weir::source::{Input, SourceConfig};
-//! use weir::store::{Archive, ArchiveSink};
-//! use weir::value::{decode_row, Value};
+//! use weir::{decode_row, Archive, ArchiveSink, Input, Pipeline, ReaderOptions, SourceConfig, Value};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -68,7 +71,7 @@ pub mod batcher;
 pub mod codec;
 pub mod duration;
 pub mod error;
-pub mod fs;
+mod fs;
 pub mod pipeline;
 pub mod segment;
 pub mod setting;
@@ -77,7 +80,19 @@ pub mod source;
 pub mod store;
 pub mod types;
 pub mod value;
+#[doc(hidden)]
 pub mod wal;
 
-/// Moved to [`source::inflate`]; re-exported so the old path still resolves.
-pub use source::inflate;
+pub use batch::{Batch, BatchBuilder};
+pub use batcher::{BatchConfig, Batcher};
+pub use codec::writer::{EventWriter, OutputFormat, WriteError, WriterSink};
+pub use codec::{FileSinkConfig, ReaderOptions, StdoutSinkConfig};
+pub use error::{OnError, ParseError, ReadError, SkipReport};
+pub use pipeline::build::{build, BuildError};
+pub use pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+pub use pipeline::{Pipeline, PipelineError, PipelineOptions, RunSummary};
+pub use source::{Compression, FileSourceConfig, Format, Input, SourceConfig, SourceError};
+pub use store::{Archive, ArchiveSink, ArchiveSinkConfig, StoreError, StoreOptions};
+pub use types::{Field, Schema, SchemaRef, Type};
+pub use value::{decode_row, encode_row, Value};
+pub use wal::SyncPolicy;

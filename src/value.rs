@@ -269,6 +269,7 @@ impl<'a> RowEncoder<'a> {
 /// Why an encoded row could not be read. Rows come from weir's own encoder, so this means
 /// corruption (a segment or WAL that passed no checksum) or a schema mismatch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The row ended in the middle of a value.
     #[error("msgpack row truncated at byte {0}")]

@@ -4,6 +4,7 @@
 //! reference reader `zeekref.py` and by weir's own TSV reader), also with 1 MiB segments;
 //! the segment size limit; `export -n`; `inspect --json`; `verify` on a good and a damaged
 //! database; the writer lock against a second concurrent import.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

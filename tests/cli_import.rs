@@ -1,5 +1,6 @@
 //! `weir import` / `export` / `info` / `verify` / `run` end to end through the real binary:
 //! round trips, segment size limits, live streaming on stdin, graceful shutdown on SIGTERM.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

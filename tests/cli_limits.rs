@@ -1,5 +1,6 @@
 //! One check per limit: a refused setting gives the same error, with exit status 2, from a
 //! `weir import` flag, from `weir run` and from `weir run --check`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

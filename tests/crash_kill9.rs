@@ -3,6 +3,7 @@
 //! every event a reader had already seen (= acknowledged: in a segment or the WAL) is still
 //! there; the archive is always an exact prefix of each round's input, in order, with no
 //! duplicate; and `weir verify` is clean.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

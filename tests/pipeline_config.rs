@@ -303,11 +303,9 @@ fn shipped_pipelines_name_the_unset_input_variable() {
     let e = PipelineSpec::load(&path, &vars(&[])).unwrap_err();
     assert_eq!(e.table.as_deref(), Some("sources.input"));
     assert_eq!(e.key.as_deref(), Some("paths"));
-    assert_eq!(
-        *e.kind,
-        ConfigErrorKind::UnsetVariable {
-            name: "WEIR_INPUT".into()
-        }
+    assert!(
+        matches!(&*e.kind, ConfigErrorKind::UnsetVariable { name } if name == "WEIR_INPUT"),
+        "{e}"
     );
     let text = std::fs::read_to_string(&path).unwrap();
     let line = text
@@ -421,11 +419,9 @@ fn cycle_is_reported_with_its_path() {
         Some("inputs"),
         "cycle: one -> two -> three -> one",
     );
-    assert_eq!(
-        *e.kind,
-        ConfigErrorKind::Cycle {
-            path: vec!["one".into(), "two".into(), "three".into(), "one".into()]
-        }
+    assert!(
+        matches!(&*e.kind, ConfigErrorKind::Cycle { path } if path == &["one", "two", "three", "one"]),
+        "{e}"
     );
 }
 
@@ -645,7 +641,7 @@ fn unknown_section_and_syntax_errors_have_lines() {
 #[test]
 fn no_sinks() {
     let (e, shown) = load_err("err-no-sinks.toml", &vars(&[]));
-    assert_eq!(*e.kind, ConfigErrorKind::Empty("sinks"));
+    assert!(matches!(*e.kind, ConfigErrorKind::Empty("sinks")), "{e}");
     assert!(shown.contains("the pipeline has no sinks"), "{shown}");
 }
 
@@ -669,11 +665,9 @@ fn glob_matching_nothing_fails_check_only() {
     assert_eq!(e.table.as_deref(), Some("sources.logs"));
     assert_eq!(e.key.as_deref(), Some("paths"));
     let pattern = fixtures().join("data/nothing-here-*.log");
-    assert_eq!(
-        *e.kind,
-        ConfigErrorKind::NoMatch {
-            pattern: pattern.display().to_string()
-        }
+    assert!(
+        matches!(&*e.kind, ConfigErrorKind::NoMatch { pattern: p } if *p == pattern.display().to_string()),
+        "{e}"
     );
     // With --check, loading fails the same way.
     let options = LoadOptions {

@@ -1,4 +1,5 @@
 //! The pipeline runtime: backpressure, fan-out, fan-in, ordered sources, errors, shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,6 @@
 //! Damaged segments: a clear error naming the file and the reason, never a panic, and the
 //! rest of the archive stays readable.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

@@ -3,6 +3,7 @@
 //!
 //! `WEIR_MANY_DB=DIR cargo test --release --test store_many -- --ignored` builds a 10,000
 //! segment archive in DIR for benchmarking `weir export -n 1` (see benches/archive.rs).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

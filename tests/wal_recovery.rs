@@ -1,5 +1,6 @@
 //! Crash recovery: the WAL is replayed, torn tails are discarded with a warning, damage in the
 //! middle is an error naming file and offset, and no seal interruption duplicates events.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

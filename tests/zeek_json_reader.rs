@@ -1,4 +1,5 @@
 //! The Zeek JSON reader: type inference, schemas, chunking, errors, and the real zeek.json.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

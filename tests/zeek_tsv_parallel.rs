@@ -1,5 +1,6 @@
 //! The parallel TSV reader gives exactly what the sequential decoder gives: rows, schemas,
 //! errors (with their line numbers) and skip reports, whatever the chunking and thread count.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! The Zeek TSV reader against hand-written fixtures, the real corpus and the reference reader.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 

@@ -37,6 +37,7 @@ use crate::value::DecodeError;
 
 /// An output format of `weir convert --to` and the exporters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum OutputFormat {
     /// Zeek TSV (`zeek-tsv`): the layout of Zeek's ASCII writer.
     ZeekTsv,
@@ -64,6 +65,7 @@ crate::choice!(OutputFormat);
 
 /// Why rows could not be written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// A row did not decode as its schema says (a corrupt segment or a schema mismatch).
     #[error("cannot format row {row} of schema {schema}: {source}")]

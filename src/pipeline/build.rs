@@ -8,10 +8,10 @@ use std::task::{ready, Context, Poll};
 use futures::{Sink, SinkExt};
 
 use super::config::{ConfigError, PipelineSpec, StageConfig};
-use super::decode::SourceConfig;
 use super::{BoxError, Pipeline, PipelineError, StageId};
 use crate::batch::Batch;
 use crate::batcher::BatchConfig;
+use crate::source::SourceConfig;
 use crate::store::{ArchiveSink, StoreError, Summary};
 
 /// What a built pipeline exposes besides the pipeline itself.

@@ -54,10 +54,9 @@
 //! lets the other stages drain, and is returned naming the stage.
 
 pub mod build;
+#[doc(hidden)]
 pub mod channel;
 pub mod config;
-/// Moved to [`crate::source::decode`]; re-exported so the old path still resolves.
-pub use crate::source::decode;
 pub mod metrics;
 
 use std::error::Error as StdError;
@@ -93,6 +92,7 @@ pub struct StageId(usize);
 
 /// Why a pipeline failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PipelineError {
     /// A source could not be read, or its input is bad.
     #[error(transparent)]
@@ -301,7 +301,7 @@ impl Pipeline {
         config: SourceConfig,
     ) -> Result<StageId, PipelineError> {
         let f: SourceFn = Box::new(move |shared| {
-            decode::source_stream(inputs, config, shared)
+            crate::source::decode::source_stream(inputs, config, shared)
                 .map(|r| r.map_err(|e| Box::new(e) as BoxError))
                 .boxed()
         });

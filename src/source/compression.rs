@@ -12,6 +12,7 @@ use crate::setting::{Choice, ChoiceName};
 
 /// How a source is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Decide by the magic bytes (the default).
     #[default]

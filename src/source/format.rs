@@ -6,6 +6,7 @@ use crate::setting::{Choice, ChoiceName};
 
 /// The event format of a source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Format {
     /// Decide by the first byte that is not whitespace (the default).
     #[default]

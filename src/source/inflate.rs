@@ -144,7 +144,7 @@ type Streaming<R> = flate2::read::MultiGzDecoder<io::BufReader<io::Chain<io::Cur
 ///     e.write_all(part).unwrap();
 ///     gz.extend(e.finish().unwrap());
 /// }
-/// let out: Vec<u8> = weir::inflate::ParallelGunzip::new(&gz[..], 2)
+/// let out: Vec<u8> = weir::source::inflate::ParallelGunzip::new(&gz[..], 2)
 ///     .collect::<std::io::Result<Vec<_>>>()
 ///     .unwrap()
 ///     .concat();

@@ -52,9 +52,12 @@ pub use config::ArchiveSinkConfig;
 pub use error::{Result, StoreError};
 pub use sink::ArchiveSink;
 
+pub use crate::fs::FsError;
+pub use crate::wal::{SyncPolicy, WalError};
+
 use crate::batch::Batch;
 use crate::segment::{SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
-use crate::wal::{Entry, SyncPolicy, Wal, WalError, WalReader};
+use crate::wal::{Entry, Wal, WalReader};
 
 pub use crate::segment::SEGMENTS_DIR;
 /// Name of the WAL file inside the database directory.

@@ -13,6 +13,7 @@
 //! it, so the rest is dead code there: that, and nothing else, is what the one `allow` below is
 //! for.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 pub mod cli;
 pub mod conn_log;

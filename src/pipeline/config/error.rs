@@ -2,6 +2,8 @@
 //! is.
 
 use std::fmt;
+use std::io;
+use std::sync::Arc;
 
 use crate::setting::Problem;
 
@@ -43,12 +45,12 @@ impl fmt::Display for ConfigError {
 }
 
 /// What is wrong in a pipeline definition.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigErrorKind {
     /// The file cannot be read.
     #[error("cannot read the pipeline file: {0}")]
-    Io(String),
+    Io(#[source] Arc<io::Error>),
     /// TOML syntax, or a section that does not exist, or a section of the wrong shape.
     #[error("{0}")]
     Toml(String),
@@ -172,6 +174,7 @@ pub enum ConfigErrorKind {
         /// The path.
         path: String,
         /// The I/O error.
-        error: String,
+        #[source]
+        error: Arc<io::Error>,
     },
 }

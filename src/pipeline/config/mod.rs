@@ -98,6 +98,7 @@ mod vars;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use error::{ConfigError, ConfigErrorKind};
 pub use load::LoadOptions;
@@ -289,7 +290,7 @@ impl PipelineSpec {
             line: None,
             table: None,
             key: None,
-            kind: Box::new(ConfigErrorKind::Io(e.to_string())),
+            kind: Box::new(ConfigErrorKind::Io(Arc::new(e))),
         })?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -420,7 +421,7 @@ impl PipelineSpec {
                 }),
                 SourceError::Io { name, error } => ConfigErrorKind::Unreadable {
                     path: name,
-                    error: error.to_string(),
+                    error: Arc::new(error),
                 },
             };
             self.error_at(stage, kind)
@@ -440,7 +441,7 @@ impl PipelineSpec {
                                     stage,
                                     ConfigErrorKind::Unreadable {
                                         path: path.display().to_string(),
-                                        error: e.to_string(),
+                                        error: Arc::new(e),
                                     },
                                 )
                             })?;
@@ -462,14 +463,14 @@ impl PipelineSpec {
         };
         let error = match std::fs::metadata(parent) {
             Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => "not a directory".to_string(),
-            Err(e) => e.to_string(),
+            Ok(_) => std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            Err(e) => e,
         };
         Err(self.error_at(
             stage,
             ConfigErrorKind::Unreadable {
                 path: parent.display().to_string(),
-                error,
+                error: Arc::new(error),
             },
         ))
     }
