@@ -3,6 +3,9 @@
 #
 #   bench/compare.sh [N]      N copies of conn.log.gz (default 1000: the W1000 workload)
 #   REPS=5 bench/compare.sh   repetitions per case (default 3); medians are reported
+#   BASELINE=/tmp/weir-old bench/compare.sh   also runs every weir case with that binary (built
+#                             from an earlier commit), interleaved, and prints the ratios
+#   SKIP_DUCKDB=1             leaves DuckDB out
 #
 # The workload comes from ../shared/data/zeek (or $WEIR_CORPUS); without it, from the repo's own
 # generator (examples/generate.rs) with the same event count. Work files go to $BENCH_DIR
@@ -72,11 +75,16 @@ run() {
 
 command -v pigz >/dev/null && run "pigz -dc" "pigz -dc '$gz'"
 run "gzip -dc" "gzip -dc '$gz'"
-run "weir import (gzip file)" "'$weir' import --quiet --db '$work/db' '$gz'"
-run "weir import (text file)" "'$weir' import --quiet --db '$work/db' '$txt'"
-run "weir import (text on stdin)" "'$weir' import --quiet --db '$work/db' < '$txt'"
-run "weir import (1-member gzip, stdin)" "'$weir' import --quiet --db '$work/db' < '$one'"
-if python3 -c 'import duckdb' 2>/dev/null; then
+cases=("gzip file|'$gz'" "text file|'$txt'" "text on stdin|< '$txt'" "1-member gzip, stdin|< '$one'")
+for c in "${cases[@]}"; do
+  run "weir import (${c%%|*})" "'$weir' import --quiet --db '$work/db' ${c#*|}"
+  if [ -n "${BASELINE:-}" ]; then
+    run "baseline import (${c%%|*})" "'$BASELINE' import --quiet --db '$work/db' ${c#*|}"
+  fi
+done
+if [ -n "${SKIP_DUCKDB:-}" ]; then
+  echo "note: SKIP_DUCKDB set: DuckDB skipped"
+elif python3 -c 'import duckdb' 2>/dev/null; then
   q="COPY (SELECT * FROM read_csv('$gz', delim='\t', comment='#', nullstr='-', header=false)) TO '$work/out.parquet' (FORMAT parquet)"
   run "duckdb read_csv -> parquet (gzip)" "python3 -c \"import duckdb; duckdb.sql(\\\"$q\\\")\""
 else
@@ -89,4 +97,12 @@ w=${MED["weir import (gzip file)"]}
 printf 'weir (gzip file) / pigz -dc:       %.2f (target <= 0.80)\n' "$(echo "$w / $floor" | bc -l)"
 if [ -n "${MED["duckdb read_csv -> parquet (gzip)"]:-}" ]; then
   printf 'DuckDB / weir (gzip file):         %.2f (target >= 5)\n' "$(echo "${MED["duckdb read_csv -> parquet (gzip)"]} / $w" | bc -l)"
+fi
+if [ -n "${BASELINE:-}" ]; then
+  echo
+  for c in "${cases[@]}"; do
+    n=${c%%|*}
+    printf '%-34s %.3f (this / baseline, median)\n' "$n:" \
+      "$(echo "${MED["weir import ($n)"]} / ${MED["baseline import ($n)"]}" | bc -l)"
+  done
 fi
