@@ -73,14 +73,7 @@ impl BatchConfig {
                 reason,
             ));
         }
-        if self.max_bytes == 0 {
-            return Err(InvalidSetting::out_of_range(
-                "max_bytes",
-                "0",
-                "must be at least 1",
-            ));
-        }
-        Ok(())
+        InvalidSetting::at_least_one("max_bytes", self.max_bytes as u64)
     }
 }
 

@@ -17,16 +17,12 @@ pub enum OnError {
 impl Choice for OnError {
     const WHAT: &'static str = "--on-error";
     const CHOICES: &'static [ChoiceName<OnError>] = &[
-        ChoiceName {
-            name: "fail",
-            value: OnError::Fail,
-            help: Some("stop at the first bad row (exit 1)"),
-        },
-        ChoiceName {
-            name: "skip",
-            value: OnError::Skip,
-            help: Some("drop bad rows; report their count and the first few at the end"),
-        },
+        ChoiceName::new("fail", OnError::Fail, "stop at the first bad row (exit 1)"),
+        ChoiceName::new(
+            "skip",
+            OnError::Skip,
+            "drop bad rows; report their count and the first few at the end",
+        ),
     ];
 }
 

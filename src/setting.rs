@@ -28,6 +28,26 @@ pub struct ChoiceName<T: 'static> {
     pub help: Option<&'static str>,
 }
 
+impl<T> ChoiceName<T> {
+    /// A listed word with its help.
+    pub const fn new(name: &'static str, value: T, help: &'static str) -> ChoiceName<T> {
+        ChoiceName {
+            name,
+            value,
+            help: Some(help),
+        }
+    }
+
+    /// An alias: accepted, not listed.
+    pub const fn alias(name: &'static str, value: T) -> ChoiceName<T> {
+        ChoiceName {
+            name,
+            value,
+            help: None,
+        }
+    }
+}
+
 /// A setting whose value is one of a fixed set of words.
 pub trait Choice: Copy + PartialEq + Sized + 'static {
     /// What the setting is, for messages (`input format`).
@@ -133,6 +153,14 @@ pub struct InvalidSetting {
 }
 
 impl InvalidSetting {
+    /// Refuses 0 for a count or size that must be at least 1.
+    pub fn at_least_one(key: &'static str, n: u64) -> Result<(), InvalidSetting> {
+        if n == 0 {
+            return Err(InvalidSetting::out_of_range(key, "0", "must be at least 1"));
+        }
+        Ok(())
+    }
+
     /// A value outside its range.
     pub fn out_of_range(
         key: &'static str,
@@ -300,21 +328,9 @@ mod tests {
     impl Choice for Color {
         const WHAT: &'static str = "color";
         const CHOICES: &'static [ChoiceName<Color>] = &[
-            ChoiceName {
-                name: "red",
-                value: Color::Red,
-                help: Some("warm"),
-            },
-            ChoiceName {
-                name: "blue",
-                value: Color::Blue,
-                help: Some("cold"),
-            },
-            ChoiceName {
-                name: "b",
-                value: Color::Blue,
-                help: None,
-            },
+            ChoiceName::new("red", Color::Red, "warm"),
+            ChoiceName::new("blue", Color::Blue, "cold"),
+            ChoiceName::alias("b", Color::Blue),
         ];
     }
     crate::choice!(Color);

@@ -150,21 +150,9 @@ impl SyncPolicy {
 impl Choice for SyncPolicy {
     const WHAT: &'static str = "--sync";
     const CHOICES: &'static [ChoiceName<SyncPolicy>] = &[
-        ChoiceName {
-            name: "always",
-            value: SyncPolicy::Always,
-            help: Some("fsync the WAL before each batch is acknowledged: survives power loss; slowest"),
-        },
-        ChoiceName {
-            name: "batch",
-            value: SyncPolicy::Batch,
-            help: Some("write each batch to the WAL before acknowledging it (survives kill -9); fsync at every flush and seal (the default)"),
-        },
-        ChoiceName {
-            name: "never",
-            value: SyncPolicy::Never,
-            help: Some("never fsync: survives kill -9, not an OS crash or power loss"),
-        },
+        ChoiceName::new("always", SyncPolicy::Always, "fsync the WAL before each batch is acknowledged: survives power loss; slowest"),
+        ChoiceName::new("batch", SyncPolicy::Batch, "write each batch to the WAL before acknowledging it (survives kill -9); fsync at every flush and seal (the default)"),
+        ChoiceName::new("never", SyncPolicy::Never, "never fsync: survives kill -9, not an OS crash or power loss"),
     ];
 }
 

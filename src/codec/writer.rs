@@ -48,16 +48,16 @@ pub enum OutputFormat {
 impl Choice for OutputFormat {
     const WHAT: &'static str = "output format";
     const CHOICES: &'static [ChoiceName<OutputFormat>] = &[
-        ChoiceName {
-            name: "zeek-tsv",
-            value: OutputFormat::ZeekTsv,
-            help: Some("Zeek TSV, as Zeek writes it"),
-        },
-        ChoiceName {
-            name: "json",
-            value: OutputFormat::Json,
-            help: Some("JSON lines, as Zeek writes them"),
-        },
+        ChoiceName::new(
+            "zeek-tsv",
+            OutputFormat::ZeekTsv,
+            "Zeek TSV, as Zeek writes it",
+        ),
+        ChoiceName::new(
+            "json",
+            OutputFormat::Json,
+            "JSON lines, as Zeek writes them",
+        ),
     ];
 }
 

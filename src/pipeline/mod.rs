@@ -173,14 +173,7 @@ impl PipelineOptions {
 
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        if self.channel_capacity == 0 {
-            return Err(InvalidSetting::out_of_range(
-                "channel_capacity",
-                "0",
-                "must be at least 1",
-            ));
-        }
-        Ok(())
+        InvalidSetting::at_least_one("channel_capacity", self.channel_capacity as u64)
     }
 }
 

@@ -28,36 +28,20 @@ pub enum Compression {
 impl Choice for Compression {
     const WHAT: &'static str = "decompression";
     const CHOICES: &'static [ChoiceName<Compression>] = &[
-        ChoiceName {
-            name: "auto",
-            value: Compression::Auto,
-            help: Some("gzip or zstd by their magic bytes, otherwise none"),
-        },
-        ChoiceName {
-            name: "gzip",
-            value: Compression::Gzip,
-            help: Some("gzip, possibly several concatenated members"),
-        },
-        ChoiceName {
-            name: "gz",
-            value: Compression::Gzip,
-            help: None,
-        },
-        ChoiceName {
-            name: "zstd",
-            value: Compression::Zstd,
-            help: Some("zstd, possibly several frames"),
-        },
-        ChoiceName {
-            name: "zst",
-            value: Compression::Zstd,
-            help: None,
-        },
-        ChoiceName {
-            name: "none",
-            value: Compression::None,
-            help: Some("read the bytes as they are"),
-        },
+        ChoiceName::new(
+            "auto",
+            Compression::Auto,
+            "gzip or zstd by their magic bytes, otherwise none",
+        ),
+        ChoiceName::new(
+            "gzip",
+            Compression::Gzip,
+            "gzip, possibly several concatenated members",
+        ),
+        ChoiceName::alias("gz", Compression::Gzip),
+        ChoiceName::new("zstd", Compression::Zstd, "zstd, possibly several frames"),
+        ChoiceName::alias("zst", Compression::Zstd),
+        ChoiceName::new("none", Compression::None, "read the bytes as they are"),
     ];
 }
 

@@ -90,14 +90,7 @@ impl FileSourceConfig {
                 }
             }
         }
-        if self.max_line_length == 0 {
-            return Err(InvalidSetting::out_of_range(
-                "max_line_length",
-                "0",
-                "must be at least 1",
-            ));
-        }
-        Ok(())
+        InvalidSetting::at_least_one("max_line_length", self.max_line_length)
     }
 
     /// The inputs, in order: globs expanded now (a pattern matching nothing is an error).

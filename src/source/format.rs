@@ -20,21 +20,13 @@ pub enum Format {
 impl Choice for Format {
     const WHAT: &'static str = "input format";
     const CHOICES: &'static [ChoiceName<Format>] = &[
-        ChoiceName {
-            name: "auto",
-            value: Format::Auto,
-            help: Some("Zeek TSV or JSON, told apart by the first byte"),
-        },
-        ChoiceName {
-            name: "zeek-tsv",
-            value: Format::ZeekTsv,
-            help: Some("Zeek TSV"),
-        },
-        ChoiceName {
-            name: "zeek-json",
-            value: Format::ZeekJson,
-            help: Some("Zeek JSON lines"),
-        },
+        ChoiceName::new(
+            "auto",
+            Format::Auto,
+            "Zeek TSV or JSON, told apart by the first byte",
+        ),
+        ChoiceName::new("zeek-tsv", Format::ZeekTsv, "Zeek TSV"),
+        ChoiceName::new("zeek-json", Format::ZeekJson, "Zeek JSON lines"),
     ];
 }
 

@@ -25,6 +25,25 @@ pub struct ConfigError {
     pub kind: Box<ConfigErrorKind>,
 }
 
+impl ConfigError {
+    /// An error at `file`, and at the line, table and key when known.
+    pub fn new(
+        file: &str,
+        line: Option<usize>,
+        table: Option<&str>,
+        key: Option<&str>,
+        kind: ConfigErrorKind,
+    ) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            table: table.map(str::to_string),
+            key: key.map(str::to_string),
+            kind: Box::new(kind),
+        }
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.file)?;

@@ -15,22 +15,6 @@ pub(super) struct Pending {
     pub inputs: Vec<(String, usize)>,
 }
 
-fn error(
-    file: &str,
-    line: Option<usize>,
-    table: Option<&str>,
-    key: Option<&str>,
-    kind: ConfigErrorKind,
-) -> ConfigError {
-    ConfigError {
-        file: file.to_string(),
-        line,
-        table: table.map(str::to_string),
-        key: key.map(str::to_string),
-        kind: Box::new(kind),
-    }
-}
-
 /// Orders the stages topologically (Kahn's algorithm, ties in declaration order),
 /// resolving inputs to indices; refuses unknown inputs, sinks as inputs, duplicates,
 /// unused outputs and cycles.
@@ -68,7 +52,7 @@ pub(super) fn order(file: &str, pending: Vec<Pending>) -> Result<Vec<Stage>, Con
                 BadInput::Sink => ConfigErrorKind::SinkAsInput { input },
                 BadInput::Twice => ConfigErrorKind::DuplicateInput { input },
             };
-            return Err(error(
+            return Err(ConfigError::new(
                 file,
                 Some(*line),
                 Some(&table_of(p)),
@@ -119,7 +103,7 @@ pub(super) fn order(file: &str, pending: Vec<Pending>) -> Result<Vec<Stage>, Con
         names.push(pending[first].name.clone());
         let p = &pending[first];
         let line = p.inputs.first().map(|(_, l)| *l).unwrap_or(p.line);
-        return Err(error(
+        return Err(ConfigError::new(
             file,
             Some(line),
             Some(&table_of(p)),
@@ -130,7 +114,7 @@ pub(super) fn order(file: &str, pending: Vec<Pending>) -> Result<Vec<Stage>, Con
 
     for (i, p) in pending.iter().enumerate() {
         if p.config.section() != Section::Sinks && succs[i].is_empty() {
-            return Err(error(
+            return Err(ConfigError::new(
                 file,
                 Some(p.line),
                 Some(&table_of(p)),

@@ -227,13 +227,7 @@ impl Parser<'_> {
         key: Option<&str>,
         kind: ConfigErrorKind,
     ) -> ConfigError {
-        ConfigError {
-            file: self.file.to_string(),
-            line,
-            table: table.map(str::to_string),
-            key: key.map(str::to_string),
-            kind: Box::new(kind),
-        }
+        ConfigError::new(self.file, line, table, key, kind)
     }
 
     pub(super) fn parse(&self) -> Result<PipelineSpec, ConfigError> {
