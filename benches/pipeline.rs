@@ -9,8 +9,9 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weir::batch::{Batch, BatchBuilder};
 use weir::batcher::BatchConfig;
+use weir::channel;
 use weir::codec::ReaderOptions;
-use weir::pipeline::{channel, Pipeline, PipelineOptions};
+use weir::pipeline::{Pipeline, PipelineOptions};
 use weir::source::{Input, SourceConfig};
 use weir::types::{Field, Schema, Type};
 

@@ -47,10 +47,8 @@ pub struct BatchConfig {
 }
 
 impl BatchConfig {
-    /// Default events per batch (`--batch-size`): large enough that handing batches between
-    /// threads costs little (VAST used 1024; at that size the hand-overs cost 10-15% of a W1000
-    /// import's time here), small enough that a batch stays well below a megabyte.
-    pub const DEFAULT_MAX_EVENTS: usize = 8192;
+    /// Default events per batch (`--batch-size`; see [`crate::batch::DEFAULT_BATCH_EVENTS`]).
+    pub const DEFAULT_MAX_EVENTS: usize = crate::batch::DEFAULT_BATCH_EVENTS;
     /// Default bytes per batch.
     pub const DEFAULT_MAX_BYTES: usize = 16 << 20;
     /// Default timeout (`--batch-timeout`).

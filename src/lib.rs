@@ -68,10 +68,13 @@
 
 pub mod batch;
 pub mod batcher;
+#[doc(hidden)]
+pub mod channel;
 pub mod codec;
 pub mod duration;
 pub mod error;
 mod fs;
+pub mod metrics;
 pub mod pipeline;
 pub mod segment;
 pub mod setting;

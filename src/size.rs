@@ -14,8 +14,6 @@
 //!
 //! Fractions are not accepted (write `1536MiB`, not `1.5GiB`); overflow is an error.
 
-#![deny(unsafe_code)]
-
 use std::fmt;
 
 /// A size string that could not be parsed.

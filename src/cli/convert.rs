@@ -36,7 +36,7 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
             Stage {
                 name: "input".into(),
                 line: None,
-                config: StageConfig::File(source),
+                config: StageConfig::source(source),
                 inputs: vec![],
             },
             Stage {

@@ -16,7 +16,7 @@ use weir::pipeline::build::build;
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
 use weir::source::total_size;
 use weir::store::ArchiveSinkConfig;
-use weir::wal::SyncPolicy;
+use weir::SyncPolicy;
 
 use super::args::{choice, DbArg, SourceArgs};
 use super::progress::{bytes, Progress};

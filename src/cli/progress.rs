@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use weir::pipeline::metrics::Metrics;
+use weir::metrics::Metrics;
 use weir::source::SourceCounters;
 
 /// Human-readable bytes: `12.3 MB`.

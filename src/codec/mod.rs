@@ -33,7 +33,7 @@ impl ReaderOptions {
     /// Default longest line: 64 MiB.
     pub const DEFAULT_MAX_LINE_LEN: usize = 64 << 20;
     /// Default batch size in events.
-    pub const DEFAULT_BATCH_ROWS: usize = crate::batcher::BatchConfig::DEFAULT_MAX_EVENTS;
+    pub const DEFAULT_BATCH_ROWS: usize = crate::batch::DEFAULT_BATCH_EVENTS;
 
     /// Defaults, naming the source.
     pub fn new(source_name: impl Into<String>) -> ReaderOptions {

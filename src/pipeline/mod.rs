@@ -54,10 +54,7 @@
 //! lets the other stages drain, and is returned naming the stage.
 
 pub mod build;
-#[doc(hidden)]
-pub mod channel;
 pub mod config;
-pub mod metrics;
 
 use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
@@ -70,12 +67,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
 use crate::batcher::{BatchConfig, Batcher};
+use crate::channel::{self, Weighted};
 use crate::error::{ReadError, SkipReport};
+use crate::metrics::{Metrics, StageMetrics};
 use crate::setting::InvalidSetting;
 use crate::source::decode::{SourceConfig, SourceShared};
 use crate::source::{Input, SourceCounters};
-use channel::Weighted;
-use metrics::{Metrics, StageMetrics};
 
 /// A boxed error from a stage.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;

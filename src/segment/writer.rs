@@ -66,7 +66,7 @@ const SCHEMA_SEAL_COST: usize = 4;
 
 /// Checks a maximum segment size and returns it as `usize`.
 ///
-/// Sizes at or above [`MAX_SEGMENT_SIZE_LIMIT`] (so 2 GiB and more) are refused with an
+/// Sizes above [`MAX_SEGMENT_SIZE_LIMIT`] (so 2 GiB and more) are refused with an
 /// explanation of the FlatBuffers 2 GiB limit; sizes below [`MIN_SEGMENT_SIZE`] too.
 pub fn check_max_segment_size(size: u64) -> Result<usize> {
     if size > MAX_SEGMENT_SIZE_LIMIT {

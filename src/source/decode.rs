@@ -26,11 +26,11 @@ use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
+use crate::channel;
 use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
-use crate::pipeline::channel;
-use crate::pipeline::metrics::StageMetrics;
+use crate::metrics::StageMetrics;
 use crate::source::{
     detect_format, open, BoxReader, Compression, Format, Input, SourceCounters, SourceError,
 };

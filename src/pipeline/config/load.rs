@@ -3,8 +3,9 @@
 //! line, table and key.
 //!
 //! The stage types are listed once, in [`STAGE_TYPES`]: a new stage type is one entry there
-//! plus its configuration type (which derives `Deserialize`, owns its `Default`, its
-//! `validate()` and its `build()`).
+//! plus its configuration type (which derives `Deserialize` and owns its `Default` and its
+//! `validate()`; it builds its component with `build()`, or, for the batcher, is the
+//! component's settings as they are).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

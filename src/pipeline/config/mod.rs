@@ -161,6 +161,16 @@ pub enum StageConfig {
 }
 
 impl StageConfig {
+    /// A source stage: [`StageConfig::Stdin`] when it reads only stdin, else
+    /// [`StageConfig::File`].
+    pub fn source(config: FileSourceConfig) -> StageConfig {
+        if config.is_stdin() {
+            StageConfig::Stdin(config)
+        } else {
+            StageConfig::File(config)
+        }
+    }
+
     /// The section of the pipeline file the stage belongs to.
     pub fn section(&self) -> Section {
         match self {
@@ -325,11 +335,7 @@ impl PipelineSpec {
     /// [`PipelineSpec::validate`].
     pub fn for_import(import: ImportConfig) -> PipelineSpec {
         let [input, batch, archive] = Self::IMPORT_STAGES;
-        let source = if import.source.is_stdin() {
-            StageConfig::Stdin(import.source)
-        } else {
-            StageConfig::File(import.source)
-        };
+        let source = StageConfig::source(import.source);
         let stage = |name: &str, config, inputs| Stage {
             name: name.to_string(),
             line: None,

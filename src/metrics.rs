@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::channel::Gauge;
 use crate::batch::Batch;
+use crate::channel::Gauge;
 
 /// Counters of one stage. Updated concurrently; read at any time.
 #[derive(Debug)]
