@@ -332,7 +332,7 @@ impl<'a> RowCursor<'a> {
         self.pos
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self
             .pos
@@ -344,7 +344,7 @@ impl<'a> RowCursor<'a> {
         Ok(s)
     }
 
-    #[inline]
+    #[inline(always)]
     fn be<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
@@ -352,7 +352,7 @@ impl<'a> RowCursor<'a> {
     }
 
     /// Reads the next marker byte (the first byte of a value).
-    #[inline]
+    #[inline(always)]
     pub fn marker(&mut self) -> Result<u8, DecodeError> {
         match self.data.get(self.pos) {
             Some(&m) => {
@@ -380,7 +380,7 @@ impl<'a> RowCursor<'a> {
     }
 
     /// The length of the array whose marker `m` was just read (a container or a subnet).
-    #[inline]
+    #[inline(always)]
     pub fn list_len(&mut self, m: u8) -> Result<usize, DecodeError> {
         Ok(match m {
             0x90..=0x9f => (m & 0x0f) as usize,
@@ -424,7 +424,7 @@ impl<'a> RowCursor<'a> {
 
     /// An integer that must fit `T` (`u64` for `count`/`port`, `i64` for `int`/`time`/
     /// `interval`, `u8` for a prefix length).
-    #[inline]
+    #[inline(always)]
     fn int_as<T: TryFrom<i128> + From<u8>>(&mut self, m: u8, ty: &Type) -> Result<T, DecodeError> {
         if m < 0x80 {
             return Ok(T::from(m));
@@ -433,7 +433,21 @@ impl<'a> RowCursor<'a> {
         T::try_from(v).map_err(|_| self.unexpected(m, ty))
     }
 
-    #[inline]
+    /// Reads the rest of a set `count` or `port` (`ty`) whose marker `m` was just read: what
+    /// [`RowCursor::scalar`] does, without the [`ValueRef`].
+    #[inline(always)]
+    pub fn uint(&mut self, m: u8, ty: &Type) -> Result<u64, DecodeError> {
+        self.int_as(m, ty)
+    }
+
+    /// Reads the rest of a set `int`, `time` or `interval` (`ty`) whose marker `m` was just
+    /// read: what [`RowCursor::scalar`] does, without the [`ValueRef`].
+    #[inline(always)]
+    pub fn int(&mut self, m: u8, ty: &Type) -> Result<i64, DecodeError> {
+        self.int_as(m, ty)
+    }
+
+    #[inline(always)]
     fn bin(&mut self, m: u8, ty: &Type) -> Result<&'a [u8], DecodeError> {
         let len = match m {
             0xc4 => self.marker()? as usize,
@@ -445,7 +459,7 @@ impl<'a> RowCursor<'a> {
     }
 
     /// An address: a bin of 4 or 16 bytes.
-    #[inline]
+    #[inline(always)]
     fn addr(&mut self, m: u8, ty: &Type) -> Result<IpAddr, DecodeError> {
         let b = self.bin(m, ty)?;
         if let Ok(o) = <[u8; 4]>::try_from(b) {
@@ -479,7 +493,7 @@ impl<'a> RowCursor<'a> {
 
     /// Reads the rest of a set (not `nil`) value of the scalar type `ty` whose marker `m` was
     /// just read. A container type is an error: the type model has no nested containers.
-    #[inline]
+    #[inline(always)]
     pub fn scalar(&mut self, m: u8, ty: &Type) -> Result<ValueRef<'a>, DecodeError> {
         Ok(match ty {
             Type::Bool => match m {
@@ -487,11 +501,11 @@ impl<'a> RowCursor<'a> {
                 0xc3 => ValueRef::Bool(true),
                 _ => return Err(self.unexpected(m, ty)),
             },
-            Type::Count => ValueRef::Count(self.int_as(m, ty)?),
-            Type::Port => ValueRef::Port(self.int_as(m, ty)?),
-            Type::Int => ValueRef::Int(self.int_as(m, ty)?),
-            Type::Time => ValueRef::Time(self.int_as(m, ty)?),
-            Type::Interval => ValueRef::Interval(self.int_as(m, ty)?),
+            Type::Count => ValueRef::Count(self.uint(m, ty)?),
+            Type::Port => ValueRef::Port(self.uint(m, ty)?),
+            Type::Int => ValueRef::Int(self.int(m, ty)?),
+            Type::Time => ValueRef::Time(self.int(m, ty)?),
+            Type::Interval => ValueRef::Interval(self.int(m, ty)?),
             Type::Double => match m {
                 0xcb => ValueRef::Double(f64::from_bits(u64::from_be_bytes(self.be()?))),
                 0xca => ValueRef::Double(f32::from_bits(u32::from_be_bytes(self.be()?)) as f64),

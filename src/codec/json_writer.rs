@@ -125,7 +125,8 @@ impl TextFormat for Json<'_> {
         match v {
             ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
             ValueRef::Double(d) => {
-                if !push_double(out, d, true) {
+                let finite = push_double(out, d, true);
+                if !finite {
                     // JSON has no infinity or NaN: Zeek writes null.
                     out.extend_from_slice(b"null");
                 }

@@ -32,7 +32,7 @@ use tokio::io::AsyncWrite;
 
 use crate::batch::Batch;
 use crate::codec::zeek::scalar::{push_decimal_ns, push_i64, push_u64};
-use crate::types::{Schema, SchemaRef};
+use crate::types::{Schema, SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 
 /// An output format of `weir convert --to` and the exporters.
@@ -324,7 +324,7 @@ pub(crate) fn write_row<F: TextFormat>(
             continue;
         }
         let Some(inner) = field.ty.element() else {
-            write_scalar(f, r.scalar(m, &field.ty)?, false, out);
+            write_scalar(f, &mut r, m, &field.ty, false, out)?;
             continue;
         };
         let n = r.list_len(m)?;
@@ -341,7 +341,7 @@ pub(crate) fn write_row<F: TextFormat>(
             if m == NIL {
                 out.extend_from_slice(F::LIST.unset);
             } else {
-                write_scalar(f, r.scalar(m, inner)?, true, out);
+                write_scalar(f, &mut r, m, inner, true, out)?;
             }
         }
         out.extend_from_slice(F::LIST.close);
@@ -350,14 +350,23 @@ pub(crate) fn write_row<F: TextFormat>(
     Ok(())
 }
 
-#[inline]
-fn write_scalar<F: TextFormat>(f: &F, v: ValueRef<'_>, in_list: bool, out: &mut Vec<u8>) {
-    match v {
-        ValueRef::Count(x) | ValueRef::Port(x) => push_u64(out, x),
-        ValueRef::Int(x) => push_i64(out, x),
-        ValueRef::Interval(ns) => push_decimal_ns(out, ns),
-        v => f.scalar(v, in_list, out),
+/// Formats the set scalar of type `ty` whose marker `m` was just read.
+#[inline(always)]
+fn write_scalar<F: TextFormat>(
+    f: &F,
+    r: &mut RowCursor<'_>,
+    m: u8,
+    ty: &Type,
+    in_list: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    match ty {
+        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
+        Type::Int => push_i64(out, r.int(m, ty)?),
+        Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
+        _ => f.scalar(r.scalar(m, ty)?, in_list, out),
     }
+    Ok(())
 }
 
 #[cfg(test)]
