@@ -23,14 +23,15 @@
 //! them. [`RowEncoder`] writes them without allocation; [`RowCursor`] reads them back without
 //! copying byte strings.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 use crate::types::Type;
 
-/// An owned, typed value. String-like types (`string`, `enum`, `pattern`, `file`) share
-/// [`Value::String`]; the schema tells them apart.
+/// A typed value whose byte strings are `S`: owned in [`Value`], borrowed from an encoded row in
+/// [`ValueRef`]. String-like types (`string`, `enum`, `pattern`, `file`) share
+/// [`ValueOf::String`]; the schema tells them apart.
 #[derive(Debug, Clone)]
-pub enum Value {
+pub enum ValueOf<S> {
     /// Unset (`-` in Zeek TSV).
     Null,
     /// `bool`.
@@ -48,19 +49,25 @@ pub enum Value {
     /// `port`.
     Port(u64),
     /// `string`, `enum`, `pattern`, `file`: raw bytes.
-    String(Vec<u8>),
+    String(S),
     /// `addr`.
     Addr(IpAddr),
     /// `subnet`: network address and prefix length.
     Subnet(IpAddr, u8),
     /// `set`, `vector`, `table`.
-    List(Vec<Value>),
+    List(Vec<ValueOf<S>>),
 }
 
-impl PartialEq for Value {
+/// An owned, typed value.
+pub type Value = ValueOf<Vec<u8>>;
+
+/// A value borrowed from an encoded row: byte strings point into the row.
+pub type ValueRef<'a> = ValueOf<&'a [u8]>;
+
+impl<S: PartialEq> PartialEq for ValueOf<S> {
     /// Structural equality, where NaN equals NaN (a round trip must keep NaN).
-    fn eq(&self, other: &Value) -> bool {
-        use Value::*;
+    fn eq(&self, other: &ValueOf<S>) -> bool {
+        use ValueOf::*;
         match (self, other) {
             (Null, Null) => true,
             (Bool(a), Bool(b)) => a == b,
@@ -76,52 +83,31 @@ impl PartialEq for Value {
     }
 }
 
-/// A value borrowed from an encoded row: byte strings point into the row.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ValueRef<'a> {
-    /// Unset.
-    Null,
-    /// `bool`.
-    Bool(bool),
-    /// `count`.
-    Count(u64),
-    /// `int`.
-    Int(i64),
-    /// `double`.
-    Double(f64),
-    /// `time`: nanoseconds since the epoch.
-    Time(i64),
-    /// `interval`: nanoseconds.
-    Interval(i64),
-    /// `port`.
-    Port(u64),
-    /// String-like types: raw bytes.
-    String(&'a [u8]),
-    /// `addr`.
-    Addr(IpAddr),
-    /// `subnet`.
-    Subnet(IpAddr, u8),
-    /// Containers.
-    List(Vec<ValueRef<'a>>),
+impl<S> ValueOf<S> {
+    /// The same value with every byte string converted by `f`.
+    pub fn map_strings<T>(&self, f: &impl Fn(&S) -> T) -> ValueOf<T> {
+        use ValueOf::*;
+        match self {
+            Null => Null,
+            Bool(b) => Bool(*b),
+            Count(v) => Count(*v),
+            Int(v) => Int(*v),
+            Double(v) => Double(*v),
+            Time(v) => Time(*v),
+            Interval(v) => Interval(*v),
+            Port(v) => Port(*v),
+            String(s) => String(f(s)),
+            Addr(a) => Addr(*a),
+            Subnet(a, p) => Subnet(*a, *p),
+            List(l) => List(l.iter().map(|v| v.map_strings(f)).collect()),
+        }
+    }
 }
 
 impl ValueRef<'_> {
     /// Copies the value out of the row.
     pub fn to_owned(&self) -> Value {
-        match self {
-            ValueRef::Null => Value::Null,
-            ValueRef::Bool(b) => Value::Bool(*b),
-            ValueRef::Count(v) => Value::Count(*v),
-            ValueRef::Int(v) => Value::Int(*v),
-            ValueRef::Double(v) => Value::Double(*v),
-            ValueRef::Time(v) => Value::Time(*v),
-            ValueRef::Interval(v) => Value::Interval(*v),
-            ValueRef::Port(v) => Value::Port(*v),
-            ValueRef::String(s) => Value::String(s.to_vec()),
-            ValueRef::Addr(a) => Value::Addr(*a),
-            ValueRef::Subnet(a, p) => Value::Subnet(*a, *p),
-            ValueRef::List(l) => Value::List(l.iter().map(ValueRef::to_owned).collect()),
-        }
+        self.map_strings(&|s: &&[u8]| s.to_vec())
     }
 }
 
@@ -319,7 +305,17 @@ pub fn check_row(row: &[u8], types: &[Type]) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// Reads msgpack values of known types out of an encoded row, borrowing byte strings.
+/// The msgpack `nil` marker: an unset value.
+pub const NIL: u8 = 0xc0;
+
+/// Reads msgpack values of known types out of an encoded row, borrowing byte strings and
+/// allocating nothing but the `Vec` of a container read with [`RowCursor::read`]. The one
+/// reader of rows: decoding ([`decode_row`]), checking ([`check_row`]) and the text writers.
+///
+/// [`RowCursor::read`] reads a whole value. Readers that do not want [`ValueRef::List`]s (the
+/// writers, which format elements as they go) read the marker byte themselves with
+/// [`RowCursor::marker`], test it for [`NIL`], and continue with [`RowCursor::list_len`] or
+/// [`RowCursor::scalar`]; both ways accept the same bytes and report the same errors.
 #[derive(Debug, Clone)]
 pub struct RowCursor<'a> {
     data: &'a [u8],
@@ -337,6 +333,7 @@ impl<'a> RowCursor<'a> {
         self.pos
     }
 
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self
             .pos
@@ -348,17 +345,28 @@ impl<'a> RowCursor<'a> {
         Ok(s)
     }
 
-    fn byte(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.take(1)?[0])
-    }
-
+    #[inline(always)]
     fn be<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
 
-    fn unexpected(&self, marker: u8, ty: &Type) -> DecodeError {
+    /// Reads the next marker byte (the first byte of a value).
+    #[inline(always)]
+    pub fn marker(&mut self) -> Result<u8, DecodeError> {
+        match self.data.get(self.pos) {
+            Some(&m) => {
+                self.pos += 1;
+                Ok(m)
+            }
+            None => Err(DecodeError::Truncated(self.pos)),
+        }
+    }
+
+    /// The error for marker `m` (just read) where a value of type `ty` was expected.
+    #[cold]
+    pub fn unexpected(&self, marker: u8, ty: &Type) -> DecodeError {
         DecodeError::Unexpected {
             marker,
             ty: ty.to_string(),
@@ -368,7 +376,13 @@ impl<'a> RowCursor<'a> {
 
     /// Reads an array header and returns its length.
     pub fn array_len(&mut self) -> Result<usize, DecodeError> {
-        let m = self.byte()?;
+        let m = self.marker()?;
+        self.list_len(m)
+    }
+
+    /// The length of the array whose marker `m` was just read (a container or a subnet).
+    #[inline(always)]
+    pub fn list_len(&mut self, m: u8) -> Result<usize, DecodeError> {
         Ok(match m {
             0x90..=0x9f => (m & 0x0f) as usize,
             0xdc => u16::from_be_bytes(self.be()?) as usize,
@@ -392,15 +406,16 @@ impl<'a> RowCursor<'a> {
         Ok(())
     }
 
+    #[inline]
     fn integer(&mut self, m: u8, ty: &Type) -> Result<i128, DecodeError> {
         Ok(match m {
             0x00..=0x7f => m as i128,
             0xe0..=0xff => m as i8 as i128,
-            0xcc => self.byte()? as i128,
+            0xcc => self.marker()? as i128,
             0xcd => u16::from_be_bytes(self.be()?) as i128,
             0xce => u32::from_be_bytes(self.be()?) as i128,
             0xcf => u64::from_be_bytes(self.be()?) as i128,
-            0xd0 => self.byte()? as i8 as i128,
+            0xd0 => self.marker()? as i8 as i128,
             0xd1 => i16::from_be_bytes(self.be()?) as i128,
             0xd2 => i32::from_be_bytes(self.be()?) as i128,
             0xd3 => i64::from_be_bytes(self.be()?) as i128,
@@ -408,9 +423,35 @@ impl<'a> RowCursor<'a> {
         })
     }
 
+    /// An integer that must fit `T` (`u64` for `count`/`port`, `i64` for `int`/`time`/
+    /// `interval`, `u8` for a prefix length).
+    #[inline(always)]
+    fn int_as<T: TryFrom<i128> + From<u8>>(&mut self, m: u8, ty: &Type) -> Result<T, DecodeError> {
+        if m < 0x80 {
+            return Ok(T::from(m));
+        }
+        let v = self.integer(m, ty)?;
+        T::try_from(v).map_err(|_| self.unexpected(m, ty))
+    }
+
+    /// Reads the rest of a set `count` or `port` (`ty`) whose marker `m` was just read: what
+    /// [`RowCursor::scalar`] does, without the [`ValueRef`].
+    #[inline(always)]
+    pub fn uint(&mut self, m: u8, ty: &Type) -> Result<u64, DecodeError> {
+        self.int_as(m, ty)
+    }
+
+    /// Reads the rest of a set `int`, `time` or `interval` (`ty`) whose marker `m` was just
+    /// read: what [`RowCursor::scalar`] does, without the [`ValueRef`].
+    #[inline(always)]
+    pub fn int(&mut self, m: u8, ty: &Type) -> Result<i64, DecodeError> {
+        self.int_as(m, ty)
+    }
+
+    #[inline(always)]
     fn bin(&mut self, m: u8, ty: &Type) -> Result<&'a [u8], DecodeError> {
         let len = match m {
-            0xc4 => self.byte()? as usize,
+            0xc4 => self.marker()? as usize,
             0xc5 => u16::from_be_bytes(self.be()?) as usize,
             0xc6 => u32::from_be_bytes(self.be()?) as usize,
             _ => return Err(self.unexpected(m, ty)),
@@ -418,48 +459,54 @@ impl<'a> RowCursor<'a> {
         self.take(len)
     }
 
-    fn addr_from(&self, b: &[u8], m: u8, ty: &Type) -> Result<IpAddr, DecodeError> {
-        match b.len() {
-            4 => Ok(IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3]))),
-            16 => {
-                let mut o = [0u8; 16];
-                o.copy_from_slice(b);
-                Ok(IpAddr::V6(Ipv6Addr::from(o)))
-            }
-            _ => Err(self.unexpected(m, ty)),
+    /// An address: a bin of 4 or 16 bytes.
+    #[inline(always)]
+    fn addr(&mut self, m: u8, ty: &Type) -> Result<IpAddr, DecodeError> {
+        let b = self.bin(m, ty)?;
+        if let Ok(o) = <[u8; 4]>::try_from(b) {
+            Ok(IpAddr::from(o))
+        } else if let Ok(o) = <[u8; 16]>::try_from(b) {
+            Ok(IpAddr::from(o))
+        } else {
+            Err(self.unexpected(m, ty))
         }
     }
 
     /// Reads one value of type `ty`.
     pub fn read(&mut self, ty: &Type) -> Result<ValueRef<'a>, DecodeError> {
-        let m = self.byte()?;
-        if m == 0xc0 {
+        let m = self.marker()?;
+        if m == NIL {
             return Ok(ValueRef::Null);
         }
-        let out = match ty {
+        match ty {
+            Type::Set(inner) | Type::Vector(inner) | Type::Table(inner) => {
+                let n = self.list_len(m)?;
+                // Every element takes at least one byte: bound the allocation by what is left.
+                let mut items = Vec::with_capacity(n.min(self.data.len() - self.pos));
+                for _ in 0..n {
+                    items.push(self.read(inner)?);
+                }
+                Ok(ValueRef::List(items))
+            }
+            _ => self.scalar(m, ty),
+        }
+    }
+
+    /// Reads the rest of a set (not `nil`) value of the scalar type `ty` whose marker `m` was
+    /// just read. A container type is an error: the type model has no nested containers.
+    #[inline(always)]
+    pub fn scalar(&mut self, m: u8, ty: &Type) -> Result<ValueRef<'a>, DecodeError> {
+        Ok(match ty {
             Type::Bool => match m {
                 0xc2 => ValueRef::Bool(false),
                 0xc3 => ValueRef::Bool(true),
                 _ => return Err(self.unexpected(m, ty)),
             },
-            Type::Count | Type::Port => {
-                let v = self.integer(m, ty)?;
-                let v = u64::try_from(v).map_err(|_| self.unexpected(m, ty))?;
-                if *ty == Type::Port {
-                    ValueRef::Port(v)
-                } else {
-                    ValueRef::Count(v)
-                }
-            }
-            Type::Int | Type::Time | Type::Interval => {
-                let v = self.integer(m, ty)?;
-                let v = i64::try_from(v).map_err(|_| self.unexpected(m, ty))?;
-                match ty {
-                    Type::Int => ValueRef::Int(v),
-                    Type::Time => ValueRef::Time(v),
-                    _ => ValueRef::Interval(v),
-                }
-            }
+            Type::Count => ValueRef::Count(self.uint(m, ty)?),
+            Type::Port => ValueRef::Port(self.uint(m, ty)?),
+            Type::Int => ValueRef::Int(self.int(m, ty)?),
+            Type::Time => ValueRef::Time(self.int(m, ty)?),
+            Type::Interval => ValueRef::Interval(self.int(m, ty)?),
             Type::Double => match m {
                 0xcb => ValueRef::Double(f64::from_bits(u64::from_be_bytes(self.be()?))),
                 0xca => ValueRef::Double(f32::from_bits(u32::from_be_bytes(self.be()?)) as f64),
@@ -468,35 +515,18 @@ impl<'a> RowCursor<'a> {
             Type::String | Type::Enum | Type::Pattern | Type::File => {
                 ValueRef::String(self.bin(m, ty)?)
             }
-            Type::Addr => {
-                let b = self.bin(m, ty)?;
-                ValueRef::Addr(self.addr_from(b, m, ty)?)
-            }
+            Type::Addr => ValueRef::Addr(self.addr(m, ty)?),
             Type::Subnet => {
-                self.pos -= 1;
-                if self.array_len()? != 2 {
+                if self.list_len(m)? != 2 {
                     return Err(self.unexpected(m, ty));
                 }
-                let am = self.byte()?;
-                let b = self.bin(am, ty)?;
-                let a = self.addr_from(b, am, ty)?;
-                let pm = self.byte()?;
-                let p = self.integer(pm, ty)?;
-                let p = u8::try_from(p).map_err(|_| self.unexpected(pm, ty))?;
-                ValueRef::Subnet(a, p)
+                let am = self.marker()?;
+                let a = self.addr(am, ty)?;
+                let pm = self.marker()?;
+                ValueRef::Subnet(a, self.int_as(pm, ty)?)
             }
-            Type::Set(inner) | Type::Vector(inner) | Type::Table(inner) => {
-                self.pos -= 1;
-                let n = self.array_len()?;
-                // Every element takes at least one byte: bound the allocation by what is left.
-                let mut items = Vec::with_capacity(n.min(self.data.len() - self.pos));
-                for _ in 0..n {
-                    items.push(self.read(inner)?);
-                }
-                ValueRef::List(items)
-            }
-        };
-        Ok(out)
+            Type::Set(_) | Type::Vector(_) | Type::Table(_) => return Err(self.unexpected(m, ty)),
+        })
     }
 }
 

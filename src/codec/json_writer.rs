@@ -29,12 +29,10 @@
 //! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
 //! when comparing with TSV originals).
 
-use crate::codec::writer::{
-    push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet, push_u64,
-    write_each, EventWriter, Msg, WriteError, NIL,
-};
-use crate::types::{Schema, SchemaRef, Type};
-use crate::value::DecodeError;
+use crate::codec::writer::{write_each, write_row, EventWriter, ListText, TextFormat, WriteError};
+use crate::codec::zeek::scalar::{push_addr, push_double, push_rfc3339, push_subnet};
+use crate::types::SchemaRef;
+use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -84,93 +82,71 @@ impl EventWriter for JsonWriter {
         let Some((_, head, keys)) = &self.cache else {
             return Ok(());
         };
+        let format = Json { head, keys };
         write_each(schema, rows, out, |row, out| {
-            write_row(schema, head, keys, row, out)
+            write_row(&format, schema, row, out)
         })
     }
 
     fn finish(&mut self, _out: &mut Vec<u8>) {}
 }
 
-fn write_row(
-    schema: &Schema,
-    head: &[u8],
-    keys: &[Vec<u8>],
-    row: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), DecodeError> {
-    let mut r = Msg::new(row);
-    r.row_header(schema.fields.len())?;
-    out.extend_from_slice(head);
-    for (f, key) in schema.fields.iter().zip(keys) {
-        let m = r.marker()?;
-        if m == NIL {
-            continue;
-        }
-        out.extend_from_slice(key);
-        match f.ty.element() {
-            None => write_value(&mut r, m, &f.ty, out)?,
-            Some(inner) => {
-                let Some(n) = r.array_len(m)? else {
-                    return Err(r.unexpected(m, &f.ty));
-                };
-                out.push(b'[');
-                for j in 0..n {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    let m = r.marker()?;
-                    if m == NIL {
-                        out.extend_from_slice(b"null");
-                    } else {
-                        write_value(&mut r, m, inner, out)?;
-                    }
-                }
-                out.push(b']');
-            }
-        }
-    }
-    out.extend_from_slice(b"}\n");
-    Ok(())
+/// JSON lines as a [`TextFormat`]: `head` (`{"_path":...`) starts the row, `keys[i]` (`,"name":`)
+/// precedes set field `i`, unset fields are left out.
+struct Json<'a> {
+    head: &'a [u8],
+    keys: &'a [Vec<u8>],
 }
 
-/// Formats one set scalar whose marker `m` was just read.
-#[inline]
-fn write_value(r: &mut Msg<'_>, m: u8, ty: &Type, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-    match ty {
-        Type::Bool => out.extend_from_slice(if r.bool(m, ty)? { b"true" } else { b"false" }),
-        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
-        Type::Int => push_i64(out, r.int(m, ty)?),
-        Type::Time => {
-            out.push(b'"');
-            push_rfc3339(out, r.int(m, ty)?);
-            out.push(b'"');
-        }
-        Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
-        Type::Double => {
-            if !push_double(out, r.double(m, ty)?, true) {
-                // JSON has no infinity or NaN: Zeek writes null.
-                out.extend_from_slice(b"null");
-            }
-        }
-        Type::String | Type::Enum | Type::Pattern | Type::File => {
-            push_json_string(out, r.bin(m, ty)?)
-        }
-        Type::Addr => {
-            out.push(b'"');
-            push_addr(out, r.addr(m, ty)?);
-            out.push(b'"');
-        }
-        Type::Subnet => {
-            let (a, p) = r.subnet(m, ty)?;
-            out.push(b'"');
-            push_subnet(out, a, p);
-            out.push(b'"');
-        }
-        // The type model has no nested containers.
-        Type::Set(_) | Type::Vector(_) | Type::Table(_) => return Err(r.unexpected(m, ty)),
+impl TextFormat for Json<'_> {
+    const LIST: ListText = ListText {
+        open: b"[",
+        close: b"]",
+        empty: b"[]",
+        unset: b"null",
+    };
+    const ROW_END: &'static [u8] = b"}\n";
+
+    #[inline]
+    fn begin_row(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.head);
     }
-    Ok(())
+
+    #[inline]
+    fn field(&self, i: usize, set: bool, out: &mut Vec<u8>) {
+        match self.keys.get(i) {
+            Some(key) if set => out.extend_from_slice(key),
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn scalar(&self, v: ValueRef<'_>, _in_list: bool, out: &mut Vec<u8>) {
+        match v {
+            ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            ValueRef::Double(d) => {
+                let finite = push_double(out, d, true);
+                if !finite {
+                    // JSON has no infinity or NaN: Zeek writes null.
+                    out.extend_from_slice(b"null");
+                }
+            }
+            ValueRef::String(s) => push_json_string(out, s),
+            ValueRef::Time(ns) => quoted(out, |out| push_rfc3339(out, ns)),
+            ValueRef::Addr(a) => quoted(out, |out| push_addr(out, a)),
+            ValueRef::Subnet(a, p) => quoted(out, |out| push_subnet(out, a, p)),
+            // Written by `write_row`, or not scalars.
+            _ => {}
+        }
+    }
+}
+
+/// Appends what `write` writes between double quotes (text that needs no escaping).
+#[inline]
+fn quoted(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    out.push(b'"');
+    write(out);
+    out.push(b'"');
 }
 
 #[inline]

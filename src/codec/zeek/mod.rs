@@ -2,5 +2,6 @@
 
 pub mod json;
 pub mod parallel;
+pub mod scalar;
 pub mod tsv;
 pub mod tsv_writer;

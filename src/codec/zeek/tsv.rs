@@ -64,7 +64,6 @@
 //! path splits it and produces the value or the error; both give the same result for valid
 //! input. No allocation happens per line or field.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
@@ -72,6 +71,10 @@ use memchr::memchr;
 use memchr::memmem::Finder;
 
 use crate::batch::{Batch, BatchBuilder};
+use crate::codec::zeek::scalar::{
+    parse_addr, parse_bool, parse_f64, parse_i64, parse_ns, parse_ns_prefix, parse_subnet,
+    parse_u64, parse_u64_prefix, parse_v4_prefix,
+};
 use crate::codec::ReaderOptions;
 use crate::error::{quote, OnError, ParseError, ReadError, SkipReport};
 use crate::types::{Field, Schema, SchemaRef, Type};
@@ -986,157 +989,6 @@ fn plain_len(s: &[u8], sep: u8) -> usize {
         .unwrap_or(tail.len())
 }
 
-/// Leading decimal digits (at most 19, so no overflow) and how many there were.
-#[inline(always)]
-fn parse_u64_prefix(s: &[u8]) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut n = 0;
-    for &c in s.iter().take(20) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        v = v.wrapping_mul(10).wrapping_add(d as u64);
-        n += 1;
-    }
-    (n > 0 && n < 20).then_some((v, n))
-}
-
-/// How many of the 8 bytes of `w` (loaded little-endian) are ASCII digits before the first
-/// other byte (0..=8).
-#[inline(always)]
-fn digit_count(w: u64) -> u32 {
-    // A byte is a digit when its high nibble is 3 and its low nibble is at most 9.
-    let high = (w & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
-    let low = ((w & 0x0f0f_0f0f_0f0f_0f0f) + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0;
-    let bad = high | low;
-    let nonzero = ((bad & HI7).wrapping_add(HI7) | bad) & !HI7;
-    nonzero.trailing_zeros() / 8
-}
-
-/// The value of the first `n` (1..=8) digits of `w` (loaded little-endian), without loops.
-#[inline(always)]
-fn digits_value(w: u64, n: u32) -> u64 {
-    let shift = 8 * (8 - n);
-    // Move the digits to the top and fill the bottom with leading '0's.
-    let w = (w << shift)
-        | 0x3030_3030_3030_3030u64
-            .checked_shr(64 - shift)
-            .unwrap_or(0);
-    let v = w.wrapping_sub(0x3030_3030_3030_3030);
-    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
-    let v = (v & 0x0000_00ff_0000_00ff)
-        .wrapping_mul(0x000f_4240_0000_0064)
-        .wrapping_add(((v >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(0x0000_2710_0000_0001));
-    (v >> 32) & 0xffff_ffff
-}
-
-/// The digit in `c`, if it is one.
-#[inline(always)]
-fn digit_at(c: Option<&u8>) -> Option<u64> {
-    let d = c?.wrapping_sub(b'0');
-    (d <= 9).then_some(d as u64)
-}
-
-/// A leading `digits[.digits]` time (at most 10 integral and 9 fractional digits, optional
-/// minus) in nanoseconds, and how many bytes it took; `None` for anything else (the general
-/// path then decides).
-#[inline(always)]
-fn parse_ns_prefix(s: &[u8]) -> Option<(i64, usize)> {
-    let (neg, body) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        _ => (false, s),
-    };
-    let (mut int, mut i) = match body.first_chunk::<8>() {
-        Some(w) => {
-            let w = u64::from_le_bytes(*w);
-            let n = digit_count(w);
-            if n == 0 {
-                return None;
-            }
-            (digits_value(w, n), n as usize)
-        }
-        None => (0, 0),
-    };
-    if i == 0 || i == 8 {
-        while let Some(d) = digit_at(body.get(i)) {
-            int = int.wrapping_mul(10).wrapping_add(d);
-            i += 1;
-            if i > 10 {
-                return None;
-            }
-        }
-    }
-    // Up to 9_223_372_035 s the nanoseconds fit an i64; the general path handles the rest.
-    if i == 0 || int > 9_223_372_035 {
-        return None;
-    }
-    let mut frac: u64 = 0;
-    let mut fd = 0;
-    if body.get(i) == Some(&b'.') {
-        i += 1;
-        if let Some(w) = body.get(i..).and_then(|r| r.first_chunk::<8>()) {
-            let w = u64::from_le_bytes(*w);
-            let n = digit_count(w);
-            if n > 0 {
-                frac = digits_value(w, n);
-                fd = n as usize;
-                i += fd;
-            }
-        }
-        if fd == 0 || fd == 8 {
-            while let Some(d) = digit_at(body.get(i)) {
-                frac = frac * 10 + d;
-                fd += 1;
-                i += 1;
-                if fd > 9 {
-                    return None;
-                }
-            }
-        }
-    }
-    let ns = (int * 1_000_000_000 + frac * POW10[9 - fd]) as i64;
-    Some((if neg { -ns } else { ns }, i + neg as usize))
-}
-
-/// A leading dotted-quad IPv4 address (no leading zeros) and how many bytes it took.
-#[inline(always)]
-fn parse_v4_prefix(s: &[u8]) -> Option<([u8; 4], usize)> {
-    #[inline(always)]
-    fn digit(c: Option<&u8>) -> Option<u32> {
-        let d = c?.wrapping_sub(b'0');
-        (d <= 9).then_some(d as u32)
-    }
-    let mut out = [0u8; 4];
-    let mut i = 0;
-    for (k, o) in out.iter_mut().enumerate() {
-        if k > 0 {
-            if s.get(i) != Some(&b'.') {
-                return None;
-            }
-            i += 1;
-        }
-        let mut v = digit(s.get(i))?;
-        i += 1;
-        if let Some(d) = digit(s.get(i)) {
-            if v == 0 {
-                return None;
-            }
-            v = v * 10 + d;
-            i += 1;
-            if let Some(d) = digit(s.get(i)) {
-                v = v * 10 + d;
-                i += 1;
-                if v > 255 {
-                    return None;
-                }
-            }
-        }
-        *o = v as u8;
-    }
-    Some((out, i))
-}
-
 /// Encodes one data line as a row of `b`.
 #[inline(never)]
 fn encode_line(
@@ -1219,11 +1071,7 @@ fn put_plain(k: Kind, s: &[u8], enc: &mut RowEncoder<'_>) -> Option<i64> {
         Kind::Count => enc.uint(parse_u64(s)?),
         Kind::Int => enc.int(parse_i64(s)?),
         Kind::Addr => enc.addr(parse_addr(s)?),
-        Kind::Bool => enc.bool(match s {
-            b"T" => true,
-            b"F" => false,
-            _ => return None,
-        }),
+        Kind::Bool => enc.bool(parse_bool(s)?),
         Kind::Double => enc.double(parse_f64(s)?),
         Kind::Subnet => {
             let (a, p) = parse_subnet(s)?;
@@ -1266,240 +1114,9 @@ fn hex(c: u8) -> u8 {
     }
 }
 
-/// Unsigned decimal: one or more digits, nothing else.
-#[inline]
-fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    if s.len() <= 19 {
-        // At most 19 digits cannot overflow.
-        let mut v: u64 = 0;
-        for &c in s {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            v = v * 10 + d as u64;
-        }
-        return Some(v);
-    }
-    let mut v: u64 = 0;
-    for &c in s {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(d as u64)?;
-    }
-    Some(v)
-}
-
-#[inline]
-fn parse_i64(s: &[u8]) -> Option<i64> {
-    match s {
-        [b'-', rest @ ..] => {
-            let v = parse_u64(rest)?;
-            if v <= i64::MAX as u64 + 1 {
-                Some((v as i64).wrapping_neg())
-            } else {
-                None
-            }
-        }
-        [b'+', rest @ ..] => i64::try_from(parse_u64(rest)?).ok(),
-        _ => i64::try_from(parse_u64(s)?).ok(),
-    }
-}
-
-const POW10: [u64; 10] = [
-    1,
-    10,
-    100,
-    1_000,
-    10_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-    1_000_000_000,
-];
-
-/// Decimal seconds to exact integer nanoseconds (`[+-]digits[.digits]`); digits beyond the
-/// ninth decimal round half to even.
-#[inline]
-fn parse_ns(s: &[u8]) -> Option<i64> {
-    let (neg, s) = match s {
-        [b'-', rest @ ..] => (true, rest),
-        [b'+', rest @ ..] => (false, rest),
-        _ => (false, s),
-    };
-    let mut i = 0;
-    let mut int: u64 = 0;
-    while let Some(&c) = s.get(i) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        int = int.checked_mul(10)?.checked_add(d as u64)?;
-        i += 1;
-    }
-    let int_digits = i;
-    let mut frac: u64 = 0;
-    let mut round_up = false;
-    let mut frac_digits = 0;
-    if s.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while let Some(&c) = s.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            if i - start < 9 {
-                frac = frac * 10 + d as u64;
-            }
-            i += 1;
-        }
-        frac_digits = i - start;
-        if frac_digits > 9 {
-            let extra = &s[start + 9..i];
-            let first = extra[0];
-            round_up = first > b'5'
-                || (first == b'5' && (extra[1..].iter().any(|&c| c != b'0') || frac % 2 == 1));
-        }
-    }
-    if i != s.len() || int_digits + frac_digits == 0 {
-        return None;
-    }
-    let frac = frac * POW10[9 - frac_digits.min(9)];
-    let ns = int
-        .checked_mul(1_000_000_000)?
-        .checked_add(frac)?
-        .checked_add(round_up as u64)?;
-    if neg {
-        (ns <= i64::MAX as u64 + 1).then(|| (ns as i64).wrapping_neg())
-    } else {
-        i64::try_from(ns).ok()
-    }
-}
-
-/// A double as Zeek prints it, including `inf`, `-inf` and `nan`.
-fn parse_f64(s: &[u8]) -> Option<f64> {
-    match s {
-        b"inf" | b"+inf" => return Some(f64::INFINITY),
-        b"-inf" => return Some(f64::NEG_INFINITY),
-        b"nan" | b"-nan" | b"+nan" => return Some(f64::NAN),
-        _ => {}
-    }
-    // Only plain decimal forms (Rust would also accept words like "infinity").
-    if !s
-        .iter()
-        .all(|c| matches!(c, b'0'..=b'9' | b'.' | b'-' | b'+' | b'e' | b'E'))
-    {
-        return None;
-    }
-    std::str::from_utf8(s).ok()?.parse().ok()
-}
-
-/// Dotted-quad IPv4 without leading zeros.
-#[inline]
-fn parse_v4(s: &[u8]) -> Option<Ipv4Addr> {
-    let mut out = [0u8; 4];
-    let mut i = 0;
-    for (k, o) in out.iter_mut().enumerate() {
-        if k > 0 {
-            if s.get(i) != Some(&b'.') {
-                return None;
-            }
-            i += 1;
-        }
-        let start = i;
-        let mut v: u32 = 0;
-        while let Some(&c) = s.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 || i - start == 3 {
-                break;
-            }
-            v = v * 10 + d as u32;
-            i += 1;
-        }
-        let n = i - start;
-        if n == 0 || v > 255 || (n > 1 && s[start] == b'0') {
-            return None;
-        }
-        *o = v as u8;
-    }
-    (i == s.len()).then(|| Ipv4Addr::from(out))
-}
-
-#[inline]
-fn parse_addr(s: &[u8]) -> Option<IpAddr> {
-    if let Some(a) = parse_v4(s) {
-        return Some(IpAddr::V4(a));
-    }
-    let t = std::str::from_utf8(s).ok()?;
-    t.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
-}
-
-fn parse_subnet(s: &[u8]) -> Option<(IpAddr, u8)> {
-    let slash = memchr::memrchr(b'/', s)?;
-    let a = parse_addr(&s[..slash])?;
-    let p = u8::try_from(parse_u64(&s[slash + 1..])?).ok()?;
-    let max = if a.is_ipv4() { 32 } else { 128 };
-    (p <= max).then_some((a, p))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_exact() {
-        assert_eq!(
-            parse_ns(b"1258531221.486539"),
-            Some(1_258_531_221_486_539_000)
-        );
-        assert_eq!(parse_ns(b"-0.000001"), Some(-1_000));
-        assert_eq!(parse_ns(b"-5"), Some(-5_000_000_000));
-        assert_eq!(parse_ns(b".5"), Some(500_000_000));
-        assert_eq!(parse_ns(b"1.0000000005"), Some(1_000_000_000));
-        assert_eq!(parse_ns(b"1.0000000015"), Some(1_000_000_002));
-        assert_eq!(parse_ns(b"1.00000000051"), Some(1_000_000_001));
-        assert_eq!(parse_ns(b"9223372036.854775807"), Some(i64::MAX));
-        assert_eq!(parse_ns(b"-9223372036.854775808"), Some(i64::MIN));
-        assert_eq!(parse_ns(b"9223372036.854775808"), None);
-        for bad in [&b""[..], b".", b"-", b"1e9", b"1.2.3", b"1 ", b"x"] {
-            assert_eq!(parse_ns(bad), None, "{:?}", String::from_utf8_lossy(bad));
-        }
-    }
-
-    #[test]
-    fn integers_and_addresses() {
-        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_u64(b"18446744073709551616"), None);
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        assert_eq!(parse_i64(b"9223372036854775808"), None);
-        assert_eq!(parse_i64(b"-"), None);
-        assert_eq!(
-            parse_v4(b"192.168.1.255"),
-            Some(Ipv4Addr::new(192, 168, 1, 255))
-        );
-        for bad in [
-            &b"1.2.3"[..],
-            b"1.2.3.4.",
-            b"256.1.1.1",
-            b"01.1.1.1",
-            b"1..2.3",
-            b"1234.1.1.1",
-        ] {
-            assert_eq!(parse_v4(bad), None);
-        }
-        assert_eq!(
-            parse_subnet(b"2001:db8::/32"),
-            Some(("2001:db8::".parse().unwrap(), 32))
-        );
-        assert_eq!(parse_subnet(b"10.0.0.0/33"), None);
-    }
 
     proptest::proptest! {
         #[test]
@@ -1670,55 +1287,6 @@ mod tests {
             }
         }
         assert!(accepted > 2000 && rejected > 2000, "{accepted} {rejected}");
-    }
-
-    #[test]
-    fn swar_digits_match_scalar() {
-        for text in [
-            &b"12345678"[..],
-            b"1234567x",
-            b"0",
-            b"x",
-            b"00000001",
-            b"99999999",
-            b"1.5\t....",
-            b"4865390\t",
-            b"7\x3a",
-            b"7/",
-            b"12\xff",
-        ] {
-            let mut word = [b'#'; 8];
-            word[..text.len()].copy_from_slice(text);
-            let w = u64::from_le_bytes(word);
-            let n = text.iter().take_while(|c| c.is_ascii_digit()).count();
-            assert_eq!(digit_count(w) as usize, n, "{text:?}");
-            if n > 0 {
-                let want: u64 = std::str::from_utf8(&text[..n]).unwrap().parse().unwrap();
-                assert_eq!(digits_value(w, n as u32), want, "{text:?}");
-            }
-        }
-        for t in [
-            &b"1258531221.486539\t"[..],
-            b"0.163820\tx",
-            b"3.780125",
-            b"1.5",
-            b"12345678.123456789",
-            b"123456789.12345678",
-            b"1234567890.5",
-            b"-0.000001\t",
-            b"5.\t",
-            b"42",
-        ] {
-            let end = t.iter().position(|&c| c == b'\t').unwrap_or(t.len());
-            assert_eq!(
-                parse_ns_prefix(t).map(|(v, n)| (Some(v), n)),
-                Some((parse_ns(&t[..end]), end)),
-                "{:?}",
-                String::from_utf8_lossy(t)
-            );
-        }
-        assert_eq!(parse_ns_prefix(b"12345678901.5"), None);
-        assert_eq!(parse_ns_prefix(b"1.1234567891"), None);
     }
 
     #[test]

@@ -40,11 +40,13 @@
 //! written `-`, the unset marker, and reads back as an unset container.
 
 use crate::codec::writer::{
-    now_ns, push_addr, push_decimal_ns, push_double, push_i64, push_subnet, push_u64,
-    push_zeek_stamp, write_each, EventWriter, Msg, WriteError, NIL,
+    now_ns, write_each, write_row, EventWriter, ListText, TextFormat, WriteError,
 };
-use crate::types::{Schema, SchemaRef, Type};
-use crate::value::DecodeError;
+use crate::codec::zeek::scalar::{
+    push_addr, push_decimal_ns, push_double, push_subnet, push_zeek_stamp,
+};
+use crate::types::SchemaRef;
+use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -136,7 +138,9 @@ impl EventWriter for ZeekTsvWriter {
         if !self.same_schema(schema) {
             self.open_block(schema, out);
         }
-        write_each(schema, rows, out, |row, out| write_row(schema, row, out))
+        write_each(schema, rows, out, |row, out| {
+            write_row(&Tsv, schema, row, out)
+        })
     }
 
     fn finish(&mut self, out: &mut Vec<u8>) {
@@ -144,73 +148,46 @@ impl EventWriter for ZeekTsvWriter {
     }
 }
 
-/// Formats one row, fields separated by tabs, ending in a newline.
-fn write_row(schema: &Schema, row: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
-    let mut r = Msg::new(row);
-    r.row_header(schema.fields.len())?;
-    for (i, f) in schema.fields.iter().enumerate() {
+/// Zeek TSV as a [`TextFormat`]: fields separated by tabs, `-` for unset, `(empty)` for an empty
+/// container, a newline after the row.
+struct Tsv;
+
+impl TextFormat for Tsv {
+    const LIST: ListText = ListText {
+        open: b"",
+        close: b"",
+        empty: b"(empty)",
+        unset: b"-",
+    };
+    const ROW_END: &'static [u8] = b"\n";
+
+    fn begin_row(&self, _out: &mut Vec<u8>) {}
+
+    #[inline]
+    fn field(&self, i: usize, set: bool, out: &mut Vec<u8>) {
         if i > 0 {
             out.push(b'\t');
         }
-        let m = r.marker()?;
-        if m == NIL {
+        if !set {
             out.push(b'-');
-            continue;
-        }
-        match f.ty.element() {
-            None => write_value(&mut r, m, &f.ty, out, false)?,
-            Some(inner) => match r.array_len(m)? {
-                Some(0) => out.extend_from_slice(b"(empty)"),
-                Some(n) => {
-                    for j in 0..n {
-                        if j > 0 {
-                            out.push(b',');
-                        }
-                        let m = r.marker()?;
-                        if m == NIL {
-                            out.push(b'-');
-                        } else {
-                            write_value(&mut r, m, inner, out, true)?;
-                        }
-                    }
-                }
-                None => return Err(r.unexpected(m, &f.ty)),
-            },
         }
     }
-    out.push(b'\n');
-    Ok(())
-}
 
-/// Formats one set scalar whose marker `m` was just read.
-#[inline]
-fn write_value(
-    r: &mut Msg<'_>,
-    m: u8,
-    ty: &Type,
-    out: &mut Vec<u8>,
-    in_container: bool,
-) -> Result<(), DecodeError> {
-    match ty {
-        Type::Bool => out.push(if r.bool(m, ty)? { b'T' } else { b'F' }),
-        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
-        Type::Int => push_i64(out, r.int(m, ty)?),
-        Type::Time | Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
-        Type::Double => {
-            push_double(out, r.double(m, ty)?, false);
+    #[inline]
+    fn scalar(&self, v: ValueRef<'_>, in_list: bool, out: &mut Vec<u8>) {
+        match v {
+            ValueRef::Bool(b) => out.push(if b { b'T' } else { b'F' }),
+            ValueRef::Time(ns) => push_decimal_ns(out, ns),
+            ValueRef::Double(d) => {
+                push_double(out, d, false);
+            }
+            ValueRef::String(s) => write_string(out, s, in_list),
+            ValueRef::Addr(a) => push_addr(out, a),
+            ValueRef::Subnet(a, p) => push_subnet(out, a, p),
+            // Written by `write_row`, or not scalars.
+            _ => {}
         }
-        Type::String | Type::Enum | Type::Pattern | Type::File => {
-            write_string(out, r.bin(m, ty)?, in_container)
-        }
-        Type::Addr => push_addr(out, r.addr(m, ty)?),
-        Type::Subnet => {
-            let (a, p) = r.subnet(m, ty)?;
-            push_subnet(out, a, p);
-        }
-        // The type model has no nested containers.
-        Type::Set(_) | Type::Vector(_) | Type::Table(_) => return Err(r.unexpected(m, ty)),
     }
-    Ok(())
 }
 
 /// Writes a string value: `(empty)` when empty, the markers `-`/`(empty)` with their first byte
