@@ -27,6 +27,11 @@
 //!   into: the next writer replays its events from it and removes it at its first seal; a
 //!   crash after step 2 leaves WAL records below `next_id`, which replay skips without reading
 //!   their rows. So every acknowledged batch is present exactly once after the next open.
+//! - A seal that fails (a full disk, an I/O error) deletes nothing the WAL points into: the
+//!   active segment's temporary file stays (see [`crate::segment::SegmentBuilder::write_to`]),
+//!   the writer refuses further work ([`StoreError::Poisoned`]), and the next writer replays
+//!   the WAL from that file once there is space again. Only the private temporaries of atomic
+//!   writes and copies (`.<name>.tmp`, `.<name>.copy.tmp`) are removed on failure.
 //! - `LOCK` is held with an exclusive advisory lock ([`std::fs::File::try_lock`], flock) by
 //!   the one writer and contains its pid in decimal, for the error message of a second writer.
 //!   The lock dies with the process, so a `kill -9` never leaves a stale lock. Readers take no
@@ -52,6 +57,9 @@ pub use config::ArchiveSinkConfig;
 pub use error::{Result, StoreError};
 pub use sink::ArchiveSink;
 
+/// Fault injection for tests (see `fs::fault`); not part of the API.
+#[doc(hidden)]
+pub use crate::fs::fault;
 pub use crate::fs::FsError;
 pub use crate::wal::{SyncPolicy, WalError};
 

@@ -1,0 +1,143 @@
+//! Faults of the store that must not lose or hide acknowledged data (issue 13): a disk that
+//! fills up while sealing, segment files the catalog does not list, a damaged write-ahead log,
+//! event ID overflow, and `weir verify --repair`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::cli::{ok, run, run_with_stdin, s, text};
+use common::store::{batch, expected, read_all, schema};
+use weir::batch::Batch;
+use weir::store::{fault, Archive, Store, StoreOptions};
+use weir::wal::{Entry, SyncPolicy, WalReader};
+
+fn opts(max: u64) -> StoreOptions {
+    StoreOptions {
+        max_segment_size: max,
+        sync: SyncPolicy::Batch,
+    }
+}
+
+/// The event ID after the last record of the WAL in `db` (without reading any rows).
+fn wal_end(db: &Path) -> u64 {
+    let mut r = WalReader::open(&db.join("wal")).unwrap();
+    while let Some((_, e)) = r.next_entry(u64::MAX).unwrap() {
+        assert!(matches!(e, Entry::Sealed(_)));
+    }
+    r.end_id()
+}
+
+/// Asserts that the archive in `db` holds exactly `batches`, appended from ID 0 (without
+/// printing thousands of events when it does not).
+fn assert_events(db: &Path, batches: &[Batch]) {
+    let (got, want) = (read_all(db), expected(batches));
+    assert_eq!(got.len(), want.len(), "events in {}", db.display());
+    assert!(got == want, "the events of {} differ", db.display());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A full disk during a seal.
+
+/// A seal that fails (as on a full disk) keeps the active segment's temporary file, whose rows
+/// the acknowledged WAL records point at; the next writer recovers every acknowledged event.
+#[test]
+fn failed_seal_keeps_the_rows_of_acknowledged_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let s = schema("conn", 4);
+    let mut acked: Vec<Batch> = Vec::new();
+    {
+        let (mut store, _) = Store::open_writer(db, opts(64 << 10)).unwrap();
+        // The first commit on this thread is the first seal's segment file.
+        fault::fail_commit_after(0);
+        let mut failed = None;
+        for i in 0..100 {
+            let b = batch(&s, 20, 40, i);
+            match store.append(b.clone()) {
+                Ok(_) => acked.push(b),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        fault::disarm();
+        let e = failed.expect("the seal failed");
+        assert!(e.to_string().contains("no space left"), "{e}");
+        assert!(!acked.is_empty());
+    }
+    assert_eq!(wal_end(db), expected(&acked).len() as u64);
+    // Readers still see every acknowledged event (rows read from the kept file).
+    assert_events(db, &acked);
+    let (store, report) = Store::open_writer(db, opts(64 << 10)).unwrap();
+    assert!(report.warnings.is_empty(), "{report:?}");
+    store.close().unwrap();
+    assert_events(db, &acked);
+    assert!(Archive::open(db).unwrap().verify().is_ok());
+}
+
+/// Unmounts a tmpfs when dropped.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The real case: `weir import` onto a 5 MiB tmpfs fails with "No space left"; after space is
+/// freed, the next import recovers every acknowledged event. Needs root (`mount`): skipped
+/// with a note otherwise.
+#[test]
+fn full_tmpfs_during_import_loses_no_acknowledged_event() {
+    let Some(corpus) = common::corpus::dir() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("S");
+    fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=5m", "tmpfs", s(&mnt)])
+        .output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("note: cannot mount a tmpfs (needs root): skipping {mounted:?}");
+        return;
+    }
+    let _mount = Mount(mnt.clone());
+    let db = mnt.join("db");
+    let logs: Vec<String> = ["conn", "dns", "http", "conn", "dns", "http"]
+        .iter()
+        .map(|n| corpus.join(format!("{n}.log.gz")).display().to_string())
+        .collect();
+    let mut args = vec!["import", "-q", "--db", s(&db), "--max-segment-size", "1MiB"];
+    args.extend(logs.iter().map(String::as_str));
+    let out = run(&args);
+    assert!(!out.status.success(), "the import should fill the disk");
+    assert!(
+        text(&out.stderr).contains("No space left"),
+        "{}",
+        text(&out.stderr)
+    );
+    let sealed = Archive::open(&db).unwrap().catalog().next_id;
+    let acknowledged = wal_end(&db);
+    assert!(
+        acknowledged > sealed,
+        "the WAL holds no acknowledged event beyond the sealed ones ({sealed}): the test proves nothing"
+    );
+    let remount = Command::new("mount")
+        .args(["-o", "remount,size=64m", s(&mnt)])
+        .status()
+        .unwrap();
+    assert!(remount.success());
+    let out = run_with_stdin(&["import", "-q", "--db", s(&db)], b"");
+    ok(&out, "weir import after freeing space");
+    let info = common::cli::info(&db);
+    assert_eq!(info["events"], acknowledged, "{info}");
+    assert_eq!(info["id_ranges"], serde_json::json!([[0, acknowledged]]));
+    let verify = run(&["verify", "--db", s(&db)]);
+    assert!(ok(&verify, "weir verify").starts_with("ok:"));
+}
