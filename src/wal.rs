@@ -607,6 +607,9 @@ pub struct WalReader {
     segments: PathBuf,
     /// Segments whose files external records read so far pointed into.
     referenced: Vec<uuid::Uuid>,
+    /// Segments named by the external records read so far, whether their rows were read or
+    /// not ([`Entry::Sealed`]).
+    named: Vec<uuid::Uuid>,
     reader: BufReader<File>,
     base_id: u64,
     pos: u64,
@@ -652,6 +655,7 @@ impl WalReader {
             path: path.to_path_buf(),
             segments,
             referenced: Vec::new(),
+            named: Vec::new(),
             reader,
             base_id,
             pos: WAL_HEADER_LEN,
@@ -682,6 +686,12 @@ impl WalReader {
     /// The segments whose files the records read so far point into (their rows are there).
     pub fn referenced_segments(&self) -> &[uuid::Uuid] {
         &self.referenced
+    }
+
+    /// The segments named by the external records read so far (also those of records
+    /// returned as [`Entry::Sealed`], whose rows were not read).
+    pub fn named_segments(&self) -> &[uuid::Uuid] {
+        &self.named
     }
 
     /// The torn tail found, if reading stopped at one.
@@ -783,7 +793,13 @@ impl WalReader {
             }
             return Err(self.corrupt_at("record checksum mismatch".into()));
         }
-        let batch = match decode_payload(&self.payload, &mut self.last_schema) {
+        let decoded = decode_payload(&self.payload, &mut self.last_schema);
+        if let Ok(Decoded::External(x)) = &decoded {
+            if !self.named.contains(&x.location.segment) {
+                self.named.push(x.location.segment);
+            }
+        }
+        let batch = match decoded {
             Ok(Decoded::Inline(b)) => b,
             Ok(Decoded::External(x)) if x.first_id + x.offsets.len() as u64 <= sealed_below => {
                 let ids = x.first_id..x.first_id + x.offsets.len() as u64;

@@ -141,3 +141,94 @@ fn full_tmpfs_during_import_loses_no_acknowledged_event() {
     let verify = run(&["verify", "--db", s(&db)]);
     assert!(ok(&verify, "weir verify").starts_with("ok:"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 2. Segment files the catalog does not list.
+
+/// An archive of several sealed segments (and a few events in the WAL) made by the library;
+/// returns the batches, appended from ID 0.
+fn archive_of_segments(db: &Path, n: u64) -> Vec<Batch> {
+    let s = schema("conn", 4);
+    let batches: Vec<Batch> = (0..n).map(|i| batch(&s, 20, 40, i)).collect();
+    let (mut store, _) = Store::open_writer(db, opts(16 << 10)).unwrap();
+    for b in &batches {
+        store.append(b.clone()).unwrap();
+    }
+    store.close().unwrap();
+    batches
+}
+
+/// Removes the `i`th entry of the catalog of `db` (keeping `next_id`); returns its file.
+fn drop_catalog_entry(db: &Path, i: usize) -> std::path::PathBuf {
+    let path = db.join("catalog.json");
+    let mut cat: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let entry = cat["segments"].as_array_mut().unwrap().remove(i);
+    fs::write(&path, serde_json::to_vec(&cat).unwrap()).unwrap();
+    db.join(entry["file"].as_str().unwrap())
+}
+
+/// With `catalog.json` and `wal` gone, `verify` reports every segment, and the next import
+/// refuses to write (it would assign their IDs again) instead of deleting them.
+#[test]
+fn segments_of_a_lost_catalog_are_reported_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    archive_of_segments(db, 20);
+    let files = common::cli::segment_files(db);
+    assert!(files.len() > 2, "{files:?}");
+    fs::remove_file(db.join("catalog.json")).unwrap();
+    fs::remove_file(db.join("wal")).unwrap();
+    let verify = run(&["verify", "--db", s(db)]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify.stdout));
+    let out = text(&verify.stdout);
+    for f in &files {
+        assert!(out.contains(s(f)), "{f:?} not reported: {out}");
+    }
+    let import = run_with_stdin(&["import", "-q", "--db", s(db)], b"");
+    assert!(!import.status.success());
+    let err = text(&import.stderr);
+    assert!(
+        err.contains("not in the catalog") && err.contains("--repair"),
+        "{err}"
+    );
+    assert_eq!(common::cli::segment_files(db), files);
+}
+
+/// One catalog entry lost: export and info warn (and still exit 0), verify exits 1 naming it,
+/// and the next import keeps the file, with a warning.
+#[test]
+fn a_lost_catalog_entry_is_reported_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    archive_of_segments(db, 20);
+    let lost = drop_catalog_entry(db, 1);
+    let export = run(&["export", "--db", s(db), "--to", "json"]);
+    ok(&export, "weir export");
+    assert!(
+        text(&export.stderr).contains(&format!("segment {} is not in the catalog", s(&lost))),
+        "{}",
+        text(&export.stderr)
+    );
+    let info = run(&["info", "--db", s(db)]);
+    ok(&info, "weir info");
+    assert!(
+        text(&info.stderr).contains(s(&lost)),
+        "{}",
+        text(&info.stderr)
+    );
+    let verify = run(&["verify", "--db", s(db)]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(
+        text(&verify.stdout).contains(s(&lost)),
+        "{}",
+        text(&verify.stdout)
+    );
+    let import = run_with_stdin(&["import", "-q", "--db", s(db)], b"");
+    ok(&import, "weir import");
+    assert!(
+        text(&import.stderr).contains(s(&lost)),
+        "{}",
+        text(&import.stderr)
+    );
+    assert!(lost.exists(), "the import deleted {lost:?}");
+}

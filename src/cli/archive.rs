@@ -81,6 +81,7 @@ fn print_out(text: &str) -> anyhow::Result<()> {
 /// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
     let mut writer = writer_for(args.to);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -128,9 +129,22 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Warns about segment files the catalog does not list (their events are not read).
+fn warn_unlisted(archive: &Archive) -> anyhow::Result<()> {
+    for path in archive.unlisted_segments()?.lost {
+        eprintln!(
+            "weir: warning: segment {} is not in the catalog, so its events are not read; run `weir verify --repair` to add it back",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// `weir info`.
 pub fn info(args: InfoArgs) -> anyhow::Result<()> {
-    let info = Archive::open(&args.db.path)?.info()?;
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let info = archive.info()?;
     if args.json {
         print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
     } else {
