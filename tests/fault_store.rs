@@ -232,3 +232,132 @@ fn a_lost_catalog_entry_is_reported_and_kept() {
     );
     assert!(lost.exists(), "the import deleted {lost:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 3. A damaged write-ahead log is not a torn tail.
+
+/// Appends `batches` and drops the store without closing it (a crash after the appends).
+fn crash_after(db: &Path, batches: &[Batch]) {
+    let (mut store, _) = Store::open_writer(db, opts(1 << 20)).unwrap();
+    for b in batches {
+        store.append(b.clone()).unwrap();
+    }
+    drop(store);
+}
+
+fn small_batches(n: u64) -> Vec<Batch> {
+    let s = schema("conn", 3);
+    (0..n).map(|i| batch(&s, 5 + i as usize, 10, i)).collect()
+}
+
+/// The offsets of the WAL's records.
+fn record_offsets(db: &Path) -> Vec<u64> {
+    let mut r = WalReader::open(&db.join("wal")).unwrap();
+    let mut offsets = Vec::new();
+    while let Some((offset, _)) = r.next_record().unwrap() {
+        offsets.push(offset);
+    }
+    offsets
+}
+
+/// The active segment's temporary file.
+fn active_segment_file(db: &Path) -> std::path::PathBuf {
+    fs::read_dir(db.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".seg.tmp"))
+        .expect("a temporary segment file")
+}
+
+/// Flips a bit in the middle of row 0 of `b` in the file at `path`.
+fn damage_row(path: &Path, b: &Batch) {
+    let row = b.row(0).to_vec();
+    let mut bytes = fs::read(path).unwrap();
+    let at = bytes
+        .windows(row.len())
+        .position(|w| w == row)
+        .expect("the row is in the file");
+    bytes[at + row.len() / 2] ^= 0x20;
+    fs::write(path, &bytes).unwrap();
+}
+
+/// The writer refuses a damaged log with an error naming it and the offset, changes nothing,
+/// and `weir verify` exits 1 naming it.
+fn assert_refused(db: &Path, offset: u64) {
+    let wal = db.join("wal");
+    let before = fs::read(&wal).unwrap();
+    let temp = active_segment_file(db);
+    let temp_before = fs::read(&temp).unwrap();
+    let e = Store::open_writer(db, opts(1 << 20)).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains(s(&wal)) && msg.contains(&format!("offset {offset}")),
+        "{msg}"
+    );
+    assert!(e.is_corruption(), "{msg}");
+    let import = run_with_stdin(&["import", "-q", "--db", s(db)], b"");
+    assert!(!import.status.success());
+    assert!(text(&import.stderr).contains(&format!("offset {offset}")));
+    assert!(fs::read(&wal).unwrap() == before, "the WAL was changed");
+    assert!(
+        fs::read(&temp).unwrap() == temp_before,
+        "the segment file was changed"
+    );
+    let verify = run(&["verify", "--db", s(db)]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify.stdout));
+    let out = text(&verify.stdout);
+    assert!(
+        out.contains(s(&wal)) && out.contains(&format!("offset {offset}")),
+        "{out}"
+    );
+}
+
+/// A middle record's length field set to `ff ff ff 7f` (a length that runs past the end of
+/// the file) does not make the records after it a torn tail.
+#[test]
+fn a_damaged_length_in_a_middle_record_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    crash_after(db, &small_batches(6));
+    let offsets = record_offsets(db);
+    assert_eq!(offsets.len(), 6);
+    let wal = db.join("wal");
+    let mut bytes = fs::read(&wal).unwrap();
+    let at = offsets[2] as usize;
+    bytes[at..at + 4].copy_from_slice(&[0xff, 0xff, 0xff, 0x7f]);
+    fs::write(&wal, &bytes).unwrap();
+    assert_refused(db, offsets[2]);
+}
+
+/// One bit flipped in the rows of a middle record (in the active segment's file) does not make
+/// the records after it a torn tail.
+#[test]
+fn a_bit_flip_in_the_rows_of_a_middle_record_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = small_batches(6);
+    crash_after(db, &batches);
+    let offsets = record_offsets(db);
+    damage_row(&active_segment_file(db), &batches[3]);
+    assert_refused(db, offsets[3]);
+}
+
+/// The same damage in the last record is a torn tail: dropped with a warning.
+#[test]
+fn damage_in_the_last_record_is_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = small_batches(6);
+    crash_after(db, &batches);
+    damage_row(&active_segment_file(db), &batches[5]);
+    let verify = run(&["verify", "--db", s(db)]);
+    ok(&verify, "weir verify");
+    let (store, report) = Store::open_writer(db, opts(1 << 20)).unwrap();
+    assert_eq!(report.replayed_batches, 5, "{report:?}");
+    assert!(
+        report.warnings.iter().any(|w| w.contains("torn")),
+        "{report:?}"
+    );
+    store.close().unwrap();
+    assert_events(db, &batches[..5]);
+}
