@@ -516,6 +516,9 @@ fn decode_payload(
             s
         }
     };
+    first_id
+        .checked_add(rows as u64)
+        .ok_or_else(|| format!("event IDs {first_id}.. plus {rows} rows overflow"))?;
     let data_len = c.u32()? as usize;
     let offsets_bytes = c.take(rows.checked_mul(4).ok_or("row count overflows")?)?;
     let offsets: Vec<usize> = offsets_bytes

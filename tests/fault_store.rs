@@ -361,3 +361,73 @@ fn damage_in_the_last_record_is_a_torn_tail() {
     store.close().unwrap();
     assert_events(db, &batches[..5]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. Event ID overflow.
+
+/// A database whose catalog ends `left` IDs before `u64::MAX` (no segments).
+fn near_the_end_of_the_id_space(db: &Path, left: u64) -> u64 {
+    let next_id = u64::MAX - left;
+    fs::create_dir_all(db).unwrap();
+    let cat = serde_json::json!({
+        "format": "weir-catalog", "version": 1, "next_id": next_id, "segments": []
+    });
+    fs::write(db.join("catalog.json"), serde_json::to_vec(&cat).unwrap()).unwrap();
+    next_id
+}
+
+/// A batch that would take IDs past `u64::MAX` is refused with a clear error before anything
+/// is written; batches that fit are kept, and the archive stays readable.
+#[test]
+fn a_batch_past_the_end_of_the_id_space_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let next_id = near_the_end_of_the_id_space(db, 5);
+    let s = schema("conn", 2);
+    let (mut store, _) = Store::open_writer(db, opts(1 << 20)).unwrap();
+    assert_eq!(
+        store.append(batch(&s, 3, 10, 0)).unwrap(),
+        next_id..next_id + 3
+    );
+    let e = store.append(batch(&s, 10, 10, 1)).unwrap_err();
+    assert!(
+        matches!(e, weir::StoreError::IdOverflow { next_id: n, events: 10 } if n == next_id + 3),
+        "{e}"
+    );
+    assert!(e.to_string().contains("event ID space exhausted"), "{e}");
+    // Not poisoned: a batch that fits still goes in, exactly up to the last ID.
+    assert_eq!(
+        store.append(batch(&s, 2, 10, 2)).unwrap(),
+        next_id + 3..u64::MAX
+    );
+    assert!(store.append(batch(&s, 1, 10, 3)).is_err());
+    store.close().unwrap();
+    let archive = Archive::open(db).unwrap();
+    assert_eq!(archive.catalog().next_id, u64::MAX);
+    let info = archive.info().unwrap();
+    assert_eq!(info.segment_events, 5);
+    assert_eq!(info.id_ranges, vec![[next_id, u64::MAX]]);
+}
+
+/// The CLI case: `weir import` fails (instead of exiting 0 after writing the interval
+/// `[18446744073709551615, 19)`), and every command still reads the catalog.
+#[test]
+fn import_past_the_end_of_the_id_space_fails_and_keeps_the_archive_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    near_the_end_of_the_id_space(&db, 1);
+    let log = dir.path().join("conn.log");
+    fs::write(&log, common::conn_log::log(0..20)).unwrap();
+    let import = run(&["import", "-q", "--db", s(&db), s(&log)]);
+    assert!(!import.status.success(), "{}", text(&import.stderr));
+    assert!(
+        text(&import.stderr).contains("event ID space exhausted"),
+        "{}",
+        text(&import.stderr)
+    );
+    let info = common::cli::info(&db);
+    assert_eq!(info["events"], 0, "{info}");
+    ok(&run(&["export", "--db", s(&db)]), "weir export");
+    let again = run(&["import", "-q", "--db", s(&db), s(&log)]);
+    assert!(text(&again.stderr).contains("event ID space exhausted"));
+}

@@ -16,7 +16,9 @@
 //! # Invariants
 //!
 //! - Event IDs are one dense, monotonic u64 space assigned in arrival order by
-//!   [`Store::append`]. Every ID below the catalog's `next_id` is in exactly one sealed segment;
+//!   [`Store::append`]; they never wrap: a batch whose IDs would pass `u64::MAX` is refused
+//!   ([`StoreError::IdOverflow`]) before anything is written, and the WAL and segment readers
+//!   treat an ID range that overflows as damage. Every ID below the catalog's `next_id` is in exactly one sealed segment;
 //!   the WAL holds the following IDs, contiguously.
 //! - Each batch's rows are written once, into the active segment's temporary file, and its WAL
 //!   record points at them (see [`crate::wal`]).
@@ -454,6 +456,14 @@ impl Store {
         let start = self.next_id;
         if batch.is_empty() {
             return Ok(start..start);
+        }
+        // IDs are never wrapped: a batch that does not fit in the rest of the u64 space is
+        // refused before anything is written.
+        if start.checked_add(batch.len() as u64).is_none() {
+            return Err(StoreError::IdOverflow {
+                next_id: start,
+                events: batch.len() as u64,
+            });
         }
         // Refuse an event that cannot fit even in an empty segment before anything is written.
         let (i, len) = (0..batch.len())
