@@ -431,3 +431,169 @@ fn import_past_the_end_of_the_id_space_fails_and_keeps_the_archive_readable() {
     let again = run(&["import", "-q", "--db", s(&db), s(&log)]);
     assert!(text(&again.stderr).contains("event ID space exhausted"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. `weir verify --repair`.
+
+/// Every file under `dir` with its size, sorted (to show that a command changed nothing).
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(listing(&p));
+        } else if !p.ends_with("LOCK") {
+            out.push((p.display().to_string(), fs::metadata(&p).unwrap().len()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs `weir verify --repair` and returns its `repair:` lines; asserts the exit status.
+fn repair(db: &Path, ok_after: bool) -> Vec<String> {
+    let out = run(&["verify", "--repair", "--db", s(db)]);
+    assert_eq!(
+        out.status.code(),
+        Some(if ok_after { 0 } else { 1 }),
+        "stdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("repair: "))
+        .map(String::from)
+        .collect()
+}
+
+/// A lost catalog entry: plain `verify` changes nothing and exits 1; `--repair` adds the
+/// segment back (one line saying so), after which everything verifies and reads.
+#[test]
+fn repair_adds_a_lost_catalog_entry_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = archive_of_segments(db, 20);
+    let lost = drop_catalog_entry(db, 2);
+    let before = listing(db);
+    assert_eq!(run(&["verify", "--db", s(db)]).status.code(), Some(1));
+    assert_eq!(listing(db), before, "verify changed files");
+    let lines = repair(db, true);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("repair: added segment {}", s(&lost))),
+        "{lines:?}"
+    );
+    assert!(lines[1].starts_with("repair: wrote catalog"), "{lines:?}");
+    assert_events(db, &batches);
+    assert_eq!(repair(db, true), vec!["repair: nothing to do".to_string()]);
+}
+
+/// A lost catalog (and WAL) is rebuilt from the segment files.
+#[test]
+fn repair_rebuilds_a_lost_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = archive_of_segments(db, 20);
+    let files = common::cli::segment_files(db);
+    fs::remove_file(db.join("catalog.json")).unwrap();
+    fs::remove_file(db.join("wal")).unwrap();
+    let lines = repair(db, true);
+    assert!(
+        lines[0].contains("catalog") && lines[0].contains("missing"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("added segment")).count(),
+        files.len(),
+        "{lines:?}"
+    );
+    assert_events(db, &batches);
+    // And the archive takes imports again.
+    ok(
+        &run_with_stdin(&["import", "-q", "--db", s(db)], b""),
+        "weir import",
+    );
+}
+
+/// A corrupt catalog is moved aside into `damaged/` (not deleted) and rebuilt.
+#[test]
+fn repair_moves_a_corrupt_catalog_aside_and_rebuilds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = archive_of_segments(db, 20);
+    fs::write(db.join("catalog.json"), b"{\"format\": \"weir-cat").unwrap();
+    assert_eq!(run(&["verify", "--db", s(db)]).status.code(), Some(1));
+    let lines = repair(db, true);
+    assert!(lines[0].contains("moved corrupt catalog"), "{lines:?}");
+    assert_eq!(
+        fs::read(db.join("damaged/catalog.json")).unwrap(),
+        b"{\"format\": \"weir-cat"
+    );
+    assert_events(db, &batches);
+}
+
+/// A damaged segment is moved aside into `damaged/` (not deleted); the events it held are
+/// then reported missing by `verify` (exit 1), while the rest reads.
+#[test]
+fn repair_moves_a_damaged_segment_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = archive_of_segments(db, 20);
+    let cat: serde_json::Value =
+        serde_json::from_slice(&fs::read(db.join("catalog.json")).unwrap()).unwrap();
+    let victim = db.join(cat["segments"][1]["file"].as_str().unwrap());
+    let row = batches
+        .iter()
+        .map(|b| b.row(0).to_vec())
+        .find(|r| {
+            let bytes = fs::read(&victim).unwrap();
+            bytes.windows(r.len()).any(|w| w == &r[..])
+        })
+        .expect("a row of the segment");
+    damage_row_bytes(&victim, &row);
+    let damaged_bytes = fs::read(&victim).unwrap();
+    let lines = repair(db, false);
+    assert!(
+        lines[0].starts_with(&format!("repair: moved damaged segment {}", s(&victim))),
+        "{lines:?}"
+    );
+    let moved = db.join("damaged").join(victim.file_name().unwrap());
+    assert_eq!(fs::read(&moved).unwrap(), damaged_bytes);
+    let verify = run(&["verify", "--db", s(db)]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(
+        text(&verify.stdout).contains("are in no segment"),
+        "{}",
+        text(&verify.stdout)
+    );
+}
+
+/// Flips a bit in the middle of `row` in the file at `path`.
+fn damage_row_bytes(path: &Path, row: &[u8]) {
+    let mut bytes = fs::read(path).unwrap();
+    let at = bytes.windows(row.len()).position(|w| w == row).unwrap();
+    bytes[at + row.len() / 2] ^= 0x20;
+    fs::write(path, &bytes).unwrap();
+}
+
+/// `--repair` takes the writer lock: it refuses while a writer (an import) holds it, and
+/// changes nothing.
+#[test]
+fn repair_refuses_while_an_import_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    archive_of_segments(db, 20);
+    drop_catalog_entry(db, 1);
+    let before = listing(db);
+    let (store, _) = Store::open_writer(db, opts(16 << 10)).unwrap();
+    let out = run(&["verify", "--repair", "--db", s(db)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("locked"),
+        "{}",
+        text(&out.stderr)
+    );
+    drop(store);
+    assert_eq!(listing(db), before);
+}

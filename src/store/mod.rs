@@ -8,6 +8,7 @@
 //!   catalog.json       sealed segments and their ID intervals (see [`catalog`])
 //!   wal                write-ahead log of the active segment (see [`crate::wal`])
 //!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
+//!   damaged/           files `weir verify --repair` moved aside (see [`repair`]); never read
 //!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
 //!                      while it is being written (sparse; see [`crate::segment`]'s writer),
 //!                      removed by the next writer
@@ -51,6 +52,7 @@ mod archive;
 pub mod catalog;
 mod config;
 mod error;
+mod repair;
 mod sink;
 
 use std::collections::HashSet;
@@ -66,6 +68,7 @@ pub use archive::{
 pub use catalog::{Catalog, CatalogEntry};
 pub use config::ArchiveSinkConfig;
 pub use error::{Result, StoreError};
+pub use repair::{repair, RepairReport, DAMAGED_DIR};
 pub use sink::ArchiveSink;
 
 /// Fault injection for tests (see `fs::fault`); not part of the API.
@@ -152,7 +155,7 @@ pub struct Store {
     stale: Vec<PathBuf>,
 }
 
-fn take_lock(dir: &Path) -> Result<File> {
+pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let mut file = OpenOptions::new()
         .read(true)
@@ -221,7 +224,7 @@ pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Ve
 }
 
 /// Formats ID intervals as `[a, b) [c, d)`.
-fn show_ranges(ranges: &[Range<u64>]) -> String {
+pub(crate) fn show_ranges(ranges: &[Range<u64>]) -> String {
     let r: Vec<String> = ranges
         .iter()
         .map(|r| format!("[{}, {})", r.start, r.end))
