@@ -163,7 +163,7 @@ pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) 
     Ok(path)
 }
 
-/// Fault injection for tests: makes a [`commit_file`] (the end of every atomic write and of
+/// Fault injection for tests: makes a `commit_file` (the end of every atomic write and of
 /// every segment seal) fail as on a full disk, without needing a full file system.
 ///
 /// The setting is per thread (a [`crate::store::Store`] seals on the thread that appends), so
