@@ -116,7 +116,8 @@ impl Batch {
 
     /// The event IDs this batch covers.
     pub fn id_range(&self) -> Range<u64> {
-        self.id..self.id + self.len() as u64
+        // Saturating: the store never assigns IDs past u64::MAX (it refuses such a batch).
+        self.id..self.id.saturating_add(self.len() as u64)
     }
 
     /// Appends the rows of `other`, which must have an equal schema (checked by the caller:

@@ -82,16 +82,31 @@ pub fn open_with_len(path: &Path) -> Result<(File, u64)> {
 
 /// Writes `bytes` to `dir/name` atomically: a temporary file `.name.tmp` is written, then
 /// committed with [`commit_file`] (fsyncs only when `sync`). Returns the final path.
+///
+/// On failure the temporary is removed (it is a private copy nothing points into; on a full
+/// disk that frees its space).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<PathBuf> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut f = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
-    f.write_all(bytes)
-        .map_err(|e| FsError::new("write", &tmp, e))?;
-    commit_file(&f, &tmp, dir, name, sync)
+    let r = f
+        .write_all(bytes)
+        .map_err(|e| FsError::new("write", &tmp, e))
+        .and_then(|()| commit_file(&f, &tmp, dir, name, sync));
+    remove_temporary_on_error(r, &tmp)
+}
+
+/// Removes `tmp` if `r` failed (after a failed rename it is still there; after a failed
+/// directory fsync it is gone and this does nothing).
+fn remove_temporary_on_error<T>(r: Result<T>, tmp: &Path) -> Result<T> {
+    if r.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    r
 }
 
 /// Copies bytes `range` of `file` (at `path`) to a new file `dir/name`, atomically: through a
 /// temporary `.name.copy.tmp` committed with [`commit_file`] (fsyncs only when `sync`).
+/// On failure that temporary is removed (never `file` itself).
 pub fn copy_range_atomic(
     file: &File,
     path: &Path,
@@ -101,13 +116,25 @@ pub fn copy_range_atomic(
     sync: bool,
 ) -> Result<PathBuf> {
     let tmp = dir.join(format!(".{name}.copy.tmp"));
-    let mut out = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+    let r = copy_range_to(file, path, range, &tmp)
+        .and_then(|out| commit_file(&out, &tmp, dir, name, sync));
+    remove_temporary_on_error(r, &tmp)
+}
+
+/// The copy of [`copy_range_atomic`]: bytes `range` of `file` to a new file `tmp`.
+fn copy_range_to(
+    file: &File,
+    path: &Path,
+    range: std::ops::Range<u64>,
+    tmp: &Path,
+) -> Result<File> {
+    let mut out = File::create(tmp).map_err(|e| FsError::new("create", tmp, e))?;
     let mut src = file;
     src.seek(SeekFrom::Start(range.start))
         .map_err(|e| FsError::new("seek", path, e))?;
     let len = range.end.saturating_sub(range.start);
     let copied =
-        io::copy(&mut src.take(len), &mut out).map_err(|e| FsError::new("copy to", &tmp, e))?;
+        io::copy(&mut src.take(len), &mut out).map_err(|e| FsError::new("copy to", tmp, e))?;
     if copied != len {
         return Err(FsError::new(
             "copy",
@@ -115,7 +142,7 @@ pub fn copy_range_atomic(
             io::Error::new(io::ErrorKind::UnexpectedEof, "segment file is short"),
         ));
     }
-    commit_file(&out, &tmp, dir, name, sync)
+    Ok(out)
 }
 
 /// The end of every atomic write: fsyncs the written temporary `file` at `tmp`, renames it to
@@ -123,6 +150,7 @@ pub fn copy_range_atomic(
 ///
 /// `tmp` must be in `dir` (a rename is atomic only within one file system).
 pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) -> Result<PathBuf> {
+    fault::check("commit", tmp)?;
     if sync {
         file.sync_all().map_err(|e| FsError::new("fsync", tmp, e))?;
     }
@@ -133,6 +161,60 @@ pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) 
         sync_dir(dir)?;
     }
     Ok(path)
+}
+
+/// Fault injection for tests: makes a `commit_file` (the end of every atomic write and of
+/// every segment seal) fail as on a full disk, without needing a full file system.
+///
+/// The setting is per thread (a [`crate::store::Store`] seals on the thread that appends), so
+/// tests running in parallel do not see each other's faults. Not part of the API.
+#[doc(hidden)]
+pub mod fault {
+    use std::cell::Cell;
+    use std::io;
+    use std::path::Path;
+
+    thread_local! {
+        /// Commits to let pass before one fails; `None`: no fault armed.
+        static COMMITS_BEFORE_FAILURE: Cell<Option<u32>> = const { Cell::new(None) };
+    }
+
+    /// Arms a fault: after `skip` more commits on this thread succeed, the next one fails (once)
+    /// with [`io::ErrorKind::StorageFull`], before anything is fsynced or renamed.
+    pub fn fail_commit_after(skip: u32) {
+        COMMITS_BEFORE_FAILURE.with(|c| c.set(Some(skip)));
+    }
+
+    /// Disarms the fault of this thread.
+    pub fn disarm() {
+        COMMITS_BEFORE_FAILURE.with(|c| c.set(None));
+    }
+
+    /// Called by the commit: fails if the armed fault is due.
+    pub(super) fn check(action: &str, path: &Path) -> super::Result<()> {
+        let due = COMMITS_BEFORE_FAILURE.with(|c| match c.get() {
+            Some(0) => {
+                c.set(None);
+                true
+            }
+            Some(n) => {
+                c.set(Some(n - 1));
+                false
+            }
+            None => false,
+        });
+        if due {
+            return Err(super::FsError::new(
+                action,
+                path,
+                io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "no space left on device (injected fault)",
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Fsyncs a directory so that renames and creations in it are durable.

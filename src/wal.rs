@@ -47,13 +47,20 @@
 //!   before the log.
 //! - The segment files that records point into stay until the log no longer points into them:
 //!   the writer removes the files of an earlier life at the first seal after replaying them.
-//! - Rows that are missing or do not match their CRC end the log where their record is, with a
-//!   warning, like a torn record: after a power loss, records written since the last flush can
-//!   outlive the rows they point at, which were not acknowledged as durable either.
-//! - Damage is classified by position: a record that runs past the end of the file, or whose
-//!   checksum fails and which ends exactly at the end of the file, is a *torn tail* (an
-//!   interrupted, unacknowledged write): it is discarded with a warning. A damaged record
-//!   followed by more data is corruption: an error naming the file and offset.
+//! - Only a torn *last* record may be dropped. A record is damaged if its length is out of
+//!   range or runs past the end of the file, its checksum fails, its payload does not decode,
+//!   or (pointing into a segment file) its rows are missing or do not match their CRC. A
+//!   damaged record is a *torn tail* (an interrupted, unacknowledged write; or, after a power
+//!   loss, records written since the last flush that outlived their rows, which were not
+//!   acknowledged as durable either) if no *intact* record follows it: it and everything after
+//!   it is discarded with a warning, and the writer cuts it off. If an intact record follows
+//!   (found by scanning forward byte by byte from just after the damaged record's start, or,
+//!   for rows that do not match, from its end; intact = plausible header, matching checksum, a
+//!   payload that decodes, and readable rows), the log is *damaged*: an error naming the file
+//!   and the offsets of both records. The writer then refuses to open and changes nothing
+//!   (the log is never truncated past an intact record); `weir verify` reports it. A length
+//!   field damaged into a large value therefore does not hide the records after it, and
+//!   neither does a bit flipped in the rows of a middle record.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
@@ -509,6 +516,9 @@ fn decode_payload(
             s
         }
     };
+    first_id
+        .checked_add(rows as u64)
+        .ok_or_else(|| format!("event IDs {first_id}.. plus {rows} rows overflow"))?;
     let data_len = c.u32()? as usize;
     let offsets_bytes = c.take(rows.checked_mul(4).ok_or("row count overflows")?)?;
     let offsets: Vec<usize> = offsets_bytes
@@ -607,6 +617,9 @@ pub struct WalReader {
     segments: PathBuf,
     /// Segments whose files external records read so far pointed into.
     referenced: Vec<uuid::Uuid>,
+    /// Segments named by the external records read so far, whether their rows were read or
+    /// not ([`Entry::Sealed`]).
+    named: Vec<uuid::Uuid>,
     reader: BufReader<File>,
     base_id: u64,
     pos: u64,
@@ -652,6 +665,7 @@ impl WalReader {
             path: path.to_path_buf(),
             segments,
             referenced: Vec::new(),
+            named: Vec::new(),
             reader,
             base_id,
             pos: WAL_HEADER_LEN,
@@ -684,6 +698,12 @@ impl WalReader {
         &self.referenced
     }
 
+    /// The segments named by the external records read so far (also those of records
+    /// returned as [`Entry::Sealed`], whose rows were not read).
+    pub fn named_segments(&self) -> &[uuid::Uuid] {
+        &self.named
+    }
+
     /// The torn tail found, if reading stopped at one.
     pub fn torn(&self) -> Option<&TornTail> {
         self.torn.as_ref()
@@ -697,6 +717,65 @@ impl WalReader {
             reason,
         });
         self.done = true;
+        Ok(None)
+    }
+
+    /// The record at `self.pos` is damaged (`reason`): a torn tail if no intact record starts
+    /// at or after `from`, else corruption naming the offsets of both (see the module docs).
+    fn torn_or_corrupt<T>(&mut self, from: u64, reason: String) -> Result<Option<T>> {
+        match self.intact_record_from(from)? {
+            None => self.torn_at(reason),
+            Some(next) => Err(self.corrupt_at(format!(
+                "{reason}, but an intact record follows at offset {next}: the log is damaged, not torn"
+            ))),
+        }
+    }
+
+    /// The offset of the first intact record that starts at or after `from`: a plausible
+    /// header (length in range and within the file, first event ID at or after the expected
+    /// one, at least one row, known flags), a matching checksum, a payload that decodes, and,
+    /// if it points into a segment file, rows there that match their checksum. Scans byte by
+    /// byte (a record that passes the checksum but not the rest is skipped whole); reads the
+    /// rest of the file into memory, which only happens once, when the log is damaged.
+    fn intact_record_from(&mut self, from: u64) -> Result<Option<u64>> {
+        if from >= self.end {
+            return Ok(None);
+        }
+        let mut rest = vec![0u8; (self.end - from) as usize];
+        fs::read_exact_at(self.reader.get_ref(), &mut rest, from)
+            .map_err(|e| WalError::io("read", &self.path, e))?;
+        let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut schema = None;
+        let mut i = 0usize;
+        while i + RECORD_HEADER_LEN as usize + MIN_PAYLOAD as usize <= rest.len() {
+            let len = u32_at(&rest, i) as usize;
+            let start = i + RECORD_HEADER_LEN as usize;
+            let plausible = (MIN_PAYLOAD as usize..=MAX_PAYLOAD as usize).contains(&len)
+                && start + len <= rest.len()
+                && {
+                    let p = &rest[start..start + len];
+                    let mut id = [0u8; 8];
+                    id.copy_from_slice(&p[..8]);
+                    u64::from_le_bytes(id) >= self.expected_id
+                        && u32_at(p, 8) > 0
+                        && p[12] & !(FLAG_TS | FLAG_EXTERNAL) == 0
+                };
+            if !plausible || crc32fast::hash(&rest[start..start + len]) != u32_at(&rest, i + 4) {
+                i += 1;
+                continue;
+            }
+            let intact = match decode_payload(&rest[start..start + len], &mut schema) {
+                Ok(Decoded::Inline(_)) => true,
+                Ok(Decoded::External(x)) => {
+                    read_external(&self.segments, x.location, x.data_len, x.data_crc).is_ok()
+                }
+                Err(_) => false,
+            };
+            if intact {
+                return Ok(Some(from + i as u64));
+            }
+            i = start + len;
+        }
         Ok(None)
     }
 
@@ -762,14 +841,17 @@ impl WalReader {
             return self.torn_at("zero-filled tail".into());
         }
         if !(MIN_PAYLOAD..=MAX_PAYLOAD).contains(&len) {
-            return Err(self.corrupt_at(format!("invalid record length {len}")));
+            return self.torn_or_corrupt(self.pos + 1, format!("invalid record length {len}"));
         }
         let record_end = self.pos + RECORD_HEADER_LEN + len;
         if record_end > self.end {
-            return self.torn_at(format!(
-                "record of {len} bytes but only {} left in the file",
-                remaining - RECORD_HEADER_LEN
-            ));
+            return self.torn_or_corrupt(
+                self.pos + 1,
+                format!(
+                    "record of {len} bytes but only {} left in the file",
+                    remaining - RECORD_HEADER_LEN
+                ),
+            );
         }
         self.payload.resize(len as usize, 0);
         if !read_full(&mut self.reader, &mut self.payload)
@@ -778,12 +860,15 @@ impl WalReader {
             return self.torn_at(TRUNCATED_WHILE_READING.into());
         }
         if crc32fast::hash(&self.payload) != crc {
-            if record_end == self.end {
-                return self.torn_at("checksum mismatch in the last record".into());
-            }
-            return Err(self.corrupt_at("record checksum mismatch".into()));
+            return self.torn_or_corrupt(self.pos + 1, "record checksum mismatch".into());
         }
-        let batch = match decode_payload(&self.payload, &mut self.last_schema) {
+        let decoded = decode_payload(&self.payload, &mut self.last_schema);
+        if let Ok(Decoded::External(x)) = &decoded {
+            if !self.named.contains(&x.location.segment) {
+                self.named.push(x.location.segment);
+            }
+        }
+        let batch = match decoded {
             Ok(Decoded::Inline(b)) => b,
             Ok(Decoded::External(x)) if x.first_id + x.offsets.len() as u64 <= sealed_below => {
                 let ids = x.first_id..x.first_id + x.offsets.len() as u64;
@@ -805,7 +890,10 @@ impl WalReader {
                 let data = match read_external(&self.segments, x.location, x.data_len, x.data_crc) {
                     Ok(d) => d,
                     Err(why) => {
-                        return self.torn_at(format!("record's rows are not readable: {why}"))
+                        return self.torn_or_corrupt(
+                            record_end,
+                            format!("record's rows are not readable: {why}"),
+                        )
                     }
                 };
                 if !self.referenced.contains(&x.location.segment) {

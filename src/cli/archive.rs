@@ -1,4 +1,5 @@
-//! The archive commands: `weir export`, `weir info`, `weir inspect`, `weir verify`.
+//! The archive commands: `weir export`, `weir info`, `weir inspect`, `weir verify` (with
+//! `--repair`, [`weir::store::repair`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -51,6 +52,11 @@ pub struct InspectArgs {
 pub struct VerifyArgs {
     #[command(flatten)]
     db: DbArg,
+    /// Repair first (takes the writer lock): move damaged segments (and a corrupt catalog)
+    /// aside into DB/damaged/, add valid segments the catalog lost back to it, rebuild a lost
+    /// catalog from the segment files; prints one line per action. Deletes nothing.
+    #[arg(long)]
+    repair: bool,
 }
 
 fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
@@ -81,6 +87,7 @@ fn print_out(text: &str) -> anyhow::Result<()> {
 /// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
     let mut writer = writer_for(args.to);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -128,9 +135,22 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Warns about segment files the catalog does not list (their events are not read).
+fn warn_unlisted(archive: &Archive) -> anyhow::Result<()> {
+    for path in archive.unlisted_segments()?.lost {
+        eprintln!(
+            "weir: warning: segment {} is not in the catalog, so its events are not read; run `weir verify --repair` to add it back",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// `weir info`.
 pub fn info(args: InfoArgs) -> anyhow::Result<()> {
-    let info = Archive::open(&args.db.path)?.info()?;
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let info = archive.info()?;
     if args.json {
         print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
     } else {
@@ -151,6 +171,17 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
 
 /// `weir verify`: a line per problem and exit 1, or a line saying all is well.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
+    if args.repair {
+        let repaired = weir::store::repair(&args.db.path)?;
+        let mut text = String::new();
+        for a in &repaired.actions {
+            text.push_str(&format!("repair: {a}\n"));
+        }
+        if repaired.actions.is_empty() {
+            text.push_str("repair: nothing to do\n");
+        }
+        print_out(&text)?;
+    }
     let report = Archive::open(&args.db.path)?.verify();
     for w in &report.warnings {
         eprintln!("weir: warning: {w}");

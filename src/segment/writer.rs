@@ -644,6 +644,11 @@ impl SegmentBuilder {
 
     /// Finishes the segment, writes it atomically to `dir/<uuid>.seg` (fsynced when `sync`)
     /// and clears the builder. Returns what the segment holds.
+    ///
+    /// In file mode, a failure leaves the active segment's temporary file `.<uuid>.seg.tmp` in
+    /// place (its rows are intact: sealing writes only the unused front, and collapsing or
+    /// copying keeps the end), because write-ahead log records point into it; the builder is
+    /// cleared all the same and the next segment gets a new file.
     pub fn write_to(&mut self, dir: &Path, sync: bool) -> Result<SealedSegment> {
         if self.dir.is_none() {
             let uuid = uuid::Uuid::new_v4();
@@ -656,10 +661,10 @@ impl SegmentBuilder {
         let Some(Target::File(mut active)) = self.target.take() else {
             return Err(internal(self.max, "no segment file to seal"));
         };
+        // On failure the temporary file stays: the write-ahead log's records point at the rows
+        // in it (they are acknowledged), and the next writer replays them from it. Deleting it
+        // here (as this once did, e.g. when the disk filled up while sealing) lost them.
         let result = self.seal_file(&mut active, dir, sync);
-        if result.is_err() {
-            let _ = std::fs::remove_file(&active.path);
-        }
         self.clear();
         result
     }

@@ -190,6 +190,38 @@ impl Archive {
         }
     }
 
+    /// The segment files in `segments/` that the catalog does not list, in two groups.
+    ///
+    /// `lost`: no WAL record names them, so their events are not visible (a lost catalog or
+    /// catalog entry); `weir verify --repair` lists them again. `sealing`: the WAL points into
+    /// them (a seal in progress, or one interrupted by a crash: the next writer replays the WAL
+    /// and removes them). A seal renames the segment file, then writes the catalog, then
+    /// replaces the WAL; so the WAL is read before the catalog is read again, and a file still
+    /// unlisted then was named by that WAL if a seal was writing it.
+    pub fn unlisted_segments(&self) -> Result<UnlistedSegments> {
+        let mut out = UnlistedSegments::default();
+        let names = super::unlisted_segment_files(&self.dir, &self.catalog)?;
+        if names.is_empty() {
+            return Ok(out);
+        }
+        let mut named = Vec::new();
+        if let Ok(mut r) = WalReader::open(&self.dir.join(WAL_FILE)) {
+            while let Ok(Some(_)) = r.next_entry(u64::MAX) {}
+            named = r.named_segments().to_vec();
+        }
+        let fresh = Catalog::load(&self.dir)?;
+        let now = super::unlisted_segment_files(&self.dir, &fresh)?;
+        for name in names.into_iter().filter(|n| now.contains(n)) {
+            let path = self.dir.join(SEGMENTS_DIR).join(&name);
+            if named.iter().any(|u| crate::segment::file_name(u) == name) {
+                out.sealing.push(path);
+            } else {
+                out.lost.push(path);
+            }
+        }
+        Ok(out)
+    }
+
     /// Segments, events, bytes, ID ranges and events per schema (sealed and in the WAL).
     pub fn info(&self) -> Result<ArchiveInfo> {
         let wal_path = self.dir.join(WAL_FILE);
@@ -226,7 +258,14 @@ impl Archive {
             wal.bytes = r.good_len();
         }
         let segment_events = cat.events();
+        let unlisted = self
+            .unlisted_segments()?
+            .lost
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         Ok(ArchiveInfo {
+            unlisted,
             dir: self.dir.display().to_string(),
             segments: cat.segments.len() as u64,
             events: segment_events + wal.events,
@@ -291,21 +330,37 @@ impl Archive {
             );
         }
         // Segment files the catalog does not name: a seal in progress, or an interrupted one
-        // that the next writer cleans up. Not damage.
-        let known: std::collections::HashSet<&str> =
-            cat.segments.iter().map(|s| s.file.as_str()).collect();
-        if let Ok(entries) = std::fs::read_dir(self.dir.join(SEGMENTS_DIR)) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name.ends_with(".seg")
-                    && !known.contains(format!("{SEGMENTS_DIR}/{name}").as_str())
-                {
+        // that the next writer cleans up (the WAL points into it), is not damage; any other
+        // holds events that are not visible: a problem (`--repair` lists it again).
+        match self.unlisted_segments() {
+            Ok(unlisted) => {
+                for path in &unlisted.sealing {
                     report.warnings.push(format!(
-                        "{}: not in the catalog (a seal in progress or interrupted; the next import removes it)",
-                        e.path().display()
+                        "{}: not in the catalog (a seal in progress or interrupted; the write-ahead log holds its events and the next import removes it)",
+                        path.display()
                     ));
                 }
+                for path in &unlisted.lost {
+                    let what = match Segment::open(path) {
+                        Ok(seg) => format!(
+                            "holds events {} that are not visible",
+                            seg.intervals()
+                                .iter()
+                                .map(|r| format!("[{}, {})", r.start, r.end))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                        Err(e) => format!("cannot be read ({e})"),
+                    };
+                    report.problem(
+                        path,
+                        format!("not in the catalog: {what} (`weir verify --repair` puts it back or moves it aside)"),
+                    );
+                }
             }
+            Err(e) => report
+                .problems
+                .push(Problem::from_error(&self.dir.join(SEGMENTS_DIR), e)),
         }
         if let Some(wal_reader) = wal_reader {
             match wal_reader {
@@ -637,9 +692,21 @@ pub struct WalInfo {
     pub bytes: u64,
 }
 
+/// The result of [`Archive::unlisted_segments`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnlistedSegments {
+    /// Segment files no WAL record names: their events are not visible.
+    pub lost: Vec<PathBuf>,
+    /// Segment files the WAL points into: a seal in progress or interrupted.
+    pub sealing: Vec<PathBuf>,
+}
+
 /// Summary of an archive (`weir info`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArchiveInfo {
+    /// Segment files the catalog does not list (and no WAL record names): their events are not
+    /// counted here; `weir verify --repair` lists them again.
+    pub unlisted: Vec<String>,
     /// The database directory.
     pub dir: String,
     /// Sealed segments.
@@ -681,6 +748,12 @@ impl fmt::Display for ArchiveInfo {
                 r.join(" ")
             }
         )?;
+        for u in &self.unlisted {
+            writeln!(
+                f,
+                "unlisted:  {u} (not in the catalog; run weir verify --repair)"
+            )?;
+        }
         writeln!(f, "schemas:")?;
         for (name, n) in &self.schemas {
             writeln!(f, "  {name}: {n}")?;

@@ -15,8 +15,10 @@
 //!
 //! - Rewritten atomically ([`crate::fs::write_atomic`]: temporary file, fsync, rename, fsync
 //!   directory) each time a segment is sealed, after the segment file itself is durable and
-//!   before the WAL is reset. A segment file not listed here is an orphan of an interrupted seal; its events are still in the WAL
-//!   and the next writer removes it.
+//!   before the WAL is reset. A segment file not listed here is either one of an interrupted
+//!   seal, whose events are still in the WAL (the next writer removes it once the WAL proves
+//!   that), or one whose entry was lost: it is kept and reported (see [`crate::store`]), and
+//!   `weir verify --repair` lists it again.
 //! - Segments are listed in ID order; their intervals ascend and do not overlap; `next_id` is
 //!   the end of the last interval (0 for an empty archive): the first ID the WAL holds.
 //! - Opening an archive reads only this file (no segment bodies), so it is fast with many

@@ -43,6 +43,24 @@ pub enum StoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// A segment file that the catalog does not list holds events that writing would
+    /// overwrite in the ID space; the file is kept untouched.
+    #[error("segment {} is not in the catalog: {reason}", path.display())]
+    Unlisted {
+        /// The segment file.
+        path: PathBuf,
+        /// What it holds and what to do.
+        reason: String,
+    },
+    /// Event IDs are u64: a batch that would take IDs past `u64::MAX` is refused before
+    /// anything is written (the archive stays as it was).
+    #[error("event ID space exhausted: a batch of {events} events cannot start at ID {next_id} (IDs end at {})", u64::MAX)]
+    IdOverflow {
+        /// The ID the batch would start at.
+        next_id: u64,
+        /// The events of the batch.
+        events: u64,
+    },
     /// One event is larger than a whole segment may be.
     #[error(
         "event {id} of schema {schema} is {bytes} bytes and cannot fit in a segment of at most {max} bytes; raise --max-segment-size"
@@ -95,7 +113,9 @@ impl StoreError {
         match self {
             StoreError::Segment(e) => e.is_corruption(),
             StoreError::Wal(e) => e.is_corruption(),
-            StoreError::CorruptCatalog { .. } | StoreError::CatalogJson { .. } => true,
+            StoreError::CorruptCatalog { .. }
+            | StoreError::CatalogJson { .. }
+            | StoreError::Unlisted { .. } => true,
             _ => false,
         }
     }

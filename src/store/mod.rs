@@ -8,6 +8,7 @@
 //!   catalog.json       sealed segments and their ID intervals (see [`catalog`])
 //!   wal                write-ahead log of the active segment (see [`crate::wal`])
 //!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
+//!   damaged/           files `weir verify --repair` moved aside (see [`repair`]); never read
 //!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
 //!                      while it is being written (sparse; see [`crate::segment`]'s writer),
 //!                      removed by the next writer
@@ -16,17 +17,31 @@
 //! # Invariants
 //!
 //! - Event IDs are one dense, monotonic u64 space assigned in arrival order by
-//!   [`Store::append`]. Every ID below the catalog's `next_id` is in exactly one sealed segment;
+//!   [`Store::append`]; they never wrap: a batch whose IDs would pass `u64::MAX` is refused
+//!   ([`StoreError::IdOverflow`]) before anything is written, and the WAL and segment readers
+//!   treat an ID range that overflows as damage. Every ID below the catalog's `next_id` is in exactly one sealed segment;
 //!   the WAL holds the following IDs, contiguously.
 //! - Each batch's rows are written once, into the active segment's temporary file, and its WAL
 //!   record points at them (see [`crate::wal`]).
 //! - Sealing the active segment is, in this order: complete the segment (its temporary file,
 //!   written as batches arrive: front, fsync, rename, fsync directory); write the catalog
 //!   naming it (the same way); replace the WAL by an empty one starting at the new `next_id`
-//!   (the same way). A crash after step 1 leaves an orphan segment that the WAL still points
+//!   (the same way). A crash after step 1 leaves an unlisted segment that the WAL still points
 //!   into: the next writer replays its events from it and removes it at its first seal; a
 //!   crash after step 2 leaves WAL records below `next_id`, which replay skips without reading
 //!   their rows. So every acknowledged batch is present exactly once after the next open.
+//! - A segment file is deleted only when the WAL proves it redundant: the WAL points into it
+//!   and a seal has since replaced the WAL (above), or its events all lie in the IDs the WAL's
+//!   records hold (an interrupted seal while replaying). Any other segment the catalog does
+//!   not list (a lost catalog or catalog entry) is kept: the writer warns about it, or, if it
+//!   holds IDs at or past the catalog's `next_id` (which the writer would assign again),
+//!   refuses to open ([`StoreError::Unlisted`]); readers warn about it and `weir verify`
+//!   reports it as a problem. `weir verify --repair` puts it back into the catalog.
+//! - A seal that fails (a full disk, an I/O error) deletes nothing the WAL points into: the
+//!   active segment's temporary file stays (see [`crate::segment::SegmentBuilder::write_to`]),
+//!   the writer refuses further work ([`StoreError::Poisoned`]), and the next writer replays
+//!   the WAL from that file once there is space again. Only the private temporaries of atomic
+//!   writes and copies (`.<name>.tmp`, `.<name>.copy.tmp`) are removed on failure.
 //! - `LOCK` is held with an exclusive advisory lock ([`std::fs::File::try_lock`], flock) by
 //!   the one writer and contains its pid in decimal, for the error message of a second writer.
 //!   The lock dies with the process, so a `kill -9` never leaves a stale lock. Readers take no
@@ -37,21 +52,28 @@ mod archive;
 pub mod catalog;
 mod config;
 mod error;
+mod repair;
 mod sink;
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub use archive::{
-    Archive, ArchiveInfo, BatchRef, Problem, Scan, VerifyReport, WalInfo, DEFAULT_SEGMENT_CACHE,
+    Archive, ArchiveInfo, BatchRef, Problem, Scan, UnlistedSegments, VerifyReport, WalInfo,
+    DEFAULT_SEGMENT_CACHE,
 };
 pub use catalog::{Catalog, CatalogEntry};
 pub use config::ArchiveSinkConfig;
 pub use error::{Result, StoreError};
+pub use repair::{repair, RepairReport, DAMAGED_DIR};
 pub use sink::ArchiveSink;
 
+/// Fault injection for tests (see `fs::fault`); not part of the API.
+#[doc(hidden)]
+pub use crate::fs::fault;
 pub use crate::fs::FsError;
 pub use crate::wal::{SyncPolicy, WalError};
 
@@ -133,7 +155,7 @@ pub struct Store {
     stale: Vec<PathBuf>,
 }
 
-fn take_lock(dir: &Path) -> Result<File> {
+pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let mut file = OpenOptions::new()
         .read(true)
@@ -160,45 +182,114 @@ fn take_lock(dir: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// Removes leftovers of interrupted writes: temporaries, and segments the catalog does not
-/// name (their events are still in the WAL), except the segment files named in `keep` (the WAL
-/// points into them). Returns a warning per removed orphan.
-fn remove_leftovers(
-    dir: &Path,
-    catalog: &Catalog,
-    keep: &std::collections::HashSet<String>,
-) -> Result<Vec<String>> {
-    let mut warnings = Vec::new();
-    let known: std::collections::HashSet<&str> =
-        catalog.segments.iter().map(|s| s.file.as_str()).collect();
-    for (d, prefix) in [
-        (dir.to_path_buf(), ""),
-        (dir.join(SEGMENTS_DIR), SEGMENTS_DIR),
-    ] {
+/// Removes the temporaries of interrupted writes (`.*.tmp` in the database and segment
+/// directories), except the segment files named in `keep` (the WAL points into them).
+fn remove_temporaries(dir: &Path, keep: &HashSet<String>) -> Result<()> {
+    for d in [dir.to_path_buf(), dir.join(SEGMENTS_DIR)] {
         let entries = std::fs::read_dir(&d).map_err(|e| StoreError::io("list", &d, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| StoreError::io("list", &d, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let rel = if prefix.is_empty() {
-                name.clone()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            if !prefix.is_empty() && keep.contains(&name) {
-                continue;
-            }
-            let orphan =
-                !prefix.is_empty() && name.ends_with(".seg") && !known.contains(rel.as_str());
-            if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
+            if name.starts_with('.') && name.ends_with(".tmp") && !keep.contains(&name) {
                 let p = entry.path();
                 std::fs::remove_file(&p).map_err(|e| StoreError::io("remove", &p, e))?;
-                if orphan {
-                    warnings.push(format!(
-                        "removed segment {} of an interrupted seal (its events are replayed from the write-ahead log)",
-                        p.display()
-                    ));
-                }
             }
+        }
+    }
+    Ok(())
+}
+
+/// The segment files (`segments/*.seg`) the catalog does not list, by file name.
+pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
+    let seg_dir = dir.join(SEGMENTS_DIR);
+    let known: HashSet<&str> = catalog.segments.iter().map(|s| s.file.as_str()).collect();
+    let mut names = Vec::new();
+    let entries = match std::fs::read_dir(&seg_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
+        Err(e) => return Err(StoreError::io("list", &seg_dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("list", &seg_dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.')
+            && name.ends_with(".seg")
+            && !known.contains(format!("{SEGMENTS_DIR}/{name}").as_str())
+        {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Formats ID intervals as `[a, b) [c, d)`.
+pub(crate) fn show_ranges(ranges: &[Range<u64>]) -> String {
+    let r: Vec<String> = ranges
+        .iter()
+        .map(|r| format!("[{}, {})", r.start, r.end))
+        .collect();
+    r.join(" ")
+}
+
+/// Deals with the segment files the catalog does not list, other than those the WAL points
+/// into (`keep`), after replay. Only a segment the WAL proves redundant is removed: one whose
+/// events all lie in `wal_ids`, the IDs the log's records hold (read with their rows), so a
+/// copy of every one of its events is being sealed again from the WAL (an interrupted seal
+/// during an earlier replay). Any other unlisted segment is kept: one whose IDs are all below
+/// the catalog's end (a lost catalog entry, or a duplicate) with a warning; one holding IDs at
+/// or past the catalog's end (a lost catalog) is an error, since writing would assign its IDs
+/// again. `weir verify --repair` puts such segments back into the catalog.
+fn check_unlisted(
+    dir: &Path,
+    catalog: &Catalog,
+    keep: &HashSet<String>,
+    wal_ids: Range<u64>,
+) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    for name in unlisted_segment_files(dir, catalog)? {
+        if keep.contains(&name) {
+            continue;
+        }
+        let path = dir.join(SEGMENTS_DIR).join(&name);
+        let seg = match crate::segment::Segment::open(&path) {
+            Ok(seg) => seg,
+            Err(e) => {
+                warnings.push(format!(
+                    "kept segment {} that the catalog does not list and that cannot be read ({e}); `weir verify --repair` moves it aside",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        let ranges = seg.intervals().to_vec();
+        drop(seg);
+        let redundant = !ranges.is_empty()
+            && ranges
+                .iter()
+                .all(|r| wal_ids.start <= r.start && r.end <= wal_ids.end);
+        if redundant {
+            std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+            warnings.push(format!(
+                "removed segment {} of an interrupted seal (its events {} are replayed from the write-ahead log)",
+                path.display(),
+                show_ranges(&ranges)
+            ));
+        } else if ranges.iter().any(|r| r.end > catalog.next_id) {
+            return Err(StoreError::Unlisted {
+                path,
+                reason: format!(
+                    "it holds event IDs {} at or past the catalog's end {}, which this writer would assign again; run `weir verify --repair` to add it back to the catalog",
+                    show_ranges(&ranges),
+                    catalog.next_id
+                ),
+            });
+        } else {
+            warnings.push(format!(
+                "segment {} (events {}) is not in the catalog, so its events are not visible; kept: run `weir verify --repair` to add it back",
+                path.display(),
+                show_ranges(&ranges)
+            ));
         }
     }
     Ok(warnings)
@@ -239,21 +330,24 @@ impl Store {
             failed: None,
             stale: Vec::new(),
         };
+        let sealed_at_open = store.catalog.next_id;
         let referenced = store.replay(&mut report)?;
         // Leftovers go only now: the WAL may point into a temporary segment file of an earlier
         // life (or into a segment renamed just before a crash), which replay has read. Those
         // stay while the WAL points into them, until the next seal replaces it.
-        let mut keep = std::collections::HashSet::new();
+        let mut keep = HashSet::new();
         for uuid in &referenced {
             let name = crate::segment::file_name(uuid);
             keep.insert(format!(".{name}.tmp"));
             keep.insert(name);
         }
         keep.extend(store.builder.active_file_name());
+        remove_temporaries(&store.dir, &keep)?;
+        let wal_ids = sealed_at_open..store.next_id;
         report
             .warnings
-            .extend(remove_leftovers(&store.dir, &store.catalog, &keep)?);
-        let known: std::collections::HashSet<&str> = store
+            .extend(check_unlisted(&store.dir, &store.catalog, &keep, wal_ids)?);
+        let known: HashSet<&str> = store
             .catalog
             .segments
             .iter()
@@ -365,6 +459,14 @@ impl Store {
         let start = self.next_id;
         if batch.is_empty() {
             return Ok(start..start);
+        }
+        // IDs are never wrapped: a batch that does not fit in the rest of the u64 space is
+        // refused before anything is written.
+        if start.checked_add(batch.len() as u64).is_none() {
+            return Err(StoreError::IdOverflow {
+                next_id: start,
+                events: batch.len() as u64,
+            });
         }
         // Refuse an event that cannot fit even in an empty segment before anything is written.
         let (i, len) = (0..batch.len())
