@@ -14,16 +14,25 @@
 //!    only if it is *exactly* one member: libdeflate checked the member's CRC-32 and length, and
 //!    those must be the slice's last 8 bytes, so a member that ended early (a true boundary that
 //!    was not a candidate) or that runs past the slice (a false candidate) is never accepted.
-//! 4. A slice that fails is decoded by zlib (flate2), one member at a time from its start, which
-//!    finds the true member end; decoding then resumes at the next candidate after it.
+//! 4. A slice that fails is decoded by zlib (flate2) streaming, one member from its start,
+//!    which finds the true member end; decoding then resumes in parallel after it. The
+//!    streamed member's output is passed on once its CRC-32 and length verified (for members
+//!    up to [`MAX_UNVERIFIED`](super::verify::MAX_UNVERIFIED) of output; see
+//!    [`verify`](super::verify)), like every member decoded by libdeflate: a damaged member
+//!    is an error ([`FrameError`](super::verify::FrameError)) and none of its bytes are output.
 //!
 //! Output order is input order; a member larger than the window is decoded by the streaming
-//! fallback without holding it whole. Memory is bounded by the window and its decompressed
-//! size. Non-seekable input (stdin) uses streaming decompression instead (see `source`).
+//! fallback without holding its input whole. Non-seekable input (stdin) uses
+//! [`verify`](super::verify) alone (see `source`).
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, Read};
 
 use libdeflater::{DecompressionError, Decompressor};
+
+use super::verify::Verifier;
+
+/// Compressed bytes read at a time while a member is streamed.
+const STREAM_READ: usize = 1 << 20;
 
 /// Default size of the compressed window decoded in one parallel round.
 pub const DEFAULT_WINDOW: usize = 8 << 20;
@@ -112,26 +121,6 @@ fn decode_exact(dec: &mut Decompressor, slice: &[u8], pool: &BufferPool) -> Opti
     }
 }
 
-/// Decodes one member starting at `data[0]` with zlib, streaming. Returns its output and its
-/// compressed length, or `None` when the member runs past the end of `data`.
-fn decode_one_streaming(data: &[u8], eof: bool) -> io::Result<Option<(Vec<u8>, usize)>> {
-    let mut reader = io::BufReader::with_capacity(64 << 10, data);
-    let mut out = Vec::new();
-    let result = flate2::bufread::GzDecoder::new(&mut reader).read_to_end(&mut out);
-    match result {
-        Ok(_) => {
-            // The BufReader holds what the decoder did not consume.
-            let consumed = data.len() - reader.fill_buf()?.len();
-            Ok(Some((out, consumed)))
-        }
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && !eof => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The fallback decoder: zlib over what is buffered, then the rest of the input.
-type Streaming<R> = flate2::read::MultiGzDecoder<io::BufReader<io::Chain<io::Cursor<Vec<u8>>, R>>>;
-
 /// Decompresses concatenated gzip members from a reader, decoding several members at once.
 ///
 /// An iterator of decompressed chunks in input order; each chunk is one or more whole members.
@@ -152,8 +141,10 @@ type Streaming<R> = flate2::read::MultiGzDecoder<io::BufReader<io::Chain<io::Cur
 /// ```
 pub struct ParallelGunzip<R> {
     input: Option<R>,
-    stream: Option<Streaming<R>>,
-    streaming: bool,
+    /// The member being decoded by the streaming fallback, if any.
+    member: Option<Verifier>,
+    /// Bytes at the start of `buf` the streaming fallback already consumed.
+    head: usize,
     threads: usize,
     window: usize,
     buf: Vec<u8>,
@@ -174,8 +165,8 @@ impl<R: Read> ParallelGunzip<R> {
     pub fn with_window(input: R, threads: usize, window: usize) -> ParallelGunzip<R> {
         ParallelGunzip {
             input: Some(input),
-            stream: None,
-            streaming: false,
+            member: None,
+            head: 0,
             threads: threads.max(1),
             window: window.max(64 << 10),
             buf: Vec::new(),
@@ -254,75 +245,47 @@ impl<R: Read> ParallelGunzip<R> {
                 pos = self.buf.len(); // zero padding, as tape archives leave
                 break;
             }
-            let at = self.consumed + pos as u64;
-            match decode_one_streaming(&self.buf[pos..], self.eof).map_err(|e| bad(at, e))? {
-                Some((out, len)) => {
-                    self.ready.push_back(out);
-                    pos += len;
-                }
-                None => break,
-            }
+            // Not exactly one member: decode the member that starts here by streaming, which
+            // finds its true end.
+            self.member = Some(Verifier::gzip(self.consumed + pos as u64));
+            break;
         }
-        if pos == 0 && !self.eof {
-            // One member is larger than the window: stream the rest of the input.
-            self.streaming = true;
-            return Ok(());
+        if pos == 0 && !self.eof && self.member.is_none() {
+            // One member is larger than the window: stream it.
+            self.member = Some(Verifier::gzip(self.consumed));
         }
         self.buf.drain(..pos);
         self.consumed += pos as u64;
         Ok(())
     }
 
-    /// Streams the rest of the input through zlib, one chunk at a time.
-    fn stream_chunk(&mut self) -> Option<io::Result<Vec<u8>>> {
-        if self.stream.is_none() {
-            let head = std::mem::take(&mut self.buf);
-            let input = self.input.take()?;
-            let chained = io::Cursor::new(head).chain(input);
-            self.stream = Some(flate2::read::MultiGzDecoder::new(
-                io::BufReader::with_capacity(1 << 20, chained),
-            ));
+    /// Decodes the member being streamed a little further (its output is passed on once its
+    /// CRC verified; see [`Verifier`]); ends streaming at its end.
+    fn stream_step(&mut self) -> io::Result<()> {
+        if self.head == self.buf.len() {
+            self.consumed += self.head as u64;
+            self.buf.clear();
+            self.head = 0;
+            self.fill(STREAM_READ)?;
         }
-        let dec = self.stream.as_mut()?;
-        let mut out = vec![0u8; 1 << 20];
-        let mut filled = 0;
-        while filled < out.len() {
-            match dec.read(&mut out[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Some(Err(bad(self.consumed, e))),
-            }
+        let Some(member) = self.member.as_mut() else {
+            return Ok(());
+        };
+        if self.buf.is_empty() {
+            member.finish()?;
+            self.member = None;
+            return Ok(());
         }
-        if filled == 0 {
-            self.stream = None;
-            self.streaming = false;
-            self.eof = true;
-            return None;
+        let (n, end) = member.feed(&self.buf[self.head..], &mut self.ready)?;
+        self.head += n;
+        if end {
+            self.member = None;
+            self.buf.drain(..self.head);
+            self.consumed += self.head as u64;
+            self.head = 0;
         }
-        out.truncate(filled);
-        Some(Ok(out))
+        Ok(())
     }
-}
-
-/// A gzip member that cannot be decoded, at the compressed offset where it starts (or where
-/// streaming decompression stood). Carried inside an [`io::Error`] of kind
-/// [`InvalidData`](io::ErrorKind::InvalidData), as [`ParallelGunzip`] yields `io::Result`s.
-#[derive(Debug, thiserror::Error)]
-#[error("gzip: {error} (member at compressed byte {offset})")]
-pub struct GzipMemberError {
-    /// Offset of the member in the compressed input.
-    pub offset: u64,
-    /// What zlib reported.
-    #[source]
-    pub error: io::Error,
-}
-
-fn bad(offset: u64, error: io::Error) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        GzipMemberError { offset, error },
-    )
 }
 
 /// Decodes each slice `[start, end)` of `buf` on up to `threads` threads, in order.
@@ -370,17 +333,21 @@ impl<R: Read> Iterator for ParallelGunzip<R> {
             if let Some(out) = self.ready.pop_front() {
                 return Some(Ok(out));
             }
-            if self.streaming {
-                return self.stream_chunk();
-            }
-            if self.failed || (self.eof && self.buf.is_empty()) {
+            if self.failed {
                 return None;
             }
-            if let Err(e) = self.round() {
+            let step = if self.member.is_some() {
+                self.stream_step()
+            } else if self.eof && self.buf.is_empty() {
+                return None;
+            } else {
+                self.round()
+            };
+            if let Err(e) = step {
                 self.failed = true;
                 return Some(Err(e));
             }
-            if self.ready.is_empty() && self.eof && self.buf.is_empty() {
+            if self.ready.is_empty() && self.member.is_none() && self.eof && self.buf.is_empty() {
                 return None;
             }
         }

@@ -1,0 +1,156 @@
+//! Faulty input must fail cleanly, with bounded memory and stack, and never commit rows that
+//! are not in the source: damaged compressed data, lines without end, decompression bombs,
+//! deeply nested types, out-of-range values (issue 13).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::cli::{export_json, run, run_with_stdin, s, text};
+use common::gz::gzip;
+
+/// A Zeek TSV log of `n` events numbered from 0, each with a text derived from its number.
+fn tsv_log(n: u64) -> Vec<u8> {
+    let mut s = String::from(
+        "#separator \\x09\n#path\tnum\n#fields\tts\tn\ttext\n#types\ttime\tcount\tstring\n",
+    );
+    for i in 0..n {
+        s.push_str(&format!(
+            "{}.25\t{i}\tpadding text for event {i} {}\n",
+            1_600_000_000 + i,
+            i * 7919 % 1000
+        ));
+    }
+    s.into_bytes()
+}
+
+/// One zstd frame with a content checksum (as the `zstd` tool writes it).
+fn zstd_frame(data: &[u8]) -> Vec<u8> {
+    let mut c = zstd_safe::CCtx::create();
+    c.set_parameter(zstd_safe::CParameter::ChecksumFlag(true))
+        .unwrap();
+    let mut out = vec![0u8; zstd_safe::compress_bound(data.len())];
+    let n = c.compress2(&mut out[..], data).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// `data` with 4 bytes in the middle overwritten.
+fn damaged(data: &[u8]) -> Vec<u8> {
+    let mut d = data.to_vec();
+    let mid = d.len() / 2;
+    d[mid..mid + 4].copy_from_slice(b"XXXX");
+    d
+}
+
+/// Every event in the archive is the source's event of its number, in order from 0: what
+/// was committed is a prefix of the source. Returns how many there are.
+fn committed_prefix(db: &Path) -> usize {
+    if !db.exists() {
+        return 0;
+    }
+    let events = export_json(db);
+    for (i, e) in events.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(e["n"].as_u64(), Some(i), "event {i}: {e}");
+        let want = format!("padding text for event {i} {}", i * 7919 % 1000);
+        assert_eq!(e["text"].as_str(), Some(want.as_str()), "event {i}: {e}");
+    }
+    events.len()
+}
+
+fn import(db: &Path, extra: &[&str], input: Option<&Path>, stdin: &[u8]) -> Output {
+    let mut args = vec!["import", "--quiet", "--db", s(db)];
+    args.extend_from_slice(extra);
+    match input {
+        Some(p) => {
+            args.push(s(p));
+            run(&args)
+        }
+        None => {
+            args.push("-");
+            run_with_stdin(&args, stdin)
+        }
+    }
+}
+
+/// Imports `bytes` (from a file named `name`, then on stdin) with `--on-error skip`: it fails
+/// naming the source and the damaged member or frame, and commits no row of it.
+fn damaged_input_commits_nothing_of_it(name: &str, bytes: &[u8], kind: &str, offset: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    std::fs::write(&file, bytes).unwrap();
+    for (i, from_file) in [true, false].into_iter().enumerate() {
+        let db = dir.path().join(format!("db{i}"));
+        let out = import(
+            &db,
+            &["--on-error", "skip"],
+            from_file.then_some(file.as_path()),
+            bytes,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name} file={from_file}: {err}");
+        let source = if from_file { s(&file) } else { "<stdin>" };
+        assert!(err.contains(source), "{name}: {err}");
+        let at = format!("{kind} at compressed byte {offset}");
+        assert!(
+            err.contains(&at),
+            "{name} file={from_file}: want {at:?}: {err}"
+        );
+        assert_eq!(committed_prefix(&db), 0, "{name} file={from_file}: {err}");
+    }
+}
+
+#[test]
+fn damaged_zstd_frame_commits_none_of_its_rows() {
+    let zst = damaged(&zstd_frame(&tsv_log(20_000)));
+    damaged_input_commits_nothing_of_it("d.log.zst", &zst, "zstd frame", 0);
+}
+
+#[test]
+fn damaged_gzip_member_commits_none_of_its_rows() {
+    let gz = damaged(&gzip(&[&tsv_log(20_000)]));
+    damaged_input_commits_nothing_of_it("d.log.gz", &gz, "gzip member", 0);
+}
+
+/// The zstd checksum is verified: a frame whose data is intact but whose checksum is not
+/// fails, and none of its rows are committed.
+#[test]
+fn zstd_checksum_is_verified() {
+    let mut zst = zstd_frame(&tsv_log(1_000));
+    let n = zst.len();
+    zst[n - 2] ^= 0x10;
+    damaged_input_commits_nothing_of_it("c.log.zst", &zst, "zstd frame", 0);
+}
+
+/// With several members, those before the damaged one are committed, in order, and nothing
+/// of the damaged one or after it.
+#[test]
+fn members_before_the_damaged_one_are_committed() {
+    let log = tsv_log(40_000);
+    let cut = log[..log.len() / 2]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    let (a, b) = log.split_at(cut);
+    let first = gzip(&[a]);
+    let mut gz = first.clone();
+    gz.extend(damaged(&gzip(&[b])));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.log.gz");
+    std::fs::write(&file, &gz).unwrap();
+    for (i, from_file) in [true, false].into_iter().enumerate() {
+        let db = dir.path().join(format!("db{i}"));
+        let out = import(&db, &[], from_file.then_some(file.as_path()), &gz);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "file={from_file}: {err}");
+        let at = format!("gzip member at compressed byte {}", first.len());
+        assert!(err.contains(&at), "file={from_file}: want {at:?}: {err}");
+        let n = committed_prefix(&db);
+        let rows_in_a = a.iter().filter(|&&b| b == b'\n').count() - 4;
+        assert!(n <= rows_in_a, "file={from_file}: {n} > {rows_in_a}");
+    }
+}
