@@ -154,3 +154,23 @@ fn members_before_the_damaged_one_are_committed() {
         assert!(n <= rows_in_a, "file={from_file}: {n} > {rows_in_a}");
     }
 }
+
+/// A `#types` line with `vector[` nested 100,000 times is an unknown type (read as string,
+/// with a warning), not a stack overflow, also under `--on-error skip`.
+#[test]
+fn deeply_nested_type_does_not_overflow_the_stack() {
+    let n = 100_000;
+    let deep = format!("{}count{}", "vector[".repeat(n), "]".repeat(n));
+    let log =
+        format!("#separator \\x09\n#path\tdeep\n#fields\tts\tx\n#types\ttime\t{deep}\n1.5\tabc\n");
+    let dir = tempfile::tempdir().unwrap();
+    for (i, mode) in ["fail", "skip"].into_iter().enumerate() {
+        let db = dir.path().join(format!("db{i}"));
+        let out = import(&db, &["--on-error", mode], None, log.as_bytes());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "--on-error {mode}: {err}");
+        let events = export_json(&db);
+        assert_eq!(events.len(), 1, "{err}");
+        assert_eq!(events[0]["x"], "abc", "{err}");
+    }
+}
