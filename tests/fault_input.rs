@@ -174,3 +174,41 @@ fn deeply_nested_type_does_not_overflow_the_stack() {
         assert_eq!(events[0]["x"], "abc", "{err}");
     }
 }
+
+/// A port above 65535 is refused with the source, line, field and value; 65535 is fine.
+#[test]
+fn ports_above_65535_are_refused() {
+    let log = |port: &str| {
+        format!(
+            "#separator \\x09\n#path\tp\n#fields\tts\tid.resp_p\tports\n#types\ttime\tport\tset[port]\n\
+             1.5\t80\t1,2\n2.5\t{port}\t3\n3.5\t65535\t{port}\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ok");
+    let out = import(&db, &[], None, log("65535").as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(export_json(&db)[1]["id.resp_p"], 65535);
+    for (i, bad) in ["70000", "65536", "18446744073709551615"]
+        .into_iter()
+        .enumerate()
+    {
+        let db = dir.path().join(format!("db{i}"));
+        let out = import(&db, &[], None, log(bad).as_bytes());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {err}");
+        assert!(err.contains("<stdin>:6"), "{bad}: {err}");
+        assert!(err.contains("id.resp_p"), "{bad}: {err}");
+        assert!(
+            err.contains(&format!("invalid port value \"{bad}\"")),
+            "{bad}: {err}"
+        );
+        // In a set, and skipped under --on-error skip: only the valid rows remain.
+        let db = dir.path().join(format!("skip{i}"));
+        let out = import(&db, &["--on-error", "skip"], None, log(bad).as_bytes());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{bad}: {err}");
+        assert!(err.contains("ports"), "{bad}: {err}");
+        assert_eq!(export_json(&db).len(), 1, "{bad}: {err}");
+    }
+}
