@@ -212,3 +212,105 @@ fn ports_above_65535_are_refused() {
         assert_eq!(export_json(&db).len(), 1, "{bad}: {err}");
     }
 }
+
+/// Runs `weir ARGS` (under `/usr/bin/time -f %M` when there is one) with `prefix` and then
+/// `len` bytes of `A` (no newline) streamed to its stdin; returns its exit status, its stderr
+/// and its peak RSS in KiB when measured.
+fn run_streaming_as(
+    args: &[&str],
+    prefix: &[u8],
+    len: usize,
+) -> (Option<i32>, String, Option<u64>) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let time = Path::new("/usr/bin/time");
+    let mut cmd = if time.exists() {
+        let mut c = Command::new(time);
+        c.args(["-f", "maxrss=%M", env!("CARGO_BIN_EXE_weir")]);
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+    };
+    let mut child = cmd
+        .env_remove("WEIR_DB")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let prefix = prefix.to_vec();
+    let writer = std::thread::spawn(move || {
+        let block = vec![b'A'; 1 << 20];
+        stdin.write_all(&prefix)?;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(block.len());
+            stdin.write_all(&block[..n])?; // fails once weir has exited: fine
+            left -= n;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join().unwrap();
+    let err = text(&out.stderr);
+    let rss = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("maxrss="))
+        .next_back()
+        .and_then(|v| v.trim().parse().ok());
+    // /usr/bin/time exits with weir's status.
+    (out.status.code(), err, rss)
+}
+
+/// 300 MB without a newline on stdin, with a 1 KiB line limit: the error comes as soon as the
+/// partial line exceeds it, the input is not buffered whole.
+#[test]
+fn line_without_newline_fails_at_the_limit_with_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[sources.in]\ntype = \"stdin\"\nmax_line_length = \"1KiB\"\n\n\
+             [sinks.archive]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = \"{}\"\n",
+            dir.path().join("db").display()
+        ),
+    )
+    .unwrap();
+    let header = b"#separator \\x09\n#fields\tx\n#types\tstring\n";
+    for prefix in [&header[..], b""] {
+        let (code, err, rss) =
+            run_streaming_as(&["run", "--quiet", s(&pipeline)], prefix, 300_000_000);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("line longer than the maximum of 1024 bytes"),
+            "{err}"
+        );
+        if let Some(kib) = rss {
+            assert!(kib < 100_000, "peak RSS {kib} KiB: {err}");
+        }
+    }
+}
+
+/// The same with the default limit (64 MiB) through `weir import -`: exit 1, a line-length
+/// error, and memory a small multiple of the limit, not of the input.
+#[test]
+fn line_without_newline_on_import_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let (code, err, rss) = run_streaming_as(
+        &["import", "--quiet", "--db", s(&db), "-"],
+        b"",
+        300_000_000,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("line longer than the maximum of 67108864 bytes"),
+        "{err}"
+    );
+    if let Some(kib) = rss {
+        assert!(kib < 280_000, "peak RSS {kib} KiB: {err}");
+    }
+}
