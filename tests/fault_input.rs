@@ -314,3 +314,94 @@ fn line_without_newline_on_import_stays_bounded() {
         assert!(kib < 280_000, "peak RSS {kib} KiB: {err}");
     }
 }
+
+/// Runs `weir ARGS` (under `/usr/bin/time` when there is one); exit status, stderr and peak
+/// RSS in KiB when measured.
+fn run_measured(args: &[&str]) -> (Option<i32>, String, Option<u64>) {
+    run_streaming_as(args, b"", 0)
+}
+
+/// One gzip member of `1 + 258 * k` newlines, built by hand (fixed Huffman: a literal, then
+/// `k` matches of length 258 at distance 1): compressing that much would be slow in a test.
+fn newline_member(k: usize) -> Vec<u8> {
+    struct Bits(Vec<u8>, u64, u32);
+    impl Bits {
+        /// `len` bits of `v`, least significant first.
+        fn put(&mut self, v: u64, len: u32) {
+            self.1 |= v << self.2;
+            self.2 += len;
+            while self.2 >= 8 {
+                self.0.push(self.1 as u8);
+                self.1 >>= 8;
+                self.2 -= 8;
+            }
+        }
+        /// A Huffman code, most significant bit first.
+        fn code(&mut self, code: u64, len: u32) {
+            let rev = (0..len).fold(0, |r, i| r | ((code >> i) & 1) << (len - 1 - i));
+            self.put(rev, len);
+        }
+    }
+    let mut b = Bits(vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3], 0, 0);
+    b.put(1, 1); // last block
+    b.put(1, 2); // fixed Huffman
+    b.code(0x30 + u64::from(b'\n'), 8);
+    for _ in 0..k {
+        b.code(0xc0 + 5, 8); // length 258 (symbol 285)
+        b.code(0, 5); // distance 1
+    }
+    b.code(0, 7); // end of block
+    b.put(0, 7); // to a byte boundary
+    let len = 1 + 258 * k;
+    let mut crc = crc32fast::Hasher::new();
+    let block = vec![b'\n'; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(block.len());
+        crc.update(&block[..n]);
+        left -= n;
+    }
+    let mut out = b.0;
+    out.extend(crc.finalize().to_le_bytes());
+    out.extend((len as u32).to_le_bytes());
+    out
+}
+
+/// A gzip bomb as a file: members of 70 MiB of newlines each, half a MB compressed each, all
+/// in one window. They must not be inflated all at once.
+/// (The unit test `source::inflate::tests::output_in_flight_is_bounded` checks the bound fast.)
+#[test]
+#[ignore = "inflates 210 MiB, minutes in a debug build: cargo test --release -- --ignored"]
+fn gzip_bomb_file_is_inflated_with_bounded_memory() {
+    let member = newline_member((70 << 20) / 258);
+    let bomb: Vec<u8> = (0..3).flat_map(|_| member.iter().copied()).collect();
+    assert!(bomb.len() < 2 << 20, "{}", bomb.len());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bomb.log.gz");
+    std::fs::write(&file, &bomb).unwrap();
+    let db = dir.path().join("db");
+    let (code, err, rss) = run_measured(&["import", "--quiet", "--db", s(&db), s(&file)]);
+    // Empty lines only: nothing to import, and no error (the members are valid gzip).
+    assert_eq!(code, Some(0), "{err}");
+    if let Some(kib) = rss {
+        assert!(kib < 180_000, "peak RSS {kib} KiB: {err}");
+    }
+}
+
+/// Fake member headers (a header claims, in its last bytes, a huge member) cost no memory:
+/// the file is refused as not gzip, quickly.
+#[test]
+fn fake_member_headers_cost_no_memory() {
+    let fake = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3];
+    let data: Vec<u8> = (0..1461).flat_map(|_| fake).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fake.log.gz");
+    std::fs::write(&file, &data).unwrap();
+    let db = dir.path().join("db");
+    let (code, err, rss) = run_measured(&["import", "--quiet", "--db", s(&db), s(&file)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("gzip member at compressed byte 0"), "{err}");
+    if let Some(kib) = rss {
+        assert!(kib < 100_000, "peak RSS {kib} KiB: {err}");
+    }
+}

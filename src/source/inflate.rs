@@ -38,8 +38,27 @@ const STREAM_READ: usize = 1 << 20;
 pub const DEFAULT_WINDOW: usize = 8 << 20;
 
 /// Largest member output libdeflate is asked to produce in one piece; bigger members (by their
-/// recorded size) are left to the streaming fallback.
-const MAX_MEMBER_OUTPUT: usize = 256 << 20;
+/// recorded size) are left to the streaming fallback, which holds at most
+/// [`MAX_UNVERIFIED`](super::verify::MAX_UNVERIFIED) of output.
+const MAX_MEMBER_OUTPUT: usize = 64 << 20;
+
+/// Most output (by the members' recorded sizes) decoded in one parallel round: members of a
+/// window beyond it wait for the next round, so a window of highly compressed members (a gzip
+/// bomb) is never inflated at once.
+const MAX_ROUND_OUTPUT: usize = 64 << 20;
+
+/// Most output per compressed byte that deflate can produce (258 bytes per 2 bits, a little
+/// over 1032:1); a slice claiming more in its trailer is not one member.
+const MAX_RATIO: usize = 1033;
+
+/// The output size a slice claims in its last 4 bytes, if the slice could be one member of
+/// that size decodable by libdeflate.
+fn claimed_size(slice: &[u8]) -> Option<usize> {
+    let n = slice.len();
+    let tail: [u8; 4] = slice.get(n.checked_sub(4)?..)?.try_into().ok()?;
+    let isize = u32::from_le_bytes(tail) as usize;
+    (n >= 18 && isize <= MAX_MEMBER_OUTPUT && isize <= n.saturating_mul(MAX_RATIO)).then_some(isize)
+}
 
 /// Whether a plausible gzip member header starts at `data[at..]`.
 pub fn is_member_header(data: &[u8], at: usize) -> bool {
@@ -102,10 +121,7 @@ fn decode_exact(dec: &mut Decompressor, slice: &[u8], pool: &BufferPool) -> Opti
         return None;
     }
     let crc = u32::from_le_bytes(slice[n - 8..n - 4].try_into().ok()?);
-    let isize = u32::from_le_bytes(slice[n - 4..].try_into().ok()?) as usize;
-    if isize > MAX_MEMBER_OUTPUT {
-        return None;
-    }
+    let isize = claimed_size(slice)?;
     let mut out = pool.take(isize);
     let ok = match dec.gzip_decompress(slice, &mut out) {
         Ok(len) => len == isize,
@@ -222,7 +238,18 @@ impl<R: Read> ParallelGunzip<R> {
         if self.eof {
             bounds.push(self.buf.len());
         }
-        let slices: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+        let mut slices: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+        // Bound the output of this round: decode only the slices whose claimed sizes fit (at
+        // least one); the rest of the window waits for the next round.
+        let mut limit = limit;
+        let mut total = 0usize;
+        if let Some(cut) = slices.iter().enumerate().position(|(i, &(a, b))| {
+            total += claimed_size(&self.buf[a..b]).unwrap_or(0);
+            i > 0 && total > MAX_ROUND_OUTPUT
+        }) {
+            limit = limit.min(slices[cut].0);
+            slices.truncate(cut);
+        }
         let mut decoded = decode_parallel(&self.buf, &slices, self.threads, &self.pool).into_iter();
         let mut next_slice = 0;
 
@@ -402,6 +429,68 @@ mod tests {
         }
         assert_eq!(out, members.concat());
         assert!(!pool.0.lock().unwrap().is_empty());
+    }
+
+    /// One gzip member of `1 + 258 * k` newlines, built by hand (fixed Huffman: a literal,
+    /// then `k` matches of length 258 at distance 1), without the cost of compressing.
+    fn newline_member(k: usize) -> Vec<u8> {
+        let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        let (mut acc, mut n) = (0u64, 0u32);
+        let mut code = |out: &mut Vec<u8>, c: u64, len: u32, msb_first: bool| {
+            let v = if msb_first {
+                (0..len).fold(0, |r, i| r | ((c >> i) & 1) << (len - 1 - i))
+            } else {
+                c
+            };
+            acc |= v << n;
+            n += len;
+            while n >= 8 {
+                out.push(acc as u8);
+                acc >>= 8;
+                n -= 8;
+            }
+        };
+        code(&mut out, 0b011, 3, false); // last block, fixed Huffman
+        code(&mut out, 0x30 + 10, 8, true); // '\n'
+        for _ in 0..k {
+            code(&mut out, 0xc5, 8, true); // length 258
+            code(&mut out, 0, 5, true); // distance 1
+        }
+        code(&mut out, 0, 7, true); // end of block
+        code(&mut out, 0, 7, false); // to a byte boundary
+        let len = 1 + 258 * k;
+        out.extend(crc32fast::hash(&vec![b'\n'; len]).to_le_bytes());
+        out.extend((len as u32).to_le_bytes());
+        out
+    }
+
+    /// A window of highly compressed members (a gzip bomb: 12 x 16 MiB of newlines in 2 MB)
+    /// is not inflated at once: the output held at any time stays near MAX_ROUND_OUTPUT.
+    #[test]
+    fn output_in_flight_is_bounded() {
+        let member = newline_member((16 << 20) / 258);
+        let input: Vec<u8> = (0..12).flat_map(|_| member.iter().copied()).collect();
+        let mut gunzip = ParallelGunzip::new(&input[..], 2);
+        let (mut total, mut most) = (0, 0);
+        while let Some(chunk) = gunzip.next() {
+            let chunk = chunk.unwrap();
+            total += chunk.len();
+            let held: usize = gunzip.ready.iter().map(Vec::len).sum::<usize>() + chunk.len();
+            most = most.max(held);
+        }
+        assert_eq!(total, 12 * (1 + 258 * ((16 << 20) / 258)));
+        assert!(most <= MAX_ROUND_OUTPUT, "{most} bytes held at once");
+    }
+
+    /// Fake member headers claim huge members in their last bytes: nothing is allocated for
+    /// them, and the input is an error naming the first member.
+    #[test]
+    fn fake_headers_claim_nothing() {
+        let fake = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3];
+        let data: Vec<u8> = (0..1461).flat_map(|_| fake).collect();
+        assert_eq!(claimed_size(&data[..20]), None);
+        let e = gunzip_all(&data, DEFAULT_WINDOW).unwrap_err().to_string();
+        assert!(e.contains("gzip member at compressed byte 0"), "{e}");
     }
 
     #[test]
