@@ -7,6 +7,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// How deep containers nest in a [`Type`]: 1, a `set`, `vector` or `table` of a scalar, as
+/// Zeek logs them. This is the one place the limit is stated; [`Type::parse`], through which
+/// every reader of types goes (Zeek TSV headers, the WAL, segments), refuses deeper names
+/// without recursion, and nothing else builds deeper types, so code walking a `Type`
+/// recursively is bounded by it.
+pub const MAX_TYPE_DEPTH: usize = 1;
+
 /// A Zeek type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Type {
@@ -48,21 +55,27 @@ impl Type {
     /// Parses a Zeek type name such as `count` or `vector[interval]`.
     ///
     /// Returns `None` for a name weir does not know; readers treat such a column as a string.
+    /// Containers nest at most [`MAX_TYPE_DEPTH`] deep; a deeper name is unknown. Parsing does
+    /// not recurse, so a name nested any number of times (from a log, the WAL or a segment)
+    /// costs no stack.
     pub fn parse(name: &str) -> Option<Type> {
         let name = name.trim();
-        if let Some(open) = name.find('[') {
-            let inner = name.strip_suffix(']')?.get(open + 1..)?;
-            let inner = Box::new(Type::parse(inner)?);
-            if inner.is_container() {
-                return None;
-            }
-            return match &name[..open] {
-                "set" => Some(Type::Set(inner)),
-                "vector" => Some(Type::Vector(inner)),
-                "table" => Some(Type::Table(inner)),
-                _ => None,
-            };
+        let Some(open) = name.find('[') else {
+            return Type::parse_scalar(name);
+        };
+        // MAX_TYPE_DEPTH is 1: the element of a container is a scalar.
+        let inner = Type::parse_scalar(name.strip_suffix(']')?.get(open + 1..)?.trim())?;
+        let inner = Box::new(inner);
+        match &name[..open] {
+            "set" => Some(Type::Set(inner)),
+            "vector" => Some(Type::Vector(inner)),
+            "table" => Some(Type::Table(inner)),
+            _ => None,
         }
+    }
+
+    /// Parses the name of a type that is not a container.
+    fn parse_scalar(name: &str) -> Option<Type> {
         Some(match name {
             "bool" => Type::Bool,
             "count" => Type::Count,
@@ -217,6 +230,18 @@ mod tests {
         assert_eq!(Type::parse("vector[vector[count]]"), None);
         assert_eq!(Type::parse("set[nope]"), None);
         assert_eq!(Type::parse("vector[count"), None);
+        assert_eq!(
+            Type::parse("vector[ count ]"),
+            Some(Type::Vector(Box::new(Type::Count)))
+        );
+    }
+
+    /// A name nested far deeper than the stack could recurse is refused, not a crash.
+    #[test]
+    fn deep_nesting_is_refused_without_recursion() {
+        let n = 1_000_000;
+        let name = format!("{}count{}", "vector[".repeat(n), "]".repeat(n));
+        assert_eq!(Type::parse(&name), None);
     }
 
     #[test]

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use async_compression::tokio::bufread::{GzipDecoder, ZstdDecoder};
 use tokio::io::BufReader;
 
 use super::counters::{Counted, SourceCounters};
 use super::input::BoxReader;
 use super::reader::peek;
+use super::verify::{VerifiedReader, Verifier};
 use crate::setting::{Choice, ChoiceName};
 
 /// How a source is compressed.
@@ -62,6 +62,10 @@ impl Compression {
 
 /// Undoes the compression of `reader` (detected by magic bytes under [`Compression::Auto`]);
 /// returns the compression found and the decompressed bytes, counted as decoded bytes.
+///
+/// Each gzip member's and zstd frame's output is passed on only once its checksum verified
+/// (up to a limit; see [`verify`](super::verify)): a damaged member or frame is an error and
+/// none of its rows are parsed.
 pub async fn decompress(
     reader: BoxReader,
     compression: Compression,
@@ -79,16 +83,14 @@ pub async fn decompress(
         c => (c, reader),
     };
     let out: BoxReader = match found {
-        Compression::Gzip => {
-            let mut d = GzipDecoder::new(BufReader::with_capacity(256 << 10, reader));
-            d.multiple_members(true);
-            Box::pin(d)
-        }
-        Compression::Zstd => {
-            let mut d = ZstdDecoder::new(BufReader::with_capacity(256 << 10, reader));
-            d.multiple_members(true);
-            Box::pin(d)
-        }
+        Compression::Gzip => Box::pin(VerifiedReader::new(
+            BufReader::with_capacity(256 << 10, reader),
+            Verifier::gzip(0),
+        )),
+        Compression::Zstd => Box::pin(VerifiedReader::new(
+            BufReader::with_capacity(256 << 10, reader),
+            Verifier::zstd(0)?,
+        )),
         Compression::None | Compression::Auto => reader,
     };
     Ok((found, Box::pin(Counted::decoded(out, counters.clone()))))

@@ -221,6 +221,7 @@ async fn decode_parallel_tsv(
 ) -> Result<(), ReadError> {
     let dropped = Arc::new(AtomicUsize::new(0));
     let chunks = ChunkIter {
+        max_partial: options.max_line_len.saturating_add(2),
         reader,
         handle: shared.handle.clone(),
         stop: shared.cancel.clone(),
@@ -270,7 +271,10 @@ async fn decode_parallel_tsv(
 /// The decompressed bytes of an input as blocking chunks for [`ParallelTsvReader`]. Each
 /// chunk ends at a line end (the partial last line is carried into the next chunk), so that
 /// when shutdown cuts the input short, the partial line can be dropped rather than parsed.
+/// A partial line longer than `max_partial` is handed over as it is (the reader refuses it as
+/// overlong), so that input without newlines never piles up here.
 struct ChunkIter {
+    max_partial: usize,
     reader: BoxReader,
     handle: Option<tokio::runtime::Handle>,
     stop: CancellationToken,
@@ -322,6 +326,8 @@ impl Iterator for ChunkIter {
                     self.tail = buf.split_off(start + i + 1);
                     return Some(Ok(buf));
                 }
+                // Longer than any line may be: the reader reports it (or skips it).
+                None if buf.len() > self.max_partial => return Some(Ok(buf)),
                 None => self.tail = buf,
             }
         }

@@ -14,23 +14,51 @@
 //!    only if it is *exactly* one member: libdeflate checked the member's CRC-32 and length, and
 //!    those must be the slice's last 8 bytes, so a member that ended early (a true boundary that
 //!    was not a candidate) or that runs past the slice (a false candidate) is never accepted.
-//! 4. A slice that fails is decoded by zlib (flate2), one member at a time from its start, which
-//!    finds the true member end; decoding then resumes at the next candidate after it.
+//! 4. A slice that fails is decoded by zlib (flate2) streaming, one member from its start,
+//!    which finds the true member end; decoding then resumes in parallel after it. The
+//!    streamed member's output is passed on once its CRC-32 and length verified (for members
+//!    up to [`MAX_UNVERIFIED`](super::verify::MAX_UNVERIFIED) of output; see
+//!    [`verify`](super::verify)), like every member decoded by libdeflate: a damaged member
+//!    is an error ([`FrameError`](super::verify::FrameError)) and none of its bytes are output.
 //!
 //! Output order is input order; a member larger than the window is decoded by the streaming
-//! fallback without holding it whole. Memory is bounded by the window and its decompressed
-//! size. Non-seekable input (stdin) uses streaming decompression instead (see `source`).
+//! fallback without holding its input whole. Non-seekable input (stdin) uses
+//! [`verify`](super::verify) alone (see `source`).
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, Read};
 
 use libdeflater::{DecompressionError, Decompressor};
+
+use super::verify::Verifier;
+
+/// Compressed bytes read at a time while a member is streamed.
+const STREAM_READ: usize = 1 << 20;
 
 /// Default size of the compressed window decoded in one parallel round.
 pub const DEFAULT_WINDOW: usize = 8 << 20;
 
 /// Largest member output libdeflate is asked to produce in one piece; bigger members (by their
-/// recorded size) are left to the streaming fallback.
-const MAX_MEMBER_OUTPUT: usize = 256 << 20;
+/// recorded size) are left to the streaming fallback, which holds at most
+/// [`MAX_UNVERIFIED`](super::verify::MAX_UNVERIFIED) of output.
+const MAX_MEMBER_OUTPUT: usize = 64 << 20;
+
+/// Most output (by the members' recorded sizes) decoded in one parallel round: members of a
+/// window beyond it wait for the next round, so a window of highly compressed members (a gzip
+/// bomb) is never inflated at once.
+const MAX_ROUND_OUTPUT: usize = 64 << 20;
+
+/// Most output per compressed byte that deflate can produce (258 bytes per 2 bits, a little
+/// over 1032:1); a slice claiming more in its trailer is not one member.
+const MAX_RATIO: usize = 1033;
+
+/// The output size a slice claims in its last 4 bytes, if the slice could be one member of
+/// that size decodable by libdeflate.
+fn claimed_size(slice: &[u8]) -> Option<usize> {
+    let n = slice.len();
+    let tail: [u8; 4] = slice.get(n.checked_sub(4)?..)?.try_into().ok()?;
+    let isize = u32::from_le_bytes(tail) as usize;
+    (n >= 18 && isize <= MAX_MEMBER_OUTPUT && isize <= n.saturating_mul(MAX_RATIO)).then_some(isize)
+}
 
 /// Whether a plausible gzip member header starts at `data[at..]`.
 pub fn is_member_header(data: &[u8], at: usize) -> bool {
@@ -93,10 +121,7 @@ fn decode_exact(dec: &mut Decompressor, slice: &[u8], pool: &BufferPool) -> Opti
         return None;
     }
     let crc = u32::from_le_bytes(slice[n - 8..n - 4].try_into().ok()?);
-    let isize = u32::from_le_bytes(slice[n - 4..].try_into().ok()?) as usize;
-    if isize > MAX_MEMBER_OUTPUT {
-        return None;
-    }
+    let isize = claimed_size(slice)?;
     let mut out = pool.take(isize);
     let ok = match dec.gzip_decompress(slice, &mut out) {
         Ok(len) => len == isize,
@@ -111,26 +136,6 @@ fn decode_exact(dec: &mut Decompressor, slice: &[u8], pool: &BufferPool) -> Opti
         None
     }
 }
-
-/// Decodes one member starting at `data[0]` with zlib, streaming. Returns its output and its
-/// compressed length, or `None` when the member runs past the end of `data`.
-fn decode_one_streaming(data: &[u8], eof: bool) -> io::Result<Option<(Vec<u8>, usize)>> {
-    let mut reader = io::BufReader::with_capacity(64 << 10, data);
-    let mut out = Vec::new();
-    let result = flate2::bufread::GzDecoder::new(&mut reader).read_to_end(&mut out);
-    match result {
-        Ok(_) => {
-            // The BufReader holds what the decoder did not consume.
-            let consumed = data.len() - reader.fill_buf()?.len();
-            Ok(Some((out, consumed)))
-        }
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && !eof => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The fallback decoder: zlib over what is buffered, then the rest of the input.
-type Streaming<R> = flate2::read::MultiGzDecoder<io::BufReader<io::Chain<io::Cursor<Vec<u8>>, R>>>;
 
 /// Decompresses concatenated gzip members from a reader, decoding several members at once.
 ///
@@ -152,8 +157,10 @@ type Streaming<R> = flate2::read::MultiGzDecoder<io::BufReader<io::Chain<io::Cur
 /// ```
 pub struct ParallelGunzip<R> {
     input: Option<R>,
-    stream: Option<Streaming<R>>,
-    streaming: bool,
+    /// The member being decoded by the streaming fallback, if any.
+    member: Option<Verifier>,
+    /// Bytes at the start of `buf` the streaming fallback already consumed.
+    head: usize,
     threads: usize,
     window: usize,
     buf: Vec<u8>,
@@ -174,8 +181,8 @@ impl<R: Read> ParallelGunzip<R> {
     pub fn with_window(input: R, threads: usize, window: usize) -> ParallelGunzip<R> {
         ParallelGunzip {
             input: Some(input),
-            stream: None,
-            streaming: false,
+            member: None,
+            head: 0,
             threads: threads.max(1),
             window: window.max(64 << 10),
             buf: Vec::new(),
@@ -231,7 +238,18 @@ impl<R: Read> ParallelGunzip<R> {
         if self.eof {
             bounds.push(self.buf.len());
         }
-        let slices: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+        let mut slices: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+        // Bound the output of this round: decode only the slices whose claimed sizes fit (at
+        // least one); the rest of the window waits for the next round.
+        let mut limit = limit;
+        let mut total = 0usize;
+        if let Some(cut) = slices.iter().enumerate().position(|(i, &(a, b))| {
+            total += claimed_size(&self.buf[a..b]).unwrap_or(0);
+            i > 0 && total > MAX_ROUND_OUTPUT
+        }) {
+            limit = limit.min(slices[cut].0);
+            slices.truncate(cut);
+        }
         let mut decoded = decode_parallel(&self.buf, &slices, self.threads, &self.pool).into_iter();
         let mut next_slice = 0;
 
@@ -254,75 +272,47 @@ impl<R: Read> ParallelGunzip<R> {
                 pos = self.buf.len(); // zero padding, as tape archives leave
                 break;
             }
-            let at = self.consumed + pos as u64;
-            match decode_one_streaming(&self.buf[pos..], self.eof).map_err(|e| bad(at, e))? {
-                Some((out, len)) => {
-                    self.ready.push_back(out);
-                    pos += len;
-                }
-                None => break,
-            }
+            // Not exactly one member: decode the member that starts here by streaming, which
+            // finds its true end.
+            self.member = Some(Verifier::gzip(self.consumed + pos as u64));
+            break;
         }
-        if pos == 0 && !self.eof {
-            // One member is larger than the window: stream the rest of the input.
-            self.streaming = true;
-            return Ok(());
+        if pos == 0 && !self.eof && self.member.is_none() {
+            // One member is larger than the window: stream it.
+            self.member = Some(Verifier::gzip(self.consumed));
         }
         self.buf.drain(..pos);
         self.consumed += pos as u64;
         Ok(())
     }
 
-    /// Streams the rest of the input through zlib, one chunk at a time.
-    fn stream_chunk(&mut self) -> Option<io::Result<Vec<u8>>> {
-        if self.stream.is_none() {
-            let head = std::mem::take(&mut self.buf);
-            let input = self.input.take()?;
-            let chained = io::Cursor::new(head).chain(input);
-            self.stream = Some(flate2::read::MultiGzDecoder::new(
-                io::BufReader::with_capacity(1 << 20, chained),
-            ));
+    /// Decodes the member being streamed a little further (its output is passed on once its
+    /// CRC verified; see [`Verifier`]); ends streaming at its end.
+    fn stream_step(&mut self) -> io::Result<()> {
+        if self.head == self.buf.len() {
+            self.consumed += self.head as u64;
+            self.buf.clear();
+            self.head = 0;
+            self.fill(STREAM_READ)?;
         }
-        let dec = self.stream.as_mut()?;
-        let mut out = vec![0u8; 1 << 20];
-        let mut filled = 0;
-        while filled < out.len() {
-            match dec.read(&mut out[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Some(Err(bad(self.consumed, e))),
-            }
+        let Some(member) = self.member.as_mut() else {
+            return Ok(());
+        };
+        if self.buf.is_empty() {
+            member.finish()?;
+            self.member = None;
+            return Ok(());
         }
-        if filled == 0 {
-            self.stream = None;
-            self.streaming = false;
-            self.eof = true;
-            return None;
+        let (n, end) = member.feed(&self.buf[self.head..], &mut self.ready)?;
+        self.head += n;
+        if end {
+            self.member = None;
+            self.buf.drain(..self.head);
+            self.consumed += self.head as u64;
+            self.head = 0;
         }
-        out.truncate(filled);
-        Some(Ok(out))
+        Ok(())
     }
-}
-
-/// A gzip member that cannot be decoded, at the compressed offset where it starts (or where
-/// streaming decompression stood). Carried inside an [`io::Error`] of kind
-/// [`InvalidData`](io::ErrorKind::InvalidData), as [`ParallelGunzip`] yields `io::Result`s.
-#[derive(Debug, thiserror::Error)]
-#[error("gzip: {error} (member at compressed byte {offset})")]
-pub struct GzipMemberError {
-    /// Offset of the member in the compressed input.
-    pub offset: u64,
-    /// What zlib reported.
-    #[source]
-    pub error: io::Error,
-}
-
-fn bad(offset: u64, error: io::Error) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        GzipMemberError { offset, error },
-    )
 }
 
 /// Decodes each slice `[start, end)` of `buf` on up to `threads` threads, in order.
@@ -370,17 +360,21 @@ impl<R: Read> Iterator for ParallelGunzip<R> {
             if let Some(out) = self.ready.pop_front() {
                 return Some(Ok(out));
             }
-            if self.streaming {
-                return self.stream_chunk();
-            }
-            if self.failed || (self.eof && self.buf.is_empty()) {
+            if self.failed {
                 return None;
             }
-            if let Err(e) = self.round() {
+            let step = if self.member.is_some() {
+                self.stream_step()
+            } else if self.eof && self.buf.is_empty() {
+                return None;
+            } else {
+                self.round()
+            };
+            if let Err(e) = step {
                 self.failed = true;
                 return Some(Err(e));
             }
-            if self.ready.is_empty() && self.eof && self.buf.is_empty() {
+            if self.ready.is_empty() && self.member.is_none() && self.eof && self.buf.is_empty() {
                 return None;
             }
         }
@@ -435,6 +429,68 @@ mod tests {
         }
         assert_eq!(out, members.concat());
         assert!(!pool.0.lock().unwrap().is_empty());
+    }
+
+    /// One gzip member of `1 + 258 * k` newlines, built by hand (fixed Huffman: a literal,
+    /// then `k` matches of length 258 at distance 1), without the cost of compressing.
+    fn newline_member(k: usize) -> Vec<u8> {
+        let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        let (mut acc, mut n) = (0u64, 0u32);
+        let mut code = |out: &mut Vec<u8>, c: u64, len: u32, msb_first: bool| {
+            let v = if msb_first {
+                (0..len).fold(0, |r, i| r | ((c >> i) & 1) << (len - 1 - i))
+            } else {
+                c
+            };
+            acc |= v << n;
+            n += len;
+            while n >= 8 {
+                out.push(acc as u8);
+                acc >>= 8;
+                n -= 8;
+            }
+        };
+        code(&mut out, 0b011, 3, false); // last block, fixed Huffman
+        code(&mut out, 0x30 + 10, 8, true); // '\n'
+        for _ in 0..k {
+            code(&mut out, 0xc5, 8, true); // length 258
+            code(&mut out, 0, 5, true); // distance 1
+        }
+        code(&mut out, 0, 7, true); // end of block
+        code(&mut out, 0, 7, false); // to a byte boundary
+        let len = 1 + 258 * k;
+        out.extend(crc32fast::hash(&vec![b'\n'; len]).to_le_bytes());
+        out.extend((len as u32).to_le_bytes());
+        out
+    }
+
+    /// A window of highly compressed members (a gzip bomb: 12 x 16 MiB of newlines in 2 MB)
+    /// is not inflated at once: the output held at any time stays near MAX_ROUND_OUTPUT.
+    #[test]
+    fn output_in_flight_is_bounded() {
+        let member = newline_member((16 << 20) / 258);
+        let input: Vec<u8> = (0..12).flat_map(|_| member.iter().copied()).collect();
+        let mut gunzip = ParallelGunzip::new(&input[..], 2);
+        let (mut total, mut most) = (0, 0);
+        while let Some(chunk) = gunzip.next() {
+            let chunk = chunk.unwrap();
+            total += chunk.len();
+            let held: usize = gunzip.ready.iter().map(Vec::len).sum::<usize>() + chunk.len();
+            most = most.max(held);
+        }
+        assert_eq!(total, 12 * (1 + 258 * ((16 << 20) / 258)));
+        assert!(most <= MAX_ROUND_OUTPUT, "{most} bytes held at once");
+    }
+
+    /// Fake member headers claim huge members in their last bytes: nothing is allocated for
+    /// them, and the input is an error naming the first member.
+    #[test]
+    fn fake_headers_claim_nothing() {
+        let fake = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3];
+        let data: Vec<u8> = (0..1461).flat_map(|_| fake).collect();
+        assert_eq!(claimed_size(&data[..20]), None);
+        let e = gunzip_all(&data, DEFAULT_WINDOW).unwrap_err().to_string();
+        assert!(e.contains("gzip member at compressed byte 0"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! | opening an input: [`open_raw`], [`open`] | `open.rs` |
 //! | [`Compression`]: magic bytes, [`decompress`] (gzip, zstd) | `compression.rs` |
 //! | parallel gzip of whole members | [`inflate`] |
+//! | output passed on only once its gzip CRC / zstd checksum verified | [`verify`] |
 //! | [`Format`]: first byte, [`detect_format`] | `format.rs` |
 //! | byte counts for progress: [`SourceCounters`] | `counters.rs` |
 //! | the source stage: decoding inputs into batches, [`SourceConfig`] | [`decode`] |
@@ -34,7 +35,9 @@
 //! `28 b5 2f fd` is zstd, anything else is read as is. Gzip input may hold several
 //! concatenated members and zstd input several frames; both are read as one stream. A gzip
 //! *file* is decompressed on its reader thread by [`ParallelGunzip`](inflate::ParallelGunzip)
-//! (several members at once); gzip on stdin and zstd stream through async-compression.
+//! (several members at once); gzip on stdin and zstd are decompressed by [`verify`]. Either way
+//! the output of a gzip member or zstd frame reaches the parser only once its checksum passed
+//! (for members and frames up to [`verify::MAX_UNVERIFIED`] of output; see [`verify`]).
 //!
 //! Shutdown: once the `stop` token given to [`open`] is cancelled, a source reads no more
 //! from its file or pipe, still delivers the chunks it already read, then ends; nothing read
@@ -57,6 +60,7 @@ pub mod inflate;
 mod input;
 mod open;
 mod reader;
+pub mod verify;
 
 pub use compression::{decompress, Compression};
 pub use config::FileSourceConfig;

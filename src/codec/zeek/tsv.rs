@@ -111,11 +111,16 @@ impl Default for Header {
     }
 }
 
-/// A scalar kind, as parsed (ports are counts, string-like types are strings).
+/// Largest port number: a `port` value above it is invalid.
+const MAX_PORT: u64 = 65535;
+
+/// A scalar kind, as parsed (ports are counts up to [`MAX_PORT`], string-like types are strings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Bool,
     Count,
+    /// A count of at most [`MAX_PORT`].
+    Port,
     Int,
     Double,
     Time,
@@ -128,7 +133,8 @@ impl Kind {
     fn of(ty: &Type) -> Kind {
         match ty {
             Type::Bool => Kind::Bool,
-            Type::Count | Type::Port => Kind::Count,
+            Type::Count => Kind::Count,
+            Type::Port => Kind::Port,
             Type::Int => Kind::Int,
             Type::Double => Kind::Double,
             Type::Time | Type::Interval => Kind::Time,
@@ -856,6 +862,14 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                 enc.uint(v);
                 n
             }),
+            Col::One(Kind::Port) => {
+                parse_u64_prefix(rest)
+                    .filter(|&(v, _)| v <= MAX_PORT)
+                    .map(|(v, n)| {
+                        enc.uint(v);
+                        n
+                    })
+            }
             Col::One(Kind::Str) => {
                 let n = plain_len(rest, sep);
                 match rest.get(n) {
@@ -1069,6 +1083,7 @@ fn put_plain(k: Kind, s: &[u8], enc: &mut RowEncoder<'_>) -> Option<i64> {
             return Some(v);
         }
         Kind::Count => enc.uint(parse_u64(s)?),
+        Kind::Port => enc.uint(parse_u64(s).filter(|&v| v <= MAX_PORT)?),
         Kind::Int => enc.int(parse_i64(s)?),
         Kind::Addr => enc.addr(parse_addr(s)?),
         Kind::Bool => enc.bool(parse_bool(s)?),
