@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use weir::pipeline::build::BuildError;
 use weir::pipeline::config::{ConfigError, ConfigErrorKind};
 
 /// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
@@ -65,14 +66,23 @@ impl fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 /// Whether an error is the user's to fix in the command line or the pipeline definition
-/// (exit status 2): a usage error, or a setting that its stage refuses. A pipeline file that
-/// cannot be read, or inputs that cannot be found, are runtime errors (exit status 1).
+/// (exit status 2): a usage error, a setting that its stage refuses, or an output that would
+/// overwrite an input (`ConfigErrorKind::OverwritesInput`, from `weir run --check` and when
+/// the pipeline is built, before anything is written). A pipeline file that cannot be read,
+/// or inputs that cannot be found, are runtime errors (exit status 1).
 fn is_usage_error(e: &anyhow::Error) -> bool {
     if e.downcast_ref::<UsageError>().is_some() {
         return true;
     }
+    // `BuildError::Config` is transparent: its `source()` skips the `ConfigError` itself.
     e.chain()
-        .find_map(|c| c.downcast_ref::<ConfigError>())
+        .find_map(|c| {
+            c.downcast_ref::<ConfigError>()
+                .or_else(|| match c.downcast_ref::<BuildError>() {
+                    Some(BuildError::Config(c)) => Some(c),
+                    _ => None,
+                })
+        })
         .is_some_and(|c| {
             !matches!(
                 *c.kind,

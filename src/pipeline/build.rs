@@ -85,10 +85,13 @@ impl Sink<Batch> for KeepSummary {
     }
 }
 
-/// Builds the pipeline of `spec`: validates it, expands source globs, opens output files and
+/// Builds the pipeline of `spec`: validates it, refuses outputs that would overwrite inputs
+/// ([`PipelineSpec::check_outputs`]), expands source globs, opens output files and
 /// archives. Must be called within a tokio runtime.
 pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError> {
     spec.validate()?;
+    // Before any output file is created (truncated) or archive opened.
+    spec.check_outputs()?;
     let capacity = spec.options.channel_capacity;
     let mut pipeline = Pipeline::new(spec.options.clone());
     let mut built = Built::default();

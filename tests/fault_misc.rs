@@ -1,0 +1,84 @@
+//! Miscellaneous faults of issue 13: a pipeline that would overwrite its own input, a closed
+//! stderr, a FIFO in place of a segment file, `--db` on a directory that is not an archive,
+//! duplicate field names, NaN and infinite doubles in JSON, `**` through symlink loops, nested
+//! variable defaults, and the count of committed events after a failed import.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::cli::{ok, run, s, text};
+use common::conn_log;
+
+/// Writes a pipeline file `p.toml` in `dir` that reads `input` and writes a JSON file `out`.
+fn tee_pipeline(dir: &Path, input: &str, out: &str) -> std::path::PathBuf {
+    let file = dir.join("p.toml");
+    fs::write(
+        &file,
+        format!(
+            "[sources.logs]\ntype = \"file\"\npaths = [{input:?}]\n\n\
+             [sinks.out]\ntype = \"file\"\ninputs = [\"logs\"]\npath = {out:?}\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A pipeline that would destroy its own input.
+
+/// A file sink whose path is the source's input (by name, or through a symlink) is refused by
+/// `--check` and at run time, with exit 2 and an error naming the file, line, table and key;
+/// the input is left intact.
+#[test]
+fn file_sink_over_its_own_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("conn.log");
+    let log = conn_log::log(0..10);
+    fs::write(&input, &log).unwrap();
+    let link = dir.path().join("link.log");
+    std::os::unix::fs::symlink(&input, &link).unwrap();
+    for out in [&input, &link] {
+        let p = tee_pipeline(dir.path(), s(&input), s(out));
+        for check in [true, false] {
+            let mut args = vec!["run", "-q"];
+            if check {
+                args.push("--check");
+            }
+            args.push(s(&p));
+            let o = run(&args);
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{}:5: [sinks.out] path:", p.display()))
+                    && err.contains("would overwrite the input file")
+                    && err.contains(s(&input))
+                    && err.contains("[sources.logs]"),
+                "{err}"
+            );
+            assert_eq!(fs::read_to_string(&input).unwrap(), log, "{args:?}");
+        }
+    }
+    // A different output is fine.
+    let p = tee_pipeline(dir.path(), s(&input), s(&dir.path().join("out.json")));
+    ok(&run(&["run", "-q", s(&p)]), "weir run");
+}
+
+/// An archive whose directory holds an input file is refused too.
+#[test]
+fn archive_holding_its_own_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    fs::create_dir(&db).unwrap();
+    let input = db.join("conn.log");
+    fs::write(&input, conn_log::log(0..10)).unwrap();
+    let o = run(&["import", "-q", "--db", s(&db), s(&input)]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("would overwrite the input file") && err.contains(s(&input)),
+        "{err}"
+    );
+}
