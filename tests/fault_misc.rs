@@ -82,3 +82,44 @@ fn archive_holding_its_own_input_is_refused() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 2. A closed stderr.
+
+/// Runs `weir ARGS` with stderr a pipe whose reading end is closed at once (a write gets
+/// EPIPE, as with `2>&1 | head -0`), and returns its exit status.
+fn run_with_closed_stderr(args: &[&str]) -> Option<i32> {
+    let mut child = common::cli::weir()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    child.wait().unwrap().code()
+}
+
+/// Messages to a stderr nobody reads do not panic (exit 101): the status is what it would be
+/// with a working stderr, for success (with a summary line) and for an error.
+#[test]
+fn closed_stderr_keeps_the_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("conn.log");
+    fs::write(&input, conn_log::log(0..10)).unwrap();
+    let db = dir.path().join("db");
+    assert_eq!(
+        run_with_closed_stderr(&["import", "-q", "--db", s(&db), s(&input)]),
+        Some(0)
+    );
+    assert_eq!(common::cli::export_json(&db).len(), 10);
+    let missing = dir.path().join("missing.log");
+    assert_eq!(
+        run_with_closed_stderr(&["import", "-q", "--db", s(&db), s(&missing)]),
+        Some(1)
+    );
+    assert_eq!(
+        run_with_closed_stderr(&["info", "--db", s(&dir.path().join("nothing"))]),
+        Some(1)
+    );
+}

@@ -143,7 +143,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let spec = PipelineSpec::load(&args.file, &options)?;
     if args.check {
-        eprintln!(
+        say!(
             "{}: ok ({} stages: {})",
             args.file.display(),
             spec.stages.len(),
@@ -231,6 +231,6 @@ async fn execute(
     if summary.interrupted {
         line.push_str(" (interrupted)");
     }
-    eprintln!("{line}");
+    say!("{line}");
     Ok(())
 }

@@ -6,6 +6,20 @@
 //! 2 on a usage error (clap's own code for bad arguments, and ours for values it cannot
 //! check, such as a segment size over the FlatBuffers limit).
 
+// `eprintln!` panics on a closed stderr: the CLI writes through `say!` instead.
+#![deny(clippy::print_stderr)]
+
+/// `eprintln!` that cannot panic: writes one line to stderr and ignores a failure (a closed
+/// pipe, a full disk), so that the exit status is what it would be if stderr were fine.
+/// `eprintln!` panics when stderr is a pipe whose reader has gone (exit 101). Every message of
+/// the CLI goes through this; it is defined before the modules so that they can use it.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod archive;
 mod args;
 mod convert;
@@ -125,7 +139,7 @@ pub fn main() -> ExitCode {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("weir: error: cannot start the async runtime: {e}");
+            say!("weir: error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -146,7 +160,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if weir::codec::writer::is_output_closed(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("weir: error: {}", render(&e));
+            say!("weir: error: {}", render(&e));
             if is_usage_error(&e) {
                 ExitCode::from(2)
             } else {
@@ -161,18 +175,18 @@ fn report_skips(skipped: &weir::error::SkipReport) {
     if skipped.skipped == 0 {
         return;
     }
-    eprintln!("weir: skipped {} bad rows", skipped.skipped);
+    say!("weir: skipped {} bad rows", skipped.skipped);
     for e in &skipped.first {
-        eprintln!("  {e}");
+        say!("  {e}");
     }
     if skipped.skipped > skipped.first.len() as u64 {
-        eprintln!("  ...");
+        say!("  ...");
     }
 }
 
 /// Prints the sources' warnings.
 fn report_warnings(warnings: &[String]) {
     for w in warnings {
-        eprintln!("weir: warning: {w}");
+        say!("weir: warning: {w}");
     }
 }
