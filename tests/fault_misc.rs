@@ -123,3 +123,64 @@ fn closed_stderr_keeps_the_exit_status() {
         Some(1)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 3. A FIFO in place of a segment file.
+
+/// Runs `weir ARGS`, killing it after 20 s (a hang is a failure, not a stuck test).
+fn run_with_deadline(args: &[&str]) -> std::process::Output {
+    let mut child = common::cli::weir()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("weir {args:?} hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `export`, `verify` and `inspect` refuse a FIFO where a segment file should be, naming it,
+/// instead of blocking forever on its open.
+#[test]
+fn fifo_in_place_of_a_segment_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("conn.log");
+    fs::write(&input, conn_log::log(0..10)).unwrap();
+    let db = dir.path().join("db");
+    ok(
+        &run(&["import", "-q", "--db", s(&db), s(&input)]),
+        "weir import",
+    );
+    let segs = common::cli::segment_files(&db);
+    assert_eq!(segs.len(), 1);
+    let seg = &segs[0];
+    fs::remove_file(seg).unwrap();
+    let st = std::process::Command::new("mkfifo")
+        .arg(seg)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for args in [
+        vec!["export", "--db", s(&db)],
+        vec!["verify", "--db", s(&db)],
+        vec!["inspect", s(seg)],
+    ] {
+        let o = run_with_deadline(&args);
+        // `verify` lists the problems on stdout.
+        let err = text(&o.stderr) + &text(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(s(seg)) && err.contains("a FIFO, not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+}
