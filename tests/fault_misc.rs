@@ -184,3 +184,51 @@ fn fifo_in_place_of_a_segment_is_refused() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. `--db` on a directory that is not an archive.
+
+/// `weir import --db` on a directory with other files (here a `.*.tmp` file, which the writer
+/// would remove from an archive) is refused, and nothing in it is touched; an empty directory
+/// becomes an archive.
+#[test]
+fn import_into_a_directory_that_is_not_an_archive_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("conn.log");
+    fs::write(&input, conn_log::log(0..10)).unwrap();
+    let db = dir.path().join("home");
+    fs::create_dir(&db).unwrap();
+    fs::write(db.join(".draft.tmp"), "precious").unwrap();
+    fs::write(db.join("notes.txt"), "notes").unwrap();
+    let o = run(&["import", "-q", "--db", s(&db), s(&input)]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{} is not a weir archive", db.display()))
+            && err.contains("\".draft.tmp\", \"notes.txt\""),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(db.join(".draft.tmp")).unwrap(),
+        "precious"
+    );
+    let mut names: Vec<_> = fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".draft.tmp", "notes.txt"]);
+
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    ok(
+        &run(&["import", "-q", "--db", s(&empty), s(&input)]),
+        "weir import into an empty directory",
+    );
+    // And a second import into that archive is fine.
+    ok(
+        &run(&["import", "-q", "--db", s(&empty), s(&input)]),
+        "weir import into the archive",
+    );
+    assert_eq!(common::cli::export_json(&empty).len(), 20);
+}
