@@ -232,3 +232,49 @@ fn import_into_a_directory_that_is_not_an_archive_is_refused() {
     );
     assert_eq!(common::cli::export_json(&empty).len(), 20);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. Duplicate field names.
+
+/// A `#fields` line naming a field twice is refused with an error at that line naming the
+/// field (its events would export as JSON with a key twice, which weir cannot re-import), by
+/// with `--on-error fail`; with `skip`, like any header that cannot make a schema (as
+/// `#fields` and `#types` of different lengths), its rows are skipped and reported.
+#[test]
+fn duplicate_field_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("dup.log");
+    fs::write(
+        &input,
+        "#separator \\x09\n#path\tdup\n#fields\tts\tuid\tn\tuid\n#types\ttime\tstring\tcount\tstring\n\
+         1.0\ta\t1\tb\n",
+    )
+    .unwrap();
+    let want = format!(
+        "{}:3: field uid: #fields names this field twice (columns 2 and 4)",
+        input.display()
+    );
+    for on_error in ["fail", "skip"] {
+        let db = dir.path().join(format!("db-{on_error}"));
+        let o = run(&[
+            "import",
+            "-q",
+            "--on-error",
+            on_error,
+            "--db",
+            s(&db),
+            s(&input),
+        ]);
+        let err = text(&o.stderr);
+        let code = if on_error == "fail" { 1 } else { 0 };
+        assert_eq!(o.status.code(), Some(code), "{err}");
+        assert!(err.contains(&want), "{on_error}: {err}");
+        if on_error == "skip" {
+            assert!(err.contains("imported 0 events"), "{err}");
+        }
+    }
+    let o = run(&["convert", "--to", "json", s(&input)]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&want), "{err}");
+}
