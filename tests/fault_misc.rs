@@ -344,3 +344,41 @@ fn non_finite_doubles_round_trip_through_json() {
     }
     assert_eq!(t2[0], "1.000000\t1\tnan\tinf,-inf,nan,1.5,-");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. `**` and symlink loops.
+
+/// A `**` pattern over a tree with a symlink loop reads each file once, and still finds files
+/// through a symlink to a directory outside the tree.
+#[test]
+fn double_star_reads_each_file_once_through_symlink_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    fs::create_dir_all(logs.join("a/b")).unwrap();
+    fs::write(logs.join("a/one.log"), conn_log::log(0..3)).unwrap();
+    fs::write(logs.join("a/b/two.log"), conn_log::log(3..5)).unwrap();
+    fs::write(logs.join("top.log"), conn_log::log(6..7)).unwrap();
+    // Two loops (`**` through both would be exponential), and a link to a directory outside.
+    std::os::unix::fs::symlink("..", logs.join("a/b/up")).unwrap();
+    std::os::unix::fs::symlink(".", logs.join("a/self")).unwrap();
+    let outside = dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("three.log"), conn_log::log(5..6)).unwrap();
+    std::os::unix::fs::symlink(&outside, logs.join("ext")).unwrap();
+    let pattern = format!("{}/**/*.log", logs.display());
+    let db = dir.path().join("db");
+    let out = run_with_deadline(&["import", "-q", "--db", s(&db), &pattern]);
+    ok(&out, "weir import **");
+    let events = common::cli::export_json(&db);
+    let mut n = conn_log::numbers(&events);
+    n.sort_unstable();
+    assert_eq!(n, (0..7).collect::<Vec<u64>>(), "each file once");
+    // Plain `*` patterns are unchanged.
+    let pattern = format!("{}/a/*.log", logs.display());
+    let db = dir.path().join("db2");
+    ok(
+        &run(&["import", "-q", "--db", s(&db), &pattern]),
+        "weir import *",
+    );
+    assert_eq!(common::cli::export_json(&db).len(), 3);
+}
