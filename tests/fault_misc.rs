@@ -382,3 +382,75 @@ fn double_star_reads_each_file_once_through_symlink_loops() {
     );
     assert_eq!(common::cli::export_json(&db).len(), 3);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 8. Nested variable references in defaults.
+
+/// `${B:-${C}}` uses the value of `C` when `B` is unset (no directory named `${C}`), and an
+/// unset `C` is an error naming it.
+#[test]
+fn nested_variable_defaults_expand() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("conn.log");
+    fs::write(&input, conn_log::log(0..4)).unwrap();
+    let p = dir.path().join("p.toml");
+    fs::write(
+        &p,
+        "[sources.logs]\ntype = \"file\"\npaths = [\"${WEIR_T_IN}\"]\n\n\
+         [sinks.archive]\ntype = \"archive\"\ninputs = [\"logs\"]\n\
+         db = \"${WEIR_T_B:-${WEIR_T_C:-unused}/db}\"\n",
+    )
+    .unwrap();
+    let c = dir.path().join("c");
+    let o = common::cli::weir()
+        .current_dir(dir.path())
+        .env("WEIR_T_IN", &input)
+        .env_remove("WEIR_T_B")
+        .env("WEIR_T_C", &c)
+        .args(["run", "-q", s(&p)])
+        .output()
+        .unwrap();
+    ok(&o, "weir run");
+    assert_eq!(common::cli::export_json(&c.join("db")).len(), 4);
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["c", "conn.log", "p.toml"]);
+
+    // Both unset: the innermost default.
+    let o = common::cli::weir()
+        .current_dir(dir.path())
+        .env("WEIR_T_IN", &input)
+        .env_remove("WEIR_T_B")
+        .env_remove("WEIR_T_C")
+        .args(["run", "-q", s(&p)])
+        .output()
+        .unwrap();
+    ok(&o, "weir run");
+    assert_eq!(
+        common::cli::export_json(&dir.path().join("unused/db")).len(),
+        4
+    );
+
+    // A nested reference without a default to an unset variable names it.
+    fs::write(
+        &p,
+        "[sources.logs]\ntype = \"file\"\npaths = [\"${WEIR_T_B:-${WEIR_T_C}}\"]\n\n\
+         [sinks.out]\ntype = \"stdout\"\ninputs = [\"logs\"]\n",
+    )
+    .unwrap();
+    let o = common::cli::weir()
+        .env_remove("WEIR_T_B")
+        .env_remove("WEIR_T_C")
+        .args(["run", "--check", s(&p)])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("[sources.logs] paths: environment variable WEIR_T_C is not set"),
+        "{err}"
+    );
+}

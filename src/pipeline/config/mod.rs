@@ -79,7 +79,8 @@
 //!
 //! Every string value may use `${NAME}` (the environment variable `NAME`; an error names it
 //! when it is not set) and `${NAME:-default}` (the default when `NAME` is unset or empty);
-//! `$$` is a literal `$`, and any other `$` is kept as it is. `${PIPELINE_DIR}` is built in:
+//! `$$` is a literal `$`, and any other `$` is kept as it is. A default may itself use
+//! variables (`${WEIR_DB:-${HOME}/weir.db}`), expanded only when the default is used. `${PIPELINE_DIR}` is built in:
 //! the directory of the pipeline file. Substitution happens on parsed values, so a variable
 //! can never inject TOML syntax. This is how shipped pipelines take their input paths and the
 //! archive directory from the user.
