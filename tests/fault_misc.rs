@@ -454,3 +454,71 @@ fn nested_variable_defaults_expand() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 9. What a failed import committed.
+
+/// An import that fails on a bad row in the middle says how many events it committed before
+/// the error, and their IDs, which are exactly what the archive then holds.
+#[test]
+fn failed_import_reports_what_it_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let first = dir.path().join("first.log");
+    fs::write(&first, conn_log::log(0..5)).unwrap();
+    ok(
+        &run(&["import", "-q", "--db", s(&db), s(&first)]),
+        "weir import",
+    );
+    let mut log = conn_log::log(5..1005);
+    log.push_str("not\ta\tvalid\trow\n");
+    for i in 1005..1100 {
+        log.push_str(&conn_log::row(i));
+    }
+    let bad = dir.path().join("bad.log");
+    fs::write(&bad, log).unwrap();
+    let o = run(&[
+        "import",
+        "-q",
+        "--on-error",
+        "fail",
+        "--batch-size",
+        "100",
+        "--db",
+        s(&db),
+        s(&bad),
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let events = common::cli::info(&db)["events"].as_u64().unwrap();
+    assert!(events > 5, "some events were committed: {err}");
+    let n = events - 5;
+    assert!(
+        err.contains(&format!(
+            "weir: {n} events were committed to {} before the error (IDs 5-{})",
+            db.display(),
+            events - 1
+        )),
+        "{err}"
+    );
+    assert!(err.contains("a retry of the same input would add them again"));
+    assert!(err.contains(&format!("{}:1008", bad.display())), "{err}");
+
+    // An import that commits nothing says so.
+    let early = dir.path().join("early.log");
+    fs::write(
+        &early,
+        conn_log::header() + "not\ta\tvalid\trow\n" + &conn_log::row(0),
+    )
+    .unwrap();
+    let o = run(&["import", "-q", "--db", s(&db), s(&early)]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "weir: no events were committed to {} before the error",
+            db.display()
+        )),
+        "{err}"
+    );
+}

@@ -117,6 +117,9 @@ pub struct OpenReport {
     pub replayed_events: u64,
     /// WAL records skipped because a sealed segment already held them.
     pub skipped_batches: u64,
+    /// The ID of the next event appended (the events already in the archive, replayed ones
+    /// included): this session's events get IDs from here.
+    pub next_id: u64,
 }
 
 /// What a writer did, returned by [`Store::close`].
@@ -397,6 +400,7 @@ impl Store {
             .map(|n| seg_dir.join(n))
             .filter(|p| p.exists())
             .collect();
+        report.next_id = store.next_id;
         Ok((store, report))
     }
 
