@@ -26,7 +26,7 @@ fn is_pattern(text: &str) -> bool {
 /// - Otherwise the pattern is a glob (`*`, `?`, `[...]`, `**`; see the `glob` crate): its
 ///   matches in alphabetical order (sorted by path), directories skipped.
 /// - A pattern with `**` walks the directory before its first wildcard component itself
-///   ([`walk_matches`]): symlinked directories are followed, but each directory (by device and
+///   (`walk_matches`): symlinked directories are followed, but each directory (by device and
 ///   inode) is entered once, so a symlink loop (`logs/again -> ..`) cannot repeat files or
 ///   recurse forever.
 /// - A pattern that does not parse is [`SourceError::Pattern`]; one that matches no file is
