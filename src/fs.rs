@@ -70,14 +70,37 @@ impl FsError {
 /// Shorthand for results of the file-system layer.
 pub type Result<T, E = FsError> = std::result::Result<T, E>;
 
-/// Opens the file at `path` for reading and returns it with its length.
+/// Opens the file at `path` for reading and returns it with its length. Only a regular file
+/// is accepted: it is opened with `O_NONBLOCK` (which regular files ignore), so that a FIFO
+/// or device in its place cannot block the open, and then refused by its `fstat`.
 pub fn open_with_len(path: &Path) -> Result<(File, u64)> {
-    let file = File::open(path).map_err(|e| FsError::new("open", path, e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| FsError::new("stat", path, e))?
-        .len();
-    Ok((file, len))
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = File::options()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|e| FsError::new("open", path, e))?;
+    let meta = file.metadata().map_err(|e| FsError::new("stat", path, e))?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else {
+            "a special file"
+        };
+        let e = io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what}, not a regular file"),
+        );
+        return Err(FsError::new("open", path, e));
+    }
+    Ok((file, meta.len()))
 }
 
 /// Writes `bytes` to `dir/name` atomically: a temporary file `.name.tmp` is written, then

@@ -73,8 +73,8 @@ fn all_types() -> (SchemaRef, Vec<Vec<Value>>) {
     (schema, rows)
 }
 
-const WANT: &str = r#"{"_path":"conn","ts":"2009-11-18T08:00:21.486539Z","b":true,"c":18446744073709551615,"i":-5,"d":0.1,"iv":0.163820,"s":"a\"b\\c\td\\xffé","id.orig_h":"2001:db8::1","sn":"10.0.0.0/8","p":443,"e":"tcp","set":["x,y",null],"vd":[1.0,null,null],"vi":[-0.000000001]}
-{"_path":"conn","ts":"2009-11-18T08:00:21.486539123Z","d":null,"set":[]}
+const WANT: &str = r#"{"_path":"conn","ts":"2009-11-18T08:00:21.486539Z","b":true,"c":18446744073709551615,"i":-5,"d":0.1,"iv":0.163820,"s":"a\"b\\c\td\\xffé","id.orig_h":"2001:db8::1","sn":"10.0.0.0/8","p":443,"e":"tcp","set":["x,y",null],"vd":[1.0,"NaN","Infinity"],"vi":[-0.000000001]}
+{"_path":"conn","ts":"2009-11-18T08:00:21.486539123Z","d":"-Infinity","set":[]}
 {"_path":"conn"}
 "#;
 

@@ -100,7 +100,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
                 Ok(b) => b,
                 Err(e) => {
                     // A damaged segment is reported; the rest of the archive is still exported.
-                    eprintln!("weir: error: {e}");
+                    say!("weir: error: {e}");
                     damaged += 1;
                     continue;
                 }
@@ -138,7 +138,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 /// Warns about segment files the catalog does not list (their events are not read).
 fn warn_unlisted(archive: &Archive) -> anyhow::Result<()> {
     for path in archive.unlisted_segments()?.lost {
-        eprintln!(
+        say!(
             "weir: warning: segment {} is not in the catalog, so its events are not read; run `weir verify --repair` to add it back",
             path.display()
         );
@@ -184,7 +184,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
     }
     let report = Archive::open(&args.db.path)?.verify();
     for w in &report.warnings {
-        eprintln!("weir: warning: {w}");
+        say!("weir: warning: {w}");
     }
     let mut text = String::new();
     for p in &report.problems {

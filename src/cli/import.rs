@@ -1,7 +1,9 @@
 //! `weir import` and `weir run`: both build a pipeline from a [`PipelineSpec`] (for import,
 //! [`PipelineSpec::for_import`], the same graph as `pipelines/zeek-to-archive.toml`, with the
 //! command's flags applied to the stages' configurations) and run it with progress, signals,
-//! a summary line and optional metrics.
+//! a summary line and optional metrics. A run that fails says, for each archive, how many
+//! events it committed before the error and their IDs: they stay in the archive, so a retry
+//! of the same input would import them twice.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,10 +14,10 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use weir::batcher::BatchConfig;
-use weir::pipeline::build::build;
+use weir::pipeline::build::{build, ArchiveHandle};
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
 use weir::source::total_size;
-use weir::store::ArchiveSinkConfig;
+use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
 use super::args::{choice, DbArg, SourceArgs};
@@ -143,7 +145,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let spec = PipelineSpec::load(&args.file, &options)?;
     if args.check {
-        eprintln!(
+        say!(
             "{}: ok ({} stages: {})",
             args.file.display(),
             spec.stages.len(),
@@ -214,7 +216,13 @@ async fn execute(
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write metrics to {}", path.display()))?;
     }
-    let summary = result?;
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            report_committed(&built.archives);
+            return Err(e.into());
+        }
+    };
     super::report_warnings(&summary.warnings);
     super::report_skips(&summary.skipped);
     let events = metrics.get(&sink_name).map_or(0, |m| m.events());
@@ -231,6 +239,37 @@ async fn execute(
     if summary.interrupted {
         line.push_str(" (interrupted)");
     }
-    eprintln!("{line}");
+    say!("{line}");
     Ok(())
+}
+
+/// After a failed run, says for each archive how many events the run committed (they stay in
+/// the archive, and a retry of the same input would add them again) and their IDs.
+fn report_committed(archives: &[ArchiveHandle]) {
+    for a in archives {
+        // The summary of a sink that closed cleanly (the error was elsewhere); else the
+        // archive as its writer left it (a sink's error comes after its writer has stopped).
+        let end = a
+            .summary
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|s| s.next_id))
+            .or_else(|| {
+                let info = Archive::open(&a.db).and_then(|ar| ar.info()).ok()?;
+                Some(info.id_ranges.last().map_or(0, |r| r[1]))
+            });
+        let db = a.db.display();
+        match end {
+            Some(end) if end > a.first_id => {
+                let n = end - a.first_id;
+                say!(
+                    "weir: {n} events were committed to {db} before the error (IDs {}-{}); they stay there, so a retry of the same input would add them again: resume after them",
+                    a.first_id,
+                    end - 1
+                );
+            }
+            Some(_) => say!("weir: no events were committed to {db} before the error"),
+            None => say!("weir: cannot tell how many events were committed to {db} before the error; see `weir info --db {db}`"),
+        }
+    }
 }

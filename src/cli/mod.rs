@@ -6,6 +6,20 @@
 //! 2 on a usage error (clap's own code for bad arguments, and ours for values it cannot
 //! check, such as a segment size over the FlatBuffers limit).
 
+// `eprintln!` panics on a closed stderr: the CLI writes through `say!` instead.
+#![deny(clippy::print_stderr)]
+
+/// `eprintln!` that cannot panic: writes one line to stderr and ignores a failure (a closed
+/// pipe, a full disk), so that the exit status is what it would be if stderr were fine.
+/// `eprintln!` panics when stderr is a pipe whose reader has gone (exit 101). Every message of
+/// the CLI goes through this; it is defined before the modules so that they can use it.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod archive;
 mod args;
 mod convert;
@@ -19,6 +33,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use weir::pipeline::build::BuildError;
 use weir::pipeline::config::{ConfigError, ConfigErrorKind};
 
 /// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
@@ -65,14 +80,23 @@ impl fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 /// Whether an error is the user's to fix in the command line or the pipeline definition
-/// (exit status 2): a usage error, or a setting that its stage refuses. A pipeline file that
-/// cannot be read, or inputs that cannot be found, are runtime errors (exit status 1).
+/// (exit status 2): a usage error, a setting that its stage refuses, or an output that would
+/// overwrite an input (`ConfigErrorKind::OverwritesInput`, from `weir run --check` and when
+/// the pipeline is built, before anything is written). A pipeline file that cannot be read,
+/// or inputs that cannot be found, are runtime errors (exit status 1).
 fn is_usage_error(e: &anyhow::Error) -> bool {
     if e.downcast_ref::<UsageError>().is_some() {
         return true;
     }
+    // `BuildError::Config` is transparent: its `source()` skips the `ConfigError` itself.
     e.chain()
-        .find_map(|c| c.downcast_ref::<ConfigError>())
+        .find_map(|c| {
+            c.downcast_ref::<ConfigError>()
+                .or_else(|| match c.downcast_ref::<BuildError>() {
+                    Some(BuildError::Config(c)) => Some(c),
+                    _ => None,
+                })
+        })
         .is_some_and(|c| {
             !matches!(
                 *c.kind,
@@ -115,7 +139,7 @@ pub fn main() -> ExitCode {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("weir: error: cannot start the async runtime: {e}");
+            say!("weir: error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -136,7 +160,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if weir::codec::writer::is_output_closed(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("weir: error: {}", render(&e));
+            say!("weir: error: {}", render(&e));
             if is_usage_error(&e) {
                 ExitCode::from(2)
             } else {
@@ -151,18 +175,18 @@ fn report_skips(skipped: &weir::error::SkipReport) {
     if skipped.skipped == 0 {
         return;
     }
-    eprintln!("weir: skipped {} bad rows", skipped.skipped);
+    say!("weir: skipped {} bad rows", skipped.skipped);
     for e in &skipped.first {
-        eprintln!("  {e}");
+        say!("  {e}");
     }
     if skipped.skipped > skipped.first.len() as u64 {
-        eprintln!("  ...");
+        say!("  ...");
     }
 }
 
 /// Prints the sources' warnings.
 fn report_warnings(warnings: &[String]) {
     for w in warnings {
-        eprintln!("weir: warning: {w}");
+        say!("weir: warning: {w}");
     }
 }

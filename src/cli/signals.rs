@@ -16,7 +16,7 @@ pub fn install() -> CancellationToken {
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) else {
-        eprintln!("weir: warning: cannot install signal handlers");
+        say!("weir: warning: cannot install signal handlers");
         return ret;
     };
     tokio::spawn(async move {
@@ -24,13 +24,13 @@ pub fn install() -> CancellationToken {
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
-        eprintln!("weir: stopping: flushing what was read (signal again to exit at once)");
+        say!("weir: stopping: flushing what was read (signal again to exit at once)");
         token.cancel();
         tokio::select! {
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
-        eprintln!("weir: exiting at once");
+        say!("weir: exiting at once");
         std::process::exit(FORCED_EXIT);
     });
     ret

@@ -14,8 +14,10 @@
 //! - `interval`: a number of seconds, exact decimal text from the nanoseconds (`0.163820`);
 //! - `count`, `int`, `port`: numbers; `bool`: `true`/`false`;
 //! - `double`: the shortest number that re-reads to the identical `f64` (`.0` after integral
-//!   values); JSON has no infinity or NaN, so those are `null`, as Zeek writes them (the one
-//!   case where a field is present with `null`);
+//!   values). JSON has no infinity or NaN: they are the strings `"Infinity"`, `"-Infinity"`
+//!   and `"NaN"` (JavaScript's names), which weir's JSON reader reads back as those doubles.
+//!   Zeek itself writes `null` there, which cannot be told from an unset value; weir keeps
+//!   them apart so that an export re-imports to the same values;
 //! - `addr`, `subnet`, `string`, `enum`, `pattern`, `file`: strings;
 //! - containers: arrays (unset elements `null`).
 //!
@@ -127,8 +129,15 @@ impl TextFormat for Json<'_> {
             ValueRef::Double(d) => {
                 let finite = push_double(out, d, true);
                 if !finite {
-                    // JSON has no infinity or NaN: Zeek writes null.
-                    out.extend_from_slice(b"null");
+                    // JSON has no infinity or NaN (Zeek writes null, like unset): strings that
+                    // the JSON reader reads back as these doubles.
+                    out.extend_from_slice(if d.is_nan() {
+                        b"\"NaN\""
+                    } else if d > 0.0 {
+                        b"\"Infinity\""
+                    } else {
+                        b"\"-Infinity\""
+                    });
                 }
             }
             ValueRef::String(s) => push_json_string(out, s),

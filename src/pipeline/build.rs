@@ -35,6 +35,10 @@ pub struct ArchiveHandle {
     pub summary: Arc<Mutex<Option<Summary>>>,
     /// Segment files in the directory when the sink was opened.
     pub segments_before: u64,
+    /// The ID of the first event this sink appends (the events in the archive when it was
+    /// opened): after a failed run, the events from here to the archive's end are what the
+    /// run committed.
+    pub first_id: u64,
 }
 
 impl ArchiveHandle {
@@ -85,10 +89,13 @@ impl Sink<Batch> for KeepSummary {
     }
 }
 
-/// Builds the pipeline of `spec`: validates it, expands source globs, opens output files and
+/// Builds the pipeline of `spec`: validates it, refuses outputs that would overwrite inputs
+/// ([`PipelineSpec::check_outputs`]), expands source globs, opens output files and
 /// archives. Must be called within a tokio runtime.
 pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError> {
     spec.validate()?;
+    // Before any output file is created (truncated) or archive opened.
+    spec.check_outputs()?;
     let capacity = spec.options.channel_capacity;
     let mut pipeline = Pipeline::new(spec.options.clone());
     let mut built = Built::default();
@@ -136,6 +143,7 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     .await
                     .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;
                 let (sink, report) = opened.map_err(|e| sink_error(Box::new(e)))?;
+                let first_id = report.next_id;
                 built.warnings.extend(
                     report
                         .warnings
@@ -148,6 +156,7 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     db: a.db.clone(),
                     summary: slot.clone(),
                     segments_before,
+                    first_id,
                 });
                 pipeline.add_sink(&stage.name, &inputs, KeepSummary { sink, slot })?
             }

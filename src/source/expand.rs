@@ -25,6 +25,10 @@ fn is_pattern(text: &str) -> bool {
 ///   (opening it then reports that).
 /// - Otherwise the pattern is a glob (`*`, `?`, `[...]`, `**`; see the `glob` crate): its
 ///   matches in alphabetical order (sorted by path), directories skipped.
+/// - A pattern with `**` walks the directory before its first wildcard component itself
+///   (`walk_matches`): symlinked directories are followed, but each directory (by device and
+///   inode) is entered once, so a symlink loop (`logs/again -> ..`) cannot repeat files or
+///   recurse forever.
 /// - A pattern that does not parse is [`SourceError::Pattern`]; one that matches no file is
 ///   [`SourceError::NoMatch`]; both name the pattern. A directory that cannot be read while
 ///   matching is [`SourceError::Io`], naming that directory.
@@ -33,19 +37,23 @@ pub fn expand_pattern(pattern: &str) -> Result<Vec<PathBuf>, SourceError> {
     if literal.exists() {
         return Ok(vec![literal.to_path_buf()]);
     }
-    let paths = glob::glob(pattern).map_err(|e| SourceError::Pattern {
+    let bad = |e: glob::PatternError| SourceError::Pattern {
         pattern: pattern.to_string(),
         position: e.pos,
         message: e.msg.to_string(),
-    })?;
+    };
     let mut matched = Vec::new();
-    for path in paths {
-        let path = path.map_err(|e| SourceError::Io {
-            name: e.path().display().to_string(),
-            error: e.into(),
-        })?;
-        if !path.is_dir() {
-            matched.push(path);
+    if pattern.contains("**") {
+        matched = walk_matches(pattern, &glob::Pattern::new(pattern).map_err(bad)?)?;
+    } else {
+        for path in glob::glob(pattern).map_err(bad)? {
+            let path = path.map_err(|e| SourceError::Io {
+                name: e.path().display().to_string(),
+                error: e.into(),
+            })?;
+            if !path.is_dir() {
+                matched.push(path);
+            }
         }
     }
     if matched.is_empty() {
@@ -55,6 +63,64 @@ pub fn expand_pattern(pattern: &str) -> Result<Vec<PathBuf>, SourceError> {
     }
     matched.sort();
     Ok(matched)
+}
+
+/// The files matching a pattern with `**`: a depth-first walk of the directory named by the
+/// components before the first one with a wildcard (the working directory if there are none),
+/// each path matched against the whole pattern as `glob` would (`*` does not cross `/`;
+/// names with a leading dot match). Symlinks are followed, but a directory already entered
+/// (same device and inode) is not entered again: no loops, no files twice through them.
+fn walk_matches(pattern: &str, compiled: &glob::Pattern) -> Result<Vec<PathBuf>, SourceError> {
+    use std::os::unix::fs::MetadataExt;
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    let mut root = PathBuf::new();
+    for c in Path::new(pattern).components() {
+        if is_pattern(&c.as_os_str().to_string_lossy()) {
+            break;
+        }
+        root.push(c);
+    }
+    let io = |p: &Path, error: std::io::Error| SourceError::Io {
+        name: p.display().to_string(),
+        error,
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    // Directories to list; `root` empty means the working directory, with relative names.
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        let listed = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &dir
+        };
+        let meta = match std::fs::metadata(listed) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(listed, e)),
+        };
+        if !meta.is_dir() || !seen.insert((meta.dev(), meta.ino())) {
+            continue;
+        }
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(listed).map_err(|e| io(listed, e))? {
+            entries.push(dir.join(entry.map_err(|e| io(listed, e))?.file_name()));
+        }
+        entries.sort();
+        // Pushed in reverse, so that the walk goes in alphabetical order.
+        for path in entries.into_iter().rev() {
+            if path.is_dir() {
+                stack.push(path);
+            } else if compiled.matches_path_with(&path, options) {
+                out.push(path);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Turns command-line arguments into inputs: `-` is stdin, an argument without glob

@@ -89,6 +89,16 @@ pub enum StoreError {
         /// The directory.
         dir: PathBuf,
     },
+    /// The writer's directory exists and holds files, but none of a weir archive (no
+    /// `catalog.json`, `wal`, `segments/` or `LOCK`): it is refused before anything in it is
+    /// touched (the writer removes `.*.tmp` files of an archive).
+    #[error("{} is not a weir archive: it holds {found} but no catalog.json, wal or segments/; choose a new or empty directory", dir.display())]
+    NotAnArchive {
+        /// The directory.
+        dir: PathBuf,
+        /// Some of the entries found, e.g. `"notes.txt", ".x.tmp"`.
+        found: String,
+    },
     /// An earlier operation of this writer failed (e.g. the disk filled up while sealing); the
     /// writer refuses further work. Reopening the database recovers from the WAL. Holds the
     /// message of that earlier error: the error itself went to the call that met it.

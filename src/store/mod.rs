@@ -117,6 +117,9 @@ pub struct OpenReport {
     pub replayed_events: u64,
     /// WAL records skipped because a sealed segment already held them.
     pub skipped_batches: u64,
+    /// The ID of the next event appended (the events already in the archive, replayed ones
+    /// included): this session's events get IDs from here.
+    pub next_id: u64,
 }
 
 /// What a writer did, returned by [`Store::close`].
@@ -180,6 +183,40 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
         .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()))
         .map_err(|e| StoreError::io("write", &path, e))?;
     Ok(file)
+}
+
+/// Refuses a directory that exists, is not empty and is not a weir archive (it has none of
+/// `catalog.json`, `wal`, `segments/`, `LOCK`), before the writer creates or removes anything
+/// in it. A missing directory, or an empty one, becomes a new archive.
+fn check_is_archive(dir: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io("list", dir, e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("list", dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if [catalog::CATALOG_FILE, WAL_FILE, SEGMENTS_DIR, LOCK_FILE].contains(&name.as_str()) {
+            return Ok(());
+        }
+        found.push(name);
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    let shown: Vec<String> = found.iter().take(3).map(|n| format!("{n:?}")).collect();
+    let more = if found.len() > 3 {
+        format!(" and {} more", found.len() - 3)
+    } else {
+        String::new()
+    };
+    Err(StoreError::NotAnArchive {
+        dir: dir.to_path_buf(),
+        found: shown.join(", ") + &more,
+    })
 }
 
 /// Removes the temporaries of interrupted writes (`.*.tmp` in the database and segment
@@ -298,9 +335,11 @@ fn check_unlisted(
 impl Store {
     /// Opens (creating if needed) the database in `dir` for writing: takes the lock, loads the
     /// catalog, removes leftovers of interrupted writes, and replays the WAL into the active
-    /// segment. A second writer gets [`StoreError::Locked`].
+    /// segment. A second writer gets [`StoreError::Locked`]; a directory that holds other
+    /// files but no archive gets [`StoreError::NotAnArchive`], before anything is touched.
     pub fn open_writer(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(Store, OpenReport)> {
         let dir = dir.as_ref().to_path_buf();
+        check_is_archive(&dir)?;
         let seg_dir = dir.join(SEGMENTS_DIR);
         let builder = SegmentBuilder::in_dir(opts.max_segment_size, &seg_dir)?;
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
@@ -361,6 +400,7 @@ impl Store {
             .map(|n| seg_dir.join(n))
             .filter(|p| p.exists())
             .collect();
+        report.next_id = store.next_id;
         Ok((store, report))
     }
 

@@ -30,10 +30,13 @@
 //! | string holding an IP address in canonical form (`10.0.0.1`, `2001:db8::1`) | `addr` |
 //! | string holding a subnet in canonical form (`10.0.0.0/8`) | `subnet` |
 //! | string holding an RFC 3339 timestamp (`2020-02-26T03:40:03.724911Z`, offsets allowed) | `time` |
+//! | the string `"NaN"`, `"Infinity"` or `"-Infinity"` (how weir's JSON writer spells the doubles JSON has no number for) | `double` |
 //! | other string | `string` |
 //! | array | `vector[T]`, `T` inferred from the non-null elements: all of one type, or `count` mixed with `int` (`int`), or numbers mixed with doubles (`double`); anything else, and nested arrays or objects, `vector[string]` of the elements' JSON text |
 //! | `null` | unset |
 //!
+//! Like an address in a string field, a string field whose text is exactly `NaN`, `Infinity`
+//! or `-Infinity` reads back as a double: inference goes by the text alone.
 //! Addresses must be in canonical form (the form weir writes back) so that converting to JSON
 //! reproduces the text; `2001:0db8::1` stays a string. A field that is `null`, or an array that
 //! is empty or all `null`, has no type of its own: the line fits the pending schema, else one of
@@ -640,6 +643,13 @@ fn infer(raw: Raw, ts_name: bool, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>) -
         }
         Raw::Str(span) => {
             let s = span.of(strs);
+            // The non-finite doubles as weir's JSON writer spells them.
+            match s {
+                b"NaN" => return Inferred::Double(f64::NAN),
+                b"Infinity" => return Inferred::Double(f64::INFINITY),
+                b"-Infinity" => return Inferred::Double(f64::NEG_INFINITY),
+                _ => {}
+            }
             if let Some(ns) = parse_rfc3339(s) {
                 return Inferred::Time(ns);
             }

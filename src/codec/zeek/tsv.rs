@@ -28,7 +28,9 @@
 //!   `zeek.unknown` without `#path`) is rebuilt at the next data line. An unknown type name is
 //!   read as `string`, with one warning per new schema ([`TsvDecoder::take_warnings`]). An equal schema reuses the same [`SchemaRef`] `Arc`, so
 //!   consumers can compare schemas with [`Arc::ptr_eq`]. `#close` ends a document: the header
-//!   resets to its defaults and data must be preceded by a new header.
+//!   resets to its defaults and data must be preceded by a new header. A `#fields` line that
+//!   names a field twice is an error at that line naming the field (its events could not be
+//!   written as JSON objects and read back).
 //! - A value equal to the unset marker (`-`) is null. A value equal to the empty marker
 //!   (`(empty)`) is an empty container, or an empty string for string-like types. Containers
 //!   split on the set separator; an element equal to the unset marker is a null element.
@@ -627,6 +629,17 @@ impl TsvDecoder {
                     types.len()
                 ),
             ));
+        }
+        // A name twice would make events whose JSON has a key twice (refused on re-import).
+        for (j, name) in fields.iter().enumerate() {
+            if let Some(i) = fields[..j].iter().position(|n| n == name) {
+                let m = format!(
+                    "#fields names this field twice (columns {} and {})",
+                    i + 1,
+                    j + 1
+                );
+                return Err(self.err(*fl, Some(name), m));
+            }
         }
         if self.hdr.set_sep.is_empty() || self.hdr.sep.is_empty() {
             return Err(self.err(ln, None, "empty separator in the header".into()));

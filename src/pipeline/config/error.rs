@@ -187,6 +187,18 @@ pub enum ConfigErrorKind {
         /// The pattern.
         pattern: String,
     },
+    /// An output that would overwrite an input: a file sink whose `path` is a file that a
+    /// source reads, or an archive whose `db` directory holds one (compared by device and
+    /// inode, so a symlink or hard link to an input is found too).
+    #[error("{output} would overwrite the input file {input} of [{source_table}]; write to another path")]
+    OverwritesInput {
+        /// What would be overwritten: `the file PATH` or `the archive PATH`.
+        output: String,
+        /// The input file, as its source names it.
+        input: String,
+        /// The source's table, e.g. `sources.logs`.
+        source_table: String,
+    },
     /// A path that cannot be read or written.
     #[error("cannot access {path}: {error}")]
     Unreadable {

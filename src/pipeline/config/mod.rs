@@ -70,11 +70,17 @@
 //! one after the other (the order of event IDs in the archive). The entry `"-"` reads stdin.
 //! A pattern that matches nothing is an error when the source starts (and under `--check`).
 //!
+//! An output must not destroy an input: a file sink whose `path` is a file a source reads, or
+//! an archive whose `db` directory holds one, is refused under `--check` and before the
+//! pipeline starts (exit status 2), comparing files by device and inode
+//! ([`PipelineSpec::check_outputs`]).
+//!
 //! ## Variables
 //!
 //! Every string value may use `${NAME}` (the environment variable `NAME`; an error names it
 //! when it is not set) and `${NAME:-default}` (the default when `NAME` is unset or empty);
-//! `$$` is a literal `$`, and any other `$` is kept as it is. `${PIPELINE_DIR}` is built in:
+//! `$$` is a literal `$`, and any other `$` is kept as it is. A default may itself use
+//! variables (`${WEIR_DB:-${HOME}/weir.db}`), expanded only when the default is used. `${PIPELINE_DIR}` is built in:
 //! the directory of the pipeline file. Substitution happens on parsed values, so a variable
 //! can never inject TOML syntax. This is how shipped pipelines take their input paths and the
 //! archive directory from the user.
@@ -434,8 +440,71 @@ impl PipelineSpec {
         })
     }
 
+    /// Refuses a pipeline that would destroy its own input: a file sink whose `path` is one of
+    /// the files a source reads (creating the sink truncates it), or an archive sink whose
+    /// `db` directory is or holds one of them. Files are compared by device and inode, not by
+    /// name, so `./a.log`, a symlink and a hard link to `a.log` are all the same file. Outputs
+    /// that do not exist yet cannot be inputs. Called by [`PipelineSpec::check_paths`] and by
+    /// [`build`](crate::pipeline::build::build) before any output is created; the error is at
+    /// the sink's table and path key.
+    pub fn check_outputs(&self) -> Result<(), ConfigError> {
+        use std::os::unix::fs::MetadataExt;
+        let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
+        // (device, inode) of each input file, with its name and source.
+        let mut inputs: Vec<((u64, u64), PathBuf, String)> = Vec::new();
+        for (i, stage, _) in self.sources() {
+            for input in self.expand_source(i)? {
+                if let Input::Path(path) = input {
+                    if let Ok(m) = std::fs::metadata(&path) {
+                        inputs.push((id(&m), path, stage.table()));
+                    }
+                }
+            }
+        }
+        if inputs.is_empty() {
+            return Ok(());
+        }
+        for stage in &self.stages {
+            let clash = match &stage.config {
+                StageConfig::FileSink(f) => std::fs::metadata(&f.path).ok().and_then(|m| {
+                    let out = id(&m);
+                    inputs
+                        .iter()
+                        .find(|(i, ..)| *i == out)
+                        .map(|hit| (format!("the file {}", f.path.display()), hit))
+                }),
+                StageConfig::Archive(a) => std::fs::metadata(&a.db).ok().and_then(|m| {
+                    let db = id(&m);
+                    inputs
+                        .iter()
+                        .find(|(_, path, _)| {
+                            // An input inside the directory: one of its ancestors is `db`.
+                            path.canonicalize().is_ok_and(|p| {
+                                p.ancestors()
+                                    .any(|a| std::fs::metadata(a).is_ok_and(|m| id(&m) == db))
+                            })
+                        })
+                        .map(|hit| (format!("the archive {}", a.db.display()), hit))
+                }),
+                _ => None,
+            };
+            if let Some((output, (_, input, source_table))) = clash {
+                return Err(self.error_at(
+                    stage,
+                    ConfigErrorKind::OverwritesInput {
+                        output,
+                        input: input.display().to_string(),
+                        source_table: source_table.clone(),
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The file-system checks of `weir run --check`: every file source's globs match files
-    /// that can be opened, and the parent directories of archive and file sinks exist.
+    /// that can be opened, the parent directories of archive and file sinks exist, and no
+    /// output would overwrite an input ([`PipelineSpec::check_outputs`]).
     pub fn check_paths(&self) -> Result<(), ConfigError> {
         for (i, stage) in self.stages.iter().enumerate() {
             match &stage.config {
@@ -459,7 +528,7 @@ impl PipelineSpec {
                 _ => {}
             }
         }
-        Ok(())
+        self.check_outputs()
     }
 
     fn check_parent(&self, stage: &Stage, path: &Path) -> Result<(), ConfigError> {

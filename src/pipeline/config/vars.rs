@@ -7,6 +7,28 @@ use std::path::Path;
 
 use super::ConfigErrorKind;
 
+/// The byte index in `body` (the text after a `${`) of the `}` that closes it: nested `${...}`
+/// references in a default are skipped whole, and `$$` is a literal `$`.
+fn closing_brace(body: &str) -> Option<usize> {
+    let b = body.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            (b'$', Some(b'$')) => i += 1,
+            (b'$', Some(b'{')) => {
+                depth += 1;
+                i += 1;
+            }
+            (b'}', _) if depth == 0 => return Some(i),
+            (b'}', _) => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Where variables come from.
 pub(super) struct Vars<'a> {
     /// The value of `${PIPELINE_DIR}`.
@@ -47,7 +69,7 @@ impl Vars<'_> {
                 out.push('$');
                 rest = tail;
             } else if let Some(body) = after.strip_prefix('{') {
-                let end = body.find('}').ok_or_else(|| ConfigErrorKind::BadVariable {
+                let end = closing_brace(body).ok_or_else(|| ConfigErrorKind::BadVariable {
                     text: text.to_string(),
                     reason: "missing closing brace".into(),
                 })?;
@@ -74,7 +96,8 @@ impl Vars<'_> {
                     .filter(|v| default.is_none() || !v.is_empty());
                 match (value, default) {
                     (Some(v), _) => out.push_str(&v),
-                    (None, Some(d)) => out.push_str(d),
+                    // A default may use variables itself: `${A:-${B:-x}}`.
+                    (None, Some(d)) => out.push_str(&self.interpolate(d)?),
                     (None, None) => {
                         return Err(ConfigErrorKind::UnsetVariable {
                             name: name.to_string(),
