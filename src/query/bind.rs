@@ -379,7 +379,7 @@ fn scalar_ok(ty: &Type, op: Op, lit: &Literal) -> bool {
         (_, L::String(_)) => ty.is_stringy(),
         (_, L::Addr(_)) => *ty == Type::Addr,
         (_, L::Subnet(..)) => *ty == Type::Subnet && op == Op::Eq,
-        (_, L::Port(..)) => *ty == Type::Port,
+        (_, L::Port(..)) => matches!(ty, Type::Port | Type::Count),
         (_, L::Duration(_)) => *ty == Type::Interval,
         (_, L::Time(_)) => *ty == Type::Time,
     }

@@ -199,7 +199,7 @@ fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
         (V::Subnet(a, p), Literal::Subnet(b, q)) => {
             (p == q && mask(*a, *p) == *b).then_some(Ordering::Equal)
         }
-        (V::Port(a), Literal::Port(b, _)) => Some(a.cmp(b)),
+        (V::Port(a) | V::Count(a), Literal::Port(b, _)) => Some(a.cmp(b)),
         (V::Time(a), Literal::Time(b)) | (V::Interval(a), Literal::Duration(b)) => Some(a.cmp(b)),
         _ => None,
     }

@@ -38,7 +38,7 @@
 //! **Literals.** Strings `"a\"b\x41"`; counts `53`, `1k`, `1M`, `1G` (×1000), `1Ki`, `1Mi`,
 //! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`; bools `T F true false`; addresses
 //! `10.0.0.1`, `::1`; subnets `10.0.0.0/8`; ports `80/tcp`, `53/udp`, `0/?` (the number
-//! compares; the protocol must equal the event's `proto` field when it has a set one);
+//! compares with port and count fields (JSON logs have counts); the protocol must equal the event's `proto` field when it has a set one);
 //! durations `10s 1.5ms 2min 2h 1d 1w` (`ns us ms s m/min h d w y`); times `2009-11-18`,
 //! `2009-11-18T08:00:21Z`, `2009-11-18+08:00:21.5`, `2009-11-18T09:00:21+01:00`, `@1258531221.5`
 //! (epoch seconds), `now`, `now - 1d`, `now + 1h`, `1h ago`; lists `[a, b, c]`; patterns
