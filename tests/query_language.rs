@@ -157,7 +157,7 @@ fn table() -> Vec<(&'static str, Oracle, bool)> {
             "#timestamp >= 2009-11-18T09:00:00+01:00 && #timestamp <= 2009-11-18T08:30:00Z",
             |e| {
                 e.ts()
-                    .is_some_and(|t| t >= DAY + 8 * H && t <= DAY + 8 * H + 1800 * S)
+                    .is_some_and(|t| (DAY + 8 * H..=DAY + 8 * H + 1800 * S).contains(&t))
             },
             true,
         ),
