@@ -47,39 +47,58 @@ echo
 
 TIME=/usr/bin/time
 declare -A MED RSS
-# run NAME CMD...: REPS runs, median wall time and the largest peak RSS.
+# once CMD: one timed run; sets T (wall seconds) and R (peak RSS in KiB, 0 without GNU time).
+once() {
+  rm -rf "$work/db" "$work/out.parquet"
+  # Start each run with the previous one's writes on disk, so runs do not pay for each other.
+  sync
+  local t0 t1
+  t0=$(date +%s.%N)
+  if [ -x "$TIME" ]; then
+    "$TIME" -f '%M' -o "$work/rss" bash -c "$1" >/dev/null 2>"$work/err" || { echo "failed: $1"; cat "$work/err"; return 1; }
+    R=$(tail -1 "$work/rss")
+  else
+    bash -c "$1" >/dev/null 2>"$work/err" || { echo "failed: $1"; cat "$work/err"; return 1; }
+    R=0
+  fi
+  t1=$(date +%s.%N)
+  T=$(echo "$t1 - $t0" | bc -l)
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
+report() {
+  printf '%-34s %8.3f s  %12.0f events/s  peak RSS %6d MiB\n' "$1" "${MED[$1]}" \
+    "$(echo "$events / ${MED[$1]}" | bc -l)" "${RSS[$1]}"
+}
+# run NAME CMD: REPS runs, median wall time and the largest peak RSS.
 run() {
-  local name=$1; shift
   local times=() rss=0
   for _ in $(seq "$REPS"); do
-    rm -rf "$work/db" "$work/out.parquet"
-    # Start each run with the previous one's writes on disk, so runs do not pay for each other.
-    sync
-    local t0 t1 r
-    if [ -x "$TIME" ]; then
-      t0=$(date +%s.%N)
-      "$TIME" -f '%M' -o "$work/rss" bash -c "$*" >/dev/null 2>"$work/err" || { echo "$name failed:"; cat "$work/err"; return 1; }
-      t1=$(date +%s.%N)
-      r=$(tail -1 "$work/rss")
-    else
-      t0=$(date +%s.%N); bash -c "$*" >/dev/null 2>"$work/err" || { cat "$work/err"; return 1; }; t1=$(date +%s.%N); r=0
-    fi
-    times+=("$(echo "$t1 - $t0" | bc -l)")
-    [ "$r" -gt "$rss" ] && rss=$r
+    once "$2" || return 1
+    times+=("$T"); [ "$R" -gt "$rss" ] && rss=$R
   done
-  MED[$name]=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}')
-  RSS[$name]=$((rss / 1024))
-  printf '%-34s %8.3f s  %12.0f events/s  peak RSS %6d MiB\n' "$name" "${MED[$name]}" \
-    "$(echo "$events / ${MED[$name]}" | bc -l)" "${RSS[$name]}"
+  MED[$1]=$(median "${times[@]}"); RSS[$1]=$((rss / 1024)); report "$1"
+}
+# run2 NAME1 CMD1 NAME2 CMD2: like run for both, alternating their runs.
+run2() {
+  local ta=() tb=() ra=0 rb=0
+  for _ in $(seq "$REPS"); do
+    once "$2" || return 1; ta+=("$T"); [ "$R" -gt "$ra" ] && ra=$R
+    once "$4" || return 1; tb+=("$T"); [ "$R" -gt "$rb" ] && rb=$R
+  done
+  MED[$1]=$(median "${ta[@]}"); RSS[$1]=$((ra / 1024)); report "$1"
+  MED[$3]=$(median "${tb[@]}"); RSS[$3]=$((rb / 1024)); report "$3"
 }
 
 command -v pigz >/dev/null && run "pigz -dc" "pigz -dc '$gz'"
 run "gzip -dc" "gzip -dc '$gz'"
 cases=("gzip file|'$gz'" "text file|'$txt'" "text on stdin|< '$txt'" "1-member gzip, stdin|< '$one'")
 for c in "${cases[@]}"; do
-  run "weir import (${c%%|*})" "'$weir' import --quiet --db '$work/db' ${c#*|}"
   if [ -n "${BASELINE:-}" ]; then
-    run "baseline import (${c%%|*})" "'$BASELINE' import --quiet --db '$work/db' ${c#*|}"
+    # Alternate the two builds run by run, so that a drifting machine favours neither.
+    run2 "weir import (${c%%|*})" "'$weir' import --quiet --db '$work/db' ${c#*|}" \
+      "baseline import (${c%%|*})" "'$BASELINE' import --quiet --db '$work/db' ${c#*|}"
+  else
+    run "weir import (${c%%|*})" "'$weir' import --quiet --db '$work/db' ${c#*|}"
   fi
 done
 if [ -n "${SKIP_DUCKDB:-}" ]; then

@@ -76,6 +76,7 @@ pub mod error;
 mod fs;
 pub mod metrics;
 pub mod pipeline;
+pub mod query;
 pub mod segment;
 pub mod setting;
 pub mod size;

@@ -195,6 +195,10 @@ pub enum Problem {
         /// What to write.
         hint: String,
     },
+    /// An expression that does not parse or type-check (a filter's `where`), shown with a
+    /// caret under the problem.
+    #[error("invalid expression: {0}")]
+    Expression(String),
     /// A glob pattern that does not parse.
     #[error("invalid glob pattern {pattern:?}: {reason}")]
     BadGlob {

@@ -114,7 +114,12 @@ fn shipped_pipelines_validate_with_check() {
     names.sort();
     assert_eq!(
         names,
-        ["stdin-live.toml", "tee-json.toml", "zeek-to-archive.toml"]
+        [
+            "filter-noise.toml",
+            "stdin-live.toml",
+            "tee-json.toml",
+            "zeek-to-archive.toml"
+        ]
     );
     for name in &names {
         let spec =
@@ -295,6 +300,50 @@ fn tee_json_fans_out_to_archive_and_json_file() {
         archive.config,
         StageConfig::Archive(ArchiveSinkConfig::new("weir.db"))
     );
+}
+
+/// `pipelines/filter-noise.toml`: a filter transform between the source and the batcher.
+#[test]
+fn filter_noise_filters_before_batching() {
+    let spec = PipelineSpec::load(
+        &shipped("filter-noise.toml"),
+        &vars(&[("WEIR_INPUT", "x.log")]),
+    )
+    .unwrap();
+    let names: Vec<&str> = spec.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["input", "quiet", "batch", "archive"]);
+    match &spec.stages[1].config {
+        StageConfig::Filter(f) => {
+            assert_eq!(f.expr, "#type != \"zeek.dns\" || rcode_name != \"NOERROR\"");
+            f.validate().unwrap();
+        }
+        other => panic!("not a filter: {other:?}"),
+    }
+}
+
+/// A malformed `where` is reported with file, line, table, key and a caret.
+#[test]
+fn filter_expression_error_has_a_caret() {
+    let e = assert_err(
+        "err-filter-expression.toml",
+        9,
+        Some("transforms.quiet"),
+        Some("where"),
+        "invalid expression: expected ) to close the ( at column 28, found the end at column 44",
+    );
+    let shown = e.to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines[1], "  rcode_name != \"NOERROR\" && (id.resp_p == 53");
+    assert_eq!(lines[2], format!("  {}^", " ".repeat(43)));
+}
+
+/// A filter needs its `where`.
+#[test]
+fn filter_needs_where() {
+    let text = "[sources.i]\ntype = \"stdin\"\n[transforms.f]\ntype = \"filter\"\ninputs = [\"i\"]\n[sinks.o]\ntype = \"stdout\"\ninputs = [\"f\"]\n";
+    let e = PipelineSpec::parse(text, "t.toml", Path::new("."), &vars(&[])).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("where"), "{e}");
+    assert!(e.to_string().contains("missing required key"), "{e}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The archive commands: `weir export`, `weir info`, `weir inspect`, `weir verify` (with
-//! `--repair`, [`weir::store::repair`]).
+//! The archive commands: `weir info`, `weir inspect`, `weir verify` (with `--repair`,
+//! [`weir::store::repair`]). The search commands (`export`, `count`, `get`) are in
+//! `search.rs`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,27 +8,10 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 
-use weir::codec::writer::{writer_for, OutputFormat, WriteError};
-use weir::codec::StdoutSinkConfig;
+use weir::codec::writer::WriteError;
 use weir::store::Archive;
 
-use super::args::{choice, DbArg};
-
-/// Output is written in pieces of about this size.
-const CHUNK: usize = 256 << 10;
-
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    #[command(flatten)]
-    db: DbArg,
-    /// Output format.
-    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
-          default_value_t = StdoutSinkConfig::default().format)]
-    to: OutputFormat,
-    /// Stop after N events.
-    #[arg(short = 'n', long = "limit", value_name = "N")]
-    limit: Option<u64>,
-}
+use super::args::DbArg;
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
@@ -59,7 +43,7 @@ pub struct VerifyArgs {
     repair: bool,
 }
 
-fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
+pub(super) fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
     match out.write_all(buf) {
         Ok(()) => {
             buf.clear();
@@ -84,59 +68,8 @@ fn print_out(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// `weir export`: events in ID order, stopping after `-n` events (touching no more segments).
-pub fn export(args: ExportArgs) -> anyhow::Result<()> {
-    let archive = Archive::open(&args.db.path)?;
-    warn_unlisted(&archive)?;
-    let mut writer = writer_for(args.to);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = Vec::with_capacity(CHUNK * 2);
-    let mut left = args.limit.unwrap_or(u64::MAX);
-    let mut damaged = 0u64;
-    if left > 0 {
-        for batch in archive.scan() {
-            let batch = match batch {
-                Ok(b) => b,
-                Err(e) => {
-                    // A damaged segment is reported; the rest of the archive is still exported.
-                    say!("weir: error: {e}");
-                    damaged += 1;
-                    continue;
-                }
-            };
-            let take = (batch.len() as u64).min(left) as usize;
-            let mut rows = batch.rows().take(take);
-            match writer.write_rows(batch.schema(), &mut rows, &mut buf) {
-                Ok(()) => {}
-                Err(WriteError::Closed) => return Err(WriteError::Closed.into()),
-                Err(e) => return Err(e.into()),
-            }
-            left -= take as u64;
-            if buf.len() >= CHUNK {
-                write_out(&mut out, &mut buf)?;
-            }
-            if left == 0 {
-                break;
-            }
-        }
-    }
-    writer.finish(&mut buf);
-    write_out(&mut out, &mut buf)?;
-    if let Err(e) = out.flush() {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return Err(WriteError::Closed.into());
-        }
-        return Err(anyhow::Error::new(e).context("cannot write to stdout"));
-    }
-    if damaged > 0 {
-        anyhow::bail!("{damaged} damaged segments were skipped (see above)");
-    }
-    Ok(())
-}
-
 /// Warns about segment files the catalog does not list (their events are not read).
-fn warn_unlisted(archive: &Archive) -> anyhow::Result<()> {
+pub(super) fn warn_unlisted(archive: &Archive) -> anyhow::Result<()> {
     for path in archive.unlisted_segments()?.lost {
         say!(
             "weir: warning: segment {} is not in the catalog, so its events are not read; run `weir verify --repair` to add it back",

@@ -1,5 +1,5 @@
 //! `weir convert`: Zeek logs in, Zeek TSV or JSON lines out on stdout; a pipeline of one
-//! source (the inputs in order) and one stdout sink.
+//! source (the inputs in order), a filter transform with `--where`, and one stdout sink.
 
 use clap::Args;
 
@@ -8,9 +8,11 @@ use weir::codec::StdoutSinkConfig;
 use weir::pipeline::build::build;
 use weir::pipeline::config::{PipelineSpec, Stage, StageConfig};
 use weir::pipeline::PipelineOptions;
+use weir::query::FilterConfig;
 
 use super::args::{choice, SourceArgs};
 use super::signals;
+use super::UsageError;
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
@@ -20,6 +22,10 @@ pub struct ConvertArgs {
     #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
           default_value_t = StdoutSinkConfig::default().format)]
     to: OutputFormat,
+    /// Keep only the events matching this expression (the pipeline's filter transform; see
+    /// README, "Searching").
+    #[arg(long = "where", value_name = "EXPR")]
+    filter: Option<String>,
 }
 
 /// Runs `weir convert`.
@@ -29,23 +35,35 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let source = args.source.config();
     // Fail on a missing input before anything is written.
     source.inputs()?;
+    let mut stages = vec![Stage {
+        name: "input".into(),
+        line: None,
+        config: StageConfig::source(source),
+        inputs: vec![],
+    }];
+    if let Some(expr) = args.filter {
+        let filter = FilterConfig::new(expr);
+        // A malformed expression is a usage error, reported before anything is read.
+        filter
+            .validate()
+            .map_err(|e| UsageError(format!("--where: {}", e.problem)))?;
+        stages.push(Stage {
+            name: "where".into(),
+            line: None,
+            config: StageConfig::Filter(filter),
+            inputs: vec![0],
+        });
+    }
+    stages.push(Stage {
+        name: "stdout".into(),
+        line: None,
+        config: StageConfig::Stdout(sink),
+        inputs: vec![stages.len() - 1],
+    });
     let spec = PipelineSpec {
         origin: "weir convert".into(),
         options: PipelineOptions::default(),
-        stages: vec![
-            Stage {
-                name: "input".into(),
-                line: None,
-                config: StageConfig::source(source),
-                inputs: vec![],
-            },
-            Stage {
-                name: "stdout".into(),
-                line: None,
-                config: StageConfig::Stdout(sink),
-                inputs: vec![0],
-            },
-        ],
+        stages,
     };
     let (pipeline, _) = build(&spec).await?;
     signals::forward(stop, pipeline.shutdown_token());

@@ -25,6 +25,7 @@ mod args;
 mod convert;
 mod import;
 mod progress;
+mod search;
 mod signals;
 
 use std::fmt;
@@ -52,8 +53,13 @@ enum Command {
     Import(import::ImportArgs),
     /// Run a pipeline definition file (see pipelines/).
     Run(import::RunArgs),
-    /// Export the archive's events in ID order (import order) as Zeek TSV or JSON lines.
-    Export(archive::ExportArgs),
+    /// Export the archive's events matching an expression (all without one) in ID order
+    /// (import order) as Zeek TSV or JSON lines.
+    Export(search::ExportArgs),
+    /// Count the archive's events matching an expression (all without one).
+    Count(search::CountArgs),
+    /// Print the events with the given IDs.
+    Get(search::GetArgs),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(archive::InfoArgs),
     /// Describe one segment file: uuid, ID intervals, events, batches.
@@ -148,7 +154,9 @@ pub fn main() -> ExitCode {
             Command::Convert(args) => convert::run(args).await,
             Command::Import(args) => import::import(args).await,
             Command::Run(args) => import::run(args).await,
-            Command::Export(args) => archive::export(args),
+            Command::Export(args) => search::export(args),
+            Command::Count(args) => search::count(args),
+            Command::Get(args) => search::get(args),
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),

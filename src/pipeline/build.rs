@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 
-use futures::{Sink, SinkExt};
+use futures::{Sink, SinkExt, StreamExt};
 
 use super::config::{ConfigError, PipelineSpec, StageConfig};
 use super::{BoxError, Pipeline, PipelineError, StageId};
@@ -125,6 +125,31 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 pipeline.add_source(&stage.name, files, config)?
             }
             StageConfig::Batch(b) => pipeline.add_batcher(&stage.name, &inputs, *b)?,
+            StageConfig::Filter(f) => {
+                let mut filter = f.build().map_err(|e| {
+                    ConfigError::new(
+                        &spec.origin,
+                        stage.line,
+                        Some(&stage.table()),
+                        Some(e.key),
+                        e.problem.into(),
+                    )
+                })?;
+                pipeline.add_transform(&stage.name, &inputs, move |s| {
+                    s.filter_map(move |r| {
+                        let out = match r {
+                            Ok(b) => match filter.apply(b) {
+                                Ok(Some(b)) => Some(Ok(b)),
+                                Ok(None) => None,
+                                Err(e) => Some(Err(BoxError::from(e))),
+                            },
+                            Err(e) => Some(Err(e)),
+                        };
+                        futures::future::ready(out)
+                    })
+                    .boxed()
+                })?
+            }
             StageConfig::Stdout(s) => pipeline.add_sink(&stage.name, &inputs, s.build())?,
             StageConfig::FileSink(f) => {
                 let shown = f.path.display().to_string();

@@ -279,6 +279,15 @@ impl Segment {
         Some(m.first_id..m.first_id + m.rows as u64)
     }
 
+    /// The schema, event IDs and `ts` range of batch `i`, known without verifying its rows
+    /// (what a query prunes by, see `weir::query`).
+    #[allow(clippy::type_complexity)]
+    pub fn batch_meta(&self, i: usize) -> Option<(&SchemaRef, Range<u64>, Option<(i64, i64)>)> {
+        let m = self.batches.get(i)?;
+        let schema = self.schemas.get(m.schema as usize)?;
+        Some((schema, m.first_id..m.first_id + m.rows as u64, m.ts))
+    }
+
     /// Batch `i` of a segment whose batch `i` was already returned by [`Segment::batch`].
     pub(crate) fn checked_batch(&self, i: usize) -> Option<SegmentBatch<'_>> {
         let m = self.batches.get(i)?;

@@ -19,6 +19,7 @@ use super::{ConfigError, ConfigErrorKind, PipelineSpec, Section, StageConfig};
 use crate::batcher::BatchConfig;
 use crate::codec::{FileSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
+use crate::query::FilterConfig;
 use crate::setting::{field_names, InvalidSetting};
 use crate::source::FileSourceConfig;
 use crate::store::ArchiveSinkConfig;
@@ -84,6 +85,18 @@ const STAGE_TYPES: &[StageType] = &[
         excluded: &[],
         keys: field_names::<BatchConfig>,
         parse: |v| BatchConfig::deserialize(v).map(StageConfig::Batch),
+    },
+    StageType {
+        section: Section::Transforms,
+        name: "filter",
+        what: "a filter transform",
+        required: &[(
+            "where",
+            "the expression events must match, e.g. where = \"id.resp_p == 53\"",
+        )],
+        excluded: &[],
+        keys: field_names::<FilterConfig>,
+        parse: |v| FilterConfig::deserialize(v).map(StageConfig::Filter),
     },
     StageType {
         section: Section::Sinks,

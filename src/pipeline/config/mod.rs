@@ -43,6 +43,7 @@
 //! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `max_line_length` |
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
+//! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
 //! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync` |
 //! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format` |
 //! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format` |
@@ -112,6 +113,7 @@ pub use load::LoadOptions;
 use crate::batcher::BatchConfig;
 use crate::codec::{FileSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
+use crate::query::FilterConfig;
 use crate::setting::InvalidSetting;
 use crate::source::{FileSourceConfig, Input, SourceError};
 use crate::store::ArchiveSinkConfig;
@@ -158,6 +160,8 @@ pub enum StageConfig {
     Stdin(FileSourceConfig),
     /// `[transforms.NAME] type = "batch"`: re-batches by events, bytes and time.
     Batch(BatchConfig),
+    /// `[transforms.NAME] type = "filter"`: keeps the events matching an expression.
+    Filter(FilterConfig),
     /// `[sinks.NAME] type = "archive"`: the segment archive.
     Archive(ArchiveSinkConfig),
     /// `[sinks.NAME] type = "file"`: a Zeek TSV or JSON-lines file.
@@ -181,7 +185,7 @@ impl StageConfig {
     pub fn section(&self) -> Section {
         match self {
             StageConfig::File(_) | StageConfig::Stdin(_) => Section::Sources,
-            StageConfig::Batch(_) => Section::Transforms,
+            StageConfig::Batch(_) | StageConfig::Filter(_) => Section::Transforms,
             StageConfig::Archive(_) | StageConfig::FileSink(_) | StageConfig::Stdout(_) => {
                 Section::Sinks
             }
@@ -201,6 +205,7 @@ impl StageConfig {
         match self {
             StageConfig::File(s) | StageConfig::Stdin(s) => s.validate(),
             StageConfig::Batch(b) => b.validate(),
+            StageConfig::Filter(f) => f.validate(),
             StageConfig::Archive(a) => a.validate(),
             StageConfig::FileSink(f) => f.validate(),
             StageConfig::Stdout(s) => s.validate(),

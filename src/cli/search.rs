@@ -1,0 +1,170 @@
+//! The search commands: `weir export [EXPR]`, `weir count [EXPR]`, `weir get ID...`
+//! (the language is [`weir::query`]'s).
+
+use std::io::Write;
+
+use clap::Args;
+
+use weir::codec::writer::{writer_for, EventWriter, OutputFormat, WriteError};
+use weir::codec::StdoutSinkConfig;
+use weir::query::{Query, QueryError};
+use weir::store::Archive;
+
+use super::archive::{warn_unlisted, write_out};
+use super::args::{choice, DbArg};
+use super::UsageError;
+
+/// Output is written in pieces of about this size.
+const CHUNK: usize = 256 << 10;
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Output format.
+    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().format)]
+    to: OutputFormat,
+    /// Stop after N events (reading no further).
+    #[arg(short = 'n', long = "limit", value_name = "N")]
+    limit: Option<u64>,
+    /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
+    /// (see README, "Searching"); none: every event.
+    #[arg(value_name = "EXPR")]
+    expr: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CountArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The expression events must match; none: every event.
+    #[arg(value_name = "EXPR")]
+    expr: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Output format.
+    #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().format)]
+    to: OutputFormat,
+    /// Event IDs (as `weir info` shows their ranges), printed in the order given.
+    #[arg(value_name = "ID", required = true)]
+    ids: Vec<u64>,
+}
+
+/// The query of an optional EXPR argument; a malformed one is a usage error (exit 2).
+fn query(expr: Option<&str>) -> anyhow::Result<Query> {
+    match expr {
+        None => Ok(Query::all()),
+        Some(text) => {
+            Query::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")).into())
+        }
+    }
+}
+
+/// A query error: an ill-typed expression is the user's (exit 2), the rest a runtime error.
+fn query_error(e: QueryError) -> anyhow::Error {
+    match e {
+        QueryError::Expr(e) => UsageError(format!("invalid expression: {e}")).into(),
+        other => other.into(),
+    }
+}
+
+/// Writes the output buffer, then flushes; a closed stdout ends quietly.
+fn finish(
+    out: &mut impl Write,
+    writer: &mut dyn EventWriter,
+    buf: &mut Vec<u8>,
+) -> anyhow::Result<()> {
+    writer.finish(buf);
+    write_out(out, buf)?;
+    match out.flush() {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(WriteError::Closed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// `weir export`: the matching events in ID order, stopping after `-n` events (touching no
+/// more segments).
+pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let query = query(args.expr.as_deref())?;
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let mut writer = writer_for(args.to);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = Vec::with_capacity(CHUNK * 2);
+    let mut left = args.limit.unwrap_or(u64::MAX);
+    let mut damaged = 0u64;
+    if left > 0 {
+        for hits in query.search(&archive).map_err(query_error)? {
+            let hits = match hits {
+                Ok(h) => h,
+                Err(e) => {
+                    // A damaged segment is reported; the rest of the archive is still searched.
+                    say!("weir: error: {e}");
+                    damaged += 1;
+                    continue;
+                }
+            };
+            let take = (hits.len() as u64).min(left) as usize;
+            let mut rows = hits.rows().take(take);
+            writer.write_rows(hits.schema(), &mut rows, &mut buf)?;
+            left -= take as u64;
+            if buf.len() >= CHUNK {
+                write_out(&mut out, &mut buf)?;
+            }
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    finish(&mut out, writer.as_mut(), &mut buf)?;
+    if damaged > 0 {
+        anyhow::bail!("{damaged} damaged segments or batches were skipped (see above)");
+    }
+    Ok(())
+}
+
+/// `weir count`: one number, from the catalog and batch metadata where the expression
+/// allows.
+pub fn count(args: CountArgs) -> anyhow::Result<()> {
+    let query = query(args.expr.as_deref())?;
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let (n, _) = query.count(&archive).map_err(query_error)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = format!("{n}\n").into_bytes();
+    write_out(&mut out, &mut buf)?;
+    Ok(())
+}
+
+/// `weir get`: the events with the given IDs, in the order given.
+pub fn get(args: GetArgs) -> anyhow::Result<()> {
+    let archive = Archive::open(&args.db.path)?;
+    let mut writer = writer_for(args.to);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = Vec::new();
+    let mut missing = Vec::new();
+    for &id in &args.ids {
+        match archive.get(id)? {
+            Some(b) => writer.write_rows(b.schema(), &mut b.rows(), &mut buf)?,
+            None => missing.push(id.to_string()),
+        }
+        if buf.len() >= CHUNK {
+            write_out(&mut out, &mut buf)?;
+        }
+    }
+    finish(&mut out, writer.as_mut(), &mut buf)?;
+    if !missing.is_empty() {
+        anyhow::bail!("no event with ID {}", missing.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,444 @@
+//! Binding an expression to a schema: extractors resolved to field indices, each comparison
+//! type-checked against its field, meta extractors decided outright. The result, a
+//! [`Program`], is what [`super::eval`] runs on rows and [`super::prune`] runs on metadata.
+//!
+//! # Resolution
+//!
+//! A field extractor `N` names every field whose qualified name `SCHEMA.FIELD` (e.g.
+//! `zeek.conn.id.orig_h`) equals `N` or ends with `.N`: the full name (`id.orig_h`), any
+//! suffix at a dot (`orig_h`), or a schema-qualified name (`conn.duration`,
+//! `zeek.conn.id.resp_h`). Several matching fields mean any of them. A type extractor names
+//! every scalar field of its type (`:count` also ports; `:string` also `file` fields;
+//! `:subnet` also addresses, compared by membership); `:timestamp` and `#timestamp` name the
+//! schema's `ts` field.
+//!
+//! # Types
+//!
+//! [`well_typed`] says which comparisons make sense (numbers compare across `count`, `int`,
+//! `real` and `port`; see the table in [`super`]). A comparison that is not well-typed for a
+//! field is false for that field, and a missing field is false for the schema. The query
+//! reports an error only when no schema makes a comparison well-typed (see [`Typing`]).
+
+use super::literal::Literal;
+use super::parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
+use crate::types::{Schema, SchemaRef, Type};
+
+/// A bound expression: constants and comparisons on field indices, negations already pushed
+/// into the operators.
+#[derive(Debug, Clone)]
+pub(crate) enum Bound {
+    /// Decided without looking at a row.
+    Const(bool),
+    /// All of them.
+    And(Vec<Bound>),
+    /// Any of them.
+    Or(Vec<Bound>),
+    /// One comparison on one field.
+    Test(Test),
+}
+
+/// A comparison of field `field` (of type `ty`) with a literal.
+#[derive(Debug, Clone)]
+pub(crate) struct Test {
+    pub field: usize,
+    pub ty: Type,
+    pub op: Op,
+    pub lit: Literal,
+    /// The schema's `proto` field, for a port literal with a protocol.
+    pub proto: Option<usize>,
+}
+
+/// How a predicate fared in the schemas bound so far.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Typing {
+    /// Some schema has a field the extractor names.
+    pub resolved: bool,
+    /// Some such field makes the comparison well-typed.
+    pub well_typed: bool,
+    /// The first field that did not: its name and type.
+    pub mismatch: Option<(String, Type)>,
+}
+
+/// An expression bound to one schema.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub(crate) schema: SchemaRef,
+    pub(crate) bound: Bound,
+    /// The fields the comparisons read (ascending, no duplicates).
+    pub(crate) fields: Vec<usize>,
+    pub(crate) types: Vec<Type>,
+    pub(crate) ts_index: Option<usize>,
+}
+
+impl Program {
+    /// Binds `expr` (normalized; `None`: everything) to `schema`, recording each predicate's
+    /// typing in `typing` (indexed by predicate id).
+    pub(crate) fn new(expr: Option<&Expr>, schema: &SchemaRef, typing: &mut [Typing]) -> Program {
+        let bound = match expr {
+            None => Bound::Const(true),
+            Some(e) => simplify(bind(e, schema, typing)),
+        };
+        let mut fields = Vec::new();
+        collect_fields(&bound, &mut fields);
+        fields.sort_unstable();
+        fields.dedup();
+        Program {
+            schema: schema.clone(),
+            bound,
+            fields,
+            types: schema.fields.iter().map(|f| f.ty.clone()).collect(),
+            ts_index: schema.ts_index(),
+        }
+    }
+
+    /// The schema bound to.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// `Some(answer)` when every event of the schema gives the same answer.
+    pub fn constant(&self) -> Option<bool> {
+        match self.bound {
+            Bound::Const(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
+    match b {
+        Bound::Const(_) => {}
+        Bound::And(v) | Bound::Or(v) => v.iter().for_each(|b| collect_fields(b, out)),
+        Bound::Test(t) => {
+            out.push(t.field);
+            out.extend(t.proto);
+        }
+    }
+}
+
+/// Folds constants: `x && false` is false, `x || true` is true, one-element lists unwrap.
+fn simplify(b: Bound) -> Bound {
+    match b {
+        Bound::And(v) => {
+            let mut out = Vec::new();
+            for b in v.into_iter().map(simplify) {
+                match b {
+                    Bound::Const(true) => {}
+                    Bound::Const(false) => return Bound::Const(false),
+                    other => out.push(other),
+                }
+            }
+            match out.len() {
+                0 => Bound::Const(true),
+                1 => out.remove(0),
+                _ => Bound::And(out),
+            }
+        }
+        Bound::Or(v) => {
+            let mut out = Vec::new();
+            for b in v.into_iter().map(simplify) {
+                match b {
+                    Bound::Const(false) => {}
+                    Bound::Const(true) => return Bound::Const(true),
+                    other => out.push(other),
+                }
+            }
+            match out.len() {
+                0 => Bound::Const(false),
+                1 => out.remove(0),
+                _ => Bound::Or(out),
+            }
+        }
+        other => other,
+    }
+}
+
+fn bind(e: &Expr, schema: &Schema, typing: &mut [Typing]) -> Bound {
+    match e {
+        Expr::And(v) => Bound::And(v.iter().map(|e| bind(e, schema, typing)).collect()),
+        Expr::Or(v) => Bound::Or(v.iter().map(|e| bind(e, schema, typing)).collect()),
+        // Normalized expressions have none; bind one anyway as its meaning.
+        Expr::Not(inner) => bind(&(**inner).clone().normalize_negated(), schema, typing),
+        Expr::Pred(p) => bind_predicate(p, schema, typing),
+    }
+}
+
+impl Expr {
+    /// `!self` in negation normal form.
+    fn normalize_negated(self) -> Expr {
+        Expr::Not(Box::new(self)).normalize()
+    }
+}
+
+/// Whether the field named `name` by a field extractor is field `f` of `schema`.
+pub(crate) fn names_field(schema: &Schema, field: &str, name: &str) -> bool {
+    // SCHEMA.FIELD == name, or SCHEMA.FIELD ends with ".name".
+    let qualified_len = schema.name.len() + 1 + field.len();
+    if name.len() > qualified_len {
+        return false;
+    }
+    if name.len() <= field.len() {
+        return field.ends_with(name)
+            && (name.len() == field.len()
+                || field.as_bytes()[field.len() - name.len() - 1] == b'.');
+    }
+    // The name reaches into the schema name.
+    let in_schema = name.len() - field.len() - 1;
+    let (head, tail) = name.split_at(name.len() - field.len());
+    tail == field
+        && head.ends_with('.')
+        && schema.name.ends_with(&head[..in_schema])
+        && (in_schema == schema.name.len()
+            || schema.name.as_bytes()[schema.name.len() - in_schema - 1] == b'.')
+}
+
+/// The schema's `proto` field (a string or enum), for port protocols.
+fn proto_field(schema: &Schema) -> Option<usize> {
+    schema
+        .fields
+        .iter()
+        .position(|f| f.name == "proto" && f.ty.is_stringy())
+}
+
+/// The fields a type extractor names, each with the operator to use on it.
+fn type_fields(schema: &Schema, t: TypeName, op: Op) -> Vec<(usize, Op)> {
+    if t == TypeName::Timestamp {
+        return schema.ts_index().map(|i| (i, op)).into_iter().collect();
+    }
+    schema
+        .fields
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let op = type_op(t, &f.ty, op)?;
+            Some((i, op))
+        })
+        .collect()
+}
+
+/// The operator a type extractor uses on a field of type `ty`, if it names such fields.
+pub(crate) fn type_op(t: TypeName, ty: &Type, op: Op) -> Option<Op> {
+    let hit = match t {
+        TypeName::Addr => *ty == Type::Addr,
+        TypeName::Subnet => {
+            if *ty == Type::Addr {
+                // `:subnet == 10.0.0.0/8` also matches addresses in it.
+                return Some(match op {
+                    Op::Eq => Op::In,
+                    Op::Ne => Op::NotIn,
+                    other => other,
+                });
+            }
+            *ty == Type::Subnet
+        }
+        TypeName::Count => matches!(ty, Type::Count | Type::Port),
+        TypeName::Int => *ty == Type::Int,
+        TypeName::Real => *ty == Type::Double,
+        TypeName::String => matches!(ty, Type::String | Type::File),
+        TypeName::Bool => *ty == Type::Bool,
+        TypeName::Time | TypeName::Timestamp => *ty == Type::Time,
+        TypeName::Duration => *ty == Type::Interval,
+        TypeName::Port => *ty == Type::Port,
+        TypeName::Enum => *ty == Type::Enum,
+        TypeName::Pattern => *ty == Type::Pattern,
+    };
+    hit.then_some(op)
+}
+
+/// The types a type extractor can name (for the check that needs no schema).
+pub(crate) fn type_candidates(t: TypeName) -> &'static [Type] {
+    match t {
+        TypeName::Addr => &[Type::Addr],
+        TypeName::Subnet => &[Type::Subnet, Type::Addr],
+        TypeName::Count => &[Type::Count, Type::Port],
+        TypeName::Int => &[Type::Int],
+        TypeName::Real => &[Type::Double],
+        TypeName::String => &[Type::String, Type::File],
+        TypeName::Bool => &[Type::Bool],
+        TypeName::Time | TypeName::Timestamp => &[Type::Time],
+        TypeName::Duration => &[Type::Interval],
+        TypeName::Port => &[Type::Port],
+        TypeName::Enum => &[Type::Enum],
+        TypeName::Pattern => &[Type::Pattern],
+    }
+}
+
+fn test(schema: &Schema, field: usize, op: Op, lit: &Literal) -> Bound {
+    let ty = schema.fields[field].ty.clone();
+    let proto = match lit {
+        Literal::Port(_, Some(_)) => proto_field(schema),
+        _ => None,
+    };
+    Bound::Test(Test {
+        field,
+        ty,
+        op,
+        lit: lit.clone(),
+        proto,
+    })
+}
+
+fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Bound {
+    let lit = &p.value;
+    match &p.extractor {
+        Extractor::Meta(Meta::Type) => {
+            let name = crate::value::ValueRef::String(schema.name.as_bytes());
+            Bound::Const(super::eval::holds(&name, p.op, lit))
+        }
+        Extractor::Meta(Meta::Field) => Bound::Const(field_meta(schema, p.op, lit)),
+        Extractor::Meta(Meta::Timestamp) => Bound::Or(
+            type_fields(schema, TypeName::Timestamp, p.op)
+                .into_iter()
+                .map(|(i, op)| test(schema, i, op, lit))
+                .collect(),
+        ),
+        Extractor::Type(t) => Bound::Or(
+            type_fields(schema, *t, p.op)
+                .into_iter()
+                .filter(|(i, op)| well_typed(&schema.fields[*i].ty, *op, lit))
+                .map(|(i, op)| test(schema, i, op, lit))
+                .collect(),
+        ),
+        Extractor::Field(name) => {
+            let mut any = Vec::new();
+            let t = typing.get_mut(p.id);
+            let mut t_fallback = Typing::default();
+            let t = t.unwrap_or(&mut t_fallback);
+            for (i, f) in schema.fields.iter().enumerate() {
+                if !names_field(schema, &f.name, name) {
+                    continue;
+                }
+                t.resolved = true;
+                if well_typed(&f.ty, p.op, lit) {
+                    t.well_typed = true;
+                    any.push(test(schema, i, p.op, lit));
+                } else if t.mismatch.is_none() {
+                    t.mismatch = Some((f.name.clone(), f.ty.clone()));
+                }
+            }
+            Bound::Or(any)
+        }
+    }
+}
+
+/// `#field op "name"`: `==` is true when a field of the schema has that name (resolved as a
+/// field extractor); other positive operators compare the full field names as strings; a
+/// negative operator is true when no field satisfies its positive.
+fn field_meta(schema: &Schema, op: Op, lit: &Literal) -> bool {
+    let positive = if op.is_negative() { op.negate() } else { op };
+    let any = schema.fields.iter().any(|f| match (positive, lit) {
+        (Op::Eq, Literal::String(s)) => {
+            std::str::from_utf8(s).is_ok_and(|s| names_field(schema, &f.name, s))
+        }
+        (Op::In, Literal::List(items)) => items.iter().any(|x| field_meta(schema, Op::Eq, x)),
+        _ => super::eval::holds(
+            &crate::value::ValueRef::String(f.name.as_bytes()),
+            positive,
+            lit,
+        ),
+    });
+    any != op.is_negative()
+}
+
+/// Whether `field op lit` is a meaningful comparison for a field of type `ty`.
+///
+/// Containers compare element-wise: `x in field` (`field ni x`), `field == x` and the other
+/// operators hold when some element does; `field == [a, b]` compares the whole list.
+pub(crate) fn well_typed(ty: &Type, op: Op, lit: &Literal) -> bool {
+    let op = if op.is_negative() { op.negate() } else { op };
+    if let Some(elem) = ty.element() {
+        return match (op, lit) {
+            (Op::Eq, Literal::List(items)) => items.iter().all(|x| scalar_ok(elem, Op::Eq, x)),
+            (Op::Ni, x) => !matches!(x, Literal::List(_)) && scalar_ok(elem, Op::Eq, x),
+            (op, x) => scalar_ok(elem, op, x),
+        };
+    }
+    scalar_ok(ty, op, lit)
+}
+
+fn is_number(ty: &Type) -> bool {
+    matches!(ty, Type::Count | Type::Int | Type::Double | Type::Port)
+}
+
+/// [`well_typed`] for a scalar type and a positive operator.
+fn scalar_ok(ty: &Type, op: Op, lit: &Literal) -> bool {
+    use Literal as L;
+    match (op, lit) {
+        (Op::Eq | Op::Match | Op::Ni, L::Pattern(_)) => ty.is_stringy(),
+        (Op::Match, _) | (_, L::Pattern(_)) => false,
+        (Op::In, L::List(items)) => items.iter().all(|x| scalar_ok(ty, Op::Eq, x)),
+        (_, L::List(_)) => false,
+        (Op::In, L::Subnet(..)) => matches!(ty, Type::Addr | Type::Subnet),
+        (Op::In, L::String(_)) => ty.is_stringy(),
+        (Op::In, _) => false,
+        (Op::Ni, L::String(_)) => ty.is_stringy(),
+        (Op::Ni, L::Addr(_) | L::Subnet(..)) => *ty == Type::Subnet,
+        (Op::Ni, _) => false,
+        (_, L::Bool(_)) => *ty == Type::Bool && op == Op::Eq,
+        (_, L::Count(_) | L::Int(_) | L::Real(_)) => is_number(ty),
+        (_, L::String(_)) => ty.is_stringy(),
+        (_, L::Addr(_)) => *ty == Type::Addr,
+        (_, L::Subnet(..)) => *ty == Type::Subnet && op == Op::Eq,
+        (_, L::Port(..)) => matches!(ty, Type::Port | Type::Count),
+        (_, L::Duration(_)) => *ty == Type::Interval,
+        (_, L::Time(_)) => *ty == Type::Time,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Field;
+
+    #[test]
+    fn names_resolve_by_suffix_and_qualification() {
+        let s = Schema::new(
+            "zeek.conn",
+            vec![
+                Field::new("id.orig_h", Type::Addr),
+                Field::new("duration", Type::Interval),
+            ],
+        );
+        let f = |field: &str, name: &str| names_field(&s, field, name);
+        assert!(f("id.orig_h", "id.orig_h"));
+        assert!(f("id.orig_h", "orig_h"));
+        assert!(!f("id.orig_h", "rig_h"));
+        assert!(!f("id.orig_h", "h"));
+        assert!(f("id.orig_h", "conn.id.orig_h"));
+        assert!(f("id.orig_h", "zeek.conn.id.orig_h"));
+        assert!(!f("id.orig_h", "onn.id.orig_h"));
+        assert!(!f("id.orig_h", "x.zeek.conn.id.orig_h"));
+        assert!(f("duration", "conn.duration"));
+        assert!(!f("duration", "dns.duration"));
+        assert!(!f("duration", "conn"));
+    }
+
+    #[test]
+    fn typing_table() {
+        use Literal as L;
+        assert!(well_typed(&Type::Port, Op::Eq, &L::Count(53)));
+        assert!(well_typed(&Type::Double, Op::Lt, &L::Int(-1)));
+        assert!(!well_typed(&Type::Time, Op::Eq, &L::String(b"x".to_vec())));
+        assert!(well_typed(
+            &Type::Addr,
+            Op::In,
+            &L::Subnet([10, 0, 0, 0].into(), 8)
+        ));
+        assert!(well_typed(
+            &Type::Addr,
+            Op::NotIn,
+            &L::List(vec![L::Addr([1, 1, 1, 1].into())])
+        ));
+        assert!(well_typed(
+            &Type::Vector(Box::new(Type::String)),
+            Op::Ni,
+            &L::String(vec![])
+        ));
+        assert!(!well_typed(&Type::Bool, Op::Lt, &L::Bool(true)));
+        assert!(well_typed(
+            &Type::Enum,
+            Op::NotMatch,
+            &L::Pattern(super::super::literal::Pattern::new("x").unwrap())
+        ));
+    }
+}

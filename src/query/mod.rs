@@ -1,0 +1,260 @@
+//! Searching: VAST's expression language over the archive and over pipeline batches.
+//!
+//! A [`Query`] is a parsed expression. [`Query::search`] runs it over an [`Archive`] (pruning
+//! segments and batches by their metadata, then evaluating rows in place, results in ID
+//! order); [`Query::count`] counts from metadata where it can; [`Query::bind`] gives the
+//! [`Program`] of one schema, which tests encoded rows ([`Program::matches`]); the pipeline's
+//! `filter` transform ([`FilterConfig`]) uses it on batches.
+//!
+//! ```
+//! use weir::query::Query;
+//! let q = Query::parse("#type == \"zeek.conn\" && id.resp_p == 53 && duration > 1s").unwrap();
+//! assert_eq!(q.text(), "#type == \"zeek.conn\" && id.resp_p == 53 && duration > 1s");
+//! let e = Query::parse("ts == && x").unwrap_err();
+//! assert_eq!(e.pos, 6);
+//! ```
+//!
+//! # The language (VAST's, 2021)
+//!
+//! An expression combines **predicates** with `&&`, `||`, `!` and parentheses (`&&` binds
+//! tighter than `||`; whitespace is free). A predicate is `LHS op RHS`, one side an
+//! extractor and the other a literal (either order: `"zeek" in #type`).
+//!
+//! | operator | meaning |
+//! | --- | --- |
+//! | `==` `!=` `<` `<=` `>` `>=` | compare (numbers across `count`, `int`, `real`, `port`; strings by bytes; times; durations; addresses; subnets only `==`/`!=`; bools only `==`/`!=`) |
+//! | `in` `!in` | the left side is in the right: address in subnet, subnet in subnet, value in list, string is a substring |
+//! | `ni` `!ni` | the right side is in the left (`a ni b` is `b in a`); `x in field` for a container field is element membership |
+//! | `~` `!~` | the string matches the `/pattern/` as a whole (`==` with a pattern too); `/re/ in field` searches |
+//!
+//! **Extractors.** A field name: the full dotted name (`id.orig_h`), any suffix at a dot
+//! (`orig_h`), or qualified by the schema (`conn.duration`, `zeek.conn.id.resp_h`); several
+//! matching fields mean any of them. A type: `:addr :subnet :count :int :real (:double)
+//! :string :bool :time :duration (:interval) :port :enum :pattern :timestamp`: every field of
+//! that type (`:count` also ports, `:string` also `file` fields, `:subnet == 10.0.0.0/8` also
+//! addresses in it, `:timestamp` the event's `ts`). Meta: `#type` (the schema name,
+//! `zeek.conn`), `#timestamp` (= `:timestamp`), `#field` (a field name: `#field == "uid"`).
+//!
+//! **Literals.** Strings `"a\"b\x41"`; counts `53`, `1k`, `1M`, `1G` (×1000), `1Ki`, `1Mi`,
+//! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`; bools `T F true false`; addresses
+//! `10.0.0.1`, `::1`; subnets `10.0.0.0/8`; ports `80/tcp`, `53/udp`, `0/?` (the number
+//! compares with port and count fields (JSON logs have counts); the protocol must equal the event's `proto` field when it has a set one);
+//! durations `10s 1.5ms 2min 2h 1d 1w` (`ns us ms s m/min h d w y`); times `2009-11-18`,
+//! `2009-11-18T08:00:21Z`, `2009-11-18+08:00:21.5`, `2009-11-18T09:00:21+01:00`, `@1258531221.5`
+//! (epoch seconds), `now`, `now - 1d`, `now + 1h`, `1h ago`; lists `[a, b, c]`; patterns
+//! `/re/` (Rust's `regex` syntax, on bytes).
+//!
+//! **Value predicates.** A bare literal is `:TYPE == literal` for its type: `10.0.0.1` is
+//! `:addr == 10.0.0.1`, `10.0.0.0/8` matches subnets equal to it and addresses in it, `53`
+//! matches counts and ports, `"x"` strings, `/re/` strings matching it.
+//!
+//! # Semantics (as VAST)
+//!
+//! - An unset value never matches, whatever the operator (also `!=`, `!in`); negation is
+//!   pushed into the predicates first (`!(x == 1)` is `x != 1`), so `!` does not make unset
+//!   values match either.
+//! - A schema without the field: false for its events. A comparison that is not well-typed
+//!   for a field is false for that field; when no field of any schema the query reaches makes
+//!   it well-typed (`ts == "yesterday"`), the query fails, naming the field and both types. A
+//!   type or meta extractor with a literal it can never compare with fails at parse time.
+//! - Containers (`set`, `vector`, `table`): `x in field` holds when an element equals `x`;
+//!   `field == x` and the ordering operators hold when some element does (so an empty
+//!   container never equals a scalar); `field == [a, b]` compares the whole list; a negative
+//!   operator is the negation of its positive on a set container.
+//!
+//! # Modules
+//!
+//! | file | owns |
+//! | --- | --- |
+//! | `lexer.rs` | tokens with positions |
+//! | `parser.rs` | the grammar, the syntax tree ([`Expr`], [`Predicate`], [`Op`], [`Extractor`]), negation normal form |
+//! | `literal.rs` | [`Literal`]s and the parsers of their unquoted forms |
+//! | `bind.rs` | resolving extractors in a schema, type checks: [`Program`] |
+//! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
+//! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
+//! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
+//! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
+//! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
+
+mod bind;
+mod error;
+mod eval;
+mod filter;
+mod lexer;
+mod literal;
+mod parser;
+mod prune;
+mod search;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use bind::Program;
+pub use error::{ExprError, QueryError};
+pub use filter::{Filter, FilterConfig};
+pub use literal::{Literal, Pattern};
+pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
+pub use prune::Tri;
+pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};
+
+use crate::store::Archive;
+use crate::types::{SchemaRef, Type};
+
+/// A parsed, statically checked expression (or "everything").
+#[derive(Debug, Clone)]
+pub struct Query {
+    text: String,
+    /// In negation normal form; `None` matches every event.
+    expr: Option<Expr>,
+}
+
+/// Nanoseconds since the epoch, now.
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+impl Query {
+    /// Parses an expression; `now` is the current time.
+    pub fn parse(text: &str) -> Result<Query, ExprError> {
+        Query::parse_at(text, now_ns())
+    }
+
+    /// Parses an expression with `now` at `now` (nanoseconds since the epoch).
+    pub fn parse_at(text: &str, now: i64) -> Result<Query, ExprError> {
+        let expr = parser::parse(text, now)?.normalize();
+        for p in expr.predicates() {
+            check_static(text, p)?;
+        }
+        Ok(Query {
+            text: text.to_string(),
+            expr: Some(expr),
+        })
+    }
+
+    /// The query that matches every event.
+    pub fn all() -> Query {
+        Query {
+            text: String::new(),
+            expr: None,
+        }
+    }
+
+    /// The expression as written (empty for [`Query::all`]).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The expression in negation normal form (`None` for [`Query::all`]).
+    pub fn expr(&self) -> Option<&Expr> {
+        self.expr.as_ref()
+    }
+
+    fn predicate_count(&self) -> usize {
+        self.expr.as_ref().map_or(0, |e| {
+            e.predicates().iter().map(|p| p.id + 1).max().unwrap_or(0)
+        })
+    }
+
+    fn has_field_predicates(&self) -> bool {
+        self.expr.as_ref().is_some_and(|e| {
+            e.predicates()
+                .iter()
+                .any(|p| matches!(p.extractor, Extractor::Field(_)))
+        })
+    }
+
+    /// The program of one schema.
+    pub fn bind(&self, schema: &SchemaRef) -> Program {
+        let mut typing = vec![bind::Typing::default(); self.predicate_count()];
+        Program::new(self.expr.as_ref(), schema, &mut typing)
+    }
+
+    /// Fails when a field comparison names fields in `schemas` but none of them makes it
+    /// well-typed (`ts == "yesterday"`): the error names the field and both types.
+    pub fn check_types(&self, schemas: &[SchemaRef]) -> Result<(), ExprError> {
+        let Some(expr) = &self.expr else {
+            return Ok(());
+        };
+        let mut typing = vec![bind::Typing::default(); self.predicate_count()];
+        for s in schemas {
+            Program::new(Some(expr), s, &mut typing);
+        }
+        for p in expr.predicates() {
+            let Some(t) = typing.get(p.id) else { continue };
+            if let (true, false, Some((field, ty))) = (t.resolved, t.well_typed, &t.mismatch) {
+                return Err(ExprError::new(
+                    &self.text,
+                    p.pos,
+                    format!(
+                        "type mismatch in `{}`: field {field} is of type {ty} and {} is of type {}; no field {} of any schema can be compared with it by `{}`",
+                        p.text,
+                        p.value,
+                        p.value.type_name(),
+                        p.extractor,
+                        p.op
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The matching events of `archive`, in ID order, with pruning.
+    pub fn search<'a>(&'a self, archive: &'a Archive) -> Result<Search<'a>, QueryError> {
+        Search::new(archive, self, SearchOptions::default())
+    }
+
+    /// [`Query::search`] with options.
+    pub fn search_with<'a>(
+        &'a self,
+        archive: &'a Archive,
+        options: SearchOptions,
+    ) -> Result<Search<'a>, QueryError> {
+        Search::new(archive, self, options)
+    }
+
+    /// The number of matching events (see [`Search::count`]).
+    pub fn count(&self, archive: &Archive) -> Result<(u64, SearchStats), QueryError> {
+        Search::new(archive, self, SearchOptions::default())?.count()
+    }
+}
+
+/// Refuses type and meta extractors compared with a literal no field of theirs can take.
+fn check_static(text: &str, p: &Predicate) -> Result<(), ExprError> {
+    let (what, ok) = match &p.extractor {
+        Extractor::Field(_) => return Ok(()),
+        Extractor::Type(t) => (
+            format!("{} fields", t.as_str()),
+            bind::type_candidates(*t).iter().any(|ty| {
+                bind::type_op(*t, ty, p.op).is_some_and(|op| bind::well_typed(ty, op, &p.value))
+            }),
+        ),
+        Extractor::Meta(Meta::Type) => (
+            "#type (a string)".to_string(),
+            bind::well_typed(&Type::String, p.op, &p.value),
+        ),
+        Extractor::Meta(Meta::Field) => (
+            "#field (a string)".to_string(),
+            bind::well_typed(&Type::String, p.op, &p.value),
+        ),
+        Extractor::Meta(Meta::Timestamp) => (
+            "#timestamp (a time)".to_string(),
+            bind::well_typed(&Type::Time, p.op, &p.value),
+        ),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(ExprError::new(
+        text,
+        p.pos,
+        format!(
+            "type mismatch in `{}`: {what} cannot be compared with {} of type {} by `{}`",
+            p.text,
+            p.value,
+            p.value.type_name(),
+            p.op
+        ),
+    ))
+}

@@ -1,0 +1,738 @@
+//! The expression grammar and its syntax tree.
+//!
+//! ```text
+//! expr      := conj ( "||" conj )*
+//! conj      := unary ( "&&" unary )*
+//! unary     := "!" unary | "(" expr ")" | predicate
+//! predicate := operand op operand | literal          (a bare literal: a value predicate)
+//! operand   := field | :type | #meta | literal
+//! literal   := word | "string" | /pattern/ | "[" [ literal ( "," literal )* ] "]"
+//!            | now (+|-) duration | duration ago
+//! op        := == != < <= > >= in !in ni !ni ~ !~
+//! ```
+//!
+//! A predicate compares one extractor with one literal; written the other way round
+//! (`"zeek" in #type`, `10.0.0.0/8 ni net`) it is turned around (`#type ni "zeek"`). A value
+//! predicate is rewritten to a type extractor: `10.0.0.1` is `:addr == 10.0.0.1`, `/x/` is
+//! `:string ~ /x/`. [`Expr::normalize`] then pushes negations down to the predicates (De
+//! Morgan, and `!(a == b)` is `a != b`), as VAST does: a negated predicate on an unset value
+//! or a missing field is still false.
+
+use std::fmt;
+
+use super::error::ParseError;
+use super::lexer::{lex, Tok, Token};
+use super::literal::{parse_duration, parse_word, Literal, Pattern};
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `in`: the left side is in the right side (subnet, list, substring).
+    In,
+    /// `!in`
+    NotIn,
+    /// `ni`: the right side is in the left side.
+    Ni,
+    /// `!ni`
+    NotNi,
+    /// `~`: the string matches the pattern.
+    Match,
+    /// `!~`
+    NotMatch,
+}
+
+impl Op {
+    /// The operator of the negated predicate.
+    pub fn negate(self) -> Op {
+        use Op::*;
+        match self {
+            Eq => Ne,
+            Ne => Eq,
+            Lt => Ge,
+            Ge => Lt,
+            Le => Gt,
+            Gt => Le,
+            In => NotIn,
+            NotIn => In,
+            Ni => NotNi,
+            NotNi => Ni,
+            Match => NotMatch,
+            NotMatch => Match,
+        }
+    }
+
+    /// The operator with its sides swapped (`a < b` is `b > a`).
+    pub fn flip(self) -> Op {
+        use Op::*;
+        match self {
+            Lt => Gt,
+            Gt => Lt,
+            Le => Ge,
+            Ge => Le,
+            In => Ni,
+            Ni => In,
+            NotIn => NotNi,
+            NotNi => NotIn,
+            other => other,
+        }
+    }
+
+    /// Whether this is one of the negative operators (`!=`, `!in`, `!ni`, `!~`).
+    pub fn is_negative(self) -> bool {
+        matches!(self, Op::Ne | Op::NotIn | Op::NotNi | Op::NotMatch)
+    }
+
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        use Op::*;
+        match self {
+            Eq => "==",
+            Ne => "!=",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+            In => "in",
+            NotIn => "!in",
+            Ni => "ni",
+            NotNi => "!ni",
+            Match => "~",
+            NotMatch => "!~",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A type extractor: every field of a type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypeName {
+    /// `:addr`
+    Addr,
+    /// `:subnet` (also matches addresses inside the subnet compared with)
+    Subnet,
+    /// `:count` (also ports)
+    Count,
+    /// `:int`
+    Int,
+    /// `:real`, `:double`
+    Real,
+    /// `:string` (also `file` fields)
+    String,
+    /// `:bool`
+    Bool,
+    /// `:time`
+    Time,
+    /// `:duration`, `:interval`
+    Duration,
+    /// `:port`
+    Port,
+    /// `:enum`
+    Enum,
+    /// `:pattern`
+    Pattern,
+    /// `:timestamp`: the event's `ts` field.
+    Timestamp,
+}
+
+impl TypeName {
+    fn parse(name: &str) -> Option<TypeName> {
+        Some(match name {
+            "addr" => TypeName::Addr,
+            "subnet" => TypeName::Subnet,
+            "count" => TypeName::Count,
+            "int" => TypeName::Int,
+            "real" | "double" => TypeName::Real,
+            "string" => TypeName::String,
+            "bool" => TypeName::Bool,
+            "time" => TypeName::Time,
+            "duration" | "interval" => TypeName::Duration,
+            "port" => TypeName::Port,
+            "enum" => TypeName::Enum,
+            "pattern" => TypeName::Pattern,
+            "timestamp" => TypeName::Timestamp,
+            _ => return None,
+        })
+    }
+
+    /// The extractor as written (`:addr`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TypeName::Addr => ":addr",
+            TypeName::Subnet => ":subnet",
+            TypeName::Count => ":count",
+            TypeName::Int => ":int",
+            TypeName::Real => ":real",
+            TypeName::String => ":string",
+            TypeName::Bool => ":bool",
+            TypeName::Time => ":time",
+            TypeName::Duration => ":duration",
+            TypeName::Port => ":port",
+            TypeName::Enum => ":enum",
+            TypeName::Pattern => ":pattern",
+            TypeName::Timestamp => ":timestamp",
+        }
+    }
+
+    /// The type extractor of a value predicate with this literal.
+    fn of_literal(lit: &Literal) -> Option<TypeName> {
+        Some(match lit {
+            Literal::Bool(_) => TypeName::Bool,
+            Literal::Count(_) => TypeName::Count,
+            Literal::Int(_) => TypeName::Int,
+            Literal::Real(_) => TypeName::Real,
+            Literal::String(_) | Literal::Pattern(_) => TypeName::String,
+            Literal::Addr(_) => TypeName::Addr,
+            Literal::Subnet(..) => TypeName::Subnet,
+            Literal::Port(..) => TypeName::Port,
+            Literal::Duration(_) => TypeName::Duration,
+            Literal::Time(_) => TypeName::Time,
+            Literal::List(_) => return None,
+        })
+    }
+}
+
+/// A meta extractor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Meta {
+    /// `#type`: the schema name (`zeek.conn`).
+    Type,
+    /// `#timestamp`: the event's `ts` field (as `:timestamp`).
+    Timestamp,
+    /// `#field`: a field name of the schema.
+    Field,
+}
+
+/// What a predicate reads from an event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Extractor {
+    /// A field by name: the full dotted name, a suffix at a dot, or schema-qualified.
+    Field(String),
+    /// Every field of a type.
+    Type(TypeName),
+    /// Facts about the event rather than its values.
+    Meta(Meta),
+}
+
+impl fmt::Display for Extractor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Extractor::Field(name) => f.write_str(name),
+            Extractor::Type(t) => f.write_str(t.as_str()),
+            Extractor::Meta(Meta::Type) => f.write_str("#type"),
+            Extractor::Meta(Meta::Timestamp) => f.write_str("#timestamp"),
+            Extractor::Meta(Meta::Field) => f.write_str("#field"),
+        }
+    }
+}
+
+/// One comparison: `extractor op value`.
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    /// Numbers the predicates of an expression in order (the type check reports by it).
+    pub id: usize,
+    /// What is compared.
+    pub extractor: Extractor,
+    /// How.
+    pub op: Op,
+    /// With what.
+    pub value: Literal,
+    /// Byte offset of the predicate in the expression.
+    pub pos: usize,
+    /// The predicate as written.
+    pub text: String,
+}
+
+/// A parsed expression.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    /// All of them (`&&`).
+    And(Vec<Expr>),
+    /// Any of them (`||`).
+    Or(Vec<Expr>),
+    /// Not (`!`); gone after [`Expr::normalize`].
+    Not(Box<Expr>),
+    /// A comparison.
+    Pred(Predicate),
+}
+
+impl Expr {
+    /// The expression with negations pushed down to the predicates (negation normal form).
+    pub fn normalize(self) -> Expr {
+        self.push(false)
+    }
+
+    fn push(self, negate: bool) -> Expr {
+        match self {
+            Expr::Not(e) => e.push(!negate),
+            Expr::And(v) => {
+                let v = v.into_iter().map(|e| e.push(negate)).collect();
+                if negate {
+                    Expr::Or(v)
+                } else {
+                    Expr::And(v)
+                }
+            }
+            Expr::Or(v) => {
+                let v = v.into_iter().map(|e| e.push(negate)).collect();
+                if negate {
+                    Expr::And(v)
+                } else {
+                    Expr::Or(v)
+                }
+            }
+            Expr::Pred(mut p) => {
+                if negate {
+                    p.op = p.op.negate();
+                }
+                Expr::Pred(p)
+            }
+        }
+    }
+
+    /// Every predicate, in order.
+    pub fn predicates(&self) -> Vec<&Predicate> {
+        let mut out = Vec::new();
+        self.visit(&mut |p| out.push(p));
+        out
+    }
+
+    fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Predicate)) {
+        match self {
+            Expr::And(v) | Expr::Or(v) => v.iter().for_each(|e| e.visit(f)),
+            Expr::Not(e) => e.visit(f),
+            Expr::Pred(p) => f(p),
+        }
+    }
+}
+
+/// One side of a predicate while parsing.
+enum Operand {
+    Ext(Extractor),
+    Lit(Literal),
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    toks: Vec<Token>,
+    i: usize,
+    now: i64,
+    next_id: usize,
+}
+
+/// Parses an expression. `now` (nanoseconds since the epoch) is the value of `now`.
+pub fn parse(text: &str, now: i64) -> Result<Expr, ParseError> {
+    let toks = lex(text)?;
+    let mut p = Parser {
+        text,
+        toks,
+        i: 0,
+        now,
+        next_id: 0,
+    };
+    if p.toks.is_empty() {
+        return Err(p.error(0, "expected an expression"));
+    }
+    let e = p.disjunction()?;
+    if let Some(t) = p.peek() {
+        let pos = t.pos;
+        let what = p.describe(pos);
+        return Err(p.error(pos, format!("expected && or || or the end, found {what}")));
+    }
+    Ok(e)
+}
+
+impl Parser<'_> {
+    fn error(&self, pos: usize, message: impl Into<String>) -> ParseError {
+        ParseError::new(self.text, pos, message)
+    }
+
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.i)
+    }
+
+    fn peek_tok(&self) -> Option<&Tok> {
+        self.peek().map(|t| &t.tok)
+    }
+
+    /// Where the next token is (the end of the text when there is none).
+    fn here(&self) -> usize {
+        self.peek().map_or(self.text.len(), |t| t.pos)
+    }
+
+    /// The token at `pos` as written, for messages.
+    fn describe(&self, pos: usize) -> String {
+        match self.toks.iter().find(|t| t.pos == pos) {
+            Some(t) => format!("`{}`", &self.text[t.pos..t.end]),
+            None => "the end".into(),
+        }
+    }
+
+    fn found(&self) -> String {
+        self.describe(self.here())
+    }
+
+    fn disjunction(&mut self) -> Result<Expr, ParseError> {
+        let mut terms = vec![self.conjunction()?];
+        while self.peek_tok() == Some(&Tok::Or) {
+            self.i += 1;
+            terms.push(self.conjunction()?);
+        }
+        Ok(if terms.len() == 1 {
+            terms.remove(0)
+        } else {
+            Expr::Or(terms)
+        })
+    }
+
+    fn conjunction(&mut self) -> Result<Expr, ParseError> {
+        let mut terms = vec![self.unary()?];
+        while self.peek_tok() == Some(&Tok::And) {
+            self.i += 1;
+            terms.push(self.unary()?);
+        }
+        Ok(if terms.len() == 1 {
+            terms.remove(0)
+        } else {
+            Expr::And(terms)
+        })
+    }
+
+    fn unary(&mut self) -> Result<Expr, ParseError> {
+        match self.peek_tok() {
+            Some(Tok::Not) => {
+                self.i += 1;
+                Ok(Expr::Not(Box::new(self.unary()?)))
+            }
+            Some(Tok::Open) => {
+                let open = self.here();
+                self.i += 1;
+                let e = self.disjunction()?;
+                if self.peek_tok() != Some(&Tok::Close) {
+                    let msg = format!(
+                        "expected ) to close the ( at column {}, found {}",
+                        self.text[..open].chars().count() + 1,
+                        self.found()
+                    );
+                    return Err(self.error(self.here(), msg));
+                }
+                self.i += 1;
+                Ok(e)
+            }
+            _ => self.predicate(),
+        }
+    }
+
+    fn predicate(&mut self) -> Result<Expr, ParseError> {
+        let start = self.here();
+        let lhs = self.operand("a predicate (a field, type or meta extractor, or a value)")?;
+        let op = match self.peek_tok() {
+            Some(Tok::Op(op)) => Some(*op),
+            _ => None,
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let Some(op) = op else {
+            // A value predicate.
+            let end = self
+                .toks
+                .get(self.i.wrapping_sub(1))
+                .map_or(start, |t| t.end);
+            return match lhs {
+                Operand::Lit(lit) => {
+                    let Some(ty) = TypeName::of_literal(&lit) else {
+                        return Err(self.error(
+                            start,
+                            "a list cannot stand alone: expected a predicate such as `field in [...]`",
+                        ));
+                    };
+                    let op = if matches!(lit, Literal::Pattern(_)) {
+                        Op::Match
+                    } else {
+                        Op::Eq
+                    };
+                    Ok(Expr::Pred(Predicate {
+                        id,
+                        extractor: Extractor::Type(ty),
+                        op,
+                        value: lit,
+                        pos: start,
+                        text: self.text[start..end].to_string(),
+                    }))
+                }
+                Operand::Ext(ext) => {
+                    let msg = format!(
+                        "expected an operator (== != < <= > >= in !in ni !ni ~ !~) after `{ext}`, found {}",
+                        self.found()
+                    );
+                    Err(self.error(self.here(), msg))
+                }
+            };
+        };
+        let op_pos = self.here();
+        self.i += 1;
+        let rhs_pos = self.here();
+        let rhs = self.operand(&format!("a value or an extractor after `{op}`"))?;
+        let end = self.toks.get(self.i - 1).map_or(self.text.len(), |t| t.end);
+        let text = self.text[start..end].to_string();
+        let (extractor, op, value) = match (lhs, rhs) {
+            (Operand::Ext(e), Operand::Lit(l)) => (e, op, l),
+            (Operand::Lit(l), Operand::Ext(e)) => (e, op.flip(), l),
+            (Operand::Ext(_), Operand::Ext(e)) => {
+                return Err(self.error(
+                    rhs_pos,
+                    format!("expected a value to compare with, found the extractor `{e}` (extractors compare with values only)"),
+                ))
+            }
+            (Operand::Lit(_), Operand::Lit(_)) => {
+                return Err(self.error(
+                    op_pos,
+                    format!("expected a field, type or meta extractor on one side of `{op}`"),
+                ))
+            }
+        };
+        Ok(Expr::Pred(Predicate {
+            id,
+            extractor,
+            op,
+            value,
+            pos: start,
+            text,
+        }))
+    }
+
+    fn operand(&mut self, expected: &str) -> Result<Operand, ParseError> {
+        let Some(t) = self.peek().cloned() else {
+            return Err(self.error(
+                self.text.len(),
+                format!("expected {expected}, found the end"),
+            ));
+        };
+        self.i += 1;
+        match t.tok {
+            Tok::Str(s) => Ok(Operand::Lit(Literal::String(s))),
+            Tok::Pattern(p) => Pattern::new(&p)
+                .map(|p| Operand::Lit(Literal::Pattern(p)))
+                .map_err(|e| {
+                    let first = e.lines().last().unwrap_or("").trim().to_string();
+                    self.error(t.pos, format!("invalid pattern: {first}"))
+                }),
+            Tok::ListOpen => self.list(t.pos).map(Operand::Lit),
+            Tok::Word(w) => self.word(&w, t.pos),
+            _ => {
+                self.i -= 1;
+                Err(self.error(
+                    t.pos,
+                    format!("expected {expected}, found {}", self.found()),
+                ))
+            }
+        }
+    }
+
+    fn list(&mut self, open: usize) -> Result<Literal, ParseError> {
+        let mut items = Vec::new();
+        if self.peek_tok() == Some(&Tok::ListClose) {
+            self.i += 1;
+            return Ok(Literal::List(items));
+        }
+        loop {
+            let pos = self.here();
+            match self.operand("a value in the list")? {
+                Operand::Lit(l) => items.push(l),
+                Operand::Ext(e) => {
+                    return Err(self.error(
+                        pos,
+                        format!("expected a value in the list, found the extractor `{e}`"),
+                    ))
+                }
+            }
+            match self.peek_tok() {
+                Some(Tok::Comma) => self.i += 1,
+                Some(Tok::ListClose) => {
+                    self.i += 1;
+                    return Ok(Literal::List(items));
+                }
+                _ => {
+                    let msg = format!(
+                        "expected , or ] to continue the list opened at column {}, found {}",
+                        self.text[..open].chars().count() + 1,
+                        self.found()
+                    );
+                    return Err(self.error(self.here(), msg));
+                }
+            }
+        }
+    }
+
+    fn word(&mut self, w: &str, pos: usize) -> Result<Operand, ParseError> {
+        if let Some(meta) = w.strip_prefix('#') {
+            return match meta {
+                "type" => Ok(Operand::Ext(Extractor::Meta(Meta::Type))),
+                "timestamp" => Ok(Operand::Ext(Extractor::Meta(Meta::Timestamp))),
+                "field" => Ok(Operand::Ext(Extractor::Meta(Meta::Field))),
+                _ => Err(self.error(
+                    pos,
+                    format!("unknown meta extractor `{w}`: expected #type, #timestamp or #field"),
+                )),
+            };
+        }
+        if let Some(name) = w.strip_prefix(':') {
+            if name.bytes().all(|c| c.is_ascii_alphabetic()) && !name.is_empty() {
+                return match TypeName::parse(name) {
+                    Some(t) => Ok(Operand::Ext(Extractor::Type(t))),
+                    None => Err(self.error(
+                        pos,
+                        format!("unknown type `{w}`: expected :addr :subnet :count :int :real :string :bool :time :duration :port :enum :pattern or :timestamp"),
+                    )),
+                };
+            }
+        }
+        // `now - 1d`, `now + 1h`.
+        if w == "now" {
+            if let (Some(Tok::Word(sign)), Some(Tok::Word(d))) = (
+                self.toks.get(self.i).map(|t| &t.tok),
+                self.toks.get(self.i + 1).map(|t| &t.tok),
+            ) {
+                if sign == "-" || sign == "+" {
+                    let d_pos = self.toks[self.i + 1].pos;
+                    let Some(d) = parse_duration(d) else {
+                        return Err(self.error(
+                            d_pos,
+                            format!("expected a duration after `now {sign}` (e.g. 1d, 2h, 30min)"),
+                        ));
+                    };
+                    self.i += 2;
+                    let d = if sign == "-" {
+                        d.checked_neg()
+                    } else {
+                        Some(d)
+                    };
+                    return d
+                        .and_then(|d| self.now.checked_add(d))
+                        .map(|t| Operand::Lit(Literal::Time(t)))
+                        .ok_or_else(|| self.error(pos, "time out of range"));
+                }
+            }
+        }
+        if let Some(lit) = parse_word(w, self.now) {
+            // `1d ago`.
+            if let Literal::Duration(d) = lit {
+                if matches!(self.peek_tok(), Some(Tok::Word(a)) if a == "ago") {
+                    self.i += 1;
+                    return self
+                        .now
+                        .checked_sub(d)
+                        .map(|t| Operand::Lit(Literal::Time(t)))
+                        .ok_or_else(|| self.error(pos, "time out of range"));
+                }
+            }
+            return Ok(Operand::Lit(lit));
+        }
+        let valid_field = w
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b':' | b'.'))
+            && w.bytes()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+            && !w.ends_with('.')
+            && !w.contains("..");
+        if valid_field {
+            return Ok(Operand::Ext(Extractor::Field(w.to_string())));
+        }
+        Err(self.error(
+            pos,
+            format!("invalid value or field name `{w}`: expected a field name (letters, digits, _ - : .), a number, address, subnet, port, duration or time"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> (usize, String) {
+        let e = parse(text, 0).unwrap_err();
+        (e.pos, e.message)
+    }
+
+    #[test]
+    fn precedence_and_orientation() {
+        let e = parse("a == 1 || b == 2 && !(c == 3)", 0).unwrap();
+        let Expr::Or(v) = &e else { panic!("{e:?}") };
+        assert!(matches!(&v[1], Expr::And(w) if w.len() == 2));
+        let e = parse("\"zeek\" in #type", 0).unwrap();
+        let Expr::Pred(p) = e else { panic!() };
+        assert_eq!(p.op, Op::Ni);
+        assert_eq!(p.extractor, Extractor::Meta(Meta::Type));
+        let e = parse("5 < x", 0).unwrap();
+        let Expr::Pred(p) = e else { panic!() };
+        assert_eq!(p.op, Op::Gt);
+    }
+
+    #[test]
+    fn negation_is_pushed_down() {
+        let e = parse("!(a == 1 && b in [1, 2])", 0).unwrap().normalize();
+        let Expr::Or(v) = &e else { panic!("{e:?}") };
+        let ops: Vec<Op> = v
+            .iter()
+            .map(|e| match e {
+                Expr::Pred(p) => p.op,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(ops, [Op::Ne, Op::NotIn]);
+    }
+
+    #[test]
+    fn value_predicates_and_relative_times() {
+        let Expr::Pred(p) = parse("10.0.0.1", 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(p.extractor, Extractor::Type(TypeName::Addr));
+        let Expr::Pred(p) = parse("ts > now - 1d", 100 * 86_400_000_000_000).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(p.value, Literal::Time(t) if t == 99 * 86_400_000_000_000));
+        let Expr::Pred(p) = parse("ts > 1h ago", 3_600_000_000_000).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(p.value, Literal::Time(0)));
+    }
+
+    #[test]
+    fn errors_point_at_the_problem() {
+        assert_eq!(err("ts == ").0, 6);
+        assert_eq!(err("(a == 1").0, 7);
+        assert_eq!(err("a == 1 b").0, 7);
+        assert_eq!(err("a 1").0, 2);
+        assert_eq!(err("#nope == 1").0, 0);
+        assert_eq!(err("x == \"abc").0, 5);
+        assert_eq!(err("x ~ /(/").0, 4);
+        assert_eq!(err("1 == 2").0, 2);
+        assert_eq!(err("a == b").0, 5);
+        assert_eq!(err("x in [1, 2").0, 10);
+        assert_eq!(err("").0, 0);
+        assert_eq!(err("a == 1 &&").0, 9);
+        let e = parse("ts == && x", 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "expected a value or an extractor after `==`, found `&&` at column 7\n  ts == && x\n        ^"
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! Pruning never changes an answer, and it does avoid work:
+//!
+//! - a proptest: random expressions over random events (two schemas, many small segments,
+//!   unset values) give the same IDs with pruning, without it, and by brute force (each
+//!   exported row tested on its own), and `count` agrees;
+//! - on an archive of 120 segments, a narrow time query opens only the segments whose time
+//!   range overlaps it; a `#type` count opens none.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use weir::batch::{Batch, BatchBuilder};
+use weir::query::{Query, SearchOptions};
+use weir::segment::SegmentBuilder;
+use weir::store::{Archive, Catalog, CatalogEntry};
+use weir::types::{Field, Schema, SchemaRef, Type};
+
+const SEC: i64 = 1_000_000_000;
+/// 2009-11-18T00:00:00Z.
+const BASE: i64 = 1_258_502_400 * SEC;
+
+fn schemas() -> [SchemaRef; 2] {
+    let a = Schema::new(
+        "zeek.a",
+        vec![
+            Field::new("ts", Type::Time),
+            Field::new("id.orig_h", Type::Addr),
+            Field::new("id.resp_p", Type::Port),
+            Field::new("n", Type::Count),
+            Field::new("s", Type::String),
+        ],
+    );
+    let b = Schema::new(
+        "zeek.b",
+        vec![
+            Field::new("ts", Type::Time),
+            Field::new("n", Type::Int),
+            Field::new("tags", Type::Vector(Box::new(Type::String))),
+            Field::new("dur", Type::Interval),
+        ],
+    );
+    [a.into_shared(), b.into_shared()]
+}
+
+/// One generated event: which schema, its time (seconds after BASE, or unset) and a seed for
+/// the other values (`None` fields are unset).
+#[derive(Debug, Clone)]
+struct Gen {
+    schema: usize,
+    ts: Option<i64>,
+    n: Option<u8>,
+    s: Option<u8>,
+}
+
+fn batch_of(schema: &SchemaRef, events: &[Gen]) -> Batch {
+    let mut b = BatchBuilder::new(schema.clone());
+    for g in events {
+        let ts = g.ts.map(|t| BASE + t * SEC);
+        let mut e = b.begin_row();
+        match ts {
+            Some(t) => e.int(t),
+            None => e.null(),
+        }
+        if schema.name == "zeek.a" {
+            match g.n {
+                Some(n) => e.addr([10, 0, 0, n % 4].into()),
+                None => e.null(),
+            }
+            match g.n {
+                Some(n) => e.uint(50 + (n % 8) as u64),
+                None => e.null(),
+            }
+            match g.s {
+                Some(s) => e.uint(s as u64 % 10),
+                None => e.null(),
+            }
+            match g.s {
+                Some(s) => e.bytes(["x", "y", "xy", ""][s as usize % 4].as_bytes()),
+                None => e.null(),
+            }
+        } else {
+            match g.n {
+                Some(n) => e.int(n as i64 % 10 - 5),
+                None => e.null(),
+            }
+            match g.s {
+                Some(s) => {
+                    let k = s as u32 % 3;
+                    e.array(k);
+                    for i in 0..k {
+                        e.bytes(["x", "y", "z"][i as usize].as_bytes());
+                    }
+                }
+                None => e.null(),
+            }
+            match g.n {
+                Some(n) => e.int((n as i64 % 5) * SEC),
+                None => e.null(),
+            }
+        }
+        b.finish_row(ts);
+    }
+    b.finish()
+}
+
+/// Writes `groups` as segments of one or more batches each (events in time order per group)
+/// and the catalog.
+fn write_archive(dir: &Path, segments: &[Vec<Vec<Gen>>]) {
+    let schemas = schemas();
+    let seg_dir = dir.join("segments");
+    std::fs::create_dir_all(&seg_dir).unwrap();
+    let mut builder = SegmentBuilder::new(1 << 20).unwrap();
+    let mut catalog = Catalog::default();
+    let mut id = 0u64;
+    for batches in segments {
+        for events in batches {
+            // One batch per schema present.
+            for (k, schema) in schemas.iter().enumerate() {
+                let mine: Vec<Gen> = events.iter().filter(|g| g.schema == k).cloned().collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let mut b = batch_of(schema, &mine);
+                b.set_id(id);
+                id += b.len() as u64;
+                builder.add(&b).unwrap();
+            }
+        }
+        if builder.is_empty() {
+            continue;
+        }
+        let sealed = builder.write_to(&seg_dir, false).unwrap();
+        catalog.push(CatalogEntry::from_sealed(&sealed));
+    }
+    catalog.save(dir, false).unwrap();
+}
+
+fn gen_event() -> impl Strategy<Value = Gen> {
+    (
+        0..2usize,
+        prop_oneof![1 => Just(None), 6 => (0..600i64).prop_map(Some)],
+        prop_oneof![1 => Just(None), 4 => any::<u8>().prop_map(Some)],
+        prop_oneof![1 => Just(None), 4 => any::<u8>().prop_map(Some)],
+    )
+        .prop_map(|(schema, ts, n, s)| Gen { schema, ts, n, s })
+}
+
+fn time(t: i64) -> String {
+    // BASE + t seconds as 2009-11-18THH:MM:SSZ.
+    format!(
+        "2009-11-18T{:02}:{:02}:{:02}Z",
+        t / 3600,
+        t / 60 % 60,
+        t % 60
+    )
+}
+
+fn gen_predicate() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0..600i64, 0..6usize).prop_map(|(t, op)| format!(
+            "{} {} {}",
+            ["ts", ":timestamp", "#timestamp"][op % 3],
+            ["<", ">=", "==", "<=", ">", "!="][op],
+            time(t)
+        )),
+        (0..2usize).prop_map(|k| format!("#type == \"zeek.{}\"", ["a", "b"][k])),
+        (0..10u64, 0..4usize).prop_map(|(v, op)| format!("n {} {v}", ["==", "<", ">=", "!="][op])),
+        (-5..5i64, 0..2usize).prop_map(|(v, op)| format!("n {} {v:+}", ["==", ">"][op])),
+        (0..8u64).prop_map(|v| format!("resp_p == {}/tcp", 50 + v)),
+        (0..4u8).prop_map(|v| format!("orig_h == 10.0.0.{v}")),
+        Just("orig_h in 10.0.0.0/31".to_string()),
+        (0..4usize).prop_map(|k| format!("s == \"{}\"", ["x", "y", "xy", ""][k])),
+        Just("\"x\" in s".to_string()),
+        Just("s ~ /x.*/".to_string()),
+        (0..3usize).prop_map(|k| format!("\"{}\" in tags", ["x", "y", "z"][k])),
+        (0..5i64).prop_map(|d| format!("dur >= {d}s")),
+        (0..10u64).prop_map(|v| format!("{v}")),
+        Just("missing == 1".to_string()),
+    ]
+}
+
+fn gen_expr() -> impl Strategy<Value = String> {
+    gen_predicate().prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a} && {b}")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} || {b})")),
+            inner.prop_map(|a| format!("!({a})")),
+        ]
+    })
+}
+
+fn ids(q: &Query, archive: &Archive, prune: bool) -> Vec<u64> {
+    q.search_with(archive, SearchOptions { prune })
+        .unwrap()
+        .flat_map(|h| h.unwrap().ids())
+        .collect()
+}
+
+/// Each exported row tested on its own with the schema's program.
+fn brute_force(q: &Query, archive: &Archive) -> Vec<u64> {
+    let mut out = Vec::new();
+    for b in archive.scan() {
+        let b = b.unwrap();
+        let p = q.bind(b.schema());
+        for (i, row) in b.rows().enumerate() {
+            if p.matches(row).unwrap() {
+                out.push(b.first_id() + i as u64);
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pruning_never_changes_the_answer(
+        segments in prop::collection::vec(
+            prop::collection::vec(prop::collection::vec(gen_event(), 1..12), 1..4),
+            1..10,
+        ),
+        exprs in prop::collection::vec(gen_expr(), 1..8),
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        // Sort each segment's events by time so that segments cover narrow time ranges.
+        let mut segments = segments;
+        let mut offset = 0;
+        for seg in &mut segments {
+            for batch in seg.iter_mut() {
+                for g in batch.iter_mut() {
+                    g.ts = g.ts.map(|t| t / 10 + offset);
+                }
+            }
+            offset += 60;
+        }
+        write_archive(tmp.path(), &segments);
+        let archive = Archive::open(tmp.path()).unwrap();
+        for text in &exprs {
+            let q = Query::parse(text).unwrap();
+            let want = brute_force(&q, &archive);
+            prop_assert_eq!(&ids(&q, &archive, true), &want, "{}", text);
+            prop_assert_eq!(&ids(&q, &archive, false), &want, "{} without pruning", text);
+            prop_assert_eq!(q.count(&archive).unwrap().0, want.len() as u64, "{} count", text);
+        }
+    }
+}
+
+#[test]
+fn a_narrow_time_query_opens_only_overlapping_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 120 segments, each 100 events over 100 s, in time order; both schemas in each.
+    let segments: Vec<Vec<Vec<Gen>>> = (0..120i64)
+        .map(|s| {
+            vec![(0..100i64)
+                .map(|i| Gen {
+                    schema: (i % 2) as usize,
+                    ts: Some(s * 100 + i),
+                    n: Some(i as u8),
+                    s: Some(i as u8),
+                })
+                .collect()]
+        })
+        .collect();
+    write_archive(tmp.path(), &segments);
+    let archive = Archive::open(tmp.path()).unwrap();
+    assert_eq!(archive.catalog().segments.len(), 120);
+
+    // Seconds 5_050..5_250: segments 50, 51 and 52.
+    let q = Query::parse(&format!(
+        "#timestamp >= {} && #timestamp < {}",
+        time(5_050),
+        time(5_250)
+    ))
+    .unwrap();
+    let mut search = q.search(&archive).unwrap();
+    let mut n = 0;
+    for h in search.by_ref() {
+        n += h.unwrap().len();
+    }
+    assert_eq!(n, 200, "events of seconds 5050..5250");
+    let stats = search.stats().clone();
+    assert_eq!(stats.segments, 120);
+    assert_eq!(stats.segments_opened, 3, "{stats:?}");
+    assert_eq!(stats.segments_pruned, 117, "{stats:?}");
+
+    // A field `ts` prunes batches of the segments it opens, and `count` too.
+    let q = Query::parse(&format!("ts >= {} && ts < {}", time(5_050), time(5_060))).unwrap();
+    let (count, stats) = q.count(&archive).unwrap();
+    assert_eq!(count, 10);
+    assert!(stats.batches_pruned >= 119 * 2, "{stats:?}");
+
+    // `#type` alone is counted from the catalog: no segment opened.
+    let q = Query::parse("#type == \"zeek.a\"").unwrap();
+    let (count, stats) = q.count(&archive).unwrap();
+    assert_eq!(count, 120 * 50);
+    assert_eq!(stats.segments_opened, 0, "{stats:?}");
+    assert_eq!(stats.segments_counted, 120, "{stats:?}");
+    let (all, stats) = Query::all().count(&archive).unwrap();
+    assert_eq!(all, 12_000);
+    assert_eq!(stats.segments_opened, 0, "{stats:?}");
+}
