@@ -70,11 +70,13 @@ pub(crate) mod generated {
 
 mod error;
 mod inspect;
+mod meta;
 mod reader;
 mod writer;
 
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
+pub use meta::FORMAT_VERSION;
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub use writer::{
     check_max_segment_size, DataLocation, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
