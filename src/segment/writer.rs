@@ -8,7 +8,9 @@
 //! from the end of the segment towards its start, first batch last. The *front* (size prefix,
 //! root offset, identifier, root tables, schemas, ID intervals and the vector of offsets to the
 //! batch tables) is built at seal and put just before the last chunk. A builder therefore holds
-//! one batch and some metadata, never a whole segment.
+//! one batch and some metadata, never a whole segment. The metadata checksum of format 2 is
+//! computed at seal too, from the batch headers hashed as they were added (CRC-32 combination),
+//! so sealing reads no chunk back.
 //!
 //! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
 //! temporary file `.<uuid>.seg.tmp` as long as the maximum segment size (rounded up to 64 KiB),
