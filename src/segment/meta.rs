@@ -88,18 +88,22 @@ impl MetaHasher {
         ts: Option<(i64, i64)>,
         checksum: u32,
     ) {
-        self.u32(schema);
-        self.u64(first_id);
-        self.u32(rows);
-        match ts {
-            None => self.0.update(&[0]),
+        // One update of at most 37 bytes per batch.
+        let mut buf = [0u8; 37];
+        buf[..4].copy_from_slice(&schema.to_le_bytes());
+        buf[4..12].copy_from_slice(&first_id.to_le_bytes());
+        buf[12..16].copy_from_slice(&rows.to_le_bytes());
+        let end = match ts {
+            None => 17,
             Some((min, max)) => {
-                self.0.update(&[1]);
-                self.0.update(&min.to_le_bytes());
-                self.0.update(&max.to_le_bytes());
+                buf[16] = 1;
+                buf[17..25].copy_from_slice(&min.to_le_bytes());
+                buf[25..33].copy_from_slice(&max.to_le_bytes());
+                33
             }
-        }
-        self.u32(checksum);
+        };
+        buf[end..end + 4].copy_from_slice(&checksum.to_le_bytes());
+        self.0.update(&buf[..end + 4]);
     }
 
     /// Appends what `next` hashed (CRC-32 combination: as if its bytes had been fed here).
