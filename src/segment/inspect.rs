@@ -16,7 +16,7 @@ pub struct SegmentInfo {
     pub file: String,
     /// The segment's UUID.
     pub uuid: String,
-    /// Format version (1).
+    /// Format version: 1, or 2 (with the metadata checksum).
     pub version: u32,
     /// File size in bytes.
     pub bytes: u64,
@@ -68,7 +68,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
     Ok(SegmentInfo {
         file: path.as_ref().display().to_string(),
         uuid: seg.uuid().hyphenated().to_string(),
-        version: 1,
+        version: seg.version(),
         bytes: seg.byte_size() as u64,
         events: seg.events(),
         intervals: seg.intervals().iter().map(|r| [r.start, r.end]).collect(),

@@ -6,7 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! [`generated`] is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion`; version 1 (`SegmentV1`) has:
+//! union `SegmentVersion` whose type is the format version. weir writes version 2
+//! (`SegmentV2`, [`FORMAT_VERSION`]) and reads versions 1 and 2. Both have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -16,6 +17,24 @@
 //!   msgpack rows back to back (`data`, see [`crate::value`] for the row encoding), the start
 //!   of every row relative to `data` (`offsets`, u32) and a CRC-32 over `data` followed by
 //!   `offsets` as little-endian u32.
+//!
+//! Version 2 adds `meta_checksum`, so that every field that carries meaning is covered by a
+//! checksum (in version 1 only the rows and row offsets were: a damaged field name read back
+//! as another name). It is the CRC-32 (IEEE, as computed by `crc32fast`) of this encoding,
+//! all integers little-endian, a *string* being its byte length as u32 followed by its bytes:
+//!
+//! 1. the format version as u32 (2), the 16 `uuid` bytes, `events` as u64;
+//! 2. the number of `intervals` as u32, then each interval's `begin` and `end` as u64;
+//! 3. the number of `schemas` as u32, then per schema its name (string), its number of fields
+//!    as u32 and per field its name and its type (strings);
+//! 4. the number of `batches` as u32, then per batch `schema` as u32, `first_id` as u64,
+//!    `rows` as u32, `ts` as one byte 0 (absent) or 1 followed by `min` and `max` as i64, and
+//!    `checksum` as u32 (which covers the batch's rows and row offsets).
+//!
+//! The values encoded are the stored ones, so the checksum does not depend on the physical
+//! layout. Version 1 segments (written by weir before version 2) have no metadata checksum and
+//! are checked as before; a `SegmentV1` table must have no field beyond version 1's five, so a
+//! version 2 segment whose type byte is damaged into 1 is refused rather than read unchecked.
 //!
 //! Physically, the writer puts the front (size prefix, root offset, identifier, root tables,
 //! schemas, intervals, the vector of batch offsets) first, then each batch as a self-contained
@@ -37,8 +56,13 @@
 //!   docs), then committed like every atomic write of [`crate::fs`] (fsync, rename into place,
 //!   fsync the directory); a segment is never modified afterwards, which is what makes mapping
 //!   it sound ([`crate::fs::map_readonly`]).
+//! - In version 2, `meta_checksum` is the CRC-32 of the encoding above; with the batches'
+//!   checksums it covers every byte that carries meaning (only padding and alignment are
+//!   not covered, and damage to FlatBuffers offsets or vtables is caught by the verifier or
+//!   changes a covered value).
 //! - A reader ([`Segment::open`]) memory-maps the file, runs the FlatBuffers verifier with
-//!   explicit limits ([`verifier_options`]) and checks every invariant above except the
+//!   explicit limits ([`verifier_options`]) and checks every invariant above (the metadata
+//!   checksum last, so that damage a structural check names is reported as such) except the
 //!   batches' row offsets and checksums; those are checked lazily, once per batch, on its
 //!   first access ([`Segment::batch`]; [`Segment::verify_all`] checks all of them). From then
 //!   on rows are read zero-copy from the map. Damage is reported as [`SegmentError::Corrupt`]
@@ -70,11 +94,13 @@ pub(crate) mod generated {
 
 mod error;
 mod inspect;
+mod meta;
 mod reader;
 mod writer;
 
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
+pub use meta::FORMAT_VERSION;
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub use writer::{
     check_max_segment_size, DataLocation, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
@@ -84,7 +110,7 @@ pub use writer::{
 /// The FlatBuffers verifier limits used for segments: the apparent size may reach the 2 GiB
 /// buffer limit (schemas are stored once, so apparent and real size are equal), the table count
 /// is bounded by what fits in the buffer (every table takes at least 4 bytes), and the nesting is
-/// at most 8 deep (Segment, SegmentV1, Schema, Field).
+/// at most 8 deep (Segment, SegmentV1 or SegmentV2, Schema, Field).
 pub fn verifier_options(buffer_len: usize) -> flatbuffers::VerifierOptions {
     flatbuffers::VerifierOptions {
         max_depth: 16,

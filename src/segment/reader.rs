@@ -9,6 +9,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use super::generated as fbs;
+use super::meta::{MetaHasher, V1_FIELDS};
 use super::writer::batch_checksum;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
@@ -35,11 +36,24 @@ struct BatchMeta {
 pub struct Segment {
     path: PathBuf,
     map: Mmap,
+    version: u32,
     uuid: uuid::Uuid,
     intervals: Vec<Range<u64>>,
     events: u64,
     schemas: Vec<SchemaRef>,
     batches: Vec<BatchMeta>,
+}
+
+/// The version table of a segment, whichever version it is (they share their fields).
+struct Root<'a> {
+    version: u32,
+    uuid: [u8; 16],
+    intervals: flatbuffers::Vector<'a, fbs::Interval>,
+    events: u64,
+    schemas: flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fbs::Schema<'a>>>,
+    batches: flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fbs::Batch<'a>>>,
+    /// The stored metadata checksum (version 2 on).
+    meta_checksum: Option<u32>,
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> SegmentError {
@@ -58,8 +72,8 @@ fn range_in(outer: &[u8], inner: &[u8]) -> Range<usize> {
 
 impl Segment {
     /// Opens a segment: maps it, checks the size prefix, runs the FlatBuffers verifier with
-    /// limits, parses the schemas, and checks the batches' ID order against the header's
-    /// intervals and event count. Each batch's row offsets and checksum are checked once, on
+    /// limits, parses the schemas, checks the batches' ID order against the header's
+    /// intervals and event count, and (format version 2) the metadata checksum. Each batch's row offsets and checksum are checked once, on
     /// its first access ([`Segment::batch`]); [`Segment::verify_all`] checks all of them. Any
     /// damage is a [`SegmentError::Corrupt`] (or [`SegmentError::Verification`]) naming the
     /// file.
@@ -76,10 +90,11 @@ impl Segment {
             ));
         }
         let map = crate::fs::map_readonly(&file, path)?;
-        let (uuid, intervals, events, schemas, batches) = Self::index(&map, path)?;
+        let (version, uuid, intervals, events, schemas, batches) = Self::index(&map, path)?;
         Ok(Segment {
             path: path.to_path_buf(),
             map,
+            version,
             uuid,
             intervals,
             events,
@@ -93,6 +108,7 @@ impl Segment {
         buf: &[u8],
         path: &Path,
     ) -> Result<(
+        u32,
         uuid::Uuid,
         Vec<Range<u64>>,
         u64,
@@ -124,9 +140,46 @@ impl Segment {
             }
         })?;
         let seg = match root.segment_type() {
-            fbs::SegmentVersion::SegmentV1 => root
-                .segment_as_segment_v1()
-                .ok_or_else(|| corrupt(path, "segment version 1 table missing"))?,
+            fbs::SegmentVersion::SegmentV1 => {
+                let v1 = root
+                    .segment_as_segment_v1()
+                    .ok_or_else(|| corrupt(path, "segment version 1 table missing"))?;
+                // A version 2 table has one more field: read as version 1 (after damage to
+                // the type byte), its metadata checksum would go unchecked.
+                let fields = v1._tab.vtable().num_fields();
+                if fields > V1_FIELDS {
+                    return Err(corrupt(
+                        path,
+                        format!(
+                            "the segment type says version 1, but its table has {fields} \
+                             fields where version 1 has {V1_FIELDS} (damaged segment type?)"
+                        ),
+                    ));
+                }
+                Root {
+                    version: 1,
+                    uuid: v1.uuid().0,
+                    intervals: v1.intervals(),
+                    events: v1.events(),
+                    schemas: v1.schemas(),
+                    batches: v1.batches(),
+                    meta_checksum: None,
+                }
+            }
+            fbs::SegmentVersion::SegmentV2 => {
+                let v2 = root
+                    .segment_as_segment_v2()
+                    .ok_or_else(|| corrupt(path, "segment version 2 table missing"))?;
+                Root {
+                    version: 2,
+                    uuid: v2.uuid().0,
+                    intervals: v2.intervals(),
+                    events: v2.events(),
+                    schemas: v2.schemas(),
+                    batches: v2.batches(),
+                    meta_checksum: Some(v2.meta_checksum()),
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -137,9 +190,18 @@ impl Segment {
                 ))
             }
         };
-        let uuid = uuid::Uuid::from_bytes(seg.uuid().0);
-        let mut schemas = Vec::with_capacity(seg.schemas().len());
-        for (i, s) in seg.schemas().iter().enumerate() {
+        let mut meta = MetaHasher::new();
+        meta.head(
+            seg.version,
+            &seg.uuid,
+            seg.events,
+            seg.intervals.iter().map(|i| (i.begin(), i.end())),
+        );
+        meta.schema_count(seg.schemas.len());
+        let uuid = uuid::Uuid::from_bytes(seg.uuid);
+        let mut schemas = Vec::with_capacity(seg.schemas.len());
+        for (i, s) in seg.schemas.iter().enumerate() {
+            meta.schema(s.name(), s.fields().iter().map(|f| (f.name(), f.type_())));
             let mut fields = Vec::with_capacity(s.fields().len());
             for f in s.fields().iter() {
                 let ty = Type::parse(f.type_()).ok_or_else(|| {
@@ -157,10 +219,11 @@ impl Segment {
             }
             schemas.push(Arc::new(Schema::new(s.name(), fields)));
         }
-        let mut batches = Vec::with_capacity(seg.batches().len());
+        meta.batch_count(seg.batches.len());
+        let mut batches = Vec::with_capacity(seg.batches.len());
         let mut events = 0u64;
         let mut intervals: Vec<Range<u64>> = Vec::new();
-        for (i, b) in seg.batches().iter().enumerate() {
+        for (i, b) in seg.batches.iter().enumerate() {
             let bad = |reason: String| corrupt(path, format!("batch {i}: {reason}"));
             if b.schema() as usize >= schemas.len() {
                 return Err(bad(format!(
@@ -192,36 +255,56 @@ impl Segment {
                 _ => intervals.push(first..end),
             }
             events += rows as u64;
+            let ts = b.ts().map(|t| (t.min(), t.max()));
+            meta.batch(b.schema(), first, rows, ts, b.checksum());
             batches.push(BatchMeta {
                 schema: b.schema(),
                 first_id: first,
                 rows,
-                ts: b.ts().map(|t| (t.min(), t.max())),
+                ts,
                 data: range_in(buf, data.bytes()),
                 offsets: range_in(buf, offsets.bytes()),
                 checksum: b.checksum(),
                 state: AtomicU8::new(UNCHECKED),
             });
         }
-        if events != seg.events() {
+        if events != seg.events {
             return Err(corrupt(
                 path,
-                format!("header says {} events, batches hold {events}", seg.events()),
+                format!("header says {} events, batches hold {events}", seg.events),
             ));
         }
-        let stored: Vec<Range<u64>> = seg.intervals().iter().map(|i| i.begin()..i.end()).collect();
+        let stored: Vec<Range<u64>> = seg.intervals.iter().map(|i| i.begin()..i.end()).collect();
         if stored != intervals {
             return Err(corrupt(
                 path,
                 format!("header ID intervals {stored:?} differ from the batches' {intervals:?}"),
             ));
         }
-        Ok((uuid, intervals, events, schemas, batches))
+        if let Some(stored) = seg.meta_checksum {
+            let computed = meta.finish();
+            if computed != stored {
+                return Err(corrupt(
+                    path,
+                    format!(
+                        "metadata checksum mismatch: stored {stored:08x}, computed \
+                         {computed:08x} (the uuid, ID intervals, event count, schemas or a \
+                         batch's schema index, first ID, rows, ts range or checksum are damaged)"
+                    ),
+                ));
+            }
+        }
+        Ok((seg.version, uuid, intervals, events, schemas, batches))
     }
 
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The segment's format version: 1 (no metadata checksum) or 2.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// The segment's UUID.

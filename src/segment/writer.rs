@@ -8,7 +8,9 @@
 //! from the end of the segment towards its start, first batch last. The *front* (size prefix,
 //! root offset, identifier, root tables, schemas, ID intervals and the vector of offsets to the
 //! batch tables) is built at seal and put just before the last chunk. A builder therefore holds
-//! one batch and some metadata, never a whole segment.
+//! one batch and some metadata, never a whole segment. The metadata checksum of format 2 is
+//! computed at seal too, from the batch headers hashed as they were added (CRC-32 combination),
+//! so sealing reads no chunk back.
 //!
 //! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
 //! temporary file `.<uuid>.seg.tmp` as long as the maximum segment size (rounded up to 64 KiB),
@@ -28,6 +30,7 @@ use std::path::{Path, PathBuf};
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use super::generated as fbs;
+use super::meta::{MetaHasher, FORMAT_VERSION};
 use super::{Result, SegmentError};
 use crate::batch::Batch;
 use crate::fs::{self, Writeback};
@@ -192,6 +195,9 @@ pub struct SegmentBuilder {
     schema_events: BTreeMap<String, u64>,
     ts: Option<(i64, i64)>,
     scratch: Vec<u32>,
+    /// The batches' part of the metadata checksum (their headers, in order), so that sealing
+    /// needs no per-batch state besides `tables`.
+    batch_meta: MetaHasher,
     /// What sealing will add for the batches and schemas added so far (schemas, vector
     /// entries and intervals): the front, apart from [`SEAL_OVERHEAD`].
     reserved: usize,
@@ -238,6 +244,7 @@ impl SegmentBuilder {
             schema_events: BTreeMap::new(),
             ts: None,
             scratch: Vec::new(),
+            batch_meta: MetaHasher::new(),
             reserved: 0,
         }
     }
@@ -399,6 +406,13 @@ impl SegmentBuilder {
         let data_from_end = data.value() as u64 - 4;
         let data: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(data.value());
         let offsets = fbb.create_vector(&self.scratch);
+        self.batch_meta.batch(
+            schema_index as u32,
+            batch.id(),
+            batch.len() as u32,
+            batch.ts_range(),
+            checksum,
+        );
         let ts = batch
             .ts_range()
             .map(|(min, max)| fbs::TimeRange::new(min, max));
@@ -535,21 +549,22 @@ impl SegmentBuilder {
         let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
-        let v1 = fbs::SegmentV1::create(
+        let v2 = fbs::SegmentV2::create(
             &mut fbb,
-            &fbs::SegmentV1Args {
+            &fbs::SegmentV2Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
                 schemas: Some(schemas),
                 batches: Some(batches),
+                meta_checksum: self.meta_checksum(uuid),
             },
         );
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV1,
-                segment: Some(v1.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV2,
+                segment: Some(v2.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
@@ -585,6 +600,29 @@ impl SegmentBuilder {
             ));
         }
         Ok(buf)
+    }
+
+    /// The metadata checksum of the segment (format version 2, see the module docs of
+    /// [`crate::segment`]).
+    fn meta_checksum(&self, uuid: uuid::Uuid) -> u32 {
+        let mut h = MetaHasher::new();
+        h.head(
+            FORMAT_VERSION,
+            uuid.as_bytes(),
+            self.events,
+            self.intervals.iter().map(|r| (r.start, r.end)),
+        );
+        h.schema_count(self.schemas.len());
+        for s in &self.schemas {
+            let types: Vec<String> = s.fields.iter().map(|f| f.ty.to_string()).collect();
+            h.schema(
+                &s.name,
+                s.fields.iter().zip(&types).map(|(f, t)| (&*f.name, &**t)),
+            );
+        }
+        h.batch_count(self.tables.len());
+        h.append(&self.batch_meta);
+        h.finish()
     }
 
     /// What the segment holds, for the catalog.
@@ -639,6 +677,7 @@ impl SegmentBuilder {
         self.events = 0;
         self.schema_events.clear();
         self.ts = None;
+        self.batch_meta = MetaHasher::new();
         self.reserved = 0;
     }
 

@@ -13,12 +13,13 @@ pub mod fbs {
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_SEGMENT_VERSION: u8 = 1;
+pub const ENUM_MAX_SEGMENT_VERSION: u8 = 2;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 2] = [
+pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 3] = [
   SegmentVersion::NONE,
   SegmentVersion::SegmentV1,
+  SegmentVersion::SegmentV2,
 ];
 
 /// All segment layouts; new versions are appended, never reordered.
@@ -29,18 +30,21 @@ pub struct SegmentVersion(pub u8);
 impl SegmentVersion {
   pub const NONE: Self = Self(0);
   pub const SegmentV1: Self = Self(1);
+  pub const SegmentV2: Self = Self(2);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 1;
+  pub const ENUM_MAX: u8 = 2;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::SegmentV1,
+    Self::SegmentV2,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
     match self {
       Self::NONE => Some("NONE"),
       Self::SegmentV1 => Some("SegmentV1"),
+      Self::SegmentV2 => Some("SegmentV2"),
       _ => None,
     }
   }
@@ -713,7 +717,7 @@ impl<'a> Batch<'a> {
   }
 
 
-  /// Index into SegmentV1.schemas.
+  /// Index into the segment's `schemas`.
   #[inline]
   pub fn schema(&self) -> u32 {
     // Safety:
@@ -878,7 +882,7 @@ impl ::core::fmt::Debug for Batch<'_> {
 pub enum SegmentV1Offset {}
 #[derive(Copy, Clone, PartialEq)]
 
-/// Version 1 of the segment layout.
+/// Version 1 of the segment layout (written by weir before the metadata checksum; still read).
 pub struct SegmentV1<'a> {
   pub _tab: ::flatbuffers::Table<'a>,
 }
@@ -1049,6 +1053,199 @@ impl ::core::fmt::Debug for SegmentV1<'_> {
       ds.finish()
   }
 }
+pub enum SegmentV2Offset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// Version 2 of the segment layout: version 1 plus a checksum over the metadata.
+pub struct SegmentV2<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for SegmentV2<'a> {
+  type Inner = SegmentV2<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> SegmentV2<'a> {
+  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
+  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
+  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
+  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
+  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
+  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    SegmentV2 { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args SegmentV2Args<'args>
+  ) -> ::flatbuffers::WIPOffset<SegmentV2<'bldr>> {
+    let mut builder = SegmentV2Builder::new(_fbb);
+    builder.add_events(args.events);
+    builder.add_meta_checksum(args.meta_checksum);
+    if let Some(x) = args.batches { builder.add_batches(x); }
+    if let Some(x) = args.schemas { builder.add_schemas(x); }
+    if let Some(x) = args.intervals { builder.add_intervals(x); }
+    if let Some(x) = args.uuid { builder.add_uuid(x); }
+    builder.finish()
+  }
+
+
+  /// Identity of the segment; its file is named after it (`UUID.seg`).
+  #[inline]
+  pub fn uuid(&self) -> &'a Uuid {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<Uuid>(SegmentV2::VT_UUID, None).unwrap()}
+  }
+  /// The event IDs held, ascending, merged where adjacent.
+  #[inline]
+  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV2::VT_INTERVALS, None).unwrap()}
+  }
+  /// Total number of events.
+  #[inline]
+  pub fn events(&self) -> u64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u64>(SegmentV2::VT_EVENTS, Some(0)).unwrap()}
+  }
+  /// Distinct schemas of the batches, referenced by index.
+  #[inline]
+  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV2::VT_SCHEMAS, None).unwrap()}
+  }
+  /// The batches in ID order.
+  #[inline]
+  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV2::VT_BATCHES, None).unwrap()}
+  }
+  /// CRC-32 (IEEE) over the canonical encoding of every field above and of every batch's
+  /// schema, first_id, rows, ts and checksum (see src/segment/mod.rs).
+  #[inline]
+  pub fn meta_checksum(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(SegmentV2::VT_META_CHECKSUM, Some(0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for SegmentV2<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
+     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
+     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct SegmentV2Args<'a> {
+    pub uuid: Option<&'a Uuid>,
+    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
+    pub events: u64,
+    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
+    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
+    pub meta_checksum: u32,
+}
+impl<'a> Default for SegmentV2Args<'a> {
+  #[inline]
+  fn default() -> Self {
+    SegmentV2Args {
+      uuid: None, // required field
+      intervals: None, // required field
+      events: 0,
+      schemas: None, // required field
+      batches: None, // required field
+      meta_checksum: 0,
+    }
+  }
+}
+
+pub struct SegmentV2Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV2Builder<'a, 'b, A> {
+  #[inline]
+  pub fn add_uuid(&mut self, uuid: &Uuid) {
+    self.fbb_.push_slot_always::<&Uuid>(SegmentV2::VT_UUID, uuid);
+  }
+  #[inline]
+  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV2::VT_INTERVALS, intervals);
+  }
+  #[inline]
+  pub fn add_events(&mut self, events: u64) {
+    self.fbb_.push_slot::<u64>(SegmentV2::VT_EVENTS, events, 0);
+  }
+  #[inline]
+  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV2::VT_SCHEMAS, schemas);
+  }
+  #[inline]
+  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV2::VT_BATCHES, batches);
+  }
+  #[inline]
+  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
+    self.fbb_.push_slot::<u32>(SegmentV2::VT_META_CHECKSUM, meta_checksum, 0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV2Builder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    SegmentV2Builder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV2<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, SegmentV2::VT_UUID,"uuid");
+    self.fbb_.required(o, SegmentV2::VT_INTERVALS,"intervals");
+    self.fbb_.required(o, SegmentV2::VT_SCHEMAS,"schemas");
+    self.fbb_.required(o, SegmentV2::VT_BATCHES,"batches");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for SegmentV2<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("SegmentV2");
+      ds.field("uuid", &self.uuid());
+      ds.field("intervals", &self.intervals());
+      ds.field("events", &self.events());
+      ds.field("schemas", &self.schemas());
+      ds.field("batches", &self.batches());
+      ds.field("meta_checksum", &self.meta_checksum());
+      ds.finish()
+  }
+}
 pub enum SegmentOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -1113,6 +1310,20 @@ impl<'a> Segment<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn segment_as_segment_v2(&self) -> Option<SegmentV2<'a>> {
+    if self.segment_type() == SegmentVersion::SegmentV2 {
+      let u = self.segment();
+      // Safety:
+      // Created from a valid Table for this object
+      // Which contains a valid union in this slot
+      Some(unsafe { SegmentV2::init_from_table(u) })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Segment<'_> {
@@ -1124,6 +1335,7 @@ impl ::flatbuffers::Verifiable for Segment<'_> {
      .visit_union::<SegmentVersion, _>("segment_type", Self::VT_SEGMENT_TYPE, "segment", Self::VT_SEGMENT, true, |key, v, pos| {
         match key {
           SegmentVersion::SegmentV1 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV1>>("SegmentVersion::SegmentV1", pos),
+          SegmentVersion::SegmentV2 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV2", pos),
           _ => Ok(()),
         }
      })?
@@ -1181,6 +1393,13 @@ impl ::core::fmt::Debug for Segment<'_> {
       match self.segment_type() {
         SegmentVersion::SegmentV1 => {
           if let Some(x) = self.segment_as_segment_v1() {
+            ds.field("segment", &x)
+          } else {
+            ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        SegmentVersion::SegmentV2 => {
+          if let Some(x) = self.segment_as_segment_v2() {
             ds.field("segment", &x)
           } else {
             ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
