@@ -23,6 +23,8 @@
 //! **Crash loop.** `WEIR_CRASH_LOOP=N` runs N iterations (= N kills) instead of the default
 //! 12, e.g. `WEIR_CRASH_LOOP=200 cargo test --release --test cli_crash_recovery kill_9`; the
 //! 8 KiB segments keep seals in flight all the time, so most kills land between, or in, seals.
+//! Every [`ITERATIONS`] kills it starts over on a fresh database (each iteration exports the
+//! whole database several times, so one database for all kills would make the loop quadratic).
 //! The test prints the kills per `--sync` mode and how many iterations sealed a segment.
 
 mod common;
@@ -140,7 +142,7 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
     eprintln!("crash test seed: {seed} (WEIR_CRASH_SEED={seed} replays it)");
     let mut rng = Rng(seed);
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
+    let mut db = tmp.path().join("db");
     let mut held: Vec<u64> = Vec::new();
     let mut next_number = 0u64;
     let mut total_acked = 0;
@@ -152,6 +154,12 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
     let mut segments = 0;
 
     for it in 0..iterations {
+        if it > 0 && it % ITERATIONS == 0 {
+            // The crash loop's next round: a fresh database.
+            db = tmp.path().join(format!("db-{}", it / ITERATIONS));
+            held.clear();
+            segments = 0;
+        }
         let sync = ["batch", "always", "never"][(it % 3) as usize];
         let what = format!("iteration {it} (seed {seed}, --sync {sync})");
         let stderr_file = tmp.path().join(format!("stderr-{it}"));

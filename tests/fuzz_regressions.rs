@@ -7,8 +7,17 @@ mod common;
 
 use std::path::Path;
 
+use bytes::BytesMut;
+use common::fixture;
 use common::store::{batch, schema};
+use tokio_util::codec::Decoder;
+use weir::batch::Batch;
+use weir::codec::zeek::parallel::ParallelTsvReader;
+use weir::codec::zeek::tsv::TsvDecoder;
+use weir::codec::ReaderOptions;
+use weir::error::{OnError, SkipReport};
 use weir::store::{Store, StoreOptions};
+use weir::value::Value;
 use weir::wal::SyncPolicy;
 
 /// Writes the seeds of the `segment`, `wal` and `catalog` fuzz targets from a small store
@@ -69,4 +78,92 @@ fn write_fuzz_seeds() {
     input.extend_from_slice(&wal);
     input.extend_from_slice(tail);
     put("wal", "two-records", &input);
+}
+
+// ---------------------------------------------------------------------------------------------
+// zeek_tsv: the parallel reader built the schema from an overlong first data line.
+
+/// Everything a TSV reader produced: rows with their schema names, the error, the skips.
+type Outcome = (Vec<(String, Vec<Value>)>, Option<String>, SkipReport);
+
+fn outcome(batches: Vec<Batch>, error: Option<String>, skips: SkipReport) -> Outcome {
+    let mut rows = Vec::new();
+    for b in &batches {
+        for r in b.to_values().unwrap() {
+            rows.push((b.schema().name.clone(), r));
+        }
+    }
+    (rows, error, skips)
+}
+
+fn tsv_sequential(text: &[u8], opts: ReaderOptions) -> Outcome {
+    let mut d = TsvDecoder::new(opts);
+    let mut buf = BytesMut::from(text);
+    let (mut batches, mut error) = (Vec::new(), None);
+    loop {
+        match d.decode_eof(&mut buf) {
+            Ok(Some(b)) => batches.push(b),
+            Ok(None) => break,
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    outcome(batches, error, d.skip_report().clone())
+}
+
+fn tsv_parallel(text: &[u8], chunk: usize, piece: usize, opts: ReaderOptions) -> Outcome {
+    let chunks: Vec<std::io::Result<Vec<u8>>> =
+        text.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
+    let mut r = ParallelTsvReader::new(chunks.into_iter(), opts, 2).with_piece_bytes(piece);
+    let (mut batches, mut error) = (Vec::new(), None);
+    for b in &mut r {
+        match b {
+            Ok(b) => batches.push(b),
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let skips = r.skip_report().clone();
+    outcome(batches, error, skips)
+}
+
+/// Found by `zeek_tsv`: with a line limit, `ParallelTsvReader` built the schema from the first
+/// data line after a header even when that line was longer than the limit, so it reported
+/// "data before any #fields/#types header" (or a column error) where `TsvDecoder` reports the
+/// overlong line. Fixed in `TsvDecoder::prime`.
+#[test]
+fn zeek_tsv_overlong_first_data_line_is_reported_as_by_the_decoder() {
+    // The minimal reproducer: one data line of 70 bytes, no header, limit 64.
+    let found = std::fs::read(fixture("fuzz/zeek_tsv-overlong-first-line.log")).unwrap();
+    let after_header = [
+        &b"#separator \\x09\n#fields\ta\tb\n#types\tstring\tcount\n"[..],
+        &[b'y'; 70],
+        b"\nok\t1\n",
+    ]
+    .concat();
+    for text in [&found[..], &after_header[..]] {
+        for on_error in [OnError::Fail, OnError::Skip] {
+            let opts = ReaderOptions {
+                on_error,
+                max_line_len: 64,
+                ..ReaderOptions::new("fuzz")
+            };
+            let want = tsv_sequential(text, opts.clone());
+            if on_error == OnError::Fail {
+                let e = want.1.as_deref().unwrap();
+                assert!(
+                    e.contains("line longer than the maximum of 64 bytes"),
+                    "{e}"
+                );
+            }
+            for (chunk, piece) in [(8, 81), (1 << 20, 1), (3, 1 << 20)] {
+                let got = tsv_parallel(text, chunk, piece, opts.clone());
+                assert_eq!(got, want, "{on_error:?}, chunks {chunk}, pieces {piece}");
+            }
+        }
+    }
 }
