@@ -167,3 +167,57 @@ fn zeek_tsv_overlong_first_data_line_is_reported_as_by_the_decoder() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Crash loop (WEIR_CRASH_LOOP=200): `weir verify` called a segment of an interrupted seal
+// during WAL replay "not visible".
+
+/// Found by the crash loop of `tests/cli_crash_recovery.rs`: a writer that replays the WAL of
+/// a crashed one seals during the replay (the replayed events exceed its segment size), and is
+/// killed after renaming the segment but before writing the catalog. The WAL then still is the
+/// old one, which names only the previous life's segment file, not the new segment, although it
+/// holds all of its events. `Archive::verify` reported that segment as a problem ("holds events
+/// that are not visible", exit 1) where the writer (rightly) removes it as redundant; the events
+/// are visible through the WAL. Fixed in `Archive::unlisted_segments`.
+#[test]
+fn segment_of_a_seal_interrupted_during_replay_is_not_a_problem() {
+    use weir::store::{fault, Archive};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let s = schema("conn", 4);
+    let batches: Vec<Batch> = (0..30).map(|i| batch(&s, 10, 40, i)).collect();
+    {
+        let big = StoreOptions {
+            max_segment_size: 1 << 20,
+            sync: SyncPolicy::Batch,
+        };
+        let (mut store, _) = Store::open_writer(db, big).unwrap();
+        for b in &batches {
+            store.append(b.clone()).unwrap();
+        }
+        drop(store); // a crash: everything is in the WAL and the active segment's file
+    }
+    let small = StoreOptions {
+        max_segment_size: 16 << 10,
+        sync: SyncPolicy::Batch,
+    };
+    // The replay seals; its second commit (the catalog) fails: the segment is renamed into
+    // place, the catalog does not list it, the WAL is still the old one.
+    fault::fail_commit_after(1);
+    let failed = Store::open_writer(db, small);
+    fault::disarm();
+    assert!(failed.is_err(), "the replay's seal failed");
+    let report = Archive::open(db).unwrap().verify();
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(
+        common::store::read_all(db),
+        common::store::expected(&batches)
+    );
+    let (store, _) = Store::open_writer(db, small).unwrap();
+    store.close().unwrap();
+    assert_eq!(
+        common::store::read_all(db),
+        common::store::expected(&batches)
+    );
+    assert!(Archive::open(db).unwrap().verify().is_ok());
+}
