@@ -139,10 +139,15 @@ fn walk(opts: StoreOptions, batches: &[Batch], flush_every: usize, kind: Option<
         match fault::fired() {
             None => {
                 // Fewer than n + 1 operations: a complete, fault-free import.
+                let counts = fault::ops_by_kind();
+                let seen = match kind {
+                    Some(k) => counts[k as usize],
+                    None => counts.iter().sum(),
+                };
+                assert_eq!(seen, n, "{what}: {counts:?}");
                 assert!(run.error.is_none(), "{what}: {:?}", run.error);
                 assert_eq!(run.acked.len(), batches.len());
                 check_recovered(db, opts, &run, &what);
-                let counts = fault::ops_by_kind();
                 eprintln!(
                     "{:?} {kind:?}: {n} failure points; a full import has {counts:?} \
                      (write, sync, rename, allocate) operations",
