@@ -111,8 +111,8 @@ pub fn open_with_len(path: &Path) -> Result<(File, u64)> {
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync: bool) -> Result<PathBuf> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut f = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
-    let r = f
-        .write_all(bytes)
+    let r = fault::hit(fault::Op::Write)
+        .and_then(|()| f.write_all(bytes))
         .map_err(|e| FsError::new("write", &tmp, e))
         .and_then(|()| commit_file(&f, &tmp, dir, name, sync));
     remove_temporary_on_error(r, &tmp)
@@ -156,8 +156,9 @@ fn copy_range_to(
     src.seek(SeekFrom::Start(range.start))
         .map_err(|e| FsError::new("seek", path, e))?;
     let len = range.end.saturating_sub(range.start);
-    let copied =
-        io::copy(&mut src.take(len), &mut out).map_err(|e| FsError::new("copy to", tmp, e))?;
+    let copied = fault::hit(fault::Op::Write)
+        .and_then(|()| io::copy(&mut src.take(len), &mut out))
+        .map_err(|e| FsError::new("copy to", tmp, e))?;
     if copied != len {
         return Err(FsError::new(
             "copy",
@@ -175,10 +176,13 @@ fn copy_range_to(
 pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) -> Result<PathBuf> {
     fault::check("commit", tmp)?;
     if sync {
-        file.sync_all().map_err(|e| FsError::new("fsync", tmp, e))?;
+        fault::hit(fault::Op::Sync)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| FsError::new("fsync", tmp, e))?;
     }
     let path = dir.join(name);
-    std::fs::rename(tmp, &path)
+    fault::hit(fault::Op::Rename)
+        .and_then(|()| std::fs::rename(tmp, &path))
         .map_err(|e| FsError::new(format!("rename to {}", path.display()), tmp, e))?;
     if sync {
         sync_dir(dir)?;
@@ -186,20 +190,72 @@ pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) 
     Ok(path)
 }
 
-/// Fault injection for tests: makes a `commit_file` (the end of every atomic write and of
-/// every segment seal) fail as on a full disk, without needing a full file system.
+/// Fault injection for tests: makes a storage operation fail as on a full disk or a failing
+/// device, without needing one.
 ///
-/// The setting is per thread (a [`crate::store::Store`] seals on the thread that appends), so
-/// tests running in parallel do not see each other's faults. Not part of the API.
+/// Two knobs, both per thread (a [`crate::store::Store`] writes, syncs, renames and seals on
+/// the thread that appends, so tests running in parallel do not see each other's faults):
+///
+/// - [`fail_commit_after`]: the Nth `commit_file` (the end of every atomic write and of every
+///   segment seal) fails before anything is fsynced or renamed.
+/// - [`fail_op`]: the Nth storage operation of a kind ([`Op`]), or of any kind, fails before it
+///   is done. The operations are the writes of segment files, the write-ahead log, atomic
+///   writes and the lock file; every waited-for `fsync`/`fdatasync` (of files and
+///   directories); renames; and the size changes of files: the active segment's sparse
+///   allocation, cutting a torn WAL tail, and `fallocate(FALLOC_FL_COLLAPSE_RANGE)` (an
+///   injected collapse failure makes the seal copy the segment out instead, as on a file
+///   system without it). The background write-back's `fdatasync` runs on another thread and
+///   is not counted; its errors reach the store through the next waited-for sync anyway.
+///
+/// An injected failure has no effect on the file: the write, sync or rename did not happen,
+/// and the error ([`io::ErrorKind::StorageFull`] for writes and allocations, a plain I/O
+/// error for syncs and renames) says "injected fault". [`ops`] counts the operations seen
+/// since the last arming or [`reset`], so a test can walk N over all of them. Not part of the
+/// API.
 #[doc(hidden)]
 pub mod fault {
     use std::cell::Cell;
     use std::io;
     use std::path::Path;
 
+    /// A kind of storage operation that [`fail_op`] can make fail.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Op {
+        /// A write of file contents.
+        Write,
+        /// A waited-for `fsync` or `fdatasync` of a file or directory.
+        Sync,
+        /// A rename.
+        Rename,
+        /// A change of a file's size or extents: `set_len`, `fallocate` collapse.
+        Allocate,
+    }
+
+    impl Op {
+        /// Every kind, in the order of [`ops_by_kind`].
+        pub const ALL: [Op; 4] = [Op::Write, Op::Sync, Op::Rename, Op::Allocate];
+
+        fn index(self) -> usize {
+            self as usize
+        }
+    }
+
+    #[derive(Clone, Copy)]
+    struct Armed {
+        /// The kind counted, or `None` for operations of any kind.
+        kind: Option<Op>,
+        /// Matching operations to let pass before one fails.
+        skip: u64,
+    }
+
     thread_local! {
         /// Commits to let pass before one fails; `None`: no fault armed.
         static COMMITS_BEFORE_FAILURE: Cell<Option<u32>> = const { Cell::new(None) };
+        static ARMED: Cell<Option<Armed>> = const { Cell::new(None) };
+        /// Operations seen per kind since the last arming or reset.
+        static SEEN: Cell<[u64; 4]> = const { Cell::new([0; 4]) };
+        /// The kind of the injected failure, once it happened.
+        static FIRED: Cell<Option<Op>> = const { Cell::new(None) };
     }
 
     /// Arms a fault: after `skip` more commits on this thread succeed, the next one fails (once)
@@ -208,12 +264,77 @@ pub mod fault {
         COMMITS_BEFORE_FAILURE.with(|c| c.set(Some(skip)));
     }
 
-    /// Disarms the fault of this thread.
-    pub fn disarm() {
-        COMMITS_BEFORE_FAILURE.with(|c| c.set(None));
+    /// Arms a fault: operation number `n` (from 0) of kind `kind` (`None`: of any kind) on this
+    /// thread fails, once. Resets the counts of [`ops`] and [`fired`].
+    pub fn fail_op(n: u64, kind: Option<Op>) {
+        reset();
+        ARMED.with(|a| a.set(Some(Armed { kind, skip: n })));
     }
 
-    /// Called by the commit: fails if the armed fault is due.
+    /// Disarms the faults of this thread.
+    pub fn disarm() {
+        COMMITS_BEFORE_FAILURE.with(|c| c.set(None));
+        ARMED.with(|a| a.set(None));
+    }
+
+    /// Zeroes the operation counts and forgets a fired fault (without arming anything).
+    pub fn reset() {
+        SEEN.with(|s| s.set([0; 4]));
+        FIRED.with(|f| f.set(None));
+    }
+
+    /// Operations of any kind seen on this thread since the last [`fail_op`] or [`reset`]
+    /// (the failed one included).
+    pub fn ops() -> u64 {
+        SEEN.with(|s| s.get().iter().sum())
+    }
+
+    /// Operations per kind, in the order of [`Op::ALL`], as [`ops`] counts them.
+    pub fn ops_by_kind() -> [u64; 4] {
+        SEEN.with(|s| s.get())
+    }
+
+    /// The kind of the operation that failed, if the fault armed by [`fail_op`] fired.
+    pub fn fired() -> Option<Op> {
+        FIRED.with(|f| f.get())
+    }
+
+    /// Called before every storage operation: counts it, and fails if the armed fault is due.
+    pub fn hit(op: Op) -> io::Result<()> {
+        SEEN.with(|s| {
+            let mut seen = s.get();
+            seen[op.index()] += 1;
+            s.set(seen);
+        });
+        let due = ARMED.with(|a| match a.get() {
+            Some(armed) if armed.kind.is_none_or(|k| k == op) => {
+                if armed.skip == 0 {
+                    a.set(None);
+                    true
+                } else {
+                    a.set(Some(Armed {
+                        skip: armed.skip - 1,
+                        ..armed
+                    }));
+                    false
+                }
+            }
+            _ => false,
+        });
+        if !due {
+            return Ok(());
+        }
+        FIRED.with(|f| f.set(Some(op)));
+        Err(match op {
+            Op::Write | Op::Allocate => io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device (injected fault)",
+            ),
+            Op::Sync | Op::Rename => io::Error::other("input/output error (injected fault)"),
+        })
+    }
+
+    /// Called by the commit: fails if the armed commit fault is due.
     pub(super) fn check(action: &str, path: &Path) -> super::Result<()> {
         let due = COMMITS_BEFORE_FAILURE.with(|c| match c.get() {
             Some(0) => {
@@ -242,7 +363,8 @@ pub mod fault {
 
 /// Fsyncs a directory so that renames and creations in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
+    fault::hit(fault::Op::Sync)
+        .and_then(|()| File::open(dir))
         .and_then(|d| d.sync_all())
         .map_err(|e| FsError::new("fsync directory", dir, e))
 }
@@ -264,6 +386,7 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()>
 
 /// Writes all of `bytes` to `file` at `offset`.
 pub fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    fault::hit(fault::Op::Write)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
@@ -297,6 +420,9 @@ pub fn block_size(file: &File) -> usize {
 /// (`fallocate(FALLOC_FL_COLLAPSE_RANGE)`: ext4, XFS). Returns false where the file system
 /// does not support that; the file is then unchanged.
 pub fn collapse_front(file: &File, len: usize) -> bool {
+    if fault::hit(fault::Op::Allocate).is_err() {
+        return false;
+    }
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::{fallocate, FallocateFlags};

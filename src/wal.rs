@@ -68,6 +68,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::Batch;
+use crate::fs::fault::{self, Op};
 use crate::fs::{self, FsError, Writeback};
 use crate::segment::DataLocation;
 use crate::setting::{Choice, ChoiceName};
@@ -262,10 +263,12 @@ impl Wal {
             .map_err(|e| WalError::io("stat", path, e))?
             .len();
         if len != good_len {
-            file.set_len(good_len)
+            fault::hit(Op::Allocate)
+                .and_then(|()| file.set_len(good_len))
                 .map_err(|e| WalError::io("truncate", path, e))?;
             if policy.sync_segments() {
-                file.sync_all()
+                fault::hit(Op::Sync)
+                    .and_then(|()| file.sync_all())
                     .map_err(|e| WalError::io("fsync", path, e))?;
             }
         }
@@ -321,6 +324,7 @@ impl Wal {
         // vectored write, normally one system call.
         let mut parts = [IoSlice::new(&self.buf), IoSlice::new(data)];
         let mut slices = &mut parts[..];
+        fault::hit(Op::Write).map_err(|e| WalError::io("append to", &self.path, e))?;
         while !slices.is_empty() {
             match self.file.write_vectored(slices) {
                 Ok(0) => {
@@ -377,8 +381,8 @@ impl Wal {
         let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
         self.buf[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
         self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
-        self.file
-            .write_all(&self.buf)
+        fault::hit(Op::Write)
+            .and_then(|()| self.file.write_all(&self.buf))
             .map_err(|e| WalError::io("append to", &self.path, e))?;
         self.appended(self.buf.len() as u64)
     }
@@ -390,8 +394,8 @@ impl Wal {
             .finish()
             .map_err(|e| WalError::io("fsync", &self.path, e))?;
         if self.dirty && self.policy != SyncPolicy::Never {
-            self.file
-                .sync_data()
+            fault::hit(Op::Sync)
+                .and_then(|()| self.file.sync_data())
                 .map_err(|e| WalError::io("fsync", &self.path, e))?;
         }
         self.dirty = false;

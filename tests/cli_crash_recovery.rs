@@ -19,6 +19,13 @@
 //! mode (the page cache survives the process); the iterations cycle through `batch` (the
 //! default), `always` and `never`. Power loss is not simulated. The seed is printed; set
 //! `WEIR_CRASH_SEED` to replay a run.
+//!
+//! **Crash loop.** `WEIR_CRASH_LOOP=N` runs N iterations (= N kills) instead of the default
+//! 12, e.g. `WEIR_CRASH_LOOP=200 cargo test --release --test cli_crash_recovery kill_9`; the
+//! 8 KiB segments keep seals in flight all the time, so most kills land between, or in, seals.
+//! Every [`ITERATIONS`] kills it starts over on a fresh database (each iteration exports the
+//! whole database several times, so one database for all kills would make the loop quadratic).
+//! The test prints the kills per `--sync` mode and how many iterations sealed a segment.
 
 mod common;
 
@@ -34,7 +41,16 @@ use common::cli::{self, export_json, info, ok, run, s, wait_for, weir};
 use common::conn_log::{self, check_event, header, numbers, row};
 use common::store::copy_dir;
 
+/// Iterations (kills) by default; `WEIR_CRASH_LOOP` overrides it.
 const ITERATIONS: u64 = 12;
+
+/// The number of iterations: `WEIR_CRASH_LOOP`, else [`ITERATIONS`].
+fn iterations() -> u64 {
+    std::env::var("WEIR_CRASH_LOOP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(ITERATIONS)
+}
 
 /// xorshift64*: enough randomness for kill moments, reproducible from the seed.
 struct Rng(u64);
@@ -126,12 +142,24 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
     eprintln!("crash test seed: {seed} (WEIR_CRASH_SEED={seed} replays it)");
     let mut rng = Rng(seed);
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
+    let mut db = tmp.path().join("db");
     let mut held: Vec<u64> = Vec::new();
     let mut next_number = 0u64;
     let mut total_acked = 0;
+    let iterations = iterations();
+    let started = std::time::Instant::now();
+    // Kills per --sync mode, and iterations that sealed at least one segment.
+    let mut kills = [0u64; 3];
+    let mut sealing = 0u64;
+    let mut segments = 0;
 
-    for it in 0..ITERATIONS {
+    for it in 0..iterations {
+        if it > 0 && it % ITERATIONS == 0 {
+            // The crash loop's next round: a fresh database.
+            db = tmp.path().join(format!("db-{}", it / ITERATIONS));
+            held.clear();
+            segments = 0;
+        }
         let sync = ["batch", "always", "never"][(it % 3) as usize];
         let what = format!("iteration {it} (seed {seed}, --sync {sync})");
         let stderr_file = tmp.path().join(format!("stderr-{it}"));
@@ -243,6 +271,12 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
         // Read-only opens right after the crash, then the next writer's replay (next
         // iteration) must find the same.
         held = check_after_crash(&db, &held, &sent, &acked, &what);
+        kills[(it % 3) as usize] += 1;
+        let now = cli::segment_files(&db).len();
+        if now > segments {
+            sealing += 1;
+        }
+        segments = now;
         eprintln!(
             "{what}: {}sent {}, acknowledged {}, present {}, {} segments",
             if early { "early kill: " } else { "" },
@@ -253,6 +287,15 @@ fn kill_9_at_random_moments_loses_no_acknowledged_event() {
         );
     }
     assert!(total_acked > 0);
+    eprintln!(
+        "crash loop: {iterations} kills (--sync batch {}, always {}, never {}), {sealing} of them \
+         after seals in that iteration, {segments} segments, {} events, {:.0?}",
+        kills[0],
+        kills[1],
+        kills[2],
+        held.len(),
+        started.elapsed()
+    );
 
     // A clean import after the last crash completes the archive: replayed WAL plus new events.
     let more: String = header() + &(next_number..next_number + 10).map(row).collect::<String>();

@@ -482,8 +482,8 @@ impl SegmentBuilder {
             f.writeback
                 .finish()
                 .map_err(|e| SegmentError::io("write back", &f.path, e))?;
-            f.file
-                .sync_data()
+            fs::fault::hit(fs::fault::Op::Sync)
+                .and_then(|()| f.file.sync_data())
                 .map_err(|e| SegmentError::io("fsync", &f.path, e))?;
         }
         Ok(())
@@ -519,7 +519,9 @@ impl SegmentBuilder {
         // Sparse: blocks are allocated only as chunks are written, from the end.
         let len = target.len(self.max) as u64;
         if let Target::File(f) = &target {
-            if let Err(e) = f.file.set_len(len) {
+            let resized =
+                fs::fault::hit(fs::fault::Op::Allocate).and_then(|()| f.file.set_len(len));
+            if let Err(e) = resized {
                 let _ = std::fs::remove_file(&f.path);
                 return Err(SegmentError::io("resize", &f.path, e));
             }

@@ -194,8 +194,10 @@ impl Archive {
     ///
     /// `lost`: no WAL record names them, so their events are not visible (a lost catalog or
     /// catalog entry); `weir verify --repair` lists them again. `sealing`: the WAL points into
-    /// them (a seal in progress, or one interrupted by a crash: the next writer replays the WAL
-    /// and removes them). A seal renames the segment file, then writes the catalog, then
+    /// them, or holds all of their events (a seal in progress, or one interrupted by a crash:
+    /// the next writer replays the WAL and removes them; a writer that seals while replaying the
+    /// WAL of a crashed one writes a segment that the old WAL does not name but whose events it
+    /// holds, as the writer's own clean-up recognizes). A seal renames the segment file, then writes the catalog, then
     /// replaces the WAL; so the WAL is read before the catalog is read again, and a file still
     /// unlisted then was named by that WAL if a seal was writing it.
     pub fn unlisted_segments(&self) -> Result<UnlistedSegments> {
@@ -205,15 +207,26 @@ impl Archive {
             return Ok(out);
         }
         let mut named = Vec::new();
+        let mut wal_ids = 0..0;
         if let Ok(mut r) = WalReader::open(&self.dir.join(WAL_FILE)) {
             while let Ok(Some(_)) = r.next_entry(u64::MAX) {}
             named = r.named_segments().to_vec();
+            wal_ids = r.base_id()..r.end_id();
         }
         let fresh = Catalog::load(&self.dir)?;
         let now = super::unlisted_segment_files(&self.dir, &fresh)?;
         for name in names.into_iter().filter(|n| now.contains(n)) {
             let path = self.dir.join(SEGMENTS_DIR).join(&name);
-            if named.iter().any(|u| crate::segment::file_name(u) == name) {
+            let in_wal = || {
+                Segment::open(&path).is_ok_and(|seg| {
+                    !seg.intervals().is_empty()
+                        && seg
+                            .intervals()
+                            .iter()
+                            .all(|r| wal_ids.start <= r.start && r.end <= wal_ids.end)
+                })
+            };
+            if named.iter().any(|u| crate::segment::file_name(u) == name) || in_wal() {
                 out.sealing.push(path);
             } else {
                 out.lost.push(path);

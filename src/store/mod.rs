@@ -179,7 +179,8 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &path, e)),
     }
-    file.set_len(0)
+    crate::fs::fault::hit(crate::fs::fault::Op::Write)
+        .and_then(|()| file.set_len(0))
         .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()))
         .map_err(|e| StoreError::io("write", &path, e))?;
     Ok(file)

@@ -791,6 +791,10 @@ impl TsvDecoder {
     /// line changed it, so that forks share one [`SchemaRef`] and warnings are given once.
     pub fn prime(&mut self, first_line: &[u8], line_no: u64) -> Result<(), ParseError> {
         if self.dirty {
+            if first_line.len() > self.opts.max_line_len {
+                // `run` refuses an overlong line before looking at it: no schema from it.
+                return Err(self.overlong(line_no, first_line));
+            }
             self.plan = None;
             let plan = self.build_plan(line_no, first_line)?;
             self.plan = Some(plan);
