@@ -36,6 +36,7 @@ use clap::{Parser, Subcommand};
 
 use weir::pipeline::build::BuildError;
 use weir::pipeline::config::{ConfigError, ConfigErrorKind};
+use weir::store::StoreError;
 
 /// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
 #[derive(Debug, Parser)]
@@ -113,10 +114,27 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
         })
 }
 
-/// The error and its causes, each cause only when its text adds something.
+/// Whether a cause speaks for itself: a store error that names the database and says what
+/// is wrong with it in the user's words (a lock held by another import, a directory that is
+/// not an archive), which needs no `sink archive:` in front.
+fn speaks_for_itself(cause: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        cause.downcast_ref::<StoreError>(),
+        Some(
+            StoreError::Locked { .. }
+                | StoreError::NotAnArchive { .. }
+                | StoreError::NoArchive { .. }
+                | StoreError::NoDatabase { .. }
+        )
+    )
+}
+
+/// The error and its causes, each cause only when its text adds something; from the last
+/// cause that speaks for itself ([`speaks_for_itself`]), when there is one.
 fn render(e: &anyhow::Error) -> String {
     let mut out = String::new();
-    for cause in e.chain() {
+    let skip = e.chain().position(speaks_for_itself).unwrap_or(0);
+    for cause in e.chain().skip(skip) {
         let text = cause.to_string();
         if out.contains(&text) {
             continue;
@@ -178,12 +196,25 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `n` and the noun, singular for 1: `1 event`, `2 events`, `0 batches`.
+pub(crate) fn plural(n: u64, one: &str) -> String {
+    match (n, one) {
+        (1, _) => format!("1 {one}"),
+        (_, "batch") => format!("{n} batches"),
+        _ => format!("{n} {one}s"),
+    }
+}
+
 /// Prints the rows skipped under `--on-error skip`, if any.
 fn report_skips(skipped: &weir::error::SkipReport) {
     if skipped.skipped == 0 {
         return;
     }
-    say!("weir: skipped {} bad rows", skipped.skipped);
+    say!(
+        "weir: skipped {} bad {}",
+        skipped.skipped,
+        if skipped.skipped == 1 { "row" } else { "rows" }
+    );
     for e in &skipped.first {
         say!("  {e}");
     }

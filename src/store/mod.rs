@@ -185,6 +185,14 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// Whether `dir` holds any of a weir archive's files (`catalog.json`, `wal`, `segments/`,
+/// `LOCK`): readers refuse a directory that does not ([`StoreError::NoArchive`]).
+pub(crate) fn looks_like_archive(dir: &Path) -> bool {
+    [catalog::CATALOG_FILE, WAL_FILE, SEGMENTS_DIR, LOCK_FILE]
+        .iter()
+        .any(|name| dir.join(name).symlink_metadata().is_ok())
+}
+
 /// Refuses a directory that exists, is not empty and is not a weir archive (it has none of
 /// `catalog.json`, `wal`, `segments/`, `LOCK`), before the writer creates or removes anything
 /// in it. A missing directory, or an empty one, becomes a new archive.
