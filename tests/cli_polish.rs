@@ -407,3 +407,57 @@ fn walk_bytes(dir: &Path) -> u64 {
         })
         .sum()
 }
+
+#[test]
+fn completions_for_every_shell() {
+    for (shell, marker) in [
+        ("bash", "_weir() {"),
+        ("zsh", "#compdef weir"),
+        ("fish", "complete -c weir"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[weir]"),
+    ] {
+        let out = run(&["completions", shell]);
+        let script = ok(&out, shell);
+        assert!(script.contains(marker), "{shell}: {script}");
+        // Every command is completed.
+        for cmd in ["import", "export", "inspect", "completions", "man"] {
+            assert!(script.contains(cmd), "{shell} lacks {cmd}");
+        }
+    }
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: invalid value 'tcsh' for '<SHELL>'"));
+}
+
+#[test]
+fn man_pages_for_weir_and_each_command() {
+    let version = env!("CARGO_PKG_VERSION");
+    let page = ok(&run(&["man"]), "man");
+    let head: Vec<&str> = page.lines().skip(2).take(3).collect();
+    assert_eq!(
+        head,
+        [
+            format!(".TH weir 1  \"weir {version}\" ").as_str(),
+            ".SH NAME",
+            "weir \\- Ingest Zeek logs through a backpressured async pipeline into an archive of memory\\-mapped FlatBuffers segments.",
+        ]
+    );
+    assert!(page.contains("weir\\-import(1)"), "{page}");
+    let page = ok(&run(&["man", "import"]), "man import");
+    let head: Vec<&str> = page.lines().skip(2).take(2).collect();
+    assert_eq!(
+        head,
+        [
+            format!(".TH weir-import 1  \"import {version}\" ").as_str(),
+            ".SH NAME"
+        ]
+    );
+    assert!(page.contains("\\fB\\-q\\fR, \\fB\\-\\-quiet\\fR"), "{page}");
+    let out = run(&["man", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "weir: error: no command \"nosuch\"; see `weir --help`\n"
+    );
+}

@@ -56,7 +56,7 @@ pub(super) fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Resu
 
 /// Prints `text` on stdout; a closed stdout (`| head`) ends the command with exit status 0
 /// instead of the panic of `println!`.
-fn print_out(text: &str) -> anyhow::Result<()> {
+pub(super) fn print_out(text: &str) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = text.as_bytes().to_vec();

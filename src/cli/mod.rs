@@ -23,6 +23,7 @@ macro_rules! say {
 mod archive;
 mod args;
 mod convert;
+mod docs;
 mod import;
 mod progress;
 mod search;
@@ -63,10 +64,14 @@ enum Command {
     Get(search::GetArgs),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(archive::InfoArgs),
-    /// Describe one segment file: uuid, ID intervals, events, batches.
+    /// Describe segment files: uuid, ID intervals, events, batches.
     Inspect(archive::InspectArgs),
     /// Check every segment and the write-ahead log; exit 1 with a line per problem.
     Verify(archive::VerifyArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff) of weir or of one command: `weir man import | man -l -`.
+    Man(docs::ManArgs),
 }
 
 /// Parses `--batch-timeout` (`1s`, `250ms`, `2m`).
@@ -178,6 +183,8 @@ pub fn main() -> ExitCode {
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),
+            Command::Completions(args) => docs::completions(args),
+            Command::Man(args) => docs::man(args),
         }
     });
     // Blocked stdin reads must not keep the process alive.
