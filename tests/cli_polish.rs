@@ -461,3 +461,116 @@ fn man_pages_for_weir_and_each_command() {
         "weir: error: no command \"nosuch\"; see `weir --help`\n"
     );
 }
+
+/// Log lines without their timestamp.
+fn log_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("  INFO ") || l.contains(" DEBUG ") || l.contains("  WARN "))
+        .map(|l| l.split_once(' ').unwrap().1.trim_start().to_string())
+        .collect()
+}
+
+#[test]
+fn verbose_logs_files_segments_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let log = write_log(dir.path(), "num.log", 2);
+    let out = run(&["import", "-q", "-v", "--db", s(&db), s(&log)]);
+    ok(&out, "import -v");
+    let seg = &segment_files(&db)[0];
+    assert_eq!(
+        log_lines(&text(&out.stderr)),
+        [
+            format!(
+                "INFO opened input input={} bytes={}",
+                s(&log),
+                std::fs::metadata(&log).unwrap().len()
+            ),
+            format!(
+                "INFO sealed segment segment={} events=2 batches=1 bytes={}",
+                s(seg),
+                std::fs::metadata(seg).unwrap().len()
+            ),
+        ]
+    );
+    // Without -v or WEIR_LOG: nothing.
+    let out = run(&["count", "--db", s(&db)]);
+    assert_eq!(text(&out.stderr), "");
+    // -vv (global: after the command too) and WEIR_LOG show debug events.
+    let out = run(&["count", "--db", s(&db), "-vv"]);
+    assert_eq!(
+        log_lines(&text(&out.stderr)),
+        [format!("DEBUG opened archive dir={} segments=1", s(&db))]
+    );
+    let out = common::cli::weir()
+        .env("WEIR_LOG", "weir=debug")
+        .args(["count", "--db", s(&db)])
+        .output()
+        .unwrap();
+    assert_eq!(
+        log_lines(&text(&out.stderr)),
+        [format!("DEBUG opened archive dir={} segments=1", s(&db))]
+    );
+    let out = common::cli::weir()
+        .env("WEIR_LOG", "weir=[")
+        .args(["count", "--db", s(&db)])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&out, "bad WEIR_LOG"), "2\n");
+    assert!(
+        text(&out.stderr).starts_with("weir: warning: WEIR_LOG=\"weir=[\" is not a log filter ("),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn verbose_logs_a_write_ahead_log_replay() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = weir()
+        .args([
+            "import",
+            "-q",
+            "--batch-timeout",
+            "10ms",
+            "--db",
+            s(&db),
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(tsv_log(3).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    wait_for(
+        "3 events in the WAL",
+        std::time::Duration::from_secs(20),
+        || text(&run(&["count", "--db", s(&db)]).stdout) == "3\n",
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    let out = run(&["import", "-v", "--db", s(&db), "-"]);
+    ok(&out, "import after kill");
+    let lines = log_lines(&text(&out.stderr));
+    let wal = db.join("wal");
+    let prefix = format!("INFO replayed write-ahead log wal={} batches=", s(&wal));
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with(&prefix) && l.ends_with(" events=3 skipped_batches=0 torn=false")
+        ),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("INFO sealed segment ") && l.contains(" events=3 ")),
+        "{lines:?}"
+    );
+}

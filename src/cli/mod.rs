@@ -43,8 +43,50 @@ use weir::store::StoreError;
 #[derive(Debug, Parser)]
 #[command(name = "weir", version, about, max_term_width = 100)]
 struct Cli {
+    /// Log what weir does on stderr: -v files opened, segments sealed, write-ahead log
+    /// replays; -vv also archives and segments opened; -vvv everything. WEIR_LOG (e.g.
+    /// `weir=debug`, tracing's filter syntax) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Sets up `tracing` on stderr from `-v` and `WEIR_LOG`; without either, logs nothing.
+fn init_logging(verbose: u8) {
+    let filter = match std::env::var("WEIR_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => {
+            match tracing_subscriber::EnvFilter::try_new(spec.trim()) {
+                Ok(f) => f,
+                Err(e) => {
+                    say!("weir: warning: WEIR_LOG={spec:?} is not a log filter ({e}); ignoring it");
+                    return init_logging_level(verbose);
+                }
+            }
+        }
+        _ => return init_logging_level(verbose),
+    };
+    install_logger(filter);
+}
+
+/// `-v`, `-vv`, `-vvv`: info, debug, trace for weir's own events.
+fn init_logging_level(verbose: u8) {
+    let level = match verbose {
+        0 => return,
+        1 => "weir=info",
+        2 => "weir=debug",
+        _ => "weir=trace",
+    };
+    install_logger(tracing_subscriber::EnvFilter::new(level));
+}
+
+fn install_logger(filter: tracing_subscriber::EnvFilter) {
+    // The fmt layer ignores write errors, so a closed stderr cannot end the program.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,6 +207,7 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// Runs the command line; returns the exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {

@@ -70,6 +70,11 @@ impl Archive {
             return Err(StoreError::NoArchive { dir });
         }
         let catalog = Arc::new(Catalog::load(&dir)?);
+        tracing::debug!(
+            dir = %dir.display(),
+            segments = catalog.segments.len(),
+            "opened archive"
+        );
         Ok(Archive {
             dir,
             catalog,
@@ -126,6 +131,7 @@ impl Archive {
 
     fn open_entry(&self, entry: &CatalogEntry) -> Result<Segment> {
         let path = self.dir.join(&entry.file);
+        tracing::debug!(segment = %path.display(), "mapping segment");
         let seg = Segment::open(&path)?;
         let intervals: Vec<[u64; 2]> = seg.intervals().iter().map(|r| [r.start, r.end]).collect();
         if seg.uuid().hyphenated().to_string() != entry.uuid

@@ -409,6 +409,12 @@ impl Store {
             .filter(|p| p.exists())
             .collect();
         report.next_id = store.next_id;
+        tracing::debug!(
+            dir = %store.dir.display(),
+            segments = store.catalog.segments.len(),
+            next_id = store.next_id,
+            "opened archive for writing"
+        );
         Ok((store, report))
     }
 
@@ -463,6 +469,25 @@ impl Store {
         }
         if let Some(torn) = reader.torn() {
             report.warnings.push(torn.to_string());
+        }
+        let level_info = report.replayed_batches > 0 || reader.torn().is_some();
+        macro_rules! replayed {
+            ($level:ident) => {
+                tracing::$level!(
+                    wal = %path.display(),
+                    batches = report.replayed_batches,
+                    events = report.replayed_events,
+                    skipped_batches = report.skipped_batches,
+                    torn = reader.torn().is_some(),
+                    "replayed write-ahead log"
+                )
+            };
+        }
+        // A log with nothing to replay (a new archive, a clean shutdown) is only debug.
+        if level_info {
+            replayed!(info);
+        } else {
+            replayed!(debug);
         }
         self.next_id = self.catalog.next_id.max(reader.end_id());
         if report.replayed_batches == 0 {
@@ -600,7 +625,15 @@ impl Store {
         let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;
         self.summary.segments += 1;
         self.summary.segment_bytes += sealed.bytes;
-        self.catalog.push(CatalogEntry::from_sealed(&sealed));
+        let entry = CatalogEntry::from_sealed(&sealed);
+        tracing::info!(
+            segment = %self.dir.join(&entry.file).display(),
+            events = entry.events,
+            batches = entry.batches,
+            bytes = entry.bytes,
+            "sealed segment"
+        );
+        self.catalog.push(entry);
         self.catalog.save(&self.dir, sync)?;
         if reset_wal {
             self.wal = Wal::create(
