@@ -57,6 +57,15 @@ fn quiet_import_and_run_print_nothing() {
         ),
     )
     .unwrap();
+    let out = run(&["run", "--check", s(&pipeline)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "{}: ok (2 stages: sources.input, sinks.out)\n",
+            s(&pipeline)
+        )
+    );
     let out = run(&["run", "--quiet", s(&pipeline)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "");

@@ -204,9 +204,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let spec = PipelineSpec::load(&args.file, &options)?;
     if args.check {
         say!(
-            "{}: ok ({} stages: {})",
+            "{}: ok ({}: {})",
             args.file.display(),
-            spec.stages.len(),
+            super::plural(spec.stages.len() as u64, "stage"),
             spec.stages
                 .iter()
                 .map(|s| s.table())
