@@ -82,11 +82,12 @@ fn reference_check(cmd: &str, origs: &[&str], out: &Path) {
     }
 }
 
-/// Imports the corpus into `db` with `extra` options and checks the export in both formats.
+/// Imports the corpus into `db` with `extra` options (not quiet: the summary is checked) and
+/// checks the export in both formats.
 /// Returns the import's summary line(s).
 fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
     let tmp = db.parent().unwrap();
-    let mut args = vec!["import", "--quiet", "--db", s(db)];
+    let mut args = vec!["import", "--db", s(db)];
     args.extend_from_slice(extra);
     args.extend(inputs.all());
     let out = run(&args);

@@ -380,7 +380,7 @@ fn wal_left_by_kill_9_torn_tail_is_dropped_and_damage_is_named() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(numbers(&export_json(&torn)), kept);
-    assert!(ok(&run(&["verify", "--db", s(&torn)]), "verify").starts_with("ok: 1 segments"));
+    assert!(ok(&run(&["verify", "--db", s(&torn)]), "verify").starts_with("ok: 1 segment,"));
 
     // A damaged record in the middle is corruption: named with file and offset, exit 1, and
     // the writer refuses to open rather than dropping acknowledged batches.

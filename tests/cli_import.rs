@@ -55,13 +55,13 @@ fn import_export_round_trip_in_input_order() {
         gz.display().to_string(),
         fixture("conn.log"),
     ];
-    let mut args = vec!["import", "--quiet", "--db", db.to_str().unwrap()];
+    let mut args = vec!["import", "--db", db.to_str().unwrap()];
     args.extend(inputs.iter().map(String::as_str));
     let out = run(&args);
     ok(&out, "weir import");
     let summary = text(&out.stderr);
     assert!(summary.contains("imported 8 events"), "{summary}");
-    assert!(summary.contains("segments written"), "{summary}");
+    assert!(summary.contains("1 segment written"), "{summary}");
     let mut conv = vec!["convert", "--to", "json"];
     conv.extend(inputs.iter().map(String::as_str));
     assert_eq!(export_json_text(&db), ok(&run(&conv), "weir convert"));
@@ -206,7 +206,7 @@ fn data_error_in_import_exits_1_and_names_the_line() {
 
 fn spawn_import(db: &Path, extra: &[&str]) -> Child {
     weir()
-        .args(["import", "--quiet", "--db", db.to_str().unwrap()])
+        .args(["import", "--db", db.to_str().unwrap()])
         .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

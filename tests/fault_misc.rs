@@ -256,15 +256,7 @@ fn duplicate_field_names_are_refused() {
     );
     for on_error in ["fail", "skip"] {
         let db = dir.path().join(format!("db-{on_error}"));
-        let o = run(&[
-            "import",
-            "-q",
-            "--on-error",
-            on_error,
-            "--db",
-            s(&db),
-            s(&input),
-        ]);
+        let o = run(&["import", "--on-error", on_error, "--db", s(&db), s(&input)]);
         let err = text(&o.stderr);
         let code = if on_error == "fail" { 1 } else { 0 };
         assert_eq!(o.status.code(), Some(code), "{err}");

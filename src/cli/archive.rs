@@ -3,12 +3,12 @@
 //! `search.rs`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use clap::Args;
 
 use weir::codec::writer::WriteError;
+use weir::segment::SegmentInfo;
 use weir::store::Archive;
 
 use super::args::DbArg;
@@ -24,10 +24,10 @@ pub struct InfoArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The segment file.
-    #[arg(value_name = "SEGMENT")]
-    segment: PathBuf,
-    /// Print JSON.
+    /// The segment files (DB/segments/*.seg).
+    #[arg(value_name = "SEGMENT", required = true)]
+    segments: Vec<PathBuf>,
+    /// Print JSON: one object for one file, an array of objects for several.
     #[arg(long)]
     json: bool,
 }
@@ -56,7 +56,7 @@ pub(super) fn write_out(out: &mut impl Write, buf: &mut Vec<u8>) -> anyhow::Resu
 
 /// Prints `text` on stdout; a closed stdout (`| head`) ends the command with exit status 0
 /// instead of the panic of `println!`.
-fn print_out(text: &str) -> anyhow::Result<()> {
+pub(super) fn print_out(text: &str) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = text.as_bytes().to_vec();
@@ -84,22 +84,95 @@ pub fn info(args: InfoArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let info = archive.info()?;
+    let time = info.ts.map(|[a, z]| [rfc3339(a), rfc3339(z)]);
     if args.json {
-        print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
+        let mut value = serde_json::to_value(&info)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("time".into(), serde_json::to_value(&time)?);
+        }
+        print_out(&(serde_json::to_string_pretty(&value)? + "\n"))
     } else {
-        print_out(&info.to_string())
+        // The time range goes after the events line (the library's text has no time
+        // formatting: the store does not depend on the codecs).
+        let time = match &time {
+            Some([a, z]) => format!("time:      {a} to {z}\n"),
+            None => "time:      none\n".to_string(),
+        };
+        let mut text = String::new();
+        for line in info.to_string().split_inclusive('\n') {
+            text.push_str(line);
+            if line.starts_with("events:") {
+                text.push_str(&time);
+            }
+        }
+        print_out(&text)
     }
 }
 
-/// `weir inspect`.
+/// A time in nanoseconds since the epoch as RFC 3339 (`2009-11-18T08:00:21.486539Z`).
+fn rfc3339(ns: i64) -> String {
+    let mut out = Vec::new();
+    weir::codec::zeek::scalar::push_rfc3339(&mut out, ns);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One file of `weir inspect`; a file that is not a segment (or a damaged one) is said to
+/// be so.
+fn inspect_one(path: &Path) -> anyhow::Result<SegmentInfo> {
+    weir::segment::inspect(path).map_err(|e| {
+        if e.is_corruption() {
+            let reason = e.corruption_reason().unwrap_or_else(|| e.to_string());
+            match reason.strip_prefix("not a weir segment") {
+                Some(why) => {
+                    let why = why.trim().trim_start_matches('(').trim_end_matches(')');
+                    anyhow::anyhow!("{} is not a weir segment: {why}", path.display())
+                }
+                None => anyhow::anyhow!("{} is a damaged weir segment: {reason}", path.display()),
+            }
+        } else {
+            // It names the file.
+            anyhow::Error::new(e)
+        }
+    })
+}
+
+/// `weir inspect`: a block per file (a blank line between blocks); with `--json`, one object
+/// for one file and an array for several. A file that cannot be inspected is reported and the
+/// others are still shown; the exit status is then 1.
 pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
-    let info = weir::segment::inspect(&args.segment)
-        .with_context(|| format!("cannot inspect {}", args.segment.display()))?;
-    if args.json {
-        print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
-    } else {
-        print_out(&info.to_string())
+    if let [one] = args.segments.as_slice() {
+        let info = inspect_one(one)?;
+        return if args.json {
+            print_out(&(serde_json::to_string_pretty(&info)? + "\n"))
+        } else {
+            print_out(&info.to_string())
+        };
     }
+    let mut infos = Vec::new();
+    let mut failed = 0u64;
+    for path in &args.segments {
+        match inspect_one(path) {
+            Ok(info) => infos.push(info),
+            Err(e) => {
+                say!("weir: error: {}", super::render(&e));
+                failed += 1;
+            }
+        }
+    }
+    let printed = if args.json {
+        print_out(&(serde_json::to_string_pretty(&infos)? + "\n"))
+    } else {
+        let blocks: Vec<String> = infos.iter().map(ToString::to_string).collect();
+        print_out(&blocks.join("\n"))
+    };
+    if failed > 0 {
+        printed?;
+        anyhow::bail!(
+            "cannot inspect {failed} of {} files (see above)",
+            args.segments.len()
+        );
+    }
+    printed
 }
 
 /// `weir verify`: a line per problem and exit 1, or a line saying all is well.
@@ -125,8 +198,9 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
     }
     if report.is_ok() {
         text.push_str(&format!(
-            "ok: {} segments, {} events\n",
-            report.segments, report.events
+            "ok: {}, {}\n",
+            super::plural(report.segments, "segment"),
+            super::plural(report.events, "event")
         ));
     }
     // Problems are reported by the exit status even when stdout is closed.
@@ -135,8 +209,8 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
         printed
     } else {
         anyhow::bail!(
-            "{} problems found in {}",
-            report.problems.len(),
+            "{} found in {}",
+            super::plural(report.problems.len() as u64, "problem"),
             args.db.path.display()
         )
     }

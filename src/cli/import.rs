@@ -45,7 +45,7 @@ pub struct ImportArgs {
     #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
           default_value_t = ArchiveSinkConfig::default().sync)]
     sync: SyncPolicy,
-    /// No progress display.
+    /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
     /// Write per-stage metrics as JSON to this file at the end.
@@ -58,7 +58,7 @@ pub struct RunArgs {
     /// Only validate the pipeline file (including its paths), do not run it.
     #[arg(long)]
     check: bool,
-    /// No progress display.
+    /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
     /// Write per-stage metrics as JSON to this file at the end.
@@ -125,6 +125,10 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let total = total_size(&config.source.inputs()?);
     let spec = PipelineSpec::for_import(config);
     spec.validate().map_err(flag_error)?;
+    // A database this import creates is removed again if the import fails before it holds
+    // anything.
+    let db = &args.db.path;
+    let created = db.symlink_metadata().is_err().then_some(db.as_path());
     execute(
         &spec,
         args.quiet,
@@ -132,8 +136,62 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
         total,
         "imported",
         stop,
+        created,
     )
     .await
+}
+
+/// After a failed import that created the database directory: removes it again if it holds
+/// nothing but the files an archive starts with (`LOCK`, `wal`, `catalog.json`, an empty
+/// `segments/`) and no event, and no other process holds its lock. Anything else is left
+/// alone; a failure to remove is not reported (the import's error is what matters). Returns
+/// whether the directory is gone.
+fn remove_unused_archive(db: &std::path::Path) -> bool {
+    use weir::store::{LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
+    const CATALOG: &str = "catalog.json";
+    let Ok(entries) = std::fs::read_dir(db) else {
+        return false;
+    };
+    let names: Vec<_> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if !names
+        .iter()
+        .all(|n| [LOCK_FILE, WAL_FILE, CATALOG, SEGMENTS_DIR].contains(&n.as_str()))
+    {
+        return false;
+    }
+    let empty = Archive::open(db)
+        .and_then(|a| a.info())
+        .is_ok_and(|i| i.events == 0 && i.segments == 0 && i.unlisted.is_empty());
+    if !empty {
+        return false;
+    }
+    // Another import may have started on the directory since: its lock says so.
+    let lock = std::fs::File::open(db.join(LOCK_FILE));
+    let _held = match lock {
+        Ok(f) => match f.try_lock() {
+            Ok(()) => Some(f),
+            Err(_) => return false,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => return false,
+    };
+    // `remove_dir` removes only empty directories: a segment written meanwhile stays.
+    if std::fs::remove_dir(db.join(SEGMENTS_DIR))
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(e),
+        })
+        .is_err()
+    {
+        return false;
+    }
+    for name in [WAL_FILE, CATALOG, LOCK_FILE] {
+        let _ = std::fs::remove_file(db.join(name));
+    }
+    std::fs::remove_dir(db).is_ok()
 }
 
 /// Runs `weir run`.
@@ -146,9 +204,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let spec = PipelineSpec::load(&args.file, &options)?;
     if args.check {
         say!(
-            "{}: ok ({} stages: {})",
+            "{}: ok ({}: {})",
             args.file.display(),
-            spec.stages.len(),
+            super::plural(spec.stages.len() as u64, "stage"),
             spec.stages
                 .iter()
                 .map(|s| s.table())
@@ -164,11 +222,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         None,
         "processed",
         stop,
+        None,
     )
     .await
 }
 
-/// Builds and runs a pipeline spec with signals, progress, summary and metrics.
+/// Builds and runs a pipeline spec with signals, progress, summary and metrics. `created`:
+/// a database directory this run created, removed again after a failure that left it
+/// without events (see [`remove_unused_archive`]).
+#[allow(clippy::too_many_arguments)]
 async fn execute(
     spec: &PipelineSpec,
     quiet: bool,
@@ -176,8 +238,17 @@ async fn execute(
     total: Option<u64>,
     verb: &str,
     stop: CancellationToken,
+    created: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let (pipeline, built) = build(spec).await?;
+    let (pipeline, built) = match build(spec).await {
+        Ok(b) => b,
+        Err(e) => {
+            if let Some(db) = created {
+                remove_unused_archive(db);
+            }
+            return Err(e.into());
+        }
+    };
     let counters = pipeline.source_counters();
     if let Some(t) = total {
         counters.add_total(t);
@@ -219,22 +290,33 @@ async fn execute(
     let summary = match result {
         Ok(s) => s,
         Err(e) => {
-            report_committed(&built.archives);
+            let removed = created.filter(|db| remove_unused_archive(db));
+            let kept: Vec<_> = built
+                .archives
+                .iter()
+                .filter(|a| Some(a.db.as_path()) != removed)
+                .cloned()
+                .collect();
+            report_committed(&kept);
             return Err(e.into());
         }
     };
     super::report_warnings(&summary.warnings);
     super::report_skips(&summary.skipped);
+    if quiet {
+        return Ok(());
+    }
     let events = metrics.get(&sink_name).map_or(0, |m| m.events());
     let secs = summary.elapsed.as_secs_f64();
     let mut line = format!(
-        "weir: {verb} {events} events, {} read, in {:.2} s ({:.0} events/s)",
+        "weir: {verb} {}, {} read, in {:.2} s ({:.0} events/s)",
+        super::plural(events, "event"),
         bytes(counters.bytes_read()),
         secs,
         events as f64 / secs.max(1e-9)
     );
     if let Some(seg) = &segments {
-        line.push_str(&format!(", {} segments written", seg()));
+        line.push_str(&format!(", {} written", super::plural(seg(), "segment")));
     }
     if summary.interrupted {
         line.push_str(" (interrupted)");
@@ -263,7 +345,9 @@ fn report_committed(archives: &[ArchiveHandle]) {
             Some(end) if end > a.first_id => {
                 let n = end - a.first_id;
                 say!(
-                    "weir: {n} events were committed to {db} before the error (IDs {}-{}); they stay there, so a retry of the same input would add them again: resume after them",
+                    "weir: {} {} committed to {db} before the error (IDs {}-{}); they stay there, so a retry of the same input would add them again: resume after them",
+                    super::plural(n, "event"),
+                    if n == 1 { "was" } else { "were" },
                     a.first_id,
                     end - 1
                 );

@@ -23,6 +23,7 @@ macro_rules! say {
 mod archive;
 mod args;
 mod convert;
+mod docs;
 mod import;
 mod progress;
 mod search;
@@ -36,13 +37,56 @@ use clap::{Parser, Subcommand};
 
 use weir::pipeline::build::BuildError;
 use weir::pipeline::config::{ConfigError, ConfigErrorKind};
+use weir::store::StoreError;
 
 /// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
 #[derive(Debug, Parser)]
 #[command(name = "weir", version, about, max_term_width = 100)]
 struct Cli {
+    /// Log what weir does on stderr: -v files opened, segments sealed, write-ahead log
+    /// replays; -vv also archives and segments opened; -vvv everything. WEIR_LOG (e.g.
+    /// `weir=debug`, tracing's filter syntax) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Sets up `tracing` on stderr from `-v` and `WEIR_LOG`; without either, logs nothing.
+fn init_logging(verbose: u8) {
+    let filter = match std::env::var("WEIR_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => {
+            match tracing_subscriber::EnvFilter::try_new(spec.trim()) {
+                Ok(f) => f,
+                Err(e) => {
+                    say!("weir: warning: WEIR_LOG={spec:?} is not a log filter ({e}); ignoring it");
+                    return init_logging_level(verbose);
+                }
+            }
+        }
+        _ => return init_logging_level(verbose),
+    };
+    install_logger(filter);
+}
+
+/// `-v`, `-vv`, `-vvv`: info, debug, trace for weir's own events.
+fn init_logging_level(verbose: u8) {
+    let level = match verbose {
+        0 => return,
+        1 => "weir=info",
+        2 => "weir=debug",
+        _ => "weir=trace",
+    };
+    install_logger(tracing_subscriber::EnvFilter::new(level));
+}
+
+fn install_logger(filter: tracing_subscriber::EnvFilter) {
+    // The fmt layer ignores write errors, so a closed stderr cannot end the program.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,10 +106,14 @@ enum Command {
     Get(search::GetArgs),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(archive::InfoArgs),
-    /// Describe one segment file: uuid, ID intervals, events, batches.
+    /// Describe segment files: uuid, ID intervals, events, batches.
     Inspect(archive::InspectArgs),
     /// Check every segment and the write-ahead log; exit 1 with a line per problem.
     Verify(archive::VerifyArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff) of weir or of one command: `weir man import | man -l -`.
+    Man(docs::ManArgs),
 }
 
 /// Parses `--batch-timeout` (`1s`, `250ms`, `2m`).
@@ -113,10 +161,27 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
         })
 }
 
-/// The error and its causes, each cause only when its text adds something.
+/// Whether a cause speaks for itself: a store error that names the database and says what
+/// is wrong with it in the user's words (a lock held by another import, a directory that is
+/// not an archive), which needs no `sink archive:` in front.
+fn speaks_for_itself(cause: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        cause.downcast_ref::<StoreError>(),
+        Some(
+            StoreError::Locked { .. }
+                | StoreError::NotAnArchive { .. }
+                | StoreError::NoArchive { .. }
+                | StoreError::NoDatabase { .. }
+        )
+    )
+}
+
+/// The error and its causes, each cause only when its text adds something; from the last
+/// cause that speaks for itself ([`speaks_for_itself`]), when there is one.
 fn render(e: &anyhow::Error) -> String {
     let mut out = String::new();
-    for cause in e.chain() {
+    let skip = e.chain().position(speaks_for_itself).unwrap_or(0);
+    for cause in e.chain().skip(skip) {
         let text = cause.to_string();
         if out.contains(&text) {
             continue;
@@ -142,6 +207,7 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// Runs the command line; returns the exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -160,6 +226,8 @@ pub fn main() -> ExitCode {
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),
+            Command::Completions(args) => docs::completions(args),
+            Command::Man(args) => docs::man(args),
         }
     });
     // Blocked stdin reads must not keep the process alive.
@@ -178,12 +246,25 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `n` and the noun, singular for 1: `1 event`, `2 events`, `0 batches`.
+pub(crate) fn plural(n: u64, one: &str) -> String {
+    match (n, one) {
+        (1, _) => format!("1 {one}"),
+        (_, "batch") => format!("{n} batches"),
+        _ => format!("{n} {one}s"),
+    }
+}
+
 /// Prints the rows skipped under `--on-error skip`, if any.
 fn report_skips(skipped: &weir::error::SkipReport) {
     if skipped.skipped == 0 {
         return;
     }
-    say!("weir: skipped {} bad rows", skipped.skipped);
+    say!(
+        "weir: skipped {} bad {}",
+        skipped.skipped,
+        if skipped.skipped == 1 { "row" } else { "rows" }
+    );
     for e in &skipped.first {
         say!("  {e}");
     }

@@ -49,11 +49,12 @@ impl Progress {
             ));
         }
         line.push_str(&format!(
-            ", {events} events, {:.0} events/s",
+            ", {}, {:.0} events/s",
+            super::plural(events, "event"),
             events as f64 / secs
         ));
         if let Some(seg) = &self.segments {
-            line.push_str(&format!(", {} segments", seg()));
+            line.push_str(&format!(", {}", super::plural(seg(), "segment")));
         }
         line
     }

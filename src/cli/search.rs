@@ -100,15 +100,16 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let mut out = stdout.lock();
     let mut buf = Vec::with_capacity(CHUNK * 2);
     let mut left = args.limit.unwrap_or(u64::MAX);
-    let mut damaged = 0u64;
+    let mut damaged = None;
     if left > 0 {
-        for hits in query.search(&archive).map_err(query_error)? {
+        let mut search = query.search(&archive).map_err(query_error)?;
+        while let Some(hits) = search.next() {
             let hits = match hits {
                 Ok(h) => h,
                 Err(e) => {
                     // A damaged segment is reported; the rest of the archive is still searched.
                     say!("weir: error: {e}");
-                    damaged += 1;
+                    damaged = Some(search.stats().clone());
                     continue;
                 }
             };
@@ -125,8 +126,14 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         }
     }
     finish(&mut out, writer.as_mut(), &mut buf)?;
-    if damaged > 0 {
-        anyhow::bail!("{damaged} damaged segments or batches were skipped (see above)");
+    if let Some(stats) = damaged {
+        let batches = stats.batches_damaged;
+        anyhow::bail!(
+            "skipped {} damaged {} ({}) (see above)",
+            batches,
+            if batches == 1 { "batch" } else { "batches" },
+            super::plural(stats.events_damaged, "event")
+        );
     }
     Ok(())
 }

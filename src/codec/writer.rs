@@ -58,6 +58,7 @@ impl Choice for OutputFormat {
             OutputFormat::Json,
             "JSON lines, as Zeek writes them",
         ),
+        ChoiceName::alias("tsv", OutputFormat::ZeekTsv),
     ];
 }
 

@@ -58,6 +58,11 @@ pub struct SearchStats {
     pub rows_evaluated: u64,
     /// Events that matched.
     pub matched: u64,
+    /// Batches not read because they (or their segment) are damaged: each yielded an error.
+    pub batches_damaged: u64,
+    /// Events of those batches, as far as the catalog knows them (a damaged batch of the
+    /// write-ahead log counts none).
+    pub events_damaged: u64,
 }
 
 /// The matching events of one batch slice.
@@ -286,7 +291,14 @@ impl<'a> Search<'a> {
             self.stats.segments_pruned += 1;
             return Ok(false);
         }
-        let seg = self.open(idx)?;
+        let seg = match self.open(idx) {
+            Ok(seg) => seg,
+            Err(e) => {
+                self.stats.batches_damaged += entry.batches;
+                self.stats.events_damaged += entry.events;
+                return Err(e);
+            }
+        };
         for i in 0..seg.len() {
             let Some((schema, ids, ts)) = seg.batch_meta(i) else {
                 continue;
@@ -345,9 +357,13 @@ impl<'a> Search<'a> {
     fn step(&mut self) -> Option<Result<Hits, QueryError>> {
         loop {
             if let Some(ids) = self.pending.pop_front() {
-                let b = match self.archive.scan_range(ids).next() {
+                let b = match self.archive.scan_range(ids.clone()).next() {
                     None => continue,
-                    Some(Err(e)) => return Some(Err(e.into())),
+                    Some(Err(e)) => {
+                        self.stats.batches_damaged += 1;
+                        self.stats.events_damaged += ids.end - ids.start;
+                        return Some(Err(e.into()));
+                    }
                     Some(Ok(b)) => b,
                 };
                 match self.evaluate(b) {
@@ -377,7 +393,10 @@ impl<'a> Search<'a> {
                     self.done = true;
                     return None;
                 }
-                Some(Err(e)) => return Some(Err(e.into())),
+                Some(Err(e)) => {
+                    self.stats.batches_damaged += 1;
+                    return Some(Err(e.into()));
+                }
                 Some(Ok(b)) => b,
             };
             if self.skip_batch(&b) {

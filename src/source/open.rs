@@ -50,6 +50,11 @@ pub fn open_raw(
                 return Err(io_err(io::Error::other("is a directory")));
             }
             let size = meta.is_file().then_some(meta.len());
+            tracing::info!(
+                input = %name,
+                bytes = %size.map_or_else(|| "unknown".to_string(), |n| n.to_string()),
+                "opened input"
+            );
             if size.is_some() && matches!(compression, Compression::Auto | Compression::Gzip) {
                 use std::io::{Read, Seek};
                 let mut magic = [0u8; 2];

@@ -66,7 +66,15 @@ impl Archive {
         if !dir.is_dir() {
             return Err(StoreError::NoDatabase { dir });
         }
+        if !super::looks_like_archive(&dir) {
+            return Err(StoreError::NoArchive { dir });
+        }
         let catalog = Arc::new(Catalog::load(&dir)?);
+        tracing::debug!(
+            dir = %dir.display(),
+            segments = catalog.segments.len(),
+            "opened archive"
+        );
         Ok(Archive {
             dir,
             catalog,
@@ -123,6 +131,7 @@ impl Archive {
 
     fn open_entry(&self, entry: &CatalogEntry) -> Result<Segment> {
         let path = self.dir.join(&entry.file);
+        tracing::debug!(segment = %path.display(), "mapping segment");
         let seg = Segment::open(&path)?;
         let intervals: Vec<[u64; 2]> = seg.intervals().iter().map(|r| [r.start, r.end]).collect();
         if seg.uuid().hyphenated().to_string() != entry.uuid
@@ -256,6 +265,15 @@ impl Archive {
             }
             s.ranges().for_each(&mut push_range);
         }
+        let mut ts: Option<[i64; 2]> = None;
+        let mut widen = |r: Option<(i64, i64)>| {
+            if let Some((a, z)) = r {
+                ts = Some(ts.map_or([a, z], |[x, y]| [x.min(a), y.max(z)]));
+            }
+        };
+        for s in &cat.segments {
+            widen(s.ts.map(|[a, z]| (a, z)));
+        }
         let mut wal = WalInfo::default();
         if let Some(mut r) = wal_reader.take() {
             while let Some((_, b)) = r.next_record()? {
@@ -266,6 +284,7 @@ impl Archive {
                 wal.batches += 1;
                 wal.events += b.len() as u64;
                 *schemas.entry(b.schema().name.clone()).or_default() += b.len() as u64;
+                widen(b.ts_range());
                 push_range(ids);
             }
             wal.bytes = r.good_len();
@@ -284,6 +303,8 @@ impl Archive {
             events: segment_events + wal.events,
             segment_events,
             bytes: cat.segments.iter().map(|s| s.bytes).sum(),
+            disk_bytes: disk_usage(&self.dir)?,
+            ts,
             id_ranges: ranges,
             schemas,
             wal,
@@ -694,6 +715,30 @@ impl Iterator for Scan<'_> {
     }
 }
 
+/// Bytes of the files under `dir`, recursively (symbolic links are not followed).
+fn disk_usage(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| StoreError::io("list", &d, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io("list", &d, e))?;
+            let meta = match entry.metadata() {
+                Ok(m) => m,
+                // Removed since listed (a seal replacing the WAL, a temporary).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::io("stat", entry.path(), e)),
+            };
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                total += meta.len();
+            }
+        }
+    }
+    Ok(total)
+}
+
 /// The WAL part of [`ArchiveInfo`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct WalInfo {
@@ -730,6 +775,12 @@ pub struct ArchiveInfo {
     pub segment_events: u64,
     /// Bytes of segment files.
     pub bytes: u64,
+    /// Bytes of every file in the database directory (segments, write-ahead log, catalog,
+    /// lock, anything moved aside into `damaged/`).
+    pub disk_bytes: u64,
+    /// The time of the first and last event (nanoseconds since the epoch), from the batches'
+    /// `ts` ranges; `None` when no event has a `ts`.
+    pub ts: Option<[i64; 2]>,
     /// Event ID ranges `[begin, end)`, merged.
     pub id_ranges: Vec<[u64; 2]>,
     /// Events per schema.
@@ -742,6 +793,7 @@ impl fmt::Display for ArchiveInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "database:  {}", self.dir)?;
         writeln!(f, "segments:  {} ({})", self.segments, Size(self.bytes))?;
+        writeln!(f, "on disk:   {}", Size(self.disk_bytes))?;
         writeln!(
             f,
             "events:    {} ({} sealed, {} in the write-ahead log)",

@@ -99,6 +99,13 @@ pub enum StoreError {
         /// Some of the entries found, e.g. `"notes.txt", ".x.tmp"`.
         found: String,
     },
+    /// A reader was pointed at a directory that holds none of a weir archive's files
+    /// (`catalog.json`, `wal`, `segments/`, `LOCK`).
+    #[error("{} is not a weir archive (no catalog.json, wal or segments/)", dir.display())]
+    NoArchive {
+        /// The directory.
+        dir: PathBuf,
+    },
     /// An earlier operation of this writer failed (e.g. the disk filled up while sealing); the
     /// writer refuses further work. Reopening the database recovers from the WAL. Holds the
     /// message of that earlier error: the error itself went to the call that met it.

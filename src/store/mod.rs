@@ -186,6 +186,14 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// Whether `dir` holds any of a weir archive's files (`catalog.json`, `wal`, `segments/`,
+/// `LOCK`): readers refuse a directory that does not ([`StoreError::NoArchive`]).
+pub(crate) fn looks_like_archive(dir: &Path) -> bool {
+    [catalog::CATALOG_FILE, WAL_FILE, SEGMENTS_DIR, LOCK_FILE]
+        .iter()
+        .any(|name| dir.join(name).symlink_metadata().is_ok())
+}
+
 /// Refuses a directory that exists, is not empty and is not a weir archive (it has none of
 /// `catalog.json`, `wal`, `segments/`, `LOCK`), before the writer creates or removes anything
 /// in it. A missing directory, or an empty one, becomes a new archive.
@@ -402,6 +410,12 @@ impl Store {
             .filter(|p| p.exists())
             .collect();
         report.next_id = store.next_id;
+        tracing::debug!(
+            dir = %store.dir.display(),
+            segments = store.catalog.segments.len(),
+            next_id = store.next_id,
+            "opened archive for writing"
+        );
         Ok((store, report))
     }
 
@@ -456,6 +470,25 @@ impl Store {
         }
         if let Some(torn) = reader.torn() {
             report.warnings.push(torn.to_string());
+        }
+        let level_info = report.replayed_batches > 0 || reader.torn().is_some();
+        macro_rules! replayed {
+            ($level:ident) => {
+                tracing::$level!(
+                    wal = %path.display(),
+                    batches = report.replayed_batches,
+                    events = report.replayed_events,
+                    skipped_batches = report.skipped_batches,
+                    torn = reader.torn().is_some(),
+                    "replayed write-ahead log"
+                )
+            };
+        }
+        // A log with nothing to replay (a new archive, a clean shutdown) is only debug.
+        if level_info {
+            replayed!(info);
+        } else {
+            replayed!(debug);
         }
         self.next_id = self.catalog.next_id.max(reader.end_id());
         if report.replayed_batches == 0 {
@@ -593,7 +626,15 @@ impl Store {
         let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;
         self.summary.segments += 1;
         self.summary.segment_bytes += sealed.bytes;
-        self.catalog.push(CatalogEntry::from_sealed(&sealed));
+        let entry = CatalogEntry::from_sealed(&sealed);
+        tracing::info!(
+            segment = %self.dir.join(&entry.file).display(),
+            events = entry.events,
+            batches = entry.batches,
+            bytes = entry.bytes,
+            "sealed segment"
+        );
+        self.catalog.push(entry);
         self.catalog.save(&self.dir, sync)?;
         if reset_wal {
             self.wal = Wal::create(

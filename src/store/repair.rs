@@ -48,6 +48,11 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             dir: dir.to_path_buf(),
         });
     }
+    if !super::looks_like_archive(dir) {
+        return Err(StoreError::NoArchive {
+            dir: dir.to_path_buf(),
+        });
+    }
     let _lock = take_lock(dir)?;
     let mut report = RepairReport::default();
     let cat_path = Catalog::path(dir);
