@@ -583,3 +583,213 @@ fn verbose_logs_a_write_ahead_log_replay() {
         "{lines:?}"
     );
 }
+
+/// `text` without ANSI escape sequences (CSI `ESC [ … final`, and two-byte `ESC x`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('\x40'..='\x7e').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pieces of terminal output between carriage returns and newlines, escapes removed.
+fn screen_pieces(raw: &str) -> Vec<String> {
+    strip_ansi(raw)
+        .split(['\r', '\n'])
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `sh_command` under `script` (a pseudo-terminal 60 columns wide); returns the child.
+fn in_pty(sh_command: &str) -> std::process::Child {
+    std::process::Command::new("script")
+        .args([
+            "-qfec",
+            &format!("stty cols 60 rows 24; COLUMNS=60; export COLUMNS; {sh_command}"),
+            "/dev/null",
+        ])
+        .env_remove("WEIR_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs")
+}
+
+/// Waits for `child` (at most 30 s) and returns its output.
+fn finish(mut child: std::process::Child) -> std::process::Output {
+    wait_for(
+        "the child to exit",
+        std::time::Duration::from_secs(30),
+        || child.try_wait().unwrap().is_some(),
+    );
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn progress_fits_the_terminal_and_ctrl_c_starts_a_clean_line() {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let fifo = dir.path().join("slow.log");
+    let pid_file = dir.path().join("pid");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // A slow input: a header, then a line every 20 ms until told to stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (fifo, stop) = (fifo.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            let log = tsv_log(10_000);
+            let mut lines = log.split_inclusive('\n');
+            for line in lines.by_ref().take(4) {
+                f.write_all(line.as_bytes()).unwrap();
+            }
+            for line in lines {
+                if stop.load(Ordering::Relaxed) || f.write_all(line.as_bytes()).is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let child = in_pty(&format!(
+        "echo $$ > {}; exec {} import --batch-timeout 50ms --db {} {}",
+        s(&pid_file),
+        env!("CARGO_BIN_EXE_weir"),
+        s(&db),
+        s(&fifo)
+    ));
+    wait_for("the pid file", std::time::Duration::from_secs(10), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    // Long enough for several refreshes (every 200 ms) with events and a segment.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+    let out = finish(child);
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let raw = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{raw:?}");
+    let pieces = screen_pieces(&raw);
+    // The progress line's draws: every piece that is not a message.
+    for p in pieces.iter().filter(|p| !p.starts_with("weir: ")) {
+        assert!(
+            p.chars().count() <= 60,
+            "wider than 60 columns: {p:?}\n{raw:?}"
+        );
+    }
+    // At least one refresh, with the bytes read (a fifo has no size), grouped counts and the
+    // segment being written counted.
+    assert!(
+        pieces.iter().any(|p| p.contains(" read, ")
+            && p.contains(" events (")
+            && p.contains("/s), 1 segment")),
+        "{pieces:?}"
+    );
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p == "weir: stopping: flushing what was read (signal again to exit at once)"),
+        "{raw:?}"
+    );
+    let summary = pieces
+        .iter()
+        .find(|p| p.starts_with("weir: imported "))
+        .unwrap();
+    assert!(summary.ends_with(" (interrupted)"), "{summary}");
+    assert!(
+        summary.contains(" MiB read, ") || summary.contains(" KiB read, "),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_terminal_on_stdin_gets_a_hint() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = in_pty(&format!(
+        "exec {} import --db {}",
+        env!("CARGO_BIN_EXE_weir"),
+        s(&db)
+    ));
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stdin.write_all(tsv_log(2).as_bytes()).unwrap();
+    stdin.write_all(b"\x04").unwrap();
+    stdin.flush().unwrap();
+    let out = finish(child);
+    drop(stdin);
+    let raw = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{raw:?}");
+    let pieces = screen_pieces(&raw);
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p == "weir: reading Zeek logs from stdin (Ctrl-D ends)"),
+        "{raw:?}"
+    );
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p.starts_with("weir: imported 2 events, ")),
+        "{raw:?}"
+    );
+}
+
+#[test]
+fn run_shows_progress_as_a_share_of_the_input_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "num.log", 3);
+    let size = std::fs::metadata(&log).unwrap().len();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[sources.input]\ntype = \"file\"\npaths = [{:?}]\n\n[sinks.out]\ntype = \"archive\"\ninputs = [\"input\"]\ndb = {:?}\n",
+            s(&log),
+            s(&dir.path().join("db"))
+        ),
+    )
+    .unwrap();
+    let out = finish(in_pty(&format!(
+        "exec {} run {}",
+        env!("CARGO_BIN_EXE_weir"),
+        s(&pipeline)
+    )));
+    let raw = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{raw:?}");
+    let pieces = screen_pieces(&raw);
+    let shown = format!("% of {size} B, ");
+    assert!(pieces.iter().any(|p| p.contains(&shown)), "{raw:?}");
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p.starts_with("weir: processed 3 events, ")),
+        "{raw:?}"
+    );
+}

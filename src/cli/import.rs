@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use weir::batcher::BatchConfig;
 use weir::pipeline::build::{build, ArchiveHandle};
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
-use weir::source::total_size;
+use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
@@ -122,7 +122,8 @@ fn flag_error(e: ConfigError) -> anyhow::Error {
 pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let stop = signals::install();
     let config = args.config();
-    let total = total_size(&config.source.inputs()?);
+    // A missing input is reported before anything is created.
+    config.source.inputs()?;
     let spec = PipelineSpec::for_import(config);
     spec.validate().map_err(flag_error)?;
     // A database this import creates is removed again if the import fails before it holds
@@ -133,7 +134,6 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
         &spec,
         args.quiet,
         args.metrics.as_deref(),
-        total,
         "imported",
         stop,
         created,
@@ -219,12 +219,28 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         &spec,
         args.quiet,
         args.metrics.as_deref(),
-        None,
         "processed",
         stop,
         None,
     )
     .await
+}
+
+/// The total size of the pipeline's inputs when every one has a known size (files, not
+/// stdin), so that progress is a share of it, and whether any source reads stdin.
+fn inputs_of(spec: &PipelineSpec) -> (Option<u64>, bool) {
+    let mut total = Some(0u64);
+    let mut stdin = false;
+    for (_, _, source) in spec.sources() {
+        match source.inputs() {
+            Ok(inputs) => {
+                stdin |= inputs.iter().any(|i| matches!(i, Input::Stdin));
+                total = total.zip(total_size(&inputs)).map(|(a, b)| a + b);
+            }
+            Err(_) => total = None,
+        }
+    }
+    (total, stdin)
 }
 
 /// Builds and runs a pipeline spec with signals, progress, summary and metrics. `created`:
@@ -235,7 +251,6 @@ async fn execute(
     spec: &PipelineSpec,
     quiet: bool,
     metrics_file: Option<&std::path::Path>,
-    total: Option<u64>,
     verb: &str,
     stop: CancellationToken,
     created: Option<&std::path::Path>,
@@ -250,6 +265,7 @@ async fn execute(
         }
     };
     let counters = pipeline.source_counters();
+    let (total, reads_stdin) = inputs_of(spec);
     if let Some(t) = total {
         counters.add_total(t);
     }
@@ -268,6 +284,7 @@ async fn execute(
         }))
     };
     super::report_warnings(&built.warnings);
+    super::progress::stdin_hint(reads_stdin, quiet);
     let done = CancellationToken::new();
     let progress = Progress {
         counters: counters.clone(),

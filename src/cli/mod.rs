@@ -13,10 +13,14 @@
 /// pipe, a full disk), so that the exit status is what it would be if stderr were fine.
 /// `eprintln!` panics when stderr is a pipe whose reader has gone (exit 101). Every message of
 /// the CLI goes through this; it is defined before the modules so that they can use it.
+/// The progress line, if one is drawn, is cleared first and redrawn after
+/// ([`progress::suspend`]), so that every message starts at column 0.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        $crate::cli::progress::suspend(|| {
+            let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        });
     }};
 }
 
