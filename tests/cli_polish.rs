@@ -436,7 +436,7 @@ fn completions_for_every_shell() {
     }
     let out = run(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).starts_with("error: invalid value 'tcsh' for '<SHELL>'"));
+    assert!(text(&out.stderr).starts_with("weir: error: invalid value 'tcsh' for '<SHELL>'"));
 }
 
 #[test]
@@ -792,4 +792,46 @@ fn run_shows_progress_as_a_share_of_the_input_size() {
             .any(|p| p.starts_with("weir: processed 3 events, ")),
         "{raw:?}"
     );
+}
+
+#[test]
+fn usage_errors_have_weirs_prefix_and_help_stays_plain() {
+    let out = run(&["import", "--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        "weir: error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: weir import [OPTIONS] [FILE]...\n\nFor more information, try '--help'.\n"
+    );
+    let out = run(&["import", "--batch-timeout", "soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(
+            "weir: error: invalid value 'soon' for '--batch-timeout <DUR>': invalid duration \"soon\""
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        format!("weir {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("\nUsage: weir [OPTIONS] <COMMAND>\n"));
+    assert_eq!(text(&out.stderr), "");
+    // On a terminal with NO_COLOR: no escape sequence in help or errors.
+    let out = finish(in_pty(&format!(
+        "export NO_COLOR=1; {w} --help; {w} import --bogus; exit 0",
+        w = env!("CARGO_BIN_EXE_weir")
+    )));
+    let raw = text(&out.stdout);
+    assert!(raw.contains("Usage: weir [OPTIONS] <COMMAND>"), "{raw:?}");
+    assert!(
+        raw.contains("weir: error: unexpected argument '--bogus' found"),
+        "{raw:?}"
+    );
+    assert!(!raw.contains('\x1b'), "{raw:?}");
 }

@@ -210,7 +210,10 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Runs the command line; returns the exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     init_logging(cli.verbose);
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -248,6 +251,30 @@ pub fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Prints clap's error in weir's style (`weir: error: …`, then clap's usage line and hint),
+/// or the help and version texts that clap reports as errors, as clap would; returns the
+/// exit status (2 for a usage error, 0 for `--help` and `--version`).
+fn usage(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    use std::io::Write as _;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // Help on stdout (stderr for a missing subcommand), coloured only on a terminal
+        // and not under NO_COLOR (clap's anstream decides).
+        let _ = e.print();
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    // The plain text (no colour): `error: MESSAGE\n\n[tip]\nUsage: …\n\nFor more …`.
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let _ = write!(std::io::stderr().lock(), "weir: error: {text}");
+    ExitCode::from(2)
 }
 
 /// `n` and the noun, singular for 1: `1 event`, `2 events`, `0 batches`.
