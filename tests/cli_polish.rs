@@ -835,3 +835,38 @@ fn usage_errors_have_weirs_prefix_and_help_stays_plain() {
     );
     assert!(!raw.contains('\x1b'), "{raw:?}");
 }
+
+#[test]
+fn size_and_duration_flags_show_their_defaults() {
+    let out = run(&["import", "--help"]);
+    let help = ok(&out, "import --help");
+    let after = |flag: &str| {
+        let rest = &help[help.find(flag).unwrap()..];
+        rest[..rest.find("\n      -").unwrap_or(rest.len())].to_string()
+    };
+    assert!(
+        after("--batch-timeout <DUR>").contains("[default: 1s]"),
+        "{help}"
+    );
+    assert!(
+        after("--max-segment-size <SIZE>").contains("[default: 1GiB]"),
+        "{help}"
+    );
+    // The shown defaults parse back.
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "num.log", 2);
+    let db = dir.path().join("db");
+    let out = run(&[
+        "import",
+        "-q",
+        "--batch-timeout",
+        "1s",
+        "--max-segment-size",
+        "1GiB",
+        "--db",
+        s(&db),
+        s(&log),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+}

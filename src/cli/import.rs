@@ -7,7 +7,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -20,9 +19,9 @@ use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
-use super::args::{choice, DbArg, SourceArgs};
+use super::args::{choice, DbArg, DurationText, SizeText, SourceArgs};
 use super::progress::{bytes, Progress};
-use super::{parse_duration, signals, UsageError};
+use super::{signals, UsageError};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -33,14 +32,15 @@ pub struct ImportArgs {
     /// Most events per batch.
     #[arg(long, value_name = "N", default_value_t = BatchConfig::DEFAULT_MAX_EVENTS)]
     batch_size: usize,
-    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`; default:
-    /// the batch transform's).
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    batch_timeout: Option<Duration>,
-    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB; default: the
-    /// archive's), below the 2 GiB FlatBuffers limit.
-    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
-    max_segment_size: Option<u64>,
+    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`).
+    #[arg(long, value_name = "DUR",
+          default_value_t = DurationText(BatchConfig::DEFAULT_TIMEOUT))]
+    batch_timeout: DurationText,
+    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB), below the
+    /// 2 GiB FlatBuffers limit.
+    #[arg(long, value_name = "SIZE",
+          default_value_t = SizeText(ArchiveSinkConfig::default().max_segment_size))]
+    max_segment_size: SizeText,
     /// When the write-ahead log is synced to disk.
     #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
           default_value_t = ArchiveSinkConfig::default().sync)]
@@ -69,11 +69,6 @@ pub struct RunArgs {
     file: PathBuf,
 }
 
-/// Parses a size flag (`512MiB`); its limits are checked by the stage it configures.
-fn parse_size(s: &str) -> Result<u64, String> {
-    weir::size::parse_size(s).map_err(|e| e.to_string())
-}
-
 impl ImportArgs {
     /// The stages of the import: their defaults with each given flag applied.
     fn config(&self) -> ImportConfig {
@@ -83,12 +78,8 @@ impl ImportArgs {
         };
         c.archive.db = self.db.path.clone();
         c.batch.max_events = self.batch_size;
-        if let Some(t) = self.batch_timeout {
-            c.batch.timeout = t;
-        }
-        if let Some(m) = self.max_segment_size {
-            c.archive.max_segment_size = m;
-        }
+        c.batch.timeout = self.batch_timeout.0;
+        c.archive.max_segment_size = self.max_segment_size.0;
         c.archive.sync = self.sync;
         c
     }

@@ -120,11 +120,6 @@ enum Command {
     Man(docs::ManArgs),
 }
 
-/// Parses `--batch-timeout` (`1s`, `250ms`, `2m`).
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    weir::duration::parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// A usage error found after argument parsing: exit status 2.
 #[derive(Debug)]
 struct UsageError(String);
