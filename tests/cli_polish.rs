@@ -870,3 +870,19 @@ fn size_and_duration_flags_show_their_defaults() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "");
 }
+
+#[test]
+fn a_separator_without_its_backslash_is_reported_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mangled.log");
+    std::fs::write(&log, tsv_log(2).replacen("\\x09", "x09", 1)).unwrap();
+    let out = run(&["convert", s(&log)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "weir: error: {}:1: invalid #separator \"x09\": expected \\xHH\n",
+            s(&log)
+        )
+    );
+}
