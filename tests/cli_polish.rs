@@ -886,3 +886,30 @@ fn a_separator_without_its_backslash_is_reported_at_its_line() {
         )
     );
 }
+
+#[test]
+fn metrics_end_with_a_newline_and_count_skipped_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("bad.log");
+    let mut t = tsv_log(2);
+    t.push_str("oops\tnot-a-count\tx\n");
+    std::fs::write(&log, t).unwrap();
+    let db = dir.path().join("db");
+    let metrics = dir.path().join("m.json");
+    let out = run(&[
+        "import",
+        "-q",
+        "--on-error",
+        "skip",
+        "--metrics",
+        s(&metrics),
+        "--db",
+        s(&db),
+        s(&log),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json = std::fs::read_to_string(&metrics).unwrap();
+    assert!(json.ends_with("}\n"), "{json:?}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["skipped_rows"], 1, "{json}");
+}

@@ -291,6 +291,9 @@ async fn execute(
         let _ = p.await;
     }
     if let Some(path) = metrics_file {
+        // The rows skipped under `--on-error skip` (null when the run failed).
+        let skipped = result.as_ref().ok().map(|s| s.skipped.skipped);
+        metrics.set("skipped_rows", serde_json::json!(skipped));
         let text = serde_json::to_string_pretty(&metrics.to_json())?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write metrics to {}", path.display()))?;
