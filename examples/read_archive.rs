@@ -6,11 +6,40 @@
 //! ```
 //! Without an argument it first imports a small sample into a temporary archive.
 
+use std::io::Write as _;
+
 use weir::store::Archive;
 use weir::types::Type;
-use weir::value::decode_row;
+use weir::value::{decode_row, Value};
+
+/// A value as text: strings as (lossy UTF-8) text, not as a list of bytes.
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
+        Value::List(items) => {
+            let items: Vec<String> = items.iter().map(show).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => format!("{other:?}"),
+    }
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    match run() {
+        // `| head` closed the pipe: stop quietly.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
     let mut tmp = None;
     let dir = match std::env::args().nth(1) {
         Some(d) => std::path::PathBuf::from(d),
@@ -29,17 +58,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (i, row) in batch.rows().enumerate() {
             let values = decode_row(row, &types)?;
             if shown < 10 {
-                println!(
-                    "#{} {} {:?}",
+                let values: Vec<String> = values.iter().map(show).collect();
+                writeln!(
+                    out,
+                    "#{} {} [{}]",
                     batch.first_id() + i as u64,
                     batch.schema().name,
-                    values
-                );
+                    values.join(", ")
+                )?;
             }
             shown += 1;
         }
     }
-    println!("{shown} events");
+    writeln!(out, "{shown} events")?;
+    out.flush()?;
     drop(archive);
     if let Some(d) = tmp {
         std::fs::remove_dir_all(d)?;

@@ -436,7 +436,7 @@ fn completions_for_every_shell() {
     }
     let out = run(&["completions", "tcsh"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).starts_with("error: invalid value 'tcsh' for '<SHELL>'"));
+    assert!(text(&out.stderr).starts_with("weir: error: invalid value 'tcsh' for '<SHELL>'"));
 }
 
 #[test]
@@ -582,4 +582,334 @@ fn verbose_logs_a_write_ahead_log_replay() {
             .any(|l| l.starts_with("INFO sealed segment ") && l.contains(" events=3 ")),
         "{lines:?}"
     );
+}
+
+/// `text` without ANSI escape sequences (CSI `ESC [ … final`, and two-byte `ESC x`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('\x40'..='\x7e').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pieces of terminal output between carriage returns and newlines, escapes removed.
+fn screen_pieces(raw: &str) -> Vec<String> {
+    strip_ansi(raw)
+        .split(['\r', '\n'])
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `sh_command` under `script` (a pseudo-terminal 60 columns wide); returns the child.
+fn in_pty(sh_command: &str) -> std::process::Child {
+    std::process::Command::new("script")
+        .args([
+            "-qfec",
+            &format!("stty cols 60 rows 24; COLUMNS=60; export COLUMNS; {sh_command}"),
+            "/dev/null",
+        ])
+        .env_remove("WEIR_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs")
+}
+
+/// Waits for `child` (at most 30 s) and returns its output.
+fn finish(mut child: std::process::Child) -> std::process::Output {
+    wait_for(
+        "the child to exit",
+        std::time::Duration::from_secs(30),
+        || child.try_wait().unwrap().is_some(),
+    );
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn progress_fits_the_terminal_and_ctrl_c_starts_a_clean_line() {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let fifo = dir.path().join("slow.log");
+    let pid_file = dir.path().join("pid");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // A slow input: a header, then a line every 20 ms until told to stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (fifo, stop) = (fifo.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            let log = tsv_log(10_000);
+            let mut lines = log.split_inclusive('\n');
+            for line in lines.by_ref().take(4) {
+                f.write_all(line.as_bytes()).unwrap();
+            }
+            for line in lines {
+                if stop.load(Ordering::Relaxed) || f.write_all(line.as_bytes()).is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let child = in_pty(&format!(
+        "echo $$ > {}; exec {} import --batch-timeout 50ms --db {} {}",
+        s(&pid_file),
+        env!("CARGO_BIN_EXE_weir"),
+        s(&db),
+        s(&fifo)
+    ));
+    wait_for("the pid file", std::time::Duration::from_secs(10), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    // Long enough for several refreshes (every 200 ms) with events and a segment.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+    let out = finish(child);
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let raw = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{raw:?}");
+    let pieces = screen_pieces(&raw);
+    // The progress line's draws: every piece that is not a message.
+    for p in pieces.iter().filter(|p| !p.starts_with("weir: ")) {
+        assert!(
+            p.chars().count() <= 60,
+            "wider than 60 columns: {p:?}\n{raw:?}"
+        );
+    }
+    // At least one refresh, with the bytes read (a fifo has no size), grouped counts and the
+    // segment being written counted.
+    assert!(
+        pieces.iter().any(|p| p.contains(" read, ")
+            && p.contains(" events (")
+            && p.contains("/s), 1 segment")),
+        "{pieces:?}"
+    );
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p == "weir: stopping: flushing what was read (signal again to exit at once)"),
+        "{raw:?}"
+    );
+    let summary = pieces
+        .iter()
+        .find(|p| p.starts_with("weir: imported "))
+        .unwrap();
+    assert!(summary.ends_with(" (interrupted)"), "{summary}");
+    assert!(
+        summary.contains(" MiB read, ") || summary.contains(" KiB read, "),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_terminal_on_stdin_gets_a_hint() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = in_pty(&format!(
+        "exec {} import --db {}",
+        env!("CARGO_BIN_EXE_weir"),
+        s(&db)
+    ));
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stdin.write_all(tsv_log(2).as_bytes()).unwrap();
+    stdin.write_all(b"\x04").unwrap();
+    stdin.flush().unwrap();
+    let out = finish(child);
+    drop(stdin);
+    let raw = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{raw:?}");
+    let pieces = screen_pieces(&raw);
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p == "weir: reading Zeek logs from stdin (Ctrl-D ends)"),
+        "{raw:?}"
+    );
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p.starts_with("weir: imported 2 events, ")),
+        "{raw:?}"
+    );
+}
+
+#[test]
+fn run_shows_progress_as_a_share_of_the_input_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "num.log", 3);
+    let size = std::fs::metadata(&log).unwrap().len();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[sources.input]\ntype = \"file\"\npaths = [{:?}]\n\n[sinks.out]\ntype = \"archive\"\ninputs = [\"input\"]\ndb = {:?}\n",
+            s(&log),
+            s(&dir.path().join("db"))
+        ),
+    )
+    .unwrap();
+    let out = finish(in_pty(&format!(
+        "exec {} run {}",
+        env!("CARGO_BIN_EXE_weir"),
+        s(&pipeline)
+    )));
+    let raw = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{raw:?}");
+    let pieces = screen_pieces(&raw);
+    let shown = format!("% of {size} B, ");
+    assert!(pieces.iter().any(|p| p.contains(&shown)), "{raw:?}");
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p.starts_with("weir: processed 3 events, ")),
+        "{raw:?}"
+    );
+}
+
+#[test]
+fn usage_errors_have_weirs_prefix_and_help_stays_plain() {
+    let out = run(&["import", "--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        "weir: error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: weir import [OPTIONS] [FILE]...\n\nFor more information, try '--help'.\n"
+    );
+    let out = run(&["import", "--batch-timeout", "soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(
+            "weir: error: invalid value 'soon' for '--batch-timeout <DUR>': invalid duration \"soon\""
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        format!("weir {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("\nUsage: weir [OPTIONS] <COMMAND>\n"));
+    assert_eq!(text(&out.stderr), "");
+    // On a terminal with NO_COLOR: no escape sequence in help or errors.
+    let out = finish(in_pty(&format!(
+        "export NO_COLOR=1; {w} --help; {w} import --bogus; exit 0",
+        w = env!("CARGO_BIN_EXE_weir")
+    )));
+    let raw = text(&out.stdout);
+    assert!(raw.contains("Usage: weir [OPTIONS] <COMMAND>"), "{raw:?}");
+    assert!(
+        raw.contains("weir: error: unexpected argument '--bogus' found"),
+        "{raw:?}"
+    );
+    assert!(!raw.contains('\x1b'), "{raw:?}");
+}
+
+#[test]
+fn size_and_duration_flags_show_their_defaults() {
+    let out = run(&["import", "--help"]);
+    let help = ok(&out, "import --help");
+    let after = |flag: &str| {
+        let rest = &help[help.find(flag).unwrap()..];
+        rest[..rest.find("\n      -").unwrap_or(rest.len())].to_string()
+    };
+    assert!(
+        after("--batch-timeout <DUR>").contains("[default: 1s]"),
+        "{help}"
+    );
+    assert!(
+        after("--max-segment-size <SIZE>").contains("[default: 1GiB]"),
+        "{help}"
+    );
+    // The shown defaults parse back.
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "num.log", 2);
+    let db = dir.path().join("db");
+    let out = run(&[
+        "import",
+        "-q",
+        "--batch-timeout",
+        "1s",
+        "--max-segment-size",
+        "1GiB",
+        "--db",
+        s(&db),
+        s(&log),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn a_separator_without_its_backslash_is_reported_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mangled.log");
+    std::fs::write(&log, tsv_log(2).replacen("\\x09", "x09", 1)).unwrap();
+    let out = run(&["convert", s(&log)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "weir: error: {}:1: invalid #separator \"x09\": expected \\xHH\n",
+            s(&log)
+        )
+    );
+}
+
+#[test]
+fn metrics_end_with_a_newline_and_count_skipped_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("bad.log");
+    let mut t = tsv_log(2);
+    t.push_str("oops\tnot-a-count\tx\n");
+    std::fs::write(&log, t).unwrap();
+    let db = dir.path().join("db");
+    let metrics = dir.path().join("m.json");
+    let out = run(&[
+        "import",
+        "-q",
+        "--on-error",
+        "skip",
+        "--metrics",
+        s(&metrics),
+        "--db",
+        s(&db),
+        s(&log),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json = std::fs::read_to_string(&metrics).unwrap();
+    assert!(json.ends_with("}\n"), "{json:?}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["skipped_rows"], 1, "{json}");
 }

@@ -104,3 +104,100 @@ impl<T: Choice + Send + Sync> TypedValueParser for ChoiceParser<T> {
         })))
     }
 }
+
+/// A byte size as a flag takes and shows it (`1GiB`, `512MiB`, `1500B`): its `Display` is
+/// the exact largest binary unit, which [`weir::size::parse_size`] reads back, so that
+/// `--help` shows a default taken from the library's constant (`[default: 1GiB]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeText(pub u64);
+
+impl std::str::FromStr for SizeText {
+    type Err = weir::size::SizeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        weir::size::parse_size(s).map(SizeText)
+    }
+}
+
+impl std::fmt::Display for SizeText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const UNITS: [(&str, u64); 4] = [
+            ("TiB", 1 << 40),
+            ("GiB", 1 << 30),
+            ("MiB", 1 << 20),
+            ("KiB", 1 << 10),
+        ];
+        match UNITS
+            .iter()
+            .find(|(_, factor)| self.0 != 0 && self.0.is_multiple_of(*factor))
+        {
+            Some((unit, factor)) => write!(f, "{}{unit}", self.0 / factor),
+            None => write!(f, "{}B", self.0),
+        }
+    }
+}
+
+/// A duration as a flag takes and shows it (`1s`, `250ms`, `2m`): its `Display` is the
+/// exact largest unit, which [`weir::duration::parse_duration`] reads back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationText(pub std::time::Duration);
+
+impl std::str::FromStr for DurationText {
+    type Err = weir::duration::DurationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        weir::duration::parse_duration(s).map(DurationText)
+    }
+}
+
+impl std::fmt::Display for DurationText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const UNITS: [(&str, u128); 6] = [
+            ("h", 3_600_000_000_000),
+            ("m", 60_000_000_000),
+            ("s", 1_000_000_000),
+            ("ms", 1_000_000),
+            ("us", 1_000),
+            ("ns", 1),
+        ];
+        let ns = self.0.as_nanos();
+        match UNITS
+            .iter()
+            .find(|(_, factor)| ns != 0 && ns.is_multiple_of(*factor))
+        {
+            Some((unit, factor)) => write!(f, "{}{unit}", ns / factor),
+            None => f.write_str("0s"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DurationText, SizeText};
+    use std::time::Duration;
+
+    #[test]
+    fn sizes_and_durations_show_as_they_parse() {
+        for (n, shown) in [
+            (1 << 30, "1GiB"),
+            (512 << 20, "512MiB"),
+            (3072, "3KiB"),
+            (1536, "1536B"),
+            (1500, "1500B"),
+            (0, "0B"),
+        ] {
+            assert_eq!(SizeText(n).to_string(), shown);
+            assert_eq!(shown.parse::<SizeText>().unwrap(), SizeText(n));
+        }
+        for (d, shown) in [
+            (Duration::from_secs(1), "1s"),
+            (Duration::from_millis(250), "250ms"),
+            (Duration::from_secs(120), "2m"),
+            (Duration::from_secs(5400), "90m"),
+            (Duration::ZERO, "0s"),
+        ] {
+            assert_eq!(DurationText(d).to_string(), shown);
+            assert_eq!(shown.parse::<DurationText>().unwrap(), DurationText(d));
+        }
+    }
+}

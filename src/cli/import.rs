@@ -7,7 +7,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -16,13 +15,13 @@ use tokio_util::sync::CancellationToken;
 use weir::batcher::BatchConfig;
 use weir::pipeline::build::{build, ArchiveHandle};
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
-use weir::source::total_size;
+use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
-use super::args::{choice, DbArg, SourceArgs};
+use super::args::{choice, DbArg, DurationText, SizeText, SourceArgs};
 use super::progress::{bytes, Progress};
-use super::{parse_duration, signals, UsageError};
+use super::{signals, UsageError};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -33,14 +32,15 @@ pub struct ImportArgs {
     /// Most events per batch.
     #[arg(long, value_name = "N", default_value_t = BatchConfig::DEFAULT_MAX_EVENTS)]
     batch_size: usize,
-    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`; default:
-    /// the batch transform's).
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    batch_timeout: Option<Duration>,
-    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB; default: the
-    /// archive's), below the 2 GiB FlatBuffers limit.
-    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
-    max_segment_size: Option<u64>,
+    /// Longest time a partial batch waits before it is written (`250ms`, `1s`, `2m`).
+    #[arg(long, value_name = "DUR",
+          default_value_t = DurationText(BatchConfig::DEFAULT_TIMEOUT))]
+    batch_timeout: DurationText,
+    /// Largest segment file (`512MiB`, `1GiB`, `4096KiB`; a plain number is MiB), below the
+    /// 2 GiB FlatBuffers limit.
+    #[arg(long, value_name = "SIZE",
+          default_value_t = SizeText(ArchiveSinkConfig::default().max_segment_size))]
+    max_segment_size: SizeText,
     /// When the write-ahead log is synced to disk.
     #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
           default_value_t = ArchiveSinkConfig::default().sync)]
@@ -69,11 +69,6 @@ pub struct RunArgs {
     file: PathBuf,
 }
 
-/// Parses a size flag (`512MiB`); its limits are checked by the stage it configures.
-fn parse_size(s: &str) -> Result<u64, String> {
-    weir::size::parse_size(s).map_err(|e| e.to_string())
-}
-
 impl ImportArgs {
     /// The stages of the import: their defaults with each given flag applied.
     fn config(&self) -> ImportConfig {
@@ -83,12 +78,8 @@ impl ImportArgs {
         };
         c.archive.db = self.db.path.clone();
         c.batch.max_events = self.batch_size;
-        if let Some(t) = self.batch_timeout {
-            c.batch.timeout = t;
-        }
-        if let Some(m) = self.max_segment_size {
-            c.archive.max_segment_size = m;
-        }
+        c.batch.timeout = self.batch_timeout.0;
+        c.archive.max_segment_size = self.max_segment_size.0;
         c.archive.sync = self.sync;
         c
     }
@@ -122,7 +113,8 @@ fn flag_error(e: ConfigError) -> anyhow::Error {
 pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let stop = signals::install();
     let config = args.config();
-    let total = total_size(&config.source.inputs()?);
+    // A missing input is reported before anything is created.
+    config.source.inputs()?;
     let spec = PipelineSpec::for_import(config);
     spec.validate().map_err(flag_error)?;
     // A database this import creates is removed again if the import fails before it holds
@@ -133,7 +125,6 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
         &spec,
         args.quiet,
         args.metrics.as_deref(),
-        total,
         "imported",
         stop,
         created,
@@ -219,12 +210,28 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         &spec,
         args.quiet,
         args.metrics.as_deref(),
-        None,
         "processed",
         stop,
         None,
     )
     .await
+}
+
+/// The total size of the pipeline's inputs when every one has a known size (files, not
+/// stdin), so that progress is a share of it, and whether any source reads stdin.
+fn inputs_of(spec: &PipelineSpec) -> (Option<u64>, bool) {
+    let mut total = Some(0u64);
+    let mut stdin = false;
+    for (_, _, source) in spec.sources() {
+        match source.inputs() {
+            Ok(inputs) => {
+                stdin |= inputs.iter().any(|i| matches!(i, Input::Stdin));
+                total = total.zip(total_size(&inputs)).map(|(a, b)| a + b);
+            }
+            Err(_) => total = None,
+        }
+    }
+    (total, stdin)
 }
 
 /// Builds and runs a pipeline spec with signals, progress, summary and metrics. `created`:
@@ -235,7 +242,6 @@ async fn execute(
     spec: &PipelineSpec,
     quiet: bool,
     metrics_file: Option<&std::path::Path>,
-    total: Option<u64>,
     verb: &str,
     stop: CancellationToken,
     created: Option<&std::path::Path>,
@@ -250,6 +256,7 @@ async fn execute(
         }
     };
     let counters = pipeline.source_counters();
+    let (total, reads_stdin) = inputs_of(spec);
     if let Some(t) = total {
         counters.add_total(t);
     }
@@ -268,6 +275,7 @@ async fn execute(
         }))
     };
     super::report_warnings(&built.warnings);
+    super::progress::stdin_hint(reads_stdin, quiet);
     let done = CancellationToken::new();
     let progress = Progress {
         counters: counters.clone(),
@@ -283,6 +291,9 @@ async fn execute(
         let _ = p.await;
     }
     if let Some(path) = metrics_file {
+        // The rows skipped under `--on-error skip` (null when the run failed).
+        let skipped = result.as_ref().ok().map(|s| s.skipped.skipped);
+        metrics.set("skipped_rows", serde_json::json!(skipped));
         let text = serde_json::to_string_pretty(&metrics.to_json())?;
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write metrics to {}", path.display()))?;

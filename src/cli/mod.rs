@@ -13,10 +13,14 @@
 /// pipe, a full disk), so that the exit status is what it would be if stderr were fine.
 /// `eprintln!` panics when stderr is a pipe whose reader has gone (exit 101). Every message of
 /// the CLI goes through this; it is defined before the modules so that they can use it.
+/// The progress line, if one is drawn, is cleared first and redrawn after
+/// ([`progress::suspend`]), so that every message starts at column 0.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        $crate::cli::progress::suspend(|| {
+            let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        });
     }};
 }
 
@@ -116,11 +120,6 @@ enum Command {
     Man(docs::ManArgs),
 }
 
-/// Parses `--batch-timeout` (`1s`, `250ms`, `2m`).
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    weir::duration::parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// A usage error found after argument parsing: exit status 2.
 #[derive(Debug)]
 struct UsageError(String);
@@ -206,7 +205,10 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Runs the command line; returns the exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     init_logging(cli.verbose);
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -244,6 +246,30 @@ pub fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Prints clap's error in weir's style (`weir: error: …`, then clap's usage line and hint),
+/// or the help and version texts that clap reports as errors, as clap would; returns the
+/// exit status (2 for a usage error, 0 for `--help` and `--version`).
+fn usage(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    use std::io::Write as _;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // Help on stdout (stderr for a missing subcommand), coloured only on a terminal
+        // and not under NO_COLOR (clap's anstream decides).
+        let _ = e.print();
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    // The plain text (no colour): `error: MESSAGE\n\n[tip]\nUsage: …\n\nFor more …`.
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let _ = write!(std::io::stderr().lock(), "weir: error: {text}");
+    ExitCode::from(2)
 }
 
 /// `n` and the noun, singular for 1: `1 event`, `2 events`, `0 batches`.

@@ -77,12 +77,19 @@ impl fmt::Debug for Input {
     }
 }
 
-/// Sum of the sizes of the inputs that are files; `None` if any input has no known size.
+/// Sum of the sizes of the inputs that are files; `None` if any input has no known size
+/// (stdin, a reader, a fifo or other special file).
 pub fn total_size(inputs: &[Input]) -> Option<u64> {
     let mut total = 0u64;
     for i in inputs {
         match i {
-            Input::Path(p) => total += std::fs::metadata(p).ok()?.len(),
+            Input::Path(p) => {
+                let meta = std::fs::metadata(p).ok()?;
+                if !meta.is_file() {
+                    return None;
+                }
+                total += meta.len();
+            }
             Input::Bytes { data, .. } => total += data.len() as u64,
             Input::Stdin | Input::Reader { .. } => return None,
         }

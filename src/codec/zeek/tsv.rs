@@ -709,6 +709,17 @@ impl TsvDecoder {
             if sep.is_empty() {
                 return Err(self.err(ln, None, format!("empty separator: {}", quote(line))));
             }
+            // Zeek writes the separator as `\xHH` escapes only; anything else (`x09`, a
+            // backslash eaten by a shell) would split every later line wrongly.
+            if !value.chunks(4).all(|c| {
+                matches!(c, [b'\\', b'x', h, l] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit())
+            }) {
+                let m = format!(
+                    "invalid #separator {:?}: expected \\xHH",
+                    String::from_utf8_lossy(value)
+                );
+                return Err(self.err(ln, None, m));
+            }
             self.hdr.sep = sep;
             self.dirty = true;
             return Ok(Step::Done);
