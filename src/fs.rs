@@ -196,9 +196,9 @@ pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) 
 /// Two knobs, both per thread (a [`crate::store::Store`] writes, syncs, renames and seals on
 /// the thread that appends, so tests running in parallel do not see each other's faults):
 ///
-/// - [`fail_commit_after`]: the Nth `commit_file` (the end of every atomic write and of every
+/// - `fail_commit_after`: the Nth `commit_file` (the end of every atomic write and of every
 ///   segment seal) fails before anything is fsynced or renamed.
-/// - [`fail_op`]: the Nth storage operation of a kind ([`Op`]), or of any kind, fails before it
+/// - `fail_op`: the Nth storage operation of a kind (`Op`), or of any kind, fails before it
 ///   is done. The operations are the writes of segment files, the write-ahead log, atomic
 ///   writes and the lock file; every waited-for `fsync`/`fdatasync` (of files and
 ///   directories); renames; and the size changes of files: the active segment's sparse
@@ -209,8 +209,8 @@ pub fn commit_file(file: &File, tmp: &Path, dir: &Path, name: &str, sync: bool) 
 ///
 /// An injected failure has no effect on the file: the write, sync or rename did not happen,
 /// and the error ([`io::ErrorKind::StorageFull`] for writes and allocations, a plain I/O
-/// error for syncs and renames) says "injected fault". [`ops`] counts the operations seen
-/// since the last arming or [`reset`], so a test can walk N over all of them. Not part of the
+/// error for syncs and renames) says "injected fault". `ops` counts the operations seen
+/// since the last arming or `reset`, so a test can walk N over all of them. Not part of the
 /// API.
 #[doc(hidden)]
 pub mod fault {
@@ -455,7 +455,7 @@ pub fn map_readonly(file: &File, path: &Path) -> Result<Mmap> {
     unsafe { Mmap::map(file) }.map_err(|e| FsError::new("memory-map", path, e))
 }
 
-/// After this many bytes written since the last one, [`Writeback`] starts an `fdatasync` of
+/// After this many bytes written since the last one, `Writeback` starts an `fdatasync` of
 /// the file on a background thread (used for the write-ahead log and the segment file being
 /// written). It promises nothing (acknowledgement never waits for it) but keeps the dirty data
 /// small, so that the fsync at a flush, seal or close, which does wait, finds little left to

@@ -4,7 +4,7 @@
 //! records every batch in this log before the store's `append` returns (= before the batch is
 //! acknowledged); on the next open the log is replayed into the active segment.
 //!
-//! This layer builds on [`crate::fs`] and [`crate::segment`] only; the store above it decides
+//! This layer builds on `crate::fs` and [`crate::segment`] only; the store above it decides
 //! when logs are created, replayed and replaced.
 //!
 //! The store writes each batch's rows once: into the active segment's file (see
@@ -37,7 +37,7 @@
 //!   previous segment was sealed. Records are contiguous: the first starts at `base_id`, each
 //!   next one where the previous ended. A record describes exactly one batch of the active
 //!   segment (batches split across segments are logged per part).
-//! - The log is created atomically ([`crate::fs::write_atomic`]) when a segment is sealed,
+//! - The log is created atomically (`crate::fs::write_atomic`) when a segment is sealed,
 //!   *after* the catalog naming that segment is durable. A crash between the two leaves a log whose records are already in a sealed segment; they are recognized
 //!   by their IDs (below the catalog's `next_id`) and skipped, so nothing is duplicated.
 //! - A record is written with one `write` call before the append is acknowledged, and after

@@ -5,7 +5,7 @@
 //! A segment file is exactly one size-prefixed FlatBuffer: a little-endian u32 holding the
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
-//! [`generated`] is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
+//! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
 //! union `SegmentVersion` whose type is the format version. weir writes version 2
 //! (`SegmentV2`, [`FORMAT_VERSION`]) and reads versions 1 and 2. Both have:
 //!
@@ -53,9 +53,9 @@
 //! - Batches are in ascending, non-overlapping ID order; every batch has at least one row;
 //!   `events` is the sum of the rows; `intervals` is the merged union of the batch ranges.
 //! - Files are written under a temporary name (as the segment fills, see the writer's module
-//!   docs), then committed like every atomic write of [`crate::fs`] (fsync, rename into place,
+//!   docs), then committed like every atomic write of `crate::fs` (fsync, rename into place,
 //!   fsync the directory); a segment is never modified afterwards, which is what makes mapping
-//!   it sound ([`crate::fs::map_readonly`]).
+//!   it sound (`crate::fs::map_readonly`).
 //! - In version 2, `meta_checksum` is the CRC-32 of the encoding above; with the batches'
 //!   checksums it covers every byte that carries meaning (only padding and alignment are
 //!   not covered, and damage to FlatBuffers offsets or vtables is caught by the verifier or

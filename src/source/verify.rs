@@ -3,7 +3,7 @@
 //!
 //! gzip ends each member with a CRC-32 and the length of its output; zstd may end a frame with
 //! (the low 32 bits of) an XXH64 of its output, which libzstd verifies itself and reports as
-//! `checksum wrong`. Both come *after* the data, so [`Verifier`] keeps the decompressed bytes of
+//! `checksum wrong`. Both come *after* the data, so `Verifier` keeps the decompressed bytes of
 //! the member or frame being decoded and passes them on only once it ended and its checksum
 //! (gzip: CRC-32 and length) matched. A member or frame that fails (bad data, bad checksum,
 //! input ending inside it) is withdrawn whole: none of its rows are parsed, and the error names

@@ -13,7 +13,7 @@
 //!
 //! # Invariants
 //!
-//! - Rewritten atomically ([`crate::fs::write_atomic`]: temporary file, fsync, rename, fsync
+//! - Rewritten atomically (`crate::fs::write_atomic`: temporary file, fsync, rename, fsync
 //!   directory) each time a segment is sealed, after the segment file itself is durable and
 //!   before the WAL is reset. A segment file not listed here is either one of an interrupted
 //!   seal, whose events are still in the WAL (the next writer removes it once the WAL proves

@@ -21,8 +21,8 @@
 //! | `addr` | a dotted quad of 1-3 digit octets `0..=255` without leading zeros, or any IPv6 text Rust's parser accepts ([`parse_addr`]) | the address |
 //! | `subnet` | `addr/prefix`, the prefix digits only and at most 32 (IPv4) or 128 (IPv6) ([`parse_subnet`]) | address and prefix length (host bits are kept) |
 //!
-//! The TSV reader's fast path uses prefix parsers ([`parse_u64_prefix`], [`parse_ns_prefix`],
-//! [`parse_v4_prefix`]) that read a value while finding its end. They accept a subset of the
+//! The TSV reader's fast path uses prefix parsers (`parse_u64_prefix`, `parse_ns_prefix`,
+//! `parse_v4_prefix`) that read a value while finding its end. They accept a subset of the
 //! forms above (no `+`, at most 19 digits for counts, at most 10 integral and 9 fractional
 //! digits for times) and give the same value; anything else they leave to the full parsers.
 //!
