@@ -913,3 +913,31 @@ fn metrics_end_with_a_newline_and_count_skipped_rows() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["skipped_rows"], 1, "{json}");
 }
+
+/// `weir run --check` reports every table's problem, in file order, not only the first; the
+/// library's `load` still gives the first.
+#[test]
+fn run_check_reports_every_problem_of_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("multi.toml");
+    std::fs::write(
+        &path,
+        "[sources.in]\ntype = \"stdin\"\nmax_line_length = \"0\"\n\n\
+         [transforms.batch]\ntype = \"batch\"\ninputs = [\"in\"]\nmax_events = 0\n\n\
+         [sinks.out]\ntype = \"stdout\"\ninputs = [\"batch\"]\nformat = \"csv\"\n",
+    )
+    .unwrap();
+    let shown = path.display().to_string();
+    let out = common::cli::run(&["run", "--check", &shown]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::cli::text(&out.stderr),
+        format!(
+            "weir: error: {shown}:3: [sources.in] max_line_length: 0 is out of range: must be at least 1\n\
+             weir: error: {shown}:8: [transforms.batch] max_events: 0 is out of range: must be at least 1\n\
+             weir: error: {shown}:13: [sinks.out] format: invalid value \"csv\"; expected one of: zeek-tsv, json\n"
+        )
+    );
+    let first = weir::pipeline::config::PipelineSpec::load(&path, &Default::default()).unwrap_err();
+    assert_eq!(first.line, Some(3));
+}

@@ -192,7 +192,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         check_paths: args.check,
         ..LoadOptions::default()
     };
-    let spec = PipelineSpec::load(&args.file, &options)?;
+    // Every problem of the file is reported (the last one as the command's error, which sets
+    // the exit status), as Vector's `validate` does.
+    let spec = match PipelineSpec::load_all(&args.file, &options) {
+        Ok(spec) => spec,
+        Err(mut errors) => {
+            let last = errors.pop();
+            for e in &errors {
+                say!("weir: error: {e}");
+            }
+            match last {
+                Some(e) => return Err(e.into()),
+                None => anyhow::bail!("{}: invalid pipeline", args.file.display()),
+            }
+        }
+    };
     if args.check {
         say!(
             "{}: ok ({}: {})",

@@ -244,24 +244,27 @@ impl Parser<'_> {
         ConfigError::new(self.file, line, table, key, kind)
     }
 
-    pub(super) fn parse(&self) -> Result<PipelineSpec, ConfigError> {
+    /// Reads the pipeline, reporting every table's problems (a stage's first problem each):
+    /// the errors come back in file order, and the graph is checked once every table is good.
+    pub(super) fn parse(&self) -> Result<PipelineSpec, Vec<ConfigError>> {
         let doc: RawDocument = toml::from_str(self.text).map_err(|e| {
             let line = e.span().map(|s| self.line_of(s.start));
             let table = line.and_then(|l| self.header_before(l));
-            self.error(
+            vec![self.error(
                 line,
                 table.as_deref(),
                 None,
                 ConfigErrorKind::Toml(toml_message(e.message())),
-            )
+            )]
         })?;
 
+        let mut errors = Vec::new();
         let mut options = PipelineOptions::default();
         if let Some(raw) = doc.pipeline {
-            let t = self.table("pipeline".into(), raw)?;
-            t.check_keys(field_names::<PipelineOptions>(), "the [pipeline] table")?;
-            options = t.deserialize(PipelineOptions::deserialize)?;
-            options.validate().map_err(|e| t.invalid(e))?;
+            match self.pipeline_table(raw) {
+                Ok(o) => options = o,
+                Err(e) => errors.push(e),
+            }
         }
 
         // All stages, in declaration order, with duplicate names refused.
@@ -280,35 +283,71 @@ impl Parser<'_> {
         let mut pending: Vec<Pending> = Vec::new();
         let mut seen: HashMap<String, String> = HashMap::new();
         for (section, name, table) in raw {
-            let t = self.table(format!("{section}.{name}"), table)?;
-            if name.is_empty() {
-                return Err(t.table_error(ConfigErrorKind::EmptyName));
+            match self.stage_table(section, name, table, &mut seen) {
+                Ok(p) => pending.push(p),
+                Err(e) => errors.push(e),
             }
-            if let Some(first) = seen.get(&name) {
-                return Err(t.table_error(ConfigErrorKind::DuplicateName {
-                    name,
-                    first: first.clone(),
-                }));
-            }
-            seen.insert(name.clone(), format!("{} at line {}", t.table, t.line));
-            pending.push(self.stage(section, name, t)?);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
         }
 
         if !pending
             .iter()
             .any(|p| p.config.section() == Section::Sources)
         {
-            return Err(self.error(None, None, None, ConfigErrorKind::Empty("sources")));
+            return Err(vec![self.error(
+                None,
+                None,
+                None,
+                ConfigErrorKind::Empty("sources"),
+            )]);
         }
         if !pending.iter().any(|p| p.config.section() == Section::Sinks) {
-            return Err(self.error(None, None, None, ConfigErrorKind::Empty("sinks")));
+            return Err(vec![self.error(
+                None,
+                None,
+                None,
+                ConfigErrorKind::Empty("sinks"),
+            )]);
         }
-        let stages = order(self.file, pending)?;
+        let stages = order(self.file, pending).map_err(|e| vec![e])?;
         Ok(PipelineSpec {
             origin: self.file.to_string(),
             options,
             stages,
         })
+    }
+
+    /// The `[pipeline]` table.
+    fn pipeline_table(&self, raw: Spanned<RawTable>) -> Result<PipelineOptions, ConfigError> {
+        let t = self.table("pipeline".into(), raw)?;
+        t.check_keys(field_names::<PipelineOptions>(), "the [pipeline] table")?;
+        let options = t.deserialize(PipelineOptions::deserialize)?;
+        options.validate().map_err(|e| t.invalid(e))?;
+        Ok(options)
+    }
+
+    /// One stage's table; `seen` holds the names so far, for duplicates.
+    fn stage_table(
+        &self,
+        section: Section,
+        name: String,
+        raw: Spanned<RawTable>,
+        seen: &mut HashMap<String, String>,
+    ) -> Result<Pending, ConfigError> {
+        let t = self.table(format!("{section}.{name}"), raw)?;
+        if name.is_empty() {
+            return Err(t.table_error(ConfigErrorKind::EmptyName));
+        }
+        if let Some(first) = seen.get(&name) {
+            return Err(t.table_error(ConfigErrorKind::DuplicateName {
+                name,
+                first: first.clone(),
+            }));
+        }
+        seen.insert(name.clone(), format!("{} at line {}", t.table, t.line));
+        self.stage(section, name, t)
     }
 
     /// A table, its variables substituted.

@@ -295,6 +295,21 @@ pub struct ImportConfig {
     pub options: PipelineOptions,
 }
 
+/// The first of a non-empty list of problems.
+fn first(mut errors: Vec<ConfigError>) -> ConfigError {
+    if errors.is_empty() {
+        // Never happens: an error list is never empty; say so rather than panic.
+        return ConfigError::new(
+            "pipeline",
+            None,
+            None,
+            None,
+            ConfigErrorKind::Toml("invalid pipeline".into()),
+        );
+    }
+    errors.swap_remove(0)
+}
+
 impl PipelineSpec {
     /// Names of the stages of [`PipelineSpec::for_import`]; `pipelines/zeek-to-archive.toml`
     /// uses the same ones.
@@ -303,31 +318,51 @@ impl PipelineSpec {
     /// The origin of [`PipelineSpec::for_import`].
     pub const IMPORT_ORIGIN: &'static str = "weir import";
 
-    /// Reads, parses and validates a pipeline file.
+    /// Reads, parses and validates a pipeline file; the first problem is the error.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<PipelineSpec, ConfigError> {
+        Self::load_all(path, options).map_err(first)
+    }
+
+    /// Like [`PipelineSpec::load`], with every problem found (what `weir run --check`
+    /// reports): each table's, in file order, or else the graph's, then every stage's file
+    /// checks. Never empty when it is an error.
+    pub fn load_all(path: &Path, options: &LoadOptions) -> Result<PipelineSpec, Vec<ConfigError>> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: None,
-            table: None,
-            key: None,
-            kind: Box::new(ConfigErrorKind::Io(Arc::new(e))),
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError::new(
+                &file,
+                None,
+                None,
+                None,
+                ConfigErrorKind::Io(Arc::new(e)),
+            )]
         })?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        Self::parse(&text, &file, &dir, options)
+        Self::parse_all(&text, &file, &dir, options)
     }
 
     /// Parses and validates pipeline text. `file` names it in errors; `dir` is its directory
-    /// (the value of `${PIPELINE_DIR}`).
+    /// (the value of `${PIPELINE_DIR}`). The first problem is the error.
     pub fn parse(
         text: &str,
         file: &str,
         dir: &Path,
         options: &LoadOptions,
     ) -> Result<PipelineSpec, ConfigError> {
+        Self::parse_all(text, file, dir, options).map_err(first)
+    }
+
+    /// Like [`PipelineSpec::parse`], with every problem found (see
+    /// [`PipelineSpec::load_all`]).
+    pub fn parse_all(
+        text: &str,
+        file: &str,
+        dir: &Path,
+        options: &LoadOptions,
+    ) -> Result<PipelineSpec, Vec<ConfigError>> {
         let spec = load::Parser {
             text,
             file,
@@ -336,7 +371,10 @@ impl PipelineSpec {
         }
         .parse()?;
         if options.check_paths {
-            spec.check_paths()?;
+            let errors = spec.check_paths_all();
+            if !errors.is_empty() {
+                return Err(errors);
+            }
         }
         Ok(spec)
     }
@@ -511,29 +549,51 @@ impl PipelineSpec {
     /// that can be opened, the parent directories of archive and file sinks exist, and no
     /// output would overwrite an input ([`PipelineSpec::check_outputs`]).
     pub fn check_paths(&self) -> Result<(), ConfigError> {
-        for (i, stage) in self.stages.iter().enumerate() {
-            match &stage.config {
-                StageConfig::File(_) | StageConfig::Stdin(_) => {
-                    for input in self.expand_source(i)? {
-                        if let Input::Path(path) = input {
-                            std::fs::File::open(&path).map_err(|e| {
-                                self.error_at(
-                                    stage,
-                                    ConfigErrorKind::Unreadable {
-                                        path: path.display().to_string(),
-                                        error: Arc::new(e),
-                                    },
-                                )
-                            })?;
-                        }
-                    }
-                }
-                StageConfig::Archive(a) => self.check_parent(stage, &a.db)?,
-                StageConfig::FileSink(f) => self.check_parent(stage, &f.path)?,
-                _ => {}
+        match self.check_paths_all().into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem [`PipelineSpec::check_paths`] finds: each stage's first, then the
+    /// outputs that would overwrite inputs.
+    pub fn check_paths_all(&self) -> Vec<ConfigError> {
+        let mut errors: Vec<ConfigError> = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, stage)| self.check_stage_paths(i, stage).err())
+            .collect();
+        if errors.is_empty() {
+            if let Err(e) = self.check_outputs() {
+                errors.push(e);
             }
         }
-        self.check_outputs()
+        errors
+    }
+
+    fn check_stage_paths(&self, i: usize, stage: &Stage) -> Result<(), ConfigError> {
+        match &stage.config {
+            StageConfig::File(_) | StageConfig::Stdin(_) => {
+                for input in self.expand_source(i)? {
+                    if let Input::Path(path) = input {
+                        std::fs::File::open(&path).map_err(|e| {
+                            self.error_at(
+                                stage,
+                                ConfigErrorKind::Unreadable {
+                                    path: path.display().to_string(),
+                                    error: Arc::new(e),
+                                },
+                            )
+                        })?;
+                    }
+                }
+                Ok(())
+            }
+            StageConfig::Archive(a) => self.check_parent(stage, &a.db),
+            StageConfig::FileSink(f) => self.check_parent(stage, &f.path),
+            _ => Ok(()),
+        }
     }
 
     fn check_parent(&self, stage: &Stage, path: &Path) -> Result<(), ConfigError> {
