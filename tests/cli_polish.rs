@@ -941,3 +941,39 @@ fn run_check_reports_every_problem_of_a_file() {
     let first = weir::pipeline::config::PipelineSpec::load(&path, &Default::default()).unwrap_err();
     assert_eq!(first.line, Some(3));
 }
+
+/// `--log-format json` writes each log line as one JSON object, for services.
+#[test]
+fn json_log_lines_for_services() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let log = tmp.path().join("x.log");
+    std::fs::write(
+        &log,
+        "#separator \\x09\n#path\tconn\n#fields\tts\tuid\n#types\ttime\tstring\n1.5\ta\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "-v",
+        "--log-format",
+        "json",
+        "import",
+        "-q",
+        "--db",
+        s(&db),
+        s(&log),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    let messages: Vec<&str> = lines
+        .iter()
+        .map(|l| l["fields"]["message"].as_str().unwrap())
+        .collect();
+    assert!(messages.contains(&"opened input"), "{messages:?}");
+    assert!(messages.contains(&"sealed segment"), "{messages:?}");
+    assert!(lines.iter().all(|l| l["level"] == "INFO"));
+}

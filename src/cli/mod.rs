@@ -52,45 +52,61 @@ struct Cli {
     /// `weir=debug`, tracing's filter syntax) overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// How log lines are written: `text` for people, `json` (one object per line) for
+    /// services and log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, value_name = "FORMAT")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
 
+/// `--log-format` (a setting of the command line only, so clap's own table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Sets up `tracing` on stderr from `-v` and `WEIR_LOG`; without either, logs nothing.
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: LogFormat) {
     let filter = match std::env::var("WEIR_LOG") {
         Ok(spec) if !spec.trim().is_empty() => {
             match tracing_subscriber::EnvFilter::try_new(spec.trim()) {
                 Ok(f) => f,
                 Err(e) => {
                     say!("weir: warning: WEIR_LOG={spec:?} is not a log filter ({e}); ignoring it");
-                    return init_logging_level(verbose);
+                    return init_logging_level(verbose, format);
                 }
             }
         }
-        _ => return init_logging_level(verbose),
+        _ => return init_logging_level(verbose, format),
     };
-    install_logger(filter);
+    install_logger(filter, format);
 }
 
 /// `-v`, `-vv`, `-vvv`: info, debug, trace for weir's own events.
-fn init_logging_level(verbose: u8) {
+fn init_logging_level(verbose: u8, format: LogFormat) {
     let level = match verbose {
         0 => return,
         1 => "weir=info",
         2 => "weir=debug",
         _ => "weir=trace",
     };
-    install_logger(tracing_subscriber::EnvFilter::new(level));
+    install_logger(tracing_subscriber::EnvFilter::new(level), format);
 }
 
-fn install_logger(filter: tracing_subscriber::EnvFilter) {
+fn install_logger(filter: tracing_subscriber::EnvFilter, format: LogFormat) {
     // The fmt layer ignores write errors, so a closed stderr cannot end the program.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
 
 #[derive(Debug, Subcommand)]
@@ -209,7 +225,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.log_format);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
