@@ -977,3 +977,58 @@ fn json_log_lines_for_services() {
     assert!(messages.contains(&"sealed segment"), "{messages:?}");
     assert!(lines.iter().all(|l| l["level"] == "INFO"));
 }
+
+/// `weir convert --output DIR` writes one file per log path, as Zeek does: interleaved logs
+/// come apart into `conn.log` and `dns.log`, each with one header block, and read back to the
+/// same events; a directory holding an input is refused before anything is written.
+#[test]
+fn convert_output_writes_one_file_per_log_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let header = |path: &str, field: &str| {
+        format!("#separator \\x09\n#path\t{path}\n#fields\tts\t{field}\n#types\ttime\tstring\n")
+    };
+    let input = tmp.path().join("mixed.log");
+    std::fs::write(
+        &input,
+        format!(
+            "{}1.0\ta\n{}2.0\tq1\n{}3.0\tb\n{}4.0\tq2\n",
+            header("conn", "uid"),
+            header("dns", "query"),
+            header("conn", "uid"),
+            header("dns", "query"),
+        ),
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = run(&["convert", "--output", s(&out_dir), s(&input)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["conn.log", "dns.log"]);
+    for (name, values) in [("conn.log", ["a", "b"]), ("dns.log", ["q1", "q2"])] {
+        let file = out_dir.join(name);
+        let body = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(body.matches("#fields").count(), 1, "{body}");
+        let back = run(&["convert", "--to", "json", s(&file)]);
+        let lines = text(&back.stdout);
+        let got: Vec<String> = lines
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let key = if name == "conn.log" { "uid" } else { "query" };
+                v[key].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(got, values, "{name}");
+    }
+    // The input's own directory as the output would overwrite it.
+    let refused = run(&["convert", "--output", s(tmp.path()), s(&input)]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("would overwrite the input"));
+    assert!(std::fs::read_to_string(&input).unwrap().contains("q2"));
+}

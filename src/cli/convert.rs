@@ -4,7 +4,7 @@
 use clap::Args;
 
 use weir::codec::writer::OutputFormat;
-use weir::codec::StdoutSinkConfig;
+use weir::codec::{DirSinkConfig, StdoutSinkConfig};
 use weir::pipeline::build::build;
 use weir::pipeline::config::{PipelineSpec, Stage, StageConfig};
 use weir::pipeline::PipelineOptions;
@@ -26,12 +26,29 @@ pub struct ConvertArgs {
     /// README, "Searching").
     #[arg(long = "where", value_name = "EXPR")]
     filter: Option<String>,
+    /// Write one file per log path into this directory (`conn.log`, `dns.log`, …, or
+    /// `conn.json`, … with `--to json`), as Zeek does, instead of stdout. The directory must
+    /// exist.
+    #[arg(long, value_name = "DIR")]
+    output: Option<std::path::PathBuf>,
 }
 
 /// Runs `weir convert`.
 pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let stop = signals::install();
-    let sink = StdoutSinkConfig { format: args.to };
+    let (sink_name, sink) = match args.output {
+        Some(dir) => (
+            "output",
+            StageConfig::Directory(DirSinkConfig {
+                dir,
+                format: args.to,
+            }),
+        ),
+        None => (
+            "stdout",
+            StageConfig::Stdout(StdoutSinkConfig { format: args.to }),
+        ),
+    };
     let source = args.source.config();
     // Fail on a missing input before anything is written.
     source.inputs()?;
@@ -55,9 +72,9 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
         });
     }
     stages.push(Stage {
-        name: "stdout".into(),
+        name: sink_name.into(),
         line: None,
-        config: StageConfig::Stdout(sink),
+        config: sink,
         inputs: vec![stages.len() - 1],
     });
     let spec = PipelineSpec {
@@ -65,6 +82,9 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
         options: PipelineOptions::default(),
         stages,
     };
+    // The output directory must exist and must not hold an input (its files would be
+    // overwritten): the same checks as `weir run --check`.
+    spec.check_paths()?;
     let (pipeline, _) = build(&spec).await?;
     signals::forward(stop, pipeline.shutdown_token());
     let summary = pipeline.run().await?;

@@ -10,7 +10,7 @@ mod sink_config;
 pub mod writer;
 pub mod zeek;
 
-pub use sink_config::{FileSinkConfig, StdoutSinkConfig};
+pub use sink_config::{DirSink, DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
 
 use crate::error::OnError;
 

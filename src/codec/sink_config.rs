@@ -1,11 +1,15 @@
-//! The configurations of the writer sinks: `[sinks.NAME] type = "file"` and
-//! `type = "stdout"` of a pipeline file.
+//! The configurations of the writer sinks: `[sinks.NAME] type = "file"`, `type = "stdout"`
+//! and `type = "directory"` (one file per log path) of a pipeline file.
 
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
+use futures::Sink;
 use serde::Deserialize;
 
-use super::writer::{writer_for, OutputFormat, WriterSink};
+use super::writer::{writer_for, OutputFormat, WriteError, WriterSink};
+use crate::batch::Batch;
 use crate::setting::{InvalidSetting, Problem};
 
 /// A sink writing events to a file (created or truncated) as Zeek TSV or JSON lines.
@@ -73,5 +77,129 @@ impl StdoutSinkConfig {
     /// The sink writing to stdout.
     pub fn build(&self) -> WriterSink<tokio::io::Stdout> {
         WriterSink::new(writer_for(self.format), tokio::io::stdout())
+    }
+}
+
+/// A sink writing one file per log path into a directory, as Zeek does: `conn.log`,
+/// `dns.log`, … for Zeek TSV (one header block per file, and a new one only when that log's
+/// schema changes), `conn.json`, … for JSON lines. Files are created or truncated when their
+/// first event arrives; the directory must exist.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DirSinkConfig {
+    /// The directory (required).
+    pub dir: PathBuf,
+    /// The files' format (default Zeek TSV).
+    pub format: OutputFormat,
+}
+
+impl Default for DirSinkConfig {
+    fn default() -> DirSinkConfig {
+        DirSinkConfig {
+            dir: PathBuf::new(),
+            format: OutputFormat::ZeekTsv,
+        }
+    }
+}
+
+impl DirSinkConfig {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.dir.as_os_str().is_empty() {
+            return Err(InvalidSetting {
+                key: "dir",
+                problem: Problem::Missing {
+                    hint: "the directory to write the logs into, e.g. dir = \"logs\"".into(),
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// The sink (files are opened as their logs appear).
+    pub fn build(&self) -> DirSink {
+        DirSink {
+            dir: self.dir.clone(),
+            format: self.format,
+            files: Vec::new(),
+        }
+    }
+}
+
+/// The sink of a [`DirSinkConfig`]: one [`WriterSink`] per log path.
+#[derive(Debug)]
+pub struct DirSink {
+    dir: PathBuf,
+    format: OutputFormat,
+    /// The log path (`conn` of schema `zeek.conn`) and its file's sink, in order of appearance.
+    files: Vec<(String, WriterSink<tokio::fs::File>)>,
+}
+
+impl DirSink {
+    /// The log path of a schema: its name without the `zeek.` namespace.
+    fn log_path(schema: &str) -> &str {
+        schema.strip_prefix("zeek.").unwrap_or(schema)
+    }
+
+    /// The sink for `path`, creating its file on first use.
+    fn file(&mut self, path: &str) -> Result<&mut WriterSink<tokio::fs::File>, WriteError> {
+        let index = match self.files.iter().position(|(p, _)| p == path) {
+            Some(i) => i,
+            None => {
+                // A log path becomes a file name: keep it to one plain component.
+                let safe: String = path
+                    .chars()
+                    .map(|c| if c == '/' || c == '\0' { '_' } else { c })
+                    .collect();
+                let ext = match self.format {
+                    OutputFormat::Json => "json",
+                    _ => "log",
+                };
+                let name = self.dir.join(format!("{safe}.{ext}"));
+                let file = std::fs::File::create(&name).map_err(|e| {
+                    WriteError::Io(std::io::Error::new(
+                        e.kind(),
+                        format!("cannot create {}: {e}", name.display()),
+                    ))
+                })?;
+                let sink =
+                    WriterSink::new(writer_for(self.format), tokio::fs::File::from_std(file));
+                self.files.push((path.to_string(), sink));
+                self.files.len() - 1
+            }
+        };
+        Ok(&mut self.files[index].1)
+    }
+}
+
+impl Sink<Batch> for DirSink {
+    type Error = WriteError;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        // Ready when every file's sink is: the next batch may go to any of them.
+        for (_, sink) in &mut self.files {
+            ready!(Pin::new(sink).poll_ready(cx))?;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, batch: Batch) -> Result<(), WriteError> {
+        let path = Self::log_path(&batch.schema().name).to_string();
+        let sink = self.file(&path)?;
+        Pin::new(sink).start_send(batch)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        for (_, sink) in &mut self.files {
+            ready!(Pin::new(sink).poll_flush(cx))?;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        for (_, sink) in &mut self.files {
+            ready!(Pin::new(sink).poll_close(cx))?;
+        }
+        Poll::Ready(Ok(()))
     }
 }

@@ -151,6 +151,13 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 })?
             }
             StageConfig::Stdout(s) => pipeline.add_sink(&stage.name, &inputs, s.build())?,
+            StageConfig::Directory(d) => {
+                let shown = d.dir.display().to_string();
+                let sink = d
+                    .build()
+                    .sink_map_err(move |e| -> BoxError { format!("{shown}: {e}").into() });
+                pipeline.add_sink(&stage.name, &inputs, sink)?
+            }
             StageConfig::FileSink(f) => {
                 let shown = f.path.display().to_string();
                 let sink = f

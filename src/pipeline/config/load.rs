@@ -17,7 +17,7 @@ use super::graph::{order, Pending};
 use super::vars::Vars;
 use super::{ConfigError, ConfigErrorKind, PipelineSpec, Section, StageConfig};
 use crate::batcher::BatchConfig;
-use crate::codec::{FileSinkConfig, StdoutSinkConfig};
+use crate::codec::{DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
 use crate::query::FilterConfig;
 use crate::setting::{field_names, InvalidSetting};
@@ -118,6 +118,18 @@ const STAGE_TYPES: &[StageType] = &[
         excluded: &[],
         keys: field_names::<FileSinkConfig>,
         parse: |v| FileSinkConfig::deserialize(v).map(StageConfig::FileSink),
+    },
+    StageType {
+        section: Section::Sinks,
+        name: "directory",
+        what: "a directory sink",
+        required: &[(
+            "dir",
+            "the directory to write the logs into, e.g. dir = \"logs\"",
+        )],
+        excluded: &[],
+        keys: field_names::<DirSinkConfig>,
+        parse: |v| DirSinkConfig::deserialize(v).map(StageConfig::Directory),
     },
     StageType {
         section: Section::Sinks,

@@ -46,6 +46,7 @@
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
 //! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync` |
 //! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format` |
+//! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`: one file per log path |
 //! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format` |
 //!
 //! Each configuration type derives `Deserialize` for its table and owns its defaults (its
@@ -111,7 +112,7 @@ pub use error::{ConfigError, ConfigErrorKind};
 pub use load::LoadOptions;
 
 use crate::batcher::BatchConfig;
-use crate::codec::{FileSinkConfig, StdoutSinkConfig};
+use crate::codec::{DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
 use crate::query::FilterConfig;
 use crate::setting::InvalidSetting;
@@ -166,6 +167,8 @@ pub enum StageConfig {
     Archive(ArchiveSinkConfig),
     /// `[sinks.NAME] type = "file"`: a Zeek TSV or JSON-lines file.
     FileSink(FileSinkConfig),
+    /// `[sinks.NAME] type = "directory"`: one Zeek TSV or JSON-lines file per log path.
+    Directory(DirSinkConfig),
     /// `[sinks.NAME] type = "stdout"`: Zeek TSV or JSON lines on standard output.
     Stdout(StdoutSinkConfig),
 }
@@ -186,9 +189,10 @@ impl StageConfig {
         match self {
             StageConfig::File(_) | StageConfig::Stdin(_) => Section::Sources,
             StageConfig::Batch(_) | StageConfig::Filter(_) => Section::Transforms,
-            StageConfig::Archive(_) | StageConfig::FileSink(_) | StageConfig::Stdout(_) => {
-                Section::Sinks
-            }
+            StageConfig::Archive(_)
+            | StageConfig::FileSink(_)
+            | StageConfig::Directory(_)
+            | StageConfig::Stdout(_) => Section::Sinks,
         }
     }
 
@@ -208,6 +212,7 @@ impl StageConfig {
             StageConfig::Filter(f) => f.validate(),
             StageConfig::Archive(a) => a.validate(),
             StageConfig::FileSink(f) => f.validate(),
+            StageConfig::Directory(d) => d.validate(),
             StageConfig::Stdout(s) => s.validate(),
         }
     }
@@ -218,6 +223,7 @@ impl StageConfig {
             StageConfig::File(_) => Some("paths"),
             StageConfig::Archive(_) => Some("db"),
             StageConfig::FileSink(_) => Some("path"),
+            StageConfig::Directory(_) => Some("dir"),
             _ => None,
         }
     }
@@ -239,6 +245,7 @@ impl StageConfig {
             }
             StageConfig::Archive(a) => join(&mut a.db),
             StageConfig::FileSink(f) => join(&mut f.path),
+            StageConfig::Directory(d) => join(&mut d.dir),
             _ => {}
         }
     }
@@ -507,6 +514,16 @@ impl PipelineSpec {
         if inputs.is_empty() {
             return Ok(());
         }
+        // The input that lies inside directory `dir`, if any: one of its ancestors is `dir`.
+        let inside = |dir: &Path| {
+            let dir = id(&std::fs::metadata(dir).ok()?);
+            inputs.iter().find(|(_, path, _)| {
+                path.canonicalize().is_ok_and(|p| {
+                    p.ancestors()
+                        .any(|a| std::fs::metadata(a).is_ok_and(|m| id(&m) == dir))
+                })
+            })
+        };
         for stage in &self.stages {
             let clash = match &stage.config {
                 StageConfig::FileSink(f) => std::fs::metadata(&f.path).ok().and_then(|m| {
@@ -516,19 +533,13 @@ impl PipelineSpec {
                         .find(|(i, ..)| *i == out)
                         .map(|hit| (format!("the file {}", f.path.display()), hit))
                 }),
-                StageConfig::Archive(a) => std::fs::metadata(&a.db).ok().and_then(|m| {
-                    let db = id(&m);
-                    inputs
-                        .iter()
-                        .find(|(_, path, _)| {
-                            // An input inside the directory: one of its ancestors is `db`.
-                            path.canonicalize().is_ok_and(|p| {
-                                p.ancestors()
-                                    .any(|a| std::fs::metadata(a).is_ok_and(|m| id(&m) == db))
-                            })
-                        })
-                        .map(|hit| (format!("the archive {}", a.db.display()), hit))
-                }),
+                // An input inside the directory could be one of its log files.
+                StageConfig::Directory(d) => {
+                    inside(&d.dir).map(|hit| (format!("the directory {}", d.dir.display()), hit))
+                }
+                StageConfig::Archive(a) => {
+                    inside(&a.db).map(|hit| (format!("the archive {}", a.db.display()), hit))
+                }
                 _ => None,
             };
             if let Some((output, (_, input, source_table))) = clash {
@@ -592,6 +603,7 @@ impl PipelineSpec {
             }
             StageConfig::Archive(a) => self.check_parent(stage, &a.db),
             StageConfig::FileSink(f) => self.check_parent(stage, &f.path),
+            StageConfig::Directory(d) => self.check_parent(stage, &d.dir.join("x")),
             _ => Ok(()),
         }
     }
