@@ -7,14 +7,12 @@ mod common;
 
 use std::path::Path;
 
-use bytes::BytesMut;
 use common::fixture;
 use common::store::{batch, schema};
-use tokio_util::codec::Decoder;
 use weir::batch::Batch;
 use weir::codec::zeek::parallel::ParallelTsvReader;
 use weir::codec::zeek::tsv::TsvDecoder;
-use weir::codec::ReaderOptions;
+use weir::codec::{collect_batches, decode_chunks, ReaderOptions};
 use weir::error::{OnError, SkipReport};
 use weir::store::{Store, StoreOptions};
 use weir::value::Value;
@@ -98,37 +96,21 @@ fn outcome(batches: Vec<Batch>, error: Option<String>, skips: SkipReport) -> Out
 
 fn tsv_sequential(text: &[u8], opts: ReaderOptions) -> Outcome {
     let mut d = TsvDecoder::new(opts);
-    let mut buf = BytesMut::from(text);
-    let (mut batches, mut error) = (Vec::new(), None);
-    loop {
-        match d.decode_eof(&mut buf) {
-            Ok(Some(b)) => batches.push(b),
-            Ok(None) => break,
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    outcome(batches, error, d.skip_report().clone())
+    let (batches, error) = decode_chunks(&mut d, [text]);
+    outcome(
+        batches,
+        error.map(|e| e.to_string()),
+        d.skip_report().clone(),
+    )
 }
 
 fn tsv_parallel(text: &[u8], chunk: usize, piece: usize, opts: ReaderOptions) -> Outcome {
     let chunks: Vec<std::io::Result<Vec<u8>>> =
         text.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
     let mut r = ParallelTsvReader::new(chunks.into_iter(), opts, 2).with_piece_bytes(piece);
-    let (mut batches, mut error) = (Vec::new(), None);
-    for b in &mut r {
-        match b {
-            Ok(b) => batches.push(b),
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
+    let (batches, error) = collect_batches(&mut r);
     let skips = r.skip_report().clone();
-    outcome(batches, error, skips)
+    outcome(batches, error.map(|e| e.to_string()), skips)
 }
 
 /// Found by `zeek_tsv`: with a line limit, `ParallelTsvReader` built the schema from the first

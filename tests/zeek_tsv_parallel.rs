@@ -62,18 +62,12 @@ fn parallel(
     }
     chunks.push(Ok(text[last..].to_vec()));
     let mut r = ParallelTsvReader::new(chunks.into_iter(), opts, threads).with_piece_bytes(piece);
-    let mut batches = Vec::new();
-    let mut error = None;
-    for b in &mut r {
-        match b {
-            Ok(b) => batches.push(b),
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    (rows_of(&batches), error, r.skip_report().clone())
+    let (batches, error) = weir::codec::collect_batches(&mut r);
+    (
+        rows_of(&batches),
+        error.map(|e| e.to_string()),
+        r.skip_report().clone(),
+    )
 }
 
 fn opts(mode: OnError) -> ReaderOptions {

@@ -2,11 +2,9 @@
 //! arrives in, the second the options; chunked and whole input must read the same.
 #![no_main]
 
-use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use tokio_util::codec::Decoder;
 use weir::codec::zeek::json::JsonDecoder;
-use weir::codec::ReaderOptions;
+use weir::codec::{decode_chunks, ReaderOptions};
 use weir::error::{OnError, SkipReport};
 use weir::value::Value;
 
@@ -14,34 +12,8 @@ type Outcome = (Vec<(String, usize, Vec<Value>)>, Option<String>, SkipReport);
 
 fn push(text: &[u8], chunk: usize, opts: ReaderOptions, unset: bool) -> Outcome {
     let mut d = JsonDecoder::new(opts).absent_as_unset(unset);
-    let mut buf = BytesMut::new();
-    let mut batches = Vec::new();
-    let mut error = None;
-    let mut chunks = text.chunks(chunk);
-    'feed: loop {
-        let more = chunks.next();
-        if let Some(c) = more {
-            buf.extend_from_slice(c);
-        }
-        loop {
-            let r = if more.is_some() {
-                d.decode(&mut buf)
-            } else {
-                d.decode_eof(&mut buf)
-            };
-            match r {
-                Ok(Some(b)) => batches.push(b),
-                Ok(None) => break,
-                Err(e) => {
-                    error = Some(e.to_string());
-                    break 'feed;
-                }
-            }
-        }
-        if more.is_none() {
-            break;
-        }
-    }
+    let (batches, error) = decode_chunks(&mut d, text.chunks(chunk));
+    let error = error.map(|e| e.to_string());
     let mut rows = Vec::new();
     for b in &batches {
         assert!(!b.is_empty(), "an empty batch was emitted");

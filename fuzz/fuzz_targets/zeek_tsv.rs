@@ -4,13 +4,11 @@
 //! chunk, and `ParallelTsvReader` (documented as identical to the push decoder).
 #![no_main]
 
-use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use tokio_util::codec::Decoder;
 use weir::batch::Batch;
 use weir::codec::zeek::parallel::ParallelTsvReader;
 use weir::codec::zeek::tsv::TsvDecoder;
-use weir::codec::ReaderOptions;
+use weir::codec::{collect_batches, decode_chunks, ReaderOptions};
 use weir::error::{OnError, SkipReport};
 use weir::value::Value;
 
@@ -31,34 +29,8 @@ fn rows_of(batches: &[Batch], out: &mut Rows) {
 /// chunk; at the end `decode_eof` until it is done. Stops at the first error.
 fn push(text: &[u8], chunk: usize, opts: ReaderOptions) -> Outcome {
     let mut d = TsvDecoder::new(opts);
-    let mut buf = BytesMut::new();
-    let mut batches = Vec::new();
-    let mut error = None;
-    let mut chunks = text.chunks(chunk);
-    'feed: loop {
-        let more = chunks.next();
-        if let Some(c) = more {
-            buf.extend_from_slice(c);
-        }
-        loop {
-            let r = if more.is_some() {
-                d.decode(&mut buf)
-            } else {
-                d.decode_eof(&mut buf)
-            };
-            match r {
-                Ok(Some(b)) => batches.push(b),
-                Ok(None) => break,
-                Err(e) => {
-                    error = Some(e.to_string());
-                    break 'feed;
-                }
-            }
-        }
-        if more.is_none() {
-            break;
-        }
-    }
+    let (batches, error) = decode_chunks(&mut d, text.chunks(chunk));
+    let error = error.map(|e| e.to_string());
     let mut rows = Vec::new();
     rows_of(&batches, &mut rows);
     (rows, error, d.skip_report().clone())
@@ -68,17 +40,8 @@ fn parallel(text: &[u8], chunk: usize, piece: usize, opts: ReaderOptions) -> Out
     let chunks: Vec<std::io::Result<Vec<u8>>> =
         text.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
     let mut r = ParallelTsvReader::new(chunks.into_iter(), opts, 2).with_piece_bytes(piece);
-    let mut batches = Vec::new();
-    let mut error = None;
-    for b in &mut r {
-        match b {
-            Ok(b) => batches.push(b),
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-    }
+    let (batches, error) = collect_batches(&mut r);
+    let error = error.map(|e| e.to_string());
     let mut rows = Vec::new();
     rows_of(&batches, &mut rows);
     (rows, error, r.skip_report().clone())

@@ -5,11 +5,13 @@
 //! the same batches whatever the chunking, so that `FramedRead` drives them from any
 //! `AsyncRead`. Writers turn batches back into text.
 
+mod drive;
 pub mod json_writer;
 mod sink_config;
 pub mod writer;
 pub mod zeek;
 
+pub use drive::{collect_batches, decode_chunks};
 pub use sink_config::{DirSink, DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
 
 use crate::error::OnError;

@@ -1125,13 +1125,8 @@ impl Decoder for JsonDecoder {
 /// of lines skipped under [`OnError::Skip`].
 pub fn read_all(bytes: &[u8], opts: ReaderOptions) -> Result<(Vec<Batch>, SkipReport), ReadError> {
     let mut dec = JsonDecoder::new(opts);
-    let mut buf = BytesMut::from(bytes);
-    let mut out = Vec::new();
-    while let Some(b) = dec.decode(&mut buf)? {
-        out.push(b);
+    match crate::codec::decode_chunks(&mut dec, [bytes]) {
+        (_, Some(e)) => Err(e),
+        (out, None) => Ok((out, dec.report.clone())),
     }
-    while let Some(b) = dec.decode_eof(&mut buf)? {
-        out.push(b);
-    }
-    Ok((out, dec.report.clone()))
 }
