@@ -6,8 +6,10 @@
 //! `weir import --db tests/fixtures/archive-v1 --max-segment-size 16KiB --batch-size 50
 //! tests/fixtures/archive-v1.log tests/fixtures/all_types.log` (324 events, 5 segments; the
 //! LOCK file removed). `archive-v1.log` is `examples/generate` output: 120 conn events
-//! (`--seed 13`), 100 dns (`--seed 14`) and 100 http (`--seed 15`), concatenated. Tests work
-//! on a copy: opening a writer may modify an archive.
+//! (`--seed 13`), 100 dns (`--seed 14`) and 100 http (`--seed 15`), concatenated.
+//! `tests/fixtures/archive-v2` is the same import by weir before format 3 (commit 121015d,
+//! the last to write format 2: uncompressed batches, no sketches). Tests work on a copy:
+//! opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
@@ -24,11 +26,11 @@ use weir::segment::{Segment, SegmentError, FORMAT_VERSION};
 use weir::store::{Archive, Store, StoreOptions};
 use weir::wal::SyncPolicy;
 
-/// A copy of the format 1 fixture archive in a new temporary directory.
-fn v1_archive() -> (tempfile::TempDir, PathBuf) {
+/// A copy of the fixture archive of format `version` in a new temporary directory.
+fn old_archive(version: u32) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
-    copy_dir(&common::fixture("archive-v1"), &db);
+    copy_dir(&common::fixture(&format!("archive-v{version}")), &db);
     (tmp, db)
 }
 
@@ -50,12 +52,21 @@ fn v1_sources() -> Vec<common::events::Event> {
 
 #[test]
 fn v1_archive_opens_exports_its_source_and_verifies_clean() {
-    let (_tmp, db) = v1_archive();
+    old_archive_opens_exports_its_source_and_verifies_clean(1);
+}
+
+#[test]
+fn v2_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(2);
+}
+
+fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
+    let (_tmp, db) = old_archive(version);
     let files = segment_files(&db);
     assert_eq!(files.len(), 5);
     for f in &files {
         let seg = Segment::open(f).unwrap();
-        assert_eq!(seg.version(), 1, "{}", f.display());
+        assert_eq!(seg.version(), version, "{}", f.display());
         seg.verify_all().unwrap();
     }
 
@@ -67,7 +78,7 @@ fn v1_archive_opens_exports_its_source_and_verifies_clean() {
 
     // The export, read back by weir's own TSV reader: the source logs' events, in order.
     let out = run(&["export", "--db", s(&db), "--to", "zeek-tsv"]);
-    let exported = ok(&out, "weir export of the format 1 archive");
+    let exported = ok(&out, "weir export of an old archive");
     let (back, report) = tsv::read_all(exported.as_bytes(), ReaderOptions::new("export"))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.skipped, 0);
@@ -81,20 +92,30 @@ fn v1_archive_opens_exports_its_source_and_verifies_clean() {
 
     let out = run(&["verify", "--db", s(&db)]);
     assert!(
-        ok(&out, "weir verify of the format 1 archive").contains("5 segments, 324 events"),
+        ok(&out, "weir verify of an old archive").contains("5 segments, 324 events"),
         "{}",
         text(&out.stdout)
     );
     let out = run(&["inspect", s(&files[0]), "--json"]);
     let j: serde_json::Value = serde_json::from_str(&ok(&out, "weir inspect")).unwrap();
-    assert_eq!(j["version"], 1);
+    assert_eq!(j["version"], version);
 }
 
-/// Appending to a format 1 archive writes format 2 segments next to the old ones; both read
-/// and verify.
+/// Appending to a format 1 or 2 archive writes segments of the current format next to the
+/// old ones; all read and verify.
 #[test]
 fn v1_archive_takes_new_segments_in_the_current_format() {
-    let (_tmp, db) = v1_archive();
+    old_archive_takes_new_segments_in_the_current_format(1);
+}
+
+#[test]
+fn v2_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(2);
+}
+
+fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
+    let (_tmp, db) = old_archive(version);
+    let old = segment_files(&db);
     let s1 = schema("conn", 3);
     let (mut store, _) = Store::open_writer(
         &db,
@@ -108,12 +129,16 @@ fn v1_archive_takes_new_segments_in_the_current_format() {
         store.append(batch(&s1, 20, 30, i)).unwrap();
     }
     store.close().unwrap();
-    let versions: Vec<u32> = segment_files(&db)
-        .iter()
-        .map(|f| Segment::open(f).unwrap().version())
-        .collect();
-    assert_eq!(versions.iter().filter(|&&v| v == 1).count(), 5);
-    assert!(versions.contains(&FORMAT_VERSION), "{versions:?}");
+    let files = segment_files(&db);
+    assert!(files.len() > old.len(), "{files:?}");
+    for f in &files {
+        let want = if old.contains(f) {
+            version
+        } else {
+            FORMAT_VERSION
+        };
+        assert_eq!(Segment::open(f).unwrap().version(), want, "{}", f.display());
+    }
     let archive = Archive::open(&db).unwrap();
     let report = archive.verify();
     assert!(report.problems.is_empty(), "{report:?}");
