@@ -122,6 +122,7 @@ fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
         StoreOptions {
             max_segment_size: 16 << 10,
             sync: SyncPolicy::Never,
+            ..StoreOptions::default()
         },
     )
     .unwrap();
@@ -157,6 +158,7 @@ fn v2_archive(dir: &Path) -> Vec<PathBuf> {
         StoreOptions {
             max_segment_size: 6 << 10,
             sync: SyncPolicy::Never,
+            ..StoreOptions::default()
         },
     )
     .unwrap();

@@ -17,6 +17,7 @@ fn opts(max: u64) -> StoreOptions {
     StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Batch,
+        ..StoreOptions::default()
     }
 }
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use weir::batcher::BatchConfig;
 use weir::pipeline::build::{build, ArchiveHandle};
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+use weir::segment::Codec;
 use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
@@ -45,6 +46,17 @@ pub struct ImportArgs {
     #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
           default_value_t = ArchiveSinkConfig::default().sync)]
     sync: SyncPolicy,
+    /// How batches are compressed in the segments.
+    #[arg(long, value_parser = choice::<Codec>(), value_name = "CODEC",
+          default_value_t = ArchiveSinkConfig::default().compression)]
+    compression: Codec,
+    /// The codec's level (zstd: -7 to 22, default 1; faster below, smaller above; lz4 and
+    /// none have no levels).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    compression_level: Option<i32>,
+    /// Write no per-batch sketches (needle queries then read every batch of the schema).
+    #[arg(long)]
+    no_sketches: bool,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
@@ -81,6 +93,9 @@ impl ImportArgs {
         c.batch.timeout = self.batch_timeout.0;
         c.archive.max_segment_size = self.max_segment_size.0;
         c.archive.sync = self.sync;
+        c.archive.compression = self.compression;
+        c.archive.compression_level = self.compression_level;
+        c.archive.sketches = !self.no_sketches;
         c
     }
 }
@@ -96,6 +111,9 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sinks.archive", "db", "--db"),
     ("sinks.archive", "max_segment_size", "--max-segment-size"),
     ("sinks.archive", "sync", "--sync"),
+    ("sinks.archive", "compression", "--compression"),
+    ("sinks.archive", "compression_level", "--compression-level"),
+    ("sinks.archive", "sketches", "--no-sketches"),
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.

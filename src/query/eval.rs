@@ -181,7 +181,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// The order of a value and a literal of comparable types.
-fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
+pub(crate) fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
     use ValueRef as V;
     let num = match *v {
         V::Count(x) | V::Port(x) => Some(Number::U(x)),

@@ -5,9 +5,10 @@
 //!    schemas too when a comparison is ill-typed in all of those).
 //! 2. Segments whose catalog entry cannot match ([`prune::by_name`]: `#type`, and
 //!    `#timestamp`/`:timestamp` against the segment's `ts` range) are not opened.
-//! 3. In an opened segment, batches whose schema cannot match or whose `ts` range cannot
-//!    satisfy the `ts` comparisons are skipped without verifying or reading their rows
-//!    ([`Program::may_match`]).
+//! 3. In an opened segment, batches whose schema cannot match, whose `ts` range cannot
+//!    satisfy the `ts` comparisons, or whose sketch (format 3) proves that no row matches are
+//!    skipped without verifying or reading their rows ([`Program::may_match`],
+//!    [`Program::sketch_may_match`]).
 //! 4. The rows of the other batches are evaluated in place ([`Program::matches`]); a batch
 //!    whose schema matches as a whole is taken without reading a row.
 //!
@@ -305,7 +306,10 @@ impl<'a> Search<'a> {
             };
             if self.prune {
                 let p = self.programs.get(self.query, schema);
-                if p.constant() == Some(false) || !p.may_match(ts) {
+                if p.constant() == Some(false)
+                    || !p.may_match(ts)
+                    || seg.sketch(i).is_some_and(|sk| !p.sketch_may_match(&sk))
+                {
                     self.stats.batches_pruned += 1;
                     continue;
                 }
@@ -456,7 +460,11 @@ impl<'a> Search<'a> {
                         self.stats.matched += ids.end - ids.start;
                         total += ids.end - ids.start;
                     }
-                    None if !p.may_match(ts) => self.stats.batches_pruned += 1,
+                    None if !p.may_match(ts)
+                        || seg.sketch(i).is_some_and(|sk| !p.sketch_may_match(&sk)) =>
+                    {
+                        self.stats.batches_pruned += 1
+                    }
                     None => {
                         if let Some(b) = self.archive.scan_range(ids).next() {
                             if let Some(h) = self.evaluate(b?)? {

@@ -92,19 +92,23 @@ pub(crate) mod generated {
     pub use super::segment_generated::weir::fbs::*;
 }
 
+mod codec;
 mod error;
 mod inspect;
 mod meta;
 mod reader;
+pub mod sketch;
 mod writer;
 
+pub(crate) use codec::unpack;
+pub use codec::{Codec, Compression};
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub use writer::{
-    check_max_segment_size, DataLocation, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
-    MAX_SEGMENT_SIZE_LIMIT, MIN_SEGMENT_SIZE,
+    check_max_segment_size, DataLocation, Packed, SealedSegment, SegmentBuilder,
+    DEFAULT_MAX_SEGMENT_SIZE, MAX_SEGMENT_SIZE_LIMIT, MIN_SEGMENT_SIZE,
 };
 
 /// The FlatBuffers verifier limits used for segments: the apparent size may reach the 2 GiB

@@ -455,12 +455,16 @@ fn check_rows<'a>(
 
 #[derive(Debug, Clone)]
 enum Source {
+    /// An uncompressed batch: zero-copy from the map.
     Sealed(Arc<Segment>, usize),
+    /// A compressed batch, decompressed: its rows, then its offsets; the length of the rows.
+    Unpacked(Arc<Segment>, usize, Arc<Vec<u8>>, usize),
     Tail(Arc<Batch>),
 }
 
 /// A slice of a batch found by a scan: zero-copy rows of a mapped segment (kept mapped while
-/// this exists), or of a batch read from the WAL.
+/// this exists), the decompressed rows of a compressed batch (held while this exists), or of
+/// a batch read from the WAL.
 #[derive(Debug, Clone)]
 pub struct BatchRef {
     source: Source,
@@ -482,17 +486,23 @@ impl BatchRef {
         match &self.source {
             Source::Sealed(seg, i) => {
                 // The index was valid when the ref was made and segments are immutable.
-                match seg.checked_batch(*i) {
-                    Some(b) => (
-                        &self.schema,
-                        b.first_id(),
-                        b.data(),
-                        b.offsets(),
-                        b.ts_range(),
-                    ),
-                    None => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+                match (seg.mapped_rows(*i), seg.batch_meta(*i)) {
+                    (Some((data, offsets)), Some((_, ids, ts))) => {
+                        (&self.schema, ids.start, data, offsets, ts)
+                    }
+                    _ => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
                 }
             }
+            Source::Unpacked(seg, i, buf, len) => match seg.batch_meta(*i) {
+                Some((_, ids, ts)) => (
+                    &self.schema,
+                    ids.start,
+                    &buf[..*len],
+                    OffsetsRef::U32Le(&buf[*len..]),
+                    ts,
+                ),
+                None => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+            },
             Source::Tail(b) => (
                 b.schema(),
                 b.id(),
@@ -542,7 +552,7 @@ impl BatchRef {
     /// The segment file the rows come from (`None` for the WAL).
     pub fn segment_path(&self) -> Option<&Path> {
         match &self.source {
-            Source::Sealed(seg, _) => Some(seg.path()),
+            Source::Sealed(seg, _) | Source::Unpacked(seg, ..) => Some(seg.path()),
             Source::Tail(_) => None,
         }
     }
@@ -550,10 +560,14 @@ impl BatchRef {
     /// Copies the rows into an owned [`Batch`] with its ID set.
     pub fn to_batch(&self) -> Batch {
         let mut b = match &self.source {
-            Source::Sealed(seg, i) => match seg.checked_batch(*i) {
-                Some(b) => b.to_batch(),
-                None => crate::batch::BatchBuilder::new(self.schema().clone()).finish(),
-            },
+            Source::Sealed(..) | Source::Unpacked(..) => {
+                let (schema, first, data, offsets, ts) = self.parts();
+                let offsets = (0..offsets.len()).map(|i| offsets.get(i)).collect();
+                let mut b = Batch::from_parts(schema.clone(), data.to_vec(), offsets, ts)
+                    .unwrap_or_else(|| crate::batch::BatchBuilder::new(schema.clone()).finish());
+                b.set_id(first);
+                b
+            }
             Source::Tail(b) => (**b).clone(),
         };
         if self.rows.end < b.len() {
@@ -619,8 +633,12 @@ impl Scan<'_> {
                 }
                 if let Some(rows) = self.clip(first, len) {
                     let schema = b.schema().clone();
+                    let source = match b.unpacked() {
+                        Some((buf, data_len)) => Source::Unpacked(seg.clone(), i, buf, data_len),
+                        None => Source::Sealed(seg.clone(), i),
+                    };
                     return Some(Ok(BatchRef {
-                        source: Source::Sealed(seg, i),
+                        source,
                         schema,
                         rows,
                     }));
