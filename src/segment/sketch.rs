@@ -147,6 +147,11 @@ impl SketchRef<'_> {
     pub fn bloom_bytes(&self) -> usize {
         self.bloom.len()
     }
+
+    /// Number of fields with a range.
+    pub fn range_count(&self) -> usize {
+        self.ranges.len()
+    }
 }
 
 /// A range's value of type `ty` from its stored bits.

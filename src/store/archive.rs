@@ -290,6 +290,17 @@ impl Archive {
             wal.bytes = r.good_len();
         }
         let segment_events = cat.events();
+        // Each segment's index (not its rows) for the raw size of its batches.
+        let mut raw_bytes = 0u64;
+        for entry in &cat.segments {
+            if let Ok(seg) = self.segment(entry) {
+                raw_bytes += (0..seg.len())
+                    .filter_map(|i| seg.batch_storage(i))
+                    .map(|(_, _, raw)| raw as u64)
+                    .sum::<u64>();
+            }
+        }
+        let bytes: u64 = cat.segments.iter().map(|s| s.bytes).sum();
         let unlisted = self
             .unlisted_segments()?
             .lost
@@ -302,7 +313,9 @@ impl Archive {
             segments: cat.segments.len() as u64,
             events: segment_events + wal.events,
             segment_events,
-            bytes: cat.segments.iter().map(|s| s.bytes).sum(),
+            bytes,
+            raw_bytes,
+            compression_ratio: (bytes > 0).then(|| raw_bytes as f64 / bytes as f64),
             disk_bytes: disk_usage(&self.dir)?,
             ts,
             id_ranges: ranges,
@@ -778,7 +791,7 @@ pub struct UnlistedSegments {
 }
 
 /// Summary of an archive (`weir info`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArchiveInfo {
     /// Segment files the catalog does not list (and no WAL record names): their events are not
     /// counted here; `weir verify --repair` lists them again.
@@ -793,6 +806,12 @@ pub struct ArchiveInfo {
     pub segment_events: u64,
     /// Bytes of segment files.
     pub bytes: u64,
+    /// Bytes of the sealed segments' rows as msgpack, uncompressed (segments that cannot be
+    /// read count none).
+    pub raw_bytes: u64,
+    /// `raw_bytes` / `bytes`: how much smaller compression made the segments (1.0 for
+    /// uncompressed ones, which also hold row offsets; `None` without segments).
+    pub compression_ratio: Option<f64>,
     /// Bytes of every file in the database directory (segments, write-ahead log, catalog,
     /// lock, anything moved aside into `damaged/`).
     pub disk_bytes: u64,
@@ -810,7 +829,16 @@ pub struct ArchiveInfo {
 impl fmt::Display for ArchiveInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "database:  {}", self.dir)?;
-        writeln!(f, "segments:  {} ({})", self.segments, Size(self.bytes))?;
+        match self.compression_ratio {
+            Some(r) => writeln!(
+                f,
+                "segments:  {} ({}; rows {} uncompressed: ratio {r:.2})",
+                self.segments,
+                Size(self.bytes),
+                Size(self.raw_bytes)
+            )?,
+            None => writeln!(f, "segments:  {} ({})", self.segments, Size(self.bytes))?,
+        }
         writeln!(f, "on disk:   {}", Size(self.disk_bytes))?;
         writeln!(
             f,
