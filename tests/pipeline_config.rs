@@ -292,7 +292,8 @@ fn tee_json_fans_out_to_archive_and_json_file() {
         json.config,
         StageConfig::FileSink(FileSinkConfig {
             path: "events.json".into(),
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            ..Default::default()
         })
     );
     let (_, archive) = spec.stage("archive").unwrap();
@@ -448,13 +449,15 @@ fn topological_order_fan_in_and_fan_out() {
         spec.stages[idx("json")].config,
         StageConfig::FileSink(FileSinkConfig {
             path: "/base/out/events.json".into(),
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            ..Default::default()
         })
     );
     assert_eq!(
         spec.stages[idx("screen")].config,
         StageConfig::Stdout(StdoutSinkConfig {
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            ..Default::default()
         })
     );
 }

@@ -45,9 +45,9 @@
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
 //! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync` |
-//! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format` |
-//! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`: one file per log path |
-//! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format` |
+//! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format`, `json_timestamps` |
+//! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`, `json_timestamps`: one file per log path |
+//! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format`, `json_timestamps` |
 //!
 //! Each configuration type derives `Deserialize` for its table and owns its defaults (its
 //! `Default`), its limits (its `validate()`, the one check of each, also for the flags of
