@@ -221,7 +221,12 @@ fn json_reader_reads_the_output_back() {
     JsonWriter::new()
         .write_batch(&batch_of(&schema, &rows), &mut out)
         .unwrap();
-    let (batches, report) = read_all(&out, ReaderOptions::new("out.json")).unwrap();
+    // Inference only (a typed `dns` would add the fields of Zeek's dns.log).
+    let untyped = ReaderOptions {
+        zeek_schemas: None,
+        ..ReaderOptions::new("out.json")
+    };
+    let (batches, report) = read_all(&out, untyped).unwrap();
     assert_eq!(report.skipped, 0);
     assert_eq!(batches.len(), 1);
     assert_eq!(**batches[0].schema(), *schema);

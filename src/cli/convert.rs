@@ -94,6 +94,8 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     // The output directory must exist and must not hold an input (its files would be
     // overwritten): the same checks as `weir run --check`.
     spec.check_paths()?;
+    // A refused setting in the words of its flag (`--schema`), exit 2.
+    spec.validate().map_err(super::import::flag_error)?;
     let (pipeline, _) = build(&spec).await?;
     signals::forward(stop, pipeline.shutdown_token());
     let summary = pipeline.run().await?;

@@ -91,6 +91,8 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "paths", "FILE"),
     ("sources.input", "format", "--from"),
     ("sources.input", "on_error", "--on-error"),
+    ("sources.input", "schema", "--schema"),
+    ("sources.input", "schema_dir", "--schema-dir"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),
@@ -99,7 +101,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.
-fn flag_error(e: ConfigError) -> anyhow::Error {
+pub(super) fn flag_error(e: ConfigError) -> anyhow::Error {
     let flag = IMPORT_FLAGS.iter().find(|(table, key, _)| {
         e.table.as_deref() == Some(*table) && e.key.as_deref() == Some(*key)
     });
