@@ -919,6 +919,6 @@ fn misshapen_sections_name_their_table() {
     assert_eq!(
         e.to_string(),
         "x.toml:2: [pipeline] channel_size: unknown key for the [pipeline] table; \
-         allowed keys: channel_capacity"
+         allowed keys: channel_capacity, metrics_listen"
     );
 }

@@ -12,6 +12,7 @@
 //! ```toml
 //! [pipeline]                      # optional
 //! channel_capacity = "16MiB"      # byte bound of every edge (bounded channel) of the graph
+//! # metrics_listen = "127.0.0.1:9184"  # serve the counters for Prometheus (crate::metrics_http)
 //!
 //! [sources.logs]                  # a source named "logs"
 //! type = "file"
@@ -39,7 +40,7 @@
 //!
 //! | section | `type` | configuration (its docs list the keys and defaults) |
 //! | --- | --- | --- |
-//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity` |
+//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity`, `metrics_listen` |
 //! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `schema`, `schema_dir`, `max_line_length` |
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
