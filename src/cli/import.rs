@@ -63,6 +63,10 @@ pub struct ImportArgs {
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Serve per-stage counters for Prometheus at http://ADDR/metrics while running (e.g.
+    /// `127.0.0.1:9184`).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +80,10 @@ pub struct RunArgs {
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Serve per-stage counters for Prometheus at http://ADDR/metrics while running, instead of `[pipeline] metrics_listen` (e.g.
+    /// `127.0.0.1:9184`).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// The pipeline definition (TOML).
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -106,6 +114,8 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "paths", "FILE"),
     ("sources.input", "format", "--from"),
     ("sources.input", "on_error", "--on-error"),
+    ("sources.input", "schema", "--schema"),
+    ("sources.input", "schema_dir", "--schema-dir"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),
@@ -117,7 +127,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.
-fn flag_error(e: ConfigError) -> anyhow::Error {
+pub(super) fn flag_error(e: ConfigError) -> anyhow::Error {
     let flag = IMPORT_FLAGS.iter().find(|(table, key, _)| {
         e.table.as_deref() == Some(*table) && e.key.as_deref() == Some(*key)
     });
@@ -133,7 +143,8 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let config = args.config();
     // A missing input is reported before anything is created.
     config.source.inputs()?;
-    let spec = PipelineSpec::for_import(config);
+    let mut spec = PipelineSpec::for_import(config);
+    spec.options.metrics_listen = args.metrics_listen;
     spec.validate().map_err(flag_error)?;
     // A database this import creates is removed again if the import fails before it holds
     // anything.
@@ -212,7 +223,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     // Every problem of the file is reported (the last one as the command's error, which sets
     // the exit status), as Vector's `validate` does.
-    let spec = match PipelineSpec::load_all(&args.file, &options) {
+    let mut spec = match PipelineSpec::load_all(&args.file, &options) {
         Ok(spec) => spec,
         Err(mut errors) => {
             let last = errors.pop();
@@ -225,6 +236,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     };
+    if args.metrics_listen.is_some() {
+        spec.options.metrics_listen = args.metrics_listen;
+    }
     if args.check {
         say!(
             "{}: ok ({}: {})",
