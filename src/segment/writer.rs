@@ -12,6 +12,13 @@
 //! computed at seal too, from the batch headers hashed as they were added (CRC-32 combination),
 //! so sealing reads no chunk back.
 //!
+//! Format 3: as a batch is added, its sketch is built (`sketch.rs`) and its rows compressed
+//! (`codec.rs`; the builder's [`Compression`], zstd level 1 by default), the sketch of a batch
+//! of 64 KiB or more on a scoped second thread while this one compresses. The chunk then holds
+//! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch is never
+//! larger than its rows and u32 offsets, so the worst-case accounting of format 2 still holds,
+//! plus a sketch's worst case (see `max_bloom_bytes`).
+//!
 //! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
 //! temporary file `.<uuid>.seg.tmp` as long as the maximum segment size (rounded up to 64 KiB),
 //! at its final distance from the end, as the import runs; a background `fdatasync` every
@@ -72,6 +79,10 @@ const SCHEMA_SEAL_COST: usize = 4;
 /// Worst case of a sketch besides its Bloom filter and ranges: its table and vtable, two
 /// vector length prefixes and their alignment, and the batch table's extra fields.
 const SKETCH_OVERHEAD: usize = 96;
+
+/// Batches of at least this many bytes of rows are sketched on a second thread while they are
+/// compressed.
+const PARALLEL_SKETCH_MIN: usize = 64 << 10;
 
 /// Bytes per field range in a sketch (`FieldRange`: u32, u8, padding, two u64).
 const RANGE_COST: usize = 24;
@@ -464,19 +475,23 @@ impl SegmentBuilder {
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
         // A batch whose rows do not decode gets no sketch (queries then read it); the store
-        // never writes one, and `weir verify` names it.
-        let sketch = match &mut self.sketcher {
-            Some(sk) => sk
-                .build(
-                    batch.schema(),
-                    batch.rows(),
-                    max_bloom_bytes(batch.byte_size()),
-                )
-                .ok(),
-            None => None,
-        };
+        // never writes one, and `weir verify` names it. The sketch of a large batch is built on
+        // a second thread while this one compresses it (each takes about as long).
         let codec = self.packer.compression().codec;
-        let packed = self.packer.pack(batch.data(), &self.scratch);
+        let max_bloom = max_bloom_bytes(batch.byte_size());
+        let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
+        let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
+        let (sketch, packed) = match sketcher {
+            Some(sk) if codec != Codec::None && batch.byte_size() >= PARALLEL_SKETCH_MIN => {
+                std::thread::scope(|scope| {
+                    let sketch = scope.spawn(|| build(sk));
+                    let packed = packer.pack(batch.data(), scratch);
+                    (sketch.join().ok().flatten(), packed)
+                })
+            }
+            Some(sk) => (build(sk), packer.pack(batch.data(), scratch)),
+            None => (None, packer.pack(batch.data(), scratch)),
+        };
         let (stored, offsets, codec, raw_size, checksum) = match packed {
             Some((stored, raw_size)) => (
                 stored,
