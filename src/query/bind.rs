@@ -19,6 +19,7 @@
 //! field is false for that field, and a missing field is false for the schema. The query
 //! reports an error only when no schema makes a comparison well-typed (see [`Typing`]).
 
+use super::eval::Fast;
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
 use crate::types::{Schema, SchemaRef, Type};
@@ -46,6 +47,12 @@ pub(crate) struct Test {
     pub lit: Literal,
     /// The schema's `proto` field, for a port literal with a protocol.
     pub proto: Option<usize>,
+    /// Where `field` and `proto` are in the program's `fields` (what the evaluator
+    /// indexes its field offsets by); set by [`Program::new`].
+    pub slot: usize,
+    pub proto_slot: Option<usize>,
+    /// A cheaper equivalent of the comparison for the evaluator, where there is one.
+    pub fast: Fast,
 }
 
 /// How a predicate fared in the schemas bound so far.
@@ -74,7 +81,7 @@ impl Program {
     /// Binds `expr` (normalized; `None`: everything) to `schema`, recording each predicate's
     /// typing in `typing` (indexed by predicate id).
     pub(crate) fn new(expr: Option<&Expr>, schema: &SchemaRef, typing: &mut [Typing]) -> Program {
-        let bound = match expr {
+        let mut bound = match expr {
             None => Bound::Const(true),
             Some(e) => simplify(bind(e, schema, typing)),
         };
@@ -82,6 +89,7 @@ impl Program {
         collect_fields(&bound, &mut fields);
         fields.sort_unstable();
         fields.dedup();
+        prepare(&mut bound, &fields);
         Program {
             schema: schema.clone(),
             bound,
@@ -114,6 +122,24 @@ fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
             out.extend(t.proto);
         }
     }
+}
+
+/// Sets each test's slots (positions in `fields`) and its fast form.
+fn prepare(b: &mut Bound, fields: &[usize]) {
+    match b {
+        Bound::Const(_) => {}
+        Bound::And(v) | Bound::Or(v) => v.iter_mut().for_each(|b| prepare(b, fields)),
+        Bound::Test(t) => {
+            t.slot = slot_of(fields, t.field);
+            t.proto_slot = t.proto.map(|f| slot_of(fields, f));
+            t.fast = Fast::of(t);
+        }
+    }
+}
+
+/// The position of field `f` in `fields` (which holds it).
+fn slot_of(fields: &[usize], f: usize) -> usize {
+    fields.binary_search(&f).unwrap_or(0)
 }
 
 /// Folds constants: `x && false` is false, `x || true` is true, one-element lists unwrap.
@@ -275,6 +301,9 @@ fn test(schema: &Schema, field: usize, op: Op, lit: &Literal) -> Bound {
         op,
         lit: lit.clone(),
         proto,
+        slot: 0,
+        proto_slot: None,
+        fast: Fast::None,
     })
 }
 

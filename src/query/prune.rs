@@ -15,6 +15,8 @@
 use super::bind::{Bound, Program};
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, TypeName};
+use crate::segment::Segment;
+use crate::store::BatchRef;
 
 /// A three-valued answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,4 +115,19 @@ fn bound_may(b: &Bound, ts: Option<usize>, range: Option<(i64, i64)>) -> bool {
             _ => true,
         },
     }
+}
+
+/// Whether batch `i` of `seg` can hold a match of `p`, from the batch's metadata alone (its
+/// schema's constant answer and its `ts` range): the one batch-level check of a search, made
+/// before the batch's rows are verified or read.
+pub(crate) fn segment_batch(p: &Program, seg: &Segment, i: usize) -> bool {
+    let Some((_, _, ts)) = seg.batch_meta(i) else {
+        return true;
+    };
+    p.constant() != Some(false) && p.may_match(ts)
+}
+
+/// [`segment_batch`] for a batch of the write-ahead log.
+pub(crate) fn wal_batch(p: &Program, b: &BatchRef) -> bool {
+    p.constant() != Some(false) && p.may_match(b.ts_range())
 }

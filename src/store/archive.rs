@@ -478,6 +478,20 @@ type Parts<'a> = (
 );
 
 impl BatchRef {
+    /// All rows of batch `i` of a sealed segment (`None` past its end). The batch is checked
+    /// on its first access, as [`Segment::batch`] does: a damaged one is an error.
+    pub fn of_segment(seg: Arc<Segment>, i: usize) -> Option<Result<BatchRef>> {
+        let (schema, len) = match seg.batch(i)? {
+            Ok(b) => (b.schema().clone(), b.len()),
+            Err(e) => return Some(Err(e.into())),
+        };
+        Some(Ok(BatchRef {
+            source: Source::Sealed(seg, i),
+            schema,
+            rows: 0..len,
+        }))
+    }
+
     fn parts(&self) -> Parts<'_> {
         match &self.source {
             Source::Sealed(seg, i) => {
@@ -597,33 +611,30 @@ impl Scan<'_> {
                 return None;
             }
             if let Some((seg, i, seg_end)) = self.current.take() {
-                let Some(b) = seg.batch(i) else {
-                    // Past the segment's last batch: go on after its IDs.
-                    self.next = self.next.max(seg_end);
-                    continue;
-                };
-                self.current = Some((seg.clone(), i + 1, seg_end));
-                let b = match b {
-                    Ok(b) => b,
-                    Err(e) => {
+                let mut b = match BatchRef::of_segment(seg.clone(), i) {
+                    None => {
+                        // Past the segment's last batch: go on after its IDs.
+                        self.next = self.next.max(seg_end);
+                        continue;
+                    }
+                    Some(Err(e)) => {
                         // Skip the damaged batch; the rest stays readable.
                         if let Some(m) = seg.batch_ids(i) {
                             self.next = self.next.max(m.end);
                         }
-                        return Some(Err(e.into()));
+                        self.current = Some((seg, i + 1, seg_end));
+                        return Some(Err(e));
                     }
+                    Some(Ok(b)) => b,
                 };
-                let (first, len) = (b.first_id(), b.len());
+                self.current = Some((seg, i + 1, seg_end));
+                let first = b.first_id();
                 if first >= self.end {
                     return None;
                 }
-                if let Some(rows) = self.clip(first, len) {
-                    let schema = b.schema().clone();
-                    return Some(Ok(BatchRef {
-                        source: Source::Sealed(seg, i),
-                        schema,
-                        rows,
-                    }));
+                if let Some(rows) = self.clip(first, b.len()) {
+                    b.rows = rows;
+                    return Some(Ok(b));
                 }
                 continue;
             }
