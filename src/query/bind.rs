@@ -19,7 +19,7 @@
 //! field is false for that field, and a missing field is false for the schema. The query
 //! reports an error only when no schema makes a comparison well-typed (see [`Typing`]).
 
-use super::eval::Fast;
+use super::eval::{Fast, Needles};
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
 use crate::types::{Schema, SchemaRef, Type};
@@ -75,6 +75,8 @@ pub struct Program {
     pub(crate) fields: Vec<usize>,
     pub(crate) types: Vec<Type>,
     pub(crate) ts_index: Option<usize>,
+    /// Bytes a batch must contain to hold a match.
+    pub(crate) needles: Option<Needles>,
 }
 
 impl Program {
@@ -90,7 +92,9 @@ impl Program {
         fields.sort_unstable();
         fields.dedup();
         prepare(&mut bound, &fields);
+        let needles = Needles::of(&bound);
         Program {
+            needles,
             schema: schema.clone(),
             bound,
             fields,

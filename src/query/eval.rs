@@ -16,6 +16,64 @@ use super::parser::Op;
 use crate::types::Type;
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 
+/// Byte strings that a batch's encoded rows must contain for one of its rows to match: what
+/// an equality with a string or an address needs (a matching row holds the literal's bytes,
+/// however its length is encoded). A batch without them is skipped after one `memmem` pass
+/// over its bytes instead of an evaluation of each row.
+#[derive(Debug, Clone)]
+pub(crate) enum Needles {
+    /// Each of them.
+    All(Vec<Needles>),
+    /// One of them.
+    Any(Vec<Needles>),
+    /// These bytes.
+    Bytes(Box<memchr::memmem::Finder<'static>>),
+}
+
+impl Needles {
+    /// The needles of a bound expression (`None`: it needs no particular bytes).
+    pub(crate) fn of(b: &Bound) -> Option<Needles> {
+        match b {
+            Bound::Const(_) => None,
+            Bound::And(v) => {
+                let all: Vec<Needles> = v.iter().filter_map(Needles::of).collect();
+                (!all.is_empty()).then_some(Needles::All(all))
+            }
+            // Every alternative needs its bytes, or the batch can match without any.
+            Bound::Or(v) => v
+                .iter()
+                .map(Needles::of)
+                .collect::<Option<_>>()
+                .map(Needles::Any),
+            Bound::Test(t) => {
+                let scalar = t.ty.element().unwrap_or(&t.ty);
+                // `==` on a scalar, `==` and `ni` on a container's elements, `ni` (substring)
+                // on a string: a match holds the literal's bytes.
+                let bytes = match (&t.lit, t.op) {
+                    (Literal::String(s), Op::Eq | Op::Ni) if scalar.is_stringy() => s.clone(),
+                    (Literal::Addr(a), Op::Eq | Op::Ni) if *scalar == Type::Addr => match a {
+                        std::net::IpAddr::V4(a) => a.octets().to_vec(),
+                        std::net::IpAddr::V6(a) => a.octets().to_vec(),
+                    },
+                    _ => return None,
+                };
+                (!bytes.is_empty()).then(|| {
+                    Needles::Bytes(Box::new(memchr::memmem::Finder::new(&bytes).into_owned()))
+                })
+            }
+        }
+    }
+
+    /// Whether `data` holds the needles.
+    pub(crate) fn found_in(&self, data: &[u8]) -> bool {
+        match self {
+            Needles::All(v) => v.iter().all(|n| n.found_in(data)),
+            Needles::Any(v) => v.iter().any(|n| n.found_in(data)),
+            Needles::Bytes(f) => f.find(data).is_some(),
+        }
+    }
+}
+
 /// Field offsets for up to this many needed fields live on the stack.
 const INLINE_FIELDS: usize = 16;
 
@@ -119,6 +177,12 @@ impl Program {
             Bound::Test(t) => test(self, t, row, offsets),
             b => eval(self, b, row, offsets),
         }
+    }
+
+    /// Whether a batch whose rows are encoded in `data` (back to back) can hold a match, by
+    /// the bytes a match needs ([`Needles`]); `true` when it needs none.
+    pub(crate) fn may_hold(&self, data: &[u8]) -> bool {
+        self.needles.as_ref().is_none_or(|n| n.found_in(data))
     }
 
     /// The number of rows that match.

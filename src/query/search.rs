@@ -262,6 +262,15 @@ fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
             done.outcome = Ok(Outcome::Hits(None));
             return done;
         }
+        None if !p.may_hold(b.batch_data()) => {
+            // The bytes every match needs are not in the batch.
+            done.outcome = Ok(if count_only {
+                Outcome::Count(0)
+            } else {
+                Outcome::Hits(None)
+            });
+            return done;
+        }
         None => {
             done.rows_evaluated = b.len() as u64;
             if count_only {

@@ -547,6 +547,12 @@ impl BatchRef {
         self.parts().4
     }
 
+    /// The encoded rows of the whole underlying batch, back to back (those of this slice are
+    /// a part): for scanning a batch's bytes in one pass.
+    pub fn batch_data(&self) -> &[u8] {
+        self.parts().2
+    }
+
     /// The encoded rows (one msgpack array each), borrowed.
     pub fn rows(&self) -> RowIter<'_> {
         let (_, _, data, offsets, _) = self.parts();
