@@ -61,8 +61,8 @@ if [ ! -d "$gdb" ]; then
 fi
 [ -s "$gpq" ] || { echo "writing $gpq" >&2; to_parquet "$glog" "$gpq"; }
 # The needle: the uid of the event in the middle.
-needle=$(grep -v '^#' "$glog" | sed -n "$((EVENTS / 2))p" | cut -f2)
-first_ts=$(grep -v '^#' "$glog" | head -1 | cut -f1 | cut -d. -f1)
+needle=$(awk -F'\t' -v n=$((EVENTS / 2)) '!/^#/ && ++i == n { print $2; exit }' "$glog")
+first_ts=$(awk -F'\t' '!/^#/ { print int($1); exit }' "$glog")
 t0=$((first_ts + 100000)); t1=$((t0 + 10000))
 
 queries=(

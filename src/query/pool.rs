@@ -9,10 +9,11 @@
 //! ([`OrderedPool::push_ready`]) take their place in the order too. With one thread, jobs run
 //! at once on the caller's thread and no thread is started.
 //!
-//! Threads start at the first job. Dropping the pool closes the queue and waits for the jobs
-//! that are running (at most one per thread); queued ones are dropped.
+//! Threads start at the first job. Dropping the pool waits for the jobs that are running (at
+//! most one per thread); queued ones are not started.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -32,6 +33,8 @@ pub(crate) struct OrderedPool<J, R> {
     queue: Option<SyncSender<(u64, J)>>,
     results: Option<Receiver<(u64, Result<R, WorkerLost>)>>,
     handles: Vec<JoinHandle<()>>,
+    /// Set when the pool is dropped: queued jobs are not started.
+    stop: Arc<AtomicBool>,
     /// Results by submission order, from `next_out` on (`None`: not back yet).
     slots: VecDeque<Option<Result<R, WorkerLost>>>,
     next_out: u64,
@@ -64,6 +67,7 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
             queue: None,
             results: None,
             handles: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
             slots: VecDeque::new(),
             next_out: 0,
             window: threads,
@@ -93,9 +97,13 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
             let rx = Arc::new(Mutex::new(rx));
             for _ in 0..self.threads {
                 let (rx, done_tx, work) = (rx.clone(), done_tx.clone(), self.work.clone());
+                let stop = self.stop.clone();
                 self.handles.push(std::thread::spawn(move || loop {
                     let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((seq, job)) = next else { return };
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
                     // A panic (a bug) costs its job's result, not the search.
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(job)))
                         .map_err(|_| WorkerLost);
@@ -145,7 +153,8 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
 
 impl<J, R> Drop for OrderedPool<J, R> {
     fn drop(&mut self) {
-        // Closing the queue ends each worker after its current job.
+        // Each worker ends after its current job, leaving the queued ones.
+        self.stop.store(true, Ordering::Relaxed);
         self.queue = None;
         self.results = None;
         for h in self.handles.drain(..) {
