@@ -16,8 +16,9 @@
 # Each query runs as one `weir count` process (wall time, process start included) and as one
 # DuckDB `SELECT count(*)` in a fresh connection of a Python process that is already running
 # (query time only: DuckDB's import is not counted). Both answers must agree. Prints, per
-# query: both medians, DuckDB/weir (above 1: weir is faster), events scanned per second by
-# weir, and the target from issue 10.
+# query: both medians of wall time, DuckDB/weir (above 1: weir is faster), the archive's
+# events per second of weir's wall time, the medians of CPU time (user + system, all
+# threads: steadier than wall time when the machine is shared), and the target from issue 10.
 set -euo pipefail
 REPS=${REPS:-5}
 EVENTS=${EVENTS:-10000000}
@@ -97,42 +98,50 @@ fi
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "weir: $weir; DuckDB $(python3 -c 'import duckdb; print(duckdb.__version__)'); $REPS runs each, alternating"
-printf '%s\n' "${queries[@]}" | python3 - "$weir" "$REPS" <<'EOF'
-import statistics, subprocess, sys, time
+printf '%s\n' "${queries[@]}" > "$work/queries.txt"
+python3 - "$weir" "$REPS" "$work/queries.txt" <<'EOF'
+import resource, statistics, subprocess, sys, time
 import duckdb
 
 weir, reps = sys.argv[1], int(sys.argv[2])
-rows = [line.rstrip("\n").split("|") for line in sys.stdin if line.strip()]
+with open(sys.argv[3]) as f:
+    rows = [line.rstrip("\n").split("|") for line in f if line.strip()]
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 def run_weir(db, expr):
-    t = time.perf_counter()
+    c, t = child_cpu(), time.perf_counter()
     out = subprocess.run([weir, "count", "--db", db, expr], capture_output=True, text=True)
-    dt = time.perf_counter() - t
+    dt, cpu = time.perf_counter() - t, child_cpu() - c
     if out.returncode != 0:
         sys.exit(f"weir count failed: {expr}: {out.stderr}")
-    return dt, int(out.stdout)
+    return dt, cpu, int(out.stdout)
 
 def run_duckdb(pq, where):
     con = duckdb.connect()
-    t = time.perf_counter()
-    n = con.sql(f"SELECT count(*) FROM read_parquet('{pq}') WHERE {where}").fetchone()[0]
-    dt = time.perf_counter() - t
+    c, t = time.process_time(), time.perf_counter()
+    n = con.execute(f"SELECT count(*) FROM read_parquet('{pq}') WHERE {where}").fetchall()[0][0]
+    dt, cpu = time.perf_counter() - t, time.process_time() - c
     con.close()
-    return dt, n
+    return dt, cpu, n
 
 def events(db):
     out = subprocess.run([weir, "count", "--db", db], capture_output=True, text=True)
     return int(out.stdout)
 
-print(f"{'query':<24} {'matches':>10} {'weir':>9} {'DuckDB':>9} {'DuckDB/weir':>11} {'weir scan':>14}  target")
+print(f"{'query':<24} {'matches':>10} {'weir':>9} {'DuckDB':>9} {'DuckDB/weir':>11} {'weir scan':>14}"
+      f" {'CPU: weir':>10} {'DuckDB':>8}  target")
 failed = False
 for name, db, pq, expr, where, target in rows:
-    w, d, answers = [], [], set()
+    w, d, wc, dc, answers = [], [], [], [], set()
     for i in range(reps):
         pair = [("w", lambda: run_weir(db, expr)), ("d", lambda: run_duckdb(pq, where))]
         for who, f in pair if i % 2 == 0 else reversed(pair):
-            dt, n = f()
+            dt, cpu, n = f()
             (w if who == "w" else d).append(dt)
+            (wc if who == "w" else dc).append(cpu)
             answers.add((who, n))
     counts = {n for _, n in answers}
     if len(counts) != 1:
@@ -141,7 +150,9 @@ for name, db, pq, expr, where, target in rows:
         continue
     mw, md = statistics.median(w), statistics.median(d)
     rate = events(db) / mw / 1e6
-    print(f"{name:<24} {counts.pop():>10} {mw*1000:>7.1f}ms {md*1000:>7.1f}ms {md/mw:>10.2f}x {rate:>8.1f} M ev/s  {target}")
+    cw, cd = statistics.median(wc), statistics.median(dc)
+    print(f"{name:<24} {counts.pop():>10} {mw*1000:>7.1f}ms {md*1000:>7.1f}ms {md/mw:>10.2f}x {rate:>8.1f} M ev/s"
+          f" {cw*1000:>8.0f}ms {cd*1000:>6.0f}ms  {target}")
     print(f"  weir:   {expr}")
 sys.exit(1 if failed else 0)
 EOF

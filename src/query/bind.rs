@@ -132,12 +132,44 @@ fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
 fn prepare(b: &mut Bound, fields: &[usize]) {
     match b {
         Bound::Const(_) => {}
-        Bound::And(v) | Bound::Or(v) => v.iter_mut().for_each(|b| prepare(b, fields)),
+        Bound::Or(v) => v.iter_mut().for_each(|b| prepare(b, fields)),
+        Bound::And(v) => {
+            v.iter_mut().for_each(|b| prepare(b, fields));
+            merge_ranges(v);
+            if v.len() == 1 {
+                if let Some(one) = v.pop() {
+                    *b = one;
+                }
+            }
+        }
         Bound::Test(t) => {
             t.slot = slot_of(fields, t.field);
             t.proto_slot = t.proto.map(|f| slot_of(fields, f));
             t.fast = Fast::of(t);
         }
+    }
+}
+
+/// Merges the range tests of one field in a conjunction into one (`ts >= a && ts < b` is
+/// one test of `ts` in `a..=b-1`): one decoding of the field instead of two.
+fn merge_ranges(v: &mut Vec<Bound>) {
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i + 1;
+        while j < v.len() {
+            let merged = match (&v[i], &v[j]) {
+                (Bound::Test(a), Bound::Test(b)) if a.field == b.field => a.fast.intersect(b.fast),
+                _ => None,
+            };
+            match (merged, &mut v[i]) {
+                (Some(fast), Bound::Test(a)) => {
+                    a.fast = fast;
+                    v.remove(j);
+                }
+                _ => j += 1,
+            }
+        }
+        i += 1;
     }
 }
 

@@ -90,6 +90,46 @@ pub(crate) enum Fast {
 }
 
 impl Fast {
+    /// The one range both ranges describe (`None` unless both are ranges of the same kind,
+    /// not negated).
+    pub(crate) fn intersect(self, other: Fast) -> Option<Fast> {
+        match (self, other) {
+            (
+                Fast::Unsigned {
+                    lo: a,
+                    hi: b,
+                    negate: false,
+                },
+                Fast::Unsigned {
+                    lo: c,
+                    hi: d,
+                    negate: false,
+                },
+            ) => Some(Fast::Unsigned {
+                lo: a.max(c),
+                hi: b.min(d),
+                negate: false,
+            }),
+            (
+                Fast::Signed {
+                    lo: a,
+                    hi: b,
+                    negate: false,
+                },
+                Fast::Signed {
+                    lo: c,
+                    hi: d,
+                    negate: false,
+                },
+            ) => Some(Fast::Signed {
+                lo: a.max(c),
+                hi: b.min(d),
+                negate: false,
+            }),
+            _ => None,
+        }
+    }
+
     /// The fast form of a test, if it has one.
     pub(crate) fn of(t: &Test) -> Fast {
         let x: i128 = match (&t.ty, &t.lit) {

@@ -12,7 +12,8 @@
 //!
 //! Both are conservative: "maybe" reads the rows.
 
-use super::bind::{Bound, Program};
+use super::bind::{Bound, Program, Test};
+use super::eval::Fast;
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, TypeName};
 use crate::segment::Segment;
@@ -110,8 +111,19 @@ fn bound_may(b: &Bound, ts: Option<usize>, range: Option<(i64, i64)>) -> bool {
         Bound::Const(b) => *b,
         Bound::And(v) => v.iter().all(|b| bound_may(b, ts, range)),
         Bound::Or(v) => v.iter().any(|b| bound_may(b, ts, range)),
+        Bound::Test(t) if Some(t.field) != ts => true,
+        // A range (one comparison, or several of `ts` merged): it must meet the batch's.
+        Bound::Test(Test {
+            fast:
+                Fast::Signed {
+                    lo,
+                    hi,
+                    negate: false,
+                },
+            ..
+        }) => range.is_some_and(|(a, b)| a <= *hi && *lo <= b),
         Bound::Test(t) => match &t.lit {
-            Literal::Time(x) if Some(t.field) == ts => ts_may(range, t.op, *x),
+            Literal::Time(x) => ts_may(range, t.op, *x),
             _ => true,
         },
     }
