@@ -5,8 +5,14 @@
 //! at their types); the comparisons then decode only their own field, and only when the
 //! `&&`/`||` tree gets to them. Comparisons of integer fields (`count`, `port`, `int`, `time`,
 //! `interval`) with an integer, time or duration literal are precompiled into an inclusive
-//! range ([`Fast`]) and tested on the integer as it is read; the others go through
-//! [`holds`] on a borrowed [`ValueRef`]. Unset values never match, whatever the operator.
+//! range ([`Fast`]) and tested on the integer as it is read (the ranges of one field in a
+//! conjunction are merged into one: `ts >= a && ts < b` reads `ts` once); the others go
+//! through [`holds`] on a borrowed [`ValueRef`]. Unset values never match, whatever the
+//! operator.
+//!
+//! Before the rows, a whole batch is checked for the bytes every match needs ([`Needles`]:
+//! the literal of an equality with a string or an address); a batch without them is skipped
+//! after one `memmem` pass over its bytes.
 
 use std::cmp::Ordering;
 
