@@ -204,10 +204,16 @@ fn gen_expr() -> impl Strategy<Value = String> {
 }
 
 fn ids(q: &Query, archive: &Archive, prune: bool) -> Vec<u64> {
-    q.search_with(archive, SearchOptions { prune })
-        .unwrap()
-        .flat_map(|h| h.unwrap().ids())
-        .collect()
+    q.search_with(
+        archive,
+        SearchOptions {
+            prune,
+            ..SearchOptions::default()
+        },
+    )
+    .unwrap()
+    .flat_map(|h| h.unwrap().ids())
+    .collect()
 }
 
 /// Each exported row tested on its own with the schema's program.
@@ -404,4 +410,91 @@ fn a_needle_query_reads_only_the_batch_that_holds_it() {
     let q = Query::parse("uid == \"nope\" || id.orig_h == 192.168.0.1").unwrap();
     let (n, stats) = q.count(&Archive::open(&dirs[0]).unwrap()).unwrap();
     assert_eq!((n, stats.batches_read), (0, 0), "{stats:?}");
+}
+
+/// The matching IDs of a search on `threads` threads, batch by batch, and its stats.
+fn search_ids(q: &Query, archive: &Archive, threads: usize, limit: Option<usize>) -> Vec<u64> {
+    let options = SearchOptions {
+        threads,
+        ..SearchOptions::default()
+    };
+    let mut out = Vec::new();
+    for h in q.search_with(archive, options).unwrap() {
+        out.extend(h.unwrap().ids());
+        if limit.is_some_and(|n| out.len() >= n) {
+            // Stopping early drops the search with batches still in flight.
+            out.truncate(limit.unwrap_or(0));
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn parallel_results_equal_sequential_results_in_id_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 40 segments of 3 batches (each split by schema): 240 batches of mixed sizes.
+    let segments: Vec<Vec<Vec<Gen>>> = (0..40i64)
+        .map(|s| {
+            (0..3i64)
+                .map(|b| {
+                    (0..(5 + (s * 7 + b * 3) % 40))
+                        .map(|i| Gen {
+                            schema: ((i + s) % 3 % 2) as usize,
+                            ts: (i % 9 != 0).then_some(s * 100 + b * 30 + i % 30),
+                            n: (i % 5 != 0).then_some((i * 13 + s) as u8),
+                            s: (i % 7 != 0).then_some((i + b) as u8),
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    write_archive(tmp.path(), &segments, true);
+    let archive = Archive::open(tmp.path()).unwrap();
+    let exprs = [
+        "n >= 5".to_string(),
+        "s == \"xy\" || orig_h == 10.0.0.3".to_string(),
+        "#type == \"zeek.b\" && \"y\" in tags".to_string(),
+        format!("ts >= {} && ts < {}", time(1_000), time(2_500)),
+        "n == 3 && resp_p > 52".to_string(),
+    ];
+    for text in &exprs {
+        let q = Query::parse(text).unwrap();
+        let sequential = search_ids(&q, &archive, 1, None);
+        assert!(!sequential.is_empty(), "{text}");
+        assert!(
+            sequential.windows(2).all(|w| w[0] < w[1]),
+            "{text}: ID order"
+        );
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                search_ids(&q, &archive, threads, None),
+                sequential,
+                "{text} on {threads} threads"
+            );
+            for limit in [1, 2, 7, sequential.len() / 2 + 1] {
+                assert_eq!(
+                    search_ids(&q, &archive, threads, Some(limit)),
+                    sequential[..limit.min(sequential.len())],
+                    "{text} on {threads} threads, first {limit}"
+                );
+            }
+        }
+        // The whole search touches the same on any number of threads, and counts agree.
+        let stats = |threads: usize| {
+            let options = SearchOptions {
+                threads,
+                ..SearchOptions::default()
+            };
+            let mut s = q.search_with(&archive, options).unwrap();
+            let n: usize = s.by_ref().map(|h| h.unwrap().len()).sum();
+            let (count, _) = q.search_with(&archive, options).unwrap().count().unwrap();
+            assert_eq!(count, n as u64, "{text} count on {threads} threads");
+            s.stats().clone()
+        };
+        let one = stats(1);
+        assert_eq!(one.matched, sequential.len() as u64, "{text}");
+        assert_eq!(stats(4), one, "{text}");
+    }
 }

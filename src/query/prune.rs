@@ -23,9 +23,12 @@ use std::cmp::Ordering;
 
 use super::bind::{Bound, Program, Test};
 use super::eval::compare;
+use super::eval::Fast;
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, TypeName};
 use crate::segment::sketch::{value_hash, SketchRef, TAG_ADDR, TAG_STRING};
+use crate::segment::Segment;
+use crate::store::BatchRef;
 use crate::types::Type;
 
 /// A three-valued answer.
@@ -120,8 +123,19 @@ fn bound_may(b: &Bound, ts: Option<usize>, range: Option<(i64, i64)>) -> bool {
         Bound::Const(b) => *b,
         Bound::And(v) => v.iter().all(|b| bound_may(b, ts, range)),
         Bound::Or(v) => v.iter().any(|b| bound_may(b, ts, range)),
+        Bound::Test(t) if Some(t.field) != ts => true,
+        // A range (one comparison, or several of `ts` merged): it must meet the batch's.
+        Bound::Test(Test {
+            fast:
+                Fast::Signed {
+                    lo,
+                    hi,
+                    negate: false,
+                },
+            ..
+        }) => range.is_some_and(|(a, b)| a <= *hi && *lo <= b),
         Bound::Test(t) => match &t.lit {
-            Literal::Time(x) if Some(t.field) == ts => ts_may(range, t.op, *x),
+            Literal::Time(x) => ts_may(range, t.op, *x),
             _ => true,
         },
     }
@@ -197,4 +211,21 @@ fn eq_may(t: &Test, lit: &Literal, sk: &SketchRef<'_>) -> bool {
 /// Whether a sketch has a range for every field of this type that has a value in the batch.
 fn has_range(ty: &Type) -> bool {
     crate::segment::sketch::RangeKind::of(ty).is_some()
+}
+
+/// Whether batch `i` of `seg` can hold a match of `p`, from the batch's metadata alone (its
+/// schema's constant answer, its `ts` range and its sketch): the one batch-level check of a search, made
+/// before the batch's rows are verified or read.
+pub(crate) fn segment_batch(p: &Program, seg: &Segment, i: usize) -> bool {
+    let Some((_, _, ts)) = seg.batch_meta(i) else {
+        return true;
+    };
+    p.constant() != Some(false)
+        && p.may_match(ts)
+        && seg.sketch(i).is_none_or(|sk| p.sketch_may_match(&sk))
+}
+
+/// [`segment_batch`] for a batch of the write-ahead log.
+pub(crate) fn wal_batch(p: &Program, b: &BatchRef) -> bool {
+    p.constant() != Some(false) && p.may_match(b.ts_range())
 }

@@ -495,6 +495,26 @@ type Parts<'a> = (
 );
 
 impl BatchRef {
+    /// All rows of batch `i` of a sealed segment (`None` past its end). The batch is checked
+    /// on its first access, as [`Segment::batch`] does: a damaged one is an error.
+    pub fn of_segment(seg: Arc<Segment>, i: usize) -> Option<Result<BatchRef>> {
+        let (schema, len, unpacked) = match seg.batch(i)? {
+            Ok(b) => (b.schema().clone(), b.len(), b.unpacked()),
+            Err(e) => return Some(Err(e.into())),
+        };
+        // A compressed batch keeps its decompressed rows; an uncompressed one is read from
+        // the map.
+        let source = match unpacked {
+            Some((buf, data_len)) => Source::Unpacked(seg, i, buf, data_len),
+            None => Source::Sealed(seg, i),
+        };
+        Some(Ok(BatchRef {
+            source,
+            schema,
+            rows: 0..len,
+        }))
+    }
+
     fn parts(&self) -> Parts<'_> {
         match &self.source {
             Source::Sealed(seg, i) => {
@@ -554,6 +574,12 @@ impl BatchRef {
     /// The `ts` range of the whole underlying batch.
     pub fn ts_range(&self) -> Option<(i64, i64)> {
         self.parts().4
+    }
+
+    /// The encoded rows of the whole underlying batch, back to back (those of this slice are
+    /// a part): for scanning a batch's bytes in one pass.
+    pub fn batch_data(&self) -> &[u8] {
+        self.parts().2
     }
 
     /// The encoded rows (one msgpack array each), borrowed.
@@ -624,37 +650,30 @@ impl Scan<'_> {
                 return None;
             }
             if let Some((seg, i, seg_end)) = self.current.take() {
-                let Some(b) = seg.batch(i) else {
-                    // Past the segment's last batch: go on after its IDs.
-                    self.next = self.next.max(seg_end);
-                    continue;
-                };
-                self.current = Some((seg.clone(), i + 1, seg_end));
-                let b = match b {
-                    Ok(b) => b,
-                    Err(e) => {
+                let mut b = match BatchRef::of_segment(seg.clone(), i) {
+                    None => {
+                        // Past the segment's last batch: go on after its IDs.
+                        self.next = self.next.max(seg_end);
+                        continue;
+                    }
+                    Some(Err(e)) => {
                         // Skip the damaged batch; the rest stays readable.
                         if let Some(m) = seg.batch_ids(i) {
                             self.next = self.next.max(m.end);
                         }
-                        return Some(Err(e.into()));
+                        self.current = Some((seg, i + 1, seg_end));
+                        return Some(Err(e));
                     }
+                    Some(Ok(b)) => b,
                 };
-                let (first, len) = (b.first_id(), b.len());
+                self.current = Some((seg, i + 1, seg_end));
+                let first = b.first_id();
                 if first >= self.end {
                     return None;
                 }
-                if let Some(rows) = self.clip(first, len) {
-                    let schema = b.schema().clone();
-                    let source = match b.unpacked() {
-                        Some((buf, data_len)) => Source::Unpacked(seg.clone(), i, buf, data_len),
-                        None => Source::Sealed(seg.clone(), i),
-                    };
-                    return Some(Ok(BatchRef {
-                        source,
-                        schema,
-                        rows,
-                    }));
+                if let Some(rows) = self.clip(first, b.len()) {
+                    b.rows = rows;
+                    return Some(Ok(b));
                 }
                 continue;
             }
