@@ -442,6 +442,7 @@ fn topological_order_fan_in_and_fan_out() {
             db: archive_db,
             max_segment_size: 512 << 20,
             sync: SyncPolicy::Always,
+            ..ArchiveSinkConfig::default()
         })
     );
     assert_eq!(

@@ -50,9 +50,14 @@
 
 mod archive;
 pub mod catalog;
+mod compact;
 mod config;
+mod erase;
 mod error;
+pub mod readers;
 mod repair;
+mod retention;
+mod rewrite;
 mod sink;
 
 use std::collections::HashSet;
@@ -65,10 +70,14 @@ pub use archive::{
     Archive, ArchiveInfo, BatchRef, Problem, Scan, UnlistedSegments, VerifyReport, WalInfo,
     DEFAULT_SEGMENT_CACHE,
 };
-pub use catalog::{Catalog, CatalogEntry};
+pub use catalog::{Catalog, CatalogEntry, PendingDeletion};
+pub use compact::{CompactReport, COMPACT_SMALL_PERCENT};
 pub use config::ArchiveSinkConfig;
+pub use erase::{EraseReport, EventSelector, IdSelector};
 pub use error::{Result, StoreError};
 pub use repair::{repair, RepairReport, DAMAGED_DIR};
+pub use retention::{Maintenance, LOW_MARK_PERCENT, MIN_BUDGET_SEGMENTS};
+pub use rewrite::STAGING_DIR;
 pub use sink::ArchiveSink;
 
 /// Fault injection for tests (see `fs::fault`); not part of the API.
@@ -135,6 +144,10 @@ pub struct Summary {
     pub segment_bytes: u64,
     /// The next event ID (= events in the archive).
     pub next_id: u64,
+    /// Segments erased in this session by retention (`max_archive_size`, `retain`).
+    pub erased_segments: u64,
+    /// Events of those segments.
+    pub erased_events: u64,
 }
 
 /// The writer of a database: appends batches, seals segments, keeps the WAL.
@@ -156,6 +169,15 @@ pub struct Store {
     /// Segment files of an earlier life that the WAL still points into; removed once a seal
     /// has replaced the WAL.
     stale: Vec<PathBuf>,
+    /// Retention and background compaction (none by default).
+    maintenance: Maintenance,
+    /// Bytes of the sealed segments the catalog lists.
+    sealed_bytes: u64,
+    /// When retention by age was last checked.
+    age_checked: Option<std::time::Instant>,
+    /// The catalog in memory differs from the file only in files deleted since (written at
+    /// the next seal or change, or at close).
+    catalog_dirty: bool,
 }
 
 pub(crate) fn take_lock(dir: &Path) -> Result<File> {
@@ -245,7 +267,8 @@ fn remove_temporaries(dir: &Path, keep: &HashSet<String>) -> Result<()> {
     Ok(())
 }
 
-/// The segment files (`segments/*.seg`) the catalog does not list, by file name.
+/// The segment files (`segments/*.seg`) the catalog does not list, by file name, other than
+/// those pending deletion (see [`catalog`]).
 pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
     let seg_dir = dir.join(SEGMENTS_DIR);
     let known: HashSet<&str> = catalog.segments.iter().map(|s| s.file.as_str()).collect();
@@ -261,6 +284,7 @@ pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Ve
         if !name.starts_with('.')
             && name.ends_with(".seg")
             && !known.contains(format!("{SEGMENTS_DIR}/{name}").as_str())
+            && !catalog.is_pending_deletion(&name)
         {
             names.push(name);
         }
@@ -377,6 +401,10 @@ impl Store {
             summary: Summary::default(),
             failed: None,
             stale: Vec::new(),
+            maintenance: Maintenance::default(),
+            sealed_bytes: 0,
+            age_checked: None,
+            catalog_dirty: false,
         };
         let sealed_at_open = store.catalog.next_id;
         let referenced = store.replay(&mut report)?;
@@ -391,6 +419,10 @@ impl Store {
         }
         keep.extend(store.builder.active_file_name());
         remove_temporaries(&store.dir, &keep)?;
+        // Outputs of an interrupted erase or compaction, and files it dropped or announced.
+        rewrite::clean_staging(&store.dir)?;
+        store.sweep();
+        store.sealed_bytes = store.catalog.segments.iter().map(|s| s.bytes).sum();
         let wal_ids = sealed_at_open..store.next_id;
         report
             .warnings
@@ -417,6 +449,25 @@ impl Store {
             "opened archive for writing"
         );
         Ok((store, report))
+    }
+
+    /// Opens an existing archive for writing, for a command that changes it (`weir erase`,
+    /// `weir compact`): unlike [`Store::open_writer`], a missing directory is
+    /// [`StoreError::NoDatabase`] and one that is not an archive [`StoreError::NoArchive`];
+    /// nothing is created.
+    pub fn open_existing(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(Store, OpenReport)> {
+        let dir = dir.as_ref();
+        if !dir.is_dir() {
+            return Err(StoreError::NoDatabase {
+                dir: dir.to_path_buf(),
+            });
+        }
+        if !looks_like_archive(dir) {
+            return Err(StoreError::NoArchive {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Store::open_writer(dir, opts)
     }
 
     /// Replays the WAL into the active segment; returns the segments whose files its records
@@ -557,11 +608,14 @@ impl Store {
         batch.set_id(start);
         let ids = batch.id_range();
         let bytes = batch.byte_size() as u64;
+        let sealed = self.summary.segments;
         let r = self.add_to_segments(batch, true, true);
         self.poison_on_error(r)?;
         self.next_id = ids.end;
         self.summary.events += ids.end - ids.start;
         self.summary.bytes += bytes;
+        let r = self.retention(self.summary.segments > sealed);
+        self.poison_on_error(r)?;
         Ok(ids)
     }
 
@@ -626,6 +680,7 @@ impl Store {
         let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;
         self.summary.segments += 1;
         self.summary.segment_bytes += sealed.bytes;
+        self.sealed_bytes += sealed.bytes;
         let entry = CatalogEntry::from_sealed(&sealed);
         tracing::info!(
             segment = %self.dir.join(&entry.file).display(),
@@ -636,6 +691,7 @@ impl Store {
         );
         self.catalog.push(entry);
         self.catalog.save(&self.dir, sync)?;
+        self.catalog_dirty = false;
         if reset_wal {
             self.wal = Wal::create(
                 &self.dir.join(WAL_FILE),
@@ -647,6 +703,7 @@ impl Store {
                 let _ = std::fs::remove_file(path);
             }
         }
+        self.sweep();
         Ok(())
     }
 
@@ -661,6 +718,9 @@ impl Store {
             self.builder.sync_data().map_err(StoreError::from)
         };
         let r = r.and_then(|()| Ok(self.wal.sync()?));
+        self.poison_on_error(r)?;
+        // The input paused: time for retention by age and a bounded step of compaction.
+        let r = self.retention(false).and_then(|()| self.idle_compaction());
         self.poison_on_error(r)
     }
 
@@ -669,6 +729,10 @@ impl Store {
         self.check_failed()?;
         self.seal(true)?;
         self.wal.sync()?;
+        if self.catalog_dirty {
+            self.catalog
+                .save(&self.dir, self.opts.sync.sync_segments())?;
+        }
         Ok(self.summary())
     }
 
