@@ -729,6 +729,7 @@ impl Store {
         self.check_failed()?;
         self.seal(true)?;
         self.wal.sync()?;
+        self.sweep();
         if self.catalog_dirty {
             self.catalog
                 .save(&self.dir, self.opts.sync.sync_segments())?;
