@@ -69,7 +69,11 @@ fn erase_query(args: &EraseArgs) -> anyhow::Result<Option<Query>> {
         (Some(t), _, _) => ("--before", format!("#timestamp < {t}")),
         (_, Some(d), _) => (
             "--older-than",
-            format!("#timestamp < now - {}ns", d.0.as_nanos()),
+            format!(
+                "#timestamp < now - {}.{:09}s",
+                d.0.as_secs(),
+                d.0.subsec_nanos()
+            ),
         ),
         (_, _, Some(e)) => ("EXPR", e.clone()),
         _ => return Ok(None),

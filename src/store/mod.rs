@@ -608,13 +608,13 @@ impl Store {
         batch.set_id(start);
         let ids = batch.id_range();
         let bytes = batch.byte_size() as u64;
-        let sealed = self.summary.segments;
         let r = self.add_to_segments(batch, true, true);
         self.poison_on_error(r)?;
         self.next_id = ids.end;
         self.summary.events += ids.end - ids.start;
         self.summary.bytes += bytes;
-        let r = self.retention(self.summary.segments > sealed);
+        // Age, now and then (the budget is checked at every seal).
+        let r = self.retention(false);
         self.poison_on_error(r)?;
         Ok(ids)
     }
@@ -702,6 +702,9 @@ impl Store {
             for path in std::mem::take(&mut self.stale) {
                 let _ = std::fs::remove_file(path);
             }
+            // Retention after every seal (also of a batch split over several segments), but
+            // not while replaying: the writer applies it once it is open.
+            self.retention(true)?;
         }
         self.sweep();
         Ok(())

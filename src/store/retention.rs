@@ -5,20 +5,22 @@
 //! # Rules
 //!
 //! - **Budget** (`max_archive_size`, `weir import --max-archive-size`): the archive's size is
-//!   the bytes of its sealed segments plus those written to the active segment. When it passes
+//!   the bytes of its sealed segments plus one maximum-size segment for the active one, which
+//!   may fill up before the next check (and gains its metadata when sealed). When it passes
 //!   the budget, sealed segments are erased oldest first (lowest IDs: import order) until it is
 //!   at most [`LOW_MARK_PERCENT`] of the budget (the low mark), so that erasing happens in
-//!   steps, not at every batch. The budget must hold at least [`MIN_BUDGET_SEGMENTS`]
-//!   segments: the active segment is never erased, so a budget below that could not hold.
+//!   steps, not at every seal. So the segment files on disk never pass the budget. It must
+//!   hold at least [`MIN_BUDGET_SEGMENTS`] segments (the active segment is never erased);
+//!   with ten or more, little of it goes unused.
 //!   The write-ahead log (records point at rows, a few dozen bytes each), the catalog and
 //!   files a running reader still holds after they were erased are not counted.
 //! - **Age** (`retain`, `--retain`): a sealed segment whose newest event (`ts` of its catalog
 //!   entry) is older than now minus the period is erased. A segment without any `ts` is never
 //!   erased by age.
 //! - **When**: when the writer opens (after the write-ahead log is replayed), after every
-//!   append (the budget: a sum and a comparison) and, for age, after every seal and at most
-//!   every [`AGE_CHECK_INTERVAL`] otherwise (appends and idle flushes). So the budget holds
-//!   across restarts and during a live import that runs for days.
+//!   seal, and for age also at most every [`AGE_CHECK_INTERVAL`] otherwise (checked at
+//!   appends and idle flushes). So the budget holds across restarts and during a live import
+//!   that runs for days.
 //! - **What is never erased**: the active segment, and anything the write-ahead log points
 //!   into (those files are not in the catalog until sealed). IDs are never reused, and erased
 //!   segments go through [`super::rewrite`]'s change: crash-safe, and deleted only once no
@@ -70,9 +72,14 @@ impl Store {
         self.maintenance
     }
 
-    /// Bytes the budget counts: sealed segments and the active segment's bytes so far.
+    /// Bytes of the archive: sealed segments and the active segment's bytes so far.
     pub fn archive_size(&self) -> u64 {
         self.sealed_bytes + self.builder.used() as u64
+    }
+
+    /// Bytes the budget counts: sealed segments and a full active segment.
+    fn budgeted_size(&self) -> u64 {
+        self.sealed_bytes + self.opts.max_segment_size
     }
 
     /// Applies retention (see the module docs); `check_age`: check the age now, whenever it
@@ -97,7 +104,7 @@ impl Store {
             }
         }
         if let Some(budget) = m.max_archive_size {
-            let mut size = self.archive_size();
+            let mut size = self.budgeted_size();
             size -= drop
                 .iter()
                 .map(|&i| self.catalog.segments[i].bytes)
