@@ -423,3 +423,42 @@ fn compaction_fails_at_every_operation_into_the_old_or_the_new_state() {
     }
     assert_eq!(by_file.len(), 5, "the template is untouched");
 }
+
+#[test]
+fn background_compaction_merges_when_the_input_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let s = schema("conn", 4);
+    let mut batches = Vec::new();
+    for i in 0..6u64 {
+        let (mut store, _) = Store::open_writer(db, opts(1 << 20)).unwrap();
+        let b = batch(&s, 20, 10, i * 20);
+        batches.push(b.clone());
+        store.append(b).unwrap();
+        store.close().unwrap();
+    }
+    assert_eq!(segments(db), 6);
+    // The sink's settings, as a pipeline file writes them.
+    let config: weir::store::ArchiveSinkConfig = toml::from_str(&format!(
+        "db = {:?}\nmax_segment_size = \"1MiB\"\ncompact = true\nretain = \"36500d\"\nmax_archive_size = \"64MiB\"",
+        db.display().to_string()
+    ))
+    .unwrap();
+    config.validate().unwrap();
+    let m = config.maintenance();
+    assert!(m.compact);
+    assert_eq!(m.max_archive_size, Some(64 << 20));
+    let (mut store, _) = Store::open_writer(db, config.store_options()).unwrap();
+    store.set_maintenance(m).unwrap();
+    let more = batch(&s, 5, 10, 999);
+    batches.push(more.clone());
+    store.append(more).unwrap();
+    // Nothing is compacted while batches arrive; a flush (the input paused) does one step.
+    assert_eq!(segments(db), 6);
+    store.flush().unwrap();
+    assert_eq!(segments(db), 1);
+    store.close().unwrap();
+    assert_eq!(segments(db), 2);
+    assert_eq!(read_all(db), expected(&batches));
+    sound(db);
+}

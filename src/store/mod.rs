@@ -9,10 +9,25 @@
 //!   wal                write-ahead log of the active segment (see [`crate::wal`])
 //!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
 //!   damaged/           files `weir verify --repair` moved aside (see [`repair`]); never read
+//!   readers/<generation>  readers' lock files (see [`readers`]): what keeps erased segments
+//!                      on disk while a reader of an older catalog runs
+//!   staging/           new segments of an erase or compaction before they join `segments/`
+//!                      (see `rewrite.rs`); emptied by the next writer
 //!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
 //!                      while it is being written (sparse; see [`crate::segment`]'s writer),
 //!                      removed by the next writer
 //! ```
+//!
+//! # Changing what the archive holds
+//!
+//! Besides appending, a writer erases events ([`Store::erase`], `weir erase`: `erase.rs`),
+//! merges small segments ([`Store::compact`], `weir compact`, and in the background:
+//! `compact.rs`) and applies retention by disk budget and age ([`Maintenance`]:
+//! `retention.rs`). All three go through one transaction (`rewrite.rs`): new segments are
+//! staged, announced in the catalog under `pending_deletion`, moved in, and the catalog is
+//! committed with the dropped segments removed, their IDs added to `erased` and the dropped
+//! files listed for deletion; files are deleted only once no reader may map them. The
+//! catalog's new fields are documented in [`catalog`].
 //!
 //! # Invariants
 //!
@@ -36,7 +51,13 @@
 //!   not list (a lost catalog or catalog entry) is kept: the writer warns about it, or, if it
 //!   holds IDs at or past the catalog's `next_id` (which the writer would assign again),
 //!   refuses to open ([`StoreError::Unlisted`]); readers warn about it and `weir verify`
-//!   reports it as a problem. `weir verify --repair` puts it back into the catalog.
+//!   reports it as a problem. `weir verify --repair` puts it back into the catalog. A file the
+//!   catalog lists under `pending_deletion` (erased, replaced by compaction, or the output of
+//!   a change that did not commit) is not unlisted: nothing reads, reports or re-adds it, and
+//!   the writer deletes it once no reader of an older generation is registered.
+//! - IDs are never reused: erasing leaves `next_id` where it is and records the erased IDs in
+//!   the catalog, so "every ID below `next_id` is in exactly one sealed segment" reads "... or
+//!   erased". Surviving events keep their IDs.
 //! - A seal that fails (a full disk, an I/O error) deletes nothing the WAL points into: the
 //!   active segment's temporary file stays (see [`crate::segment::SegmentBuilder::write_to`]),
 //!   the writer refuses further work ([`StoreError::Poisoned`]), and the next writer replays

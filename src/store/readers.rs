@@ -11,10 +11,10 @@
 //! - A change that drops segments from the catalog (erase, retention, compaction) commits a
 //!   catalog with a higher generation *G* first, listing the dropped files under
 //!   `pending_deletion` with *G*. A file so listed is deleted only once no registered reader
-//!   holds a generation below *G* ([`oldest_reader`]): readers that started before the change
+//!   holds a generation below *G* (`oldest_reader`): readers that started before the change
 //!   keep reading the old files, also those they had not mapped yet, and those that started
 //!   after it never name them.
-//! - [`oldest_reader`] finds the held generations by trying an exclusive lock on each file;
+//! - `oldest_reader` finds the held generations by trying an exclusive lock on each file;
 //!   a file it can lock whose generation is below the current one has no reader and is
 //!   removed. A reader that locked such a file just before its removal finds a newer
 //!   generation when it reads the catalog again, and retries.

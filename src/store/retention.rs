@@ -47,7 +47,7 @@ pub struct Maintenance {
     pub max_archive_size: Option<u64>,
     /// Erase segments whose newest event is older than this; `None`: keep forever.
     pub retain: Option<Duration>,
-    /// Merge small sealed segments when the input pauses (see [`super::compact`]).
+    /// Merge small sealed segments when the input pauses (see [`Store::compact`]).
     pub compact: bool,
 }
 

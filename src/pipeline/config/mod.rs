@@ -44,7 +44,7 @@
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
-//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync` |
+//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `max_archive_size`, `retain`, `compact` |
 //! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format` |
 //! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`: one file per log path |
 //! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format` |
