@@ -460,3 +460,62 @@ fn live_import_under_a_budget() {
     );
     println!("{secs} s: {next} events, {restarts} imports, peak {peak} bytes of segments, kept from {first}");
 }
+
+#[test]
+fn erase_and_compact_take_the_writer_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    archive(&db, 100, "16KiB");
+    // An import running on the archive holds the lock.
+    let mut import = weir()
+        .args(["import", "--db", s(&db), "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = import.stdin.take().unwrap();
+    stdin.write_all(log(100..110).as_bytes()).unwrap();
+    common::cli::wait_for(
+        "the import to take the lock",
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(db.join("LOCK"))
+                .is_ok_and(|p| p.trim() == import.id().to_string())
+        },
+    );
+    for args in [
+        vec!["erase", "--db", s(&db), "--ids", "0-9"],
+        vec!["compact", "--db", s(&db)],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("locked"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    drop(stdin);
+    assert!(import.wait().unwrap().success());
+    assert_eq!(exported(&db), (0..110).collect::<Vec<_>>());
+}
+
+#[test]
+fn import_with_retain_erases_old_segments_and_info_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    archive(&db, 3000, "16KiB");
+    // The events are of 2020: older than 30 days. The new import's segment goes too once it
+    // is sealed (at the end); the events of the last import stay until then.
+    let out = run_with_stdin(
+        &["import", "--db", s(&db), "-q", "--retain", "30d"],
+        log(3000..3010).as_bytes(),
+    );
+    ok(&out, "import --retain");
+    assert_eq!(count(&db, ""), 0);
+    let info = ok(&run(&["info", "--db", s(&db)]), "info");
+    assert!(info.contains("erased:    3010 events"), "{info}");
+    assert_eq!(common::cli::info(&db)["erased_events"], 3010);
+    verify_ok(&db);
+}

@@ -316,6 +316,7 @@ impl Archive {
             id_ranges: ranges,
             schemas,
             wal,
+            erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum(),
         })
     }
 
@@ -808,6 +809,9 @@ pub struct ArchiveInfo {
     pub schemas: BTreeMap<String, u64>,
     /// The active segment's write-ahead log.
     pub wal: WalInfo,
+    /// Events erased (by `weir erase` or retention): IDs below the end that no segment holds
+    /// by design.
+    pub erased_events: u64,
 }
 
 impl fmt::Display for ArchiveInfo {
@@ -834,6 +838,9 @@ impl fmt::Display for ArchiveInfo {
                 r.join(" ")
             }
         )?;
+        if self.erased_events > 0 {
+            writeln!(f, "erased:    {} events", self.erased_events)?;
+        }
         for u in &self.unlisted {
             writeln!(
                 f,
