@@ -149,6 +149,7 @@ fn usage_errors() {
         ],
         vec!["erase", "--db", s(&db), "--before", "yesterday-ish"],
         vec!["erase", "--db", s(&db), "x =="],
+        vec!["erase", "--db", s(&db), "ts == \"yesterday\""],
         vec!["compact", "--db", s(&db), "--max-segment-size", "4GiB"],
     ] {
         let out = run(&args);

@@ -4,9 +4,9 @@
 
 use clap::Args;
 
-use weir::query::{Query, QuerySelector};
+use weir::query::{Query, QueryError, QuerySelector};
 use weir::size::Size;
-use weir::store::{ArchiveSinkConfig, EventSelector, IdSelector, Store, StoreOptions};
+use weir::store::{Archive, ArchiveSinkConfig, EventSelector, IdSelector, Store, StoreOptions};
 
 use super::archive::print_out;
 use super::args::{DbArg, DurationText, SizeText};
@@ -100,6 +100,18 @@ fn open(db: &std::path::Path, max_segment_size: u64) -> anyhow::Result<Store> {
 /// `weir erase`.
 pub fn erase(args: EraseArgs) -> anyhow::Result<()> {
     let query = erase_query(&args)?;
+    if let Some(q) = &query {
+        // Type-checked against the archive's schemas as `weir export` does: an ill-typed
+        // comparison (`ts == "yesterday"`) is refused rather than erasing nothing. The
+        // reader is gone before the erase, so it keeps no erased file on disk.
+        let archive = Archive::open(&args.db.path)?;
+        if let Err(e) = q.search(&archive) {
+            return Err(match e {
+                QueryError::Expr(e) => UsageError(format!("invalid expression: {e}")).into(),
+                other => other.into(),
+            });
+        }
+    }
     let mut store = open(&args.db.path, StoreOptions::default().max_segment_size)?;
     let mut ids;
     let mut by_query;

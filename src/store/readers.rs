@@ -4,9 +4,9 @@
 //! # Protocol
 //!
 //! - A reader ([`crate::store::Archive::open`] and `reload`) takes a *shared* `flock` on
-//!   `DIR/readers/<generation>` for the catalog generation it reads (created if missing),
-//!   and reads the catalog again after locking: if the generation changed meanwhile, it
-//!   retries with the new one. It holds the lock as long as it may map segments of that
+//!   `DIR/readers/<generation>` for the catalog generation it is about to read (created if
+//!   missing), and then reads the catalog: if its generation is another one (a change
+//!   committed meanwhile), it retries with that one. It holds the lock as long as it may map segments of that
 //!   catalog (or of a later one it loads while scanning).
 //! - A change that drops segments from the catalog (erase, retention, compaction) commits a
 //!   catalog with a higher generation *G* first, listing the dropped files under
@@ -42,8 +42,7 @@ pub(crate) struct ReaderLock {
 pub(crate) fn register(dir: &Path) -> Result<(Catalog, Option<ReaderLock>)> {
     let readers = dir.join(READERS_DIR);
     loop {
-        let catalog = Catalog::load(dir)?;
-        let generation = catalog.generation;
+        let generation = Catalog::load_generation(dir);
         let file = std::fs::create_dir_all(&readers).and_then(|()| {
             OpenOptions::new()
                 .read(true)
@@ -56,12 +55,14 @@ pub(crate) fn register(dir: &Path) -> Result<(Catalog, Option<ReaderLock>)> {
             Ok(f) => f,
             Err(e) => {
                 tracing::debug!(dir = %dir.display(), error = %e, "reading unregistered");
-                return Ok((catalog, None));
+                return Ok((Catalog::load(dir)?, None));
             }
         };
-        let again = Catalog::load(dir)?;
-        if again.generation == generation {
-            return Ok((again, Some(ReaderLock { _file: file })));
+        // Read after locking: if its generation is still the one locked, no change that
+        // committed after this point can delete a file it lists.
+        let catalog = Catalog::load(dir)?;
+        if catalog.generation == generation {
+            return Ok((catalog, Some(ReaderLock { _file: file })));
         }
     }
 }
