@@ -165,20 +165,6 @@ impl Catalog {
         dir.join(CATALOG_FILE)
     }
 
-    /// The `generation` of the catalog of `dir`, without building its segment entries (0 for
-    /// an absent or unreadable catalog: [`Catalog::load`] reports that).
-    pub fn load_generation(dir: &Path) -> u64 {
-        #[derive(Deserialize)]
-        struct Generation {
-            #[serde(default)]
-            generation: u64,
-        }
-        std::fs::read(Self::path(dir))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Generation>(&b).ok())
-            .map_or(0, |g| g.generation)
-    }
-
     /// Loads the catalog of `dir`; an absent catalog is an empty archive.
     pub fn load(dir: &Path) -> Result<Catalog> {
         let path = Self::path(dir);

@@ -4,9 +4,10 @@
 //! # Protocol
 //!
 //! - A reader ([`crate::store::Archive::open`] and `reload`) takes a *shared* `flock` on
-//!   `DIR/readers/<generation>` for the catalog generation it is about to read (created if
-//!   missing), and then reads the catalog: if its generation is another one (a change
-//!   committed meanwhile), it retries with that one. It holds the lock as long as it may map segments of that
+//!   `DIR/readers/<generation>` for the catalog generation it expects (the newest lock file's;
+//!   created if missing), and then reads the catalog: if its generation is another one (a
+//!   change committed since), it locks that one and reads the catalog again. So a reader
+//!   reads the catalog once, except the first after a change. It holds the lock as long as it may map segments of that
 //!   catalog (or of a later one it loads while scanning).
 //! - A change that drops segments from the catalog (erase, retention, compaction) commits a
 //!   catalog with a higher generation *G* first, listing the dropped files under
@@ -15,7 +16,7 @@
 //!   keep reading the old files, also those they had not mapped yet, and those that started
 //!   after it never name them.
 //! - `oldest_reader` finds the held generations by trying an exclusive lock on each file;
-//!   a file it can lock whose generation is below the current one has no reader and is
+//!   a file it can lock whose generation is not the current one has no reader and is
 //!   removed. A reader that locked such a file just before its removal finds a newer
 //!   generation when it reads the catalog again, and retries.
 //! - Registration is best effort: a reader that cannot create the lock file (a read-only
@@ -41,8 +42,10 @@ pub(crate) struct ReaderLock {
 /// Loads the catalog of `dir` and registers a reader of its generation (see the module docs).
 pub(crate) fn register(dir: &Path) -> Result<(Catalog, Option<ReaderLock>)> {
     let readers = dir.join(READERS_DIR);
+    // The newest generation with a lock file is the current one, except right after a
+    // change: then the catalog says which, and the loop locks that one.
+    let mut generation = newest_lock(&readers);
     loop {
-        let generation = Catalog::load_generation(dir);
         let file = std::fs::create_dir_all(&readers).and_then(|()| {
             OpenOptions::new()
                 .read(true)
@@ -64,7 +67,20 @@ pub(crate) fn register(dir: &Path) -> Result<(Catalog, Option<ReaderLock>)> {
         if catalog.generation == generation {
             return Ok((catalog, Some(ReaderLock { _file: file })));
         }
+        generation = catalog.generation;
     }
+}
+
+/// The highest generation that has a lock file in `readers` (0 when none).
+fn newest_lock(readers: &Path) -> u64 {
+    std::fs::read_dir(readers)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u64>().ok()))
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
 }
 
 /// The oldest catalog generation a registered reader holds (`None`: no reader), removing the
@@ -86,7 +102,7 @@ pub(crate) fn oldest_reader(dir: &Path, current: u64) -> Option<u64> {
         let held = match File::open(&path) {
             Ok(f) => match f.try_lock() {
                 Ok(()) => {
-                    if generation < current {
+                    if generation != current {
                         let _ = std::fs::remove_file(&path);
                     }
                     false
