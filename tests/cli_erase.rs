@@ -415,6 +415,9 @@ fn live_import_under_a_budget() {
                 "256KiB",
                 "--batch-timeout",
                 "50ms",
+                // Uncompressed, so that a few seconds of input pass the budget.
+                "--compression",
+                "none",
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
