@@ -23,6 +23,8 @@ fn opts(max: u64) -> StoreOptions {
     StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Batch,
+        // Uncompressed: the tests count segments of known sizes.
+        compression: weir::segment::Compression::NONE,
         ..StoreOptions::default()
     }
 }
