@@ -51,6 +51,11 @@ pub struct ImportArgs {
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Follow the files like `tail -F` until SIGINT/SIGTERM: files matching the patterns
+    /// (quote them) that appear later are read too, rotation is detected, and a restart
+    /// resumes exactly where the archive ends.
+    #[arg(long)]
+    follow: bool,
 }
 
 #[derive(Debug, Args)]
@@ -81,6 +86,7 @@ impl ImportArgs {
         c.batch.timeout = self.batch_timeout.0;
         c.archive.max_segment_size = self.max_segment_size.0;
         c.archive.sync = self.sync;
+        c.source.follow = self.follow;
         c
     }
 }
@@ -91,6 +97,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "paths", "FILE"),
     ("sources.input", "format", "--from"),
     ("sources.input", "on_error", "--on-error"),
+    ("sources.input", "follow", "--follow"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),

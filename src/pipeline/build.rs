@@ -100,6 +100,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
     let mut pipeline = Pipeline::new(spec.options.clone());
     let mut built = Built::default();
     let mut ids: Vec<StageId> = Vec::with_capacity(spec.stages.len());
+    // Followed sources resume from the checkpoints of the (first) archive.
+    let mut resumes = Vec::new();
+    let mut checkpoints = None;
     // Readers cut batches at the size of the first batch transform downstream.
     let batch_rows = spec
         .stages
@@ -122,6 +125,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 // keep the decoders busy and bounds memory with many inputs.
                 let per_input = capacity.min(SourceConfig::DEFAULT_CHANNEL_CAPACITY);
                 let config = src.build(&stage.name, batch_rows, per_input);
+                if let Some(f) = &config.follow {
+                    resumes.push(f.resume.clone());
+                }
                 pipeline.add_source(&stage.name, files, config)?
             }
             StageConfig::Batch(b) => pipeline.add_batcher(&stage.name, &inputs, *b)?,
@@ -176,6 +182,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;
                 let (sink, report) = opened.map_err(|e| sink_error(Box::new(e)))?;
                 let first_id = report.next_id;
+                if checkpoints.is_none() {
+                    checkpoints = Some(report.checkpoints.clone());
+                }
                 built.warnings.extend(
                     report
                         .warnings
@@ -194,6 +203,11 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
             }
         };
         ids.push(id);
+    }
+    for slot in resumes {
+        if let (Ok(mut slot), Some(c)) = (slot.lock(), &checkpoints) {
+            *slot = c.clone();
+        }
     }
     Ok((pipeline, built))
 }

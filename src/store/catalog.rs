@@ -8,8 +8,16 @@
 //! {"format": "weir-catalog", "version": 1, "next_id": 2048,
 //!  "segments": [{"uuid": "…", "file": "segments/….seg", "bytes": 123, "events": 2048,
 //!                "batches": 2, "intervals": [[0, 2048]], "schemas": {"zeek.conn": 2048},
-//!                "ts": [1, 2]}]}
+//!                "ts": [1, 2]}]},
+//!  "checkpoints": [{"id": {"dev": 2049, "ino": 131, "fp_len": 4096, "fp_crc": 12345},
+//!                   "path": "/opt/zeek/logs/current/conn.log",
+//!                   "pos": {"offset": 81920, "skip": 0}}]}
 //! ```
+//!
+//! `checkpoints` (absent when empty, so older catalogs read unchanged) holds the position of
+//! every followed file after the last event of the last sealed segment (see
+//! [`crate::checkpoint`]); `"done": true` marks a compressed file read to its end. The
+//! write-ahead log's records carry the positions of the events after it.
 //!
 //! # Invariants
 //!
@@ -30,6 +38,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::FileCheckpoint;
 use crate::segment::SealedSegment;
 use crate::store::{Result, StoreError};
 
@@ -48,6 +57,9 @@ pub struct Catalog {
     pub next_id: u64,
     /// Sealed segments in ID order.
     pub segments: Vec<CatalogEntry>,
+    /// Positions of followed files as of `next_id` (see [`crate::checkpoint`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<FileCheckpoint>,
     #[serde(skip)]
     ranges: Vec<(u64, u64, usize)>,
 }
@@ -105,6 +117,7 @@ impl Default for Catalog {
             version: 1,
             next_id: 0,
             segments: Vec::new(),
+            checkpoints: Vec::new(),
             ranges: Vec::new(),
         }
     }

@@ -78,6 +78,7 @@ pub use crate::fs::FsError;
 pub use crate::wal::{SyncPolicy, WalError};
 
 use crate::batch::Batch;
+use crate::checkpoint::{Checkpoints, FileCheckpoint};
 use crate::segment::{SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::{Entry, Wal, WalReader};
 
@@ -120,6 +121,9 @@ pub struct OpenReport {
     /// The ID of the next event appended (the events already in the archive, replayed ones
     /// included): this session's events get IDs from here.
     pub next_id: u64,
+    /// Where each followed file's lines end in the archive (see [`crate::checkpoint`]): a
+    /// followed import resumes there.
+    pub checkpoints: Vec<FileCheckpoint>,
 }
 
 /// What a writer did, returned by [`Store::close`].
@@ -156,6 +160,8 @@ pub struct Store {
     /// Segment files of an earlier life that the WAL still points into; removed once a seal
     /// has replaced the WAL.
     stale: Vec<PathBuf>,
+    /// Positions of followed files after the last appended event.
+    checkpoints: Checkpoints,
 }
 
 pub(crate) fn take_lock(dir: &Path) -> Result<File> {
@@ -366,6 +372,8 @@ impl Store {
             Wal::create(&wal_path, catalog.next_id, opts.sync)?
         };
         let next_id = catalog.next_id;
+        let mut checkpoints = Checkpoints::default();
+        checkpoints.extend(catalog.checkpoints.iter().cloned());
         let mut store = Store {
             dir,
             _lock: lock,
@@ -377,6 +385,7 @@ impl Store {
             summary: Summary::default(),
             failed: None,
             stale: Vec::new(),
+            checkpoints,
         };
         let sealed_at_open = store.catalog.next_id;
         let referenced = store.replay(&mut report)?;
@@ -410,6 +419,7 @@ impl Store {
             .filter(|p| p.exists())
             .collect();
         report.next_id = store.next_id;
+        report.checkpoints = store.checkpoints.to_vec();
         tracing::debug!(
             dir = %store.dir.display(),
             segments = store.catalog.segments.len(),
@@ -438,8 +448,17 @@ impl Store {
             }
             .into());
         }
+        let mut live_marks = false;
         while let Some((offset, entry)) = reader.next_entry(self.catalog.next_id)? {
             let batch = match entry {
+                Entry::Batch(b) if b.is_empty() => {
+                    // Checkpoints only: nothing to add to the segment.
+                    if b.id() >= self.catalog.next_id {
+                        self.checkpoints.apply_marks(b.marks());
+                        live_marks = true;
+                    }
+                    continue;
+                }
                 Entry::Batch(b) => b,
                 Entry::Sealed(_) => {
                     report.skipped_batches += 1;
@@ -491,7 +510,7 @@ impl Store {
             replayed!(debug);
         }
         self.next_id = self.catalog.next_id.max(reader.end_id());
-        if report.replayed_batches == 0 {
+        if report.replayed_batches == 0 && !live_marks {
             // Nothing live in the log (empty, or only records of the last sealed segment):
             // start a clean one at the catalog's end.
             self.wal = Wal::create(&path, self.catalog.next_id, self.opts.sync)?;
@@ -532,6 +551,13 @@ impl Store {
         self.check_failed()?;
         let start = self.next_id;
         if batch.is_empty() {
+            if !batch.marks().is_empty() {
+                // Checkpoints only: a record without rows moves them (see `crate::wal`).
+                batch.set_id(start);
+                let r = self.wal.append(&batch).map_err(StoreError::from);
+                self.poison_on_error(r)?;
+                self.checkpoints.apply_marks(batch.marks());
+            }
             return Ok(start..start);
         }
         // IDs are never wrapped: a batch that does not fit in the rest of the u64 space is
@@ -601,18 +627,26 @@ impl Store {
         // One pass over the rows for both checksums.
         let crc = crc32fast::hash(batch.data());
         let location = self.builder.add_located(batch, crc)?;
-        if !log {
-            return Ok(());
-        }
-        match location {
-            Some(location) => {
-                if self.opts.sync == SyncPolicy::Always {
-                    self.builder.sync_data()?;
+        if log {
+            match location {
+                Some(location) => {
+                    if self.opts.sync == SyncPolicy::Always {
+                        self.builder.sync_data()?;
+                    }
+                    self.wal.append_external(batch, crc, location)?;
                 }
-                Ok(self.wal.append_external(batch, crc, location)?)
+                None => self.wal.append_with_crc(batch, crc)?,
             }
-            None => Ok(self.wal.append_with_crc(batch, crc)?),
         }
+        // The positions of followed files move with the rows (logged in the same record);
+        // a seal writes them into the catalog.
+        self.checkpoints.apply_marks(batch.marks());
+        Ok(())
+    }
+
+    /// Where each followed file's lines end among the appended events.
+    pub fn checkpoints(&self) -> Vec<FileCheckpoint> {
+        self.checkpoints.to_vec()
     }
 
     /// Seals the active segment (if it holds anything): segment file, catalog, new WAL.
@@ -635,6 +669,7 @@ impl Store {
             "sealed segment"
         );
         self.catalog.push(entry);
+        self.catalog.checkpoints = self.checkpoints.to_vec();
         self.catalog.save(&self.dir, sync)?;
         if reset_wal {
             self.wal = Wal::create(
