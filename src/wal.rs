@@ -1052,6 +1052,84 @@ mod tests {
     use crate::batch::BatchBuilder;
     use crate::types::{Field, Schema, Type};
 
+    fn checkpoint(ino: u64, offset: u64, done: bool) -> FileCheckpoint {
+        FileCheckpoint {
+            id: FileId {
+                dev: 7,
+                ino,
+                fp_len: 4096,
+                fp_crc: 0xdead_beef,
+            },
+            path: format!("/logs/f{ino}.log"),
+            pos: Position { offset, skip: 3 },
+            done,
+        }
+    }
+
+    /// Checkpoints are written in the record of their rows (the last one per file), read
+    /// back with it, and a record of checkpoints alone is read by replay (`next_entry`) but
+    /// holds no event for readers (`next_record`).
+    #[test]
+    fn checkpoints_travel_in_the_record_of_their_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("wal");
+        let mut wal = Wal::create(&path, 0, SyncPolicy::Batch).expect("create");
+        let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
+        let mut b = BatchBuilder::new(schema);
+        for _ in 0..3 {
+            b.begin_row().bytes(b"x");
+            b.finish_row(None);
+        }
+        let mut batch = b.finish();
+        for (row_end, cp) in [
+            (1, checkpoint(1, 10, false)),
+            (2, checkpoint(2, 20, false)),
+            (3, checkpoint(1, 30, false)),
+        ] {
+            batch.push_mark(Mark {
+                row_start: row_end - 1,
+                row_end,
+                start: None,
+                end: cp,
+            });
+        }
+        wal.append(&batch).expect("append");
+        let mut only =
+            BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
+        only.set_id(3);
+        only.push_mark(Mark {
+            row_start: 0,
+            row_end: 0,
+            start: None,
+            end: checkpoint(2, 99, true),
+        });
+        wal.append(&only).expect("append");
+        let mut r = WalReader::open(&path).expect("open");
+        let Some((_, Entry::Batch(first))) = r.next_entry(0).expect("entry") else {
+            panic!("a batch");
+        };
+        let got: Vec<FileCheckpoint> = first.marks().iter().map(|m| m.end.clone()).collect();
+        assert_eq!(
+            got,
+            vec![checkpoint(1, 30, false), checkpoint(2, 20, false)]
+        );
+        assert!(first.marks().iter().all(|m| m.row_end == 3));
+        let Some((_, Entry::Batch(second))) = r.next_entry(0).expect("entry") else {
+            panic!("a record of checkpoints");
+        };
+        assert!(second.is_empty());
+        assert_eq!(second.marks()[0].end, checkpoint(2, 99, true));
+        assert!(r.next_entry(0).expect("end").is_none());
+        assert!(r.torn().is_none());
+        let mut r = WalReader::open(&path).expect("open");
+        assert_eq!(
+            r.next_record().expect("record").map(|(_, b)| b.len()),
+            Some(3)
+        );
+        assert!(r.next_record().expect("end").is_none());
+        assert_eq!(r.end_id(), 3);
+    }
+
     /// Appending past several write-back thresholds starts background syncs and leaves every
     /// record readable, in order, after the waiting sync.
     #[test]

@@ -259,6 +259,8 @@ impl Follower {
                 }
                 first = false;
             }
+            // A rotated file's last lines come before those of the file that replaced it.
+            self.files.sort_by_key(|f| !f.rotated);
             let mut progressed = false;
             let mut i = 0;
             while i < self.files.len() {
