@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::cli::{export_json, ok, run, s, text, wait_for, weir};
+use common::cli::{export_json, run, s, text, wait_for, weir};
 use common::conn_log::{header, row};
 
 /// Kills in the loop by default (CI); `WEIR_FOLLOW_KILLS` overrides it.
