@@ -85,6 +85,8 @@ pub(crate) fn follow_stream(
     config: SourceConfig,
     shared: SourceShared,
 ) -> BoxStream<'static, Result<Batch, ReadError>> {
+    // A followed source never knows its total size.
+    shared.counters.add_unknown_total();
     let (tx, rx) = channel::channel(config.channel_capacity);
     let name = config.reader.source_name.clone();
     let thread = std::thread::Builder::new()
@@ -648,6 +650,7 @@ impl Follower {
         f.buf.truncate(start + *n.as_ref().unwrap_or(&0));
         let n = n.map_err(|e| io_error(&f.name, e))?;
         if let Some(size) = size {
+            self.shared.counters.add_plain(n as u64);
             let offset = f.pos + f.buf.len() as u64;
             self.shared.metrics.set_file(
                 &f.name,
