@@ -638,7 +638,16 @@ impl Follower {
         if let Reader::Plain(file) = &f.reader {
             let len = file.metadata().map_err(|e| io_error(&f.name, e))?.len();
             let read = f.pos + f.buf.len() as u64;
-            if len < read && !f.rotated {
+            // Truncated (copy-and-truncate rotation): smaller than what was read, or, if it
+            // was refilled past that before this poll, different in its first bytes.
+            let rewritten = !f.rotated
+                && f.id.fp_len > 0
+                && (len < read
+                    || !matches_content(
+                        &f.id,
+                        &read_head(file).map_err(|e| io_error(&f.name, e))?,
+                    ));
+            if rewritten {
                 tracing::info!(file = %f.name, size = len, read, "followed file truncated; reading it from its start");
                 self.restart(f).await?;
             }
