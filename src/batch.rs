@@ -407,4 +407,52 @@ mod tests {
         let b = BatchBuilder::new(other).finish();
         assert!(!a.append(&b));
     }
+
+    /// Checkpoints follow their rows through `append` and `split_off`: a cut between two
+    /// rows of one read gives the part before it the read's start plus its rows.
+    #[test]
+    fn marks_follow_rows_through_append_and_split() {
+        use crate::checkpoint::{FileCheckpoint, FileId, Mark, Position};
+        let mark = |ino: u64, rows: usize, from: u64, to: u64| Mark {
+            row_start: 0,
+            row_end: rows,
+            start: Some(Position {
+                offset: from,
+                skip: 0,
+            }),
+            end: FileCheckpoint {
+                id: FileId {
+                    dev: 1,
+                    ino,
+                    fp_len: 1,
+                    fp_crc: 1,
+                },
+                path: format!("f{ino}"),
+                pos: Position {
+                    offset: to,
+                    skip: 0,
+                },
+                done: false,
+            },
+        };
+        let mut a = batch(&[1, 2]);
+        a.push_mark(mark(1, 2, 0, 20));
+        let mut b = batch(&[3, 4, 5]);
+        b.push_mark(mark(2, 3, 100, 130));
+        assert!(a.append(&b));
+        assert_eq!(a.marks()[1].row_start, 2);
+        assert_eq!(a.marks()[1].row_end, 5);
+        let tail = a.split_off(3);
+        assert_eq!(a.marks().len(), 2);
+        assert_eq!(
+            a.marks()[1].end.pos,
+            Position {
+                offset: 100,
+                skip: 1
+            }
+        );
+        assert_eq!(tail.marks().len(), 1);
+        assert_eq!((tail.marks()[0].row_start, tail.marks()[0].row_end), (0, 2));
+        assert_eq!(tail.marks()[0].end.pos.offset, 130);
+    }
 }
