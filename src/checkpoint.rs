@@ -104,7 +104,14 @@ impl Mark {
     pub fn slice(marks: &[Mark], a: usize, b: usize) -> Vec<Mark> {
         let mut out = Vec::new();
         for m in marks {
-            if m.row_end <= a || m.row_start >= b {
+            let keep = if m.row_start == m.row_end {
+                // A position without rows of its own (a file read to its end, or one after a
+                // filter): it holds after row `row_end - 1`, so it goes with that row.
+                (a < m.row_end && m.row_end <= b) || (m.row_end == 0 && a == 0)
+            } else {
+                m.row_end > a && m.row_start < b
+            };
+            if !keep {
                 continue;
             }
             let from = m.row_start.max(a);
@@ -234,6 +241,21 @@ mod tests {
         assert_eq!(tail[0].end.pos.offset, 150);
         let last = Mark::last_per_file(&marks);
         assert_eq!(last.len(), 2);
+    }
+
+    /// A position without rows goes with the row before it.
+    #[test]
+    fn slice_keeps_positions_without_rows_with_the_row_before() {
+        let mut m = mark(3, 3, 1, 0, 40);
+        m.start = None;
+        let marks = [m];
+        assert!(Mark::slice(&marks, 0, 2).is_empty());
+        assert_eq!(Mark::slice(&marks, 0, 3).len(), 1);
+        assert_eq!(Mark::slice(&marks, 2, 3)[0].row_end, 1);
+        assert!(Mark::slice(&marks, 3, 5).is_empty());
+        let mut first = mark(0, 0, 1, 0, 40);
+        first.start = None;
+        assert_eq!(Mark::slice(&[first], 0, 2).len(), 1);
     }
 
     /// Without a known start, the part before the cut gets no position for that read.
