@@ -143,8 +143,8 @@ fn follow_reads_appends_new_files_partial_lines_and_resumes() {
     let f0 = dir_path(&logs, "f0.log");
     let f1 = dir_path(&logs, "f1.log");
     append(&f0, &(log_header("f0") + &rows(0, 0..50)));
-    // Matches nothing yet: a followed pattern may.
-    let child = follow(&db, &[&pattern], &[]);
+    let metrics = tmp.path().join("metrics.json");
+    let child = follow(&db, &[&pattern], &["--metrics", s(&metrics)]);
     wait_count(&db, 50);
     append(&f0, &rows(0, 50..80));
     append(&f1, &(log_header("f1") + &rows(1, 0..10)));
@@ -159,6 +159,14 @@ fn follow_reads_appends_new_files_partial_lines_and_resumes() {
     wait_count(&db, 91);
     stop(child);
     check(&db, &[(0, 81), (1, 10)]);
+    // Per followed file: its size, the offset read, and the lag in bytes (none: all read).
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
+    let f = &m["stages"]["input"]["files"][s(&f0)];
+    let size = std::fs::metadata(&f0).unwrap().len();
+    assert_eq!(f["size"], size, "{m}");
+    assert_eq!(f["offset"], size, "{m}");
+    assert_eq!(f["lag_bytes"], 0, "{m}");
     // Restart: what was imported is not imported again; what was added meanwhile is.
     append(&f1, &rows(1, 10..25));
     let f2 = dir_path(&logs, "f2.log");
