@@ -216,6 +216,44 @@ fn follow_handles_both_kinds_of_rotation() {
     check(&db, &[(0, 70), (1, 45)]);
 }
 
+/// A file rotated away while weir was down is found by its identity in its directory and
+/// finished from its checkpoint, before the file that replaced it; one that is gone is named
+/// in a warning.
+#[test]
+fn follow_finishes_files_rotated_while_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let pattern = format!("{}/*.log", s(&logs));
+    let f0 = dir_path(&logs, "f0.log");
+    append(&f0, &(log_header("f0") + &rows(0, 0..20)));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 20);
+    stop(child);
+    // Down: the file grows, is rotated out of the pattern, and a new one starts.
+    append(&f0, &rows(0, 20..30));
+    std::fs::rename(&f0, logs.join("f0.log.1")).unwrap();
+    append(&f0, &(log_header("f0") + &rows(0, 30..35)));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 35);
+    stop(child);
+    check(&db, &[(0, 35)]);
+    // Down again: the file grows and is moved where weir cannot find it.
+    append(&f0, &rows(0, 35..40));
+    let away = tmp.path().join("elsewhere");
+    std::fs::create_dir(&away).unwrap();
+    std::fs::rename(&f0, away.join("f0.log")).unwrap();
+    let child = follow(&db, &[&pattern], &[]);
+    std::thread::sleep(Duration::from_millis(700));
+    let err = stop(child);
+    assert!(
+        err.contains(&format!("{}: a followed file", s(&f0))) && err.contains("not found"),
+        "{err}"
+    );
+    check(&db, &[(0, 35)]);
+}
+
 /// Many logs growing at once interleave into one archive, each with its own header state.
 #[test]
 fn follow_interleaves_many_logs() {
