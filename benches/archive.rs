@@ -98,6 +98,7 @@ fn segment_building(c: &mut Criterion) {
                 let opts = StoreOptions {
                     max_segment_size: 16 << 20,
                     sync: SyncPolicy::Never,
+                    ..StoreOptions::default()
                 };
                 let (mut store, _) = Store::open_writer(dir.path(), opts).unwrap();
                 for batch in input {

@@ -146,7 +146,7 @@ impl StageMetrics {
     /// The counters as a JSON object.
     pub fn to_json(&self) -> Value {
         let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
-        let mut v = json!({
+        json!({
             "kind": self.kind,
             "events": self.events(),
             "bytes": self.bytes(),
@@ -154,19 +154,7 @@ impl StageMetrics {
             "busy_seconds": secs(&self.busy_ns),
             "blocked_seconds": secs(&self.blocked_ns),
             "idle_seconds": secs(&self.idle_ns),
-        });
-        let files = self.files();
-        if let (false, Some(obj)) = (files.is_empty(), v.as_object_mut()) {
-            let files: serde_json::Map<String, Value> = files
-                .into_iter()
-                .map(|(path, f)| {
-                    let o = json!({"offset": f.offset, "size": f.size, "lag_bytes": f.lag_bytes()});
-                    (path, o)
-                })
-                .collect();
-            obj.insert("files".into(), Value::Object(files));
-        }
-        v
+        })
     }
 }
 
@@ -232,7 +220,9 @@ impl Metrics {
             .unwrap_or(0)
     }
 
-    /// The report: `{"elapsed_seconds", "stages": {NAME: {...}}, "edges": {NAME: {...}}, ...}`.
+    /// The report: `{"elapsed_seconds", "stages": {NAME: {...}}, "edges": {NAME: {...}},
+    /// "files": {PATH: {"stage", "offset", "size", "lag_bytes"}}, ...}` (`files`: followed
+    /// files, when there are any).
     pub fn to_json(&self) -> Value {
         let mut stages = serde_json::Map::new();
         for s in self.stages() {
@@ -243,7 +233,11 @@ impl Metrics {
             for (name, cap, g) in e.iter() {
                 edges.insert(
                     name.clone(),
-                    json!({"capacity_bytes": cap, "max_in_flight_bytes": g.max()}),
+                    json!({
+                        "capacity_bytes": cap,
+                        "in_flight_bytes": g.current(),
+                        "max_in_flight_bytes": g.max(),
+                    }),
                 );
             }
         }
@@ -254,6 +248,17 @@ impl Metrics {
         );
         out.insert("stages".into(), Value::Object(stages));
         out.insert("edges".into(), Value::Object(edges));
+        // Followed files of every source, by path (the Prometheus endpoint labels them).
+        let mut files = serde_json::Map::new();
+        for s in self.stages() {
+            for (path, f) in s.files() {
+                let o = json!({"stage": s.name, "offset": f.offset, "size": f.size, "lag_bytes": f.lag_bytes()});
+                files.insert(path, o);
+            }
+        }
+        if !files.is_empty() {
+            out.insert("files".into(), Value::Object(files));
+        }
         if let Ok(x) = self.extra.lock() {
             for (k, v) in x.iter() {
                 out.insert(k.clone(), v.clone());

@@ -162,7 +162,8 @@ fn follow_reads_appends_new_files_partial_lines_and_resumes() {
     // Per followed file: its size, the offset read, and the lag in bytes (none: all read).
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
-    let f = &m["stages"]["input"]["files"][s(&f0)];
+    let f = &m["files"][s(&f0)];
+    assert_eq!(f["stage"], "input", "{m}");
     let size = std::fs::metadata(&f0).unwrap().len();
     assert_eq!(f["size"], size, "{m}");
     assert_eq!(f["offset"], size, "{m}");

@@ -15,10 +15,13 @@ use weir::batch::Batch;
 use weir::store::{fault, Archive, Store, StoreOptions};
 use weir::wal::{Entry, SyncPolicy, WalReader};
 
+/// Uncompressed: these tests find rows in the files and count on segments filling up.
 fn opts(max: u64) -> StoreOptions {
     StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Batch,
+        compression: weir::segment::Compression::NONE,
+        ..StoreOptions::default()
     }
 }
 
@@ -113,7 +116,16 @@ fn full_tmpfs_during_import_loses_no_acknowledged_event() {
         .iter()
         .map(|n| corpus.join(format!("{n}.log.gz")).display().to_string())
         .collect();
-    let mut args = vec!["import", "-q", "--db", s(&db), "--max-segment-size", "1MiB"];
+    let mut args = vec![
+        "import",
+        "-q",
+        "--db",
+        s(&db),
+        "--max-segment-size",
+        "1MiB",
+        "--compression",
+        "none",
+    ];
     args.extend(logs.iter().map(String::as_str));
     let out = run(&args);
     assert!(!out.status.success(), "the import should fill the disk");

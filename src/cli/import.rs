@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use weir::batcher::BatchConfig;
 use weir::pipeline::build::{build, ArchiveHandle};
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+use weir::segment::Codec;
 use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
@@ -45,12 +46,27 @@ pub struct ImportArgs {
     #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
           default_value_t = ArchiveSinkConfig::default().sync)]
     sync: SyncPolicy,
+    /// How batches are compressed in the segments.
+    #[arg(long, value_parser = choice::<Codec>(), value_name = "CODEC",
+          default_value_t = ArchiveSinkConfig::default().compression)]
+    compression: Codec,
+    /// The codec's level (zstd: -7 to 22, default 1; faster below, smaller above; lz4 and
+    /// none have no levels).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    compression_level: Option<i32>,
+    /// Write no per-batch sketches (needle queries then read every batch of the schema).
+    #[arg(long)]
+    no_sketches: bool,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Serve per-stage counters for Prometheus at http://ADDR/metrics while running (e.g.
+    /// `127.0.0.1:9184`).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// Follow the files like `tail -F` until SIGINT/SIGTERM: files matching the patterns
     /// (quote them) that appear later are read too, rotation is detected, and a restart
     /// resumes exactly where the archive ends.
@@ -69,6 +85,10 @@ pub struct RunArgs {
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Serve per-stage counters for Prometheus at http://ADDR/metrics while running, instead of `[pipeline] metrics_listen` (e.g.
+    /// `127.0.0.1:9184`).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// The pipeline definition (TOML).
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -86,6 +106,9 @@ impl ImportArgs {
         c.batch.timeout = self.batch_timeout.0;
         c.archive.max_segment_size = self.max_segment_size.0;
         c.archive.sync = self.sync;
+        c.archive.compression = self.compression;
+        c.archive.compression_level = self.compression_level;
+        c.archive.sketches = !self.no_sketches;
         c.source.follow = self.follow;
         c
     }
@@ -97,16 +120,21 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "paths", "FILE"),
     ("sources.input", "format", "--from"),
     ("sources.input", "on_error", "--on-error"),
+    ("sources.input", "schema", "--schema"),
+    ("sources.input", "schema_dir", "--schema-dir"),
     ("sources.input", "follow", "--follow"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),
     ("sinks.archive", "max_segment_size", "--max-segment-size"),
     ("sinks.archive", "sync", "--sync"),
+    ("sinks.archive", "compression", "--compression"),
+    ("sinks.archive", "compression_level", "--compression-level"),
+    ("sinks.archive", "sketches", "--no-sketches"),
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.
-fn flag_error(e: ConfigError) -> anyhow::Error {
+pub(super) fn flag_error(e: ConfigError) -> anyhow::Error {
     let flag = IMPORT_FLAGS.iter().find(|(table, key, _)| {
         e.table.as_deref() == Some(*table) && e.key.as_deref() == Some(*key)
     });
@@ -122,7 +150,8 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let config = args.config();
     // A missing input is reported before anything is created.
     config.source.inputs()?;
-    let spec = PipelineSpec::for_import(config);
+    let mut spec = PipelineSpec::for_import(config);
+    spec.options.metrics_listen = args.metrics_listen;
     spec.validate().map_err(flag_error)?;
     // A database this import creates is removed again if the import fails before it holds
     // anything.
@@ -201,7 +230,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     // Every problem of the file is reported (the last one as the command's error, which sets
     // the exit status), as Vector's `validate` does.
-    let spec = match PipelineSpec::load_all(&args.file, &options) {
+    let mut spec = match PipelineSpec::load_all(&args.file, &options) {
         Ok(spec) => spec,
         Err(mut errors) => {
             let last = errors.pop();
@@ -214,6 +243,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     };
+    if args.metrics_listen.is_some() {
+        spec.options.metrics_listen = args.metrics_listen;
+    }
     if args.check {
         say!(
             "{}: ok ({}: {})",

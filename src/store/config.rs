@@ -1,12 +1,13 @@
 //! The configuration of the archive sink: the `[sinks.NAME] type = "archive"` table of a
-//! pipeline file, and `--db`, `--max-segment-size` and `--sync` of `weir import`.
+//! pipeline file, and `--db`, `--max-segment-size`, `--sync`, `--compression`,
+//! `--compression-level` and `--no-sketches` of `weir import`.
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
 use super::{ArchiveSink, OpenReport, Result, StoreOptions};
-use crate::segment::{check_max_segment_size, SegmentError};
+use crate::segment::{check_max_segment_size, Codec, Compression, SegmentError};
 use crate::setting::{de_size, InvalidSetting, Problem};
 use crate::size::Size;
 use crate::wal::SyncPolicy;
@@ -22,6 +23,12 @@ pub struct ArchiveSinkConfig {
     pub max_segment_size: u64,
     /// When the write-ahead log and segments are fsynced.
     pub sync: SyncPolicy,
+    /// How batches are compressed in the segments: `zstd` (default), `lz4` or `none`.
+    pub compression: Codec,
+    /// The codec's level (`None`: the codec's default, [`Codec::default_level`]).
+    pub compression_level: Option<i32>,
+    /// Whether each batch gets a sketch for query pruning (default: yes).
+    pub sketches: bool,
 }
 
 impl Default for ArchiveSinkConfig {
@@ -32,6 +39,9 @@ impl Default for ArchiveSinkConfig {
             db: PathBuf::new(),
             max_segment_size: store.max_segment_size,
             sync: store.sync,
+            compression: store.compression.codec,
+            compression_level: None,
+            sketches: store.sketches,
         }
     }
 }
@@ -46,8 +56,28 @@ impl ArchiveSinkConfig {
     }
 
     /// Checks the settings: the one check of the segment size limit, for `--max-segment-size`
-    /// and pipeline files alike.
+    /// and pipeline files alike, and of the compression level.
     pub fn validate(&self) -> std::result::Result<(), InvalidSetting> {
+        if let Some(level) = self.compression_level {
+            let levels = self.compression.levels();
+            if !levels.contains(&level) {
+                let reason = if levels.start() == levels.end() {
+                    format!("{} has no levels", self.compression)
+                } else {
+                    format!(
+                        "{} takes levels {} to {}",
+                        self.compression,
+                        levels.start(),
+                        levels.end()
+                    )
+                };
+                return Err(InvalidSetting::out_of_range(
+                    "compression_level",
+                    level.to_string(),
+                    reason,
+                ));
+            }
+        }
         if self.db.as_os_str().is_empty() {
             return Err(InvalidSetting {
                 key: "db",
@@ -74,6 +104,13 @@ impl ArchiveSinkConfig {
         StoreOptions {
             max_segment_size: self.max_segment_size,
             sync: self.sync,
+            compression: Compression {
+                codec: self.compression,
+                level: self
+                    .compression_level
+                    .unwrap_or(self.compression.default_level()),
+            },
+            sketches: self.sketches,
         }
     }
 

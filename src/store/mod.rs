@@ -79,7 +79,7 @@ pub use crate::wal::{SyncPolicy, WalError};
 
 use crate::batch::Batch;
 use crate::checkpoint::{Checkpoints, FileCheckpoint};
-use crate::segment::{SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
+use crate::segment::{Compression, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::{Entry, Wal, WalReader};
 
 pub use crate::segment::SEGMENTS_DIR;
@@ -96,6 +96,11 @@ pub struct StoreOptions {
     pub max_segment_size: u64,
     /// When to fsync (default [`SyncPolicy::Batch`]).
     pub sync: SyncPolicy,
+    /// How new batches are compressed (default zstd at its default level; see
+    /// [`crate::segment::Codec`]).
+    pub compression: Compression,
+    /// Whether new batches get sketches for query pruning (default: yes).
+    pub sketches: bool,
 }
 
 impl Default for StoreOptions {
@@ -103,6 +108,8 @@ impl Default for StoreOptions {
         StoreOptions {
             max_segment_size: DEFAULT_MAX_SEGMENT_SIZE,
             sync: SyncPolicy::default(),
+            compression: Compression::default(),
+            sketches: true,
         }
     }
 }
@@ -356,7 +363,9 @@ impl Store {
         let dir = dir.as_ref().to_path_buf();
         check_is_archive(&dir)?;
         let seg_dir = dir.join(SEGMENTS_DIR);
-        let builder = SegmentBuilder::in_dir(opts.max_segment_size, &seg_dir)?;
+        let mut builder = SegmentBuilder::in_dir(opts.max_segment_size, &seg_dir)?;
+        builder.set_compression(opts.compression);
+        builder.set_sketches(opts.sketches);
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
         let lock = take_lock(&dir)?;
         let catalog = Catalog::load(&dir)?;
