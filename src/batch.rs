@@ -11,6 +11,7 @@
 
 use std::ops::Range;
 
+use crate::checkpoint::Mark;
 use crate::types::{SchemaRef, Type};
 use crate::value::{decode_row, DecodeError, RowEncoder, Value};
 
@@ -28,6 +29,8 @@ pub struct Batch {
     offsets: Vec<usize>,
     ts: Option<(i64, i64)>,
     id: u64,
+    /// Positions of followed files after some of the rows (see [`crate::checkpoint`]).
+    marks: Vec<Mark>,
 }
 
 impl Batch {
@@ -49,6 +52,7 @@ impl Batch {
             offsets,
             ts,
             id: 0,
+            marks: Vec::new(),
         })
     }
 
@@ -114,6 +118,22 @@ impl Batch {
         self.id = id;
     }
 
+    /// The checkpoints of followed files this batch carries, by row (see
+    /// [`crate::checkpoint`]).
+    pub fn marks(&self) -> &[Mark] {
+        &self.marks
+    }
+
+    /// Adds a checkpoint (its `row_end` at most [`Batch::len`], after those already added).
+    pub fn push_mark(&mut self, mark: Mark) {
+        self.marks.push(mark);
+    }
+
+    /// Replaces the checkpoints.
+    pub fn set_marks(&mut self, marks: Vec<Mark>) {
+        self.marks = marks;
+    }
+
     /// The event IDs this batch covers.
     pub fn id_range(&self) -> Range<u64> {
         // Saturating: the store never assigns IDs past u64::MAX (it refuses such a batch).
@@ -127,6 +147,12 @@ impl Batch {
             return false;
         }
         let base = self.data.len();
+        let rows = self.len();
+        self.marks.extend(other.marks.iter().map(|m| Mark {
+            row_start: m.row_start + rows,
+            row_end: m.row_end + rows,
+            ..m.clone()
+        }));
         self.data.extend_from_slice(&other.data);
         self.offsets.extend(other.offsets.iter().map(|o| o + base));
         self.ts = merge_ts(self.ts, other.ts);
@@ -137,6 +163,9 @@ impl Batch {
     /// both halves are recomputed from their rows. IDs follow: the tail starts at `id + at`.
     pub fn split_off(&mut self, at: usize) -> Batch {
         let at = at.min(self.len());
+        let len = self.len();
+        let tail_marks = Mark::slice(&self.marks, at, len);
+        self.marks = Mark::slice(&self.marks, 0, at);
         let cut = self.offsets.get(at).copied().unwrap_or(self.data.len());
         let data = self.data.split_off(cut);
         let offsets: Vec<usize> = self.offsets.split_off(at).iter().map(|o| o - cut).collect();
@@ -146,6 +175,7 @@ impl Batch {
             offsets,
             ts: None,
             id: self.id + at as u64,
+            marks: tail_marks,
         };
         self.ts = self.compute_ts();
         tail.ts = tail.compute_ts();
@@ -290,6 +320,7 @@ impl BatchBuilder {
             offsets: std::mem::take(&mut self.offsets),
             ts: self.ts.take(),
             id: 0,
+            marks: Vec::new(),
         }
     }
 }
@@ -375,5 +406,53 @@ mod tests {
         let other = Schema::new("zeek.u", vec![]).into_shared();
         let b = BatchBuilder::new(other).finish();
         assert!(!a.append(&b));
+    }
+
+    /// Checkpoints follow their rows through `append` and `split_off`: a cut between two
+    /// rows of one read gives the part before it the read's start plus its rows.
+    #[test]
+    fn marks_follow_rows_through_append_and_split() {
+        use crate::checkpoint::{FileCheckpoint, FileId, Mark, Position};
+        let mark = |ino: u64, rows: usize, from: u64, to: u64| Mark {
+            row_start: 0,
+            row_end: rows,
+            start: Some(Position {
+                offset: from,
+                skip: 0,
+            }),
+            end: FileCheckpoint {
+                id: FileId {
+                    dev: 1,
+                    ino,
+                    fp_len: 1,
+                    fp_crc: 1,
+                },
+                path: format!("f{ino}"),
+                pos: Position {
+                    offset: to,
+                    skip: 0,
+                },
+                done: false,
+            },
+        };
+        let mut a = batch(&[1, 2]);
+        a.push_mark(mark(1, 2, 0, 20));
+        let mut b = batch(&[3, 4, 5]);
+        b.push_mark(mark(2, 3, 100, 130));
+        assert!(a.append(&b));
+        assert_eq!(a.marks()[1].row_start, 2);
+        assert_eq!(a.marks()[1].row_end, 5);
+        let tail = a.split_off(3);
+        assert_eq!(a.marks().len(), 2);
+        assert_eq!(
+            a.marks()[1].end.pos,
+            Position {
+                offset: 100,
+                skip: 1
+            }
+        );
+        assert_eq!(tail.marks().len(), 1);
+        assert_eq!((tail.marks()[0].row_start, tail.marks()[0].row_end), (0, 2));
+        assert_eq!(tail.marks()[0].end.pos.offset, 130);
     }
 }

@@ -131,7 +131,7 @@ where
 
     fn flush_pending(&mut self) {
         if let Some(b) = self.pending.take() {
-            if !b.is_empty() {
+            if !b.is_empty() || !b.marks().is_empty() {
                 self.ready.push_back(b);
             }
         }
@@ -143,6 +143,22 @@ where
 
     fn add(&mut self, batch: Batch) {
         if batch.is_empty() {
+            // Checkpoints without rows (see `crate::checkpoint`) go after the rows before them.
+            if !batch.marks().is_empty() {
+                match &mut self.pending {
+                    Some(p) => {
+                        let n = p.len();
+                        for m in batch.marks() {
+                            p.push_mark(crate::checkpoint::Mark {
+                                row_start: n,
+                                row_end: n,
+                                ..m.clone()
+                            });
+                        }
+                    }
+                    None => self.ready.push_back(batch),
+                }
+            }
             return;
         }
         if let Some(p) = &mut self.pending {
@@ -230,6 +246,7 @@ fn slice(batch: &Batch, start: usize, end: usize) -> Batch {
     let mut out = Batch::from_parts(batch.schema().clone(), data, offsets, ts)
         .unwrap_or_else(|| crate::batch::BatchBuilder::new(batch.schema().clone()).finish());
     out.set_id(batch.id() + start as u64);
+    out.set_marks(crate::checkpoint::Mark::slice(batch.marks(), start, end));
     out
 }
 

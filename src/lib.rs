@@ -70,6 +70,7 @@ pub mod batch;
 pub mod batcher;
 #[doc(hidden)]
 pub mod channel;
+pub mod checkpoint;
 pub mod codec;
 pub mod duration;
 pub mod error;

@@ -5,8 +5,10 @@
 //! (waiting for a downstream channel to admit its output: backpressure) and *idle* (waiting
 //! for input). The stage with the most busy time and the least blocked time is the
 //! bottleneck; stages upstream of it show blocked time. Each edge reports the most bytes
-//! that were ever in flight in it.
+//! that were ever in flight in it. A source that follows files (`--follow`) also reports,
+//! per file, how many bytes of it are not read yet (its *lag*): [`StageMetrics::files`].
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,6 +29,23 @@ pub struct StageMetrics {
     busy_ns: AtomicU64,
     blocked_ns: AtomicU64,
     idle_ns: AtomicU64,
+    files: Mutex<BTreeMap<String, FileLag>>,
+}
+
+/// How far a source is behind in one followed file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileLag {
+    /// Bytes of the file read and decoded so far (a line start).
+    pub offset: u64,
+    /// The file's size when last looked at.
+    pub size: u64,
+}
+
+impl FileLag {
+    /// Bytes in the file that are not read yet.
+    pub fn lag_bytes(&self) -> u64 {
+        self.size.saturating_sub(self.offset)
+    }
 }
 
 fn ns(d: Duration) -> u64 {
@@ -45,7 +64,35 @@ impl StageMetrics {
             busy_ns: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
             idle_ns: AtomicU64::new(0),
+            files: Mutex::default(),
         }
+    }
+
+    /// Sets the position and size of a followed file (by path).
+    pub fn set_file(&self, path: &str, lag: FileLag) {
+        if let Ok(mut f) = self.files.lock() {
+            match f.get_mut(path) {
+                Some(v) => *v = lag,
+                None => {
+                    f.insert(path.to_string(), lag);
+                }
+            }
+        }
+    }
+
+    /// Forgets a followed file that was closed.
+    pub fn remove_file(&self, path: &str) {
+        if let Ok(mut f) = self.files.lock() {
+            f.remove(path);
+        }
+    }
+
+    /// The followed files and how far behind each is, by path.
+    pub fn files(&self) -> Vec<(String, FileLag)> {
+        self.files
+            .lock()
+            .map(|f| f.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .unwrap_or_default()
     }
 
     /// The stage's name.
@@ -173,7 +220,9 @@ impl Metrics {
             .unwrap_or(0)
     }
 
-    /// The report: `{"elapsed_seconds", "stages": {NAME: {...}}, "edges": {NAME: {...}}, ...}`.
+    /// The report: `{"elapsed_seconds", "stages": {NAME: {...}}, "edges": {NAME: {...}},
+    /// "files": {PATH: {"stage", "offset", "size", "lag_bytes"}}, ...}` (`files`: followed
+    /// files, when there are any).
     pub fn to_json(&self) -> Value {
         let mut stages = serde_json::Map::new();
         for s in self.stages() {
@@ -199,6 +248,17 @@ impl Metrics {
         );
         out.insert("stages".into(), Value::Object(stages));
         out.insert("edges".into(), Value::Object(edges));
+        // Followed files of every source, by path (the Prometheus endpoint labels them).
+        let mut files = serde_json::Map::new();
+        for s in self.stages() {
+            for (path, f) in s.files() {
+                let o = json!({"stage": s.name, "offset": f.offset, "size": f.size, "lag_bytes": f.lag_bytes()});
+                files.insert(path, o);
+            }
+        }
+        if !files.is_empty() {
+            out.insert("files".into(), Value::Object(files));
+        }
         if let Ok(x) = self.extra.lock() {
             for (k, v) in x.iter() {
                 out.insert(k.clone(), v.clone());

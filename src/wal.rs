@@ -21,12 +21,24 @@
 //!                     | schema name (u32 length + UTF-8) | field count u32
 //!                     | per field: name (u32 length + UTF-8), type (u32 length + UTF-8, e.g. "vector[string]")
 //!                     | data_len u32 | row offsets (rows × u32, relative to data)
+//!                     | flags bit 3 set:   checkpoint count u32 | per checkpoint: dev u64 | inode u64
+//!                                          | fingerprint length u32 | fingerprint CRC-32 u32
+//!                                          | offset u64 | skip u64 | done u8 | path (u32 length + UTF-8)
 //!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
 //!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
 //!                       and with bit 2:    codec u8 | stored_len u32 | raw_size u32
 //! flags:              bit 0: ts_min/ts_max present; bit 1: rows in the segment file;
-//!                     bit 2: compressed there (only with bit 1)
+//!                     bit 2: compressed there (only with bit 1); bit 3: checkpoints of followed files
 //! ```
+//!
+//! Bit 3 (since `weir import --follow`): the record also holds, for each followed file whose
+//! lines are among its rows, the file's identity and its position after the record's last row
+//! of it ([`crate::checkpoint::FileCheckpoint`]). A record with bit 3 may hold no rows
+//! (`rows` 0, `data_len` 0, its `first_id` the next ID): it only moves checkpoints, e.g. marks
+//! a rotated file as read to its end; [`WalReader::next_record`] skips it. Rows and positions are in one record, written
+//! with one `write` and one checksum, so they are committed together or not at all. Logs
+//! without bit 3 (written before) replay as before; a weir that predates bit 3 refuses such
+//! a record as damaged.
 //!
 //! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
 //! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
@@ -74,6 +86,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::Batch;
+use crate::checkpoint::{FileCheckpoint, FileId, Mark, Position};
 use crate::fs::fault::{self, Op};
 use crate::fs::{self, FsError, Writeback};
 use crate::segment::{Codec, DataLocation, Packed};
@@ -123,6 +136,10 @@ const FLAG_TS: u8 = 1;
 const FLAG_EXTERNAL: u8 = 2;
 /// Record flag (with [`FLAG_EXTERNAL`]): the rows are stored compressed there.
 const FLAG_PACKED: u8 = 4;
+/// Record flag: checkpoints of followed files follow the row offsets.
+const FLAG_MARKS: u8 = 8;
+/// Every flag a record may have.
+const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS;
 
 /// The magic bytes at the start of every WAL file.
 pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL1";
@@ -438,7 +455,9 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
         Some(r) => (FLAG_TS, r),
         None => (0u8, (0, 0)),
     };
-    out.push(flags | extra_flags);
+    let marks = Mark::last_per_file(batch.marks());
+    let mark_flag = if marks.is_empty() { 0 } else { FLAG_MARKS };
+    out.push(flags | extra_flags | mark_flag);
     out.extend_from_slice(&lo.to_le_bytes());
     out.extend_from_slice(&hi.to_le_bytes());
     let schema = batch.schema();
@@ -452,6 +471,58 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
     for &o in batch.offsets() {
         out.extend_from_slice(&(o as u32).to_le_bytes());
     }
+    if !marks.is_empty() {
+        out.extend_from_slice(&(marks.len() as u32).to_le_bytes());
+        for m in &marks {
+            out.extend_from_slice(&m.id.dev.to_le_bytes());
+            out.extend_from_slice(&m.id.ino.to_le_bytes());
+            out.extend_from_slice(&m.id.fp_len.to_le_bytes());
+            out.extend_from_slice(&m.id.fp_crc.to_le_bytes());
+            out.extend_from_slice(&m.pos.offset.to_le_bytes());
+            out.extend_from_slice(&m.pos.skip.to_le_bytes());
+            out.push(m.done as u8);
+            put_str(out, &m.path);
+        }
+    }
+}
+
+/// The checkpoints of a record with [`FLAG_MARKS`], as marks after its last row.
+fn decode_marks(c: &mut Cursor<'_>, rows: usize) -> std::result::Result<Vec<Mark>, String> {
+    let n = c.u32()? as usize;
+    if n > c.buf.len() {
+        return Err(format!("{n} checkpoints cannot fit in the record"));
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = FileId {
+            dev: c.u64()?,
+            ino: c.u64()?,
+            fp_len: c.u32()?,
+            fp_crc: c.u32()?,
+        };
+        let pos = Position {
+            offset: c.u64()?,
+            skip: c.u64()?,
+        };
+        let done = match c.u8()? {
+            0 => false,
+            1 => true,
+            d => return Err(format!("checkpoint done flag {d}")),
+        };
+        let path = c.str()?.to_string();
+        out.push(Mark {
+            row_start: rows,
+            row_end: rows,
+            start: None,
+            end: FileCheckpoint {
+                id,
+                path,
+                pos,
+                done,
+            },
+        });
+    }
+    Ok(out)
 }
 
 struct Cursor<'a> {
@@ -498,6 +569,7 @@ struct External {
     data_len: usize,
     location: DataLocation,
     data_crc: u32,
+    marks: Vec<Mark>,
 }
 
 /// A decoded record: a whole batch, or one whose rows are in a segment file.
@@ -549,6 +621,11 @@ fn decode_payload(
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
+    let marks = if flags & FLAG_MARKS != 0 {
+        decode_marks(&mut c, rows)?
+    } else {
+        Vec::new()
+    };
     let external = flags & FLAG_EXTERNAL != 0;
     if flags & FLAG_PACKED != 0 && !external {
         return Err("compressed rows outside a segment file".into());
@@ -582,7 +659,7 @@ fn decode_payload(
             payload.len() - c.pos
         ));
     }
-    if rows == 0 {
+    if rows == 0 && marks.is_empty() {
         return Err("record holds no rows".into());
     }
     let ts = (flags & FLAG_TS != 0).then_some((lo, hi));
@@ -591,6 +668,7 @@ fn decode_payload(
             let mut batch = Batch::from_parts(schema, data.to_vec(), offsets, ts)
                 .ok_or("row offsets are not increasing within the data")?;
             batch.set_id(first_id);
+            batch.set_marks(marks);
             Ok(Decoded::Inline(batch))
         }
         Err((segment, from_end, data_crc, packed)) => Ok(Decoded::External(External {
@@ -605,6 +683,7 @@ fn decode_payload(
                 packed,
             },
             data_crc,
+            marks,
         })),
     }
 }
@@ -825,8 +904,8 @@ impl WalReader {
                     let mut id = [0u8; 8];
                     id.copy_from_slice(&p[..8]);
                     u64::from_le_bytes(id) >= self.expected_id
-                        && u32_at(p, 8) > 0
-                        && p[12] & !(FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED) == 0
+                        && (u32_at(p, 8) > 0 || p[12] & FLAG_MARKS != 0)
+                        && p[12] & !KNOWN_FLAGS == 0
                 };
             if !plausible || crc32fast::hash(&rest[start..start + len]) != u32_at(&rest, i + 4) {
                 i += 1;
@@ -883,6 +962,8 @@ impl WalReader {
         loop {
             match self.next_entry(0)? {
                 None => return Ok(None),
+                // A record of checkpoints only holds no event.
+                Some((_, Entry::Batch(b))) if b.is_empty() => continue,
                 Some((offset, Entry::Batch(b))) => return Ok(Some((offset, b))),
                 Some((_, Entry::Sealed(_))) => continue,
             }
@@ -981,6 +1062,7 @@ impl WalReader {
                 match Batch::from_parts(x.schema, data, x.offsets, x.ts) {
                     Some(mut b) => {
                         b.set_id(x.first_id);
+                        b.set_marks(x.marks);
                         b
                     }
                     None => {
@@ -1043,6 +1125,84 @@ mod tests {
     use super::*;
     use crate::batch::BatchBuilder;
     use crate::types::{Field, Schema, Type};
+
+    fn checkpoint(ino: u64, offset: u64, done: bool) -> FileCheckpoint {
+        FileCheckpoint {
+            id: FileId {
+                dev: 7,
+                ino,
+                fp_len: 4096,
+                fp_crc: 0xdead_beef,
+            },
+            path: format!("/logs/f{ino}.log"),
+            pos: Position { offset, skip: 3 },
+            done,
+        }
+    }
+
+    /// Checkpoints are written in the record of their rows (the last one per file), read
+    /// back with it, and a record of checkpoints alone is read by replay (`next_entry`) but
+    /// holds no event for readers (`next_record`).
+    #[test]
+    fn checkpoints_travel_in_the_record_of_their_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("wal");
+        let mut wal = Wal::create(&path, 0, SyncPolicy::Batch).expect("create");
+        let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
+        let mut b = BatchBuilder::new(schema);
+        for _ in 0..3 {
+            b.begin_row().bytes(b"x");
+            b.finish_row(None);
+        }
+        let mut batch = b.finish();
+        for (row_end, cp) in [
+            (1, checkpoint(1, 10, false)),
+            (2, checkpoint(2, 20, false)),
+            (3, checkpoint(1, 30, false)),
+        ] {
+            batch.push_mark(Mark {
+                row_start: row_end - 1,
+                row_end,
+                start: None,
+                end: cp,
+            });
+        }
+        wal.append(&batch).expect("append");
+        let mut only =
+            BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
+        only.set_id(3);
+        only.push_mark(Mark {
+            row_start: 0,
+            row_end: 0,
+            start: None,
+            end: checkpoint(2, 99, true),
+        });
+        wal.append(&only).expect("append");
+        let mut r = WalReader::open(&path).expect("open");
+        let Some((_, Entry::Batch(first))) = r.next_entry(0).expect("entry") else {
+            panic!("a batch");
+        };
+        let got: Vec<FileCheckpoint> = first.marks().iter().map(|m| m.end.clone()).collect();
+        assert_eq!(
+            got,
+            vec![checkpoint(1, 30, false), checkpoint(2, 20, false)]
+        );
+        assert!(first.marks().iter().all(|m| m.row_end == 3));
+        let Some((_, Entry::Batch(second))) = r.next_entry(0).expect("entry") else {
+            panic!("a record of checkpoints");
+        };
+        assert!(second.is_empty());
+        assert_eq!(second.marks()[0].end, checkpoint(2, 99, true));
+        assert!(r.next_entry(0).expect("end").is_none());
+        assert!(r.torn().is_none());
+        let mut r = WalReader::open(&path).expect("open");
+        assert_eq!(
+            r.next_record().expect("record").map(|(_, b)| b.len()),
+            Some(3)
+        );
+        assert!(r.next_record().expect("end").is_none());
+        assert_eq!(r.end_id(), 3);
+    }
 
     /// Appending past several write-back thresholds starts background syncs and leaves every
     /// record readable, in order, after the waiting sync.

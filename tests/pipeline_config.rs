@@ -118,6 +118,7 @@ fn shipped_pipelines_validate_with_check() {
             "filter-noise.toml",
             "stdin-live.toml",
             "tee-json.toml",
+            "zeek-live.toml",
             "zeek-to-archive.toml"
         ]
     );
@@ -271,6 +272,42 @@ fn stdin_live_has_a_short_batch_timeout() {
         panic!("{batch:?}")
     };
     assert_eq!(b.timeout, Duration::from_millis(200));
+}
+
+/// `pipelines/zeek-live.toml` follows a Zeek `logs/current` directory (matching nothing yet
+/// is fine for a followed source, also under `--check`).
+#[test]
+fn zeek_live_follows_logs_current() {
+    let spec =
+        PipelineSpec::load(&shipped("zeek-live.toml"), &vars(&[("WEIR_DB", "x.db")])).unwrap();
+    let (_, _, src) = spec.sources().next().unwrap();
+    assert!(src.follow);
+    assert_eq!(src.paths, ["/opt/zeek/logs/current/*.log"]);
+    assert_eq!(src.on_error, OnError::Skip);
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("current");
+    std::fs::create_dir(&logs).unwrap();
+    let options = LoadOptions {
+        check_paths: true,
+        ..vars(&[
+            ("WEIR_ZEEK_LOGS", logs.to_str().unwrap()),
+            ("WEIR_DB", tmp.path().join("db").to_str().unwrap()),
+        ])
+    };
+    let spec = PipelineSpec::load(&shipped("zeek-live.toml"), &options).unwrap();
+    let (_, _, src) = spec.sources().next().unwrap();
+    assert_eq!(src.paths, [format!("{}/*.log", logs.display())]);
+    // `follow` is a key of file sources only.
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[sources.s]\ntype = \"stdin\"\nfollow = true\n[sinks.o]\ntype = \"stdout\"\ninputs = [\"s\"]\n",
+    )
+    .unwrap();
+    let e = PipelineSpec::load(&bad, &vars(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("follow"), "{e}");
 }
 
 #[test]

@@ -262,6 +262,7 @@ async fn source_reads_inputs_in_order_with_decode_ahead() {
                 decode_ahead: 3,
                 channel_capacity: 4096,
                 parallel_tsv: 0,
+                follow: None,
             },
         )
         .unwrap();
@@ -480,6 +481,7 @@ async fn a_panicking_decoder_is_an_error_not_an_early_end() {
                 decode_ahead: 1,
                 channel_capacity: 4096,
                 parallel_tsv: 0,
+                follow: None,
             },
         )
         .unwrap();

@@ -75,6 +75,11 @@ pub struct ImportArgs {
     /// `127.0.0.1:9184`).
     #[arg(long = "metrics-listen", value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// Follow the files like `tail -F` until SIGINT/SIGTERM: files matching the patterns
+    /// (quote them) that appear later are read too, rotation is detected, and a restart
+    /// resumes exactly where the archive ends.
+    #[arg(long)]
+    follow: bool,
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +123,7 @@ impl ImportArgs {
         if let Some(d) = &self.retain {
             c.archive.retain = Some(d.0);
         }
+        c.source.follow = self.follow;
         c
     }
 }
@@ -130,6 +136,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "on_error", "--on-error"),
     ("sources.input", "schema", "--schema"),
     ("sources.input", "schema_dir", "--schema-dir"),
+    ("sources.input", "follow", "--follow"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),

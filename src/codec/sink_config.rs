@@ -203,6 +203,9 @@ impl Sink<Batch> for DirSink {
     }
 
     fn start_send(mut self: Pin<&mut Self>, batch: Batch) -> Result<(), WriteError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
         let path = Self::log_path(&batch.schema().name).to_string();
         let sink = self.file(&path)?;
         Pin::new(sink).start_send(batch)

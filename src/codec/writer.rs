@@ -267,6 +267,10 @@ impl<W: AsyncWrite + Unpin> Sink<Batch> for WriterSink<W> {
 
     fn start_send(self: Pin<&mut Self>, batch: Batch) -> Result<(), WriteError> {
         let this = self.get_mut();
+        if batch.is_empty() {
+            // Only checkpoints of followed files (see `crate::checkpoint`): nothing to write.
+            return Ok(());
+        }
         this.finished = false;
         this.writer.write_batch(&batch, &mut this.buf)
     }

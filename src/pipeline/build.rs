@@ -100,6 +100,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
     let mut pipeline = Pipeline::new(spec.options.clone());
     let mut built = Built::default();
     let mut ids: Vec<StageId> = Vec::with_capacity(spec.stages.len());
+    // Followed sources resume from the checkpoints of the (first) archive.
+    let mut resumes = Vec::new();
+    let mut checkpoints = None;
     // Readers cut batches at the size of the first batch transform downstream.
     let batch_rows = spec
         .stages
@@ -130,6 +133,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                         e.problem.into(),
                     )
                 })?;
+                if let Some(f) = &config.follow {
+                    resumes.push(f.resume.clone());
+                }
                 pipeline.add_source(&stage.name, files, config)?
             }
             StageConfig::Batch(b) => pipeline.add_batcher(&stage.name, &inputs, *b)?,
@@ -184,6 +190,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;
                 let (sink, report) = opened.map_err(|e| sink_error(Box::new(e)))?;
                 let first_id = report.next_id;
+                if checkpoints.is_none() {
+                    checkpoints = Some(report.checkpoints.clone());
+                }
                 built.warnings.extend(
                     report
                         .warnings
@@ -202,6 +211,11 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
             }
         };
         ids.push(id);
+    }
+    for slot in resumes {
+        if let (Ok(mut slot), Some(c)) = (slot.lock(), &checkpoints) {
+            *slot = c.clone();
+        }
     }
     Ok((pipeline, built))
 }

@@ -305,7 +305,11 @@ impl Pipeline {
         config: SourceConfig,
     ) -> Result<StageId, PipelineError> {
         let f: SourceFn = Box::new(move |shared| {
-            crate::source::decode::source_stream(inputs, config, shared)
+            let stream = match config.follow.clone() {
+                Some(spec) => crate::source::follow::follow_stream(spec, config, shared),
+                None => crate::source::decode::source_stream(inputs, config, shared),
+            };
+            stream
                 .map(|r| r.map_err(|e| Box::new(e) as BoxError))
                 .boxed()
         });
@@ -623,7 +627,7 @@ async fn run_stream(
                 break;
             }
         };
-        if batch.is_empty() {
+        if batch.is_empty() && batch.marks().is_empty() {
             continue;
         }
         ctx.metrics.record(&batch);

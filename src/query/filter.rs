@@ -87,6 +87,10 @@ impl Filter {
     /// The matching events of `batch` as a batch (`None` when none match); its `ts` range is
     /// that of the events kept.
     pub fn apply(&mut self, batch: Batch) -> Result<Option<Batch>, DecodeError> {
+        if batch.is_empty() {
+            // Checkpoints only (see `crate::checkpoint`): passed on.
+            return Ok((!batch.marks().is_empty()).then_some(batch));
+        }
         let p = self.programs.get(&self.query, batch.schema());
         match p.constant() {
             Some(true) => return Ok((!batch.is_empty()).then_some(batch)),
@@ -114,6 +118,21 @@ impl Filter {
         if offsets.is_empty() {
             return Ok(None);
         }
-        Ok(Batch::from_parts(batch.schema().clone(), data, offsets, ts))
+        let out = Batch::from_parts(batch.schema().clone(), data, offsets, ts);
+        // Checkpoints of followed files hold after the batch's last row whatever was dropped.
+        Ok(out.map(|mut out| {
+            let n = out.len();
+            let marks = crate::checkpoint::Mark::last_per_file(batch.marks())
+                .into_iter()
+                .map(|end| crate::checkpoint::Mark {
+                    row_start: n,
+                    row_end: n,
+                    start: None,
+                    end,
+                })
+                .collect();
+            out.set_marks(marks);
+            out
+        }))
     }
 }

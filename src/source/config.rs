@@ -4,7 +4,8 @@
 
 use serde::Deserialize;
 
-use super::{expand_inputs, Compression, Format, Input, SourceConfig, SourceError};
+use super::follow::{FollowSpec, Resume};
+use super::{expand_inputs, expand_pattern, Compression, Format, Input, SourceConfig, SourceError};
 use std::sync::Arc;
 
 use crate::codec::zeek::schema::ZeekSchemas;
@@ -37,6 +38,9 @@ pub struct FileSourceConfig {
     /// Longest accepted line in bytes: a longer one is an error, never unbounded memory.
     #[serde(deserialize_with = "de_size")]
     pub max_line_length: u64,
+    /// Follow the files like `tail -F`, exactly once across restarts (see
+    /// [`crate::source::follow`]): the source runs until shutdown.
+    pub follow: bool,
 }
 
 impl Default for FileSourceConfig {
@@ -52,6 +56,7 @@ impl Default for FileSourceConfig {
             schema: None,
             schema_dir: None,
             max_line_length: reader.max_line_len as u64,
+            follow: false,
         }
     }
 }
@@ -89,6 +94,16 @@ impl FileSourceConfig {
             });
         }
         for p in &self.paths {
+            if p == Self::STDIN && self.follow {
+                return Err(InvalidSetting {
+                    key: "follow",
+                    problem: Problem::OutOfRange {
+                        value: "true".into(),
+                        reason: "stdin (\"-\") cannot be followed; name files or glob patterns"
+                            .into(),
+                    },
+                });
+            }
             if p != Self::STDIN {
                 if let Err(e) = glob::Pattern::new(p) {
                     return Err(InvalidSetting {
@@ -127,9 +142,21 @@ impl FileSourceConfig {
         Ok(schemas)
     }
 
-    /// The inputs, in order: globs expanded now (a pattern matching nothing is an error).
+    /// The inputs, in order: globs expanded now (a pattern matching nothing is an error,
+    /// except for a followed source, whose files may appear later).
     pub fn inputs(&self) -> Result<Vec<Input>, SourceError> {
-        expand_inputs(&self.paths)
+        if !self.follow {
+            return expand_inputs(&self.paths);
+        }
+        let mut out = Vec::new();
+        for p in &self.paths {
+            match expand_pattern(p) {
+                Ok(paths) => out.extend(paths.into_iter().map(Input::Path)),
+                Err(SourceError::NoMatch { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 
     /// The source stage's runtime settings: the readers named `name` in errors, cutting
@@ -155,6 +182,10 @@ impl FileSourceConfig {
         let mut config = SourceConfig::zeek(reader, channel_capacity);
         config.compression = self.decompress;
         config.format = self.format;
+        config.follow = self.follow.then(|| FollowSpec {
+            patterns: self.paths.clone(),
+            resume: Resume::default(),
+        });
         Ok(config)
     }
 }

@@ -41,6 +41,13 @@ impl SourceCounters {
         self.total.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// Counts `bytes` read and decoded from a source read without a counting reader (a
+    /// followed plain file).
+    pub fn add_plain(&self, bytes: u64) {
+        self.read.fetch_add(bytes, Ordering::Relaxed);
+        self.decoded.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// Records a source whose size cannot be known.
     pub fn add_unknown_total(&self) {
         self.unknown_total.fetch_add(1, Ordering::Relaxed);

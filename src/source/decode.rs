@@ -101,6 +101,9 @@ pub struct SourceConfig {
     /// [`ParallelTsvReader`] (same output as
     /// the sequential decoder); 0 or 1 decodes TSV with `decoders` on the input's own thread.
     pub parallel_tsv: usize,
+    /// Follow these patterns instead of reading the inputs once (see
+    /// [`crate::source::follow`]).
+    pub follow: Option<crate::source::follow::FollowSpec>,
 }
 
 /// Inputs of known size below this (as stored, possibly compressed) are decoded on their own
@@ -473,6 +476,7 @@ impl SourceConfig {
             decode_ahead: std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
             channel_capacity,
             parallel_tsv: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            follow: None,
         }
     }
 }

@@ -24,6 +24,7 @@
 //! | the source stage: decoding inputs into batches, [`SourceConfig`] | [`decode`] |
 //! | [`SourceError`] | `error.rs` |
 //! | the configuration of a file or stdin source: [`FileSourceConfig`] | `config.rs` |
+//! | following files like `tail -F`, exactly once across restarts | [`follow`] |
 //!
 //! Files and stdin are read by a dedicated OS thread each, with blocking reads of
 //! [`CHUNK_SIZE`] bytes handed over a small bounded channel, so blocking file I/O never runs on
@@ -55,6 +56,7 @@ mod counters;
 pub mod decode;
 mod error;
 mod expand;
+pub mod follow;
 mod format;
 pub mod inflate;
 mod input;

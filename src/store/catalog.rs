@@ -8,7 +8,10 @@
 //! {"format": "weir-catalog", "version": 1, "next_id": 2048,
 //!  "segments": [{"uuid": "…", "file": "segments/….seg", "bytes": 123, "events": 2048,
 //!                "batches": 2, "intervals": [[0, 2048]], "schemas": {"zeek.conn": 2048},
-//!                "ts": [1, 2]}]}
+//!                "ts": [1, 2]}]},
+//!  "checkpoints": [{"id": {"dev": 2049, "ino": 131, "fp_len": 4096, "fp_crc": 12345},
+//!                   "path": "/opt/zeek/logs/current/conn.log",
+//!                   "pos": {"offset": 81920, "skip": 0}}]}
 //! ```
 //!
 //! Version 2 (written once anything was erased or compacted; version 1 otherwise, so that an
@@ -33,6 +36,10 @@
 //!   deletable; a crash before the change is committed leaves them, and the next writer
 //!   deletes them). No reader, writer or `weir verify --repair` ever treats a listed file
 //!   as a segment of the archive or as an unlisted one: an erased segment never comes back.
+//! `checkpoints` (absent when empty, so older catalogs read unchanged) holds the position of
+//! every followed file after the last event of the last sealed segment (see
+//! [`crate::checkpoint`]); `"done": true` marks a compressed file read to its end. The
+//! write-ahead log's records carry the positions of the events after it.
 //!
 //! # Invariants
 //!
@@ -53,6 +60,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::FileCheckpoint;
 use crate::segment::SealedSegment;
 use crate::store::{Result, StoreError};
 
@@ -80,6 +88,9 @@ pub struct Catalog {
     /// Segment files that are not part of the archive and are deleted when possible.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_deletion: Vec<PendingDeletion>,
+    /// Positions of followed files as of `next_id` (see [`crate::checkpoint`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<FileCheckpoint>,
     #[serde(skip)]
     ranges: Vec<(u64, u64, usize)>,
 }
@@ -154,6 +165,7 @@ impl Default for Catalog {
             generation: 0,
             erased: Vec::new(),
             pending_deletion: Vec::new(),
+            checkpoints: Vec::new(),
             ranges: Vec::new(),
         }
     }

@@ -108,6 +108,7 @@ pub use crate::fs::FsError;
 pub use crate::wal::{SyncPolicy, WalError};
 
 use crate::batch::Batch;
+use crate::checkpoint::{Checkpoints, FileCheckpoint};
 use crate::segment::{Compression, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::{Entry, Wal, WalReader};
 
@@ -157,6 +158,9 @@ pub struct OpenReport {
     /// The ID of the next event appended (the events already in the archive, replayed ones
     /// included): this session's events get IDs from here.
     pub next_id: u64,
+    /// Where each followed file's lines end in the archive (see [`crate::checkpoint`]): a
+    /// followed import resumes there.
+    pub checkpoints: Vec<FileCheckpoint>,
 }
 
 /// What a writer did, returned by [`Store::close`].
@@ -206,6 +210,8 @@ pub struct Store {
     /// The catalog in memory differs from the file only in files deleted since (written at
     /// the next seal or change, or at close).
     catalog_dirty: bool,
+    /// Positions of followed files after the last appended event.
+    checkpoints: Checkpoints,
 }
 
 pub(crate) fn take_lock(dir: &Path) -> Result<File> {
@@ -420,6 +426,8 @@ impl Store {
             Wal::create(&wal_path, catalog.next_id, opts.sync)?
         };
         let next_id = catalog.next_id;
+        let mut checkpoints = Checkpoints::default();
+        checkpoints.extend(catalog.checkpoints.iter().cloned());
         let mut store = Store {
             dir,
             _lock: lock,
@@ -435,6 +443,7 @@ impl Store {
             sealed_bytes: 0,
             age_checked: None,
             catalog_dirty: false,
+            checkpoints,
         };
         let sealed_at_open = store.catalog.next_id;
         let referenced = store.replay(&mut report)?;
@@ -472,6 +481,7 @@ impl Store {
             .filter(|p| p.exists())
             .collect();
         report.next_id = store.next_id;
+        report.checkpoints = store.checkpoints.to_vec();
         tracing::debug!(
             dir = %store.dir.display(),
             segments = store.catalog.segments.len(),
@@ -519,8 +529,17 @@ impl Store {
             }
             .into());
         }
+        let mut live_marks = false;
         while let Some((offset, entry)) = reader.next_entry(self.catalog.next_id)? {
             let batch = match entry {
+                Entry::Batch(b) if b.is_empty() => {
+                    // Checkpoints only: nothing to add to the segment.
+                    if b.id() >= self.catalog.next_id {
+                        self.checkpoints.apply_marks(b.marks());
+                        live_marks = true;
+                    }
+                    continue;
+                }
                 Entry::Batch(b) => b,
                 Entry::Sealed(_) => {
                     report.skipped_batches += 1;
@@ -572,7 +591,7 @@ impl Store {
             replayed!(debug);
         }
         self.next_id = self.catalog.next_id.max(reader.end_id());
-        if report.replayed_batches == 0 {
+        if report.replayed_batches == 0 && !live_marks {
             // Nothing live in the log (empty, or only records of the last sealed segment):
             // start a clean one at the catalog's end.
             self.wal = Wal::create(&path, self.catalog.next_id, self.opts.sync)?;
@@ -613,6 +632,13 @@ impl Store {
         self.check_failed()?;
         let start = self.next_id;
         if batch.is_empty() {
+            if !batch.marks().is_empty() {
+                // Checkpoints only: a record without rows moves them (see `crate::wal`).
+                batch.set_id(start);
+                let r = self.wal.append(&batch).map_err(StoreError::from);
+                self.poison_on_error(r)?;
+                self.checkpoints.apply_marks(batch.marks());
+            }
             return Ok(start..start);
         }
         // IDs are never wrapped: a batch that does not fit in the rest of the u64 space is
@@ -685,18 +711,26 @@ impl Store {
         // One pass over the rows for both checksums.
         let crc = crc32fast::hash(batch.data());
         let location = self.builder.add_located(batch, crc)?;
-        if !log {
-            return Ok(());
-        }
-        match location {
-            Some(location) => {
-                if self.opts.sync == SyncPolicy::Always {
-                    self.builder.sync_data()?;
+        if log {
+            match location {
+                Some(location) => {
+                    if self.opts.sync == SyncPolicy::Always {
+                        self.builder.sync_data()?;
+                    }
+                    self.wal.append_external(batch, crc, location)?;
                 }
-                Ok(self.wal.append_external(batch, crc, location)?)
+                None => self.wal.append_with_crc(batch, crc)?,
             }
-            None => Ok(self.wal.append_with_crc(batch, crc)?),
         }
+        // The positions of followed files move with the rows (logged in the same record);
+        // a seal writes them into the catalog.
+        self.checkpoints.apply_marks(batch.marks());
+        Ok(())
+    }
+
+    /// Where each followed file's lines end among the appended events.
+    pub fn checkpoints(&self) -> Vec<FileCheckpoint> {
+        self.checkpoints.to_vec()
     }
 
     /// Seals the active segment (if it holds anything): segment file, catalog, new WAL.
@@ -720,6 +754,7 @@ impl Store {
             "sealed segment"
         );
         self.catalog.push(entry);
+        self.catalog.checkpoints = self.checkpoints.to_vec();
         self.catalog.save(&self.dir, sync)?;
         self.catalog_dirty = false;
         if reset_wal {

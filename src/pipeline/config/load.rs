@@ -73,7 +73,7 @@ const STAGE_TYPES: &[StageType] = &[
         name: "stdin",
         what: "a stdin source",
         required: &[],
-        excluded: &["paths"],
+        excluded: &["paths", "follow"],
         keys: field_names::<FileSourceConfig>,
         parse: |v| FileSourceConfig::deserialize(v).map(StageConfig::Stdin),
     },
