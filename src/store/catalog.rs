@@ -36,6 +36,7 @@
 //!   deletable; a crash before the change is committed leaves them, and the next writer
 //!   deletes them). No reader, writer or `weir verify --repair` ever treats a listed file
 //!   as a segment of the archive or as an unlisted one: an erased segment never comes back.
+//!
 //! `checkpoints` (absent when empty, so older catalogs read unchanged) holds the position of
 //! every followed file after the last event of the last sealed segment (see
 //! [`crate::checkpoint`]); `"done": true` marks a compressed file read to its end. The
