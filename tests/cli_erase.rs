@@ -295,12 +295,19 @@ impl Rng {
 
 /// Kills `weir ARGS` on a copy of `template` at random moments; after each kill the archive
 /// holds `old` or `new` (as event numbers), verifies, and a repair brings nothing back.
-fn kill_loop(template: &Path, args: &[&str], old: &[u64], new: &[u64], rng: &mut Rng) {
+fn kill_loop(
+    template: &Path,
+    args: &[&str],
+    (old, new): (&[u64], &[u64]),
+    max_delay: Duration,
+    rng: &mut Rng,
+) {
+    let segments_before = common::cli::info(template)["segments"].as_u64().unwrap();
     let kills: u64 = std::env::var("WEIR_ERASE_CRASH_LOOP")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
-    let mut finished = 0;
+    let (mut finished, mut new_state, mut merged) = (0, 0, 0);
     for k in 0..kills {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("db");
@@ -313,7 +320,8 @@ fn kill_loop(template: &Path, args: &[&str], old: &[u64], new: &[u64], rng: &mut
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let delay = Duration::from_micros(rng.next() % 60_000);
+        // Kills land before, during and after the change (fsyncs and renames).
+        let delay = Duration::from_micros(rng.next() % max_delay.as_micros() as u64);
         std::thread::sleep(delay);
         let _ = child.kill();
         let status = child.wait().unwrap();
@@ -325,6 +333,12 @@ fn kill_loop(template: &Path, args: &[&str], old: &[u64], new: &[u64], rng: &mut
         verify_ok(&db);
         let got = exported(&db);
         assert!(got == old || got == new, "{what}: neither state");
+        if got == new && old != new {
+            new_state += 1;
+        }
+        if common::cli::info(&db)["segments"].as_u64().unwrap() < segments_before {
+            merged += 1;
+        }
         // The next writer finishes the clean-up; then repair finds nothing to resurrect.
         ok(&run(&["compact", "--db", s(&db)]), "compact after kill");
         let out = ok(&run(&["verify", "--repair", "--db", s(&db)]), "repair");
@@ -339,7 +353,9 @@ fn kill_loop(template: &Path, args: &[&str], old: &[u64], new: &[u64], rng: &mut
             "{what}"
         );
     }
-    println!("{args:?}: {kills} kills, {finished} finished before the kill");
+    println!(
+        "{args:?}: {kills} kills, {finished} finished before the kill, {new_state} left the new events, {merged} fewer segments"
+    );
 }
 
 #[test]
@@ -361,20 +377,11 @@ fn erase_and_compact_killed_at_random_moments() {
     archive(&template, 4000, "8KiB");
     let all: Vec<u64> = (0..4000).collect();
     let erased: Vec<u64> = (0..4000).filter(|i| !(500..1500).contains(i)).collect();
-    kill_loop(
-        &template,
-        &["erase", "--ids", "500-1499"],
-        &all,
-        &erased,
-        &mut rng,
-    );
-    kill_loop(
-        &template,
-        &["compact", "--max-segment-size", "64KiB"],
-        &all,
-        &all,
-        &mut rng,
-    );
+    let ms = Duration::from_millis;
+    let erase = ["erase", "--ids", "500-1499"];
+    kill_loop(&template, &erase, (&all, &erased), ms(200), &mut rng);
+    let compact = ["compact", "--max-segment-size", "64KiB"];
+    kill_loop(&template, &compact, (&all, &all), ms(800), &mut rng);
 }
 
 /// Bytes of the sealed segment files.
@@ -513,10 +520,12 @@ fn import_with_retain_erases_old_segments_and_info_counts_them() {
     // The events are of 2020: older than 30 days. The new import's segment goes too once it
     // is sealed (at the end); the events of the last import stay until then.
     let out = run_with_stdin(
-        &["import", "--db", s(&db), "-q", "--retain", "30d"],
+        &["import", "--db", s(&db), "--retain", "30d"],
         log(3000..3010).as_bytes(),
     );
     ok(&out, "import --retain");
+    let err = text(&out.stderr);
+    assert!(err.contains("weir: retention erased"), "{err}");
     assert_eq!(count(&db, ""), 0);
     let info = ok(&run(&["info", "--db", s(&db)]), "info");
     assert!(info.contains("erased:    3010 events"), "{info}");

@@ -404,6 +404,19 @@ async fn execute(
         line.push_str(" (interrupted)");
     }
     say!("{line}");
+    for a in &built.archives {
+        let Some(s) = a.summary.lock().ok().and_then(|s| s.clone()) else {
+            continue;
+        };
+        if s.erased_segments > 0 {
+            say!(
+                "weir: retention erased {} ({}) of {}",
+                super::plural(s.erased_segments, "segment"),
+                super::plural(s.erased_events, "event"),
+                a.db.display()
+            );
+        }
+    }
     Ok(())
 }
 

@@ -93,13 +93,15 @@ pub struct EraseReport {
     pub segments_written: u64,
 }
 
-/// The runs of kept rows of one batch, and how many rows it has.
+/// What stays of one batch of a partially erased segment.
 struct BatchPlan {
+    /// The batch's index in its segment.
     index: usize,
+    /// The runs of rows that stay (ascending row indices).
     keep: Vec<Range<usize>>,
 }
 
-/// Appends `run` to the runs, merging with the last one when adjacent.
+/// Adds row `i` to the runs, extending the last one when adjacent.
 fn push_run(runs: &mut Vec<Range<usize>>, i: usize) {
     match runs.last_mut() {
         Some(last) if last.end == i => last.end = i + 1,
