@@ -6,8 +6,9 @@
 //! `&&`/`||` tree gets to them. Comparisons of integer fields (`count`, `port`, `int`, `time`,
 //! `interval`) with an integer, time or duration literal are precompiled into an inclusive
 //! range ([`Fast`]) and tested on the integer as it is read (the ranges of one field in a
-//! conjunction are merged into one: `ts >= a && ts < b` reads `ts` once); the others go
-//! through [`holds`] on a borrowed [`ValueRef`]. Unset values never match, whatever the
+//! conjunction are merged into one: `ts >= a && ts < b` reads `ts` once); `==` and `!=` of
+//! strings and addresses compare the value as read; the others go through [`holds`] on a
+//! borrowed [`ValueRef`]. Unset values never match, whatever the
 //! operator.
 //!
 //! Before the rows, a whole batch is checked for the bytes every match needs ([`Needles`]:
@@ -93,6 +94,10 @@ pub(crate) enum Fast {
     Unsigned { lo: u64, hi: u64, negate: bool },
     /// A signed field (`int`, `time`, `interval`).
     Signed { lo: i64, hi: i64, negate: bool },
+    /// `==` (or `!=`, negated) of a string-like field with a string: the bytes compare.
+    Bytes { negate: bool },
+    /// `==` (or `!=`, negated) of an address field with an address.
+    Addr { negate: bool },
 }
 
 impl Fast {
@@ -138,6 +143,20 @@ impl Fast {
 
     /// The fast form of a test, if it has one.
     pub(crate) fn of(t: &Test) -> Fast {
+        let eq = matches!(t.op, Op::Eq | Op::Ne);
+        match (&t.ty, &t.lit) {
+            (ty, Literal::String(_)) if eq && ty.is_stringy() => {
+                return Fast::Bytes {
+                    negate: t.op == Op::Ne,
+                }
+            }
+            (Type::Addr, Literal::Addr(_)) if eq => {
+                return Fast::Addr {
+                    negate: t.op == Op::Ne,
+                }
+            }
+            _ => {}
+        }
         let x: i128 = match (&t.ty, &t.lit) {
             (Type::Count | Type::Port, Literal::Count(x)) => *x as i128,
             (Type::Count | Type::Port, Literal::Int(x)) => *x as i128,
@@ -334,6 +353,26 @@ fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, De
             }
             let v = c.int(m, &t.ty)?;
             return Ok((lo <= v && v <= hi) != negate);
+        }
+        Fast::Bytes { negate } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            return Ok(match (c.scalar(m, &t.ty)?, &t.lit) {
+                (ValueRef::String(s), Literal::String(l)) => (s == l.as_slice()) != negate,
+                _ => false,
+            });
+        }
+        Fast::Addr { negate } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            return Ok(match (c.scalar(m, &t.ty)?, &t.lit) {
+                (ValueRef::Addr(a), Literal::Addr(l)) => (a == *l) != negate,
+                _ => false,
+            });
         }
         Fast::None => {}
     }
@@ -546,5 +585,43 @@ mod tests {
             }
         }
         assert!(checked > 2000, "{checked}");
+    }
+
+    /// String and address equality: the fast form gives what [`holds`] gives.
+    #[test]
+    fn fast_equality_agrees_with_holds() {
+        let v4: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+        let v6: std::net::IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        let strings: [&[u8]; 4] = [b"", b"a", b"ab", b"\xff"];
+        for op in [Op::Eq, Op::Ne] {
+            for ty in [Type::String, Type::Enum, Type::File] {
+                for lit in strings {
+                    let t = test_of(ty.clone(), op, Literal::String(lit.to_vec()));
+                    assert_eq!(
+                        Fast::of(&t),
+                        Fast::Bytes {
+                            negate: op == Op::Ne
+                        }
+                    );
+                    for v in strings {
+                        let want = holds(&ValueRef::String(v), op, &t.lit);
+                        assert_eq!((v == lit) != (op == Op::Ne), want, "{v:?} {lit:?}");
+                    }
+                }
+            }
+            for lit in [v4, v6] {
+                let t = test_of(Type::Addr, op, Literal::Addr(lit));
+                assert_eq!(
+                    Fast::of(&t),
+                    Fast::Addr {
+                        negate: op == Op::Ne
+                    }
+                );
+                for v in [v4, v6] {
+                    let want = holds(&ValueRef::Addr(v), op, &t.lit);
+                    assert_eq!((v == lit) != (op == Op::Ne), want, "{v} {lit}");
+                }
+            }
+        }
     }
 }
