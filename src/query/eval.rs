@@ -96,8 +96,14 @@ pub(crate) enum Fast {
     Signed { lo: i64, hi: i64, negate: bool },
     /// `==` (or `!=`, negated) of a string-like field with a string: the bytes compare.
     Bytes { negate: bool },
-    /// `==` (or `!=`, negated) of an address field with an address.
-    Addr { negate: bool },
+    /// `==` (or `!=`, negated) of an address field with an address: the stored bytes (4 for
+    /// IPv4, 16 for IPv6) compare with the first `len` of `octets`, without building an
+    /// `IpAddr`.
+    Addr {
+        octets: [u8; 16],
+        len: u8,
+        negate: bool,
+    },
 }
 
 impl Fast {
@@ -150,10 +156,23 @@ impl Fast {
                     negate: t.op == Op::Ne,
                 }
             }
-            (Type::Addr, Literal::Addr(_)) if eq => {
+            (Type::Addr, Literal::Addr(a)) if eq => {
+                let mut octets = [0u8; 16];
+                let len = match a {
+                    std::net::IpAddr::V4(a) => {
+                        octets[..4].copy_from_slice(&a.octets());
+                        4
+                    }
+                    std::net::IpAddr::V6(a) => {
+                        octets = a.octets();
+                        16
+                    }
+                };
                 return Fast::Addr {
+                    octets,
+                    len,
                     negate: t.op == Op::Ne,
-                }
+                };
             }
             _ => {}
         }
@@ -364,15 +383,28 @@ fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, De
                 _ => false,
             });
         }
-        Fast::Addr { negate } => {
+        Fast::Addr {
+            octets,
+            len,
+            negate,
+        } => {
             let m = c.marker()?;
             if m == NIL {
                 return Ok(false);
             }
-            return Ok(match (c.scalar(m, &t.ty)?, &t.lit) {
-                (ValueRef::Addr(a), Literal::Addr(l)) => (a == *l) != negate,
-                _ => false,
-            });
+            // An address is a bin of 4 or 16 bytes, read here as bytes.
+            let ValueRef::String(got) = c.scalar(m, &Type::String)? else {
+                return Ok(false);
+            };
+            // Fixed-size arrays compare as integers (a slice compare calls memcmp).
+            let equal = match (got.len(), len) {
+                (4, 4) => <[u8; 4]>::try_from(got)
+                    .is_ok_and(|g| g == [octets[0], octets[1], octets[2], octets[3]]),
+                (16, 16) => <[u8; 16]>::try_from(got).is_ok_and(|g| g == octets),
+                (4 | 16, _) => false,
+                _ => return Err(c.unexpected(m, &t.ty)),
+            };
+            return Ok(equal != negate);
         }
         Fast::None => {}
     }
@@ -611,15 +643,23 @@ mod tests {
             }
             for lit in [v4, v6] {
                 let t = test_of(Type::Addr, op, Literal::Addr(lit));
-                assert_eq!(
-                    Fast::of(&t),
-                    Fast::Addr {
-                        negate: op == Op::Ne
-                    }
-                );
+                let Fast::Addr {
+                    octets,
+                    len,
+                    negate,
+                } = Fast::of(&t)
+                else {
+                    panic!("{lit}: no fast form");
+                };
+                assert_eq!(negate, op == Op::Ne);
                 for v in [v4, v6] {
                     let want = holds(&ValueRef::Addr(v), op, &t.lit);
-                    assert_eq!((v == lit) != (op == Op::Ne), want, "{v} {lit}");
+                    let stored = match v {
+                        std::net::IpAddr::V4(a) => a.octets().to_vec(),
+                        std::net::IpAddr::V6(a) => a.octets().to_vec(),
+                    };
+                    let got = (stored == octets[..len as usize]) != negate;
+                    assert_eq!(got, want, "{v} {lit}");
                 }
             }
         }
