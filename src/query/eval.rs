@@ -6,8 +6,9 @@
 //! `&&`/`||` tree gets to them. Comparisons of integer fields (`count`, `port`, `int`, `time`,
 //! `interval`) with an integer, time or duration literal are precompiled into an inclusive
 //! range ([`Fast`]) and tested on the integer as it is read (the ranges of one field in a
-//! conjunction are merged into one: `ts >= a && ts < b` reads `ts` once); the others go
-//! through [`holds`] on a borrowed [`ValueRef`]. Unset values never match, whatever the
+//! conjunction are merged into one: `ts >= a && ts < b` reads `ts` once); `==` and `!=` of
+//! strings and addresses compare the value as read; the others go through [`holds`] on a
+//! borrowed [`ValueRef`]. Unset values never match, whatever the
 //! operator.
 //!
 //! Before the rows, a whole batch is checked for the bytes every match needs ([`Needles`]:
@@ -93,6 +94,16 @@ pub(crate) enum Fast {
     Unsigned { lo: u64, hi: u64, negate: bool },
     /// A signed field (`int`, `time`, `interval`).
     Signed { lo: i64, hi: i64, negate: bool },
+    /// `==` (or `!=`, negated) of a string-like field with a string: the bytes compare.
+    Bytes { negate: bool },
+    /// `==` (or `!=`, negated) of an address field with an address: the stored bytes (4 for
+    /// IPv4, 16 for IPv6) compare with the first `len` of `octets`, without building an
+    /// `IpAddr`.
+    Addr {
+        octets: [u8; 16],
+        len: u8,
+        negate: bool,
+    },
 }
 
 impl Fast {
@@ -138,6 +149,33 @@ impl Fast {
 
     /// The fast form of a test, if it has one.
     pub(crate) fn of(t: &Test) -> Fast {
+        let eq = matches!(t.op, Op::Eq | Op::Ne);
+        match (&t.ty, &t.lit) {
+            (ty, Literal::String(_)) if eq && ty.is_stringy() => {
+                return Fast::Bytes {
+                    negate: t.op == Op::Ne,
+                }
+            }
+            (Type::Addr, Literal::Addr(a)) if eq => {
+                let mut octets = [0u8; 16];
+                let len = match a {
+                    std::net::IpAddr::V4(a) => {
+                        octets[..4].copy_from_slice(&a.octets());
+                        4
+                    }
+                    std::net::IpAddr::V6(a) => {
+                        octets = a.octets();
+                        16
+                    }
+                };
+                return Fast::Addr {
+                    octets,
+                    len,
+                    negate: t.op == Op::Ne,
+                };
+            }
+            _ => {}
+        }
         let x: i128 = match (&t.ty, &t.lit) {
             (Type::Count | Type::Port, Literal::Count(x)) => *x as i128,
             (Type::Count | Type::Port, Literal::Int(x)) => *x as i128,
@@ -334,6 +372,39 @@ fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, De
             }
             let v = c.int(m, &t.ty)?;
             return Ok((lo <= v && v <= hi) != negate);
+        }
+        Fast::Bytes { negate } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            return Ok(match (c.scalar(m, &t.ty)?, &t.lit) {
+                (ValueRef::String(s), Literal::String(l)) => (s == l.as_slice()) != negate,
+                _ => false,
+            });
+        }
+        Fast::Addr {
+            octets,
+            len,
+            negate,
+        } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            // An address is a bin of 4 or 16 bytes, read here as bytes.
+            let ValueRef::String(got) = c.scalar(m, &Type::String)? else {
+                return Ok(false);
+            };
+            // Fixed-size arrays compare as integers (a slice compare calls memcmp).
+            let equal = match (got.len(), len) {
+                (4, 4) => <[u8; 4]>::try_from(got)
+                    .is_ok_and(|g| g == [octets[0], octets[1], octets[2], octets[3]]),
+                (16, 16) => <[u8; 16]>::try_from(got).is_ok_and(|g| g == octets),
+                (4 | 16, _) => false,
+                _ => return Err(c.unexpected(m, &t.ty)),
+            };
+            return Ok(equal != negate);
         }
         Fast::None => {}
     }
@@ -546,5 +617,51 @@ mod tests {
             }
         }
         assert!(checked > 2000, "{checked}");
+    }
+
+    /// String and address equality: the fast form gives what [`holds`] gives.
+    #[test]
+    fn fast_equality_agrees_with_holds() {
+        let v4: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+        let v6: std::net::IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        let strings: [&[u8]; 4] = [b"", b"a", b"ab", b"\xff"];
+        for op in [Op::Eq, Op::Ne] {
+            for ty in [Type::String, Type::Enum, Type::File] {
+                for lit in strings {
+                    let t = test_of(ty.clone(), op, Literal::String(lit.to_vec()));
+                    assert_eq!(
+                        Fast::of(&t),
+                        Fast::Bytes {
+                            negate: op == Op::Ne
+                        }
+                    );
+                    for v in strings {
+                        let want = holds(&ValueRef::String(v), op, &t.lit);
+                        assert_eq!((v == lit) != (op == Op::Ne), want, "{v:?} {lit:?}");
+                    }
+                }
+            }
+            for lit in [v4, v6] {
+                let t = test_of(Type::Addr, op, Literal::Addr(lit));
+                let Fast::Addr {
+                    octets,
+                    len,
+                    negate,
+                } = Fast::of(&t)
+                else {
+                    panic!("{lit}: no fast form");
+                };
+                assert_eq!(negate, op == Op::Ne);
+                for v in [v4, v6] {
+                    let want = holds(&ValueRef::Addr(v), op, &t.lit);
+                    let stored = match v {
+                        std::net::IpAddr::V4(a) => a.octets().to_vec(),
+                        std::net::IpAddr::V6(a) => a.octets().to_vec(),
+                    };
+                    let got = (stored == octets[..len as usize]) != negate;
+                    assert_eq!(got, want, "{v} {lit}");
+                }
+            }
+        }
     }
 }
