@@ -704,14 +704,13 @@ fn read_external(
         return read_stored(dir, location, len, crc);
     };
     let stored = read_stored(dir, location, p.stored_len as usize, crc)?;
-    let (mut data, data_len) = crate::segment::unpack(p.codec, &stored, p.raw_size as usize, rows)?;
+    let (data, data_len) = crate::segment::unpack(p.codec, &stored, p.raw_size as usize, rows)?;
     if data_len != len {
         return Err(format!(
             "its rows inflate to {data_len} bytes, the record says {len}"
         ));
     }
-    data.truncate(len);
-    Ok(data)
+    Ok(data[..len].to_vec())
 }
 
 /// Reads `len` stored bytes at `location` and checks their CRC (see [`read_external`]).

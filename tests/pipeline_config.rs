@@ -960,3 +960,21 @@ fn misshapen_sections_name_their_table() {
          allowed keys: channel_capacity, metrics_listen"
     );
 }
+
+#[test]
+fn archive_compression_settings_are_checked() {
+    assert_err(
+        "err-compression-level.toml",
+        9,
+        Some("sinks.archive"),
+        Some("compression_level"),
+        "lz4 has no levels",
+    );
+    assert_err(
+        "err-bad-codec.toml",
+        8,
+        Some("sinks.archive"),
+        Some("compression"),
+        "invalid value \"gzip\"; expected one of: zstd, lz4, none",
+    );
+}

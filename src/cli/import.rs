@@ -50,7 +50,7 @@ pub struct ImportArgs {
     #[arg(long, value_parser = choice::<Codec>(), value_name = "CODEC",
           default_value_t = ArchiveSinkConfig::default().compression)]
     compression: Codec,
-    /// The codec's level (zstd: -7 to 22, default 1; faster below, smaller above; lz4 and
+    /// The codec's level (zstd: 1 by default, up to 22; negative levels are faster; lz4 and
     /// none have no levels).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     compression_level: Option<i32>,

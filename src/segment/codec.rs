@@ -193,6 +193,43 @@ impl Packer {
     }
 }
 
+/// The memory of a decompressed batch: returned to a small pool when dropped, so that a scan
+/// reuses the same few buffers instead of faulting in fresh pages for every batch.
+#[derive(Debug, Default)]
+pub struct RowBuf(Vec<u8>);
+
+/// Buffers kept for reuse (a scan holds one or two batches at a time).
+static POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+const POOL_MAX: usize = 4;
+
+impl RowBuf {
+    fn take(capacity: usize) -> RowBuf {
+        let reused = POOL.lock().ok().and_then(|mut p| p.pop());
+        let mut v = reused.unwrap_or_default();
+        v.clear();
+        v.reserve_exact(capacity);
+        RowBuf(v)
+    }
+}
+
+impl std::ops::Deref for RowBuf {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl Drop for RowBuf {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.0);
+        if let Ok(mut pool) = POOL.lock() {
+            if pool.len() < POOL_MAX {
+                pool.push(v);
+            }
+        }
+    }
+}
+
 /// Decompresses a batch of `rows` rows from its stored bytes, which must inflate to exactly
 /// `raw_size` bytes, into its rows followed by their offsets as little-endian u32. Returns
 /// those and the length of the rows. `Err` says what is wrong (for a corruption message
@@ -202,8 +239,10 @@ pub(crate) fn unpack(
     stored: &[u8],
     raw_size: usize,
     rows: usize,
-) -> Result<(Vec<u8>, usize), String> {
-    let mut buf = inflate(codec, stored, raw_size)?;
+) -> Result<(RowBuf, usize), String> {
+    let mut out = RowBuf::take(raw_size + 4 * rows);
+    let buf = &mut out.0;
+    inflate(codec, stored, raw_size, buf)?;
     let mut lengths = Vec::with_capacity(rows);
     let mut pos = 0;
     for _ in 0..rows {
@@ -235,23 +274,22 @@ pub(crate) fn unpack(
         ));
     }
     buf.drain(..pos);
-    buf.reserve_exact(4 * rows);
     let mut at = 0u32;
     for l in lengths {
         buf.extend_from_slice(&at.to_le_bytes());
         at += l as u32;
     }
-    Ok((buf, data_len))
+    Ok((out, data_len))
 }
 
-/// Decompresses exactly `raw_size` bytes.
-fn inflate(codec: Codec, stored: &[u8], raw_size: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
+/// Decompresses exactly `raw_size` bytes into `out` (empty, with at least that capacity).
+fn inflate(codec: Codec, stored: &[u8], raw_size: usize, out: &mut Vec<u8>) -> Result<(), String> {
     match codec {
-        Codec::None => return Ok(stored.to_vec()),
+        Codec::None => out.extend_from_slice(stored),
         Codec::Zstd => {
-            out.reserve_exact(raw_size);
-            let n = zstd_safe::decompress(&mut out, stored)
+            // Into the spare capacity (bounded): a frame that inflates to more or less than
+            // `raw_size` is an error.
+            let n = zstd_safe::decompress(&mut *out, stored)
                 .map_err(|code| format!("zstd: {}", zstd_safe::get_error_name(code)))?;
             if n != raw_size {
                 return Err(format!("zstd: {n} bytes decompressed, {raw_size} expected"));
@@ -259,14 +297,14 @@ fn inflate(codec: Codec, stored: &[u8], raw_size: usize) -> Result<Vec<u8>, Stri
         }
         Codec::Lz4 => {
             out.resize(raw_size, 0);
-            let n = lz4_flex::block::decompress_into(stored, &mut out)
-                .map_err(|e| format!("lz4: {e}"))?;
+            let n =
+                lz4_flex::block::decompress_into(stored, out).map_err(|e| format!("lz4: {e}"))?;
             if n != raw_size {
                 return Err(format!("lz4: {n} bytes decompressed, {raw_size} expected"));
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -300,7 +338,7 @@ mod tests {
             assert_eq!(n, data.len() + 2 * 100 + 1);
             assert!(stored.len() < raw.len() / 4, "{c:?}: {}", stored.len());
             let (got, len) = unpack(c.codec, stored, n, rows).unwrap();
-            assert_eq!((got, len), (raw.clone(), data.len()), "{c:?}");
+            assert_eq!((&got[..], len), (&raw[..], data.len()), "{c:?}");
             assert!(unpack(c.codec, stored, n - 1, rows).is_err(), "{c:?}");
             assert!(unpack(c.codec, stored, n, rows + 1).is_err(), "{c:?}");
             assert!(unpack(c.codec, &stored[..stored.len() / 2], n, rows).is_err());

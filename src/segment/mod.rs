@@ -126,7 +126,7 @@ pub mod sketch;
 mod writer;
 
 pub(crate) use codec::unpack;
-pub use codec::{Codec, Compression};
+pub use codec::{Codec, Compression, RowBuf};
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::codec::{unpack, Codec};
+use super::codec::{unpack, Codec, RowBuf};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
 use super::sketch::{range_value, RangeKind, RangeOf, SketchRef};
@@ -644,7 +644,7 @@ fn check_offsets(offsets: &OffsetsRef<'_>, data_len: usize) -> std::result::Resu
 #[derive(Debug, Clone)]
 enum Bytes<'a> {
     Mapped { data: &'a [u8], offsets: &'a [u8] },
-    Unpacked { buf: Arc<Vec<u8>>, data_len: usize },
+    Unpacked { buf: Arc<RowBuf>, data_len: usize },
 }
 
 /// A batch of a mapped segment: schema, first ID and its rows, zero-copy from the map when
@@ -713,7 +713,7 @@ impl<'a> SegmentBatch<'a> {
 
     /// The decompressed rows and offsets of a compressed batch, and the length of the rows
     /// (for a reader that keeps them beyond this borrow).
-    pub(crate) fn unpacked(&self) -> Option<(Arc<Vec<u8>>, usize)> {
+    pub(crate) fn unpacked(&self) -> Option<(Arc<RowBuf>, usize)> {
         match &self.bytes {
             Bytes::Mapped { .. } => None,
             Bytes::Unpacked { buf, data_len } => Some((buf.clone(), *data_len)),

@@ -493,7 +493,7 @@ enum Source {
     /// An uncompressed batch: zero-copy from the map.
     Sealed(Arc<Segment>, usize),
     /// A compressed batch, decompressed: its rows, then its offsets; the length of the rows.
-    Unpacked(Arc<Segment>, usize, Arc<Vec<u8>>, usize),
+    Unpacked(Arc<Segment>, usize, Arc<crate::segment::RowBuf>, usize),
     Tail(Arc<Batch>),
 }
 

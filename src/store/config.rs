@@ -186,3 +186,35 @@ impl ArchiveSinkConfig {
         Ok((ArchiveSink::new(store)?, report))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_keys_make_the_store_options() {
+        let c: ArchiveSinkConfig = toml::from_str(
+            "db = \"x\"\ncompression = \"zstd\"\ncompression_level = -3\nsketches = false",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let o = c.store_options();
+        assert_eq!(
+            o.compression,
+            Compression {
+                codec: Codec::Zstd,
+                level: -3
+            }
+        );
+        assert!(!o.sketches);
+        let d = ArchiveSinkConfig::new("x").store_options();
+        assert_eq!(d.compression, Compression::new(Codec::Zstd));
+        assert_eq!(d.compression.level, Codec::Zstd.default_level());
+        assert!(d.sketches);
+        let bad = ArchiveSinkConfig {
+            compression_level: Some(99),
+            ..ArchiveSinkConfig::new("x")
+        };
+        assert_eq!(bad.validate().unwrap_err().key, "compression_level");
+    }
+}
