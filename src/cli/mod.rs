@@ -29,6 +29,7 @@ mod args;
 mod convert;
 mod docs;
 mod import;
+mod lake;
 mod progress;
 mod search;
 mod signals;
