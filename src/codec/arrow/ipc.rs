@@ -292,12 +292,12 @@ impl Decoder for ArrowIpcDecoder {
     }
 
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        if let Some(b) = self.decode(src)? {
+            return Ok(Some(b));
+        }
         if self.file.is_none() && !src.is_empty() {
             // Shorter than any Arrow input.
             return Err(self.error(None, format!("not Arrow IPC data ({} bytes)", src.len())));
-        }
-        if let Some(b) = self.decode(src)? {
-            return Ok(Some(b));
         }
         if let Some(b) = self.pending.pop_front() {
             return Ok(Some(b));
