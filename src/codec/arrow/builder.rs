@@ -8,15 +8,15 @@ use arrow_array::builder::{
     BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder, StringBuilder,
     TimestampNanosecondBuilder, UInt16Builder, UInt64Builder,
 };
-use arrow_array::{ArrayRef, ListArray, RecordBatch};
-use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_array::{ArrayRef, ListArray, RecordBatch, StringArray};
+use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{FieldRef, Schema as ArrowSchema};
 
 use super::schema::arrow_schema;
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::{push_addr, push_subnet};
 use crate::types::{SchemaRef, Type};
-use crate::value::{DecodeError, RowCursor, NIL};
+use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 
 /// Appends `bytes` to `out` as text: valid UTF-8 as it is, each byte of an invalid sequence as
 /// the four characters `\xHH` (lowercase hex). The decoded strings of the JSON writer
@@ -31,6 +31,76 @@ pub fn push_escaped_utf8(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// A `utf8` column built from raw bytes: values appended as they are, checked as UTF-8 once
+/// per batch (by Arrow, over the whole buffer); only when that fails are the strings escaped
+/// one by one ([`push_escaped_utf8`]). The buffers keep their capacity from batch to batch.
+struct TextColumn {
+    values: Vec<u8>,
+    offsets: Vec<i32>,
+    nulls: NullBufferBuilder,
+}
+
+impl TextColumn {
+    fn new() -> TextColumn {
+        TextColumn {
+            values: Vec::new(),
+            offsets: vec![0],
+            nulls: NullBufferBuilder::new(0),
+        }
+    }
+
+    #[inline]
+    fn end_value(&mut self) {
+        // A batch holds less than `ArrowBuilder::MAX_BYTES` (plus one row) of text.
+        self.offsets
+            .push(i32::try_from(self.values.len()).unwrap_or(i32::MAX));
+        self.nulls.append_non_null();
+    }
+
+    #[inline]
+    fn append_null(&mut self) {
+        self.offsets
+            .push(i32::try_from(self.values.len()).unwrap_or(i32::MAX));
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        let rows = self.offsets.len() - 1;
+        let capacity = self.values.len();
+        let values = Buffer::from_vec(std::mem::replace(
+            &mut self.values,
+            Vec::with_capacity(capacity),
+        ));
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
+            &mut self.offsets,
+            Vec::with_capacity(rows + 1),
+        )));
+        self.offsets.push(0);
+        let nulls = self.nulls.finish();
+        // Buffers are shared, not copied, by these clones.
+        let array = StringArray::try_new(offsets.clone(), values.clone(), nulls.clone());
+        match array {
+            Ok(a) => Ok(Arc::new(a)),
+            Err(_) => {
+                // Some string is not UTF-8: escape each as the JSON writer does.
+                let mut b = StringBuilder::with_capacity(rows, values.len());
+                let mut text = String::new();
+                for i in 0..rows {
+                    if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                        b.append_null();
+                        continue;
+                    }
+                    let s = &values.as_slice()[offsets[i] as usize..offsets[i + 1] as usize];
+                    text.clear();
+                    push_escaped_utf8(&mut text, s);
+                    b.append_value(&text);
+                }
+                Ok(Arc::new(b.finish()))
+            }
+        }
+    }
+}
+
 /// The builder of one scalar column (or of a list column's elements).
 enum Scalar {
     Bool(BooleanBuilder),
@@ -40,10 +110,8 @@ enum Scalar {
     Time(TimestampNanosecondBuilder),
     Interval(DurationNanosecondBuilder),
     Port(UInt16Builder),
-    /// `string`, `enum`, `pattern`, `file`.
-    Text(StringBuilder),
-    Addr(StringBuilder),
-    Subnet(StringBuilder),
+    /// `string`, `enum`, `pattern`, `file`, `addr` and `subnet` (as text).
+    Text(TextColumn),
 }
 
 impl Scalar {
@@ -56,10 +124,8 @@ impl Scalar {
             Type::Time => Scalar::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
             Type::Interval => Scalar::Interval(DurationNanosecondBuilder::new()),
             Type::Port => Scalar::Port(UInt16Builder::new()),
-            Type::Addr => Scalar::Addr(StringBuilder::new()),
-            Type::Subnet => Scalar::Subnet(StringBuilder::new()),
-            // Strings, and containers (never nested: `MAX_TYPE_DEPTH`).
-            _ => Scalar::Text(StringBuilder::new()),
+            // Strings, addresses, subnets, and containers (never nested: `MAX_TYPE_DEPTH`).
+            _ => Scalar::Text(TextColumn::new()),
         }
     }
 
@@ -73,20 +139,13 @@ impl Scalar {
             Scalar::Time(b) => b.append_null(),
             Scalar::Interval(b) => b.append_null(),
             Scalar::Port(b) => b.append_null(),
-            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => b.append_null(),
+            Scalar::Text(b) => b.append_null(),
         }
     }
 
     /// Appends the set value of type `ty` whose marker `m` was just read.
     #[inline]
-    fn append(
-        &mut self,
-        r: &mut RowCursor<'_>,
-        m: u8,
-        ty: &Type,
-        text: &mut String,
-        bytes: &mut Vec<u8>,
-    ) -> Result<(), DecodeError> {
+    fn append(&mut self, r: &mut RowCursor<'_>, m: u8, ty: &Type) -> Result<(), DecodeError> {
         match self {
             Scalar::Count(b) => b.append_value(r.uint(m, ty)?),
             Scalar::Int(b) => b.append_value(r.int(m, ty)?),
@@ -97,40 +156,28 @@ impl Scalar {
                 b.append_value(u16::try_from(p).map_err(|_| r.unexpected(m, ty))?)
             }
             Scalar::Bool(b) => match r.scalar(m, ty)? {
-                crate::value::ValueRef::Bool(v) => b.append_value(v),
+                ValueRef::Bool(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
             Scalar::Double(b) => match r.scalar(m, ty)? {
-                crate::value::ValueRef::Double(v) => b.append_value(v),
+                ValueRef::Double(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
-            Scalar::Text(b) => match r.scalar(m, ty)? {
-                crate::value::ValueRef::String(s) => match std::str::from_utf8(s) {
-                    Ok(s) => b.append_value(s),
-                    Err(_) => {
-                        text.clear();
-                        push_escaped_utf8(text, s);
-                        b.append_value(text.as_str());
-                    }
-                },
-                _ => return Err(r.unexpected(m, ty)),
-            },
-            Scalar::Addr(b) | Scalar::Subnet(b) => {
-                bytes.clear();
+            Scalar::Text(b) => {
                 match r.scalar(m, ty)? {
-                    crate::value::ValueRef::Addr(a) => push_addr(bytes, a),
-                    crate::value::ValueRef::Subnet(a, p) => push_subnet(bytes, a, p),
+                    ValueRef::String(s) => b.values.extend_from_slice(s),
+                    ValueRef::Addr(a) => push_addr(&mut b.values, a),
+                    ValueRef::Subnet(a, p) => push_subnet(&mut b.values, a, p),
                     _ => return Err(r.unexpected(m, ty)),
                 }
-                // Address text is ASCII.
-                b.append_value(std::str::from_utf8(bytes).map_err(|_| r.unexpected(m, ty))?);
+                b.end_value();
             }
         }
         Ok(())
     }
 
-    fn finish(&mut self) -> ArrayRef {
-        match self {
+    fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        Ok(match self {
             Scalar::Bool(b) => Arc::new(b.finish()),
             Scalar::Count(b) => Arc::new(b.finish()),
             Scalar::Int(b) => Arc::new(b.finish()),
@@ -138,8 +185,8 @@ impl Scalar {
             Scalar::Time(b) => Arc::new(b.finish()),
             Scalar::Interval(b) => Arc::new(b.finish()),
             Scalar::Port(b) => Arc::new(b.finish()),
-            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => Arc::new(b.finish()),
-        }
+            Scalar::Text(b) => return b.finish(),
+        })
     }
 }
 
@@ -166,8 +213,6 @@ pub struct ArrowBuilder {
     columns: Vec<Column>,
     rows: usize,
     bytes: usize,
-    text: String,
-    scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for ArrowBuilder {
@@ -206,8 +251,6 @@ impl ArrowBuilder {
             columns,
             rows: 0,
             bytes: 0,
-            text: String::new(),
-            scratch: Vec::new(),
         }
     }
 
@@ -253,7 +296,7 @@ impl ArrowBuilder {
                     if m == NIL {
                         s.append_null();
                     } else {
-                        s.append(&mut r, m, &field.ty, &mut self.text, &mut self.scratch)?;
+                        s.append(&mut r, m, &field.ty)?;
                     }
                 }
                 Column::List {
@@ -275,7 +318,7 @@ impl ArrowBuilder {
                         if m == NIL {
                             values.append_null();
                         } else {
-                            values.append(&mut r, m, inner, &mut self.text, &mut self.scratch)?;
+                            values.append(&mut r, m, inner)?;
                         }
                     }
                     nulls.append_non_null();
@@ -301,7 +344,7 @@ impl ArrowBuilder {
             .columns
             .iter_mut()
             .map(|c| match c {
-                Column::Scalar(s) => Ok(s.finish()),
+                Column::Scalar(s) => Ok(s.finish()?),
                 Column::List {
                     item,
                     offsets,
@@ -312,7 +355,7 @@ impl ArrowBuilder {
                     let list = ListArray::try_new(
                         item.clone(),
                         OffsetBuffer::new(ScalarBuffer::from(offs)),
-                        values.finish(),
+                        values.finish()?,
                         nulls.finish(),
                     )?;
                     Ok(Arc::new(list) as ArrayRef)

@@ -47,6 +47,7 @@
 mod builder;
 pub mod ipc;
 pub mod lake;
+mod parquet_file;
 mod parquet_read;
 mod read;
 pub mod schema;
