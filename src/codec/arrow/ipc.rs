@@ -226,7 +226,14 @@ impl ArrowIpcDecoder {
     /// Feeds `buf` to the stream decoder, converting every record batch it completes.
     fn feed(&mut self, mut buf: Buffer) -> Result<(), ReadError> {
         while !buf.is_empty() && !self.done {
-            match self.decoder.decode(&mut buf) {
+            let decoded = match super::guarded(|| self.decoder.decode(&mut buf)) {
+                Ok(d) => d,
+                Err(why) => {
+                    self.done = true;
+                    return Err(self.error(None, format!("invalid Arrow IPC data: {why}")));
+                }
+            };
+            match decoded {
                 Ok(Some(rb)) => {
                     let schema = match &self.schema {
                         Some(s) => s.clone(),

@@ -63,6 +63,21 @@ pub use sink::{ParquetSink, ParquetSinkConfig};
 
 use crate::value::DecodeError;
 
+/// Runs `f`, turning a panic into an error message. arrow-rs and parquet can panic on damaged
+/// input (an offset past a buffer, an impossible footer length) where they should return an
+/// error; the readers call them through this, so that a damaged file is an error naming the
+/// input, never a crash.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        format!("the reader failed on damaged data ({why})")
+    })
+}
+
 /// Why events could not be converted to or from Arrow, or written to Parquet.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -76,15 +76,18 @@ impl ParquetDecoder {
     /// Opens the collected input.
     fn open(&mut self) -> Result<(), ReadError> {
         let bytes: Bytes = std::mem::take(&mut self.input).freeze();
-        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
-            .map_err(|e| self.error(None, format!("invalid Parquet file: {e}")))?;
-        let schema = zeek_schema(builder.schema(), &self.options.json_default_schema)
+        let rows = self.options.batch_rows.max(1);
+        let opened = super::guarded(|| {
+            let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
+            let arrow = builder.schema().clone();
+            Ok::<_, parquet::errors::ParquetError>((arrow, builder.with_batch_size(rows).build()?))
+        })
+        .map_err(|why| self.error(None, format!("invalid Parquet file: {why}")))?;
+        let (arrow, reader) =
+            opened.map_err(|e| self.error(None, format!("invalid Parquet file: {e}")))?;
+        let schema = zeek_schema(&arrow, &self.options.json_default_schema)
             .map_err(|e| self.codec_error(e))?
             .into_shared();
-        let reader = builder
-            .with_batch_size(self.options.batch_rows.max(1))
-            .build()
-            .map_err(|e| self.error(None, format!("invalid Parquet file: {e}")))?;
         self.reader = Some((reader, schema));
         Ok(())
     }
@@ -124,12 +127,21 @@ impl Decoder for ParquetDecoder {
                 return Ok(None);
             };
             let schema = schema.clone();
-            let rb = match reader.next() {
+            let next = match super::guarded(|| reader.next()) {
+                Ok(n) => n,
+                Err(why) => {
+                    self.reader = None;
+                    return Err(self.error(None, format!("invalid Parquet data: {why}")));
+                }
+            };
+            let rb = match next {
                 None => return Ok(None),
                 Some(Err(e)) => return Err(self.error(None, format!("invalid Parquet data: {e}"))),
                 Some(Ok(rb)) => rb,
             };
-            let batches = record_batch_to_batches(&rb, &schema, self.options.batch_rows)
+            let rows = self.options.batch_rows;
+            let batches = super::guarded(|| record_batch_to_batches(&rb, &schema, rows))
+                .map_err(|why| self.error(None, why))?
                 .map_err(|e| self.codec_error(e))?;
             self.rows += rb.num_rows() as u64;
             self.pending.extend(batches);
