@@ -38,10 +38,12 @@
 //!   complete, after an fsync; the directory is fsynced after the rename (`fs::commit_file`),
 //!   and new directories after their creation. A reader never sees a partial file; after a
 //!   crash, `.tmp` files may be left behind and can be deleted.
-//! - **Memory.** Per open file, the rows of the record batch being built (at most
-//!   [`LakeWriter::BATCH_ROWS`]) and the encoded pages of the row group being written (at
-//!   most `row_group_size` rows, compressed): bounded by the row-group size and
-//!   [`LakeWriter::MAX_OPEN_FILES`], never by the archive.
+//! - **Memory.** Per open file: the record batch being built (at most
+//!   [`LakeWriter::BATCH_ROWS`] rows), one data page being filled per column (at most 1 MiB
+//!   each, uncompressed) and the compressed pages of the row group being written (at most
+//!   `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
+//!   is bounded by the row-group size and the schemas' widths, never by the archive
+//!   (exporting W1000, 8.5 M events, takes about 70 MiB beyond the mapped archive).
 
 use std::collections::HashMap;
 use std::fs::File;
