@@ -5,6 +5,8 @@
 #   bench/lake.sh [N]     N copies of conn.log.gz (default 1000: W1000, built by bench/compare.sh
 #                         in $BENCH_DIR, default /tmp/weir-bench; built here the same way if absent)
 #   REPS=5 bench/lake.sh  repetitions of the timed cases (default 3); medians are reported
+#   KEEP=1 bench/lake.sh  keeps the archive and DuckDB's file (about 0.75 GB for W1000); the
+#                         lake itself is always kept
 #
 # Installs its own PyPI packages (duckdb, datafusion, pyspark, pyarrow; Spark needs Java 17).
 # Prints: median seconds of `weir import`, `weir export --to parquet` (events/s) and DuckDB's
@@ -33,6 +35,8 @@ db="$work/lake-w$N.db"
 lake="$work/lake-w$N"
 duck="$work/lake-w$N.duckdb.parquet"
 echo "workload: $gz ($(du -h "$gz" | cut -f1)); machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$db" "$duck"' EXIT; fi
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 # timed CMD: wall seconds of one run (output to /dev/null, stderr kept in $work/lake.err).
