@@ -7,7 +7,13 @@
 //! The output is deterministic for a given `--seed`, uses the header layout Zeek 2.x writes, and
 //! exercises what real logs contain: unset fields, `(empty)` containers, IPv6 addresses,
 //! vectors with several elements, `\xHH` escapes and non-monotonic timestamps. The benchmark
-//! script uses it when the shared corpus is absent.
+//! scripts use it when the shared corpus is absent, and `bench/query.sh` for its needles:
+//!
+//! - `--unique-uids`: every event's `uid` is distinct (random uids collide rarely, but do),
+//!   so that a uid lookup has exactly one answer;
+//! - `--rare-addr ADDR` (with `--rare-every N`, default 1,000,000): `id.resp_h` is `ADDR` in
+//!   events N/2, N/2 + N, N/2 + 2N, … (counted from 0 across all logs) and nowhere else, as
+//!   long as ADDR is outside what the generator draws (use `240.0.0.0/4`, say).
 
 use std::io::{self, BufWriter, Write};
 
@@ -37,6 +43,53 @@ fn uid(rng: &mut Rng) -> String {
         s.push(UID_CHARS[rng.below(UID_CHARS.len() as u64) as usize] as char);
     }
     s
+}
+
+/// A uid that no other event number `k` gives: 11 base-62 digits of a bijective mix of `k`
+/// (62^11 > 2^64), then 6 random characters, 18 in all like Zeek's.
+fn unique_uid(rng: &mut Rng, k: u64) -> String {
+    // Odd multipliers and xor-shifts are invertible on u64, so distinct k stay distinct.
+    let mut x = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 29;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 32;
+    let mut s = String::from("C");
+    for _ in 0..11 {
+        s.push(UID_CHARS[(x % 62) as usize] as char);
+        x /= 62;
+    }
+    for _ in 0..6 {
+        s.push(UID_CHARS[rng.below(UID_CHARS.len() as u64) as usize] as char);
+    }
+    s
+}
+
+/// The generator's state: the PRNG, the options, and the number of events written.
+struct Gen {
+    rng: Rng,
+    unique_uids: bool,
+    rare: Option<(String, u64)>,
+    events: u64,
+}
+
+impl Gen {
+    /// Starts the next event: its uid.
+    fn uid(&mut self) -> String {
+        self.events += 1;
+        if self.unique_uids {
+            unique_uid(&mut self.rng, self.events - 1)
+        } else {
+            uid(&mut self.rng)
+        }
+    }
+
+    /// The responder address of the current event.
+    fn resp_h(&mut self) -> String {
+        match &self.rare {
+            Some((a, every)) if (self.events - 1) % every == every / 2 => a.clone(),
+            _ => addr(&mut self.rng),
+        }
+    }
 }
 
 fn addr(rng: &mut Rng) -> String {
@@ -77,7 +130,7 @@ fn ts(rng: &mut Rng, i: u64) -> String {
     format!("{}.{:06}", base / 1_000_000, base % 1_000_000)
 }
 
-fn conn(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
+fn conn(out: &mut impl Write, g: &mut Gen, n: u64) -> io::Result<()> {
     header(
         out,
         "conn",
@@ -85,6 +138,7 @@ fn conn(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
         "time string addr port addr port enum string interval count count string bool count string count count count count table[string]",
     )?;
     for i in 0..n {
+        let rng = &mut g.rng;
         let proto = rng.pick(&["tcp", "tcp", "tcp", "udp", "udp", "icmp"]);
         let service = rng.pick(&["-", "-", "http", "dns", "ssl", "smtp"]);
         let unset = rng.below(5) == 0;
@@ -101,14 +155,18 @@ fn conn(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
                 rng.below(2_000_000).to_string(),
             )
         };
+        let (t, u) = (ts(&mut g.rng, i), g.uid());
+        let (orig_h, orig_p) = (addr(&mut g.rng), 1024 + g.rng.below(64_000));
+        let resp_h = g.resp_h();
+        let rng = &mut g.rng;
         writeln!(
             out,
             "{}\t{}\t{}\t{}\t{}\t{}\t{proto}\t{service}\t{dur}\t{ob}\t{rb}\t{}\t{}\t0\t{}\t{}\t{}\t{}\t{}\t(empty)",
-            ts(rng, i),
-            uid(rng),
-            addr(rng),
-            1024 + rng.below(64_000),
-            addr(rng),
+            t,
+            u,
+            orig_h,
+            orig_p,
+            resp_h,
             rng.pick(&["80", "443", "53", "25", "22", "123"]),
             rng.pick(&["SF", "S0", "REJ", "RSTO", "OTH"]),
             rng.pick(&["-", "T", "F"]),
@@ -122,7 +180,7 @@ fn conn(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
     writeln!(out, "#close\t2026-11-30-00-10-00")
 }
 
-fn dns(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
+fn dns(out: &mut impl Write, g: &mut Gen, n: u64) -> io::Result<()> {
     header(
         out,
         "dns",
@@ -130,6 +188,7 @@ fn dns(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
         "time string addr port addr port enum count string count string count string count string bool bool bool bool count vector[string] vector[interval] bool",
     )?;
     for i in 0..n {
+        let rng = &mut g.rng;
         let query = rng.pick(&[
             "example.com",
             "www.google.com",
@@ -148,14 +207,18 @@ fn dns(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
                 format!("{}.000000,300.000000,3600.000000", rng.below(600)),
             ),
         };
+        let (t, u) = (ts(&mut g.rng, i), g.uid());
+        let (orig_h, orig_p) = (addr(&mut g.rng), 1024 + g.rng.below(64_000));
+        let resp_h = g.resp_h();
+        let rng = &mut g.rng;
         writeln!(
             out,
             "{}\t{}\t{}\t{}\t{}\t53\tudp\t{}\t{query}\t1\tC_INTERNET\t{}\t{}\t0\tNOERROR\t{}\tF\tT\t{}\t0\t{}\t{}\tF",
-            ts(rng, i),
-            uid(rng),
-            addr(rng),
-            1024 + rng.below(64_000),
-            addr(rng),
+            t,
+            u,
+            orig_h,
+            orig_p,
+            resp_h,
             rng.below(65_536),
             rng.pick(&["1", "28", "16", "33"]),
             rng.pick(&["A", "AAAA", "TXT", "SRV"]),
@@ -168,7 +231,7 @@ fn dns(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
     writeln!(out, "#close\t2026-11-30-00-10-00")
 }
 
-fn http(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
+fn http(out: &mut impl Write, g: &mut Gen, n: u64) -> io::Result<()> {
     header(
         out,
         "http",
@@ -176,20 +239,25 @@ fn http(out: &mut impl Write, rng: &mut Rng, n: u64) -> io::Result<()> {
         "time string addr port addr port count string string string string string count count count string count string string table[enum] string string table[string] string string file",
     )?;
     for i in 0..n {
+        let rng = &mut g.rng;
         let uri = rng.pick(&[
             "/index.html",
             "/search?q=a,b&lang=en",
             "/%E4%B8%AD\\xe4\\xb8\\xad/file.cab?0911180916",
             "/img/\\xff\\xfe.png",
         ]);
+        let (t, u) = (ts(&mut g.rng, i), g.uid());
+        let (orig_h, orig_p) = (addr(&mut g.rng), 1024 + g.rng.below(64_000));
+        let resp_h = g.resp_h();
+        let rng = &mut g.rng;
         writeln!(
             out,
             "{}\t{}\t{}\t{}\t{}\t80\t1\t{}\t{}\t{uri}\t-\tMozilla/5.0 (Windows; U; Windows NT 6.0; en-US)\t0\t{}\t{}\t{}\t-\t-\t-\t(empty)\t-\t-\t-\t{}\t-\t-",
-            ts(rng, i),
-            uid(rng),
-            addr(rng),
-            1024 + rng.below(64_000),
-            addr(rng),
+            t,
+            u,
+            orig_h,
+            orig_p,
+            resp_h,
             rng.pick(&["GET", "GET", "POST", "HEAD"]),
             rng.pick(&["download.windowsupdate.com", "www.example.org", "cdn.example.net"]),
             rng.below(100_000),
@@ -205,6 +273,9 @@ fn main() -> io::Result<()> {
     let mut events = 10_000u64;
     let mut log = String::from("conn");
     let mut seed = 42u64;
+    let mut unique_uids = false;
+    let mut rare_addr = None;
+    let mut rare_every = 1_000_000u64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -216,29 +287,45 @@ fn main() -> io::Result<()> {
             "--events" => events = value()?.parse().map_err(io::Error::other)?,
             "--log" => log = value()?,
             "--seed" => seed = value()?.parse().map_err(io::Error::other)?,
+            "--unique-uids" => unique_uids = true,
+            "--rare-addr" => rare_addr = Some(value()?),
+            "--rare-every" => {
+                rare_every = value()?.parse().map_err(io::Error::other)?;
+                if rare_every == 0 {
+                    return Err(io::Error::other("--rare-every must be at least 1"));
+                }
+            }
             _ => {
-                eprintln!("usage: generate [--events N] [--log conn|dns|http|mix] [--seed N]");
+                eprintln!(
+                    "usage: generate [--events N] [--log conn|dns|http|mix] [--seed N] \
+                     [--unique-uids] [--rare-addr ADDR [--rare-every N]]"
+                );
                 std::process::exit(2);
             }
         }
     }
-    let mut rng = Rng(seed.max(1));
+    let mut g = Gen {
+        rng: Rng(seed.max(1)),
+        unique_uids,
+        rare: rare_addr.map(|a| (a, rare_every)),
+        events: 0,
+    };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
     let result = match log.as_str() {
-        "conn" => conn(&mut out, &mut rng, events),
-        "dns" => dns(&mut out, &mut rng, events),
-        "http" => http(&mut out, &mut rng, events),
+        "conn" => conn(&mut out, &mut g, events),
+        "dns" => dns(&mut out, &mut g, events),
+        "http" => http(&mut out, &mut g, events),
         "mix" => {
             // Blocks of each log type, as `cat conn.log dns.log http.log` would give.
             let mut left = events;
             let mut r = Ok(());
             while left > 0 && r.is_ok() {
                 let n = left.min(5_000);
-                r = match rng.below(3) {
-                    0 => conn(&mut out, &mut rng, n),
-                    1 => dns(&mut out, &mut rng, n),
-                    _ => http(&mut out, &mut rng, n),
+                r = match g.rng.below(3) {
+                    0 => conn(&mut out, &mut g, n),
+                    1 => dns(&mut out, &mut g, n),
+                    _ => http(&mut out, &mut g, n),
                 };
                 left -= n;
             }

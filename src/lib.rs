@@ -75,6 +75,7 @@ pub mod duration;
 pub mod error;
 mod fs;
 pub mod metrics;
+pub mod metrics_http;
 pub mod pipeline;
 pub mod query;
 pub mod segment;

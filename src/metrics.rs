@@ -184,7 +184,11 @@ impl Metrics {
             for (name, cap, g) in e.iter() {
                 edges.insert(
                     name.clone(),
-                    json!({"capacity_bytes": cap, "max_in_flight_bytes": g.max()}),
+                    json!({
+                        "capacity_bytes": cap,
+                        "in_flight_bytes": g.current(),
+                        "max_in_flight_bytes": g.max(),
+                    }),
                 );
             }
         }

@@ -199,6 +199,10 @@ pub enum Problem {
     /// caret under the problem.
     #[error("invalid expression: {0}")]
     Expression(String),
+    /// A value that cannot be used, with the reason (an unreadable or invalid file it
+    /// names, a name nothing has).
+    #[error("{0}")]
+    Invalid(String),
     /// A glob pattern that does not parse.
     #[error("invalid glob pattern {pattern:?}: {reason}")]
     BadGlob {

@@ -308,6 +308,25 @@ pub fn check_row(row: &[u8], types: &[Type]) -> Result<(), DecodeError> {
 /// The msgpack `nil` marker: an unset value.
 pub const NIL: u8 = 0xc0;
 
+/// The encoded size of a value by its marker byte, for the markers whose size it fixes (nil,
+/// bools, ints, floats); 0 for the others (bins, arrays, markers the encoding never writes).
+const SKIP_SIZE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut m = 0;
+    while m < 256 {
+        t[m] = match m as u8 {
+            0x00..=0x7f | 0xe0..=0xff | NIL | 0xc2 | 0xc3 => 1,
+            0xcc | 0xd0 => 2,
+            0xcd | 0xd1 => 3,
+            0xce | 0xd2 | 0xca => 5,
+            0xcf | 0xd3 | 0xcb => 9,
+            _ => 0,
+        };
+        m += 1;
+    }
+    t
+};
+
 /// Reads msgpack values of known types out of an encoded row, borrowing byte strings and
 /// allocating nothing but the `Vec` of a container read with [`RowCursor::read`]. The one
 /// reader of rows: decoding ([`decode_row`]), checking ([`check_row`]) and the text writers.
@@ -326,6 +345,11 @@ impl<'a> RowCursor<'a> {
     /// A cursor at the start of `data`.
     pub fn new(data: &'a [u8]) -> RowCursor<'a> {
         RowCursor { data, pos: 0 }
+    }
+
+    /// A cursor at byte `pos` of `data` (past the end, the first read is an error).
+    pub fn at(data: &'a [u8], pos: usize) -> RowCursor<'a> {
+        RowCursor { data, pos }
     }
 
     /// Byte offset of the cursor.
@@ -374,7 +398,82 @@ impl<'a> RowCursor<'a> {
         }
     }
 
+    /// Steps over the next value by its msgpack encoding alone, without decoding it or
+    /// checking it against a type: the length follows from the marker byte (and, for bins,
+    /// the length bytes after it), and arrays are stepped over element by element (nested at
+    /// most twice: a container of subnets). What a reader that needs only some fields of a
+    /// row does with the others; [`check_row`] is what checks every value.
+    #[inline]
+    pub fn skip(&mut self) -> Result<(), DecodeError> {
+        self.skip_many(1)
+    }
+
+    /// [`RowCursor::skip`] `n` times.
+    #[inline]
+    pub fn skip_many(&mut self, n: usize) -> Result<(), DecodeError> {
+        let data = self.data;
+        let mut pos = self.pos;
+        for _ in 0..n {
+            let Some(&m) = data.get(pos) else {
+                return Err(DecodeError::Truncated(pos));
+            };
+            // Scalars of a fixed size and short bins (most strings and addresses) here; an
+            // overshoot is caught by the next read or the check after the loop.
+            let size = SKIP_SIZE[m as usize];
+            if size != 0 {
+                pos += size as usize;
+            } else if m == 0xc4 {
+                let Some(&len) = data.get(pos + 1) else {
+                    return Err(DecodeError::Truncated(pos + 1));
+                };
+                pos += 2 + len as usize;
+            } else {
+                self.pos = pos;
+                self.skip_in(2)?;
+                pos = self.pos;
+            }
+        }
+        if pos > data.len() {
+            return Err(DecodeError::Truncated(data.len()));
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
+    /// The general [`RowCursor::skip`]: any marker, arrays up to `depth` levels deep.
+    fn skip_in(&mut self, depth: u8) -> Result<(), DecodeError> {
+        let m = self.marker()?;
+        let n = match m {
+            0x00..=0x7f | 0xe0..=0xff | NIL | 0xc2 | 0xc3 => return Ok(()),
+            0xcc | 0xd0 => 1,
+            0xcd | 0xd1 => 2,
+            0xce | 0xd2 | 0xca => 4,
+            0xcf | 0xd3 | 0xcb => 8,
+            0xc4 => self.marker()? as usize,
+            0xc5 => u16::from_be_bytes(self.be()?) as usize,
+            0xc6 => u32::from_be_bytes(self.be()?) as usize,
+            0x90..=0x9f | 0xdc | 0xdd if depth > 0 => {
+                for _ in 0..self.list_len(m)? {
+                    self.skip_in(depth - 1)?;
+                }
+                return Ok(());
+            }
+            _ => return Err(self.unexpected_value(m)),
+        };
+        self.take(n).map(|_| ())
+    }
+
+    #[cold]
+    fn unexpected_value(&self, marker: u8) -> DecodeError {
+        DecodeError::Unexpected {
+            marker,
+            ty: "value".into(),
+            at: self.pos.saturating_sub(1),
+        }
+    }
+
     /// Reads an array header and returns its length.
+    #[inline]
     pub fn array_len(&mut self) -> Result<usize, DecodeError> {
         let m = self.marker()?;
         self.list_len(m)
@@ -398,6 +497,7 @@ impl<'a> RowCursor<'a> {
     }
 
     /// Reads a row header and checks it has `fields` elements.
+    #[inline]
     pub fn row_header(&mut self, fields: usize) -> Result<(), DecodeError> {
         let got = self.array_len()?;
         if got != fields {
@@ -406,7 +506,7 @@ impl<'a> RowCursor<'a> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn integer(&mut self, m: u8, ty: &Type) -> Result<i128, DecodeError> {
         Ok(match m {
             0x00..=0x7f => m as i128,
@@ -618,6 +718,31 @@ mod tests {
         let mut swapped = types.clone();
         swapped.swap(0, 6);
         assert!(check_row(&buf, &swapped).is_err());
+    }
+
+    #[test]
+    fn skip_steps_over_exactly_what_read_reads() {
+        let (types, values) = all_types();
+        let mut buf = Vec::new();
+        encode_row(&values, &mut buf);
+        let (mut a, mut b) = (RowCursor::new(&buf), RowCursor::new(&buf));
+        a.row_header(types.len()).unwrap();
+        b.row_header(types.len()).unwrap();
+        for t in &types {
+            a.read(t).unwrap();
+            b.skip().unwrap();
+            assert_eq!(a.position(), b.position(), "{t}");
+        }
+        // Every truncation is an error, never a panic.
+        for n in 0..buf.len() {
+            let mut c = RowCursor::new(&buf[..n]);
+            let ok = c.array_len().is_ok() && (0..types.len()).all(|_| c.skip().is_ok());
+            assert!(!ok, "{n} bytes");
+        }
+        // Markers the encoding never writes (a str, a map, an array nested three deep).
+        for bad in [&[0xa1, b'x'][..], &[0x80], &[0x91, 0x91, 0x91, 0x01]] {
+            assert!(RowCursor::new(bad).skip().is_err(), "{bad:?}");
+        }
     }
 
     #[test]

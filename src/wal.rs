@@ -23,12 +23,18 @@
 //!                     | data_len u32 | row offsets (rows × u32, relative to data)
 //!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
 //!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
-//! flags:              bit 0: ts_min/ts_max present; bit 1: rows in the segment file
+//!                       and with bit 2:    codec u8 | stored_len u32 | raw_size u32
+//! flags:              bit 0: ts_min/ts_max present; bit 1: rows in the segment file;
+//!                     bit 2: compressed there (only with bit 1)
 //! ```
 //!
 //! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
 //! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
 //! sealed (sealing cuts the unused start off the file or copies it out, and both keep the end).
+//! With bit 2 as well, what is there is the batch as the segment stores it compressed (see
+//! `crate::segment`'s codecs): `stored_len` bytes, which the CRC covers, inflating with the
+//! codec (its byte in `schemas/segment.fbs`) to `raw_size` bytes: the rows' lengths and the
+//! rows.
 //! All integers are little-endian; CRC-32 is IEEE (crc32fast).
 //!
 //! # Invariants
@@ -70,7 +76,7 @@ use std::sync::Arc;
 use crate::batch::Batch;
 use crate::fs::fault::{self, Op};
 use crate::fs::{self, FsError, Writeback};
-use crate::segment::DataLocation;
+use crate::segment::{Codec, DataLocation, Packed};
 use crate::setting::{Choice, ChoiceName};
 use crate::types::{Field, Schema, SchemaRef, Type};
 
@@ -115,6 +121,8 @@ pub type Result<T, E = WalError> = std::result::Result<T, E>;
 const FLAG_TS: u8 = 1;
 /// Record flag: the rows are not in the record but in the active segment's file.
 const FLAG_EXTERNAL: u8 = 2;
+/// Record flag (with [`FLAG_EXTERNAL`]): the rows are stored compressed there.
+const FLAG_PACKED: u8 = 4;
 
 /// The magic bytes at the start of every WAL file.
 pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL1";
@@ -373,10 +381,22 @@ impl Wal {
         self.buf.clear();
         self.buf
             .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
-        encode_payload_head(batch, FLAG_EXTERNAL, &mut self.buf);
+        let flags = match location.packed {
+            Some(_) => FLAG_EXTERNAL | FLAG_PACKED,
+            None => FLAG_EXTERNAL,
+        };
+        encode_payload_head(batch, flags, &mut self.buf);
         self.buf.extend_from_slice(location.segment.as_bytes());
         self.buf.extend_from_slice(&location.from_end.to_le_bytes());
-        self.buf.extend_from_slice(&data_crc.to_le_bytes());
+        match location.packed {
+            Some(p) => {
+                self.buf.extend_from_slice(&p.crc.to_le_bytes());
+                self.buf.push(p.codec.to_byte());
+                self.buf.extend_from_slice(&p.stored_len.to_le_bytes());
+                self.buf.extend_from_slice(&p.raw_size.to_le_bytes());
+            }
+            None => self.buf.extend_from_slice(&data_crc.to_le_bytes()),
+        }
         let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize;
         let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
         self.buf[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
@@ -530,12 +550,29 @@ fn decode_payload(
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
     let external = flags & FLAG_EXTERNAL != 0;
+    if flags & FLAG_PACKED != 0 && !external {
+        return Err("compressed rows outside a segment file".into());
+    }
     let data = if external {
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(c.take(16)?);
         let from_end = c.u64()?;
         let data_crc = c.u32()?;
-        Err((uuid::Uuid::from_bytes(uuid), from_end, data_crc))
+        let packed = if flags & FLAG_PACKED != 0 {
+            let b = c.u8()?;
+            let codec = Codec::from_byte(b).ok_or_else(|| format!("unknown codec {b}"))?;
+            let stored_len = c.u32()?;
+            let raw_size = c.u32()?;
+            Some(Packed {
+                codec,
+                stored_len,
+                raw_size,
+                crc: data_crc,
+            })
+        } else {
+            None
+        };
+        Err((uuid::Uuid::from_bytes(uuid), from_end, data_crc, packed))
     } else {
         Ok(c.take(data_len)?)
     };
@@ -556,23 +593,50 @@ fn decode_payload(
             batch.set_id(first_id);
             Ok(Decoded::Inline(batch))
         }
-        Err((segment, from_end, data_crc)) => Ok(Decoded::External(External {
+        Err((segment, from_end, data_crc, packed)) => Ok(Decoded::External(External {
             schema,
             first_id,
             offsets,
             ts,
             data_len,
-            location: DataLocation { segment, from_end },
+            location: DataLocation {
+                segment,
+                from_end,
+                packed,
+            },
             data_crc,
         })),
     }
 }
 
-/// Reads `len` bytes of rows at `location` from the segment file in `dir` (the temporary file
-/// while the segment is built, the sealed file after), checking their CRC. A seal that
-/// collapses the file between the size check and the read is retried. `Err` says why the rows
-/// are not there.
+/// Reads the `len` bytes of rows of a batch of `rows` rows at `location` from the segment file
+/// in `dir` (the temporary file while the segment is built, the sealed file after), checking
+/// their CRC (of the stored bytes) and decompressing them if they are stored compressed. A
+/// seal that collapses the file between the size check and the read is retried. `Err` says
+/// why the rows are not there.
 fn read_external(
+    dir: &Path,
+    location: DataLocation,
+    len: usize,
+    rows: usize,
+    crc: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    let Some(p) = location.packed else {
+        return read_stored(dir, location, len, crc);
+    };
+    let stored = read_stored(dir, location, p.stored_len as usize, crc)?;
+    let (mut data, data_len) = crate::segment::unpack(p.codec, &stored, p.raw_size as usize, rows)?;
+    if data_len != len {
+        return Err(format!(
+            "its rows inflate to {data_len} bytes, the record says {len}"
+        ));
+    }
+    data.truncate(len);
+    Ok(data)
+}
+
+/// Reads `len` stored bytes at `location` and checks their CRC (see [`read_external`]).
+fn read_stored(
     dir: &Path,
     location: DataLocation,
     len: usize,
@@ -762,7 +826,7 @@ impl WalReader {
                     id.copy_from_slice(&p[..8]);
                     u64::from_le_bytes(id) >= self.expected_id
                         && u32_at(p, 8) > 0
-                        && p[12] & !(FLAG_TS | FLAG_EXTERNAL) == 0
+                        && p[12] & !(FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED) == 0
                 };
             if !plausible || crc32fast::hash(&rest[start..start + len]) != u32_at(&rest, i + 4) {
                 i += 1;
@@ -770,9 +834,14 @@ impl WalReader {
             }
             let intact = match decode_payload(&rest[start..start + len], &mut schema) {
                 Ok(Decoded::Inline(_)) => true,
-                Ok(Decoded::External(x)) => {
-                    read_external(&self.segments, x.location, x.data_len, x.data_crc).is_ok()
-                }
+                Ok(Decoded::External(x)) => read_external(
+                    &self.segments,
+                    x.location,
+                    x.data_len,
+                    x.offsets.len(),
+                    x.data_crc,
+                )
+                .is_ok(),
                 Err(_) => false,
             };
             if intact {
@@ -891,7 +960,13 @@ impl WalReader {
                 // The rows were written to the segment file before the record; after a power
                 // loss, records written since the last flush may have outlived their rows: the
                 // log ends there, as at a torn record.
-                let data = match read_external(&self.segments, x.location, x.data_len, x.data_crc) {
+                let data = match read_external(
+                    &self.segments,
+                    x.location,
+                    x.data_len,
+                    x.offsets.len(),
+                    x.data_crc,
+                ) {
                     Ok(d) => d,
                     Err(why) => {
                         return self.torn_or_corrupt(

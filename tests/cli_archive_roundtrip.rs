@@ -243,7 +243,7 @@ fn export_n_prints_exactly_n_events() {
     let db = small_db(
         tmp.path(),
         total,
-        &["--batch-size", "100", "--max-segment-size", "32KiB"],
+        &["--batch-size", "100", "--max-segment-size", "8KiB"],
     );
     let segments = segment_files(&db);
     assert!(segments.len() >= 3, "{} segments", segments.len());
@@ -328,7 +328,7 @@ fn inspect_json_matches_the_segments() {
     let db = small_db(
         tmp.path(),
         total,
-        &["--batch-size", "64", "--max-segment-size", "64KiB"],
+        &["--batch-size", "64", "--max-segment-size", "16KiB"],
     );
     let files = segment_files(&db);
     assert!(files.len() >= 2);
@@ -412,7 +412,7 @@ fn verify_passes_a_good_db_and_names_a_damaged_segment() {
     let db = small_db(
         tmp.path(),
         total,
-        &["--batch-size", "100", "--max-segment-size", "64KiB"],
+        &["--batch-size", "100", "--max-segment-size", "16KiB"],
     );
     let out = run(&["verify", "--db", s(&db)]);
     let stdout = ok(&out, "weir verify");

@@ -53,6 +53,33 @@ fn tsv_to_json_and_back() {
 }
 
 #[test]
+fn json_timestamps_flag_picks_zeeks_spelling() {
+    let conn = fixture("conn.log");
+    let first = |mode: &str| -> serde_json::Value {
+        let out = run(&[
+            "convert",
+            "--to",
+            "json",
+            "--json-timestamps",
+            mode,
+            conn.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap()
+    };
+    assert_eq!(first("iso8601")["ts"], "2009-11-18T08:00:21.486539Z");
+    assert_eq!(first("epoch")["ts"].to_string(), "1258531221.486539");
+    assert_eq!(first("millis")["ts"], 1_258_531_221_486u64);
+    let bad = run(&[
+        "convert",
+        "--json-timestamps",
+        "seconds",
+        conn.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
 fn json_input_is_detected() {
     let dns = fixture("dns.json");
     let out = run(&["convert", "--to", "json", dns.to_str().unwrap()]);

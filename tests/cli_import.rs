@@ -109,7 +109,7 @@ fn small_segments_rotate_and_keep_every_event() {
         "--batch-size",
         "100",
         "--max-segment-size",
-        "64KiB",
+        "16KiB",
         "--metrics",
         dir.path().join("m.json").to_str().unwrap(),
         log.to_str().unwrap(),
@@ -125,7 +125,7 @@ fn small_segments_rotate_and_keep_every_event() {
         .collect();
     assert!(segs.len() > 2, "{} segments", segs.len());
     for s in &segs {
-        assert!(std::fs::metadata(s).unwrap().len() <= 64 << 10);
+        assert!(std::fs::metadata(s).unwrap().len() <= 16 << 10);
     }
     let metrics: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("m.json")).unwrap()).unwrap();

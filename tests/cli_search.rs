@@ -116,3 +116,58 @@ fn convert_where_and_a_filter_pipeline() {
     ok(&out, "run filter-noise");
     assert_eq!(ok(&run(&["count", "--db", &db]), "count"), "5\n");
 }
+
+/// Batches are evaluated on all cores; `export -n N` still prints the first N matches in ID
+/// order, whatever batch they are in.
+#[test]
+fn export_limits_give_the_first_matches_in_id_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db").display().to_string();
+    let log = tmp.path().join("conn.log");
+    std::fs::write(&log, common::conn_log::log(0..20_000)).unwrap();
+    let out = run(&[
+        "import",
+        "--db",
+        &db,
+        "--batch-size",
+        "500",
+        &log.display().to_string(),
+    ]);
+    ok(&out, "import");
+    // Events 0..1000 (the first two batches) and 19_667.. (the last one): 1333 in all.
+    let expr = "id.orig_p < 1000 || n > 59000";
+    let all = ok(
+        &run(&["export", "--db", &db, "--to", "json", expr]),
+        "export",
+    );
+    let lines: Vec<&str> = all.lines().collect();
+    assert_eq!(lines.len(), 1333);
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let numbers = common::conn_log::numbers(&events);
+    let want: Vec<u64> = (0..1000).chain(19_667..20_000).collect();
+    assert_eq!(numbers, want);
+    for n in [1usize, 499, 500, 501, 1000, 1001, 1333, 5000] {
+        let out = ok(
+            &run(&[
+                "export",
+                "--db",
+                &db,
+                "--to",
+                "json",
+                "-n",
+                &n.to_string(),
+                expr,
+            ]),
+            "export -n",
+        );
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            lines[..n.min(1333)],
+            "-n {n}"
+        );
+    }
+    assert_eq!(ok(&run(&["count", "--db", &db, expr]), "count"), "1333\n");
+}

@@ -184,6 +184,7 @@ fn every_operation_of_an_import_may_fail() {
     let opts = StoreOptions {
         max_segment_size: 16 << 10,
         sync: SyncPolicy::Batch,
+        ..StoreOptions::default()
     };
     let counts = walk(opts, &batches, 4, None);
     assert!(
@@ -200,6 +201,7 @@ fn every_operation_may_fail_under_each_sync_policy() {
         let opts = StoreOptions {
             max_segment_size: 16 << 10,
             sync,
+            ..StoreOptions::default()
         };
         walk(opts, &batches, 3, None);
     }
@@ -211,9 +213,12 @@ fn every_operation_may_fail_under_each_sync_policy() {
 fn seals_by_collapse_may_fail() {
     // About 1.25 MB of rows: one segment, sealed at close by collapse.
     let batches = log_batches(16_000, 2_000);
+    // Uncompressed: compressed, the rows would make a segment too small to collapse.
     let opts = StoreOptions {
         max_segment_size: 2 << 20,
         sync: SyncPolicy::Batch,
+        compression: weir::segment::Compression::NONE,
+        ..StoreOptions::default()
     };
     for kind in [Op::Allocate, Op::Rename, Op::Sync] {
         let counts = walk(opts, &batches, 3, Some(kind));

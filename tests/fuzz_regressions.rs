@@ -30,6 +30,7 @@ fn write_fuzz_seeds() {
     let opts = StoreOptions {
         max_segment_size: 8 << 10,
         sync: SyncPolicy::Never,
+        ..StoreOptions::default()
     };
     let (mut store, _) = Store::open_writer(db, opts).unwrap();
     let conn = schema("conn", 4);
@@ -172,6 +173,7 @@ fn segment_of_a_seal_interrupted_during_replay_is_not_a_problem() {
         let big = StoreOptions {
             max_segment_size: 1 << 20,
             sync: SyncPolicy::Batch,
+            ..StoreOptions::default()
         };
         let (mut store, _) = Store::open_writer(db, big).unwrap();
         for b in &batches {
@@ -182,6 +184,7 @@ fn segment_of_a_seal_interrupted_during_replay_is_not_a_problem() {
     let small = StoreOptions {
         max_segment_size: 16 << 10,
         sync: SyncPolicy::Batch,
+        ..StoreOptions::default()
     };
     // The replay seals; its second commit (the catalog) fails: the segment is renamed into
     // place, the catalog does not list it, the WAL is still the old one.

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use futures::{stream, SinkExt};
 use tokio::io::AsyncWrite;
 use weir::batch::Batch;
-use weir::codec::json_writer::JsonWriter;
+use weir::codec::json_writer::{JsonTimestamps, JsonWriter};
 use weir::codec::writer::{writer_for, EventWriter, OutputFormat, WriteError, WriterSink};
 use weir::codec::zeek::json::read_all;
 use weir::codec::ReaderOptions;
@@ -107,6 +107,75 @@ fn path_comes_from_the_schema_name() {
 }
 
 #[test]
+fn timestamps_as_epoch_iso8601_or_millis() {
+    let f = |n: &str, t: &str| Field::new(n, ty(t));
+    let schema = Schema::new(
+        "zeek.t",
+        vec![
+            f("ts", "time"),
+            f("seen_ts", "vector[time]"),
+            f("iv", "interval"),
+        ],
+    )
+    .into_shared();
+    let rows = vec![
+        vec![
+            Value::Time(1_258_531_221_486_539_123),
+            Value::List(vec![Value::Time(-1_418_429_426_887_384_000), Value::Null]),
+            Value::Interval(1_500_000_000),
+        ],
+        vec![Value::Time(1_500), Value::List(vec![]), Value::Null],
+    ];
+    let batch = batch_of(&schema, &rows);
+    let write = |ts: JsonTimestamps| {
+        let mut out = Vec::new();
+        JsonWriter::with_timestamps(ts)
+            .write_batch(&batch, &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(
+        write(JsonTimestamps::Epoch),
+        "{\"_path\":\"t\",\"ts\":1258531221.486539123,\"seen_ts\":[-1418429426.887384,null],\"iv\":1.500000}\n\
+         {\"_path\":\"t\",\"ts\":0.0000015,\"seen_ts\":[]}\n"
+    );
+    assert_eq!(
+        write(JsonTimestamps::Millis),
+        "{\"_path\":\"t\",\"ts\":1258531221486,\"seen_ts\":[-1418429426887,null],\"iv\":1.500000}\n\
+         {\"_path\":\"t\",\"ts\":0,\"seen_ts\":[]}\n"
+    );
+    assert_eq!(
+        write(JsonTimestamps::Iso8601),
+        String::from_utf8({
+            let mut out = Vec::new();
+            JsonWriter::new().write_batch(&batch, &mut out).unwrap();
+            out
+        })
+        .unwrap()
+    );
+    assert!(write(JsonTimestamps::Iso8601).contains("\"ts\":\"2009-11-18T08:00:21.486539123Z\""));
+    // Epoch and ISO 8601 both read back to the identical nanoseconds.
+    for ts in [JsonTimestamps::Epoch, JsonTimestamps::Iso8601] {
+        let text = write(ts);
+        let (batches, _) = read_all(text.as_bytes(), ReaderOptions::new("t.json")).unwrap();
+        assert_eq!(
+            batches[0].to_values().unwrap()[0][0],
+            Value::Time(1_258_531_221_486_539_123),
+            "{ts}"
+        );
+    }
+    for (word, want) in [
+        ("epoch", JsonTimestamps::Epoch),
+        ("iso8601", JsonTimestamps::Iso8601),
+        ("millis", JsonTimestamps::Millis),
+    ] {
+        assert_eq!(word.parse::<JsonTimestamps>().unwrap(), want);
+        assert_eq!(want.to_string(), word);
+    }
+    assert!("seconds".parse::<JsonTimestamps>().is_err());
+}
+
+#[test]
 fn json_reader_reads_the_output_back() {
     // Types the JSON reader infers back exactly.
     let f = |n: &str, t: &str| Field::new(n, ty(t));
@@ -152,7 +221,12 @@ fn json_reader_reads_the_output_back() {
     JsonWriter::new()
         .write_batch(&batch_of(&schema, &rows), &mut out)
         .unwrap();
-    let (batches, report) = read_all(&out, ReaderOptions::new("out.json")).unwrap();
+    // Inference only (a typed `dns` would add the fields of Zeek's dns.log).
+    let untyped = ReaderOptions {
+        zeek_schemas: None,
+        ..ReaderOptions::new("out.json")
+    };
+    let (batches, report) = read_all(&out, untyped).unwrap();
     assert_eq!(report.skipped, 0);
     assert_eq!(batches.len(), 1);
     assert_eq!(**batches[0].schema(), *schema);

@@ -292,7 +292,8 @@ fn tee_json_fans_out_to_archive_and_json_file() {
         json.config,
         StageConfig::FileSink(FileSinkConfig {
             path: "events.json".into(),
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            ..Default::default()
         })
     );
     let (_, archive) = spec.stage("archive").unwrap();
@@ -442,19 +443,22 @@ fn topological_order_fan_in_and_fan_out() {
             db: archive_db,
             max_segment_size: 512 << 20,
             sync: SyncPolicy::Always,
+            ..ArchiveSinkConfig::default()
         })
     );
     assert_eq!(
         spec.stages[idx("json")].config,
         StageConfig::FileSink(FileSinkConfig {
             path: "/base/out/events.json".into(),
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            ..Default::default()
         })
     );
     assert_eq!(
         spec.stages[idx("screen")].config,
         StageConfig::Stdout(StdoutSinkConfig {
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            ..Default::default()
         })
     );
 }
@@ -916,6 +920,6 @@ fn misshapen_sections_name_their_table() {
     assert_eq!(
         e.to_string(),
         "x.toml:2: [pipeline] channel_size: unknown key for the [pipeline] table; \
-         allowed keys: channel_capacity"
+         allowed keys: channel_capacity, metrics_listen"
     );
 }

@@ -287,6 +287,43 @@ fn table() -> Vec<(&'static str, Oracle, bool)> {
             },
             true,
         ),
+        // Integer comparisons across count and int, negated, and of time and interval fields
+        // (the evaluator's precompiled ranges).
+        (
+            "orig_bytes != 0",
+            |e| e.any("orig_bytes", |v| num(v).is_some_and(|n| n != 0.0)),
+            true,
+        ),
+        (
+            "orig_bytes > -1 && #type == \"zeek.conn\"",
+            |e| e.name() == "zeek.conn" && e.any("orig_bytes", |v| num(v).is_some()),
+            true,
+        ),
+        (
+            "n <= 3",
+            |e| e.any("n", |v| num(v).is_some_and(|n| n <= 3.0)),
+            true,
+        ),
+        (
+            "n != -5",
+            |e| e.any("n", |v| num(v).is_some_and(|n| n != -5.0)),
+            true,
+        ),
+        (
+            "ts < 2009-11-18T08:00:30Z",
+            |e| {
+                e.any(
+                    "ts",
+                    |v| matches!(v, Value::Time(t) if *t < DAY + 8 * H + 30 * S),
+                )
+            },
+            false,
+        ),
+        (
+            "duration != 0s",
+            |e| e.any("duration", |v| matches!(v, Value::Interval(d) if *d != 0)),
+            true,
+        ),
         ("n == -5", |e| e.any("n", |v| num(v) == Some(-5.0)), true),
         (
             "n > +3",
@@ -663,10 +700,16 @@ fn archive(tmp: &Path) -> (PathBuf, bool) {
 }
 
 fn search_ids(q: &Query, archive: &Archive, prune: bool) -> Vec<u64> {
-    q.search_with(archive, SearchOptions { prune })
-        .unwrap()
-        .flat_map(|h| h.unwrap().ids())
-        .collect()
+    q.search_with(
+        archive,
+        SearchOptions {
+            prune,
+            ..SearchOptions::default()
+        },
+    )
+    .unwrap()
+    .flat_map(|h| h.unwrap().ids())
+    .collect()
 }
 
 #[test]

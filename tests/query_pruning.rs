@@ -1,8 +1,11 @@
 //! Pruning never changes an answer, and it does avoid work:
 //!
 //! - a proptest: random expressions over random events (two schemas, many small segments,
-//!   unset values) give the same IDs with pruning, without it, and by brute force (each
-//!   exported row tested on its own), and `count` agrees;
+//!   unset values) give the same IDs with pruning, without it, with and without per-batch
+//!   sketches (and compressed or not), and by brute force (each exported row tested on its
+//!   own), and `count` agrees;
+//! - a needle query (one string, one address) reads only the batch that holds it: the others
+//!   are skipped by their sketches;
 //! - on an archive of 120 segments, a narrow time query opens only the segments whose time
 //!   range overlaps it; a `#type` count opens none.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
@@ -13,7 +16,7 @@ use proptest::prelude::*;
 
 use weir::batch::{Batch, BatchBuilder};
 use weir::query::{Query, SearchOptions};
-use weir::segment::SegmentBuilder;
+use weir::segment::{Compression, SegmentBuilder};
 use weir::store::{Archive, Catalog, CatalogEntry};
 use weir::types::{Field, Schema, SchemaRef, Type};
 
@@ -106,12 +109,16 @@ fn batch_of(schema: &SchemaRef, events: &[Gen]) -> Batch {
 }
 
 /// Writes `groups` as segments of one or more batches each (events in time order per group)
-/// and the catalog.
-fn write_archive(dir: &Path, segments: &[Vec<Vec<Gen>>]) {
+/// and the catalog; with `sketches`, zstd-compressed with sketches, else neither.
+fn write_archive(dir: &Path, segments: &[Vec<Vec<Gen>>], sketches: bool) {
     let schemas = schemas();
     let seg_dir = dir.join("segments");
     std::fs::create_dir_all(&seg_dir).unwrap();
     let mut builder = SegmentBuilder::new(1 << 20).unwrap();
+    builder.set_sketches(sketches);
+    if !sketches {
+        builder.set_compression(Compression::NONE);
+    }
     let mut catalog = Catalog::default();
     let mut id = 0u64;
     for batches in segments {
@@ -171,10 +178,15 @@ fn gen_predicate() -> impl Strategy<Value = String> {
         (0..8u64).prop_map(|v| format!("resp_p == {}/tcp", 50 + v)),
         (0..4u8).prop_map(|v| format!("orig_h == 10.0.0.{v}")),
         Just("orig_h in 10.0.0.0/31".to_string()),
-        (0..4usize).prop_map(|k| format!("s == \"{}\"", ["x", "y", "xy", ""][k])),
+        (0..5usize).prop_map(|k| format!("s == \"{}\"", ["x", "y", "xy", "", "zz"][k])),
+        (0..3usize).prop_map(|k| format!("s in [\"{}\", \"q\"]", ["x", "y", "w"][k])),
+        (0..4usize).prop_map(|k| format!("\"{}\" in tags", ["x", "y", "z", "q"][k])),
+        (0..12u8).prop_map(|v| format!("orig_h in [10.0.0.{v}, 10.0.1.1]")),
+        (0..12u64, 0..4usize).prop_map(|(v, op)| format!("n {} {v}", ["<=", ">", "==", "<"][op])),
+        (0..300u64).prop_map(|v| format!(":count == {v}")),
+        (-1..6i64, 0..3usize).prop_map(|(d, op)| format!("dur {} {d}s", ["<", "==", ">"][op])),
         Just("\"x\" in s".to_string()),
         Just("s ~ /x.*/".to_string()),
-        (0..3usize).prop_map(|k| format!("\"{}\" in tags", ["x", "y", "z"][k])),
         (0..5i64).prop_map(|d| format!("dur >= {d}s")),
         (0..10u64).prop_map(|v| format!("{v}")),
         Just("missing == 1".to_string()),
@@ -192,10 +204,16 @@ fn gen_expr() -> impl Strategy<Value = String> {
 }
 
 fn ids(q: &Query, archive: &Archive, prune: bool) -> Vec<u64> {
-    q.search_with(archive, SearchOptions { prune })
-        .unwrap()
-        .flat_map(|h| h.unwrap().ids())
-        .collect()
+    q.search_with(
+        archive,
+        SearchOptions {
+            prune,
+            ..SearchOptions::default()
+        },
+    )
+    .unwrap()
+    .flat_map(|h| h.unwrap().ids())
+    .collect()
 }
 
 /// Each exported row tested on its own with the schema's program.
@@ -236,14 +254,20 @@ proptest! {
             }
             offset += 60;
         }
-        write_archive(tmp.path(), &segments);
+        write_archive(tmp.path(), &segments, true);
+        let plain = tmp.path().join("plain");
+        write_archive(&plain, &segments, false);
         let archive = Archive::open(tmp.path()).unwrap();
+        let plain = Archive::open(&plain).unwrap();
         for text in &exprs {
             let q = Query::parse(text).unwrap();
             let want = brute_force(&q, &archive);
+            prop_assert_eq!(&brute_force(&q, &plain), &want, "{} brute force", text);
             prop_assert_eq!(&ids(&q, &archive, true), &want, "{}", text);
             prop_assert_eq!(&ids(&q, &archive, false), &want, "{} without pruning", text);
+            prop_assert_eq!(&ids(&q, &plain, true), &want, "{} without sketches", text);
             prop_assert_eq!(q.count(&archive).unwrap().0, want.len() as u64, "{} count", text);
+            prop_assert_eq!(q.count(&plain).unwrap().0, want.len() as u64, "{} count", text);
         }
     }
 }
@@ -264,7 +288,7 @@ fn a_narrow_time_query_opens_only_overlapping_segments() {
                 .collect()]
         })
         .collect();
-    write_archive(tmp.path(), &segments);
+    write_archive(tmp.path(), &segments, true);
     let archive = Archive::open(tmp.path()).unwrap();
     assert_eq!(archive.catalog().segments.len(), 120);
 
@@ -301,4 +325,176 @@ fn a_narrow_time_query_opens_only_overlapping_segments() {
     let (all, stats) = Query::all().count(&archive).unwrap();
     assert_eq!(all, 12_000);
     assert_eq!(stats.segments_opened, 0, "{stats:?}");
+}
+
+/// 40 batches of 200 events with distinct strings and addresses: a query for one string (or
+/// one address) reads the one batch that holds it; the sketches of the others (about 1% false
+/// positives each) skip them. Without sketches, every batch of the schema is read.
+#[test]
+fn a_needle_query_reads_only_the_batch_that_holds_it() {
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![
+            Field::new("ts", Type::Time),
+            Field::new("uid", Type::String),
+            Field::new("id.orig_h", Type::Addr),
+            Field::new("orig_bytes", Type::Count),
+        ],
+    )
+    .into_shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for sketches in [true, false] {
+        let dir = tmp.path().join(format!("sketches-{sketches}"));
+        let seg_dir = dir.join("segments");
+        std::fs::create_dir_all(&seg_dir).unwrap();
+        let mut builder = SegmentBuilder::new(1 << 24).unwrap();
+        builder.set_sketches(sketches);
+        let mut id = 0;
+        for k in 0..40u32 {
+            let mut b = BatchBuilder::new(schema.clone());
+            for i in 0..200u32 {
+                let n = k * 200 + i;
+                let mut e = b.begin_row();
+                e.int(BASE + n as i64 * SEC);
+                e.bytes(
+                    format!("C{:016x}", (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).as_bytes(),
+                );
+                e.addr(std::net::Ipv4Addr::from(0x0a00_0000 + n).into());
+                e.uint(n as u64);
+                b.finish_row(Some(BASE + n as i64 * SEC));
+            }
+            let mut b = b.finish();
+            b.set_id(id);
+            id += b.len() as u64;
+            builder.add(&b).unwrap();
+        }
+        let sealed = builder.write_to(&seg_dir, false).unwrap();
+        let mut catalog = Catalog::default();
+        catalog.push(CatalogEntry::from_sealed(&sealed));
+        catalog.save(&dir, false).unwrap();
+        dirs.push(dir);
+    }
+    let needle = 17 * 200 + 123u64;
+    let uid = format!("C{:016x}", needle.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let addr = std::net::Ipv4Addr::from(0x0a00_0000 + needle as u32);
+    for text in [
+        format!("uid == \"{uid}\""),
+        format!("\"{uid}\""),
+        format!("id.orig_h == {addr}"),
+        format!("orig_bytes == {needle}"),
+    ] {
+        let q = Query::parse(&text).unwrap();
+        let (n, stats) = q.count(&Archive::open(&dirs[0]).unwrap()).unwrap();
+        assert_eq!(n, 1, "{text}");
+        // The batch that holds it, and at most one false positive (~1% each of 39).
+        assert!(stats.batches_read <= 2, "{text}: {stats:?}");
+        assert_eq!(
+            stats.batches_read + stats.batches_pruned,
+            40,
+            "{text}: {stats:?}"
+        );
+        let (n, stats) = q.count(&Archive::open(&dirs[1]).unwrap()).unwrap();
+        assert_eq!(n, 1, "{text}");
+        let min = if text.starts_with("orig_bytes") {
+            1
+        } else {
+            40
+        };
+        assert!(
+            stats.batches_read >= min,
+            "{text} without sketches: {stats:?}"
+        );
+    }
+    // Absent values read nothing.
+    let q = Query::parse("uid == \"nope\" || id.orig_h == 192.168.0.1").unwrap();
+    let (n, stats) = q.count(&Archive::open(&dirs[0]).unwrap()).unwrap();
+    assert_eq!((n, stats.batches_read), (0, 0), "{stats:?}");
+}
+
+/// The matching IDs of a search on `threads` threads, batch by batch, and its stats.
+fn search_ids(q: &Query, archive: &Archive, threads: usize, limit: Option<usize>) -> Vec<u64> {
+    let options = SearchOptions {
+        threads,
+        ..SearchOptions::default()
+    };
+    let mut out = Vec::new();
+    for h in q.search_with(archive, options).unwrap() {
+        out.extend(h.unwrap().ids());
+        if limit.is_some_and(|n| out.len() >= n) {
+            // Stopping early drops the search with batches still in flight.
+            out.truncate(limit.unwrap_or(0));
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn parallel_results_equal_sequential_results_in_id_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 40 segments of 3 batches (each split by schema): 240 batches of mixed sizes.
+    let segments: Vec<Vec<Vec<Gen>>> = (0..40i64)
+        .map(|s| {
+            (0..3i64)
+                .map(|b| {
+                    (0..(5 + (s * 7 + b * 3) % 40))
+                        .map(|i| Gen {
+                            schema: ((i + s) % 3 % 2) as usize,
+                            ts: (i % 9 != 0).then_some(s * 100 + b * 30 + i % 30),
+                            n: (i % 5 != 0).then_some((i * 13 + s) as u8),
+                            s: (i % 7 != 0).then_some((i + b) as u8),
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    write_archive(tmp.path(), &segments, true);
+    let archive = Archive::open(tmp.path()).unwrap();
+    let exprs = [
+        "n >= 5".to_string(),
+        "s == \"xy\" || orig_h == 10.0.0.3".to_string(),
+        "#type == \"zeek.b\" && \"y\" in tags".to_string(),
+        format!("ts >= {} && ts < {}", time(1_000), time(2_500)),
+        "n == 3 && resp_p > 52".to_string(),
+    ];
+    for text in &exprs {
+        let q = Query::parse(text).unwrap();
+        let sequential = search_ids(&q, &archive, 1, None);
+        assert!(!sequential.is_empty(), "{text}");
+        assert!(
+            sequential.windows(2).all(|w| w[0] < w[1]),
+            "{text}: ID order"
+        );
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                search_ids(&q, &archive, threads, None),
+                sequential,
+                "{text} on {threads} threads"
+            );
+            for limit in [1, 2, 7, sequential.len() / 2 + 1] {
+                assert_eq!(
+                    search_ids(&q, &archive, threads, Some(limit)),
+                    sequential[..limit.min(sequential.len())],
+                    "{text} on {threads} threads, first {limit}"
+                );
+            }
+        }
+        // The whole search touches the same on any number of threads, and counts agree.
+        let stats = |threads: usize| {
+            let options = SearchOptions {
+                threads,
+                ..SearchOptions::default()
+            };
+            let mut s = q.search_with(&archive, options).unwrap();
+            let n: usize = s.by_ref().map(|h| h.unwrap().len()).sum();
+            let (count, _) = q.search_with(&archive, options).unwrap().count().unwrap();
+            assert_eq!(count, n as u64, "{text} count on {threads} threads");
+            s.stats().clone()
+        };
+        let one = stats(1);
+        assert_eq!(one.matched, sequential.len() as u64, "{text}");
+        assert_eq!(stats(4), one, "{text}");
+    }
 }

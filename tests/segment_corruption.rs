@@ -22,6 +22,7 @@ fn archive(dir: &Path, max: u64, n: usize) -> (Vec<PathBuf>, Vec<weir::batch::Ba
         StoreOptions {
             max_segment_size: max,
             sync: SyncPolicy::Never,
+            ..StoreOptions::default()
         },
     )
     .unwrap();

@@ -21,6 +21,7 @@ fn readers_see_a_consistent_prefix_during_an_import() {
         StoreOptions {
             max_segment_size: 16 << 10,
             sync: SyncPolicy::Never,
+            ..StoreOptions::default()
         },
     )
     .unwrap();

@@ -17,6 +17,7 @@ fn scan_survives_many_seals_during_one_scan() {
     let opts = StoreOptions {
         max_segment_size: 4096,
         sync: SyncPolicy::Never,
+        ..StoreOptions::default()
     };
     let (mut store, _) = Store::open_writer(dir.path(), opts).unwrap();
     let mut written = Vec::new();
@@ -61,6 +62,7 @@ fn sealing_writer(
     let opts = StoreOptions {
         max_segment_size: 4096,
         sync: SyncPolicy::Never,
+        ..StoreOptions::default()
     };
     let (store, _) = Store::open_writer(dir, opts).unwrap();
     let mut seed = 1000;

@@ -73,6 +73,7 @@ fn opts() -> StoreOptions {
     StoreOptions {
         max_segment_size: 32 << 10,
         sync: SyncPolicy::Never,
+        ..StoreOptions::default()
     }
 }
 

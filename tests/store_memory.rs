@@ -61,6 +61,7 @@ fn peak_memory_stays_below_one_segment_plus_256_mib() {
         StoreOptions {
             max_segment_size: max,
             sync: SyncPolicy::Never,
+            ..StoreOptions::default()
         },
     )
     .unwrap();

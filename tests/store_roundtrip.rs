@@ -12,6 +12,7 @@ fn opts(max: u64) -> StoreOptions {
     StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Never,
+        ..StoreOptions::default()
     }
 }
 
@@ -47,7 +48,12 @@ fn rotation_keeps_every_segment_under_the_maximum() {
     let max = 1 << 20;
     let schemas = [schema("conn", 6), schema("dns", 3), schema("http", 9)];
     let mut batches = Vec::new();
-    let (mut store, _) = Store::open_writer(dir.path(), opts(max)).unwrap();
+    // Uncompressed, so that the segments fill up to the maximum.
+    let opts = StoreOptions {
+        compression: weir::segment::Compression::NONE,
+        ..opts(max)
+    };
+    let (mut store, _) = Store::open_writer(dir.path(), opts).unwrap();
     for i in 0..300u64 {
         let s = &schemas[(i % 3) as usize];
         let b = batch(s, 1 + (i as usize * 7) % 90, 80, i);

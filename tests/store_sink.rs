@@ -11,6 +11,7 @@ fn opts(max: u64) -> StoreOptions {
     StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Batch,
+        ..StoreOptions::default()
     }
 }
 

@@ -28,13 +28,21 @@ fn opts() -> ReaderOptions {
     ReaderOptions::new("test.json")
 }
 
+/// Type inference only: no Zeek log schema types `conn`, `dns`, ... (tests of inference).
+fn untyped() -> ReaderOptions {
+    ReaderOptions {
+        zeek_schemas: None,
+        ..opts()
+    }
+}
+
 fn s(v: &str) -> Value {
     Value::String(v.as_bytes().to_vec())
 }
 
 #[test]
 fn infers_every_type_and_flattens() {
-    let (batches, report) = read_all(&fixture("types.jsonl"), opts()).unwrap();
+    let (batches, report) = read_all(&fixture("types.jsonl"), untyped()).unwrap();
     assert_eq!(report.skipped, 0);
     // Line 2 has `ttls` as vector[count] (line 1: vector[int]): a new schema.
     assert_eq!(batches.len(), 2);
@@ -134,7 +142,7 @@ fn null_and_empty_arrays_keep_the_previous_schema() {
 
 #[test]
 fn interleaved_paths_switch_schemas_and_share_them() {
-    let (batches, _) = read_all(&fixture("mixed_crlf_nofinal.jsonl"), opts()).unwrap();
+    let (batches, _) = read_all(&fixture("mixed_crlf_nofinal.jsonl"), untyped()).unwrap();
     let names: Vec<&str> = batches.iter().map(|b| b.schema().name.as_str()).collect();
     assert_eq!(names, ["zeek.dns", "zeek.conn", "zeek.json", "zeek.dns"]);
     // The same schema seen again is the same Arc.
@@ -398,10 +406,10 @@ fn omitted_fields_start_new_schemas_unless_absent_as_unset() {
 {"_path":"conn","ts":4.0,"uid":"d","service":"http"}
 {"_path":"conn","ts":5.0,"service":"http","uid":"e"}
 "#;
-    let strict = read_with(JsonDecoder::new(opts()), input);
+    let strict = read_with(JsonDecoder::new(untyped()), input);
     assert_eq!(strict.len(), 6, "every key set is a schema by default");
 
-    let folded = read_with(JsonDecoder::new(opts()).absent_as_unset(true), input);
+    let folded = read_with(JsonDecoder::new(untyped()).absent_as_unset(true), input);
     let names: Vec<&str> = folded.iter().map(|b| b.schema().name.as_str()).collect();
     // The last line has its keys in another order: a schema of its own.
     assert_eq!(names, ["zeek.conn", "zeek.dns", "zeek.conn", "zeek.conn"]);
@@ -423,7 +431,7 @@ fn omitted_fields_start_new_schemas_unless_absent_as_unset() {
         ]
     );
     // Chunking still does not matter.
-    let mut dec = JsonDecoder::new(opts()).absent_as_unset(true);
+    let mut dec = JsonDecoder::new(untyped()).absent_as_unset(true);
     let mut buf = BytesMut::new();
     let mut bytewise = Vec::new();
     for &b in input.iter() {

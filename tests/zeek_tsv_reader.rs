@@ -176,6 +176,73 @@ fn every_escape_case() {
     assert_eq!(r[4][1], list(vec![s(br"\\")]));
 }
 
+/// Regression: Zeek writes doubles, times and intervals at or above 2^31-1 in exponent form
+/// (`%.16e`, trailing zeros stripped), negative times occur (NTP), and a data line starting
+/// with `#` has it escaped as `\x23`. Such a file used to be refused (exponent) or lose
+/// events (a raw `#` line is a comment).
+#[test]
+fn zeek_exponent_forms_negative_times_and_escaped_hash() {
+    let rows = read_fixture("zeek_fidelity.log");
+    let r: Vec<&Vec<Value>> = rows.iter().map(|(_, r)| r).collect();
+    assert_eq!(
+        r.len(),
+        3,
+        "the comment line is no event, the escaped ones are"
+    );
+    assert_eq!(
+        r[0],
+        &vec![
+            s(b"#Kaputt"),
+            Value::Time(4_294_967_296_000_000_000),
+            Value::Time(-1_418_429_426_887_384_000),
+            Value::Interval(2_147_483_647_123_456_700),
+            Value::Double(4_294_967_296.0),
+            list(vec![
+                Value::Interval(100),
+                Value::Interval(3_000_000_000_000_000_000)
+            ]),
+        ]
+    );
+    assert_eq!(
+        r[1],
+        &vec![
+            s(b"#"),
+            Value::Time(-1_418_429_426_887_384_000),
+            Value::Time(-500_000_000),
+            Value::Interval(100),
+            Value::Double(-2.5e10),
+            Value::Null,
+        ]
+    );
+    assert_eq!(r[2][1], Value::Time(1_258_531_221_486_539_000));
+    assert_eq!(r[2][2], Value::Time(-1_000_000_000));
+    // ts ranges over the exponent and negative times too.
+    let bytes = std::fs::read(fixture("zeek_fidelity.log")).unwrap();
+    let (batches, _) = read_all(&bytes, opts("f")).unwrap();
+    assert_eq!(
+        batches[0].ts_range(),
+        Some((-1_418_429_426_887_384_000, 4_294_967_296_000_000_000))
+    );
+}
+
+/// The fidelity cases round-trip: read, written back by weir's TSV writer, read again.
+#[test]
+fn fidelity_cases_round_trip_through_the_writer() {
+    use weir::codec::writer::EventWriter;
+    let bytes = std::fs::read(fixture("zeek_fidelity.log")).unwrap();
+    let (batches, _) = read_all(&bytes, opts("f")).unwrap();
+    let mut w = weir::codec::zeek::tsv_writer::ZeekTsvWriter::new();
+    let mut out = Vec::new();
+    for b in &batches {
+        w.write_batch(b, &mut out).unwrap();
+    }
+    w.finish(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("\n\\x23Kaputt\t"), "{text}");
+    let (again, _) = read_all(&out, opts("out")).unwrap();
+    assert_eq!(rows(&again), rows(&batches));
+}
+
 #[test]
 fn header_changes_and_close_switch_schemas() {
     let rows = read_fixture("concat.log");
@@ -336,8 +403,11 @@ fn error_value_names_line_and_field() {
         err,
         "v.log:3: field v: invalid vector[count] value \"1,x,3\""
     );
-    let err = parse_error(b"#fields\tt\n#types\ttime\n1e9\n", "t.log");
-    assert_eq!(err, "t.log:3: field t: invalid time value \"1e9\"");
+    // `1e9` is Zeek's own exponent form (read since the fidelity fix); a bare exponent is not.
+    let err = parse_error(b"#fields\tt\n#types\ttime\ne9\n", "t.log");
+    assert_eq!(err, "t.log:3: field t: invalid time value \"e9\"");
+    let err = parse_error(b"#fields\tt\n#types\ttime\n1.5e\n", "t.log");
+    assert_eq!(err, "t.log:3: field t: invalid time value \"1.5e\"");
     let err = parse_error(b"#fields\tb\n#types\tbool\n(empty)\n", "b.log");
     assert_eq!(err, "b.log:3: field b: invalid bool value \"(empty)\"");
 }
@@ -528,6 +598,7 @@ fn all_fixtures() -> Vec<u8> {
         "non_utf8.log",
         "err_columns.log",
         "crlf_nofinal.log",
+        "zeek_fidelity.log",
     ] {
         all.extend(std::fs::read(fixture(f)).unwrap());
         if !all.ends_with(b"\n") {

@@ -1,6 +1,7 @@
 //! The segment reader and verifier on arbitrary bytes, written to a file (segments are
 //! memory-mapped files; there is no from-bytes API): open, verify every batch, and read every
-//! row of every batch that verifies; `weir inspect` on the same file.
+//! row of every batch that verifies (decompressing compressed ones: format 3), and its sketch;
+//! `weir inspect` on the same file.
 #![no_main]
 
 use std::path::PathBuf;
@@ -32,7 +33,13 @@ fuzz_target!(|data: &[u8]| {
         let ids = seg.batch_ids(i).expect("a batch below len() has IDs");
         let _ = seg.find(ids.start);
         let _ = seg.first_batch_from(ids.start);
+        let _ = seg.batch_storage(i);
+        if let Some(sk) = seg.sketch(i) {
+            let _ = (sk.may_contain(ids.start), sk.bloom_bytes(), sk.range_count());
+            let _ = sk.range(0);
+        }
         let Some(Ok(b)) = seg.batch(i) else { continue };
+        let _ = b.codec();
         assert_eq!(b.id_range(), ids);
         let types: Vec<_> = b.schema().fields.iter().map(|f| f.ty.clone()).collect();
         assert_eq!(b.rows().len(), b.len());

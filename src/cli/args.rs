@@ -37,6 +37,14 @@ pub struct SourceArgs {
     #[arg(long = "on-error", value_parser = choice::<OnError>(), value_name = "WHAT",
           default_value_t = FileSourceConfig::default().on_error)]
     pub on_error: OnError,
+    /// The Zeek log schema of JSON lines without `_path`, e.g. `zeek.conn` (default: the one
+    /// each input's file name names, `conn.log` → `zeek.conn`).
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+    /// A directory of more Zeek log schema files (`*.toml`), added to the shipped ones (see
+    /// README, "Typed Zeek JSON").
+    #[arg(long = "schema-dir", value_name = "DIR")]
+    pub schema_dir: Option<PathBuf>,
     /// Files or glob patterns, read in order (gzip and zstd detected); `-` or none: stdin.
     #[arg(value_name = "FILE")]
     pub files: Vec<String>,
@@ -48,6 +56,8 @@ impl SourceArgs {
         let mut c = FileSourceConfig::new(self.files.iter().cloned());
         c.format = self.from;
         c.on_error = self.on_error;
+        c.schema = self.schema.clone();
+        c.schema_dir = self.schema_dir.clone();
         c
     }
 }

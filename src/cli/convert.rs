@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use weir::codec::writer::OutputFormat;
+use weir::codec::writer::{JsonTimestamps, OutputFormat};
 use weir::codec::{DirSinkConfig, StdoutSinkConfig};
 use weir::pipeline::build::build;
 use weir::pipeline::config::{PipelineSpec, Stage, StageConfig};
@@ -23,6 +23,11 @@ pub struct ConvertArgs {
     #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
           default_value_t = StdoutSinkConfig::default().format)]
     to: OutputFormat,
+    /// How `--to json` writes times: `epoch` seconds (Zeek's default), `iso8601` strings or
+    /// `millis`.
+    #[arg(long = "json-timestamps", value_parser = choice::<JsonTimestamps>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().json_timestamps)]
+    json_timestamps: JsonTimestamps,
     /// Keep only the events matching this expression (the pipeline's filter transform; see
     /// README, "Searching").
     #[arg(long = "where", value_name = "EXPR")]
@@ -52,11 +57,15 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
             StageConfig::Directory(DirSinkConfig {
                 dir,
                 format: args.to,
+                json_timestamps: args.json_timestamps,
             }),
         ),
         None => (
             "stdout",
-            StageConfig::Stdout(StdoutSinkConfig { format: args.to }),
+            StageConfig::Stdout(StdoutSinkConfig {
+                format: args.to,
+                json_timestamps: args.json_timestamps,
+            }),
         ),
     };
     let source = args.source.config();
@@ -95,6 +104,8 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     // The output directory must exist and must not hold an input (its files would be
     // overwritten): the same checks as `weir run --check`.
     spec.check_paths()?;
+    // A refused setting in the words of its flag (`--schema`), exit 2.
+    spec.validate().map_err(super::import::flag_error)?;
     let (pipeline, _) = build(&spec).await?;
     signals::forward(stop, pipeline.shutdown_token());
     let summary = pipeline.run().await?;

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use weir::batcher::BatchConfig;
 use weir::pipeline::build::{build, ArchiveHandle};
 use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+use weir::segment::Codec;
 use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
@@ -45,12 +46,35 @@ pub struct ImportArgs {
     #[arg(long, value_parser = choice::<SyncPolicy>(), value_name = "WHEN",
           default_value_t = ArchiveSinkConfig::default().sync)]
     sync: SyncPolicy,
+    /// How batches are compressed in the segments.
+    #[arg(long, value_parser = choice::<Codec>(), value_name = "CODEC",
+          default_value_t = ArchiveSinkConfig::default().compression)]
+    compression: Codec,
+    /// The codec's level (zstd: -7 to 22, default 1; faster below, smaller above; lz4 and
+    /// none have no levels).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    compression_level: Option<i32>,
+    /// Write no per-batch sketches (needle queries then read every batch of the schema).
+    #[arg(long)]
+    no_sketches: bool,
+    /// Disk budget of the archive (`50GiB`): beyond it the oldest segments are erased, down
+    /// to 90% of it; checked at start and while importing. At least two segments.
+    #[arg(long, value_name = "SIZE")]
+    max_archive_size: Option<SizeText>,
+    /// Erase segments whose newest event is older than this (`30d`, `12h`); checked at start,
+    /// at every seal and every minute.
+    #[arg(long, value_name = "DURATION")]
+    retain: Option<DurationText>,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Serve per-stage counters for Prometheus at http://ADDR/metrics while running (e.g.
+    /// `127.0.0.1:9184`).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +88,10 @@ pub struct RunArgs {
     /// Write per-stage metrics as JSON to this file at the end.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Serve per-stage counters for Prometheus at http://ADDR/metrics while running, instead of `[pipeline] metrics_listen` (e.g.
+    /// `127.0.0.1:9184`).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// The pipeline definition (TOML).
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -81,6 +109,15 @@ impl ImportArgs {
         c.batch.timeout = self.batch_timeout.0;
         c.archive.max_segment_size = self.max_segment_size.0;
         c.archive.sync = self.sync;
+        c.archive.compression = self.compression;
+        c.archive.compression_level = self.compression_level;
+        c.archive.sketches = !self.no_sketches;
+        if let Some(size) = &self.max_archive_size {
+            c.archive.max_archive_size = Some(size.0);
+        }
+        if let Some(d) = &self.retain {
+            c.archive.retain = Some(d.0);
+        }
         c
     }
 }
@@ -91,15 +128,22 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "paths", "FILE"),
     ("sources.input", "format", "--from"),
     ("sources.input", "on_error", "--on-error"),
+    ("sources.input", "schema", "--schema"),
+    ("sources.input", "schema_dir", "--schema-dir"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),
     ("sinks.archive", "max_segment_size", "--max-segment-size"),
     ("sinks.archive", "sync", "--sync"),
+    ("sinks.archive", "compression", "--compression"),
+    ("sinks.archive", "compression_level", "--compression-level"),
+    ("sinks.archive", "sketches", "--no-sketches"),
+    ("sinks.archive", "max_archive_size", "--max-archive-size"),
+    ("sinks.archive", "retain", "--retain"),
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.
-fn flag_error(e: ConfigError) -> anyhow::Error {
+pub(super) fn flag_error(e: ConfigError) -> anyhow::Error {
     let flag = IMPORT_FLAGS.iter().find(|(table, key, _)| {
         e.table.as_deref() == Some(*table) && e.key.as_deref() == Some(*key)
     });
@@ -115,7 +159,8 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let config = args.config();
     // A missing input is reported before anything is created.
     config.source.inputs()?;
-    let spec = PipelineSpec::for_import(config);
+    let mut spec = PipelineSpec::for_import(config);
+    spec.options.metrics_listen = args.metrics_listen;
     spec.validate().map_err(flag_error)?;
     // A database this import creates is removed again if the import fails before it holds
     // anything.
@@ -138,7 +183,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
 /// alone; a failure to remove is not reported (the import's error is what matters). Returns
 /// whether the directory is gone.
 fn remove_unused_archive(db: &std::path::Path) -> bool {
-    use weir::store::{LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
+    use weir::store::{readers::READERS_DIR, LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
     const CATALOG: &str = "catalog.json";
     let Ok(entries) = std::fs::read_dir(db) else {
         return false;
@@ -149,7 +194,7 @@ fn remove_unused_archive(db: &std::path::Path) -> bool {
         .collect();
     if !names
         .iter()
-        .all(|n| [LOCK_FILE, WAL_FILE, CATALOG, SEGMENTS_DIR].contains(&n.as_str()))
+        .all(|n| [LOCK_FILE, WAL_FILE, CATALOG, SEGMENTS_DIR, READERS_DIR].contains(&n.as_str()))
     {
         return false;
     }
@@ -182,6 +227,8 @@ fn remove_unused_archive(db: &std::path::Path) -> bool {
     for name in [WAL_FILE, CATALOG, LOCK_FILE] {
         let _ = std::fs::remove_file(db.join(name));
     }
+    // The readers' lock files (the check above registered one; it is released).
+    let _ = std::fs::remove_dir_all(db.join(READERS_DIR));
     std::fs::remove_dir(db).is_ok()
 }
 
@@ -194,7 +241,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     // Every problem of the file is reported (the last one as the command's error, which sets
     // the exit status), as Vector's `validate` does.
-    let spec = match PipelineSpec::load_all(&args.file, &options) {
+    let mut spec = match PipelineSpec::load_all(&args.file, &options) {
         Ok(spec) => spec,
         Err(mut errors) => {
             let last = errors.pop();
@@ -207,6 +254,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     };
+    if args.metrics_listen.is_some() {
+        spec.options.metrics_listen = args.metrics_listen;
+    }
     if args.check {
         say!(
             "{}: ok ({}: {})",

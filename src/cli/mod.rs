@@ -30,6 +30,7 @@ mod convert;
 mod docs;
 mod import;
 mod lake;
+mod maintain;
 mod progress;
 mod search;
 mod signals;
@@ -131,6 +132,11 @@ enum Command {
     Inspect(archive::InspectArgs),
     /// Check every segment and the write-ahead log; exit 1 with a line per problem.
     Verify(archive::VerifyArgs),
+    /// Erase events by time, age, ID range or expression (whole segments where possible,
+    /// others rewritten without them; surviving events keep their IDs).
+    Erase(maintain::EraseArgs),
+    /// Merge small segments (of short imports, restarts) into full-size ones, keeping IDs.
+    Compact(maintain::CompactArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff) of weir or of one command: `weir man import | man -l -`.
@@ -245,6 +251,8 @@ pub fn main() -> ExitCode {
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),
+            Command::Erase(args) => maintain::erase(args),
+            Command::Compact(args) => maintain::compact(args),
             Command::Completions(args) => docs::completions(args),
             Command::Man(args) => docs::man(args),
         }

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use weir::codec::writer::{writer_for, EventWriter, OutputFormat, WriteError};
+use weir::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError};
 use weir::codec::StdoutSinkConfig;
 use weir::query::{Query, QueryError};
 use weir::store::Archive;
@@ -26,6 +26,11 @@ pub struct ExportArgs {
     #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
           default_value_t = StdoutSinkConfig::default().format)]
     to: OutputFormat,
+    /// How `--to json` writes times: `epoch` seconds (Zeek's default), `iso8601` strings or
+    /// `millis`.
+    #[arg(long = "json-timestamps", value_parser = choice::<JsonTimestamps>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().json_timestamps)]
+    json_timestamps: JsonTimestamps,
     /// Stop after N events (reading no further).
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
@@ -58,6 +63,11 @@ pub struct GetArgs {
     #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
           default_value_t = StdoutSinkConfig::default().format)]
     to: OutputFormat,
+    /// How `--to json` writes times: `epoch` seconds (Zeek's default), `iso8601` strings or
+    /// `millis`.
+    #[arg(long = "json-timestamps", value_parser = choice::<JsonTimestamps>(), value_name = "FORMAT",
+          default_value_t = StdoutSinkConfig::default().json_timestamps)]
+    json_timestamps: JsonTimestamps,
     /// Event IDs (as `weir info` shows their ranges), printed in the order given.
     #[arg(value_name = "ID", required = true)]
     ids: Vec<u64>,
@@ -115,7 +125,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if let Some(config) = lake {
         return super::lake::export(&archive, &query, args.limit, &config);
     }
-    let mut writer = writer_for(args.to);
+    let mut writer = writer_with(args.to, args.json_timestamps);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = Vec::with_capacity(CHUNK * 2);
@@ -175,7 +185,7 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
 /// `weir get`: the events with the given IDs, in the order given.
 pub fn get(args: GetArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
-    let mut writer = writer_for(args.to);
+    let mut writer = writer_with(args.to, args.json_timestamps);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = Vec::new();

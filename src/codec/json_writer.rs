@@ -9,8 +9,17 @@
 //! ```
 //!
 //! # Values
-//! - `time`: RFC 3339 UTC string with the exact fraction, at least 6 digits
-//!   (`"2009-11-18T08:00:21.486539Z"`, `"...21.486539123Z"` when nanoseconds are set);
+//! - `time`, as chosen by [`JsonTimestamps`] (`--json-timestamps`, `json_timestamps`):
+//!   - `iso8601` (weir's default): RFC 3339 UTC string with the exact fraction, at least 6
+//!     digits (`"2009-11-18T08:00:21.486539Z"`, `"...21.486539123Z"` when nanoseconds are
+//!     set), Zeek's `JSON::TS_ISO8601`;
+//!   - `epoch`: a number of seconds since the epoch, exact decimal text from the nanoseconds
+//!     (`1258531221.486539`), Zeek's default `JSON::TS_EPOCH`;
+//!   - `millis`: an integer number of milliseconds since the epoch, truncated toward zero
+//!     (`1258531221486`), Zeek's `JSON::TS_MILLIS` (for Elasticsearch). Not read back as the
+//!     same time: weir's JSON reader takes numbers as seconds, as Zeek's own readers do.
+//!
+//!   Both `iso8601` and `epoch` read back to the identical nanoseconds.
 //! - `interval`: a number of seconds, exact decimal text from the nanoseconds (`0.163820`);
 //! - `count`, `int`, `port`: numbers; `bool`: `true`/`false`;
 //! - `double`: the shortest number that re-reads to the identical `f64` (`.0` after integral
@@ -32,23 +41,72 @@
 //! when comparing with TSV originals).
 
 use crate::codec::writer::{write_each, write_row, EventWriter, ListText, TextFormat, WriteError};
-use crate::codec::zeek::scalar::{push_addr, push_double, push_rfc3339, push_subnet};
+use crate::codec::zeek::scalar::{
+    push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet,
+};
+use crate::setting::{Choice, ChoiceName};
 use crate::types::SchemaRef;
 use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// How the JSON writer spells a `time` (Zeek's `LogAscii::json_timestamps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum JsonTimestamps {
+    /// `epoch`: seconds since the epoch as a number, `1258531221.486539` (`JSON::TS_EPOCH`).
+    Epoch,
+    /// `iso8601`: an RFC 3339 UTC string, `"2009-11-18T08:00:21.486539Z"`
+    /// (`JSON::TS_ISO8601`); weir's default.
+    #[default]
+    Iso8601,
+    /// `millis`: integer milliseconds since the epoch, `1258531221486` (`JSON::TS_MILLIS`).
+    Millis,
+}
+
+impl Choice for JsonTimestamps {
+    const WHAT: &'static str = "JSON timestamp format";
+    const CHOICES: &'static [ChoiceName<JsonTimestamps>] = &[
+        ChoiceName::new(
+            "epoch",
+            JsonTimestamps::Epoch,
+            "seconds since the epoch, a number (Zeek's default)",
+        ),
+        ChoiceName::new(
+            "iso8601",
+            JsonTimestamps::Iso8601,
+            "RFC 3339 UTC strings with the exact fraction",
+        ),
+        ChoiceName::new(
+            "millis",
+            JsonTimestamps::Millis,
+            "integer milliseconds since the epoch (for Elasticsearch)",
+        ),
+    ];
+}
+
+crate::choice!(JsonTimestamps);
 
 /// Writes events as JSON lines. See the module docs for the layout.
 #[derive(Debug, Default)]
 pub struct JsonWriter {
     /// `{"_path":"<path>"` and the `,"<name>":` prefix of every field, for the last schema.
     cache: Option<(SchemaRef, Vec<u8>, Vec<Vec<u8>>)>,
+    timestamps: JsonTimestamps,
 }
 
 impl JsonWriter {
-    /// A JSON lines writer.
+    /// A JSON lines writer (times in RFC 3339).
     pub fn new() -> JsonWriter {
         JsonWriter::default()
+    }
+
+    /// A JSON lines writer spelling times as `timestamps` says.
+    pub fn with_timestamps(timestamps: JsonTimestamps) -> JsonWriter {
+        JsonWriter {
+            cache: None,
+            timestamps,
+        }
     }
 
     fn prepare(&mut self, schema: &SchemaRef) {
@@ -84,7 +142,11 @@ impl EventWriter for JsonWriter {
         let Some((_, head, keys)) = &self.cache else {
             return Ok(());
         };
-        let format = Json { head, keys };
+        let format = Json {
+            head,
+            keys,
+            timestamps: self.timestamps,
+        };
         write_each(schema, rows, out, |row, out| {
             write_row(&format, schema, row, out)
         })
@@ -98,6 +160,7 @@ impl EventWriter for JsonWriter {
 struct Json<'a> {
     head: &'a [u8],
     keys: &'a [Vec<u8>],
+    timestamps: JsonTimestamps,
 }
 
 impl TextFormat for Json<'_> {
@@ -141,7 +204,12 @@ impl TextFormat for Json<'_> {
                 }
             }
             ValueRef::String(s) => push_json_string(out, s),
-            ValueRef::Time(ns) => quoted(out, |out| push_rfc3339(out, ns)),
+            ValueRef::Time(ns) => match self.timestamps {
+                JsonTimestamps::Iso8601 => quoted(out, |out| push_rfc3339(out, ns)),
+                JsonTimestamps::Epoch => push_decimal_ns(out, ns),
+                // Zeek: `(int64)(seconds * 1000)`, truncated toward zero.
+                JsonTimestamps::Millis => push_i64(out, ns / 1_000_000),
+            },
             ValueRef::Addr(a) => quoted(out, |out| push_addr(out, a)),
             ValueRef::Subnet(a, p) => quoted(out, |out| push_subnet(out, a, p)),
             // Written by `write_row`, or not scalars.

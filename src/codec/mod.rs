@@ -17,7 +17,10 @@ pub use arrow::ParquetSinkConfig;
 pub use drive::{collect_batches, decode_chunks};
 pub use sink_config::{DirSink, DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
 
+use std::sync::Arc;
+
 use crate::error::OnError;
+use zeek::schema::ZeekSchemas;
 
 /// Settings shared by the readers.
 #[derive(Debug, Clone)]
@@ -30,8 +33,16 @@ pub struct ReaderOptions {
     pub batch_rows: usize,
     /// What to do with a row that does not parse.
     pub on_error: OnError,
-    /// Schema name for Zeek JSON lines without `_path`.
+    /// Schema name for Zeek JSON lines without `_path` that no Zeek log schema types.
     pub json_default_schema: String,
+    /// The Zeek log schemas that type JSON lines (by `_path`, else [`Self::json_schema`],
+    /// else the input's file name; see [`zeek::schema`]); `None`: type inference only.
+    /// Default: the shipped schemas.
+    pub zeek_schemas: Option<Arc<ZeekSchemas>>,
+    /// The schema of JSON lines without `_path` (`zeek.conn`), instead of the one named by
+    /// the input's file name. A name [`Self::zeek_schemas`] does not know is ignored here
+    /// (a source's `validate()` refuses it).
+    pub json_schema: Option<String>,
 }
 
 impl ReaderOptions {
@@ -57,6 +68,10 @@ impl Default for ReaderOptions {
             batch_rows: Self::DEFAULT_BATCH_ROWS,
             on_error: OnError::Fail,
             json_default_schema: "zeek.json".into(),
+            // The shipped files are checked by a unit test; were one broken, JSON would
+            // still be read, by inference.
+            zeek_schemas: ZeekSchemas::builtin().ok(),
+            json_schema: None,
         }
     }
 }

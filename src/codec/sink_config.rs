@@ -8,7 +8,7 @@ use std::task::{ready, Context, Poll};
 use futures::Sink;
 use serde::Deserialize;
 
-use super::writer::{writer_for, OutputFormat, WriteError, WriterSink};
+use super::writer::{writer_with, JsonTimestamps, OutputFormat, WriteError, WriterSink};
 use crate::batch::Batch;
 use crate::setting::{InvalidSetting, Problem};
 
@@ -32,6 +32,8 @@ pub struct FileSinkConfig {
     pub path: PathBuf,
     /// Its format (default JSON lines).
     pub format: OutputFormat,
+    /// How JSON spells times (default `iso8601`).
+    pub json_timestamps: JsonTimestamps,
 }
 
 impl Default for FileSinkConfig {
@@ -39,6 +41,7 @@ impl Default for FileSinkConfig {
         FileSinkConfig {
             path: PathBuf::new(),
             format: OutputFormat::Json,
+            json_timestamps: JsonTimestamps::default(),
         }
     }
 }
@@ -60,7 +63,10 @@ impl FileSinkConfig {
     /// Creates the file and the sink writing to it.
     pub async fn build(&self) -> std::io::Result<WriterSink<tokio::fs::File>> {
         let file = tokio::fs::File::create(&self.path).await?;
-        Ok(WriterSink::new(writer_for(self.format), file))
+        Ok(WriterSink::new(
+            writer_with(self.format, self.json_timestamps),
+            file,
+        ))
     }
 }
 
@@ -70,12 +76,15 @@ impl FileSinkConfig {
 pub struct StdoutSinkConfig {
     /// The format (default Zeek TSV).
     pub format: OutputFormat,
+    /// How JSON spells times (default `iso8601`).
+    pub json_timestamps: JsonTimestamps,
 }
 
 impl Default for StdoutSinkConfig {
     fn default() -> StdoutSinkConfig {
         StdoutSinkConfig {
             format: OutputFormat::ZeekTsv,
+            json_timestamps: JsonTimestamps::default(),
         }
     }
 }
@@ -88,7 +97,10 @@ impl StdoutSinkConfig {
 
     /// The sink writing to stdout.
     pub fn build(&self) -> WriterSink<tokio::io::Stdout> {
-        WriterSink::new(writer_for(self.format), tokio::io::stdout())
+        WriterSink::new(
+            writer_with(self.format, self.json_timestamps),
+            tokio::io::stdout(),
+        )
     }
 }
 
@@ -103,6 +115,8 @@ pub struct DirSinkConfig {
     pub dir: PathBuf,
     /// The files' format (default Zeek TSV).
     pub format: OutputFormat,
+    /// How JSON spells times (default `iso8601`).
+    pub json_timestamps: JsonTimestamps,
 }
 
 impl Default for DirSinkConfig {
@@ -110,6 +124,7 @@ impl Default for DirSinkConfig {
         DirSinkConfig {
             dir: PathBuf::new(),
             format: OutputFormat::ZeekTsv,
+            json_timestamps: JsonTimestamps::default(),
         }
     }
 }
@@ -133,6 +148,7 @@ impl DirSinkConfig {
         DirSink {
             dir: self.dir.clone(),
             format: self.format,
+            json_timestamps: self.json_timestamps,
             files: Vec::new(),
         }
     }
@@ -143,6 +159,7 @@ impl DirSinkConfig {
 pub struct DirSink {
     dir: PathBuf,
     format: OutputFormat,
+    json_timestamps: JsonTimestamps,
     /// The log path (`conn` of schema `zeek.conn`) and its file's sink, in order of appearance.
     files: Vec<(String, WriterSink<tokio::fs::File>)>,
 }
@@ -175,8 +192,10 @@ impl DirSink {
                         format!("cannot create {}: {e}", name.display()),
                     ))
                 })?;
-                let sink =
-                    WriterSink::new(writer_for(self.format), tokio::fs::File::from_std(file));
+                let sink = WriterSink::new(
+                    writer_with(self.format, self.json_timestamps),
+                    tokio::fs::File::from_std(file),
+                );
                 self.files.push((path.to_string(), sink));
                 self.files.len() - 1
             }

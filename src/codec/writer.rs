@@ -33,6 +33,7 @@ use futures::Sink;
 use tokio::io::AsyncWrite;
 
 use crate::batch::Batch;
+pub use crate::codec::json_writer::JsonTimestamps;
 use crate::codec::zeek::scalar::{push_decimal_ns, push_i64, push_u64};
 use crate::setting::{Choice, ChoiceName};
 use crate::types::{Schema, SchemaRef, Type};
@@ -196,9 +197,16 @@ pub(crate) fn write_each<'a>(
 
 /// A writer for the given format with default settings.
 pub fn writer_for(format: OutputFormat) -> Box<dyn EventWriter> {
+    writer_with(format, JsonTimestamps::default())
+}
+
+/// A writer for the given format; JSON spells times as `json_timestamps` says.
+pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box<dyn EventWriter> {
     match format {
         OutputFormat::ZeekTsv => Box::new(crate::codec::zeek::tsv_writer::ZeekTsvWriter::new()),
-        OutputFormat::Json => Box::new(crate::codec::json_writer::JsonWriter::new()),
+        OutputFormat::Json => Box::new(crate::codec::json_writer::JsonWriter::with_timestamps(
+            json_timestamps,
+        )),
         OutputFormat::Arrow => Box::new(crate::codec::arrow::ArrowIpcWriter::new()),
         OutputFormat::Parquet => Box::new(DirectoryOnly),
     }

@@ -121,7 +121,15 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 // Each input decoded ahead gets its own channel; a smaller one suffices to
                 // keep the decoders busy and bounds memory with many inputs.
                 let per_input = capacity.min(SourceConfig::DEFAULT_CHANNEL_CAPACITY);
-                let config = src.build(&stage.name, batch_rows, per_input);
+                let config = src.build(&stage.name, batch_rows, per_input).map_err(|e| {
+                    ConfigError::new(
+                        &spec.origin,
+                        stage.line,
+                        Some(&stage.table()),
+                        Some(e.key),
+                        e.problem.into(),
+                    )
+                })?;
                 pipeline.add_source(&stage.name, files, config)?
             }
             StageConfig::Batch(b) => pipeline.add_batcher(&stage.name, &inputs, *b)?,

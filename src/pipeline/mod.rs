@@ -115,6 +115,15 @@ pub enum PipelineError {
     /// The graph is malformed (unknown input, stage without consumer ...).
     #[error("pipeline: {0}")]
     Graph(String),
+    /// The metrics endpoint cannot listen on its address.
+    #[error("metrics_listen: cannot listen on {addr}: {error}")]
+    MetricsListen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
 }
 
 /// What is wrong with one input of a stage (see [`check_inputs`]).
@@ -159,6 +168,10 @@ pub struct PipelineOptions {
     /// Batches fed to a sink are flushed within this time once its input pauses.
     #[serde(skip)]
     pub flush_interval: Duration,
+    /// Serve the pipeline's counters for Prometheus at `http://ADDR/metrics` while it runs
+    /// (`metrics_listen = "127.0.0.1:9184"`, `--metrics-listen`); see
+    /// [`crate::metrics_http`]. Default: no endpoint.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl PipelineOptions {
@@ -179,6 +192,7 @@ impl Default for PipelineOptions {
         PipelineOptions {
             channel_capacity: Self::DEFAULT_CHANNEL_CAPACITY,
             flush_interval: Self::DEFAULT_FLUSH_INTERVAL,
+            metrics_listen: None,
         }
     }
 }
@@ -399,6 +413,33 @@ impl Pipeline {
                 )));
             }
         }
+        // The Prometheus endpoint, before anything runs: a taken port fails the run at once.
+        let server = match options.metrics_listen {
+            Some(addr) => {
+                let (m, c, k) = (metrics.clone(), counters.clone(), skips.clone());
+                let snapshot: crate::metrics_http::Snapshot = Arc::new(move || {
+                    let mut report = m.to_json();
+                    if let serde_json::Value::Object(o) = &mut report {
+                        // Live values the report gets only at the end.
+                        o.insert("source_bytes_read".into(), c.bytes_read().into());
+                        o.insert("source_bytes_decompressed".into(), c.bytes_decoded().into());
+                        let skipped = k.lock().map_or(0, |s| s.skipped);
+                        o.insert("errors_skipped".into(), skipped.into());
+                    }
+                    report
+                });
+                let server = crate::metrics_http::MetricsServer::start(addr, snapshot)
+                    .await
+                    .map_err(|error| PipelineError::MetricsListen { addr, error })?;
+                tracing::info!(
+                    "serving metrics on http://{}{}",
+                    server.local_addr(),
+                    crate::metrics_http::PATH
+                );
+                Some(server)
+            }
+            None => None,
+        };
         // One channel per edge.
         let mut senders: Vec<Vec<channel::Sender<Batch>>> = (0..n).map(|_| Vec::new()).collect();
         let mut receivers: Vec<Vec<channel::Receiver<Batch>>> =
@@ -478,6 +519,9 @@ impl Pipeline {
             );
         }
         while tasks.next().await.is_some() {}
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
         metrics.set(
             "source_bytes_read",
             serde_json::json!(counters.bytes_read()),

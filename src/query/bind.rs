@@ -19,6 +19,7 @@
 //! field is false for that field, and a missing field is false for the schema. The query
 //! reports an error only when no schema makes a comparison well-typed (see [`Typing`]).
 
+use super::eval::{Fast, Needles};
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
 use crate::types::{Schema, SchemaRef, Type};
@@ -46,6 +47,12 @@ pub(crate) struct Test {
     pub lit: Literal,
     /// The schema's `proto` field, for a port literal with a protocol.
     pub proto: Option<usize>,
+    /// Where `field` and `proto` are in the program's `fields` (what the evaluator
+    /// indexes its field offsets by); set by [`Program::new`].
+    pub slot: usize,
+    pub proto_slot: Option<usize>,
+    /// A cheaper equivalent of the comparison for the evaluator, where there is one.
+    pub fast: Fast,
 }
 
 /// How a predicate fared in the schemas bound so far.
@@ -68,13 +75,15 @@ pub struct Program {
     pub(crate) fields: Vec<usize>,
     pub(crate) types: Vec<Type>,
     pub(crate) ts_index: Option<usize>,
+    /// Bytes a batch must contain to hold a match.
+    pub(crate) needles: Option<Needles>,
 }
 
 impl Program {
     /// Binds `expr` (normalized; `None`: everything) to `schema`, recording each predicate's
     /// typing in `typing` (indexed by predicate id).
     pub(crate) fn new(expr: Option<&Expr>, schema: &SchemaRef, typing: &mut [Typing]) -> Program {
-        let bound = match expr {
+        let mut bound = match expr {
             None => Bound::Const(true),
             Some(e) => simplify(bind(e, schema, typing)),
         };
@@ -82,7 +91,10 @@ impl Program {
         collect_fields(&bound, &mut fields);
         fields.sort_unstable();
         fields.dedup();
+        prepare(&mut bound, &fields);
+        let needles = Needles::of(&bound);
         Program {
+            needles,
             schema: schema.clone(),
             bound,
             fields,
@@ -114,6 +126,56 @@ fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
             out.extend(t.proto);
         }
     }
+}
+
+/// Sets each test's slots (positions in `fields`) and its fast form.
+fn prepare(b: &mut Bound, fields: &[usize]) {
+    match b {
+        Bound::Const(_) => {}
+        Bound::Or(v) => v.iter_mut().for_each(|b| prepare(b, fields)),
+        Bound::And(v) => {
+            v.iter_mut().for_each(|b| prepare(b, fields));
+            merge_ranges(v);
+            if v.len() == 1 {
+                if let Some(one) = v.pop() {
+                    *b = one;
+                }
+            }
+        }
+        Bound::Test(t) => {
+            t.slot = slot_of(fields, t.field);
+            t.proto_slot = t.proto.map(|f| slot_of(fields, f));
+            t.fast = Fast::of(t);
+        }
+    }
+}
+
+/// Merges the range tests of one field in a conjunction into one (`ts >= a && ts < b` is
+/// one test of `ts` in `a..=b-1`): one decoding of the field instead of two.
+fn merge_ranges(v: &mut Vec<Bound>) {
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i + 1;
+        while j < v.len() {
+            let merged = match (&v[i], &v[j]) {
+                (Bound::Test(a), Bound::Test(b)) if a.field == b.field => a.fast.intersect(b.fast),
+                _ => None,
+            };
+            match (merged, &mut v[i]) {
+                (Some(fast), Bound::Test(a)) => {
+                    a.fast = fast;
+                    v.remove(j);
+                }
+                _ => j += 1,
+            }
+        }
+        i += 1;
+    }
+}
+
+/// The position of field `f` in `fields` (which holds it).
+fn slot_of(fields: &[usize], f: usize) -> usize {
+    fields.binary_search(&f).unwrap_or(0)
 }
 
 /// Folds constants: `x && false` is false, `x || true` is true, one-element lists unwrap.
@@ -275,6 +337,9 @@ fn test(schema: &Schema, field: usize, op: Op, lit: &Literal) -> Bound {
         op,
         lit: lit.clone(),
         proto,
+        slot: 0,
+        proto_slot: None,
+        fast: Fast::None,
     })
 }
 

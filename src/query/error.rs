@@ -81,4 +81,7 @@ pub enum QueryError {
     /// A stored row does not decode with its schema.
     #[error("a row does not decode: {0}")]
     Decode(#[from] DecodeError),
+    /// A search thread failed (a bug; its batch's results are missing).
+    #[error("a search thread failed: the results of one batch are missing")]
+    Worker,
 }

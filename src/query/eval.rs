@@ -1,6 +1,18 @@
-//! Evaluating a bound expression on encoded rows, in place: one [`RowCursor`] pass reads the
-//! fields the comparisons need (as borrowed [`ValueRef`]s) and steps over the others without
-//! building values. Unset values never match, whatever the operator.
+//! Evaluating a bound expression on encoded rows, in place, allocating nothing.
+//!
+//! One [`RowCursor`] pass over the row finds where each field the comparisons need starts
+//! ([`RowCursor::skip`] steps over the others by their msgpack length alone, without looking
+//! at their types); the comparisons then decode only their own field, and only when the
+//! `&&`/`||` tree gets to them. Comparisons of integer fields (`count`, `port`, `int`, `time`,
+//! `interval`) with an integer, time or duration literal are precompiled into an inclusive
+//! range ([`Fast`]) and tested on the integer as it is read (the ranges of one field in a
+//! conjunction are merged into one: `ts >= a && ts < b` reads `ts` once); the others go
+//! through [`holds`] on a borrowed [`ValueRef`]. Unset values never match, whatever the
+//! operator.
+//!
+//! Before the rows, a whole batch is checked for the bytes every match needs ([`Needles`]:
+//! the literal of an equality with a string or an address); a batch without them is skipped
+//! after one `memmem` pass over its bytes.
 
 use std::cmp::Ordering;
 
@@ -10,33 +22,253 @@ use super::parser::Op;
 use crate::types::Type;
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 
+/// Byte strings that a batch's encoded rows must contain for one of its rows to match: what
+/// an equality with a string or an address needs (a matching row holds the literal's bytes,
+/// however its length is encoded). A batch without them is skipped after one `memmem` pass
+/// over its bytes instead of an evaluation of each row.
+#[derive(Debug, Clone)]
+pub(crate) enum Needles {
+    /// Each of them.
+    All(Vec<Needles>),
+    /// One of them.
+    Any(Vec<Needles>),
+    /// These bytes.
+    Bytes(Box<memchr::memmem::Finder<'static>>),
+}
+
+impl Needles {
+    /// The needles of a bound expression (`None`: it needs no particular bytes).
+    pub(crate) fn of(b: &Bound) -> Option<Needles> {
+        match b {
+            Bound::Const(_) => None,
+            Bound::And(v) => {
+                let all: Vec<Needles> = v.iter().filter_map(Needles::of).collect();
+                (!all.is_empty()).then_some(Needles::All(all))
+            }
+            // Every alternative needs its bytes, or the batch can match without any.
+            Bound::Or(v) => v
+                .iter()
+                .map(Needles::of)
+                .collect::<Option<_>>()
+                .map(Needles::Any),
+            Bound::Test(t) => {
+                let scalar = t.ty.element().unwrap_or(&t.ty);
+                // `==` on a scalar, `==` and `ni` on a container's elements, `ni` (substring)
+                // on a string: a match holds the literal's bytes.
+                let bytes = match (&t.lit, t.op) {
+                    (Literal::String(s), Op::Eq | Op::Ni) if scalar.is_stringy() => s.clone(),
+                    (Literal::Addr(a), Op::Eq | Op::Ni) if *scalar == Type::Addr => match a {
+                        std::net::IpAddr::V4(a) => a.octets().to_vec(),
+                        std::net::IpAddr::V6(a) => a.octets().to_vec(),
+                    },
+                    _ => return None,
+                };
+                (!bytes.is_empty()).then(|| {
+                    Needles::Bytes(Box::new(memchr::memmem::Finder::new(&bytes).into_owned()))
+                })
+            }
+        }
+    }
+
+    /// Whether `data` holds the needles.
+    pub(crate) fn found_in(&self, data: &[u8]) -> bool {
+        match self {
+            Needles::All(v) => v.iter().all(|n| n.found_in(data)),
+            Needles::Any(v) => v.iter().any(|n| n.found_in(data)),
+            Needles::Bytes(f) => f.find(data).is_some(),
+        }
+    }
+}
+
+/// Field offsets for up to this many needed fields live on the stack.
+const INLINE_FIELDS: usize = 16;
+
+/// A comparison precompiled for the evaluator: "the value lies in `lo..=hi`" (an empty range
+/// when `lo > hi`), negated for `!=`. Equivalent to [`holds`] on a set value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fast {
+    /// No fast form: decode the value and use [`holds`].
+    None,
+    /// An unsigned field (`count`, `port`).
+    Unsigned { lo: u64, hi: u64, negate: bool },
+    /// A signed field (`int`, `time`, `interval`).
+    Signed { lo: i64, hi: i64, negate: bool },
+}
+
+impl Fast {
+    /// The one range both ranges describe (`None` unless both are ranges of the same kind,
+    /// not negated).
+    pub(crate) fn intersect(self, other: Fast) -> Option<Fast> {
+        match (self, other) {
+            (
+                Fast::Unsigned {
+                    lo: a,
+                    hi: b,
+                    negate: false,
+                },
+                Fast::Unsigned {
+                    lo: c,
+                    hi: d,
+                    negate: false,
+                },
+            ) => Some(Fast::Unsigned {
+                lo: a.max(c),
+                hi: b.min(d),
+                negate: false,
+            }),
+            (
+                Fast::Signed {
+                    lo: a,
+                    hi: b,
+                    negate: false,
+                },
+                Fast::Signed {
+                    lo: c,
+                    hi: d,
+                    negate: false,
+                },
+            ) => Some(Fast::Signed {
+                lo: a.max(c),
+                hi: b.min(d),
+                negate: false,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The fast form of a test, if it has one.
+    pub(crate) fn of(t: &Test) -> Fast {
+        let x: i128 = match (&t.ty, &t.lit) {
+            (Type::Count | Type::Port, Literal::Count(x)) => *x as i128,
+            (Type::Count | Type::Port, Literal::Int(x)) => *x as i128,
+            // A port with a protocol also checks `proto` when the schema has one.
+            (Type::Count | Type::Port, Literal::Port(x, proto))
+                if proto.is_none() || t.proto.is_none() =>
+            {
+                *x as i128
+            }
+            (Type::Int, Literal::Count(x)) => *x as i128,
+            (Type::Int, Literal::Int(x))
+            | (Type::Time, Literal::Time(x))
+            | (Type::Interval, Literal::Duration(x)) => *x as i128,
+            _ => return Fast::None,
+        };
+        let (negate, op) = match t.op {
+            Op::Ne => (true, Op::Eq),
+            op => (false, op),
+        };
+        let (lo, hi) = match op {
+            Op::Eq => (x, x),
+            Op::Lt => (i128::MIN, x - 1),
+            Op::Le => (i128::MIN, x),
+            Op::Gt => (x + 1, i128::MAX),
+            Op::Ge => (x, i128::MAX),
+            _ => return Fast::None,
+        };
+        let clamp = |v: i128, min: i128, max: i128| v.clamp(min, max);
+        if matches!(t.ty, Type::Count | Type::Port) {
+            let (lo, hi) = (
+                clamp(lo, 0, u64::MAX as i128 + 1),
+                clamp(hi, -1, u64::MAX as i128),
+            );
+            if lo > hi {
+                return Fast::Unsigned {
+                    lo: 1,
+                    hi: 0,
+                    negate,
+                };
+            }
+            Fast::Unsigned {
+                lo: lo as u64,
+                hi: hi as u64,
+                negate,
+            }
+        } else {
+            let (min, max) = (i64::MIN as i128, i64::MAX as i128);
+            let (lo, hi) = (clamp(lo, min, max + 1), clamp(hi, min - 1, max));
+            if lo > hi {
+                return Fast::Signed {
+                    lo: 1,
+                    hi: 0,
+                    negate,
+                };
+            }
+            Fast::Signed {
+                lo: lo as i64,
+                hi: hi as i64,
+                negate,
+            }
+        }
+    }
+}
+
 impl Program {
     /// Whether the encoded row (of this program's schema) matches.
+    #[inline]
     pub fn matches(&self, row: &[u8]) -> Result<bool, DecodeError> {
         if let Bound::Const(b) = self.bound {
             return Ok(b);
         }
-        let values = self.read(row)?;
-        Ok(eval(&self.bound, &values))
+        let n = self.fields.len();
+        let mut inline = [0usize; INLINE_FIELDS];
+        let mut heap = Vec::new();
+        let offsets = if n <= INLINE_FIELDS {
+            &mut inline[..n]
+        } else {
+            heap.resize(n, 0);
+            &mut heap[..]
+        };
+        self.locate(row, offsets)?;
+        match &self.bound {
+            Bound::Test(t) => test(self, t, row, offsets),
+            b => eval(self, b, row, offsets),
+        }
     }
 
-    /// The values of the fields the program reads (others are `Null`), up to the last one.
-    fn read<'a>(&self, row: &'a [u8]) -> Result<Vec<ValueRef<'a>>, DecodeError> {
-        let mut c = RowCursor::new(row);
-        c.row_header(self.types.len())?;
-        let last = self.fields.last().map_or(0, |&l| l + 1);
-        let mut values = Vec::with_capacity(last);
-        let mut wanted = self.fields.iter().peekable();
-        for (i, ty) in self.types.iter().enumerate().take(last) {
-            if wanted.peek() == Some(&&i) {
-                wanted.next();
-                values.push(c.read(ty)?);
-            } else {
-                skip(&mut c, ty)?;
-                values.push(ValueRef::Null);
+    /// Whether a batch whose rows are encoded in `data` (back to back) can hold a match, by
+    /// the bytes a match needs ([`Needles`]); `true` when it needs none.
+    pub(crate) fn may_hold(&self, data: &[u8]) -> bool {
+        self.needles.as_ref().is_none_or(|n| n.found_in(data))
+    }
+
+    /// The number of rows that match.
+    pub(crate) fn count_matches<'a>(
+        &self,
+        rows: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<usize, DecodeError> {
+        let mut n = 0;
+        for row in rows {
+            n += usize::from(self.matches(row)?);
+        }
+        Ok(n)
+    }
+
+    /// The indices of the rows that match, ascending.
+    pub(crate) fn select<'a>(
+        &self,
+        rows: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<Vec<usize>, DecodeError> {
+        let mut sel = Vec::new();
+        for (i, row) in rows.enumerate() {
+            if self.matches(row)? {
+                sel.push(i);
             }
         }
-        Ok(values)
+        Ok(sel)
+    }
+
+    /// Stores where each needed field starts in `row` (one pass, up to the last one).
+    #[inline]
+    fn locate(&self, row: &[u8], offsets: &mut [usize]) -> Result<(), DecodeError> {
+        let mut c = RowCursor::new(row);
+        c.row_header(self.types.len())?;
+        let mut next = 0;
+        for (slot, &field) in offsets.iter_mut().zip(&self.fields) {
+            c.skip_many(field - next)?;
+            *slot = c.position();
+            next = field;
+        }
+        Ok(())
     }
 
     /// The `ts` value of a row (for the time range of a filtered batch).
@@ -46,9 +278,7 @@ impl Program {
         };
         let mut c = RowCursor::new(row);
         c.row_header(self.types.len())?;
-        for ty in &self.types[..ts] {
-            skip(&mut c, ty)?;
-        }
+        c.skip_many(ts)?;
         Ok(match c.read(&self.types[ts])? {
             ValueRef::Time(t) => Some(t),
             _ => None,
@@ -56,54 +286,75 @@ impl Program {
     }
 }
 
-/// Steps over one value of type `ty` without building it.
-fn skip(c: &mut RowCursor<'_>, ty: &Type) -> Result<(), DecodeError> {
-    let m = c.marker()?;
-    if m == NIL {
-        return Ok(());
-    }
-    match ty.element() {
-        Some(elem) => {
-            for _ in 0..c.list_len(m)? {
-                let m = c.marker()?;
-                if m != NIL {
-                    c.scalar(m, elem)?;
+fn eval(p: &Program, b: &Bound, row: &[u8], offsets: &[usize]) -> Result<bool, DecodeError> {
+    Ok(match b {
+        Bound::Const(b) => *b,
+        Bound::And(v) => {
+            for b in v {
+                if !eval(p, b, row, offsets)? {
+                    return Ok(false);
                 }
             }
+            true
         }
-        None => {
-            c.scalar(m, ty)?;
+        Bound::Or(v) => {
+            for b in v {
+                if eval(p, b, row, offsets)? {
+                    return Ok(true);
+                }
+            }
+            false
         }
-    }
-    Ok(())
+        Bound::Test(t) => test(p, t, row, offsets)?,
+    })
 }
 
-fn eval(b: &Bound, values: &[ValueRef<'_>]) -> bool {
-    match b {
-        Bound::Const(b) => *b,
-        Bound::And(v) => v.iter().all(|b| eval(b, values)),
-        Bound::Or(v) => v.iter().any(|b| eval(b, values)),
-        Bound::Test(t) => test(t, values),
-    }
+/// A cursor at the start of the field in `slot`.
+#[inline(always)]
+fn at<'a>(row: &'a [u8], offsets: &[usize], slot: usize) -> RowCursor<'a> {
+    RowCursor::at(row, offsets.get(slot).copied().unwrap_or(usize::MAX))
 }
 
-fn test(t: &Test, values: &[ValueRef<'_>]) -> bool {
-    let v = match values.get(t.field) {
-        None | Some(ValueRef::Null) => return false,
-        Some(v) => v,
-    };
-    if let (Some(p), Literal::Port(_, Some(want))) = (t.proto, &t.lit) {
+#[inline(always)]
+fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, DecodeError> {
+    let mut c = at(row, offsets, t.slot);
+    match t.fast {
+        Fast::Unsigned { lo, hi, negate } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            let v = c.uint(m, &t.ty)?;
+            return Ok((lo <= v && v <= hi) != negate);
+        }
+        Fast::Signed { lo, hi, negate } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            let v = c.int(m, &t.ty)?;
+            return Ok((lo <= v && v <= hi) != negate);
+        }
+        Fast::None => {}
+    }
+    let v = c.read(&t.ty)?;
+    if matches!(v, ValueRef::Null) {
+        return Ok(false);
+    }
+    if let (Some(slot), Some(field), Literal::Port(_, Some(want))) = (t.proto_slot, t.proto, &t.lit)
+    {
         // A port with a protocol: the event's `proto` must agree when it is set.
-        if let Some(ValueRef::String(got)) = values.get(p) {
-            if *got != want.as_bytes() {
-                return t.op.is_negative();
+        let ty = p.types.get(field).unwrap_or(&Type::String);
+        if let ValueRef::String(got) = at(row, offsets, slot).read(ty)? {
+            if got != want.as_bytes() {
+                return Ok(t.op.is_negative());
             }
         }
     }
-    match v {
-        ValueRef::List(items) if t.ty.is_container() => container(items, t.op, &t.lit),
-        v => holds(v, t.op, &t.lit),
-    }
+    Ok(match v {
+        ValueRef::List(items) if t.ty.is_container() => container(&items, t.op, &t.lit),
+        v => holds(&v, t.op, &t.lit),
+    })
 }
 
 /// A container field: the operator holds for some element (`field == [..]` compares the whole
@@ -181,7 +432,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// The order of a value and a literal of comparable types.
-fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
+pub(crate) fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
     use ValueRef as V;
     let num = match *v {
         V::Count(x) | V::Port(x) => Some(Number::U(x)),
@@ -202,5 +453,98 @@ fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
         (V::Port(a) | V::Count(a), Literal::Port(b, _)) => Some(a.cmp(b)),
         (V::Time(a), Literal::Time(b)) | (V::Interval(a), Literal::Duration(b)) => Some(a.cmp(b)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_of(ty: Type, op: Op, lit: Literal) -> Test {
+        Test {
+            field: 0,
+            ty,
+            op,
+            lit,
+            proto: None,
+            slot: 0,
+            proto_slot: None,
+            fast: Fast::None,
+        }
+    }
+
+    /// The fast form gives what [`holds`] gives, at the edges of every integer width.
+    #[test]
+    fn fast_ranges_agree_with_holds() {
+        let ops = [Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge];
+        let unsigned = [
+            0u64,
+            1,
+            5,
+            999,
+            1000,
+            1001,
+            i64::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let signed = [
+            i64::MIN,
+            i64::MIN + 1,
+            -1000,
+            -1,
+            0,
+            1,
+            1000,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let mut lits = vec![Literal::Port(5, None), Literal::Port(5, Some("tcp".into()))];
+        for &x in &unsigned {
+            lits.push(Literal::Count(x));
+        }
+        for &x in &signed {
+            lits.extend([Literal::Int(x), Literal::Time(x), Literal::Duration(x)]);
+        }
+        let mut checked = 0;
+        for ty in [
+            Type::Count,
+            Type::Port,
+            Type::Int,
+            Type::Time,
+            Type::Interval,
+        ] {
+            for op in ops {
+                for lit in &lits {
+                    let t = test_of(ty.clone(), op, lit.clone());
+                    let fast = Fast::of(&t);
+                    let values: Vec<ValueRef<'_>> = match ty {
+                        Type::Count => unsigned.iter().map(|&v| ValueRef::Count(v)).collect(),
+                        Type::Port => unsigned.iter().map(|&v| ValueRef::Port(v)).collect(),
+                        Type::Int => signed.iter().map(|&v| ValueRef::Int(v)).collect(),
+                        Type::Time => signed.iter().map(|&v| ValueRef::Time(v)).collect(),
+                        _ => signed.iter().map(|&v| ValueRef::Interval(v)).collect(),
+                    };
+                    for v in &values {
+                        let want = holds(v, op, lit);
+                        let got = match (fast, v) {
+                            (Fast::None, _) => continue,
+                            (
+                                Fast::Unsigned { lo, hi, negate },
+                                ValueRef::Count(x) | ValueRef::Port(x),
+                            ) => (lo <= *x && *x <= hi) != negate,
+                            (
+                                Fast::Signed { lo, hi, negate },
+                                ValueRef::Int(x) | ValueRef::Time(x) | ValueRef::Interval(x),
+                            ) => (lo <= *x && *x <= hi) != negate,
+                            other => panic!("{other:?} for {ty} {op:?} {lit}"),
+                        };
+                        assert_eq!(got, want, "{v:?} {} {lit} as {ty}", op.as_str());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 2000, "{checked}");
     }
 }

@@ -73,22 +73,26 @@
 //! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
+//! | `pool.rs` | the ordered worker pool the search evaluates batches on (a bounded reorder window) |
 //! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
 mod bind;
+mod erase;
 mod error;
 mod eval;
 mod filter;
 mod lexer;
 mod literal;
 mod parser;
+mod pool;
 mod prune;
 mod search;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use bind::Program;
+pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};

@@ -9,12 +9,27 @@
 //! - A **batch** is known by its full schema ([`Program`]: a constant answer, e.g. a missing
 //!   field or another `#type`) and its `ts` range, which prunes every comparison of the
 //!   schema's `ts` field with a time, whichever extractor named it.
+//! - A batch of a format 3 segment also has a **sketch** ([`crate::segment::sketch`]): a Bloom
+//!   filter of its string-like and address values and the range of each numeric and time
+//!   field. [`Program::sketch_may_match`] is false when it proves that no row can match: an
+//!   `==` (or `in [list]`, or `ni`/element `==` on a container) with a string or address that
+//!   the filter does not hold, or a comparison (`==`, `<`, `<=`, `>`, `>=`) of a numeric or
+//!   time field that its range cannot satisfy (or that has no value in the batch). Negated
+//!   operators, substrings, patterns, subnets and everything else are "maybe".
 //!
-//! Both are conservative: "maybe" reads the rows.
+//! All are conservative: "maybe" reads the rows.
 
-use super::bind::{Bound, Program};
+use std::cmp::Ordering;
+
+use super::bind::{Bound, Program, Test};
+use super::eval::compare;
+use super::eval::Fast;
 use super::literal::Literal;
 use super::parser::{Expr, Extractor, Meta, Op, TypeName};
+use crate::segment::sketch::{value_hash, SketchRef, TAG_ADDR, TAG_STRING};
+use crate::segment::Segment;
+use crate::store::BatchRef;
+use crate::types::Type;
 
 /// A three-valued answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,9 +123,109 @@ fn bound_may(b: &Bound, ts: Option<usize>, range: Option<(i64, i64)>) -> bool {
         Bound::Const(b) => *b,
         Bound::And(v) => v.iter().all(|b| bound_may(b, ts, range)),
         Bound::Or(v) => v.iter().any(|b| bound_may(b, ts, range)),
+        Bound::Test(t) if Some(t.field) != ts => true,
+        // A range (one comparison, or several of `ts` merged): it must meet the batch's.
+        Bound::Test(Test {
+            fast:
+                Fast::Signed {
+                    lo,
+                    hi,
+                    negate: false,
+                },
+            ..
+        }) => range.is_some_and(|(a, b)| a <= *hi && *lo <= b),
         Bound::Test(t) => match &t.lit {
-            Literal::Time(x) if Some(t.field) == ts => ts_may(range, t.op, *x),
+            Literal::Time(x) => ts_may(range, t.op, *x),
             _ => true,
         },
     }
+}
+
+impl Program {
+    /// Whether a batch of this schema with this sketch can hold a match (see the module docs;
+    /// `true` when unsure).
+    pub fn sketch_may_match(&self, sketch: &SketchRef<'_>) -> bool {
+        sketch_may(&self.bound, sketch)
+    }
+}
+
+fn sketch_may(b: &Bound, sk: &SketchRef<'_>) -> bool {
+    match b {
+        Bound::Const(b) => *b,
+        Bound::And(v) => v.iter().all(|b| sketch_may(b, sk)),
+        Bound::Or(v) => v.iter().any(|b| sketch_may(b, sk)),
+        Bound::Test(t) => test_may(t, sk),
+    }
+}
+
+/// Whether some row of the batch may satisfy the test `t`.
+fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
+    let container = t.ty.is_container();
+    match (t.op, &t.lit) {
+        // Element membership of a list literal: some item equals the value (or an element).
+        (Op::In, Literal::List(items)) => items.iter().any(|x| eq_may(t, x, sk)),
+        // A container compared with a list compares the whole list.
+        (Op::Eq, Literal::List(_)) => true,
+        (Op::Eq, lit) => eq_may(t, lit, sk),
+        (Op::Ni, lit) if container => eq_may(t, lit, sk),
+        (Op::Lt | Op::Le | Op::Gt | Op::Ge, lit) if !container => match sk.range(t.field) {
+            None => !has_range(&t.ty),
+            Some(r) => {
+                let (lo, hi) = (compare(&r.lo, lit), compare(&r.hi, lit));
+                match t.op {
+                    Op::Lt => lo.is_none_or(|o| o == Ordering::Less),
+                    Op::Le => lo.is_none_or(|o| o != Ordering::Greater),
+                    Op::Gt => hi.is_none_or(|o| o == Ordering::Greater),
+                    _ => hi.is_none_or(|o| o != Ordering::Less),
+                }
+            }
+        },
+        _ => true,
+    }
+}
+
+/// Whether the field of `t` (an element of it, for a container) may equal `lit`.
+fn eq_may(t: &Test, lit: &Literal, sk: &SketchRef<'_>) -> bool {
+    let ty = t.ty.element().unwrap_or(&t.ty);
+    match (ty, lit) {
+        (Type::String | Type::Enum | Type::Pattern | Type::File, Literal::String(s)) => {
+            sk.may_contain(value_hash(TAG_STRING, s))
+        }
+        (Type::Addr, Literal::Addr(std::net::IpAddr::V4(a))) => {
+            sk.may_contain(value_hash(TAG_ADDR, &a.octets()))
+        }
+        (Type::Addr, Literal::Addr(std::net::IpAddr::V6(a))) => {
+            sk.may_contain(value_hash(TAG_ADDR, &a.octets()))
+        }
+        _ if t.ty.is_container() => true,
+        _ => match sk.range(t.field) {
+            None => !has_range(&t.ty),
+            Some(r) => {
+                compare(&r.lo, lit).is_none_or(|o| o != Ordering::Greater)
+                    && compare(&r.hi, lit).is_none_or(|o| o != Ordering::Less)
+            }
+        },
+    }
+}
+
+/// Whether a sketch has a range for every field of this type that has a value in the batch.
+fn has_range(ty: &Type) -> bool {
+    crate::segment::sketch::RangeKind::of(ty).is_some()
+}
+
+/// Whether batch `i` of `seg` can hold a match of `p`, from the batch's metadata alone (its
+/// schema's constant answer, its `ts` range and its sketch): the one batch-level check of a search, made
+/// before the batch's rows are verified or read.
+pub(crate) fn segment_batch(p: &Program, seg: &Segment, i: usize) -> bool {
+    let Some((_, _, ts)) = seg.batch_meta(i) else {
+        return true;
+    };
+    p.constant() != Some(false)
+        && p.may_match(ts)
+        && seg.sketch(i).is_none_or(|sk| p.sketch_may_match(&sk))
+}
+
+/// [`segment_batch`] for a batch of the write-ahead log.
+pub(crate) fn wal_batch(p: &Program, b: &BatchRef) -> bool {
+    p.constant() != Some(false) && p.may_match(b.ts_range())
 }

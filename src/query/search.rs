@@ -1,24 +1,35 @@
-//! Running a query over an archive: prune, then evaluate rows in place, in ID order.
+//! Running a query over an archive: prune, then evaluate rows in place on all cores, in ID
+//! order.
 //!
 //! 1. Before anything is read, the expression is type-checked against the schemas it can
 //!    reach (one segment per schema name, chosen among those that pruning keeps; the WAL's
 //!    schemas too when a comparison is ill-typed in all of those).
 //! 2. Segments whose catalog entry cannot match ([`prune::by_name`]: `#type`, and
 //!    `#timestamp`/`:timestamp` against the segment's `ts` range) are not opened.
-//! 3. In an opened segment, batches whose schema cannot match or whose `ts` range cannot
-//!    satisfy the `ts` comparisons are skipped without verifying or reading their rows
-//!    ([`Program::may_match`]).
-//! 4. The rows of the other batches are evaluated in place ([`Program::matches`]); a batch
-//!    whose schema matches as a whole is taken without reading a row.
+//! 3. In an opened segment, batches that cannot match by their metadata are skipped without
+//!    verifying or reading their rows: one call, [`prune::segment_batch`] (the schema's
+//!    constant answer, the `ts` range, and the batch's sketch in format 3:
+//!    [`Program::sketch_may_match`]).
+//! 4. The other batches are jobs for a pool of worker threads ([`SearchOptions::threads`],
+//!    one per core by default; `pool.rs`): a worker checks the batch (its checksum, on first
+//!    access) and evaluates its rows in place ([`Program::matches`]); a batch whose schema
+//!    matches as a whole is taken without evaluating a row. The results come back in ID order
+//!    through a bounded reorder window (a few batches per thread), so memory stays bounded
+//!    and a consumer that stops early (`export -n`) has made the search read only a few
+//!    batches ahead. Segments are opened (mapped) on the calling thread as the window reaches
+//!    them.
+//! 5. `count` sends the same jobs, counting matches without collecting them, and counts from
+//!    metadata what the catalog (segments) or the schema (batches) decides.
 //!
 //! The active segment (the WAL) comes last, pruned by batch. [`SearchStats`] counts what was
-//! opened, skipped and read: the tests check pruning with it.
+//! opened, skipped and read, in ID order as results are taken (a search that is dropped early
+//! has opened the segments its window reached): the tests check pruning with it.
 
-use std::collections::{HashSet, VecDeque};
-use std::ops::Range;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::bind::Program;
+use super::pool::{OrderedPool, WorkerLost};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::segment::{RowIter, Segment};
@@ -31,11 +42,17 @@ pub struct SearchOptions {
     /// Skip segments and batches by their metadata (default). Off, every row is evaluated:
     /// the same results, slower (the tests compare both).
     pub prune: bool,
+    /// Threads that evaluate rows: 0 (default) is one per core; 1 evaluates on the calling
+    /// thread. The results are the same, in the same order, whatever the number.
+    pub threads: usize,
 }
 
 impl Default for SearchOptions {
     fn default() -> SearchOptions {
-        SearchOptions { prune: true }
+        SearchOptions {
+            prune: true,
+            threads: 0,
+        }
     }
 }
 
@@ -145,11 +162,11 @@ impl<'a> Iterator for HitRows<'a> {
 /// The programs of the schemas met so far, one per distinct schema.
 #[derive(Debug, Default)]
 pub(crate) struct Programs {
-    list: Vec<Program>,
+    list: Vec<Arc<Program>>,
 }
 
 impl Programs {
-    pub(crate) fn get(&mut self, query: &Query, schema: &SchemaRef) -> &Program {
+    pub(crate) fn get(&mut self, query: &Query, schema: &SchemaRef) -> &Arc<Program> {
         let i = match self
             .list
             .iter()
@@ -158,7 +175,7 @@ impl Programs {
         {
             Some(i) => i,
             None => {
-                self.list.push(query.bind(schema));
+                self.list.push(Arc::new(query.bind(schema)));
                 self.list.len() - 1
             }
         };
@@ -166,23 +183,157 @@ impl Programs {
     }
 }
 
+/// One batch for a worker: evaluate its rows (or count them).
+struct Job {
+    program: Arc<Program>,
+    batch: JobBatch,
+    count_only: bool,
+}
+
+enum JobBatch {
+    /// Batch `.1` of a sealed segment, still to be checked (on the worker).
+    Sealed(Arc<Segment>, usize),
+    /// A batch of the write-ahead log.
+    Wal(BatchRef),
+}
+
+/// What became of one batch, in ID order.
+#[derive(Debug)]
+struct Done {
+    outcome: Result<Outcome, QueryError>,
+    /// The batch was read (its rows evaluated or taken whole).
+    read: bool,
+    rows_evaluated: u64,
+    /// Damaged batches and their events (the error is in `outcome`).
+    damaged: (u64, u64),
+}
+
+#[derive(Debug)]
+enum Outcome {
+    Hits(Option<Hits>),
+    Count(u64),
+}
+
+impl Done {
+    fn damaged(e: impl Into<QueryError>, batches: u64, events: u64) -> Done {
+        Done {
+            outcome: Err(e.into()),
+            read: false,
+            rows_evaluated: 0,
+            damaged: (batches, events),
+        }
+    }
+}
+
+/// A worker's part: check the batch, then evaluate its rows.
+fn run(job: Job) -> Done {
+    let b = match job.batch {
+        JobBatch::Wal(b) => b,
+        JobBatch::Sealed(seg, i) => {
+            let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
+            match BatchRef::of_segment(seg, i) {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => return Done::damaged(e, 1, events),
+                None => {
+                    return Done {
+                        outcome: Ok(Outcome::Count(0)),
+                        read: false,
+                        rows_evaluated: 0,
+                        damaged: (0, 0),
+                    }
+                }
+            }
+        }
+    };
+    evaluate(&job.program, b, job.count_only)
+}
+
+/// The matching rows of a batch slice (or their number).
+fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
+    let mut done = Done {
+        outcome: Ok(Outcome::Count(0)),
+        read: true,
+        rows_evaluated: 0,
+        damaged: (0, 0),
+    };
+    let rows = match p.constant() {
+        Some(true) => None,
+        Some(false) if count_only => return done,
+        Some(false) => {
+            done.outcome = Ok(Outcome::Hits(None));
+            return done;
+        }
+        None if !p.may_hold(b.batch_data()) => {
+            // The bytes every match needs are not in the batch.
+            done.outcome = Ok(if count_only {
+                Outcome::Count(0)
+            } else {
+                Outcome::Hits(None)
+            });
+            return done;
+        }
+        None => {
+            done.rows_evaluated = b.len() as u64;
+            if count_only {
+                done.outcome = p
+                    .count_matches(b.rows())
+                    .map(|n| Outcome::Count(n as u64))
+                    .map_err(QueryError::from);
+                return done;
+            }
+            match p.select(b.rows()) {
+                Ok(sel) => Some(sel),
+                Err(e) => {
+                    done.outcome = Err(e.into());
+                    return done;
+                }
+            }
+        }
+    };
+    let hits = Hits { batch: b, rows };
+    done.outcome = Ok(if count_only {
+        Outcome::Count(hits.len() as u64)
+    } else if hits.is_empty() {
+        Outcome::Hits(None)
+    } else {
+        Outcome::Hits(Some(hits))
+    });
+    done
+}
+
+/// Outstanding batches per worker thread, at most: the reorder window is this times the
+/// number of threads.
+const WINDOW_PER_THREAD: usize = 4;
+
 /// An iterator over the matching events of an archive, batch by batch, in ID order; see
 /// [`Query::search`]. A damaged segment or batch yields one error and the search goes on.
+///
+/// The batches that need their rows evaluated go to a pool of worker threads (one per core by
+/// default, [`SearchOptions::threads`]); the results come back in ID order through a bounded
+/// reorder window, so memory stays bounded and a consumer that stops early has made the
+/// search read only a few batches ahead.
 #[derive(Debug)]
 pub struct Search<'a> {
     archive: &'a Archive,
     query: &'a Query,
     prune: bool,
+    /// Counting: batches whose schema matches as a whole are counted from their metadata, and
+    /// segments from their catalog entry where it decides.
+    count_only: bool,
     /// Catalog indices in ID order.
     order: Vec<usize>,
     next_segment: usize,
-    /// ID ranges of the batches of the current segment still to read.
-    pending: VecDeque<Range<u64>>,
+    /// The segment being read and its next batch.
+    current: Option<(Arc<Segment>, usize)>,
     wal: Option<Scan<'a>>,
-    done: bool,
+    /// Nothing more to submit.
+    exhausted: bool,
     programs: Programs,
     opened: HashSet<usize>,
     stats: SearchStats,
+    /// Events counted from metadata alone (`count`).
+    counted: u64,
+    pool: OrderedPool<Job, Done>,
 }
 
 impl<'a> Search<'a> {
@@ -194,21 +345,28 @@ impl<'a> Search<'a> {
         let catalog = archive.catalog();
         let mut order: Vec<usize> = (0..catalog.segments.len()).collect();
         order.sort_by_key(|&i| catalog.segments[i].intervals.first().map_or(0, |r| r[0]));
+        let threads = match options.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
         let mut s = Search {
             archive,
             query,
             prune: options.prune,
+            count_only: false,
             order,
             next_segment: 0,
-            pending: VecDeque::new(),
+            current: None,
             wal: None,
-            done: false,
+            exhausted: false,
             programs: Programs::default(),
             opened: HashSet::new(),
             stats: SearchStats {
                 segments: catalog.segments.len() as u64,
                 ..SearchStats::default()
             },
+            counted: 0,
+            pool: OrderedPool::new(threads, threads * WINDOW_PER_THREAD, run),
         };
         s.check_types()?;
         Ok(s)
@@ -278,200 +436,154 @@ impl<'a> Search<'a> {
         Ok(self.query.check_types(&schemas)?)
     }
 
-    /// Queues the batches of segment `idx` that may match; `false` when the segment was
-    /// skipped by its catalog entry.
-    fn enter_segment(&mut self, idx: usize) -> Result<bool, QueryError> {
+    /// Makes segment `idx` the current one, unless its catalog entry rules it out (or, when
+    /// counting, decides it: its events are counted without opening it); a segment that
+    /// cannot be opened gives its result at once.
+    fn enter_segment(&mut self, idx: usize) -> Option<Done> {
         let entry = self.entry(idx);
-        if entry
-            .schemas
-            .keys()
-            .all(|n| self.name_tri(entry, n) == Tri::False)
-            && !entry.schemas.is_empty()
-        {
-            self.stats.segments_pruned += 1;
-            return Ok(false);
-        }
-        let seg = match self.open(idx) {
-            Ok(seg) => seg,
-            Err(e) => {
-                self.stats.batches_damaged += entry.batches;
-                self.stats.events_damaged += entry.events;
-                return Err(e);
+        let mut from_meta = 0u64;
+        let mut undecided = entry.schemas.is_empty();
+        for (name, n) in &entry.schemas {
+            match self.name_tri(entry, name) {
+                Tri::True if self.count_only => from_meta += n,
+                Tri::False => {}
+                _ => undecided = true,
             }
-        };
-        for i in 0..seg.len() {
-            let Some((schema, ids, ts)) = seg.batch_meta(i) else {
-                continue;
-            };
-            if self.prune {
-                let p = self.programs.get(self.query, schema);
-                if p.constant() == Some(false) || !p.may_match(ts) {
-                    self.stats.batches_pruned += 1;
+        }
+        if !undecided {
+            if from_meta == 0 {
+                self.stats.segments_pruned += 1;
+            } else {
+                self.stats.segments_counted += 1;
+                self.stats.matched += from_meta;
+                self.counted += from_meta;
+            }
+            return None;
+        }
+        match self.open(idx) {
+            Ok(seg) => {
+                self.current = Some((seg, 0));
+                None
+            }
+            Err(e) => Some(Done::damaged(e, entry.batches, entry.events)),
+        }
+    }
+
+    /// The next batch to evaluate, or a result known already; `None` at the end.
+    fn next_work(&mut self) -> Option<Result<Job, Done>> {
+        loop {
+            if let Some((seg, i)) = self.current.take() {
+                if i >= seg.len() {
                     continue;
                 }
-            }
-            self.pending.push_back(ids);
-        }
-        Ok(true)
-    }
-
-    /// Whether a batch of the WAL is skipped by its schema or `ts` range.
-    fn skip_batch(&mut self, b: &BatchRef) -> bool {
-        if !self.prune {
-            return false;
-        }
-        let p = self.programs.get(self.query, b.schema());
-        let skip = p.constant() == Some(false) || !p.may_match(b.ts_range());
-        if skip {
-            self.stats.batches_pruned += 1;
-        }
-        skip
-    }
-
-    /// The matching rows of a batch slice.
-    fn evaluate(&mut self, b: BatchRef) -> Result<Option<Hits>, QueryError> {
-        self.stats.batches_read += 1;
-        let p = self.programs.get(self.query, b.schema());
-        let rows = match p.constant() {
-            Some(true) => None,
-            Some(false) => return Ok(None),
-            None => {
-                let mut sel = Vec::new();
-                for (i, row) in b.rows().enumerate() {
-                    self.stats.rows_evaluated += 1;
-                    if p.matches(row)? {
-                        sel.push(i);
-                    }
-                }
-                Some(sel)
-            }
-        };
-        let hits = Hits { batch: b, rows };
-        if hits.is_empty() {
-            return Ok(None);
-        }
-        self.stats.matched += hits.len() as u64;
-        Ok(Some(hits))
-    }
-
-    fn step(&mut self) -> Option<Result<Hits, QueryError>> {
-        loop {
-            if let Some(ids) = self.pending.pop_front() {
-                let b = match self.archive.scan_range(ids.clone()).next() {
-                    None => continue,
-                    Some(Err(e)) => {
-                        self.stats.batches_damaged += 1;
-                        self.stats.events_damaged += ids.end - ids.start;
-                        return Some(Err(e.into()));
-                    }
-                    Some(Ok(b)) => b,
+                self.current = Some((seg.clone(), i + 1));
+                let Some((schema, ids, _)) = seg.batch_meta(i) else {
+                    continue;
                 };
-                match self.evaluate(b) {
-                    Ok(None) => continue,
-                    Ok(Some(h)) => return Some(Ok(h)),
-                    Err(e) => return Some(Err(e)),
+                let program = self.programs.get(self.query, schema).clone();
+                if self.prune {
+                    if !prune::segment_batch(&program, &seg, i) {
+                        self.stats.batches_pruned += 1;
+                        continue;
+                    }
+                    if self.count_only && program.constant() == Some(true) {
+                        // Counted from the batch's metadata: no row is read.
+                        self.stats.batches_read += 1;
+                        self.stats.matched += ids.end - ids.start;
+                        self.counted += ids.end - ids.start;
+                        continue;
+                    }
                 }
+                return Some(Ok(Job {
+                    program,
+                    batch: JobBatch::Sealed(seg, i),
+                    count_only: self.count_only,
+                }));
             }
             if self.next_segment < self.order.len() {
                 let idx = self.order[self.next_segment];
                 self.next_segment += 1;
-                if let Err(e) = self.enter_segment(idx) {
-                    return Some(Err(e));
+                if let Some(done) = self.enter_segment(idx) {
+                    return Some(Err(done));
                 }
                 continue;
-            }
-            if self.done {
-                return None;
             }
             let archive = self.archive;
             let next = archive.catalog().next_id;
             let wal = self
                 .wal
                 .get_or_insert_with(|| archive.scan_range(next..u64::MAX));
-            let b = match wal.next() {
-                None => {
-                    self.done = true;
-                    return None;
-                }
-                Some(Err(e)) => {
-                    self.stats.batches_damaged += 1;
-                    return Some(Err(e.into()));
-                }
-                Some(Ok(b)) => b,
+            let b = match wal.next()? {
+                Err(e) => return Some(Err(Done::damaged(e, 1, 0))),
+                Ok(b) => b,
             };
-            if self.skip_batch(&b) {
+            let program = self.programs.get(self.query, b.schema()).clone();
+            if self.prune && !prune::wal_batch(&program, &b) {
+                self.stats.batches_pruned += 1;
                 continue;
             }
-            match self.evaluate(b) {
-                Ok(None) => continue,
-                Ok(Some(h)) => return Some(Ok(h)),
+            return Some(Ok(Job {
+                program,
+                batch: JobBatch::Wal(b),
+                count_only: self.count_only,
+            }));
+        }
+    }
+
+    /// The next batch's result in ID order, after filling the window (`None` at the end).
+    fn next_done(&mut self) -> Option<Done> {
+        while !self.exhausted && self.pool.has_room() {
+            match self.next_work() {
+                None => self.exhausted = true,
+                Some(Ok(job)) => self.pool.submit(job),
+                Some(Err(done)) => self.pool.push_ready(done),
+            }
+        }
+        let done = match self.pool.next()? {
+            Ok(done) => done,
+            Err(WorkerLost) => Done {
+                outcome: Err(QueryError::Worker),
+                read: false,
+                rows_evaluated: 0,
+                damaged: (0, 0),
+            },
+        };
+        self.stats.batches_read += u64::from(done.read);
+        self.stats.rows_evaluated += done.rows_evaluated;
+        self.stats.batches_damaged += done.damaged.0;
+        self.stats.events_damaged += done.damaged.1;
+        match &done.outcome {
+            Ok(Outcome::Hits(Some(h))) => self.stats.matched += h.len() as u64,
+            Ok(Outcome::Count(n)) => self.stats.matched += n,
+            _ => {}
+        }
+        Some(done)
+    }
+
+    fn step(&mut self) -> Option<Result<Hits, QueryError>> {
+        loop {
+            match self.next_done()?.outcome {
+                Ok(Outcome::Hits(Some(h))) => return Some(Ok(h)),
+                Ok(_) => continue,
                 Err(e) => return Some(Err(e)),
             }
         }
     }
 
-    /// The number of matching events, from the catalog where the expression allows (a
-    /// segment whose schema names all answer [`Tri::True`] or [`Tri::False`] is not opened),
-    /// else from batch metadata, else from the rows. A damaged segment is an error.
+    /// The number of matching events (not yet yielded), from the catalog where the expression
+    /// allows (a segment whose schema names all answer [`Tri::True`] or [`Tri::False`] is not
+    /// opened), else from batch metadata, else from the rows (evaluated on all cores, without
+    /// collecting the matches). A damaged segment or batch is an error.
     pub fn count(mut self) -> Result<(u64, SearchStats), QueryError> {
+        self.count_only = true;
         let mut total = 0u64;
-        if !self.prune {
-            while let Some(h) = self.step() {
-                total += h?.len() as u64;
-            }
-            return Ok((total, self.stats));
-        }
-        for k in 0..self.order.len() {
-            let idx = self.order[k];
-            let entry = self.entry(idx);
-            let mut from_meta = 0u64;
-            let mut undecided = false;
-            for (name, n) in &entry.schemas {
-                match self.name_tri(entry, name) {
-                    Tri::True => from_meta += n,
-                    Tri::False => {}
-                    Tri::Maybe => undecided = true,
-                }
-            }
-            if !undecided {
-                total += from_meta;
-                if from_meta == 0 {
-                    self.stats.segments_pruned += 1;
-                } else {
-                    self.stats.segments_counted += 1;
-                }
-                self.stats.matched += from_meta;
-                continue;
-            }
-            let seg = self.open(idx)?;
-            for i in 0..seg.len() {
-                let Some((schema, ids, ts)) = seg.batch_meta(i) else {
-                    continue;
-                };
-                let p = self.programs.get(self.query, schema);
-                match p.constant() {
-                    Some(false) => self.stats.batches_pruned += 1,
-                    Some(true) => {
-                        self.stats.batches_read += 1;
-                        self.stats.matched += ids.end - ids.start;
-                        total += ids.end - ids.start;
-                    }
-                    None if !p.may_match(ts) => self.stats.batches_pruned += 1,
-                    None => {
-                        if let Some(b) = self.archive.scan_range(ids).next() {
-                            if let Some(h) = self.evaluate(b?)? {
-                                total += h.len() as u64;
-                            }
-                        }
-                    }
-                }
+        while let Some(done) = self.next_done() {
+            match done.outcome? {
+                Outcome::Count(n) => total += n,
+                Outcome::Hits(h) => total += h.map_or(0, |h| h.len() as u64),
             }
         }
-        self.next_segment = self.order.len();
-        while let Some(h) = self.step() {
-            total += h?.len() as u64;
-        }
-        Ok((total, self.stats))
+        Ok((total + self.counted, self.stats))
     }
 }
 

@@ -16,7 +16,7 @@ pub struct SegmentInfo {
     pub file: String,
     /// The segment's UUID.
     pub uuid: String,
-    /// Format version: 1, or 2 (with the metadata checksum).
+    /// Format version: 1, 2 (with the metadata checksum) or 3 (compressed batches, sketches).
     pub version: u32,
     /// File size in bytes.
     pub bytes: u64,
@@ -39,8 +39,16 @@ pub struct BatchInfo {
     pub first_id: u64,
     /// Number of events.
     pub rows: u64,
-    /// Bytes of msgpack row data.
+    /// Bytes of msgpack row data (uncompressed).
     pub bytes: u64,
+    /// How the rows are stored: `none`, `lz4` or `zstd`.
+    pub codec: String,
+    /// Bytes the batch's rows and row offsets take in the segment (compressed or not).
+    pub stored_bytes: u64,
+    /// Bytes of the batch's sketch's Bloom filter (0 without a sketch).
+    pub bloom_bytes: u64,
+    /// Fields with a value range in the sketch.
+    pub ranges: u64,
     /// Range of the `ts` field in nanoseconds since the epoch.
     pub ts: Option<[i64; 2]>,
 }
@@ -49,9 +57,15 @@ pub struct BatchInfo {
 pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
     let seg = Segment::open(path.as_ref())?;
     let mut batches = Vec::with_capacity(seg.len());
-    for b in seg.batches() {
+    for (i, b) in seg.batches().enumerate() {
         let b = b?;
+        let (codec, stored, _) = seg.batch_storage(i).unwrap_or_default();
+        let sketch = seg.sketch(i);
         batches.push(BatchInfo {
+            codec: codec.to_string(),
+            stored_bytes: stored as u64,
+            bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
+            ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
             schema: b.schema().name.clone(),
             fields: b
                 .schema()
@@ -98,12 +112,19 @@ impl fmt::Display for SegmentInfo {
         for (i, b) in self.batches.iter().enumerate() {
             writeln!(
                 f,
-                "    #{i}: {} ids [{}, {}) rows {} bytes {}",
+                "    #{i}: {} ids [{}, {}) rows {} bytes {} stored {} ({}) sketch {}",
                 b.schema,
                 b.first_id,
                 b.first_id + b.rows,
                 b.rows,
-                b.bytes
+                b.bytes,
+                b.stored_bytes,
+                b.codec,
+                if b.bloom_bytes > 0 || b.ranges > 0 {
+                    format!("{} B bloom, {} ranges", b.bloom_bytes, b.ranges)
+                } else {
+                    "none".into()
+                }
             )?;
         }
         let mut seen = std::collections::BTreeMap::new();

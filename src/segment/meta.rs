@@ -1,14 +1,22 @@
-//! The metadata checksum of format version 2: CRC-32 (IEEE, crc32fast) over a canonical
+//! The metadata checksum of format versions 2 and 3: CRC-32 (IEEE, crc32fast) over a canonical
 //! encoding of every field of a segment that carries meaning besides the rows (see the
 //! module docs of [`crate::segment`] for the exact byte order). The writer and the reader
 //! both encode through this module, so they cannot disagree.
 
 /// The segment format version that [`crate::segment::SegmentBuilder`] writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Fields of `SegmentV1`: a `SegmentV1` table whose vtable has more is a damaged version 2
 /// table (or not a weir segment).
 pub(crate) const V1_FIELDS: usize = 5;
+
+/// A sketch as the metadata checksum encodes it: probes, Bloom filter, and the ranges as
+/// (field, kind, lo, hi).
+pub(crate) type SketchMeta<'a> = (
+    u8,
+    &'a [u8],
+    &'a mut dyn ExactSizeIterator<Item = (u32, u8, u64, u64)>,
+);
 
 /// Feeds the canonical encoding of a segment's metadata to a CRC-32.
 #[derive(Clone, Default)]
@@ -106,6 +114,31 @@ impl MetaHasher {
         self.0.update(&buf[..end + 4]);
     }
 
+    /// Format 3: what follows a batch's header: `codec` as u8, `raw_size` as u32, then the
+    /// sketch as one byte 0 (absent) or 1 followed by `bloom_hashes` as u8, the bloom as a
+    /// byte string (u32 length and bytes), the number of ranges as u32 and per range `field`
+    /// as u32, `kind` as u8, `lo` and `hi` as u64.
+    pub(crate) fn batch_v3(&mut self, codec: u8, raw_size: u32, sketch: Option<SketchMeta<'_>>) {
+        self.0.update(&[codec]);
+        self.u32(raw_size);
+        let Some((hashes, bloom, ranges)) = sketch else {
+            self.0.update(&[0]);
+            return;
+        };
+        self.0.update(&[1, hashes]);
+        self.len(bloom.len());
+        self.0.update(bloom);
+        self.len(ranges.len());
+        for (field, kind, lo, hi) in ranges {
+            let mut buf = [0u8; 21];
+            buf[..4].copy_from_slice(&field.to_le_bytes());
+            buf[4] = kind;
+            buf[5..13].copy_from_slice(&lo.to_le_bytes());
+            buf[13..21].copy_from_slice(&hi.to_le_bytes());
+            self.0.update(&buf);
+        }
+    }
+
     /// Appends what `next` hashed (CRC-32 combination: as if its bytes had been fed here).
     pub(crate) fn append(&mut self, next: &MetaHasher) {
         self.0.combine(&next.0);
@@ -138,7 +171,8 @@ mod tests {
         .into_shared()
     }
 
-    /// A format 2 segment of three batches of two schemas (the second batch of the second).
+    /// A format 3 segment of three batches of two schemas (the second batch of the second),
+    /// compressed (zstd) and with sketches.
     fn segment() -> Vec<u8> {
         let (a, b) = (schema("zeek.a", "orig_bytes"), schema("zeek.b", "query"));
         let mut builder = SegmentBuilder::new(1 << 20).unwrap();
@@ -148,7 +182,7 @@ mod tests {
             for i in 0..3 + k {
                 let mut e = bb.begin_row();
                 e.int(1_000 * i as i64);
-                e.bytes(format!("row {id} {i}").as_bytes());
+                e.bytes(format!("row {id} {i} {}", "x".repeat(60)).as_bytes());
                 bb.finish_row(Some(1_000 * i as i64));
             }
             let mut batch = bb.finish();
@@ -175,19 +209,20 @@ mod tests {
     /// Every byte that carries meaning outside the rows, by name: (what, position).
     fn fields(buf: &[u8]) -> Vec<(String, usize)> {
         let root = fbs::size_prefixed_root_as_segment(buf).unwrap();
-        let seg = root.segment_as_segment_v2().unwrap();
+        let seg = root.segment_as_segment_v3().unwrap();
         let mut out = vec![("uuid".to_string(), at(buf, &seg.uuid().0) + 7)];
+        let mut extra = Vec::new();
         let mut push = |what: &str, table: &flatbuffers::Table<'_>, vt, plus| {
             if let Some(i) = scalar(table, vt) {
                 out.push((what.to_string(), i + plus));
             }
         };
         push("segment type", &root._tab, fbs::Segment::VT_SEGMENT_TYPE, 0);
-        push("events", &seg._tab, fbs::SegmentV2::VT_EVENTS, 0);
+        push("events", &seg._tab, fbs::SegmentV3::VT_EVENTS, 0);
         push(
             "meta_checksum",
             &seg._tab,
-            fbs::SegmentV2::VT_META_CHECKSUM,
+            fbs::SegmentV3::VT_META_CHECKSUM,
             2,
         );
         for (i, b) in seg.batches().iter().enumerate() {
@@ -206,7 +241,26 @@ mod tests {
                 fbs::Batch::VT_CHECKSUM,
                 0,
             );
+            push(&format!("batch {i} codec"), t, fbs::Batch::VT_CODEC, 0);
+            push(
+                &format!("batch {i} raw_size"),
+                t,
+                fbs::Batch::VT_RAW_SIZE,
+                0,
+            );
+            let sk = b.sketch().unwrap();
+            push(
+                &format!("batch {i} bloom_hashes"),
+                &sk._tab,
+                fbs::Sketch::VT_BLOOM_HASHES,
+                0,
+            );
+            extra.push((format!("batch {i} bloom"), at(buf, sk.bloom().bytes()) + 3));
+            let ranges = sk.ranges();
+            assert_eq!(ranges.len(), 1);
+            extra.push((format!("batch {i} range lo"), at(buf, ranges.bytes()) + 8));
         }
+        out.extend(extra);
         let intervals = seg.intervals().bytes();
         out.push(("interval begin".into(), at(buf, intervals)));
         out.push(("interval end".into(), at(buf, intervals) + 8));
@@ -261,6 +315,10 @@ mod tests {
             "batch 0 ts min",
             "batch 2 ts max",
             "batch 1 checksum", // without it, found only when the batch is read
+            "batch 0 raw_size",
+            "batch 0 bloom_hashes",
+            "batch 1 bloom",
+            "batch 2 range lo",
         ];
         for (what, i) in &fields {
             let (path, err) = open_damaged(dir.path(), &bytes, *i, 0x01);
@@ -276,9 +334,9 @@ mod tests {
         }
         // Without the checksum field (its vtable entry zeroed), the stored value reads as 0.
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let seg = root.segment_as_segment_v2().unwrap();
+        let seg = root.segment_as_segment_v3().unwrap();
         let vt = seg._tab.vtable();
-        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV2::VT_META_CHECKSUM as usize;
+        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV3::VT_META_CHECKSUM as usize;
         let mut damaged = bytes.clone();
         damaged[slot] = 0;
         let (_, err) = open_damaged(dir.path(), &damaged, 0, 0);
@@ -288,8 +346,8 @@ mod tests {
         );
     }
 
-    /// A format 2 segment whose type byte is damaged into 1 is not read as format 1 (which
-    /// would skip the metadata checksum).
+    /// A format 3 segment whose type byte is damaged into 1 or 2 is not read as such (which
+    /// would skip the metadata checksum or the batches' new fields).
     #[test]
     fn damaged_version_is_not_read_as_version_1() {
         let dir = tempfile::tempdir().unwrap();
@@ -298,14 +356,17 @@ mod tests {
             .into_iter()
             .find(|(w, _)| w == "segment type")
             .unwrap();
-        assert_eq!(bytes[i], 2);
-        let (path, err) = open_damaged(dir.path(), &bytes, i, 2 ^ 1);
+        assert_eq!(bytes[i], 3);
+        let (path, err) = open_damaged(dir.path(), &bytes, i, 3 ^ 1);
         let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()), "{msg}");
         assert!(msg.contains("says version 1"), "{msg}");
-        let (_, err) = open_damaged(dir.path(), &bytes, i, 2 ^ 3);
+        // Read as version 2, the checksum (which encodes the version) fails.
+        let (_, err) = open_damaged(dir.path(), &bytes, i, 3 ^ 2);
+        assert!(err.is_corruption(), "{err}");
+        let (_, err) = open_damaged(dir.path(), &bytes, i, 3 ^ 4);
         assert!(
-            err.to_string().contains("unsupported segment version 3"),
+            err.to_string().contains("unsupported segment version 4"),
             "{err}"
         );
     }
@@ -321,7 +382,7 @@ mod tests {
         assert_eq!(seg.version(), super::FORMAT_VERSION);
         // By hand, from the documentation in `crate::segment`.
         let mut e = Vec::new();
-        e.extend(2u32.to_le_bytes());
+        e.extend(3u32.to_le_bytes());
         e.extend(seg.uuid().as_bytes());
         e.extend(seg.events().to_le_bytes());
         e.extend(1u32.to_le_bytes());
@@ -342,7 +403,7 @@ mod tests {
         }
         e.extend(3u32.to_le_bytes());
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let v2 = root.segment_as_segment_v2().unwrap();
+        let v2 = root.segment_as_segment_v3().unwrap();
         for b in v2.batches().iter() {
             e.extend(b.schema().to_le_bytes());
             e.extend(b.first_id().to_le_bytes());
@@ -352,6 +413,19 @@ mod tests {
             e.extend(ts.min().to_le_bytes());
             e.extend(ts.max().to_le_bytes());
             e.extend(b.checksum().to_le_bytes());
+            e.push(b.codec().0);
+            e.extend(b.raw_size().to_le_bytes());
+            let sk = b.sketch().unwrap();
+            e.extend([1, sk.bloom_hashes()]);
+            e.extend((sk.bloom().len() as u32).to_le_bytes());
+            e.extend(sk.bloom().bytes());
+            e.extend((sk.ranges().len() as u32).to_le_bytes());
+            for r in sk.ranges().iter() {
+                e.extend(r.field().to_le_bytes());
+                e.push(r.kind());
+                e.extend(r.lo().to_le_bytes());
+                e.extend(r.hi().to_le_bytes());
+            }
         }
         assert_eq!(v2.meta_checksum(), crc32fast::hash(&e));
     }

@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 2
-//! (`SegmentV2`, [`FORMAT_VERSION`]) and reads versions 1 and 2. Both have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 3
+//! (`SegmentV3`, [`FORMAT_VERSION`]) and reads versions 1, 2 and 3. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -23,7 +23,7 @@
 //! as another name). It is the CRC-32 (IEEE, as computed by `crc32fast`) of this encoding,
 //! all integers little-endian, a *string* being its byte length as u32 followed by its bytes:
 //!
-//! 1. the format version as u32 (2), the 16 `uuid` bytes, `events` as u64;
+//! 1. the format version as u32 (2 or 3), the 16 `uuid` bytes, `events` as u64;
 //! 2. the number of `intervals` as u32, then each interval's `begin` and `end` as u64;
 //! 3. the number of `schemas` as u32, then per schema its name (string), its number of fields
 //!    as u32 and per field its name and its type (strings);
@@ -31,10 +31,29 @@
 //!    `rows` as u32, `ts` as one byte 0 (absent) or 1 followed by `min` and `max` as i64, and
 //!    `checksum` as u32 (which covers the batch's rows and row offsets).
 //!
+//! Version 3 has the fields of version 2 and adds three to each batch (absent, and refused if
+//! present, in versions 1 and 2):
+//!
+//! - `codec` (`none`, `lz4`, `zstd`; [`Codec`]) and `raw_size`: with a codec, `data` holds the
+//!   compressed *raw bytes* of the batch (every row's length as a LEB128 varint, then the rows)
+//!   and `offsets` is empty; `raw_size` is the length of the raw bytes; the batch `checksum` is
+//!   then the CRC-32 of the stored (compressed) `data`, so damage is found before anything is
+//!   decompressed. The exact layout is in `codec.rs`. A batch that compression does not make
+//!   smaller is stored uncompressed, so codecs may differ from batch to batch;
+//! - `sketch` (optional): a Bloom filter of the batch's string and address values and the
+//!   range of each numeric and time field, which queries use to skip batches without reading
+//!   them ([`sketch`] documents the hash, the filter and the ranges).
+//!
+//! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
+//! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then
+//! the sketch: one byte 0 (absent) or 1 followed by `bloom_hashes` as u8, the Bloom filter as a
+//! string, the number of ranges as u32 and per range `field` as u32, `kind` as u8, `lo` and
+//! `hi` as u64. So the sketch can be trusted without verifying the batch's rows.
+//!
 //! The values encoded are the stored ones, so the checksum does not depend on the physical
 //! layout. Version 1 segments (written by weir before version 2) have no metadata checksum and
 //! are checked as before; a `SegmentV1` table must have no field beyond version 1's five, so a
-//! version 2 segment whose type byte is damaged into 1 is refused rather than read unchecked.
+//! version 2 or 3 segment whose type byte is damaged into 1 is refused rather than read unchecked.
 //!
 //! Physically, the writer puts the front (size prefix, root offset, identifier, root tables,
 //! schemas, intervals, the vector of batch offsets) first, then each batch as a self-contained
@@ -56,8 +75,8 @@
 //!   docs), then committed like every atomic write of `crate::fs` (fsync, rename into place,
 //!   fsync the directory); a segment is never modified afterwards, which is what makes mapping
 //!   it sound (`crate::fs::map_readonly`).
-//! - In version 2, `meta_checksum` is the CRC-32 of the encoding above; with the batches'
-//!   checksums it covers every byte that carries meaning (only padding and alignment are
+//! - In versions 2 and 3, `meta_checksum` is the CRC-32 of the encoding above; with the
+//!   batches' checksums it covers every byte that carries meaning (only padding and alignment are
 //!   not covered, and damage to FlatBuffers offsets or vtables is caught by the verifier or
 //!   changes a covered value).
 //! - A reader ([`Segment::open`]) memory-maps the file, runs the FlatBuffers verifier with
@@ -65,8 +84,14 @@
 //!   checksum last, so that damage a structural check names is reported as such) except the
 //!   batches' row offsets and checksums; those are checked lazily, once per batch, on its
 //!   first access ([`Segment::batch`]; [`Segment::verify_all`] checks all of them). From then
-//!   on rows are read zero-copy from the map. Damage is reported as [`SegmentError::Corrupt`]
-//!   (or [`SegmentError::Verification`]) naming the file, never as a panic.
+//!   on uncompressed rows are read zero-copy from the map; a compressed batch is decompressed
+//!   by each [`Segment::batch`] call into memory its [`SegmentBatch`] owns: one batch at a
+//!   time, at most `raw_size` bytes (a frame that inflates to anything else is damage). Damage
+//!   is reported as [`SegmentError::Corrupt`] (or [`SegmentError::Verification`]) naming the
+//!   file and the batch, never as a panic.
+//! - A batch's stored bytes are never larger than its rows and u32 offsets would be
+//!   uncompressed, so the writer's worst-case accounting holds for every codec; a sketch's
+//!   Bloom filter is at most a quarter of the batch's row bytes plus 8 bytes.
 
 // The generated code is the one exception to the crate's `unsafe_code = "deny"` besides
 // `crate::fs::map_readonly`: flatc's accessors are unsafe internally, behind the verifier.
@@ -92,19 +117,23 @@ pub(crate) mod generated {
     pub use super::segment_generated::weir::fbs::*;
 }
 
+mod codec;
 mod error;
 mod inspect;
 mod meta;
 mod reader;
+pub mod sketch;
 mod writer;
 
+pub(crate) use codec::unpack;
+pub use codec::{Codec, Compression};
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub use writer::{
-    check_max_segment_size, DataLocation, SealedSegment, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE,
-    MAX_SEGMENT_SIZE_LIMIT, MIN_SEGMENT_SIZE,
+    check_max_segment_size, DataLocation, Packed, SealedSegment, SegmentBuilder,
+    DEFAULT_MAX_SEGMENT_SIZE, MAX_SEGMENT_SIZE_LIMIT, MIN_SEGMENT_SIZE,
 };
 
 /// The FlatBuffers verifier limits used for segments: the apparent size may reach the 2 GiB

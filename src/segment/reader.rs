@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
+use super::codec::{unpack, Codec};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
+use super::sketch::{range_value, RangeKind, RangeOf, SketchRef};
 use super::writer::batch_checksum;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
@@ -27,6 +29,12 @@ struct BatchMeta {
     data: Range<usize>,
     offsets: Range<usize>,
     checksum: u32,
+    /// How `data` is stored (format 3; [`Codec::None`] before).
+    codec: Codec,
+    /// With a codec: the length of the rows and offsets `data` inflates to.
+    raw_size: usize,
+    /// Format 3: the Bloom filter (in the map), its probes, and the decoded field ranges.
+    sketch: Option<(Range<usize>, u8, Vec<RangeOf>)>,
     /// [`UNCHECKED`] until the row offsets and checksum were verified on first access.
     state: AtomicU8,
 }
@@ -180,6 +188,20 @@ impl Segment {
                     meta_checksum: Some(v2.meta_checksum()),
                 }
             }
+            fbs::SegmentVersion::SegmentV3 => {
+                let v3 = root
+                    .segment_as_segment_v3()
+                    .ok_or_else(|| corrupt(path, "segment version 3 table missing"))?;
+                Root {
+                    version: 3,
+                    uuid: v3.uuid().0,
+                    intervals: v3.intervals(),
+                    events: v3.events(),
+                    schemas: v3.schemas(),
+                    batches: v3.batches(),
+                    meta_checksum: Some(v3.meta_checksum()),
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -235,9 +257,32 @@ impl Segment {
             let data = b.data();
             let offsets = b.offsets();
             let rows = b.rows();
-            if rows == 0 || offsets.len() != rows as usize {
+            let codec = Codec::from_byte(b.codec().0)
+                .ok_or_else(|| bad(format!("unknown codec {}", b.codec().0)))?;
+            if seg.version < 3
+                && (codec != Codec::None || b.raw_size() != 0 || b.sketch().is_some())
+            {
                 return Err(bad(format!(
-                    "{rows} rows but {} row offsets",
+                    "format {} has no compressed batches or sketches",
+                    seg.version
+                )));
+            }
+            let raw_size = b.raw_size() as usize;
+            if codec == Codec::None {
+                if rows == 0 || offsets.len() != rows as usize || raw_size != 0 {
+                    return Err(bad(format!(
+                        "{rows} rows but {} row offsets",
+                        offsets.len()
+                    )));
+                }
+            } else if rows == 0
+                || !offsets.is_empty()
+                || raw_size < 2 * rows as usize
+                || raw_size > super::MAX_SEGMENT_SIZE_LIMIT as usize
+            {
+                return Err(bad(format!(
+                    "compressed batch of {rows} rows with {} row offsets stored and {raw_size} \
+                     raw bytes",
                     offsets.len()
                 )));
             }
@@ -257,6 +302,48 @@ impl Segment {
             events += rows as u64;
             let ts = b.ts().map(|t| (t.min(), t.max()));
             meta.batch(b.schema(), first, rows, ts, b.checksum());
+            let sketch = match b.sketch() {
+                None => None,
+                Some(sk) => {
+                    let fields = &schemas[b.schema() as usize].fields;
+                    let mut ranges = Vec::with_capacity(sk.ranges().len());
+                    for r in sk.ranges().iter() {
+                        let ty = fields
+                            .get(r.field() as usize)
+                            .map(|f| &f.ty)
+                            .filter(|ty| RangeKind::of(ty).is_some_and(|k| k as u8 == r.kind()))
+                            .ok_or_else(|| {
+                                bad(format!(
+                                    "sketch range of field {} (kind {}) does not fit the schema",
+                                    r.field(),
+                                    r.kind()
+                                ))
+                            })?;
+                        ranges.push(RangeOf {
+                            field: r.field(),
+                            lo: range_value(ty, r.lo()),
+                            hi: range_value(ty, r.hi()),
+                        });
+                    }
+                    Some((range_in(buf, sk.bloom().bytes()), sk.bloom_hashes(), ranges))
+                }
+            };
+            if seg.version >= 3 {
+                match b.sketch() {
+                    None => meta.batch_v3(codec.to_byte(), b.raw_size(), None),
+                    Some(sk) => {
+                        let mut ranges = sk
+                            .ranges()
+                            .iter()
+                            .map(|r| (r.field(), r.kind(), r.lo(), r.hi()));
+                        meta.batch_v3(
+                            codec.to_byte(),
+                            b.raw_size(),
+                            Some((sk.bloom_hashes(), sk.bloom().bytes(), &mut ranges)),
+                        );
+                    }
+                }
+            }
             batches.push(BatchMeta {
                 schema: b.schema(),
                 first_id: first,
@@ -265,6 +352,9 @@ impl Segment {
                 data: range_in(buf, data.bytes()),
                 offsets: range_in(buf, offsets.bytes()),
                 checksum: b.checksum(),
+                codec,
+                raw_size,
+                sketch,
                 state: AtomicU8::new(UNCHECKED),
             });
         }
@@ -289,7 +379,8 @@ impl Segment {
                     format!(
                         "metadata checksum mismatch: stored {stored:08x}, computed \
                          {computed:08x} (the uuid, ID intervals, event count, schemas or a \
-                         batch's schema index, first ID, rows, ts range or checksum are damaged)"
+                         batch's schema index, first ID, rows, ts range, checksum, codec, raw \
+                         size or sketch are damaged)"
                     ),
                 ));
             }
@@ -302,7 +393,8 @@ impl Segment {
         &self.path
     }
 
-    /// The segment's format version: 1 (no metadata checksum) or 2.
+    /// The segment's format version: 1 (no metadata checksum), 2, or 3 (compressed batches and
+    /// sketches).
     pub fn version(&self) -> u32 {
         self.version
     }
@@ -344,16 +436,19 @@ impl Segment {
 
     /// Batch `i` (`None` past the end). Its row offsets and checksum are verified on the
     /// first access (so opening a large segment to read its first events stays fast); a
-    /// damaged batch is a [`SegmentError::Corrupt`] naming the file and batch.
+    /// damaged batch is a [`SegmentError::Corrupt`] naming the file and batch. A compressed
+    /// batch is decompressed here, into memory the returned batch owns (one batch at a time);
+    /// an uncompressed one is borrowed from the map.
     pub fn batch(&self, i: usize) -> Option<Result<SegmentBatch<'_>>> {
         let m = self.batches.get(i)?;
+        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
         if m.state.load(Ordering::Acquire) != GOOD {
             if let Err(reason) = self.check_batch(m) {
-                return Some(Err(corrupt(&self.path, format!("batch {i}: {reason}"))));
+                return Some(Err(bad(reason)));
             }
             m.state.store(GOOD, Ordering::Release);
         }
-        Some(Ok(self.make_batch(m)))
+        Some(self.make_batch(m).map_err(bad))
     }
 
     /// The event IDs of batch `i` (known without verifying its rows).
@@ -371,26 +466,53 @@ impl Segment {
         Some((schema, m.first_id..m.first_id + m.rows as u64, m.ts))
     }
 
-    /// Batch `i` of a segment whose batch `i` was already returned by [`Segment::batch`].
-    pub(crate) fn checked_batch(&self, i: usize) -> Option<SegmentBatch<'_>> {
-        let m = self.batches.get(i)?;
-        (m.state.load(Ordering::Acquire) == GOOD).then(|| self.make_batch(m))
+    /// The sketch of batch `i` (format 3; `None` for older segments), covered by the metadata
+    /// checksum checked at open: usable without verifying the batch's rows.
+    pub fn sketch(&self, i: usize) -> Option<SketchRef<'_>> {
+        let (bloom, hashes, ranges) = self.batches.get(i)?.sketch.as_ref()?;
+        Some(SketchRef {
+            bloom: &self.map[bloom.clone()],
+            hashes: *hashes,
+            ranges,
+        })
     }
 
+    /// How batch `i` is stored: its codec, the bytes stored in the segment (rows and offsets,
+    /// compressed or not) and the raw bytes of its rows (as msgpack, without offsets).
+    pub fn batch_storage(&self, i: usize) -> Option<(Codec, usize, usize)> {
+        let m = self.batches.get(i)?;
+        let stored = m.data.len() + m.offsets.len();
+        let raw = match m.codec {
+            Codec::None => m.data.len(),
+            // Every row's length takes at least one byte of the raw bytes.
+            _ => m.raw_size.saturating_sub(m.rows as usize),
+        };
+        Some((m.codec, stored, raw))
+    }
+
+    /// The rows and offsets of batch `i`, borrowed from the map, if it is stored uncompressed
+    /// and was already returned by [`Segment::batch`] (so verified).
+    pub(crate) fn mapped_rows(&self, i: usize) -> Option<(&[u8], OffsetsRef<'_>)> {
+        let m = self.batches.get(i)?;
+        if m.codec != Codec::None || m.state.load(Ordering::Acquire) != GOOD {
+            return None;
+        }
+        Some((
+            &self.map[m.data.clone()],
+            OffsetsRef::U32Le(&self.map[m.offsets.clone()]),
+        ))
+    }
+
+    /// Checks the stored bytes' checksum and, for an uncompressed batch, its row offsets (a
+    /// compressed batch's offsets are checked as it is decompressed).
     fn check_batch(&self, m: &BatchMeta) -> std::result::Result<(), String> {
         let data = &self.map[m.data.clone()];
         let offsets: Vec<u32> = self.map[m.offsets.clone()]
             .chunks_exact(4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        if offsets.first() != Some(&0)
-            || offsets.windows(2).any(|w| w[0] >= w[1])
-            || offsets.last().is_some_and(|&o| o as usize >= data.len())
-        {
-            return Err(format!(
-                "row offsets are not increasing within {} data bytes",
-                data.len()
-            ));
+        if m.codec == Codec::None {
+            check_offsets(&OffsetsRef::U32Le(&self.map[m.offsets.clone()]), data.len())?;
         }
         let sum = batch_checksum(data, &offsets);
         if sum != m.checksum {
@@ -402,7 +524,8 @@ impl Segment {
         Ok(())
     }
 
-    /// Verifies every batch's offsets and checksum now (what [`Segment::batch`] does lazily).
+    /// Verifies every batch's offsets and checksum now (what [`Segment::batch`] does lazily),
+    /// decompressing each compressed batch.
     pub fn verify_all(&self) -> Result<()> {
         for i in 0..self.batches.len() {
             if let Some(Err(e)) = self.batch(i) {
@@ -412,15 +535,35 @@ impl Segment {
         Ok(())
     }
 
-    fn make_batch<'a>(&'a self, m: &BatchMeta) -> SegmentBatch<'a> {
-        SegmentBatch {
+    fn make_batch<'a>(&'a self, m: &BatchMeta) -> std::result::Result<SegmentBatch<'a>, String> {
+        let bytes = match m.codec {
+            Codec::None => Bytes::Mapped {
+                data: &self.map[m.data.clone()],
+                offsets: &self.map[m.offsets.clone()],
+            },
+            codec => {
+                let (buf, data_len) = unpack(
+                    codec,
+                    &self.map[m.data.clone()],
+                    m.raw_size,
+                    m.rows as usize,
+                )?;
+                check_offsets(&OffsetsRef::U32Le(&buf[data_len..]), data_len)
+                    .map_err(|e| format!("{e} (after decompression)"))?;
+                Bytes::Unpacked {
+                    buf: Arc::new(buf),
+                    data_len,
+                }
+            }
+        };
+        Ok(SegmentBatch {
             schema: &self.schemas[m.schema as usize],
             first_id: m.first_id,
             ts: m.ts,
-            data: &self.map[m.data.clone()],
-            offsets: &self.map[m.offsets.clone()],
             rows: m.rows as usize,
-        }
+            codec: m.codec,
+            bytes,
+        })
     }
 
     /// The batches in ID order, each verified on first access (see [`Segment::batch`]).
@@ -481,15 +624,39 @@ impl OffsetsRef<'_> {
     }
 }
 
-/// A batch inside a mapped segment: schema, first ID and zero-copy rows.
-#[derive(Debug, Clone, Copy)]
+/// Row offsets must start at 0 and increase strictly within `data_len` bytes.
+fn check_offsets(offsets: &OffsetsRef<'_>, data_len: usize) -> std::result::Result<(), String> {
+    let n = offsets.len();
+    let ok = n > 0
+        && offsets.get(0) == 0
+        && (1..n).all(|i| offsets.get(i - 1) < offsets.get(i))
+        && offsets.get(n - 1) < data_len;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "row offsets are not increasing within {data_len} data bytes"
+        ))
+    }
+}
+
+/// The rows of a [`SegmentBatch`]: borrowed from the map, or decompressed.
+#[derive(Debug, Clone)]
+enum Bytes<'a> {
+    Mapped { data: &'a [u8], offsets: &'a [u8] },
+    Unpacked { buf: Arc<Vec<u8>>, data_len: usize },
+}
+
+/// A batch of a mapped segment: schema, first ID and its rows, zero-copy from the map when
+/// the batch is stored uncompressed, else decompressed into memory it owns.
+#[derive(Debug, Clone)]
 pub struct SegmentBatch<'a> {
     schema: &'a SchemaRef,
     first_id: u64,
     ts: Option<(i64, i64)>,
-    data: &'a [u8],
-    offsets: &'a [u8],
     rows: usize,
+    codec: Codec,
+    bytes: Bytes<'a>,
 }
 
 impl<'a> SegmentBatch<'a> {
@@ -523,31 +690,51 @@ impl<'a> SegmentBatch<'a> {
         self.ts
     }
 
+    /// How the batch is stored in the segment.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
     /// The encoded rows, back to back.
-    pub fn data(&self) -> &'a [u8] {
-        self.data
+    pub fn data(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Mapped { data, .. } => data,
+            Bytes::Unpacked { buf, data_len } => &buf[..*data_len],
+        }
     }
 
     /// The row offsets.
-    pub fn offsets(&self) -> OffsetsRef<'a> {
-        OffsetsRef::U32Le(self.offsets)
+    pub fn offsets(&self) -> OffsetsRef<'_> {
+        match &self.bytes {
+            Bytes::Mapped { offsets, .. } => OffsetsRef::U32Le(offsets),
+            Bytes::Unpacked { buf, data_len } => OffsetsRef::U32Le(&buf[*data_len..]),
+        }
     }
 
-    /// The encoded rows, each one msgpack array, borrowed from the map.
-    pub fn rows(&self) -> RowIter<'a> {
-        RowIter::new(self.data, self.offsets(), 0..self.rows)
+    /// The decompressed rows and offsets of a compressed batch, and the length of the rows
+    /// (for a reader that keeps them beyond this borrow).
+    pub(crate) fn unpacked(&self) -> Option<(Arc<Vec<u8>>, usize)> {
+        match &self.bytes {
+            Bytes::Mapped { .. } => None,
+            Bytes::Unpacked { buf, data_len } => Some((buf.clone(), *data_len)),
+        }
+    }
+
+    /// The encoded rows, each one msgpack array (borrowed from the map when uncompressed).
+    pub fn rows(&self) -> RowIter<'_> {
+        RowIter::new(self.data(), self.offsets(), 0..self.rows)
     }
 
     /// Row `i`, if it exists.
-    pub fn row(&self, i: usize) -> Option<&'a [u8]> {
+    pub fn row(&self, i: usize) -> Option<&[u8]> {
         (i < self.rows).then(|| self.rows().nth(i)).flatten()
     }
 
     /// Copies the batch into an owned [`Batch`] (with its ID set).
     pub fn to_batch(&self) -> Batch {
         let offsets = (0..self.rows).map(|i| self.offsets().get(i)).collect();
-        // Verified at open: offsets are increasing and inside data.
-        let mut b = Batch::from_parts(self.schema.clone(), self.data.to_vec(), offsets, self.ts)
+        // Verified: offsets are increasing and inside data.
+        let mut b = Batch::from_parts(self.schema.clone(), self.data().to_vec(), offsets, self.ts)
             .unwrap_or_else(|| crate::batch::BatchBuilder::new(self.schema.clone()).finish());
         b.set_id(self.first_id);
         b

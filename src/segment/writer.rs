@@ -12,6 +12,13 @@
 //! computed at seal too, from the batch headers hashed as they were added (CRC-32 combination),
 //! so sealing reads no chunk back.
 //!
+//! Format 3: as a batch is added, its sketch is built (`sketch.rs`) and its rows compressed
+//! (`codec.rs`; the builder's [`Compression`], zstd level 1 by default), the sketch of a batch
+//! of 64 KiB or more on a scoped second thread while this one compresses. The chunk then holds
+//! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch is never
+//! larger than its rows and u32 offsets, so the worst-case accounting of format 2 still holds,
+//! plus a sketch's worst case (see `max_bloom_bytes`).
+//!
 //! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
 //! temporary file `.<uuid>.seg.tmp` as long as the maximum segment size (rounded up to 64 KiB),
 //! at its final distance from the end, as the import runs; a background `fdatasync` every
@@ -29,8 +36,10 @@ use std::path::{Path, PathBuf};
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
+use super::codec::{Codec, Compression, Packer};
 use super::generated as fbs;
 use super::meta::{MetaHasher, FORMAT_VERSION};
+use super::sketch::SketchBuilder;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
 use crate::fs::{self, Writeback};
@@ -66,6 +75,24 @@ const BATCH_SEAL_COST: usize = 4 + 16;
 
 /// What sealing adds per schema: its entry in the schemas vector.
 const SCHEMA_SEAL_COST: usize = 4;
+
+/// Worst case of a sketch besides its Bloom filter and ranges: its table and vtable, two
+/// vector length prefixes and their alignment, and the batch table's extra fields.
+const SKETCH_OVERHEAD: usize = 96;
+
+/// Batches of at least this many bytes of rows are sketched on a second thread while they are
+/// compressed.
+const PARALLEL_SKETCH_MIN: usize = 64 << 10;
+
+/// Bytes per field range in a sketch (`FieldRange`: u32, u8, padding, two u64).
+const RANGE_COST: usize = 24;
+
+/// The largest Bloom filter of a batch of `data_len` bytes of rows: 2 bits per byte of rows
+/// (every value takes at least 2 bytes, so this caps the filter only for batches of tiny
+/// distinct strings, where it is less precise), plus one 64-bit word.
+fn max_bloom_bytes(data_len: usize) -> usize {
+    data_len / 4 + 8
+}
 
 /// Checks a maximum segment size and returns it as `usize`.
 ///
@@ -119,8 +146,24 @@ pub struct SealedSegment {
 pub struct DataLocation {
     /// The segment: its file is `.<uuid>.seg.tmp` while it is built, `<uuid>.seg` once sealed.
     pub segment: uuid::Uuid,
-    /// Distance of the first row byte from the end of the file.
+    /// Distance of the first stored byte from the end of the file.
     pub from_end: u64,
+    /// For a compressed batch: how its rows are stored there (`None`: the rows as they are).
+    pub packed: Option<Packed>,
+}
+
+/// How the rows of a compressed batch are stored (see [`DataLocation`]): the stored bytes
+/// inflate to `raw_size` bytes, the rows' lengths and the rows (see the codecs' module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packed {
+    /// The codec.
+    pub codec: Codec,
+    /// Length of the stored (compressed) bytes.
+    pub stored_len: u32,
+    /// Length of the raw bytes they inflate to.
+    pub raw_size: u32,
+    /// CRC-32 of the stored bytes.
+    pub crc: u32,
 }
 
 /// The segment being built: where its bytes go.
@@ -198,6 +241,10 @@ pub struct SegmentBuilder {
     /// The batches' part of the metadata checksum (their headers, in order), so that sealing
     /// needs no per-batch state besides `tables`.
     batch_meta: MetaHasher,
+    /// Compresses each batch (format 3).
+    packer: Packer,
+    /// Builds each batch's sketch (`None`: no sketches).
+    sketcher: Option<SketchBuilder>,
     /// What sealing will add for the batches and schemas added so far (schemas, vector
     /// entries and intervals): the front, apart from [`SEAL_OVERHEAD`].
     reserved: usize,
@@ -245,8 +292,25 @@ impl SegmentBuilder {
             ts: None,
             scratch: Vec::new(),
             batch_meta: MetaHasher::new(),
+            packer: Packer::new(Compression::default()),
+            sketcher: Some(SketchBuilder::default()),
             reserved: 0,
         }
+    }
+
+    /// Sets how the following batches are compressed (default: [`Compression::default`]).
+    pub fn set_compression(&mut self, compression: Compression) {
+        self.packer = Packer::new(compression);
+    }
+
+    /// How batches are compressed.
+    pub fn compression(&self) -> Compression {
+        self.packer.compression()
+    }
+
+    /// Whether the following batches get sketches (default: yes).
+    pub fn set_sketches(&mut self, on: bool) {
+        self.sketcher = on.then(SketchBuilder::default);
     }
 
     /// The maximum segment size in bytes.
@@ -299,11 +363,16 @@ impl SegmentBuilder {
     /// Worst-case bytes that adding `rows` rows of `data_len` bytes of `schema` would take,
     /// including what sealing will add for them.
     fn cost(&self, schema: &SchemaRef, data_len: usize, rows: usize) -> usize {
+        let schema_fields = schema.fields.len();
         let schema = match self.has_schema(schema) {
             Some(_) => 0,
             None => Self::schema_cost(schema) + SCHEMA_SEAL_COST,
         };
-        data_len + 4 * rows + BATCH_OVERHEAD + schema
+        let sketch = match self.sketcher {
+            Some(_) => SKETCH_OVERHEAD + max_bloom_bytes(data_len) + RANGE_COST * schema_fields,
+            None => 0,
+        };
+        data_len + 4 * rows + BATCH_OVERHEAD + schema + sketch
     }
 
     /// Bytes still guaranteed to be free after reserving what sealing needs.
@@ -314,7 +383,19 @@ impl SegmentBuilder {
 
     /// Whether one event of `row_len` bytes of `schema` fits in an empty segment.
     pub fn row_fits_empty_segment(&self, schema: &SchemaRef, row_len: usize) -> bool {
-        Self::schema_cost(schema) + SCHEMA_SEAL_COST + row_len + 4 + BATCH_OVERHEAD + SEAL_OVERHEAD
+        let sketch = match self.sketcher {
+            Some(_) => {
+                SKETCH_OVERHEAD + max_bloom_bytes(row_len) + RANGE_COST * schema.fields.len()
+            }
+            None => 0,
+        };
+        Self::schema_cost(schema)
+            + SCHEMA_SEAL_COST
+            + row_len
+            + 4
+            + BATCH_OVERHEAD
+            + SEAL_OVERHEAD
+            + sketch
             <= self.max
     }
 
@@ -393,7 +474,40 @@ impl SegmentBuilder {
         self.scratch.clear();
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
-        let checksum = checksum_with_data_crc(data_crc, batch.byte_size(), &self.scratch);
+        // A batch whose rows do not decode gets no sketch (queries then read it); the store
+        // never writes one, and `weir verify` names it. The sketch of a large batch is built on
+        // a second thread while this one compresses it (each takes about as long).
+        let codec = self.packer.compression().codec;
+        let max_bloom = max_bloom_bytes(batch.byte_size());
+        let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
+        let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
+        let (sketch, packed) = match sketcher {
+            Some(sk) if codec != Codec::None && batch.byte_size() >= PARALLEL_SKETCH_MIN => {
+                std::thread::scope(|scope| {
+                    let sketch = scope.spawn(|| build(sk));
+                    let packed = packer.pack(batch.data(), scratch);
+                    (sketch.join().ok().flatten(), packed)
+                })
+            }
+            Some(sk) => (build(sk), packer.pack(batch.data(), scratch)),
+            None => (None, packer.pack(batch.data(), scratch)),
+        };
+        let (stored, offsets, codec, raw_size, checksum) = match packed {
+            Some((stored, raw_size)) => (
+                stored,
+                &[][..],
+                codec,
+                raw_size as u32,
+                crc32fast::hash(stored),
+            ),
+            None => (
+                batch.data(),
+                &self.scratch[..],
+                Codec::None,
+                0,
+                checksum_with_data_crc(data_crc, batch.byte_size(), &self.scratch),
+            ),
+        };
         // The chunk: rows, offsets, table (and its vtable), padded to a multiple of 8 so that
         // chunks laid back to back from the (8-aligned) end stay aligned.
         let fbb = &mut self.chunk;
@@ -401,11 +515,11 @@ impl SegmentBuilder {
         // A `[ubyte]` vector has the layout of a byte string (u32 length, bytes); the byte
         // string path copies with one memcpy (plus a NUL that readers ignore), where
         // `create_vector` copies byte by byte.
-        let data = fbb.create_byte_string(batch.data());
-        // The rows follow the vector's u32 length.
+        let data = fbb.create_byte_string(stored);
+        // The stored bytes follow the vector's u32 length.
         let data_from_end = data.value() as u64 - 4;
         let data: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(data.value());
-        let offsets = fbb.create_vector(&self.scratch);
+        let offsets = fbb.create_vector(offsets);
         self.batch_meta.batch(
             schema_index as u32,
             batch.id(),
@@ -413,6 +527,33 @@ impl SegmentBuilder {
             batch.ts_range(),
             checksum,
         );
+        let sketch = sketch.map(|sk| {
+            let mut ranges = sk.ranges.iter().map(|&(f, k, lo, hi)| (f, k as u8, lo, hi));
+            self.batch_meta.batch_v3(
+                codec.to_byte(),
+                raw_size,
+                Some((sk.hashes, &sk.bloom, &mut ranges)),
+            );
+            let bloom = fbb.create_byte_string(&sk.bloom);
+            let bloom: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(bloom.value());
+            let ranges: Vec<fbs::FieldRange> = sk
+                .ranges
+                .iter()
+                .map(|&(f, k, lo, hi)| fbs::FieldRange::new(f, k as u8, lo, hi))
+                .collect();
+            let ranges = fbb.create_vector(&ranges);
+            fbs::Sketch::create(
+                fbb,
+                &fbs::SketchArgs {
+                    bloom: Some(bloom),
+                    bloom_hashes: sk.hashes,
+                    ranges: Some(ranges),
+                },
+            )
+        });
+        if sketch.is_none() {
+            self.batch_meta.batch_v3(codec.to_byte(), raw_size, None);
+        }
         let ts = batch
             .ts_range()
             .map(|(min, max)| fbs::TimeRange::new(min, max));
@@ -426,8 +567,12 @@ impl SegmentBuilder {
                 data: Some(data),
                 offsets: Some(offsets),
                 checksum,
+                codec: fbs::Codec(codec.to_byte()),
+                raw_size,
+                sketch,
             },
         );
+        let stored_len = stored.len() as u32;
         while !fbb.unfinished_data().len().is_multiple_of(8) {
             fbb.push(0u8);
         }
@@ -442,6 +587,12 @@ impl SegmentBuilder {
             Target::File(f) => Some(DataLocation {
                 segment: f.uuid,
                 from_end: self.region as u64 + data_from_end,
+                packed: (codec != Codec::None).then_some(Packed {
+                    codec,
+                    stored_len,
+                    raw_size,
+                    crc: checksum,
+                }),
             }),
             Target::Memory(_) => None,
         };
@@ -551,9 +702,9 @@ impl SegmentBuilder {
         let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
-        let v2 = fbs::SegmentV2::create(
+        let v3 = fbs::SegmentV3::create(
             &mut fbb,
-            &fbs::SegmentV2Args {
+            &fbs::SegmentV3Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -565,8 +716,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV2,
-                segment: Some(v2.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV3,
+                segment: Some(v3.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
@@ -604,7 +755,7 @@ impl SegmentBuilder {
         Ok(buf)
     }
 
-    /// The metadata checksum of the segment (format version 2, see the module docs of
+    /// The metadata checksum of the segment (format version 3, see the module docs of
     /// [`crate::segment`]).
     fn meta_checksum(&self, uuid: uuid::Uuid) -> u32 {
         let mut h = MetaHasher::new();

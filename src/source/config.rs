@@ -5,6 +5,9 @@
 use serde::Deserialize;
 
 use super::{expand_inputs, Compression, Format, Input, SourceConfig, SourceError};
+use std::sync::Arc;
+
+use crate::codec::zeek::schema::ZeekSchemas;
 use crate::codec::ReaderOptions;
 use crate::error::OnError;
 use crate::setting::{de_size, InvalidSetting, Problem};
@@ -23,8 +26,14 @@ pub struct FileSourceConfig {
     pub decompress: Compression,
     /// What to do with a row that does not parse.
     pub on_error: OnError,
-    /// Schema name of Zeek JSON lines without `_path`.
+    /// Schema name of Zeek JSON lines without `_path` that no Zeek log schema types.
     pub json_schema: String,
+    /// The Zeek log schema of JSON lines without `_path` (`"zeek.conn"`), instead of the
+    /// one named by each input's file name (`--schema`).
+    pub schema: Option<String>,
+    /// A directory of more Zeek log schema files (`*.toml`, see
+    /// [`crate::codec::zeek::schema`]), added to the shipped ones (`--schema-dir`).
+    pub schema_dir: Option<std::path::PathBuf>,
     /// Longest accepted line in bytes: a longer one is an error, never unbounded memory.
     #[serde(deserialize_with = "de_size")]
     pub max_line_length: u64,
@@ -40,6 +49,8 @@ impl Default for FileSourceConfig {
             decompress: Compression::default(),
             on_error: reader.on_error,
             json_schema: reader.json_default_schema,
+            schema: None,
+            schema_dir: None,
             max_line_length: reader.max_line_len as u64,
         }
     }
@@ -90,7 +101,30 @@ impl FileSourceConfig {
                 }
             }
         }
-        InvalidSetting::at_least_one("max_line_length", self.max_line_length)
+        InvalidSetting::at_least_one("max_line_length", self.max_line_length)?;
+        self.zeek_schemas().map(|_| ())
+    }
+
+    /// The Zeek log schemas of this source: the shipped ones and those of `schema_dir`;
+    /// refuses an unreadable or invalid schema file and a `schema` that names none of them.
+    pub fn zeek_schemas(&self) -> Result<Arc<ZeekSchemas>, InvalidSetting> {
+        let schemas =
+            ZeekSchemas::load(self.schema_dir.as_deref()).map_err(|e| InvalidSetting {
+                key: "schema_dir",
+                problem: Problem::Invalid(e.to_string()),
+            })?;
+        if let Some(name) = &self.schema {
+            if schemas.by_name(name).is_none() {
+                return Err(InvalidSetting {
+                    key: "schema",
+                    problem: Problem::Invalid(format!(
+                        "no Zeek log schema is named {name:?}; known: {}",
+                        schemas.names().join(", ")
+                    )),
+                });
+            }
+        }
+        Ok(schemas)
     }
 
     /// The inputs, in order: globs expanded now (a pattern matching nothing is an error).
@@ -101,18 +135,27 @@ impl FileSourceConfig {
     /// The source stage's runtime settings: the readers named `name` in errors, cutting
     /// batches of `batch_rows` events, each input decoded ahead into a channel of
     /// `channel_capacity` bytes.
-    pub fn build(&self, name: &str, batch_rows: usize, channel_capacity: usize) -> SourceConfig {
+    ///
+    /// Fails as [`Self::validate`] does when the schema files cannot be used.
+    pub fn build(
+        &self,
+        name: &str,
+        batch_rows: usize,
+        channel_capacity: usize,
+    ) -> Result<SourceConfig, InvalidSetting> {
         let reader = ReaderOptions {
             source_name: name.to_string(),
             max_line_len: usize::try_from(self.max_line_length).unwrap_or(usize::MAX),
             batch_rows,
             on_error: self.on_error,
             json_default_schema: self.json_schema.clone(),
+            zeek_schemas: Some(self.zeek_schemas()?),
+            json_schema: self.schema.clone(),
         };
         let mut config = SourceConfig::zeek(reader, channel_capacity);
         config.compression = self.decompress;
         config.format = self.format;
-        config
+        Ok(config)
     }
 }
 

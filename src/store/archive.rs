@@ -57,6 +57,9 @@ pub struct Archive {
     dir: PathBuf,
     catalog: Arc<Catalog>,
     cache: Mutex<SegmentCache>,
+    /// This reader's registration, which keeps the segments of its catalog on disk while it
+    /// lives, even if an erase or compaction drops them (see [`super::readers`]).
+    _registered: Option<super::readers::ReaderLock>,
 }
 
 impl Archive {
@@ -69,7 +72,8 @@ impl Archive {
         if !super::looks_like_archive(&dir) {
             return Err(StoreError::NoArchive { dir });
         }
-        let catalog = Arc::new(Catalog::load(&dir)?);
+        let (catalog, registered) = super::readers::register(&dir)?;
+        let catalog = Arc::new(catalog);
         tracing::debug!(
             dir = %dir.display(),
             segments = catalog.segments.len(),
@@ -82,6 +86,7 @@ impl Archive {
                 capacity: DEFAULT_SEGMENT_CACHE,
                 entries: Vec::new(),
             }),
+            _registered: registered,
         })
     }
 
@@ -102,9 +107,12 @@ impl Archive {
             .len()
     }
 
-    /// Re-reads the catalog (to see segments sealed since opening).
+    /// Re-reads the catalog (to see segments sealed, erased or compacted since opening), and
+    /// registers this reader for it.
     pub fn reload(&mut self) -> Result<()> {
-        self.catalog = Arc::new(Catalog::load(&self.dir)?);
+        let (catalog, registered) = super::readers::register(&self.dir)?;
+        self.catalog = Arc::new(catalog);
+        self._registered = registered;
         Ok(())
     }
 
@@ -290,6 +298,17 @@ impl Archive {
             wal.bytes = r.good_len();
         }
         let segment_events = cat.events();
+        // Each segment's index (not its rows) for the raw size of its batches.
+        let mut raw_bytes = 0u64;
+        for entry in &cat.segments {
+            if let Ok(seg) = self.segment(entry) {
+                raw_bytes += (0..seg.len())
+                    .filter_map(|i| seg.batch_storage(i))
+                    .map(|(_, _, raw)| raw as u64)
+                    .sum::<u64>();
+            }
+        }
+        let bytes: u64 = cat.segments.iter().map(|s| s.bytes).sum();
         let unlisted = self
             .unlisted_segments()?
             .lost
@@ -302,12 +321,15 @@ impl Archive {
             segments: cat.segments.len() as u64,
             events: segment_events + wal.events,
             segment_events,
-            bytes: cat.segments.iter().map(|s| s.bytes).sum(),
+            bytes,
+            raw_bytes,
+            compression_ratio: (bytes > 0).then(|| raw_bytes as f64 / bytes as f64),
             disk_bytes: disk_usage(&self.dir)?,
             ts,
             id_ranges: ranges,
             schemas,
             wal,
+            erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum(),
         })
     }
 
@@ -328,9 +350,21 @@ impl Archive {
             }
         };
         let mut expected = 0u64;
+        // Erased IDs are in no segment by design; any other gap is a lost segment.
+        let mut erased = cat.erased_ranges().peekable();
+        let mut skip_erased = |expected: &mut u64, upto: u64| {
+            while let Some(r) = erased.peek() {
+                if r.start > *expected || r.start >= upto {
+                    break;
+                }
+                *expected = (*expected).max(r.end);
+                erased.next();
+            }
+        };
         for entry in &cat.segments {
             let path = self.dir.join(&entry.file);
             for r in entry.ranges() {
+                skip_erased(&mut expected, r.start);
                 if r.start != expected {
                     report.problem(
                         &path,
@@ -357,6 +391,7 @@ impl Archive {
                 Err(e) => report.problems.push(Problem::from_error(&path, e)),
             }
         }
+        skip_erased(&mut expected, cat.next_id);
         if cat.next_id != expected {
             report.problem(
                 &Catalog::path(&self.dir),
@@ -455,12 +490,16 @@ fn check_rows<'a>(
 
 #[derive(Debug, Clone)]
 enum Source {
+    /// An uncompressed batch: zero-copy from the map.
     Sealed(Arc<Segment>, usize),
+    /// A compressed batch, decompressed: its rows, then its offsets; the length of the rows.
+    Unpacked(Arc<Segment>, usize, Arc<Vec<u8>>, usize),
     Tail(Arc<Batch>),
 }
 
 /// A slice of a batch found by a scan: zero-copy rows of a mapped segment (kept mapped while
-/// this exists), or of a batch read from the WAL.
+/// this exists), the decompressed rows of a compressed batch (held while this exists), or of
+/// a batch read from the WAL.
 #[derive(Debug, Clone)]
 pub struct BatchRef {
     source: Source,
@@ -478,21 +517,47 @@ type Parts<'a> = (
 );
 
 impl BatchRef {
+    /// All rows of batch `i` of a sealed segment (`None` past its end). The batch is checked
+    /// on its first access, as [`Segment::batch`] does: a damaged one is an error.
+    pub fn of_segment(seg: Arc<Segment>, i: usize) -> Option<Result<BatchRef>> {
+        let (schema, len, unpacked) = match seg.batch(i)? {
+            Ok(b) => (b.schema().clone(), b.len(), b.unpacked()),
+            Err(e) => return Some(Err(e.into())),
+        };
+        // A compressed batch keeps its decompressed rows; an uncompressed one is read from
+        // the map.
+        let source = match unpacked {
+            Some((buf, data_len)) => Source::Unpacked(seg, i, buf, data_len),
+            None => Source::Sealed(seg, i),
+        };
+        Some(Ok(BatchRef {
+            source,
+            schema,
+            rows: 0..len,
+        }))
+    }
+
     fn parts(&self) -> Parts<'_> {
         match &self.source {
             Source::Sealed(seg, i) => {
                 // The index was valid when the ref was made and segments are immutable.
-                match seg.checked_batch(*i) {
-                    Some(b) => (
-                        &self.schema,
-                        b.first_id(),
-                        b.data(),
-                        b.offsets(),
-                        b.ts_range(),
-                    ),
-                    None => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+                match (seg.mapped_rows(*i), seg.batch_meta(*i)) {
+                    (Some((data, offsets)), Some((_, ids, ts))) => {
+                        (&self.schema, ids.start, data, offsets, ts)
+                    }
+                    _ => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
                 }
             }
+            Source::Unpacked(seg, i, buf, len) => match seg.batch_meta(*i) {
+                Some((_, ids, ts)) => (
+                    &self.schema,
+                    ids.start,
+                    &buf[..*len],
+                    OffsetsRef::U32Le(&buf[*len..]),
+                    ts,
+                ),
+                None => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+            },
             Source::Tail(b) => (
                 b.schema(),
                 b.id(),
@@ -533,6 +598,12 @@ impl BatchRef {
         self.parts().4
     }
 
+    /// The encoded rows of the whole underlying batch, back to back (those of this slice are
+    /// a part): for scanning a batch's bytes in one pass.
+    pub fn batch_data(&self) -> &[u8] {
+        self.parts().2
+    }
+
     /// The encoded rows (one msgpack array each), borrowed.
     pub fn rows(&self) -> RowIter<'_> {
         let (_, _, data, offsets, _) = self.parts();
@@ -542,7 +613,7 @@ impl BatchRef {
     /// The segment file the rows come from (`None` for the WAL).
     pub fn segment_path(&self) -> Option<&Path> {
         match &self.source {
-            Source::Sealed(seg, _) => Some(seg.path()),
+            Source::Sealed(seg, _) | Source::Unpacked(seg, ..) => Some(seg.path()),
             Source::Tail(_) => None,
         }
     }
@@ -550,10 +621,14 @@ impl BatchRef {
     /// Copies the rows into an owned [`Batch`] with its ID set.
     pub fn to_batch(&self) -> Batch {
         let mut b = match &self.source {
-            Source::Sealed(seg, i) => match seg.checked_batch(*i) {
-                Some(b) => b.to_batch(),
-                None => crate::batch::BatchBuilder::new(self.schema().clone()).finish(),
-            },
+            Source::Sealed(..) | Source::Unpacked(..) => {
+                let (schema, first, data, offsets, ts) = self.parts();
+                let offsets = (0..offsets.len()).map(|i| offsets.get(i)).collect();
+                let mut b = Batch::from_parts(schema.clone(), data.to_vec(), offsets, ts)
+                    .unwrap_or_else(|| crate::batch::BatchBuilder::new(schema.clone()).finish());
+                b.set_id(first);
+                b
+            }
             Source::Tail(b) => (**b).clone(),
         };
         if self.rows.end < b.len() {
@@ -597,33 +672,30 @@ impl Scan<'_> {
                 return None;
             }
             if let Some((seg, i, seg_end)) = self.current.take() {
-                let Some(b) = seg.batch(i) else {
-                    // Past the segment's last batch: go on after its IDs.
-                    self.next = self.next.max(seg_end);
-                    continue;
-                };
-                self.current = Some((seg.clone(), i + 1, seg_end));
-                let b = match b {
-                    Ok(b) => b,
-                    Err(e) => {
+                let mut b = match BatchRef::of_segment(seg.clone(), i) {
+                    None => {
+                        // Past the segment's last batch: go on after its IDs.
+                        self.next = self.next.max(seg_end);
+                        continue;
+                    }
+                    Some(Err(e)) => {
                         // Skip the damaged batch; the rest stays readable.
                         if let Some(m) = seg.batch_ids(i) {
                             self.next = self.next.max(m.end);
                         }
-                        return Some(Err(e.into()));
+                        self.current = Some((seg, i + 1, seg_end));
+                        return Some(Err(e));
                     }
+                    Some(Ok(b)) => b,
                 };
-                let (first, len) = (b.first_id(), b.len());
+                self.current = Some((seg, i + 1, seg_end));
+                let first = b.first_id();
                 if first >= self.end {
                     return None;
                 }
-                if let Some(rows) = self.clip(first, len) {
-                    let schema = b.schema().clone();
-                    return Some(Ok(BatchRef {
-                        source: Source::Sealed(seg, i),
-                        schema,
-                        rows,
-                    }));
+                if let Some(rows) = self.clip(first, b.len()) {
+                    b.rows = rows;
+                    return Some(Ok(b));
                 }
                 continue;
             }
@@ -760,7 +832,7 @@ pub struct UnlistedSegments {
 }
 
 /// Summary of an archive (`weir info`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArchiveInfo {
     /// Segment files the catalog does not list (and no WAL record names): their events are not
     /// counted here; `weir verify --repair` lists them again.
@@ -775,6 +847,12 @@ pub struct ArchiveInfo {
     pub segment_events: u64,
     /// Bytes of segment files.
     pub bytes: u64,
+    /// Bytes of the sealed segments' rows as msgpack, uncompressed (segments that cannot be
+    /// read count none).
+    pub raw_bytes: u64,
+    /// `raw_bytes` / `bytes`: how much smaller compression made the segments (1.0 for
+    /// uncompressed ones, which also hold row offsets; `None` without segments).
+    pub compression_ratio: Option<f64>,
     /// Bytes of every file in the database directory (segments, write-ahead log, catalog,
     /// lock, anything moved aside into `damaged/`).
     pub disk_bytes: u64,
@@ -787,12 +865,24 @@ pub struct ArchiveInfo {
     pub schemas: BTreeMap<String, u64>,
     /// The active segment's write-ahead log.
     pub wal: WalInfo,
+    /// Events erased (by `weir erase` or retention): IDs below the end that no segment holds
+    /// by design.
+    pub erased_events: u64,
 }
 
 impl fmt::Display for ArchiveInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "database:  {}", self.dir)?;
-        writeln!(f, "segments:  {} ({})", self.segments, Size(self.bytes))?;
+        match self.compression_ratio {
+            Some(r) => writeln!(
+                f,
+                "segments:  {} ({}; rows {} uncompressed: ratio {r:.2})",
+                self.segments,
+                Size(self.bytes),
+                Size(self.raw_bytes)
+            )?,
+            None => writeln!(f, "segments:  {} ({})", self.segments, Size(self.bytes))?,
+        }
         writeln!(f, "on disk:   {}", Size(self.disk_bytes))?;
         writeln!(
             f,
@@ -813,6 +903,9 @@ impl fmt::Display for ArchiveInfo {
                 r.join(" ")
             }
         )?;
+        if self.erased_events > 0 {
+            writeln!(f, "erased:    {} events", self.erased_events)?;
+        }
         for u in &self.unlisted {
             writeln!(
                 f,

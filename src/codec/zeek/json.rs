@@ -10,8 +10,29 @@
 //! emitted, the line starts the next batch), or when no complete line remains in the buffer and
 //! events are pending; otherwise `None`. `decode_eof` also reads a last line without newline.
 //!
+//! # Typed logs
+//! A line of a log that a Zeek log schema describes ([`crate::codec::zeek::schema`]: `_path`
+//! names the log; without `_path`, [`ReaderOptions::json_schema`], else the input's file
+//! name) is read in that schema, not by inference:
+//!
+//! - the schema's fields come first, in its order; a field the line omits (Zeek leaves out
+//!   unset fields) is unset, so every line of the log has the same schema whatever keys it
+//!   has, and a log is one batch stream;
+//! - each value is converted to its field's type: numbers of seconds (exponent and sign
+//!   allowed, exact to the nanosecond) or RFC 3339 strings for `time`, numbers of seconds for
+//!   `interval`, integer numbers for `count`, `int` and `port` (up to 65535), any address
+//!   text for `addr`, arrays for `set`/`vector`/`table`; a string field takes a number or
+//!   boolean as its text. A value that does not convert is a [`ParseError`] naming the line,
+//!   the field and the value (`field id.orig_p: invalid port value "http"`);
+//! - fields the schema does not know are kept after the schema's, typed by inference (below)
+//!   in order of first appearance. One that first appears mid-log widens the log's schema:
+//!   the rows still pending are widened with it (unset there); rows already emitted keep
+//!   the narrower schema, so for such a log where batches were cut (chunking, batch size)
+//!   decides which early rows have which of the two schemas, never their values. One whose
+//!   inferred type changes starts a schema with the new type.
+//!
 //! # Schemas
-//! A line's schema is named `zeek.<_path>` when the object has a top-level string `_path`, else
+//! Without a typed log, a line's schema is named `zeek.<_path>` when the object has a top-level string `_path`, else
 //! [`ReaderOptions::json_default_schema`]. `_path` itself is not a field. Every other key is a
 //! field, in the order of the line; nested objects are flattened with dots (`{"id":{"orig_h":..}}`
 //! is the field `id.orig_h`). Underscored keys such as `_write_ts` or `_system_name` are ordinary
@@ -58,19 +79,21 @@
 //! [`Decoder`]: tokio_util::codec::Decoder
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
 use crate::batch::{Batch, BatchBuilder};
 use crate::codec::zeek::scalar::{
-    parse_canonical_addr, parse_canonical_subnet, parse_f64, parse_json_ns, parse_rfc3339,
-    parse_u64,
+    parse_addr, parse_canonical_addr, parse_canonical_subnet, parse_f64, parse_i64, parse_json_ns,
+    parse_rfc3339, parse_subnet, parse_u64,
 };
+use crate::codec::zeek::schema::LogSchema;
 use crate::codec::ReaderOptions;
 use crate::error::{quote, OnError, ParseError, ReadError, SkipReport};
 use crate::types::{Field, Schema, SchemaRef, Type};
-use crate::value::{RowEncoder, ValueOf};
+use crate::value::{RowEncoder, Value, ValueOf};
 
 /// Deepest accepted nesting of objects and arrays.
 const MAX_DEPTH: usize = 64;
@@ -718,6 +741,171 @@ fn encode_item(e: &mut RowEncoder<'_>, it: &Item, ty: &Type, line: &[u8], strs: 
     }
 }
 
+/// Re-encodes the rows of `pending` into `into`, whose schema is `pending`'s with fields
+/// appended (unset in these rows). False (with `into` partly filled) if a row does not
+/// decode, which a batch this reader built cannot do.
+fn widen(pending: &Batch, into: &mut BatchBuilder, ts_index: Option<usize>) -> bool {
+    let Ok(rows) = pending.to_values() else {
+        return false;
+    };
+    let added = into.schema().fields.len() - pending.schema().fields.len();
+    for row in rows {
+        let ts = ts_index.and_then(|k| match row.get(k) {
+            Some(Value::Time(t)) => Some(*t),
+            _ => None,
+        });
+        let mut e = into.begin_row();
+        for v in &row {
+            e.value(v);
+        }
+        for _ in 0..added {
+            e.null();
+        }
+        into.finish_row(ts);
+    }
+    true
+}
+
+/// How many leading columns of `schema` come from its typed log's schema file.
+fn st_len(typed: &HashMap<String, Typed>, schema: &Schema) -> usize {
+    typed
+        .get(schema.path())
+        .map_or(0, |t| t.log.schema().fields.len())
+}
+
+/// Encodes one typed row: columns below `known` converted to the schema's type, the others
+/// as inferred. Returns the `ts` value, or the column and text of a value that does not
+/// convert.
+fn encode_typed_row(
+    builder: &mut BatchBuilder,
+    schema: &Schema,
+    known: usize,
+    slots: &[usize],
+    p: &Parsed,
+    line: &[u8],
+    ts_index: Option<usize>,
+) -> Result<Option<i64>, (usize, Vec<u8>)> {
+    let mut ts = None;
+    let mut e = builder.begin_row();
+    for (k, field) in schema.fields.iter().enumerate() {
+        let Some(f) = slots.get(k).and_then(|&j| p.fields.get(j)) else {
+            e.null();
+            continue;
+        };
+        if k >= known {
+            // Typed by inference.
+            match &f.val {
+                FieldVal::One(it) => encode_item(&mut e, it, &field.ty, line, &p.strs),
+                FieldVal::Many(span) => {
+                    let inner = field.ty.element().unwrap_or(&Type::String);
+                    e.array((span.end - span.start) as u32);
+                    for it in &p.elems[span.start..span.end] {
+                        encode_item(&mut e, it, inner, line, &p.strs);
+                    }
+                }
+            }
+            continue;
+        }
+        match (&f.val, field.ty.element()) {
+            (FieldVal::One(it), None) => {
+                let t = typed_value(&mut e, it.raw, &field.ty, line, &p.strs)
+                    .map_err(|text| (k, text))?;
+                if Some(k) == ts_index {
+                    ts = t;
+                }
+            }
+            (FieldVal::One(Item { raw: Raw::Null, .. }), Some(_)) => e.null(),
+            (FieldVal::One(it), Some(_)) => return Err((k, raw_text(it.raw, line, &p.strs))),
+            (FieldVal::Many(span), Some(inner)) => {
+                e.array((span.end - span.start) as u32);
+                for it in &p.elems[span.start..span.end] {
+                    typed_value(&mut e, it.raw, inner, line, &p.strs).map_err(|text| (k, text))?;
+                }
+            }
+            (FieldVal::Many(span), None) => {
+                let text = p.elems[span.start..span.end]
+                    .iter()
+                    .map(|it| raw_text(it.raw, line, &p.strs))
+                    .collect::<Vec<_>>()
+                    .join(&b","[..]);
+                return Err((k, [&b"["[..], &text, b"]"].concat()));
+            }
+        }
+    }
+    Ok(ts)
+}
+
+/// The text of a JSON scalar, for messages.
+fn raw_text(raw: Raw, line: &[u8], strs: &[u8]) -> Vec<u8> {
+    match raw {
+        Raw::Null => b"null".to_vec(),
+        Raw::Bool(true) => b"true".to_vec(),
+        Raw::Bool(false) => b"false".to_vec(),
+        Raw::Num(s) | Raw::Json(s) => s.of(line).to_vec(),
+        Raw::Str(s) => s.of(strs).to_vec(),
+    }
+}
+
+/// Encodes a JSON scalar as a value of the scalar type `ty` (a schema's type); the value's
+/// text when it does not convert. Returns the nanoseconds of a `time`.
+///
+/// | type | JSON |
+/// |---|---|
+/// | `bool` | `true`, `false` |
+/// | `count`, `port` (0-65535), `int` | an integer number |
+/// | `double` | a number, or the strings `"NaN"`, `"Infinity"`, `"-Infinity"` |
+/// | `time` | a number of seconds (exponent allowed, exact to the nanosecond), or an RFC 3339 string |
+/// | `interval` | a number of seconds (exponent allowed, exact) |
+/// | `addr`, `subnet` | a string holding one (any form the TSV reader takes) |
+/// | `string`, `enum`, `pattern`, `file` | a string; a number, `true`/`false` or nested JSON as its text |
+fn typed_value(
+    e: &mut RowEncoder<'_>,
+    raw: Raw,
+    ty: &Type,
+    line: &[u8],
+    strs: &[u8],
+) -> Result<Option<i64>, Vec<u8>> {
+    let bad = || raw_text(raw, line, strs);
+    match (ty, raw) {
+        (_, Raw::Null) => e.null(),
+        (Type::Bool, Raw::Bool(b)) => e.bool(b),
+        (Type::Count, Raw::Num(s)) => e.uint(parse_u64(s.of(line)).ok_or_else(bad)?),
+        (Type::Port, Raw::Num(s)) => e.uint(
+            parse_u64(s.of(line))
+                .filter(|&v| v <= 65535)
+                .ok_or_else(bad)?,
+        ),
+        (Type::Int, Raw::Num(s)) => e.int(parse_i64(s.of(line)).ok_or_else(bad)?),
+        (Type::Double, Raw::Num(s)) => e.double(parse_f64(s.of(line)).ok_or_else(bad)?),
+        (Type::Double, Raw::Str(s)) => e.double(match s.of(strs) {
+            b"NaN" => f64::NAN,
+            b"Infinity" => f64::INFINITY,
+            b"-Infinity" => f64::NEG_INFINITY,
+            _ => return Err(bad()),
+        }),
+        (Type::Time, Raw::Num(s)) | (Type::Interval, Raw::Num(s)) => {
+            let v = parse_json_ns(s.of(line)).ok_or_else(bad)?;
+            e.int(v);
+            return Ok(Some(v));
+        }
+        (Type::Time, Raw::Str(s)) => {
+            let v = parse_rfc3339(s.of(strs)).ok_or_else(bad)?;
+            e.int(v);
+            return Ok(Some(v));
+        }
+        (Type::Addr, Raw::Str(s)) => e.addr(parse_addr(s.of(strs)).ok_or_else(bad)?),
+        (Type::Subnet, Raw::Str(s)) => {
+            let (a, p) = parse_subnet(s.of(strs)).ok_or_else(bad)?;
+            e.subnet(a, p);
+        }
+        (t, Raw::Str(s)) if t.is_stringy() => e.bytes(s.of(strs)),
+        (t, Raw::Num(s) | Raw::Json(s)) if t.is_stringy() => e.bytes(s.of(line)),
+        (t, Raw::Bool(b)) if t.is_stringy() => e.bytes(if b { b"true" } else { b"false" }),
+        _ => return Err(bad()),
+    }
+    Ok(None)
+}
+
 /// Reads Zeek JSON lines into batches. See the module docs.
 #[derive(Debug)]
 pub struct JsonDecoder {
@@ -738,6 +926,62 @@ pub struct JsonDecoder {
     /// Fail mode: the error to return once the events before it are emitted.
     pending_err: Option<ParseError>,
     p: Parsed,
+    /// Typed logs seen so far, by Zeek path.
+    typed: HashMap<String, Typed>,
+    /// The typed log of lines without `_path` (the option's, else the file name's).
+    unnamed: Option<Arc<LogSchema>>,
+    /// Per column of a typed line's schema: the index of the line's field, or `NO_FIELD`.
+    slots: Vec<usize>,
+}
+
+/// No field of the line fills this column.
+const NO_FIELD: usize = usize::MAX;
+
+/// A typed log's current schema: the log schema's fields, then the fields it does not know
+/// (typed by inference) in order of first appearance.
+#[derive(Debug)]
+struct Typed {
+    log: Arc<LogSchema>,
+    schema: SchemaRef,
+    /// Columns after the log schema's: name and type.
+    extras: Vec<Field>,
+    /// Name to column, for the extras.
+    extra_index: HashMap<String, usize>,
+}
+
+impl Typed {
+    fn new(log: Arc<LogSchema>) -> Typed {
+        Typed {
+            schema: log.schema().clone(),
+            log,
+            extras: Vec::new(),
+            extra_index: HashMap::new(),
+        }
+    }
+
+    /// The column of the field `name`, trying `guess` first (lines mostly follow the
+    /// schema's order).
+    fn column(&self, name: &[u8], guess: usize) -> Option<usize> {
+        if self
+            .schema
+            .fields
+            .get(guess)
+            .is_some_and(|f| f.name.as_bytes() == name)
+        {
+            return Some(guess);
+        }
+        let name = std::str::from_utf8(name).ok()?;
+        self.log
+            .position(name)
+            .or_else(|| self.extra_index.get(name).copied())
+    }
+
+    fn rebuild(&mut self) {
+        let base = self.log.schema();
+        let mut fields = base.fields.clone();
+        fields.extend(self.extras.iter().cloned());
+        self.schema = Schema::new(base.name.clone(), fields).into_shared();
+    }
 }
 
 impl JsonDecoder {
@@ -756,6 +1000,34 @@ impl JsonDecoder {
             report: SkipReport::default(),
             pending_err: None,
             p: Parsed::default(),
+            typed: HashMap::new(),
+            unnamed: None,
+            slots: Vec::new(),
+        }
+        .with_unnamed()
+    }
+
+    /// Resolves the typed log of lines without `_path`.
+    fn with_unnamed(mut self) -> JsonDecoder {
+        if let Some(schemas) = &self.opts.zeek_schemas {
+            self.unnamed = match &self.opts.json_schema {
+                Some(name) => schemas.by_name(name),
+                None => schemas.for_file_name(&self.opts.source_name),
+            }
+            .cloned();
+        }
+        self
+    }
+
+    /// The typed log of the line just parsed, if a schema types it.
+    fn typed_log(&self) -> Option<Arc<LogSchema>> {
+        let schemas = self.opts.zeek_schemas.as_ref()?;
+        match self.p.path {
+            Some(span) => std::str::from_utf8(span.of(&self.p.strs))
+                .ok()
+                .and_then(|path| schemas.get(path))
+                .cloned(),
+            None => self.unnamed.clone(),
         }
     }
 
@@ -867,6 +1139,9 @@ impl JsonDecoder {
                 ),
             ));
         }
+        if let Some(log) = self.typed_log() {
+            return self.parse_typed(line, log);
+        }
         // Infer every value's type.
         let p = &mut self.p;
         for f in p.fields.iter_mut() {
@@ -945,6 +1220,185 @@ impl JsonDecoder {
         }
         builder.finish_row(ts);
         Ok(emitted)
+    }
+
+    /// Reads the line just parsed in its typed log's schema: every field the schema knows
+    /// converted to its type, the others typed by inference (a new one, or one whose
+    /// inferred type changes, widens the log's schema), absent fields unset.
+    fn parse_typed(
+        &mut self,
+        line: &[u8],
+        log: Arc<LogSchema>,
+    ) -> Result<Option<Batch>, ParseError> {
+        let path = log.schema().path().to_string();
+        let st = self.typed.entry(path).or_insert_with(|| Typed::new(log));
+        let p = &mut self.p;
+        // Columns of the line's fields; unknown fields become (or retype) extras.
+        let mut cols = std::mem::take(&mut self.slots);
+        cols.clear();
+        let mut changed = false;
+        // Whether the schema only grows at its end (new fields), so that pending rows can
+        // be widened instead of cut off into a batch of their own.
+        let mut appended_only = true;
+        let before = st.schema.clone();
+        let base = st.log.schema().fields.len();
+        for f in p.fields.iter_mut() {
+            let name = f.name.of(&p.names);
+            let guess = cols.last().map_or(0, |&c: &usize| c + 1);
+            let known = st.column(name, guess);
+            if let Some(c) = known.filter(|&c| c < base) {
+                cols.push(c);
+                continue;
+            }
+            // Not in the log schema: infer, as for untyped logs.
+            let ts = is_ts_name(name);
+            let sk = match &mut f.val {
+                FieldVal::One(it) => {
+                    it.val = infer(it.raw, ts, line, &p.strs, &mut p.tmp);
+                    Sk::of(&it.val)
+                }
+                FieldVal::Many(span) => {
+                    for k in span.start..span.end {
+                        let raw = p.elems[k].raw;
+                        p.elems[k].val = infer(raw, ts, line, &p.strs, &mut p.tmp);
+                    }
+                    unify(&p.elems[span.start..span.end])
+                }
+            };
+            f.sk = sk;
+            let many = matches!(f.val, FieldVal::Many(_));
+            let inferred = sk.map(|k| {
+                if many {
+                    Type::Vector(Box::new(k.ty()))
+                } else {
+                    k.ty()
+                }
+            });
+            match known {
+                Some(c) => {
+                    let e = c - base;
+                    let cur = &st.extras[e].ty;
+                    let fits = match (many, sk) {
+                        (false, None) => true,
+                        (false, Some(k)) => k.is(cur),
+                        (true, None) => cur.is_container(),
+                        (true, Some(k)) => matches!(cur, Type::Vector(t) if k.is(t)),
+                    };
+                    if !fits {
+                        st.extras[e].ty = inferred.unwrap_or(Type::Vector(Box::new(Type::String)));
+                        changed = true;
+                        appended_only = false;
+                    }
+                    cols.push(c);
+                }
+                None => {
+                    let ty = inferred.unwrap_or_else(|| {
+                        if many {
+                            Type::Vector(Box::new(Type::String))
+                        } else {
+                            Type::String
+                        }
+                    });
+                    let fname = String::from_utf8_lossy(name).into_owned();
+                    let c = base + st.extras.len();
+                    st.extra_index.insert(fname.clone(), c);
+                    st.extras.push(Field::new(fname, ty));
+                    changed = true;
+                    cols.push(c);
+                }
+            }
+        }
+        if changed {
+            st.rebuild();
+        }
+        let schema = st.schema.clone();
+        // Column -> field, refusing a key twice.
+        let mut slots = std::mem::take(&mut cols);
+        let n = schema.fields.len();
+        let mut by_col = vec![NO_FIELD; n];
+        for (j, &c) in slots.iter().enumerate() {
+            if c >= n {
+                continue;
+            }
+            if by_col[c] != NO_FIELD {
+                let name = &schema.fields[c].name;
+                self.slots = slots;
+                return Err(self.error(
+                    self.line,
+                    Some(name.clone()),
+                    format!("duplicate key {}", quote(name.as_bytes())),
+                ));
+            }
+            by_col[c] = j;
+        }
+        slots.clear();
+        slots.extend_from_slice(&by_col);
+        // Switch to the schema.
+        let mut emitted = None;
+        let same = matches!(&self.builder, Some(b) if Arc::ptr_eq(b.schema(), &schema));
+        if !same {
+            self.ts_index = schema.ts_index();
+            match &mut self.builder {
+                Some(b) if !b.is_empty() => {
+                    let pending = b.finish();
+                    *b = BatchBuilder::new(schema.clone());
+                    let grows = appended_only && Arc::ptr_eq(pending.schema(), &before);
+                    if !(grows && widen(&pending, b, self.ts_index)) {
+                        *b = BatchBuilder::new(schema.clone());
+                        emitted = Some(pending);
+                    }
+                }
+                _ => self.builder = Some(BatchBuilder::new(schema.clone())),
+            }
+        }
+        let known = st_len(&self.typed, &schema);
+        let result = match self.builder.as_mut() {
+            Some(builder) => {
+                let r = encode_typed_row(
+                    builder,
+                    &schema,
+                    known,
+                    &slots,
+                    &self.p,
+                    line,
+                    self.ts_index,
+                );
+                match r {
+                    Ok(ts) => {
+                        builder.finish_row(ts);
+                        Ok(())
+                    }
+                    Err(bad) => {
+                        builder.discard_row();
+                        Err(bad)
+                    }
+                }
+            }
+            None => Ok(()),
+        };
+        self.slots = slots;
+        match result {
+            Ok(()) => Ok(emitted),
+            Err((col, text)) => {
+                let f = &schema.fields[col];
+                let e = self.error(
+                    self.line,
+                    Some(f.name.clone()),
+                    format!("invalid {} value {}", f.ty, quote(&text)),
+                );
+                match emitted {
+                    // The batch before is out already: report the error after it.
+                    Some(b) => {
+                        match self.opts.on_error {
+                            OnError::Fail => self.pending_err = Some(e),
+                            OnError::Skip => self.report.record(e),
+                        }
+                        Ok(Some(b))
+                    }
+                    None => Err(e),
+                }
+            }
+        }
     }
 
     /// Whether the line just parsed fits schema `s`: same name, same field names in the same

@@ -3,5 +3,6 @@
 pub mod json;
 pub mod parallel;
 pub mod scalar;
+pub mod schema;
 pub mod tsv;
 pub mod tsv_writer;

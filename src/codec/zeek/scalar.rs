@@ -17,7 +17,7 @@
 //! | `count`, `port` | one or more ASCII digits, no sign ([`parse_u64`]) | the number; more than `u64::MAX` is rejected |
 //! | `int` | `-`, `+` or no sign, then one or more digits ([`parse_i64`]) | the number, `i64::MIN..=i64::MAX` |
 //! | `double` | `inf`, `+inf`, `-inf`, `nan`, `+nan`, `-nan`, or text of only digits, `.`, `+`, `-`, `e`, `E` that Rust's `f64` parser accepts ([`parse_f64`]) | the nearest `f64` (words like `infinity` are rejected) |
-//! | `time`, `interval` | `-`, `+` or no sign, digits, optionally `.` and digits, at least one digit in all (`5.`, `.5` are fine; no exponent) ([`parse_ns`]) | exact integer nanoseconds (seconds since the epoch for `time`); digits beyond the ninth decimal round half to even; outside the `i64` range is rejected |
+//! | `time`, `interval` | `-`, `+` or no sign, digits, optionally `.` and digits, at least one digit in all (`5.`, `.5` are fine), optionally an exponent after an integral digit (`4.294967296e+09`, `-2.5e+10`, `1e-07`: how Zeek writes magnitudes at or above 2^31-1 and below 1e-6) ([`parse_ns`]) | exact integer nanoseconds (seconds since the epoch for `time`, negative before 1970); digits beyond the ninth decimal round half to even, the same with or without exponent; outside the `i64` range is rejected |
 //! | `addr` | a dotted quad of 1-3 digit octets `0..=255` without leading zeros, or any IPv6 text Rust's parser accepts ([`parse_addr`]) | the address |
 //! | `subnet` | `addr/prefix`, the prefix digits only and at most 32 (IPv4) or 128 (IPv6) ([`parse_subnet`]) | address and prefix length (host bits are kept) |
 //!
@@ -168,7 +168,19 @@ pub fn parse_ns(s: &[u8]) -> Option<i64> {
         }
     }
     if i != s.len() || int_digits + frac_digits == 0 {
-        return None;
+        // Zeek writes magnitudes at or above 2^31-1 (and below 1e-6) in exponent form,
+        // `4.294967296e+09`: the JSON-number path reads it exactly.
+        return match s.get(i) {
+            Some(b'e' | b'E') if int_digits > 0 => {
+                let v = parse_json_ns(s)?;
+                if neg {
+                    v.checked_neg()
+                } else {
+                    Some(v)
+                }
+            }
+            _ => None,
+        };
     }
     let frac = frac * POW10[9 - frac_digits.min(9)];
     let ns = int
@@ -771,6 +783,33 @@ mod tests {
     }
 
     #[test]
+    fn times_in_zeeks_exponent_form_are_exact() {
+        // modp_dtoa2 with %.16e: 2^32 seconds, 17 significant digits, negative, tiny.
+        assert_eq!(
+            parse_ns(b"4.294967296e+09"),
+            Some(4_294_967_296_000_000_000)
+        );
+        assert_eq!(
+            parse_ns(b"2.1474836471234567e+09"),
+            Some(2_147_483_647_123_456_700)
+        );
+        assert_eq!(parse_ns(b"-2.5e+09"), Some(-2_500_000_000_000_000_000));
+        assert_eq!(parse_ns(b"-2.5e+10"), None); // before 1677: outside i64 nanoseconds
+        assert_eq!(parse_ns(b"1e-07"), Some(100));
+        assert_eq!(parse_ns(b"1E-07"), Some(100));
+        assert_eq!(parse_ns(b"+1e-07"), Some(100));
+        // Rounded half to even below the nanosecond, as the decimal form.
+        assert_eq!(parse_ns(b"1.0000000005e+00"), parse_ns(b"1.0000000005"));
+        assert_eq!(parse_ns(b"1.5e-09"), Some(2));
+        assert_eq!(parse_ns(b"-1.5e-09"), Some(-2));
+        assert_eq!(
+            parse_ns(b"-1.418429426887384e+09"),
+            parse_ns(b"-1418429426.887384")
+        );
+        assert_eq!(parse_ns(b"1e+10000"), None);
+    }
+
+    #[test]
     fn times_are_exact() {
         assert_eq!(
             parse_ns(b"1258531221.486539"),
@@ -785,7 +824,18 @@ mod tests {
         assert_eq!(parse_ns(b"9223372036.854775807"), Some(i64::MAX));
         assert_eq!(parse_ns(b"-9223372036.854775808"), Some(i64::MIN));
         assert_eq!(parse_ns(b"9223372036.854775808"), None);
-        for bad in [&b""[..], b".", b"-", b"1e9", b"1.2.3", b"1 ", b"x"] {
+        for bad in [
+            &b""[..],
+            b".",
+            b"-",
+            b"1.2.3",
+            b"1 ",
+            b"x",
+            b"e9",
+            b".5e1",
+            b"1e",
+            b"1e+",
+        ] {
             assert_eq!(parse_ns(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }

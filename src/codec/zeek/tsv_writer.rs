@@ -34,7 +34,9 @@
 //! the set separator `,` as `\x2c`. A string equal to `-` or `(empty)` (a whole value, or a
 //! container element) gets its first byte escaped (`\x2d`, `\x28empty)`), so that it is not
 //! taken for the unset or empty marker. An empty string inside a container is written as
-//! nothing (`a,,b`; a container of one empty string is an empty field).
+//! nothing (`a,,b`; a container of one empty string is an empty field). A line whose first
+//! field starts with `#` (a string, or a container's first element) has that `#` written as
+//! `\x23`, as Zeek does, so that it is not read as a header or comment line.
 //!
 //! The format has one ambiguity, in Zeek too: a container holding a single unset element is
 //! written `-`, the unset marker, and reads back as an unset container.
@@ -139,7 +141,14 @@ impl EventWriter for ZeekTsvWriter {
             self.open_block(schema, out);
         }
         write_each(schema, rows, out, |row, out| {
-            write_row(&Tsv, schema, row, out)
+            let start = out.len();
+            write_row(&Tsv, schema, row, out)?;
+            // A data line must not start with `#`, or readers take it for a header line:
+            // Zeek writes that first `#` as `\x23` (the reader unescapes it).
+            if out.get(start) == Some(&b'#') {
+                out.splice(start..start + 1, *b"\\x23");
+            }
+            Ok(())
         })
     }
 

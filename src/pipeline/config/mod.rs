@@ -12,6 +12,7 @@
 //! ```toml
 //! [pipeline]                      # optional
 //! channel_capacity = "16MiB"      # byte bound of every edge (bounded channel) of the graph
+//! # metrics_listen = "127.0.0.1:9184"  # serve the counters for Prometheus (crate::metrics_http)
 //!
 //! [sources.logs]                  # a source named "logs"
 //! type = "file"
@@ -39,16 +40,16 @@
 //!
 //! | section | `type` | configuration (its docs list the keys and defaults) |
 //! | --- | --- | --- |
-//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity` |
-//! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `max_line_length` |
+//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity`, `metrics_listen` |
+//! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `schema`, `schema_dir`, `max_line_length` |
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
-//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync` |
-//! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format` |
-//! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`: one file per log path |
+//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `compression`, `compression_level`, `sketches`, `max_archive_size`, `retain`, `compact` |
+//! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format`, `json_timestamps` |
+//! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`, `json_timestamps`: one file per log path |
 //! | `sinks` | `parquet` | `inputs`, [`ParquetSinkConfig`]: `dir` (required), `max_file_size`, `row_group_size`, `compression_level`: a Hive-partitioned Parquet lake |
-//! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format` |
+//! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format`, `json_timestamps` |
 //!
 //! Each configuration type derives `Deserialize` for its table and owns its defaults (its
 //! `Default`), its limits (its `validate()`, the one check of each, also for the flags of

@@ -11,15 +11,105 @@ pub mod fbs {
 
 
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
+pub const ENUM_MIN_CODEC: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_SEGMENT_VERSION: u8 = 2;
+pub const ENUM_MAX_CODEC: u8 = 2;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 3] = [
+pub const ENUM_VALUES_CODEC: [Codec; 3] = [
+  Codec::None,
+  Codec::Lz4,
+  Codec::Zstd,
+];
+
+/// How a batch's `data` is stored (format 3; see src/segment/codec.rs).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
+pub struct Codec(pub u8);
+#[allow(non_upper_case_globals)]
+impl Codec {
+  pub const None: Self = Self(0);
+  pub const Lz4: Self = Self(1);
+  pub const Zstd: Self = Self(2);
+
+  pub const ENUM_MIN: u8 = 0;
+  pub const ENUM_MAX: u8 = 2;
+  pub const ENUM_VALUES: &'static [Self] = &[
+    Self::None,
+    Self::Lz4,
+    Self::Zstd,
+  ];
+  /// Returns the variant's name or "" if unknown.
+  pub fn variant_name(self) -> Option<&'static str> {
+    match self {
+      Self::None => Some("None"),
+      Self::Lz4 => Some("Lz4"),
+      Self::Zstd => Some("Zstd"),
+      _ => None,
+    }
+  }
+}
+impl ::core::fmt::Debug for Codec {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
+    if let Some(name) = self.variant_name() {
+      f.write_str(name)
+    } else {
+      f.write_fmt(format_args!("<UNKNOWN {:?}>", self.0))
+    }
+  }
+}
+impl<'a> ::flatbuffers::Follow<'a> for Codec {
+  type Inner = Self;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    let b = unsafe { ::flatbuffers::read_scalar_at::<u8>(buf, loc) };
+    Self(b)
+  }
+}
+
+impl ::flatbuffers::Push for Codec {
+    type Output = Codec;
+    #[inline]
+    unsafe fn push(&self, dst: &mut [u8], _written_len: usize) {
+        unsafe { ::flatbuffers::emplace_scalar::<u8>(dst, self.0) };
+    }
+}
+
+impl ::flatbuffers::EndianScalar for Codec {
+  type Scalar = u8;
+  #[inline]
+  fn to_little_endian(self) -> u8 {
+    self.0.to_le()
+  }
+  #[inline]
+  #[allow(clippy::wrong_self_convention)]
+  fn from_little_endian(v: u8) -> Self {
+    let b = u8::from_le(v);
+    Self(b)
+  }
+}
+
+impl<'a> ::flatbuffers::Verifiable for Codec {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    u8::run_verifier(v, pos)
+  }
+}
+
+impl ::flatbuffers::SimpleToVerifyInSlice for Codec {}
+#[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
+pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
+#[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
+pub const ENUM_MAX_SEGMENT_VERSION: u8 = 3;
+#[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
+#[allow(non_camel_case_types)]
+pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 4] = [
   SegmentVersion::NONE,
   SegmentVersion::SegmentV1,
   SegmentVersion::SegmentV2,
+  SegmentVersion::SegmentV3,
 ];
 
 /// All segment layouts; new versions are appended, never reordered.
@@ -31,13 +121,15 @@ impl SegmentVersion {
   pub const NONE: Self = Self(0);
   pub const SegmentV1: Self = Self(1);
   pub const SegmentV2: Self = Self(2);
+  pub const SegmentV3: Self = Self(3);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 2;
+  pub const ENUM_MAX: u8 = 3;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::SegmentV1,
     Self::SegmentV2,
+    Self::SegmentV3,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -45,6 +137,7 @@ impl SegmentVersion {
       Self::NONE => Some("NONE"),
       Self::SegmentV1 => Some("SegmentV1"),
       Self::SegmentV2 => Some("SegmentV2"),
+      Self::SegmentV3 => Some("SegmentV3"),
       _ => None,
     }
   }
@@ -357,6 +450,200 @@ impl<'a> TimeRange {
 
 }
 
+/// Minimum and maximum of one numeric or time field over the rows of a batch where it is set
+/// (format 3). `kind` says how `lo` and `hi` are read: 0 signed (int, time, interval: i64),
+/// 1 unsigned (count, port: u64), 2 real (the bits of an f64; never NaN).
+// struct FieldRange, aligned to 8
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq)]
+pub struct FieldRange(pub [u8; 24]);
+impl Default for FieldRange { 
+  fn default() -> Self { 
+    Self([0; 24])
+  }
+}
+impl ::core::fmt::Debug for FieldRange {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
+    f.debug_struct("FieldRange")
+      .field("field", &self.field())
+      .field("kind", &self.kind())
+      .field("lo", &self.lo())
+      .field("hi", &self.hi())
+      .finish()
+  }
+}
+
+impl ::flatbuffers::SimpleToVerifyInSlice for FieldRange {}
+impl<'a> ::flatbuffers::Follow<'a> for FieldRange {
+  type Inner = &'a FieldRange;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    unsafe { <&'a FieldRange>::follow(buf, loc) }
+  }
+}
+impl<'a> ::flatbuffers::Follow<'a> for &'a FieldRange {
+  type Inner = &'a FieldRange;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    unsafe { ::flatbuffers::follow_cast_ref::<FieldRange>(buf, loc) }
+  }
+}
+impl<'b> ::flatbuffers::Push for FieldRange {
+    type Output = FieldRange;
+    #[inline]
+    unsafe fn push(&self, dst: &mut [u8], _written_len: usize) {
+        let src = unsafe { ::core::slice::from_raw_parts(self as *const FieldRange as *const u8, <Self as ::flatbuffers::Push>::size()) };
+        dst.copy_from_slice(src);
+    }
+    #[inline]
+    fn alignment() -> ::flatbuffers::PushAlignment {
+        ::flatbuffers::PushAlignment::new(8)
+    }
+}
+
+impl<'a> ::flatbuffers::Verifiable for FieldRange {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.in_buffer::<Self>(pos)
+  }
+}
+
+impl<'a> FieldRange {
+  #[allow(clippy::too_many_arguments)]
+  pub fn new(
+    field: u32,
+    kind: u8,
+    lo: u64,
+    hi: u64,
+  ) -> Self {
+    let mut s = Self([0; 24]);
+    s.set_field(field);
+    s.set_kind(kind);
+    s.set_lo(lo);
+    s.set_hi(hi);
+    s
+  }
+
+  pub fn field(&self) -> u32 {
+    let mut mem = ::core::mem::MaybeUninit::<<u32 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[0..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_field(&mut self, x: u32) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[0..].as_mut_ptr(),
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+  pub fn kind(&self) -> u8 {
+    let mut mem = ::core::mem::MaybeUninit::<<u8 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[4..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u8 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_kind(&mut self, x: u8) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[4..].as_mut_ptr(),
+        ::core::mem::size_of::<<u8 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+  pub fn lo(&self) -> u64 {
+    let mut mem = ::core::mem::MaybeUninit::<<u64 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[8..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u64 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_lo(&mut self, x: u64) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[8..].as_mut_ptr(),
+        ::core::mem::size_of::<<u64 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+  pub fn hi(&self) -> u64 {
+    let mut mem = ::core::mem::MaybeUninit::<<u64 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[16..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u64 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_hi(&mut self, x: u64) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[16..].as_mut_ptr(),
+        ::core::mem::size_of::<<u64 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+}
+
 /// A 128-bit UUID (RFC 4122 byte order).
 // struct Uuid, aligned to 1
 #[repr(transparent)]
@@ -439,6 +726,144 @@ impl<'a> Uuid {
 
 }
 
+pub enum SketchOffset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// What pruning may know of a batch without reading its rows (format 3; see
+/// src/segment/sketch.rs for the hash and the filter).
+pub struct Sketch<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for Sketch<'a> {
+  type Inner = Sketch<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> Sketch<'a> {
+  pub const VT_BLOOM: ::flatbuffers::VOffsetT = 4;
+  pub const VT_BLOOM_HASHES: ::flatbuffers::VOffsetT = 6;
+  pub const VT_RANGES: ::flatbuffers::VOffsetT = 8;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    Sketch { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args SketchArgs<'args>
+  ) -> ::flatbuffers::WIPOffset<Sketch<'bldr>> {
+    let mut builder = SketchBuilder::new(_fbb);
+    if let Some(x) = args.ranges { builder.add_ranges(x); }
+    if let Some(x) = args.bloom { builder.add_bloom(x); }
+    builder.add_bloom_hashes(args.bloom_hashes);
+    builder.finish()
+  }
+
+
+  /// A Bloom filter over the distinct string, enum and address values of the batch (top-level
+  /// fields and container elements alike); bit i is bit (i % 8) of byte i / 8.
+  #[inline]
+  pub fn bloom(&self) -> ::flatbuffers::Vector<'a, u8> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(Sketch::VT_BLOOM, None).unwrap()}
+  }
+  /// Number of probes per value.
+  #[inline]
+  pub fn bloom_hashes(&self) -> u8 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u8>(Sketch::VT_BLOOM_HASHES, Some(0)).unwrap()}
+  }
+  /// Per numeric or time field that has a value in the batch, its range; ascending by field.
+  #[inline]
+  pub fn ranges(&self) -> ::flatbuffers::Vector<'a, FieldRange> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, FieldRange>>>(Sketch::VT_RANGES, None).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for Sketch<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("bloom", Self::VT_BLOOM, true)?
+     .visit_field::<u8>("bloom_hashes", Self::VT_BLOOM_HASHES, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, FieldRange>>>("ranges", Self::VT_RANGES, true)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct SketchArgs<'a> {
+    pub bloom: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
+    pub bloom_hashes: u8,
+    pub ranges: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, FieldRange>>>,
+}
+impl<'a> Default for SketchArgs<'a> {
+  #[inline]
+  fn default() -> Self {
+    SketchArgs {
+      bloom: None, // required field
+      bloom_hashes: 0,
+      ranges: None, // required field
+    }
+  }
+}
+
+pub struct SketchBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SketchBuilder<'a, 'b, A> {
+  #[inline]
+  pub fn add_bloom(&mut self, bloom: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u8>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Sketch::VT_BLOOM, bloom);
+  }
+  #[inline]
+  pub fn add_bloom_hashes(&mut self, bloom_hashes: u8) {
+    self.fbb_.push_slot::<u8>(Sketch::VT_BLOOM_HASHES, bloom_hashes, 0);
+  }
+  #[inline]
+  pub fn add_ranges(&mut self, ranges: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , FieldRange>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Sketch::VT_RANGES, ranges);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SketchBuilder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    SketchBuilder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<Sketch<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, Sketch::VT_BLOOM,"bloom");
+    self.fbb_.required(o, Sketch::VT_RANGES,"ranges");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for Sketch<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("Sketch");
+      ds.field("bloom", &self.bloom());
+      ds.field("bloom_hashes", &self.bloom_hashes());
+      ds.field("ranges", &self.ranges());
+      ds.finish()
+  }
+}
 pub enum FieldOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -695,6 +1120,9 @@ impl<'a> Batch<'a> {
   pub const VT_DATA: ::flatbuffers::VOffsetT = 12;
   pub const VT_OFFSETS: ::flatbuffers::VOffsetT = 14;
   pub const VT_CHECKSUM: ::flatbuffers::VOffsetT = 16;
+  pub const VT_CODEC: ::flatbuffers::VOffsetT = 18;
+  pub const VT_RAW_SIZE: ::flatbuffers::VOffsetT = 20;
+  pub const VT_SKETCH: ::flatbuffers::VOffsetT = 22;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -707,12 +1135,15 @@ impl<'a> Batch<'a> {
   ) -> ::flatbuffers::WIPOffset<Batch<'bldr>> {
     let mut builder = BatchBuilder::new(_fbb);
     builder.add_first_id(args.first_id);
+    if let Some(x) = args.sketch { builder.add_sketch(x); }
+    builder.add_raw_size(args.raw_size);
     builder.add_checksum(args.checksum);
     if let Some(x) = args.offsets { builder.add_offsets(x); }
     if let Some(x) = args.data { builder.add_data(x); }
     if let Some(x) = args.ts { builder.add_ts(x); }
     builder.add_rows(args.rows);
     builder.add_schema(args.schema);
+    builder.add_codec(args.codec);
     builder.finish()
   }
 
@@ -773,6 +1204,30 @@ impl<'a> Batch<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<u32>(Batch::VT_CHECKSUM, Some(0)).unwrap()}
   }
+  /// How `data` is stored (format 3; None before).
+  #[inline]
+  pub fn codec(&self) -> Codec {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<Codec>(Batch::VT_CODEC, Some(Codec::None)).unwrap()}
+  }
+  /// With a codec: the length of the raw bytes (rows, then offsets as u32) `data` inflates to.
+  #[inline]
+  pub fn raw_size(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Batch::VT_RAW_SIZE, Some(0)).unwrap()}
+  }
+  /// Format 3: the batch's sketch (absent in older formats).
+  #[inline]
+  pub fn sketch(&self) -> Option<Sketch<'a>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<Sketch>>(Batch::VT_SKETCH, None)}
+  }
 }
 
 impl ::flatbuffers::Verifiable for Batch<'_> {
@@ -788,6 +1243,9 @@ impl ::flatbuffers::Verifiable for Batch<'_> {
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("data", Self::VT_DATA, true)?
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u32>>>("offsets", Self::VT_OFFSETS, true)?
      .visit_field::<u32>("checksum", Self::VT_CHECKSUM, false)?
+     .visit_field::<Codec>("codec", Self::VT_CODEC, false)?
+     .visit_field::<u32>("raw_size", Self::VT_RAW_SIZE, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<Sketch>>("sketch", Self::VT_SKETCH, false)?
      .finish();
     Ok(())
   }
@@ -800,6 +1258,9 @@ pub struct BatchArgs<'a> {
     pub data: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
     pub offsets: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u32>>>,
     pub checksum: u32,
+    pub codec: Codec,
+    pub raw_size: u32,
+    pub sketch: Option<::flatbuffers::WIPOffset<Sketch<'a>>>,
 }
 impl<'a> Default for BatchArgs<'a> {
   #[inline]
@@ -812,6 +1273,9 @@ impl<'a> Default for BatchArgs<'a> {
       data: None, // required field
       offsets: None, // required field
       checksum: 0,
+      codec: Codec::None,
+      raw_size: 0,
+      sketch: None,
     }
   }
 }
@@ -850,6 +1314,18 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> BatchBuilder<'a, 'b, A> {
     self.fbb_.push_slot::<u32>(Batch::VT_CHECKSUM, checksum, 0);
   }
   #[inline]
+  pub fn add_codec(&mut self, codec: Codec) {
+    self.fbb_.push_slot::<Codec>(Batch::VT_CODEC, codec, Codec::None);
+  }
+  #[inline]
+  pub fn add_raw_size(&mut self, raw_size: u32) {
+    self.fbb_.push_slot::<u32>(Batch::VT_RAW_SIZE, raw_size, 0);
+  }
+  #[inline]
+  pub fn add_sketch(&mut self, sketch: ::flatbuffers::WIPOffset<Sketch<'b >>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<Sketch>>(Batch::VT_SKETCH, sketch);
+  }
+  #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> BatchBuilder<'a, 'b, A> {
     let start = _fbb.start_table();
     BatchBuilder {
@@ -876,6 +1352,9 @@ impl ::core::fmt::Debug for Batch<'_> {
       ds.field("data", &self.data());
       ds.field("offsets", &self.offsets());
       ds.field("checksum", &self.checksum());
+      ds.field("codec", &self.codec());
+      ds.field("raw_size", &self.raw_size());
+      ds.field("sketch", &self.sketch());
       ds.finish()
   }
 }
@@ -1246,6 +1725,200 @@ impl ::core::fmt::Debug for SegmentV2<'_> {
       ds.finish()
   }
 }
+pub enum SegmentV3Offset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// Version 3 of the segment layout: the fields of version 2; its batches may be compressed
+/// and carry sketches, and the metadata checksum covers those fields too.
+pub struct SegmentV3<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for SegmentV3<'a> {
+  type Inner = SegmentV3<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> SegmentV3<'a> {
+  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
+  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
+  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
+  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
+  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
+  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    SegmentV3 { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args SegmentV3Args<'args>
+  ) -> ::flatbuffers::WIPOffset<SegmentV3<'bldr>> {
+    let mut builder = SegmentV3Builder::new(_fbb);
+    builder.add_events(args.events);
+    builder.add_meta_checksum(args.meta_checksum);
+    if let Some(x) = args.batches { builder.add_batches(x); }
+    if let Some(x) = args.schemas { builder.add_schemas(x); }
+    if let Some(x) = args.intervals { builder.add_intervals(x); }
+    if let Some(x) = args.uuid { builder.add_uuid(x); }
+    builder.finish()
+  }
+
+
+  /// Identity of the segment; its file is named after it (`UUID.seg`).
+  #[inline]
+  pub fn uuid(&self) -> &'a Uuid {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<Uuid>(SegmentV3::VT_UUID, None).unwrap()}
+  }
+  /// The event IDs held, ascending, merged where adjacent.
+  #[inline]
+  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV3::VT_INTERVALS, None).unwrap()}
+  }
+  /// Total number of events.
+  #[inline]
+  pub fn events(&self) -> u64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u64>(SegmentV3::VT_EVENTS, Some(0)).unwrap()}
+  }
+  /// Distinct schemas of the batches, referenced by index.
+  #[inline]
+  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV3::VT_SCHEMAS, None).unwrap()}
+  }
+  /// The batches in ID order.
+  #[inline]
+  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV3::VT_BATCHES, None).unwrap()}
+  }
+  /// CRC-32 (IEEE) over the canonical encoding of every field above and of every batch's
+  /// schema, first_id, rows, ts, checksum, codec, raw_size and sketch (see src/segment/mod.rs).
+  #[inline]
+  pub fn meta_checksum(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(SegmentV3::VT_META_CHECKSUM, Some(0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for SegmentV3<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
+     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
+     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct SegmentV3Args<'a> {
+    pub uuid: Option<&'a Uuid>,
+    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
+    pub events: u64,
+    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
+    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
+    pub meta_checksum: u32,
+}
+impl<'a> Default for SegmentV3Args<'a> {
+  #[inline]
+  fn default() -> Self {
+    SegmentV3Args {
+      uuid: None, // required field
+      intervals: None, // required field
+      events: 0,
+      schemas: None, // required field
+      batches: None, // required field
+      meta_checksum: 0,
+    }
+  }
+}
+
+pub struct SegmentV3Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV3Builder<'a, 'b, A> {
+  #[inline]
+  pub fn add_uuid(&mut self, uuid: &Uuid) {
+    self.fbb_.push_slot_always::<&Uuid>(SegmentV3::VT_UUID, uuid);
+  }
+  #[inline]
+  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV3::VT_INTERVALS, intervals);
+  }
+  #[inline]
+  pub fn add_events(&mut self, events: u64) {
+    self.fbb_.push_slot::<u64>(SegmentV3::VT_EVENTS, events, 0);
+  }
+  #[inline]
+  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV3::VT_SCHEMAS, schemas);
+  }
+  #[inline]
+  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV3::VT_BATCHES, batches);
+  }
+  #[inline]
+  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
+    self.fbb_.push_slot::<u32>(SegmentV3::VT_META_CHECKSUM, meta_checksum, 0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV3Builder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    SegmentV3Builder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV3<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, SegmentV3::VT_UUID,"uuid");
+    self.fbb_.required(o, SegmentV3::VT_INTERVALS,"intervals");
+    self.fbb_.required(o, SegmentV3::VT_SCHEMAS,"schemas");
+    self.fbb_.required(o, SegmentV3::VT_BATCHES,"batches");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for SegmentV3<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("SegmentV3");
+      ds.field("uuid", &self.uuid());
+      ds.field("intervals", &self.intervals());
+      ds.field("events", &self.events());
+      ds.field("schemas", &self.schemas());
+      ds.field("batches", &self.batches());
+      ds.field("meta_checksum", &self.meta_checksum());
+      ds.finish()
+  }
+}
 pub enum SegmentOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -1324,6 +1997,20 @@ impl<'a> Segment<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn segment_as_segment_v3(&self) -> Option<SegmentV3<'a>> {
+    if self.segment_type() == SegmentVersion::SegmentV3 {
+      let u = self.segment();
+      // Safety:
+      // Created from a valid Table for this object
+      // Which contains a valid union in this slot
+      Some(unsafe { SegmentV3::init_from_table(u) })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Segment<'_> {
@@ -1336,6 +2023,7 @@ impl ::flatbuffers::Verifiable for Segment<'_> {
         match key {
           SegmentVersion::SegmentV1 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV1>>("SegmentVersion::SegmentV1", pos),
           SegmentVersion::SegmentV2 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV2", pos),
+          SegmentVersion::SegmentV3 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV3>>("SegmentVersion::SegmentV3", pos),
           _ => Ok(()),
         }
      })?
@@ -1400,6 +2088,13 @@ impl ::core::fmt::Debug for Segment<'_> {
         },
         SegmentVersion::SegmentV2 => {
           if let Some(x) = self.segment_as_segment_v2() {
+            ds.field("segment", &x)
+          } else {
+            ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        SegmentVersion::SegmentV3 => {
+          if let Some(x) = self.segment_as_segment_v3() {
             ds.field("segment", &x)
           } else {
             ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")

@@ -1,0 +1,335 @@
+//! Compressed batches (format 3): the codecs, their levels, and the one place where a batch's
+//! rows are packed and unpacked.
+//!
+//! A compressed batch stores in `data` the compression of its *raw* bytes: the length of every
+//! row as an unsigned LEB128 varint (7 bits per byte, low bits first, high bit set on every
+//! byte but the last; a row of under 128 bytes takes one byte), then the msgpack rows back to
+//! back; its `offsets` vector is empty. Lengths rather than u32 offsets: they cost a tenth as
+//! much once compressed (on Zeek's conn.log, u32 offsets made the archive 9% larger).
+//! `raw_size` is the length of the raw bytes, so a reader allocates exactly that and never
+//! more (a damaged frame that would inflate further is an error), and the rows' lengths must
+//! add up to exactly the bytes after them. zstd stores one frame (`ZSTD_compress`), lz4 one
+//! raw block (`lz4_flex::block`, no frame, no size prefix). Readers get the rows followed by
+//! their offsets as little-endian u32, the layout of an uncompressed batch's `data` and
+//! `offsets` concatenated.
+
+use crate::setting::{Choice, ChoiceName};
+
+/// How the rows of a batch are stored in a segment (`--compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Codec {
+    /// Not compressed: rows and offsets are read zero-copy from the map.
+    None,
+    /// lz4 (one raw block): fast to write and read, larger.
+    Lz4,
+    /// zstd (one frame): the default.
+    #[default]
+    Zstd,
+}
+
+impl Choice for Codec {
+    const WHAT: &'static str = "--compression";
+    const CHOICES: &'static [ChoiceName<Codec>] = &[
+        ChoiceName::new(
+            "zstd",
+            Codec::Zstd,
+            "zstd: the smallest archive at import speed (the default)",
+        ),
+        ChoiceName::new(
+            "lz4",
+            Codec::Lz4,
+            "lz4: the fastest to write and read, about twice zstd's size",
+        ),
+        ChoiceName::new(
+            "none",
+            Codec::None,
+            "uncompressed: read zero-copy from the map, several times larger",
+        ),
+    ];
+}
+
+crate::choice!(Codec);
+
+impl Codec {
+    /// The byte stored in a batch's `codec` field (`schemas/segment.fbs`, enum `Codec`).
+    pub fn to_byte(self) -> u8 {
+        match self {
+            Codec::None => 0,
+            Codec::Lz4 => 1,
+            Codec::Zstd => 2,
+        }
+    }
+
+    /// The codec of a stored byte (`None` for one this weir does not know).
+    pub fn from_byte(b: u8) -> Option<Codec> {
+        match b {
+            0 => Some(Codec::None),
+            1 => Some(Codec::Lz4),
+            2 => Some(Codec::Zstd),
+            _ => None,
+        }
+    }
+
+    /// The level used when none is given: zstd 1, the fastest positive level (measured on the
+    /// Zeek corpus: 5-10% above the `.log.gz` size with sketches, level 3 only 1-5% smaller,
+    /// level 9 at or below the `.log.gz` but about twice the compression time; on W1000 level 1
+    /// adds about 1 s of CPU to an import); lz4 and none have no levels (0).
+    pub fn default_level(self) -> i32 {
+        match self {
+            Codec::Zstd => 1,
+            Codec::Lz4 | Codec::None => 0,
+        }
+    }
+
+    /// The levels accepted: zstd's (negative ones are faster and larger); only 0 otherwise.
+    pub fn levels(self) -> std::ops::RangeInclusive<i32> {
+        match self {
+            Codec::Zstd => zstd_safe::min_c_level()..=zstd_safe::max_c_level(),
+            Codec::Lz4 | Codec::None => 0..=0,
+        }
+    }
+}
+
+/// A codec and its level: what a segment writer compresses batches with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compression {
+    /// The codec.
+    pub codec: Codec,
+    /// Its level (see [`Codec::levels`]).
+    pub level: i32,
+}
+
+impl Default for Compression {
+    fn default() -> Compression {
+        Compression::new(Codec::default())
+    }
+}
+
+impl Compression {
+    /// `codec` at its default level.
+    pub fn new(codec: Codec) -> Compression {
+        Compression {
+            codec,
+            level: codec.default_level(),
+        }
+    }
+
+    /// No compression.
+    pub const NONE: Compression = Compression {
+        codec: Codec::None,
+        level: 0,
+    };
+}
+
+/// Compresses batches; keeps its zstd context between them.
+pub(crate) struct Packer {
+    compression: Compression,
+    zstd: Option<zstd_safe::CCtx<'static>>,
+    raw: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl std::fmt::Debug for Packer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packer")
+            .field("compression", &self.compression)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Packer {
+    pub(crate) fn new(compression: Compression) -> Packer {
+        Packer {
+            compression,
+            zstd: None,
+            raw: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    pub(crate) fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Compresses the rows `data` starting at `offsets` (see the module docs for the raw
+    /// layout). Returns the stored bytes and the raw length, or `None` when the codec is
+    /// [`Codec::None`] or compressing did not make the batch smaller than its rows and u32
+    /// offsets (it is then stored uncompressed).
+    pub(crate) fn pack(&mut self, data: &[u8], offsets: &[u32]) -> Option<(&[u8], usize)> {
+        let codec = self.compression.codec;
+        if codec == Codec::None {
+            return None;
+        }
+        self.raw.clear();
+        self.raw.reserve(data.len() + 2 * offsets.len());
+        for (i, &o) in offsets.iter().enumerate() {
+            let end = offsets.get(i + 1).map_or(data.len(), |&e| e as usize);
+            let mut len = end.saturating_sub(o as usize);
+            while len >= 0x80 {
+                self.raw.push(len as u8 | 0x80);
+                len >>= 7;
+            }
+            self.raw.push(len as u8);
+        }
+        self.raw.extend_from_slice(data);
+        let raw = &self.raw;
+        self.out.clear();
+        let n = match codec {
+            Codec::Zstd => {
+                self.out.reserve(zstd_safe::compress_bound(raw.len()));
+                let cctx = self.zstd.get_or_insert_with(zstd_safe::CCtx::create);
+                cctx.compress(&mut self.out, raw, self.compression.level)
+                    .ok()?
+            }
+            Codec::Lz4 => {
+                self.out
+                    .resize(lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+                lz4_flex::block::compress_into(raw, &mut self.out).ok()?
+            }
+            Codec::None => return None,
+        };
+        self.out.truncate(n);
+        (n < data.len() + 4 * offsets.len()).then_some((&self.out[..], raw.len()))
+    }
+}
+
+/// Decompresses a batch of `rows` rows from its stored bytes, which must inflate to exactly
+/// `raw_size` bytes, into its rows followed by their offsets as little-endian u32. Returns
+/// those and the length of the rows. `Err` says what is wrong (for a corruption message
+/// naming segment and batch).
+pub(crate) fn unpack(
+    codec: Codec,
+    stored: &[u8],
+    raw_size: usize,
+    rows: usize,
+) -> Result<(Vec<u8>, usize), String> {
+    let mut buf = inflate(codec, stored, raw_size)?;
+    let mut lengths = Vec::with_capacity(rows);
+    let mut pos = 0;
+    for _ in 0..rows {
+        let mut len = 0usize;
+        let mut shift = 0;
+        loop {
+            let b = *buf
+                .get(pos)
+                .ok_or("the row lengths run past the raw bytes")?;
+            pos += 1;
+            if shift > 28 {
+                return Err("a row length does not fit in 32 bits".into());
+            }
+            len |= ((b & 0x7f) as usize) << shift;
+            shift += 7;
+            if b < 0x80 {
+                break;
+            }
+        }
+        if len == 0 {
+            return Err("a row of 0 bytes".into());
+        }
+        lengths.push(len);
+    }
+    let data_len = buf.len() - pos;
+    if lengths.iter().try_fold(0usize, |a, &l| a.checked_add(l)) != Some(data_len) {
+        return Err(format!(
+            "the row lengths do not add up to the {data_len} bytes of rows"
+        ));
+    }
+    buf.drain(..pos);
+    buf.reserve_exact(4 * rows);
+    let mut at = 0u32;
+    for l in lengths {
+        buf.extend_from_slice(&at.to_le_bytes());
+        at += l as u32;
+    }
+    Ok((buf, data_len))
+}
+
+/// Decompresses exactly `raw_size` bytes.
+fn inflate(codec: Codec, stored: &[u8], raw_size: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    match codec {
+        Codec::None => return Ok(stored.to_vec()),
+        Codec::Zstd => {
+            out.reserve_exact(raw_size);
+            let n = zstd_safe::decompress(&mut out, stored)
+                .map_err(|code| format!("zstd: {}", zstd_safe::get_error_name(code)))?;
+            if n != raw_size {
+                return Err(format!("zstd: {n} bytes decompressed, {raw_size} expected"));
+            }
+        }
+        Codec::Lz4 => {
+            out.resize(raw_size, 0);
+            let n = lz4_flex::block::decompress_into(stored, &mut out)
+                .map_err(|e| format!("lz4: {e}"))?;
+            if n != raw_size {
+                return Err(format!("lz4: {n} bytes decompressed, {raw_size} expected"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_codec_round_trips_and_refuses_a_wrong_size() {
+        let data: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i % 97).to_le_bytes())
+            .collect();
+        // Rows of 1 byte and of more than 128 (two-byte lengths).
+        let offsets: Vec<u32> = (0..100).map(|i| i * 400).chain([39_999]).collect();
+        let mut raw = data.clone();
+        raw.extend(offsets.iter().flat_map(|o| o.to_le_bytes()));
+        let rows = offsets.len();
+        for c in [
+            Compression::new(Codec::Zstd),
+            Compression {
+                codec: Codec::Zstd,
+                level: 9,
+            },
+            Compression {
+                codec: Codec::Zstd,
+                level: -5,
+            },
+            Compression::new(Codec::Lz4),
+        ] {
+            let mut p = Packer::new(c);
+            let (stored, n) = p.pack(&data, &offsets).unwrap();
+            assert_eq!(n, data.len() + 2 * 100 + 1);
+            assert!(stored.len() < raw.len() / 4, "{c:?}: {}", stored.len());
+            let (got, len) = unpack(c.codec, stored, n, rows).unwrap();
+            assert_eq!((got, len), (raw.clone(), data.len()), "{c:?}");
+            assert!(unpack(c.codec, stored, n - 1, rows).is_err(), "{c:?}");
+            assert!(unpack(c.codec, stored, n, rows + 1).is_err(), "{c:?}");
+            assert!(unpack(c.codec, &stored[..stored.len() / 2], n, rows).is_err());
+        }
+        assert!(Packer::new(Compression::NONE)
+            .pack(&data, &offsets)
+            .is_none());
+        // Incompressible bytes are stored as they are.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        assert!(Packer::new(Compression::new(Codec::Lz4))
+            .pack(&noise, &[0])
+            .is_none());
+    }
+
+    #[test]
+    fn codec_bytes_and_words() {
+        for c in [Codec::None, Codec::Lz4, Codec::Zstd] {
+            assert_eq!(Codec::from_byte(c.to_byte()), Some(c));
+            assert_eq!(c.to_string().parse::<Codec>().unwrap(), c);
+        }
+        assert_eq!(Codec::from_byte(3), None);
+        assert_eq!(Codec::default(), Codec::Zstd);
+    }
+}
