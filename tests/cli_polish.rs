@@ -935,7 +935,7 @@ fn run_check_reports_every_problem_of_a_file() {
         format!(
             "weir: error: {shown}:3: [sources.in] max_line_length: 0 is out of range: must be at least 1\n\
              weir: error: {shown}:8: [transforms.batch] max_events: 0 is out of range: must be at least 1\n\
-             weir: error: {shown}:13: [sinks.out] format: invalid value \"csv\"; expected one of: zeek-tsv, json\n"
+             weir: error: {shown}:13: [sinks.out] format: invalid value \"csv\"; expected one of: zeek-tsv, json, arrow, parquet\n"
         )
     );
     let first = weir::pipeline::config::PipelineSpec::load(&path, &Default::default()).unwrap_err();

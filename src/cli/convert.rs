@@ -11,6 +11,7 @@ use weir::pipeline::PipelineOptions;
 use weir::query::FilterConfig;
 
 use super::args::{choice, SourceArgs};
+use super::lake::LakeArgs;
 use super::signals;
 use super::UsageError;
 
@@ -33,15 +34,24 @@ pub struct ConvertArgs {
     filter: Option<String>,
     /// Write one file per log path into this directory (`conn.log`, `dns.log`, …, or
     /// `conn.json`, … with `--to json`), as Zeek does, instead of stdout. The directory must
-    /// exist.
+    /// exist. With `--to parquet` (required there): the lake's directory, created when
+    /// missing.
     #[arg(long, value_name = "DIR")]
     output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    lake: LakeArgs,
 }
 
 /// Runs `weir convert`.
 pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
     let stop = signals::install();
     let (sink_name, sink) = match args.output {
+        Some(dir) if args.to == OutputFormat::Parquet => {
+            ("output", StageConfig::Parquet(args.lake.config(dir)?))
+        }
+        None if args.to == OutputFormat::Parquet => {
+            return Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
+        }
         Some(dir) => (
             "output",
             StageConfig::Directory(DirSinkConfig {

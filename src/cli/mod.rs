@@ -29,6 +29,7 @@ mod args;
 mod convert;
 mod docs;
 mod import;
+mod lake;
 mod maintain;
 mod progress;
 mod search;

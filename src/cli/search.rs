@@ -12,6 +12,7 @@ use weir::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
 use super::args::{choice, DbArg};
+use super::lake::LakeArgs;
 use super::UsageError;
 
 /// Output is written in pieces of about this size.
@@ -33,6 +34,12 @@ pub struct ExportArgs {
     /// Stop after N events (reading no further).
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
+    /// With `--to parquet` (required there): the lake's directory, created when missing;
+    /// files go to DIR/schema=zeek.conn/date=2009-11-18/part-00000.parquet.
+    #[arg(long, value_name = "DIR")]
+    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    lake: LakeArgs,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
     /// (see README, "Searching"); none: every event.
     #[arg(value_name = "EXPR")]
@@ -77,7 +84,7 @@ fn query(expr: Option<&str>) -> anyhow::Result<Query> {
 }
 
 /// A query error: an ill-typed expression is the user's (exit 2), the rest a runtime error.
-fn query_error(e: QueryError) -> anyhow::Error {
+pub(super) fn query_error(e: QueryError) -> anyhow::Error {
     match e {
         QueryError::Expr(e) => UsageError(format!("invalid expression: {e}")).into(),
         other => other.into(),
@@ -103,8 +110,21 @@ fn finish(
 /// more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let query = query(args.expr.as_deref())?;
+    let lake = match (args.to, args.output.clone()) {
+        (OutputFormat::Parquet, Some(dir)) => Some(args.lake.config(dir)?),
+        (OutputFormat::Parquet, None) => {
+            return Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
+        }
+        (_, Some(_)) => {
+            return Err(UsageError("--output DIR is for --to parquet".into()).into());
+        }
+        (_, None) => None,
+    };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
+    if let Some(config) = lake {
+        return super::lake::export(&archive, &query, args.limit, &config);
+    }
     let mut writer = writer_with(args.to, args.json_timestamps);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -3,14 +3,17 @@
 //! Readers are synchronous push decoders in the shape of tokio-util's
 //! [`Decoder`](tokio_util::codec::Decoder): they accept input in arbitrary chunks and produce
 //! the same batches whatever the chunking, so that `FramedRead` drives them from any
-//! `AsyncRead`. Writers turn batches back into text.
+//! `AsyncRead`. Writers turn batches back into text, Arrow IPC or a Parquet lake
+//! ([`arrow`]).
 
+pub mod arrow;
 mod drive;
 pub mod json_writer;
 mod sink_config;
 pub mod writer;
 pub mod zeek;
 
+pub use arrow::ParquetSinkConfig;
 pub use drive::{collect_batches, decode_chunks};
 pub use sink_config::{DirSink, DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
 

@@ -12,6 +12,18 @@ use super::writer::{writer_with, JsonTimestamps, OutputFormat, WriteError, Write
 use crate::batch::Batch;
 use crate::setting::{InvalidSetting, Problem};
 
+/// Refuses a format that is not a byte stream (`parquet`: the `parquet` sink writes it).
+fn stream_format(format: OutputFormat) -> Result<(), InvalidSetting> {
+    if format.is_directory_only() {
+        return Err(InvalidSetting::out_of_range(
+            "format",
+            format.to_string(),
+            "a Parquet lake is written by a sink of type = \"parquet\"",
+        ));
+    }
+    Ok(())
+}
+
 /// A sink writing events to a file (created or truncated) as Zeek TSV or JSON lines.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -45,7 +57,7 @@ impl FileSinkConfig {
                 },
             });
         }
-        Ok(())
+        stream_format(self.format)
     }
 
     /// Creates the file and the sink writing to it.
@@ -78,9 +90,9 @@ impl Default for StdoutSinkConfig {
 }
 
 impl StdoutSinkConfig {
-    /// Checks the settings (there is nothing to refuse yet).
+    /// Checks the settings: a stream format.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        Ok(())
+        stream_format(self.format)
     }
 
     /// The sink writing to stdout.
@@ -128,7 +140,7 @@ impl DirSinkConfig {
                 },
             });
         }
-        Ok(())
+        stream_format(self.format)
     }
 
     /// The sink (files are opened as their logs appear).
@@ -170,6 +182,7 @@ impl DirSink {
                     .collect();
                 let ext = match self.format {
                     OutputFormat::Json => "json",
+                    OutputFormat::Arrow => "arrow",
                     _ => "log",
                 };
                 let name = self.dir.join(format!("{safe}.{ext}"));

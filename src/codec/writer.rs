@@ -6,10 +6,13 @@
 //! batch first. Writers keep state between calls (the Zeek TSV writer remembers the schema of its
 //! open header block) and write a trailer on [`EventWriter::finish`].
 //!
-//! Two formats exist ([`OutputFormat`]):
+//! The formats ([`OutputFormat`]):
 //! - `zeek-tsv`: the layout of Zeek's ASCII writer ([`crate::codec::zeek::tsv_writer`]);
 //! - `json`: JSON lines as Zeek writes them with `LogAscii::use_json=T`
-//!   ([`crate::codec::json_writer`]).
+//!   ([`crate::codec::json_writer`]);
+//! - `arrow`: Arrow IPC streams ([`crate::codec::arrow::ipc`]);
+//! - `parquet`: not a stream but a directory ([`crate::codec::arrow::lake`]), written by the
+//!   Parquet sink; [`writer_for`] gives a writer that refuses rows.
 //!
 //! [`WriterSink`] is the asynchronous end of a pipeline: a [`futures::Sink`] of batches that
 //! formats them with an [`EventWriter`] and writes the text to any [`AsyncWrite`] in large
@@ -44,6 +47,18 @@ pub enum OutputFormat {
     ZeekTsv,
     /// JSON lines (`json`) following Zeek's JSON logs.
     Json,
+    /// Arrow IPC streams (`arrow`), see [`crate::codec::arrow::ipc`].
+    Arrow,
+    /// A Parquet lake (`parquet`): a directory, not a stream; only where an output directory
+    /// is given (`--output DIR`, the `parquet` sink), see [`crate::codec::arrow::lake`].
+    Parquet,
+}
+
+impl OutputFormat {
+    /// Whether the format is written into a directory rather than a byte stream.
+    pub fn is_directory_only(self) -> bool {
+        self == OutputFormat::Parquet
+    }
 }
 
 impl Choice for OutputFormat {
@@ -58,6 +73,16 @@ impl Choice for OutputFormat {
             "json",
             OutputFormat::Json,
             "JSON lines, as Zeek writes them",
+        ),
+        ChoiceName::new(
+            "arrow",
+            OutputFormat::Arrow,
+            "Arrow IPC streams, one per run of one schema",
+        ),
+        ChoiceName::new(
+            "parquet",
+            OutputFormat::Parquet,
+            "a Hive-partitioned Parquet lake in --output DIR",
         ),
         ChoiceName::alias("tsv", OutputFormat::ZeekTsv),
     ];
@@ -182,7 +207,29 @@ pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box
         OutputFormat::Json => Box::new(crate::codec::json_writer::JsonWriter::with_timestamps(
             json_timestamps,
         )),
+        OutputFormat::Arrow => Box::new(crate::codec::arrow::ArrowIpcWriter::new()),
+        OutputFormat::Parquet => Box::new(DirectoryOnly),
     }
+}
+
+/// The writer of a format that needs a directory ([`OutputFormat::is_directory_only`]) where
+/// a stream was asked for: every write is an error (configurations refuse this beforehand).
+#[derive(Debug)]
+struct DirectoryOnly;
+
+impl EventWriter for DirectoryOnly {
+    fn write_rows(
+        &mut self,
+        _schema: &SchemaRef,
+        _rows: &mut dyn Iterator<Item = &[u8]>,
+        _out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        Err(WriteError::Io(io::Error::other(
+            "parquet is written into a directory (--output DIR, or a parquet sink)",
+        )))
+    }
+
+    fn finish(&mut self, _out: &mut Vec<u8>) {}
 }
 
 /// A [`Sink`] of batches that formats them with an [`EventWriter`] and writes the text to an
@@ -467,7 +514,12 @@ mod tests {
 
     #[test]
     fn output_format_parses_and_prints() {
-        for f in [OutputFormat::ZeekTsv, OutputFormat::Json] {
+        for f in [
+            OutputFormat::ZeekTsv,
+            OutputFormat::Json,
+            OutputFormat::Arrow,
+            OutputFormat::Parquet,
+        ] {
             assert_eq!(f.to_string().parse::<OutputFormat>().unwrap(), f);
         }
         assert!("csv".parse::<OutputFormat>().is_err());

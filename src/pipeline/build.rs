@@ -172,6 +172,14 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     .sink_map_err(move |e| -> BoxError { format!("{shown}: {e}").into() });
                 pipeline.add_sink(&stage.name, &inputs, sink)?
             }
+            StageConfig::Parquet(p) => {
+                let shown = p.dir.display().to_string();
+                let sink = p
+                    .build()
+                    .map_err(|e| sink_error(format!("{shown}: {e}").into()))?
+                    .sink_map_err(move |e| -> BoxError { format!("{shown}: {e}").into() });
+                pipeline.add_sink(&stage.name, &inputs, sink)?
+            }
             StageConfig::FileSink(f) => {
                 let shown = f.path.display().to_string();
                 let sink = f

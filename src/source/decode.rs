@@ -449,10 +449,30 @@ impl BatchDecoder for crate::codec::zeek::json::JsonDecoder {
     }
 }
 
-/// The decoders of Zeek TSV and Zeek JSON lines.
+impl BatchDecoder for crate::codec::arrow::ParquetDecoder {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode(self, src)
+    }
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode_eof(self, src)
+    }
+}
+
+impl BatchDecoder for crate::codec::arrow::ArrowIpcDecoder {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode(self, src)
+    }
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        Decoder::decode_eof(self, src)
+    }
+}
+
+/// The decoders of Zeek TSV, Zeek JSON lines, and the Parquet and Arrow files weir writes.
 pub fn zeek_decoders() -> DecoderFactory {
     Arc::new(|format, options| match format {
         Format::ZeekJson => Box::new(crate::codec::zeek::json::JsonDecoder::new(options)),
+        Format::Parquet => Box::new(crate::codec::arrow::ParquetDecoder::new(options)),
+        Format::Arrow => Box::new(crate::codec::arrow::ArrowIpcDecoder::new(options)),
         Format::ZeekTsv | Format::Auto => {
             Box::new(crate::codec::zeek::tsv::TsvDecoder::new(options))
         }

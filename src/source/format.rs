@@ -8,13 +8,18 @@ use crate::setting::{Choice, ChoiceName};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Format {
-    /// Decide by the first byte that is not whitespace (the default).
+    /// Decide by the first bytes: magic bytes, else the first byte that is not whitespace
+    /// (the default).
     #[default]
     Auto,
     /// Zeek's TSV (ASCII writer) format.
     ZeekTsv,
     /// Zeek's JSON lines.
     ZeekJson,
+    /// Parquet, as weir's lake writes it (`PAR1` magic; see [`crate::codec::arrow`]).
+    Parquet,
+    /// Arrow IPC streams or an Arrow IPC file (continuation marker `ff ff ff ff`, or `ARROW1`).
+    Arrow,
 }
 
 impl Choice for Format {
@@ -23,10 +28,16 @@ impl Choice for Format {
         ChoiceName::new(
             "auto",
             Format::Auto,
-            "Zeek TSV or JSON, told apart by the first byte",
+            "told apart by the first bytes: Parquet, Arrow IPC, Zeek JSON or TSV",
         ),
         ChoiceName::new("zeek-tsv", Format::ZeekTsv, "Zeek TSV"),
         ChoiceName::new("zeek-json", Format::ZeekJson, "Zeek JSON lines"),
+        ChoiceName::new("parquet", Format::Parquet, "a Parquet file weir wrote"),
+        ChoiceName::new(
+            "arrow",
+            Format::Arrow,
+            "Arrow IPC streams or file weir wrote",
+        ),
     ];
 }
 
@@ -40,10 +51,26 @@ impl Format {
             _ => Format::ZeekTsv,
         }
     }
+
+    /// The format that the first bytes of the input announce: Parquet and Arrow by their
+    /// magic bytes, else as [`Format::detect`] by the first byte that is not whitespace.
+    pub fn detect_prefix(prefix: &[u8]) -> Format {
+        use crate::codec::arrow::{ipc, PARQUET_MAGIC};
+        if prefix.starts_with(PARQUET_MAGIC) {
+            Format::Parquet
+        } else if prefix.starts_with(ipc::ARROW_FILE_MAGIC)
+            || prefix.starts_with(ipc::IPC_CONTINUATION)
+        {
+            Format::Arrow
+        } else {
+            Format::detect(prefix.iter().copied().find(|b| !b.is_ascii_whitespace()))
+        }
+    }
 }
 
-/// Decides the format of decompressed input under [`Format::Auto`] by its first byte that is
-/// not whitespace (peeking up to 64 KiB of leading whitespace); other formats pass through.
+/// Decides the format of decompressed input under [`Format::Auto`] by its first bytes
+/// ([`Format::detect_prefix`]; peeking up to 64 KiB of leading whitespace, and up to 8 bytes
+/// when they could be magic bytes); other formats pass through.
 pub async fn detect_format(
     reader: BoxReader,
     format: Format,
@@ -52,8 +79,11 @@ pub async fn detect_format(
         return Ok((format, reader));
     }
     let first = |p: &[u8]| p.iter().copied().find(|b| !b.is_ascii_whitespace());
-    let (prefix, reader) = peek(reader, 64 << 10, |p| first(p).is_some()).await?;
-    Ok((Format::detect(first(&prefix)), reader))
+    // `P`, `A` and 0xff may start magic bytes: read 8 bytes to tell.
+    let decided =
+        |p: &[u8]| p.len() >= 8 || first(p).is_some_and(|b| !matches!(b, b'P' | b'A' | 0xff));
+    let (prefix, reader) = peek(reader, 64 << 10, decided).await?;
+    Ok((Format::detect_prefix(&prefix), reader))
 }
 
 #[cfg(test)]
@@ -68,12 +98,24 @@ mod tests {
     }
 
     #[test]
+    fn magic_bytes() {
+        assert_eq!(Format::detect_prefix(b"PAR1\x15\x04"), Format::Parquet);
+        assert_eq!(Format::detect_prefix(b"ARROW1\0\0"), Format::Arrow);
+        assert_eq!(
+            Format::detect_prefix(&[0xff, 0xff, 0xff, 0xff, 8]),
+            Format::Arrow
+        );
+        assert_eq!(Format::detect_prefix(b"  {\"a\":1}"), Format::ZeekJson);
+        assert_eq!(Format::detect_prefix(b"PAR"), Format::ZeekTsv);
+    }
+
+    #[test]
     fn parse_names() {
         assert_eq!("zeek-json".parse::<Format>(), Ok(Format::ZeekJson));
         let err = "csv".parse::<Format>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid value \"csv\"; expected one of: auto, zeek-tsv, zeek-json"
+            "invalid value \"csv\"; expected one of: auto, zeek-tsv, zeek-json, parquet, arrow"
         );
     }
 }

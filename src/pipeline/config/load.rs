@@ -17,7 +17,7 @@ use super::graph::{order, Pending};
 use super::vars::Vars;
 use super::{ConfigError, ConfigErrorKind, PipelineSpec, Section, StageConfig};
 use crate::batcher::BatchConfig;
-use crate::codec::{DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
+use crate::codec::{DirSinkConfig, FileSinkConfig, ParquetSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
 use crate::query::FilterConfig;
 use crate::setting::{field_names, InvalidSetting};
@@ -130,6 +130,15 @@ const STAGE_TYPES: &[StageType] = &[
         excluded: &[],
         keys: field_names::<DirSinkConfig>,
         parse: |v| DirSinkConfig::deserialize(v).map(StageConfig::Directory),
+    },
+    StageType {
+        section: Section::Sinks,
+        name: "parquet",
+        what: "a parquet sink",
+        required: &[("dir", "the lake's directory, e.g. dir = \"lake\"")],
+        excluded: &[],
+        keys: field_names::<ParquetSinkConfig>,
+        parse: |v| ParquetSinkConfig::deserialize(v).map(StageConfig::Parquet),
     },
     StageType {
         section: Section::Sinks,

@@ -48,6 +48,7 @@
 //! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `compression`, `compression_level`, `sketches`, `max_archive_size`, `retain`, `compact` |
 //! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format`, `json_timestamps` |
 //! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`, `json_timestamps`: one file per log path |
+//! | `sinks` | `parquet` | `inputs`, [`ParquetSinkConfig`]: `dir` (required), `max_file_size`, `row_group_size`, `compression_level`: a Hive-partitioned Parquet lake |
 //! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format`, `json_timestamps` |
 //!
 //! Each configuration type derives `Deserialize` for its table and owns its defaults (its
@@ -113,7 +114,7 @@ pub use error::{ConfigError, ConfigErrorKind};
 pub use load::LoadOptions;
 
 use crate::batcher::BatchConfig;
-use crate::codec::{DirSinkConfig, FileSinkConfig, StdoutSinkConfig};
+use crate::codec::{DirSinkConfig, FileSinkConfig, ParquetSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
 use crate::query::FilterConfig;
 use crate::setting::InvalidSetting;
@@ -170,6 +171,8 @@ pub enum StageConfig {
     FileSink(FileSinkConfig),
     /// `[sinks.NAME] type = "directory"`: one Zeek TSV or JSON-lines file per log path.
     Directory(DirSinkConfig),
+    /// `[sinks.NAME] type = "parquet"`: a Hive-partitioned Parquet lake.
+    Parquet(ParquetSinkConfig),
     /// `[sinks.NAME] type = "stdout"`: Zeek TSV or JSON lines on standard output.
     Stdout(StdoutSinkConfig),
 }
@@ -193,6 +196,7 @@ impl StageConfig {
             StageConfig::Archive(_)
             | StageConfig::FileSink(_)
             | StageConfig::Directory(_)
+            | StageConfig::Parquet(_)
             | StageConfig::Stdout(_) => Section::Sinks,
         }
     }
@@ -214,6 +218,7 @@ impl StageConfig {
             StageConfig::Archive(a) => a.validate(),
             StageConfig::FileSink(f) => f.validate(),
             StageConfig::Directory(d) => d.validate(),
+            StageConfig::Parquet(p) => p.validate(),
             StageConfig::Stdout(s) => s.validate(),
         }
     }
@@ -224,7 +229,7 @@ impl StageConfig {
             StageConfig::File(_) => Some("paths"),
             StageConfig::Archive(_) => Some("db"),
             StageConfig::FileSink(_) => Some("path"),
-            StageConfig::Directory(_) => Some("dir"),
+            StageConfig::Directory(_) | StageConfig::Parquet(_) => Some("dir"),
             _ => None,
         }
     }
@@ -247,6 +252,7 @@ impl StageConfig {
             StageConfig::Archive(a) => join(&mut a.db),
             StageConfig::FileSink(f) => join(&mut f.path),
             StageConfig::Directory(d) => join(&mut d.dir),
+            StageConfig::Parquet(p) => join(&mut p.dir),
             _ => {}
         }
     }
@@ -538,6 +544,9 @@ impl PipelineSpec {
                 StageConfig::Directory(d) => {
                     inside(&d.dir).map(|hit| (format!("the directory {}", d.dir.display()), hit))
                 }
+                StageConfig::Parquet(p) => {
+                    inside(&p.dir).map(|hit| (format!("the lake {}", p.dir.display()), hit))
+                }
                 StageConfig::Archive(a) => {
                     inside(&a.db).map(|hit| (format!("the archive {}", a.db.display()), hit))
                 }
@@ -605,6 +614,7 @@ impl PipelineSpec {
             StageConfig::Archive(a) => self.check_parent(stage, &a.db),
             StageConfig::FileSink(f) => self.check_parent(stage, &f.path),
             StageConfig::Directory(d) => self.check_parent(stage, &d.dir.join("x")),
+            StageConfig::Parquet(p) => self.check_parent(stage, &p.dir),
             _ => Ok(()),
         }
     }

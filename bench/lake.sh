@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The Parquet lake benchmark: W<N> imported, exported to a lake, and queried by DuckDB,
+# DataFusion and Spark (local mode), whose answers must agree with `weir count`.
+#
+#   bench/lake.sh [N]     N copies of conn.log.gz (default 1000: W1000, built by bench/compare.sh
+#                         in $BENCH_DIR, default /tmp/weir-bench; built here the same way if absent)
+#   REPS=5 bench/lake.sh  repetitions of the timed cases (default 3); medians are reported
+#   KEEP=1 bench/lake.sh  keeps the archive and DuckDB's file (about 0.75 GB for W1000); the
+#                         lake itself is always kept
+#
+# Installs its own PyPI packages (duckdb, datafusion, pyspark, pyarrow; Spark needs Java 17).
+# Prints: median seconds of `weir import`, `weir export --to parquet` (events/s) and DuckDB's
+# read_csv of the .log.gz into zstd Parquet; the sizes of the lake and of DuckDB's file; then per
+# engine the three queries' answers and times, checked against `weir count` (exit 1 on a
+# disagreement).
+set -euo pipefail
+N=${1:-1000}
+REPS=${REPS:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+corpus=${WEIR_CORPUS:-$root/../shared/data/zeek}
+work=${BENCH_DIR:-/tmp/weir-bench}
+mkdir -p "$work"
+
+python3 -m pip install --quiet --disable-pip-version-check duckdb datafusion pyspark pyarrow
+(cd "$root" && cargo build --release --quiet --bin weir)
+weir="$root/target/release/weir"
+
+gz="$work/w$N.log.gz"
+if [ ! -s "$gz" ]; then
+  echo "building W$N from $corpus/conn.log.gz" >&2
+  for _ in $(seq "$N"); do cat "$corpus/conn.log.gz"; done > "$gz.tmp"
+  mv "$gz.tmp" "$gz"
+fi
+db="$work/lake-w$N.db"
+lake="$work/lake-w$N"
+duck="$work/lake-w$N.duckdb.parquet"
+echo "workload: $gz ($(du -h "$gz" | cut -f1)); machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$db" "$duck"' EXIT; fi
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
+# timed CMD: wall seconds of one run (output to /dev/null, stderr kept in $work/lake.err).
+timed() {
+  sync
+  local t0 t1
+  t0=$(date +%s.%N)
+  bash -c "$1" >/dev/null 2>"$work/lake.err" || { echo "failed: $1"; cat "$work/lake.err"; exit 1; }
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+
+imp=() exp=() ddb=()
+for _ in $(seq "$REPS"); do
+  rm -rf "$db" "$lake" "$duck"
+  imp+=("$(timed "'$weir' import --quiet --db '$db' '$gz'")")
+  exp+=("$(timed "'$weir' export --db '$db' --to parquet --output '$lake'")")
+  ddb+=("$(timed "python3 -c \"import duckdb; duckdb.execute(\\\"COPY (SELECT * FROM read_csv('$gz', delim='\t', comment='#', nullstr='-', header=false)) TO '$duck' (FORMAT parquet, COMPRESSION zstd)\\\")\"")")
+done
+events=$("$weir" count --db "$db")
+mi=$(median "${imp[@]}") me=$(median "${exp[@]}") md=$(median "${ddb[@]}")
+echo
+printf '%-44s %8.3f s\n' "weir import (gzip file)" "$mi"
+printf '%-44s %8.3f s  %6.2f M events/s (target >= 3)\n' "weir export --to parquet" "$me" "$(echo "$events / $me / 1000000" | bc -l)"
+printf '%-44s %8.3f s  (target < DuckDB)\n' "weir import + export --to parquet" "$(echo "$mi + $me" | bc -l)"
+printf '%-44s %8.3f s\n' "DuckDB read_csv -> zstd Parquet" "$md"
+printf '%-44s %8.2f (runs: import %s; export %s; duckdb %s)\n' "DuckDB / (weir import + export)" \
+  "$(echo "$md / ($mi + $me)" | bc -l)" "${imp[*]}" "${exp[*]}" "${ddb[*]}"
+ls=$(du -sb "$lake" | cut -f1) ds=$(stat -c %s "$duck")
+printf '%-44s %8.1f MB in %d files\n' "lake size" "$(echo "$ls / 1000000" | bc -l)" "$(find "$lake" -name '*.parquet' | wc -l)"
+printf '%-44s %8.1f MB (lake / DuckDB: %.2f, target <= 1)\n' "DuckDB zstd Parquet size" "$(echo "$ds / 1000000" | bc -l)" "$(echo "$ls / $ds" | bc -l)"
+
+# The three queries, answered by weir from the archive and by each engine from the lake.
+uid=$("$weir" export --db "$db" --to json -n 1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["uid"])')
+q1=""
+for s in $("$weir" info --db "$db" --json | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin)["schemas"])))'); do
+  q1="${q1:+$q1,}$s=$("$weir" count --db "$db" "#type == \"$s\"")"
+done
+declare -A want=(
+  [q1]="$q1"
+  [q2]="$("$weir" count --db "$db" 'orig_bytes > 1000')"
+  [q3]="$("$weir" count --db "$db" "uid == \"$uid\"")"
+)
+echo
+echo "queries: q1 rows per schema; q2 orig_bytes > 1000; q3 uid == \"$uid\""
+printf '%-12s %-6s %-28s %-28s %9s\n' engine query answer "weir count" seconds
+printf '%-12s %-6s %-28s %-28s %9s\n' weir q1 "${want[q1]}" "${want[q1]}" -
+bad=0
+for engine in duckdb datafusion spark; do
+  while read -r e q a t; do
+    if [ "$q" = setup ]; then
+      printf '%-12s %-6s %-28s %-28s %9s\n' "$e" setup - - "$t"
+      continue
+    fi
+    mark=""
+    if [ "$a" != "${want[$q]}" ]; then mark="  DISAGREES"; bad=1; fi
+    printf '%-12s %-6s %-28s %-28s %9s%s\n' "$e" "$q" "$a" "${want[$q]}" "$t" "$mark"
+  done < <(python3 "$root/bench/lake_queries.py" "$engine" "$lake" "$uid" 2>"$work/lake-$engine.err" || { echo "$engine failed:"; tail -5 "$work/lake-$engine.err"; bad=1; })
+done
+exit $bad

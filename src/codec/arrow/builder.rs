@@ -1,0 +1,375 @@
+//! Msgpack rows of one schema to an Arrow [`RecordBatch`], column by column, without
+//! materializing [`crate::value::Value`]s.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder, StringBuilder,
+    TimestampNanosecondBuilder, UInt16Builder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, ListArray, RecordBatch, StringArray};
+use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{FieldRef, Schema as ArrowSchema};
+
+use super::schema::arrow_schema;
+use super::ArrowCodecError;
+use crate::codec::zeek::scalar::{push_addr, push_subnet};
+use crate::types::{SchemaRef, Type};
+use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
+
+/// Appends `bytes` to `out` as text: valid UTF-8 as it is, each byte of an invalid sequence as
+/// the four characters `\xHH` (lowercase hex). The decoded strings of the JSON writer
+/// ([`crate::codec::json_writer`]) are the same text.
+pub fn push_escaped_utf8(out: &mut String, bytes: &[u8]) {
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+}
+
+/// A `utf8` column built from raw bytes: values appended as they are, checked as UTF-8 once
+/// per batch (by Arrow, over the whole buffer); only when that fails are the strings escaped
+/// one by one ([`push_escaped_utf8`]). The buffers keep their capacity from batch to batch.
+struct TextColumn {
+    values: Vec<u8>,
+    offsets: Vec<i32>,
+    nulls: NullBufferBuilder,
+}
+
+impl TextColumn {
+    fn new() -> TextColumn {
+        TextColumn {
+            values: Vec::new(),
+            offsets: vec![0],
+            nulls: NullBufferBuilder::new(0),
+        }
+    }
+
+    #[inline]
+    fn end_value(&mut self) {
+        // A batch holds less than `ArrowBuilder::MAX_BYTES` (plus one row) of text.
+        self.offsets
+            .push(i32::try_from(self.values.len()).unwrap_or(i32::MAX));
+        self.nulls.append_non_null();
+    }
+
+    #[inline]
+    fn append_null(&mut self) {
+        self.offsets
+            .push(i32::try_from(self.values.len()).unwrap_or(i32::MAX));
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        let rows = self.offsets.len() - 1;
+        let capacity = self.values.len();
+        let values = Buffer::from_vec(std::mem::replace(
+            &mut self.values,
+            Vec::with_capacity(capacity),
+        ));
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
+            &mut self.offsets,
+            Vec::with_capacity(rows + 1),
+        )));
+        self.offsets.push(0);
+        let nulls = self.nulls.finish();
+        // Buffers are shared, not copied, by these clones.
+        let array = StringArray::try_new(offsets.clone(), values.clone(), nulls.clone());
+        match array {
+            Ok(a) => Ok(Arc::new(a)),
+            Err(_) => {
+                // Some string is not UTF-8: escape each as the JSON writer does.
+                let mut b = StringBuilder::with_capacity(rows, values.len());
+                let mut text = String::new();
+                for i in 0..rows {
+                    if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                        b.append_null();
+                        continue;
+                    }
+                    let s = &values.as_slice()[offsets[i] as usize..offsets[i + 1] as usize];
+                    text.clear();
+                    push_escaped_utf8(&mut text, s);
+                    b.append_value(&text);
+                }
+                Ok(Arc::new(b.finish()))
+            }
+        }
+    }
+}
+
+/// The builder of one scalar column (or of a list column's elements).
+enum Scalar {
+    Bool(BooleanBuilder),
+    Count(UInt64Builder),
+    Int(Int64Builder),
+    Double(Float64Builder),
+    Time(TimestampNanosecondBuilder),
+    Interval(DurationNanosecondBuilder),
+    Port(UInt16Builder),
+    /// `string`, `enum`, `pattern`, `file`, `addr` and `subnet` (as text).
+    Text(TextColumn),
+}
+
+impl Scalar {
+    fn new(ty: &Type) -> Scalar {
+        match ty {
+            Type::Bool => Scalar::Bool(BooleanBuilder::new()),
+            Type::Count => Scalar::Count(UInt64Builder::new()),
+            Type::Int => Scalar::Int(Int64Builder::new()),
+            Type::Double => Scalar::Double(Float64Builder::new()),
+            Type::Time => Scalar::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
+            Type::Interval => Scalar::Interval(DurationNanosecondBuilder::new()),
+            Type::Port => Scalar::Port(UInt16Builder::new()),
+            // Strings, addresses, subnets, and containers (never nested: `MAX_TYPE_DEPTH`).
+            _ => Scalar::Text(TextColumn::new()),
+        }
+    }
+
+    #[inline]
+    fn append_null(&mut self) {
+        match self {
+            Scalar::Bool(b) => b.append_null(),
+            Scalar::Count(b) => b.append_null(),
+            Scalar::Int(b) => b.append_null(),
+            Scalar::Double(b) => b.append_null(),
+            Scalar::Time(b) => b.append_null(),
+            Scalar::Interval(b) => b.append_null(),
+            Scalar::Port(b) => b.append_null(),
+            Scalar::Text(b) => b.append_null(),
+        }
+    }
+
+    /// Appends the set value of type `ty` whose marker `m` was just read.
+    #[inline]
+    fn append(&mut self, r: &mut RowCursor<'_>, m: u8, ty: &Type) -> Result<(), DecodeError> {
+        match self {
+            Scalar::Count(b) => b.append_value(r.uint(m, ty)?),
+            Scalar::Int(b) => b.append_value(r.int(m, ty)?),
+            Scalar::Time(b) => b.append_value(r.int(m, ty)?),
+            Scalar::Interval(b) => b.append_value(r.int(m, ty)?),
+            Scalar::Port(b) => {
+                let p = r.uint(m, ty)?;
+                b.append_value(u16::try_from(p).map_err(|_| r.unexpected(m, ty))?)
+            }
+            Scalar::Bool(b) => match r.scalar(m, ty)? {
+                ValueRef::Bool(v) => b.append_value(v),
+                _ => return Err(r.unexpected(m, ty)),
+            },
+            Scalar::Double(b) => match r.scalar(m, ty)? {
+                ValueRef::Double(v) => b.append_value(v),
+                _ => return Err(r.unexpected(m, ty)),
+            },
+            Scalar::Text(b) => {
+                match r.scalar(m, ty)? {
+                    ValueRef::String(s) => b.values.extend_from_slice(s),
+                    ValueRef::Addr(a) => push_addr(&mut b.values, a),
+                    ValueRef::Subnet(a, p) => push_subnet(&mut b.values, a, p),
+                    _ => return Err(r.unexpected(m, ty)),
+                }
+                b.end_value();
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        Ok(match self {
+            Scalar::Bool(b) => Arc::new(b.finish()),
+            Scalar::Count(b) => Arc::new(b.finish()),
+            Scalar::Int(b) => Arc::new(b.finish()),
+            Scalar::Double(b) => Arc::new(b.finish()),
+            Scalar::Time(b) => Arc::new(b.finish()),
+            Scalar::Interval(b) => Arc::new(b.finish()),
+            Scalar::Port(b) => Arc::new(b.finish()),
+            Scalar::Text(b) => return b.finish(),
+        })
+    }
+}
+
+/// One column: a scalar, or a list of scalars.
+enum Column {
+    Scalar(Scalar),
+    List {
+        /// The list's item field (`item`).
+        item: FieldRef,
+        offsets: Vec<i32>,
+        nulls: NullBufferBuilder,
+        values: Scalar,
+    },
+}
+
+/// Builds [`RecordBatch`]es of one schema from msgpack rows (see [`crate::value`]).
+///
+/// A batch holds at most [`ArrowBuilder::MAX_BYTES`] bytes of rows, which keeps every string
+/// column far below Arrow's 2 GiB offset limit (a row's text is at most four times its msgpack
+/// bytes: `\xHH` for one byte, and an address's text is longer than its bytes by less).
+pub struct ArrowBuilder {
+    schema: SchemaRef,
+    arrow: Arc<ArrowSchema>,
+    columns: Vec<Column>,
+    rows: usize,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for ArrowBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrowBuilder")
+            .field("schema", &self.schema.name)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArrowBuilder {
+    /// Row bytes after which a batch should be finished (64 MiB; a row may pass it).
+    pub const MAX_BYTES: usize = 64 << 20;
+
+    /// A builder for rows of `schema`.
+    pub fn new(schema: SchemaRef) -> ArrowBuilder {
+        let arrow = Arc::new(arrow_schema(&schema));
+        let columns = schema
+            .fields
+            .iter()
+            .zip(arrow.fields())
+            .map(|(f, af)| match (f.ty.element(), af.data_type()) {
+                (Some(inner), arrow_schema::DataType::List(item)) => Column::List {
+                    item: item.clone(),
+                    offsets: vec![0],
+                    nulls: NullBufferBuilder::new(0),
+                    values: Scalar::new(inner),
+                },
+                _ => Column::Scalar(Scalar::new(&f.ty)),
+            })
+            .collect();
+        ArrowBuilder {
+            schema,
+            arrow,
+            columns,
+            rows: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The weir schema of the rows.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The Arrow schema of the batches.
+    pub fn arrow_schema(&self) -> &Arc<ArrowSchema> {
+        &self.arrow
+    }
+
+    /// Rows appended since the last [`ArrowBuilder::finish`].
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether no row was appended since the last [`ArrowBuilder::finish`].
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Msgpack bytes of the rows appended since the last [`ArrowBuilder::finish`].
+    pub fn byte_size(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether the batch should be finished before more rows are added.
+    pub fn is_full(&self) -> bool {
+        self.bytes >= Self::MAX_BYTES
+    }
+
+    /// Appends one row. On error (a row that is not of the schema) the builder is left with
+    /// the columns out of step: finish nothing more from it (callers drop it).
+    pub fn append(&mut self, row: &[u8]) -> Result<(), DecodeError> {
+        let mut r = RowCursor::new(row);
+        r.row_header(self.schema.fields.len())?;
+        for (field, col) in self.schema.fields.iter().zip(self.columns.iter_mut()) {
+            let m = r.marker()?;
+            match col {
+                Column::Scalar(s) => {
+                    if m == NIL {
+                        s.append_null();
+                    } else {
+                        s.append(&mut r, m, &field.ty)?;
+                    }
+                }
+                Column::List {
+                    offsets,
+                    nulls,
+                    values,
+                    ..
+                } => {
+                    let last = offsets.last().copied().unwrap_or(0);
+                    if m == NIL {
+                        nulls.append_null();
+                        offsets.push(last);
+                        continue;
+                    }
+                    let n = r.list_len(m)?;
+                    let inner = field.ty.element().unwrap_or(&field.ty);
+                    for _ in 0..n {
+                        let m = r.marker()?;
+                        if m == NIL {
+                            values.append_null();
+                        } else {
+                            values.append(&mut r, m, inner)?;
+                        }
+                    }
+                    nulls.append_non_null();
+                    // Bounded by the batch's bytes (`MAX_BYTES`): each element takes a byte.
+                    offsets.push(last.saturating_add(i32::try_from(n).unwrap_or(i32::MAX)));
+                }
+            }
+        }
+        if r.position() != row.len() {
+            return Err(DecodeError::Trailing {
+                at: r.position(),
+                len: row.len(),
+            });
+        }
+        self.rows += 1;
+        self.bytes += row.len();
+        Ok(())
+    }
+
+    /// The rows appended so far as a record batch; the builder starts empty again.
+    pub fn finish(&mut self) -> Result<RecordBatch, ArrowCodecError> {
+        let columns = self
+            .columns
+            .iter_mut()
+            .map(|c| match c {
+                Column::Scalar(s) => Ok(s.finish()?),
+                Column::List {
+                    item,
+                    offsets,
+                    nulls,
+                    values,
+                } => {
+                    let offs = std::mem::replace(offsets, vec![0]);
+                    let list = ListArray::try_new(
+                        item.clone(),
+                        OffsetBuffer::new(ScalarBuffer::from(offs)),
+                        values.finish()?,
+                        nulls.finish(),
+                    )?;
+                    Ok(Arc::new(list) as ArrayRef)
+                }
+            })
+            .collect::<Result<Vec<_>, ArrowCodecError>>()?;
+        let rows = self.rows;
+        self.rows = 0;
+        self.bytes = 0;
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.arrow.clone(),
+            columns,
+            &options,
+        )?)
+    }
+}

@@ -1,0 +1,319 @@
+//! Arrow IPC: the stream writer of `--to arrow` and the reader of Arrow IPC input.
+//!
+//! # What is written
+//! One Arrow IPC *stream* (schema message, record batches, end-of-stream marker) per run of
+//! events of one schema: when the schema changes, the stream is ended and a new one begins,
+//! so the output is a sequence of complete streams, one after the other. With one schema (for
+//! example `weir export --to arrow '#type == "zeek.conn"'`) it is a single stream, as
+//! `pyarrow.ipc.open_stream` and DuckDB expect; for several, open one stream after the other
+//! on the same input (`open_stream` until the input is exhausted). No events, no output.
+//! Each call of [`ArrowIpcWriter::write_rows`] (one batch of the archive or the pipeline)
+//! becomes one record batch.
+//!
+//! # What is read
+//! A sequence of Arrow IPC streams as above (each starting with the continuation marker
+//! `ff ff ff ff`), or an Arrow IPC *file* (`ARROW1` magic; its footer is ignored, the batches
+//! are read in order). Types come from the fields' metadata ([`super::schema`]).
+
+use std::collections::VecDeque;
+use std::io;
+
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::StreamDecoder;
+use arrow_ipc::writer::StreamEncoder;
+use bytes::BytesMut;
+use tokio_util::codec::Decoder;
+
+use super::builder::ArrowBuilder;
+use super::read::record_batch_to_batches;
+use super::schema::zeek_schema;
+use super::ArrowCodecError;
+use crate::batch::Batch;
+use crate::codec::writer::{EventWriter, WriteError};
+use crate::codec::ReaderOptions;
+use crate::error::{ParseError, ReadError};
+use crate::types::SchemaRef;
+
+/// The magic bytes that start an Arrow IPC file (the stream follows after two bytes of
+/// padding).
+pub const ARROW_FILE_MAGIC: &[u8] = b"ARROW1";
+
+/// The continuation marker that starts every message of an Arrow IPC stream.
+pub const IPC_CONTINUATION: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+
+/// The open stream of an [`ArrowIpcWriter`].
+struct OpenStream {
+    builder: ArrowBuilder,
+    encoder: StreamEncoder,
+}
+
+/// Writes events as Arrow IPC streams (see the module docs).
+#[derive(Default)]
+pub struct ArrowIpcWriter {
+    open: Option<OpenStream>,
+}
+
+impl std::fmt::Debug for ArrowIpcWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrowIpcWriter")
+            .field(
+                "schema",
+                &self.open.as_ref().map(|o| &o.builder.schema().name),
+            )
+            .finish()
+    }
+}
+
+fn arrow_write_error(e: impl std::error::Error + Send + Sync + 'static) -> WriteError {
+    WriteError::Io(io::Error::other(format!("arrow: {e}")))
+}
+
+fn append_buffers(out: &mut Vec<u8>, buffers: Vec<Buffer>) {
+    for b in buffers {
+        out.extend_from_slice(b.as_slice());
+    }
+}
+
+impl ArrowIpcWriter {
+    /// A writer with no stream open.
+    pub fn new() -> ArrowIpcWriter {
+        ArrowIpcWriter::default()
+    }
+
+    /// Encodes the rows the builder holds as one record batch.
+    fn flush_batch(open: &mut OpenStream, out: &mut Vec<u8>) -> Result<(), WriteError> {
+        if open.builder.is_empty() {
+            return Ok(());
+        }
+        let rb = open.builder.finish().map_err(arrow_write_error)?;
+        let buffers = open.encoder.encode(&rb).map_err(arrow_write_error)?;
+        append_buffers(out, buffers);
+        Ok(())
+    }
+
+    /// Ends the open stream, if any.
+    fn end_stream(&mut self, out: &mut Vec<u8>) -> Result<(), WriteError> {
+        if let Some(mut open) = self.open.take() {
+            Self::flush_batch(&mut open, out)?;
+            append_buffers(out, open.encoder.finish().map_err(arrow_write_error)?);
+        }
+        Ok(())
+    }
+
+    /// The open stream for `schema`, ending another schema's stream first.
+    fn stream_for(
+        &mut self,
+        schema: &SchemaRef,
+        out: &mut Vec<u8>,
+    ) -> Result<&mut OpenStream, WriteError> {
+        let same = self.open.as_ref().is_some_and(|o| {
+            std::sync::Arc::ptr_eq(o.builder.schema(), schema) || **o.builder.schema() == **schema
+        });
+        if !same {
+            self.end_stream(out)?;
+            let builder = ArrowBuilder::new(schema.clone());
+            let encoder =
+                StreamEncoder::try_new(builder.arrow_schema()).map_err(arrow_write_error)?;
+            self.open = Some(OpenStream { builder, encoder });
+        }
+        match self.open.as_mut() {
+            Some(o) => Ok(o),
+            None => Err(WriteError::Io(io::Error::other("no open arrow stream"))),
+        }
+    }
+}
+
+impl EventWriter for ArrowIpcWriter {
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let rows: Vec<&[u8]> = rows.collect();
+        let open = self.stream_for(schema, out)?;
+        // The first row the builder holds.
+        let mut start = 0;
+        for (i, row) in rows.iter().enumerate() {
+            if let Err(source) = open.builder.append(row) {
+                // The builder's columns are out of step: start over with the rows before the
+                // bad one, which are written; nothing of the bad one is.
+                open.builder = ArrowBuilder::new(schema.clone());
+                for r in &rows[start..i] {
+                    open.builder
+                        .append(r)
+                        .map_err(|source| WriteError::Decode {
+                            schema: schema.name.clone(),
+                            row: i,
+                            source,
+                        })?;
+                }
+                Self::flush_batch(open, out)?;
+                return Err(WriteError::Decode {
+                    schema: schema.name.clone(),
+                    row: i,
+                    source,
+                });
+            }
+            if open.builder.is_full() {
+                Self::flush_batch(open, out)?;
+                start = i + 1;
+            }
+        }
+        Self::flush_batch(open, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<u8>) {
+        // Encoding errors were reported when the rows were written; here only the end marker
+        // can be left to write.
+        let _ = self.end_stream(out);
+    }
+}
+
+/// Reads Arrow IPC streams (or an Arrow IPC file) into batches: a tokio-util [`Decoder`].
+pub struct ArrowIpcDecoder {
+    options: ReaderOptions,
+    decoder: StreamDecoder,
+    schema: Option<SchemaRef>,
+    pending: VecDeque<Batch>,
+    /// `None` until the first bytes tell stream from file; `Some(true)` for a file.
+    file: Option<bool>,
+    /// A file's stream has ended: the rest (the footer) is skipped.
+    done: bool,
+    rows: u64,
+}
+
+impl std::fmt::Debug for ArrowIpcDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrowIpcDecoder")
+            .field("source", &self.options.source_name)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArrowIpcDecoder {
+    /// A decoder; `options.source_name` names the input in errors, `options.batch_rows` caps
+    /// the batches, and `options.json_default_schema` names a schema without weir's metadata.
+    pub fn new(options: ReaderOptions) -> ArrowIpcDecoder {
+        ArrowIpcDecoder {
+            options,
+            decoder: StreamDecoder::new(),
+            schema: None,
+            pending: VecDeque::new(),
+            file: None,
+            done: false,
+            rows: 0,
+        }
+    }
+
+    fn error(&self, field: Option<String>, message: String) -> ReadError {
+        ReadError::Parse(ParseError {
+            source_name: self.options.source_name.clone(),
+            line: self.rows,
+            field,
+            message,
+        })
+    }
+
+    fn codec_error(&self, e: ArrowCodecError) -> ReadError {
+        match e {
+            ArrowCodecError::Schema { field, problem } => self.error(Some(field), problem),
+            other => self.error(None, other.to_string()),
+        }
+    }
+
+    /// Feeds `buf` to the stream decoder, converting every record batch it completes.
+    fn feed(&mut self, mut buf: Buffer) -> Result<(), ReadError> {
+        while !buf.is_empty() && !self.done {
+            let decoded = match super::guarded(|| self.decoder.decode(&mut buf)) {
+                Ok(d) => d,
+                Err(why) => {
+                    self.done = true;
+                    return Err(self.error(None, format!("invalid Arrow IPC data: {why}")));
+                }
+            };
+            match decoded {
+                Ok(Some(rb)) => {
+                    let schema = match &self.schema {
+                        Some(s) => s.clone(),
+                        None => {
+                            let s = zeek_schema(&rb.schema(), &self.options.json_default_schema)
+                                .map_err(|e| self.codec_error(e))?
+                                .into_shared();
+                            self.schema = Some(s.clone());
+                            s
+                        }
+                    };
+                    let batches = record_batch_to_batches(&rb, &schema, self.options.batch_rows)
+                        .map_err(|e| self.codec_error(e))?;
+                    self.rows += rb.num_rows() as u64;
+                    self.pending.extend(batches);
+                }
+                Ok(None) => {}
+                // The stream ended and more bytes follow (arrow-rs reports them as an
+                // "Unexpected EOS" and leaves them in `buf`).
+                Err(e) if self.decoder.finish().is_ok() && e.to_string().contains("EOS") => {
+                    if self.file == Some(true) {
+                        self.done = true;
+                    } else {
+                        self.decoder = StreamDecoder::new();
+                        self.schema = None;
+                    }
+                }
+                Err(e) => return Err(self.error(None, format!("invalid Arrow IPC data: {e}"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Decoder for ArrowIpcDecoder {
+    type Item = Batch;
+    type Error = ReadError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        if let Some(b) = self.pending.pop_front() {
+            return Ok(Some(b));
+        }
+        if self.file.is_none() {
+            if src.len() < 8 {
+                return Ok(None);
+            }
+            let file = src.starts_with(ARROW_FILE_MAGIC);
+            if file {
+                let _ = src.split_to(8);
+            }
+            self.file = Some(file);
+        }
+        if src.is_empty() {
+            return Ok(None);
+        }
+        if self.done {
+            src.clear();
+            return Ok(None);
+        }
+        let chunk = src.split().freeze();
+        self.feed(Buffer::from(chunk))?;
+        Ok(self.pending.pop_front())
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
+        if let Some(b) = self.decode(src)? {
+            return Ok(Some(b));
+        }
+        if self.file.is_none() && !src.is_empty() {
+            // Shorter than any Arrow input.
+            return Err(self.error(None, format!("not Arrow IPC data ({} bytes)", src.len())));
+        }
+        if let Some(b) = self.pending.pop_front() {
+            return Ok(Some(b));
+        }
+        if !self.done {
+            self.decoder
+                .finish()
+                .map_err(|e| self.error(None, format!("truncated Arrow IPC stream: {e}")))?;
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,413 @@
+//! The Parquet lake: events written as Hive-partitioned Parquet files, one directory per
+//! schema and day.
+//!
+//! # Layout
+//! ```text
+//! DIR/
+//!   schema=zeek.conn/
+//!     date=2009-11-18/
+//!       part-00000.parquet
+//!       part-00001.parquet           the next file once part-00000 reached max_file_size
+//!   schema=zeek.dns/
+//!     date=2009-11-18/part-00000.parquet
+//!     date=__HIVE_DEFAULT_PARTITION__/part-00000.parquet     events without a ts
+//! ```
+//! - **Partitions.** `schema` is the weir schema name, `date` the UTC day of the event's `ts`
+//!   (the first `ts` field of type `time`); an event without one goes to
+//!   `__HIVE_DEFAULT_PARTITION__`, Hive's and Spark's name for a null partition value. Engines
+//!   reading the directory with Hive partitioning get `schema` and `date` as two more columns.
+//! - **Files.** Each file holds events of one schema (the same field list) in arrival order,
+//!   with the Arrow schema of [`super::schema`] (Zeek type names in the field metadata).
+//!   A file is closed, and the partition's next file begun, when its size reaches
+//!   `max_file_size` (checked after each row group, so a file exceeds it by at most one row
+//!   group), when a schema of the same name with other fields arrives for the same
+//!   partition, when more than [`LakeWriter::MAX_OPEN_FILES`] files are open (the least
+//!   recently written is closed), and at the end. Part numbers continue after the highest one
+//!   already in the directory, so a second export or a restarted pipeline adds files and never
+//!   replaces one.
+//! - **Parquet.** zstd-compressed (level `compression_level`), row groups of
+//!   `row_group_size` rows (the last of a file fewer), plain encoding in data pages of up to
+//!   1 MiB, column statistics (engines skip row groups by min/max). No dictionary
+//!   encoding: zstd over larger plain pages finds the same repetition, and on Zeek logs
+//!   the files came out smaller (conn.log: 0.75 MB instead of 0.81 MB; W1000: 17 MB instead
+//!   of 19 MB, and 60 MB with arrow-rs's default pages of 20,000 rows) for 10% less CPU. The
+//!   columns of a file are encoded on several threads (one per core, at most four; see
+//!   `parquet_file.rs`); the bytes do not depend on how many.
+//! - **Atomic.** A file is written as `.part-NNNNN.parquet.tmp` in its directory (a hidden
+//!   name that Spark, DuckDB and DataFusion ignore) and renamed to its final name once
+//!   complete, after an fsync; the directory is fsynced after the rename (`fs::commit_file`),
+//!   and new directories after their creation. A reader never sees a partial file; after a
+//!   crash, `.tmp` files may be left behind and can be deleted.
+//! - **Memory.** Per open file: the record batch being built (at most
+//!   [`LakeWriter::BATCH_ROWS`] rows), one data page being filled per column (at most 1 MiB
+//!   each, uncompressed) and the compressed pages of the row group being written (at most
+//!   `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
+//!   is bounded by the row-group size and the schemas' widths, never by the archive
+//!   (exporting W1000, 8.5 M events, takes about 70 MiB beyond the mapped archive).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use super::builder::ArrowBuilder;
+use super::parquet_file::ParquetFile;
+use super::ArrowCodecError;
+use crate::codec::zeek::scalar::civil_from_days;
+use crate::fs::{commit_file, sync_dir, FsError};
+use crate::types::{SchemaRef, Type};
+use crate::value::{RowCursor, NIL};
+
+/// Settings of a [`LakeWriter`] (checked by the configuration that makes it,
+/// `ParquetSinkConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LakeOptions {
+    /// The lake's root directory (created when missing).
+    pub dir: PathBuf,
+    /// A file is closed once it holds this many bytes.
+    pub max_file_size: u64,
+    /// Rows per row group at most.
+    pub row_group_size: usize,
+    /// zstd level.
+    pub compression_level: i32,
+}
+
+/// What a [`LakeWriter`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LakeSummary {
+    /// Events written.
+    pub events: u64,
+    /// Files completed.
+    pub files: u64,
+    /// Bytes of the completed files.
+    pub bytes: u64,
+}
+
+/// A partition (schema, day) with its builder and open file.
+struct Partition {
+    schema: SchemaRef,
+    day: Option<i64>,
+    dir: PathBuf,
+    builder: ArrowBuilder,
+    file: Option<ParquetFile>,
+    last_use: u64,
+}
+
+/// Writes events into a Parquet lake (see the module docs). Blocking: run it on a thread of
+/// its own in async code (the Parquet sink does).
+pub struct LakeWriter {
+    options: LakeOptions,
+    props: Arc<WriterProperties>,
+    parts: Vec<Partition>,
+    /// Next part number of each partition directory.
+    next_part: HashMap<PathBuf, u32>,
+    clock: u64,
+    summary: LakeSummary,
+}
+
+impl std::fmt::Debug for LakeWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LakeWriter")
+            .field("options", &self.options)
+            .field("open", &self.parts.len())
+            .field("summary", &self.summary)
+            .finish()
+    }
+}
+
+/// Nanoseconds per day.
+const DAY_NS: i64 = 86_400_000_000_000;
+
+/// The partition directory name of a day (`date=2009-11-18`), or of no day.
+fn date_dir(day: Option<i64>) -> String {
+    match day {
+        Some(d) => {
+            let (y, m, dd) = civil_from_days(d);
+            format!("date={y:04}-{m:02}-{dd:02}")
+        }
+        None => "date=__HIVE_DEFAULT_PARTITION__".to_string(),
+    }
+}
+
+/// A schema name as one safe path component (`/` and NUL replaced).
+fn schema_dir(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| if c == '/' || c == '\0' { '_' } else { c })
+        .collect();
+    format!("schema={safe}")
+}
+
+/// The `ts` of a row (field `ts_index`, of type `time`), `None` when unset or unreadable.
+fn row_ts(row: &[u8], schema: &crate::types::Schema, ts_index: usize) -> Option<i64> {
+    let mut r = RowCursor::new(row);
+    r.row_header(schema.fields.len()).ok()?;
+    for f in &schema.fields[..ts_index] {
+        r.read(&f.ty).ok()?;
+    }
+    let m = r.marker().ok()?;
+    if m == NIL {
+        return None;
+    }
+    r.int(m, &Type::Time).ok()
+}
+
+/// The highest `part-NNNNN.parquet` number in `dir`, plus one (0 for none).
+fn first_free_part(dir: &Path) -> u32 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name();
+            let name = name.to_str()?;
+            name.strip_prefix("part-")?
+                .strip_suffix(".parquet")?
+                .parse::<u32>()
+                .ok()
+        })
+        .max()
+        .map_or(0, |n| n.saturating_add(1))
+}
+
+/// Creates `dir` and its missing parents below `root`, fsyncing each parent after a creation.
+fn create_dirs(root: &Path, dir: &Path) -> Result<(), FsError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut cur = dir;
+    while !cur.is_dir() {
+        missing.push(cur.to_path_buf());
+        match cur.parent() {
+            Some(p) if cur != root => cur = p,
+            _ => break,
+        }
+    }
+    for d in missing.iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(FsError::new("create directory", d, e)),
+        }
+        if let Some(p) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(p)?;
+        }
+    }
+    Ok(())
+}
+
+impl LakeWriter {
+    /// Rows of one record batch handed to the Parquet writer.
+    pub const BATCH_ROWS: usize = 8192;
+    /// Files open at once; writing to one more closes the least recently written.
+    pub const MAX_OPEN_FILES: usize = 16;
+
+    /// A writer into `options.dir`; the directory is created on the first event.
+    pub fn new(options: LakeOptions) -> Result<LakeWriter, ArrowCodecError> {
+        let level = ZstdLevel::try_new(options.compression_level)?;
+        // No dictionaries, pages cut by size only: zstd finds the repetition itself, in larger
+        // pages; on Zeek logs this is smaller and cheaper (see the module docs).
+        let props = WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(usize::MAX)
+            .set_compression(Compression::ZSTD(level))
+            .set_max_row_group_row_count(Some(options.row_group_size.max(1)))
+            .set_created_by(format!("weir {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        Ok(LakeWriter {
+            options,
+            props: Arc::new(props),
+            parts: Vec::new(),
+            next_part: HashMap::new(),
+            clock: 0,
+            summary: LakeSummary::default(),
+        })
+    }
+
+    /// What was written so far (files: completed ones).
+    pub fn summary(&self) -> &LakeSummary {
+        &self.summary
+    }
+
+    /// Appends rows of `schema` (msgpack rows, see [`crate::value`]) to their partitions.
+    /// An error (a row not of the schema, a failed write) leaves the lake with the files
+    /// completed so far; the writer must not be used further.
+    pub fn write_rows<'a>(
+        &mut self,
+        schema: &SchemaRef,
+        rows: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<(), ArrowCodecError> {
+        let ts_index = schema.ts_index();
+        let mut cached: Option<(Option<i64>, usize)> = None;
+        for (i, row) in rows.enumerate() {
+            let day = ts_index
+                .and_then(|t| row_ts(row, schema, t))
+                .map(|ns| ns.div_euclid(DAY_NS));
+            let index = match cached {
+                Some((d, index)) if d == day => index,
+                _ => {
+                    let index = self.partition(schema, day)?;
+                    cached = Some((day, index));
+                    index
+                }
+            };
+            let part = &mut self.parts[index];
+            part.builder
+                .append(row)
+                .map_err(|source| ArrowCodecError::Decode {
+                    schema: schema.name.clone(),
+                    row: i,
+                    source,
+                })?;
+            self.summary.events += 1;
+            if part.builder.len() >= Self::BATCH_ROWS || part.builder.is_full() {
+                self.write_batch(index)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of the open partition of `schema` and `day`, opened (and another one closed
+    /// when too many are open) as needed.
+    fn partition(
+        &mut self,
+        schema: &SchemaRef,
+        day: Option<i64>,
+    ) -> Result<usize, ArrowCodecError> {
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(i) = self
+            .parts
+            .iter()
+            .position(|p| p.day == day && (Arc::ptr_eq(&p.schema, schema) || *p.schema == **schema))
+        {
+            self.parts[i].last_use = clock;
+            return Ok(i);
+        }
+        let dir = self
+            .options
+            .dir
+            .join(schema_dir(&schema.name))
+            .join(date_dir(day));
+        // Another field list of the same name in this partition: its file ends here.
+        if let Some(i) = self.parts.iter().position(|p| p.dir == dir) {
+            self.close_partition(i)?;
+        }
+        if self.parts.len() >= Self::MAX_OPEN_FILES {
+            if let Some(i) = self
+                .parts
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, p)| p.last_use)
+                .map(|(i, _)| i)
+            {
+                self.close_partition(i)?;
+            }
+        }
+        self.parts.push(Partition {
+            schema: schema.clone(),
+            day,
+            dir,
+            builder: ArrowBuilder::new(schema.clone()),
+            file: None,
+            last_use: clock,
+        });
+        Ok(self.parts.len() - 1)
+    }
+
+    /// Writes the rows built for partition `index` as a record batch into its file (opening
+    /// one), and closes the file once it reached `max_file_size`.
+    fn write_batch(&mut self, index: usize) -> Result<(), ArrowCodecError> {
+        let part = &mut self.parts[index];
+        if part.builder.is_empty() {
+            return Ok(());
+        }
+        let rb = part.builder.finish()?;
+        if part.file.is_none() {
+            create_dirs(&self.options.dir, &part.dir)?;
+            let n = match self.next_part.get_mut(&part.dir) {
+                Some(n) => n,
+                None => self
+                    .next_part
+                    .entry(part.dir.clone())
+                    .or_insert_with(|| first_free_part(&part.dir)),
+            };
+            let name = format!("part-{:05}.parquet", *n);
+            *n = n.saturating_add(1);
+            let tmp = part.dir.join(format!(".{name}.tmp"));
+            let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+            part.file = Some(ParquetFile::create(
+                file,
+                tmp,
+                name,
+                part.builder.arrow_schema().clone(),
+                &self.props,
+            )?);
+        }
+        let Some(open) = part.file.as_mut() else {
+            return Ok(());
+        };
+        open.write(&rb)?;
+        if open.bytes_written() as u64 >= self.options.max_file_size {
+            self.close_file(index)?;
+        }
+        Ok(())
+    }
+
+    /// Completes the open file of partition `index`: written, fsynced, renamed, directory
+    /// fsynced.
+    fn close_file(&mut self, index: usize) -> Result<(), ArrowCodecError> {
+        let part = &mut self.parts[index];
+        let Some(open) = part.file.take() else {
+            return Ok(());
+        };
+        let (tmp, name) = (open.tmp.clone(), open.name.clone());
+        let file = open.finish()?;
+        let path = commit_file(&file, &tmp, &part.dir, &name, true)?;
+        self.summary.files += 1;
+        self.summary.bytes += std::fs::metadata(&path).map_or(0, |m| m.len());
+        Ok(())
+    }
+
+    /// Writes out and closes partition `index`, and forgets it.
+    fn close_partition(&mut self, index: usize) -> Result<(), ArrowCodecError> {
+        self.write_batch(index)?;
+        self.close_file(index)?;
+        self.parts.swap_remove(index);
+        Ok(())
+    }
+
+    /// Writes out every partition and completes every open file. The writer can be used
+    /// again afterwards (for new files).
+    pub fn close_all(&mut self) -> Result<(), ArrowCodecError> {
+        while !self.parts.is_empty() {
+            self.close_partition(self.parts.len() - 1)?;
+        }
+        Ok(())
+    }
+
+    /// Completes every file and returns what was written.
+    pub fn close(mut self) -> Result<LakeSummary, ArrowCodecError> {
+        self.close_all()?;
+        Ok(self.summary.clone())
+    }
+}
+
+impl Drop for LakeWriter {
+    /// Files not completed by [`LakeWriter::close`] (after an error) are removed: only
+    /// complete files have final names, and temporaries would only take space.
+    fn drop(&mut self) {
+        for p in &mut self.parts {
+            if let Some(open) = p.file.take() {
+                let tmp = open.tmp.clone();
+                drop(open);
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+    }
+}

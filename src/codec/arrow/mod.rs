@@ -1,0 +1,113 @@
+//! Arrow and Parquet: events out to the engines that scale (DuckDB, DataFusion, Spark,
+//! pandas) and back in.
+//!
+//! - `--to arrow`: Arrow IPC streams on stdout ([`ArrowIpcWriter`], an
+//!   [`EventWriter`](crate::codec::writer::EventWriter));
+//! - `--to parquet --output DIR` and `[sinks.NAME] type = "parquet"`: a Hive-partitioned
+//!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`]);
+//! - reading: [`ArrowIpcDecoder`] and [`ParquetDecoder`] turn what weir wrote back into
+//!   batches, with the Zeek types restored from the field metadata; the source detects both
+//!   by their magic bytes.
+//!
+//! # Types
+//!
+//! The one mapping of Zeek types to Arrow types ([`schema::arrow_type`]):
+//!
+//! | Zeek | Arrow | Parquet (as arrow-rs writes it) |
+//! | --- | --- | --- |
+//! | `time` | `timestamp[ns, tz=UTC]` | INT64, TIMESTAMP(NANOS, UTC) |
+//! | `interval` | `duration[ns]` | INT64 (the Arrow type is restored from the stored Arrow schema) |
+//! | `count` | `uint64` | INT64, UINT_64 |
+//! | `int` | `int64` | INT64 |
+//! | `double` | `float64` | DOUBLE |
+//! | `bool` | `bool` | BOOLEAN |
+//! | `port` | `uint16` | INT32, UINT_16 |
+//! | `addr` | `utf8`: canonical text (`192.168.1.1`, `2001:db8::1`, RFC 5952) | BYTE_ARRAY, UTF8 |
+//! | `subnet` | `utf8`: `addr/prefix` (`10.0.0.0/8`) | BYTE_ARRAY, UTF8 |
+//! | `string`, `enum`, `pattern`, `file` | `utf8` (invalid UTF-8 escaped, below) | BYTE_ARRAY, UTF8 |
+//! | `set[T]`, `vector[T]`, `table[T]` | `list<item: T>` | LIST |
+//! | unset (`-`), of any type | null | null |
+//!
+//! Every field is nullable and keeps its Zeek name (dots included: `id.orig_h`), and its
+//! field metadata holds the Zeek type name under `zeek.type` (`"count"`, `"set[addr]"`); the
+//! schema metadata holds the weir schema name under `zeek.schema` (`"zeek.conn"`). Reading
+//! back uses them, so `enum`, `addr`, `set` and `interval` come back as such and a file
+//! round-trips to Zeek TSV (`weir convert --to zeek-tsv lake/.../part-00000.parquet`).
+//! A file without this metadata (written by another tool) is read by its Arrow types (the
+//! inverse of the table on exactly those types, strings as `string`, lists as `vector`) under
+//! the schema name of the source's `json_schema`.
+//!
+//! **Strings.** Zeek strings are bytes. Valid UTF-8 is kept as it is (lossless); each byte of
+//! an invalid sequence becomes the four characters `\xHH` (lowercase hex), the same text the
+//! JSON writer produces ([`crate::codec::json_writer`], and Zeek's JSON logs), and like there
+//! it is read back as text, not as the byte.
+//!
+//! **Ports** are at most 65535 (the readers refuse more), so `uint16` holds every one.
+
+mod builder;
+pub mod ipc;
+pub mod lake;
+mod parquet_file;
+mod parquet_read;
+mod read;
+pub mod schema;
+mod sink;
+
+pub use builder::{push_escaped_utf8, ArrowBuilder};
+pub use ipc::{ArrowIpcDecoder, ArrowIpcWriter};
+pub use lake::{LakeOptions, LakeSummary, LakeWriter};
+pub use parquet_read::{ParquetDecoder, MAX_PARQUET_INPUT, PARQUET_MAGIC};
+pub use read::record_batch_to_batches;
+pub use schema::{arrow_schema, zeek_schema};
+pub use sink::{ParquetSink, ParquetSinkConfig};
+
+use crate::value::DecodeError;
+
+/// Runs `f`, turning a panic into an error message. arrow-rs and parquet can panic on damaged
+/// input (an offset past a buffer, an impossible footer length) where they should return an
+/// error; the readers call them through this, so that a damaged file is an error naming the
+/// input, never a crash.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        format!("the reader failed on damaged data ({why})")
+    })
+}
+
+/// Why events could not be converted to or from Arrow, or written to Parquet.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArrowCodecError {
+    /// A field whose Arrow type or metadata does not fit (reading).
+    #[error("field {field}: {problem}")]
+    Schema {
+        /// The field's name.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A row did not decode as its schema says.
+    #[error("cannot convert row {row} of schema {schema}: {source}")]
+    Decode {
+        /// The schema's name.
+        schema: String,
+        /// 0-based index of the row among the rows given.
+        row: usize,
+        /// What was wrong with the row.
+        #[source]
+        source: DecodeError,
+    },
+    /// Arrow refused the data.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// The Parquet writer or reader failed.
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// A file or directory of the lake could not be written.
+    #[error(transparent)]
+    Fs(#[from] crate::fs::FsError),
+}
