@@ -153,6 +153,15 @@ fn archive_open(c: &mut Criterion) {
             assert_eq!(a.catalog().segments.len(), 10_000);
         })
     });
+    // What `open` costs beyond parsing the catalog: the directory checks and the reader's
+    // registration (`readers/`), measured in the same run.
+    g.bench_function("catalog_load", |b| {
+        let dir = dir();
+        b.iter(|| {
+            let c = Catalog::load(&dir).unwrap();
+            assert_eq!(c.segments.len(), 10_000);
+        })
+    });
     g.bench_function("open_and_first_event", |b| {
         let dir = dir();
         b.iter(|| {

@@ -57,6 +57,14 @@ pub struct ImportArgs {
     /// Write no per-batch sketches (needle queries then read every batch of the schema).
     #[arg(long)]
     no_sketches: bool,
+    /// Disk budget of the archive (`50GiB`): beyond it the oldest segments are erased, down
+    /// to 90% of it; checked at start and while importing. At least two segments.
+    #[arg(long, value_name = "SIZE")]
+    max_archive_size: Option<SizeText>,
+    /// Erase segments whose newest event is older than this (`30d`, `12h`); checked at start,
+    /// at every seal and every minute.
+    #[arg(long, value_name = "DURATION")]
+    retain: Option<DurationText>,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
@@ -109,6 +117,12 @@ impl ImportArgs {
         c.archive.compression = self.compression;
         c.archive.compression_level = self.compression_level;
         c.archive.sketches = !self.no_sketches;
+        if let Some(size) = &self.max_archive_size {
+            c.archive.max_archive_size = Some(size.0);
+        }
+        if let Some(d) = &self.retain {
+            c.archive.retain = Some(d.0);
+        }
         c.source.follow = self.follow;
         c
     }
@@ -131,6 +145,8 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sinks.archive", "compression", "--compression"),
     ("sinks.archive", "compression_level", "--compression-level"),
     ("sinks.archive", "sketches", "--no-sketches"),
+    ("sinks.archive", "max_archive_size", "--max-archive-size"),
+    ("sinks.archive", "retain", "--retain"),
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.
@@ -174,7 +190,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
 /// alone; a failure to remove is not reported (the import's error is what matters). Returns
 /// whether the directory is gone.
 fn remove_unused_archive(db: &std::path::Path) -> bool {
-    use weir::store::{LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
+    use weir::store::{readers::READERS_DIR, LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
     const CATALOG: &str = "catalog.json";
     let Ok(entries) = std::fs::read_dir(db) else {
         return false;
@@ -185,7 +201,7 @@ fn remove_unused_archive(db: &std::path::Path) -> bool {
         .collect();
     if !names
         .iter()
-        .all(|n| [LOCK_FILE, WAL_FILE, CATALOG, SEGMENTS_DIR].contains(&n.as_str()))
+        .all(|n| [LOCK_FILE, WAL_FILE, CATALOG, SEGMENTS_DIR, READERS_DIR].contains(&n.as_str()))
     {
         return false;
     }
@@ -218,6 +234,8 @@ fn remove_unused_archive(db: &std::path::Path) -> bool {
     for name in [WAL_FILE, CATALOG, LOCK_FILE] {
         let _ = std::fs::remove_file(db.join(name));
     }
+    // The readers' lock files (the check above registered one; it is released).
+    let _ = std::fs::remove_dir_all(db.join(READERS_DIR));
     std::fs::remove_dir(db).is_ok()
 }
 

@@ -29,6 +29,7 @@ mod args;
 mod convert;
 mod docs;
 mod import;
+mod maintain;
 mod progress;
 mod search;
 mod signals;
@@ -130,6 +131,11 @@ enum Command {
     Inspect(archive::InspectArgs),
     /// Check every segment and the write-ahead log; exit 1 with a line per problem.
     Verify(archive::VerifyArgs),
+    /// Erase events by time, age, ID range or expression (whole segments where possible,
+    /// others rewritten without them; surviving events keep their IDs).
+    Erase(maintain::EraseArgs),
+    /// Merge small segments (of short imports, restarts) into full-size ones, keeping IDs.
+    Compact(maintain::CompactArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff) of weir or of one command: `weir man import | man -l -`.
@@ -244,6 +250,8 @@ pub fn main() -> ExitCode {
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),
+            Command::Erase(args) => maintain::erase(args),
+            Command::Compact(args) => maintain::compact(args),
             Command::Completions(args) => docs::completions(args),
             Command::Man(args) => docs::man(args),
         }

@@ -78,6 +78,7 @@
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
 mod bind;
+mod erase;
 mod error;
 mod eval;
 mod filter;
@@ -91,6 +92,7 @@ mod search;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use bind::Program;
+pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};

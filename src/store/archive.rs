@@ -57,6 +57,9 @@ pub struct Archive {
     dir: PathBuf,
     catalog: Arc<Catalog>,
     cache: Mutex<SegmentCache>,
+    /// This reader's registration, which keeps the segments of its catalog on disk while it
+    /// lives, even if an erase or compaction drops them (see [`super::readers`]).
+    _registered: Option<super::readers::ReaderLock>,
 }
 
 impl Archive {
@@ -69,7 +72,8 @@ impl Archive {
         if !super::looks_like_archive(&dir) {
             return Err(StoreError::NoArchive { dir });
         }
-        let catalog = Arc::new(Catalog::load(&dir)?);
+        let (catalog, registered) = super::readers::register(&dir)?;
+        let catalog = Arc::new(catalog);
         tracing::debug!(
             dir = %dir.display(),
             segments = catalog.segments.len(),
@@ -82,6 +86,7 @@ impl Archive {
                 capacity: DEFAULT_SEGMENT_CACHE,
                 entries: Vec::new(),
             }),
+            _registered: registered,
         })
     }
 
@@ -102,9 +107,12 @@ impl Archive {
             .len()
     }
 
-    /// Re-reads the catalog (to see segments sealed since opening).
+    /// Re-reads the catalog (to see segments sealed, erased or compacted since opening), and
+    /// registers this reader for it.
     pub fn reload(&mut self) -> Result<()> {
-        self.catalog = Arc::new(Catalog::load(&self.dir)?);
+        let (catalog, registered) = super::readers::register(&self.dir)?;
+        self.catalog = Arc::new(catalog);
+        self._registered = registered;
         Ok(())
     }
 
@@ -321,6 +329,7 @@ impl Archive {
             id_ranges: ranges,
             schemas,
             wal,
+            erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum(),
         })
     }
 
@@ -341,9 +350,21 @@ impl Archive {
             }
         };
         let mut expected = 0u64;
+        // Erased IDs are in no segment by design; any other gap is a lost segment.
+        let mut erased = cat.erased_ranges().peekable();
+        let mut skip_erased = |expected: &mut u64, upto: u64| {
+            while let Some(r) = erased.peek() {
+                if r.start > *expected || r.start >= upto {
+                    break;
+                }
+                *expected = (*expected).max(r.end);
+                erased.next();
+            }
+        };
         for entry in &cat.segments {
             let path = self.dir.join(&entry.file);
             for r in entry.ranges() {
+                skip_erased(&mut expected, r.start);
                 if r.start != expected {
                     report.problem(
                         &path,
@@ -370,6 +391,7 @@ impl Archive {
                 Err(e) => report.problems.push(Problem::from_error(&path, e)),
             }
         }
+        skip_erased(&mut expected, cat.next_id);
         if cat.next_id != expected {
             report.problem(
                 &Catalog::path(&self.dir),
@@ -843,6 +865,9 @@ pub struct ArchiveInfo {
     pub schemas: BTreeMap<String, u64>,
     /// The active segment's write-ahead log.
     pub wal: WalInfo,
+    /// Events erased (by `weir erase` or retention): IDs below the end that no segment holds
+    /// by design.
+    pub erased_events: u64,
 }
 
 impl fmt::Display for ArchiveInfo {
@@ -878,6 +903,9 @@ impl fmt::Display for ArchiveInfo {
                 r.join(" ")
             }
         )?;
+        if self.erased_events > 0 {
+            writeln!(f, "erased:    {} events", self.erased_events)?;
+        }
         for u in &self.unlisted {
             writeln!(
                 f,

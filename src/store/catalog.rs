@@ -14,6 +14,29 @@
 //!                   "pos": {"offset": 81920, "skip": 0}}]}
 //! ```
 //!
+//! Version 2 (written once anything was erased or compacted; version 1 otherwise, so that an
+//! archive that never used those stays readable by older weir) adds three keys:
+//!
+//! ```json
+//! {"generation": 3, "erased": [[0, 4096], [5000, 5100]],
+//!  "pending_deletion": [{"file": "segments/….seg", "generation": 3}]}
+//! ```
+//!
+//! - `generation`: bumped by every change that drops a segment from the catalog (erase,
+//!   retention, compaction). Readers register the generation they read (see
+//!   `store/readers.rs`), so that a dropped file is deleted only once no reader of an older
+//!   generation can still map it.
+//! - `erased`: the event IDs below `next_id` that were erased (ascending, merged, disjoint
+//!   from every segment's intervals). IDs are never reused: an erased ID stays erased, so
+//!   `weir verify` tells an erased range from a lost segment.
+//! - `pending_deletion`: segment files that are *not* part of the archive and are deleted
+//!   when possible: the files a change dropped (with the generation that dropped them; kept
+//!   until no reader of an older generation is registered), and the outputs of an erase or
+//!   compaction announced before they are moved into `segments/` (generation 0: always
+//!   deletable; a crash before the change is committed leaves them, and the next writer
+//!   deletes them). No reader, writer or `weir verify --repair` ever treats a listed file
+//!   as a segment of the archive or as an unlisted one: an erased segment never comes back.
+//!
 //! `checkpoints` (absent when empty, so older catalogs read unchanged) holds the position of
 //! every followed file after the last event of the last sealed segment (see
 //! [`crate::checkpoint`]); `"done": true` marks a compressed file read to its end. The
@@ -51,17 +74,40 @@ const FORMAT: &str = "weir-catalog";
 pub struct Catalog {
     /// Always `weir-catalog`.
     pub format: String,
-    /// Format version (1).
+    /// Format version (1, or 2 once anything was erased or compacted).
     pub version: u32,
     /// The ID after the last sealed event.
     pub next_id: u64,
     /// Sealed segments in ID order.
     pub segments: Vec<CatalogEntry>,
+    /// Bumped by every change that drops segments (see the module docs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation: u64,
+    /// Erased event ID ranges `[begin, end)`, ascending and merged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub erased: Vec<[u64; 2]>,
+    /// Segment files that are not part of the archive and are deleted when possible.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_deletion: Vec<PendingDeletion>,
     /// Positions of followed files as of `next_id` (see [`crate::checkpoint`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<FileCheckpoint>,
     #[serde(skip)]
     ranges: Vec<(u64, u64, usize)>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A segment file to delete (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingDeletion {
+    /// Path relative to the database directory (`segments/<uuid>.seg`).
+    pub file: String,
+    /// The generation whose change dropped it: deletable once no reader of an older
+    /// generation is registered (0: at once).
+    pub generation: u64,
 }
 
 /// One sealed segment.
@@ -117,6 +163,9 @@ impl Default for Catalog {
             version: 1,
             next_id: 0,
             segments: Vec::new(),
+            generation: 0,
+            erased: Vec::new(),
+            pending_deletion: Vec::new(),
             checkpoints: Vec::new(),
             ranges: Vec::new(),
         }
@@ -147,7 +196,7 @@ impl Catalog {
             path: path.clone(),
             reason,
         };
-        if cat.format != FORMAT || cat.version != 1 {
+        if cat.format != FORMAT || !(1..=2).contains(&cat.version) {
             return Err(corrupt(format!(
                 "unsupported format {:?} version {}",
                 cat.format, cat.version
@@ -185,12 +234,86 @@ impl Catalog {
                 self.next_id
             ));
         }
+        let mut prev = 0u64;
+        for (i, &[a, b]) in self.erased.iter().enumerate() {
+            if b <= a || (i > 0 && a <= prev) || b > self.next_id {
+                return Err(format!(
+                    "erased range [{a}, {b}) is empty, out of order or past next_id {}",
+                    self.next_id
+                ));
+            }
+            prev = b;
+        }
+        for p in &self.pending_deletion {
+            if p.file.contains("..") || p.file.starts_with('/') {
+                return Err(format!(
+                    "file name {:?} pending deletion leaves the database",
+                    p.file
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Rebuilds the range map after segments were removed or added (kept in ID order by
+    /// the caller); an inconsistency is a corrupt catalog.
+    pub(crate) fn reindex(&mut self, dir: &Path) -> Result<()> {
+        self.index().map_err(|reason| StoreError::CorruptCatalog {
+            path: Self::path(dir),
+            reason,
+        })
+    }
+
+    /// Adds `ranges` (ascending) to the erased IDs, merging.
+    pub(crate) fn add_erased(&mut self, ranges: &[Range<u64>]) {
+        let mut all: Vec<[u64; 2]> = self.erased.clone();
+        all.extend(
+            ranges
+                .iter()
+                .filter(|r| r.start < r.end)
+                .map(|r| [r.start, r.end]),
+        );
+        all.sort_unstable();
+        let mut merged: Vec<[u64; 2]> = Vec::with_capacity(all.len());
+        for [a, b] in all {
+            match merged.last_mut() {
+                Some(last) if a <= last[1] => last[1] = last[1].max(b),
+                _ => merged.push([a, b]),
+            }
+        }
+        self.erased = merged;
+    }
+
+    /// Whether `name` (a file name in `segments/`) is pending deletion.
+    pub fn is_pending_deletion(&self, name: &str) -> bool {
+        self.pending_deletion.iter().any(|p| {
+            p.file
+                .strip_prefix(super::SEGMENTS_DIR)
+                .and_then(|f| f.strip_prefix('/'))
+                == Some(name)
+        })
+    }
+
+    /// The erased ID ranges.
+    pub fn erased_ranges(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.erased.iter().map(|[a, b]| *a..*b)
     }
 
     /// Writes the catalog atomically to `dir`.
     pub fn save(&self, dir: &Path, sync: bool) -> Result<()> {
-        let json = serde_json::to_vec(self).map_err(|source| StoreError::CatalogJson {
+        // Version 1 as long as nothing of version 2 is used (see the module docs).
+        let v2 =
+            self.generation > 0 || !self.erased.is_empty() || !self.pending_deletion.is_empty();
+        let versioned;
+        let this = if (self.version == 2) == v2 {
+            self
+        } else {
+            let mut c = self.clone();
+            c.version = if v2 { 2 } else { 1 };
+            versioned = c;
+            &versioned
+        };
+        let json = serde_json::to_vec(this).map_err(|source| StoreError::CatalogJson {
             path: Self::path(dir),
             context: "cannot serialize",
             source,

@@ -1,14 +1,18 @@
 //! The configuration of the archive sink: the `[sinks.NAME] type = "archive"` table of a
 //! pipeline file, and `--db`, `--max-segment-size`, `--sync`, `--compression`,
-//! `--compression-level` and `--no-sketches` of `weir import`.
+//! `--compression-level`, `--no-sketches`, `--max-archive-size` and `--retain` of
+//! `weir import`.
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{ArchiveSink, OpenReport, Result, StoreOptions};
+use std::time::Duration;
+
+use super::retention::{Maintenance, MIN_BUDGET_SEGMENTS};
+use super::{ArchiveSink, OpenReport, Result, Store, StoreOptions};
 use crate::segment::{check_max_segment_size, Codec, Compression, SegmentError};
-use crate::setting::{de_size, InvalidSetting, Problem};
+use crate::setting::{de_duration, de_size, InvalidSetting, Problem};
 use crate::size::Size;
 use crate::wal::SyncPolicy;
 
@@ -29,6 +33,27 @@ pub struct ArchiveSinkConfig {
     pub compression_level: Option<i32>,
     /// Whether each batch gets a sketch for query pruning (default: yes).
     pub sketches: bool,
+    /// The disk budget: the oldest segments are erased beyond it (see
+    /// [`crate::store::Maintenance`]); `None`: unbounded.
+    #[serde(deserialize_with = "de_some_size")]
+    pub max_archive_size: Option<u64>,
+    /// Erase segments whose newest event is older than this; `None`: keep everything.
+    #[serde(deserialize_with = "de_some_duration")]
+    pub retain: Option<Duration>,
+    /// Merge small sealed segments when the input pauses.
+    pub compact: bool,
+}
+
+fn de_some_size<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<u64>, D::Error> {
+    de_size(d).map(Some)
+}
+
+fn de_some_duration<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    de_duration(d).map(Some)
 }
 
 impl Default for ArchiveSinkConfig {
@@ -42,6 +67,9 @@ impl Default for ArchiveSinkConfig {
             compression: store.compression.codec,
             compression_level: None,
             sketches: store.sketches,
+            max_archive_size: None,
+            retain: None,
+            compact: false,
         }
     }
 }
@@ -56,7 +84,8 @@ impl ArchiveSinkConfig {
     }
 
     /// Checks the settings: the one check of the segment size limit, for `--max-segment-size`
-    /// and pipeline files alike, and of the compression level.
+    /// and pipeline files alike, of the compression level, the disk budget and the
+    /// retention period.
     pub fn validate(&self) -> std::result::Result<(), InvalidSetting> {
         if let Some(level) = self.compression_level {
             let levels = self.compression.levels();
@@ -78,6 +107,32 @@ impl ArchiveSinkConfig {
                 ));
             }
         }
+        self.validate_segment_size()?;
+        if let Some(budget) = self.max_archive_size {
+            let min = self.max_segment_size.saturating_mul(MIN_BUDGET_SEGMENTS);
+            if budget < min {
+                return Err(InvalidSetting::out_of_range(
+                    "max_archive_size",
+                    Size(budget).to_string(),
+                    format!(
+                        "the budget must hold at least {MIN_BUDGET_SEGMENTS} segments of max_segment_size {} (the active segment is never erased): use at least {}, or a smaller max_segment_size",
+                        Size(self.max_segment_size),
+                        Size(min)
+                    ),
+                ));
+            }
+        }
+        if self.retain == Some(Duration::ZERO) {
+            return Err(InvalidSetting::out_of_range(
+                "retain",
+                "0s",
+                "must be longer than 0 (leave it out to keep everything)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_segment_size(&self) -> std::result::Result<(), InvalidSetting> {
         if self.db.as_os_str().is_empty() {
             return Err(InvalidSetting {
                 key: "db",
@@ -114,8 +169,20 @@ impl ArchiveSinkConfig {
         }
     }
 
-    /// Opens the archive (blocking: it replays the write-ahead log) behind a sink.
+    /// Retention and background compaction.
+    pub fn maintenance(&self) -> Maintenance {
+        Maintenance {
+            max_archive_size: self.max_archive_size,
+            retain: self.retain,
+            compact: self.compact,
+        }
+    }
+
+    /// Opens the archive (blocking: it replays the write-ahead log and applies retention)
+    /// behind a sink.
     pub fn build(&self) -> Result<(ArchiveSink, OpenReport)> {
-        ArchiveSink::open(&self.db, self.store_options())
+        let (mut store, report) = Store::open_writer(&self.db, self.store_options())?;
+        store.set_maintenance(self.maintenance())?;
+        Ok((ArchiveSink::new(store)?, report))
     }
 }

@@ -9,10 +9,25 @@
 //!   wal                write-ahead log of the active segment (see [`crate::wal`])
 //!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
 //!   damaged/           files `weir verify --repair` moved aside (see [`repair`]); never read
+//!   readers/<generation>  readers' lock files (see [`readers`]): what keeps erased segments
+//!                      on disk while a reader of an older catalog runs
+//!   staging/           new segments of an erase or compaction before they join `segments/`
+//!                      (see `rewrite.rs`); emptied by the next writer
 //!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
 //!                      while it is being written (sparse; see [`crate::segment`]'s writer),
 //!                      removed by the next writer
 //! ```
+//!
+//! # Changing what the archive holds
+//!
+//! Besides appending, a writer erases events ([`Store::erase`], `weir erase`: `erase.rs`),
+//! merges small segments ([`Store::compact`], `weir compact`, and in the background:
+//! `compact.rs`) and applies retention by disk budget and age ([`Maintenance`]:
+//! `retention.rs`). All three go through one transaction (`rewrite.rs`): new segments are
+//! staged, announced in the catalog under `pending_deletion`, moved in, and the catalog is
+//! committed with the dropped segments removed, their IDs added to `erased` and the dropped
+//! files listed for deletion; files are deleted only once no reader may map them. The
+//! catalog's new fields are documented in [`catalog`].
 //!
 //! # Invariants
 //!
@@ -36,7 +51,13 @@
 //!   not list (a lost catalog or catalog entry) is kept: the writer warns about it, or, if it
 //!   holds IDs at or past the catalog's `next_id` (which the writer would assign again),
 //!   refuses to open ([`StoreError::Unlisted`]); readers warn about it and `weir verify`
-//!   reports it as a problem. `weir verify --repair` puts it back into the catalog.
+//!   reports it as a problem. `weir verify --repair` puts it back into the catalog. A file the
+//!   catalog lists under `pending_deletion` (erased, replaced by compaction, or the output of
+//!   a change that did not commit) is not unlisted: nothing reads, reports or re-adds it, and
+//!   the writer deletes it once no reader of an older generation is registered.
+//! - IDs are never reused: erasing leaves `next_id` where it is and records the erased IDs in
+//!   the catalog, so "every ID below `next_id` is in exactly one sealed segment" reads "... or
+//!   erased". Surviving events keep their IDs.
 //! - A seal that fails (a full disk, an I/O error) deletes nothing the WAL points into: the
 //!   active segment's temporary file stays (see [`crate::segment::SegmentBuilder::write_to`]),
 //!   the writer refuses further work ([`StoreError::Poisoned`]), and the next writer replays
@@ -50,9 +71,14 @@
 
 mod archive;
 pub mod catalog;
+mod compact;
 mod config;
+mod erase;
 mod error;
+pub mod readers;
 mod repair;
+mod retention;
+mod rewrite;
 mod sink;
 
 use std::collections::HashSet;
@@ -65,10 +91,14 @@ pub use archive::{
     Archive, ArchiveInfo, BatchRef, Problem, Scan, UnlistedSegments, VerifyReport, WalInfo,
     DEFAULT_SEGMENT_CACHE,
 };
-pub use catalog::{Catalog, CatalogEntry};
+pub use catalog::{Catalog, CatalogEntry, PendingDeletion};
+pub use compact::{CompactReport, COMPACT_SMALL_PERCENT};
 pub use config::ArchiveSinkConfig;
+pub use erase::{EraseReport, EventSelector, IdSelector};
 pub use error::{Result, StoreError};
 pub use repair::{repair, RepairReport, DAMAGED_DIR};
+pub use retention::{Maintenance, LOW_MARK_PERCENT, MIN_BUDGET_SEGMENTS};
+pub use rewrite::STAGING_DIR;
 pub use sink::ArchiveSink;
 
 /// Fault injection for tests (see `fs::fault`); not part of the API.
@@ -146,6 +176,10 @@ pub struct Summary {
     pub segment_bytes: u64,
     /// The next event ID (= events in the archive).
     pub next_id: u64,
+    /// Segments erased in this session by retention (`max_archive_size`, `retain`).
+    pub erased_segments: u64,
+    /// Events of those segments.
+    pub erased_events: u64,
 }
 
 /// The writer of a database: appends batches, seals segments, keeps the WAL.
@@ -167,6 +201,15 @@ pub struct Store {
     /// Segment files of an earlier life that the WAL still points into; removed once a seal
     /// has replaced the WAL.
     stale: Vec<PathBuf>,
+    /// Retention and background compaction (none by default).
+    maintenance: Maintenance,
+    /// Bytes of the sealed segments the catalog lists.
+    sealed_bytes: u64,
+    /// When retention by age was last checked.
+    age_checked: Option<std::time::Instant>,
+    /// The catalog in memory differs from the file only in files deleted since (written at
+    /// the next seal or change, or at close).
+    catalog_dirty: bool,
     /// Positions of followed files after the last appended event.
     checkpoints: Checkpoints,
 }
@@ -258,7 +301,8 @@ fn remove_temporaries(dir: &Path, keep: &HashSet<String>) -> Result<()> {
     Ok(())
 }
 
-/// The segment files (`segments/*.seg`) the catalog does not list, by file name.
+/// The segment files (`segments/*.seg`) the catalog does not list, by file name, other than
+/// those pending deletion (see [`catalog`]).
 pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
     let seg_dir = dir.join(SEGMENTS_DIR);
     let known: HashSet<&str> = catalog.segments.iter().map(|s| s.file.as_str()).collect();
@@ -274,6 +318,7 @@ pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Ve
         if !name.starts_with('.')
             && name.ends_with(".seg")
             && !known.contains(format!("{SEGMENTS_DIR}/{name}").as_str())
+            && !catalog.is_pending_deletion(&name)
         {
             names.push(name);
         }
@@ -394,6 +439,10 @@ impl Store {
             summary: Summary::default(),
             failed: None,
             stale: Vec::new(),
+            maintenance: Maintenance::default(),
+            sealed_bytes: 0,
+            age_checked: None,
+            catalog_dirty: false,
             checkpoints,
         };
         let sealed_at_open = store.catalog.next_id;
@@ -409,6 +458,10 @@ impl Store {
         }
         keep.extend(store.builder.active_file_name());
         remove_temporaries(&store.dir, &keep)?;
+        // Outputs of an interrupted erase or compaction, and files it dropped or announced.
+        rewrite::clean_staging(&store.dir)?;
+        store.sweep();
+        store.sealed_bytes = store.catalog.segments.iter().map(|s| s.bytes).sum();
         let wal_ids = sealed_at_open..store.next_id;
         report
             .warnings
@@ -436,6 +489,25 @@ impl Store {
             "opened archive for writing"
         );
         Ok((store, report))
+    }
+
+    /// Opens an existing archive for writing, for a command that changes it (`weir erase`,
+    /// `weir compact`): unlike [`Store::open_writer`], a missing directory is
+    /// [`StoreError::NoDatabase`] and one that is not an archive [`StoreError::NoArchive`];
+    /// nothing is created.
+    pub fn open_existing(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(Store, OpenReport)> {
+        let dir = dir.as_ref();
+        if !dir.is_dir() {
+            return Err(StoreError::NoDatabase {
+                dir: dir.to_path_buf(),
+            });
+        }
+        if !looks_like_archive(dir) {
+            return Err(StoreError::NoArchive {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Store::open_writer(dir, opts)
     }
 
     /// Replays the WAL into the active segment; returns the segments whose files its records
@@ -597,6 +669,9 @@ impl Store {
         self.next_id = ids.end;
         self.summary.events += ids.end - ids.start;
         self.summary.bytes += bytes;
+        // Age, now and then (the budget is checked at every seal).
+        let r = self.retention(false);
+        self.poison_on_error(r)?;
         Ok(ids)
     }
 
@@ -669,6 +744,7 @@ impl Store {
         let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;
         self.summary.segments += 1;
         self.summary.segment_bytes += sealed.bytes;
+        self.sealed_bytes += sealed.bytes;
         let entry = CatalogEntry::from_sealed(&sealed);
         tracing::info!(
             segment = %self.dir.join(&entry.file).display(),
@@ -680,6 +756,7 @@ impl Store {
         self.catalog.push(entry);
         self.catalog.checkpoints = self.checkpoints.to_vec();
         self.catalog.save(&self.dir, sync)?;
+        self.catalog_dirty = false;
         if reset_wal {
             self.wal = Wal::create(
                 &self.dir.join(WAL_FILE),
@@ -690,7 +767,11 @@ impl Store {
             for path in std::mem::take(&mut self.stale) {
                 let _ = std::fs::remove_file(path);
             }
+            // Retention after every seal (also of a batch split over several segments), but
+            // not while replaying: the writer applies it once it is open.
+            self.retention(true)?;
         }
+        self.sweep();
         Ok(())
     }
 
@@ -705,6 +786,9 @@ impl Store {
             self.builder.sync_data().map_err(StoreError::from)
         };
         let r = r.and_then(|()| Ok(self.wal.sync()?));
+        self.poison_on_error(r)?;
+        // The input paused: time for retention by age and a bounded step of compaction.
+        let r = self.retention(false).and_then(|()| self.idle_compaction());
         self.poison_on_error(r)
     }
 
@@ -713,6 +797,11 @@ impl Store {
         self.check_failed()?;
         self.seal(true)?;
         self.wal.sync()?;
+        self.sweep();
+        if self.catalog_dirty {
+            self.catalog
+                .save(&self.dir, self.opts.sync.sync_segments())?;
+        }
         Ok(self.summary())
     }
 

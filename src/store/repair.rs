@@ -14,6 +14,9 @@
 //!    is left alone (an interrupted seal: the next writer replays and removes it). A damaged
 //!    one, or one whose IDs overlap a listed segment (a duplicate), is moved aside to
 //!    `damaged/`; a valid one is added to the catalog.
+//!    Files the catalog lists under `pending_deletion` (erased, or replaced by compaction) are
+//!    not segments of the archive and are left alone (the next writer deletes them); a
+//!    rebuilt catalog (lost or corrupt) no longer knows them, so they would be added back.
 //! 5. Writes the catalog atomically if anything changed. `next_id` is the end of the last
 //!    listed interval, or the old catalog's `next_id` if that is larger.
 //!
@@ -113,7 +116,9 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
         }
     }
     let named = wal_named_segments(dir);
-    let listed: Catalog = catalog_of(entries.clone(), 0);
+    // Files pending deletion (erased or dropped by compaction) are not segments of the
+    // archive: never added back.
+    let listed: Catalog = catalog_of(entries.clone(), 0, &old);
     for name in super::unlisted_segment_files(dir, &listed)? {
         let path = dir.join(SEGMENTS_DIR).join(&name);
         if named.iter().any(|u| crate::segment::file_name(u) == name) {
@@ -160,7 +165,7 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
     }
     if changed {
         entries.sort_by_key(|e| e.intervals.first().map_or(0, |r| r[0]));
-        let cat = catalog_of(entries, old.next_id);
+        let cat = catalog_of(entries, old.next_id, &old);
         cat.save(dir, true)?;
         report.actions.push(format!(
             "wrote catalog {} ({} segments, next_id {})",
@@ -172,13 +177,17 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
     Ok(report)
 }
 
-/// A catalog of `entries` (in ID order), ending at the later of their end and `next_id`.
-fn catalog_of(entries: Vec<CatalogEntry>, next_id: u64) -> Catalog {
+/// A catalog of `entries` (in ID order), ending at the later of their end and `next_id`,
+/// with the erased ranges, generation and files pending deletion of `old`.
+fn catalog_of(entries: Vec<CatalogEntry>, next_id: u64, old: &Catalog) -> Catalog {
     let mut cat = Catalog::default();
     for e in entries {
         cat.push(e);
     }
     cat.next_id = cat.next_id.max(next_id);
+    cat.generation = old.generation;
+    cat.erased = old.erased.clone();
+    cat.pending_deletion = old.pending_deletion.clone();
     cat
 }
 

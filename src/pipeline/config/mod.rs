@@ -45,7 +45,7 @@
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
-//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `compression`, `compression_level`, `sketches` |
+//! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `compression`, `compression_level`, `sketches`, `max_archive_size`, `retain`, `compact` |
 //! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format`, `json_timestamps` |
 //! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`, `json_timestamps`: one file per log path |
 //! | `sinks` | `stdout` | `inputs`, [`StdoutSinkConfig`]: `format`, `json_timestamps` |
