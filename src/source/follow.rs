@@ -190,6 +190,8 @@ struct Follower {
     resume: Vec<FileCheckpoint>,
     /// Scan problems already reported (each once).
     reported: HashSet<String>,
+    /// Time spent waiting for the channel to admit batches (backpressure), since last taken.
+    blocked: Duration,
 }
 
 fn fingerprint(head: &[u8]) -> (u32, u32) {
@@ -236,6 +238,7 @@ impl Follower {
             closed: HashMap::new(),
             resume,
             reported: HashSet::new(),
+            blocked: Duration::ZERO,
         }
     }
 
@@ -276,12 +279,17 @@ impl Follower {
                 self.shared.metrics.remove_file(&f.name);
             }
             self.files.retain(|f| !f.finished);
-            self.shared.metrics.add_busy(t0.elapsed());
+            let blocked = std::mem::take(&mut self.blocked);
+            self.shared
+                .metrics
+                .add_busy(t0.elapsed().saturating_sub(blocked));
             if !progressed {
+                let t1 = Instant::now();
                 tokio::select! {
                     _ = self.shared.cancel.cancelled() => break,
                     _ = tokio::time::sleep(POLL_INTERVAL) => {}
                 }
+                self.shared.metrics.add_idle(t1.elapsed());
             }
         }
         Ok(())
@@ -827,10 +835,11 @@ impl Follower {
         Ok(out)
     }
 
-    async fn send_all(&self, batches: Vec<Batch>) -> Result<(), ReadError> {
+    async fn send_all(&mut self, batches: Vec<Batch>) -> Result<(), ReadError> {
         for b in batches {
             let t0 = Instant::now();
             let r = self.tx.send(Ok(b)).await;
+            self.blocked += t0.elapsed();
             self.shared.metrics.add_blocked(t0.elapsed());
             if r.is_err() {
                 // The consumer is gone (the pipeline is stopping).
