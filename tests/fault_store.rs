@@ -245,6 +245,38 @@ fn a_lost_catalog_entry_is_reported_and_kept() {
     assert!(lost.exists(), "the import deleted {lost:?}");
 }
 
+/// A copy of a listed segment's events under another name (what a crash between a seal's
+/// catalog write and the removal of the earlier life's file leaves): verify warns but exits 0,
+/// the next writer removes it, and every event is still there once.
+#[test]
+fn an_unlisted_copy_of_listed_events_is_removed_by_the_next_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let batches = archive_of_segments(db, 20);
+    let files = common::cli::segment_files(db);
+    let copy = db
+        .join("segments")
+        .join("00000000-0000-4000-8000-000000000001.seg");
+    fs::copy(&files[1], &copy).unwrap();
+    let verify = run(&["verify", "--db", s(db)]);
+    ok(&verify, "weir verify");
+    let all = format!("{}{}", text(&verify.stdout), text(&verify.stderr));
+    assert!(
+        all.contains(s(&copy)) && all.contains("listed segment"),
+        "{all}"
+    );
+    let import = run_with_stdin(&["import", "-q", "--db", s(db)], b"");
+    ok(&import, "weir import");
+    assert!(
+        text(&import.stderr).contains("removed segment"),
+        "{}",
+        text(&import.stderr)
+    );
+    assert!(!copy.exists(), "{copy:?} kept");
+    assert_eq!(common::cli::segment_files(db), files);
+    assert_eq!(read_all(db), expected(&batches));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. A damaged write-ahead log is not a torn tail.
 

@@ -243,8 +243,14 @@ impl Archive {
                             .all(|r| wal_ids.start <= r.start && r.end <= wal_ids.end)
                 })
             };
+            let superseded = || {
+                Segment::open(&path)
+                    .is_ok_and(|seg| !seg.intervals().is_empty() && fresh.covers(seg.intervals()))
+            };
             if named.iter().any(|u| crate::segment::file_name(u) == name) || in_wal() {
                 out.sealing.push(path);
+            } else if superseded() {
+                out.superseded.push(path);
             } else {
                 out.lost.push(path);
             }
@@ -406,6 +412,12 @@ impl Archive {
                 for path in &unlisted.sealing {
                     report.warnings.push(format!(
                         "{}: not in the catalog (a seal in progress or interrupted; the write-ahead log holds its events and the next import removes it)",
+                        path.display()
+                    ));
+                }
+                for path in &unlisted.superseded {
+                    report.warnings.push(format!(
+                        "{}: not in the catalog, and every event it holds is in a listed segment (a copy left by a crash after the seal that replaced it; the next import removes it)",
                         path.display()
                     ));
                 }
@@ -829,6 +841,9 @@ pub struct UnlistedSegments {
     pub lost: Vec<PathBuf>,
     /// Segment files the WAL points into: a seal in progress or interrupted.
     pub sealing: Vec<PathBuf>,
+    /// Segment files whose every event a listed segment holds: the copy of an earlier life
+    /// left by a crash after the seal that replaced it; the next writer removes it.
+    pub superseded: Vec<PathBuf>,
 }
 
 /// Summary of an archive (`weir info`).

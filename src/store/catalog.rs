@@ -156,6 +156,28 @@ impl CatalogEntry {
     }
 }
 
+impl Catalog {
+    /// Whether every ID of `ranges` is held by a listed segment (what makes an unlisted copy
+    /// of those events redundant).
+    pub(crate) fn covers(&self, ranges: &[Range<u64>]) -> bool {
+        let mut listed: Vec<Range<u64>> = self.segments.iter().flat_map(|s| s.ranges()).collect();
+        listed.sort_by_key(|r| r.start);
+        ranges.iter().all(|r| {
+            let mut at = r.start;
+            for l in &listed {
+                if l.start > at {
+                    break;
+                }
+                at = at.max(l.end);
+                if at >= r.end {
+                    return true;
+                }
+            }
+            at >= r.end
+        })
+    }
+}
+
 impl Default for Catalog {
     fn default() -> Catalog {
         Catalog {

@@ -372,7 +372,19 @@ fn check_unlisted(
             && ranges
                 .iter()
                 .all(|r| wal_ids.start <= r.start && r.end <= wal_ids.end);
-        if redundant {
+        // A copy of events that listed (sealed, fsynced) segments hold: what a crash between
+        // a seal's catalog write and the removal of the earlier life's file it replaced
+        // leaves. Nothing refers to it: the catalog lists the new segment and the WAL starts
+        // after it.
+        let superseded = !ranges.is_empty() && catalog.covers(&ranges);
+        if superseded && !redundant {
+            std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+            warnings.push(format!(
+                "removed segment {}: a copy of events {} that listed segments hold (left by a crash after the seal that replaced it)",
+                path.display(),
+                show_ranges(&ranges)
+            ));
+        } else if redundant {
             std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
             warnings.push(format!(
                 "removed segment {} of an interrupted seal (its events {} are replayed from the write-ahead log)",
