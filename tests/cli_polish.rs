@@ -352,7 +352,14 @@ fn tsv_is_an_alias_of_zeek_tsv() {
         &run(&["export", "--db", s(&db), "--to", "zeek-tsv"]),
         "zeek-tsv",
     );
-    assert_eq!(tsv, zeek);
+    // The same output but for the #open/#close times, which may fall in different seconds.
+    let timeless = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with("#open") && !l.starts_with("#close"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(timeless(&tsv), timeless(&zeek));
     assert!(tsv.contains("#fields\tts\tn\ttext"), "{tsv}");
     let got = ok(&run(&["get", "--db", s(&db), "--to", "tsv", "1"]), "get");
     assert!(got.contains("1600000001.250000\t1\tevent 1"), "{got}");
