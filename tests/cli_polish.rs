@@ -1039,3 +1039,19 @@ fn convert_output_writes_one_file_per_log_path() {
     assert!(text(&refused.stderr).contains("would overwrite the input"));
     assert!(std::fs::read_to_string(&input).unwrap().contains("q2"));
 }
+
+/// `weir get --to parquet` is a usage error (exit 2, nothing read), not a failure.
+#[test]
+fn get_to_parquet_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let log = write_log(dir.path(), "num.log", 2);
+    ok(&run(&["import", "-q", "--db", s(&db), s(&log)]), "import");
+    let out = run(&["get", "--db", s(&db), "--to", "parquet", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "weir: error: --to parquet writes a lake into a directory: use `weir export --to parquet --output DIR`\n"
+    );
+    assert!(out.stdout.is_empty());
+}

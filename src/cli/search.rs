@@ -184,6 +184,13 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
 
 /// `weir get`: the events with the given IDs, in the order given.
 pub fn get(args: GetArgs) -> anyhow::Result<()> {
+    if args.to == OutputFormat::Parquet {
+        return Err(UsageError(
+            "--to parquet writes a lake into a directory: use `weir export --to parquet --output DIR`"
+                .into(),
+        )
+        .into());
+    }
     let archive = Archive::open(&args.db.path)?;
     let mut writer = writer_with(args.to, args.json_timestamps);
     let stdout = std::io::stdout();
