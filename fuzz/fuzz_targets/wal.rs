@@ -61,6 +61,7 @@ fuzz_target!(|data: &[u8]| {
     let opts = StoreOptions {
         max_segment_size: 64 << 10,
         sync: SyncPolicy::Never,
+        ..StoreOptions::default()
     };
     if let Ok((store, _)) = Store::open_writer(db, opts) {
         drop(store);
