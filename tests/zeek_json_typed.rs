@@ -374,6 +374,50 @@ fn cli_schema_flags() {
     );
 }
 
+#[test]
+fn pipeline_file_schema_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("stream.json");
+    std::fs::write(&input, "{\"ts\":1.5,\"uid\":\"C1\",\"id.orig_p\":80}\n").unwrap();
+    let out = dir.path().join("out.log");
+    let pipeline = |name: &str, keys: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "[sources.in]\ntype = \"file\"\npaths = [\"{}\"]\n{keys}\n\n[sinks.out]\ntype = \"file\"\ninputs = [\"in\"]\npath = \"{}\"\nformat = \"zeek-tsv\"\n",
+                s(&input),
+                s(&out)
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let good = pipeline("good.toml", "schema = \"zeek.conn\"");
+    ok(&run(&["run", "-q", s(&good)]), "weir run");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("#path\tconn\n") && text.contains("\tport\t"),
+        "{text}"
+    );
+    let bad = pipeline("bad.toml", "schema = \"zeek.nope\"");
+    let r = run(&["run", "--check", s(&bad)]);
+    assert_eq!(r.status.code(), Some(2));
+    let msg = common::cli::text(&r.stderr);
+    assert!(
+        msg.contains("bad.toml:4: [sources.in] schema: no Zeek log schema is named \"zeek.nope\""),
+        "{msg}"
+    );
+    let missing = pipeline("dir.toml", "schema_dir = \"/nonexistent/schemas\"");
+    let r = run(&["run", "--check", s(&missing)]);
+    assert_eq!(r.status.code(), Some(2));
+    let msg = common::cli::text(&r.stderr);
+    assert!(
+        msg.contains("[sources.in] schema_dir: /nonexistent/schemas: cannot read"),
+        "{msg}"
+    );
+}
+
 /// The schema and batch count of every batch of an archive (`weir inspect`).
 fn batches_of(db: &Path) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
