@@ -2,7 +2,8 @@
 //!
 //! [`JsonDecoder`] is a synchronous push decoder in the shape of tokio-util's [`Decoder`]: feed
 //! it bytes in any chunks; it consumes complete lines and emits [`Batch`]es. The output is the
-//! same events, in the same schemas, whatever the chunking of the input.
+//! same events, in the same schemas, whatever the chunking of the input (with one documented
+//! exception for typed logs, below: which rows get a schema widened mid-log).
 //!
 //! # Emission contract (the same as the TSV reader's)
 //! `decode` consumes complete lines and returns `Some(batch)` when `batch_rows` events are
