@@ -278,6 +278,45 @@ fn one_log_stays_one_schema_and_one_batch_stream() {
 }
 
 #[test]
+fn ever_new_keys_cost_bounded_columns_and_widenings() {
+    let mut text = Vec::new();
+    let n = 2500;
+    for i in 0..n {
+        text.extend_from_slice(
+            format!("{{\"_path\":\"dns\",\"uid\":\"u\",\"k{i}\":{i}}}\n").as_bytes(),
+        );
+    }
+    let (batches, _) = read_all(&text, opts("d")).unwrap();
+    let base = ZeekSchemas::builtin()
+        .unwrap()
+        .get("dns")
+        .unwrap()
+        .schema()
+        .fields
+        .len();
+    let widest = batches
+        .iter()
+        .map(|b| b.schema().fields.len())
+        .max()
+        .unwrap();
+    assert!(widest <= base + 1025 + 1, "{widest}");
+    // Widened at most 32 times a batch, then cut.
+    assert!(batches.len() >= n / 33, "{}", batches.len());
+    // Every value is kept, in its own column.
+    let mut seen = 0;
+    for b in &batches {
+        let rows = b.to_values().unwrap();
+        for r in rows {
+            let k = format!("k{seen}");
+            let col = b.schema().fields.iter().position(|f| f.name == k).unwrap();
+            assert_eq!(r[col], Value::Count(seen as u64));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, n);
+}
+
+#[test]
 fn any_chunking_gives_the_same_events() {
     let whole = events(&read_all(CONN, opts("c.json")).unwrap().0);
     let mut dec = JsonDecoder::new(opts("c.json"));
