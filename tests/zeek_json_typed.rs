@@ -280,7 +280,7 @@ fn one_log_stays_one_schema_and_one_batch_stream() {
 #[test]
 fn ever_new_keys_cost_bounded_columns_and_widenings() {
     let mut text = Vec::new();
-    let n = 2500;
+    let n = 1100;
     for i in 0..n {
         text.extend_from_slice(
             format!("{{\"_path\":\"dns\",\"uid\":\"u\",\"k{i}\":{i}}}\n").as_bytes(),
