@@ -70,6 +70,27 @@ fn json_timestamps_flag_picks_zeeks_spelling() {
     assert_eq!(first("iso8601")["ts"], "2009-11-18T08:00:21.486539Z");
     assert_eq!(first("epoch")["ts"].to_string(), "1258531221.486539");
     assert_eq!(first("millis")["ts"], 1_258_531_221_486u64);
+    // Epoch seconds read back (typed by the conn schema) to the same events.
+    let epoch = run(&[
+        "convert",
+        "--to",
+        "json",
+        "--json-timestamps",
+        "epoch",
+        conn.to_str().unwrap(),
+    ]);
+    let back = run_with_stdin(
+        &["convert", "--schema", "zeek.conn", "--to", "json"],
+        &epoch.stdout,
+    );
+    let direct = run(&["convert", "--to", "json", conn.to_str().unwrap()]);
+    let objects = |b: &[u8]| -> Vec<serde_json::Value> {
+        text(b)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(objects(&back.stdout), objects(&direct.stdout));
     let bad = run(&[
         "convert",
         "--json-timestamps",

@@ -278,6 +278,45 @@ fn one_log_stays_one_schema_and_one_batch_stream() {
 }
 
 #[test]
+fn ever_new_keys_cost_bounded_columns_and_widenings() {
+    let mut text = Vec::new();
+    let n = 1100;
+    for i in 0..n {
+        text.extend_from_slice(
+            format!("{{\"_path\":\"dns\",\"uid\":\"u\",\"k{i}\":{i}}}\n").as_bytes(),
+        );
+    }
+    let (batches, _) = read_all(&text, opts("d")).unwrap();
+    let base = ZeekSchemas::builtin()
+        .unwrap()
+        .get("dns")
+        .unwrap()
+        .schema()
+        .fields
+        .len();
+    let widest = batches
+        .iter()
+        .map(|b| b.schema().fields.len())
+        .max()
+        .unwrap();
+    assert!(widest <= base + 1025 + 1, "{widest}");
+    // Widened at most 32 times a batch, then cut.
+    assert!(batches.len() >= n / 33, "{}", batches.len());
+    // Every value is kept, in its own column.
+    let mut seen = 0;
+    for b in &batches {
+        let rows = b.to_values().unwrap();
+        for r in rows {
+            let k = format!("k{seen}");
+            let col = b.schema().fields.iter().position(|f| f.name == k).unwrap();
+            assert_eq!(r[col], Value::Count(seen as u64));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, n);
+}
+
+#[test]
 fn any_chunking_gives_the_same_events() {
     let whole = events(&read_all(CONN, opts("c.json")).unwrap().0);
     let mut dec = JsonDecoder::new(opts("c.json"));
@@ -371,6 +410,50 @@ fn cli_schema_flags() {
     assert!(
         types(&with_dir).starts_with("#types\ttime\tport\tstring"),
         "{with_dir}"
+    );
+}
+
+#[test]
+fn pipeline_file_schema_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("stream.json");
+    std::fs::write(&input, "{\"ts\":1.5,\"uid\":\"C1\",\"id.orig_p\":80}\n").unwrap();
+    let out = dir.path().join("out.log");
+    let pipeline = |name: &str, keys: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "[sources.in]\ntype = \"file\"\npaths = [\"{}\"]\n{keys}\n\n[sinks.out]\ntype = \"file\"\ninputs = [\"in\"]\npath = \"{}\"\nformat = \"zeek-tsv\"\n",
+                s(&input),
+                s(&out)
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let good = pipeline("good.toml", "schema = \"zeek.conn\"");
+    ok(&run(&["run", "-q", s(&good)]), "weir run");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("#path\tconn\n") && text.contains("\tport\t"),
+        "{text}"
+    );
+    let bad = pipeline("bad.toml", "schema = \"zeek.nope\"");
+    let r = run(&["run", "--check", s(&bad)]);
+    assert_eq!(r.status.code(), Some(2));
+    let msg = common::cli::text(&r.stderr);
+    assert!(
+        msg.contains("bad.toml:4: [sources.in] schema: no Zeek log schema is named \"zeek.nope\""),
+        "{msg}"
+    );
+    let missing = pipeline("dir.toml", "schema_dir = \"/nonexistent/schemas\"");
+    let r = run(&["run", "--check", s(&missing)]);
+    assert_eq!(r.status.code(), Some(2));
+    let msg = common::cli::text(&r.stderr);
+    assert!(
+        msg.contains("[sources.in] schema_dir: /nonexistent/schemas: cannot read"),
+        "{msg}"
     );
 }
 

@@ -2,7 +2,8 @@
 //!
 //! [`JsonDecoder`] is a synchronous push decoder in the shape of tokio-util's [`Decoder`]: feed
 //! it bytes in any chunks; it consumes complete lines and emits [`Batch`]es. The output is the
-//! same events, in the same schemas, whatever the chunking of the input.
+//! same events, in the same schemas, whatever the chunking of the input (with one documented
+//! exception for typed logs, below: which rows get a schema widened mid-log).
 //!
 //! # Emission contract (the same as the TSV reader's)
 //! `decode` consumes complete lines and returns `Some(batch)` when `batch_rows` events are
@@ -29,7 +30,9 @@
 //!   the rows still pending are widened with it (unset there); rows already emitted keep
 //!   the narrower schema, so for such a log where batches were cut (chunking, batch size)
 //!   decides which early rows have which of the two schemas, never their values. One whose
-//!   inferred type changes starts a schema with the new type.
+//!   inferred type changes starts a schema with the new type. A batch is widened at most 32
+//!   times (then cut), and a log keeps at most 1024 unknown fields (then they start over),
+//!   so that a log with ever new keys costs bounded time and memory.
 //!
 //! # Schemas
 //! Without a typed log, a line's schema is named `zeek.<_path>` when the object has a top-level string `_path`, else
@@ -932,7 +935,16 @@ pub struct JsonDecoder {
     unnamed: Option<Arc<LogSchema>>,
     /// Per column of a typed line's schema: the index of the line's field, or `NO_FIELD`.
     slots: Vec<usize>,
+    /// Times the pending batch was widened (bounded by `MAX_WIDENINGS`).
+    widened: usize,
 }
+
+/// Fields a typed log's schema does not know that are kept as columns; beyond, the log's
+/// unknown fields start over (bounded memory for logs with ever new keys).
+const MAX_EXTRA_FIELDS: usize = 1024;
+/// Times the pending batch of a typed log is widened before it is emitted instead (each
+/// widening re-encodes its rows).
+const MAX_WIDENINGS: usize = 32;
 
 /// No field of the line fills this column.
 const NO_FIELD: usize = usize::MAX;
@@ -1003,6 +1015,7 @@ impl JsonDecoder {
             typed: HashMap::new(),
             unnamed: None,
             slots: Vec::new(),
+            widened: 0,
         }
         .with_unnamed()
     }
@@ -1093,6 +1106,7 @@ impl JsonDecoder {
     }
 
     fn take_pending(&mut self) -> Option<Batch> {
+        self.widened = 0;
         match &mut self.builder {
             Some(b) if !b.is_empty() => Some(b.finish()),
             _ => None,
@@ -1231,7 +1245,14 @@ impl JsonDecoder {
         log: Arc<LogSchema>,
     ) -> Result<Option<Batch>, ParseError> {
         let path = log.schema().path().to_string();
-        let st = self.typed.entry(path).or_insert_with(|| Typed::new(log));
+        let st = self
+            .typed
+            .entry(path)
+            .or_insert_with(|| Typed::new(log.clone()));
+        if st.extras.len() > MAX_EXTRA_FIELDS {
+            // A log with ever new keys: start over rather than grow without bound.
+            *st = Typed::new(log);
+        }
         let p = &mut self.p;
         // Columns of the line's fields; unknown fields become (or retype) extras.
         let mut cols = std::mem::take(&mut self.slots);
@@ -1342,13 +1363,21 @@ impl JsonDecoder {
                 Some(b) if !b.is_empty() => {
                     let pending = b.finish();
                     *b = BatchBuilder::new(schema.clone());
-                    let grows = appended_only && Arc::ptr_eq(pending.schema(), &before);
-                    if !(grows && widen(&pending, b, self.ts_index)) {
+                    let grows = appended_only
+                        && Arc::ptr_eq(pending.schema(), &before)
+                        && self.widened < MAX_WIDENINGS;
+                    if grows && widen(&pending, b, self.ts_index) {
+                        self.widened += 1;
+                    } else {
                         *b = BatchBuilder::new(schema.clone());
                         emitted = Some(pending);
+                        self.widened = 0;
                     }
                 }
-                _ => self.builder = Some(BatchBuilder::new(schema.clone())),
+                _ => {
+                    self.builder = Some(BatchBuilder::new(schema.clone()));
+                    self.widened = 0;
+                }
             }
         }
         let known = st_len(&self.typed, &schema);
