@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use common::cli::{self, export_json, info, ok, run, s, wait_for, weir};
 use common::conn_log::{self, check_event, header, numbers, row};
+use common::rng::Rng;
 use common::store::copy_dir;
 
 /// Iterations (kills) by default; `WEIR_CRASH_LOOP` overrides it.
@@ -50,22 +51,6 @@ fn iterations() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(ITERATIONS)
-}
-
-/// xorshift64*: enough randomness for kill moments, reproducible from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Checks the database after a crash; returns the event numbers it holds.
@@ -130,17 +115,8 @@ fn check_after_crash(
 
 #[test]
 fn kill_9_at_random_moments_loses_no_acknowledged_event() {
-    let seed = std::env::var("WEIR_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-                | 1
-        });
-    eprintln!("crash test seed: {seed} (WEIR_CRASH_SEED={seed} replays it)");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_env("WEIR_CRASH_SEED");
+    let seed = rng.0;
     let tmp = tempfile::tempdir().unwrap();
     let mut db = tmp.path().join("db");
     let mut held: Vec<u64> = Vec::new();

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::cli::{export_json, ok, run, run_with_stdin, s, text, weir};
 use common::conn_log::{check_event, log, numbers, row};
+use common::rng::Rng;
 use common::store::copy_dir;
 
 /// An archive of conn events `0..n` (IDs = event numbers) in segments of `seg`.
@@ -281,18 +282,6 @@ fn erase_while_an_export_reads_the_same_segments() {
     verify_ok(&db);
 }
 
-/// xorshift64*, reproducible from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 /// Kills `weir ARGS` on a copy of `template` at random moments; after each kill the archive
 /// holds `old` or `new` (as event numbers), verifies, and a repair brings nothing back.
 fn kill_loop(
@@ -360,18 +349,7 @@ fn kill_loop(
 
 #[test]
 fn erase_and_compact_killed_at_random_moments() {
-    let seed = std::env::var("WEIR_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    println!("WEIR_CRASH_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_env("WEIR_CRASH_SEED");
     let dir = tempfile::tempdir().unwrap();
     let template = dir.path().join("t");
     archive(&template, 4000, "8KiB");

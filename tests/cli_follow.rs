@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use common::cli::{export_json, run, s, text, wait_for, weir};
 use common::conn_log::{header, row};
+use common::rng::Rng;
 
 /// Kills in the loop by default (CI); `WEIR_FOLLOW_KILLS` overrides it.
 const KILLS: u64 = 3;
@@ -341,18 +342,6 @@ fn check_verify(db: &Path) {
     );
 }
 
-/// xorshift64*: kill moments, reproducible from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 /// SIGKILL at random moments while files grow, then a last run to the end: every line of
 /// every file is in the archive exactly once, in its file's order. Tiny batches and segments
 /// make kills land between the WAL records of batches cut across reads and segments.
@@ -362,18 +351,8 @@ fn follow_survives_sigkill_at_random_moments() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(KILLS);
-    let seed: u64 = std::env::var("WEIR_FOLLOW_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    eprintln!("WEIR_FOLLOW_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_env("WEIR_FOLLOW_SEED");
+    let seed = rng.0;
     let tmp = tempfile::tempdir().unwrap();
     let logs = tmp.path().join("logs");
     std::fs::create_dir(&logs).unwrap();
