@@ -121,6 +121,7 @@ mod codec;
 mod error;
 mod inspect;
 mod meta;
+mod prepare;
 mod reader;
 pub mod sketch;
 mod writer;
@@ -130,6 +131,7 @@ pub use codec::{Codec, Compression, RowBuf};
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;
+pub use prepare::{PreparedBatch, Preparer};
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub use writer::{
     check_max_segment_size, DataLocation, Packed, SealedSegment, SegmentBuilder,

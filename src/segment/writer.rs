@@ -13,8 +13,9 @@
 //! so sealing reads no chunk back.
 //!
 //! Format 3: as a batch is added, its sketch is built (`sketch.rs`) and its rows compressed
-//! (`codec.rs`; the builder's [`Compression`], zstd level 1 by default), the sketch of a batch
-//! of 64 KiB or more on a scoped second thread while this one compresses. The chunk then holds
+//! (`codec.rs`; the builder's [`Compression`], zstd level 1 by default), both by a
+//! [`Preparer`] (`prepare.rs`): the builder's own, or one on another thread that handed the
+//! result over with [`SegmentBuilder::add_prepared`]. The chunk then holds
 //! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch is never
 //! larger than its rows and u32 offsets, so the worst-case accounting of format 2 still holds,
 //! plus a sketch's worst case (see `max_bloom_bytes`).
@@ -36,10 +37,10 @@ use std::path::{Path, PathBuf};
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
-use super::codec::{Codec, Compression, Packer};
+use super::codec::{Codec, Compression};
 use super::generated as fbs;
 use super::meta::{MetaHasher, FORMAT_VERSION};
-use super::sketch::SketchBuilder;
+use super::prepare::{max_bloom_bytes, PreparedBatch, Preparer};
 use super::{Result, SegmentError};
 use crate::batch::Batch;
 use crate::fs::{self, Writeback};
@@ -80,19 +81,8 @@ const SCHEMA_SEAL_COST: usize = 4;
 /// vector length prefixes and their alignment, and the batch table's extra fields.
 const SKETCH_OVERHEAD: usize = 96;
 
-/// Batches of at least this many bytes of rows are sketched on a second thread while they are
-/// compressed.
-const PARALLEL_SKETCH_MIN: usize = 64 << 10;
-
 /// Bytes per field range in a sketch (`FieldRange`: u32, u8, padding, two u64).
 const RANGE_COST: usize = 24;
-
-/// The largest Bloom filter of a batch of `data_len` bytes of rows: 2 bits per byte of rows
-/// (every value takes at least 2 bytes, so this caps the filter only for batches of tiny
-/// distinct strings, where it is less precise), plus one 64-bit word.
-fn max_bloom_bytes(data_len: usize) -> usize {
-    data_len / 4 + 8
-}
 
 /// Checks a maximum segment size and returns it as `usize`.
 ///
@@ -241,10 +231,8 @@ pub struct SegmentBuilder {
     /// The batches' part of the metadata checksum (their headers, in order), so that sealing
     /// needs no per-batch state besides `tables`.
     batch_meta: MetaHasher,
-    /// Compresses each batch (format 3).
-    packer: Packer,
-    /// Builds each batch's sketch (`None`: no sketches).
-    sketcher: Option<SketchBuilder>,
+    /// Compresses each batch and builds its sketch (format 3), for batches added unprepared.
+    preparer: Preparer,
     /// What sealing will add for the batches and schemas added so far (schemas, vector
     /// entries and intervals): the front, apart from [`SEAL_OVERHEAD`].
     reserved: usize,
@@ -292,25 +280,24 @@ impl SegmentBuilder {
             ts: None,
             scratch: Vec::new(),
             batch_meta: MetaHasher::new(),
-            packer: Packer::new(Compression::default()),
-            sketcher: Some(SketchBuilder::default()),
+            preparer: Preparer::default(),
             reserved: 0,
         }
     }
 
     /// Sets how the following batches are compressed (default: [`Compression::default`]).
     pub fn set_compression(&mut self, compression: Compression) {
-        self.packer = Packer::new(compression);
+        self.preparer = Preparer::new(compression, self.preparer.sketches());
     }
 
     /// How batches are compressed.
     pub fn compression(&self) -> Compression {
-        self.packer.compression()
+        self.preparer.compression()
     }
 
     /// Whether the following batches get sketches (default: yes).
     pub fn set_sketches(&mut self, on: bool) {
-        self.sketcher = on.then(SketchBuilder::default);
+        self.preparer = Preparer::new(self.preparer.compression(), on);
     }
 
     /// The maximum segment size in bytes.
@@ -368,9 +355,9 @@ impl SegmentBuilder {
             Some(_) => 0,
             None => Self::schema_cost(schema) + SCHEMA_SEAL_COST,
         };
-        let sketch = match self.sketcher {
-            Some(_) => SKETCH_OVERHEAD + max_bloom_bytes(data_len) + RANGE_COST * schema_fields,
-            None => 0,
+        let sketch = match self.preparer.sketches() {
+            true => SKETCH_OVERHEAD + max_bloom_bytes(data_len) + RANGE_COST * schema_fields,
+            false => 0,
         };
         data_len + 4 * rows + BATCH_OVERHEAD + schema + sketch
     }
@@ -383,11 +370,9 @@ impl SegmentBuilder {
 
     /// Whether one event of `row_len` bytes of `schema` fits in an empty segment.
     pub fn row_fits_empty_segment(&self, schema: &SchemaRef, row_len: usize) -> bool {
-        let sketch = match self.sketcher {
-            Some(_) => {
-                SKETCH_OVERHEAD + max_bloom_bytes(row_len) + RANGE_COST * schema.fields.len()
-            }
-            None => 0,
+        let sketch = match self.preparer.sketches() {
+            true => SKETCH_OVERHEAD + max_bloom_bytes(row_len) + RANGE_COST * schema.fields.len(),
+            false => 0,
         };
         Self::schema_cost(schema)
             + SCHEMA_SEAL_COST
@@ -449,6 +434,19 @@ impl SegmentBuilder {
     /// segment's file. That distance stays valid when the file is sealed (collapsing or copying
     /// keeps the end), so the write-ahead log can point at the rows instead of holding a copy.
     pub fn add_located(&mut self, batch: &Batch, data_crc: u32) -> Result<Option<DataLocation>> {
+        self.add_prepared(batch, None, data_crc)
+    }
+
+    /// [`SegmentBuilder::add_located`] with the batch already prepared (compressed and
+    /// sketched, see [`Preparer`]), perhaps on another thread. A `prepared` that is `None`, was
+    /// prepared from another batch, or disagrees with this builder's sketch setting is
+    /// prepared again here.
+    pub fn add_prepared(
+        &mut self,
+        batch: &Batch,
+        prepared: Option<PreparedBatch>,
+        data_crc: u32,
+    ) -> Result<Option<DataLocation>> {
         if batch.is_empty() {
             return Ok(None);
         }
@@ -471,33 +469,21 @@ impl SegmentBuilder {
                 self.schemas.len() - 1
             }
         };
+        // The worst-case accounting of `fits` assumed this builder's sketch setting.
+        let prepared = match prepared {
+            Some(p) if p.is_for(batch) && p.sketched == self.preparer.sketches() => p,
+            _ => self.preparer.prepare(batch),
+        };
         self.scratch.clear();
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
-        // A batch whose rows do not decode gets no sketch (queries then read it); the store
-        // never writes one, and `weir verify` names it. The sketch of a large batch is built on
-        // a second thread while this one compresses it (each takes about as long).
-        let codec = self.packer.compression().codec;
-        let max_bloom = max_bloom_bytes(batch.byte_size());
-        let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
-        let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
-        let (sketch, packed) = match sketcher {
-            Some(sk) if codec != Codec::None && batch.byte_size() >= PARALLEL_SKETCH_MIN => {
-                std::thread::scope(|scope| {
-                    let sketch = scope.spawn(|| build(sk));
-                    let packed = packer.pack(batch.data(), scratch);
-                    (sketch.join().ok().flatten(), packed)
-                })
-            }
-            Some(sk) => (build(sk), packer.pack(batch.data(), scratch)),
-            None => (None, packer.pack(batch.data(), scratch)),
-        };
-        let (stored, offsets, codec, raw_size, checksum) = match packed {
-            Some((stored, raw_size)) => (
-                stored,
+        let PreparedBatch { packed, sketch, .. } = prepared;
+        let (stored, offsets, codec, raw_size, checksum) = match &packed {
+            Some((codec, stored, raw_size)) => (
+                &stored[..],
                 &[][..],
-                codec,
-                raw_size as u32,
+                *codec,
+                *raw_size as u32,
                 crc32fast::hash(stored),
             ),
             None => (

@@ -1,0 +1,136 @@
+//! Preparing a batch for a segment: compressing its rows (`codec.rs`) and building its sketch
+//! (`sketch.rs`), the costly part of adding a batch, done apart from the [`SegmentBuilder`] so
+//! that it can run on any thread while the builder lays out earlier batches.
+//!
+//! A [`PreparedBatch`] belongs to the batch it was prepared from: [`SegmentBuilder::add_prepared`]
+//! checks that its row count and byte size match the batch it is added with, and prepares the
+//! batch again when they do not (a batch split at a segment's end) or when its sketch does not
+//! agree with the builder's setting, so a mismatch costs time, never a wrong segment.
+//!
+//! [`SegmentBuilder`]: super::SegmentBuilder
+//! [`SegmentBuilder::add_prepared`]: super::SegmentBuilder::add_prepared
+
+use super::codec::{Codec, Compression, Packer};
+use super::sketch::{Sketch, SketchBuilder};
+use crate::batch::Batch;
+
+/// Batches of at least this many bytes of rows are sketched on a second thread while they are
+/// compressed (when the preparer is allowed to, see [`Preparer::set_split`]).
+const PARALLEL_SKETCH_MIN: usize = 64 << 10;
+
+/// The largest Bloom filter of a batch of `data_len` bytes of rows: 2 bits per byte of rows
+/// (every value takes at least 2 bytes, so this caps the filter only for batches of tiny
+/// distinct strings, where it is less precise), plus one 64-bit word.
+pub(crate) fn max_bloom_bytes(data_len: usize) -> usize {
+    data_len / 4 + 8
+}
+
+/// A batch ready to be laid into a segment: its stored bytes (when compressed) and its sketch.
+#[derive(Debug, Clone)]
+pub struct PreparedBatch {
+    /// The stored bytes and the raw length they inflate to, with their codec; `None`: the batch
+    /// is stored as its rows and u32 offsets.
+    pub(crate) packed: Option<(Codec, Vec<u8>, usize)>,
+    /// The sketch (`None`: sketches off, or a row did not decode).
+    pub(crate) sketch: Option<Sketch>,
+    /// Whether sketches were on when it was prepared.
+    pub(crate) sketched: bool,
+    /// Rows and bytes of the batch it was prepared from.
+    pub(crate) rows: usize,
+    pub(crate) bytes: usize,
+}
+
+impl PreparedBatch {
+    /// Whether this was prepared from `batch` (same row count and byte size).
+    pub(crate) fn is_for(&self, batch: &Batch) -> bool {
+        self.rows == batch.len() && self.bytes == batch.byte_size()
+    }
+
+    /// Bytes the stored rows take (compressed, or the rows themselves).
+    pub fn stored_len(&self) -> usize {
+        self.packed.as_ref().map_or(self.bytes, |(_, s, _)| s.len())
+    }
+}
+
+/// Prepares batches (see the module docs); keeps its compression context and buffers between
+/// batches. One per thread.
+#[derive(Debug)]
+pub struct Preparer {
+    packer: Packer,
+    sketcher: Option<SketchBuilder>,
+    scratch: Vec<u32>,
+    split: bool,
+}
+
+impl Default for Preparer {
+    fn default() -> Preparer {
+        Preparer::new(Compression::default(), true)
+    }
+}
+
+impl Preparer {
+    /// A preparer compressing with `compression`, building sketches when `sketches`.
+    pub fn new(compression: Compression, sketches: bool) -> Preparer {
+        Preparer {
+            packer: Packer::new(compression),
+            sketcher: sketches.then(SketchBuilder::default),
+            scratch: Vec::new(),
+            split: true,
+        }
+    }
+
+    /// How batches are compressed.
+    pub fn compression(&self) -> Compression {
+        self.packer.compression()
+    }
+
+    /// Whether batches get sketches.
+    pub fn sketches(&self) -> bool {
+        self.sketcher.is_some()
+    }
+
+    /// Whether a large batch's sketch may be built on a second thread while the batch is
+    /// compressed (default: yes). Turn it off where preparers already run on every core.
+    pub fn set_split(&mut self, split: bool) {
+        self.split = split;
+    }
+
+    /// Compresses `batch`'s rows and builds its sketch.
+    pub fn prepare(&mut self, batch: &Batch) -> PreparedBatch {
+        self.scratch.clear();
+        self.scratch
+            .extend(batch.offsets().iter().map(|&o| o as u32));
+        // A batch whose rows do not decode gets no sketch (queries then read it); the store
+        // never writes one, and `weir verify` names it.
+        let codec = self.packer.compression().codec;
+        let max_bloom = max_bloom_bytes(batch.byte_size());
+        let split = self.split;
+        let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
+        let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
+        let pack = |packer: &mut Packer| {
+            packer
+                .pack(batch.data(), scratch)
+                .map(|(stored, raw)| (codec, stored.to_vec(), raw))
+        };
+        let (sketch, packed) = match sketcher {
+            Some(sk)
+                if split && codec != Codec::None && batch.byte_size() >= PARALLEL_SKETCH_MIN =>
+            {
+                std::thread::scope(|scope| {
+                    let sketch = scope.spawn(|| build(sk));
+                    let packed = pack(packer);
+                    (sketch.join().ok().flatten(), packed)
+                })
+            }
+            Some(sk) => (build(sk), pack(packer)),
+            None => (None, pack(packer)),
+        };
+        PreparedBatch {
+            packed,
+            sketch,
+            sketched: self.sketcher.is_some(),
+            rows: batch.len(),
+            bytes: batch.byte_size(),
+        }
+    }
+}
