@@ -41,6 +41,28 @@ async fn sink_writes_everything_and_reports() {
 }
 
 #[tokio::test]
+async fn batches_prepared_on_several_threads_arrive_in_order() {
+    // Large and tiny batches alternate, so a later tiny batch is prepared (compressed and
+    // sketched) long before the large one sent before it: the writer must still append them
+    // in the order sent, also where a segment's end splits a prepared batch.
+    let dir = tempfile::tempdir().unwrap();
+    let s = schema("conn", 4);
+    let batches: Vec<_> = (0..40)
+        .map(|i| {
+            let rows = if i % 2 == 0 { 3000 } else { 1 };
+            batch(&s, rows, 40, i as u64)
+        })
+        .collect();
+    let (mut sink, _) = ArchiveSink::open(dir.path(), opts(256 << 10)).unwrap();
+    let mut input = stream::iter(batches.clone()).map(Ok::<_, StoreError>);
+    sink.send_all(&mut input).await.unwrap();
+    sink.close().await.unwrap();
+    let summary = sink.summary().unwrap();
+    assert!(summary.segments > 2, "{summary:?}");
+    assert_eq!(read_all(dir.path()), expected(&batches));
+}
+
+#[tokio::test]
 async fn sink_applies_backpressure() {
     let dir = tempfile::tempdir().unwrap();
     let s = schema("conn", 1);

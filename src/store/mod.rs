@@ -109,7 +109,7 @@ pub use crate::wal::{SyncPolicy, WalError};
 
 use crate::batch::Batch;
 use crate::checkpoint::{Checkpoints, FileCheckpoint};
-use crate::segment::{Compression, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
+use crate::segment::{Compression, PreparedBatch, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::{Entry, Wal, WalReader};
 
 pub use crate::segment::SEGMENTS_DIR;
@@ -578,7 +578,7 @@ impl Store {
             report.replayed_events += batch.len() as u64;
             // Records were written per segment, but the maximum size may have shrunk since:
             // rotate as needed, keeping the WAL (its sealed records are skipped next time).
-            self.add_to_segments(batch, false, false)?;
+            self.add_to_segments(batch, false, false, None)?;
         }
         if let Some(torn) = reader.torn() {
             report.warnings.push(torn.to_string());
@@ -640,7 +640,20 @@ impl Store {
     /// and adds it to the active segment, sealing segments as they fill up. A batch larger than
     /// a segment is split across segments. When this returns, the batch is acknowledged: it
     /// survives a crash of this process (and, with [`SyncPolicy::Always`], of the machine).
-    pub fn append(&mut self, mut batch: Batch) -> Result<Range<u64>> {
+    pub fn append(&mut self, batch: Batch) -> Result<Range<u64>> {
+        self.append_prepared(batch, None)
+    }
+
+    /// [`Store::append`] of a batch already compressed and sketched by a [`Preparer`] (on
+    /// another thread: see [`ArchiveSink`]); a `prepared` that does not belong to the batch, or
+    /// to a part of it that a segment's end splits off, is prepared again here.
+    ///
+    /// [`Preparer`]: crate::segment::Preparer
+    pub fn append_prepared(
+        &mut self,
+        mut batch: Batch,
+        prepared: Option<PreparedBatch>,
+    ) -> Result<Range<u64>> {
         self.check_failed()?;
         let start = self.next_id;
         if batch.is_empty() {
@@ -676,7 +689,7 @@ impl Store {
         batch.set_id(start);
         let ids = batch.id_range();
         let bytes = batch.byte_size() as u64;
-        let r = self.add_to_segments(batch, true, true);
+        let r = self.add_to_segments(batch, true, true, prepared);
         self.poison_on_error(r)?;
         self.next_id = ids.end;
         self.summary.events += ids.end - ids.start;
@@ -688,11 +701,18 @@ impl Store {
     }
 
     /// Adds a batch with its IDs set, rotating and splitting as needed. `log`: write each part
-    /// to the WAL first; `reset_wal`: start a new WAL at each seal.
-    fn add_to_segments(&mut self, mut batch: Batch, log: bool, reset_wal: bool) -> Result<()> {
+    /// to the WAL first; `reset_wal`: start a new WAL at each seal. `prepared`: the batch,
+    /// compressed and sketched (used only if the batch goes into one segment whole).
+    fn add_to_segments(
+        &mut self,
+        mut batch: Batch,
+        log: bool,
+        reset_wal: bool,
+        mut prepared: Option<PreparedBatch>,
+    ) -> Result<()> {
         loop {
             if self.builder.fits(&batch) {
-                return self.add_part(&batch, log);
+                return self.add_part(&batch, log, prepared.take());
             }
             if !self.builder.is_empty() {
                 self.seal(reset_wal)?;
@@ -708,7 +728,7 @@ impl Store {
                 });
             }
             let tail = batch.split_off(k);
-            self.add_part(&batch, log)?;
+            self.add_part(&batch, log, None)?;
             self.seal(reset_wal)?;
             batch = tail;
         }
@@ -719,10 +739,15 @@ impl Store {
     /// The rows go to the segment's file first and the WAL record only points at them (see
     /// [`crate::wal`]): the rows are written once. The record is written after the rows, so an
     /// acknowledged record always finds them (under `--sync always`, durable first).
-    fn add_part(&mut self, batch: &Batch, log: bool) -> Result<()> {
+    fn add_part(
+        &mut self,
+        batch: &Batch,
+        log: bool,
+        prepared: Option<PreparedBatch>,
+    ) -> Result<()> {
         // One pass over the rows for both checksums.
         let crc = crc32fast::hash(batch.data());
-        let location = self.builder.add_located(batch, crc)?;
+        let location = self.builder.add_prepared(batch, prepared, crc)?;
         if log {
             match location {
                 Some(location) => {

@@ -1,5 +1,17 @@
 //! The segment-writer sink: a [`futures::Sink`] of batches backed by a [`Store`] running on
-//! its own thread.
+//! its own thread, with the costly part of adding a batch (compressing its rows and building
+//! its sketch: [`Preparer`]) done beforehand on a few prepare threads.
+//!
+//! # Order and bounds
+//!
+//! Each batch sent is handed to the prepare threads (a shared queue: whichever is free takes
+//! it) together with a one-shot channel for its result, and that channel's receiver is queued
+//! for the writer in the order the batches were sent. The writer waits for the results in that
+//! order, so batches reach the store exactly as sent, whichever thread prepared them. The
+//! writer's queue holds [`QUEUE_PER_THREAD`] receivers per prepare thread, so at most that many
+//! plus one batches are in the sink at a time (queued, being prepared, or being written): `poll_ready` makes producers wait beyond
+//! that. Nothing is acknowledged before the store has appended it; a batch that was only
+//! prepared is as unacknowledged as one still in the producer's hands.
 
 use std::future::Future;
 use std::path::Path;
@@ -11,15 +23,27 @@ use tokio_util::sync::PollSender;
 
 use super::{OpenReport, Result, Store, StoreError, StoreOptions, Summary};
 use crate::batch::Batch;
+use crate::segment::{PreparedBatch, Preparer};
+
+/// A batch on its way to the writer: prepared by a prepare thread (or, when empty, as sent).
+type Prepared = oneshot::Receiver<(Batch, Option<PreparedBatch>)>;
 
 enum Msg {
-    Batch(Batch),
+    Batch(Prepared),
     Flush(oneshot::Sender<Result<()>>),
 }
 
-/// Queue length between the sink and the writer thread: with one batch being written and
-/// one queued, `poll_ready` makes producers wait instead of buffering without bound.
-const QUEUE: usize = 1;
+/// A batch to prepare, and where its result goes.
+type Job = (Batch, oneshot::Sender<(Batch, Option<PreparedBatch>)>);
+
+/// The most prepare threads: compressing and sketching cost about as much as parsing, so one
+/// per core (the writer itself then only lays out bytes), and no more than this.
+const MAX_PREPARE_THREADS: usize = 4;
+
+/// Queue length between the sink and the writer thread, per prepare thread: with every
+/// prepare thread busy, one batch queued behind them and one being written, `poll_ready`
+/// makes producers wait instead of buffering without bound.
+const QUEUE_PER_THREAD: usize = 1;
 
 /// A backpressured [`futures::Sink`] of batches into a store.
 ///
@@ -30,6 +54,8 @@ const QUEUE: usize = 1;
 /// was written. An error of the store (e.g. a full disk) ends the writer and is returned by
 /// the next call.
 pub struct ArchiveSink {
+    /// The prepare threads' queue; dropping it ends them.
+    jobs: std::sync::mpsc::Sender<Job>,
     tx: PollSender<Msg>,
     flush: Option<oneshot::Receiver<Result<()>>>,
     done: Option<oneshot::Receiver<Result<Summary>>>,
@@ -51,9 +77,34 @@ impl ArchiveSink {
         Ok((ArchiveSink::new(store)?, report))
     }
 
-    /// Runs an open store on its own thread behind a sink.
+    /// Runs an open store on its own thread behind a sink, with prepare threads in front of it
+    /// (see the module docs).
     pub fn new(mut store: Store) -> Result<ArchiveSink> {
-        let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_PREPARE_THREADS);
+        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
+        let job_rx = std::sync::Arc::new(std::sync::Mutex::new(job_rx));
+        let opts = store.options();
+        for i in 0..threads {
+            let job_rx = job_rx.clone();
+            let mut preparer = Preparer::new(opts.compression, opts.sketches);
+            // The other prepare threads already use the other cores.
+            preparer.set_split(threads == 1);
+            std::thread::Builder::new()
+                .name(format!("weir-prepare-{i}"))
+                .spawn(move || loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((batch, reply)) = job else { return };
+                    let prepared = preparer.prepare(&batch);
+                    let _ = reply.send((batch, Some(prepared)));
+                })
+                .map_err(StoreError::WriterSpawn)?;
+        }
+        let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE_PER_THREAD * threads);
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new()
             .name("weir-archive".into())
@@ -61,8 +112,13 @@ impl ArchiveSink {
                 let mut run = || -> Result<()> {
                     while let Some(msg) = rx.blocking_recv() {
                         match msg {
-                            Msg::Batch(b) => {
-                                store.append(b)?;
+                            Msg::Batch(prepared) => {
+                                let (batch, prepared) = prepared.blocking_recv().map_err(|_| {
+                                    StoreError::WriterGone(
+                                        "a prepare thread stopped (panicked)".into(),
+                                    )
+                                })?;
+                                store.append_prepared(batch, prepared)?;
                             }
                             Msg::Flush(reply) => {
                                 let r = store.flush();
@@ -84,6 +140,7 @@ impl ArchiveSink {
             })
             .map_err(StoreError::WriterSpawn)?;
         Ok(ArchiveSink {
+            jobs,
             tx: PollSender::new(tx),
             flush: None,
             done: Some(done_rx),
@@ -139,9 +196,18 @@ impl futures::Sink<Batch> for ArchiveSink {
     }
 
     fn start_send(self: Pin<&mut Self>, item: Batch) -> Result<()> {
-        self.get_mut()
-            .tx
-            .send_item(Msg::Batch(item))
+        let this = self.get_mut();
+        let (reply, prepared) = oneshot::channel();
+        if item.is_empty() {
+            // Checkpoints only: nothing to prepare.
+            let _ = reply.send((item, None));
+        } else if let Err(std::sync::mpsc::SendError((item, reply))) = this.jobs.send((item, reply))
+        {
+            // No prepare thread left: the writer prepares it.
+            let _ = reply.send((item, None));
+        }
+        this.tx
+            .send_item(Msg::Batch(prepared))
             .map_err(|_| StoreError::WriterGone("the writer stopped".into()))
     }
 
