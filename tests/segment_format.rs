@@ -8,7 +8,9 @@
 //! LOCK file removed). `archive-v1.log` is `examples/generate` output: 120 conn events
 //! (`--seed 13`), 100 dns (`--seed 14`) and 100 http (`--seed 15`), concatenated.
 //! `tests/fixtures/archive-v2` is the same import by weir before format 3 (commit 121015d,
-//! the last to write format 2: uncompressed batches, no sketches). Tests work on a copy:
+//! the last to write format 2: uncompressed batches, no sketches). `tests/fixtures/archive-v3`
+//! is the same import by weir before format 4 (commit edda041, the last to write format 3:
+//! zstd batches of varint row lengths and rows in one frame, sketches). Tests work on a copy:
 //! opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
@@ -60,6 +62,11 @@ fn v2_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(2);
 }
 
+#[test]
+fn v3_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(3);
+}
+
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
     let (_tmp, db) = old_archive(version);
     let files = segment_files(&db);
@@ -101,7 +108,7 @@ fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
     assert_eq!(j["version"], version);
 }
 
-/// Appending to a format 1 or 2 archive writes segments of the current format next to the
+/// Appending to a format 1, 2 or 3 archive writes segments of the current format next to the
 /// old ones; all read and verify.
 #[test]
 fn v1_archive_takes_new_segments_in_the_current_format() {
@@ -111,6 +118,11 @@ fn v1_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v2_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(2);
+}
+
+#[test]
+fn v3_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(3);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
@@ -357,11 +369,11 @@ fn every_codec_round_trips_through_import_and_export() {
     );
 }
 
-/// An archive of format 1, 2 and 3 segments (uncompressed and compressed): export, count,
+/// An archive of format 1, 2 or 3 and current-format segments (uncompressed and compressed): export, count,
 /// verify and info see every event.
 #[test]
 fn an_archive_mixing_formats_and_codecs_reads_whole() {
-    for version in [1, 2] {
+    for version in [1, 2, 3] {
         let (_tmp, db) = old_archive(version);
         let src = common::fixture("archive-v1.log");
         for codec in ["zstd", "none", "lz4"] {
@@ -383,7 +395,7 @@ fn an_archive_mixing_formats_and_codecs_reads_whole() {
             .map(|f| Segment::open(f).unwrap().version())
             .collect();
         assert!(
-            versions.contains(&version) && versions.contains(&3),
+            versions.contains(&version) && versions.contains(&FORMAT_VERSION),
             "{versions:?}"
         );
         let total = 324 + 3 * 320;
