@@ -344,6 +344,8 @@ fn every_codec_round_trips_through_import_and_export() {
         assert_eq!(j["version"], FORMAT_VERSION);
         let b = &j["batches"][0];
         assert_eq!(b["codec"], codec, "{j}");
+        // Format 4: rows that fit the schema are stored in columns.
+        assert_eq!(b["layout"], "columns", "{j}");
         assert!(b["stored_bytes"].as_u64() < b["bytes"].as_u64(), "{j}");
         assert!(b["bloom_bytes"].as_u64().unwrap() > 0, "{j}");
         let info: serde_json::Value =

@@ -10,7 +10,7 @@
 //! [`SegmentBuilder`]: super::SegmentBuilder
 //! [`SegmentBuilder::add_prepared`]: super::SegmentBuilder::add_prepared
 
-use super::codec::{Codec, Compression, Packer};
+use super::codec::{Codec, Compression, Layout, Packer};
 use super::sketch::{Sketch, SketchBuilder};
 use crate::batch::Batch;
 
@@ -30,7 +30,7 @@ pub(crate) fn max_bloom_bytes(data_len: usize) -> usize {
 pub struct PreparedBatch {
     /// The stored bytes and the raw length they inflate to, with their codec; `None`: the batch
     /// is stored as its rows and u32 offsets.
-    pub(crate) packed: Option<(Codec, Vec<u8>, usize)>,
+    pub(crate) packed: Option<(Codec, Layout, Vec<u8>, usize)>,
     /// The sketch (`None`: sketches off, or a row did not decode).
     pub(crate) sketch: Option<Sketch>,
     /// Whether sketches were on when it was prepared.
@@ -48,7 +48,9 @@ impl PreparedBatch {
 
     /// Bytes the stored rows take (compressed, or the rows themselves).
     pub fn stored_len(&self) -> usize {
-        self.packed.as_ref().map_or(self.bytes, |(_, s, _)| s.len())
+        self.packed
+            .as_ref()
+            .map_or(self.bytes, |(_, _, s, _)| s.len())
     }
 }
 
@@ -107,10 +109,11 @@ impl Preparer {
         let split = self.split;
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
+        let fields = batch.schema().fields.len();
         let pack = |packer: &mut Packer| {
             packer
-                .pack(batch.data(), scratch)
-                .map(|(stored, raw)| (codec, stored.to_vec(), raw))
+                .pack(batch.data(), scratch, fields)
+                .map(|(layout, stored, raw)| (codec, layout, stored.to_vec(), raw))
         };
         let (sketch, packed) = match sketcher {
             Some(sk)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::codec::{unpack, Codec, RowBuf};
+use super::codec::{from_stored_byte, stored_byte, unpack, Codec, Layout, RowBuf};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
 use super::sketch::{range_value, RangeKind, RangeOf, SketchRef};
@@ -31,7 +31,9 @@ struct BatchMeta {
     checksum: u32,
     /// How `data` is stored (format 3; [`Codec::None`] before).
     codec: Codec,
-    /// With a codec: the length of the rows and offsets `data` inflates to.
+    /// How compressed bytes are arranged (format 4: columns).
+    layout: Layout,
+    /// With a codec: the length of the raw bytes `data` inflates to (see `codec.rs`).
     raw_size: usize,
     /// Format 3: the Bloom filter (in the map), its probes, and the decoded field ranges.
     sketch: Option<(Range<usize>, u8, Vec<RangeOf>)>,
@@ -202,6 +204,20 @@ impl Segment {
                     meta_checksum: Some(v3.meta_checksum()),
                 }
             }
+            fbs::SegmentVersion::SegmentV4 => {
+                let v4 = root
+                    .segment_as_segment_v4()
+                    .ok_or_else(|| corrupt(path, "segment version 4 table missing"))?;
+                Root {
+                    version: 4,
+                    uuid: v4.uuid().0,
+                    intervals: v4.intervals(),
+                    events: v4.events(),
+                    schemas: v4.schemas(),
+                    batches: v4.batches(),
+                    meta_checksum: Some(v4.meta_checksum()),
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -257,8 +273,14 @@ impl Segment {
             let data = b.data();
             let offsets = b.offsets();
             let rows = b.rows();
-            let codec = Codec::from_byte(b.codec().0)
+            let (codec, layout) = from_stored_byte(b.codec().0)
                 .ok_or_else(|| bad(format!("unknown codec {}", b.codec().0)))?;
+            if seg.version < 4 && layout == Layout::Columns {
+                return Err(bad(format!(
+                    "format {} has no batches in columns",
+                    seg.version
+                )));
+            }
             if seg.version < 3
                 && (codec != Codec::None || b.raw_size() != 0 || b.sketch().is_some())
             {
@@ -330,14 +352,14 @@ impl Segment {
             };
             if seg.version >= 3 {
                 match b.sketch() {
-                    None => meta.batch_v3(codec.to_byte(), b.raw_size(), None),
+                    None => meta.batch_v3(stored_byte(codec, layout), b.raw_size(), None),
                     Some(sk) => {
                         let mut ranges = sk
                             .ranges()
                             .iter()
                             .map(|r| (r.field(), r.kind(), r.lo(), r.hi()));
                         meta.batch_v3(
-                            codec.to_byte(),
+                            stored_byte(codec, layout),
                             b.raw_size(),
                             Some((sk.bloom_hashes(), sk.bloom().bytes(), &mut ranges)),
                         );
@@ -353,6 +375,7 @@ impl Segment {
                 offsets: range_in(buf, offsets.bytes()),
                 checksum: b.checksum(),
                 codec,
+                layout,
                 raw_size,
                 sketch,
                 state: AtomicU8::new(UNCHECKED),
@@ -482,12 +505,18 @@ impl Segment {
     pub fn batch_storage(&self, i: usize) -> Option<(Codec, usize, usize)> {
         let m = self.batches.get(i)?;
         let stored = m.data.len() + m.offsets.len();
-        let raw = match m.codec {
-            Codec::None => m.data.len(),
+        let raw = match (m.codec, m.layout) {
+            (Codec::None, _) => m.data.len(),
+            (_, Layout::Columns) => m.raw_size,
             // Every row's length takes at least one byte of the raw bytes.
-            _ => m.raw_size.saturating_sub(m.rows as usize),
+            (_, Layout::Rows) => m.raw_size.saturating_sub(m.rows as usize),
         };
         Some((m.codec, stored, raw))
+    }
+
+    /// How batch `i`'s compressed bytes are arranged (rows for uncompressed batches).
+    pub fn batch_layout(&self, i: usize) -> Option<Layout> {
+        Some(self.batches.get(i)?.layout)
     }
 
     /// The rows and offsets of batch `i`, borrowed from the map, if it is stored uncompressed
@@ -544,6 +573,7 @@ impl Segment {
             codec => {
                 let (buf, data_len) = unpack(
                     codec,
+                    m.layout,
                     &self.map[m.data.clone()],
                     m.raw_size,
                     m.rows as usize,
