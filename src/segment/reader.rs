@@ -474,6 +474,52 @@ impl Segment {
         Some(self.make_batch(m).map_err(bad))
     }
 
+    /// Batch `i` with only the fields `want` marks (one flag per field of its schema) read,
+    /// every other field `nil` (`0xc0`), when it is stored in columns: only those columns are
+    /// inflated. Checked on first access as [`Segment::batch`]; any other batch (or a `want`
+    /// that is not one flag per field) is read whole, as by [`Segment::batch`]. For evaluating
+    /// a predicate that reads only those fields; output needs the whole rows.
+    pub fn batch_projected(&self, i: usize, want: &[bool]) -> Option<Result<SegmentBatch<'_>>> {
+        let m = self.batches.get(i)?;
+        let fields = self
+            .schemas
+            .get(m.schema as usize)
+            .map_or(0, |s| s.fields.len());
+        if m.layout != Layout::Columns || want.len() != fields {
+            return self.batch(i);
+        }
+        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
+        if m.state.load(Ordering::Acquire) != GOOD {
+            if let Err(reason) = self.check_batch(m) {
+                return Some(Err(bad(reason)));
+            }
+            m.state.store(GOOD, Ordering::Release);
+        }
+        let made = super::columns::assemble(
+            m.codec,
+            &self.map[m.data.clone()],
+            m.raw_size,
+            m.rows as usize,
+            Some(want),
+        )
+        .and_then(|(buf, data_len)| {
+            check_offsets(&OffsetsRef::U32Le(&buf[data_len..]), data_len)
+                .map_err(|e| format!("{e} (after decompression)"))?;
+            Ok(SegmentBatch {
+                schema: &self.schemas[m.schema as usize],
+                first_id: m.first_id,
+                ts: m.ts,
+                rows: m.rows as usize,
+                codec: m.codec,
+                bytes: Bytes::Unpacked {
+                    buf: Arc::new(buf),
+                    data_len,
+                },
+            })
+        });
+        Some(made.map_err(bad))
+    }
+
     /// The event IDs of batch `i` (known without verifying its rows).
     pub fn batch_ids(&self, i: usize) -> Option<Range<u64>> {
         let m = self.batches.get(i)?;
