@@ -12,12 +12,14 @@
 //! computed at seal too, from the batch headers hashed as they were added (CRC-32 combination),
 //! so sealing reads no chunk back.
 //!
-//! Format 3: as a batch is added, its sketch is built (`sketch.rs`) and its rows compressed
-//! (`codec.rs`; the builder's [`Compression`], zstd level 1 by default), both by a
+//! Formats 3 and 4: as a batch is added, its sketch is built (`sketch.rs`) and its rows
+//! compressed (`codec.rs`: in columns, `columns.rs`, when the rows fit the schema, else in
+//! rows; the builder's [`Compression`], zstd level 1 by default), both by a
 //! [`Preparer`] (`prepare.rs`): the builder's own, or one on another thread that handed the
 //! result over with [`SegmentBuilder::add_prepared`]. The chunk then holds
-//! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch is never
-//! larger than its rows and u32 offsets, so the worst-case accounting of format 2 still holds,
+//! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch, in
+//! either layout, is never larger than its rows and u32 offsets (the packer stores it
+//! uncompressed otherwise), so the worst-case accounting of format 2 still holds,
 //! plus a sketch's worst case (see `max_bloom_bytes`).
 //!
 //! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
