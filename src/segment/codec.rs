@@ -175,8 +175,7 @@ pub(crate) struct Packer {
     zstd: Option<zstd_safe::CCtx<'static>>,
     raw: Vec<u8>,
     out: Vec<u8>,
-    /// The columns of the batch being packed, and one compressed column.
-    cols: Vec<Vec<u8>>,
+    /// One compressed column (or the compressed rows), and the columns' stored bytes.
     frame: Vec<u8>,
     frames: Vec<u8>,
 }
@@ -196,7 +195,6 @@ impl Packer {
             zstd: None,
             raw: Vec::new(),
             out: Vec::new(),
-            cols: Vec::new(),
             frame: Vec::new(),
             frames: Vec::new(),
         }
@@ -207,10 +205,12 @@ impl Packer {
     }
 
     /// Compresses the rows `data` starting at `offsets` of a batch of `fields` fields: in
-    /// columns when every row fits, else in rows (see the module docs). Returns the layout,
+    /// columns when every row fits, else in rows (see the module docs; the writer splits the
+    /// rows itself, see [`Packer::pack_split`]). Returns the layout,
     /// the stored bytes and the raw length, or `None` when the codec is [`Codec::None`] or
     /// compressing did not make the batch smaller than its rows and u32 offsets (it is then
     /// stored uncompressed).
+    #[cfg(test)]
     pub(crate) fn pack(
         &mut self,
         data: &[u8],
@@ -220,13 +220,27 @@ impl Packer {
         if self.compression.codec == Codec::None {
             return None;
         }
+        let mut cols = Vec::new();
+        let split = columns::split(data, offsets, fields, &mut cols);
+        self.pack_split(data, offsets, split.then_some(&cols[..]))
+    }
+
+    /// [`Packer::pack`] with the rows already split into `cols` (`columns::split`; `None`:
+    /// they do not fit the column layout).
+    pub(crate) fn pack_split(
+        &mut self,
+        data: &[u8],
+        offsets: &[u32],
+        cols: Option<&[Vec<u8>]>,
+    ) -> Option<(Layout, &[u8], usize)> {
+        if self.compression.codec == Codec::None {
+            return None;
+        }
         let bound = data.len() + 4 * offsets.len();
-        let mut cols = std::mem::take(&mut self.cols);
-        let columnar = columns::split(data, offsets, fields, &mut cols)
-            && self.pack_columns(&cols).is_some_and(|n| n < bound);
-        self.cols = cols;
-        if columnar {
-            return Some((Layout::Columns, &self.out[..], data.len()));
+        if let Some(cols) = cols {
+            if self.pack_columns(cols).is_some_and(|n| n < bound) {
+                return Some((Layout::Columns, &self.out[..], data.len()));
+            }
         }
         self.pack_rows(data, offsets)
             .filter(|&n| n < bound)

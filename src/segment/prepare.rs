@@ -61,6 +61,8 @@ pub struct Preparer {
     packer: Packer,
     sketcher: Option<SketchBuilder>,
     scratch: Vec<u32>,
+    /// The columns of the batch being prepared (`columns.rs`).
+    cols: Vec<Vec<u8>>,
     split: bool,
 }
 
@@ -77,6 +79,7 @@ impl Preparer {
             packer: Packer::new(compression),
             sketcher: sketches.then(SketchBuilder::default),
             scratch: Vec::new(),
+            cols: Vec::new(),
             split: true,
         }
     }
@@ -107,12 +110,23 @@ impl Preparer {
         let codec = self.packer.compression().codec;
         let max_bloom = max_bloom_bytes(batch.byte_size());
         let split = self.split;
-        let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
-        let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
+        // One walk splits the rows into columns (when they fit the column layout and are to be
+        // compressed); the sketch is then built from the columns, a field at a time.
         let fields = batch.schema().fields.len();
+        let columnar = codec != Codec::None
+            && super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols);
+        let cols = columnar.then_some(&self.cols[..]);
+        let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
+        let build = |sk: &mut SketchBuilder| {
+            match cols {
+                Some(cols) => sk.build_columns(batch.schema(), cols, max_bloom),
+                None => sk.build(batch.schema(), batch.rows(), max_bloom),
+            }
+            .ok()
+        };
         let pack = |packer: &mut Packer| {
             packer
-                .pack(batch.data(), scratch, fields)
+                .pack_split(batch.data(), scratch, cols)
                 .map(|(layout, stored, raw)| (codec, layout, stored.to_vec(), raw))
         };
         let (sketch, packed) = match sketcher {
