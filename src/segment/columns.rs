@@ -109,12 +109,24 @@ pub(crate) fn split(data: &[u8], offsets: &[u32], fields: usize, cols: &mut Vec<
             return false;
         }
         let mut cur = RowCursor::at(row, hl);
+        let base = start as usize;
         for col in cols.iter_mut() {
             let from = cur.position();
             if cur.skip().is_err() {
                 return false;
             }
-            col.extend_from_slice(&row[from..cur.position()]);
+            let len = cur.position() - from;
+            // Most values are short: copy 16 bytes (a constant length, so no call) when the
+            // batch has them, then cut back to the value's length.
+            match data.get(base + from..base + from + 16) {
+                Some(chunk) if len <= 16 => {
+                    let mut fixed = [0u8; 16];
+                    fixed.copy_from_slice(chunk);
+                    col.extend_from_slice(&fixed);
+                    col.truncate(col.len() - 16 + len);
+                }
+                _ => col.extend_from_slice(&row[from..from + len]),
+            }
         }
         if cur.position() != row.len() {
             return false;
