@@ -46,7 +46,9 @@
 //! With bit 2 as well, what is there is the batch as the segment stores it compressed (see
 //! `crate::segment`'s codecs): `stored_len` bytes, which the CRC covers, inflating with the
 //! codec (its byte in `schemas/segment.fbs`) to `raw_size` bytes: the rows' lengths and the
-//! rows.
+//! rows (codecs 1 and 2), or, for a batch stored in columns (codecs 3 and 4, since segment
+//! format 4), the columns behind their header, rebuilt into the `raw_size` bytes of rows
+//! (`crate::segment`'s `columns.rs`).
 //! All integers are little-endian; CRC-32 is IEEE (crc32fast).
 //!
 //! # Invariants
