@@ -46,7 +46,9 @@
 //! With bit 2 as well, what is there is the batch as the segment stores it compressed (see
 //! `crate::segment`'s codecs): `stored_len` bytes, which the CRC covers, inflating with the
 //! codec (its byte in `schemas/segment.fbs`) to `raw_size` bytes: the rows' lengths and the
-//! rows.
+//! rows (codecs 1 and 2), or, for a batch stored in columns (codecs 3 and 4, since segment
+//! format 4), the columns behind their header, rebuilt into the `raw_size` bytes of rows
+//! (`crate::segment`'s `columns.rs`).
 //! All integers are little-endian; CRC-32 is IEEE (crc32fast).
 //!
 //! # Invariants
@@ -89,7 +91,7 @@ use crate::batch::Batch;
 use crate::checkpoint::{FileCheckpoint, FileId, Mark, Position};
 use crate::fs::fault::{self, Op};
 use crate::fs::{self, FsError, Writeback};
-use crate::segment::{Codec, DataLocation, Packed};
+use crate::segment::{from_stored_byte, stored_byte, DataLocation, Packed};
 use crate::setting::{Choice, ChoiceName};
 use crate::types::{Field, Schema, SchemaRef, Type};
 
@@ -408,7 +410,7 @@ impl Wal {
         match location.packed {
             Some(p) => {
                 self.buf.extend_from_slice(&p.crc.to_le_bytes());
-                self.buf.push(p.codec.to_byte());
+                self.buf.push(stored_byte(p.codec, p.layout));
                 self.buf.extend_from_slice(&p.stored_len.to_le_bytes());
                 self.buf.extend_from_slice(&p.raw_size.to_le_bytes());
             }
@@ -637,11 +639,13 @@ fn decode_payload(
         let data_crc = c.u32()?;
         let packed = if flags & FLAG_PACKED != 0 {
             let b = c.u8()?;
-            let codec = Codec::from_byte(b).ok_or_else(|| format!("unknown codec {b}"))?;
+            let (codec, layout) =
+                from_stored_byte(b).ok_or_else(|| format!("unknown codec {b}"))?;
             let stored_len = c.u32()?;
             let raw_size = c.u32()?;
             Some(Packed {
                 codec,
+                layout,
                 stored_len,
                 raw_size,
                 crc: data_crc,
@@ -704,7 +708,8 @@ fn read_external(
         return read_stored(dir, location, len, crc);
     };
     let stored = read_stored(dir, location, p.stored_len as usize, crc)?;
-    let (data, data_len) = crate::segment::unpack(p.codec, &stored, p.raw_size as usize, rows)?;
+    let (data, data_len) =
+        crate::segment::unpack(p.codec, p.layout, &stored, p.raw_size as usize, rows)?;
     if data_len != len {
         return Err(format!(
             "its rows inflate to {data_len} bytes, the record says {len}"

@@ -8,7 +8,9 @@
 //! LOCK file removed). `archive-v1.log` is `examples/generate` output: 120 conn events
 //! (`--seed 13`), 100 dns (`--seed 14`) and 100 http (`--seed 15`), concatenated.
 //! `tests/fixtures/archive-v2` is the same import by weir before format 3 (commit 121015d,
-//! the last to write format 2: uncompressed batches, no sketches). Tests work on a copy:
+//! the last to write format 2: uncompressed batches, no sketches). `tests/fixtures/archive-v3`
+//! is the same import by weir before format 4 (commit edda041, the last to write format 3:
+//! zstd batches of varint row lengths and rows in one frame, sketches). Tests work on a copy:
 //! opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
@@ -60,6 +62,11 @@ fn v2_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(2);
 }
 
+#[test]
+fn v3_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(3);
+}
+
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
     let (_tmp, db) = old_archive(version);
     let files = segment_files(&db);
@@ -101,7 +108,7 @@ fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
     assert_eq!(j["version"], version);
 }
 
-/// Appending to a format 1 or 2 archive writes segments of the current format next to the
+/// Appending to a format 1, 2 or 3 archive writes segments of the current format next to the
 /// old ones; all read and verify.
 #[test]
 fn v1_archive_takes_new_segments_in_the_current_format() {
@@ -111,6 +118,11 @@ fn v1_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v2_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(2);
+}
+
+#[test]
+fn v3_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(3);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
@@ -332,6 +344,8 @@ fn every_codec_round_trips_through_import_and_export() {
         assert_eq!(j["version"], FORMAT_VERSION);
         let b = &j["batches"][0];
         assert_eq!(b["codec"], codec, "{j}");
+        // Format 4: rows that fit the schema are stored in columns.
+        assert_eq!(b["layout"], "columns", "{j}");
         assert!(b["stored_bytes"].as_u64() < b["bytes"].as_u64(), "{j}");
         assert!(b["bloom_bytes"].as_u64().unwrap() > 0, "{j}");
         let info: serde_json::Value =
@@ -357,11 +371,11 @@ fn every_codec_round_trips_through_import_and_export() {
     );
 }
 
-/// An archive of format 1, 2 and 3 segments (uncompressed and compressed): export, count,
+/// An archive of format 1, 2 or 3 and current-format segments (uncompressed and compressed): export, count,
 /// verify and info see every event.
 #[test]
 fn an_archive_mixing_formats_and_codecs_reads_whole() {
-    for version in [1, 2] {
+    for version in [1, 2, 3] {
         let (_tmp, db) = old_archive(version);
         let src = common::fixture("archive-v1.log");
         for codec in ["zstd", "none", "lz4"] {
@@ -383,7 +397,7 @@ fn an_archive_mixing_formats_and_codecs_reads_whole() {
             .map(|f| Segment::open(f).unwrap().version())
             .collect();
         assert!(
-            versions.contains(&version) && versions.contains(&3),
+            versions.contains(&version) && versions.contains(&FORMAT_VERSION),
             "{versions:?}"
         );
         let total = 324 + 3 * 320;
@@ -473,4 +487,66 @@ fn a_damaged_compressed_batch_is_named_by_verify() {
         }
     }
     assert!(named, "no damage named batch 2 ({stored} stored bytes)");
+}
+
+/// Queries evaluated on the columns they read (format 4) give what they give on uncompressed
+/// rows: the same counts and the same exported events, for predicates on one field, several,
+/// containers, unset values, type extractors and values.
+#[test]
+fn projected_evaluation_equals_full_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = common::fixture("archive-v1.log");
+    let all = common::fixture("all_types.log");
+    let dbs: Vec<PathBuf> = ["none", "zstd", "lz4"]
+        .iter()
+        .map(|codec| {
+            let db = tmp.path().join(codec);
+            ok(
+                &run(&[
+                    "import",
+                    "-q",
+                    "--db",
+                    s(&db),
+                    "--compression",
+                    codec,
+                    s(&src),
+                    s(&all),
+                ]),
+                "import",
+            );
+            db
+        })
+        .collect();
+    let files = segment_files(&dbs[1]);
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&run(&["inspect", s(&files[0]), "--json"]), "inspect")).unwrap();
+    assert_eq!(j["batches"][0]["layout"], "columns", "{j}");
+    for q in [
+        "orig_bytes > 1k",
+        "#type == \"zeek.conn\" && orig_bytes > 100",
+        "id.resp_p == 53 || query ~ /example/",
+        "service == \"dns\"",
+        "resp_h in 10.0.0.0/8",
+        "\"ns1.example\" in answers",
+        "status_code >= 400 && method == \"GET\"",
+        "duration > 1s",
+        ":count > 1000",
+        ":addr == 192.168.1.1",
+        "192.168.1.102",
+        "uid != \"x\"",
+        "ts > 2009-11-18",
+    ] {
+        let mut got = Vec::new();
+        for db in &dbs {
+            let count = ok(&run(&["count", "--db", s(db), q]), "count");
+            let export = ok(
+                &run(&["export", "--db", s(db), "--to", "json", q]),
+                "export",
+            );
+            assert_eq!(count.trim(), export.lines().count().to_string(), "{q}");
+            got.push((count, export));
+        }
+        assert_eq!(got[0], got[1], "{q}: zstd columns");
+        assert_eq!(got[0], got[2], "{q}: lz4 columns");
+    }
 }

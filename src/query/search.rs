@@ -32,7 +32,7 @@ use super::bind::Program;
 use super::pool::{OrderedPool, WorkerLost};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
-use crate::segment::{RowIter, Segment};
+use crate::segment::{Layout, RowIter, Segment};
 use crate::store::{Archive, BatchRef, CatalogEntry, Scan};
 use crate::types::SchemaRef;
 
@@ -225,27 +225,57 @@ impl Done {
     }
 }
 
-/// A worker's part: check the batch, then evaluate its rows.
+/// The fields to read of batch `i` of `seg` to evaluate `p` on it: `Some` (one flag per
+/// field) when the batch is stored in columns and `p` reads only some of its fields, so that
+/// only their columns are inflated; `None`: read it whole.
+fn projection(p: &Program, seg: &Segment, i: usize) -> Option<Vec<bool>> {
+    if p.constant().is_some()
+        || p.fields.len() >= p.types.len()
+        || seg.batch_layout(i) != Some(Layout::Columns)
+    {
+        return None;
+    }
+    let mut want = vec![false; p.types.len()];
+    for &f in &p.fields {
+        *want.get_mut(f)? = true;
+    }
+    Some(want)
+}
+
+/// A worker's part: check the batch, then evaluate its rows. A batch stored in columns is
+/// evaluated on the columns the program reads; when rows match and are to be output, it is
+/// then read whole.
 fn run(job: Job) -> Done {
-    let b = match job.batch {
-        JobBatch::Wal(b) => b,
+    let nothing = || Done {
+        outcome: Ok(Outcome::Count(0)),
+        read: false,
+        rows_evaluated: 0,
+        damaged: (0, 0),
+    };
+    let (b, whole) = match job.batch {
+        JobBatch::Wal(b) => (b, None),
         JobBatch::Sealed(seg, i) => {
             let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
-            match BatchRef::of_segment(seg, i) {
+            let want = projection(&job.program, &seg, i);
+            let b = match BatchRef::of_segment_projected(seg.clone(), i, want.as_deref()) {
                 Some(Ok(b)) => b,
                 Some(Err(e)) => return Done::damaged(e, 1, events),
-                None => {
-                    return Done {
-                        outcome: Ok(Outcome::Count(0)),
-                        read: false,
-                        rows_evaluated: 0,
-                        damaged: (0, 0),
-                    }
-                }
-            }
+                None => return nothing(),
+            };
+            let whole = (want.is_some() && !job.count_only).then_some((seg, i, events));
+            (b, whole)
         }
     };
-    evaluate(&job.program, b, job.count_only)
+    let mut done = evaluate(&job.program, b, job.count_only);
+    if let (Some((seg, i, events)), Ok(Outcome::Hits(Some(hits)))) = (whole, &mut done.outcome) {
+        // The same rows (the whole batch), with every field.
+        match BatchRef::of_segment(seg, i) {
+            Some(Ok(b)) => hits.batch = b,
+            Some(Err(e)) => return Done::damaged(e, 1, events),
+            None => return nothing(),
+        }
+    }
+    done
 }
 
 /// The matching rows of a batch slice (or their number).

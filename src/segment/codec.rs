@@ -1,7 +1,14 @@
-//! Compressed batches (format 3): the codecs, their levels, and the one place where a batch's
-//! rows are packed and unpacked.
+//! Compressed batches (formats 3 and 4): the codecs, their levels, the two layouts, and the
+//! one place where a batch's rows are packed and unpacked.
 //!
-//! A compressed batch stores in `data` the compression of its *raw* bytes: the length of every
+//! Format 4 stores a batch whose rows fit the schema in *columns* ([`Layout::Columns`], the
+//! byte layout is in `columns.rs`), each column compressed on its own, so that a query
+//! inflates only the columns it reads; the packer falls back to the *row* layout of format 3
+//! ([`Layout::Rows`], below) for any other batch, and to storing the rows uncompressed when
+//! neither is smaller than the rows and their u32 offsets (so a stored batch is never larger
+//! than that, which the segment builder's worst-case accounting relies on).
+//!
+//! In the row layout a compressed batch stores in `data` the compression of its *raw* bytes: the length of every
 //! row as an unsigned LEB128 varint (7 bits per byte, low bits first, high bit set on every
 //! byte but the last; a row of under 128 bytes takes one byte), then the msgpack rows back to
 //! back; its `offsets` vector is empty. Lengths rather than u32 offsets: they cost a tenth as
@@ -13,6 +20,7 @@
 //! their offsets as little-endian u32, the layout of an uncompressed batch's `data` and
 //! `offsets` concatenated.
 
+use super::columns;
 use crate::setting::{Choice, ChoiceName};
 
 /// How the rows of a batch are stored in a segment (`--compression`).
@@ -90,6 +98,46 @@ impl Codec {
     }
 }
 
+/// How a compressed batch's bytes are arranged before compression (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Rows (format 3): the rows' lengths as varints and the rows, one frame.
+    #[default]
+    Rows,
+    /// Columns (format 4): each field's values back to back, one frame per column.
+    Columns,
+}
+
+impl Layout {
+    /// The word `weir inspect` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Rows => "rows",
+            Layout::Columns => "columns",
+        }
+    }
+}
+
+/// The byte stored in a batch's `codec` field and a WAL record for a codec and layout: the
+/// codec's own byte in the row layout (and for [`Codec::None`]); 3 (`Lz4Columns`) and 4
+/// (`ZstdColumns`) in the column layout.
+pub fn stored_byte(codec: Codec, layout: Layout) -> u8 {
+    match (codec, layout) {
+        (Codec::Lz4, Layout::Columns) => 3,
+        (Codec::Zstd, Layout::Columns) => 4,
+        (c, _) => c.to_byte(),
+    }
+}
+
+/// The codec and layout of a stored byte (`None` for one this weir does not know).
+pub fn from_stored_byte(b: u8) -> Option<(Codec, Layout)> {
+    match b {
+        3 => Some((Codec::Lz4, Layout::Columns)),
+        4 => Some((Codec::Zstd, Layout::Columns)),
+        b => Codec::from_byte(b).map(|c| (c, Layout::Rows)),
+    }
+}
+
 /// A codec and its level: what a segment writer compresses batches with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Compression {
@@ -127,6 +175,9 @@ pub(crate) struct Packer {
     zstd: Option<zstd_safe::CCtx<'static>>,
     raw: Vec<u8>,
     out: Vec<u8>,
+    /// One compressed column (or the compressed rows), and the columns' stored bytes.
+    frame: Vec<u8>,
+    frames: Vec<u8>,
 }
 
 impl std::fmt::Debug for Packer {
@@ -144,6 +195,8 @@ impl Packer {
             zstd: None,
             raw: Vec::new(),
             out: Vec::new(),
+            frame: Vec::new(),
+            frames: Vec::new(),
         }
     }
 
@@ -151,45 +204,103 @@ impl Packer {
         self.compression
     }
 
-    /// Compresses the rows `data` starting at `offsets` (see the module docs for the raw
-    /// layout). Returns the stored bytes and the raw length, or `None` when the codec is
-    /// [`Codec::None`] or compressing did not make the batch smaller than its rows and u32
-    /// offsets (it is then stored uncompressed).
-    pub(crate) fn pack(&mut self, data: &[u8], offsets: &[u32]) -> Option<(&[u8], usize)> {
-        let codec = self.compression.codec;
-        if codec == Codec::None {
+    /// Compresses the rows `data` starting at `offsets` of a batch of `fields` fields: in
+    /// columns when every row fits, else in rows (see the module docs; the writer splits the
+    /// rows itself, see [`Packer::pack_split`]). Returns the layout,
+    /// the stored bytes and the raw length, or `None` when the codec is [`Codec::None`] or
+    /// compressing did not make the batch smaller than its rows and u32 offsets (it is then
+    /// stored uncompressed).
+    #[cfg(test)]
+    pub(crate) fn pack(
+        &mut self,
+        data: &[u8],
+        offsets: &[u32],
+        fields: usize,
+    ) -> Option<(Layout, &[u8], usize)> {
+        if self.compression.codec == Codec::None {
             return None;
         }
+        let mut cols = Vec::new();
+        let split = columns::split(data, offsets, fields, &mut cols);
+        self.pack_split(data, offsets, split.then_some(&cols[..]))
+    }
+
+    /// [`Packer::pack`] with the rows already split into `cols` (`columns::split`; `None`:
+    /// they do not fit the column layout).
+    pub(crate) fn pack_split(
+        &mut self,
+        data: &[u8],
+        offsets: &[u32],
+        cols: Option<&[Vec<u8>]>,
+    ) -> Option<(Layout, &[u8], usize)> {
+        if self.compression.codec == Codec::None {
+            return None;
+        }
+        let bound = data.len() + 4 * offsets.len();
+        if let Some(cols) = cols {
+            if self.pack_columns(cols).is_some_and(|n| n < bound) {
+                return Some((Layout::Columns, &self.out[..], data.len()));
+            }
+        }
+        self.pack_rows(data, offsets)
+            .filter(|&n| n < bound)
+            .map(|_| (Layout::Rows, &self.out[..], self.raw.len()))
+    }
+
+    /// Compresses `src` into `self.frame` (cleared); `None` when the codec fails.
+    fn compress(&mut self, src: &[u8]) -> Option<()> {
+        let frame = &mut self.frame;
+        frame.clear();
+        let n = match self.compression.codec {
+            Codec::Zstd => {
+                frame.reserve(zstd_safe::compress_bound(src.len()));
+                let cctx = self.zstd.get_or_insert_with(zstd_safe::CCtx::create);
+                cctx.compress(&mut *frame, src, self.compression.level)
+                    .ok()?
+            }
+            Codec::Lz4 => {
+                frame.resize(lz4_flex::block::get_maximum_output_size(src.len()), 0);
+                lz4_flex::block::compress_into(src, frame).ok()?
+            }
+            Codec::None => return None,
+        };
+        frame.truncate(n);
+        Some(())
+    }
+
+    /// The column layout of `cols` into `self.out`; returns its length.
+    fn pack_columns(&mut self, cols: &[Vec<u8>]) -> Option<usize> {
+        self.out.clear();
+        self.frames.clear();
+        columns::push_varint(&mut self.out, cols.len());
+        for col in cols {
+            let packed = col.len() >= columns::MIN_COMPRESS
+                && self.compress(col).is_some()
+                && self.frame.len() < col.len();
+            let stored: &[u8] = if packed { &self.frame } else { col };
+            columns::push_varint(&mut self.out, col.len());
+            columns::push_varint(&mut self.out, stored.len());
+            self.frames.extend_from_slice(stored);
+        }
+        self.out.extend_from_slice(&self.frames);
+        Some(self.out.len())
+    }
+
+    /// The row layout of format 3 into `self.out` (raw bytes in `self.raw`); returns its length.
+    fn pack_rows(&mut self, data: &[u8], offsets: &[u32]) -> Option<usize> {
         self.raw.clear();
         self.raw.reserve(data.len() + 2 * offsets.len());
         for (i, &o) in offsets.iter().enumerate() {
             let end = offsets.get(i + 1).map_or(data.len(), |&e| e as usize);
-            let mut len = end.saturating_sub(o as usize);
-            while len >= 0x80 {
-                self.raw.push(len as u8 | 0x80);
-                len >>= 7;
-            }
-            self.raw.push(len as u8);
+            columns::push_varint(&mut self.raw, end.saturating_sub(o as usize));
         }
         self.raw.extend_from_slice(data);
-        let raw = &self.raw;
-        self.out.clear();
-        let n = match codec {
-            Codec::Zstd => {
-                self.out.reserve(zstd_safe::compress_bound(raw.len()));
-                let cctx = self.zstd.get_or_insert_with(zstd_safe::CCtx::create);
-                cctx.compress(&mut self.out, raw, self.compression.level)
-                    .ok()?
-            }
-            Codec::Lz4 => {
-                self.out
-                    .resize(lz4_flex::block::get_maximum_output_size(raw.len()), 0);
-                lz4_flex::block::compress_into(raw, &mut self.out).ok()?
-            }
-            Codec::None => return None,
-        };
-        self.out.truncate(n);
-        (n < data.len() + 4 * offsets.len()).then_some((&self.out[..], raw.len()))
+        let raw = std::mem::take(&mut self.raw);
+        let ok = self.compress(&raw);
+        self.raw = raw;
+        ok?;
+        std::mem::swap(&mut self.out, &mut self.frame);
+        Some(self.out.len())
     }
 }
 
@@ -203,12 +314,18 @@ static POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
 const POOL_MAX: usize = 4;
 
 impl RowBuf {
-    fn take(capacity: usize) -> RowBuf {
+    /// An empty buffer of at least `capacity` bytes, from the pool when it has one.
+    pub(crate) fn take(capacity: usize) -> RowBuf {
         let reused = POOL.lock().ok().and_then(|mut p| p.pop());
         let mut v = reused.unwrap_or_default();
         v.clear();
         v.reserve_exact(capacity);
         RowBuf(v)
+    }
+
+    /// The buffer, to fill.
+    pub(crate) fn vec_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
     }
 }
 
@@ -230,16 +347,20 @@ impl Drop for RowBuf {
     }
 }
 
-/// Decompresses a batch of `rows` rows from its stored bytes, which must inflate to exactly
-/// `raw_size` bytes, into its rows followed by their offsets as little-endian u32. Returns
-/// those and the length of the rows. `Err` says what is wrong (for a corruption message
-/// naming segment and batch).
+/// Decompresses a batch of `rows` rows from its stored bytes in `layout`, whose raw bytes
+/// must be exactly `raw_size` bytes, into its rows followed by their offsets as little-endian
+/// u32. Returns those and the length of the rows. `Err` says what is wrong (for a corruption
+/// message naming segment and batch).
 pub(crate) fn unpack(
     codec: Codec,
+    layout: Layout,
     stored: &[u8],
     raw_size: usize,
     rows: usize,
 ) -> Result<(RowBuf, usize), String> {
+    if layout == Layout::Columns {
+        return columns::assemble(codec, stored, raw_size, rows, None);
+    }
     let mut out = RowBuf::take(raw_size + 4 * rows);
     let buf = &mut out.0;
     inflate(codec, stored, raw_size, buf)?;
@@ -280,6 +401,36 @@ pub(crate) fn unpack(
         at += l as u32;
     }
     Ok((out, data_len))
+}
+
+thread_local! {
+    /// The zstd decompression context of this thread.
+    static DCTX: std::cell::RefCell<Option<zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses `stored` into exactly the bytes of `out` (a frame that inflates to more or
+/// fewer is an error).
+pub(crate) fn inflate_into(codec: Codec, stored: &[u8], out: &mut [u8]) -> Result<(), String> {
+    let want = out.len();
+    let n = match codec {
+        Codec::None => return Err("a compressed column without a codec".into()),
+        Codec::Zstd => DCTX
+            .with(|d| {
+                // A context per thread, reused: creating one per frame cost 6% of an export.
+                let mut d = d.borrow_mut();
+                let d = d.get_or_insert_with(zstd_safe::DCtx::create);
+                d.decompress(out, stored)
+            })
+            .map_err(|code| format!("zstd: {}", zstd_safe::get_error_name(code)))?,
+        Codec::Lz4 => {
+            lz4_flex::block::decompress_into(stored, out).map_err(|e| format!("lz4: {e}"))?
+        }
+    };
+    if n != want {
+        return Err(format!("{n} bytes decompressed, {want} expected"));
+    }
+    Ok(())
 }
 
 /// Decompresses exactly `raw_size` bytes into `out` (empty, with at least that capacity).
@@ -334,17 +485,20 @@ mod tests {
             Compression::new(Codec::Lz4),
         ] {
             let mut p = Packer::new(c);
-            let (stored, n) = p.pack(&data, &offsets).unwrap();
+            // Not msgpack rows: the row layout.
+            let (layout, stored, n) = p.pack(&data, &offsets, 3).unwrap();
+            assert_eq!(layout, Layout::Rows);
             assert_eq!(n, data.len() + 2 * 100 + 1);
             assert!(stored.len() < raw.len() / 4, "{c:?}: {}", stored.len());
-            let (got, len) = unpack(c.codec, stored, n, rows).unwrap();
+            let r = Layout::Rows;
+            let (got, len) = unpack(c.codec, r, stored, n, rows).unwrap();
             assert_eq!((&got[..], len), (&raw[..], data.len()), "{c:?}");
-            assert!(unpack(c.codec, stored, n - 1, rows).is_err(), "{c:?}");
-            assert!(unpack(c.codec, stored, n, rows + 1).is_err(), "{c:?}");
-            assert!(unpack(c.codec, &stored[..stored.len() / 2], n, rows).is_err());
+            assert!(unpack(c.codec, r, stored, n - 1, rows).is_err(), "{c:?}");
+            assert!(unpack(c.codec, r, stored, n, rows + 1).is_err(), "{c:?}");
+            assert!(unpack(c.codec, r, &stored[..stored.len() / 2], n, rows).is_err());
         }
         assert!(Packer::new(Compression::NONE)
-            .pack(&data, &offsets)
+            .pack(&data, &offsets, 3)
             .is_none());
         // Incompressible bytes are stored as they are.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -357,7 +511,7 @@ mod tests {
             })
             .collect();
         assert!(Packer::new(Compression::new(Codec::Lz4))
-            .pack(&noise, &[0])
+            .pack(&noise, &[0], 1)
             .is_none());
     }
 

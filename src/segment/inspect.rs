@@ -43,6 +43,8 @@ pub struct BatchInfo {
     pub bytes: u64,
     /// How the rows are stored: `none`, `lz4` or `zstd`.
     pub codec: String,
+    /// How compressed rows are arranged: `rows` (formats 3 and 4) or `columns` (format 4).
+    pub layout: String,
     /// Bytes the batch's rows and row offsets take in the segment (compressed or not).
     pub stored_bytes: u64,
     /// Bytes of the batch's sketch's Bloom filter (0 without a sketch).
@@ -63,6 +65,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
         let sketch = seg.sketch(i);
         batches.push(BatchInfo {
             codec: codec.to_string(),
+            layout: seg.batch_layout(i).unwrap_or_default().name().to_string(),
             stored_bytes: stored as u64,
             bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
             ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
@@ -112,7 +115,7 @@ impl fmt::Display for SegmentInfo {
         for (i, b) in self.batches.iter().enumerate() {
             writeln!(
                 f,
-                "    #{i}: {} ids [{}, {}) rows {} bytes {} stored {} ({}) sketch {}",
+                "    #{i}: {} ids [{}, {}) rows {} bytes {} stored {} ({}{}) sketch {}",
                 b.schema,
                 b.first_id,
                 b.first_id + b.rows,
@@ -120,6 +123,11 @@ impl fmt::Display for SegmentInfo {
                 b.bytes,
                 b.stored_bytes,
                 b.codec,
+                if b.layout == "columns" {
+                    ", columns"
+                } else {
+                    ""
+                },
                 if b.bloom_bytes > 0 || b.ranges > 0 {
                     format!("{} B bloom, {} ranges", b.bloom_bytes, b.ranges)
                 } else {

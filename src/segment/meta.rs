@@ -1,10 +1,10 @@
-//! The metadata checksum of format versions 2 and 3: CRC-32 (IEEE, crc32fast) over a canonical
+//! The metadata checksum of format versions 2 to 4: CRC-32 (IEEE, crc32fast) over a canonical
 //! encoding of every field of a segment that carries meaning besides the rows (see the
 //! module docs of [`crate::segment`] for the exact byte order). The writer and the reader
 //! both encode through this module, so they cannot disagree.
 
 /// The segment format version that [`crate::segment::SegmentBuilder`] writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Fields of `SegmentV1`: a `SegmentV1` table whose vtable has more is a damaged version 2
 /// table (or not a weir segment).
@@ -114,7 +114,7 @@ impl MetaHasher {
         self.0.update(&buf[..end + 4]);
     }
 
-    /// Format 3: what follows a batch's header: `codec` as u8, `raw_size` as u32, then the
+    /// Formats 3 and 4: what follows a batch's header: `codec` as u8, `raw_size` as u32, then the
     /// sketch as one byte 0 (absent) or 1 followed by `bloom_hashes` as u8, the bloom as a
     /// byte string (u32 length and bytes), the number of ranges as u32 and per range `field`
     /// as u32, `kind` as u8, `lo` and `hi` as u64.
@@ -209,7 +209,7 @@ mod tests {
     /// Every byte that carries meaning outside the rows, by name: (what, position).
     fn fields(buf: &[u8]) -> Vec<(String, usize)> {
         let root = fbs::size_prefixed_root_as_segment(buf).unwrap();
-        let seg = root.segment_as_segment_v3().unwrap();
+        let seg = root.segment_as_segment_v4().unwrap();
         let mut out = vec![("uuid".to_string(), at(buf, &seg.uuid().0) + 7)];
         let mut extra = Vec::new();
         let mut push = |what: &str, table: &flatbuffers::Table<'_>, vt, plus| {
@@ -218,11 +218,11 @@ mod tests {
             }
         };
         push("segment type", &root._tab, fbs::Segment::VT_SEGMENT_TYPE, 0);
-        push("events", &seg._tab, fbs::SegmentV3::VT_EVENTS, 0);
+        push("events", &seg._tab, fbs::SegmentV4::VT_EVENTS, 0);
         push(
             "meta_checksum",
             &seg._tab,
-            fbs::SegmentV3::VT_META_CHECKSUM,
+            fbs::SegmentV4::VT_META_CHECKSUM,
             2,
         );
         for (i, b) in seg.batches().iter().enumerate() {
@@ -334,9 +334,9 @@ mod tests {
         }
         // Without the checksum field (its vtable entry zeroed), the stored value reads as 0.
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let seg = root.segment_as_segment_v3().unwrap();
+        let seg = root.segment_as_segment_v4().unwrap();
         let vt = seg._tab.vtable();
-        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV3::VT_META_CHECKSUM as usize;
+        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV4::VT_META_CHECKSUM as usize;
         let mut damaged = bytes.clone();
         damaged[slot] = 0;
         let (_, err) = open_damaged(dir.path(), &damaged, 0, 0);
@@ -356,17 +356,19 @@ mod tests {
             .into_iter()
             .find(|(w, _)| w == "segment type")
             .unwrap();
-        assert_eq!(bytes[i], 3);
-        let (path, err) = open_damaged(dir.path(), &bytes, i, 3 ^ 1);
+        assert_eq!(bytes[i], 4);
+        let (path, err) = open_damaged(dir.path(), &bytes, i, 4 ^ 1);
         let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()), "{msg}");
         assert!(msg.contains("says version 1"), "{msg}");
-        // Read as version 2, the checksum (which encodes the version) fails.
-        let (_, err) = open_damaged(dir.path(), &bytes, i, 3 ^ 2);
-        assert!(err.is_corruption(), "{err}");
-        let (_, err) = open_damaged(dir.path(), &bytes, i, 3 ^ 4);
+        // Read as version 2 or 3, the checksum (which encodes the version) fails.
+        for v in [2, 3] {
+            let (_, err) = open_damaged(dir.path(), &bytes, i, 4 ^ v);
+            assert!(err.is_corruption(), "{err}");
+        }
+        let (_, err) = open_damaged(dir.path(), &bytes, i, 4 ^ 5);
         assert!(
-            err.to_string().contains("unsupported segment version 4"),
+            err.to_string().contains("unsupported segment version 5"),
             "{err}"
         );
     }
@@ -382,7 +384,7 @@ mod tests {
         assert_eq!(seg.version(), super::FORMAT_VERSION);
         // By hand, from the documentation in `crate::segment`.
         let mut e = Vec::new();
-        e.extend(3u32.to_le_bytes());
+        e.extend(4u32.to_le_bytes());
         e.extend(seg.uuid().as_bytes());
         e.extend(seg.events().to_le_bytes());
         e.extend(1u32.to_le_bytes());
@@ -403,7 +405,7 @@ mod tests {
         }
         e.extend(3u32.to_le_bytes());
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let v2 = root.segment_as_segment_v3().unwrap();
+        let v2 = root.segment_as_segment_v4().unwrap();
         for b in v2.batches().iter() {
             e.extend(b.schema().to_le_bytes());
             e.extend(b.first_id().to_le_bytes());

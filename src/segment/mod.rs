@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 3
-//! (`SegmentV3`, [`FORMAT_VERSION`]) and reads versions 1, 2 and 3. All have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 4
+//! (`SegmentV4`, [`FORMAT_VERSION`]) and reads versions 1 to 4. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -44,6 +44,15 @@
 //!   range of each numeric and time field, which queries use to skip batches without reading
 //!   them ([`sketch`] documents the hash, the filter and the ranges).
 //!
+//! Version 4 has the fields of version 3 and two more values of `codec`: `lz4-columns` (3)
+//! and `zstd-columns` (4), refused in versions 1 to 3. Such a batch's `data` holds its rows
+//! split into one column per field, each column compressed on its own behind a header of
+//! varint lengths, so that a reader can inflate one column alone (`columns.rs` documents the
+//! bytes); its `raw_size` is the length of the rows, `offsets` is empty, and `checksum` is the
+//! CRC-32 of the stored bytes. Batches whose rows do not fit the schema's shape are stored in
+//! the row layout of version 3. The metadata checksum of version 4 is that of version 3 with 4
+//! as the version.
+//!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then
 //! the sketch: one byte 0 (absent) or 1 followed by `bloom_hashes` as u8, the Bloom filter as a
@@ -75,7 +84,7 @@
 //!   docs), then committed like every atomic write of `crate::fs` (fsync, rename into place,
 //!   fsync the directory); a segment is never modified afterwards, which is what makes mapping
 //!   it sound (`crate::fs::map_readonly`).
-//! - In versions 2 and 3, `meta_checksum` is the CRC-32 of the encoding above; with the
+//! - In versions 2 to 4, `meta_checksum` is the CRC-32 of the encoding above; with the
 //!   batches' checksums it covers every byte that carries meaning (only padding and alignment are
 //!   not covered, and damage to FlatBuffers offsets or vtables is caught by the verifier or
 //!   changes a covered value).
@@ -118,6 +127,7 @@ pub(crate) mod generated {
 }
 
 mod codec;
+mod columns;
 mod error;
 mod inspect;
 mod meta;
@@ -126,8 +136,8 @@ mod reader;
 pub mod sketch;
 mod writer;
 
-pub(crate) use codec::unpack;
-pub use codec::{Codec, Compression, RowBuf};
+pub(crate) use codec::{from_stored_byte, stored_byte, unpack};
+pub use codec::{Codec, Compression, Layout, RowBuf};
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;

@@ -10,7 +10,7 @@
 //! [`SegmentBuilder`]: super::SegmentBuilder
 //! [`SegmentBuilder::add_prepared`]: super::SegmentBuilder::add_prepared
 
-use super::codec::{Codec, Compression, Packer};
+use super::codec::{Codec, Compression, Layout, Packer};
 use super::sketch::{Sketch, SketchBuilder};
 use crate::batch::Batch;
 
@@ -30,7 +30,7 @@ pub(crate) fn max_bloom_bytes(data_len: usize) -> usize {
 pub struct PreparedBatch {
     /// The stored bytes and the raw length they inflate to, with their codec; `None`: the batch
     /// is stored as its rows and u32 offsets.
-    pub(crate) packed: Option<(Codec, Vec<u8>, usize)>,
+    pub(crate) packed: Option<(Codec, Layout, Vec<u8>, usize)>,
     /// The sketch (`None`: sketches off, or a row did not decode).
     pub(crate) sketch: Option<Sketch>,
     /// Whether sketches were on when it was prepared.
@@ -48,7 +48,9 @@ impl PreparedBatch {
 
     /// Bytes the stored rows take (compressed, or the rows themselves).
     pub fn stored_len(&self) -> usize {
-        self.packed.as_ref().map_or(self.bytes, |(_, s, _)| s.len())
+        self.packed
+            .as_ref()
+            .map_or(self.bytes, |(_, _, s, _)| s.len())
     }
 }
 
@@ -59,6 +61,8 @@ pub struct Preparer {
     packer: Packer,
     sketcher: Option<SketchBuilder>,
     scratch: Vec<u32>,
+    /// The columns of the batch being prepared (`columns.rs`).
+    cols: Vec<Vec<u8>>,
     split: bool,
 }
 
@@ -75,6 +79,7 @@ impl Preparer {
             packer: Packer::new(compression),
             sketcher: sketches.then(SketchBuilder::default),
             scratch: Vec::new(),
+            cols: Vec::new(),
             split: true,
         }
     }
@@ -105,12 +110,24 @@ impl Preparer {
         let codec = self.packer.compression().codec;
         let max_bloom = max_bloom_bytes(batch.byte_size());
         let split = self.split;
+        // One walk splits the rows into columns (when they fit the column layout and are to be
+        // compressed); the sketch is then built from the columns, a field at a time.
+        let fields = batch.schema().fields.len();
+        let columnar = codec != Codec::None
+            && super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols);
+        let cols = columnar.then_some(&self.cols[..]);
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
-        let build = |sk: &mut SketchBuilder| sk.build(batch.schema(), batch.rows(), max_bloom).ok();
+        let build = |sk: &mut SketchBuilder| {
+            match cols {
+                Some(cols) => sk.build_columns(batch.schema(), cols, max_bloom),
+                None => sk.build(batch.schema(), batch.rows(), max_bloom),
+            }
+            .ok()
+        };
         let pack = |packer: &mut Packer| {
             packer
-                .pack(batch.data(), scratch)
-                .map(|(stored, raw)| (codec, stored.to_vec(), raw))
+                .pack_split(batch.data(), scratch, cols)
+                .map(|(layout, stored, raw)| (codec, layout, stored.to_vec(), raw))
         };
         let (sketch, packed) = match sketcher {
             Some(sk)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::codec::{unpack, Codec, RowBuf};
+use super::codec::{from_stored_byte, stored_byte, unpack, Codec, Layout, RowBuf};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
 use super::sketch::{range_value, RangeKind, RangeOf, SketchRef};
@@ -31,7 +31,9 @@ struct BatchMeta {
     checksum: u32,
     /// How `data` is stored (format 3; [`Codec::None`] before).
     codec: Codec,
-    /// With a codec: the length of the rows and offsets `data` inflates to.
+    /// How compressed bytes are arranged (format 4: columns).
+    layout: Layout,
+    /// With a codec: the length of the raw bytes `data` inflates to (see `codec.rs`).
     raw_size: usize,
     /// Format 3: the Bloom filter (in the map), its probes, and the decoded field ranges.
     sketch: Option<(Range<usize>, u8, Vec<RangeOf>)>,
@@ -202,6 +204,20 @@ impl Segment {
                     meta_checksum: Some(v3.meta_checksum()),
                 }
             }
+            fbs::SegmentVersion::SegmentV4 => {
+                let v4 = root
+                    .segment_as_segment_v4()
+                    .ok_or_else(|| corrupt(path, "segment version 4 table missing"))?;
+                Root {
+                    version: 4,
+                    uuid: v4.uuid().0,
+                    intervals: v4.intervals(),
+                    events: v4.events(),
+                    schemas: v4.schemas(),
+                    batches: v4.batches(),
+                    meta_checksum: Some(v4.meta_checksum()),
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -257,8 +273,14 @@ impl Segment {
             let data = b.data();
             let offsets = b.offsets();
             let rows = b.rows();
-            let codec = Codec::from_byte(b.codec().0)
+            let (codec, layout) = from_stored_byte(b.codec().0)
                 .ok_or_else(|| bad(format!("unknown codec {}", b.codec().0)))?;
+            if seg.version < 4 && layout == Layout::Columns {
+                return Err(bad(format!(
+                    "format {} has no batches in columns",
+                    seg.version
+                )));
+            }
             if seg.version < 3
                 && (codec != Codec::None || b.raw_size() != 0 || b.sketch().is_some())
             {
@@ -330,14 +352,14 @@ impl Segment {
             };
             if seg.version >= 3 {
                 match b.sketch() {
-                    None => meta.batch_v3(codec.to_byte(), b.raw_size(), None),
+                    None => meta.batch_v3(stored_byte(codec, layout), b.raw_size(), None),
                     Some(sk) => {
                         let mut ranges = sk
                             .ranges()
                             .iter()
                             .map(|r| (r.field(), r.kind(), r.lo(), r.hi()));
                         meta.batch_v3(
-                            codec.to_byte(),
+                            stored_byte(codec, layout),
                             b.raw_size(),
                             Some((sk.bloom_hashes(), sk.bloom().bytes(), &mut ranges)),
                         );
@@ -353,6 +375,7 @@ impl Segment {
                 offsets: range_in(buf, offsets.bytes()),
                 checksum: b.checksum(),
                 codec,
+                layout,
                 raw_size,
                 sketch,
                 state: AtomicU8::new(UNCHECKED),
@@ -451,6 +474,52 @@ impl Segment {
         Some(self.make_batch(m).map_err(bad))
     }
 
+    /// Batch `i` with only the fields `want` marks (one flag per field of its schema) read,
+    /// every other field `nil` (`0xc0`), when it is stored in columns: only those columns are
+    /// inflated. Checked on first access as [`Segment::batch`]; any other batch (or a `want`
+    /// that is not one flag per field) is read whole, as by [`Segment::batch`]. For evaluating
+    /// a predicate that reads only those fields; output needs the whole rows.
+    pub fn batch_projected(&self, i: usize, want: &[bool]) -> Option<Result<SegmentBatch<'_>>> {
+        let m = self.batches.get(i)?;
+        let fields = self
+            .schemas
+            .get(m.schema as usize)
+            .map_or(0, |s| s.fields.len());
+        if m.layout != Layout::Columns || want.len() != fields {
+            return self.batch(i);
+        }
+        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
+        if m.state.load(Ordering::Acquire) != GOOD {
+            if let Err(reason) = self.check_batch(m) {
+                return Some(Err(bad(reason)));
+            }
+            m.state.store(GOOD, Ordering::Release);
+        }
+        let made = super::columns::assemble(
+            m.codec,
+            &self.map[m.data.clone()],
+            m.raw_size,
+            m.rows as usize,
+            Some(want),
+        )
+        .and_then(|(buf, data_len)| {
+            check_offsets(&OffsetsRef::U32Le(&buf[data_len..]), data_len)
+                .map_err(|e| format!("{e} (after decompression)"))?;
+            Ok(SegmentBatch {
+                schema: &self.schemas[m.schema as usize],
+                first_id: m.first_id,
+                ts: m.ts,
+                rows: m.rows as usize,
+                codec: m.codec,
+                bytes: Bytes::Unpacked {
+                    buf: Arc::new(buf),
+                    data_len,
+                },
+            })
+        });
+        Some(made.map_err(bad))
+    }
+
     /// The event IDs of batch `i` (known without verifying its rows).
     pub fn batch_ids(&self, i: usize) -> Option<Range<u64>> {
         let m = self.batches.get(i)?;
@@ -482,12 +551,18 @@ impl Segment {
     pub fn batch_storage(&self, i: usize) -> Option<(Codec, usize, usize)> {
         let m = self.batches.get(i)?;
         let stored = m.data.len() + m.offsets.len();
-        let raw = match m.codec {
-            Codec::None => m.data.len(),
+        let raw = match (m.codec, m.layout) {
+            (Codec::None, _) => m.data.len(),
+            (_, Layout::Columns) => m.raw_size,
             // Every row's length takes at least one byte of the raw bytes.
-            _ => m.raw_size.saturating_sub(m.rows as usize),
+            (_, Layout::Rows) => m.raw_size.saturating_sub(m.rows as usize),
         };
         Some((m.codec, stored, raw))
+    }
+
+    /// How batch `i`'s compressed bytes are arranged (rows for uncompressed batches).
+    pub fn batch_layout(&self, i: usize) -> Option<Layout> {
+        Some(self.batches.get(i)?.layout)
     }
 
     /// The rows and offsets of batch `i`, borrowed from the map, if it is stored uncompressed
@@ -544,6 +619,7 @@ impl Segment {
             codec => {
                 let (buf, data_len) = unpack(
                     codec,
+                    m.layout,
                     &self.map[m.data.clone()],
                     m.raw_size,
                     m.rows as usize,

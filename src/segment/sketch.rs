@@ -218,6 +218,48 @@ impl SketchBuilder {
         rows: impl Iterator<Item = &'r [u8]>,
         max_bloom: usize,
     ) -> Result<Sketch, DecodeError> {
+        self.start(schema);
+        let n = schema.fields.len();
+        // The previous row's value of each field (scalars): a repeat adds nothing.
+        let mut last: Vec<Option<&[u8]>> = vec![None; n];
+        for row in rows {
+            let mut c = RowCursor::new(row);
+            c.row_header(n)?;
+            for (i, f) in schema.fields.iter().enumerate() {
+                self.value(i, &f.ty, &mut c, &mut last[i])?;
+            }
+        }
+        Ok(self.finish(max_bloom))
+    }
+
+    /// [`SketchBuilder::build`] from the batch's columns (`columns.rs`: column `i` holds field
+    /// `i` of every row, back to back): the same sketch, one field at a time, as the column
+    /// layout has the values of one type together.
+    pub(crate) fn build_columns(
+        &mut self,
+        schema: &SchemaRef,
+        columns: &[Vec<u8>],
+        max_bloom: usize,
+    ) -> Result<Sketch, DecodeError> {
+        if columns.len() != schema.fields.len() {
+            return Err(DecodeError::FieldCount {
+                got: columns.len(),
+                want: schema.fields.len(),
+            });
+        }
+        self.start(schema);
+        for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
+            let mut c = RowCursor::new(col);
+            let mut last = None;
+            while c.position() < col.len() {
+                self.value(i, &f.ty, &mut c, &mut last)?;
+            }
+        }
+        Ok(self.finish(max_bloom))
+    }
+
+    /// Resets the builder for a batch of `schema`.
+    fn start(&mut self, schema: &SchemaRef) {
         self.hashes.clear();
         self.ranges.clear();
         self.ranges.extend(
@@ -226,7 +268,6 @@ impl SketchBuilder {
                 .iter()
                 .map(|f| RangeKind::of(&f.ty).map(|k| (k, Acc::None))),
         );
-        let n = schema.fields.len();
         // What each field hashes: its tag, and for containers the element type.
         self.kinds.clear();
         self.kinds.extend(schema.fields.iter().map(|f| {
@@ -238,74 +279,80 @@ impl SketchBuilder {
             };
             (tag, f.ty.is_container())
         }));
-        // The previous row's value of each field (scalars): a repeat adds nothing.
-        let mut last: Vec<&[u8]> = vec![&[]; n];
-        let mut have_last = vec![false; n];
-        for row in rows {
-            let mut c = RowCursor::new(row);
-            c.row_header(n)?;
-            for (i, f) in schema.fields.iter().enumerate() {
+    }
+
+    /// Adds the value of field `i` (of type `ty`) at `c` and steps over it; `last` is the
+    /// field's previous scalar value hashed (a repeat adds nothing).
+    #[inline(always)]
+    fn value<'r>(
+        &mut self,
+        i: usize,
+        ty: &Type,
+        c: &mut RowCursor<'r>,
+        last: &mut Option<&'r [u8]>,
+    ) -> Result<(), DecodeError> {
+        let m = c.marker()?;
+        if m == 0xc0 {
+            return Ok(());
+        }
+        let (tag, container) = self.kinds[i];
+        if container {
+            let len = c.list_len(m)?;
+            let inner = ty.element().unwrap_or(ty);
+            for _ in 0..len {
                 let m = c.marker()?;
                 if m == 0xc0 {
                     continue;
                 }
-                let (tag, container) = self.kinds[i];
-                if container {
-                    let len = c.list_len(m)?;
-                    let inner = f.ty.element().unwrap_or(&f.ty);
-                    for _ in 0..len {
-                        let m = c.marker()?;
-                        if m == 0xc0 {
-                            continue;
-                        }
-                        if let (Some(tag), ValueRef::String(b)) =
-                            (tag, c.scalar(m, bin_type(tag, inner))?)
-                        {
-                            self.hashes.push(value_hash(tag, b));
-                        }
-                    }
-                    continue;
-                }
-                if let Some(tag) = tag {
-                    // Strings and addresses alike are bins: hash their bytes as stored.
-                    let ValueRef::String(b) = c.scalar(m, &Type::String)? else {
-                        continue;
-                    };
-                    if tag == TAG_ADDR && b.len() != 4 && b.len() != 16 {
-                        return Err(c.unexpected(m, &f.ty));
-                    }
-                    if !(have_last[i] && last[i] == b) {
-                        self.hashes.push(value_hash(tag, b));
-                        last[i] = b;
-                        have_last[i] = true;
-                    }
-                    continue;
-                }
-                match &mut self.ranges[i] {
-                    Some((RangeKind::Unsigned, acc)) => {
-                        let v = c.uint(m, &f.ty)?;
-                        *acc = match *acc {
-                            Acc::U(a, b) => Acc::U(a.min(v), b.max(v)),
-                            _ => Acc::U(v, v),
-                        };
-                    }
-                    Some((RangeKind::Signed, acc)) => {
-                        let v = c.int(m, &f.ty)?;
-                        *acc = match *acc {
-                            Acc::I(a, b) => Acc::I(a.min(v), b.max(v)),
-                            _ => Acc::I(v, v),
-                        };
-                    }
-                    Some((RangeKind::Real, acc)) => {
-                        let v = c.scalar(m, &f.ty)?;
-                        widen(acc, &v);
-                    }
-                    None => {
-                        c.scalar(m, &f.ty)?;
-                    }
+                if let (Some(tag), ValueRef::String(b)) = (tag, c.scalar(m, bin_type(tag, inner))?)
+                {
+                    self.hashes.push(value_hash(tag, b));
                 }
             }
+            return Ok(());
         }
+        if let Some(tag) = tag {
+            // Strings and addresses alike are bins: hash their bytes as stored.
+            let ValueRef::String(b) = c.scalar(m, &Type::String)? else {
+                return Ok(());
+            };
+            if tag == TAG_ADDR && b.len() != 4 && b.len() != 16 {
+                return Err(c.unexpected(m, ty));
+            }
+            if *last != Some(b) {
+                self.hashes.push(value_hash(tag, b));
+                *last = Some(b);
+            }
+            return Ok(());
+        }
+        match &mut self.ranges[i] {
+            Some((RangeKind::Unsigned, acc)) => {
+                let v = c.uint(m, ty)?;
+                *acc = match *acc {
+                    Acc::U(a, b) => Acc::U(a.min(v), b.max(v)),
+                    _ => Acc::U(v, v),
+                };
+            }
+            Some((RangeKind::Signed, acc)) => {
+                let v = c.int(m, ty)?;
+                *acc = match *acc {
+                    Acc::I(a, b) => Acc::I(a.min(v), b.max(v)),
+                    _ => Acc::I(v, v),
+                };
+            }
+            Some((RangeKind::Real, acc)) => {
+                let v = c.scalar(m, ty)?;
+                widen(acc, &v);
+            }
+            None => {
+                c.scalar(m, ty)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The sketch of the values added since [`SketchBuilder::start`].
+    fn finish(&mut self, max_bloom: usize) -> Sketch {
         let mut sketch = Sketch {
             hashes: HASHES,
             ..Sketch::default()
@@ -331,7 +378,7 @@ impl SketchBuilder {
                 }
             }
         }
-        Ok(sketch)
+        sketch
     }
 
     /// The number of distinct hashes, estimated by linear counting over a bitmap at least as
@@ -413,6 +460,26 @@ mod tests {
         let sk = SketchBuilder::default()
             .build(&schema, batch.rows(), usize::MAX / 16)
             .unwrap();
+        // Built from the batch's columns (format 4's writer), and with a capped filter: the
+        // same sketch.
+        let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
+        let mut cols = Vec::new();
+        assert!(super::super::columns::split(
+            batch.data(),
+            &offsets,
+            5,
+            &mut cols
+        ));
+        let mut b = SketchBuilder::default();
+        assert_eq!(
+            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
+            sk
+        );
+        assert_eq!(
+            b.build_columns(&schema, &cols, 1000).unwrap(),
+            b.build(&schema, batch.rows(), 1000).unwrap()
+        );
+        assert!(b.build_columns(&schema, &cols[..4], 1000).is_err());
         let r = SketchRef {
             bloom: &sk.bloom,
             hashes: sk.hashes,

@@ -12,12 +12,14 @@
 //! computed at seal too, from the batch headers hashed as they were added (CRC-32 combination),
 //! so sealing reads no chunk back.
 //!
-//! Format 3: as a batch is added, its sketch is built (`sketch.rs`) and its rows compressed
-//! (`codec.rs`; the builder's [`Compression`], zstd level 1 by default), both by a
+//! Formats 3 and 4: as a batch is added, its sketch is built (`sketch.rs`) and its rows
+//! compressed (`codec.rs`: in columns, `columns.rs`, when the rows fit the schema, else in
+//! rows; the builder's [`Compression`], zstd level 1 by default), both by a
 //! [`Preparer`] (`prepare.rs`): the builder's own, or one on another thread that handed the
 //! result over with [`SegmentBuilder::add_prepared`]. The chunk then holds
-//! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch is never
-//! larger than its rows and u32 offsets, so the worst-case accounting of format 2 still holds,
+//! the stored (compressed) bytes, no offsets vector, and the sketch. A compressed batch, in
+//! either layout, is never larger than its rows and u32 offsets (the packer stores it
+//! uncompressed otherwise), so the worst-case accounting of format 2 still holds,
 //! plus a sketch's worst case (see `max_bloom_bytes`).
 //!
 //! A store's builder ([`SegmentBuilder::in_dir`]) puts each chunk straight into a sparse
@@ -37,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
-use super::codec::{Codec, Compression};
+use super::codec::{stored_byte, Codec, Compression, Layout};
 use super::generated as fbs;
 use super::meta::{MetaHasher, FORMAT_VERSION};
 use super::prepare::{max_bloom_bytes, PreparedBatch, Preparer};
@@ -148,6 +150,8 @@ pub struct DataLocation {
 pub struct Packed {
     /// The codec.
     pub codec: Codec,
+    /// How the bytes are arranged (rows, or columns in format 4).
+    pub layout: Layout,
     /// Length of the stored (compressed) bytes.
     pub stored_len: u32,
     /// Length of the raw bytes they inflate to.
@@ -478,11 +482,12 @@ impl SegmentBuilder {
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
         let PreparedBatch { packed, sketch, .. } = prepared;
-        let (stored, offsets, codec, raw_size, checksum) = match &packed {
-            Some((codec, stored, raw_size)) => (
+        let (stored, offsets, codec, layout, raw_size, checksum) = match &packed {
+            Some((codec, layout, stored, raw_size)) => (
                 &stored[..],
                 &[][..],
                 *codec,
+                *layout,
                 *raw_size as u32,
                 crc32fast::hash(stored),
             ),
@@ -490,6 +495,7 @@ impl SegmentBuilder {
                 batch.data(),
                 &self.scratch[..],
                 Codec::None,
+                Layout::Rows,
                 0,
                 checksum_with_data_crc(data_crc, batch.byte_size(), &self.scratch),
             ),
@@ -516,7 +522,7 @@ impl SegmentBuilder {
         let sketch = sketch.map(|sk| {
             let mut ranges = sk.ranges.iter().map(|&(f, k, lo, hi)| (f, k as u8, lo, hi));
             self.batch_meta.batch_v3(
-                codec.to_byte(),
+                stored_byte(codec, layout),
                 raw_size,
                 Some((sk.hashes, &sk.bloom, &mut ranges)),
             );
@@ -538,7 +544,8 @@ impl SegmentBuilder {
             )
         });
         if sketch.is_none() {
-            self.batch_meta.batch_v3(codec.to_byte(), raw_size, None);
+            self.batch_meta
+                .batch_v3(stored_byte(codec, layout), raw_size, None);
         }
         let ts = batch
             .ts_range()
@@ -553,7 +560,7 @@ impl SegmentBuilder {
                 data: Some(data),
                 offsets: Some(offsets),
                 checksum,
-                codec: fbs::Codec(codec.to_byte()),
+                codec: fbs::Codec(stored_byte(codec, layout)),
                 raw_size,
                 sketch,
             },
@@ -575,6 +582,7 @@ impl SegmentBuilder {
                 from_end: self.region as u64 + data_from_end,
                 packed: (codec != Codec::None).then_some(Packed {
                     codec,
+                    layout,
                     stored_len,
                     raw_size,
                     crc: checksum,
@@ -688,9 +696,9 @@ impl SegmentBuilder {
         let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
-        let v3 = fbs::SegmentV3::create(
+        let v4 = fbs::SegmentV4::create(
             &mut fbb,
-            &fbs::SegmentV3Args {
+            &fbs::SegmentV4Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -702,8 +710,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV3,
-                segment: Some(v3.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV4,
+                segment: Some(v4.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
@@ -741,7 +749,7 @@ impl SegmentBuilder {
         Ok(buf)
     }
 
-    /// The metadata checksum of the segment (format version 3, see the module docs of
+    /// The metadata checksum of the segment (format version 4, see the module docs of
     /// [`crate::segment`]).
     fn meta_checksum(&self, uuid: uuid::Uuid) -> u32 {
         let mut h = MetaHasher::new();
@@ -1018,7 +1026,17 @@ mod tests {
         for i in 0..rows {
             let mut e = bb.begin_row();
             e.int((id + i as u64) as i64);
-            e.bytes(&vec![b'a' + (i % 26) as u8; width]);
+            // Bytes that do not compress (so that large segments are large when stored).
+            let mut x = (id + i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let text: Vec<u8> = (0..width)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    b'a' + (x % 26) as u8
+                })
+                .collect();
+            e.bytes(&text);
             bb.finish_row(Some(i as i64));
         }
         let mut batch = bb.finish();

@@ -532,7 +532,22 @@ impl BatchRef {
     /// All rows of batch `i` of a sealed segment (`None` past its end). The batch is checked
     /// on its first access, as [`Segment::batch`] does: a damaged one is an error.
     pub fn of_segment(seg: Arc<Segment>, i: usize) -> Option<Result<BatchRef>> {
-        let (schema, len, unpacked) = match seg.batch(i)? {
+        Self::of_segment_projected(seg, i, None)
+    }
+
+    /// [`BatchRef::of_segment`] with only the fields `want` marks read (the others `nil`) when
+    /// the batch is stored in columns (see [`Segment::batch_projected`]); `None` reads all.
+    /// For evaluating a predicate that reads only those fields, never for output.
+    pub fn of_segment_projected(
+        seg: Arc<Segment>,
+        i: usize,
+        want: Option<&[bool]>,
+    ) -> Option<Result<BatchRef>> {
+        let batch = match want {
+            Some(w) => seg.batch_projected(i, w)?,
+            None => seg.batch(i)?,
+        };
+        let (schema, len, unpacked) = match batch {
             Ok(b) => (b.schema().clone(), b.len(), b.unpacked()),
             Err(e) => return Some(Err(e.into())),
         };

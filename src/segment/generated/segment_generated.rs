@@ -13,16 +13,19 @@ pub mod fbs {
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_CODEC: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_CODEC: u8 = 2;
+pub const ENUM_MAX_CODEC: u8 = 4;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_CODEC: [Codec; 3] = [
+pub const ENUM_VALUES_CODEC: [Codec; 5] = [
   Codec::None,
   Codec::Lz4,
   Codec::Zstd,
+  Codec::Lz4Columns,
+  Codec::ZstdColumns,
 ];
 
-/// How a batch's `data` is stored (format 3; see src/segment/codec.rs).
+/// How a batch's `data` is stored (format 3, see src/segment/codec.rs; the column layouts
+/// format 4, see src/segment/columns.rs).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[repr(transparent)]
 pub struct Codec(pub u8);
@@ -31,13 +34,17 @@ impl Codec {
   pub const None: Self = Self(0);
   pub const Lz4: Self = Self(1);
   pub const Zstd: Self = Self(2);
+  pub const Lz4Columns: Self = Self(3);
+  pub const ZstdColumns: Self = Self(4);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 2;
+  pub const ENUM_MAX: u8 = 4;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::None,
     Self::Lz4,
     Self::Zstd,
+    Self::Lz4Columns,
+    Self::ZstdColumns,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -45,6 +52,8 @@ impl Codec {
       Self::None => Some("None"),
       Self::Lz4 => Some("Lz4"),
       Self::Zstd => Some("Zstd"),
+      Self::Lz4Columns => Some("Lz4Columns"),
+      Self::ZstdColumns => Some("ZstdColumns"),
       _ => None,
     }
   }
@@ -102,14 +111,15 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Codec {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_SEGMENT_VERSION: u8 = 3;
+pub const ENUM_MAX_SEGMENT_VERSION: u8 = 4;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 4] = [
+pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 5] = [
   SegmentVersion::NONE,
   SegmentVersion::SegmentV1,
   SegmentVersion::SegmentV2,
   SegmentVersion::SegmentV3,
+  SegmentVersion::SegmentV4,
 ];
 
 /// All segment layouts; new versions are appended, never reordered.
@@ -122,14 +132,16 @@ impl SegmentVersion {
   pub const SegmentV1: Self = Self(1);
   pub const SegmentV2: Self = Self(2);
   pub const SegmentV3: Self = Self(3);
+  pub const SegmentV4: Self = Self(4);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 3;
+  pub const ENUM_MAX: u8 = 4;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::SegmentV1,
     Self::SegmentV2,
     Self::SegmentV3,
+    Self::SegmentV4,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -138,6 +150,7 @@ impl SegmentVersion {
       Self::SegmentV1 => Some("SegmentV1"),
       Self::SegmentV2 => Some("SegmentV2"),
       Self::SegmentV3 => Some("SegmentV3"),
+      Self::SegmentV4 => Some("SegmentV4"),
       _ => None,
     }
   }
@@ -1212,7 +1225,8 @@ impl<'a> Batch<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<Codec>(Batch::VT_CODEC, Some(Codec::None)).unwrap()}
   }
-  /// With a codec: the length of the raw bytes (rows, then offsets as u32) `data` inflates to.
+  /// With a codec: the length of the raw bytes `data` inflates to (row layouts: the rows'
+  /// lengths as varints, then the rows; column layouts: the rows).
   #[inline]
   pub fn raw_size(&self) -> u32 {
     // Safety:
@@ -1919,6 +1933,199 @@ impl ::core::fmt::Debug for SegmentV3<'_> {
       ds.finish()
   }
 }
+pub enum SegmentV4Offset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// Version 4 of the segment layout: the fields of version 3; its batches may be stored in
+/// columns (codecs Lz4Columns and ZstdColumns).
+pub struct SegmentV4<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for SegmentV4<'a> {
+  type Inner = SegmentV4<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> SegmentV4<'a> {
+  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
+  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
+  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
+  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
+  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
+  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    SegmentV4 { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args SegmentV4Args<'args>
+  ) -> ::flatbuffers::WIPOffset<SegmentV4<'bldr>> {
+    let mut builder = SegmentV4Builder::new(_fbb);
+    builder.add_events(args.events);
+    builder.add_meta_checksum(args.meta_checksum);
+    if let Some(x) = args.batches { builder.add_batches(x); }
+    if let Some(x) = args.schemas { builder.add_schemas(x); }
+    if let Some(x) = args.intervals { builder.add_intervals(x); }
+    if let Some(x) = args.uuid { builder.add_uuid(x); }
+    builder.finish()
+  }
+
+
+  /// Identity of the segment; its file is named after it (`UUID.seg`).
+  #[inline]
+  pub fn uuid(&self) -> &'a Uuid {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<Uuid>(SegmentV4::VT_UUID, None).unwrap()}
+  }
+  /// The event IDs held, ascending, merged where adjacent.
+  #[inline]
+  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV4::VT_INTERVALS, None).unwrap()}
+  }
+  /// Total number of events.
+  #[inline]
+  pub fn events(&self) -> u64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u64>(SegmentV4::VT_EVENTS, Some(0)).unwrap()}
+  }
+  /// Distinct schemas of the batches, referenced by index.
+  #[inline]
+  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV4::VT_SCHEMAS, None).unwrap()}
+  }
+  /// The batches in ID order.
+  #[inline]
+  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV4::VT_BATCHES, None).unwrap()}
+  }
+  /// CRC-32 (IEEE) over the canonical encoding, as for version 3 (with 4 as the version).
+  #[inline]
+  pub fn meta_checksum(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(SegmentV4::VT_META_CHECKSUM, Some(0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for SegmentV4<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
+     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
+     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct SegmentV4Args<'a> {
+    pub uuid: Option<&'a Uuid>,
+    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
+    pub events: u64,
+    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
+    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
+    pub meta_checksum: u32,
+}
+impl<'a> Default for SegmentV4Args<'a> {
+  #[inline]
+  fn default() -> Self {
+    SegmentV4Args {
+      uuid: None, // required field
+      intervals: None, // required field
+      events: 0,
+      schemas: None, // required field
+      batches: None, // required field
+      meta_checksum: 0,
+    }
+  }
+}
+
+pub struct SegmentV4Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV4Builder<'a, 'b, A> {
+  #[inline]
+  pub fn add_uuid(&mut self, uuid: &Uuid) {
+    self.fbb_.push_slot_always::<&Uuid>(SegmentV4::VT_UUID, uuid);
+  }
+  #[inline]
+  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV4::VT_INTERVALS, intervals);
+  }
+  #[inline]
+  pub fn add_events(&mut self, events: u64) {
+    self.fbb_.push_slot::<u64>(SegmentV4::VT_EVENTS, events, 0);
+  }
+  #[inline]
+  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV4::VT_SCHEMAS, schemas);
+  }
+  #[inline]
+  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV4::VT_BATCHES, batches);
+  }
+  #[inline]
+  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
+    self.fbb_.push_slot::<u32>(SegmentV4::VT_META_CHECKSUM, meta_checksum, 0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV4Builder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    SegmentV4Builder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV4<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, SegmentV4::VT_UUID,"uuid");
+    self.fbb_.required(o, SegmentV4::VT_INTERVALS,"intervals");
+    self.fbb_.required(o, SegmentV4::VT_SCHEMAS,"schemas");
+    self.fbb_.required(o, SegmentV4::VT_BATCHES,"batches");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for SegmentV4<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("SegmentV4");
+      ds.field("uuid", &self.uuid());
+      ds.field("intervals", &self.intervals());
+      ds.field("events", &self.events());
+      ds.field("schemas", &self.schemas());
+      ds.field("batches", &self.batches());
+      ds.field("meta_checksum", &self.meta_checksum());
+      ds.finish()
+  }
+}
 pub enum SegmentOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -2011,6 +2218,20 @@ impl<'a> Segment<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn segment_as_segment_v4(&self) -> Option<SegmentV4<'a>> {
+    if self.segment_type() == SegmentVersion::SegmentV4 {
+      let u = self.segment();
+      // Safety:
+      // Created from a valid Table for this object
+      // Which contains a valid union in this slot
+      Some(unsafe { SegmentV4::init_from_table(u) })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Segment<'_> {
@@ -2024,6 +2245,7 @@ impl ::flatbuffers::Verifiable for Segment<'_> {
           SegmentVersion::SegmentV1 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV1>>("SegmentVersion::SegmentV1", pos),
           SegmentVersion::SegmentV2 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV2", pos),
           SegmentVersion::SegmentV3 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV3>>("SegmentVersion::SegmentV3", pos),
+          SegmentVersion::SegmentV4 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV4>>("SegmentVersion::SegmentV4", pos),
           _ => Ok(()),
         }
      })?
@@ -2095,6 +2317,13 @@ impl ::core::fmt::Debug for Segment<'_> {
         },
         SegmentVersion::SegmentV3 => {
           if let Some(x) = self.segment_as_segment_v3() {
+            ds.field("segment", &x)
+          } else {
+            ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        SegmentVersion::SegmentV4 => {
+          if let Some(x) = self.segment_as_segment_v4() {
             ds.field("segment", &x)
           } else {
             ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")

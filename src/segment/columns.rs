@@ -1,0 +1,458 @@
+//! Columnar batches (format 4): a batch's rows split into one column per field, each column
+//! compressed on its own, so that a reader can inflate any one column alone.
+//!
+//! # Layout
+//!
+//! A batch stored in columns (codec `Lz4Columns` or `ZstdColumns` in the segment, see
+//! [`super::codec::Layout`]) has rows that are all msgpack arrays of exactly the schema's
+//! field count *n*, each starting with the shortest array header (`0x90 | n` for n < 16, else
+//! `0xdc` and n as big-endian u16). Column *c* is the msgpack encoding of field *c* of every
+//! row, back to back in row order (a value's length follows from its encoding, see
+//! [`crate::value::RowCursor::skip`]). The stored bytes (`data`) are:
+//!
+//! 1. *n* as an unsigned LEB128 varint (as in `codec.rs`);
+//! 2. per column its raw length, then its stored length (varints);
+//! 3. the columns' stored bytes back to back, in field order. A column whose stored length
+//!    equals its raw length is stored as it is; any other is one zstd frame
+//!    (`ZSTD_compress`) or one raw lz4 block (`lz4_flex::block`, no size prefix) that must
+//!    inflate to exactly its raw length. The writer compresses a column only when it is at
+//!    least [`MIN_COMPRESS`] bytes and compressing makes it strictly smaller.
+//!
+//! The batch's `raw_size` is the length of its rows back to back (so `raw_size` = rows ×
+//! header length + the sum of the columns' raw lengths, which a reader checks before it
+//! inflates anything), its `offsets` vector is empty and its `checksum` is the CRC-32 of the
+//! stored bytes. Rows that do not have this shape are stored in the row layout of `codec.rs`.
+//!
+//! # Reading
+//!
+//! [`assemble`] inflates the wanted columns into one buffer of at most `raw_size` bytes and
+//! rebuilds the rows (header, then one value from each column): all of them byte for byte as
+//! they were written, or, for a projection, the wanted fields with every other field `nil`
+//! (`0xc0`). Every length is checked against the stored bytes and `raw_size` before it is
+//! used, and a column that does not hold exactly one value per row is an error (a string
+//! saying what is wrong), never a panic.
+
+use super::codec::{inflate_into, Codec, RowBuf};
+use crate::value::RowCursor;
+
+/// Columns of fewer raw bytes are stored as they are (a frame's header would eat the gain).
+pub(crate) const MIN_COMPRESS: usize = 64;
+
+/// The length of the shortest msgpack array header of `n` elements (`n` ≤ 65535).
+fn header_len(n: usize) -> usize {
+    if n < 16 {
+        1
+    } else {
+        3
+    }
+}
+
+/// Appends the shortest msgpack array header of `n` elements (`n` ≤ 65535).
+fn push_header(n: usize, out: &mut Vec<u8>) {
+    if n < 16 {
+        out.push(0x90 | n as u8);
+    } else {
+        out.push(0xdc);
+        out.extend_from_slice(&(n as u16).to_be_bytes());
+    }
+}
+
+/// Appends `v` as an unsigned LEB128 varint.
+pub(crate) fn push_varint(out: &mut Vec<u8>, mut v: usize) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads an unsigned LEB128 varint of at most 32 bits at `*pos`.
+pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<usize, String> {
+    let mut v = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = *buf.get(*pos).ok_or("a length runs past the stored bytes")?;
+        *pos += 1;
+        if shift > 28 {
+            return Err("a length does not fit in 32 bits".into());
+        }
+        v |= ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b < 0x80 {
+            return Ok(v);
+        }
+    }
+}
+
+/// Splits the rows `data` (starting at `offsets`) into `fields` columns (cleared and refilled;
+/// their allocations are reused). Returns `false`, leaving the columns in any state, when a
+/// row is not an array of exactly `fields` values with the shortest header, or `fields` is 0
+/// or above 65535: such a batch is stored in the row layout.
+pub(crate) fn split(data: &[u8], offsets: &[u32], fields: usize, cols: &mut Vec<Vec<u8>>) -> bool {
+    if fields == 0 || fields > u16::MAX as usize {
+        return false;
+    }
+    cols.resize_with(fields, Vec::new);
+    cols.truncate(fields);
+    for c in cols.iter_mut() {
+        c.clear();
+    }
+    let mut header = Vec::with_capacity(3);
+    push_header(fields, &mut header);
+    let hl = header.len();
+    for (i, &start) in offsets.iter().enumerate() {
+        let end = offsets.get(i + 1).map_or(data.len(), |&e| e as usize);
+        let Some(row) = data.get(start as usize..end) else {
+            return false;
+        };
+        if !row.starts_with(&header) {
+            return false;
+        }
+        let mut cur = RowCursor::at(row, hl);
+        let base = start as usize;
+        for col in cols.iter_mut() {
+            let from = cur.position();
+            if cur.skip().is_err() {
+                return false;
+            }
+            let len = cur.position() - from;
+            // Most values are short: copy 16 bytes (a constant length, so no call) when the
+            // batch has them, then cut back to the value's length.
+            match data.get(base + from..base + from + 16) {
+                Some(chunk) if len <= 16 => {
+                    let mut fixed = [0u8; 16];
+                    fixed.copy_from_slice(chunk);
+                    col.extend_from_slice(&fixed);
+                    col.truncate(col.len() - 16 + len);
+                }
+                _ => col.extend_from_slice(&row[from..from + len]),
+            }
+        }
+        if cur.position() != row.len() {
+            return false;
+        }
+    }
+    true
+}
+
+/// One column as the header of the stored bytes describes it.
+#[derive(Debug, Clone, Copy)]
+struct Column {
+    raw: usize,
+    stored: usize,
+    /// Start of its stored bytes.
+    at: usize,
+}
+
+/// Reads and checks the header of a columnar batch of `rows` rows and `raw_size` bytes of rows.
+fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, String> {
+    let mut pos = 0;
+    let n = read_varint(stored, &mut pos)?;
+    // Every column takes at least two bytes of the header.
+    if n == 0 || n > u16::MAX as usize || 2 * n > stored.len() {
+        return Err(format!("{n} columns in {} stored bytes", stored.len()));
+    }
+    let mut cols = Vec::with_capacity(n);
+    let mut raw_total = rows.checked_mul(header_len(n)).ok_or("too many rows")?;
+    let mut stored_total = 0usize;
+    for _ in 0..n {
+        let raw = read_varint(stored, &mut pos)?;
+        let len = read_varint(stored, &mut pos)?;
+        if len > raw {
+            return Err(format!("a column of {raw} raw bytes stored in {len}"));
+        }
+        raw_total = raw_total
+            .checked_add(raw)
+            .ok_or("column lengths overflow")?;
+        cols.push(Column {
+            raw,
+            stored: len,
+            at: stored_total,
+        });
+        stored_total = stored_total
+            .checked_add(len)
+            .ok_or("column lengths overflow")?;
+    }
+    if raw_total != raw_size {
+        return Err(format!(
+            "the columns make {raw_total} bytes of rows, {raw_size} expected"
+        ));
+    }
+    if stored_total != stored.len() - pos {
+        return Err(format!(
+            "the columns take {stored_total} stored bytes, {} follow the header",
+            stored.len() - pos
+        ));
+    }
+    for c in &mut cols {
+        c.at += pos;
+    }
+    Ok(cols)
+}
+
+/// Rebuilds the rows of a columnar batch (see the module docs) from its stored bytes: all
+/// fields (`want` is `None`; the rows are then exactly the `raw_size` bytes written), or only
+/// the fields `want` marks, the others `nil`. Returns the rows followed by their offsets as
+/// little-endian u32, and the length of the rows.
+pub(crate) fn assemble(
+    codec: Codec,
+    stored: &[u8],
+    raw_size: usize,
+    rows: usize,
+    want: Option<&[bool]>,
+) -> Result<(RowBuf, usize), String> {
+    let cols = columns(stored, raw_size, rows)?;
+    let n = cols.len();
+    if let Some(w) = want {
+        if w.len() != n {
+            return Err(format!(
+                "{} fields wanted of a batch of {n} columns",
+                w.len()
+            ));
+        }
+    }
+    let flags: Vec<bool> = (0..n).map(|c| want.is_none_or(|w| w[c])).collect();
+    let wanted = |c: usize| flags[c];
+    // Inflate the wanted columns into one buffer (at most `raw_size` bytes, checked above).
+    let inflated: usize = (0..n).filter(|&c| wanted(c)).map(|c| cols[c].raw).sum();
+    let mut buf = RowBuf::take(inflated + 16);
+    let v = buf.vec_mut();
+    v.resize(inflated, 0);
+    let mut starts = Vec::with_capacity(n);
+    let mut at = 0;
+    for (c, col) in cols.iter().enumerate() {
+        starts.push(at);
+        if !wanted(c) {
+            continue;
+        }
+        let src = &stored[col.at..col.at + col.stored];
+        let dst = &mut v[at..at + col.raw];
+        if col.stored == col.raw {
+            dst.copy_from_slice(src);
+        } else {
+            inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
+        }
+        at += col.raw;
+    }
+    let skipped = (0..n).filter(|&c| !wanted(c)).count();
+    let data_len = match want {
+        None => raw_size,
+        Some(_) => rows * (header_len(n) + skipped) + inflated,
+    };
+    // Where each value ends, a column at a time (one type per column: the skips predict
+    // well), then the rows, copying each value by its known length.
+    let mut ends: Vec<u32> = Vec::with_capacity(rows * (n - skipped));
+    for c in (0..n).filter(|&c| wanted(c)) {
+        let col = &v[starts[c]..starts[c] + cols[c].raw];
+        let mut cur = RowCursor::new(col);
+        for _ in 0..rows {
+            cur.skip()
+                .map_err(|e| format!("column {c} holds fewer than {rows} values: {e}"))?;
+            ends.push((starts[c] + cur.position()) as u32);
+        }
+        if cur.position() != col.len() {
+            return Err(format!("column {c} holds more than {rows} values"));
+        }
+    }
+    // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
+    // of buffers with that much room after their end: no call per value.
+    const SLACK: usize = 16;
+    v.resize(inflated + SLACK, 0);
+    let mut out = RowBuf::take(data_len + SLACK + 4 * rows);
+    let o = out.vec_mut();
+    o.resize(data_len + SLACK, 0);
+    let mut header = [0u8; 3];
+    let hl = header_len(n);
+    if hl == 1 {
+        header[0] = 0x90 | n as u8;
+    } else {
+        header[0] = 0xdc;
+        header[1..].copy_from_slice(&(n as u16).to_be_bytes());
+    }
+    let overrun = || "the rows run past their recorded size".to_string();
+    let mut offsets = Vec::with_capacity(rows);
+    let mut pos: Vec<usize> = starts.clone();
+    let mut w = 0usize;
+    for r in 0..rows {
+        offsets.push(w as u32);
+        o.get_mut(w..w + 3)
+            .ok_or_else(overrun)?
+            .copy_from_slice(&header);
+        w += hl;
+        let mut k = 0;
+        for (c, p) in pos.iter_mut().enumerate() {
+            if !flags[c] {
+                *o.get_mut(w).ok_or_else(overrun)? = 0xc0;
+                w += 1;
+                continue;
+            }
+            let end = ends[k * rows + r] as usize;
+            k += 1;
+            let len = end - *p;
+            if len <= SLACK {
+                let src = v.get(*p..*p + SLACK).ok_or_else(overrun)?;
+                o.get_mut(w..w + SLACK)
+                    .ok_or_else(overrun)?
+                    .copy_from_slice(src);
+            } else {
+                let src = v.get(*p..end).ok_or_else(overrun)?;
+                o.get_mut(w..w + len)
+                    .ok_or_else(overrun)?
+                    .copy_from_slice(src);
+            }
+            w += len;
+            *p = end;
+        }
+    }
+    if w != data_len {
+        return Err(format!("the rows take {w} bytes, {data_len} expected"));
+    }
+    o.truncate(data_len);
+    for off in offsets {
+        o.extend_from_slice(&off.to_le_bytes());
+    }
+    Ok((out, data_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::codec::{unpack, Compression, Layout, Packer};
+    use super::*;
+    use crate::value::{encode_row, Value};
+
+    /// Rows of `fields` values: counts, strings (some empty), nil, addresses, subnets,
+    /// containers (some empty), doubles, negative ints.
+    fn rows(n: usize, fields: usize) -> (Vec<u8>, Vec<u32>) {
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for r in 0..n {
+            offsets.push(data.len() as u32);
+            let row: Vec<Value> = (0..fields)
+                .map(|f| match (f + r) % 9 {
+                    0 => Value::Count((r * 1000 + f) as u64),
+                    1 => Value::String(format!("host{}.example", r % 7).into_bytes()),
+                    2 => Value::Null,
+                    3 => Value::String(Vec::new()),
+                    4 => Value::Addr([10, 0, (r % 3) as u8, f as u8].into()),
+                    5 => Value::Subnet([192, 168, 0, 0].into(), 16),
+                    6 => Value::List(
+                        (0..r % 3)
+                            .map(|i| Value::String(vec![b'a' + i as u8; i + 1]))
+                            .collect(),
+                    ),
+                    7 => Value::Double(r as f64 / 3.0),
+                    _ => Value::Int(-(r as i64) * 1_000_000_007),
+                })
+                .collect();
+            encode_row(&row, &mut data);
+        }
+        (data, offsets)
+    }
+
+    fn with_offsets(data: &[u8], offsets: &[u32]) -> Vec<u8> {
+        let mut v = data.to_vec();
+        v.extend(offsets.iter().flat_map(|o| o.to_le_bytes()));
+        v
+    }
+
+    #[test]
+    fn columns_round_trip_for_every_codec_and_shape() {
+        for (n, fields) in [(1, 1), (1, 20), (7, 3), (300, 9), (500, 17), (1000, 24)] {
+            let (data, offsets) = rows(n, fields);
+            for c in [Compression::new(Codec::Zstd), Compression::new(Codec::Lz4)] {
+                let mut p = Packer::new(c);
+                let Some((layout, stored, raw)) = p.pack(&data, &offsets, fields) else {
+                    // Tiny batches may not shrink: stored as rows then, which is fine.
+                    assert!(n < 10, "{n}x{fields} {c:?} not compressed");
+                    continue;
+                };
+                // One row: the column headers may cost more than they save.
+                assert!(layout == Layout::Columns || n == 1, "{n}x{fields} {c:?}");
+                if layout == Layout::Rows {
+                    continue;
+                }
+                assert_eq!(raw, data.len());
+                assert!(stored.len() < data.len() + 4 * n);
+                let (got, len) = unpack(c.codec, layout, stored, raw, n).unwrap();
+                assert_eq!(len, data.len());
+                assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{n}x{fields}");
+                // Projection: the wanted fields as written, the others nil.
+                let want: Vec<bool> = (0..fields).map(|f| f % 3 == 1).collect();
+                let (proj, plen) = assemble(c.codec, stored, raw, n, Some(&want)).unwrap();
+                let mut expect = Vec::new();
+                let mut eoff = Vec::new();
+                for (i, &o) in offsets.iter().enumerate() {
+                    let end = offsets.get(i + 1).map_or(data.len(), |&e| e as usize);
+                    let row = &data[o as usize..end];
+                    let mut cur = RowCursor::new(row);
+                    cur.row_header(fields).unwrap();
+                    eoff.push(expect.len() as u32);
+                    push_header(fields, &mut expect);
+                    for w in &want {
+                        let from = cur.position();
+                        cur.skip().unwrap();
+                        if *w {
+                            expect.extend_from_slice(&row[from..cur.position()]);
+                        } else {
+                            expect.push(0xc0);
+                        }
+                    }
+                }
+                assert_eq!(plen, expect.len());
+                assert_eq!(&proj[..], &with_offsets(&expect, &eoff)[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_that_do_not_fit_fall_back_to_the_row_layout() {
+        let (data, offsets) = rows(300, 5);
+        let mut p = Packer::new(Compression::new(Codec::Zstd));
+        // The schema says 6 fields: every row has 5.
+        let (layout, stored, raw) = p.pack(&data, &offsets, 6).unwrap();
+        assert_eq!(layout, Layout::Rows);
+        let (got, _) = unpack(Codec::Zstd, layout, stored, raw, 300).unwrap();
+        assert_eq!(&got[..], &with_offsets(&data, &offsets)[..]);
+        // A long header where a short one would do.
+        let mut cols = Vec::new();
+        assert!(!split(&[0xdc, 0, 1, 1], &[0], 1, &mut cols));
+        assert!(split(&[0x91, 1], &[0], 1, &mut cols));
+        // Trailing bytes after the last field.
+        assert!(!split(&[0x91, 1, 2], &[0], 1, &mut cols));
+        assert!(!split(&[0x90], &[0], 0, &mut cols));
+    }
+
+    /// Every stored byte damaged in turn, and the stored bytes cut short: an error or rows
+    /// that still have the promised size, never a panic (the CRC catches damage in a segment
+    /// before this; this is the last line).
+    #[test]
+    fn damaged_stored_bytes_are_errors_not_panics() {
+        let (data, offsets) = rows(60, 12);
+        for codec in [Codec::Zstd, Codec::Lz4] {
+            let mut p = Packer::new(Compression::new(codec));
+            let (layout, stored, raw) = p.pack(&data, &offsets, 12).unwrap();
+            assert_eq!(layout, Layout::Columns);
+            let stored = stored.to_vec();
+            let mut errors = 0;
+            for i in 0..stored.len() {
+                for mask in [0x01u8, 0xff] {
+                    let mut bad = stored.clone();
+                    bad[i] ^= mask;
+                    match unpack(codec, layout, &bad, raw, 60) {
+                        Ok((buf, len)) => assert_eq!((buf.len(), len), (raw + 240, raw)),
+                        Err(_) => errors += 1,
+                    }
+                    let want = vec![true; 12];
+                    let _ = assemble(codec, &bad, raw, 60, Some(&want));
+                }
+            }
+            assert!(errors > stored.len() / 2, "{codec:?}: {errors} errors");
+            for cut in [0, 1, 5, stored.len() / 2, stored.len() - 1] {
+                assert!(unpack(codec, layout, &stored[..cut], raw, 60).is_err());
+            }
+            assert!(unpack(codec, layout, &stored, raw + 1, 60).is_err());
+            assert!(unpack(codec, layout, &stored, raw, 61).is_err());
+            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 11])).is_err());
+        }
+    }
+}
