@@ -189,7 +189,17 @@ pub(crate) struct SketchBuilder {
     ranges: Vec<Option<(RangeKind, Acc)>>,
     /// Per field: the tag of the values it hashes, and whether it is a container.
     kinds: Vec<(Option<u8>, bool)>,
+    /// Hashes pushed lately, by their low bits: a value hashed again (a field's few distinct
+    /// values recurring, row after row) is pushed once, so the filter's sizing and probes
+    /// see each distinct value about once. Cleared per batch.
+    seen: Vec<u64>,
+    /// Short values (under 8 bytes: addresses, enums, states) met lately, per tag, keyed by
+    /// their bytes: a recurring one is neither hashed nor pushed again. Cleared per batch.
+    short: [Vec<u64>; 2],
 }
+
+/// Slots of [`SketchBuilder::seen`] (a power of two).
+const SEEN_SLOTS: usize = 1024;
 
 /// The type to read a container element as: a bin for hashed elements (addresses too).
 fn bin_type(tag: Option<u8>, inner: &Type) -> &Type {
@@ -250,9 +260,75 @@ impl SketchBuilder {
         self.start(schema);
         for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
             let mut c = RowCursor::new(col);
-            let mut last = None;
-            while c.position() < col.len() {
-                self.value(i, &f.ty, &mut c, &mut last)?;
+            match (self.kinds[i], &mut self.ranges[i]) {
+                // The common columns get a loop of their own: no per-value dispatch on type.
+                ((Some(tag), false), _) => {
+                    let mut last: &[u8] = &[];
+                    let mut any = false;
+                    let short = &mut self.short[usize::from(tag == TAG_ADDR)];
+                    while c.position() < col.len() {
+                        let m = c.marker()?;
+                        if m == 0xc0 {
+                            continue;
+                        }
+                        let ValueRef::String(b) = c.scalar(m, &Type::String)? else {
+                            continue;
+                        };
+                        if tag == TAG_ADDR && b.len() != 4 && b.len() != 16 {
+                            return Err(c.unexpected(m, &f.ty));
+                        }
+                        if let Some(key) = short_key(b) {
+                            let slot = &mut short[short_slot(key)];
+                            if *slot != key {
+                                *slot = key;
+                                push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
+                            }
+                        } else if !(any && last == b) {
+                            push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
+                            last = b;
+                            any = true;
+                        }
+                    }
+                }
+                ((None, false), Some((RangeKind::Unsigned, acc))) => {
+                    let (mut lo, mut hi, mut any) = (u64::MAX, 0u64, false);
+                    while c.position() < col.len() {
+                        let m = c.marker()?;
+                        if m == 0xc0 {
+                            continue;
+                        }
+                        // Small counts (fixints) are most of them: no decoding call.
+                        let v = if m < 0x80 {
+                            m as u64
+                        } else {
+                            c.uint(m, &f.ty)?
+                        };
+                        (lo, hi, any) = (lo.min(v), hi.max(v), true);
+                    }
+                    if any {
+                        *acc = Acc::U(lo, hi);
+                    }
+                }
+                ((None, false), Some((RangeKind::Signed, acc))) => {
+                    let (mut lo, mut hi, mut any) = (i64::MAX, i64::MIN, false);
+                    while c.position() < col.len() {
+                        let m = c.marker()?;
+                        if m == 0xc0 {
+                            continue;
+                        }
+                        let v = c.int(m, &f.ty)?;
+                        (lo, hi, any) = (lo.min(v), hi.max(v), true);
+                    }
+                    if any {
+                        *acc = Acc::I(lo, hi);
+                    }
+                }
+                _ => {
+                    let mut last = None;
+                    while c.position() < col.len() {
+                        self.value(i, &f.ty, &mut c, &mut last)?;
+                    }
+                }
             }
         }
         Ok(self.finish(max_bloom))
@@ -261,6 +337,12 @@ impl SketchBuilder {
     /// Resets the builder for a batch of `schema`.
     fn start(&mut self, schema: &SchemaRef) {
         self.hashes.clear();
+        self.seen.clear();
+        self.seen.resize(SEEN_SLOTS, 0);
+        for t in &mut self.short {
+            t.clear();
+            t.resize(SEEN_SLOTS, 0);
+        }
         self.ranges.clear();
         self.ranges.extend(
             schema
@@ -306,7 +388,7 @@ impl SketchBuilder {
                 }
                 if let (Some(tag), ValueRef::String(b)) = (tag, c.scalar(m, bin_type(tag, inner))?)
                 {
-                    self.hashes.push(value_hash(tag, b));
+                    push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
                 }
             }
             return Ok(());
@@ -320,7 +402,7 @@ impl SketchBuilder {
                 return Err(c.unexpected(m, ty));
             }
             if *last != Some(b) {
-                self.hashes.push(value_hash(tag, b));
+                push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
                 *last = Some(b);
             }
             return Ok(());
@@ -406,6 +488,38 @@ impl SketchBuilder {
     }
 }
 
+/// Pushes hash `h` unless `seen` shows it was pushed already (a hash of 0, the empty slot, is
+/// always pushed: duplicates cost time, never correctness).
+#[inline(always)]
+fn push_new(hashes: &mut Vec<u64>, seen: &mut [u64], h: u64) {
+    let slot = &mut seen[(h as usize) & (SEEN_SLOTS - 1)];
+    if *slot != h || h == 0 {
+        *slot = h;
+        hashes.push(h);
+    }
+}
+
+/// The bytes of a value under 8 bytes long and its length, as one nonzero u64 (`None`: a
+/// longer value).
+#[inline(always)]
+fn short_key(b: &[u8]) -> Option<u64> {
+    if b.len() >= 8 {
+        return None;
+    }
+    // Byte by byte: a variable-length copy would be a call.
+    let bytes = b
+        .iter()
+        .enumerate()
+        .fold(0u64, |k, (i, &x)| k | (x as u64) << (8 * i));
+    Some(bytes | ((b.len() as u64 + 1) << 56))
+}
+
+/// The slot of a short value's key in [`SketchBuilder::short`].
+#[inline(always)]
+fn short_slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SEEN_SLOTS.trailing_zeros())) as usize
+}
+
 fn widen(acc: &mut Acc, v: &ValueRef<'_>) {
     *acc = match (*acc, v) {
         (Acc::None, ValueRef::Count(x) | ValueRef::Port(x)) => Acc::U(*x, *x),
@@ -426,6 +540,92 @@ mod tests {
     use super::*;
     use crate::batch::BatchBuilder;
     use crate::types::{Field, Schema};
+
+    #[test]
+    fn recurring_short_values_are_all_in_the_filter() {
+        // Short strings and addresses recur out of order and outnumber the dedup tables'
+        // slots (so they evict each other); empty strings and nils are among them. Every
+        // value must still be in the filter, from rows and from columns alike.
+        let schema = Schema::new(
+            "zeek.t",
+            vec![
+                Field::new("s", Type::String),
+                Field::new("h", Type::Addr),
+                Field::new("e", Type::Enum),
+            ],
+        )
+        .into_shared();
+        let mut bb = BatchBuilder::new(schema.clone());
+        let value = |i: u64| match i % 5 {
+            0 => String::new(),
+            _ => format!("{}", (i * 7919) % 3000),
+        };
+        for i in 0..20_000u64 {
+            let mut e = bb.begin_row();
+            e.bytes(value(i).as_bytes());
+            if i % 11 == 0 {
+                e.null();
+            } else if i % 3 == 0 {
+                e.addr(std::net::IpAddr::from([
+                    0xfe80,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    (i % 2000) as u16,
+                ]));
+            } else {
+                e.addr(std::net::IpAddr::from([
+                    10,
+                    1,
+                    (i % 9) as u8,
+                    (i % 251) as u8,
+                ]));
+            }
+            e.bytes(if i % 2 == 0 { b"tcp" } else { b"udp" });
+            bb.finish_row(None);
+        }
+        let batch = bb.finish();
+        let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
+        let mut cols = Vec::new();
+        assert!(super::super::columns::split(
+            batch.data(),
+            &offsets,
+            3,
+            &mut cols
+        ));
+        let mut b = SketchBuilder::default();
+        for sk in [
+            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
+            b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
+        ] {
+            let r = SketchRef {
+                bloom: &sk.bloom,
+                hashes: sk.hashes,
+                ranges: &[],
+            };
+            for i in 0..20_000u64 {
+                assert!(
+                    r.may_contain(value_hash(TAG_STRING, value(i).as_bytes())),
+                    "{i}"
+                );
+                let v6 = std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, (i % 2000) as u16);
+                let v4 = [10, 1, (i % 9) as u8, (i % 251) as u8];
+                if i % 11 != 0 && i % 3 == 0 {
+                    assert!(r.may_contain(value_hash(TAG_ADDR, &v6.octets())), "{i}");
+                } else if i % 11 != 0 {
+                    assert!(r.may_contain(value_hash(TAG_ADDR, &v4)), "{i}");
+                }
+            }
+            assert!(r.may_contain(value_hash(TAG_STRING, b"tcp")));
+            assert!(r.may_contain(value_hash(TAG_STRING, b"udp")));
+            // Sized for the distinct values (about 3,000 strings + 2,000 + 2,300 addresses),
+            // not for the 60,000 values.
+            assert!(sk.bloom.len() < 12_000, "{}", sk.bloom.len());
+        }
+    }
 
     #[test]
     fn bloom_holds_every_value_and_few_others() {
