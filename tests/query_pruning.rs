@@ -498,3 +498,80 @@ fn parallel_results_equal_sequential_results_in_id_order() {
         assert_eq!(stats(4), one, "{text}");
     }
 }
+
+/// Writes one segment of `batches` (rows of `(ts, n)`; `None` unset) of a schema with `ts` and a
+/// count `n`, with sketches, and its catalog.
+fn write_ts_count_archive(dir: &Path, batches: &[Vec<(Option<i64>, Option<u64>)>]) {
+    let schema = Schema::new(
+        "zeek.t",
+        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
+    )
+    .into_shared();
+    let seg_dir = dir.join("segments");
+    std::fs::create_dir_all(&seg_dir).unwrap();
+    let mut builder = SegmentBuilder::new(1 << 24).unwrap();
+    let mut id = 0;
+    for rows in batches {
+        let mut b = BatchBuilder::new(schema.clone());
+        for &(ts, n) in rows {
+            let mut e = b.begin_row();
+            match ts {
+                Some(t) => e.int(BASE + t * SEC),
+                None => e.null(),
+            }
+            match n {
+                Some(n) => e.uint(n),
+                None => e.null(),
+            }
+            b.finish_row(ts.map(|t| BASE + t * SEC));
+        }
+        let mut b = b.finish();
+        b.set_id(id);
+        id += b.len() as u64;
+        builder.add(&b).unwrap();
+    }
+    let sealed = builder.write_to(&seg_dir, false).unwrap();
+    let mut catalog = Catalog::default();
+    catalog.push(CatalogEntry::from_sealed(&sealed));
+    catalog.save(dir, false).unwrap();
+}
+
+#[test]
+fn a_count_takes_batches_wholly_in_range_from_their_sketch() {
+    // Batch k holds ts k*100 .. k*100+99 and n = ts; batch 3 has one unset ts and batch 4 one
+    // unset n, so only they must be read for a range their values would otherwise satisfy.
+    let batches: Vec<Vec<(Option<i64>, Option<u64>)>> = (0..6i64)
+        .map(|k| {
+            (0..100i64)
+                .map(|i| {
+                    let t = k * 100 + i;
+                    match (k, i) {
+                        (3, 50) => (None, Some(t as u64)),
+                        (4, 10) => (Some(t), None),
+                        _ => (Some(t), Some(t as u64)),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    write_ts_count_archive(tmp.path(), &batches);
+    let archive = Archive::open(tmp.path()).unwrap();
+    let count = |text: &str| {
+        let (n, stats) = Query::parse(text).unwrap().count(&archive).unwrap();
+        (n, stats.rows_evaluated)
+    };
+    // Every ts is at or after BASE: only batch 3 (an unset ts, which never matches) is read.
+    assert_eq!(count(&format!("#timestamp >= {}", time(0))), (599, 100));
+    // `n >= 100 && n < 500`: batches 1 and 2 wholly inside, 0 and 5 pruned, 3 inside (its n
+    // are all set), 4 read for its unset n.
+    assert_eq!(count("n >= 100 && n < 500"), (399, 100));
+    // A range that cuts a batch reads it: batch 2 (ts 200..299) is cut at 250.
+    assert_eq!(count(&format!(":timestamp < {}", time(250))), (250, 100));
+    // Merged comparisons of one field prune by the whole range (not only the first one).
+    assert_eq!(count("n >= 100 && n < 200"), (100, 0));
+    // Negations and equality of one value are never taken whole.
+    let (n, read) = count("n != 7");
+    assert_eq!(n, 598);
+    assert!(read >= 500, "{read}");
+}

@@ -17,6 +17,14 @@
 //!   time field that its range cannot satisfy (or that has no value in the batch). Negated
 //!   operators, substrings, patterns, subnets and everything else are "maybe".
 //!
+//! - A batch of a format 4 segment also records, per range, how many rows have a value. When
+//!   every row has one, [`Program::sketch_all_match`] can prove the opposite: that **every**
+//!   row matches (a range comparison of a count, port, int, time or interval that the whole
+//!   range satisfies, e.g. `#timestamp >= 2009-11-18` over a batch of that day and later, or
+//!   `orig_bytes > 1k` over a batch whose smallest `orig_bytes` is 5000), so that a count takes
+//!   the batch's rows without reading them. Unset values never match, so a batch with one is
+//!   never counted so.
+//!
 //! All are conservative: "maybe" reads the rows.
 
 use std::cmp::Ordering;
@@ -161,6 +169,36 @@ fn sketch_may(b: &Bound, sk: &SketchRef<'_>) -> bool {
 /// Whether some row of the batch may satisfy the test `t`.
 fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
     let container = t.ty.is_container();
+    // A range (one comparison, or several of one field merged into it, of which `op` and
+    // `lit` tell only the first): it must meet the field's.
+    if !container && t.proto.is_none() {
+        use crate::value::ValueRef as V;
+        match (t.fast, sk.range(t.field).map(|r| (&r.lo, &r.hi))) {
+            (Fast::Unsigned { negate: false, .. } | Fast::Signed { negate: false, .. }, None) => {
+                return !has_range(&t.ty);
+            }
+            (
+                Fast::Unsigned {
+                    lo,
+                    hi,
+                    negate: false,
+                },
+                Some((V::Count(a) | V::Port(a), V::Count(b) | V::Port(b))),
+            ) => return *a <= hi && lo <= *b,
+            (
+                Fast::Signed {
+                    lo,
+                    hi,
+                    negate: false,
+                },
+                Some((
+                    V::Int(a) | V::Time(a) | V::Interval(a),
+                    V::Int(b) | V::Time(b) | V::Interval(b),
+                )),
+            ) => return *a <= hi && lo <= *b,
+            _ => {}
+        }
+    }
     match (t.op, &t.lit) {
         // Element membership of a list literal: some item equals the value (or an element).
         (Op::In, Literal::List(items)) => items.iter().any(|x| eq_may(t, x, sk)),
@@ -181,6 +219,60 @@ fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
             }
         },
         _ => true,
+    }
+}
+
+impl Program {
+    /// Whether every row of a batch of `rows` rows with this sketch matches (see the module
+    /// docs; `false` when unsure).
+    pub fn sketch_all_match(&self, sketch: &SketchRef<'_>, rows: u32) -> bool {
+        sketch_all(&self.bound, sketch, rows)
+    }
+}
+
+fn sketch_all(b: &Bound, sk: &SketchRef<'_>, rows: u32) -> bool {
+    match b {
+        Bound::Const(b) => *b,
+        Bound::And(v) => v.iter().all(|b| sketch_all(b, sk, rows)),
+        Bound::Or(v) => v.iter().any(|b| sketch_all(b, sk, rows)),
+        Bound::Test(t) => test_all(t, sk, rows),
+    }
+}
+
+/// Whether every row of the batch satisfies the test `t`: a range test (its `fast` form, which
+/// also holds merged comparisons of one field) of a field that every row has, whose values
+/// all lie in it.
+fn test_all(t: &Test, sk: &SketchRef<'_>, rows: u32) -> bool {
+    use crate::value::ValueRef as V;
+    if t.ty.is_container() || t.proto.is_some() {
+        return false;
+    }
+    let Some(r) = sk.range(t.field) else {
+        return false;
+    };
+    if r.present != Some(rows) {
+        return false;
+    }
+    match (t.fast, &r.lo, &r.hi) {
+        (
+            Fast::Unsigned {
+                lo,
+                hi,
+                negate: false,
+            },
+            V::Count(a) | V::Port(a),
+            V::Count(b) | V::Port(b),
+        ) => lo <= *a && *b <= hi,
+        (
+            Fast::Signed {
+                lo,
+                hi,
+                negate: false,
+            },
+            V::Int(a) | V::Time(a) | V::Interval(a),
+            V::Int(b) | V::Time(b) | V::Interval(b),
+        ) => lo <= *a && *b <= hi,
+        _ => false,
     }
 }
 

@@ -19,7 +19,8 @@
 //!    batches ahead. Segments are opened (mapped) on the calling thread as the window reaches
 //!    them.
 //! 5. `count` sends the same jobs, counting matches without collecting them, and counts from
-//!    metadata what the catalog (segments) or the schema (batches) decides.
+//!    metadata what the catalog (segments), the schema or the sketch (batches: every row in a
+//!    range, format 4, [`Program::sketch_all_match`]) decides.
 //!
 //! The active segment (the WAL) comes last, pruned by batch. [`SearchStats`] counts what was
 //! opened, skipped and read, in ID order as results are taken (a search that is dropped early
@@ -516,7 +517,13 @@ impl<'a> Search<'a> {
                         self.stats.batches_pruned += 1;
                         continue;
                     }
-                    if self.count_only && program.constant() == Some(true) {
+                    let rows = (ids.end - ids.start) as u32;
+                    if self.count_only
+                        && (program.constant() == Some(true)
+                            || seg
+                                .sketch(i)
+                                .is_some_and(|sk| program.sketch_all_match(&sk, rows)))
+                    {
                         // Counted from the batch's metadata: no row is read.
                         self.stats.batches_read += 1;
                         self.stats.matched += ids.end - ids.start;

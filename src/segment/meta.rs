@@ -139,6 +139,15 @@ impl MetaHasher {
         }
     }
 
+    /// A format 4 sketch's `present` counts (after its [`MetaHasher::batch_v3`]): their number,
+    /// then each as a little-endian u32.
+    pub(crate) fn present(&mut self, present: &[u32]) {
+        self.len(present.len());
+        for n in present {
+            self.u32(*n);
+        }
+    }
+
     /// Appends what `next` hashed (CRC-32 combination: as if its bytes had been fed here).
     pub(crate) fn append(&mut self, next: &MetaHasher) {
         self.0.combine(&next.0);
@@ -427,6 +436,12 @@ mod tests {
                 e.push(r.kind());
                 e.extend(r.lo().to_le_bytes());
                 e.extend(r.hi().to_le_bytes());
+            }
+            let present = sk.present().unwrap();
+            assert_eq!(present.len(), sk.ranges().len());
+            e.extend((present.len() as u32).to_le_bytes());
+            for n in present.iter() {
+                e.extend(n.to_le_bytes());
             }
         }
         assert_eq!(v2.meta_checksum(), crc32fast::hash(&e));

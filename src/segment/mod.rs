@@ -50,8 +50,11 @@
 //! varint lengths, so that a reader can inflate one column alone (`columns.rs` documents the
 //! bytes); its `raw_size` is the length of the rows, `offsets` is empty, and `checksum` is the
 //! CRC-32 of the stored bytes. Batches whose rows do not fit the schema's shape are stored in
-//! the row layout of version 3. The metadata checksum of version 4 is that of version 3 with 4
-//! as the version.
+//! the row layout of version 3. A version 4 sketch also has `present`: per range, the number of
+//! rows whose value of that field is set (between 1 and the batch's rows; refused in version
+//! 3), which lets a count take a batch whose every row lies in a range without reading it. The
+//! metadata checksum of version 4 is that of version 3 with 4 as the version and, after a
+//! sketch's ranges, when it has `present`, their number as u32 and each as u32.
 //!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then

@@ -329,7 +329,20 @@ impl Segment {
                 Some(sk) => {
                     let fields = &schemas[b.schema() as usize].fields;
                     let mut ranges = Vec::with_capacity(sk.ranges().len());
-                    for r in sk.ranges().iter() {
+                    // Format 4: rows with a value, per range (at least one, at most all).
+                    let present: Option<Vec<u32>> = sk.present().map(|p| p.iter().collect());
+                    if let Some(p) = &present {
+                        if seg.version < 4
+                            || p.len() != sk.ranges().len()
+                            || p.iter().any(|&n| n == 0 || n > rows)
+                        {
+                            return Err(bad(format!(
+                                "sketch counts {p:?} do not fit {} ranges of {rows} rows",
+                                sk.ranges().len()
+                            )));
+                        }
+                    }
+                    for (j, r) in sk.ranges().iter().enumerate() {
                         let ty = fields
                             .get(r.field() as usize)
                             .map(|f| &f.ty)
@@ -345,6 +358,7 @@ impl Segment {
                             field: r.field(),
                             lo: range_value(ty, r.lo()),
                             hi: range_value(ty, r.hi()),
+                            present: present.as_ref().and_then(|p| p.get(j).copied()),
                         });
                     }
                     Some((range_in(buf, sk.bloom().bytes()), sk.bloom_hashes(), ranges))
@@ -363,6 +377,9 @@ impl Segment {
                             b.raw_size(),
                             Some((sk.bloom_hashes(), sk.bloom().bytes(), &mut ranges)),
                         );
+                        if let Some(p) = sk.present() {
+                            meta.present(&p.iter().collect::<Vec<u32>>());
+                        }
                     }
                 }
             }

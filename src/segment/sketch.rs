@@ -22,6 +22,10 @@
 //!   `interval`) with a value in the batch, the minimum and maximum value (NaN ignored), as
 //!   the bits of an i64 (kind 0: `int`, `time`, `interval`), a u64 (kind 1: `count`, `port`)
 //!   or an f64 (kind 2: `double`).
+//! - **`present`** (format 4): per entry of `ranges`, the number of rows whose value of that
+//!   field is set (a NaN counts as set). When it equals the batch's rows, every row has a value
+//!   in the range, so a comparison the whole range satisfies holds for every row and a count
+//!   can take the batch's row count without reading it.
 //!
 //! # Invariants
 //!
@@ -122,6 +126,8 @@ pub struct Sketch {
     pub hashes: u8,
     /// The numeric fields' ranges, ascending by field.
     pub ranges: Vec<FieldRange>,
+    /// Per range, the rows whose value of its field is set.
+    pub present: Vec<u32>,
 }
 
 /// A sketch borrowed from a segment.
@@ -141,6 +147,8 @@ pub struct RangeOf {
     pub lo: ValueRef<'static>,
     /// The largest value.
     pub hi: ValueRef<'static>,
+    /// Rows whose value of the field is set (`None`: not recorded, format 3).
+    pub present: Option<u32>,
 }
 
 impl SketchRef<'_> {
@@ -187,6 +195,8 @@ pub(crate) struct SketchBuilder {
     counting: Vec<u64>,
     /// Per field: its range kind and current (lo, hi), as comparable values.
     ranges: Vec<Option<(RangeKind, Acc)>>,
+    /// Per field: the rows with a value of it seen so far (kept for ranged fields).
+    set: Vec<u32>,
     /// Per field: the tag of the values it hashes, and whether it is a container.
     kinds: Vec<(Option<u8>, bool)>,
     /// Hashes pushed lately, by their low bits: a value hashed again (a field's few distinct
@@ -260,6 +270,8 @@ impl SketchBuilder {
         self.start(schema);
         for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
             let mut c = RowCursor::new(col);
+            // Values counted by the loops below (the general one counts its own).
+            let mut set = 0u32;
             match (self.kinds[i], &mut self.ranges[i]) {
                 // The common columns get a loop of their own: no per-value dispatch on type.
                 ((Some(tag), false), _) => {
@@ -304,6 +316,7 @@ impl SketchBuilder {
                             c.uint(m, &f.ty)?
                         };
                         (lo, hi, any) = (lo.min(v), hi.max(v), true);
+                        set += 1;
                     }
                     if any {
                         *acc = Acc::U(lo, hi);
@@ -318,6 +331,7 @@ impl SketchBuilder {
                         }
                         let v = c.int(m, &f.ty)?;
                         (lo, hi, any) = (lo.min(v), hi.max(v), true);
+                        set += 1;
                     }
                     if any {
                         *acc = Acc::I(lo, hi);
@@ -330,6 +344,7 @@ impl SketchBuilder {
                     }
                 }
             }
+            self.set[i] += set;
         }
         Ok(self.finish(max_bloom))
     }
@@ -337,6 +352,8 @@ impl SketchBuilder {
     /// Resets the builder for a batch of `schema`.
     fn start(&mut self, schema: &SchemaRef) {
         self.hashes.clear();
+        self.set.clear();
+        self.set.resize(schema.fields.len(), 0);
         self.seen.clear();
         self.seen.resize(SEEN_SLOTS, 0);
         for t in &mut self.short {
@@ -407,6 +424,9 @@ impl SketchBuilder {
             }
             return Ok(());
         }
+        if self.ranges[i].is_some() {
+            self.set[i] += 1;
+        }
         match &mut self.ranges[i] {
             Some((RangeKind::Unsigned, acc)) => {
                 let v = c.uint(m, ty)?;
@@ -448,6 +468,7 @@ impl SketchBuilder {
                 Acc::F(a, b) => (a.to_bits(), b.to_bits()),
             };
             sketch.ranges.push((i as u32, *kind, lo, hi));
+            sketch.present.push(self.set[i]);
         }
         let distinct = self.estimate_distinct();
         if distinct > 0 {

@@ -79,12 +79,14 @@ const BATCH_SEAL_COST: usize = 4 + 16;
 /// What sealing adds per schema: its entry in the schemas vector.
 const SCHEMA_SEAL_COST: usize = 4;
 
-/// Worst case of a sketch besides its Bloom filter and ranges: its table and vtable, two
-/// vector length prefixes and their alignment, and the batch table's extra fields.
-const SKETCH_OVERHEAD: usize = 96;
+/// Worst case of a sketch besides its Bloom filter and ranges: its table and vtable, three
+/// vector length prefixes (bloom, ranges, present) and their alignment, and the batch table's
+/// extra fields.
+const SKETCH_OVERHEAD: usize = 112;
 
-/// Bytes per field range in a sketch (`FieldRange`: u32, u8, padding, two u64).
-const RANGE_COST: usize = 24;
+/// Bytes per field range in a sketch (`FieldRange`: u32, u8, padding, two u64; and its
+/// `present` count, a u32).
+const RANGE_COST: usize = 28;
 
 /// Checks a maximum segment size and returns it as `usize`.
 ///
@@ -534,12 +536,15 @@ impl SegmentBuilder {
                 .map(|&(f, k, lo, hi)| fbs::FieldRange::new(f, k as u8, lo, hi))
                 .collect();
             let ranges = fbb.create_vector(&ranges);
+            self.batch_meta.present(&sk.present);
+            let present = fbb.create_vector(&sk.present);
             fbs::Sketch::create(
                 fbb,
                 &fbs::SketchArgs {
                     bloom: Some(bloom),
                     bloom_hashes: sk.hashes,
                     ranges: Some(ranges),
+                    present: Some(present),
                 },
             )
         });

@@ -760,6 +760,7 @@ impl<'a> Sketch<'a> {
   pub const VT_BLOOM: ::flatbuffers::VOffsetT = 4;
   pub const VT_BLOOM_HASHES: ::flatbuffers::VOffsetT = 6;
   pub const VT_RANGES: ::flatbuffers::VOffsetT = 8;
+  pub const VT_PRESENT: ::flatbuffers::VOffsetT = 10;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -771,6 +772,7 @@ impl<'a> Sketch<'a> {
     args: &'args SketchArgs<'args>
   ) -> ::flatbuffers::WIPOffset<Sketch<'bldr>> {
     let mut builder = SketchBuilder::new(_fbb);
+    if let Some(x) = args.present { builder.add_present(x); }
     if let Some(x) = args.ranges { builder.add_ranges(x); }
     if let Some(x) = args.bloom { builder.add_bloom(x); }
     builder.add_bloom_hashes(args.bloom_hashes);
@@ -803,6 +805,16 @@ impl<'a> Sketch<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, FieldRange>>>(Sketch::VT_RANGES, None).unwrap()}
   }
+  /// Format 4: per entry of `ranges`, the number of rows whose value of that field is set (not
+  /// unset), so that a query can tell that every row of the batch lies in the range. Absent in
+  /// format 3 (unknown).
+  #[inline]
+  pub fn present(&self) -> Option<::flatbuffers::Vector<'a, u32>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u32>>>(Sketch::VT_PRESENT, None)}
+  }
 }
 
 impl ::flatbuffers::Verifiable for Sketch<'_> {
@@ -814,6 +826,7 @@ impl ::flatbuffers::Verifiable for Sketch<'_> {
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("bloom", Self::VT_BLOOM, true)?
      .visit_field::<u8>("bloom_hashes", Self::VT_BLOOM_HASHES, false)?
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, FieldRange>>>("ranges", Self::VT_RANGES, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u32>>>("present", Self::VT_PRESENT, false)?
      .finish();
     Ok(())
   }
@@ -822,6 +835,7 @@ pub struct SketchArgs<'a> {
     pub bloom: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
     pub bloom_hashes: u8,
     pub ranges: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, FieldRange>>>,
+    pub present: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u32>>>,
 }
 impl<'a> Default for SketchArgs<'a> {
   #[inline]
@@ -830,6 +844,7 @@ impl<'a> Default for SketchArgs<'a> {
       bloom: None, // required field
       bloom_hashes: 0,
       ranges: None, // required field
+      present: None,
     }
   }
 }
@@ -850,6 +865,10 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SketchBuilder<'a, 'b, A> {
   #[inline]
   pub fn add_ranges(&mut self, ranges: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , FieldRange>>) {
     self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Sketch::VT_RANGES, ranges);
+  }
+  #[inline]
+  pub fn add_present(&mut self, present: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u32>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Sketch::VT_PRESENT, present);
   }
   #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SketchBuilder<'a, 'b, A> {
@@ -874,6 +893,7 @@ impl ::core::fmt::Debug for Sketch<'_> {
       ds.field("bloom", &self.bloom());
       ds.field("bloom_hashes", &self.bloom_hashes());
       ds.field("ranges", &self.ranges());
+      ds.field("present", &self.present());
       ds.finish()
   }
 }
