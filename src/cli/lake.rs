@@ -53,7 +53,8 @@ pub fn export(
     limit: Option<u64>,
     config: &ParquetSinkConfig,
 ) -> anyhow::Result<()> {
-    let mut lake = config.writer()?;
+    // Record batches are built on a thread per core, in the search's order.
+    let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
     let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = None;
     if left > 0 {
@@ -69,7 +70,7 @@ pub fn export(
                 }
             };
             let take = (hits.len() as u64).min(left) as usize;
-            lake.write_rows(hits.schema(), hits.rows().take(take))?;
+            lake.write(hits, take)?;
             left -= take as u64;
             if left == 0 {
                 break;

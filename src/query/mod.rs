@@ -85,7 +85,7 @@ mod filter;
 mod lexer;
 mod literal;
 mod parser;
-mod pool;
+pub(crate) mod pool;
 mod prune;
 mod search;
 

@@ -4,11 +4,13 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder, StringBuilder,
-    TimestampNanosecondBuilder, UInt16Builder, UInt64Builder,
+use arrow_array::builder::{BooleanBuilder, StringBuilder};
+use arrow_array::types::{
+    DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
 };
-use arrow_array::{ArrayRef, ListArray, RecordBatch, StringArray};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, ListArray, PrimitiveArray, RecordBatch, StringArray,
+};
 use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{FieldRef, Schema as ArrowSchema};
 
@@ -101,15 +103,49 @@ impl TextColumn {
     }
 }
 
+/// A column of fixed-width values. Unlike Arrow's builders it keeps its capacity from batch to
+/// batch: a builder that is used again (the lake's) grows its buffers once, not per batch.
+struct Fixed<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    nulls: NullBufferBuilder,
+}
+
+impl<T: ArrowPrimitiveType> Fixed<T> {
+    fn new() -> Fixed<T> {
+        Fixed {
+            values: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+        }
+    }
+
+    #[inline]
+    fn append_value(&mut self, v: T::Native) {
+        self.values.push(v);
+        self.nulls.append_non_null();
+    }
+
+    #[inline]
+    fn append_null(&mut self) {
+        self.values.push(T::Native::default());
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> PrimitiveArray<T> {
+        let capacity = self.values.len();
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(capacity));
+        PrimitiveArray::new(ScalarBuffer::from(values), self.nulls.finish())
+    }
+}
+
 /// The builder of one scalar column (or of a list column's elements).
 enum Scalar {
     Bool(BooleanBuilder),
-    Count(UInt64Builder),
-    Int(Int64Builder),
-    Double(Float64Builder),
-    Time(TimestampNanosecondBuilder),
-    Interval(DurationNanosecondBuilder),
-    Port(UInt16Builder),
+    Count(Fixed<UInt64Type>),
+    Int(Fixed<Int64Type>),
+    Double(Fixed<Float64Type>),
+    Time(Fixed<TimestampNanosecondType>),
+    Interval(Fixed<DurationNanosecondType>),
+    Port(Fixed<UInt16Type>),
     /// `string`, `enum`, `pattern`, `file`, `addr` and `subnet` (as text).
     Text(TextColumn),
 }
@@ -118,12 +154,12 @@ impl Scalar {
     fn new(ty: &Type) -> Scalar {
         match ty {
             Type::Bool => Scalar::Bool(BooleanBuilder::new()),
-            Type::Count => Scalar::Count(UInt64Builder::new()),
-            Type::Int => Scalar::Int(Int64Builder::new()),
-            Type::Double => Scalar::Double(Float64Builder::new()),
-            Type::Time => Scalar::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
-            Type::Interval => Scalar::Interval(DurationNanosecondBuilder::new()),
-            Type::Port => Scalar::Port(UInt16Builder::new()),
+            Type::Count => Scalar::Count(Fixed::new()),
+            Type::Int => Scalar::Int(Fixed::new()),
+            Type::Double => Scalar::Double(Fixed::new()),
+            Type::Time => Scalar::Time(Fixed::new()),
+            Type::Interval => Scalar::Interval(Fixed::new()),
+            Type::Port => Scalar::Port(Fixed::new()),
             // Strings, addresses, subnets, and containers (never nested: `MAX_TYPE_DEPTH`).
             _ => Scalar::Text(TextColumn::new()),
         }
@@ -182,7 +218,7 @@ impl Scalar {
             Scalar::Count(b) => Arc::new(b.finish()),
             Scalar::Int(b) => Arc::new(b.finish()),
             Scalar::Double(b) => Arc::new(b.finish()),
-            Scalar::Time(b) => Arc::new(b.finish()),
+            Scalar::Time(b) => Arc::new(b.finish().with_timezone("UTC")),
             Scalar::Interval(b) => Arc::new(b.finish()),
             Scalar::Port(b) => Arc::new(b.finish()),
             Scalar::Text(b) => return b.finish(),
@@ -231,6 +267,12 @@ impl ArrowBuilder {
     /// A builder for rows of `schema`.
     pub fn new(schema: SchemaRef) -> ArrowBuilder {
         let arrow = Arc::new(arrow_schema(&schema));
+        ArrowBuilder::with_arrow_schema(schema, arrow)
+    }
+
+    /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema`])
+    /// is already made: builders made often share it.
+    pub(super) fn with_arrow_schema(schema: SchemaRef, arrow: Arc<ArrowSchema>) -> ArrowBuilder {
         let columns = schema
             .fields
             .iter()
@@ -351,7 +393,9 @@ impl ArrowBuilder {
                     nulls,
                     values,
                 } => {
-                    let offs = std::mem::replace(offsets, vec![0]);
+                    let mut fresh = Vec::with_capacity(offsets.len());
+                    fresh.push(0);
+                    let offs = std::mem::replace(offsets, fresh);
                     let list = ListArray::try_new(
                         item.clone(),
                         OffsetBuffer::new(ScalarBuffer::from(offs)),
