@@ -146,8 +146,12 @@ enum Scalar {
     Time(Fixed<TimestampNanosecondType>),
     Interval(Fixed<DurationNanosecondType>),
     Port(Fixed<UInt16Type>),
-    /// `string`, `enum`, `pattern`, `file`, `addr` and `subnet` (as text).
+    /// `string`, `enum`, `pattern`, `file`.
     Text(TextColumn),
+    /// `addr`, as text.
+    Addr(TextColumn),
+    /// `subnet`, as text.
+    Subnet(TextColumn),
 }
 
 impl Scalar {
@@ -160,7 +164,9 @@ impl Scalar {
             Type::Time => Scalar::Time(Fixed::new()),
             Type::Interval => Scalar::Interval(Fixed::new()),
             Type::Port => Scalar::Port(Fixed::new()),
-            // Strings, addresses, subnets, and containers (never nested: `MAX_TYPE_DEPTH`).
+            Type::Addr => Scalar::Addr(TextColumn::new()),
+            Type::Subnet => Scalar::Subnet(TextColumn::new()),
+            // Strings, and containers (never nested: `MAX_TYPE_DEPTH`).
             _ => Scalar::Text(TextColumn::new()),
         }
     }
@@ -175,12 +181,14 @@ impl Scalar {
             Scalar::Time(b) => b.append_null(),
             Scalar::Interval(b) => b.append_null(),
             Scalar::Port(b) => b.append_null(),
-            Scalar::Text(b) => b.append_null(),
+            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => b.append_null(),
         }
     }
 
-    /// Appends the set value of type `ty` whose marker `m` was just read.
-    #[inline]
+    /// Appends the set value of type `ty` whose marker `m` was just read. Each arm reads its
+    /// value as a constant type (the field's, or `string` for its kin), which leaves only that
+    /// type's decoding after inlining; errors name `ty`.
+    #[inline(always)]
     fn append(&mut self, r: &mut RowCursor<'_>, m: u8, ty: &Type) -> Result<(), DecodeError> {
         match self {
             Scalar::Count(b) => b.append_value(r.uint(m, ty)?),
@@ -191,18 +199,33 @@ impl Scalar {
                 let p = r.uint(m, ty)?;
                 b.append_value(u16::try_from(p).map_err(|_| r.unexpected(m, ty))?)
             }
-            Scalar::Bool(b) => match r.scalar(m, ty)? {
+            Scalar::Bool(b) => match r.scalar(m, &Type::Bool)? {
                 ValueRef::Bool(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
-            Scalar::Double(b) => match r.scalar(m, ty)? {
+            Scalar::Double(b) => match r.scalar(m, &Type::Double)? {
                 ValueRef::Double(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
             Scalar::Text(b) => {
-                match r.scalar(m, ty)? {
-                    ValueRef::String(s) => b.values.extend_from_slice(s),
+                match r.scalar(m, &Type::String) {
+                    Ok(ValueRef::String(s)) => b.values.extend_from_slice(s),
+                    Ok(_) => return Err(r.unexpected(m, ty)),
+                    // Read as a string: the error names the field's type.
+                    Err(DecodeError::Unexpected { .. }) => return Err(r.unexpected(m, ty)),
+                    Err(e) => return Err(e),
+                }
+                b.end_value();
+            }
+            Scalar::Addr(b) => {
+                match r.scalar(m, &Type::Addr)? {
                     ValueRef::Addr(a) => push_addr(&mut b.values, a),
+                    _ => return Err(r.unexpected(m, ty)),
+                }
+                b.end_value();
+            }
+            Scalar::Subnet(b) => {
+                match r.scalar(m, &Type::Subnet)? {
                     ValueRef::Subnet(a, p) => push_subnet(&mut b.values, a, p),
                     _ => return Err(r.unexpected(m, ty)),
                 }
@@ -221,7 +244,7 @@ impl Scalar {
             Scalar::Time(b) => Arc::new(b.finish().with_timezone("UTC")),
             Scalar::Interval(b) => Arc::new(b.finish()),
             Scalar::Port(b) => Arc::new(b.finish()),
-            Scalar::Text(b) => return b.finish(),
+            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => return b.finish(),
         })
     }
 }
