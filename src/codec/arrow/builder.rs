@@ -4,14 +4,14 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, StringBuilder};
+use arrow_array::builder::StringBuilder;
 use arrow_array::types::{
     DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
 };
 use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, ListArray, PrimitiveArray, RecordBatch, StringArray,
+    ArrayRef, ArrowPrimitiveType, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray,
 };
-use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{FieldRef, Schema as ArrowSchema};
 
 use super::schema::arrow_schema;
@@ -33,13 +33,74 @@ pub fn push_escaped_utf8(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Which values of a column are set, one `bool` a value until the batch is finished (cheaper
+/// to append than bits), with the buffer's capacity kept from batch to batch.
+struct Validity {
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl Validity {
+    fn new() -> Validity {
+        Validity {
+            valid: Vec::new(),
+            nulls: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn append_non_null(&mut self) {
+        self.valid.push(true);
+    }
+
+    #[inline(always)]
+    fn append_null(&mut self) {
+        self.valid.push(false);
+        self.nulls += 1;
+    }
+
+    /// The null buffer (`None` when every value is set); empty again afterwards.
+    fn finish(&mut self) -> Option<NullBuffer> {
+        let nulls = (self.nulls > 0).then(|| NullBuffer::from(self.valid.as_slice()));
+        self.valid.clear();
+        self.nulls = 0;
+        nulls
+    }
+}
+
+/// A `bool` column.
+struct BoolColumn {
+    values: Vec<bool>,
+    nulls: Validity,
+}
+
+impl BoolColumn {
+    #[inline(always)]
+    fn append_value(&mut self, v: bool) {
+        self.values.push(v);
+        self.nulls.append_non_null();
+    }
+
+    #[inline(always)]
+    fn append_null(&mut self) {
+        self.values.push(false);
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> BooleanArray {
+        let values = BooleanBuffer::from(self.values.as_slice());
+        self.values.clear();
+        BooleanArray::new(values, self.nulls.finish())
+    }
+}
+
 /// A `utf8` column built from raw bytes: values appended as they are, checked as UTF-8 once
 /// per batch (by Arrow, over the whole buffer); only when that fails are the strings escaped
 /// one by one ([`push_escaped_utf8`]). The buffers keep their capacity from batch to batch.
 struct TextColumn {
     values: Vec<u8>,
     offsets: Vec<i32>,
-    nulls: NullBufferBuilder,
+    nulls: Validity,
 }
 
 impl TextColumn {
@@ -47,11 +108,11 @@ impl TextColumn {
         TextColumn {
             values: Vec::new(),
             offsets: vec![0],
-            nulls: NullBufferBuilder::new(0),
+            nulls: Validity::new(),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn end_value(&mut self) {
         // A batch holds less than `ArrowBuilder::MAX_BYTES` (plus one row) of text.
         self.offsets
@@ -107,14 +168,14 @@ impl TextColumn {
 /// batch: a builder that is used again (the lake's) grows its buffers once, not per batch.
 struct Fixed<T: ArrowPrimitiveType> {
     values: Vec<T::Native>,
-    nulls: NullBufferBuilder,
+    nulls: Validity,
 }
 
 impl<T: ArrowPrimitiveType> Fixed<T> {
     fn new() -> Fixed<T> {
         Fixed {
             values: Vec::new(),
-            nulls: NullBufferBuilder::new(0),
+            nulls: Validity::new(),
         }
     }
 
@@ -139,7 +200,7 @@ impl<T: ArrowPrimitiveType> Fixed<T> {
 
 /// The builder of one scalar column (or of a list column's elements).
 enum Scalar {
-    Bool(BooleanBuilder),
+    Bool(BoolColumn),
     Count(Fixed<UInt64Type>),
     Int(Fixed<Int64Type>),
     Double(Fixed<Float64Type>),
@@ -157,7 +218,10 @@ enum Scalar {
 impl Scalar {
     fn new(ty: &Type) -> Scalar {
         match ty {
-            Type::Bool => Scalar::Bool(BooleanBuilder::new()),
+            Type::Bool => Scalar::Bool(BoolColumn {
+                values: Vec::new(),
+                nulls: Validity::new(),
+            }),
             Type::Count => Scalar::Count(Fixed::new()),
             Type::Int => Scalar::Int(Fixed::new()),
             Type::Double => Scalar::Double(Fixed::new()),
@@ -186,8 +250,8 @@ impl Scalar {
     }
 
     /// Appends the set value of type `ty` whose marker `m` was just read. Each arm reads its
-    /// value as a constant type (the field's, or `string` for its kin), which leaves only that
-    /// type's decoding after inlining; errors name `ty`.
+    /// value by its kind (not through the run-time `ty`), so that only that kind's decoding is
+    /// left after inlining; errors name `ty`.
     #[inline(always)]
     fn append(&mut self, r: &mut RowCursor<'_>, m: u8, ty: &Type) -> Result<(), DecodeError> {
         match self {
@@ -208,20 +272,11 @@ impl Scalar {
                 _ => return Err(r.unexpected(m, ty)),
             },
             Scalar::Text(b) => {
-                match r.scalar(m, &Type::String) {
-                    Ok(ValueRef::String(s)) => b.values.extend_from_slice(s),
-                    Ok(_) => return Err(r.unexpected(m, ty)),
-                    // Read as a string: the error names the field's type.
-                    Err(DecodeError::Unexpected { .. }) => return Err(r.unexpected(m, ty)),
-                    Err(e) => return Err(e),
-                }
+                b.values.extend_from_slice(r.bin(m, ty)?);
                 b.end_value();
             }
             Scalar::Addr(b) => {
-                match r.scalar(m, &Type::Addr)? {
-                    ValueRef::Addr(a) => push_addr(&mut b.values, a),
-                    _ => return Err(r.unexpected(m, ty)),
-                }
+                push_addr(&mut b.values, r.addr(m, ty)?);
                 b.end_value();
             }
             Scalar::Subnet(b) => {
@@ -256,7 +311,7 @@ enum Column {
         /// The list's item field (`item`).
         item: FieldRef,
         offsets: Vec<i32>,
-        nulls: NullBufferBuilder,
+        nulls: Validity,
         values: Scalar,
     },
 }
@@ -304,7 +359,7 @@ impl ArrowBuilder {
                 (Some(inner), arrow_schema::DataType::List(item)) => Column::List {
                     item: item.clone(),
                     offsets: vec![0],
-                    nulls: NullBufferBuilder::new(0),
+                    nulls: Validity::new(),
                     values: Scalar::new(inner),
                 },
                 _ => Column::Scalar(Scalar::new(&f.ty)),
