@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use weir::codec::arrow::SchemaRows;
 use weir::codec::ParquetSinkConfig;
 
 use super::args::SizeText;
@@ -42,6 +43,18 @@ impl LakeArgs {
             UsageError(format!("{flag}: {}", e.problem))
         })?;
         Ok(config)
+    }
+}
+
+/// A search's hits as rows for the lake's converting threads.
+struct HitRows(weir::query::Hits);
+
+impl SchemaRows for HitRows {
+    fn schema(&self) -> &weir::types::SchemaRef {
+        self.0.schema()
+    }
+    fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.0.rows()
     }
 }
 
@@ -89,7 +102,7 @@ pub fn export(
                 }
             };
             let take = (hits.len() as u64).min(left) as usize;
-            lake.write(hits, take)?;
+            lake.write(HitRows(hits), take)?;
             left -= take as u64;
             if left == 0 {
                 break;

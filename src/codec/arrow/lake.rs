@@ -32,7 +32,8 @@
 //!   the files came out smaller (conn.log: 0.75 MB instead of 0.81 MB; W1000: 17 MB instead
 //!   of 19 MB, and 60 MB with arrow-rs's default pages of 20,000 rows) for 10% less CPU. The
 //!   columns of a file are encoded on several threads (one per core, at most four; see
-//!   `parquet_file.rs`); the bytes do not depend on how many.
+//!   `parquet_file.rs`), and with a [`super::ParallelLakeWriter`] (`weir export`) the record
+//!   batches are built on a thread per core; the bytes depend on neither number.
 //! - **Atomic.** A file is written as `.part-NNNNN.parquet.tmp` in its directory (a hidden
 //!   name that Spark, DuckDB and DataFusion ignore) and renamed to its final name once
 //!   complete, after an fsync; the directory is fsynced after the rename (`fs::commit_file`),

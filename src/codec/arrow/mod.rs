@@ -4,7 +4,8 @@
 //! - `--to arrow`: Arrow IPC streams on stdout ([`ArrowIpcWriter`], an
 //!   [`EventWriter`](crate::codec::writer::EventWriter));
 //! - `--to parquet --output DIR` and `[sinks.NAME] type = "parquet"`: a Hive-partitioned
-//!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`]);
+//!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`];
+//!   [`ParallelLakeWriter`] builds the record batches on a thread per core, for `export`);
 //! - reading: [`ArrowIpcDecoder`] and [`ParquetDecoder`] turn what weir wrote back into
 //!   batches, with the Zeek types restored from the field metadata; the source detects both
 //!   by their magic bytes.

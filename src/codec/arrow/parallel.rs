@@ -3,7 +3,7 @@
 //! [`LakeWriter::write_rows`] decodes msgpack rows into Arrow columns on the caller's thread,
 //! which for an export is the one thread that also feeds every Parquet encoder: with the
 //! search and the encoders on other threads, that thread was the bottleneck. A
-//! [`ParallelLakeWriter`] sends each batch of rows (a search's [`Hits`], a [`Batch`]) to a pool
+//! [`ParallelLakeWriter`] sends each batch of rows (a search's hits, a [`Batch`]) to a pool
 //! of threads that turn it into [`LakeRows`] — one record batch per day among its rows — and
 //! hands them to the [`LakeWriter`] in the order the batches were given. The lake is the same
 //! whatever the number of threads, byte for byte: the record batches depend only on the batches
@@ -22,8 +22,7 @@ use super::lake::{row_day, LakeSummary, LakeWriter};
 use super::schema::arrow_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
-use crate::query::pool::{OrderedPool, WorkerLost};
-use crate::query::Hits;
+use crate::pool::{OrderedPool, WorkerLost};
 use crate::types::SchemaRef;
 
 /// Rows of one schema that a thread of a [`ParallelLakeWriter`] can convert.
@@ -32,15 +31,6 @@ pub trait SchemaRows: Send + 'static {
     fn schema(&self) -> &SchemaRef;
     /// The msgpack rows (see [`crate::value`]).
     fn rows(&self) -> impl Iterator<Item = &[u8]> + '_;
-}
-
-impl SchemaRows for Hits {
-    fn schema(&self) -> &SchemaRef {
-        Hits::schema(self)
-    }
-    fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        Hits::rows(self)
-    }
 }
 
 impl SchemaRows for Batch {
