@@ -45,7 +45,8 @@
 //!   each, uncompressed) and the compressed pages of the row group being written (at most
 //!   `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
 //!   is bounded by the row-group size and the schemas' widths, never by the archive
-//!   (exporting W1000, 8.5 M events, takes about 70 MiB beyond the mapped archive).
+//!   (exporting W1000, 8.5 M events, takes about 150 MB beyond the mapped archive, memory
+//!   that the allocator keeps for reuse included).
 
 use std::collections::HashMap;
 use std::fs::File;
