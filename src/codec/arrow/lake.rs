@@ -41,9 +41,9 @@
 //!   crash, `.tmp` files may be left behind and can be deleted.
 //! - **Memory.** Per open file: the record batch being built (at most
 //!   [`LakeWriter::BATCH_ROWS`] rows; with a [`super::ParallelLakeWriter`], the batches being
-//!   converted instead, at most four per thread of at most one input batch each), one data page being filled per column (at most 1 MiB
-//!   each, uncompressed) and the compressed pages of the row group being written (at most
-//!   `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
+//!   converted instead, at most four per thread of at most one input batch each), one data
+//!   page being filled per column (at most 1 MiB each, uncompressed) and the compressed pages
+//!   of the row group being written (at most `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
 //!   is bounded by the row-group size and the schemas' widths, never by the archive
 //!   (exporting W1000, 8.5 M events, takes about 150 MB beyond the mapped archive, memory
 //!   that the allocator keeps for reuse included).
