@@ -20,9 +20,10 @@
 //!   with the Arrow schema of [`super::schema`] (Zeek type names in the field metadata).
 //!   A file is closed, and the partition's next file begun, when its size reaches
 //!   `max_file_size` (checked after each row group: the file ends with the row group that
-//!   made it reach the size, whatever record batches the rows came in), when a schema of the same name with other fields arrives for the same
-//!   partition, when more than [`LakeWriter::MAX_OPEN_FILES`] files are open (the least
-//!   recently written is closed), and at the end. Part numbers continue after the highest one
+//!   made it reach the size, whatever record batches the rows came in), when a schema of the
+//!   same name with other fields arrives for the same partition, when more than
+//!   [`LakeWriter::MAX_OPEN_FILES`] files are open (the least recently written is closed), and
+//!   at the end. Part numbers continue after the highest one
 //!   already in the directory, so a second export or a restarted pipeline adds files and never
 //!   replaces one.
 //! - **Parquet.** zstd-compressed (level `compression_level`), row groups of
@@ -43,10 +44,10 @@
 //!   [`LakeWriter::BATCH_ROWS`] rows; with a [`super::ParallelLakeWriter`], the batches being
 //!   converted instead, at most four per thread of at most one input batch each), one data
 //!   page being filled per column (at most 1 MiB each, uncompressed) and the compressed pages
-//!   of the row group being written (at most `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
-//!   is bounded by the row-group size and the schemas' widths, never by the archive
-//!   (exporting W1000, 8.5 M events, takes about 150 MB beyond the mapped archive, memory
-//!   that the allocator keeps for reuse included).
+//!   of the row group being written (at most `row_group_size` rows); at most
+//!   [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory is bounded by the row-group size
+//!   and the schemas' widths, never by the archive (exporting W1000, 8.5 M events, takes about
+//!   150 MB beyond the mapped archive, memory that the allocator keeps for reuse included).
 
 use std::collections::HashMap;
 use std::fs::File;
