@@ -492,6 +492,21 @@ fn a_failed_lake_leaves_no_partial_files() {
     drop(lake);
     // The open file was a temporary: nothing is left with a final name, nor a temporary.
     assert_eq!(tree(&dir), Vec::<String>::new());
+    // The same with the record batches built on threads: the error names the row in its batch.
+    let mut lake = ParallelLakeWriter::new(lake_config(&dir).writer().unwrap(), 2);
+    lake.write(good.clone(), good.len()).unwrap();
+    let mut rows = vec![vec![Value::Count(2)]; 5];
+    rows[3] = vec![s(b"not a count")];
+    let bad = batch_of(&schema, &rows);
+    let e = match lake.write(bad.clone(), bad.len()) {
+        Err(e) => {
+            drop(lake);
+            e
+        }
+        Ok(()) => lake.close().unwrap_err(),
+    };
+    assert!(e.to_string().contains("row 3 of schema zeek.x"), "{e}");
+    assert_eq!(tree(&dir), Vec::<String>::new());
 }
 
 /// Writes `text` to `dir/name` and returns the path.
