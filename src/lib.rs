@@ -78,6 +78,7 @@ mod fs;
 pub mod metrics;
 pub mod metrics_http;
 pub mod pipeline;
+mod pool;
 pub mod query;
 pub mod segment;
 pub mod setting;

@@ -548,8 +548,10 @@ impl<'a> RowCursor<'a> {
         self.int_as(m, ty)
     }
 
+    /// Reads the rest of a set `string`, `enum`, `pattern` or `file` (`ty`) whose marker `m`
+    /// was just read: what [`RowCursor::scalar`] does, without the [`ValueRef`].
     #[inline(always)]
-    fn bin(&mut self, m: u8, ty: &Type) -> Result<&'a [u8], DecodeError> {
+    pub fn bin(&mut self, m: u8, ty: &Type) -> Result<&'a [u8], DecodeError> {
         let len = match m {
             0xc4 => self.marker()? as usize,
             0xc5 => u16::from_be_bytes(self.be()?) as usize,
@@ -559,9 +561,10 @@ impl<'a> RowCursor<'a> {
         self.take(len)
     }
 
-    /// An address: a bin of 4 or 16 bytes.
+    /// Reads the rest of a set `addr` (a bin of 4 or 16 bytes; `ty` for errors) whose marker
+    /// `m` was just read: what [`RowCursor::scalar`] does, without the [`ValueRef`].
     #[inline(always)]
-    fn addr(&mut self, m: u8, ty: &Type) -> Result<IpAddr, DecodeError> {
+    pub fn addr(&mut self, m: u8, ty: &Type) -> Result<IpAddr, DecodeError> {
         let b = self.bin(m, ty)?;
         if let Ok(o) = <[u8; 4]>::try_from(b) {
             Ok(IpAddr::from(o))

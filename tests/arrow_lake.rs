@@ -12,7 +12,8 @@ use common::events::{addr, batch_of, events, s, ty};
 use tokio_util::codec::Decoder;
 use weir::batch::Batch;
 use weir::codec::arrow::{
-    push_escaped_utf8, ArrowIpcDecoder, ArrowIpcWriter, LakeWriter, ParquetDecoder,
+    push_escaped_utf8, ArrowIpcDecoder, ArrowIpcWriter, LakeWriter, ParallelLakeWriter,
+    ParquetDecoder,
 };
 use weir::codec::writer::EventWriter;
 use weir::codec::{decode_chunks, ParquetSinkConfig, ReaderOptions};
@@ -333,6 +334,149 @@ fn files_rotate_at_max_file_size_and_row_groups_are_bounded() {
     assert_eq!(events(&back), events(&[batch]));
 }
 
+/// Every file of a lake: its relative path, bytes, and rows per row group.
+fn lake_files(dir: &Path) -> Vec<(String, Vec<u8>, Vec<i64>)> {
+    use parquet::file::reader::FileReader;
+    tree(dir)
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(dir.join(&f)).unwrap();
+            let reader =
+                parquet::file::reader::SerializedFileReader::new(bytes::Bytes::from(bytes.clone()))
+                    .unwrap();
+            let groups = reader
+                .metadata()
+                .row_groups()
+                .iter()
+                .map(|rg| rg.num_rows())
+                .collect();
+            (f, bytes, groups)
+        })
+        .collect()
+}
+
+#[test]
+fn record_batches_built_on_threads_make_the_same_lake_as_one_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![
+            Field::new("ts", ty("time")),
+            Field::new("uid", ty("string")),
+            Field::new("id.orig_h", ty("addr")),
+            Field::new("id.orig_p", ty("port")),
+            Field::new("proto", ty("enum")),
+            Field::new("duration", ty("interval")),
+            Field::new("orig_bytes", ty("count")),
+            Field::new("tunnel_parents", ty("set[string]")),
+        ],
+    )
+    .into_shared();
+    // Rows around midnight, the two days interleaved; incompressible uids, so that files
+    // rotate at 1 MiB.
+    let midnight = 1_258_588_800_000_000_000i64;
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 16
+    };
+    let rows: Vec<Vec<Value>> = (0..120_000i64)
+        .map(|i| {
+            let r = next();
+            vec![
+                Value::Time(midnight - 30_000_000_000 + (i * 37 % 60) * 1_000_000_000 + i),
+                s(format!("C{r:012x}{:012x}{:012x}", next(), next()).as_bytes()),
+                Value::Addr(addr(&format!("10.{}.{}.{}", r % 7, i % 256, r % 256))),
+                if i % 11 == 0 {
+                    Value::Null
+                } else {
+                    Value::Port((r % 65536) as u16 as u64)
+                },
+                s(if r % 3 == 0 { b"udp" } else { b"tcp" }),
+                Value::Interval((r % 1_000_000) as i64),
+                Value::Count(r % 100_000),
+                if i % 5 == 0 {
+                    Value::List(vec![s(b"a"), s(format!("{}", r % 9).as_bytes())])
+                } else {
+                    Value::Null
+                },
+            ]
+        })
+        .collect();
+    // Batches of uneven sizes, as a search yields them.
+    let mut batches = Vec::new();
+    let mut at = 0;
+    for n in [32usize, 8192, 238, 1, 5000, 8192].iter().cycle() {
+        if at >= rows.len() {
+            break;
+        }
+        let end = (at + n).min(rows.len());
+        batches.push(batch_of(&schema, &rows[at..end]));
+        at = end;
+    }
+    let config = |name: &str| ParquetSinkConfig {
+        max_file_size: ParquetSinkConfig::MIN_FILE_SIZE,
+        row_group_size: 7_000,
+        ..lake_config(&tmp.path().join(name))
+    };
+    let mut lakes = Vec::new();
+    for threads in [1, 3] {
+        let name = format!("threads{threads}");
+        let mut lake = ParallelLakeWriter::new(config(&name).writer().unwrap(), threads);
+        for b in &batches {
+            // The last rows of each batch left out, as `export -n` does with the last one.
+            lake.write(b.clone(), b.len() - b.len() / 100).unwrap();
+        }
+        let summary = lake.close().unwrap();
+        lakes.push((summary, lake_files(&tmp.path().join(name))));
+    }
+    let (summary, one) = &lakes[0];
+    assert!(
+        one.len() >= 4,
+        "{:?}",
+        one.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    assert_eq!(summary.files as usize, one.len());
+    for (s, files) in &lakes[1..] {
+        assert_eq!(s, summary);
+        assert!(
+            files == one,
+            "a lake written on threads differs from one thread's"
+        );
+    }
+    // The same rows given to the writer one by one: the same files, row groups and rows.
+    let mut lake = config("rows").writer().unwrap();
+    for b in &batches {
+        lake.write_rows(b.schema(), b.rows().take(b.len() - b.len() / 100))
+            .unwrap();
+    }
+    assert_eq!(lake.close().unwrap(), *summary);
+    let dir = tmp.path().join("rows");
+    let by_rows = lake_files(&dir);
+    let names = |fs: &[(String, Vec<u8>, Vec<i64>)]| {
+        fs.iter()
+            .map(|(f, _, g)| (f.clone(), g.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&by_rows), names(one));
+    for (f, _, _) in one {
+        assert_eq!(
+            events(&read_parquet(&tmp.path().join("threads1").join(f))),
+            events(&read_parquet(&dir.join(f))),
+            "{f}"
+        );
+    }
+    // Every file but each partition's last ends at a full row group (7,000 rows).
+    for (f, _, groups) in one {
+        assert!(
+            groups[..groups.len() - 1].iter().all(|&n| n == 7_000),
+            "{f}: {groups:?}"
+        );
+    }
+}
+
 #[test]
 fn a_failed_lake_leaves_no_partial_files() {
     let tmp = tempfile::tempdir().unwrap();
@@ -347,6 +491,21 @@ fn a_failed_lake_leaves_no_partial_files() {
     assert!(e.to_string().contains("zeek.x"), "{e}");
     drop(lake);
     // The open file was a temporary: nothing is left with a final name, nor a temporary.
+    assert_eq!(tree(&dir), Vec::<String>::new());
+    // The same with the record batches built on threads: the error names the row in its batch.
+    let mut lake = ParallelLakeWriter::new(lake_config(&dir).writer().unwrap(), 2);
+    lake.write(good.clone(), good.len()).unwrap();
+    let mut rows = vec![vec![Value::Count(2)]; 5];
+    rows[3] = vec![s(b"not a count")];
+    let bad = batch_of(&schema, &rows);
+    let e = match lake.write(bad.clone(), bad.len()) {
+        Err(e) => {
+            drop(lake);
+            e
+        }
+        Ok(()) => lake.close().unwrap_err(),
+    };
+    assert!(e.to_string().contains("row 3 of schema zeek.x"), "{e}");
     assert_eq!(tree(&dir), Vec::<String>::new());
 }
 

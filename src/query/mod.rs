@@ -73,7 +73,6 @@
 //! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
-//! | `pool.rs` | the ordered worker pool the search evaluates batches on (a bounded reorder window) |
 //! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
@@ -85,7 +84,6 @@ mod filter;
 mod lexer;
 mod literal;
 mod parser;
-mod pool;
 mod prune;
 mod search;
 

@@ -11,7 +11,7 @@
 //!    constant answer, the `ts` range, and the batch's sketch in format 3:
 //!    [`Program::sketch_may_match`]).
 //! 4. The other batches are jobs for a pool of worker threads ([`SearchOptions::threads`],
-//!    one per core by default; `pool.rs`): a worker checks the batch (its checksum, on first
+//!    one per core by default; `crate::pool`): a worker checks the batch (its checksum, on first
 //!    access) and evaluates its rows in place ([`Program::matches`]); a batch whose schema
 //!    matches as a whole is taken without evaluating a row. The results come back in ID order
 //!    through a bounded reorder window (a few batches per thread), so memory stays bounded
@@ -30,9 +30,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::bind::Program;
-use super::pool::{OrderedPool, WorkerLost};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
+use crate::pool::{OrderedPool, WorkerLost};
 use crate::segment::{Layout, RowIter, Segment};
 use crate::store::{Archive, BatchRef, CatalogEntry, Scan};
 use crate::types::SchemaRef;

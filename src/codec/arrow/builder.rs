@@ -4,12 +4,14 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder, StringBuilder,
-    TimestampNanosecondBuilder, UInt16Builder, UInt64Builder,
+use arrow_array::builder::StringBuilder;
+use arrow_array::types::{
+    DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
 };
-use arrow_array::{ArrayRef, ListArray, RecordBatch, StringArray};
-use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{FieldRef, Schema as ArrowSchema};
 
 use super::schema::arrow_schema;
@@ -31,13 +33,74 @@ pub fn push_escaped_utf8(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Which values of a column are set, one `bool` a value until the batch is finished (cheaper
+/// to append than bits), with the buffer's capacity kept from batch to batch.
+struct Validity {
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl Validity {
+    fn new() -> Validity {
+        Validity {
+            valid: Vec::new(),
+            nulls: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn append_non_null(&mut self) {
+        self.valid.push(true);
+    }
+
+    #[inline(always)]
+    fn append_null(&mut self) {
+        self.valid.push(false);
+        self.nulls += 1;
+    }
+
+    /// The null buffer (`None` when every value is set); empty again afterwards.
+    fn finish(&mut self) -> Option<NullBuffer> {
+        let nulls = (self.nulls > 0).then(|| NullBuffer::from(self.valid.as_slice()));
+        self.valid.clear();
+        self.nulls = 0;
+        nulls
+    }
+}
+
+/// A `bool` column.
+struct BoolColumn {
+    values: Vec<bool>,
+    nulls: Validity,
+}
+
+impl BoolColumn {
+    #[inline(always)]
+    fn append_value(&mut self, v: bool) {
+        self.values.push(v);
+        self.nulls.append_non_null();
+    }
+
+    #[inline(always)]
+    fn append_null(&mut self) {
+        self.values.push(false);
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> BooleanArray {
+        let values = BooleanBuffer::from(self.values.as_slice());
+        self.values.clear();
+        BooleanArray::new(values, self.nulls.finish())
+    }
+}
+
 /// A `utf8` column built from raw bytes: values appended as they are, checked as UTF-8 once
 /// per batch (by Arrow, over the whole buffer); only when that fails are the strings escaped
 /// one by one ([`push_escaped_utf8`]). The buffers keep their capacity from batch to batch.
 struct TextColumn {
     values: Vec<u8>,
     offsets: Vec<i32>,
-    nulls: NullBufferBuilder,
+    nulls: Validity,
 }
 
 impl TextColumn {
@@ -45,11 +108,11 @@ impl TextColumn {
         TextColumn {
             values: Vec::new(),
             offsets: vec![0],
-            nulls: NullBufferBuilder::new(0),
+            nulls: Validity::new(),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn end_value(&mut self) {
         // A batch holds less than `ArrowBuilder::MAX_BYTES` (plus one row) of text.
         self.offsets
@@ -101,30 +164,73 @@ impl TextColumn {
     }
 }
 
+/// A column of fixed-width values. Unlike Arrow's builders it keeps its capacity from batch to
+/// batch: a builder that is used again (the lake's) grows its buffers once, not per batch.
+struct Fixed<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    nulls: Validity,
+}
+
+impl<T: ArrowPrimitiveType> Fixed<T> {
+    fn new() -> Fixed<T> {
+        Fixed {
+            values: Vec::new(),
+            nulls: Validity::new(),
+        }
+    }
+
+    #[inline]
+    fn append_value(&mut self, v: T::Native) {
+        self.values.push(v);
+        self.nulls.append_non_null();
+    }
+
+    #[inline]
+    fn append_null(&mut self) {
+        self.values.push(T::Native::default());
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> PrimitiveArray<T> {
+        let capacity = self.values.len();
+        let values = std::mem::replace(&mut self.values, Vec::with_capacity(capacity));
+        PrimitiveArray::new(ScalarBuffer::from(values), self.nulls.finish())
+    }
+}
+
 /// The builder of one scalar column (or of a list column's elements).
 enum Scalar {
-    Bool(BooleanBuilder),
-    Count(UInt64Builder),
-    Int(Int64Builder),
-    Double(Float64Builder),
-    Time(TimestampNanosecondBuilder),
-    Interval(DurationNanosecondBuilder),
-    Port(UInt16Builder),
-    /// `string`, `enum`, `pattern`, `file`, `addr` and `subnet` (as text).
+    Bool(BoolColumn),
+    Count(Fixed<UInt64Type>),
+    Int(Fixed<Int64Type>),
+    Double(Fixed<Float64Type>),
+    Time(Fixed<TimestampNanosecondType>),
+    Interval(Fixed<DurationNanosecondType>),
+    Port(Fixed<UInt16Type>),
+    /// `string`, `enum`, `pattern`, `file`.
     Text(TextColumn),
+    /// `addr`, as text.
+    Addr(TextColumn),
+    /// `subnet`, as text.
+    Subnet(TextColumn),
 }
 
 impl Scalar {
     fn new(ty: &Type) -> Scalar {
         match ty {
-            Type::Bool => Scalar::Bool(BooleanBuilder::new()),
-            Type::Count => Scalar::Count(UInt64Builder::new()),
-            Type::Int => Scalar::Int(Int64Builder::new()),
-            Type::Double => Scalar::Double(Float64Builder::new()),
-            Type::Time => Scalar::Time(TimestampNanosecondBuilder::new().with_timezone("UTC")),
-            Type::Interval => Scalar::Interval(DurationNanosecondBuilder::new()),
-            Type::Port => Scalar::Port(UInt16Builder::new()),
-            // Strings, addresses, subnets, and containers (never nested: `MAX_TYPE_DEPTH`).
+            Type::Bool => Scalar::Bool(BoolColumn {
+                values: Vec::new(),
+                nulls: Validity::new(),
+            }),
+            Type::Count => Scalar::Count(Fixed::new()),
+            Type::Int => Scalar::Int(Fixed::new()),
+            Type::Double => Scalar::Double(Fixed::new()),
+            Type::Time => Scalar::Time(Fixed::new()),
+            Type::Interval => Scalar::Interval(Fixed::new()),
+            Type::Port => Scalar::Port(Fixed::new()),
+            Type::Addr => Scalar::Addr(TextColumn::new()),
+            Type::Subnet => Scalar::Subnet(TextColumn::new()),
+            // Strings, and containers (never nested: `MAX_TYPE_DEPTH`).
             _ => Scalar::Text(TextColumn::new()),
         }
     }
@@ -139,12 +245,14 @@ impl Scalar {
             Scalar::Time(b) => b.append_null(),
             Scalar::Interval(b) => b.append_null(),
             Scalar::Port(b) => b.append_null(),
-            Scalar::Text(b) => b.append_null(),
+            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => b.append_null(),
         }
     }
 
-    /// Appends the set value of type `ty` whose marker `m` was just read.
-    #[inline]
+    /// Appends the set value of type `ty` whose marker `m` was just read. Each arm reads its
+    /// value by its kind (not through the run-time `ty`), so that only that kind's decoding is
+    /// left after inlining; errors name `ty`.
+    #[inline(always)]
     fn append(&mut self, r: &mut RowCursor<'_>, m: u8, ty: &Type) -> Result<(), DecodeError> {
         match self {
             Scalar::Count(b) => b.append_value(r.uint(m, ty)?),
@@ -155,18 +263,24 @@ impl Scalar {
                 let p = r.uint(m, ty)?;
                 b.append_value(u16::try_from(p).map_err(|_| r.unexpected(m, ty))?)
             }
-            Scalar::Bool(b) => match r.scalar(m, ty)? {
+            Scalar::Bool(b) => match r.scalar(m, &Type::Bool)? {
                 ValueRef::Bool(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
-            Scalar::Double(b) => match r.scalar(m, ty)? {
+            Scalar::Double(b) => match r.scalar(m, &Type::Double)? {
                 ValueRef::Double(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
             Scalar::Text(b) => {
-                match r.scalar(m, ty)? {
-                    ValueRef::String(s) => b.values.extend_from_slice(s),
-                    ValueRef::Addr(a) => push_addr(&mut b.values, a),
+                b.values.extend_from_slice(r.bin(m, ty)?);
+                b.end_value();
+            }
+            Scalar::Addr(b) => {
+                push_addr(&mut b.values, r.addr(m, ty)?);
+                b.end_value();
+            }
+            Scalar::Subnet(b) => {
+                match r.scalar(m, &Type::Subnet)? {
                     ValueRef::Subnet(a, p) => push_subnet(&mut b.values, a, p),
                     _ => return Err(r.unexpected(m, ty)),
                 }
@@ -182,10 +296,10 @@ impl Scalar {
             Scalar::Count(b) => Arc::new(b.finish()),
             Scalar::Int(b) => Arc::new(b.finish()),
             Scalar::Double(b) => Arc::new(b.finish()),
-            Scalar::Time(b) => Arc::new(b.finish()),
+            Scalar::Time(b) => Arc::new(b.finish().with_timezone("UTC")),
             Scalar::Interval(b) => Arc::new(b.finish()),
             Scalar::Port(b) => Arc::new(b.finish()),
-            Scalar::Text(b) => return b.finish(),
+            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => return b.finish(),
         })
     }
 }
@@ -197,7 +311,7 @@ enum Column {
         /// The list's item field (`item`).
         item: FieldRef,
         offsets: Vec<i32>,
-        nulls: NullBufferBuilder,
+        nulls: Validity,
         values: Scalar,
     },
 }
@@ -231,6 +345,12 @@ impl ArrowBuilder {
     /// A builder for rows of `schema`.
     pub fn new(schema: SchemaRef) -> ArrowBuilder {
         let arrow = Arc::new(arrow_schema(&schema));
+        ArrowBuilder::with_arrow_schema(schema, arrow)
+    }
+
+    /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema`])
+    /// is already made: builders made often share it.
+    pub(super) fn with_arrow_schema(schema: SchemaRef, arrow: Arc<ArrowSchema>) -> ArrowBuilder {
         let columns = schema
             .fields
             .iter()
@@ -239,7 +359,7 @@ impl ArrowBuilder {
                 (Some(inner), arrow_schema::DataType::List(item)) => Column::List {
                     item: item.clone(),
                     offsets: vec![0],
-                    nulls: NullBufferBuilder::new(0),
+                    nulls: Validity::new(),
                     values: Scalar::new(inner),
                 },
                 _ => Column::Scalar(Scalar::new(&f.ty)),
@@ -351,7 +471,9 @@ impl ArrowBuilder {
                     nulls,
                     values,
                 } => {
-                    let offs = std::mem::replace(offsets, vec![0]);
+                    let mut fresh = Vec::with_capacity(offsets.len());
+                    fresh.push(0);
+                    let offs = std::mem::replace(offsets, fresh);
                     let list = ListArray::try_new(
                         item.clone(),
                         OffsetBuffer::new(ScalarBuffer::from(offs)),

@@ -19,10 +19,11 @@
 //! - **Files.** Each file holds events of one schema (the same field list) in arrival order,
 //!   with the Arrow schema of [`super::schema`] (Zeek type names in the field metadata).
 //!   A file is closed, and the partition's next file begun, when its size reaches
-//!   `max_file_size` (checked after each row group, so a file exceeds it by at most one row
-//!   group), when a schema of the same name with other fields arrives for the same
-//!   partition, when more than [`LakeWriter::MAX_OPEN_FILES`] files are open (the least
-//!   recently written is closed), and at the end. Part numbers continue after the highest one
+//!   `max_file_size` (checked after each row group: the file ends with the row group that
+//!   made it reach the size, whatever record batches the rows came in), when a schema of the
+//!   same name with other fields arrives for the same partition, when more than
+//!   [`LakeWriter::MAX_OPEN_FILES`] files are open (the least recently written is closed), and
+//!   at the end. Part numbers continue after the highest one
 //!   already in the directory, so a second export or a restarted pipeline adds files and never
 //!   replaces one.
 //! - **Parquet.** zstd-compressed (level `compression_level`), row groups of
@@ -32,18 +33,21 @@
 //!   the files came out smaller (conn.log: 0.75 MB instead of 0.81 MB; W1000: 17 MB instead
 //!   of 19 MB, and 60 MB with arrow-rs's default pages of 20,000 rows) for 10% less CPU. The
 //!   columns of a file are encoded on several threads (one per core, at most four; see
-//!   `parquet_file.rs`); the bytes do not depend on how many.
+//!   `parquet_file.rs`), and with a [`super::ParallelLakeWriter`] (`weir export`) the record
+//!   batches are built on a thread per core; the bytes depend on neither number.
 //! - **Atomic.** A file is written as `.part-NNNNN.parquet.tmp` in its directory (a hidden
 //!   name that Spark, DuckDB and DataFusion ignore) and renamed to its final name once
 //!   complete, after an fsync; the directory is fsynced after the rename (`fs::commit_file`),
 //!   and new directories after their creation. A reader never sees a partial file; after a
 //!   crash, `.tmp` files may be left behind and can be deleted.
 //! - **Memory.** Per open file: the record batch being built (at most
-//!   [`LakeWriter::BATCH_ROWS`] rows), one data page being filled per column (at most 1 MiB
-//!   each, uncompressed) and the compressed pages of the row group being written (at most
-//!   `row_group_size` rows); at most [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory
-//!   is bounded by the row-group size and the schemas' widths, never by the archive
-//!   (exporting W1000, 8.5 M events, takes about 70 MiB beyond the mapped archive).
+//!   [`LakeWriter::BATCH_ROWS`] rows; with a [`super::ParallelLakeWriter`], the batches being
+//!   converted instead, at most four per thread of at most one input batch each), one data
+//!   page being filled per column (at most 1 MiB each, uncompressed) and the compressed pages
+//!   of the row group being written (at most `row_group_size` rows); at most
+//!   [`LakeWriter::MAX_OPEN_FILES`] files are open. So memory is bounded by the row-group size
+//!   and the schemas' widths, never by the archive (exporting W1000, 8.5 M events, takes about
+//!   150 MB beyond the mapped archive, memory that the allocator keeps for reuse included).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -53,7 +57,10 @@ use std::sync::Arc;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use arrow_array::RecordBatch;
+
 use super::builder::ArrowBuilder;
+use super::parallel::LakeRows;
 use super::parquet_file::ParquetFile;
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::civil_from_days;
@@ -155,6 +162,18 @@ fn row_ts(row: &[u8], schema: &crate::types::Schema, ts_index: usize) -> Option<
     r.int(m, &Type::Time).ok()
 }
 
+/// The partition day of a row (days since 1970-01-01 UTC of its `ts`, field `ts_index`),
+/// `None` without one.
+pub(super) fn row_day(
+    row: &[u8],
+    schema: &crate::types::Schema,
+    ts_index: Option<usize>,
+) -> Option<i64> {
+    ts_index
+        .and_then(|t| row_ts(row, schema, t))
+        .map(|ns| ns.div_euclid(DAY_NS))
+}
+
 /// The highest `part-NNNNN.parquet` number in `dir`, plus one (0 for none).
 fn first_free_part(dir: &Path) -> u32 {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -245,9 +264,7 @@ impl LakeWriter {
         let ts_index = schema.ts_index();
         let mut cached: Option<(Option<i64>, usize)> = None;
         for (i, row) in rows.enumerate() {
-            let day = ts_index
-                .and_then(|t| row_ts(row, schema, t))
-                .map(|ns| ns.div_euclid(DAY_NS));
+            let day = row_day(row, schema, ts_index);
             let index = match cached {
                 Some((d, index)) if d == day => index,
                 _ => {
@@ -268,6 +285,24 @@ impl LakeWriter {
             if part.builder.len() >= Self::BATCH_ROWS || part.builder.is_full() {
                 self.write_batch(index)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Appends rows converted to record batches away from this thread ([`LakeRows`], see
+    /// [`super::ParallelLakeWriter`]) to their partitions, after the rows given to
+    /// [`LakeWriter::write_rows`] before. The files are the same as if the rows had been given
+    /// to [`LakeWriter::write_rows`] (the same rows in the same files, row groups and order),
+    /// unless more than [`LakeWriter::MAX_OPEN_FILES`] partitions are in use at once: then
+    /// the least recently written one is chosen among the partitions of whole batches rather
+    /// than of rows.
+    pub(super) fn write_converted(&mut self, rows: LakeRows) -> Result<(), ArrowCodecError> {
+        let (schema, batches) = rows.into_parts();
+        for (day, rb) in batches {
+            let index = self.partition(&schema, day)?;
+            self.write_batch(index)?;
+            self.summary.events += rb.num_rows() as u64;
+            self.write_record_batch(index, &rb)?;
         }
         Ok(())
     }
@@ -320,43 +355,65 @@ impl LakeWriter {
         Ok(self.parts.len() - 1)
     }
 
-    /// Writes the rows built for partition `index` as a record batch into its file (opening
-    /// one), and closes the file once it reached `max_file_size`.
+    /// Writes the rows built for partition `index` as a record batch into its files.
     fn write_batch(&mut self, index: usize) -> Result<(), ArrowCodecError> {
         let part = &mut self.parts[index];
         if part.builder.is_empty() {
             return Ok(());
         }
         let rb = part.builder.finish()?;
-        if part.file.is_none() {
-            create_dirs(&self.options.dir, &part.dir)?;
-            let n = match self.next_part.get_mut(&part.dir) {
-                Some(n) => n,
-                None => self
-                    .next_part
-                    .entry(part.dir.clone())
-                    .or_insert_with(|| first_free_part(&part.dir)),
-            };
-            let name = format!("part-{:05}.parquet", *n);
-            *n = n.saturating_add(1);
-            let tmp = part.dir.join(format!(".{name}.tmp"));
-            let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
-            part.file = Some(ParquetFile::create(
-                file,
-                tmp,
-                name,
-                part.builder.arrow_schema().clone(),
-                &self.props,
-            )?);
-        }
-        let Some(open) = part.file.as_mut() else {
-            return Ok(());
-        };
-        open.write(&rb)?;
-        if open.bytes_written() as u64 >= self.options.max_file_size {
-            self.close_file(index)?;
+        self.write_record_batch(index, &rb)
+    }
+
+    /// Appends `rb` (of the partition's schema) to the open file of partition `index`,
+    /// opening one as needed, and closes a file at the end of the first row group that makes
+    /// it reach `max_file_size` (the rest of `rb` goes to the partition's next file). So the
+    /// files do not depend on how the rows were cut into record batches.
+    fn write_record_batch(
+        &mut self,
+        index: usize,
+        rb: &RecordBatch,
+    ) -> Result<(), ArrowCodecError> {
+        let mut offset = 0;
+        while offset < rb.num_rows() {
+            let file = self.open_file(index)?;
+            let n = (rb.num_rows() - offset).min(file.rows_to_group_end());
+            file.write(&rb.slice(offset, n))?;
+            offset += n;
+            // The size grows only when a row group is complete.
+            if file.bytes_written() as u64 >= self.options.max_file_size {
+                self.close_file(index)?;
+            }
         }
         Ok(())
+    }
+
+    /// The open file of partition `index`, begun (with its directory) when there is none.
+    fn open_file(&mut self, index: usize) -> Result<&mut ParquetFile, ArrowCodecError> {
+        let part = &mut self.parts[index];
+        if let Some(file) = part.file.take() {
+            return Ok(part.file.insert(file));
+        }
+        create_dirs(&self.options.dir, &part.dir)?;
+        let n = match self.next_part.get_mut(&part.dir) {
+            Some(n) => n,
+            None => self
+                .next_part
+                .entry(part.dir.clone())
+                .or_insert_with(|| first_free_part(&part.dir)),
+        };
+        let name = format!("part-{:05}.parquet", *n);
+        *n = n.saturating_add(1);
+        let tmp = part.dir.join(format!(".{name}.tmp"));
+        let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+        let file = ParquetFile::create(
+            file,
+            tmp,
+            name,
+            part.builder.arrow_schema().clone(),
+            &self.props,
+        )?;
+        Ok(part.file.insert(file))
     }
 
     /// Completes the open file of partition `index`: written, fsynced, renamed, directory

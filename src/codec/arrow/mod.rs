@@ -4,7 +4,8 @@
 //! - `--to arrow`: Arrow IPC streams on stdout ([`ArrowIpcWriter`], an
 //!   [`EventWriter`](crate::codec::writer::EventWriter));
 //! - `--to parquet --output DIR` and `[sinks.NAME] type = "parquet"`: a Hive-partitioned
-//!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`]);
+//!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`];
+//!   [`ParallelLakeWriter`] builds the record batches on a thread per core, for `export`);
 //! - reading: [`ArrowIpcDecoder`] and [`ParquetDecoder`] turn what weir wrote back into
 //!   batches, with the Zeek types restored from the field metadata; the source detects both
 //!   by their magic bytes.
@@ -47,6 +48,7 @@
 mod builder;
 pub mod ipc;
 pub mod lake;
+mod parallel;
 mod parquet_file;
 mod parquet_read;
 mod read;
@@ -56,6 +58,7 @@ mod sink;
 pub use builder::{push_escaped_utf8, ArrowBuilder};
 pub use ipc::{ArrowIpcDecoder, ArrowIpcWriter};
 pub use lake::{LakeOptions, LakeSummary, LakeWriter};
+pub use parallel::{ParallelLakeWriter, SchemaRows};
 pub use parquet_read::{ParquetDecoder, MAX_PARQUET_INPUT, PARQUET_MAGIC};
 pub use read::record_batch_to_batches;
 pub use schema::{arrow_schema, zeek_schema};
@@ -107,6 +110,9 @@ pub enum ArrowCodecError {
     /// The Parquet writer or reader failed.
     #[error("parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
+    /// A thread converting rows to Arrow stopped on a bug (a panic): its rows are lost.
+    #[error("a thread converting rows to arrow failed; its rows are lost")]
+    Worker,
     /// A file or directory of the lake could not be written.
     #[error(transparent)]
     Fs(#[from] crate::fs::FsError),

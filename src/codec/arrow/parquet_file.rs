@@ -179,6 +179,11 @@ impl ParquetFile {
         self.writer.bytes_written()
     }
 
+    /// Rows that the current row group still takes (the row-group size when none is begun).
+    pub fn rows_to_group_end(&self) -> usize {
+        self.max_rows - self.rows_in_group
+    }
+
     /// Appends a record batch of the file's schema, cutting row groups at exactly the
     /// row-group size.
     pub fn write(&mut self, rb: &RecordBatch) -> Result<(), ArrowCodecError> {

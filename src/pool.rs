@@ -1,5 +1,6 @@
 //! An ordered pool: jobs run on worker threads, their results come back in the order the jobs
-//! were submitted.
+//! were submitted. The search evaluates batches on one (`query::search`), the Parquet lake
+//! builds its record batches on another (`codec::arrow::parallel`).
 //!
 //! At most `window` jobs are outstanding at a time (running, queued, or finished and waiting
 //! for an earlier one): that bounds the memory of a search to `window` batches of results,
