@@ -253,8 +253,8 @@ fn run(job: Job) -> Done {
         rows_evaluated: 0,
         damaged: (0, 0),
     };
-    let (b, whole) = match job.batch {
-        JobBatch::Wal(b) => (b, None),
+    let (b, whole, projected) = match job.batch {
+        JobBatch::Wal(b) => (b, None, false),
         JobBatch::Sealed(seg, i) => {
             let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
             let want = projection(&job.program, &seg, i);
@@ -264,10 +264,15 @@ fn run(job: Job) -> Done {
                 None => return nothing(),
             };
             let whole = (want.is_some() && !job.count_only).then_some((seg, i, events));
-            (b, whole)
+            (b, whole, want.is_some())
         }
     };
-    let mut done = evaluate(&job.program, b, job.count_only);
+    // A projected batch has narrow rows (its fields alone): the program reads them so.
+    let mut done = if projected {
+        evaluate(&job.program.narrowed(), b, job.count_only)
+    } else {
+        evaluate(&job.program, b, job.count_only)
+    };
     if let (Some((seg, i, events)), Ok(Outcome::Hits(Some(hits)))) = (whole, &mut done.outcome) {
         // The same rows (the whole batch), with every field.
         match BatchRef::of_segment(seg, i) {

@@ -27,8 +27,8 @@
 //!
 //! [`assemble`] inflates the wanted columns into one buffer of at most `raw_size` bytes and
 //! rebuilds the rows (header, then one value from each column): all of them byte for byte as
-//! they were written, or, for a projection, the wanted fields with every other field `nil`
-//! (`0xc0`). Every length is checked against the stored bytes and `raw_size` before it is
+//! they were written, or, for a projection, rows of the wanted fields alone (in schema order,
+//! with a header for that many fields). Every length is checked against the stored bytes and `raw_size` before it is
 //! used, and a column that does not hold exactly one value per row is an error (a string
 //! saying what is wrong), never a panic.
 
@@ -191,8 +191,9 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
 }
 
 /// Rebuilds the rows of a columnar batch (see the module docs) from its stored bytes: all
-/// fields (`want` is `None`; the rows are then exactly the `raw_size` bytes written), or only
-/// the fields `want` marks, the others `nil`. Returns the rows followed by their offsets as
+/// fields (`want` is `None`; the rows are then exactly the `raw_size` bytes written), or rows
+/// of only the fields `want` marks (narrow rows: a header for that many fields, then their
+/// values in schema order). Returns the rows followed by their offsets as
 /// little-endian u32, and the length of the rows.
 pub(crate) fn assemble(
     codec: Codec,
@@ -235,9 +236,11 @@ pub(crate) fn assemble(
         at += col.raw;
     }
     let skipped = (0..n).filter(|&c| !wanted(c)).count();
+    // Fields per assembled row.
+    let width = n - skipped;
     let data_len = match want {
         None => raw_size,
-        Some(_) => rows * (header_len(n) + skipped) + inflated,
+        Some(_) => rows * header_len(width) + inflated,
     };
     // Where each value ends, a column at a time (one type per column: the skips predict
     // well), then the rows, copying each value by its known length.
@@ -262,16 +265,17 @@ pub(crate) fn assemble(
     let o = out.vec_mut();
     o.resize(data_len + SLACK, 0);
     let mut header = [0u8; 3];
-    let hl = header_len(n);
+    let hl = header_len(width);
     if hl == 1 {
-        header[0] = 0x90 | n as u8;
+        header[0] = 0x90 | width as u8;
     } else {
         header[0] = 0xdc;
-        header[1..].copy_from_slice(&(n as u16).to_be_bytes());
+        header[1..].copy_from_slice(&(width as u16).to_be_bytes());
     }
     let overrun = || "the rows run past their recorded size".to_string();
     let mut offsets = Vec::with_capacity(rows);
-    let mut pos: Vec<usize> = starts.clone();
+    // Where the next value of each assembled column starts.
+    let mut pos: Vec<usize> = (0..n).filter(|&c| wanted(c)).map(|c| starts[c]).collect();
     let mut w = 0usize;
     for r in 0..rows {
         offsets.push(w as u32);
@@ -279,15 +283,8 @@ pub(crate) fn assemble(
             .ok_or_else(overrun)?
             .copy_from_slice(&header);
         w += hl;
-        let mut k = 0;
-        for (c, p) in pos.iter_mut().enumerate() {
-            if !flags[c] {
-                *o.get_mut(w).ok_or_else(overrun)? = 0xc0;
-                w += 1;
-                continue;
-            }
+        for (k, p) in pos.iter_mut().enumerate() {
             let end = ends[k * rows + r] as usize;
-            k += 1;
             let len = end - *p;
             if len <= SLACK {
                 let src = v.get(*p..*p + SLACK).ok_or_else(overrun)?;
@@ -376,7 +373,7 @@ mod tests {
                 let (got, len) = unpack(c.codec, layout, stored, raw, n).unwrap();
                 assert_eq!(len, data.len());
                 assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{n}x{fields}");
-                // Projection: the wanted fields as written, the others nil.
+                // Projection: rows of the wanted fields alone, as written.
                 let want: Vec<bool> = (0..fields).map(|f| f % 3 == 1).collect();
                 let (proj, plen) = assemble(c.codec, stored, raw, n, Some(&want)).unwrap();
                 let mut expect = Vec::new();
@@ -387,14 +384,12 @@ mod tests {
                     let mut cur = RowCursor::new(row);
                     cur.row_header(fields).unwrap();
                     eoff.push(expect.len() as u32);
-                    push_header(fields, &mut expect);
+                    push_header(want.iter().filter(|w| **w).count(), &mut expect);
                     for w in &want {
                         let from = cur.position();
                         cur.skip().unwrap();
                         if *w {
                             expect.extend_from_slice(&row[from..cur.position()]);
-                        } else {
-                            expect.push(0xc0);
                         }
                     }
                 }

@@ -492,8 +492,8 @@ impl Segment {
     }
 
     /// Batch `i` with only the fields `want` marks (one flag per field of its schema) read,
-    /// every other field `nil` (`0xc0`), when it is stored in columns: only those columns are
-    /// inflated. Checked on first access as [`Segment::batch`]; any other batch (or a `want`
+    /// when it is stored in columns: only those columns are inflated, and its rows are narrow,
+    /// holding those fields alone, in schema order (its schema still names them all). Checked on first access as [`Segment::batch`]; any other batch (or a `want`
     /// that is not one flag per field) is read whole, as by [`Segment::batch`]. For evaluating
     /// a predicate that reads only those fields; output needs the whole rows.
     pub fn batch_projected(&self, i: usize, want: &[bool]) -> Option<Result<SegmentBatch<'_>>> {

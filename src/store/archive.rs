@@ -535,8 +535,8 @@ impl BatchRef {
         Self::of_segment_projected(seg, i, None)
     }
 
-    /// [`BatchRef::of_segment`] with only the fields `want` marks read (the others `nil`) when
-    /// the batch is stored in columns (see [`Segment::batch_projected`]); `None` reads all.
+    /// [`BatchRef::of_segment`] with only the fields `want` marks read (narrow rows of those
+    /// fields alone) when the batch is stored in columns (see [`Segment::batch_projected`]); `None` reads all.
     /// For evaluating a predicate that reads only those fields, never for output.
     pub fn of_segment_projected(
         seg: Arc<Segment>,
