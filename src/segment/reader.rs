@@ -80,6 +80,21 @@ fn range_in(outer: &[u8], inner: &[u8]) -> Range<usize> {
     start..start + inner.len()
 }
 
+/// The [`Root`] of a segment table of version 2 or later (they share these fields).
+macro_rules! checksummed_root {
+    ($t:expr, $version:literal) => {
+        Root {
+            version: $version,
+            uuid: $t.uuid().0,
+            intervals: $t.intervals(),
+            events: $t.events(),
+            schemas: $t.schemas(),
+            batches: $t.batches(),
+            meta_checksum: Some($t.meta_checksum()),
+        }
+    };
+}
+
 impl Segment {
     /// Opens a segment: maps it, checks the size prefix, runs the FlatBuffers verifier with
     /// limits, parses the schemas, checks the batches' ID order against the header's
@@ -180,43 +195,19 @@ impl Segment {
                 let v2 = root
                     .segment_as_segment_v2()
                     .ok_or_else(|| corrupt(path, "segment version 2 table missing"))?;
-                Root {
-                    version: 2,
-                    uuid: v2.uuid().0,
-                    intervals: v2.intervals(),
-                    events: v2.events(),
-                    schemas: v2.schemas(),
-                    batches: v2.batches(),
-                    meta_checksum: Some(v2.meta_checksum()),
-                }
+                checksummed_root!(v2, 2)
             }
             fbs::SegmentVersion::SegmentV3 => {
                 let v3 = root
                     .segment_as_segment_v3()
                     .ok_or_else(|| corrupt(path, "segment version 3 table missing"))?;
-                Root {
-                    version: 3,
-                    uuid: v3.uuid().0,
-                    intervals: v3.intervals(),
-                    events: v3.events(),
-                    schemas: v3.schemas(),
-                    batches: v3.batches(),
-                    meta_checksum: Some(v3.meta_checksum()),
-                }
+                checksummed_root!(v3, 3)
             }
             fbs::SegmentVersion::SegmentV4 => {
                 let v4 = root
                     .segment_as_segment_v4()
                     .ok_or_else(|| corrupt(path, "segment version 4 table missing"))?;
-                Root {
-                    version: 4,
-                    uuid: v4.uuid().0,
-                    intervals: v4.intervals(),
-                    events: v4.events(),
-                    schemas: v4.schemas(),
-                    batches: v4.batches(),
-                    meta_checksum: Some(v4.meta_checksum()),
-                }
+                checksummed_root!(v4, 4)
             }
             other => {
                 return Err(corrupt(
