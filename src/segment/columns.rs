@@ -84,6 +84,10 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<usize, String> 
     }
 }
 
+/// Values up to this long (most: numbers, addresses, states, Zeek's 18-character uids with
+/// their marker) are copied as this many bytes at once, a constant length: no call per value.
+const SHORT: usize = 32;
+
 /// Splits the rows `data` (starting at `offsets`) into `fields` columns (cleared and refilled;
 /// their allocations are reused). Returns `false`, leaving the columns in any state, when a
 /// row is not an array of exactly `fields` values with the shortest header, or `fields` is 0
@@ -116,14 +120,14 @@ pub(crate) fn split(data: &[u8], offsets: &[u32], fields: usize, cols: &mut Vec<
                 return false;
             }
             let len = cur.position() - from;
-            // Most values are short: copy 16 bytes (a constant length, so no call) when the
+            // Most values are short: copy `SHORT` bytes (a constant length, so no call) when the
             // batch has them, then cut back to the value's length.
-            match data.get(base + from..base + from + 16) {
-                Some(chunk) if len <= 16 => {
-                    let mut fixed = [0u8; 16];
+            match data.get(base + from..base + from + SHORT) {
+                Some(chunk) if len <= SHORT => {
+                    let mut fixed = [0u8; SHORT];
                     fixed.copy_from_slice(chunk);
                     col.extend_from_slice(&fixed);
-                    col.truncate(col.len() - 16 + len);
+                    col.truncate(col.len() - SHORT + len);
                 }
                 _ => col.extend_from_slice(&row[from..from + len]),
             }
@@ -216,7 +220,7 @@ pub(crate) fn assemble(
     let wanted = |c: usize| flags[c];
     // Inflate the wanted columns into one buffer (at most `raw_size` bytes, checked above).
     let inflated: usize = (0..n).filter(|&c| wanted(c)).map(|c| cols[c].raw).sum();
-    let mut buf = RowBuf::take(inflated + 16);
+    let mut buf = RowBuf::take(inflated + SHORT);
     let v = buf.vec_mut();
     v.resize(inflated, 0);
     let mut starts = Vec::with_capacity(n);
@@ -259,7 +263,7 @@ pub(crate) fn assemble(
     }
     // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
     // of buffers with that much room after their end: no call per value.
-    const SLACK: usize = 16;
+    const SLACK: usize = SHORT;
     v.resize(inflated + SLACK, 0);
     let mut out = RowBuf::take(data_len + SLACK + 4 * rows);
     let o = out.vec_mut();
@@ -327,7 +331,10 @@ mod tests {
             let row: Vec<Value> = (0..fields)
                 .map(|f| match (f + r) % 9 {
                     0 => Value::Count((r * 1000 + f) as u64),
-                    1 => Value::String(format!("host{}.example", r % 7).into_bytes()),
+                    // 13 to 57 bytes: values copied as one constant-length block, and longer.
+                    1 => Value::String(
+                        format!("host{}.example{}", r % 7, "x".repeat(r % 45)).into_bytes(),
+                    ),
                     2 => Value::Null,
                     3 => Value::String(Vec::new()),
                     4 => Value::Addr([10, 0, (r % 3) as u8, f as u8].into()),
