@@ -346,11 +346,7 @@ fn a_needle_query_reads_only_the_batch_that_holds_it() {
     let mut dirs = Vec::new();
     for sketches in [true, false] {
         let dir = tmp.path().join(format!("sketches-{sketches}"));
-        let seg_dir = dir.join("segments");
-        std::fs::create_dir_all(&seg_dir).unwrap();
-        let mut builder = SegmentBuilder::new(1 << 24).unwrap();
-        builder.set_sketches(sketches);
-        let mut id = 0;
+        let mut batches = Vec::new();
         for k in 0..40u32 {
             let mut b = BatchBuilder::new(schema.clone());
             for i in 0..200u32 {
@@ -364,15 +360,9 @@ fn a_needle_query_reads_only_the_batch_that_holds_it() {
                 e.uint(n as u64);
                 b.finish_row(Some(BASE + n as i64 * SEC));
             }
-            let mut b = b.finish();
-            b.set_id(id);
-            id += b.len() as u64;
-            builder.add(&b).unwrap();
+            batches.push(b.finish());
         }
-        let sealed = builder.write_to(&seg_dir, false).unwrap();
-        let mut catalog = Catalog::default();
-        catalog.push(CatalogEntry::from_sealed(&sealed));
-        catalog.save(&dir, false).unwrap();
+        write_one_segment(&dir, batches, sketches);
         dirs.push(dir);
     }
     let needle = 17 * 200 + 123u64;
@@ -507,10 +497,7 @@ fn write_ts_count_archive(dir: &Path, batches: &[Vec<(Option<i64>, Option<u64>)>
         vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
     )
     .into_shared();
-    let seg_dir = dir.join("segments");
-    std::fs::create_dir_all(&seg_dir).unwrap();
-    let mut builder = SegmentBuilder::new(1 << 24).unwrap();
-    let mut id = 0;
+    let mut out = Vec::new();
     for rows in batches {
         let mut b = BatchBuilder::new(schema.clone());
         for &(ts, n) in rows {
@@ -525,7 +512,20 @@ fn write_ts_count_archive(dir: &Path, batches: &[Vec<(Option<i64>, Option<u64>)>
             }
             b.finish_row(ts.map(|t| BASE + t * SEC));
         }
-        let mut b = b.finish();
+        out.push(b.finish());
+    }
+    write_one_segment(dir, out, true);
+}
+
+/// Writes `batches` (IDs assigned from 0) as one segment in `dir`, with or without sketches
+/// (compressed by default), and its catalog.
+fn write_one_segment(dir: &Path, batches: Vec<Batch>, sketches: bool) {
+    let seg_dir = dir.join("segments");
+    std::fs::create_dir_all(&seg_dir).unwrap();
+    let mut builder = SegmentBuilder::new(1 << 24).unwrap();
+    builder.set_sketches(sketches);
+    let mut id = 0;
+    for mut b in batches {
         b.set_id(id);
         id += b.len() as u64;
         builder.add(&b).unwrap();

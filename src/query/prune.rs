@@ -171,33 +171,11 @@ fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
     let container = t.ty.is_container();
     // A range (one comparison, or several of one field merged into it, of which `op` and
     // `lit` tell only the first): it must meet the field's.
-    if !container && t.proto.is_none() {
-        use crate::value::ValueRef as V;
-        match (t.fast, sk.range(t.field).map(|r| (&r.lo, &r.hi))) {
-            (Fast::Unsigned { negate: false, .. } | Fast::Signed { negate: false, .. }, None) => {
-                return !has_range(&t.ty);
-            }
-            (
-                Fast::Unsigned {
-                    lo,
-                    hi,
-                    negate: false,
-                },
-                Some((V::Count(a) | V::Port(a), V::Count(b) | V::Port(b))),
-            ) => return *a <= hi && lo <= *b,
-            (
-                Fast::Signed {
-                    lo,
-                    hi,
-                    negate: false,
-                },
-                Some((
-                    V::Int(a) | V::Time(a) | V::Interval(a),
-                    V::Int(b) | V::Time(b) | V::Interval(b),
-                )),
-            ) => return *a <= hi && lo <= *b,
-            _ => {}
-        }
+    if let Some((want, got)) = fast_range(t, sk) {
+        return match got {
+            None => !has_range(&t.ty),
+            Some((a, b, _)) => a <= want.1 && want.0 <= b,
+        };
     }
     match (t.op, &t.lit) {
         // Element membership of a list literal: some item equals the value (or an element).
@@ -243,37 +221,52 @@ fn sketch_all(b: &Bound, sk: &SketchRef<'_>, rows: u32) -> bool {
 /// also holds merged comparisons of one field) of a field that every row has, whose values
 /// all lie in it.
 fn test_all(t: &Test, sk: &SketchRef<'_>, rows: u32) -> bool {
-    use crate::value::ValueRef as V;
-    if t.ty.is_container() || t.proto.is_some() {
-        return false;
-    }
-    let Some(r) = sk.range(t.field) else {
-        return false;
-    };
-    if r.present != Some(rows) {
-        return false;
-    }
-    match (t.fast, &r.lo, &r.hi) {
-        (
-            Fast::Unsigned {
-                lo,
-                hi,
-                negate: false,
-            },
-            V::Count(a) | V::Port(a),
-            V::Count(b) | V::Port(b),
-        ) => lo <= *a && *b <= hi,
-        (
-            Fast::Signed {
-                lo,
-                hi,
-                negate: false,
-            },
-            V::Int(a) | V::Time(a) | V::Interval(a),
-            V::Int(b) | V::Time(b) | V::Interval(b),
-        ) => lo <= *a && *b <= hi,
+    match fast_range(t, sk) {
+        Some((want, Some((a, b, present)))) => present == Some(rows) && want.0 <= a && b <= want.1,
         _ => false,
     }
+}
+
+/// For a range test of a scalar field (its `fast` form: one comparison, or several of the
+/// field merged, of which `op` and `lit` tell only the first; not negated, no protocol): the
+/// range it accepts and the field's range in the batch with its count of set values (`None`:
+/// the sketch has no range for the field), as i128 so that both kinds compare. `None`: not
+/// such a test, or the sketch's range is of another kind.
+#[allow(clippy::type_complexity)]
+fn fast_range(
+    t: &Test,
+    sk: &SketchRef<'_>,
+) -> Option<((i128, i128), Option<(i128, i128, Option<u32>)>)> {
+    use crate::value::ValueRef as V;
+    if t.ty.is_container() || t.proto.is_some() {
+        return None;
+    }
+    let (want, signed) = match t.fast {
+        Fast::Unsigned {
+            lo,
+            hi,
+            negate: false,
+        } => ((lo as i128, hi as i128), false),
+        Fast::Signed {
+            lo,
+            hi,
+            negate: false,
+        } => ((lo as i128, hi as i128), true),
+        _ => return None,
+    };
+    let Some(r) = sk.range(t.field) else {
+        return Some((want, None));
+    };
+    let got = match (signed, &r.lo, &r.hi) {
+        (false, V::Count(a) | V::Port(a), V::Count(b) | V::Port(b)) => (*a as i128, *b as i128),
+        (
+            true,
+            V::Int(a) | V::Time(a) | V::Interval(a),
+            V::Int(b) | V::Time(b) | V::Interval(b),
+        ) => (*a as i128, *b as i128),
+        _ => return None,
+    };
+    Some((want, Some((got.0, got.1, r.present))))
 }
 
 /// Whether the field of `t` (an element of it, for a container) may equal `lit`.

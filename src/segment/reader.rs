@@ -510,21 +510,7 @@ impl Segment {
             m.rows as usize,
             Some(want),
         )
-        .and_then(|(buf, data_len)| {
-            check_offsets(&OffsetsRef::U32Le(&buf[data_len..]), data_len)
-                .map_err(|e| format!("{e} (after decompression)"))?;
-            Ok(SegmentBatch {
-                schema: &self.schemas[m.schema as usize],
-                first_id: m.first_id,
-                ts: m.ts,
-                rows: m.rows as usize,
-                codec: m.codec,
-                bytes: Bytes::Unpacked {
-                    buf: Arc::new(buf),
-                    data_len,
-                },
-            })
-        });
+        .and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len));
         Some(made.map_err(bad))
     }
 
@@ -619,11 +605,14 @@ impl Segment {
     }
 
     fn make_batch<'a>(&'a self, m: &BatchMeta) -> std::result::Result<SegmentBatch<'a>, String> {
-        let bytes = match m.codec {
-            Codec::None => Bytes::Mapped {
-                data: &self.map[m.data.clone()],
-                offsets: &self.map[m.offsets.clone()],
-            },
+        match m.codec {
+            Codec::None => Ok(self.batch_of(
+                m,
+                Bytes::Mapped {
+                    data: &self.map[m.data.clone()],
+                    offsets: &self.map[m.offsets.clone()],
+                },
+            )),
             codec => {
                 let (buf, data_len) = unpack(
                     codec,
@@ -632,22 +621,39 @@ impl Segment {
                     m.raw_size,
                     m.rows as usize,
                 )?;
-                check_offsets(&OffsetsRef::U32Le(&buf[data_len..]), data_len)
-                    .map_err(|e| format!("{e} (after decompression)"))?;
-                Bytes::Unpacked {
-                    buf: Arc::new(buf),
-                    data_len,
-                }
+                self.unpacked_batch(m, buf, data_len)
             }
-        };
-        Ok(SegmentBatch {
+        }
+    }
+
+    /// The batch of `m` from its decompressed (or assembled) rows and their u32 offsets, the
+    /// offsets checked first.
+    fn unpacked_batch<'a>(
+        &'a self,
+        m: &BatchMeta,
+        buf: RowBuf,
+        data_len: usize,
+    ) -> std::result::Result<SegmentBatch<'a>, String> {
+        check_offsets(&OffsetsRef::U32Le(&buf[data_len..]), data_len)
+            .map_err(|e| format!("{e} (after decompression)"))?;
+        Ok(self.batch_of(
+            m,
+            Bytes::Unpacked {
+                buf: Arc::new(buf),
+                data_len,
+            },
+        ))
+    }
+
+    fn batch_of<'a>(&'a self, m: &BatchMeta, bytes: Bytes<'a>) -> SegmentBatch<'a> {
+        SegmentBatch {
             schema: &self.schemas[m.schema as usize],
             first_id: m.first_id,
             ts: m.ts,
             rows: m.rows as usize,
             codec: m.codec,
             bytes,
-        })
+        }
     }
 
     /// The batches in ID order, each verified on first access (see [`Segment::batch`]).
