@@ -56,6 +56,11 @@ impl SchemaRows for HitRows {
     fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.0.rows()
     }
+    fn columns(
+        &self,
+    ) -> Option<Result<weir::segment::Columns, Box<dyn std::error::Error + Send + Sync>>> {
+        Some(self.0.columns()?.map_err(Into::into))
+    }
 }
 
 /// Size of the block that [`keep_freed_memory`] frees (glibc's upper bound for its dynamic
@@ -90,7 +95,14 @@ pub fn export(
     let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = None;
     if left > 0 {
-        let mut search = query.search(archive).map_err(super::search::query_error)?;
+        // Batches taken whole are converted from their columns, not rebuilt as rows.
+        let options = weir::query::SearchOptions {
+            defer_columns: true,
+            ..weir::query::SearchOptions::default()
+        };
+        let mut search = query
+            .search_with(archive, options)
+            .map_err(super::search::query_error)?;
         while let Some(hits) = search.next() {
             let hits = match hits {
                 Ok(h) => h,

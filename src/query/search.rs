@@ -34,7 +34,7 @@ use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::pool::{OrderedPool, WorkerLost};
 use crate::segment::{Layout, RowIter, Segment};
-use crate::store::{Archive, BatchRef, CatalogEntry, Scan};
+use crate::store::{Archive, BatchRef, CatalogEntry, Scan, StoreError};
 use crate::types::SchemaRef;
 
 /// How a search runs.
@@ -46,6 +46,11 @@ pub struct SearchOptions {
     /// Threads that evaluate rows: 0 (default) is one per core; 1 evaluates on the calling
     /// thread. The results are the same, in the same order, whatever the number.
     pub threads: usize,
+    /// A sealed batch stored in columns whose every row matches (its schema matches as a
+    /// whole) is checked but not read: its [`Hits`] give the columns
+    /// ([`BatchRef::columns`]) and rebuild the rows only if they are asked for. For a consumer
+    /// that wants columns (the Arrow export); off by default.
+    pub defer_columns: bool,
 }
 
 impl Default for SearchOptions {
@@ -53,6 +58,7 @@ impl Default for SearchOptions {
         SearchOptions {
             prune: true,
             threads: 0,
+            defer_columns: false,
         }
     }
 }
@@ -119,6 +125,15 @@ impl Hits {
             None => self.batch.id_range().collect(),
             Some(r) => r.iter().map(|&i| first + i as u64).collect(),
         }
+    }
+
+    /// The matching events as columns, when they are all of a batch stored in columns
+    /// (`None` otherwise): see [`BatchRef::columns`] and [`SearchOptions::defer_columns`].
+    pub fn columns(&self) -> Option<Result<crate::segment::Columns, StoreError>> {
+        if self.rows.is_some() {
+            return None;
+        }
+        self.batch.columns()
     }
 
     /// The encoded rows of the matching events.
@@ -189,6 +204,8 @@ struct Job {
     program: Arc<Program>,
     batch: JobBatch,
     count_only: bool,
+    /// [`SearchOptions::defer_columns`].
+    defer_columns: bool,
 }
 
 enum JobBatch {
@@ -257,6 +274,21 @@ fn run(job: Job) -> Done {
         JobBatch::Wal(b) => (b, None, false),
         JobBatch::Sealed(seg, i) => {
             let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
+            if job.defer_columns && !job.count_only && job.program.constant() == Some(true) {
+                match seg.check(i) {
+                    None => return nothing(),
+                    Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
+                    Some(Ok(())) => {}
+                }
+                if let Some(batch) = BatchRef::deferred(seg.clone(), i) {
+                    return Done {
+                        outcome: Ok(Outcome::Hits(Some(Hits { batch, rows: None }))),
+                        read: true,
+                        rows_evaluated: 0,
+                        damaged: (0, 0),
+                    };
+                }
+            }
             let want = projection(&job.program, &seg, i);
             let b = match BatchRef::of_segment_projected(seg.clone(), i, want.as_deref()) {
                 Some(Ok(b)) => b,
@@ -356,6 +388,8 @@ pub struct Search<'a> {
     /// Counting: batches whose schema matches as a whole are counted from their metadata, and
     /// segments from their catalog entry where it decides.
     count_only: bool,
+    /// [`SearchOptions::defer_columns`].
+    defer_columns: bool,
     /// Catalog indices in ID order.
     order: Vec<usize>,
     next_segment: usize,
@@ -390,6 +424,7 @@ impl<'a> Search<'a> {
             query,
             prune: options.prune,
             count_only: false,
+            defer_columns: options.defer_columns,
             order,
             next_segment: 0,
             current: None,
@@ -540,6 +575,7 @@ impl<'a> Search<'a> {
                     program,
                     batch: JobBatch::Sealed(seg, i),
                     count_only: self.count_only,
+                    defer_columns: self.defer_columns,
                 }));
             }
             if self.next_segment < self.order.len() {
@@ -568,6 +604,7 @@ impl<'a> Search<'a> {
                 program,
                 batch: JobBatch::Wal(b),
                 count_only: self.count_only,
+                defer_columns: false,
             }));
         }
     }

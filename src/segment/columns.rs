@@ -25,7 +25,9 @@
 //!
 //! # Reading
 //!
-//! [`assemble`] inflates the wanted columns into one buffer of at most `raw_size` bytes and
+//! [`read_columns`] inflates every column into one buffer of `raw_size` bytes at most and
+//! hands them out as they are ([`Columns`]: the Arrow export converts them column by column).
+//! [`assemble`] inflates the wanted columns the same way and
 //! rebuilds the rows (header, then one value from each column): all of them byte for byte as
 //! they were written, or, for a projection, rows of the wanted fields alone (in schema order,
 //! with a header for that many fields). Every length is checked against the stored bytes and `raw_size` before it is
@@ -194,6 +196,109 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
     Ok(cols)
 }
 
+/// The inflated columns of a batch stored in columns (see the module docs): column *c* is
+/// the msgpack encoding of field *c* of every row, back to back, as the writer split them.
+/// Nothing is checked beyond the lengths: a consumer that decodes the values checks that each
+/// column holds exactly [`Columns::rows`] values (the Arrow builder does).
+#[derive(Debug)]
+pub struct Columns {
+    buf: RowBuf,
+    /// Where each column is in `buf` (empty for a column not inflated).
+    spans: Vec<std::ops::Range<usize>>,
+    rows: usize,
+    raw_size: usize,
+}
+
+impl Columns {
+    /// Number of columns (the schema's fields).
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether there is no column (never for a stored batch).
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Number of rows: values in each column.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The bytes of the batch's rows as written (what the columns make as rows).
+    pub fn raw_size(&self) -> usize {
+        self.raw_size
+    }
+
+    /// The encoded values of column `c` (empty past the end).
+    pub fn column(&self, c: usize) -> &[u8] {
+        self.spans.get(c).map_or(&[][..], |r| &self.buf[r.clone()])
+    }
+}
+
+/// Inflates the columns of a batch of `rows` rows and `raw_size` bytes of rows from its
+/// stored bytes: all of them, or those `want` marks (one flag per column; the others are
+/// left empty). `slack` more bytes are kept zeroed after the last column. Every length is
+/// checked before it is used.
+fn inflate_columns(
+    codec: Codec,
+    stored: &[u8],
+    raw_size: usize,
+    rows: usize,
+    want: Option<&[bool]>,
+    slack: usize,
+) -> Result<Columns, String> {
+    let cols = columns(stored, raw_size, rows)?;
+    let n = cols.len();
+    if let Some(w) = want {
+        if w.len() != n {
+            return Err(format!(
+                "{} fields wanted of a batch of {n} columns",
+                w.len()
+            ));
+        }
+    }
+    let wanted = |c: usize| want.is_none_or(|w| w[c]);
+    // One buffer for the wanted columns (at most `raw_size` bytes, checked above).
+    let inflated: usize = (0..n).filter(|&c| wanted(c)).map(|c| cols[c].raw).sum();
+    let mut buf = RowBuf::take(inflated + slack);
+    let v = buf.vec_mut();
+    v.resize(inflated + slack, 0);
+    let mut spans = Vec::with_capacity(n);
+    let mut at = 0;
+    for (c, col) in cols.iter().enumerate() {
+        if !wanted(c) {
+            spans.push(at..at);
+            continue;
+        }
+        let src = &stored[col.at..col.at + col.stored];
+        let dst = &mut v[at..at + col.raw];
+        if col.stored == col.raw {
+            dst.copy_from_slice(src);
+        } else {
+            inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
+        }
+        spans.push(at..at + col.raw);
+        at += col.raw;
+    }
+    Ok(Columns {
+        buf,
+        spans,
+        rows,
+        raw_size,
+    })
+}
+
+/// The columns of a columnar batch (see the module docs), every one inflated.
+pub(crate) fn read_columns(
+    codec: Codec,
+    stored: &[u8],
+    raw_size: usize,
+    rows: usize,
+) -> Result<Columns, String> {
+    inflate_columns(codec, stored, raw_size, rows, None, 0)
+}
+
 /// Rebuilds the rows of a columnar batch (see the module docs) from its stored bytes: all
 /// fields (`want` is `None`; the rows are then exactly the `raw_size` bytes written), or rows
 /// of only the fields `want` marks (narrow rows: a header for that many fields, then their
@@ -206,39 +311,15 @@ pub(crate) fn assemble(
     rows: usize,
     want: Option<&[bool]>,
 ) -> Result<(RowBuf, usize), String> {
-    let cols = columns(stored, raw_size, rows)?;
-    let n = cols.len();
-    if let Some(w) = want {
-        if w.len() != n {
-            return Err(format!(
-                "{} fields wanted of a batch of {n} columns",
-                w.len()
-            ));
-        }
-    }
-    let flags: Vec<bool> = (0..n).map(|c| want.is_none_or(|w| w[c])).collect();
-    let wanted = |c: usize| flags[c];
-    // Inflate the wanted columns into one buffer (at most `raw_size` bytes, checked above).
-    let inflated: usize = (0..n).filter(|&c| wanted(c)).map(|c| cols[c].raw).sum();
-    let mut buf = RowBuf::take(inflated + SHORT);
-    let v = buf.vec_mut();
-    v.resize(inflated, 0);
-    let mut starts = Vec::with_capacity(n);
-    let mut at = 0;
-    for (c, col) in cols.iter().enumerate() {
-        starts.push(at);
-        if !wanted(c) {
-            continue;
-        }
-        let src = &stored[col.at..col.at + col.stored];
-        let dst = &mut v[at..at + col.raw];
-        if col.stored == col.raw {
-            dst.copy_from_slice(src);
-        } else {
-            inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
-        }
-        at += col.raw;
-    }
+    // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
+    // of buffers with that much room after their end: no call per value.
+    const SLACK: usize = SHORT;
+    let columns = inflate_columns(codec, stored, raw_size, rows, want, SLACK)?;
+    let n = columns.len();
+    let wanted = |c: usize| want.is_none_or(|w| w[c]);
+    let starts: Vec<usize> = columns.spans.iter().map(|r| r.start).collect();
+    let inflated: usize = columns.spans.iter().map(|r| r.len()).sum();
+    let v = &columns.buf[..];
     let skipped = (0..n).filter(|&c| !wanted(c)).count();
     // Fields per assembled row.
     let width = n - skipped;
@@ -250,7 +331,7 @@ pub(crate) fn assemble(
     // well), then the rows, copying each value by its known length.
     let mut ends: Vec<u32> = Vec::with_capacity(rows * (n - skipped));
     for c in (0..n).filter(|&c| wanted(c)) {
-        let col = &v[starts[c]..starts[c] + cols[c].raw];
+        let col = &v[columns.spans[c].clone()];
         let mut cur = RowCursor::new(col);
         for _ in 0..rows {
             cur.skip()
@@ -261,10 +342,6 @@ pub(crate) fn assemble(
             return Err(format!("column {c} holds more than {rows} values"));
         }
     }
-    // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
-    // of buffers with that much room after their end: no call per value.
-    const SLACK: usize = SHORT;
-    v.resize(inflated + SLACK, 0);
     let mut out = RowBuf::take(data_len + SLACK + 4 * rows);
     let o = out.vec_mut();
     o.resize(data_len + SLACK, 0);

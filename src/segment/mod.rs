@@ -141,6 +141,7 @@ mod writer;
 
 pub(crate) use codec::{from_stored_byte, stored_byte, unpack};
 pub use codec::{Codec, Compression, Layout, RowBuf};
+pub use columns::Columns;
 pub use error::{Result, SegmentError};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;

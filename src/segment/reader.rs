@@ -471,14 +471,11 @@ impl Segment {
     /// batch is decompressed here, into memory the returned batch owns (one batch at a time);
     /// an uncompressed one is borrowed from the map.
     pub fn batch(&self, i: usize) -> Option<Result<SegmentBatch<'_>>> {
-        let m = self.batches.get(i)?;
+        let m = match self.checked(i)? {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e)),
+        };
         let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
-        if m.state.load(Ordering::Acquire) != GOOD {
-            if let Err(reason) = self.check_batch(m) {
-                return Some(Err(bad(reason)));
-            }
-            m.state.store(GOOD, Ordering::Release);
-        }
         Some(self.make_batch(m).map_err(bad))
     }
 
@@ -496,13 +493,10 @@ impl Segment {
         if m.layout != Layout::Columns || want.len() != fields {
             return self.batch(i);
         }
-        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
-        if m.state.load(Ordering::Acquire) != GOOD {
-            if let Err(reason) = self.check_batch(m) {
-                return Some(Err(bad(reason)));
-            }
-            m.state.store(GOOD, Ordering::Release);
+        if let Err(e) = self.checked(i)? {
+            return Some(Err(e));
         }
+        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
         let made = super::columns::assemble(
             m.codec,
             &self.map[m.data.clone()],
@@ -512,6 +506,49 @@ impl Segment {
         )
         .and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len));
         Some(made.map_err(bad))
+    }
+
+    /// The inflated columns of batch `i` when it is stored in columns (`None` past the end or
+    /// for a batch stored otherwise): for consumers that want columns (the Arrow export)
+    /// without the rows being rebuilt. Checked on first access as [`Segment::batch`].
+    pub fn batch_columns(&self, i: usize) -> Option<Result<super::Columns>> {
+        let m = self.batches.get(i)?;
+        if m.layout != Layout::Columns {
+            return None;
+        }
+        if let Err(e) = self.checked(i)? {
+            return Some(Err(e));
+        }
+        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
+        Some(
+            super::columns::read_columns(
+                m.codec,
+                &self.map[m.data.clone()],
+                m.raw_size,
+                m.rows as usize,
+            )
+            .map_err(bad),
+        )
+    }
+
+    /// Checks batch `i` without reading its rows, as [`Segment::batch`] does first (once).
+    /// `None` past the end.
+    pub fn check(&self, i: usize) -> Option<Result<()>> {
+        Some(self.checked(i)?.map(|_| ()))
+    }
+
+    /// The metadata of batch `i` once the batch is checked (its offsets and checksum, on the
+    /// first access only; a damaged batch is a [`SegmentError::Corrupt`] naming the file and
+    /// batch). `None` past the end.
+    fn checked(&self, i: usize) -> Option<Result<&BatchMeta>> {
+        let m = self.batches.get(i)?;
+        if m.state.load(Ordering::Acquire) != GOOD {
+            if let Err(reason) = self.check_batch(m) {
+                return Some(Err(corrupt(&self.path, format!("batch {i}: {reason}"))));
+            }
+            m.state.store(GOOD, Ordering::Release);
+        }
+        Some(Ok(m))
     }
 
     /// The event IDs of batch `i` (known without verifying its rows).

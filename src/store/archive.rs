@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 
@@ -507,7 +507,14 @@ enum Source {
     /// A compressed batch, decompressed: its rows, then its offsets; the length of the rows.
     Unpacked(Arc<Segment>, usize, Arc<crate::segment::RowBuf>, usize),
     Tail(Arc<Batch>),
+    /// A batch stored in columns, checked but not read: its columns are read by
+    /// [`BatchRef::columns`]; its rows are rebuilt on first use (see [`BatchRef::deferred`]).
+    Deferred(Arc<Segment>, usize, Arc<OnceLock<Unpacked>>),
 }
+
+/// Rows rebuilt from a deferred batch: the rows followed by their offsets, the length of the
+/// rows (`None`: rebuilding failed; see [`BatchRef::deferred`]).
+type Unpacked = Option<(Arc<crate::segment::RowBuf>, usize)>;
 
 /// A slice of a batch found by a scan: zero-copy rows of a mapped segment (kept mapped while
 /// this exists), the decompressed rows of a compressed batch (held while this exists), or of
@@ -564,8 +571,60 @@ impl BatchRef {
         }))
     }
 
+    /// Batch `i` of `seg`, stored in columns and already checked ([`Segment::check`]), whose
+    /// rows are not read until they are used: a consumer that wants columns takes them with
+    /// [`BatchRef::columns`] and never pays for rebuilding the rows. `None` when the batch is
+    /// not stored in columns (or is past the end). The checksum was verified, so only a
+    /// writer that stored a column that does not inflate could make the rebuilding fail; the
+    /// rows are then empty, and [`BatchRef::columns`] reports the error.
+    pub fn deferred(seg: Arc<Segment>, i: usize) -> Option<BatchRef> {
+        if seg.batch_layout(i)? != crate::segment::Layout::Columns {
+            return None;
+        }
+        let (schema, ids, _) = seg.batch_meta(i)?;
+        let (schema, len) = (schema.clone(), (ids.end - ids.start) as usize);
+        Some(BatchRef {
+            source: Source::Deferred(seg, i, Arc::new(OnceLock::new())),
+            schema,
+            rows: 0..len,
+        })
+    }
+
+    /// The columns of the underlying batch when it is stored in columns, and this slice is
+    /// all of it (`None` otherwise): each field's values back to back, inflated from the map
+    /// without rebuilding the rows.
+    pub fn columns(&self) -> Option<Result<crate::segment::Columns>> {
+        let (seg, i) = match &self.source {
+            Source::Sealed(seg, i) | Source::Unpacked(seg, i, ..) | Source::Deferred(seg, i, _) => {
+                (seg, *i)
+            }
+            Source::Tail(_) => return None,
+        };
+        let ids = seg.batch_ids(i)?;
+        if self.rows != (0..(ids.end - ids.start) as usize) {
+            return None;
+        }
+        Some(seg.batch_columns(i)?.map_err(Into::into))
+    }
+
     fn parts(&self) -> Parts<'_> {
         match &self.source {
+            Source::Deferred(seg, i, rows) => {
+                let unpacked = rows.get_or_init(|| match seg.batch(*i) {
+                    Some(Ok(b)) => b.unpacked(),
+                    _ => None,
+                });
+                match (unpacked, seg.batch_meta(*i)) {
+                    (Some((buf, len)), Some((_, ids, ts))) => (
+                        &self.schema,
+                        ids.start,
+                        &buf[..*len],
+                        OffsetsRef::U32Le(&buf[*len..]),
+                        ts,
+                    ),
+                    _ => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+                }
+            }
             Source::Sealed(seg, i) => {
                 // The index was valid when the ref was made and segments are immutable.
                 match (seg.mapped_rows(*i), seg.batch_meta(*i)) {
@@ -640,7 +699,9 @@ impl BatchRef {
     /// The segment file the rows come from (`None` for the WAL).
     pub fn segment_path(&self) -> Option<&Path> {
         match &self.source {
-            Source::Sealed(seg, _) | Source::Unpacked(seg, ..) => Some(seg.path()),
+            Source::Sealed(seg, _) | Source::Unpacked(seg, ..) | Source::Deferred(seg, ..) => {
+                Some(seg.path())
+            }
             Source::Tail(_) => None,
         }
     }
@@ -648,7 +709,7 @@ impl BatchRef {
     /// Copies the rows into an owned [`Batch`] with its ID set.
     pub fn to_batch(&self) -> Batch {
         let mut b = match &self.source {
-            Source::Sealed(..) | Source::Unpacked(..) => {
+            Source::Sealed(..) | Source::Unpacked(..) | Source::Deferred(..) => {
                 let (schema, first, data, offsets, ts) = self.parts();
                 let offsets = (0..offsets.len()).map(|i| offsets.get(i)).collect();
                 let mut b = Batch::from_parts(schema.clone(), data.to_vec(), offsets, ts)

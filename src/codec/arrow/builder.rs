@@ -17,6 +17,7 @@ use arrow_schema::{FieldRef, Schema as ArrowSchema};
 use super::schema::arrow_schema;
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::{push_addr, push_subnet};
+use crate::segment::Columns;
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 
@@ -290,6 +291,56 @@ impl Scalar {
         Ok(())
     }
 
+    /// Appends the next `n` values of a column (each set, or nil) read from `r`: one
+    /// dispatch on the column's kind, then a loop of that kind alone.
+    fn append_values(
+        &mut self,
+        r: &mut RowCursor<'_>,
+        n: usize,
+        ty: &Type,
+    ) -> Result<(), DecodeError> {
+        /// For each of the `n` values: nil appends a null, a set value runs `$set` with its
+        /// marker in `$m`.
+        macro_rules! each {
+            ($b:ident, $m:ident => $set:expr) => {
+                for _ in 0..n {
+                    let $m = r.marker()?;
+                    if $m == NIL {
+                        $b.append_null();
+                    } else {
+                        $set;
+                    }
+                }
+            };
+        }
+        match self {
+            Scalar::Count(b) => each!(b, m => b.append_value(r.uint(m, ty)?)),
+            Scalar::Int(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
+            Scalar::Time(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
+            Scalar::Interval(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
+            Scalar::Text(b) => each!(b, m => {
+                b.values.extend_from_slice(r.bin(m, ty)?);
+                b.end_value();
+            }),
+            Scalar::Addr(b) => each!(b, m => {
+                push_addr(&mut b.values, r.addr(m, ty)?);
+                b.end_value();
+            }),
+            // The others are rarer: the general per-value path.
+            other => {
+                for _ in 0..n {
+                    let m = r.marker()?;
+                    if m == NIL {
+                        other.append_null();
+                    } else {
+                        other.append(r, m, ty)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
         Ok(match self {
             Scalar::Bool(b) => Arc::new(b.finish()),
@@ -314,6 +365,62 @@ enum Column {
         nulls: Validity,
         values: Scalar,
     },
+}
+
+impl Column {
+    /// Appends the list (or nil) whose marker `m` was just read; `ty` is the list's type.
+    /// Does nothing for a scalar column.
+    #[inline]
+    fn append_list(&mut self, r: &mut RowCursor<'_>, m: u8, ty: &Type) -> Result<(), DecodeError> {
+        let Column::List {
+            offsets,
+            nulls,
+            values,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let last = offsets.last().copied().unwrap_or(0);
+        if m == NIL {
+            nulls.append_null();
+            offsets.push(last);
+            return Ok(());
+        }
+        let n = r.list_len(m)?;
+        let inner = ty.element().unwrap_or(ty);
+        for _ in 0..n {
+            let m = r.marker()?;
+            if m == NIL {
+                values.append_null();
+            } else {
+                values.append(r, m, inner)?;
+            }
+        }
+        nulls.append_non_null();
+        // Bounded by the batch's bytes (`MAX_BYTES`): each element takes a byte.
+        offsets.push(last.saturating_add(i32::try_from(n).unwrap_or(i32::MAX)));
+        Ok(())
+    }
+
+    /// Appends the next `n` values of a column of type `ty` read from `r`.
+    fn append_values(
+        &mut self,
+        r: &mut RowCursor<'_>,
+        n: usize,
+        ty: &Type,
+    ) -> Result<(), DecodeError> {
+        match self {
+            Column::Scalar(s) => s.append_values(r, n, ty),
+            Column::List { .. } => {
+                for _ in 0..n {
+                    let m = r.marker()?;
+                    self.append_list(r, m, ty)?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Builds [`RecordBatch`]es of one schema from msgpack rows (see [`crate::value`]).
@@ -419,32 +526,7 @@ impl ArrowBuilder {
                         s.append(&mut r, m, &field.ty)?;
                     }
                 }
-                Column::List {
-                    offsets,
-                    nulls,
-                    values,
-                    ..
-                } => {
-                    let last = offsets.last().copied().unwrap_or(0);
-                    if m == NIL {
-                        nulls.append_null();
-                        offsets.push(last);
-                        continue;
-                    }
-                    let n = r.list_len(m)?;
-                    let inner = field.ty.element().unwrap_or(&field.ty);
-                    for _ in 0..n {
-                        let m = r.marker()?;
-                        if m == NIL {
-                            values.append_null();
-                        } else {
-                            values.append(&mut r, m, inner)?;
-                        }
-                    }
-                    nulls.append_non_null();
-                    // Bounded by the batch's bytes (`MAX_BYTES`): each element takes a byte.
-                    offsets.push(last.saturating_add(i32::try_from(n).unwrap_or(i32::MAX)));
-                }
+                Column::List { .. } => col.append_list(&mut r, m, &field.ty)?,
             }
         }
         if r.position() != row.len() {
@@ -455,6 +537,59 @@ impl ArrowBuilder {
         }
         self.rows += 1;
         self.bytes += row.len();
+        Ok(())
+    }
+
+    /// Appends the rows of a batch stored in columns ([`Columns`]: field *c*'s values back
+    /// to back in column *c*) to `builders` (all of this one schema), a column at a time:
+    /// the rows are taken in order, run *k* of `runs` being the next `runs[k].1` rows, for
+    /// builder `runs[k].0`. The runs must cover the batch's rows exactly. A column that does
+    /// not decode as its field, or holds more or fewer values than the batch's rows, is an
+    /// error naming the field; the builders are then out of step: finish nothing more from
+    /// them (callers drop them).
+    pub(super) fn append_column_runs(
+        builders: &mut [ArrowBuilder],
+        cols: &Columns,
+        runs: &[(usize, usize)],
+    ) -> Result<(), (String, DecodeError)> {
+        let Some(first) = builders.first() else {
+            return Ok(());
+        };
+        let schema = first.schema.clone();
+        let fields = schema.fields.len();
+        if cols.len() != fields {
+            let e = DecodeError::FieldCount {
+                got: cols.len(),
+                want: fields,
+            };
+            return Err((String::new(), e));
+        }
+        for (c, field) in schema.fields.iter().enumerate() {
+            let data = cols.column(c);
+            let mut r = RowCursor::new(data);
+            for &(b, n) in runs {
+                let Some(builder) = builders.get_mut(b) else {
+                    continue;
+                };
+                builder.columns[c]
+                    .append_values(&mut r, n, &field.ty)
+                    .map_err(|e| (field.name.clone(), e))?;
+            }
+            if r.position() != data.len() {
+                let e = DecodeError::Trailing {
+                    at: r.position(),
+                    len: data.len(),
+                };
+                return Err((field.name.clone(), e));
+            }
+        }
+        let rows = cols.rows().max(1);
+        for &(b, n) in runs {
+            if let Some(builder) = builders.get_mut(b) {
+                builder.rows += n;
+                builder.bytes += cols.raw_size() / rows * n;
+            }
+        }
         Ok(())
     }
 

@@ -126,7 +126,7 @@ impl std::fmt::Debug for LakeWriter {
 }
 
 /// Nanoseconds per day.
-const DAY_NS: i64 = 86_400_000_000_000;
+pub(super) const DAY_NS: i64 = 86_400_000_000_000;
 
 /// The partition directory name of a day (`date=2009-11-18`), or of no day.
 fn date_dir(day: Option<i64>) -> String {

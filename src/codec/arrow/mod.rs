@@ -104,6 +104,26 @@ pub enum ArrowCodecError {
         #[source]
         source: DecodeError,
     },
+    /// A column of a batch stored in columns did not decode as its field says.
+    #[error("cannot convert field {field} of a batch of schema {schema}: {source}")]
+    DecodeColumn {
+        /// The schema's name.
+        schema: String,
+        /// The field's name.
+        field: String,
+        /// What was wrong with the column.
+        #[source]
+        source: DecodeError,
+    },
+    /// The rows (or columns) to convert could not be read.
+    #[error("cannot read a batch of schema {schema}: {source}")]
+    Read {
+        /// The schema's name.
+        schema: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Arrow refused the data.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

@@ -10,6 +10,12 @@
 //! given, and each goes whole to its partition's file, in order
 //! ([`LakeWriter::write_converted`]).
 //!
+//! A batch that comes as columns ([`SchemaRows::columns`]: `weir export` of a batch stored in
+//! columns and taken whole) is converted column by column, each column appended to the
+//! builders of its rows' days in runs; the rows are never rebuilt (exporting W1000 from its
+//! default archive: 3.1-3.4 s before, 2.4-2.5 s with this). The record batches are the same
+//! as from its rows, so the lake is too.
+//!
 //! Memory: at most four batches per thread are being converted or wait for their turn.
 
 use std::sync::{Arc, Mutex};
@@ -18,12 +24,26 @@ use arrow_array::RecordBatch;
 use arrow_schema::Schema as ArrowSchema;
 
 use super::builder::ArrowBuilder;
-use super::lake::{row_day, LakeSummary, LakeWriter};
+use super::lake::{row_day, LakeSummary, LakeWriter, DAY_NS};
 use super::schema::arrow_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
 use crate::pool::{OrderedPool, WorkerLost};
-use crate::types::SchemaRef;
+use crate::segment::Columns;
+use crate::types::{SchemaRef, Type};
+use crate::value::{DecodeError, RowCursor, NIL};
+
+/// The error for column `c` of a batch of `schema` that does not decode.
+fn column_error(schema: &SchemaRef, c: usize, source: DecodeError) -> ArrowCodecError {
+    ArrowCodecError::DecodeColumn {
+        schema: schema.name.clone(),
+        field: schema
+            .fields
+            .get(c)
+            .map_or_else(String::new, |f| f.name.clone()),
+        source,
+    }
+}
 
 /// Rows of one schema that a thread of a [`ParallelLakeWriter`] can convert.
 pub trait SchemaRows: Send + 'static {
@@ -31,6 +51,12 @@ pub trait SchemaRows: Send + 'static {
     fn schema(&self) -> &SchemaRef;
     /// The msgpack rows (see [`crate::value`]).
     fn rows(&self) -> impl Iterator<Item = &[u8]> + '_;
+    /// The same rows as columns, when they come as such (a batch stored in columns, all its
+    /// rows): converted column by column, without the rows being rebuilt. `None` (the
+    /// default): convert [`SchemaRows::rows`].
+    fn columns(&self) -> Option<Result<Columns, Box<dyn std::error::Error + Send + Sync>>> {
+        None
+    }
 }
 
 impl SchemaRows for Batch {
@@ -130,6 +156,84 @@ impl LakeRows {
         })
     }
 
+    /// Converts a batch stored in columns, `cols` of `schema`, as [`LakeRows::build`] converts
+    /// its rows (the same record batches): the rows' days are read from the `ts` column, and
+    /// each column is appended to the builders of those days in runs of consecutive rows of
+    /// one day. `None` when the batch is too large for one record batch
+    /// ([`ArrowBuilder::MAX_BYTES`]): convert its rows.
+    fn build_columns(
+        schema: &SchemaRef,
+        arrow: &Arc<ArrowSchema>,
+        cols: &Columns,
+        spare: &Spare,
+    ) -> Option<Result<LakeRows, ArrowCodecError>> {
+        if cols.raw_size() >= ArrowBuilder::MAX_BYTES {
+            return None;
+        }
+        let name = || schema.name.clone();
+        // Runs of rows of one day: (index among `days`, rows).
+        let mut days: Vec<Option<i64>> = Vec::new();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut add = |day: Option<i64>, runs: &mut Vec<(usize, usize)>| {
+            let k = match days.iter().position(|d| *d == day) {
+                Some(k) => k,
+                None => {
+                    days.push(day);
+                    days.len() - 1
+                }
+            };
+            match runs.last_mut() {
+                Some((last, n)) if *last == k => *n += 1,
+                _ => runs.push((k, 1)),
+            }
+        };
+        match schema.ts_index() {
+            None => runs.push((0, cols.rows())),
+            Some(t) => {
+                let ts = cols.column(t);
+                let mut r = RowCursor::new(ts);
+                for _ in 0..cols.rows() {
+                    let day = match r.marker() {
+                        Ok(NIL) => None,
+                        Ok(m) => match r.int(m, &Type::Time) {
+                            Ok(ns) => Some(ns.div_euclid(DAY_NS)),
+                            Err(source) => return Some(Err(column_error(schema, t, source))),
+                        },
+                        Err(source) => return Some(Err(column_error(schema, t, source))),
+                    };
+                    add(day, &mut runs);
+                }
+            }
+        }
+        if days.is_empty() {
+            days.push(None);
+        }
+        let mut builders: Vec<ArrowBuilder> =
+            days.iter().map(|_| spare.take(schema, arrow)).collect();
+        // On an error the builders are dropped: a failed column leaves them uneven.
+        if let Err((field, source)) = ArrowBuilder::append_column_runs(&mut builders, cols, &runs) {
+            return Some(Err(ArrowCodecError::DecodeColumn {
+                schema: name(),
+                field,
+                source,
+            }));
+        }
+        let mut batches = Vec::with_capacity(days.len());
+        for (day, mut builder) in days.into_iter().zip(builders) {
+            if !builder.is_empty() {
+                match builder.finish() {
+                    Ok(b) => batches.push((day, b)),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            spare.give(builder);
+        }
+        Some(Ok(LakeRows {
+            schema: schema.clone(),
+            batches,
+        }))
+    }
+
     /// The schema and the record batches with their days.
     pub(super) fn into_parts(self) -> (SchemaRef, Vec<(Option<i64>, RecordBatch)>) {
         (self.schema, self.batches)
@@ -175,7 +279,22 @@ impl<J: SchemaRows> ParallelLakeWriter<J> {
         let spare = Spare::default();
         let pool = OrderedPool::new(threads, threads * WINDOW_PER_THREAD, move |job: Job<J>| {
             let (rows, take, arrow) = job;
-            LakeRows::build(rows.schema(), &arrow, rows.rows().take(take), &spare)
+            let schema = rows.schema();
+            match rows.columns() {
+                Some(Err(source)) => {
+                    return Err(ArrowCodecError::Read {
+                        schema: schema.name.clone(),
+                        source,
+                    })
+                }
+                Some(Ok(cols)) if take >= cols.rows() => {
+                    if let Some(done) = LakeRows::build_columns(schema, &arrow, &cols, &spare) {
+                        return done;
+                    }
+                }
+                _ => {}
+            }
+            LakeRows::build(schema, &arrow, rows.rows().take(take), &spare)
         });
         ParallelLakeWriter {
             writer,
