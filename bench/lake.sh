@@ -10,8 +10,9 @@
 #
 # Installs its own PyPI packages (duckdb, datafusion, pyspark, pyarrow; Spark needs Java 17).
 # Prints: median seconds of `weir import`, `weir export --to parquet` (events/s) and DuckDB's
-# read_csv of the .log.gz into zstd Parquet; the sizes of the lake and of DuckDB's file; then per
-# engine the three queries' answers and times, checked against `weir count` (exit 1 on a
+# read_csv of the .log.gz into zstd Parquet; the sizes of the lake and of DuckDB's file; the
+# export's peak memory beyond the mapped archive for a tenth and all of the events at three
+# row-group sizes (memory follows the row groups, not the events); then per engine the three queries' answers and times, checked against `weir count` (exit 1 on a
 # disagreement).
 set -euo pipefail
 N=${1:-1000}
@@ -68,6 +69,33 @@ printf '%-44s %8.2f (runs: import %s; export %s; duckdb %s)\n' "DuckDB / (weir i
 ls=$(du -sb "$lake" | cut -f1) ds=$(stat -c %s "$duck")
 printf '%-44s %8.1f MB in %d files\n' "lake size" "$(echo "$ls / 1000000" | bc -l)" "$(find "$lake" -name '*.parquet' | wc -l)"
 printf '%-44s %8.1f MB (lake / DuckDB: %.2f, target <= 1)\n' "DuckDB zstd Parquet size" "$(echo "$ds / 1000000" | bc -l)" "$(echo "$ls / $ds" | bc -l)"
+
+# Peak memory of the export without the archive's mapped pages (RssAnon, sampled every 20 ms):
+# it follows the row-group size, not the number of events exported.
+peak_anon() {
+  "$@" >/dev/null 2>&1 &
+  local pid=$! peak=0 v
+  while kill -0 "$pid" 2>/dev/null; do
+    v=$(awk '/^RssAnon/{print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    if [ -n "$v" ] && [ "$v" -gt "$peak" ]; then peak=$v; fi
+    sleep 0.02
+  done
+  wait "$pid"
+  echo $((peak / 1024))
+}
+echo
+echo "export peak memory (MB of RssAnon: the mapped archive not counted)"
+printf '%-16s %14s %14s %14s\n' "events / rows per row group:" 30720 122880 491520
+for n in $((events / 10)) "$events"; do
+  row="$n"
+  for rg in 30720 122880 491520; do
+    rm -rf "$lake.mem"
+    row="$row $(peak_anon "$weir" export --db "$db" --to parquet -n "$n" --row-group-size "$rg" --output "$lake.mem")"
+  done
+  # shellcheck disable=SC2086
+  printf '%-16s %14s %14s %14s\n' $row
+done
+rm -rf "$lake.mem"
 
 # The three queries, answered by weir from the archive and by each engine from the lake.
 uid=$("$weir" export --db "$db" --to json -n 1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["uid"])')
