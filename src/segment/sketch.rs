@@ -34,6 +34,7 @@
 //! - A sketch is covered by the segment's metadata checksum, so a query can trust it without
 //!   verifying the batch's rows.
 
+use super::columns::{IntKind, IntRange};
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
 
@@ -60,6 +61,15 @@ pub enum RangeKind {
 }
 
 impl RangeKind {
+    /// What `columns::split_with_ranges` should take of a field of type `ty` for its sketch.
+    pub(crate) fn int_kind(ty: &Type) -> IntKind {
+        match RangeKind::of(ty) {
+            Some(RangeKind::Signed) => IntKind::Signed,
+            Some(RangeKind::Unsigned) => IntKind::Unsigned,
+            _ => IntKind::Skip,
+        }
+    }
+
     /// The kind of a scalar field's range (`None`: the type has none).
     pub fn of(ty: &Type) -> Option<RangeKind> {
         match ty {
@@ -271,10 +281,14 @@ impl SketchBuilder {
     /// [`SketchBuilder::build`] from the batch's columns (`columns.rs`: column `i` holds field
     /// `i` of every row, back to back): the same sketch, one field at a time, as the column
     /// layout has the values of one type together.
+    ///
+    /// `ints` (one per field, from `columns::split_with_ranges`), when given, holds the integer
+    /// fields' ranges taken while splitting: those columns are not read again.
     pub(crate) fn build_columns(
         &mut self,
         schema: &SchemaRef,
         columns: &[Vec<u8>],
+        ints: Option<&[IntRange]>,
         max_bloom: usize,
     ) -> Result<Sketch, DecodeError> {
         if columns.len() != schema.fields.len() {
@@ -285,6 +299,27 @@ impl SketchBuilder {
         }
         self.start(schema);
         for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
+            if let Some(r) = ints.and_then(|r| r.get(i)) {
+                let taken = match (r.kind(), &mut self.ranges[i]) {
+                    (IntKind::Signed, Some((RangeKind::Signed, acc))) => {
+                        if let Some((lo, hi)) = r.lo_hi() {
+                            *acc = Acc::I(lo as i64, hi as i64);
+                        }
+                        true
+                    }
+                    (IntKind::Unsigned, Some((RangeKind::Unsigned, acc))) => {
+                        if let Some((lo, hi)) = r.lo_hi() {
+                            *acc = Acc::U(lo, hi);
+                        }
+                        true
+                    }
+                    _ => false,
+                };
+                if taken {
+                    self.set[i] += r.set();
+                    continue;
+                }
+            }
             let mut c = RowCursor::new(col);
             // Values counted by the loops below (the general one counts its own).
             let mut set = 0u32;
@@ -299,9 +334,8 @@ impl SketchBuilder {
                         if m == 0xc0 {
                             continue;
                         }
-                        let ValueRef::String(b) = c.scalar(m, &Type::String)? else {
-                            continue;
-                        };
+                        // Strings and addresses alike are bins: their bytes as stored.
+                        let b = c.bin(m, &f.ty)?;
                         if tag == TAG_ADDR && b.len() != 4 && b.len() != 16 {
                             return Err(c.unexpected(m, &f.ty));
                         }
@@ -320,6 +354,7 @@ impl SketchBuilder {
                         }
                     }
                 }
+                // Integer fields whose ranges the split did not take.
                 ((None, false), Some((RangeKind::Unsigned, acc))) => {
                     let (mut lo, mut hi, mut any) = (u64::MAX, 0u64, false);
                     while c.position() < col.len() {
@@ -353,6 +388,15 @@ impl SketchBuilder {
                     }
                     if any {
                         *acc = Acc::I(lo, hi);
+                    }
+                }
+                // Nothing to record (`bool`, `subnet`): the values are checked, not decoded.
+                ((None, false), None) if matches!(f.ty, Type::Bool) => {
+                    while c.position() < col.len() {
+                        let m = c.marker()?;
+                        if !matches!(m, 0xc0 | 0xc2 | 0xc3) {
+                            return Err(c.unexpected(m, &f.ty));
+                        }
                     }
                 }
                 _ => {
@@ -694,7 +738,8 @@ mod tests {
         ));
         let mut b = SketchBuilder::default();
         for sk in [
-            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
+            b.build_columns(&schema, &cols, None, usize::MAX / 16)
+                .unwrap(),
             b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
         ] {
             let r = SketchRef {
@@ -721,6 +766,155 @@ mod tests {
             // not for the 60,000 values.
             assert!(sk.bloom.len() < 12_000, "{}", sk.bloom.len());
         }
+    }
+
+    #[test]
+    fn ranges_from_columns_are_those_from_rows_for_every_integer_width() {
+        // Counts, ints, times and intervals of every msgpack width (fixints, negative fixints,
+        // 8 to 64 bits, signed and not, the extremes), nils among them, and the last values of
+        // a column closer than 8 bytes to its end (read the general way).
+        let schema = Schema::new(
+            "zeek.t",
+            vec![
+                Field::new("c", Type::Count),
+                Field::new("i", Type::Int),
+                Field::new("t", Type::Time),
+                Field::new("d", Type::Interval),
+                Field::new("p", Type::Port),
+                Field::new("b", Type::Bool),
+            ],
+        )
+        .into_shared();
+        let counts = [
+            0u64,
+            1,
+            127,
+            128,
+            255,
+            256,
+            65_535,
+            65_536,
+            1 << 32,
+            u64::MAX,
+        ];
+        let ints = [
+            0i64,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            -32_768,
+            -32_769,
+            i32::MIN as i64 - 1,
+            i64::MIN,
+            i64::MAX,
+            127,
+            300,
+        ];
+        for rows in [1usize, 2, 7, 40] {
+            for shift in 0..ints.len() {
+                let mut bb = BatchBuilder::new(schema.clone());
+                for r in 0..rows {
+                    let k = r + shift;
+                    let mut e = bb.begin_row();
+                    if k % 9 == 4 {
+                        e.null();
+                    } else {
+                        e.uint(counts[k % counts.len()]);
+                    }
+                    e.int(ints[k % ints.len()]);
+                    e.int(ints[(k + 3) % ints.len()]);
+                    if k % 5 == 0 {
+                        e.null();
+                    } else {
+                        e.int(ints[(k + 7) % ints.len()] / 3);
+                    }
+                    e.uint((k * 997 % 65_536) as u64);
+                    e.bool(k % 2 == 0);
+                    bb.finish_row(None);
+                }
+                let batch = bb.finish();
+                let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
+                let mut cols = Vec::new();
+                assert!(super::super::columns::split(
+                    batch.data(),
+                    &offsets,
+                    6,
+                    &mut cols
+                ));
+                let mut b = SketchBuilder::default();
+                let from_columns = b.build_columns(&schema, &cols, None, 1 << 20).unwrap();
+                let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
+                assert_eq!(from_columns, from_rows, "{rows} rows, shift {shift}");
+                // The ranges taken while splitting: the same sketch, the columns the same.
+                let mut ints: Vec<IntRange> = schema
+                    .fields
+                    .iter()
+                    .map(|f| IntRange::new(RangeKind::int_kind(&f.ty)))
+                    .collect();
+                let mut cols2 = Vec::new();
+                assert!(super::super::columns::split_with_ranges(
+                    batch.data(),
+                    &offsets,
+                    &mut cols2,
+                    &mut ints
+                ));
+                assert_eq!(cols2, cols);
+                assert!(
+                    ints.iter().all(|r| r.kind() != IntKind::Unknown),
+                    "{ints:?}"
+                );
+                let from_split = b
+                    .build_columns(&schema, &cols, Some(&ints), 1 << 20)
+                    .unwrap();
+                assert_eq!(from_split, from_rows, "{rows} rows, shift {shift}");
+                assert!(
+                    from_rows.ranges.len() >= 4,
+                    "a range per field with a value"
+                );
+            }
+        }
+        // Values the split does not take as the field's kind leave the range unknown (the
+        // column is then read, and its error reported): a negative count, a u64 beyond i64
+        // for an int, a string.
+        for (value, ty) in [
+            (&[0xff][..], Type::Count),
+            (&[0xd0, 0x80][..], Type::Count),
+            (&[0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0][..], Type::Int),
+            (&[0xc4, 1, b'x'][..], Type::Time),
+        ] {
+            let mut r = IntRange::new(RangeKind::int_kind(&ty));
+            let mut row = vec![0x91];
+            row.extend_from_slice(value);
+            let mut c = Vec::new();
+            assert!(super::super::columns::split_with_ranges(
+                &row,
+                &[0],
+                &mut c,
+                std::slice::from_mut(&mut r)
+            ));
+            assert_eq!(r.kind(), IntKind::Unknown, "{value:?} as {ty}");
+        }
+        // A value that is not an integer where one is expected is an error either way.
+        let mut cols = vec![vec![0x05, 0xa1, b'x'], vec![1, 2], vec![1, 2], vec![1, 2]];
+        cols.extend([vec![1, 2], vec![0xc2, 0xc3]]);
+        assert!(SketchBuilder::default()
+            .build_columns(&schema, &cols, None, 1 << 20)
+            .is_err());
+        cols[0] = vec![0x05, 0x06];
+        cols[5] = vec![0xc2, 0x01];
+        assert!(SketchBuilder::default()
+            .build_columns(&schema, &cols, None, 1 << 20)
+            .is_err());
+        cols[5] = vec![0xc2, 0xc0];
+        cols[1] = vec![0xcf, 0xff, 0, 0, 0, 0, 0, 0, 0, 0x01];
+        assert!(
+            SketchBuilder::default()
+                .build_columns(&schema, &cols, None, 1 << 20)
+                .is_err(),
+            "an int beyond i64"
+        );
     }
 
     #[test]
@@ -768,14 +962,15 @@ mod tests {
         ));
         let mut b = SketchBuilder::default();
         assert_eq!(
-            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
+            b.build_columns(&schema, &cols, None, usize::MAX / 16)
+                .unwrap(),
             sk
         );
         assert_eq!(
-            b.build_columns(&schema, &cols, 1000).unwrap(),
+            b.build_columns(&schema, &cols, None, 1000).unwrap(),
             b.build(&schema, batch.rows(), 1000).unwrap()
         );
-        assert!(b.build_columns(&schema, &cols[..4], 1000).is_err());
+        assert!(b.build_columns(&schema, &cols[..4], None, 1000).is_err());
         let r = SketchRef {
             bloom: &sk.bloom,
             hashes: sk.hashes,
