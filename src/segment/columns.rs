@@ -95,151 +95,7 @@ const SHORT: usize = 32;
 /// row is not an array of exactly `fields` values with the shortest header, or `fields` is 0
 /// or above 65535: such a batch is stored in the row layout.
 pub(crate) fn split(data: &[u8], offsets: &[u32], fields: usize, cols: &mut Vec<Vec<u8>>) -> bool {
-    split_impl::<false>(data, offsets, fields, cols, &mut [])
-}
-
-/// [`split`], also taking the range of each integer field on the way (`ints`, one per field;
-/// see [`IntRange`]): the values' lengths are known there, so decoding them costs no second
-/// pass over the column (what the sketch of the batch needs).
-pub(crate) fn split_with_ranges(
-    data: &[u8],
-    offsets: &[u32],
-    cols: &mut Vec<Vec<u8>>,
-    ints: &mut [IntRange],
-) -> bool {
-    split_impl::<true>(data, offsets, ints.len(), cols, ints)
-}
-
-/// The range of one integer field's values, as [`split_with_ranges`] takes it: the smallest and
-/// largest as order-preserving u64 keys ([`IntRange::lo_hi`] gives them back) and the number of
-/// values set (not nil).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct IntRange {
-    kind: IntKind,
-    lo: u64,
-    hi: u64,
-    set: u32,
-}
-
-/// What an [`IntRange`] takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IntKind {
-    /// Nothing (not an integer field).
-    Skip,
-    /// `count`, `port`: u64 values.
-    Unsigned,
-    /// `int`, `time`, `interval`: i64 values.
-    Signed,
-    /// A value that is not an integer of the field's kind (or not in the fast reader's shape)
-    /// was met: the range is unknown, read the column.
-    Unknown,
-}
-
-/// The sign bit: an i64 XOR this is a u64 of the same order.
-const SIGN: u64 = 1 << 63;
-
-impl IntRange {
-    /// A range of nothing yet, for a field of `kind`.
-    pub(crate) fn new(kind: IntKind) -> IntRange {
-        IntRange {
-            kind,
-            lo: u64::MAX,
-            hi: 0,
-            set: 0,
-        }
-    }
-
-    /// The kind (after the split: [`IntKind::Unknown`] if a value did not fit it).
-    pub(crate) fn kind(&self) -> IntKind {
-        self.kind
-    }
-
-    /// The number of values set.
-    pub(crate) fn set(&self) -> u32 {
-        self.set
-    }
-
-    /// The smallest and largest value as the bits of an i64 (signed) or a u64 (unsigned);
-    /// `None` when no value was set.
-    pub(crate) fn lo_hi(&self) -> Option<(u64, u64)> {
-        if self.set == 0 {
-            return None;
-        }
-        Some(match self.kind {
-            IntKind::Signed => (self.lo ^ SIGN, self.hi ^ SIGN),
-            _ => (self.lo, self.hi),
-        })
-    }
-
-    /// Takes the value whose encoding (marker first, `len` bytes in all) starts `v`, followed
-    /// by at least 8 more bytes (else it is taken by [`IntRange::take_slow`]).
-    /// A value that is not an integer [`RowCursor`] would read as the field's kind (a negative
-    /// count, a u64 above i64::MAX for an int, a string) makes the range unknown: the column
-    /// is then read by the general reader, which reports the error.
-    #[inline(always)]
-    fn take(&mut self, v: &[u8], len: usize) {
-        if matches!(self.kind, IntKind::Skip | IntKind::Unknown) {
-            return;
-        }
-        let Some(&[m, a, b, c, d, e, f, g, h]) = v.get(..9) else {
-            return self.take_slow(v.get(..len).unwrap_or(v));
-        };
-        if m == NIL_MARKER {
-            return;
-        }
-        // The payload after the marker (`len - 1` bytes, at most 8 for an integer): the top
-        // bits of one big-endian load.
-        let x = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
-        let shift = (64 - 8 * len.saturating_sub(1).clamp(1, 8)) as u32;
-        let key = match (self.kind, m) {
-            (IntKind::Unsigned, 0x00..=0x7f) => u64::from(m),
-            (IntKind::Unsigned, 0xcc..=0xcf) => x >> shift,
-            (IntKind::Signed, 0x00..=0x7f) => u64::from(m) ^ SIGN,
-            (IntKind::Signed, 0xe0..=0xff) => (m as i8 as i64 as u64) ^ SIGN,
-            (IntKind::Signed, 0xcc..=0xce) => (x >> shift) ^ SIGN,
-            (IntKind::Signed, 0xcf) if x < SIGN => x ^ SIGN,
-            (IntKind::Signed, 0xd0..=0xd3) => (((x as i64) >> shift) as u64) ^ SIGN,
-            _ => {
-                self.kind = IntKind::Unknown;
-                return;
-            }
-        };
-        self.lo = self.lo.min(key);
-        self.hi = self.hi.max(key);
-        self.set += 1;
-    }
-
-    /// [`IntRange::take`] for a value without 8 bytes after it (at the end of the rows):
-    /// copied into a padded buffer first.
-    #[cold]
-    fn take_slow(&mut self, v: &[u8]) {
-        let mut padded = [0u8; SHORT];
-        match padded.get_mut(..v.len()) {
-            Some(p) if v.len() + 8 <= SHORT => {
-                p.copy_from_slice(v);
-                self.take(&padded[..], v.len());
-            }
-            // Longer than any integer.
-            _ => {
-                if !matches!(self.kind, IntKind::Skip) && v.first() != Some(&NIL_MARKER) {
-                    self.kind = IntKind::Unknown;
-                }
-            }
-        }
-    }
-}
-
-/// msgpack's nil.
-const NIL_MARKER: u8 = 0xc0;
-
-fn split_impl<const RANGES: bool>(
-    data: &[u8],
-    offsets: &[u32],
-    fields: usize,
-    cols: &mut Vec<Vec<u8>>,
-    ints: &mut [IntRange],
-) -> bool {
-    if fields == 0 || fields > u16::MAX as usize || (RANGES && ints.len() != fields) {
+    if fields == 0 || fields > u16::MAX as usize {
         return false;
     }
     cols.resize_with(fields, Vec::new);
@@ -260,7 +116,7 @@ fn split_impl<const RANGES: bool>(
         }
         let mut cur = RowCursor::at(row, hl);
         let base = start as usize;
-        for (f, col) in cols.iter_mut().enumerate() {
+        for col in cols.iter_mut() {
             let from = cur.position();
             if cur.skip().is_err() {
                 return false;
@@ -274,26 +130,8 @@ fn split_impl<const RANGES: bool>(
                     fixed.copy_from_slice(chunk);
                     col.extend_from_slice(&fixed);
                     col.truncate(col.len() - SHORT + len);
-                    if RANGES {
-                        // From the rows, not the copy (which the compiler keeps in registers).
-                        if let Some(r) = ints.get_mut(f) {
-                            if len + 8 <= SHORT {
-                                r.take(chunk, len);
-                            } else {
-                                r.take_slow(&row[from..from + len]);
-                            }
-                        }
-                    }
                 }
-                _ => {
-                    let value = &row[from..from + len];
-                    col.extend_from_slice(value);
-                    if RANGES {
-                        if let Some(r) = ints.get_mut(f) {
-                            r.take_slow(value);
-                        }
-                    }
-                }
+                _ => col.extend_from_slice(&row[from..from + len]),
             }
         }
         if cur.position() != row.len() {

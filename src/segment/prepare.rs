@@ -11,8 +11,7 @@
 //! [`SegmentBuilder::add_prepared`]: super::SegmentBuilder::add_prepared
 
 use super::codec::{Codec, Compression, Layout, Packer};
-use super::columns::IntRange;
-use super::sketch::{RangeKind, Sketch, SketchBuilder};
+use super::sketch::{Sketch, SketchBuilder};
 use crate::batch::Batch;
 
 /// Batches of at least this many bytes of rows are sketched on a second thread while they are
@@ -64,8 +63,6 @@ pub struct Preparer {
     scratch: Vec<u32>,
     /// The columns of the batch being prepared (`columns.rs`).
     cols: Vec<Vec<u8>>,
-    /// The integer fields' ranges taken while splitting (one per field, when sketching).
-    ints: Vec<IntRange>,
     split: bool,
 }
 
@@ -83,7 +80,6 @@ impl Preparer {
             sketcher: sketches.then(SketchBuilder::default),
             scratch: Vec::new(),
             cols: Vec::new(),
-            ints: Vec::new(),
             split: true,
         }
     }
@@ -117,30 +113,13 @@ impl Preparer {
         // One walk splits the rows into columns (when they fit the column layout and are to be
         // compressed); the sketch is then built from the columns, a field at a time.
         let fields = batch.schema().fields.len();
-        // With a sketch to build, the integer fields' ranges are taken while splitting.
-        self.ints.clear();
-        if self.sketcher.is_some() {
-            let kinds = batch.schema().fields.iter();
-            self.ints
-                .extend(kinds.map(|f| IntRange::new(RangeKind::int_kind(&f.ty))));
-        }
         let columnar = codec != Codec::None
-            && if self.ints.is_empty() {
-                super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols)
-            } else {
-                super::columns::split_with_ranges(
-                    batch.data(),
-                    &self.scratch,
-                    &mut self.cols,
-                    &mut self.ints,
-                )
-            };
+            && super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols);
         let cols = columnar.then_some(&self.cols[..]);
-        let ints = (columnar && !self.ints.is_empty()).then_some(&self.ints[..]);
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| {
             match cols {
-                Some(cols) => sk.build_columns(batch.schema(), cols, ints, max_bloom),
+                Some(cols) => sk.build_columns(batch.schema(), cols, max_bloom),
                 None => sk.build(batch.schema(), batch.rows(), max_bloom),
             }
             .ok()

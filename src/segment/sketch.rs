@@ -34,7 +34,6 @@
 //! - A sketch is covered by the segment's metadata checksum, so a query can trust it without
 //!   verifying the batch's rows.
 
-use super::columns::{IntKind, IntRange};
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
 
@@ -61,15 +60,6 @@ pub enum RangeKind {
 }
 
 impl RangeKind {
-    /// What `columns::split_with_ranges` should take of a field of type `ty` for its sketch.
-    pub(crate) fn int_kind(ty: &Type) -> IntKind {
-        match RangeKind::of(ty) {
-            Some(RangeKind::Signed) => IntKind::Signed,
-            Some(RangeKind::Unsigned) => IntKind::Unsigned,
-            _ => IntKind::Skip,
-        }
-    }
-
     /// The kind of a scalar field's range (`None`: the type has none).
     pub fn of(ty: &Type) -> Option<RangeKind> {
         match ty {
@@ -281,14 +271,10 @@ impl SketchBuilder {
     /// [`SketchBuilder::build`] from the batch's columns (`columns.rs`: column `i` holds field
     /// `i` of every row, back to back): the same sketch, one field at a time, as the column
     /// layout has the values of one type together.
-    ///
-    /// `ints` (one per field, from `columns::split_with_ranges`), when given, holds the integer
-    /// fields' ranges taken while splitting: those columns are not read again.
     pub(crate) fn build_columns(
         &mut self,
         schema: &SchemaRef,
         columns: &[Vec<u8>],
-        ints: Option<&[IntRange]>,
         max_bloom: usize,
     ) -> Result<Sketch, DecodeError> {
         if columns.len() != schema.fields.len() {
@@ -299,27 +285,6 @@ impl SketchBuilder {
         }
         self.start(schema);
         for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
-            if let Some(r) = ints.and_then(|r| r.get(i)) {
-                let taken = match (r.kind(), &mut self.ranges[i]) {
-                    (IntKind::Signed, Some((RangeKind::Signed, acc))) => {
-                        if let Some((lo, hi)) = r.lo_hi() {
-                            *acc = Acc::I(lo as i64, hi as i64);
-                        }
-                        true
-                    }
-                    (IntKind::Unsigned, Some((RangeKind::Unsigned, acc))) => {
-                        if let Some((lo, hi)) = r.lo_hi() {
-                            *acc = Acc::U(lo, hi);
-                        }
-                        true
-                    }
-                    _ => false,
-                };
-                if taken {
-                    self.set[i] += r.set();
-                    continue;
-                }
-            }
             let mut c = RowCursor::new(col);
             // Values counted by the loops below (the general one counts its own).
             let mut set = 0u32;
@@ -354,7 +319,6 @@ impl SketchBuilder {
                         }
                     }
                 }
-                // Integer fields whose ranges the split did not take.
                 ((None, false), Some((RangeKind::Unsigned, acc))) => {
                     let (mut lo, mut hi, mut any) = (u64::MAX, 0u64, false);
                     while c.position() < col.len() {
@@ -738,8 +702,7 @@ mod tests {
         ));
         let mut b = SketchBuilder::default();
         for sk in [
-            b.build_columns(&schema, &cols, None, usize::MAX / 16)
-                .unwrap(),
+            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
             b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
         ] {
             let r = SketchRef {
@@ -844,74 +807,32 @@ mod tests {
                     &mut cols
                 ));
                 let mut b = SketchBuilder::default();
-                let from_columns = b.build_columns(&schema, &cols, None, 1 << 20).unwrap();
+                let from_columns = b.build_columns(&schema, &cols, 1 << 20).unwrap();
                 let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
                 assert_eq!(from_columns, from_rows, "{rows} rows, shift {shift}");
                 // The ranges taken while splitting: the same sketch, the columns the same.
-                let mut ints: Vec<IntRange> = schema
-                    .fields
-                    .iter()
-                    .map(|f| IntRange::new(RangeKind::int_kind(&f.ty)))
-                    .collect();
-                let mut cols2 = Vec::new();
-                assert!(super::super::columns::split_with_ranges(
-                    batch.data(),
-                    &offsets,
-                    &mut cols2,
-                    &mut ints
-                ));
-                assert_eq!(cols2, cols);
-                assert!(
-                    ints.iter().all(|r| r.kind() != IntKind::Unknown),
-                    "{ints:?}"
-                );
-                let from_split = b
-                    .build_columns(&schema, &cols, Some(&ints), 1 << 20)
-                    .unwrap();
-                assert_eq!(from_split, from_rows, "{rows} rows, shift {shift}");
                 assert!(
                     from_rows.ranges.len() >= 4,
                     "a range per field with a value"
                 );
             }
         }
-        // Values the split does not take as the field's kind leave the range unknown (the
-        // column is then read, and its error reported): a negative count, a u64 beyond i64
-        // for an int, a string.
-        for (value, ty) in [
-            (&[0xff][..], Type::Count),
-            (&[0xd0, 0x80][..], Type::Count),
-            (&[0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0][..], Type::Int),
-            (&[0xc4, 1, b'x'][..], Type::Time),
-        ] {
-            let mut r = IntRange::new(RangeKind::int_kind(&ty));
-            let mut row = vec![0x91];
-            row.extend_from_slice(value);
-            let mut c = Vec::new();
-            assert!(super::super::columns::split_with_ranges(
-                &row,
-                &[0],
-                &mut c,
-                std::slice::from_mut(&mut r)
-            ));
-            assert_eq!(r.kind(), IntKind::Unknown, "{value:?} as {ty}");
-        }
         // A value that is not an integer where one is expected is an error either way.
         let mut cols = vec![vec![0x05, 0xa1, b'x'], vec![1, 2], vec![1, 2], vec![1, 2]];
         cols.extend([vec![1, 2], vec![0xc2, 0xc3]]);
         assert!(SketchBuilder::default()
-            .build_columns(&schema, &cols, None, 1 << 20)
+            .build_columns(&schema, &cols, 1 << 20)
             .is_err());
         cols[0] = vec![0x05, 0x06];
         cols[5] = vec![0xc2, 0x01];
         assert!(SketchBuilder::default()
-            .build_columns(&schema, &cols, None, 1 << 20)
+            .build_columns(&schema, &cols, 1 << 20)
             .is_err());
         cols[5] = vec![0xc2, 0xc0];
         cols[1] = vec![0xcf, 0xff, 0, 0, 0, 0, 0, 0, 0, 0x01];
         assert!(
             SketchBuilder::default()
-                .build_columns(&schema, &cols, None, 1 << 20)
+                .build_columns(&schema, &cols, 1 << 20)
                 .is_err(),
             "an int beyond i64"
         );
@@ -962,15 +883,14 @@ mod tests {
         ));
         let mut b = SketchBuilder::default();
         assert_eq!(
-            b.build_columns(&schema, &cols, None, usize::MAX / 16)
-                .unwrap(),
+            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
             sk
         );
         assert_eq!(
-            b.build_columns(&schema, &cols, None, 1000).unwrap(),
+            b.build_columns(&schema, &cols, 1000).unwrap(),
             b.build(&schema, batch.rows(), 1000).unwrap()
         );
-        assert!(b.build_columns(&schema, &cols[..4], None, 1000).is_err());
+        assert!(b.build_columns(&schema, &cols[..4], 1000).is_err());
         let r = SketchRef {
             bloom: &sk.bloom,
             hashes: sk.hashes,
