@@ -10,8 +10,10 @@
 //! `tests/fixtures/archive-v2` is the same import by weir before format 3 (commit 121015d,
 //! the last to write format 2: uncompressed batches, no sketches). `tests/fixtures/archive-v3`
 //! is the same import by weir before format 4 (commit edda041, the last to write format 3:
-//! zstd batches of varint row lengths and rows in one frame, sketches). Tests work on a copy:
-//! opening a writer may modify an archive.
+//! zstd batches of varint row lengths and rows in one frame, sketches). `tests/fixtures/archive-v4`
+//! is the same import by weir before format 5 (commit 3a00cd4,
+//! the last to write format 4: batches in columns, sketches with per-field value counts, no
+//! time histograms). Tests work on a copy: opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
@@ -65,6 +67,11 @@ fn v2_archive_opens_exports_its_source_and_verifies_clean() {
 #[test]
 fn v3_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(3);
+}
+
+#[test]
+fn v4_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(4);
 }
 
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
@@ -123,6 +130,11 @@ fn v2_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v3_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(3);
+}
+
+#[test]
+fn v4_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(4);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
