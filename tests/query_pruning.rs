@@ -561,13 +561,31 @@ fn a_count_takes_batches_wholly_in_range_from_their_sketch() {
         let (n, stats) = Query::parse(text).unwrap().count(&archive).unwrap();
         (n, stats.rows_evaluated)
     };
-    // Every ts is at or after BASE: only batch 3 (an unset ts, which never matches) is read.
-    assert_eq!(count(&format!("#timestamp >= {}", time(0))), (599, 100));
+    // Every ts is at or after BASE: each batch counts its rows with a ts (`present`), batch 3
+    // (an unset ts, which never matches) 99 of its 100, and none is read.
+    assert_eq!(count(&format!("#timestamp >= {}", time(0))), (599, 0));
     // `n >= 100 && n < 500`: batches 1 and 2 wholly inside, 0 and 5 pruned, 3 inside (its n
-    // are all set), 4 read for its unset n.
-    assert_eq!(count("n >= 100 && n < 500"), (399, 100));
-    // A range that cuts a batch reads it: batch 2 (ts 200..299) is cut at 250.
-    assert_eq!(count(&format!(":timestamp < {}", time(250))), (250, 100));
+    // are all set), 4 inside but for its unset n (99).
+    assert_eq!(count("n >= 100 && n < 500"), (399, 0));
+    // Both: in batch 3 every row has its n in range, so the count is its rows with a ts
+    // (99); batch 4 the other way round. When neither part holds for every row of a batch
+    // (batch 2: 50 rows before 250 s, 80 with n >= 220), its rows are read.
+    assert_eq!(
+        count(&format!("n >= 100 && n < 500 && ts >= {}", time(0))),
+        (398, 0)
+    );
+    assert_eq!(count(&format!("ts < {} && n >= 220", time(250))), (30, 100));
+    // A range that cuts a batch is counted from its time histogram (format 5) when the cut
+    // falls on a bucket edge: batch 2 (ts 200..299 s, 1-second buckets) at 250 s; half a second
+    // later, it is read.
+    assert_eq!(count(&format!(":timestamp < {}", time(250))), (250, 0));
+    let half = format!("{}.5Z", time(250).trim_end_matches('Z'));
+    assert_eq!(count(&format!(":timestamp < {half}")), (251, 100));
+    assert_eq!(
+        count(&format!("ts >= {} && ts < {}", time(150), time(420))),
+        (269, 0),
+        "batch 3's unset ts is in no bucket"
+    );
     // Merged comparisons of one field prune by the whole range (not only the first one).
     assert_eq!(count("n >= 100 && n < 200"), (100, 0));
     // Negations and equality of one value are never taken whole.

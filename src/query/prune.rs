@@ -17,13 +17,18 @@
 //!   time field that its range cannot satisfy (or that has no value in the batch). Negated
 //!   operators, substrings, patterns, subnets and everything else are "maybe".
 //!
-//! - A batch of a format 4 segment also records, per range, how many rows have a value. When
-//!   every row has one, [`Program::sketch_all_match`] can prove the opposite: that **every**
-//!   row matches (a range comparison of a count, port, int, time or interval that the whole
-//!   range satisfies, e.g. `#timestamp >= 2009-11-18` over a batch of that day and later, or
-//!   `orig_bytes > 1k` over a batch whose smallest `orig_bytes` is 5000), so that a count takes
-//!   the batch's rows without reading them. Unset values never match, so a batch with one is
-//!   never counted so.
+//! - A batch of a format 4 segment also records, per range, how many rows have a value, so
+//!   that [`Program::sketch_count`] can count the matches without reading rows when a range
+//!   comparison of a count, port, int, time or interval holds for the whole range (e.g.
+//!   `#timestamp >= 2009-11-18` over a batch of that day and later, or `orig_bytes > 1k` over a
+//!   batch whose smallest `orig_bytes` is 5000: the rows with a value) or for none of it (0).
+//!   Unset values never match.
+//! - A batch of a format 5 segment may also have a **time histogram** of its `ts` field: a
+//!   comparison of `ts` (whichever extractor named it) with a range whose ends fall on bucket
+//!   edges, or outside the batch's `ts` range, counts the buckets inside (e.g.
+//!   `:timestamp >= 2009-11-18T10:00 && :timestamp < 2009-11-18T11:00` over batches of
+//!   10-minute or hourly buckets). Conjunctions count when every part but one holds for every
+//!   row, disjunctions when one part does (or none holds for any).
 //!
 //! All are conservative: "maybe" reads the rows.
 
@@ -201,30 +206,66 @@ fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
 }
 
 impl Program {
-    /// Whether every row of a batch of `rows` rows with this sketch matches (see the module
-    /// docs; `false` when unsure).
-    pub fn sketch_all_match(&self, sketch: &SketchRef<'_>, rows: u32) -> bool {
-        sketch_all(&self.bound, sketch, rows)
+    /// The number of rows of a batch of `rows` rows with this sketch that match, when the
+    /// sketch tells it exactly (see the module docs); `None` when unsure.
+    pub fn sketch_count(&self, sketch: &SketchRef<'_>, rows: u32) -> Option<u64> {
+        sketch_count(&self.bound, sketch, u64::from(rows))
     }
 }
 
-fn sketch_all(b: &Bound, sk: &SketchRef<'_>, rows: u32) -> bool {
+fn sketch_count(b: &Bound, sk: &SketchRef<'_>, rows: u64) -> Option<u64> {
     match b {
-        Bound::Const(b) => *b,
-        Bound::And(v) => v.iter().all(|b| sketch_all(b, sk, rows)),
-        Bound::Or(v) => v.iter().any(|b| sketch_all(b, sk, rows)),
-        Bound::Test(t) => test_all(t, sk, rows),
+        Bound::Const(true) => Some(rows),
+        Bound::Const(false) => Some(0),
+        Bound::Test(t) => test_count(t, sk, rows),
+        // Every row matches all but (at most) one part: the rows of that part.
+        Bound::And(v) => {
+            let mut part = None;
+            for b in v {
+                match sketch_count(b, sk, rows)? {
+                    0 => return Some(0),
+                    n if n == rows => {}
+                    n if part.is_none() => part = Some(n),
+                    _ => return None,
+                }
+            }
+            Some(part.unwrap_or(rows))
+        }
+        // One part takes every row, or none takes any.
+        Bound::Or(v) => {
+            let mut all_none = true;
+            for b in v {
+                match sketch_count(b, sk, rows) {
+                    Some(n) if n == rows => return Some(rows),
+                    Some(0) => {}
+                    _ => all_none = false,
+                }
+            }
+            all_none.then_some(0)
+        }
     }
 }
 
-/// Whether every row of the batch satisfies the test `t`: a range test (its `fast` form, which
-/// also holds merged comparisons of one field) of a field that every row has, whose values
-/// all lie in it.
-fn test_all(t: &Test, sk: &SketchRef<'_>, rows: u32) -> bool {
-    match fast_range(t, sk) {
-        Some((want, Some((a, b, present)))) => present == Some(rows) && want.0 <= a && b <= want.1,
-        _ => false,
+/// The rows that satisfy the test `t`, from the sketch: a range test (its `fast` form, which
+/// also holds merged comparisons of one field) of a field whose values in the batch all lie
+/// inside the tested range (the rows that have one: format 4's `present`) or all outside it
+/// (none), or, for the `ts` field, whose time histogram's buckets each lie inside or outside
+/// (format 5: the sum of those inside). Unset values never match.
+fn test_count(t: &Test, sk: &SketchRef<'_>, rows: u64) -> Option<u64> {
+    let (want, got) = fast_range(t, sk)?;
+    let Some((a, b, present)) = got else {
+        // No row has a value of the field.
+        return Some(0);
+    };
+    if want.1 < a || b < want.0 || want.0 > want.1 {
+        return Some(0);
     }
+    let present = u64::from(present?);
+    if want.0 <= a && b <= want.1 {
+        return Some(present.min(rows));
+    }
+    let times = sk.times().filter(|h| h.field as usize == t.field)?;
+    times.count_in(want.0, want.1, a, b)
 }
 
 /// For a range test of a scalar field (its `fast` form: one comparison, or several of the

@@ -20,7 +20,7 @@
 //!    them.
 //! 5. `count` sends the same jobs, counting matches without collecting them, and counts from
 //!    metadata what the catalog (segments), the schema or the sketch (batches: every row in a
-//!    range, format 4, [`Program::sketch_all_match`]) decides.
+//!    range, format 4, or a time histogram, format 5: [`Program::sketch_count`]) decides.
 //!
 //! The active segment (the WAL) comes last, pruned by batch. [`SearchStats`] counts what was
 //! opened, skipped and read, in ID order as results are taken (a search that is dropped early
@@ -558,16 +558,16 @@ impl<'a> Search<'a> {
                         continue;
                     }
                     let rows = (ids.end - ids.start) as u32;
-                    if self.count_only
-                        && (program.constant() == Some(true)
-                            || seg
-                                .sketch(i)
-                                .is_some_and(|sk| program.sketch_all_match(&sk, rows)))
-                    {
+                    let from_meta = match program.constant() {
+                        _ if !self.count_only => None,
+                        Some(true) => Some(u64::from(rows)),
+                        _ => seg.sketch(i).and_then(|sk| program.sketch_count(&sk, rows)),
+                    };
+                    if let Some(n) = from_meta {
                         // Counted from the batch's metadata: no row is read.
                         self.stats.batches_read += 1;
-                        self.stats.matched += ids.end - ids.start;
-                        self.counted += ids.end - ids.start;
+                        self.stats.matched += n;
+                        self.counted += n;
                         continue;
                     }
                 }

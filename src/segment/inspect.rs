@@ -16,7 +16,8 @@ pub struct SegmentInfo {
     pub file: String,
     /// The segment's UUID.
     pub uuid: String,
-    /// Format version: 1, 2 (with the metadata checksum) or 3 (compressed batches, sketches).
+    /// Format version: 1, 2 (with the metadata checksum), 3 (compressed batches, sketches), 4
+    /// (batches in columns) or 5 (time histograms).
     pub version: u32,
     /// File size in bytes.
     pub bytes: u64,
@@ -51,6 +52,8 @@ pub struct BatchInfo {
     pub bloom_bytes: u64,
     /// Fields with a value range in the sketch.
     pub ranges: u64,
+    /// The sketch's time histogram (format 5): its buckets and their width in seconds.
+    pub time_buckets: Option<(u64, u64)>,
     /// Range of the `ts` field in nanoseconds since the epoch.
     pub ts: Option<[i64; 2]>,
 }
@@ -69,6 +72,10 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
             stored_bytes: stored as u64,
             bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
             ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
+            time_buckets: sketch
+                .as_ref()
+                .and_then(|s| s.times())
+                .map(|t| (t.counts.len() as u64, (t.width / 1_000_000_000) as u64)),
             schema: b.schema().name.clone(),
             fields: b
                 .schema()
@@ -128,10 +135,13 @@ impl fmt::Display for SegmentInfo {
                 } else {
                     ""
                 },
-                if b.bloom_bytes > 0 || b.ranges > 0 {
-                    format!("{} B bloom, {} ranges", b.bloom_bytes, b.ranges)
-                } else {
-                    "none".into()
+                match (b.bloom_bytes > 0 || b.ranges > 0, b.time_buckets) {
+                    (false, _) => "none".into(),
+                    (true, None) => format!("{} B bloom, {} ranges", b.bloom_bytes, b.ranges),
+                    (true, Some((n, w))) => format!(
+                        "{} B bloom, {} ranges, {n} time buckets of {w} s",
+                        b.bloom_bytes, b.ranges
+                    ),
                 }
             )?;
         }

@@ -4,7 +4,7 @@
 //! both encode through this module, so they cannot disagree.
 
 /// The segment format version that [`crate::segment::SegmentBuilder`] writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Fields of `SegmentV1`: a `SegmentV1` table whose vtable has more is a damaged version 2
 /// table (or not a weir segment).
@@ -148,6 +148,24 @@ impl MetaHasher {
         }
     }
 
+    /// A format 5 sketch's time histogram (after its `present` counts): one byte 0 (absent)
+    /// or 1 followed by `field` as u32, `width` and `first` as i64, the number of counts as
+    /// u32 and each count as u32.
+    pub(crate) fn times(&mut self, times: Option<(u32, i64, i64, &[u32])>) {
+        let Some((field, width, first, counts)) = times else {
+            self.0.update(&[0]);
+            return;
+        };
+        self.0.update(&[1]);
+        self.u32(field);
+        self.0.update(&width.to_le_bytes());
+        self.0.update(&first.to_le_bytes());
+        self.len(counts.len());
+        for n in counts {
+            self.u32(*n);
+        }
+    }
+
     /// Appends what `next` hashed (CRC-32 combination: as if its bytes had been fed here).
     pub(crate) fn append(&mut self, next: &MetaHasher) {
         self.0.combine(&next.0);
@@ -218,7 +236,7 @@ mod tests {
     /// Every byte that carries meaning outside the rows, by name: (what, position).
     fn fields(buf: &[u8]) -> Vec<(String, usize)> {
         let root = fbs::size_prefixed_root_as_segment(buf).unwrap();
-        let seg = root.segment_as_segment_v4().unwrap();
+        let seg = root.segment_as_segment_v5().unwrap();
         let mut out = vec![("uuid".to_string(), at(buf, &seg.uuid().0) + 7)];
         let mut extra = Vec::new();
         let mut push = |what: &str, table: &flatbuffers::Table<'_>, vt, plus| {
@@ -227,11 +245,11 @@ mod tests {
             }
         };
         push("segment type", &root._tab, fbs::Segment::VT_SEGMENT_TYPE, 0);
-        push("events", &seg._tab, fbs::SegmentV4::VT_EVENTS, 0);
+        push("events", &seg._tab, fbs::SegmentV5::VT_EVENTS, 0);
         push(
             "meta_checksum",
             &seg._tab,
-            fbs::SegmentV4::VT_META_CHECKSUM,
+            fbs::SegmentV5::VT_META_CHECKSUM,
             2,
         );
         for (i, b) in seg.batches().iter().enumerate() {
@@ -268,6 +286,30 @@ mod tests {
             let ranges = sk.ranges();
             assert_eq!(ranges.len(), 1);
             extra.push((format!("batch {i} range lo"), at(buf, ranges.bytes()) + 8));
+            if let Some(t) = sk.times() {
+                push(
+                    &format!("batch {i} times field"),
+                    &t._tab,
+                    fbs::TimeHistogram::VT_FIELD,
+                    0,
+                );
+                push(
+                    &format!("batch {i} times width"),
+                    &t._tab,
+                    fbs::TimeHistogram::VT_WIDTH,
+                    1,
+                );
+                push(
+                    &format!("batch {i} times first"),
+                    &t._tab,
+                    fbs::TimeHistogram::VT_FIRST,
+                    0,
+                );
+                extra.push((
+                    format!("batch {i} times count"),
+                    at(buf, t.counts().bytes()),
+                ));
+            }
         }
         out.extend(extra);
         let intervals = seg.intervals().bytes();
@@ -343,9 +385,9 @@ mod tests {
         }
         // Without the checksum field (its vtable entry zeroed), the stored value reads as 0.
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let seg = root.segment_as_segment_v4().unwrap();
+        let seg = root.segment_as_segment_v5().unwrap();
         let vt = seg._tab.vtable();
-        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV4::VT_META_CHECKSUM as usize;
+        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV5::VT_META_CHECKSUM as usize;
         let mut damaged = bytes.clone();
         damaged[slot] = 0;
         let (_, err) = open_damaged(dir.path(), &damaged, 0, 0);
@@ -365,19 +407,19 @@ mod tests {
             .into_iter()
             .find(|(w, _)| w == "segment type")
             .unwrap();
-        assert_eq!(bytes[i], 4);
-        let (path, err) = open_damaged(dir.path(), &bytes, i, 4 ^ 1);
+        assert_eq!(bytes[i], 5);
+        let (path, err) = open_damaged(dir.path(), &bytes, i, 5 ^ 1);
         let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()), "{msg}");
         assert!(msg.contains("says version 1"), "{msg}");
         // Read as version 2 or 3, the checksum (which encodes the version) fails.
-        for v in [2, 3] {
-            let (_, err) = open_damaged(dir.path(), &bytes, i, 4 ^ v);
+        for v in [2, 3, 4] {
+            let (_, err) = open_damaged(dir.path(), &bytes, i, 5 ^ v);
             assert!(err.is_corruption(), "{err}");
         }
-        let (_, err) = open_damaged(dir.path(), &bytes, i, 4 ^ 5);
+        let (_, err) = open_damaged(dir.path(), &bytes, i, 5 ^ 6);
         assert!(
-            err.to_string().contains("unsupported segment version 5"),
+            err.to_string().contains("unsupported segment version 6"),
             "{err}"
         );
     }
@@ -393,7 +435,7 @@ mod tests {
         assert_eq!(seg.version(), super::FORMAT_VERSION);
         // By hand, from the documentation in `crate::segment`.
         let mut e = Vec::new();
-        e.extend(4u32.to_le_bytes());
+        e.extend(5u32.to_le_bytes());
         e.extend(seg.uuid().as_bytes());
         e.extend(seg.events().to_le_bytes());
         e.extend(1u32.to_le_bytes());
@@ -414,7 +456,7 @@ mod tests {
         }
         e.extend(3u32.to_le_bytes());
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let v2 = root.segment_as_segment_v4().unwrap();
+        let v2 = root.segment_as_segment_v5().unwrap();
         for b in v2.batches().iter() {
             e.extend(b.schema().to_le_bytes());
             e.extend(b.first_id().to_le_bytes());
@@ -443,7 +485,27 @@ mod tests {
             for n in present.iter() {
                 e.extend(n.to_le_bytes());
             }
+            // Format 5: the time histogram.
+            match sk.times() {
+                None => e.push(0),
+                Some(t) => {
+                    e.push(1);
+                    e.extend(t.field().to_le_bytes());
+                    e.extend(t.width().to_le_bytes());
+                    e.extend(t.first().to_le_bytes());
+                    e.extend((t.counts().len() as u32).to_le_bytes());
+                    for n in t.counts().iter() {
+                        e.extend(n.to_le_bytes());
+                    }
+                }
+            }
         }
+        assert!(
+            v2.batches()
+                .iter()
+                .any(|b| b.sketch().unwrap().times().is_some()),
+            "the test segment has a time histogram"
+        );
         assert_eq!(v2.meta_checksum(), crc32fast::hash(&e));
     }
 }

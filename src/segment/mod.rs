@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 4
-//! (`SegmentV4`, [`FORMAT_VERSION`]) and reads versions 1 to 4. All have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 5
+//! (`SegmentV5`, [`FORMAT_VERSION`]) and reads versions 1 to 5. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -55,6 +55,15 @@
 //! 3), which lets a count take a batch whose every row lies in a range without reading it. The
 //! metadata checksum of version 4 is that of version 3 with 4 as the version and, after a
 //! sketch's ranges, when it has `present`, their number as u32 and each as u32.
+//!
+//! Version 5 has the fields of version 4, and a sketch may have a time histogram (`times`,
+//! refused before version 5): for the schema's `ts` field, the number of rows whose `ts`
+//! falls in each of consecutive buckets of one of a few fixed widths, aligned to multiples of
+//! the width since the epoch ([`sketch`] documents the widths and the bounds; the reader
+//! checks that the buckets span exactly the `ts` range and add up to its `present` count). The
+//! metadata checksum of version 5 is that of version 4 with 5 as the version and, after each
+//! sketch's `present` counts, one byte 0 (no histogram) or 1 followed by `field` as u32,
+//! `width` and `first` as i64, the number of buckets as u32 and each count as u32.
 //!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then

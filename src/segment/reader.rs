@@ -11,7 +11,9 @@ use memmap2::Mmap;
 use super::codec::{from_stored_byte, stored_byte, unpack, Codec, Layout, RowBuf};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
-use super::sketch::{range_value, RangeKind, RangeOf, SketchRef};
+use super::sketch::{
+    range_value, RangeKind, RangeOf, SketchRef, TimeHistogram, MAX_TIME_BUCKETS, TIME_WIDTHS,
+};
 use super::writer::batch_checksum;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
@@ -35,11 +37,16 @@ struct BatchMeta {
     layout: Layout,
     /// With a codec: the length of the raw bytes `data` inflates to (see `codec.rs`).
     raw_size: usize,
-    /// Format 3: the Bloom filter (in the map), its probes, and the decoded field ranges.
-    sketch: Option<(Range<usize>, u8, Vec<RangeOf>)>,
+    /// Format 3: the Bloom filter (in the map), its probes, and the decoded field ranges;
+    /// format 5: the time histogram.
+    sketch: Option<StoredSketch>,
     /// [`UNCHECKED`] until the row offsets and checksum were verified on first access.
     state: AtomicU8,
 }
+
+/// A batch's sketch as read at open: the Bloom filter (where it is in the map), its probes,
+/// the decoded field ranges and the time histogram.
+type StoredSketch = (Range<usize>, u8, Vec<RangeOf>, Option<TimeHistogram>);
 
 /// An open, verified segment: a read-only memory map plus an index of its batches.
 #[derive(Debug)]
@@ -209,6 +216,12 @@ impl Segment {
                     .ok_or_else(|| corrupt(path, "segment version 4 table missing"))?;
                 checksummed_root!(v4, 4)
             }
+            fbs::SegmentVersion::SegmentV5 => {
+                let v5 = root
+                    .segment_as_segment_v5()
+                    .ok_or_else(|| corrupt(path, "segment version 5 table missing"))?;
+                checksummed_root!(v5, 5)
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -352,7 +365,24 @@ impl Segment {
                             present: present.as_ref().and_then(|p| p.get(j).copied()),
                         });
                     }
-                    Some((range_in(buf, sk.bloom().bytes()), sk.bloom_hashes(), ranges))
+                    let times = match sk.times() {
+                        None => None,
+                        Some(_) if seg.version < 5 => {
+                            return Err(bad(format!(
+                                "format {} has no time histograms",
+                                seg.version
+                            )))
+                        }
+                        Some(t) => Some(
+                            check_times(t, &schemas[b.schema() as usize], &ranges).map_err(bad)?,
+                        ),
+                    };
+                    Some((
+                        range_in(buf, sk.bloom().bytes()),
+                        sk.bloom_hashes(),
+                        ranges,
+                        times,
+                    ))
                 }
             };
             if seg.version >= 3 {
@@ -370,6 +400,15 @@ impl Segment {
                         );
                         if let Some(p) = sk.present() {
                             meta.present(&p.iter().collect::<Vec<u32>>());
+                        }
+                        if seg.version >= 5 {
+                            let counts: Option<Vec<u32>> =
+                                sk.times().map(|t| t.counts().iter().collect());
+                            meta.times(
+                                sk.times()
+                                    .zip(counts.as_deref())
+                                    .map(|(t, c)| (t.field(), t.width(), t.first(), c)),
+                            );
                         }
                     }
                 }
@@ -569,11 +608,12 @@ impl Segment {
     /// The sketch of batch `i` (format 3; `None` for older segments), covered by the metadata
     /// checksum checked at open: usable without verifying the batch's rows.
     pub fn sketch(&self, i: usize) -> Option<SketchRef<'_>> {
-        let (bloom, hashes, ranges) = self.batches.get(i)?.sketch.as_ref()?;
+        let (bloom, hashes, ranges, times) = self.batches.get(i)?.sketch.as_ref()?;
         Some(SketchRef {
             bloom: &self.map[bloom.clone()],
             hashes: *hashes,
             ranges,
+            times: times.as_ref(),
         })
     }
 
@@ -924,3 +964,54 @@ impl<'a> Iterator for RowIter<'a> {
 }
 
 impl ExactSizeIterator for RowIter<'_> {}
+
+/// Checks a stored time histogram against its batch: the field is the schema's `ts` (of type
+/// time) and has a range whose `present` count the buckets add up to; the width is one of
+/// [`TIME_WIDTHS`]; there are 1 to [`MAX_TIME_BUCKETS`] buckets, and the first and the last
+/// hold the range's ends.
+fn check_times(
+    t: fbs::TimeHistogram<'_>,
+    schema: &crate::types::Schema,
+    ranges: &[RangeOf],
+) -> std::result::Result<TimeHistogram, String> {
+    use crate::value::ValueRef;
+    let counts: Vec<u32> = t.counts().iter().collect();
+    let bad = || {
+        format!(
+            "time histogram of field {} ({} buckets of {} ns from {}) does not fit the batch",
+            t.field(),
+            counts.len(),
+            t.width(),
+            t.first()
+        )
+    };
+    let range = ranges
+        .iter()
+        .find(|r| r.field == t.field())
+        .ok_or_else(bad)?;
+    let (ValueRef::Time(lo), ValueRef::Time(hi), Some(present)) =
+        (&range.lo, &range.hi, range.present)
+    else {
+        return Err(bad());
+    };
+    let width = t.width();
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    if schema.ts_index() != Some(t.field() as usize)
+        || !TIME_WIDTHS.contains(&width)
+        || counts.is_empty()
+        || counts.len() > MAX_TIME_BUCKETS
+        || counts.first() == Some(&0)
+        || counts.last() == Some(&0)
+        || lo.div_euclid(width) != t.first()
+        || hi.div_euclid(width) != t.first() + counts.len() as i64 - 1
+        || total != u64::from(present)
+    {
+        return Err(bad());
+    }
+    Ok(TimeHistogram {
+        field: t.field(),
+        width,
+        first: t.first(),
+        counts,
+    })
+}

@@ -27,10 +27,21 @@
 //!   in the range, so a comparison the whole range satisfies holds for every row and a count
 //!   can take the batch's row count without reading it.
 //!
+//! - **`times`** (format 5): for a batch whose schema has a `ts` field of type `time` with a
+//!   value in the batch, a histogram of those values ([`TimeHistogram`]): the width of its
+//!   buckets is the smallest of [`TIME_WIDTHS`] (1 s, 10 s, 1 min, 10 min, 1 h, 1 day) that
+//!   covers the batch's `ts` range in at most [`MAX_TIME_BUCKETS`] buckets aligned to
+//!   multiples of the width since the epoch (none when a day does not), and each bucket holds
+//!   the number of rows whose `ts` falls in it. A count of a time range whose ends fall on
+//!   bucket edges (whole hours, minutes, ...) or outside the batch's range is the sum of
+//!   buckets, without reading the batch.
+//!
 //! # Invariants
 //!
 //! - Every string-like or address value of a batch is in its filter, and every numeric value
 //!   lies in its field's range: a sketch can say "no row has this value" but never hides one.
+//! - A time histogram's buckets add up to the rows with a `ts`, and each row is counted in
+//!   the bucket its `ts` falls in.
 //! - A sketch is covered by the segment's metadata checksum, so a query can trust it without
 //!   verifying the batch's rows.
 
@@ -47,6 +58,82 @@ pub const HASHES: u8 = 5;
 pub const TAG_STRING: u8 = b's';
 /// The tag of an address value in [`value_hash`].
 pub const TAG_ADDR: u8 = b'a';
+
+/// The widths a time histogram's buckets may have, in nanoseconds, narrowest first: each
+/// divides the next, so an edge of a wider bucket is an edge of every narrower one.
+pub const TIME_WIDTHS: [i64; 6] = [
+    1_000_000_000,
+    10_000_000_000,
+    60_000_000_000,
+    600_000_000_000,
+    3_600_000_000_000,
+    86_400_000_000_000,
+];
+
+/// Buckets of a time histogram at most.
+pub const MAX_TIME_BUCKETS: usize = 256;
+
+/// A batch's time histogram (format 5; see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimeHistogram {
+    /// The `ts` field's index in the schema.
+    pub field: u32,
+    /// Bucket width in nanoseconds (one of [`TIME_WIDTHS`]).
+    pub width: i64,
+    /// The first bucket's index: bucket k covers `[(first + k) * width, (first + k + 1) *
+    /// width)`.
+    pub first: i64,
+    /// Rows per bucket.
+    pub counts: Vec<u32>,
+}
+
+impl TimeHistogram {
+    /// The histogram of the times `ts` (nanoseconds since the epoch), whose smallest and largest
+    /// are `lo` and `hi`, of field `field`: `None` when a day's buckets cannot cover them.
+    fn of(field: u32, lo: i64, hi: i64, ts: &[i64]) -> Option<TimeHistogram> {
+        let width = TIME_WIDTHS.into_iter().find(|&w| {
+            let buckets = hi.div_euclid(w) as i128 - lo.div_euclid(w) as i128 + 1;
+            buckets <= MAX_TIME_BUCKETS as i128
+        })?;
+        let first = lo.div_euclid(width);
+        let n = (hi.div_euclid(width) - first + 1) as usize;
+        let mut counts = vec![0u32; n];
+        for &t in ts {
+            if let Some(c) = counts.get_mut((t.div_euclid(width) - first) as usize) {
+                *c += 1;
+            }
+        }
+        Some(TimeHistogram {
+            field,
+            width,
+            first,
+            counts,
+        })
+    }
+
+    /// The rows whose `ts` lies in `lo..=hi`, when the histogram tells exactly: each bucket
+    /// that holds rows, narrowed to the batch's `ts` range (`min..=max`), lies wholly inside
+    /// or wholly outside `lo..=hi`. `None`: some bucket is cut by an end of the range.
+    pub fn count_in(&self, lo: i128, hi: i128, min: i128, max: i128) -> Option<u64> {
+        let mut n = 0u64;
+        let width = self.width as i128;
+        for (k, &c) in self.counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let start = ((self.first as i128 + k as i128) * width).max(min);
+            let end = ((self.first as i128 + k as i128 + 1) * width - 1).min(max);
+            if end < lo || start > hi {
+                continue;
+            }
+            if start < lo || end > hi {
+                return None;
+            }
+            n += u64::from(c);
+        }
+        Some(n)
+    }
+}
 
 /// How a range's `lo` and `hi` are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +231,8 @@ pub struct Sketch {
     pub ranges: Vec<FieldRange>,
     /// Per range, the rows whose value of its field is set.
     pub present: Vec<u32>,
+    /// The `ts` field's time histogram (format 5), if the batch has one.
+    pub times: Option<TimeHistogram>,
 }
 
 /// A sketch borrowed from a segment.
@@ -152,6 +241,7 @@ pub struct SketchRef<'a> {
     pub(crate) bloom: &'a [u8],
     pub(crate) hashes: u8,
     pub(crate) ranges: &'a [RangeOf],
+    pub(crate) times: Option<&'a TimeHistogram>,
 }
 
 /// One decoded range of a [`SketchRef`]: field index and its minimum and maximum.
@@ -189,6 +279,11 @@ impl SketchRef<'_> {
     pub fn range_count(&self) -> usize {
         self.ranges.len()
     }
+
+    /// The batch's time histogram (format 5), if it has one.
+    pub fn times(&self) -> Option<&TimeHistogram> {
+        self.times
+    }
 }
 
 /// A range's value of type `ty` from its stored bits.
@@ -222,6 +317,10 @@ pub(crate) struct SketchBuilder {
     /// Short values (under 8 bytes: addresses, enums, states) met lately, per tag, keyed by
     /// their bytes: a recurring one is neither hashed nor pushed again. Cleared per batch.
     short: [Vec<u64>; 2],
+    /// The schema's `ts` field (of type time), whose values go to the time histogram.
+    ts_field: Option<usize>,
+    /// Its values met in the batch.
+    ts: Vec<i64>,
 }
 
 /// Slots of [`SketchBuilder::seen`] (a power of two).
@@ -341,6 +440,7 @@ impl SketchBuilder {
                 }
                 ((None, false), Some((RangeKind::Signed, acc))) => {
                     let (mut lo, mut hi, mut any) = (i64::MAX, i64::MIN, false);
+                    let is_ts = self.ts_field == Some(i);
                     while c.position() < col.len() {
                         let m = c.marker()?;
                         if m == 0xc0 {
@@ -349,6 +449,9 @@ impl SketchBuilder {
                         let v = c.int(m, &f.ty)?;
                         (lo, hi, any) = (lo.min(v), hi.max(v), true);
                         set += 1;
+                        if is_ts {
+                            self.ts.push(v);
+                        }
                     }
                     if any {
                         *acc = Acc::I(lo, hi);
@@ -377,6 +480,8 @@ impl SketchBuilder {
 
     /// Resets the builder for a batch of `schema`.
     fn start(&mut self, schema: &SchemaRef) {
+        self.ts_field = schema.ts_index();
+        self.ts.clear();
         self.hashes.clear();
         self.set.clear();
         self.set.resize(schema.fields.len(), 0);
@@ -463,6 +568,9 @@ impl SketchBuilder {
             }
             Some((RangeKind::Signed, acc)) => {
                 let v = c.int(m, ty)?;
+                if self.ts_field == Some(i) {
+                    self.ts.push(v);
+                }
                 *acc = match *acc {
                     Acc::I(a, b) => Acc::I(a.min(v), b.max(v)),
                     _ => Acc::I(v, v),
@@ -495,6 +603,11 @@ impl SketchBuilder {
             };
             sketch.ranges.push((i as u32, *kind, lo, hi));
             sketch.present.push(self.set[i]);
+            if self.ts_field == Some(i) {
+                if let Acc::I(a, b) = *acc {
+                    sketch.times = TimeHistogram::of(i as u32, a, b, &self.ts);
+                }
+            }
         }
         let distinct = self.estimate_distinct();
         if distinct > 0 {
@@ -593,8 +706,22 @@ fn widen(acc: &mut Acc, v: &ValueRef<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::BatchBuilder;
+    use crate::batch::{Batch, BatchBuilder};
     use crate::types::{Field, Schema};
+
+    /// The batch's rows split into columns, as format 4's writer does.
+    fn columns_of(batch: &Batch) -> Vec<Vec<u8>> {
+        let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
+        let mut cols = Vec::new();
+        let fields = batch.schema().fields.len();
+        assert!(super::super::columns::split(
+            batch.data(),
+            &offsets,
+            fields,
+            &mut cols
+        ));
+        cols
+    }
 
     /// The hash exactly as the module docs define it (the last bytes copied into a zeroed
     /// word): the format, which sketches already written depend on.
@@ -692,14 +819,7 @@ mod tests {
             bb.finish_row(None);
         }
         let batch = bb.finish();
-        let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
-        let mut cols = Vec::new();
-        assert!(super::super::columns::split(
-            batch.data(),
-            &offsets,
-            3,
-            &mut cols
-        ));
+        let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
         for sk in [
             b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
@@ -709,6 +829,7 @@ mod tests {
                 bloom: &sk.bloom,
                 hashes: sk.hashes,
                 ranges: &[],
+                times: None,
             };
             for i in 0..20_000u64 {
                 assert!(
@@ -798,19 +919,11 @@ mod tests {
                     bb.finish_row(None);
                 }
                 let batch = bb.finish();
-                let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
-                let mut cols = Vec::new();
-                assert!(super::super::columns::split(
-                    batch.data(),
-                    &offsets,
-                    6,
-                    &mut cols
-                ));
+                let cols = columns_of(&batch);
                 let mut b = SketchBuilder::default();
                 let from_columns = b.build_columns(&schema, &cols, 1 << 20).unwrap();
                 let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
                 assert_eq!(from_columns, from_rows, "{rows} rows, shift {shift}");
-                // The ranges taken while splitting: the same sketch, the columns the same.
                 assert!(
                     from_rows.ranges.len() >= 4,
                     "a range per field with a value"
@@ -836,6 +949,67 @@ mod tests {
                 .is_err(),
             "an int beyond i64"
         );
+    }
+
+    #[test]
+    fn time_histograms_take_the_narrowest_width_and_count_only_whole_buckets() {
+        const S: i64 = 1_000_000_000;
+        // 100 s: 1-second buckets; their edges count exactly, a cut inside one does not.
+        let ts: Vec<i64> = (0..100).map(|i| 1_000 * S + i * S + i).collect();
+        let h = TimeHistogram::of(2, ts[0], ts[99], &ts).unwrap();
+        assert_eq!(
+            (h.field, h.width, h.first, h.counts.len()),
+            (2, S, 1_000, 100)
+        );
+        assert!(h.counts.iter().all(|&c| c == 1));
+        let (lo, hi) = (ts[0] as i128, ts[99] as i128);
+        let count = |a: i64, b: i64| h.count_in(a as i128, b as i128, lo, hi);
+        assert_eq!(count(1_010 * S, 1_020 * S - 1), Some(10));
+        assert_eq!(count(i64::MIN, i64::MAX), Some(100));
+        assert_eq!(count(0, 1_010 * S - 1), Some(10), "from before the batch");
+        assert_eq!(count(1_010 * S + 1, 1_020 * S - 1), None, "a bucket cut");
+        assert_eq!(count(2_000 * S, 3_000 * S), Some(0));
+        // The batch's own ends narrow its first and last bucket: a range ending between the
+        // last time and the end of its bucket still counts.
+        assert_eq!(count(1_050 * S, ts[99]), Some(50));
+        // From before the epoch to 23 hours later: 1,380 minutes are too many buckets, 140 of
+        // 10 minutes are not (the first starting 19 buckets before the epoch).
+        let neg = [-3 * 3_600 * S - 1, 20 * 3_600 * S];
+        let h = TimeHistogram::of(0, neg[0], neg[1], &neg).unwrap();
+        assert_eq!((h.width, h.first, h.counts.len()), (600 * S, -19, 140));
+        assert_eq!((h.counts[0], h.counts[139]), (1, 1));
+        // A single time: one bucket of a second.
+        let one = TimeHistogram::of(0, 7, 7, &[7, 7]).unwrap();
+        assert_eq!((one.width, one.first, one.counts.clone()), (S, 0, vec![2]));
+        // 300 days: no width has few enough buckets.
+        assert!(TimeHistogram::of(0, 0, 300 * 86_400 * S, &[0, 300 * 86_400 * S]).is_none());
+        // Built with a sketch: the `ts` field (of type time), from rows and columns alike.
+        let schema = Schema::new(
+            "zeek.t",
+            vec![Field::new("n", Type::Count), Field::new("ts", Type::Time)],
+        )
+        .into_shared();
+        let mut bb = BatchBuilder::new(schema.clone());
+        for i in 0..500i64 {
+            let mut e = bb.begin_row();
+            e.uint(i as u64);
+            if i % 7 == 3 {
+                e.null();
+            } else {
+                e.int(i * 61 * S);
+            }
+            bb.finish_row(None);
+        }
+        let batch = bb.finish();
+        let cols = columns_of(&batch);
+        let mut b = SketchBuilder::default();
+        let from_columns = b.build_columns(&schema, &cols, 1 << 20).unwrap();
+        let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
+        assert_eq!(from_columns, from_rows);
+        let times = from_rows.times.unwrap();
+        assert_eq!((times.field, times.width), (1, 600 * S));
+        let set = (0..500).filter(|i| i % 7 != 3).count() as u64;
+        assert_eq!(times.counts.iter().map(|&c| u64::from(c)).sum::<u64>(), set);
     }
 
     #[test]
@@ -873,14 +1047,7 @@ mod tests {
             .unwrap();
         // Built from the batch's columns (format 4's writer), and with a capped filter: the
         // same sketch.
-        let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
-        let mut cols = Vec::new();
-        assert!(super::super::columns::split(
-            batch.data(),
-            &offsets,
-            5,
-            &mut cols
-        ));
+        let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
         assert_eq!(
             b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
@@ -895,6 +1062,7 @@ mod tests {
             bloom: &sk.bloom,
             hashes: sk.hashes,
             ranges: &[],
+            times: None,
         };
         // About 5000 + 7 + 51 distinct values at 10 bits each.
         let bytes = sk.bloom.len();

@@ -43,6 +43,7 @@ use super::codec::{stored_byte, Codec, Compression, Layout};
 use super::generated as fbs;
 use super::meta::{MetaHasher, FORMAT_VERSION};
 use super::prepare::{max_bloom_bytes, PreparedBatch, Preparer};
+use super::sketch::MAX_TIME_BUCKETS;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
 use crate::fs::{self, Writeback};
@@ -80,9 +81,9 @@ const BATCH_SEAL_COST: usize = 4 + 16;
 const SCHEMA_SEAL_COST: usize = 4;
 
 /// Worst case of a sketch besides its Bloom filter and ranges: its table and vtable, three
-/// vector length prefixes (bloom, ranges, present) and their alignment, and the batch table's
-/// extra fields.
-const SKETCH_OVERHEAD: usize = 112;
+/// vector length prefixes (bloom, ranges, present) and their alignment, the batch table's
+/// extra fields, and the time histogram (its table, vtable and counts).
+const SKETCH_OVERHEAD: usize = 112 + 64 + 4 * MAX_TIME_BUCKETS;
 
 /// Bytes per field range in a sketch (`FieldRange`: u32, u8, padding, two u64; and its
 /// `present` count, a u32).
@@ -538,6 +539,23 @@ impl SegmentBuilder {
             let ranges = fbb.create_vector(&ranges);
             self.batch_meta.present(&sk.present);
             let present = fbb.create_vector(&sk.present);
+            self.batch_meta.times(
+                sk.times
+                    .as_ref()
+                    .map(|t| (t.field, t.width, t.first, &t.counts[..])),
+            );
+            let times = sk.times.as_ref().map(|t| {
+                let counts = fbb.create_vector(&t.counts);
+                fbs::TimeHistogram::create(
+                    fbb,
+                    &fbs::TimeHistogramArgs {
+                        field: t.field,
+                        width: t.width,
+                        first: t.first,
+                        counts: Some(counts),
+                    },
+                )
+            });
             fbs::Sketch::create(
                 fbb,
                 &fbs::SketchArgs {
@@ -545,6 +563,7 @@ impl SegmentBuilder {
                     bloom_hashes: sk.hashes,
                     ranges: Some(ranges),
                     present: Some(present),
+                    times,
                 },
             )
         });
@@ -701,9 +720,9 @@ impl SegmentBuilder {
         let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
-        let v4 = fbs::SegmentV4::create(
+        let v5 = fbs::SegmentV5::create(
             &mut fbb,
-            &fbs::SegmentV4Args {
+            &fbs::SegmentV5Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -715,8 +734,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV4,
-                segment: Some(v4.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV5,
+                segment: Some(v5.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which

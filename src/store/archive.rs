@@ -608,21 +608,18 @@ impl BatchRef {
     }
 
     fn parts(&self) -> Parts<'_> {
+        let none = || (&self.schema, 0, &[][..], OffsetsRef::Native(&[]), None);
         match &self.source {
             Source::Deferred(seg, i, rows) => {
-                let unpacked = rows.get_or_init(|| match seg.batch(*i) {
+                let rows = rows.get_or_init(|| match seg.batch(*i) {
                     Some(Ok(b)) => b.unpacked(),
                     _ => None,
                 });
-                match (unpacked, seg.batch_meta(*i)) {
-                    (Some((buf, len)), Some((_, ids, ts))) => (
-                        &self.schema,
-                        ids.start,
-                        &buf[..*len],
-                        OffsetsRef::U32Le(&buf[*len..]),
-                        ts,
-                    ),
-                    _ => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+                match rows {
+                    Some((buf, len)) => {
+                        unpacked_parts(&self.schema, seg, *i, buf, *len).unwrap_or_else(none)
+                    }
+                    None => none(),
                 }
             }
             Source::Sealed(seg, i) => {
@@ -631,19 +628,12 @@ impl BatchRef {
                     (Some((data, offsets)), Some((_, ids, ts))) => {
                         (&self.schema, ids.start, data, offsets, ts)
                     }
-                    _ => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
+                    _ => none(),
                 }
             }
-            Source::Unpacked(seg, i, buf, len) => match seg.batch_meta(*i) {
-                Some((_, ids, ts)) => (
-                    &self.schema,
-                    ids.start,
-                    &buf[..*len],
-                    OffsetsRef::U32Le(&buf[*len..]),
-                    ts,
-                ),
-                None => (&self.schema, 0, &[], OffsetsRef::Native(&[]), None),
-            },
+            Source::Unpacked(seg, i, buf, len) => {
+                unpacked_parts(&self.schema, seg, *i, buf, *len).unwrap_or_else(none)
+            }
             Source::Tail(b) => (
                 b.schema(),
                 b.id(),
@@ -727,6 +717,25 @@ impl BatchRef {
         }
         b
     }
+}
+
+/// The parts of batch `i` of `seg` whose rows were decompressed (or rebuilt) into `buf`: the
+/// rows (`len` bytes), then their offsets as little-endian u32.
+fn unpacked_parts<'a>(
+    schema: &'a SchemaRef,
+    seg: &Segment,
+    i: usize,
+    buf: &'a [u8],
+    len: usize,
+) -> Option<Parts<'a>> {
+    let (_, ids, ts) = seg.batch_meta(i)?;
+    Some((
+        schema,
+        ids.start,
+        buf.get(..len)?,
+        OffsetsRef::U32Le(buf.get(len..)?),
+        ts,
+    ))
 }
 
 /// An iterator over batch slices in ID order; see [`Archive::scan_range`].

@@ -111,15 +111,16 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Codec {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_SEGMENT_VERSION: u8 = 4;
+pub const ENUM_MAX_SEGMENT_VERSION: u8 = 5;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 5] = [
+pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 6] = [
   SegmentVersion::NONE,
   SegmentVersion::SegmentV1,
   SegmentVersion::SegmentV2,
   SegmentVersion::SegmentV3,
   SegmentVersion::SegmentV4,
+  SegmentVersion::SegmentV5,
 ];
 
 /// All segment layouts; new versions are appended, never reordered.
@@ -133,15 +134,17 @@ impl SegmentVersion {
   pub const SegmentV2: Self = Self(2);
   pub const SegmentV3: Self = Self(3);
   pub const SegmentV4: Self = Self(4);
+  pub const SegmentV5: Self = Self(5);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 4;
+  pub const ENUM_MAX: u8 = 5;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::SegmentV1,
     Self::SegmentV2,
     Self::SegmentV3,
     Self::SegmentV4,
+    Self::SegmentV5,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -151,6 +154,7 @@ impl SegmentVersion {
       Self::SegmentV2 => Some("SegmentV2"),
       Self::SegmentV3 => Some("SegmentV3"),
       Self::SegmentV4 => Some("SegmentV4"),
+      Self::SegmentV5 => Some("SegmentV5"),
       _ => None,
     }
   }
@@ -761,6 +765,7 @@ impl<'a> Sketch<'a> {
   pub const VT_BLOOM_HASHES: ::flatbuffers::VOffsetT = 6;
   pub const VT_RANGES: ::flatbuffers::VOffsetT = 8;
   pub const VT_PRESENT: ::flatbuffers::VOffsetT = 10;
+  pub const VT_TIMES: ::flatbuffers::VOffsetT = 12;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -772,6 +777,7 @@ impl<'a> Sketch<'a> {
     args: &'args SketchArgs<'args>
   ) -> ::flatbuffers::WIPOffset<Sketch<'bldr>> {
     let mut builder = SketchBuilder::new(_fbb);
+    if let Some(x) = args.times { builder.add_times(x); }
     if let Some(x) = args.present { builder.add_present(x); }
     if let Some(x) = args.ranges { builder.add_ranges(x); }
     if let Some(x) = args.bloom { builder.add_bloom(x); }
@@ -815,6 +821,16 @@ impl<'a> Sketch<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u32>>>(Sketch::VT_PRESENT, None)}
   }
+  /// Format 5: how the batch's events spread over time, so that a count of a time range
+  /// whose ends fall on bucket edges is answered without reading rows. Absent before format
+  /// 5, and for a batch without a `ts` value or whose times span too long.
+  #[inline]
+  pub fn times(&self) -> Option<TimeHistogram<'a>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<TimeHistogram>>(Sketch::VT_TIMES, None)}
+  }
 }
 
 impl ::flatbuffers::Verifiable for Sketch<'_> {
@@ -827,6 +843,7 @@ impl ::flatbuffers::Verifiable for Sketch<'_> {
      .visit_field::<u8>("bloom_hashes", Self::VT_BLOOM_HASHES, false)?
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, FieldRange>>>("ranges", Self::VT_RANGES, true)?
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u32>>>("present", Self::VT_PRESENT, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<TimeHistogram>>("times", Self::VT_TIMES, false)?
      .finish();
     Ok(())
   }
@@ -836,6 +853,7 @@ pub struct SketchArgs<'a> {
     pub bloom_hashes: u8,
     pub ranges: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, FieldRange>>>,
     pub present: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u32>>>,
+    pub times: Option<::flatbuffers::WIPOffset<TimeHistogram<'a>>>,
 }
 impl<'a> Default for SketchArgs<'a> {
   #[inline]
@@ -845,6 +863,7 @@ impl<'a> Default for SketchArgs<'a> {
       bloom_hashes: 0,
       ranges: None, // required field
       present: None,
+      times: None,
     }
   }
 }
@@ -871,6 +890,10 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SketchBuilder<'a, 'b, A> {
     self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Sketch::VT_PRESENT, present);
   }
   #[inline]
+  pub fn add_times(&mut self, times: ::flatbuffers::WIPOffset<TimeHistogram<'b >>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<TimeHistogram>>(Sketch::VT_TIMES, times);
+  }
+  #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SketchBuilder<'a, 'b, A> {
     let start = _fbb.start_table();
     SketchBuilder {
@@ -894,6 +917,159 @@ impl ::core::fmt::Debug for Sketch<'_> {
       ds.field("bloom_hashes", &self.bloom_hashes());
       ds.field("ranges", &self.ranges());
       ds.field("present", &self.present());
+      ds.field("times", &self.times());
+      ds.finish()
+  }
+}
+pub enum TimeHistogramOffset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// The number of rows whose `ts` (field `field`, of type time) falls in each of consecutive
+/// buckets of `width` nanoseconds: bucket k covers [(first + k) * width, (first + k + 1) *
+/// width) (times since the epoch), the first and the last bucket hold the batch's smallest and
+/// largest `ts`. The counts add up to the rows with a `ts` (the `ts` range's `present`).
+pub struct TimeHistogram<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for TimeHistogram<'a> {
+  type Inner = TimeHistogram<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> TimeHistogram<'a> {
+  pub const VT_FIELD: ::flatbuffers::VOffsetT = 4;
+  pub const VT_WIDTH: ::flatbuffers::VOffsetT = 6;
+  pub const VT_FIRST: ::flatbuffers::VOffsetT = 8;
+  pub const VT_COUNTS: ::flatbuffers::VOffsetT = 10;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    TimeHistogram { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args TimeHistogramArgs<'args>
+  ) -> ::flatbuffers::WIPOffset<TimeHistogram<'bldr>> {
+    let mut builder = TimeHistogramBuilder::new(_fbb);
+    builder.add_first(args.first);
+    builder.add_width(args.width);
+    if let Some(x) = args.counts { builder.add_counts(x); }
+    builder.add_field(args.field);
+    builder.finish()
+  }
+
+
+  #[inline]
+  pub fn field(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(TimeHistogram::VT_FIELD, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn width(&self) -> i64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<i64>(TimeHistogram::VT_WIDTH, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn first(&self) -> i64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<i64>(TimeHistogram::VT_FIRST, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn counts(&self) -> ::flatbuffers::Vector<'a, u32> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u32>>>(TimeHistogram::VT_COUNTS, None).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for TimeHistogram<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<u32>("field", Self::VT_FIELD, false)?
+     .visit_field::<i64>("width", Self::VT_WIDTH, false)?
+     .visit_field::<i64>("first", Self::VT_FIRST, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u32>>>("counts", Self::VT_COUNTS, true)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct TimeHistogramArgs<'a> {
+    pub field: u32,
+    pub width: i64,
+    pub first: i64,
+    pub counts: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u32>>>,
+}
+impl<'a> Default for TimeHistogramArgs<'a> {
+  #[inline]
+  fn default() -> Self {
+    TimeHistogramArgs {
+      field: 0,
+      width: 0,
+      first: 0,
+      counts: None, // required field
+    }
+  }
+}
+
+pub struct TimeHistogramBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> TimeHistogramBuilder<'a, 'b, A> {
+  #[inline]
+  pub fn add_field(&mut self, field: u32) {
+    self.fbb_.push_slot::<u32>(TimeHistogram::VT_FIELD, field, 0);
+  }
+  #[inline]
+  pub fn add_width(&mut self, width: i64) {
+    self.fbb_.push_slot::<i64>(TimeHistogram::VT_WIDTH, width, 0);
+  }
+  #[inline]
+  pub fn add_first(&mut self, first: i64) {
+    self.fbb_.push_slot::<i64>(TimeHistogram::VT_FIRST, first, 0);
+  }
+  #[inline]
+  pub fn add_counts(&mut self, counts: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u32>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(TimeHistogram::VT_COUNTS, counts);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> TimeHistogramBuilder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    TimeHistogramBuilder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<TimeHistogram<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, TimeHistogram::VT_COUNTS,"counts");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for TimeHistogram<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("TimeHistogram");
+      ds.field("field", &self.field());
+      ds.field("width", &self.width());
+      ds.field("first", &self.first());
+      ds.field("counts", &self.counts());
       ds.finish()
   }
 }
@@ -2146,6 +2322,200 @@ impl ::core::fmt::Debug for SegmentV4<'_> {
       ds.finish()
   }
 }
+pub enum SegmentV5Offset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// Version 5 of the segment layout: the fields of version 4; its sketches may have a time
+/// histogram (`times`).
+pub struct SegmentV5<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for SegmentV5<'a> {
+  type Inner = SegmentV5<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> SegmentV5<'a> {
+  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
+  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
+  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
+  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
+  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
+  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    SegmentV5 { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args SegmentV5Args<'args>
+  ) -> ::flatbuffers::WIPOffset<SegmentV5<'bldr>> {
+    let mut builder = SegmentV5Builder::new(_fbb);
+    builder.add_events(args.events);
+    builder.add_meta_checksum(args.meta_checksum);
+    if let Some(x) = args.batches { builder.add_batches(x); }
+    if let Some(x) = args.schemas { builder.add_schemas(x); }
+    if let Some(x) = args.intervals { builder.add_intervals(x); }
+    if let Some(x) = args.uuid { builder.add_uuid(x); }
+    builder.finish()
+  }
+
+
+  /// Identity of the segment; its file is named after it (`UUID.seg`).
+  #[inline]
+  pub fn uuid(&self) -> &'a Uuid {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<Uuid>(SegmentV5::VT_UUID, None).unwrap()}
+  }
+  /// The event IDs held, ascending, merged where adjacent.
+  #[inline]
+  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV5::VT_INTERVALS, None).unwrap()}
+  }
+  /// Total number of events.
+  #[inline]
+  pub fn events(&self) -> u64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u64>(SegmentV5::VT_EVENTS, Some(0)).unwrap()}
+  }
+  /// Distinct schemas of the batches, referenced by index.
+  #[inline]
+  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV5::VT_SCHEMAS, None).unwrap()}
+  }
+  /// The batches in ID order.
+  #[inline]
+  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV5::VT_BATCHES, None).unwrap()}
+  }
+  /// CRC-32 (IEEE) over the canonical encoding, as for version 4 (with 5 as the version) and
+  /// each sketch's time histogram.
+  #[inline]
+  pub fn meta_checksum(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(SegmentV5::VT_META_CHECKSUM, Some(0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for SegmentV5<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
+     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
+     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct SegmentV5Args<'a> {
+    pub uuid: Option<&'a Uuid>,
+    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
+    pub events: u64,
+    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
+    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
+    pub meta_checksum: u32,
+}
+impl<'a> Default for SegmentV5Args<'a> {
+  #[inline]
+  fn default() -> Self {
+    SegmentV5Args {
+      uuid: None, // required field
+      intervals: None, // required field
+      events: 0,
+      schemas: None, // required field
+      batches: None, // required field
+      meta_checksum: 0,
+    }
+  }
+}
+
+pub struct SegmentV5Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV5Builder<'a, 'b, A> {
+  #[inline]
+  pub fn add_uuid(&mut self, uuid: &Uuid) {
+    self.fbb_.push_slot_always::<&Uuid>(SegmentV5::VT_UUID, uuid);
+  }
+  #[inline]
+  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV5::VT_INTERVALS, intervals);
+  }
+  #[inline]
+  pub fn add_events(&mut self, events: u64) {
+    self.fbb_.push_slot::<u64>(SegmentV5::VT_EVENTS, events, 0);
+  }
+  #[inline]
+  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV5::VT_SCHEMAS, schemas);
+  }
+  #[inline]
+  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV5::VT_BATCHES, batches);
+  }
+  #[inline]
+  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
+    self.fbb_.push_slot::<u32>(SegmentV5::VT_META_CHECKSUM, meta_checksum, 0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV5Builder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    SegmentV5Builder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV5<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, SegmentV5::VT_UUID,"uuid");
+    self.fbb_.required(o, SegmentV5::VT_INTERVALS,"intervals");
+    self.fbb_.required(o, SegmentV5::VT_SCHEMAS,"schemas");
+    self.fbb_.required(o, SegmentV5::VT_BATCHES,"batches");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for SegmentV5<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("SegmentV5");
+      ds.field("uuid", &self.uuid());
+      ds.field("intervals", &self.intervals());
+      ds.field("events", &self.events());
+      ds.field("schemas", &self.schemas());
+      ds.field("batches", &self.batches());
+      ds.field("meta_checksum", &self.meta_checksum());
+      ds.finish()
+  }
+}
 pub enum SegmentOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -2252,6 +2622,20 @@ impl<'a> Segment<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn segment_as_segment_v5(&self) -> Option<SegmentV5<'a>> {
+    if self.segment_type() == SegmentVersion::SegmentV5 {
+      let u = self.segment();
+      // Safety:
+      // Created from a valid Table for this object
+      // Which contains a valid union in this slot
+      Some(unsafe { SegmentV5::init_from_table(u) })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Segment<'_> {
@@ -2266,6 +2650,7 @@ impl ::flatbuffers::Verifiable for Segment<'_> {
           SegmentVersion::SegmentV2 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV2", pos),
           SegmentVersion::SegmentV3 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV3>>("SegmentVersion::SegmentV3", pos),
           SegmentVersion::SegmentV4 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV4>>("SegmentVersion::SegmentV4", pos),
+          SegmentVersion::SegmentV5 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV5>>("SegmentVersion::SegmentV5", pos),
           _ => Ok(()),
         }
      })?
@@ -2344,6 +2729,13 @@ impl ::core::fmt::Debug for Segment<'_> {
         },
         SegmentVersion::SegmentV4 => {
           if let Some(x) = self.segment_as_segment_v4() {
+            ds.field("segment", &x)
+          } else {
+            ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        SegmentVersion::SegmentV5 => {
+          if let Some(x) = self.segment_as_segment_v5() {
             ds.field("segment", &x)
           } else {
             ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
