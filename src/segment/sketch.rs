@@ -855,8 +855,8 @@ mod tests {
     #[test]
     fn ranges_from_columns_are_those_from_rows_for_every_integer_width() {
         // Counts, ints, times and intervals of every msgpack width (fixints, negative fixints,
-        // 8 to 64 bits, signed and not, the extremes), nils among them, and the last values of
-        // a column closer than 8 bytes to its end (read the general way).
+        // 8 to 64 bits, signed and not, the extremes), nils among them, in batches of 1 to 40
+        // rows: the column loops must give the row reader's ranges and counts.
         let schema = Schema::new(
             "zeek.t",
             vec![
