@@ -76,7 +76,7 @@ pub struct SearchStats {
     pub segments_counted: u64,
     /// Batches whose rows were read or taken whole.
     pub batches_read: u64,
-    /// Batches skipped by their schema or `ts` range.
+    /// Batches skipped by their metadata (schema, `ts` range, sketch), or counted 0 from it.
     pub batches_pruned: u64,
     /// Rows evaluated one by one.
     pub rows_evaluated: u64,
@@ -564,8 +564,13 @@ impl<'a> Search<'a> {
                         _ => seg.sketch(i).and_then(|sk| program.sketch_count(&sk, rows)),
                     };
                     if let Some(n) = from_meta {
-                        // Counted from the batch's metadata: no row is read.
-                        self.stats.batches_read += 1;
+                        // Counted from the batch's metadata: no row is read (none matches:
+                        // as good as pruned).
+                        if n == 0 {
+                            self.stats.batches_pruned += 1;
+                        } else {
+                            self.stats.batches_read += 1;
+                        }
                         self.stats.matched += n;
                         self.counted += n;
                         continue;
