@@ -65,8 +65,11 @@ fn check_after_crash(
     acked: &[u64],
     what: &str,
 ) -> Vec<u64> {
-    if !db.exists() {
-        // Killed before it created the database.
+    // Killed before it created the database, or after it created the directory but before
+    // any file in it: an empty directory, which readers refuse as not an archive and the next
+    // import takes as a new one.
+    let empty = std::fs::read_dir(db).map_or(true, |mut d| d.next().is_none());
+    if empty {
         assert!(
             before.is_empty() && acked.is_empty(),
             "{what}: database gone"
