@@ -131,7 +131,12 @@ impl std::fmt::Debug for LakeWriter {
 }
 
 /// Nanoseconds per day.
-pub(super) const DAY_NS: i64 = 86_400_000_000_000;
+const DAY_NS: i64 = 86_400_000_000_000;
+
+/// The partition day of a time: days since 1970-01-01 UTC.
+pub(super) fn day_of(ns: i64) -> i64 {
+    ns.div_euclid(DAY_NS)
+}
 
 /// The partition directory name of a day (`date=2009-11-18`), or of no day.
 fn date_dir(day: Option<i64>) -> String {
@@ -174,9 +179,7 @@ pub(super) fn row_day(
     schema: &crate::types::Schema,
     ts_index: Option<usize>,
 ) -> Option<i64> {
-    ts_index
-        .and_then(|t| row_ts(row, schema, t))
-        .map(|ns| ns.div_euclid(DAY_NS))
+    ts_index.and_then(|t| row_ts(row, schema, t)).map(day_of)
 }
 
 /// The highest `part-NNNNN.parquet` number in `dir`, plus one (0 for none).

@@ -24,7 +24,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::Schema as ArrowSchema;
 
 use super::builder::ArrowBuilder;
-use super::lake::{row_day, LakeSummary, LakeWriter, DAY_NS};
+use super::lake::{day_of, row_day, LakeSummary, LakeWriter};
 use super::schema::arrow_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
@@ -32,6 +32,21 @@ use crate::pool::{OrderedPool, WorkerLost};
 use crate::segment::Columns;
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, NIL};
+
+/// Finishes `builder` (of the rows of `day`) into `batches` unless it is empty, and keeps it
+/// for another batch.
+fn finish_into(
+    batches: &mut Vec<(Option<i64>, RecordBatch)>,
+    day: Option<i64>,
+    mut builder: ArrowBuilder,
+    spare: &Spare,
+) -> Result<(), ArrowCodecError> {
+    if !builder.is_empty() {
+        batches.push((day, builder.finish()?));
+    }
+    spare.give(builder);
+    Ok(())
+}
 
 /// The error for column `c` of a batch of `schema` that does not decode.
 fn column_error(schema: &SchemaRef, c: usize, source: DecodeError) -> ArrowCodecError {
@@ -144,11 +159,8 @@ impl LakeRows {
                 batches.push((day, builder.finish()?));
             }
         }
-        for (day, mut builder) in days {
-            if !builder.is_empty() {
-                batches.push((day, builder.finish()?));
-            }
-            spare.give(builder);
+        for (day, builder) in days {
+            finish_into(&mut batches, day, builder, spare)?;
         }
         Ok(LakeRows {
             schema: schema.clone(),
@@ -166,42 +178,31 @@ impl LakeRows {
         arrow: &Arc<ArrowSchema>,
         cols: &Columns,
         spare: &Spare,
-    ) -> Option<Result<LakeRows, ArrowCodecError>> {
+    ) -> Result<Option<LakeRows>, ArrowCodecError> {
         if cols.raw_size() >= ArrowBuilder::MAX_BYTES {
-            return None;
+            return Ok(None);
         }
-        let name = || schema.name.clone();
-        // Runs of rows of one day: (index among `days`, rows).
+        // The days met, in order, and runs of rows of one day: (index among `days`, rows).
         let mut days: Vec<Option<i64>> = Vec::new();
         let mut runs: Vec<(usize, usize)> = Vec::new();
-        let mut add = |day: Option<i64>, runs: &mut Vec<(usize, usize)>| {
-            let k = match days.iter().position(|d| *d == day) {
-                Some(k) => k,
-                None => {
-                    days.push(day);
-                    days.len() - 1
-                }
-            };
-            match runs.last_mut() {
-                Some((last, n)) if *last == k => *n += 1,
-                _ => runs.push((k, 1)),
-            }
-        };
         match schema.ts_index() {
             None => runs.push((0, cols.rows())),
             Some(t) => {
-                let ts = cols.column(t);
-                let mut r = RowCursor::new(ts);
+                let mut r = RowCursor::new(cols.column(t));
+                let bad = |source| column_error(schema, t, source);
                 for _ in 0..cols.rows() {
-                    let day = match r.marker() {
-                        Ok(NIL) => None,
-                        Ok(m) => match r.int(m, &Type::Time) {
-                            Ok(ns) => Some(ns.div_euclid(DAY_NS)),
-                            Err(source) => return Some(Err(column_error(schema, t, source))),
-                        },
-                        Err(source) => return Some(Err(column_error(schema, t, source))),
+                    let day = match r.marker().map_err(bad)? {
+                        NIL => None,
+                        m => Some(day_of(r.int(m, &Type::Time).map_err(bad)?)),
                     };
-                    add(day, &mut runs);
+                    let k = days.iter().position(|d| *d == day).unwrap_or_else(|| {
+                        days.push(day);
+                        days.len() - 1
+                    });
+                    match runs.last_mut() {
+                        Some((last, n)) if *last == k => *n += 1,
+                        _ => runs.push((k, 1)),
+                    }
                 }
             }
         }
@@ -211,24 +212,18 @@ impl LakeRows {
         let mut builders: Vec<ArrowBuilder> =
             days.iter().map(|_| spare.take(schema, arrow)).collect();
         // On an error the builders are dropped: a failed column leaves them uneven.
-        if let Err((field, source)) = ArrowBuilder::append_column_runs(&mut builders, cols, &runs) {
-            return Some(Err(ArrowCodecError::DecodeColumn {
-                schema: name(),
+        ArrowBuilder::append_column_runs(&mut builders, cols, &runs).map_err(
+            |(field, source)| ArrowCodecError::DecodeColumn {
+                schema: schema.name.clone(),
                 field,
                 source,
-            }));
-        }
+            },
+        )?;
         let mut batches = Vec::with_capacity(days.len());
-        for (day, mut builder) in days.into_iter().zip(builders) {
-            if !builder.is_empty() {
-                match builder.finish() {
-                    Ok(b) => batches.push((day, b)),
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            spare.give(builder);
+        for (day, builder) in days.into_iter().zip(builders) {
+            finish_into(&mut batches, day, builder, spare)?;
         }
-        Some(Ok(LakeRows {
+        Ok(Some(LakeRows {
             schema: schema.clone(),
             batches,
         }))
@@ -288,7 +283,8 @@ impl<J: SchemaRows> ParallelLakeWriter<J> {
                     })
                 }
                 Some(Ok(cols)) if take >= cols.rows() => {
-                    if let Some(done) = LakeRows::build_columns(schema, &arrow, &cols, &spare) {
+                    let built = LakeRows::build_columns(schema, &arrow, &cols, &spare);
+                    if let Some(done) = built.transpose() {
                         return done;
                     }
                 }
