@@ -119,10 +119,7 @@ fn small_segments_rotate_and_keep_every_event() {
         numbers(&export_json_text(&db)),
         (0..5000).collect::<Vec<_>>()
     );
-    let segs: Vec<PathBuf> = std::fs::read_dir(db.join("segments"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let segs: Vec<PathBuf> = common::cli::segment_files(&db);
     assert!(segs.len() > 2, "{} segments", segs.len());
     for s in &segs {
         assert!(std::fs::metadata(s).unwrap().len() <= 16 << 10);

@@ -212,7 +212,9 @@ fn flipped_byte_in_a_field_name_fails_verify_naming_the_file() {
     bytes[at + 1] ^= 0x20; // "uId"
     fs::write(victim, &bytes).unwrap();
 
-    let err = Segment::open(victim).unwrap_err();
+    // The segment's own checksum (`Segment::open` would read its index file, which holds the
+    // undamaged metadata: `tests/segment_index.rs`).
+    let err = Segment::open_verified(victim).unwrap_err();
     assert!(err.is_corruption(), "{err}");
     let msg = err.to_string();
     assert!(msg.contains(&victim.display().to_string()), "{msg}");
@@ -247,8 +249,10 @@ struct Content {
     batches: Vec<BatchContent>,
 }
 
+/// Read with the verifier: these tests are about the segment file's own checks (its index
+/// file, which `Segment::open` would read instead, has its own: `tests/segment_index.rs`).
 fn content(path: &Path) -> Result<Content, SegmentError> {
-    let seg = Segment::open(path)?;
+    let seg = Segment::open_verified(path)?;
     let mut batches = Vec::new();
     for b in seg.batches() {
         let b = b?;

@@ -339,13 +339,17 @@ fn wal_records_point_at_rows_in_the_segment_file() {
     assert!(report.warnings.is_empty(), "{report:?}");
     store.close().unwrap();
     assert_eq!(read_all(dir.path()), expected(&batches));
-    // The earlier life's file is gone once a seal replaced the WAL.
-    let names: Vec<_> = fs::read_dir(dir.path().join("segments"))
+    // The earlier life's file is gone once a seal replaced the WAL: one segment and its index.
+    let mut names: Vec<_> = fs::read_dir(dir.path().join("segments"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    names.sort();
     assert!(
-        names.len() == 1 && names[0].ends_with(".seg") && !names[0].starts_with('.'),
+        names.len() == 2
+            && names[0].ends_with(".idx")
+            && names[1] == names[0].replace(".idx", ".seg")
+            && !names[0].starts_with('.'),
         "{names:?}"
     );
     assert!(Archive::open(dir.path()).unwrap().verify().is_ok());

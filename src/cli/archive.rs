@@ -119,6 +119,16 @@ fn rfc3339(ns: i64) -> String {
 /// One file of `weir inspect`; a file that is not a segment (or a damaged one) is said to
 /// be so.
 fn inspect_one(path: &Path) -> anyhow::Result<SegmentInfo> {
+    if path
+        .extension()
+        .is_some_and(|x| x == weir::segment::INDEX_EXTENSION)
+    {
+        anyhow::bail!(
+            "{} is a segment's index file, not a segment: inspect {} (`weir verify` checks indexes)",
+            path.display(),
+            path.with_extension(weir::segment::SEGMENT_EXTENSION).display()
+        );
+    }
     weir::segment::inspect(path).map_err(|e| {
         if e.is_corruption() {
             let reason = e.corruption_reason().unwrap_or_else(|| e.to_string());

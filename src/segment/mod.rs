@@ -83,6 +83,15 @@
 //! table) are never referenced. Readers rely on none of this: any valid FlatBuffer of the
 //! schema is a valid segment.
 //!
+//! # Index files
+//!
+//! Next to each segment the writer puts its *index*, `<uuid>.idx`: a checksummed copy of what
+//! opening the segment with the verifier finds (header, schemas, every batch's metadata and
+//! sketch, where its bytes are), so that [`Segment::open`] reads one small file instead of
+//! faulting in a page or two of every batch across the whole file. It is never needed: a
+//! segment without a usable index is verified at open as before. `index.rs` documents the
+//! format and its invariants.
+//!
 //! # Invariants
 //!
 //! - A segment is never larger than the `max_segment_size` it was written with, which is below
@@ -100,7 +109,8 @@
 //!   batches' checksums it covers every byte that carries meaning (only padding and alignment are
 //!   not covered, and damage to FlatBuffers offsets or vtables is caught by the verifier or
 //!   changes a covered value).
-//! - A reader ([`Segment::open`]) memory-maps the file, runs the FlatBuffers verifier with
+//! - A reader ([`Segment::open_verified`], and [`Segment::open`] for a segment without a
+//!   usable index file) memory-maps the file, runs the FlatBuffers verifier with
 //!   explicit limits ([`verifier_options`]) and checks every invariant above (the metadata
 //!   checksum last, so that damage a structural check names is reported as such) except the
 //!   batches' row offsets and checksums; those are checked lazily, once per batch, on its
@@ -141,6 +151,7 @@ pub(crate) mod generated {
 mod codec;
 mod columns;
 mod error;
+mod index;
 mod inspect;
 mod meta;
 mod prepare;
@@ -152,6 +163,9 @@ pub(crate) use codec::{from_stored_byte, stored_byte, unpack};
 pub use codec::{Codec, Compression, Layout, RowBuf};
 pub use columns::Columns;
 pub use error::{Result, SegmentError};
+pub use index::{
+    check_index, index_path, remove_index, write_index, INDEX_EXTENSION, INDEX_VERSION,
+};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;
 pub use prepare::{PreparedBatch, Preparer};
@@ -177,6 +191,9 @@ pub fn verifier_options(buffer_len: usize) -> flatbuffers::VerifierOptions {
 /// Name of the directory holding the segment files inside a database directory (next to the
 /// write-ahead log, whose records point into them).
 pub const SEGMENTS_DIR: &str = "segments";
+
+/// The file name extension of segment files.
+pub const SEGMENT_EXTENSION: &str = generated::SEGMENT_EXTENSION;
 
 /// The file name of a segment: `<uuid>.seg`.
 pub fn file_name(uuid: &uuid::Uuid) -> String {

@@ -19,46 +19,54 @@ use super::{Result, SegmentError};
 use crate::batch::Batch;
 use crate::types::{Field, Schema, SchemaRef, Type};
 
-const UNCHECKED: u8 = 0;
+pub(super) const UNCHECKED: u8 = 0;
 const GOOD: u8 = 1;
 
 #[derive(Debug)]
-struct BatchMeta {
-    schema: u32,
-    first_id: u64,
-    rows: u32,
-    ts: Option<(i64, i64)>,
-    data: Range<usize>,
-    offsets: Range<usize>,
-    checksum: u32,
+pub(super) struct BatchMeta {
+    pub(super) schema: u32,
+    pub(super) first_id: u64,
+    pub(super) rows: u32,
+    pub(super) ts: Option<(i64, i64)>,
+    pub(super) data: Range<usize>,
+    pub(super) offsets: Range<usize>,
+    pub(super) checksum: u32,
     /// How `data` is stored (format 3; [`Codec::None`] before).
-    codec: Codec,
+    pub(super) codec: Codec,
     /// How compressed bytes are arranged (format 4: columns).
-    layout: Layout,
+    pub(super) layout: Layout,
     /// With a codec: the length of the raw bytes `data` inflates to (see `codec.rs`).
-    raw_size: usize,
+    pub(super) raw_size: usize,
     /// Format 3: the Bloom filter (in the map), its probes, and the decoded field ranges;
     /// format 5: the time histogram.
-    sketch: Option<StoredSketch>,
+    pub(super) sketch: Option<StoredSketch>,
     /// [`UNCHECKED`] until the row offsets and checksum were verified on first access.
-    state: AtomicU8,
+    pub(super) state: AtomicU8,
 }
 
 /// A batch's sketch as read at open: the Bloom filter (where it is in the map), its probes,
 /// the decoded field ranges and the time histogram.
 type StoredSketch = (Range<usize>, u8, Vec<RangeOf>, Option<TimeHistogram>);
 
+/// What opening a segment finds in it (by verifying it, or from its index file, `index.rs`).
+#[derive(Debug)]
+pub(super) struct Parts {
+    pub(super) version: u32,
+    pub(super) uuid: uuid::Uuid,
+    pub(super) intervals: Vec<Range<u64>>,
+    pub(super) events: u64,
+    pub(super) schemas: Vec<SchemaRef>,
+    pub(super) batches: Vec<BatchMeta>,
+}
+
 /// An open, verified segment: a read-only memory map plus an index of its batches.
 #[derive(Debug)]
 pub struct Segment {
     path: PathBuf,
     map: Mmap,
-    version: u32,
-    uuid: uuid::Uuid,
-    intervals: Vec<Range<u64>>,
-    events: u64,
-    schemas: Vec<SchemaRef>,
-    batches: Vec<BatchMeta>,
+    parts: Parts,
+    /// Whether the parts come from the segment's index file rather than the verifier.
+    from_index: bool,
 }
 
 /// The version table of a segment, whichever version it is (they share their fields).
@@ -103,14 +111,24 @@ macro_rules! checksummed_root {
 }
 
 impl Segment {
-    /// Opens a segment: maps it, checks the size prefix, runs the FlatBuffers verifier with
-    /// limits, parses the schemas, checks the batches' ID order against the header's
-    /// intervals and event count, and (format version 2) the metadata checksum. Each batch's row offsets and checksum are checked once, on
-    /// its first access ([`Segment::batch`]); [`Segment::verify_all`] checks all of them. Any
-    /// damage is a [`SegmentError::Corrupt`] (or [`SegmentError::Verification`]) naming the
-    /// file.
+    /// Opens a segment: maps it and reads its index file (`<uuid>.idx`, see `index.rs`),
+    /// or, when it has no usable one, checks the size prefix, runs the FlatBuffers verifier
+    /// with limits, parses the schemas, checks the batches' ID order against the header's
+    /// intervals and event count, and (format version 2) the metadata checksum. Each batch's
+    /// row offsets and checksum are checked once, on its first access ([`Segment::batch`]);
+    /// [`Segment::verify_all`] checks all of them. Any damage is a [`SegmentError::Corrupt`]
+    /// (or [`SegmentError::Verification`]) naming the file.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
-        let path = path.as_ref();
+        Self::open_with(path.as_ref(), true)
+    }
+
+    /// [`Segment::open`] without the index file: the segment itself is verified (what
+    /// `weir verify` and the writer of index files use).
+    pub fn open_verified(path: impl AsRef<Path>) -> Result<Segment> {
+        Self::open_with(path.as_ref(), false)
+    }
+
+    fn open_with(path: &Path, use_index: bool) -> Result<Segment> {
         let (file, len) = crate::fs::open_with_len(path)?;
         if len < 16 {
             return Err(corrupt(path, format!("truncated: only {len} bytes")));
@@ -122,31 +140,58 @@ impl Segment {
             ));
         }
         let map = crate::fs::map_readonly(&file, path)?;
-        let (version, uuid, intervals, events, schemas, batches) = Self::index(&map, path)?;
+        if use_index {
+            if let Some(parts) = Self::indexed(path, map.len()) {
+                return Ok(Segment {
+                    path: path.to_path_buf(),
+                    map,
+                    parts,
+                    from_index: true,
+                });
+            }
+        }
+        let parts = Self::index(&map, path)?;
         Ok(Segment {
             path: path.to_path_buf(),
             map,
-            version,
-            uuid,
-            intervals,
-            events,
-            schemas,
-            batches,
+            parts,
+            from_index: false,
         })
     }
 
-    #[allow(clippy::type_complexity)]
-    fn index(
-        buf: &[u8],
-        path: &Path,
-    ) -> Result<(
-        u32,
-        uuid::Uuid,
-        Vec<Range<u64>>,
-        u64,
-        Vec<SchemaRef>,
-        Vec<BatchMeta>,
-    )> {
+    /// The parts from the segment's index file, if it has a usable one (see `index.rs`): a
+    /// missing one is normal (older archives), a damaged one is logged and passed over.
+    fn indexed(path: &Path, file_len: usize) -> Option<Parts> {
+        let idx = super::index::index_path(path);
+        let bytes = match std::fs::read(&idx) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(index = %idx.display(), error = %e, "cannot read segment index; verifying the segment instead");
+                return None;
+            }
+        };
+        match super::index::decode(&bytes, file_len) {
+            Ok(parts) => Some(parts),
+            Err(reason) => {
+                tracing::warn!(index = %idx.display(), %reason, "segment index unusable; verifying the segment instead");
+                None
+            }
+        }
+    }
+
+    /// What opening found (for `index.rs`).
+    pub(super) fn parts(&self) -> &Parts {
+        &self.parts
+    }
+
+    /// Whether this segment was opened from its index file (see `index.rs`) rather than by
+    /// verifying its metadata.
+    pub fn opened_from_index(&self) -> bool {
+        self.from_index
+    }
+
+    fn index(buf: &[u8], path: &Path) -> Result<Parts> {
         if !fbs::segment_size_prefixed_buffer_has_identifier(buf) {
             return Err(corrupt(
                 path,
@@ -373,9 +418,18 @@ impl Segment {
                                 seg.version
                             )))
                         }
-                        Some(t) => Some(
-                            check_times(t, &schemas[b.schema() as usize], &ranges).map_err(bad)?,
-                        ),
+                        Some(t) => {
+                            let t = TimeHistogram {
+                                field: t.field(),
+                                width: t.width(),
+                                first: t.first(),
+                                counts: t.counts().iter().collect(),
+                            };
+                            Some(
+                                check_times(t, &schemas[b.schema() as usize], &ranges)
+                                    .map_err(bad)?,
+                            )
+                        }
                     };
                     Some((
                         range_in(buf, sk.bloom().bytes()),
@@ -455,7 +509,14 @@ impl Segment {
                 ));
             }
         }
-        Ok((seg.version, uuid, intervals, events, schemas, batches))
+        Ok(Parts {
+            version: seg.version,
+            uuid,
+            intervals,
+            events,
+            schemas,
+            batches,
+        })
     }
 
     /// The file.
@@ -466,22 +527,22 @@ impl Segment {
     /// The segment's format version: 1 (no metadata checksum), 2, or 3 (compressed batches and
     /// sketches).
     pub fn version(&self) -> u32 {
-        self.version
+        self.parts.version
     }
 
     /// The segment's UUID.
     pub fn uuid(&self) -> uuid::Uuid {
-        self.uuid
+        self.parts.uuid
     }
 
     /// The event IDs held, ascending.
     pub fn intervals(&self) -> &[Range<u64>] {
-        &self.intervals
+        &self.parts.intervals
     }
 
     /// Number of events.
     pub fn events(&self) -> u64 {
-        self.events
+        self.parts.events
     }
 
     /// File size in bytes.
@@ -491,17 +552,17 @@ impl Segment {
 
     /// The distinct schemas, each built once per segment and shared by its batches.
     pub fn schemas(&self) -> &[SchemaRef] {
-        &self.schemas
+        &self.parts.schemas
     }
 
     /// Number of batches.
     pub fn len(&self) -> usize {
-        self.batches.len()
+        self.parts.batches.len()
     }
 
     /// Whether the segment holds no batch.
     pub fn is_empty(&self) -> bool {
-        self.batches.is_empty()
+        self.parts.batches.is_empty()
     }
 
     /// Batch `i` (`None` past the end). Its row offsets and checksum are verified on the
@@ -524,8 +585,9 @@ impl Segment {
     /// that is not one flag per field) is read whole, as by [`Segment::batch`]. For evaluating
     /// a predicate that reads only those fields; output needs the whole rows.
     pub fn batch_projected(&self, i: usize, want: &[bool]) -> Option<Result<SegmentBatch<'_>>> {
-        let m = self.batches.get(i)?;
+        let m = self.parts.batches.get(i)?;
         let fields = self
+            .parts
             .schemas
             .get(m.schema as usize)
             .map_or(0, |s| s.fields.len());
@@ -551,7 +613,7 @@ impl Segment {
     /// for a batch stored otherwise): for consumers that want columns (the Arrow export)
     /// without the rows being rebuilt. Checked on first access as [`Segment::batch`].
     pub fn batch_columns(&self, i: usize) -> Option<Result<super::Columns>> {
-        let m = self.batches.get(i)?;
+        let m = self.parts.batches.get(i)?;
         if m.layout != Layout::Columns {
             return None;
         }
@@ -580,7 +642,7 @@ impl Segment {
     /// first access only; a damaged batch is a [`SegmentError::Corrupt`] naming the file and
     /// batch). `None` past the end.
     fn checked(&self, i: usize) -> Option<Result<&BatchMeta>> {
-        let m = self.batches.get(i)?;
+        let m = self.parts.batches.get(i)?;
         if m.state.load(Ordering::Acquire) != GOOD {
             if let Err(reason) = self.check_batch(m) {
                 return Some(Err(corrupt(&self.path, format!("batch {i}: {reason}"))));
@@ -592,7 +654,7 @@ impl Segment {
 
     /// The event IDs of batch `i` (known without verifying its rows).
     pub fn batch_ids(&self, i: usize) -> Option<Range<u64>> {
-        let m = self.batches.get(i)?;
+        let m = self.parts.batches.get(i)?;
         Some(m.first_id..m.first_id + m.rows as u64)
     }
 
@@ -600,15 +662,15 @@ impl Segment {
     /// (what a query prunes by, see `weir::query`).
     #[allow(clippy::type_complexity)]
     pub fn batch_meta(&self, i: usize) -> Option<(&SchemaRef, Range<u64>, Option<(i64, i64)>)> {
-        let m = self.batches.get(i)?;
-        let schema = self.schemas.get(m.schema as usize)?;
+        let m = self.parts.batches.get(i)?;
+        let schema = self.parts.schemas.get(m.schema as usize)?;
         Some((schema, m.first_id..m.first_id + m.rows as u64, m.ts))
     }
 
     /// The sketch of batch `i` (format 3; `None` for older segments), covered by the metadata
     /// checksum checked at open: usable without verifying the batch's rows.
     pub fn sketch(&self, i: usize) -> Option<SketchRef<'_>> {
-        let (bloom, hashes, ranges, times) = self.batches.get(i)?.sketch.as_ref()?;
+        let (bloom, hashes, ranges, times) = self.parts.batches.get(i)?.sketch.as_ref()?;
         Some(SketchRef {
             bloom: &self.map[bloom.clone()],
             hashes: *hashes,
@@ -620,7 +682,7 @@ impl Segment {
     /// How batch `i` is stored: its codec, the bytes stored in the segment (rows and offsets,
     /// compressed or not) and the raw bytes of its rows (as msgpack, without offsets).
     pub fn batch_storage(&self, i: usize) -> Option<(Codec, usize, usize)> {
-        let m = self.batches.get(i)?;
+        let m = self.parts.batches.get(i)?;
         let stored = m.data.len() + m.offsets.len();
         let raw = match (m.codec, m.layout) {
             (Codec::None, _) => m.data.len(),
@@ -633,13 +695,13 @@ impl Segment {
 
     /// How batch `i`'s compressed bytes are arranged (rows for uncompressed batches).
     pub fn batch_layout(&self, i: usize) -> Option<Layout> {
-        Some(self.batches.get(i)?.layout)
+        Some(self.parts.batches.get(i)?.layout)
     }
 
     /// The rows and offsets of batch `i`, borrowed from the map, if it is stored uncompressed
     /// and was already returned by [`Segment::batch`] (so verified).
     pub(crate) fn mapped_rows(&self, i: usize) -> Option<(&[u8], OffsetsRef<'_>)> {
-        let m = self.batches.get(i)?;
+        let m = self.parts.batches.get(i)?;
         if m.codec != Codec::None || m.state.load(Ordering::Acquire) != GOOD {
             return None;
         }
@@ -673,7 +735,7 @@ impl Segment {
     /// Verifies every batch's offsets and checksum now (what [`Segment::batch`] does lazily),
     /// decompressing each compressed batch.
     pub fn verify_all(&self) -> Result<()> {
-        for i in 0..self.batches.len() {
+        for i in 0..self.parts.batches.len() {
             if let Some(Err(e)) = self.batch(i) {
                 return Err(e);
             }
@@ -724,7 +786,7 @@ impl Segment {
 
     fn batch_of<'a>(&'a self, m: &BatchMeta, bytes: Bytes<'a>) -> SegmentBatch<'a> {
         SegmentBatch {
-            schema: &self.schemas[m.schema as usize],
+            schema: &self.parts.schemas[m.schema as usize],
             first_id: m.first_id,
             ts: m.ts,
             rows: m.rows as usize,
@@ -735,7 +797,7 @@ impl Segment {
 
     /// The batches in ID order, each verified on first access (see [`Segment::batch`]).
     pub fn batches(&self) -> impl ExactSizeIterator<Item = Result<SegmentBatch<'_>>> + '_ {
-        (0..self.batches.len()).map(move |i| {
+        (0..self.parts.batches.len()).map(move |i| {
             self.batch(i)
                 .unwrap_or_else(|| unreachable_batch(&self.path))
         })
@@ -743,15 +805,16 @@ impl Segment {
 
     /// The index of the batch holding event `id`, and the row within it.
     pub fn find(&self, id: u64) -> Option<(usize, usize)> {
-        let i = self.batches.partition_point(|b| b.first_id <= id);
-        let b = self.batches.get(i.checked_sub(1)?)?;
+        let i = self.parts.batches.partition_point(|b| b.first_id <= id);
+        let b = self.parts.batches.get(i.checked_sub(1)?)?;
         let row = id - b.first_id;
         (row < b.rows as u64).then_some((i - 1, row as usize))
     }
 
     /// The index of the first batch that holds an ID at or after `id`.
     pub fn first_batch_from(&self, id: u64) -> usize {
-        self.batches
+        self.parts
+            .batches
             .partition_point(|b| b.first_id + b.rows as u64 <= id)
     }
 }
@@ -969,49 +1032,41 @@ impl ExactSizeIterator for RowIter<'_> {}
 /// time) and has a range whose `present` count the buckets add up to; the width is one of
 /// [`TIME_WIDTHS`]; there are 1 to [`MAX_TIME_BUCKETS`] buckets, and the first and the last
 /// hold the range's ends.
-fn check_times(
-    t: fbs::TimeHistogram<'_>,
+pub(super) fn check_times(
+    t: TimeHistogram,
     schema: &crate::types::Schema,
     ranges: &[RangeOf],
 ) -> std::result::Result<TimeHistogram, String> {
     use crate::value::ValueRef;
-    let counts: Vec<u32> = t.counts().iter().collect();
     let bad = || {
         format!(
             "time histogram of field {} ({} buckets of {} ns from {}) does not fit the batch",
-            t.field(),
-            counts.len(),
-            t.width(),
-            t.first()
+            t.field,
+            t.counts.len(),
+            t.width,
+            t.first
         )
     };
-    let range = ranges
-        .iter()
-        .find(|r| r.field == t.field())
-        .ok_or_else(bad)?;
+    let range = ranges.iter().find(|r| r.field == t.field).ok_or_else(bad)?;
     let (ValueRef::Time(lo), ValueRef::Time(hi), Some(present)) =
         (&range.lo, &range.hi, range.present)
     else {
         return Err(bad());
     };
-    let width = t.width();
+    let width = t.width;
+    let counts = &t.counts;
     let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-    if schema.ts_index() != Some(t.field() as usize)
+    if schema.ts_index() != Some(t.field as usize)
         || !TIME_WIDTHS.contains(&width)
         || counts.is_empty()
         || counts.len() > MAX_TIME_BUCKETS
         || counts.first() == Some(&0)
         || counts.last() == Some(&0)
-        || lo.div_euclid(width) != t.first()
-        || hi.div_euclid(width) != t.first() + counts.len() as i64 - 1
+        || lo.div_euclid(width) != t.first
+        || hi.div_euclid(width) != t.first + counts.len() as i64 - 1
         || total != u64::from(present)
     {
         return Err(bad());
     }
-    Ok(TimeHistogram {
-        field: t.field(),
-        width,
-        first: t.first(),
-        counts,
-    })
+    Ok(t)
 }

@@ -236,7 +236,7 @@ pub struct Sketch {
 }
 
 /// A sketch borrowed from a segment.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SketchRef<'a> {
     pub(crate) bloom: &'a [u8],
     pub(crate) hashes: u8,
@@ -296,6 +296,16 @@ pub(crate) fn range_value(ty: &Type, bits: u64) -> ValueRef<'static> {
         Type::Interval => ValueRef::Interval(bits as i64),
         Type::Double => ValueRef::Double(f64::from_bits(bits)),
         _ => ValueRef::Null,
+    }
+}
+
+/// The stored bits of a range's value: the inverse of [`range_value`].
+pub(crate) fn range_bits(v: &ValueRef<'_>) -> u64 {
+    match *v {
+        ValueRef::Count(x) | ValueRef::Port(x) => x,
+        ValueRef::Int(x) | ValueRef::Time(x) | ValueRef::Interval(x) => x as u64,
+        ValueRef::Double(x) => x.to_bits(),
+        _ => 0,
     }
 }
 

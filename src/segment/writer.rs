@@ -123,6 +123,8 @@ pub struct SealedSegment {
     pub uuid: uuid::Uuid,
     /// File size in bytes.
     pub bytes: u64,
+    /// Size of its index file (`<uuid>.idx`) in bytes; 0 if it could not be written.
+    pub index_bytes: u64,
     /// Number of events.
     pub events: u64,
     /// Number of batches.
@@ -801,6 +803,7 @@ impl SegmentBuilder {
         SealedSegment {
             uuid,
             bytes: bytes as u64,
+            index_bytes: 0,
             events: self.events,
             batches: self.tables.len() as u64,
             intervals: self.intervals.clone(),
@@ -862,9 +865,10 @@ impl SegmentBuilder {
     pub fn write_to(&mut self, dir: &Path, sync: bool) -> Result<SealedSegment> {
         if self.dir.is_none() {
             let uuid = uuid::Uuid::new_v4();
-            let (sealed, bytes) = self.finish(uuid)?;
-            fs::write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
+            let (mut sealed, bytes) = self.finish(uuid)?;
+            let path = fs::write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
             self.clear();
+            sealed.index_bytes = write_index(&path, sync)?;
             return Ok(sealed);
         }
         self.ensure_target()?;
@@ -874,9 +878,12 @@ impl SegmentBuilder {
         // On failure the temporary file stays: the write-ahead log's records point at the rows
         // in it (they are acknowledged), and the next writer replays them from it. Deleting it
         // here (as this once did, e.g. when the disk filled up while sealing) lost them.
-        let result = self.seal_file(&mut active, dir, sync);
+        let mut sealed = self.seal_file(&mut active, dir, sync);
         self.clear();
-        result
+        if let Ok(s) = &mut sealed {
+            s.index_bytes = write_index(&dir.join(super::file_name(&active.uuid)), sync)?;
+        }
+        sealed
     }
 
     /// [`SegmentBuilder::write_to`] in file mode: put the front before the chunks, cut the
@@ -911,6 +918,17 @@ impl SegmentBuilder {
         }
         Ok(self.sealed(active.uuid, total))
     }
+}
+
+/// Writes the index file of the segment just sealed at `path` (`index.rs`), from the segment
+/// opened with the verifier; returns its size. A failure is an error like that of any write
+/// (the disk is full or failing): the segment is in place, and what a crash between the two
+/// leaves (a segment without its index) is what the caller is left with; readers then verify
+/// the segment instead of reading its index.
+fn write_index(path: &Path, sync: bool) -> Result<u64> {
+    let seg = super::Segment::open_verified(path)?;
+    let idx = super::index::write_index(&seg, sync)?;
+    Ok(idx.1)
 }
 
 /// Segments with fewer bytes of batches than this are copied out of their temporary file at
@@ -1164,6 +1182,14 @@ mod tests {
         let path = dir.path().join(crate::segment::file_name(&sealed.uuid));
         assert_eq!(std::fs::metadata(&path).unwrap().len(), sealed.bytes);
         assert_eq!(rows_of(&path), expect);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // The segment and its index, nothing else.
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let idx = crate::segment::index_path(&path);
+        let want = [&idx, &path].map(|p| p.file_name().unwrap().to_string_lossy().into_owned());
+        assert_eq!(names, want);
     }
 }

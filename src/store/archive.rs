@@ -132,15 +132,21 @@ impl Archive {
         if let Some(seg) = cache.get(&entry.file) {
             return Ok(seg);
         }
-        let seg = Arc::new(self.open_entry(entry)?);
+        let seg = Arc::new(self.open_entry(entry, false)?);
         cache.put(entry.file.clone(), seg.clone());
         Ok(seg)
     }
 
-    fn open_entry(&self, entry: &CatalogEntry) -> Result<Segment> {
+    /// Opens the segment of `entry` (from its index file unless `verified`: see
+    /// `crate::segment`) and checks it against the entry.
+    fn open_entry(&self, entry: &CatalogEntry, verified: bool) -> Result<Segment> {
         let path = self.dir.join(&entry.file);
         tracing::debug!(segment = %path.display(), "mapping segment");
-        let seg = Segment::open(&path)?;
+        let seg = if verified {
+            Segment::open_verified(&path)?
+        } else {
+            Segment::open(&path)?
+        };
         let intervals: Vec<[u64; 2]> = seg.intervals().iter().map(|r| [r.start, r.end]).collect();
         if seg.uuid().hyphenated().to_string() != entry.uuid
             || seg.events() != entry.events
@@ -379,10 +385,14 @@ impl Archive {
                 }
                 expected = r.end;
             }
-            match self.open_entry(entry) {
+            match self.open_entry(entry, true) {
                 Ok(seg) => {
                     report.segments += 1;
                     report.events += seg.events();
+                    if let Err(why) = crate::segment::check_index(&seg) {
+                        report
+                            .problem(&path, format!("{why} (`weir verify --repair` rewrites it)"));
+                    }
                     for (i, b) in seg.batches().enumerate() {
                         match b {
                             Ok(b) => {

@@ -119,6 +119,10 @@ pub struct CatalogEntry {
     pub file: String,
     /// File size in bytes.
     pub bytes: u64,
+    /// Size of the segment's index file in bytes (0: none, or an archive from before index
+    /// files; absent from the JSON then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub index_bytes: u64,
     /// Number of events.
     pub events: u64,
     /// Number of batches.
@@ -142,12 +146,18 @@ impl CatalogEntry {
                 crate::segment::file_name(&s.uuid)
             ),
             bytes: s.bytes,
+            index_bytes: s.index_bytes,
             events: s.events,
             batches: s.batches,
             intervals: s.intervals.iter().map(|r| [r.start, r.end]).collect(),
             schemas: s.schemas.clone(),
             ts: s.ts.map(|(a, b)| [a, b]),
         }
+    }
+
+    /// Bytes on disk: the segment and its index (what retention counts).
+    pub fn disk_bytes(&self) -> u64 {
+        self.bytes + self.index_bytes
     }
 
     /// The ID intervals as ranges.

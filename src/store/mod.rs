@@ -8,6 +8,9 @@
 //!   catalog.json       sealed segments and their ID intervals (see [`catalog`])
 //!   wal                write-ahead log of the active segment (see [`crate::wal`])
 //!   segments/<uuid>.seg  sealed segments, one FlatBuffer each (see [`crate::segment`])
+//!   segments/<uuid>.idx  each segment's index (its metadata, so readers need not verify the
+//!                      segment to open it); written after the segment, removed before it, and
+//!                      never needed: without it readers verify the segment (`crate::segment`)
 //!   damaged/           files `weir verify --repair` moved aside (see [`repair`]); never read
 //!   readers/<generation>  readers' lock files (see [`readers`]): what keeps erased segments
 //!                      on disk while a reader of an older catalog runs
@@ -301,6 +304,37 @@ fn remove_temporaries(dir: &Path, keep: &HashSet<String>) -> Result<()> {
     Ok(())
 }
 
+/// Removes a segment file and, first, its index file (see `crate::segment`'s index files).
+fn remove_segment_file(path: &Path) -> Result<()> {
+    crate::segment::remove_index(path)
+        .map_err(|e| StoreError::io("remove", crate::segment::index_path(path), e))?;
+    std::fs::remove_file(path).map_err(|e| StoreError::io("remove", path, e))
+}
+
+/// Removes the index files in `segments/` whose segment is gone (a crash between removing a
+/// segment and its index cannot leave one, as the index goes first; this removes those of
+/// segments deleted by hand, or by a weir without index files). An index names no event, so
+/// nothing acknowledged depends on it.
+fn remove_orphan_indexes(dir: &Path) -> Result<()> {
+    let d = dir.join(SEGMENTS_DIR);
+    let entries = std::fs::read_dir(&d).map_err(|e| StoreError::io("list", &d, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("list", &d, e))?;
+        let p = entry.path();
+        let is_index = p
+            .extension()
+            .is_some_and(|x| x == crate::segment::INDEX_EXTENSION);
+        let name = entry.file_name();
+        if is_index
+            && !name.to_string_lossy().starts_with('.')
+            && !p.with_extension(crate::segment::SEGMENT_EXTENSION).exists()
+        {
+            std::fs::remove_file(&p).map_err(|e| StoreError::io("remove", &p, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// The segment files (`segments/*.seg`) the catalog does not list, by file name, other than
 /// those pending deletion (see [`catalog`]).
 pub(crate) fn unlisted_segment_files(dir: &Path, catalog: &Catalog) -> Result<Vec<String>> {
@@ -378,14 +412,14 @@ fn check_unlisted(
         // after it.
         let superseded = !ranges.is_empty() && catalog.covers(&ranges);
         if superseded && !redundant {
-            std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+            remove_segment_file(&path)?;
             warnings.push(format!(
                 "removed segment {}: a copy of events {} that listed segments hold (left by a crash after the seal that replaced it)",
                 path.display(),
                 show_ranges(&ranges)
             ));
         } else if redundant {
-            std::fs::remove_file(&path).map_err(|e| StoreError::io("remove", &path, e))?;
+            remove_segment_file(&path)?;
             warnings.push(format!(
                 "removed segment {} of an interrupted seal (its events {} are replayed from the write-ahead log)",
                 path.display(),
@@ -470,10 +504,11 @@ impl Store {
         }
         keep.extend(store.builder.active_file_name());
         remove_temporaries(&store.dir, &keep)?;
+        remove_orphan_indexes(&store.dir)?;
         // Outputs of an interrupted erase or compaction, and files it dropped or announced.
         rewrite::clean_staging(&store.dir)?;
         store.sweep();
-        store.sealed_bytes = store.catalog.segments.iter().map(|s| s.bytes).sum();
+        store.sealed_bytes = store.catalog.segments.iter().map(|s| s.disk_bytes()).sum();
         let wal_ids = sealed_at_open..store.next_id;
         report
             .warnings
@@ -781,7 +816,7 @@ impl Store {
         let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;
         self.summary.segments += 1;
         self.summary.segment_bytes += sealed.bytes;
-        self.sealed_bytes += sealed.bytes;
+        self.sealed_bytes += sealed.bytes + sealed.index_bytes;
         let entry = CatalogEntry::from_sealed(&sealed);
         tracing::info!(
             segment = %self.dir.join(&entry.file).display(),
@@ -802,7 +837,7 @@ impl Store {
             )?;
             // The new WAL points into nothing of an earlier life.
             for path in std::mem::take(&mut self.stale) {
-                let _ = std::fs::remove_file(path);
+                let _ = remove_segment_file(&path);
             }
             // Retention after every seal (also of a batch split over several segments), but
             // not while replaying: the writer applies it once it is open.

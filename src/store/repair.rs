@@ -23,7 +23,10 @@
 //! # Invariants
 //!
 //! - Nothing is deleted or truncated: files are only renamed into `DIR/damaged/` (keeping their
-//!   names, with `.1`, `.2`, … appended if taken), so every byte is still there for a human.
+//!   names, with `.1`, `.2`, … appended if taken; a segment's index file goes with it), so
+//!   every byte is still there for a human. The one file rewritten is a segment's index
+//!   (`crate::segment`'s index files) that does not match its verified segment: it is derived
+//!   from the segment, and replaced atomically.
 //! - The write-ahead log is not touched.
 
 use std::ops::Range;
@@ -103,7 +106,10 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
                 ))
             }
         }) {
-            Ok(_) => entries.push(entry.clone()),
+            Ok(_) => {
+                report.actions.extend(repair_index(&path));
+                entries.push(entry.clone());
+            }
             Err(why) => {
                 changed = true;
                 let to = move_aside(dir, &path)?;
@@ -155,6 +161,7 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             ));
             continue;
         }
+        report.actions.extend(repair_index(&path));
         report.actions.push(format!(
             "added segment {} (events {}) to the catalog",
             path.display(),
@@ -202,10 +209,25 @@ fn wal_named_segments(dir: &Path) -> Vec<uuid::Uuid> {
     }
 }
 
+/// Rewrites the index file of the (verified) segment at `path` when it exists and does not
+/// match the segment; returns the action taken. An index is derived from its segment, so
+/// replacing it (atomically) loses nothing.
+fn repair_index(path: &Path) -> Option<String> {
+    let seg = Segment::open_verified(path).ok()?;
+    let why = crate::segment::check_index(&seg).err()?;
+    Some(match crate::segment::write_index(&seg, true) {
+        Ok((idx, _)) => format!("rewrote index {} from its segment ({why})", idx.display()),
+        Err(e) => format!(
+            "could not rewrite the index of {} ({why}): {e}",
+            path.display()
+        ),
+    })
+}
+
 /// Opens and fully verifies the segment at `path` and describes it as a catalog entry; `Err`
 /// says what is wrong.
 fn check_segment(path: &Path) -> std::result::Result<CatalogEntry, String> {
-    let seg = Segment::open(path).map_err(|e| e.to_string())?;
+    let seg = Segment::open_verified(path).map_err(|e| e.to_string())?;
     seg.verify_all().map_err(|e| e.to_string())?;
     let mut schemas = std::collections::BTreeMap::new();
     let mut ts: Option<(i64, i64)> = None;
@@ -217,6 +239,7 @@ fn check_segment(path: &Path) -> std::result::Result<CatalogEntry, String> {
         }
     }
     let bytes = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    let index_bytes = std::fs::metadata(crate::segment::index_path(path)).map_or(0, |m| m.len());
     let uuid = seg.uuid();
     if path.file_name().and_then(|n| n.to_str()) != Some(&crate::segment::file_name(&uuid)) {
         return Err(format!("its header names uuid {uuid}, not its file name"));
@@ -225,6 +248,7 @@ fn check_segment(path: &Path) -> std::result::Result<CatalogEntry, String> {
         uuid: uuid.hyphenated().to_string(),
         file: format!("{SEGMENTS_DIR}/{}", crate::segment::file_name(&uuid)),
         bytes,
+        index_bytes,
         events: seg.events(),
         batches: seg.len() as u64,
         intervals: seg.intervals().iter().map(|r| [r.start, r.end]).collect(),
@@ -250,6 +274,13 @@ fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
     }
     std::fs::rename(path, &to)
         .map_err(|e| StoreError::io(format!("move to {}", to.display()), path, e))?;
+    // A segment's index goes with it (an index without its segment is removed by writers).
+    let index = crate::segment::index_path(path);
+    if index.exists() && path.extension() != index.extension() {
+        let to = crate::segment::index_path(&to);
+        std::fs::rename(&index, &to)
+            .map_err(|e| StoreError::io(format!("move to {}", to.display()), &index, e))?;
+    }
     crate::fs::sync_dir(&damaged)?;
     if let Some(parent) = path.parent() {
         crate::fs::sync_dir(parent)?;

@@ -5,8 +5,9 @@
 //! # Rules
 //!
 //! - **Budget** (`max_archive_size`, `weir import --max-archive-size`): the archive's size is
-//!   the bytes of its sealed segments plus one maximum-size segment for the active one, which
-//!   may fill up before the next check (and gains its metadata when sealed). When it passes
+//!   the bytes of its sealed segments and their index files plus one maximum-size segment for
+//!   the active one, which may fill up before the next check (and gains its metadata when
+//!   sealed, and its index right after: counted from then on, the next check being at once). When it passes
 //!   the budget, sealed segments are erased oldest first (lowest IDs: import order) until it is
 //!   at most [`LOW_MARK_PERCENT`] of the budget (the low mark), so that erasing happens in
 //!   steps, not at every seal. So the segment files on disk never pass the budget. It must
@@ -107,7 +108,7 @@ impl Store {
             let mut size = self.budgeted_size();
             size -= drop
                 .iter()
-                .map(|&i| self.catalog.segments[i].bytes)
+                .map(|&i| self.catalog.segments[i].disk_bytes())
                 .sum::<u64>()
                 .min(size);
             if size > budget {
@@ -118,7 +119,7 @@ impl Store {
                     }
                     if !drop.contains(&i) {
                         drop.push(i);
-                        size = size.saturating_sub(e.bytes);
+                        size = size.saturating_sub(e.disk_bytes());
                     }
                 }
             }
@@ -127,7 +128,10 @@ impl Store {
             return Ok(());
         }
         let segments = drop.len() as u64;
-        let bytes: u64 = drop.iter().map(|&i| self.catalog.segments[i].bytes).sum();
+        let bytes: u64 = drop
+            .iter()
+            .map(|&i| self.catalog.segments[i].disk_bytes())
+            .sum();
         let events = self.commit_change(&drop, Vec::new())?;
         self.summary.erased_segments += segments;
         self.summary.erased_events += events;

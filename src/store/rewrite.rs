@@ -186,6 +186,13 @@ impl Store {
                 crate::fs::fault::hit(crate::fs::fault::Op::Rename)
                     .and_then(|()| std::fs::rename(&from, &to))
                     .map_err(|e| StoreError::io(format!("rename to {}", to.display()), &from, e))?;
+                // Its index follows it (after it: see `crate::segment`'s index files); one
+                // that cannot follow is left in staging, which is emptied below, and readers
+                // verify the segment instead.
+                let _ = std::fs::rename(
+                    crate::segment::index_path(&from),
+                    crate::segment::index_path(&to),
+                );
             }
             if sync {
                 crate::fs::sync_dir(&self.dir.join(SEGMENTS_DIR))?;
@@ -222,7 +229,7 @@ impl Store {
         cat.save(&self.dir, sync)?;
         self.catalog = cat;
         self.catalog_dirty = false;
-        self.sealed_bytes = self.catalog.segments.iter().map(|s| s.bytes).sum();
+        self.sealed_bytes = self.catalog.segments.iter().map(|s| s.disk_bytes()).sum();
         clean_staging(&self.dir)?;
         self.sweep();
         Ok(events)
@@ -243,7 +250,9 @@ impl Store {
                 return true;
             }
             let path = dir.join(&p.file);
-            match std::fs::remove_file(&path) {
+            // The index first: a crash in between leaves a segment without one, never an
+            // index without its segment (see `crate::segment`'s index files).
+            match crate::segment::remove_index(&path).and_then(|()| std::fs::remove_file(&path)) {
                 Ok(()) => {
                     tracing::debug!(segment = %path.display(), "deleted dropped segment");
                     false

@@ -1,0 +1,450 @@
+//! Segment index files: `<uuid>.idx` next to `<uuid>.seg`, a copy of what opening the segment
+//! computes (its header, schemas and the metadata of every batch), so that a reader can open a
+//! segment without running the FlatBuffers verifier over it.
+//!
+//! Verifying a segment touches every batch's table, sketch and vector headers, which lie
+//! spread over the whole file (each batch is a chunk of its own, see the writer): on W1000's
+//! 257 MiB segment that is about 3,000 page faults and their unmapping, 18 ms of a 25 ms time
+//! range count, for metadata of 3 MB. With the index, opening reads one small file and maps
+//! the segment without touching it; a batch's pages are faulted in only when it is read. It is
+//! what VAST's partition synopses are to its partitions.
+//!
+//! # Format (version 1)
+//!
+//! All integers little-endian; a *string* is its byte length as u32 followed by its UTF-8
+//! bytes; a *flag* is one byte, 0 (absent) or 1 (present, followed by the value).
+//!
+//! 1. the magic `WIDX`, the index format version as u32 (1), the segment file's length in
+//!    bytes as u64, the segment's format version as u32, its 16 uuid bytes, its event count
+//!    as u64;
+//! 2. the number of ID intervals as u32, then each one's `begin` and `end` as u64;
+//! 3. the number of schemas as u32, then per schema its name (string), its number of fields
+//!    as u32 and per field its name and its type (strings);
+//! 4. the number of batches as u32, then per batch: `schema` as u32, `first_id` as u64, `rows`
+//!    as u32, a flag with the `ts` range (`min`, `max` as i64), where its stored bytes (`data`)
+//!    and its row offsets are in the segment file (each as offset u64 and length u32), its
+//!    `checksum` as u32, its codec as the segment's stored byte (u8, see `codec.rs`) and
+//!    `raw_size` as u32; then a flag with its sketch: where the Bloom filter is in the file
+//!    (offset u64, length u32), the number of probes (u8), the number of ranges as u32 and per
+//!    range its `field` as u32, `lo` and `hi` as the segment stores them (u64) and a flag with
+//!    its `present` count (u32); then a flag with the time histogram: `field` as u32, `width`
+//!    and `first` as i64, the number of buckets as u32 and each count as u32;
+//! 5. the CRC-32 (IEEE, `crc32fast`) of every byte before it, as u32.
+//!
+//! # Invariants
+//!
+//! - An index is written only from a segment that was just opened *with* the verifier
+//!   ([`Segment::open_verified`]), after the segment file is in place, atomically (temporary
+//!   file, fsync, rename; `crate::fs`), so it holds exactly what verifying that segment gives.
+//!   Segments are never modified, and uuids never reused, so an index stays true as long as
+//!   its segment exists.
+//! - An index is never needed: [`Segment::open`] uses it only when it exists, its checksum
+//!   and every check below hold and it names the segment's exact file length; otherwise (an
+//!   archive written before index files, an index lost in a crash between the segment's
+//!   commit and its own, damage) the segment is opened with the verifier, as before.
+//! - Every position an index gives is checked to lie inside the segment file before the
+//!   segment is used, and each batch's stored bytes are still checked against their checksum on
+//!   the batch's first access, so a wrong index can make a read fail, never read outside the
+//!   map or return unchecked rows. `weir verify` compares each index with its segment.
+//! - Index files go with their segment: written after it, deleted before it (so a crash in
+//!   between leaves a segment without an index, never an index for a later segment), and a
+//!   writer removes an index whose segment is gone (`crate::store`).
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU8;
+use std::sync::Arc;
+
+use super::codec::{from_stored_byte, stored_byte};
+use super::reader::{check_times, BatchMeta, Parts, UNCHECKED};
+use super::sketch::{range_bits, range_value, RangeKind, RangeOf, TimeHistogram};
+use super::Segment;
+use crate::types::{Field, Schema, Type};
+
+/// The first bytes of an index file.
+const MAGIC: &[u8; 4] = b"WIDX";
+
+/// The index format version written and read.
+pub const INDEX_VERSION: u32 = 1;
+
+/// The file name extension of index files.
+pub const INDEX_EXTENSION: &str = "idx";
+
+/// The index file of the segment at `segment` (`<uuid>.seg` → `<uuid>.idx`).
+pub fn index_path(segment: &Path) -> PathBuf {
+    segment.with_extension(INDEX_EXTENSION)
+}
+
+/// The encoding of `seg`'s index (see the module docs).
+pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
+    let p = seg.parts();
+    let mut w = Vec::with_capacity(64 + p.batches.len() * 256);
+    w.extend_from_slice(MAGIC);
+    put32(&mut w, INDEX_VERSION);
+    put64(&mut w, seg.byte_size() as u64);
+    put32(&mut w, p.version);
+    w.extend_from_slice(p.uuid.as_bytes());
+    put64(&mut w, p.events);
+    put32(&mut w, p.intervals.len() as u32);
+    for r in &p.intervals {
+        put64(&mut w, r.start);
+        put64(&mut w, r.end);
+    }
+    put32(&mut w, p.schemas.len() as u32);
+    for s in &p.schemas {
+        put_str(&mut w, &s.name);
+        put32(&mut w, s.fields.len() as u32);
+        for f in &s.fields {
+            put_str(&mut w, &f.name);
+            put_str(&mut w, &f.ty.to_string());
+        }
+    }
+    put32(&mut w, p.batches.len() as u32);
+    for b in &p.batches {
+        put32(&mut w, b.schema);
+        put64(&mut w, b.first_id);
+        put32(&mut w, b.rows);
+        match b.ts {
+            None => w.push(0),
+            Some((lo, hi)) => {
+                w.push(1);
+                put64(&mut w, lo as u64);
+                put64(&mut w, hi as u64);
+            }
+        }
+        put_range(&mut w, &b.data);
+        put_range(&mut w, &b.offsets);
+        put32(&mut w, b.checksum);
+        w.push(stored_byte(b.codec, b.layout));
+        put32(&mut w, b.raw_size as u32);
+        let Some((bloom, hashes, ranges, times)) = &b.sketch else {
+            w.push(0);
+            continue;
+        };
+        w.push(1);
+        put_range(&mut w, bloom);
+        w.push(*hashes);
+        put32(&mut w, ranges.len() as u32);
+        for r in ranges {
+            put32(&mut w, r.field);
+            put64(&mut w, range_bits(&r.lo));
+            put64(&mut w, range_bits(&r.hi));
+            match r.present {
+                None => w.push(0),
+                Some(n) => {
+                    w.push(1);
+                    put32(&mut w, n);
+                }
+            }
+        }
+        match times {
+            None => w.push(0),
+            Some(t) => {
+                w.push(1);
+                put32(&mut w, t.field);
+                put64(&mut w, t.width as u64);
+                put64(&mut w, t.first as u64);
+                put32(&mut w, t.counts.len() as u32);
+                for &c in &t.counts {
+                    put32(&mut w, c);
+                }
+            }
+        }
+    }
+    let crc = crc32fast::hash(&w);
+    put32(&mut w, crc);
+    w
+}
+
+/// Decodes an index for a segment file of `file_len` bytes. `Err`: why it cannot be used.
+pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
+    let Some(body_len) = bytes.len().checked_sub(4) else {
+        return Err(format!("truncated: {} bytes", bytes.len()));
+    };
+    let (body, crc) = bytes.split_at(body_len);
+    let stored = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+    let computed = crc32fast::hash(body);
+    if stored != computed {
+        return Err(format!(
+            "checksum mismatch: stored {stored:08x}, computed {computed:08x}"
+        ));
+    }
+    let mut r = Reader { buf: body, pos: 0 };
+    if r.take(4)? != MAGIC {
+        return Err("not a weir segment index (magic WIDX missing)".into());
+    }
+    let version = r.u32()?;
+    if version != INDEX_VERSION {
+        return Err(format!("unsupported index version {version}"));
+    }
+    let len = r.u64()?;
+    if len != file_len as u64 {
+        return Err(format!(
+            "it describes a segment file of {len} bytes, the file has {file_len}"
+        ));
+    }
+    let seg_version = r.u32()?;
+    if !(1..=super::FORMAT_VERSION).contains(&seg_version) {
+        return Err(format!("unsupported segment version {seg_version}"));
+    }
+    let uuid = uuid::Uuid::from_slice(r.take(16)?).map_err(|e| e.to_string())?;
+    let events = r.u64()?;
+    let n = r.count(16)?;
+    let mut intervals = Vec::with_capacity(n);
+    for _ in 0..n {
+        intervals.push(r.u64()?..r.u64()?);
+    }
+    let n = r.count(8)?;
+    let mut schemas = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.string()?;
+        let nf = r.count(8)?;
+        let mut fields = Vec::with_capacity(nf);
+        for _ in 0..nf {
+            let fname = r.string()?;
+            let ty = r.string()?;
+            let ty = Type::parse(&ty).ok_or_else(|| format!("unknown type {ty:?}"))?;
+            fields.push(Field::new(&fname, ty));
+        }
+        schemas.push(Arc::new(Schema::new(&name, fields)));
+    }
+    let n = r.count(40)?;
+    let mut batches = Vec::with_capacity(n);
+    let mut total = 0u64;
+    for i in 0..n {
+        let bad = |what: &str| format!("batch {i}: {what}");
+        let schema = r.u32()?;
+        let fields = &schemas
+            .get(schema as usize)
+            .ok_or_else(|| bad("schema index out of range"))?
+            .fields;
+        let first_id = r.u64()?;
+        let rows = r.u32()?;
+        total += u64::from(rows);
+        let ts = match r.flag()? {
+            false => None,
+            true => Some((r.u64()? as i64, r.u64()? as i64)),
+        };
+        let data = r.range(file_len)?;
+        let offsets = r.range(file_len)?;
+        let checksum = r.u32()?;
+        let (codec, layout) = from_stored_byte(r.u8()?).ok_or_else(|| bad("unknown codec"))?;
+        let raw_size = r.u32()? as usize;
+        let sketch = match r.flag()? {
+            false => None,
+            true => {
+                let bloom = r.range(file_len)?;
+                let hashes = r.u8()?;
+                let nr = r.count(21)?;
+                let mut ranges = Vec::with_capacity(nr);
+                for _ in 0..nr {
+                    let field = r.u32()?;
+                    let ty = fields
+                        .get(field as usize)
+                        .map(|f| &f.ty)
+                        .filter(|ty| RangeKind::of(ty).is_some())
+                        .ok_or_else(|| bad("sketch range of a field without one"))?;
+                    let (lo, hi) = (r.u64()?, r.u64()?);
+                    let present = match r.flag()? {
+                        false => None,
+                        true => Some(r.u32()?),
+                    };
+                    ranges.push(RangeOf {
+                        field,
+                        lo: range_value(ty, lo),
+                        hi: range_value(ty, hi),
+                        present,
+                    });
+                }
+                let times = match r.flag()? {
+                    false => None,
+                    true => {
+                        let field = r.u32()?;
+                        let width = r.u64()? as i64;
+                        let first = r.u64()? as i64;
+                        let nc = r.count(4)?;
+                        let mut counts = Vec::with_capacity(nc);
+                        for _ in 0..nc {
+                            counts.push(r.u32()?);
+                        }
+                        let t = TimeHistogram {
+                            field,
+                            width,
+                            first,
+                            counts,
+                        };
+                        Some(
+                            check_times(t, &schemas[schema as usize], &ranges)
+                                .map_err(|e| bad(&e))?,
+                        )
+                    }
+                };
+                Some((bloom, hashes, ranges, times))
+            }
+        };
+        batches.push(BatchMeta {
+            schema,
+            first_id,
+            rows,
+            ts,
+            data,
+            offsets,
+            checksum,
+            codec,
+            layout,
+            raw_size,
+            sketch,
+            state: AtomicU8::new(UNCHECKED),
+        });
+    }
+    if r.pos != body.len() {
+        return Err(format!("{} bytes after the last batch", body.len() - r.pos));
+    }
+    if total != events {
+        return Err(format!("{events} events, but the batches hold {total}"));
+    }
+    Ok(Parts {
+        version: seg_version,
+        uuid,
+        intervals,
+        events,
+        schemas,
+        batches,
+    })
+}
+
+/// Writes the index of `seg` (opened with the verifier) next to it, atomically; returns its
+/// path and size.
+pub fn write_index(seg: &Segment, sync: bool) -> Result<(PathBuf, u64), crate::fs::FsError> {
+    let path = index_path(seg.path());
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let bytes = encode(seg);
+    let written = crate::fs::write_atomic(dir, &name, &bytes, sync)?;
+    Ok((written, bytes.len() as u64))
+}
+
+/// Removes the index file of the segment at `segment`, if there is one (before the segment
+/// itself is removed or moved aside: see the module docs).
+pub fn remove_index(segment: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(index_path(segment)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Checks the index file of `seg` (opened with the verifier) against it: `Ok(false)` when
+/// there is none, `Err` when it exists and is not exactly the index of `seg`.
+pub fn check_index(seg: &Segment) -> Result<bool, String> {
+    let path = index_path(seg.path());
+    let stored = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if let Err(reason) = decode(&stored, seg.byte_size()) {
+        return Err(format!("index {} is damaged: {reason}", path.display()));
+    }
+    if stored != encode(seg) {
+        return Err(format!(
+            "index {} does not describe its segment",
+            path.display()
+        ));
+    }
+    Ok(true)
+}
+
+fn put32(w: &mut Vec<u8>, v: u32) {
+    w.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put64(w: &mut Vec<u8>, v: u64) {
+    w.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(w: &mut Vec<u8>, s: &str) {
+    put32(w, s.len() as u32);
+    w.extend_from_slice(s.as_bytes());
+}
+
+fn put_range(w: &mut Vec<u8>, r: &Range<usize>) {
+    put64(w, r.start as u64);
+    put32(w, r.len() as u32);
+}
+
+/// A bounds-checked cursor over an index's bytes.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let Some(end) = end else {
+            return Err(format!("truncated at byte {}", self.pos));
+        };
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn flag(&mut self) -> Result<bool, String> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(format!("flag byte {b} at byte {}", self.pos - 1)),
+        }
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// A count of items of at least `min_len` bytes each, checked against the bytes left (so
+    /// a damaged count cannot make a huge allocation).
+    fn count(&mut self, min_len: usize) -> Result<usize, String> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(min_len) > self.buf.len() - self.pos {
+            return Err(format!(
+                "count {n} at byte {} exceeds the file",
+                self.pos - 4
+            ));
+        }
+        Ok(n)
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let n = self.u32()? as usize;
+        let b = self.take(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| format!("invalid UTF-8 before byte {}", self.pos))
+    }
+
+    /// A range of the segment file (offset u64, length u32), checked to lie inside its
+    /// `file_len` bytes.
+    fn range(&mut self, file_len: usize) -> Result<Range<usize>, String> {
+        let start = self.u64()?;
+        let len = u64::from(self.u32()?);
+        match start.checked_add(len) {
+            Some(end) if end <= file_len as u64 => Ok(start as usize..end as usize),
+            _ => Err(format!(
+                "range {start}+{len} before byte {} lies outside the segment's {file_len} bytes",
+                self.pos
+            )),
+        }
+    }
+}
