@@ -220,3 +220,30 @@ fn every_damaged_index_byte_is_detected() {
     fs::write(&idx, &original).unwrap();
     assert!(Segment::open(&seg).unwrap().opened_from_index());
 }
+
+/// A large segment (sealed by collapsing its file's unused start where the file system can,
+/// padded to a block): the index the writer encodes is exactly the verified segment's.
+#[test]
+fn a_large_segment_gets_the_index_of_its_verified_self() {
+    let Some(dir) = common::corpus::dir() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let logs: Vec<PathBuf> = ["conn.log.gz", "dns.log.gz", "http.log.gz"]
+        .iter()
+        .map(|n| dir.join(n))
+        .collect();
+    for codec in ["none", "zstd"] {
+        let _ = fs::remove_dir_all(&db);
+        let mut args = vec!["import", "--db", s(&db), "--compression", codec];
+        args.extend(logs.iter().map(|p| s(p)));
+        ok(&run(&args), "weir import");
+        let segs = segment_files(&db);
+        assert_eq!(segs.len(), 1);
+        let seg = Segment::open_verified(&segs[0]).unwrap();
+        assert!(seg.byte_size() > 200_000, "{}", seg.byte_size());
+        assert_eq!(check_index(&seg), Ok(true), "{codec}");
+        assert!(Segment::open(&segs[0]).unwrap().opened_from_index());
+    }
+}

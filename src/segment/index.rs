@@ -33,9 +33,13 @@
 //!
 //! # Invariants
 //!
-//! - An index is written only from a segment that was just opened *with* the verifier
-//!   ([`Segment::open_verified`]), after the segment file is in place, atomically (temporary
-//!   file, fsync, rename; `crate::fs`), so it holds exactly what verifying that segment gives.
+//! - An index holds exactly what verifying its segment gives ([`Segment::open_verified`]).
+//!   The writer encodes it at seal from what it laid into the segment (re-reading the segment
+//!   would cost a read of the whole file, whose pages the seal's collapse drops from the page
+//!   cache), with the one encoder that also encodes an opened segment's index, and writes it
+//!   after the segment file is in place, atomically (temporary file, fsync, rename;
+//!   `crate::fs`). The tests compare the two for every codec and layout, and `weir verify`
+//!   compares each index with its segment.
 //!   Segments are never modified, and uuids never reused, so an index stays true as long as
 //!   its segment exists.
 //! - An index is never needed: [`Segment::open`] uses it only when it exists, its checksum
@@ -75,23 +79,61 @@ pub fn index_path(segment: &Path) -> PathBuf {
     segment.with_extension(INDEX_EXTENSION)
 }
 
-/// The encoding of `seg`'s index (see the module docs).
-pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
-    let p = seg.parts();
-    let mut w = Vec::with_capacity(64 + p.batches.len() * 256);
+/// One batch's record in an index, with each position given as the distance of its first
+/// byte from the end of the segment file and its length (how the writer, which lays batches
+/// from the end, knows them).
+#[derive(Debug, Clone)]
+pub(crate) struct BatchRecord {
+    pub(crate) schema: u32,
+    pub(crate) first_id: u64,
+    pub(crate) rows: u32,
+    pub(crate) ts: Option<(i64, i64)>,
+    pub(crate) data: (u64, u32),
+    pub(crate) offsets: (u64, u32),
+    pub(crate) checksum: u32,
+    /// The codec and layout as the segment stores them (`codec.rs`).
+    pub(crate) stored: u8,
+    pub(crate) raw_size: u32,
+    pub(crate) sketch: Option<SketchRecord>,
+}
+
+/// A batch's sketch in an index record: the Bloom filter's position (as in [`BatchRecord`])
+/// and probes, the ranges (`field`, `lo` and `hi` bits, `present`) and the time histogram.
+#[derive(Debug, Clone)]
+pub(crate) struct SketchRecord {
+    pub(crate) bloom: (u64, u32),
+    pub(crate) hashes: u8,
+    pub(crate) ranges: Vec<(u32, u64, u64, Option<u32>)>,
+    pub(crate) times: Option<TimeHistogram>,
+}
+
+/// A segment's header, as an index records it.
+pub(crate) struct Header<'a> {
+    pub(crate) file_len: usize,
+    pub(crate) version: u32,
+    pub(crate) uuid: uuid::Uuid,
+    pub(crate) events: u64,
+    pub(crate) intervals: &'a [Range<u64>],
+    pub(crate) schemas: &'a [crate::types::SchemaRef],
+}
+
+/// The encoding of an index (see the module docs): the one encoder, for the writer and for
+/// an opened segment alike.
+pub(crate) fn encode_records(h: &Header<'_>, batches: &[BatchRecord]) -> Vec<u8> {
+    let mut w = Vec::with_capacity(64 + batches.len() * 256);
     w.extend_from_slice(MAGIC);
     put32(&mut w, INDEX_VERSION);
-    put64(&mut w, seg.byte_size() as u64);
-    put32(&mut w, p.version);
-    w.extend_from_slice(p.uuid.as_bytes());
-    put64(&mut w, p.events);
-    put32(&mut w, p.intervals.len() as u32);
-    for r in &p.intervals {
+    put64(&mut w, h.file_len as u64);
+    put32(&mut w, h.version);
+    w.extend_from_slice(h.uuid.as_bytes());
+    put64(&mut w, h.events);
+    put32(&mut w, h.intervals.len() as u32);
+    for r in h.intervals {
         put64(&mut w, r.start);
         put64(&mut w, r.end);
     }
-    put32(&mut w, p.schemas.len() as u32);
-    for s in &p.schemas {
+    put32(&mut w, h.schemas.len() as u32);
+    for s in h.schemas {
         put_str(&mut w, &s.name);
         put32(&mut w, s.fields.len() as u32);
         for f in &s.fields {
@@ -99,8 +141,13 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
             put_str(&mut w, &f.ty.to_string());
         }
     }
-    put32(&mut w, p.batches.len() as u32);
-    for b in &p.batches {
+    let file_len = h.file_len as u64;
+    let put_pos = |w: &mut Vec<u8>, (from_end, len): (u64, u32)| {
+        put64(w, file_len.saturating_sub(from_end));
+        put32(w, len);
+    };
+    put32(&mut w, batches.len() as u32);
+    for b in batches {
         put32(&mut w, b.schema);
         put64(&mut w, b.first_id);
         put32(&mut w, b.rows);
@@ -112,24 +159,24 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
                 put64(&mut w, hi as u64);
             }
         }
-        put_range(&mut w, &b.data);
-        put_range(&mut w, &b.offsets);
+        put_pos(&mut w, b.data);
+        put_pos(&mut w, b.offsets);
         put32(&mut w, b.checksum);
-        w.push(stored_byte(b.codec, b.layout));
-        put32(&mut w, b.raw_size as u32);
-        let Some((bloom, hashes, ranges, times)) = &b.sketch else {
+        w.push(b.stored);
+        put32(&mut w, b.raw_size);
+        let Some(sk) = &b.sketch else {
             w.push(0);
             continue;
         };
         w.push(1);
-        put_range(&mut w, bloom);
-        w.push(*hashes);
-        put32(&mut w, ranges.len() as u32);
-        for r in ranges {
-            put32(&mut w, r.field);
-            put64(&mut w, range_bits(&r.lo));
-            put64(&mut w, range_bits(&r.hi));
-            match r.present {
+        put_pos(&mut w, sk.bloom);
+        w.push(sk.hashes);
+        put32(&mut w, sk.ranges.len() as u32);
+        for &(field, lo, hi, present) in &sk.ranges {
+            put32(&mut w, field);
+            put64(&mut w, lo);
+            put64(&mut w, hi);
+            match present {
                 None => w.push(0),
                 Some(n) => {
                     w.push(1);
@@ -137,7 +184,7 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
                 }
             }
         }
-        match times {
+        match &sk.times {
             None => w.push(0),
             Some(t) => {
                 w.push(1);
@@ -154,6 +201,49 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
     let crc = crc32fast::hash(&w);
     put32(&mut w, crc);
     w
+}
+
+/// The encoding of `seg`'s index, from what opening it found.
+pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
+    let p = seg.parts();
+    let file_len = seg.byte_size();
+    let pos = |r: &Range<usize>| ((file_len - r.start) as u64, r.len() as u32);
+    let batches: Vec<BatchRecord> = p
+        .batches
+        .iter()
+        .map(|b| BatchRecord {
+            schema: b.schema,
+            first_id: b.first_id,
+            rows: b.rows,
+            ts: b.ts,
+            data: pos(&b.data),
+            offsets: pos(&b.offsets),
+            checksum: b.checksum,
+            stored: stored_byte(b.codec, b.layout),
+            raw_size: b.raw_size as u32,
+            sketch: b
+                .sketch
+                .as_ref()
+                .map(|(bloom, hashes, ranges, times)| SketchRecord {
+                    bloom: pos(bloom),
+                    hashes: *hashes,
+                    ranges: ranges
+                        .iter()
+                        .map(|r| (r.field, range_bits(&r.lo), range_bits(&r.hi), r.present))
+                        .collect(),
+                    times: times.clone(),
+                }),
+        })
+        .collect();
+    let header = Header {
+        file_len,
+        version: p.version,
+        uuid: p.uuid,
+        events: p.events,
+        intervals: &p.intervals,
+        schemas: &p.schemas,
+    };
+    encode_records(&header, &batches)
 }
 
 /// Decodes an index for a segment file of `file_len` bytes. `Err`: why it cannot be used.
@@ -316,13 +406,22 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
 /// Writes the index of `seg` (opened with the verifier) next to it, atomically; returns its
 /// path and size.
 pub fn write_index(seg: &Segment, sync: bool) -> Result<(PathBuf, u64), crate::fs::FsError> {
-    let path = index_path(seg.path());
+    write_index_bytes(seg.path(), &encode(seg), sync)
+}
+
+/// Writes the index `bytes` of the segment at `segment` next to it, atomically; returns its
+/// path and size.
+pub(crate) fn write_index_bytes(
+    segment: &Path,
+    bytes: &[u8],
+    sync: bool,
+) -> Result<(PathBuf, u64), crate::fs::FsError> {
+    let path = index_path(segment);
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let bytes = encode(seg);
-    let written = crate::fs::write_atomic(dir, &name, &bytes, sync)?;
+    let written = crate::fs::write_atomic(dir, &name, bytes, sync)?;
     Ok((written, bytes.len() as u64))
 }
 
@@ -367,11 +466,6 @@ fn put64(w: &mut Vec<u8>, v: u64) {
 fn put_str(w: &mut Vec<u8>, s: &str) {
     put32(w, s.len() as u32);
     w.extend_from_slice(s.as_bytes());
-}
-
-fn put_range(w: &mut Vec<u8>, r: &Range<usize>) {
-    put64(w, r.start as u64);
-    put32(w, r.len() as u32);
 }
 
 /// A bounds-checked cursor over an index's bytes.

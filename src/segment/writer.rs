@@ -41,6 +41,7 @@ use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use super::codec::{stored_byte, Codec, Compression, Layout};
 use super::generated as fbs;
+use super::index::{BatchRecord, SketchRecord};
 use super::meta::{MetaHasher, FORMAT_VERSION};
 use super::prepare::{max_bloom_bytes, PreparedBatch, Preparer};
 use super::sketch::MAX_TIME_BUCKETS;
@@ -242,6 +243,8 @@ pub struct SegmentBuilder {
     batch_meta: MetaHasher,
     /// Compresses each batch and builds its sketch (format 3), for batches added unprepared.
     preparer: Preparer,
+    /// Per batch: its record in the segment's index file (`index.rs`).
+    index: Vec<BatchRecord>,
     /// What sealing will add for the batches and schemas added so far (schemas, vector
     /// entries and intervals): the front, apart from [`SEAL_OVERHEAD`].
     reserved: usize,
@@ -290,6 +293,7 @@ impl SegmentBuilder {
             scratch: Vec::new(),
             batch_meta: MetaHasher::new(),
             preparer: Preparer::default(),
+            index: Vec::new(),
             reserved: 0,
         }
     }
@@ -516,7 +520,24 @@ impl SegmentBuilder {
         // The stored bytes follow the vector's u32 length.
         let data_from_end = data.value() as u64 - 4;
         let data: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(data.value());
+        let offsets_len = 4 * offsets.len() as u32;
         let offsets = fbb.create_vector(offsets);
+        // Positions of vectors' first bytes from the end of the segment (for its index): the
+        // chunk ends `region` bytes before it, and a vector's elements follow its u32 length.
+        let region = self.region as u64;
+        let from_end = |value: u32| region + u64::from(value) - 4;
+        let mut record = BatchRecord {
+            schema: schema_index as u32,
+            first_id: batch.id(),
+            rows: batch.len() as u32,
+            ts: batch.ts_range(),
+            data: (region + data_from_end, stored.len() as u32),
+            offsets: (from_end(offsets.value()), offsets_len),
+            checksum,
+            stored: stored_byte(codec, layout),
+            raw_size,
+            sketch: None,
+        };
         self.batch_meta.batch(
             schema_index as u32,
             batch.id(),
@@ -532,6 +553,17 @@ impl SegmentBuilder {
                 Some((sk.hashes, &sk.bloom, &mut ranges)),
             );
             let bloom = fbb.create_byte_string(&sk.bloom);
+            record.sketch = Some(SketchRecord {
+                bloom: (from_end(bloom.value()), sk.bloom.len() as u32),
+                hashes: sk.hashes,
+                ranges: sk
+                    .ranges
+                    .iter()
+                    .zip(sk.present.iter().map(Some).chain(std::iter::repeat(None)))
+                    .map(|(&(f, _, lo, hi), p)| (f, lo, hi, p.copied()))
+                    .collect(),
+                times: sk.times.clone(),
+            });
             let bloom: WIPOffset<flatbuffers::Vector<'static, u8>> = WIPOffset::new(bloom.value());
             let ranges: Vec<fbs::FieldRange> = sk
                 .ranges
@@ -617,6 +649,7 @@ impl SegmentBuilder {
             Target::Memory(_) => None,
         };
         self.tables.push(self.region + table.value() as usize);
+        self.index.push(record);
         self.region += bytes.len();
         self.reserved += BATCH_SEAL_COST;
         let range = batch.id_range();
@@ -798,6 +831,22 @@ impl SegmentBuilder {
         h.finish()
     }
 
+    /// The index file of the segment being sealed (`index.rs`), `file_len` bytes long. Written
+    /// after the segment: a failure then is an error like that of any write (the disk is full
+    /// or failing), and leaves what a crash between the two does, a segment without its index,
+    /// which readers verify instead.
+    fn index_bytes(&self, uuid: uuid::Uuid, file_len: usize) -> Vec<u8> {
+        let header = super::index::Header {
+            file_len,
+            version: FORMAT_VERSION,
+            uuid,
+            events: self.events,
+            intervals: &self.intervals,
+            schemas: &self.schemas,
+        };
+        super::index::encode_records(&header, &self.index)
+    }
+
     /// What the segment holds, for the catalog.
     fn sealed(&self, uuid: uuid::Uuid, bytes: usize) -> SealedSegment {
         SealedSegment {
@@ -846,6 +895,7 @@ impl SegmentBuilder {
         }
         self.region = 0;
         self.tables.clear();
+        self.index.clear();
         self.schemas.clear();
         self.intervals.clear();
         self.events = 0;
@@ -867,8 +917,9 @@ impl SegmentBuilder {
             let uuid = uuid::Uuid::new_v4();
             let (mut sealed, bytes) = self.finish(uuid)?;
             let path = fs::write_atomic(dir, &super::file_name(&uuid), bytes, sync)?;
+            let index = self.index_bytes(uuid, sealed.bytes as usize);
             self.clear();
-            sealed.index_bytes = write_index(&path, sync)?;
+            sealed.index_bytes = super::index::write_index_bytes(&path, &index, sync)?.1;
             return Ok(sealed);
         }
         self.ensure_target()?;
@@ -878,12 +929,18 @@ impl SegmentBuilder {
         // On failure the temporary file stays: the write-ahead log's records point at the rows
         // in it (they are acknowledged), and the next writer replays them from it. Deleting it
         // here (as this once did, e.g. when the disk filled up while sealing) lost them.
-        let mut sealed = self.seal_file(&mut active, dir, sync);
+        let sealed = self.seal_file(&mut active, dir, sync);
+        let index = sealed
+            .as_ref()
+            .ok()
+            .map(|s| self.index_bytes(active.uuid, s.bytes as usize));
         self.clear();
-        if let Ok(s) = &mut sealed {
-            s.index_bytes = write_index(&dir.join(super::file_name(&active.uuid)), sync)?;
+        let mut sealed = sealed?;
+        if let Some(index) = index {
+            let path = dir.join(super::file_name(&active.uuid));
+            sealed.index_bytes = super::index::write_index_bytes(&path, &index, sync)?.1;
         }
-        sealed
+        Ok(sealed)
     }
 
     /// [`SegmentBuilder::write_to`] in file mode: put the front before the chunks, cut the
@@ -918,17 +975,6 @@ impl SegmentBuilder {
         }
         Ok(self.sealed(active.uuid, total))
     }
-}
-
-/// Writes the index file of the segment just sealed at `path` (`index.rs`), from the segment
-/// opened with the verifier; returns its size. A failure is an error like that of any write
-/// (the disk is full or failing): the segment is in place, and what a crash between the two
-/// leaves (a segment without its index) is what the caller is left with; readers then verify
-/// the segment instead of reading its index.
-fn write_index(path: &Path, sync: bool) -> Result<u64> {
-    let seg = super::Segment::open_verified(path)?;
-    let idx = super::index::write_index(&seg, sync)?;
-    Ok(idx.1)
 }
 
 /// Segments with fewer bytes of batches than this are copied out of their temporary file at
