@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 
-use super::codec::{from_stored_byte, stored_byte};
+use super::codec::{from_stored_byte, stored_byte, Codec};
 use super::reader::{check_times, BatchMeta, Parts, UNCHECKED};
 use super::sketch::{range_bits, range_value, RangeKind, RangeOf, TimeHistogram};
 use super::Segment;
@@ -301,6 +301,7 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
     let n = r.count(40)?;
     let mut batches = Vec::with_capacity(n);
     let mut total = 0u64;
+    let mut merged: Vec<Range<u64>> = Vec::new();
     for i in 0..n {
         let bad = |what: &str| format!("batch {i}: {what}");
         let schema = r.u32()?;
@@ -320,6 +321,23 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
         let checksum = r.u32()?;
         let (codec, layout) = from_stored_byte(r.u8()?).ok_or_else(|| bad("unknown codec"))?;
         let raw_size = r.u32()? as usize;
+        // What the verifier checks of a batch's shape, which readers rely on.
+        let shape_ok = if codec == Codec::None {
+            rows > 0 && offsets.len() == 4 * rows as usize && raw_size == 0
+        } else {
+            rows > 0 && offsets.is_empty() && raw_size >= 2 * rows as usize
+        };
+        if !shape_ok {
+            return Err(bad("rows, row offsets and raw size do not fit"));
+        }
+        let end = first_id
+            .checked_add(u64::from(rows))
+            .ok_or_else(|| bad("event IDs overflow"))?;
+        match merged.last_mut() {
+            Some(last) if last.end > first_id => return Err(bad("event IDs out of order")),
+            Some(last) if last.end == first_id => last.end = end,
+            _ => merged.push(first_id..end),
+        }
         let sketch = match r.flag()? {
             false => None,
             true => {
@@ -390,8 +408,10 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
     if r.pos != body.len() {
         return Err(format!("{} bytes after the last batch", body.len() - r.pos));
     }
-    if total != events {
-        return Err(format!("{events} events, but the batches hold {total}"));
+    if total != events || merged != intervals {
+        return Err(format!(
+            "{events} events in {intervals:?}, but the batches hold {total} in {merged:?}"
+        ));
     }
     Ok(Parts {
         version: seg_version,
@@ -540,5 +560,58 @@ impl<'a> Reader<'a> {
                 self.pos
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Field, Schema, Type};
+
+    /// An index of two batches (3 and 2 rows), the second's offsets `extra` bytes too long.
+    fn index(schemas: &[crate::types::SchemaRef], intervals: &[Range<u64>], extra: u32) -> Vec<u8> {
+        let h = Header {
+            file_len: 4096,
+            version: super::super::FORMAT_VERSION,
+            uuid: uuid::Uuid::nil(),
+            events: intervals.iter().map(|r| r.end - r.start).sum(),
+            intervals,
+            schemas,
+        };
+        let batch = |first_id: u64, rows: u32| BatchRecord {
+            schema: 0,
+            first_id,
+            rows,
+            ts: None,
+            data: (1000, 100),
+            offsets: (900, 4 * rows + if first_id > 0 { extra } else { 0 }),
+            checksum: 7,
+            stored: stored_byte(Codec::None, super::super::Layout::Rows),
+            raw_size: 0,
+            sketch: None,
+        };
+        encode_records(&h, &[batch(0, 3), batch(3, 2)])
+    }
+
+    /// Beyond its checksum, an index is checked for what readers rely on: a well-formed one
+    /// decodes, one whose intervals or events disagree with its batches does not.
+    #[test]
+    fn structure_is_checked_beyond_the_checksum() {
+        let schema = Schema::new("zeek.t", vec![Field::new("n", Type::Count)]).into_shared();
+        let schemas = [schema];
+        let good = index(&schemas, &[0..5], 0);
+        let parts = decode(&good, 4096).unwrap();
+        assert_eq!(parts.batches.len(), 2);
+        assert_eq!(parts.batches[1].data, 3096..3196);
+        assert!(decode(&good, 4095)
+            .unwrap_err()
+            .contains("the file has 4095"));
+        let gap = index(&schemas, &[0..4], 0);
+        assert!(decode(&gap, 4096).unwrap_err().contains("batches hold"));
+        let offsets = index(&schemas, &[0..5], 4);
+        assert!(decode(&offsets, 4096).unwrap_err().contains("do not fit"));
+        let mut damaged = good.clone();
+        damaged[10] ^= 1;
+        assert!(decode(&damaged, 4096).unwrap_err().contains("checksum"));
     }
 }
