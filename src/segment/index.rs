@@ -596,6 +596,7 @@ mod tests {
     /// Beyond its checksum, an index is checked for what readers rely on: a well-formed one
     /// decodes, one whose intervals or events disagree with its batches does not.
     #[test]
+    #[allow(clippy::single_range_in_vec_init)]
     fn structure_is_checked_beyond_the_checksum() {
         let schema = Schema::new("zeek.t", vec![Field::new("n", Type::Count)]).into_shared();
         let schemas = [schema];
