@@ -331,7 +331,15 @@ fn kill_loop(
         // The next writer finishes the clean-up; then repair finds nothing to resurrect.
         ok(&run(&["compact", "--db", s(&db)]), "compact after kill");
         let out = ok(&run(&["verify", "--repair", "--db", s(&db)]), "repair");
-        assert!(out.contains("repair: nothing to do"), "{what}: {out}");
+        // Writing the index of a segment whose own the kill prevented is all it may do.
+        let other: Vec<&str> = out
+            .lines()
+            .filter(|l| !l.contains("wrote index") || !l.contains("it had none"))
+            .collect();
+        assert!(
+            out.contains("repair: nothing to do") || other.is_empty(),
+            "{what}: {out}"
+        );
         let again = exported(&db);
         assert_eq!(again, got, "{what}");
         // No file is left that is not in the catalog.

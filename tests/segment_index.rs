@@ -156,10 +156,19 @@ fn a_damaged_or_foreign_index_is_passed_over_reported_and_repaired() {
         ok(&run(&["verify", "--db", s(&db)]), "weir verify");
         assert!(Segment::open(a).unwrap().opened_from_index());
     }
-    // A missing index is no problem at all.
+    // A missing index is no problem at all, and `--repair` writes it (so an archive from
+    // before index files gets them).
     fs::remove_file(index_path(a)).unwrap();
     ok(&run(&["verify", "--db", s(&db)]), "weir verify");
     assert_eq!(export_json_text(&db), events);
+    let r = ok(&run(&["verify", "--db", s(&db), "--repair"]), "repair");
+    assert!(
+        r.contains("wrote index") && r.contains("it had none"),
+        "{r}"
+    );
+    assert_eq!(fs::read(index_path(a)).unwrap(), good_a);
+    let r = ok(&run(&["verify", "--db", s(&db), "--repair"]), "repair");
+    assert!(!r.contains("index"), "{r}");
     drop(tmp);
 }
 

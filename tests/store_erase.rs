@@ -355,7 +355,13 @@ fn old_or_new(db: &Path, old: &Events, new: &Events, what: &str) -> bool {
     );
     sound(db);
     let r = repair(db).unwrap();
-    assert!(r.actions.is_empty(), "{what}: repair did {:?}", r.actions);
+    // Writing the index of a segment whose own the fault prevented is all it may do.
+    let other: Vec<&String> = r
+        .actions
+        .iter()
+        .filter(|a| !a.contains("wrote index") || !a.contains("it had none"))
+        .collect();
+    assert!(other.is_empty(), "{what}: repair did {:?}", r.actions);
     assert_eq!(&read_all(db), if is_new { new } else { old }, "{what}");
     is_new
 }

@@ -17,6 +17,8 @@
 //!    Files the catalog lists under `pending_deletion` (erased, or replaced by compaction) are
 //!    not segments of the archive and are left alone (the next writer deletes them); a
 //!    rebuilt catalog (lost or corrupt) no longer knows them, so they would be added back.
+//!    Each segment that stays gets its index file (`crate::segment`'s index files) if it has
+//!    none (an archive written before them) or one that does not match it.
 //! 5. Writes the catalog atomically if anything changed. `next_id` is the end of the last
 //!    listed interval, or the old catalog's `next_id` if that is larger.
 //!
@@ -209,16 +211,20 @@ fn wal_named_segments(dir: &Path) -> Vec<uuid::Uuid> {
     }
 }
 
-/// Rewrites the index file of the (verified) segment at `path` when it exists and does not
-/// match the segment; returns the action taken. An index is derived from its segment, so
-/// replacing it (atomically) loses nothing.
+/// Writes the index file of the (verified) segment at `path` when it has none (a segment
+/// written before index files) or one that does not match it; returns the action taken. An
+/// index is derived from its segment, so writing it (atomically) loses nothing.
 fn repair_index(path: &Path) -> Option<String> {
     let seg = Segment::open_verified(path).ok()?;
-    let why = crate::segment::check_index(&seg).err()?;
+    let (done, why) = match crate::segment::check_index(&seg) {
+        Ok(true) => return None,
+        Ok(false) => ("wrote", "it had none".to_string()),
+        Err(why) => ("rewrote", why),
+    };
     Some(match crate::segment::write_index(&seg, true) {
-        Ok((idx, _)) => format!("rewrote index {} from its segment ({why})", idx.display()),
+        Ok((idx, _)) => format!("{done} index {} from its segment ({why})", idx.display()),
         Err(e) => format!(
-            "could not rewrite the index of {} ({why}): {e}",
+            "could not write the index of {} ({why}): {e}",
             path.display()
         ),
     })
