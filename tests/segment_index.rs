@@ -256,3 +256,29 @@ fn a_large_segment_gets_the_index_of_its_verified_self() {
         assert!(Segment::open(&segs[0]).unwrap().opened_from_index());
     }
 }
+
+/// `weir inspect DB/segments/*` describes each segment once (its index is passed over); an
+/// index file alone is refused, naming its segment.
+#[test]
+fn inspect_takes_a_glob_of_segments_and_indexes() {
+    let (_tmp, db) = archive(&[]);
+    let mut all: Vec<PathBuf> = fs::read_dir(db.join("segments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    all.sort();
+    let segs = segment_files(&db);
+    assert_eq!(all.len(), 2 * segs.len());
+    let args: Vec<&str> = all.iter().map(|p| s(p)).collect();
+    let out = ok(&run(&[&["inspect"][..], &args].concat()), "inspect *");
+    assert_eq!(out.matches("\nsegment ").count() + 1, segs.len(), "{out}");
+    let idx = index_path(&segs[0]);
+    let alone = run(&["inspect", s(&idx)]);
+    assert_eq!(alone.status.code(), Some(1));
+    let err = text(&alone.stderr);
+    assert!(
+        err.contains("index file, not a segment") && err.contains(s(&segs[0])),
+        "{err}"
+    );
+}

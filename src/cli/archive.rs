@@ -148,8 +148,17 @@ fn inspect_one(path: &Path) -> anyhow::Result<SegmentInfo> {
 
 /// `weir inspect`: a block per file (a blank line between blocks); with `--json`, one object
 /// for one file and an array for several. A file that cannot be inspected is reported and the
-/// others are still shown; the exit status is then 1.
-pub fn inspect(args: InspectArgs) -> anyhow::Result<()> {
+/// others are still shown; the exit status is then 1. A segment's index file given with its
+/// segment (`weir inspect DB/segments/*`) is passed over: the segment's block describes it.
+pub fn inspect(mut args: InspectArgs) -> anyhow::Result<()> {
+    let given: std::collections::HashSet<std::path::PathBuf> =
+        args.segments.iter().cloned().collect();
+    args.segments.retain(|p| {
+        let is_index = p
+            .extension()
+            .is_some_and(|x| x == weir::segment::INDEX_EXTENSION);
+        !(is_index && given.contains(&p.with_extension(weir::segment::SEGMENT_EXTENSION)))
+    });
     if let [one] = args.segments.as_slice() {
         let info = inspect_one(one)?;
         return if args.json {
