@@ -1,5 +1,5 @@
-//! Reading segments: memory-mapped, the index verified at open, each batch's rows verified on
-//! its first access, then zero-copy.
+//! Reading segments: memory-mapped, the index verified at open (or read from the segment's
+//! index file, `index.rs`), each batch's rows verified on its first access, then zero-copy.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -59,7 +59,8 @@ pub(super) struct Parts {
     pub(super) batches: Vec<BatchMeta>,
 }
 
-/// An open, verified segment: a read-only memory map plus an index of its batches.
+/// An open segment: a read-only memory map plus an index of its batches, found by verifying
+/// the segment or read from its index file.
 #[derive(Debug)]
 pub struct Segment {
     path: PathBuf,
@@ -123,7 +124,7 @@ impl Segment {
     }
 
     /// [`Segment::open`] without the index file: the segment itself is verified (what
-    /// `weir verify` and the writer of index files use).
+    /// `weir verify` and `--repair` use, and what an index is checked against).
     pub fn open_verified(path: impl AsRef<Path>) -> Result<Segment> {
         Self::open_with(path.as_ref(), false)
     }
