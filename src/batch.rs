@@ -7,9 +7,12 @@
 //! (IDs are dense and monotonic over the whole archive; a batch covers `[id, id + rows)`).
 //!
 //! [`BatchBuilder`] appends rows in place with a [`RowEncoder`]; producers (the readers) decide
-//! when to cut a batch.
+//! when to cut a batch. A producer that has each integer and time value in hand as it encodes it
+//! (the Zeek TSV reader) also records their ranges ([`ColumnStats`]), so that the segment writer's
+//! sketch need not decode those columns again.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::checkpoint::Mark;
 use crate::types::{SchemaRef, Type};
@@ -22,7 +25,7 @@ use crate::value::{decode_row, DecodeError, RowEncoder, Value};
 pub const DEFAULT_BATCH_EVENTS: usize = 8192;
 
 /// Events of one schema as msgpack rows.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Batch {
     schema: SchemaRef,
     data: Vec<u8>,
@@ -31,6 +34,147 @@ pub struct Batch {
     id: u64,
     /// Positions of followed files after some of the rows (see [`crate::checkpoint`]).
     marks: Vec<Mark>,
+    /// The ranges of its integer and time columns, when its producer recorded them for every
+    /// row (derived from the rows: not part of a batch's identity).
+    stats: Option<Arc<ColumnStats>>,
+}
+
+impl PartialEq for Batch {
+    fn eq(&self, other: &Batch) -> bool {
+        self.schema == other.schema
+            && self.data == other.data
+            && self.offsets == other.offsets
+            && self.ts == other.ts
+            && self.id == other.id
+            && self.marks == other.marks
+    }
+}
+
+/// The smallest and largest value and the number of set values of each integer (`count`,
+/// `port`, `int`) and time (`time`, `interval`) field of a batch, and its `ts` values in row
+/// order, as recorded by the producer while encoding the rows (what a sketch would otherwise
+/// decode the columns for). Fields of other types are not recorded (`kinds[i] == None`).
+///
+/// Invariant: a batch carries stats only if every one of its rows was recorded, all of its
+/// recorded fields' values, set or unset (a row encoded another way, or a row discarded after
+/// some of its values were recorded, drops them), so they are exactly what decoding the
+/// columns gives.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnStats {
+    /// Per field: how its values are compared (`None`: not recorded).
+    pub(crate) kinds: Vec<Option<StatKind>>,
+    /// Per field: smallest and largest value (u64, or i64 bits for signed fields).
+    ranges: Vec<[u64; 2]>,
+    /// Per field: rows whose value is unset (so the set ones are the rows less these).
+    unset: Vec<u32>,
+    /// The `ts` field's values, in row order (unset ones left out).
+    pub(crate) ts: Vec<i64>,
+    /// Rows recorded.
+    pub(crate) rows: usize,
+    /// A row was discarded after some of its values were recorded.
+    broken: bool,
+}
+
+/// How a field's values are compared in [`ColumnStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatKind {
+    /// `count`, `port`: u64.
+    Unsigned,
+    /// `int`, `time`, `interval`: i64.
+    Signed,
+}
+
+impl ColumnStats {
+    /// Empty stats for `schema`: its integer and time scalar fields recorded.
+    fn new(schema: &crate::types::Schema) -> ColumnStats {
+        let kinds: Vec<Option<StatKind>> = schema
+            .fields
+            .iter()
+            .map(|f| match f.ty {
+                Type::Count | Type::Port => Some(StatKind::Unsigned),
+                Type::Int | Type::Time | Type::Interval => Some(StatKind::Signed),
+                _ => None,
+            })
+            .collect();
+        let ranges = kinds
+            .iter()
+            .map(|k| match k {
+                Some(StatKind::Signed) => [i64::MAX as u64, i64::MIN as u64],
+                _ => [u64::MAX, 0],
+            })
+            .collect();
+        ColumnStats {
+            unset: vec![0; kinds.len()],
+            kinds,
+            ranges,
+            ts: Vec::new(),
+            rows: 0,
+            broken: false,
+        }
+    }
+
+    /// Records `v` as a value of unsigned field `field`.
+    #[inline(always)]
+    pub fn unsigned(&mut self, field: usize, v: u64) {
+        if let Some(r) = self.ranges.get_mut(field) {
+            r[0] = r[0].min(v);
+            r[1] = r[1].max(v);
+        }
+    }
+
+    /// Records `v` as a value of signed field `field`.
+    #[inline(always)]
+    pub fn signed(&mut self, field: usize, v: i64) {
+        if let Some(r) = self.ranges.get_mut(field) {
+            r[0] = (r[0] as i64).min(v) as u64;
+            r[1] = (r[1] as i64).max(v) as u64;
+        }
+    }
+
+    /// Records an unset value of field `field` (any field: only recorded ones count).
+    #[inline(always)]
+    pub fn unset(&mut self, field: usize) {
+        if let Some(n) = self.unset.get_mut(field) {
+            *n += 1;
+        }
+    }
+
+    /// Records `v` as the row's `ts` value (also a signed field's value: call both).
+    #[inline(always)]
+    pub fn ts(&mut self, v: i64) {
+        self.ts.push(v);
+    }
+
+    /// Field `i`'s kind, range (`lo` and `hi` as u64 or i64 bits) and number of set values,
+    /// if recorded and set in some row.
+    pub(crate) fn range(&self, i: usize) -> Option<(StatKind, u64, u64, u32)> {
+        let kind = (*self.kinds.get(i)?)?;
+        let set = (self.rows as u32).checked_sub(*self.unset.get(i)?)?;
+        let [lo, hi] = *self.ranges.get(i)?;
+        (set > 0).then_some((kind, lo, hi, set))
+    }
+
+    /// The stats of two consecutive runs of rows of one schema.
+    fn merge(&self, other: &ColumnStats) -> Option<ColumnStats> {
+        if self.kinds != other.kinds {
+            return None;
+        }
+        let mut m = self.clone();
+        for (i, k) in self.kinds.iter().enumerate() {
+            let (a, b) = (self.ranges[i], other.ranges[i]);
+            m.ranges[i] = match k {
+                Some(StatKind::Signed) => [
+                    (a[0] as i64).min(b[0] as i64) as u64,
+                    (a[1] as i64).max(b[1] as i64) as u64,
+                ],
+                _ => [a[0].min(b[0]), a[1].max(b[1])],
+            };
+            m.unset[i] += other.unset[i];
+        }
+        m.ts.extend_from_slice(&other.ts);
+        m.rows += other.rows;
+        Some(m)
+    }
 }
 
 impl Batch {
@@ -53,7 +197,14 @@ impl Batch {
             ts,
             id: 0,
             marks: Vec::new(),
+            stats: None,
         })
+    }
+
+    /// The ranges of its integer and time columns, if its producer recorded them for every
+    /// row (see [`ColumnStats`]).
+    pub fn column_stats(&self) -> Option<&ColumnStats> {
+        self.stats.as_deref()
     }
 
     /// The schema shared by all rows.
@@ -153,6 +304,11 @@ impl Batch {
             row_end: m.row_end + rows,
             ..m.clone()
         }));
+        self.stats = match (&self.stats, &other.stats) {
+            _ if rows == 0 => other.stats.clone(),
+            (Some(a), Some(b)) => a.merge(b).map(Arc::new),
+            _ => None,
+        };
         self.data.extend_from_slice(&other.data);
         self.offsets.extend(other.offsets.iter().map(|o| o + base));
         self.ts = merge_ts(self.ts, other.ts);
@@ -176,7 +332,9 @@ impl Batch {
             ts: None,
             id: self.id + at as u64,
             marks: tail_marks,
+            stats: None,
         };
+        self.stats = None;
         self.ts = self.compute_ts();
         tail.ts = tail.compute_ts();
         tail
@@ -238,6 +396,10 @@ pub struct BatchBuilder {
     offsets: Vec<usize>,
     ts: Option<(i64, i64)>,
     open: bool,
+    /// Column stats, once a row was begun with [`BatchBuilder::begin_row_with_stats`].
+    stats: Option<ColumnStats>,
+    /// Whether the open row records stats.
+    stats_row: bool,
 }
 
 impl BatchBuilder {
@@ -249,6 +411,8 @@ impl BatchBuilder {
             offsets: Vec::new(),
             ts: None,
             open: false,
+            stats: None,
+            stats_row: false,
         }
     }
 
@@ -264,10 +428,28 @@ impl BatchBuilder {
         self.discard_row();
         self.offsets.push(self.data.len());
         self.open = true;
+        self.stats_row = false;
         let n = self.schema.fields.len() as u32;
         let mut enc = RowEncoder::new(&mut self.data);
         enc.array(n);
         enc
+    }
+
+    /// [`BatchBuilder::begin_row`] for a producer that records the row's integer and time
+    /// values, set and unset, in the returned [`ColumnStats`] as it encodes them (every one
+    /// of them: see its invariant). The batch carries the stats if every row was begun so.
+    pub fn begin_row_with_stats(&mut self) -> (RowEncoder<'_>, &mut ColumnStats) {
+        self.discard_row();
+        self.offsets.push(self.data.len());
+        self.open = true;
+        self.stats_row = true;
+        let n = self.schema.fields.len() as u32;
+        let stats = self
+            .stats
+            .get_or_insert_with(|| ColumnStats::new(&self.schema));
+        let mut enc = RowEncoder::new(&mut self.data);
+        enc.array(n);
+        (enc, stats)
     }
 
     /// The encoder of the open row (to continue writing after [`BatchBuilder::begin_row`]).
@@ -282,6 +464,11 @@ impl BatchBuilder {
             if let Some(t) = ts {
                 self.ts = merge_ts(self.ts, Some((t, t)));
             }
+            if self.stats_row {
+                if let Some(s) = &mut self.stats {
+                    s.rows += 1;
+                }
+            }
         }
     }
 
@@ -291,6 +478,11 @@ impl BatchBuilder {
             self.open = false;
             if let Some(start) = self.offsets.pop() {
                 self.data.truncate(start);
+            }
+            if self.stats_row {
+                if let Some(s) = &mut self.stats {
+                    s.broken = true;
+                }
             }
         }
     }
@@ -314,6 +506,12 @@ impl BatchBuilder {
     pub fn finish(&mut self) -> Batch {
         self.discard_row();
         let cap = self.data.capacity();
+        let rows = self.offsets.len();
+        let stats = self
+            .stats
+            .take()
+            .filter(|s| !s.broken && s.rows == rows && rows > 0)
+            .map(Arc::new);
         Batch {
             schema: self.schema.clone(),
             data: std::mem::replace(&mut self.data, Vec::with_capacity(cap)),
@@ -321,6 +519,7 @@ impl BatchBuilder {
             ts: self.ts.take(),
             id: 0,
             marks: Vec::new(),
+            stats,
         }
     }
 }

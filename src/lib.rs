@@ -90,7 +90,7 @@ pub mod value;
 #[doc(hidden)]
 pub mod wal;
 
-pub use batch::{Batch, BatchBuilder};
+pub use batch::{Batch, BatchBuilder, ColumnStats};
 pub use batcher::{BatchConfig, Batcher};
 pub use codec::writer::{EventWriter, OutputFormat, WriteError, WriterSink};
 pub use codec::{FileSinkConfig, ReaderOptions, StdoutSinkConfig};

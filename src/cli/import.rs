@@ -117,6 +117,7 @@ impl ImportArgs {
         c.archive.compression = self.compression;
         c.archive.compression_level = self.compression_level;
         c.archive.sketches = !self.no_sketches;
+        c.source.no_column_stats = self.no_sketches;
         if let Some(size) = &self.max_archive_size {
             c.archive.max_archive_size = Some(size.0);
         }

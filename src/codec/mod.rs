@@ -43,6 +43,11 @@ pub struct ReaderOptions {
     /// the input's file name. A name [`Self::zeek_schemas`] does not know is ignored here
     /// (a source's `validate()` refuses it).
     pub json_schema: Option<String>,
+    /// Record the range of each integer and time column as rows are encoded
+    /// ([`crate::ColumnStats`], which the segment writer's sketches take instead of decoding
+    /// those columns). On by default; off when nothing downstream builds sketches
+    /// (`weir import --no-sketches`), where it would only cost time.
+    pub column_stats: bool,
 }
 
 impl ReaderOptions {
@@ -72,6 +77,7 @@ impl Default for ReaderOptions {
             // still be read, by inference.
             zeek_schemas: ZeekSchemas::builtin().ok(),
             json_schema: None,
+            column_stats: true,
         }
     }
 }

@@ -119,7 +119,10 @@ impl Preparer {
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| {
             match cols {
-                Some(cols) => sk.build_columns(batch.schema(), cols, max_bloom),
+                Some(cols) => {
+                    let stats = batch.column_stats().filter(|s| s.rows == batch.len());
+                    sk.build_columns(batch.schema(), cols, max_bloom, stats)
+                }
                 None => sk.build(batch.schema(), batch.rows(), max_bloom),
             }
             .ok()

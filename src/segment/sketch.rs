@@ -45,6 +45,7 @@
 //! - A sketch is covered by the segment's metadata checksum, so a query can trust it without
 //!   verifying the batch's rows.
 
+use crate::batch::{ColumnStats, StatKind};
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
 
@@ -98,8 +99,17 @@ impl TimeHistogram {
         let first = lo.div_euclid(width);
         let n = (hi.div_euclid(width) - first + 1) as usize;
         let mut counts = vec![0u32; n];
+        // The bucket of the previous time, `[start, end]`: logs are written in time order, so
+        // most times fall in it and cost two comparisons instead of a division.
+        let (mut start, mut end, mut k) = (1i64, 0i64, 0usize);
         for &t in ts {
-            if let Some(c) = counts.get_mut((t.div_euclid(width) - first) as usize) {
+            if t < start || t > end {
+                let b = t.div_euclid(width);
+                start = b * width;
+                end = start.saturating_add(width - 1);
+                k = (b - first) as usize;
+            }
+            if let Some(c) = counts.get_mut(k) {
                 *c += 1;
             }
         }
@@ -379,12 +389,15 @@ impl SketchBuilder {
 
     /// [`SketchBuilder::build`] from the batch's columns (`columns.rs`: column `i` holds field
     /// `i` of every row, back to back): the same sketch, one field at a time, as the column
-    /// layout has the values of one type together.
+    /// layout has the values of one type together. The ranges, counts and `ts` values that
+    /// `stats` (the batch's [`ColumnStats`], recorded by its producer for every row) holds are
+    /// taken from it instead of decoding those columns.
     pub(crate) fn build_columns(
         &mut self,
         schema: &SchemaRef,
         columns: &[Vec<u8>],
         max_bloom: usize,
+        stats: Option<&ColumnStats>,
     ) -> Result<Sketch, DecodeError> {
         if columns.len() != schema.fields.len() {
             return Err(DecodeError::FieldCount {
@@ -393,7 +406,11 @@ impl SketchBuilder {
             });
         }
         self.start(schema);
+        let stats = stats.filter(|s| s.kinds.len() == columns.len());
         for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
+            if stats.is_some_and(|st| self.take_stats(i, st)) {
+                continue;
+            }
             let mut c = RowCursor::new(col);
             // Values counted by the loops below (the general one counts its own).
             let mut set = 0u32;
@@ -486,6 +503,38 @@ impl SketchBuilder {
             self.set[i] += set;
         }
         Ok(self.finish(max_bloom))
+    }
+
+    /// Takes field `i`'s range, count and (for `ts`) values from `st`, when it recorded them
+    /// as the kind the sketch records for the field; `false`: the column is to be decoded.
+    fn take_stats(&mut self, i: usize, st: &ColumnStats) -> bool {
+        let Some((kind, acc)) = &mut self.ranges[i] else {
+            return false;
+        };
+        let want = match kind {
+            RangeKind::Unsigned => StatKind::Unsigned,
+            RangeKind::Signed => StatKind::Signed,
+            RangeKind::Real => return false,
+        };
+        if st.kinds.get(i).copied().flatten() != Some(want) {
+            return false;
+        }
+        let range = st.range(i);
+        let is_ts = self.ts_field == Some(i);
+        if is_ts && st.ts.len() != range.map_or(0, |r| r.3 as usize) {
+            return false;
+        }
+        if let Some((_, lo, hi, set)) = range {
+            *acc = match want {
+                StatKind::Unsigned => Acc::U(lo, hi),
+                StatKind::Signed => Acc::I(lo as i64, hi as i64),
+            };
+            self.set[i] += set;
+            if is_ts {
+                self.ts.extend_from_slice(&st.ts);
+            }
+        }
+        true
     }
 
     /// Resets the builder for a batch of `schema`.
@@ -832,7 +881,8 @@ mod tests {
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
         for sk in [
-            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
+            b.build_columns(&schema, &cols, usize::MAX / 16, None)
+                .unwrap(),
             b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
         ] {
             let r = SketchRef {
@@ -931,7 +981,7 @@ mod tests {
                 let batch = bb.finish();
                 let cols = columns_of(&batch);
                 let mut b = SketchBuilder::default();
-                let from_columns = b.build_columns(&schema, &cols, 1 << 20).unwrap();
+                let from_columns = b.build_columns(&schema, &cols, 1 << 20, None).unwrap();
                 let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
                 assert_eq!(from_columns, from_rows, "{rows} rows, shift {shift}");
                 assert!(
@@ -944,21 +994,54 @@ mod tests {
         let mut cols = vec![vec![0x05, 0xa1, b'x'], vec![1, 2], vec![1, 2], vec![1, 2]];
         cols.extend([vec![1, 2], vec![0xc2, 0xc3]]);
         assert!(SketchBuilder::default()
-            .build_columns(&schema, &cols, 1 << 20)
+            .build_columns(&schema, &cols, 1 << 20, None)
             .is_err());
         cols[0] = vec![0x05, 0x06];
         cols[5] = vec![0xc2, 0x01];
         assert!(SketchBuilder::default()
-            .build_columns(&schema, &cols, 1 << 20)
+            .build_columns(&schema, &cols, 1 << 20, None)
             .is_err());
         cols[5] = vec![0xc2, 0xc0];
         cols[1] = vec![0xcf, 0xff, 0, 0, 0, 0, 0, 0, 0, 0x01];
         assert!(
             SketchBuilder::default()
-                .build_columns(&schema, &cols, 1 << 20)
+                .build_columns(&schema, &cols, 1 << 20, None)
                 .is_err(),
             "an int beyond i64"
         );
+    }
+
+    #[test]
+    fn time_histogram_counts_are_those_of_dividing_every_time() {
+        // Times in and out of order, negative ones, runs in one bucket and jumps across many.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for span in [
+            1_000i64,
+            1_000_000_000,
+            7_200_000_000_000,
+            80_000_000_000_000,
+        ] {
+            let base = -(span / 3);
+            let mut ts: Vec<i64> = (0..5000)
+                .map(|_| base + (next() % span as u64) as i64)
+                .collect();
+            ts[100..600].sort_unstable();
+            let (lo, hi) = (*ts.iter().min().unwrap(), *ts.iter().max().unwrap());
+            let Some(h) = TimeHistogram::of(0, lo, hi, &ts) else {
+                continue;
+            };
+            let mut want = vec![0u32; h.counts.len()];
+            for &t in &ts {
+                want[(t.div_euclid(h.width) - h.first) as usize] += 1;
+            }
+            assert_eq!(h.counts, want, "span {span}");
+        }
     }
 
     #[test]
@@ -1013,7 +1096,7 @@ mod tests {
         let batch = bb.finish();
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
-        let from_columns = b.build_columns(&schema, &cols, 1 << 20).unwrap();
+        let from_columns = b.build_columns(&schema, &cols, 1 << 20, None).unwrap();
         let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
         assert_eq!(from_columns, from_rows);
         let times = from_rows.times.unwrap();
@@ -1060,14 +1143,15 @@ mod tests {
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
         assert_eq!(
-            b.build_columns(&schema, &cols, usize::MAX / 16).unwrap(),
+            b.build_columns(&schema, &cols, usize::MAX / 16, None)
+                .unwrap(),
             sk
         );
         assert_eq!(
-            b.build_columns(&schema, &cols, 1000).unwrap(),
+            b.build_columns(&schema, &cols, 1000, None).unwrap(),
             b.build(&schema, batch.rows(), 1000).unwrap()
         );
-        assert!(b.build_columns(&schema, &cols[..4], 1000).is_err());
+        assert!(b.build_columns(&schema, &cols[..4], 1000, None).is_err());
         let r = SketchRef {
             bloom: &sk.bloom,
             hashes: sk.hashes,

@@ -41,6 +41,10 @@ pub struct FileSourceConfig {
     /// Follow the files like `tail -F`, exactly once across restarts (see
     /// [`crate::source::follow`]): the source runs until shutdown.
     pub follow: bool,
+    /// Do not record column ranges for sketches ([`ReaderOptions::column_stats`]): set by
+    /// `weir import --no-sketches`; not a key of the pipeline file.
+    #[serde(skip)]
+    pub no_column_stats: bool,
 }
 
 impl Default for FileSourceConfig {
@@ -57,6 +61,7 @@ impl Default for FileSourceConfig {
             schema_dir: None,
             max_line_length: reader.max_line_len as u64,
             follow: false,
+            no_column_stats: !reader.column_stats,
         }
     }
 }
@@ -178,6 +183,7 @@ impl FileSourceConfig {
             json_default_schema: self.json_schema.clone(),
             zeek_schemas: Some(self.zeek_schemas()?),
             json_schema: self.schema.clone(),
+            column_stats: !self.no_column_stats,
         };
         let mut config = SourceConfig::zeek(reader, channel_capacity);
         config.compression = self.decompress;

@@ -72,7 +72,7 @@ use bytes::{Buf, BytesMut};
 use memchr::memchr;
 use memchr::memmem::Finder;
 
-use crate::batch::{Batch, BatchBuilder};
+use crate::batch::{Batch, BatchBuilder, ColumnStats};
 use crate::codec::zeek::scalar::{
     parse_addr, parse_bool, parse_f64, parse_i64, parse_ns, parse_ns_prefix, parse_subnet,
     parse_u64, parse_u64_prefix, parse_v4_prefix,
@@ -413,6 +413,7 @@ impl TsvDecoder {
                         (Arc::ptr_eq(b.schema(), &plan.schema), &plan.sep)
                     {
                         let batch_rows = self.opts.batch_rows.max(1);
+                        let stats = self.opts.column_stats;
                         while let Some(nl) = memchr(b'\n', &buf[pos..]) {
                             let mut line = &buf[pos..pos + nl];
                             if let [head @ .., b'\r'] = line {
@@ -420,7 +421,7 @@ impl TsvDecoder {
                             }
                             if line.len() > max
                                 || matches!(line.first(), None | Some(b'#'))
-                                || !encode_fast(plan, *sep, line, b)
+                                || !encode_line_fast(plan, *sep, line, b, stats)
                             {
                                 break;
                             }
@@ -580,7 +581,7 @@ impl TsvDecoder {
             _ => builder.insert(BatchBuilder::new(plan.schema.clone())),
         };
         if let Splitter::Byte(sep) = plan.sep {
-            if encode_fast(plan, sep, line, b) {
+            if encode_line_fast(plan, sep, line, b, self.opts.column_stats) {
                 return Ok(Step::Done);
             }
         }
@@ -849,17 +850,35 @@ impl TsvDecoder {
     }
 }
 
+/// [`encode_fast`], recording column stats when `stats` (see [`ReaderOptions::column_stats`]).
+#[inline(always)]
+fn encode_line_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder, stats: bool) -> bool {
+    if stats {
+        encode_fast::<true>(plan, sep, line, b)
+    } else {
+        encode_fast::<false>(plan, sep, line, b)
+    }
+}
+
 /// The fast path for a line with a one-byte separator: parses each field while finding its
 /// end, in one pass. Returns `false`, leaving no row behind, on anything unusual (escapes,
 /// subnets, bad values, wrong column counts); the general path
-/// [`encode_line`] then handles the line, with the same result for valid input.
+/// [`encode_line`] then handles the line, with the same result for valid input. With
+/// `STATS`, each integer and time value is also recorded in the batch's [`ColumnStats`].
 #[inline(never)]
-fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool {
+fn encode_fast<const STATS: bool>(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool {
     let Some(unset) = plan.unset_byte else {
         return false;
     };
     let mut ts = None;
-    let mut enc = b.begin_row();
+    // Integer and time values also go to the batch's column stats (for the segment's sketch),
+    // when they are wanted (the calls below compile away otherwise).
+    let mut unused = ColumnStats::default();
+    let (mut enc, st) = if STATS {
+        b.begin_row_with_stats()
+    } else {
+        (b.begin_row(), &mut unused)
+    };
     let mut i = 0;
     for (c, col) in plan.cols.iter().enumerate() {
         if c > 0 {
@@ -873,21 +892,34 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
         // Unset: the marker followed by the separator or the line end.
         if rest.first() == Some(&unset) && rest.get(1).is_none_or(|&x| x == sep) {
             enc.null();
+            if STATS {
+                st.unset(c);
+            }
             i += 1;
             continue;
         }
         let used = match *col {
             Col::Ts => parse_ns_prefix(rest).map(|(v, n)| {
                 enc.int(v);
+                if STATS {
+                    st.signed(c, v);
+                    st.ts(v);
+                }
                 ts = Some(v);
                 n
             }),
             Col::One(Kind::Time) => parse_ns_prefix(rest).map(|(v, n)| {
                 enc.int(v);
+                if STATS {
+                    st.signed(c, v);
+                }
                 n
             }),
             Col::One(Kind::Count) => parse_u64_prefix(rest).map(|(v, n)| {
                 enc.uint(v);
+                if STATS {
+                    st.unsigned(c, v);
+                }
                 n
             }),
             Col::One(Kind::Port) => {
@@ -895,6 +927,9 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                     .filter(|&(v, _)| v <= MAX_PORT)
                     .map(|(v, n)| {
                         enc.uint(v);
+                        if STATS {
+                            st.unsigned(c, v);
+                        }
                         n
                     })
             }
@@ -934,6 +969,9 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                 [b'-', digits @ ..] => match parse_u64_prefix(digits) {
                     Some((v, n)) if v <= i64::MAX as u64 => {
                         enc.int(-(v as i64));
+                        if STATS {
+                            st.signed(c, -(v as i64));
+                        }
                         Some(n + 1)
                     }
                     _ => None,
@@ -941,6 +979,9 @@ fn encode_fast(plan: &Plan, sep: u8, line: &[u8], b: &mut BatchBuilder) -> bool 
                 _ => match parse_u64_prefix(rest) {
                     Some((v, n)) if v <= i64::MAX as u64 => {
                         enc.uint(v);
+                        if STATS {
+                            st.signed(c, v as i64);
+                        }
                         Some(n)
                     }
                     _ => None,
@@ -1307,7 +1348,7 @@ mod tests {
             }
             let line = fields.join("\t");
             let mut fast = BatchBuilder::new(plan.schema.clone());
-            let ok = encode_fast(&plan, b'\t', line.as_bytes(), &mut fast);
+            let ok = encode_fast::<true>(&plan, b'\t', line.as_bytes(), &mut fast);
             let fast = fast.finish();
             let mut general = BatchBuilder::new(plan.schema.clone());
             let (mut bounds, mut elems, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
