@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# What the per-batch sketches cost a W1000 import (the search issue allows 10%), measured in
+# pairs for a noisy machine: each round imports with the default settings and with
+# `--no-sketches` back to back (the order alternating by round), and the medians of the
+# per-round differences are reported, per binary.
+#
+#   bench/sketch-cost.sh [WEIR...]    (default: this repo's release build; N=11 rounds)
+#
+# Run bench/compare.sh once first (it builds the workload, $BENCH_DIR/w1000.log.gz).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${BENCH_DIR:-/tmp/weir-bench}
+N=${N:-11}
+gz="$work/w1000.log.gz"
+[ -s "$gz" ] || { echo "run bench/compare.sh first (it builds $gz)" >&2; exit 1; }
+if [ $# -eq 0 ]; then
+  (cd "$root" && cargo build --release --quiet --bin weir)
+  set -- "$root/target/release/weir"
+fi
+out=$(mktemp)
+db="$work/sketch-cost.db"
+trap 'rm -rf "$db" "$out"' EXIT
+for i in $(seq "$N"); do
+  for w in "$@"; do
+    modes=(sk nosk)
+    [ $((i % 2)) -eq 0 ] && modes=(nosk sk)
+    for m in "${modes[@]}"; do
+      flag=()
+      [ "$m" = nosk ] && flag=(--no-sketches)
+      rm -rf "$db"
+      /usr/bin/time -f "$i $w $m %e %U %S" "$w" import -q "${flag[@]}" --db "$db" "$gz" 2>>"$out"
+    done
+  done
+done
+python3 - "$out" "$@" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) == 6:
+        d[(p[1], p[0])][p[2]] = (float(p[3]), float(p[4]) + float(p[5]))
+for w in sys.argv[2:]:
+    rounds = [v for (b, _), v in d.items() if b == w and len(v) == 2]
+    med = lambda xs: statistics.median(list(xs))
+    print(f"{w}: {len(rounds)} rounds; default {med(r['sk'][0] for r in rounds):.2f} s, "
+          f"--no-sketches {med(r['nosk'][0] for r in rounds):.2f} s; sketches cost "
+          f"+{med(r['sk'][0] - r['nosk'][0] for r in rounds):.2f} s of wall time "
+          f"(+{100 * med(r['sk'][0] / r['nosk'][0] - 1 for r in rounds):.1f}%), "
+          f"+{med(r['sk'][1] - r['nosk'][1] for r in rounds):.2f} s of CPU (target: 10%)")
+PY
