@@ -58,7 +58,8 @@ impl PartialEq for Batch {
 /// Invariant: a batch carries stats only if every one of its rows was recorded, all of its
 /// recorded fields' values, set or unset (a row encoded another way, or a row discarded after
 /// some of its values were recorded, drops them), so they are exactly what decoding the
-/// columns gives.
+/// columns gives. Sketches trust them, so only weir's own reader records them (the recording
+/// methods are crate-private).
 #[derive(Debug, Clone, Default)]
 pub struct ColumnStats {
     /// Per field: how its values are compared (`None`: not recorded).
@@ -115,7 +116,7 @@ impl ColumnStats {
 
     /// Records `v` as a value of unsigned field `field`.
     #[inline(always)]
-    pub fn unsigned(&mut self, field: usize, v: u64) {
+    pub(crate) fn unsigned(&mut self, field: usize, v: u64) {
         if let Some(r) = self.ranges.get_mut(field) {
             r[0] = r[0].min(v);
             r[1] = r[1].max(v);
@@ -124,7 +125,7 @@ impl ColumnStats {
 
     /// Records `v` as a value of signed field `field`.
     #[inline(always)]
-    pub fn signed(&mut self, field: usize, v: i64) {
+    pub(crate) fn signed(&mut self, field: usize, v: i64) {
         if let Some(r) = self.ranges.get_mut(field) {
             r[0] = (r[0] as i64).min(v) as u64;
             r[1] = (r[1] as i64).max(v) as u64;
@@ -133,7 +134,7 @@ impl ColumnStats {
 
     /// Records an unset value of field `field` (any field: only recorded ones count).
     #[inline(always)]
-    pub fn unset(&mut self, field: usize) {
+    pub(crate) fn unset(&mut self, field: usize) {
         if let Some(n) = self.unset.get_mut(field) {
             *n += 1;
         }
@@ -141,7 +142,7 @@ impl ColumnStats {
 
     /// Records `v` as the row's `ts` value (also a signed field's value: call both).
     #[inline(always)]
-    pub fn ts(&mut self, v: i64) {
+    pub(crate) fn ts(&mut self, v: i64) {
         self.ts.push(v);
     }
 
@@ -438,7 +439,7 @@ impl BatchBuilder {
     /// [`BatchBuilder::begin_row`] for a producer that records the row's integer and time
     /// values, set and unset, in the returned [`ColumnStats`] as it encodes them (every one
     /// of them: see its invariant). The batch carries the stats if every row was begun so.
-    pub fn begin_row_with_stats(&mut self) -> (RowEncoder<'_>, &mut ColumnStats) {
+    pub(crate) fn begin_row_with_stats(&mut self) -> (RowEncoder<'_>, &mut ColumnStats) {
         self.discard_row();
         self.offsets.push(self.data.len());
         self.open = true;
