@@ -559,8 +559,8 @@ impl SegmentBuilder {
                 ranges: sk
                     .ranges
                     .iter()
-                    .zip(sk.present.iter().map(Some).chain(std::iter::repeat(None)))
-                    .map(|(&(f, _, lo, hi), p)| (f, lo, hi, p.copied()))
+                    .enumerate()
+                    .map(|(j, &(f, _, lo, hi))| (f, lo, hi, sk.present.get(j).copied()))
                     .collect(),
                 times: sk.times.clone(),
             });

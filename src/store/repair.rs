@@ -97,10 +97,10 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             ));
             continue;
         }
-        match check_segment(&path).and_then(|e| {
+        match check_segment(&path).and_then(|(e, seg)| {
             if e.uuid == entry.uuid && e.intervals == entry.intervals && e.events == entry.events
             {
-                Ok(e)
+                Ok(seg)
             } else {
                 Err(format!(
                     "does not match its catalog entry (uuid {}, intervals {:?}; catalog: uuid {}, intervals {:?})",
@@ -108,8 +108,8 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
                 ))
             }
         }) {
-            Ok(_) => {
-                report.actions.extend(repair_index(&path));
+            Ok(seg) => {
+                report.actions.extend(repair_index(&seg));
                 entries.push(entry.clone());
             }
             Err(why) => {
@@ -136,8 +136,8 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             ));
             continue;
         }
-        let entry = match check_segment(&path) {
-            Ok(e) => e,
+        let (mut entry, seg) = match check_segment(&path) {
+            Ok(found) => found,
             Err(why) => {
                 let to = move_aside(dir, &path)?;
                 report.actions.push(format!(
@@ -163,7 +163,9 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             ));
             continue;
         }
-        report.actions.extend(repair_index(&path));
+        report.actions.extend(repair_index(&seg));
+        entry.index_bytes =
+            std::fs::metadata(crate::segment::index_path(&path)).map_or(0, |m| m.len());
         report.actions.push(format!(
             "added segment {} (events {}) to the catalog",
             path.display(),
@@ -211,28 +213,27 @@ fn wal_named_segments(dir: &Path) -> Vec<uuid::Uuid> {
     }
 }
 
-/// Writes the index file of the (verified) segment at `path` when it has none (a segment
+/// Writes the index file of `seg` (opened with the verifier) when it has none (a segment
 /// written before index files) or one that does not match it; returns the action taken. An
 /// index is derived from its segment, so writing it (atomically) loses nothing.
-fn repair_index(path: &Path) -> Option<String> {
-    let seg = Segment::open_verified(path).ok()?;
-    let (done, why) = match crate::segment::check_index(&seg) {
+fn repair_index(seg: &Segment) -> Option<String> {
+    let (done, why) = match crate::segment::check_index(seg) {
         Ok(true) => return None,
         Ok(false) => ("wrote", "it had none".to_string()),
         Err(why) => ("rewrote", why),
     };
-    Some(match crate::segment::write_index(&seg, true) {
+    Some(match crate::segment::write_index(seg, true) {
         Ok((idx, _)) => format!("{done} index {} from its segment ({why})", idx.display()),
         Err(e) => format!(
             "could not write the index of {} ({why}): {e}",
-            path.display()
+            seg.path().display()
         ),
     })
 }
 
-/// Opens and fully verifies the segment at `path` and describes it as a catalog entry; `Err`
-/// says what is wrong.
-fn check_segment(path: &Path) -> std::result::Result<CatalogEntry, String> {
+/// Opens and fully verifies the segment at `path` and describes it as a catalog entry (with
+/// the open segment); `Err` says what is wrong.
+fn check_segment(path: &Path) -> std::result::Result<(CatalogEntry, Segment), String> {
     let seg = Segment::open_verified(path).map_err(|e| e.to_string())?;
     seg.verify_all().map_err(|e| e.to_string())?;
     let mut schemas = std::collections::BTreeMap::new();
@@ -250,7 +251,7 @@ fn check_segment(path: &Path) -> std::result::Result<CatalogEntry, String> {
     if path.file_name().and_then(|n| n.to_str()) != Some(&crate::segment::file_name(&uuid)) {
         return Err(format!("its header names uuid {uuid}, not its file name"));
     }
-    Ok(CatalogEntry {
+    let entry = CatalogEntry {
         uuid: uuid.hyphenated().to_string(),
         file: format!("{SEGMENTS_DIR}/{}", crate::segment::file_name(&uuid)),
         bytes,
@@ -260,7 +261,8 @@ fn check_segment(path: &Path) -> std::result::Result<CatalogEntry, String> {
         intervals: seg.intervals().iter().map(|r| [r.start, r.end]).collect(),
         schemas,
         ts: ts.map(|(a, b)| [a, b]),
-    })
+    };
+    Ok((entry, seg))
 }
 
 /// Moves `path` into `dir/damaged/` (same name, with a numeric suffix if taken); returns the
