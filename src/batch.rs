@@ -55,10 +55,10 @@ impl PartialEq for Batch {
 /// order, as recorded by the producer while encoding the rows (what a sketch would otherwise
 /// decode the columns for). Fields of other types are not recorded (`kinds[i] == None`).
 ///
-/// Invariant: a batch carries stats only if every one of its rows was recorded, all of its
-/// recorded fields' values, set or unset (a row encoded another way, or a row discarded after
-/// some of its values were recorded, drops them), so they are exactly what decoding the
-/// columns gives. Sketches trust them, so only weir's own reader records them (the recording
+/// Invariant: a batch carries stats only if every one of its rows was recorded, every set
+/// value of its recorded fields (unset values are not recorded: they are the rows less the
+/// set ones; a row encoded another way, or a row discarded after some of its values were
+/// recorded, drops the stats), so they are exactly what decoding the columns gives. Sketches trust them, so only weir's own reader records them (the recording
 /// methods are crate-private).
 #[derive(Debug, Clone, Default)]
 pub struct ColumnStats {
@@ -66,10 +66,14 @@ pub struct ColumnStats {
     pub(crate) kinds: Vec<Option<StatKind>>,
     /// Per field: smallest and largest value (u64, or i64 bits for signed fields).
     ranges: Vec<[u64; 2]>,
-    /// Per field: rows whose value is unset (so the set ones are the rows less these).
-    unset: Vec<u32>,
+    /// Per field: rows whose value is set (recorded with the value: an unset value costs the
+    /// producer nothing), except for the `ts` field, whose set values are `ts`.
+    set: Vec<u32>,
     /// The `ts` field's values, in row order (unset ones left out).
     pub(crate) ts: Vec<i64>,
+    /// The schema's `ts` field ([`crate::types::Schema::ts_index`]): its values are recorded
+    /// in `ts` alone, not in `ranges`.
+    ts_field: Option<usize>,
     /// Rows recorded.
     pub(crate) rows: usize,
     /// A row was discarded after some of its values were recorded.
@@ -87,7 +91,7 @@ pub enum StatKind {
 
 impl ColumnStats {
     /// Empty stats for `schema`: its integer and time scalar fields recorded.
-    fn new(schema: &crate::types::Schema) -> ColumnStats {
+    fn new(schema: &crate::types::Schema, rows: usize) -> ColumnStats {
         let kinds: Vec<Option<StatKind>> = schema
             .fields
             .iter()
@@ -105,10 +109,11 @@ impl ColumnStats {
             })
             .collect();
         ColumnStats {
-            unset: vec![0; kinds.len()],
+            set: vec![0; kinds.len()],
             kinds,
             ranges,
-            ts: Vec::new(),
+            ts: Vec::with_capacity(if schema.ts_index().is_some() { rows } else { 0 }),
+            ts_field: schema.ts_index(),
             rows: 0,
             broken: false,
         }
@@ -117,41 +122,47 @@ impl ColumnStats {
     /// Records `v` as a value of unsigned field `field`.
     #[inline(always)]
     pub(crate) fn unsigned(&mut self, field: usize, v: u64) {
-        if let Some(r) = self.ranges.get_mut(field) {
+        if let (Some(r), Some(n)) = (self.ranges.get_mut(field), self.set.get_mut(field)) {
             r[0] = r[0].min(v);
             r[1] = r[1].max(v);
+            *n += 1;
         }
     }
 
     /// Records `v` as a value of signed field `field`.
     #[inline(always)]
     pub(crate) fn signed(&mut self, field: usize, v: i64) {
-        if let Some(r) = self.ranges.get_mut(field) {
+        if let (Some(r), Some(n)) = (self.ranges.get_mut(field), self.set.get_mut(field)) {
             r[0] = (r[0] as i64).min(v) as u64;
             r[1] = (r[1] as i64).max(v) as u64;
-        }
-    }
-
-    /// Records an unset value of field `field` (any field: only recorded ones count).
-    #[inline(always)]
-    pub(crate) fn unset(&mut self, field: usize) {
-        if let Some(n) = self.unset.get_mut(field) {
             *n += 1;
         }
     }
 
-    /// Records `v` as the row's `ts` value (also a signed field's value: call both).
+    /// Records `v` as the row's `ts` value: the `ts` field's only record of a set value (its
+    /// range is the values' range, see [`ColumnStats::range`]).
     #[inline(always)]
     pub(crate) fn ts(&mut self, v: i64) {
         self.ts.push(v);
     }
 
     /// Field `i`'s kind, range (`lo` and `hi` as u64 or i64 bits) and number of set values,
-    /// if recorded and set in some row.
+    /// if recorded and set in some row (the `ts` field's range is that of its recorded values).
     pub(crate) fn range(&self, i: usize) -> Option<(StatKind, u64, u64, u32)> {
         let kind = (*self.kinds.get(i)?)?;
-        let set = (self.rows as u32).checked_sub(*self.unset.get(i)?)?;
-        let [lo, hi] = *self.ranges.get(i)?;
+        let set = if self.ts_field == Some(i) {
+            u32::try_from(self.ts.len()).ok()?
+        } else {
+            *self.set.get(i)?
+        };
+        let [lo, hi] = if self.ts_field == Some(i) {
+            // Two independent folds the compiler vectorizes.
+            let lo = self.ts.iter().copied().fold(i64::MAX, i64::min);
+            let hi = self.ts.iter().copied().fold(i64::MIN, i64::max);
+            [lo as u64, hi as u64]
+        } else {
+            *self.ranges.get(i)?
+        };
         (set > 0).then_some((kind, lo, hi, set))
     }
 
@@ -170,7 +181,7 @@ impl ColumnStats {
                 ],
                 _ => [a[0].min(b[0]), a[1].max(b[1])],
             };
-            m.unset[i] += other.unset[i];
+            m.set[i] += other.set[i];
         }
         m.ts.extend_from_slice(&other.ts);
         m.rows += other.rows;
@@ -417,6 +428,16 @@ impl BatchBuilder {
         }
     }
 
+    /// An empty builder for `schema` with room for `rows` rows of `bytes` bytes in all (it
+    /// grows past them as needed).
+    pub fn with_capacity(schema: SchemaRef, bytes: usize, rows: usize) -> BatchBuilder {
+        BatchBuilder {
+            data: Vec::with_capacity(bytes),
+            offsets: Vec::with_capacity(rows),
+            ..BatchBuilder::new(schema)
+        }
+    }
+
     /// The schema of the rows being built.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -447,7 +468,7 @@ impl BatchBuilder {
         let n = self.schema.fields.len() as u32;
         let stats = self
             .stats
-            .get_or_insert_with(|| ColumnStats::new(&self.schema));
+            .get_or_insert_with(|| ColumnStats::new(&self.schema, self.offsets.capacity()));
         let mut enc = RowEncoder::new(&mut self.data);
         enc.array(n);
         (enc, stats)
@@ -506,7 +527,9 @@ impl BatchBuilder {
     /// Takes the completed rows as a batch and leaves the builder empty for the same schema.
     pub fn finish(&mut self) -> Batch {
         self.discard_row();
+        // The next batch gets room for as much as this one (a decoder's batches are alike).
         let cap = self.data.capacity();
+        let rows_cap = self.offsets.capacity();
         let rows = self.offsets.len();
         let stats = self
             .stats
@@ -516,7 +539,7 @@ impl BatchBuilder {
         Batch {
             schema: self.schema.clone(),
             data: std::mem::replace(&mut self.data, Vec::with_capacity(cap)),
-            offsets: std::mem::take(&mut self.offsets),
+            offsets: std::mem::replace(&mut self.offsets, Vec::with_capacity(rows_cap)),
             ts: self.ts.take(),
             id: 0,
             marks: Vec::new(),

@@ -521,9 +521,6 @@ impl SketchBuilder {
         }
         let range = st.range(i);
         let is_ts = self.ts_field == Some(i);
-        if is_ts && st.ts.len() != range.map_or(0, |r| r.3 as usize) {
-            return false;
-        }
         if let Some((_, lo, hi, set)) = range {
             *acc = match want {
                 StatKind::Unsigned => Acc::U(lo, hi),

@@ -293,7 +293,8 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> Coordinator<I> {
                     break;
                 }
             }
-            self.lines += bytecount::count(&data, b'\n') as u64 + (!data.ends_with(b"\n")) as u64;
+            let newlines = bytecount::count(&data, b'\n');
+            self.lines += newlines as u64 + (!data.ends_with(b"\n")) as u64;
             self.head.set_lines(start_line);
             let primed = match first {
                 (line, n) if n > 0 => self.head.prime(line, n),
@@ -306,7 +307,8 @@ impl<I: Iterator<Item = io::Result<Vec<u8>>>> Coordinator<I> {
                 }
                 // Skip mode: the fork meets the same error on each line and records each one.
             }
-            let fork = self.head.fork(start_line);
+            let mut fork = self.head.fork(start_line);
+            fork.expect(data.len(), newlines);
             let (tx, rx) = mpsc::channel();
             let sent = match &self.jobs {
                 Some(jobs) => jobs.send((fork, data, tx)).is_ok(),

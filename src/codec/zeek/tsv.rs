@@ -329,6 +329,8 @@ pub struct TsvDecoder {
     bounds: Vec<(usize, usize)>,
     elems: Vec<(usize, usize)>,
     scratch: Vec<u8>,
+    /// Bytes and rows to reserve in a new batch (see [`TsvDecoder::expect`]).
+    expected: (usize, usize),
 }
 
 impl TsvDecoder {
@@ -351,6 +353,7 @@ impl TsvDecoder {
             bounds: Vec::new(),
             elems: Vec::new(),
             scratch: Vec::new(),
+            expected: (0, 0),
         }
     }
 
@@ -570,6 +573,7 @@ impl TsvDecoder {
             bounds,
             elems,
             scratch,
+            expected,
             ..
         } = self;
         let Some(plan) = plan.as_ref() else {
@@ -578,7 +582,11 @@ impl TsvDecoder {
         let b = match builder {
             Some(b) if Arc::ptr_eq(b.schema(), &plan.schema) => b,
             Some(b) if !b.is_empty() => return Ok(Step::Defer),
-            _ => builder.insert(BatchBuilder::new(plan.schema.clone())),
+            _ => builder.insert(BatchBuilder::with_capacity(
+                plan.schema.clone(),
+                expected.0,
+                expected.1,
+            )),
         };
         if let Splitter::Byte(sep) = plan.sep {
             if encode_line_fast(plan, sep, line, b, self.opts.column_stats) {
@@ -799,6 +807,14 @@ impl TsvDecoder {
         d
     }
 
+    /// Tells the decoder that the text it is about to decode has `bytes` bytes in `lines`
+    /// lines, so that the batches it fills are allocated once at about their final size
+    /// instead of growing by copying (rows take at most about as many bytes as their text).
+    pub fn expect(&mut self, bytes: usize, lines: usize) {
+        let rows = lines.clamp(1, self.opts.batch_rows.max(1));
+        self.expected = (bytes / lines.max(1) * rows + bytes / 16, rows);
+    }
+
     /// Builds the schema for data that starts with `first_line` (line `line_no`), if a header
     /// line changed it, so that forks share one [`SchemaRef`] and warnings are given once.
     pub fn prime(&mut self, first_line: &[u8], line_no: u64) -> Result<(), ParseError> {
@@ -891,10 +907,8 @@ fn encode_fast<const STATS: bool>(plan: &Plan, sep: u8, line: &[u8], b: &mut Bat
         let rest = &line[i..];
         // Unset: the marker followed by the separator or the line end.
         if rest.first() == Some(&unset) && rest.get(1).is_none_or(|&x| x == sep) {
+            // Not recorded: a field's unset values are its rows less its recorded values.
             enc.null();
-            if STATS {
-                st.unset(c);
-            }
             i += 1;
             continue;
         }
@@ -902,7 +916,7 @@ fn encode_fast<const STATS: bool>(plan: &Plan, sep: u8, line: &[u8], b: &mut Bat
             Col::Ts => parse_ns_prefix(rest).map(|(v, n)| {
                 enc.int(v);
                 if STATS {
-                    st.signed(c, v);
+                    // Its range is taken from the values (see `ColumnStats::ts`).
                     st.ts(v);
                 }
                 ts = Some(v);
