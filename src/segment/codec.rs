@@ -175,9 +175,11 @@ pub(crate) struct Packer {
     zstd: Option<zstd_safe::CCtx<'static>>,
     raw: Vec<u8>,
     out: Vec<u8>,
-    /// One compressed column (or the compressed rows), and the columns' stored bytes.
+    /// One compressed column (or the compressed rows), the columns' stored bytes, and the
+    /// column layout's header.
     frame: Vec<u8>,
     frames: Vec<u8>,
+    header: Vec<u8>,
 }
 
 impl std::fmt::Debug for Packer {
@@ -197,6 +199,7 @@ impl Packer {
             out: Vec::new(),
             frame: Vec::new(),
             frames: Vec::new(),
+            header: Vec::new(),
         }
     }
 
@@ -268,22 +271,53 @@ impl Packer {
         Some(())
     }
 
-    /// The column layout of `cols` into `self.out`; returns its length.
+    /// The column layout of `cols` into `self.out` (which may have been taken: see
+    /// [`Packer::take_packed`]); returns its length.
     fn pack_columns(&mut self, cols: &[Vec<u8>]) -> Option<usize> {
-        self.out.clear();
+        self.header.clear();
         self.frames.clear();
-        columns::push_varint(&mut self.out, cols.len());
+        columns::push_varint(&mut self.header, cols.len());
         for col in cols {
-            let packed = col.len() >= columns::MIN_COMPRESS
-                && self.compress(col).is_some()
-                && self.frame.len() < col.len();
-            let stored: &[u8] = if packed { &self.frame } else { col };
-            columns::push_varint(&mut self.out, col.len());
-            columns::push_varint(&mut self.out, stored.len());
-            self.frames.extend_from_slice(stored);
+            let at = self.frames.len();
+            let compress = col.len() >= columns::MIN_COMPRESS;
+            let packed = match self.compression.codec {
+                // zstd writes its frame right after the columns before it (no copy).
+                Codec::Zstd if compress => {
+                    self.frames.reserve(zstd_safe::compress_bound(col.len()));
+                    let cctx = self.zstd.get_or_insert_with(zstd_safe::CCtx::create);
+                    let mut tail = std::io::Cursor::new(&mut self.frames);
+                    tail.set_position(at as u64);
+                    cctx.compress(&mut tail, col, self.compression.level)
+                        .is_ok_and(|n| n < col.len())
+                }
+                _ => {
+                    let packed =
+                        compress && self.compress(col).is_some() && self.frame.len() < col.len();
+                    if packed {
+                        self.frames.extend_from_slice(&self.frame);
+                    }
+                    packed
+                }
+            };
+            if !packed {
+                self.frames.truncate(at);
+                self.frames.extend_from_slice(col);
+            }
+            columns::push_varint(&mut self.header, col.len());
+            columns::push_varint(&mut self.header, self.frames.len() - at);
         }
+        self.out.clear();
+        self.out
+            .reserve_exact(self.header.len() + self.frames.len());
+        self.out.extend_from_slice(&self.header);
         self.out.extend_from_slice(&self.frames);
         Some(self.out.len())
+    }
+
+    /// The stored bytes of the last [`Packer::pack_split`], taken out of the packer (which
+    /// allocates anew for the next batch) instead of copied.
+    pub(crate) fn take_packed(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
     }
 
     /// The row layout of format 3 into `self.out` (raw bytes in `self.raw`); returns its length.

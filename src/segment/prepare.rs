@@ -128,9 +128,10 @@ impl Preparer {
             .ok()
         };
         let pack = |packer: &mut Packer| {
-            packer
+            let (layout, raw) = packer
                 .pack_split(batch.data(), scratch, cols)
-                .map(|(layout, stored, raw)| (codec, layout, stored.to_vec(), raw))
+                .map(|(layout, _, raw)| (layout, raw))?;
+            Some((codec, layout, packer.take_packed(), raw))
         };
         let (sketch, packed) = match sketcher {
             Some(sk)
