@@ -384,7 +384,7 @@ impl SketchBuilder {
                 self.value(i, &f.ty, &mut c, &mut last[i])?;
             }
         }
-        Ok(self.finish(max_bloom))
+        Ok(self.finish(max_bloom, None))
     }
 
     /// [`SketchBuilder::build`] from the batch's columns (`columns.rs`: column `i` holds field
@@ -407,8 +407,13 @@ impl SketchBuilder {
         }
         self.start(schema);
         let stats = stats.filter(|s| s.kinds.len() == columns.len());
+        // The `ts` values, when taken from the stats (not copied).
+        let mut stats_ts = None;
         for (i, (f, col)) in schema.fields.iter().zip(columns).enumerate() {
-            if stats.is_some_and(|st| self.take_stats(i, st)) {
+            if let Some(st) = stats.filter(|st| self.take_stats(i, st)) {
+                if self.ts_field == Some(i) {
+                    stats_ts = Some(&st.ts[..]);
+                }
                 continue;
             }
             let mut c = RowCursor::new(col);
@@ -493,6 +498,26 @@ impl SketchBuilder {
                         }
                     }
                 }
+                // Containers of hashed elements (`set[string]`, mostly empty or unset): what
+                // `value` does for them, with the element type looked up once.
+                ((Some(tag), true), _) => {
+                    let inner = bin_type(Some(tag), f.ty.element().unwrap_or(&f.ty));
+                    while c.position() < col.len() {
+                        let m = c.marker()?;
+                        if m == 0xc0 {
+                            continue;
+                        }
+                        for _ in 0..c.list_len(m)? {
+                            let m = c.marker()?;
+                            if m == 0xc0 {
+                                continue;
+                            }
+                            if let ValueRef::String(b) = c.scalar(m, inner)? {
+                                push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
+                            }
+                        }
+                    }
+                }
                 _ => {
                     let mut last = None;
                     while c.position() < col.len() {
@@ -502,11 +527,12 @@ impl SketchBuilder {
             }
             self.set[i] += set;
         }
-        Ok(self.finish(max_bloom))
+        Ok(self.finish(max_bloom, stats_ts))
     }
 
-    /// Takes field `i`'s range, count and (for `ts`) values from `st`, when it recorded them
-    /// as the kind the sketch records for the field; `false`: the column is to be decoded.
+    /// Takes field `i`'s range and count from `st`, when it recorded them as the kind the
+    /// sketch records for the field (the `ts` field's values are then read from `st` by
+    /// [`SketchBuilder::finish`]); `false`: the column is to be decoded.
     fn take_stats(&mut self, i: usize, st: &ColumnStats) -> bool {
         let Some((kind, acc)) = &mut self.ranges[i] else {
             return false;
@@ -520,16 +546,12 @@ impl SketchBuilder {
             return false;
         }
         let range = st.range(i);
-        let is_ts = self.ts_field == Some(i);
         if let Some((_, lo, hi, set)) = range {
             *acc = match want {
                 StatKind::Unsigned => Acc::U(lo, hi),
                 StatKind::Signed => Acc::I(lo as i64, hi as i64),
             };
             self.set[i] += set;
-            if is_ts {
-                self.ts.extend_from_slice(&st.ts);
-            }
         }
         true
     }
@@ -644,7 +666,8 @@ impl SketchBuilder {
     }
 
     /// The sketch of the values added since [`SketchBuilder::start`].
-    fn finish(&mut self, max_bloom: usize) -> Sketch {
+    /// `ts`: the `ts` values, when not in `self.ts` (taken from the batch's column stats).
+    fn finish(&mut self, max_bloom: usize, ts: Option<&[i64]>) -> Sketch {
         let mut sketch = Sketch {
             hashes: HASHES,
             ..Sketch::default()
@@ -661,7 +684,7 @@ impl SketchBuilder {
             sketch.present.push(self.set[i]);
             if self.ts_field == Some(i) {
                 if let Acc::I(a, b) = *acc {
-                    sketch.times = TimeHistogram::of(i as u32, a, b, &self.ts);
+                    sketch.times = TimeHistogram::of(i as u32, a, b, ts.unwrap_or(&self.ts));
                 }
             }
         }
