@@ -58,8 +58,9 @@ impl PartialEq for Batch {
 /// Invariant: a batch carries stats only if every one of its rows was recorded, every set
 /// value of its recorded fields (unset values are not recorded: they are the rows less the
 /// set ones; a row encoded another way, or a row discarded after some of its values were
-/// recorded, drops the stats), so they are exactly what decoding the columns gives. Sketches trust them, so only weir's own reader records them (the recording
-/// methods are crate-private).
+/// recorded, drops the stats), so they are exactly what decoding the columns gives. Sketches
+/// trust them, so only weir's own reader records them (the recording methods are
+/// crate-private).
 #[derive(Debug, Clone, Default)]
 pub struct ColumnStats {
     /// Per field: how its values are compared (`None`: not recorded).
