@@ -334,6 +334,42 @@ fn any_chunking_gives_the_same_events() {
     assert_eq!(events(&got), whole);
 }
 
+/// Found by the fuzz smoke run (its seed `fuzz/seeds/zeek_json/typed_widening_at_chunk_end`):
+/// a field new to a typed log, on a line that the input's first chunk ends inside, widens the
+/// log's schema after the rows before it were emitted (no complete line was left). The module
+/// docs allow exactly this: chunking decides which early rows have the narrower schema, never
+/// their values; the wider rows have the new field unset.
+#[test]
+fn a_field_new_at_a_chunk_end_widens_only_the_rows_still_pending() {
+    let input = b"{\"_path\":\"conn\",\"ts\":2.0,\"q\":\"b\"}\n{\"_path\":\"conn\",\"tv\":2.0,\"q\":\"b\"}\n";
+    let (whole, _) = read_all(input, opts("x")).unwrap();
+    let mut dec = JsonDecoder::new(opts("x"));
+    let (cut, last) = input.split_at(input.len() - 1);
+    let mut buf = BytesMut::from(cut);
+    let mut chunked = Vec::new();
+    while let Some(b) = dec.decode(&mut buf).unwrap() {
+        chunked.push(b);
+    }
+    buf.extend_from_slice(last);
+    while let Some(b) = dec.decode_eof(&mut buf).unwrap() {
+        chunked.push(b);
+    }
+    // Whole: one batch, both rows in the widened schema. Chunked: the first row was emitted
+    // at the chunk's end, in the schema before `tv`.
+    assert_eq!(whole.len(), 1);
+    assert_eq!(chunked.len(), 2);
+    let wide = whole[0].schema().fields.len();
+    assert_eq!(chunked[0].schema().fields.len(), wide - 1);
+    assert_eq!(chunked[1].schema(), whole[0].schema());
+    let (w, c) = (
+        whole[0].to_values().unwrap(),
+        chunked[0].to_values().unwrap(),
+    );
+    assert_eq!(w[0][..wide - 1], c[0][..]);
+    assert_eq!(w[0][wide - 1], Value::Null);
+    assert_eq!(w[1], chunked[1].to_values().unwrap()[0]);
+}
+
 #[test]
 fn a_schema_directory_adds_and_replaces_schemas() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! The Zeek JSON reader on arbitrary bytes. The first byte picks the chunk size the input
-//! arrives in, the second the options; chunked and whole input must read the same.
+//! arrives in, the second the options; chunked and whole input must read the same (but for
+//! which rows of a typed log get a schema widened mid-log, as the reader documents).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -41,5 +42,30 @@ fuzz_target!(|data: &[u8]| {
     let unset = o & 32 != 0;
     let whole = push(text, usize::MAX, opts.clone(), unset);
     let chunked = push(text, chunk, opts, unset);
-    assert_eq!(chunked, whole, "chunks of {chunk} bytes read differently");
+    if !same_but_widening(&chunked, &whole) {
+        assert_eq!(chunked, whole, "chunks of {chunk} bytes read differently");
+    }
 });
+
+/// Whether two reads of one input agree but for the reader's one documented difference (the
+/// `json` module docs, "Typed logs"): a typed log's schema widened mid-log by a new field is
+/// given to the rows still pending, so where batches were cut decides which early rows have
+/// the narrower schema. Such a row lacks only trailing fields, which the wider one has unset.
+fn same_but_widening(a: &Outcome, b: &Outcome) -> bool {
+    a.1 == b.1
+        && a.2 == b.2
+        && a.0.len() == b.0.len()
+        && a.0
+            .iter()
+            .zip(&b.0)
+            .all(|((name_a, _, ra), (name_b, _, rb))| {
+                let (short, long) = if ra.len() <= rb.len() {
+                    (ra, rb)
+                } else {
+                    (rb, ra)
+                };
+                name_a == name_b
+                    && long[..short.len()] == short[..]
+                    && long[short.len()..].iter().all(|v| *v == Value::Null)
+            })
+}
