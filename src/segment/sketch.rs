@@ -498,8 +498,8 @@ impl SketchBuilder {
                         }
                     }
                 }
-                // Containers of hashed elements (`set[string]`, mostly empty or unset): what
-                // `value` does for them, with the element type looked up once.
+                // Containers of hashed elements (`set[string]`, mostly empty or unset), with
+                // the element type looked up once.
                 ((Some(tag), true), _) => {
                     let inner = bin_type(Some(tag), f.ty.element().unwrap_or(&f.ty));
                     while c.position() < col.len() {
@@ -507,15 +507,7 @@ impl SketchBuilder {
                         if m == 0xc0 {
                             continue;
                         }
-                        for _ in 0..c.list_len(m)? {
-                            let m = c.marker()?;
-                            if m == 0xc0 {
-                                continue;
-                            }
-                            if let ValueRef::String(b) = c.scalar(m, inner)? {
-                                push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
-                            }
-                        }
+                        self.elements(Some(tag), inner, &mut c, m)?;
                     }
                 }
                 _ => {
@@ -605,19 +597,7 @@ impl SketchBuilder {
         }
         let (tag, container) = self.kinds[i];
         if container {
-            let len = c.list_len(m)?;
-            let inner = ty.element().unwrap_or(ty);
-            for _ in 0..len {
-                let m = c.marker()?;
-                if m == 0xc0 {
-                    continue;
-                }
-                if let (Some(tag), ValueRef::String(b)) = (tag, c.scalar(m, bin_type(tag, inner))?)
-                {
-                    push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
-                }
-            }
-            return Ok(());
+            return self.elements(tag, bin_type(tag, ty.element().unwrap_or(ty)), c, m);
         }
         if let Some(tag) = tag {
             // Strings and addresses alike are bins: hash their bytes as stored.
@@ -660,6 +640,28 @@ impl SketchBuilder {
             }
             None => {
                 c.scalar(m, ty)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the elements of the container whose marker `m` was just read at `c` (elements
+    /// read as `elem`, hashed with `tag` when there is one) and steps over them.
+    #[inline(always)]
+    fn elements(
+        &mut self,
+        tag: Option<u8>,
+        elem: &Type,
+        c: &mut RowCursor<'_>,
+        m: u8,
+    ) -> Result<(), DecodeError> {
+        for _ in 0..c.list_len(m)? {
+            let m = c.marker()?;
+            if m == 0xc0 {
+                continue;
+            }
+            if let (Some(tag), ValueRef::String(b)) = (tag, c.scalar(m, elem)?) {
+                push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
             }
         }
         Ok(())
