@@ -46,6 +46,11 @@ impl PreparedBatch {
         self.rows == batch.len() && self.bytes == batch.byte_size()
     }
 
+    /// The batch's sketch (`None`: sketches off, or a row did not decode).
+    pub fn sketch(&self) -> Option<&Sketch> {
+        self.sketch.as_ref()
+    }
+
     /// Bytes the stored rows take (compressed, or the rows themselves).
     pub fn stored_len(&self) -> usize {
         self.packed
