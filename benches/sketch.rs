@@ -14,26 +14,13 @@
 //! Run: `cargo bench --bench sketch`. Skips with a note when the corpus is absent.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
-use std::io::Read;
-use std::path::PathBuf;
+mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weir::codec::zeek::tsv::read_all;
 use weir::codec::ReaderOptions;
 use weir::segment::{Compression, Preparer};
 use weir::Batch;
-
-fn conn_log() -> Option<Vec<u8>> {
-    let dir = std::env::var_os("WEIR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/zeek"));
-    let gz = std::fs::read(dir.join("conn.log.gz")).ok()?;
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(&gz[..])
-        .read_to_end(&mut text)
-        .ok()?;
-    Some(text)
-}
 
 /// The batches of `text`, with column stats when `stats`.
 fn parse(text: &[u8], stats: bool) -> Vec<Batch> {
@@ -43,7 +30,7 @@ fn parse(text: &[u8], stats: bool) -> Vec<Batch> {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(text) = conn_log() else {
+    let Some(text) = common::conn_log() else {
         eprintln!("note: conn.log.gz not found (set WEIR_CORPUS): skipping the sketch benchmark");
         return;
     };

@@ -4,24 +4,11 @@
 //! Run: `cargo bench --bench tsv`. Skips with a note when the corpus is absent.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
-use std::io::Read;
-use std::path::PathBuf;
+mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weir::codec::zeek::tsv::read_all;
 use weir::codec::ReaderOptions;
-
-fn conn_log() -> Option<Vec<u8>> {
-    let dir = std::env::var_os("WEIR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/zeek"));
-    let gz = std::fs::read(dir.join("conn.log.gz")).ok()?;
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(&gz[..])
-        .read_to_end(&mut text)
-        .ok()?;
-    Some(text)
-}
 
 fn events(text: &[u8]) -> u64 {
     let (batches, _) = read_all(text, ReaderOptions::new("conn.log")).expect("conn.log parses");
@@ -29,7 +16,7 @@ fn events(text: &[u8]) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(text) = conn_log() else {
+    let Some(text) = common::conn_log() else {
         eprintln!("note: conn.log.gz not found (set WEIR_CORPUS): skipping the TSV benchmark");
         return;
     };
