@@ -332,18 +332,26 @@ fn decode_parallel(
     let cells: Vec<std::sync::Mutex<Option<Vec<u8>>>> =
         results.into_iter().map(std::sync::Mutex::new).collect();
     std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut dec = Decompressor::new();
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(a, b)) = slices.get(i) else { break };
-                    let out = decode_exact(&mut dec, &buf[a..b], pool);
-                    if let Ok(mut cell) = cells[i].lock() {
-                        *cell = out;
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut dec = Decompressor::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(a, b)) = slices.get(i) else { break };
+                        let out = decode_exact(&mut dec, &buf[a..b], pool);
+                        if let Ok(mut cell) = cells[i].lock() {
+                            *cell = out;
+                        }
                     }
-                }
-            });
+                })
+            })
+            .collect();
+        // Joined one by one, which waits until each thread has exited (its thread-locals
+        // freed); the scope alone waits only for the closures. A worker that panicked leaves
+        // its slices undecoded, and the caller decodes those by streaming.
+        for w in workers {
+            let _ = w.join();
         }
     });
     cells
