@@ -349,7 +349,7 @@ fn decode_parallel(
             .collect();
         // Joined one by one, which waits until each thread has exited (its thread-locals
         // freed); the scope alone waits only for the closures. A worker that panicked leaves
-        // its slices undecoded, and the caller decodes those by streaming.
+        // the slice it was on undecoded, and the caller decodes that one by streaming.
         for w in workers {
             let _ = w.join();
         }
