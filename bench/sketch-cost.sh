@@ -4,13 +4,13 @@
 # `--no-sketches` back to back (the order alternating by round), and the medians of the
 # per-round differences are reported, per binary, and the ratio of each mode's fastest run.
 #
-#   bench/sketch-cost.sh [WEIR...]    (default: this repo's release build; N=11 rounds)
+#   bench/sketch-cost.sh [WEIR...]    (default: this repo's release build; N=21 rounds)
 #
 # Run bench/compare.sh once first (it builds the workload, $BENCH_DIR/w1000.log.gz).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${BENCH_DIR:-/tmp/weir-bench}
-N=${N:-11}
+N=${N:-21}
 gz="$work/w1000.log.gz"
 [ -s "$gz" ] || { echo "run bench/compare.sh first (it builds $gz)" >&2; exit 1; }
 if [ $# -eq 0 ]; then
@@ -33,7 +33,7 @@ for i in $(seq "$N"); do
   done
 done
 python3 - "$out" "$@" <<'PY'
-import collections, statistics, sys
+import collections, math, statistics, sys
 d = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     p = line.split()
@@ -47,6 +47,17 @@ for w in sys.argv[2:]:
           f"+{med(r['sk'][0] - r['nosk'][0] for r in rounds):.2f} s of wall time "
           f"(+{100 * med(r['sk'][0] / r['nosk'][0] - 1 for r in rounds):.1f}%), "
           f"+{med(r['sk'][1] - r['nosk'][1] for r in rounds):.2f} s of CPU (target: 10%)")
+    # How far the median of the per-round ratios can be trusted: a distribution-free 95%
+    # confidence interval from order statistics (the k-th smallest and largest of n, with k
+    # the largest such that P(Binomial(n, 1/2) < k) <= 2.5%).
+    pct = sorted(100 * (r['sk'][0] / r['nosk'][0] - 1) for r in rounds)
+    n = len(pct)
+    k = 0
+    while k + 1 <= n and sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= 0.025:
+        k += 1
+    if k >= 1:
+        print(f"  95% confidence interval of the median cost: +{pct[k - 1]:.1f}% to "
+              f"+{pct[n - k]:.1f}% ({n} rounds)")
     # Contention on a shared machine only ever adds time: the fastest run of each mode is the
     # least disturbed, so their ratio is a second estimate, steadier than the medians when
     # the machine is noisy.
