@@ -128,12 +128,28 @@ pub fn erase(args: EraseArgs) -> anyhow::Result<()> {
     };
     let report = store.erase(selector)?;
     store.close()?;
+    // What happened to the segments, naming only what did happen.
+    let mut how = Vec::new();
+    if report.segments_dropped > 0 {
+        how.push(format!(
+            "{} dropped",
+            super::plural(report.segments_dropped, "segment")
+        ));
+    }
+    if report.segments_rewritten > 0 {
+        how.push(format!(
+            "{} rewritten into {}",
+            super::plural(report.segments_rewritten, "segment"),
+            super::plural(report.segments_written, "new segment"),
+        ));
+    }
+    if how.is_empty() {
+        how.push("no segment changed".into());
+    }
     print_out(&format!(
-        "erased {} ({} dropped, {} rewritten into {})\n",
+        "erased {} ({})\n",
         super::plural(report.events, "event"),
-        super::plural(report.segments_dropped, "segment"),
-        super::plural(report.segments_rewritten, "segment"),
-        super::plural(report.segments_written, "new segment"),
+        how.join(", ")
     ))
 }
 
