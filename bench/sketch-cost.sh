@@ -52,9 +52,10 @@ for w in sys.argv[2:]:
     # the largest such that P(Binomial(n, 1/2) < k) <= 2.5%).
     pct = sorted(100 * (r['sk'][0] / r['nosk'][0] - 1) for r in rounds)
     n = len(pct)
-    k = 0
-    while k + 1 <= n and sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= 0.025:
+    k, tail = 0, 1  # tail: 2^n P(Binomial(n, 1/2) <= k)
+    while k < n and tail / 2 ** n <= 0.025:
         k += 1
+        tail += math.comb(n, k)
     if k >= 1:
         print(f"  95% confidence interval of the median cost: +{pct[k - 1]:.1f}% to "
               f"+{pct[n - k]:.1f}% ({n} rounds)")
