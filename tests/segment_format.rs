@@ -13,7 +13,9 @@
 //! zstd batches of varint row lengths and rows in one frame, sketches). `tests/fixtures/archive-v4`
 //! is the same import by weir before format 5 (commit 3a00cd4,
 //! the last to write format 4: batches in columns, sketches with per-field value counts, no
-//! time histograms). Tests work on a copy: opening a writer may modify an archive.
+//! time histograms). `tests/fixtures/archive-v5` is the same import by weir before format 6 (commit
+//! a5e250e, the last to write format 5: every column stored as msgpack values, sketches with
+//! time histograms, index files). Tests work on a copy: opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
@@ -72,6 +74,11 @@ fn v3_archive_opens_exports_its_source_and_verifies_clean() {
 #[test]
 fn v4_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(4);
+}
+
+#[test]
+fn v5_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(5);
 }
 
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
@@ -135,6 +142,11 @@ fn v3_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v4_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(4);
+}
+
+#[test]
+fn v5_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(5);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
