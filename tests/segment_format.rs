@@ -374,6 +374,14 @@ fn every_codec_round_trips_through_import_and_export() {
         assert_eq!(b["codec"], codec, "{j}");
         // Format 4: rows that fit the schema are stored in columns.
         assert_eq!(b["layout"], "columns", "{j}");
+        // Format 6: conn's times and durations as integer planes, in every batch of a codec.
+        for b in j["batches"].as_array().unwrap() {
+            let planes = &b["planes"];
+            match b["schema"].as_str().unwrap() {
+                "zeek.conn" => assert_eq!(planes, &serde_json::json!(["ts", "duration"]), "{j}"),
+                _ => assert!(planes.as_array().unwrap().contains(&"ts".into()), "{j}"),
+            }
+        }
         assert!(b["stored_bytes"].as_u64() < b["bytes"].as_u64(), "{j}");
         assert!(b["bloom_bytes"].as_u64().unwrap() > 0, "{j}");
         let info: serde_json::Value =

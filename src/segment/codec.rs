@@ -1,9 +1,10 @@
-//! Compressed batches (formats 3 and 4): the codecs, their levels, the two layouts, and the
-//! one place where a batch's rows are packed and unpacked.
+//! Compressed batches (formats 3, 4 and 6): the codecs, their levels, the two layouts, and
+//! the one place where a batch's rows are packed and unpacked.
 //!
 //! Format 4 stores a batch whose rows fit the schema in *columns* ([`Layout::Columns`], the
 //! byte layout is in `columns.rs`), each column compressed on its own, so that a query
-//! inflates only the columns it reads; the packer falls back to the *row* layout of format 3
+//! inflates only the columns it reads (format 6: time and duration columns as integer planes
+//! where that is smaller, `planes.rs`); the packer falls back to the *row* layout of format 3
 //! ([`Layout::Rows`], below) for any other batch, and to storing the rows uncompressed when
 //! neither is smaller than the rows and their u32 offsets (so a stored batch is never larger
 //! than that, which the segment builder's worst-case accounting relies on).
@@ -169,6 +170,10 @@ impl Compression {
     };
 }
 
+/// A batch's rows split into columns (`columns::split`), with each column's plan
+/// (`planes::plan`).
+pub(crate) type SplitRows<'a> = (&'a [Vec<u8>], &'a [Option<bool>]);
+
 /// Compresses batches; keeps its zstd context between them.
 pub(crate) struct Packer {
     compression: Compression,
@@ -180,6 +185,9 @@ pub(crate) struct Packer {
     frame: Vec<u8>,
     frames: Vec<u8>,
     header: Vec<u8>,
+    /// Integer planes of one column (`planes.rs`) and their encoder.
+    planes: super::planes::Encoder,
+    encoded: Vec<u8>,
 }
 
 impl std::fmt::Debug for Packer {
@@ -200,6 +208,8 @@ impl Packer {
             frame: Vec::new(),
             frames: Vec::new(),
             header: Vec::new(),
+            planes: super::planes::Encoder::default(),
+            encoded: Vec::new(),
         }
     }
 
@@ -220,28 +230,44 @@ impl Packer {
         offsets: &[u32],
         fields: usize,
     ) -> Option<(Layout, &[u8], usize)> {
+        self.pack_planned(data, offsets, fields, &vec![None; fields])
+    }
+
+    /// [`Packer::pack`] with the columns `plans` marks (`planes::plan`) stored as integer
+    /// planes where their values allow.
+    #[cfg(test)]
+    pub(crate) fn pack_planned(
+        &mut self,
+        data: &[u8],
+        offsets: &[u32],
+        fields: usize,
+        plans: &[Option<bool>],
+    ) -> Option<(Layout, &[u8], usize)> {
         if self.compression.codec == Codec::None {
             return None;
         }
         let mut cols = Vec::new();
         let split = columns::split(data, offsets, fields, &mut cols);
-        self.pack_split(data, offsets, split.then_some(&cols[..]))
+        self.pack_split(data, offsets, split.then_some((&cols[..], plans)))
     }
 
     /// [`Packer::pack`] with the rows already split into `cols` (`columns::split`; `None`:
-    /// they do not fit the column layout).
+    /// they do not fit the column layout), each with its plan (`planes::plan`).
     pub(crate) fn pack_split(
         &mut self,
         data: &[u8],
         offsets: &[u32],
-        cols: Option<&[Vec<u8>]>,
+        cols: Option<SplitRows<'_>>,
     ) -> Option<(Layout, &[u8], usize)> {
         if self.compression.codec == Codec::None {
             return None;
         }
         let bound = data.len() + 4 * offsets.len();
-        if let Some(cols) = cols {
-            if self.pack_columns(cols).is_some_and(|n| n < bound) {
+        if let Some((cols, plans)) = cols {
+            if self
+                .pack_columns(cols, plans, offsets.len())
+                .is_some_and(|n| n < bound)
+            {
                 return Some((Layout::Columns, &self.out[..], data.len()));
             }
         }
@@ -273,11 +299,33 @@ impl Packer {
 
     /// The column layout of `cols` into `self.out` (which may have been taken: see
     /// [`Packer::take_packed`]); returns its length.
-    fn pack_columns(&mut self, cols: &[Vec<u8>]) -> Option<usize> {
+    fn pack_columns(
+        &mut self,
+        cols: &[Vec<u8>],
+        plans: &[Option<bool>],
+        rows: usize,
+    ) -> Option<usize> {
         self.header.clear();
         self.frames.clear();
+        // The header of format 6: a 0, the column count, and each column's encoding.
+        columns::push_varint(&mut self.header, 0);
         columns::push_varint(&mut self.header, cols.len());
-        for col in cols {
+        // Out of `self` while a column borrows it.
+        let mut encoded = std::mem::take(&mut self.encoded);
+        for (c, raw) in cols.iter().enumerate() {
+            columns::push_varint(&mut self.header, raw.len());
+            let delta = plans.get(c).copied().flatten();
+            let col = match delta {
+                Some(delta) if self.planes.encode(raw, rows, delta, &mut encoded) => {
+                    columns::push_varint(&mut self.header, columns::PLANES);
+                    columns::push_varint(&mut self.header, encoded.len());
+                    &encoded
+                }
+                _ => {
+                    columns::push_varint(&mut self.header, columns::VALUES);
+                    raw
+                }
+            };
             let at = self.frames.len();
             let compress = col.len() >= columns::MIN_COMPRESS;
             let packed = match self.compression.codec {
@@ -303,9 +351,9 @@ impl Packer {
                 self.frames.truncate(at);
                 self.frames.extend_from_slice(col);
             }
-            columns::push_varint(&mut self.header, col.len());
             columns::push_varint(&mut self.header, self.frames.len() - at);
         }
+        self.encoded = encoded;
         self.out.clear();
         self.out
             .reserve_exact(self.header.len() + self.frames.len());

@@ -18,6 +18,18 @@
 //!    inflate to exactly its raw length. The writer compresses a column only when it is at
 //!    least [`MIN_COMPRESS`] bytes and compressing makes it strictly smaller.
 //!
+//! Format 6 writes a *typed* header instead, which gives each column an encoding: a 0 varint
+//! (never a column count: readers of format 4 and 5 refuse it), then *n*, then per column its
+//! raw length, its encoding ([`VALUES`] 0: the msgpack values as above; [`PLANES`] 1: integer
+//! planes, `planes.rs`), for [`PLANES`] the length of the encoded bytes (at most the raw
+//! length), and its stored length. The *plain* bytes of a column are its values or its
+//! encoded bytes; they are stored as they are when the stored length equals their length,
+//! else compressed as above, inflating to exactly that length. A reader rebuilds a
+//! [`PLANES`] column's values (exactly its raw length, or an error) right after inflating it,
+//! so everything past [`inflate_columns`] sees msgpack values whatever the encoding. The
+//! writer stores a column as planes where `planes::plan` allows and its values are
+//! integers in the shortest form that get smaller that way.
+//!
 //! The batch's `raw_size` is the length of its rows back to back (so `raw_size` = rows ×
 //! header length + the sum of the columns' raw lengths, which a reader checks before it
 //! inflates anything), its `offsets` vector is empty and its `checksum` is the CRC-32 of the
@@ -174,15 +186,29 @@ fn push_value(data: &[u8], col: &mut Vec<u8>, base: usize, row: &[u8], from: usi
 #[derive(Debug, Clone, Copy)]
 struct Column {
     raw: usize,
+    /// Its encoding: [`VALUES`] or [`PLANES`].
+    encoding: usize,
+    /// The length of its encoded bytes before compression (`raw` for [`VALUES`]).
+    plain: usize,
     stored: usize,
     /// Start of its stored bytes.
     at: usize,
 }
 
+/// Column encoding (format 6): the msgpack values themselves.
+pub(crate) const VALUES: usize = 0;
+/// Column encoding (format 6): integer planes (`planes.rs`).
+pub(crate) const PLANES: usize = 1;
+
 /// Reads and checks the header of a columnar batch of `rows` rows and `raw_size` bytes of rows.
 fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, String> {
     let mut pos = 0;
-    let n = read_varint(stored, &mut pos)?;
+    let mut n = read_varint(stored, &mut pos)?;
+    // Format 6: a 0 (never a column count) and the count, then each column's encoding.
+    let typed = n == 0;
+    if typed {
+        n = read_varint(stored, &mut pos)?;
+    }
     // Every column takes at least two bytes of the header.
     if n == 0 || n > u16::MAX as usize || 2 * n > stored.len() {
         return Err(format!("{n} columns in {} stored bytes", stored.len()));
@@ -192,15 +218,29 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
     let mut stored_total = 0usize;
     for _ in 0..n {
         let raw = read_varint(stored, &mut pos)?;
+        let encoding = if typed {
+            read_varint(stored, &mut pos)?
+        } else {
+            VALUES
+        };
+        let plain = match encoding {
+            VALUES => raw,
+            PLANES => read_varint(stored, &mut pos)?,
+            e => return Err(format!("a column of unknown encoding {e}")),
+        };
         let len = read_varint(stored, &mut pos)?;
-        if len > raw {
-            return Err(format!("a column of {raw} raw bytes stored in {len}"));
+        if plain > raw || len > plain {
+            return Err(format!(
+                "a column of {raw} raw bytes encoded in {plain} and stored in {len}"
+            ));
         }
         raw_total = raw_total
             .checked_add(raw)
             .ok_or("column lengths overflow")?;
         cols.push(Column {
             raw,
+            encoding,
+            plain,
             stored: len,
             at: stored_total,
         });
@@ -223,6 +263,17 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
         c.at += pos;
     }
     Ok(cols)
+}
+
+/// The columns of a batch stored in columns that are integer planes (format 6), from the
+/// header of its stored bytes.
+pub(crate) fn planes(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<usize>, String> {
+    Ok(columns(stored, raw_size, rows)?
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.encoding == PLANES)
+        .map(|(i, _)| i)
+        .collect())
 }
 
 /// The inflated columns of a batch stored in columns (see the module docs): column *c* is
@@ -302,7 +353,16 @@ fn inflate_columns(
         }
         let src = &stored[col.at..col.at + col.stored];
         let dst = &mut v[at..at + col.raw];
-        if col.stored == col.raw {
+        if col.encoding == PLANES {
+            let plain = if col.stored == col.plain {
+                std::borrow::Cow::Borrowed(src)
+            } else {
+                let mut p = vec![0u8; col.plain];
+                inflate_into(codec, src, &mut p).map_err(|e| format!("column {c}: {e}"))?;
+                std::borrow::Cow::Owned(p)
+            };
+            super::planes::decode(&plain, rows, dst).map_err(|e| format!("column {c}: {e}"))?;
+        } else if col.stored == col.raw {
             dst.copy_from_slice(src);
         } else {
             inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
@@ -512,6 +572,72 @@ mod tests {
         }
     }
 
+    /// Rows of a time (increasing, microseconds), an interval (some unset), a string and a
+    /// time column whose values fit no plane (one is a string): what the writer stores as
+    /// integer planes, read back whole, in projection and as columns.
+    #[test]
+    fn time_columns_are_stored_as_planes_and_read_back_as_written() {
+        let n = 700;
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for r in 0..n as i64 {
+            offsets.push(data.len() as u32);
+            let row = [
+                Value::Time(1_258_531_221_486_539_000 + r * 2_345_000 - (r % 5) * 1_000_000),
+                if r % 11 == 3 {
+                    Value::Null
+                } else {
+                    Value::Interval((r % 97) * 1_250_000_000)
+                },
+                Value::String(format!("C{r:017}").into_bytes()),
+                if r == 400 {
+                    Value::String(b"x".to_vec())
+                } else {
+                    Value::Time(r * 1_000)
+                },
+            ];
+            encode_row(&row, &mut data);
+        }
+        let plans = [Some(true), Some(false), None, Some(true)];
+        for codec in [Codec::Zstd, Codec::Lz4] {
+            let mut p = Packer::new(Compression::new(codec));
+            let plain_len = p.pack(&data, &offsets, 4).unwrap().1.len();
+            let (layout, stored, raw) = p.pack_planned(&data, &offsets, 4, &plans).unwrap();
+            assert_eq!(layout, Layout::Columns);
+            assert!(
+                stored.len() < plain_len,
+                "{codec:?}: {} >= {plain_len}",
+                stored.len()
+            );
+            let stored = stored.to_vec();
+            let cols = columns(&stored, raw, n).unwrap();
+            let encodings: Vec<usize> = cols.iter().map(|c| c.encoding).collect();
+            assert_eq!(encodings, [PLANES, PLANES, VALUES, VALUES], "{codec:?}");
+            let (got, len) = unpack(codec, layout, &stored, raw, n).unwrap();
+            assert_eq!(len, data.len());
+            assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{codec:?}");
+            let want = [true, false, false, true];
+            let (proj, _) = assemble(codec, &stored, raw, n, Some(&want)).unwrap();
+            let mut cur = RowCursor::new(&proj);
+            for r in 0..n as i64 {
+                cur.row_header(2).unwrap();
+                let m = cur.marker().unwrap();
+                let ts = cur.int(m, &crate::types::Type::Time).unwrap();
+                assert_eq!(
+                    ts,
+                    1_258_531_221_486_539_000 + r * 2_345_000 - (r % 5) * 1_000_000
+                );
+                cur.skip().unwrap();
+            }
+            let all = read_columns(codec, &stored, raw, n).unwrap();
+            let mut split_cols = Vec::new();
+            assert!(split(&data, &offsets, 4, &mut split_cols));
+            for (c, col) in split_cols.iter().enumerate() {
+                assert_eq!(all.column(c), &col[..], "column {c}");
+            }
+        }
+    }
+
     #[test]
     fn rows_that_do_not_fit_fall_back_to_the_row_layout() {
         let (data, offsets) = rows(300, 5);
@@ -553,10 +679,25 @@ mod tests {
     /// before this; this is the last line).
     #[test]
     fn damaged_stored_bytes_are_errors_not_panics() {
-        let (data, offsets) = rows(60, 12);
+        let (mut data, mut offsets) = rows(60, 12);
+        // And a column stored as integer planes (the last).
+        let (mut with_times, mut times_at) = (Vec::new(), Vec::new());
+        for (r, &o) in offsets.iter().enumerate() {
+            let end = offsets.get(r + 1).map_or(data.len(), |&e| e as usize);
+            times_at.push(with_times.len() as u32);
+            let mut cur = RowCursor::new(&data[o as usize..end]);
+            cur.row_header(12).unwrap();
+            with_times.push(0x9d);
+            with_times.extend_from_slice(&data[o as usize + cur.position()..end]);
+            crate::value::RowEncoder::new(&mut with_times).int(r as i64 * 7_000 + 1_000_000);
+        }
+        (data, offsets) = (with_times, times_at);
+        let mut plans = vec![None; 12];
+        plans.push(Some(true));
         for codec in [Codec::Zstd, Codec::Lz4] {
             let mut p = Packer::new(Compression::new(codec));
-            let (layout, stored, raw) = p.pack(&data, &offsets, 12).unwrap();
+            let (layout, stored, raw) = p.pack_planned(&data, &offsets, 13, &plans).unwrap();
+            assert_eq!(columns(stored, raw, 60).unwrap()[12].encoding, PLANES);
             assert_eq!(layout, Layout::Columns);
             let stored = stored.to_vec();
             let mut errors = 0;
@@ -568,7 +709,7 @@ mod tests {
                         Ok((buf, len)) => assert_eq!((buf.len(), len), (raw + 240, raw)),
                         Err(_) => errors += 1,
                     }
-                    let want = vec![true; 12];
+                    let want = vec![true; 13];
                     let _ = assemble(codec, &bad, raw, 60, Some(&want));
                 }
             }
@@ -578,7 +719,7 @@ mod tests {
             }
             assert!(unpack(codec, layout, &stored, raw + 1, 60).is_err());
             assert!(unpack(codec, layout, &stored, raw, 61).is_err());
-            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 11])).is_err());
+            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 12])).is_err());
         }
     }
 }

@@ -46,6 +46,8 @@ pub struct BatchInfo {
     pub codec: String,
     /// How compressed rows are arranged: `rows` (formats 3 and 4) or `columns` (format 4).
     pub layout: String,
+    /// The fields stored as integer planes (format 6) rather than as their values.
+    pub planes: Vec<String>,
     /// Bytes the batch's rows and row offsets take in the segment (compressed or not).
     pub stored_bytes: u64,
     /// Bytes of the batch's sketch's Bloom filter (0 without a sketch).
@@ -69,6 +71,12 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
         batches.push(BatchInfo {
             codec: codec.to_string(),
             layout: seg.batch_layout(i).unwrap_or_default().name().to_string(),
+            planes: seg
+                .batch_planes(i)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|c| b.schema().fields.get(c).map(|f| f.name.clone()))
+                .collect(),
             stored_bytes: stored as u64,
             bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
             ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
@@ -130,10 +138,10 @@ impl fmt::Display for SegmentInfo {
                 b.bytes,
                 b.stored_bytes,
                 b.codec,
-                if b.layout == "columns" {
-                    ", columns"
-                } else {
-                    ""
+                match (b.layout == "columns", b.planes.is_empty()) {
+                    (false, _) => String::new(),
+                    (true, true) => ", columns".into(),
+                    (true, false) => format!(", columns; planes: {}", b.planes.join(" ")),
                 },
                 match (b.bloom_bytes > 0 || b.ranges > 0, b.time_buckets) {
                     (false, _) => "none".into(),

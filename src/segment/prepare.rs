@@ -68,6 +68,8 @@ pub struct Preparer {
     scratch: Vec<u32>,
     /// The columns of the batch being prepared (`columns.rs`).
     cols: Vec<Vec<u8>>,
+    /// How each of its columns may be stored (`planes::plan`).
+    plans: Vec<Option<bool>>,
     split: bool,
 }
 
@@ -85,6 +87,7 @@ impl Preparer {
             sketcher: sketches.then(SketchBuilder::default),
             scratch: Vec::new(),
             cols: Vec::new(),
+            plans: Vec::new(),
             split: true,
         }
     }
@@ -121,6 +124,15 @@ impl Preparer {
         let columnar = codec != Codec::None
             && super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols);
         let cols = columnar.then_some(&self.cols[..]);
+        self.plans.clear();
+        self.plans.extend(
+            batch
+                .schema()
+                .fields
+                .iter()
+                .map(|f| super::planes::plan(&f.ty)),
+        );
+        let plans = &self.plans[..];
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| {
             match cols {
@@ -134,7 +146,7 @@ impl Preparer {
         };
         let pack = |packer: &mut Packer| {
             let (layout, raw) = packer
-                .pack_split(batch.data(), scratch, cols)
+                .pack_split(batch.data(), scratch, cols.map(|c| (c, plans)))
                 .map(|(layout, _, raw)| (layout, raw))?;
             Some((codec, layout, packer.take_packed(), raw))
         };

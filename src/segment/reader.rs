@@ -268,6 +268,12 @@ impl Segment {
                     .ok_or_else(|| corrupt(path, "segment version 5 table missing"))?;
                 checksummed_root!(v5, 5)
             }
+            fbs::SegmentVersion::SegmentV6 => {
+                let v6 = root
+                    .segment_as_segment_v6()
+                    .ok_or_else(|| corrupt(path, "segment version 6 table missing"))?;
+                checksummed_root!(v6, 6)
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -697,6 +703,17 @@ impl Segment {
     /// How batch `i`'s compressed bytes are arranged (rows for uncompressed batches).
     pub fn batch_layout(&self, i: usize) -> Option<Layout> {
         Some(self.parts.batches.get(i)?.layout)
+    }
+
+    /// The fields of batch `i` stored as integer planes (format 6, `planes.rs`), from its
+    /// column header; empty for a batch not stored in columns. `None`: no such batch, or a
+    /// header that does not read (damage, which reading the batch reports).
+    pub fn batch_planes(&self, i: usize) -> Option<Vec<usize>> {
+        let m = self.parts.batches.get(i)?;
+        if m.layout != Layout::Columns {
+            return Some(Vec::new());
+        }
+        super::columns::planes(&self.map[m.data.clone()], m.raw_size, m.rows as usize).ok()
     }
 
     /// The rows and offsets of batch `i`, borrowed from the map, if it is stored uncompressed
