@@ -295,7 +295,6 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
     } else {
         (&[][..], rest)
     };
-    let set = |r: usize| bitmap.is_empty() || bitmap[r / 8] & (1 << (r % 8)) != 0;
     let k = if bitmap.is_empty() {
         rows
     } else {
@@ -311,32 +310,89 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
             body.len()
         ));
     }
-    let p = pow10(scale);
+    // The stored numbers, a plane at a time (sequential reads the compiler vectorizes), then
+    // the values.
+    VALUES.with(|v| {
+        let mut values = v.borrow_mut();
+        rebuild(
+            &mut values,
+            k,
+            body,
+            base,
+            delta,
+            pow10(scale),
+            bitmap,
+            rows,
+            out,
+        )
+    })
+}
+
+thread_local! {
+    /// The stored numbers of the column being rebuilt (reused: a fresh buffer per column
+    /// faulted in its pages every time).
+    static VALUES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The second half of [`decode`], once the header is checked: `k` values in the planes of
+/// `body` (a whole number of planes of `k` bytes); rows without a value are the bitmap's clear bits (every row has one without it).
+#[allow(clippy::too_many_arguments)]
+fn rebuild(
+    values: &mut Vec<u64>,
+    k: usize,
+    body: &[u8],
+    base: i64,
+    delta: bool,
+    p: i64,
+    bitmap: &[u8],
+    rows: usize,
+    out: &mut [u8],
+) -> Result<(), String> {
+    values.clear();
+    values.resize(k, 0);
+    if k > 0 {
+        for (j, plane) in body.chunks_exact(k).enumerate() {
+            for (z, &b) in values.iter_mut().zip(plane) {
+                *z |= u64::from(b) << (8 * j);
+            }
+        }
+    }
+    let mut prev = base;
+    for z in values.iter_mut() {
+        let x = unzigzag(*z);
+        let q = if delta { prev.wrapping_add(x) } else { x };
+        prev = q;
+        *z = q.wrapping_mul(p) as u64;
+    }
     let raw = out.len();
     let overrun = || format!("integer planes rebuild more than the column's {raw} bytes");
     let mut w = 0usize;
-    let mut i = 0usize;
-    let mut prev = base;
     let mut buf = [0u8; 9];
+    let mut next = values.iter();
     for r in 0..rows {
-        if !set(r) {
+        if !bitmap.is_empty() && bitmap[r / 8] & (1 << (r % 8)) == 0 {
             *out.get_mut(w).ok_or_else(overrun)? = 0xc0;
             w += 1;
             continue;
         }
-        let mut z = 0u64;
-        for j in 0..planes {
-            z |= u64::from(body[j * k + i]) << (8 * j);
+        // As many values as rows marked (counted above).
+        let Some(&v) = next.next() else {
+            return Err("integer planes hold fewer values than rows marked".into());
+        };
+        // Straight into the column while 9 bytes fit (bytes past the value are overwritten
+        // by the next ones: the check below makes sure every byte was written).
+        if let Some(dst) = out
+            .get_mut(w..w + 9)
+            .and_then(|d| <&mut [u8; 9]>::try_from(d).ok())
+        {
+            w += put_int(v as i64, dst);
+        } else {
+            let n = put_int(v as i64, &mut buf);
+            out.get_mut(w..w + n)
+                .ok_or_else(overrun)?
+                .copy_from_slice(&buf[..n]);
+            w += n;
         }
-        i += 1;
-        let x = unzigzag(z);
-        let q = if delta { prev.wrapping_add(x) } else { x };
-        prev = q;
-        let n = put_int(q.wrapping_mul(p), &mut buf);
-        out.get_mut(w..w + n)
-            .ok_or_else(overrun)?
-            .copy_from_slice(&buf[..n]);
-        w += n;
     }
     if w != raw {
         return Err(format!(
