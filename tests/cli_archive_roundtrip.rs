@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::cli::{self, export_json, info, ok, run, s, segment_files, text, wait_for, weir};
+use common::cli::{
+    self, export_json, export_json_text, info, ok, run, s, segment_files, text, wait_for, weir,
+};
 use common::conn_log::{self, check_event, log, numbers};
 use common::gz::gzip_members;
 use weir::codec::zeek::{json, tsv};
@@ -601,6 +603,43 @@ fn batch_larger_than_a_segment_is_split_and_an_event_larger_is_refused() {
         (0..total + 2).collect::<Vec<_>>()
     );
     assert!(ok(&run(&["verify", "--db", s(&db)]), "verify").starts_with("ok:"));
+}
+
+/// A gzip file large enough to be inflated and parsed in parallel, its members cut mid-line:
+/// every event, in order; and Zeek JSON lines gzip'd the same way.
+#[test]
+fn large_gzip_files_of_tsv_and_json_import_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let total = 120_000;
+    let plain = log(0..total);
+    let gz = gzip_members(plain.as_bytes(), 7);
+    // Above `PARALLEL_MIN_SIZE` (1 MiB of file), below which the parsers are not parallel.
+    assert!(gz.len() > 1 << 20, "{}", gz.len());
+    let tsv = tmp.path().join("big.log.gz");
+    std::fs::write(&tsv, gz).unwrap();
+    let db = tmp.path().join("db");
+    let out = run(&["import", "--db", s(&db), s(&tsv)]);
+    let summary = text(&out.stderr);
+    ok(&out, "import of a large gzip file");
+    let events = export_json(&db);
+    assert_eq!(numbers(&events), (0..total).collect::<Vec<_>>());
+    for (i, e) in events.iter().enumerate() {
+        check_event(i as u64, e);
+    }
+    assert!(
+        summary.contains(&format!("imported {total} events")),
+        "{summary}"
+    );
+
+    let json = export_json_text(&db);
+    let gz = tmp.path().join("big.json.gz");
+    std::fs::write(&gz, gzip_members(json.as_bytes(), 5)).unwrap();
+    let db2 = tmp.path().join("db2");
+    ok(
+        &run(&["import", "--db", s(&db2), s(&gz)]),
+        "import of gzip'd JSON",
+    );
+    assert_eq!(export_json_text(&db2), json);
 }
 
 #[test]
