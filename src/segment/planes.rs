@@ -70,7 +70,8 @@ fn pow10(e: u8) -> i64 {
 }
 
 /// The shortest msgpack encoding of `v` (as [`crate::value::RowEncoder::int`] writes it) into
-/// `out`; returns its length.
+/// `out`; returns its length. A fixed-size copy of that encoder's logic, for writing in place;
+/// the round-trip tests below build their columns with the encoder and compare every byte.
 #[inline(always)]
 fn put_int(v: i64, out: &mut [u8; 9]) -> usize {
     if v >= 0 {
