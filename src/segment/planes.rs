@@ -13,8 +13,8 @@
 //! The *encoded bytes* of a column of `rows` values (each a msgpack nil or integer):
 //!
 //! 1. `flags` (u8): bit 0 *delta*: values are stored as differences from the previous set
-//!    value (the first from 0); bit 1 *bitmap*: some values are unset (nil) and a bitmap
-//!    follows. Other bits are 0.
+//!    value (the first from `base`, below); bit 1 *bitmap*: some values are unset (nil) and a
+//!    bitmap follows. Other bits are 0.
 //! 2. `scale` (u8, at most 18): every set value is a multiple of `10^scale` and is stored
 //!    divided by it.
 //! 3. `planes` (u8, at most 8): how many low bytes of each stored number are kept (the others
@@ -46,9 +46,9 @@ use crate::value::RowCursor;
 
 /// How the writer stores a column of type `ty` when its values allow (see the invariants):
 /// `Some(delta)` as integer planes, of differences from the previous value when `delta` (times,
-/// which logs write in order); `None` as its msgpack values. Durations are stored as they are
-/// (their order says nothing); counts too (measured: as planes they were larger and slower to
-/// compress than their msgpack, most being one or two bytes).
+/// which logs write in order; durations are planes of their values, as their order says
+/// nothing); `None` as its msgpack values: counts (measured: as planes they were larger and
+/// slower to compress than their msgpack, most being one or two bytes) and everything else.
 pub(crate) fn plan(ty: &Type) -> Option<bool> {
     match ty {
         Type::Time => Some(true),
