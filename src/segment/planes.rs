@@ -116,28 +116,13 @@ fn put_int(v: i64, out: &mut [u8; 9]) -> usize {
     }
 }
 
-/// The marker of `v`'s shortest msgpack encoding ([`put_int`]).
+/// The marker of `v`'s shortest msgpack encoding: [`put_int`]'s first byte (inlined, the
+/// stores of the other bytes are dropped).
 #[inline(always)]
 fn marker_of(v: i64) -> u8 {
-    if v >= 0 {
-        match v as u64 {
-            u @ 0..=0x7f => u as u8,
-            0x80..=0xff => 0xcc,
-            0x100..=0xffff => 0xcd,
-            0x1_0000..=0xffff_ffff => 0xce,
-            _ => 0xcf,
-        }
-    } else if v >= -32 {
-        v as i8 as u8
-    } else if v >= i64::from(i8::MIN) {
-        0xd0
-    } else if v >= i64::from(i16::MIN) {
-        0xd1
-    } else if v >= i64::from(i32::MIN) {
-        0xd2
-    } else {
-        0xd3
-    }
+    let mut buf = [0u8; 9];
+    put_int(v, &mut buf);
+    buf[0]
 }
 
 /// Turns `values` into their stored numbers (zigzag of `value / P`, or of its difference from
