@@ -15,7 +15,9 @@
 //! the last to write format 4: batches in columns, sketches with per-field value counts, no
 //! time histograms). `tests/fixtures/archive-v5` is the same import by weir before format 6 (commit
 //! a5e250e, the last to write format 5: every column stored as msgpack values, sketches with
-//! time histograms, index files). Tests work on a copy: opening a writer may modify an archive.
+//! time histograms, index files). `tests/fixtures/archive-v6` is the same import by weir before
+//! format 7 (commit 23072a7, the last to write format 6: time and duration columns as integer
+//! planes, no dictionaries). Tests work on a copy: opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
@@ -79,6 +81,11 @@ fn v4_archive_opens_exports_its_source_and_verifies_clean() {
 #[test]
 fn v5_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(5);
+}
+
+#[test]
+fn v6_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(6);
 }
 
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
@@ -147,6 +154,11 @@ fn v4_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v5_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(5);
+}
+
+#[test]
+fn v6_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(6);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
@@ -374,11 +386,18 @@ fn every_codec_round_trips_through_import_and_export() {
         assert_eq!(b["codec"], codec, "{j}");
         // Format 4: rows that fit the schema are stored in columns.
         assert_eq!(b["layout"], "columns", "{j}");
-        // Format 6: conn's times and durations as integer planes, in every batch of a codec.
+        // Format 6: conn's times and durations as integer planes, in every batch of a codec;
+        // format 7: its strings of few values as dictionaries (not its unique uids).
         for b in j["batches"].as_array().unwrap() {
             let planes = &b["planes"];
+            let dicts = b["dicts"].as_array().unwrap();
             match b["schema"].as_str().unwrap() {
-                "zeek.conn" => assert_eq!(planes, &serde_json::json!(["ts", "duration"]), "{j}"),
+                "zeek.conn" => {
+                    assert_eq!(planes, &serde_json::json!(["ts", "duration"]), "{j}");
+                    assert!(dicts.contains(&"proto".into()), "{j}");
+                    assert!(dicts.contains(&"conn_state".into()), "{j}");
+                    assert!(!dicts.contains(&"uid".into()), "{j}");
+                }
                 _ => assert!(planes.as_array().unwrap().contains(&"ts".into()), "{j}"),
             }
         }

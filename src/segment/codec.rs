@@ -170,9 +170,17 @@ impl Compression {
     };
 }
 
-/// A batch's rows split into columns (`columns::split`), with each column's plan
-/// (`planes::plan`).
-pub(crate) type SplitRows<'a> = (&'a [Vec<u8>], &'a [Option<bool>]);
+/// A batch's rows split into columns (`columns::split`), with how each may be stored.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SplitRows<'a> {
+    /// The columns' msgpack values.
+    pub(crate) cols: &'a [Vec<u8>],
+    /// Per column: its plan for integer planes (`planes::plan`; missing: none).
+    pub(crate) planes: &'a [Option<bool>],
+    /// Per column: its encoded bytes as a dictionary (`dict.rs`), which the preparer made
+    /// before (empty or missing: not a dictionary).
+    pub(crate) dicts: &'a [Vec<u8>],
+}
 
 /// Compresses batches; keeps its zstd context between them.
 pub(crate) struct Packer {
@@ -243,12 +251,44 @@ impl Packer {
         fields: usize,
         plans: &[Option<bool>],
     ) -> Option<(Layout, &[u8], usize)> {
+        self.pack_encoded(data, offsets, fields, plans, &[])
+    }
+
+    /// [`Packer::pack_planned`] with the columns `dicts` marks stored as dictionaries
+    /// (`dict.rs`) where their values allow, as the preparer makes them.
+    #[cfg(test)]
+    pub(crate) fn pack_encoded(
+        &mut self,
+        data: &[u8],
+        offsets: &[u32],
+        fields: usize,
+        plans: &[Option<bool>],
+        dicts: &[bool],
+    ) -> Option<(Layout, &[u8], usize)> {
         if self.compression.codec == Codec::None {
             return None;
         }
         let mut cols = Vec::new();
         let split = columns::split(data, offsets, fields, &mut cols);
-        self.pack_split(data, offsets, split.then_some((&cols[..], plans)))
+        let mut encoder = super::dict::Encoder::default();
+        let encoded: Vec<Vec<u8>> = cols
+            .iter()
+            .enumerate()
+            .map(|(c, col)| {
+                let mut out = Vec::new();
+                let wanted = dicts.get(c).copied().unwrap_or(false);
+                if !(wanted && encoder.encode(col, offsets.len(), &mut out)) {
+                    out.clear();
+                }
+                out
+            })
+            .collect();
+        let split = split.then_some(SplitRows {
+            cols: &cols,
+            planes: plans,
+            dicts: &encoded,
+        });
+        self.pack_split(data, offsets, split)
     }
 
     /// [`Packer::pack`] with the rows already split into `cols` (`columns::split`; `None`:
@@ -263,9 +303,9 @@ impl Packer {
             return None;
         }
         let bound = data.len() + 4 * offsets.len();
-        if let Some((cols, plans)) = cols {
+        if let Some(split) = cols {
             if self
-                .pack_columns(cols, plans, offsets.len())
+                .pack_columns(split, offsets.len())
                 .is_some_and(|n| n < bound)
             {
                 return Some((Layout::Columns, &self.out[..], data.len()));
@@ -299,15 +339,15 @@ impl Packer {
 
     /// The column layout of `cols` into `self.out` (which may have been taken: see
     /// [`Packer::take_packed`]); returns its length.
-    fn pack_columns(
-        &mut self,
-        cols: &[Vec<u8>],
-        plans: &[Option<bool>],
-        rows: usize,
-    ) -> Option<usize> {
+    fn pack_columns(&mut self, split: SplitRows<'_>, rows: usize) -> Option<usize> {
+        let SplitRows {
+            cols,
+            planes: plans,
+            dicts,
+        } = split;
         self.header.clear();
         self.frames.clear();
-        // The header of format 6: a 0, the column count, and each column's encoding.
+        // The typed header (formats 6 and 7): a 0, the column count, and each column's encoding.
         columns::push_varint(&mut self.header, 0);
         columns::push_varint(&mut self.header, cols.len());
         // Out of `self` while a column borrows it.
@@ -315,8 +355,14 @@ impl Packer {
         for (c, raw) in cols.iter().enumerate() {
             columns::push_varint(&mut self.header, raw.len());
             let delta = plans.get(c).copied().flatten();
-            let col = match delta {
-                Some(delta) if self.planes.encode(raw, rows, delta, &mut encoded) => {
+            let dict = dicts.get(c).filter(|d| !d.is_empty());
+            let col = match (dict, delta) {
+                (Some(dict), _) => {
+                    columns::push_varint(&mut self.header, columns::DICT);
+                    columns::push_varint(&mut self.header, dict.len());
+                    dict
+                }
+                (None, Some(delta)) if self.planes.encode(raw, rows, delta, &mut encoded) => {
                     columns::push_varint(&mut self.header, columns::PLANES);
                     columns::push_varint(&mut self.header, encoded.len());
                     &encoded

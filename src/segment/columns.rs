@@ -21,14 +21,17 @@
 //! Format 6 writes a *typed* header instead, which gives each column an encoding: a 0 varint
 //! (never a column count: readers of format 4 and 5 refuse it), then *n*, then per column its
 //! raw length, its encoding ([`VALUES`] 0: the msgpack values as above; [`PLANES`] 1: integer
-//! planes, `planes.rs`), for [`PLANES`] the length of the encoded bytes (at most the raw
-//! length), and its stored length. The *plain* bytes of a column are its values or its
+//! planes, `planes.rs`; [`DICT`] 2, format 7: a dictionary, `dict.rs`), for [`PLANES`] and
+//! [`DICT`] the length of the encoded bytes (at most the raw length), and its stored length. The *plain* bytes of a column are its values or its
 //! encoded bytes; they are stored as they are when the stored length equals their length,
 //! else compressed as above, inflating to exactly that length. A reader rebuilds a
-//! [`PLANES`] column's values (exactly its raw length, or an error) right after inflating it,
-//! so everything past [`inflate_columns`] sees msgpack values whatever the encoding. The
-//! writer stores a column as planes where `planes::plan` allows and its values are
-//! integers in the shortest form that get smaller that way.
+//! [`PLANES`] or [`DICT`] column's values (exactly its raw length, or an error) right after
+//! inflating it, so everything past [`inflate_columns`] sees msgpack values whatever the
+//! encoding. The writer stores a column as planes where `planes::plan` allows and its values
+//! are integers in the shortest form that get smaller that way, and as a dictionary where
+//! `dict::plan` allows and its values repeat enough to get smaller that way. A format 6
+//! reader refuses encoding 2 (a column of unknown encoding), so the segment version says
+//! whether it may occur.
 //!
 //! The batch's `raw_size` is the length of its rows back to back (so `raw_size` = rows ×
 //! header length + the sum of the columns' raw lengths, which a reader checks before it
@@ -186,7 +189,7 @@ fn push_value(data: &[u8], col: &mut Vec<u8>, base: usize, row: &[u8], from: usi
 #[derive(Debug, Clone, Copy)]
 struct Column {
     raw: usize,
-    /// Its encoding: [`VALUES`] or [`PLANES`].
+    /// Its encoding: [`VALUES`], [`PLANES`] or [`DICT`].
     encoding: usize,
     /// The length of its encoded bytes before compression (`raw` for [`VALUES`]).
     plain: usize,
@@ -199,6 +202,9 @@ struct Column {
 pub(crate) const VALUES: usize = 0;
 /// Column encoding (format 6): integer planes (`planes.rs`).
 pub(crate) const PLANES: usize = 1;
+/// Column encoding (format 7): a dictionary of its distinct values and a code per row
+/// (`dict.rs`).
+pub(crate) const DICT: usize = 2;
 
 /// Reads and checks the header of a columnar batch of `rows` rows and `raw_size` bytes of rows.
 fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, String> {
@@ -225,7 +231,7 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
         };
         let plain = match encoding {
             VALUES => raw,
-            PLANES => read_varint(stored, &mut pos)?,
+            PLANES | DICT => read_varint(stored, &mut pos)?,
             e => return Err(format!("a column of unknown encoding {e}")),
         };
         let len = read_varint(stored, &mut pos)?;
@@ -265,13 +271,18 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
     Ok(cols)
 }
 
-/// The columns of a batch stored in columns that are integer planes (format 6), from the
-/// header of its stored bytes.
-pub(crate) fn planes(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<usize>, String> {
+/// The columns of encoding `encoding` ([`PLANES`], [`DICT`], ...) of a batch stored in
+/// columns, from the header of its stored bytes.
+pub(crate) fn encoded(
+    stored: &[u8],
+    raw_size: usize,
+    rows: usize,
+    encoding: usize,
+) -> Result<Vec<usize>, String> {
     Ok(columns(stored, raw_size, rows)?
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.encoding == PLANES)
+        .filter(|(_, c)| c.encoding == encoding)
         .map(|(i, _)| i)
         .collect())
 }
@@ -353,7 +364,7 @@ fn inflate_columns(
         }
         let src = &stored[col.at..col.at + col.stored];
         let dst = &mut v[at..at + col.raw];
-        if col.encoding == PLANES {
+        if col.encoding != VALUES {
             let plain = if col.stored == col.plain {
                 std::borrow::Cow::Borrowed(src)
             } else {
@@ -361,7 +372,12 @@ fn inflate_columns(
                 inflate_into(codec, src, &mut p).map_err(|e| format!("column {c}: {e}"))?;
                 std::borrow::Cow::Owned(p)
             };
-            super::planes::decode(&plain, rows, dst).map_err(|e| format!("column {c}: {e}"))?;
+            if col.encoding == PLANES {
+                super::planes::decode(&plain, rows, dst)
+            } else {
+                super::dict::decode(&plain, rows, dst)
+            }
+            .map_err(|e| format!("column {c}: {e}"))?;
         } else if col.stored == col.raw {
             dst.copy_from_slice(src);
         } else {
@@ -572,6 +588,27 @@ mod tests {
         }
     }
 
+    /// Packs the rows in columns with the encodings `plans` and `dicts` allow, checks that
+    /// that is smaller than without them, and returns the layout, the stored bytes, the raw
+    /// length and each column's encoding.
+    fn pack_smaller(
+        p: &mut Packer,
+        data: &[u8],
+        offsets: &[u32],
+        fields: usize,
+        plans: &[Option<bool>],
+        dicts: &[bool],
+    ) -> (Layout, Vec<u8>, usize, Vec<usize>) {
+        let plain_len = p.pack(data, offsets, fields).unwrap().1.len();
+        let (layout, stored, raw) = p.pack_encoded(data, offsets, fields, plans, dicts).unwrap();
+        assert_eq!(layout, Layout::Columns);
+        assert!(stored.len() < plain_len, "{} >= {plain_len}", stored.len());
+        let stored = stored.to_vec();
+        let cols = columns(&stored, raw, offsets.len()).unwrap();
+        let encodings = cols.iter().map(|c| c.encoding).collect();
+        (layout, stored, raw, encodings)
+    }
+
     /// Rows of a time (increasing, microseconds), an interval (some unset), a string and a
     /// time column whose values fit no plane (one is a string): what the writer stores as
     /// integer planes, read back whole, in projection and as columns.
@@ -601,17 +638,8 @@ mod tests {
         let plans = [Some(true), Some(false), None, Some(true)];
         for codec in [Codec::Zstd, Codec::Lz4] {
             let mut p = Packer::new(Compression::new(codec));
-            let plain_len = p.pack(&data, &offsets, 4).unwrap().1.len();
-            let (layout, stored, raw) = p.pack_planned(&data, &offsets, 4, &plans).unwrap();
-            assert_eq!(layout, Layout::Columns);
-            assert!(
-                stored.len() < plain_len,
-                "{codec:?}: {} >= {plain_len}",
-                stored.len()
-            );
-            let stored = stored.to_vec();
-            let cols = columns(&stored, raw, n).unwrap();
-            let encodings: Vec<usize> = cols.iter().map(|c| c.encoding).collect();
+            let (layout, stored, raw, encodings) =
+                pack_smaller(&mut p, &data, &offsets, 4, &plans, &[]);
             assert_eq!(encodings, [PLANES, PLANES, VALUES, VALUES], "{codec:?}");
             let (got, len) = unpack(codec, layout, &stored, raw, n).unwrap();
             assert_eq!(len, data.len());
@@ -635,6 +663,71 @@ mod tests {
             for (c, col) in split_cols.iter().enumerate() {
                 assert_eq!(all.column(c), &col[..], "column {c}");
             }
+        }
+    }
+
+    /// Rows of a string column of few values (some unset), an address column of a few
+    /// hundred (two code bytes), a column of unique strings and a short column whose values
+    /// all differ: what the writer stores as dictionaries, read back whole, in projection and
+    /// as columns.
+    #[test]
+    fn string_columns_are_stored_as_dictionaries_and_read_back_as_written() {
+        let n = 3000;
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        let addr = |r: usize| -> std::net::IpAddr {
+            if r.is_multiple_of(7) {
+                std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, (r % 300) as u16).into()
+            } else {
+                std::net::Ipv4Addr::new(10, 0, (r % 3) as u8, (r * 13 % 300 % 256) as u8).into()
+            }
+        };
+        for r in 0..n {
+            offsets.push(data.len() as u32);
+            let row = [
+                if r % 9 == 4 {
+                    Value::Null
+                } else {
+                    Value::String([&b"tcp"[..], b"udp", b"icmp", b"ShADadFf"][r % 4].to_vec())
+                },
+                Value::Addr(addr(r)),
+                Value::String(format!("C{r:017}").into_bytes()),
+            ];
+            encode_row(&row, &mut data);
+        }
+        let few = 10;
+        let (few_data, few_offsets) = (&data[..offsets[few] as usize], &offsets[..few]);
+        for codec in [Codec::Zstd, Codec::Lz4] {
+            let mut p = Packer::new(Compression::new(codec));
+            let (layout, stored, raw, encodings) =
+                pack_smaller(&mut p, &data, &offsets, 3, &[], &[true, true, true]);
+            assert_eq!(encodings, [DICT, DICT, VALUES], "{codec:?}");
+            assert_eq!(encoded(&stored, raw, n, DICT).unwrap(), [0, 1]);
+            let (got, len) = unpack(codec, layout, &stored, raw, n).unwrap();
+            assert_eq!(len, data.len());
+            assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{codec:?}");
+            let (proj, _) = assemble(codec, &stored, raw, n, Some(&[false, true, false])).unwrap();
+            let mut cur = RowCursor::new(&proj);
+            for r in 0..n {
+                cur.row_header(1).unwrap();
+                let m = cur.marker().unwrap();
+                let v = cur.scalar(m, &crate::types::Type::Addr).unwrap();
+                assert_eq!(v, crate::value::ValueRef::Addr(addr(r)), "row {r}");
+            }
+            let all = read_columns(codec, &stored, raw, n).unwrap();
+            let mut split_cols = Vec::new();
+            assert!(split(&data, &offsets, 3, &mut split_cols));
+            for (c, col) in split_cols.iter().enumerate() {
+                assert_eq!(all.column(c), &col[..], "column {c}");
+            }
+            // Ten rows: the dictionary of the first column would not be smaller.
+            let (_, stored, raw) = p
+                .pack_encoded(few_data, few_offsets, 3, &[], &[true, true, true])
+                .unwrap();
+            let stored = stored.to_vec();
+            assert!(encoded(&stored, raw, few, DICT).unwrap().len() < 3);
+            let (got, _) = unpack(codec, Layout::Columns, &stored, raw, few).unwrap();
+            assert_eq!(&got[..], &with_offsets(few_data, few_offsets)[..]);
         }
     }
 
@@ -692,12 +785,27 @@ mod tests {
             crate::value::RowEncoder::new(&mut with_times).int(r as i64 * 7_000 + 1_000_000);
         }
         (data, offsets) = (with_times, times_at);
+        // And a column stored as a dictionary (the very last).
+        let (mut with_states, mut states_at) = (Vec::new(), Vec::new());
+        for (r, &o) in offsets.iter().enumerate() {
+            let end = offsets.get(r + 1).map_or(data.len(), |&e| e as usize);
+            states_at.push(with_states.len() as u32);
+            with_states.push(0x9e);
+            with_states.extend_from_slice(&data[o as usize + 1..end]);
+            let state: &[u8] = [&b"SF"[..], b"S0", b"REJ", b"OTH"][r % 4];
+            crate::value::RowEncoder::new(&mut with_states).bytes(state);
+        }
+        (data, offsets) = (with_states, states_at);
         let mut plans = vec![None; 12];
-        plans.push(Some(true));
+        plans.extend([Some(true), None]);
+        let mut dicts = vec![false; 13];
+        dicts.push(true);
         for codec in [Codec::Zstd, Codec::Lz4] {
             let mut p = Packer::new(Compression::new(codec));
-            let (layout, stored, raw) = p.pack_planned(&data, &offsets, 13, &plans).unwrap();
+            let (layout, stored, raw) =
+                p.pack_encoded(&data, &offsets, 14, &plans, &dicts).unwrap();
             assert_eq!(columns(stored, raw, 60).unwrap()[12].encoding, PLANES);
+            assert_eq!(columns(stored, raw, 60).unwrap()[13].encoding, DICT);
             assert_eq!(layout, Layout::Columns);
             let stored = stored.to_vec();
             let mut errors = 0;
@@ -709,7 +817,7 @@ mod tests {
                         Ok((buf, len)) => assert_eq!((buf.len(), len), (raw + 240, raw)),
                         Err(_) => errors += 1,
                     }
-                    let want = vec![true; 13];
+                    let want = vec![true; 14];
                     let _ = assemble(codec, &bad, raw, 60, Some(&want));
                 }
             }
@@ -719,7 +827,7 @@ mod tests {
             }
             assert!(unpack(codec, layout, &stored, raw + 1, 60).is_err());
             assert!(unpack(codec, layout, &stored, raw, 61).is_err());
-            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 12])).is_err());
+            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 13])).is_err());
         }
     }
 }

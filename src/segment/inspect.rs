@@ -48,6 +48,8 @@ pub struct BatchInfo {
     pub layout: String,
     /// The fields stored as integer planes (format 6) rather than as their values.
     pub planes: Vec<String>,
+    /// The fields stored as dictionaries (format 7) rather than as their values.
+    pub dicts: Vec<String>,
     /// Bytes the batch's rows and row offsets take in the segment (compressed or not).
     pub stored_bytes: u64,
     /// Bytes of the batch's sketch's Bloom filter (0 without a sketch).
@@ -68,15 +70,18 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
         let b = b?;
         let (codec, stored, _) = seg.batch_storage(i).unwrap_or_default();
         let sketch = seg.sketch(i);
+        let names = |cols: Option<Vec<usize>>| -> Vec<String> {
+            let fields = &b.schema().fields;
+            cols.unwrap_or_default()
+                .into_iter()
+                .filter_map(|c| fields.get(c).map(|f| f.name.clone()))
+                .collect()
+        };
         batches.push(BatchInfo {
             codec: codec.to_string(),
             layout: seg.batch_layout(i).unwrap_or_default().name().to_string(),
-            planes: seg
-                .batch_planes(i)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|c| b.schema().fields.get(c).map(|f| f.name.clone()))
-                .collect(),
+            planes: names(seg.batch_planes(i)),
+            dicts: names(seg.batch_dicts(i)),
             stored_bytes: stored as u64,
             bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
             ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
@@ -138,10 +143,16 @@ impl fmt::Display for SegmentInfo {
                 b.bytes,
                 b.stored_bytes,
                 b.codec,
-                match (b.layout == "columns", b.planes.is_empty()) {
-                    (false, _) => String::new(),
-                    (true, true) => ", columns".into(),
-                    (true, false) => format!(", columns; planes: {}", b.planes.join(" ")),
+                if b.layout == "columns" {
+                    let mut s = String::from(", columns");
+                    for (what, cols) in [("planes", &b.planes), ("dicts", &b.dicts)] {
+                        if !cols.is_empty() {
+                            s.push_str(&format!("; {what}: {}", cols.join(" ")));
+                        }
+                    }
+                    s
+                } else {
+                    String::new()
                 },
                 match (b.bloom_bytes > 0 || b.ranges > 0, b.time_buckets) {
                     (false, _) => "none".into(),

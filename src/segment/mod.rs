@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 6
-//! (`SegmentV6`, [`FORMAT_VERSION`]) and reads versions 1 to 6. All have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 7
+//! (`SegmentV7`, [`FORMAT_VERSION`]) and reads versions 1 to 7. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -74,6 +74,14 @@
 //! version 5 with 6 as the version. Its bytes are inside the batch's stored bytes, so the
 //! batch's CRC covers them; a WAL record pointing at such a batch (`crate::wal`) reads it
 //! through the same code.
+//!
+//! Version 7 has the fields of version 6; a column may also be a *dictionary* (`dict.rs`,
+//! encoding 2 of the typed header: the column's distinct values once, then a one- or two-byte
+//! code per row), which the writer uses for string and address columns whose values repeat
+//! (at most a quarter of them distinct) where it is smaller: W1000's archive 3.4% smaller,
+//! and the batch's sketch hashes each distinct value once instead of walking the column. The
+//! metadata checksum of version 7 is that of version 5 with 7 as the version. Readers of
+//! version 6 refuse the new encoding, hence the new version.
 //!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then
@@ -160,6 +168,7 @@ pub(crate) mod generated {
 
 mod codec;
 mod columns;
+mod dict;
 mod error;
 mod index;
 mod inspect;

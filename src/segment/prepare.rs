@@ -2,6 +2,11 @@
 //! (`sketch.rs`), the costly part of adding a batch, done apart from the [`SegmentBuilder`] so
 //! that it can run on any thread while the builder lays out earlier batches.
 //!
+//! The rows are split into columns once (`columns.rs`), and the string and address columns
+//! whose values repeat are encoded as dictionaries once (`dict.rs`): the packer stores those
+//! encodings and the sketch reads each dictionary's distinct values, so neither walks such a
+//! column twice.
+//!
 //! A [`PreparedBatch`] belongs to the batch it was prepared from: [`SegmentBuilder::add_prepared`]
 //! checks that its row count and byte size match the batch it is added with, and prepares the
 //! batch again when they do not (a batch split at a segment's end) or when its sketch does not
@@ -10,7 +15,7 @@
 //! [`SegmentBuilder`]: super::SegmentBuilder
 //! [`SegmentBuilder::add_prepared`]: super::SegmentBuilder::add_prepared
 
-use super::codec::{Codec, Compression, Layout, Packer};
+use super::codec::{Codec, Compression, Layout, Packer, SplitRows};
 use super::sketch::{Sketch, SketchBuilder};
 use crate::batch::Batch;
 
@@ -70,6 +75,9 @@ pub struct Preparer {
     cols: Vec<Vec<u8>>,
     /// How each of its columns may be stored (`planes::plan`).
     plans: Vec<Option<bool>>,
+    /// Its columns encoded as dictionaries (`dict.rs`; empty: not one), and their encoder.
+    dicts: Vec<Vec<u8>>,
+    dict: super::dict::Encoder,
     split: bool,
 }
 
@@ -88,6 +96,8 @@ impl Preparer {
             scratch: Vec::new(),
             cols: Vec::new(),
             plans: Vec::new(),
+            dicts: Vec::new(),
+            dict: super::dict::Encoder::default(),
             split: true,
         }
     }
@@ -133,20 +143,39 @@ impl Preparer {
                 .map(|f| super::planes::plan(&f.ty)),
         );
         let plans = &self.plans[..];
+        // The string and address columns with few distinct values, as dictionaries: made once
+        // here, stored by the packer and read by the sketch (which then hashes each distinct
+        // value once instead of walking the column).
+        self.dicts.resize_with(fields, Vec::new);
+        for (c, f) in batch.schema().fields.iter().enumerate() {
+            let out = &mut self.dicts[c];
+            let encoded = columnar
+                && super::dict::plan(&f.ty)
+                && self.dict.encode(&self.cols[c], batch.len(), out);
+            if !encoded {
+                out.clear();
+            }
+        }
+        let dicts = &self.dicts[..];
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| {
             match cols {
                 Some(cols) => {
                     let stats = batch.column_stats().filter(|s| s.rows == batch.len());
-                    sk.build_columns(batch.schema(), cols, max_bloom, stats)
+                    sk.build_columns(batch.schema(), cols, dicts, max_bloom, stats)
                 }
                 None => sk.build(batch.schema(), batch.rows(), max_bloom),
             }
             .ok()
         };
         let pack = |packer: &mut Packer| {
+            let split = cols.map(|cols| SplitRows {
+                cols,
+                planes: plans,
+                dicts,
+            });
             let (layout, raw) = packer
-                .pack_split(batch.data(), scratch, cols.map(|c| (c, plans)))
+                .pack_split(batch.data(), scratch, split)
                 .map(|(layout, _, raw)| (layout, raw))?;
             Some((codec, layout, packer.take_packed(), raw))
         };

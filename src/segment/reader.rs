@@ -274,6 +274,12 @@ impl Segment {
                     .ok_or_else(|| corrupt(path, "segment version 6 table missing"))?;
                 checksummed_root!(v6, 6)
             }
+            fbs::SegmentVersion::SegmentV7 => {
+                let v7 = root
+                    .segment_as_segment_v7()
+                    .ok_or_else(|| corrupt(path, "segment version 7 table missing"))?;
+                checksummed_root!(v7, 7)
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -709,11 +715,23 @@ impl Segment {
     /// column header; empty for a batch not stored in columns. `None`: no such batch, or a
     /// header that does not read (damage, which reading the batch reports).
     pub fn batch_planes(&self, i: usize) -> Option<Vec<usize>> {
+        self.batch_encoded(i, super::columns::PLANES)
+    }
+
+    /// The fields of batch `i` stored as dictionaries (format 7, `dict.rs`), as
+    /// [`Segment::batch_planes`] gives those stored as planes.
+    pub fn batch_dicts(&self, i: usize) -> Option<Vec<usize>> {
+        self.batch_encoded(i, super::columns::DICT)
+    }
+
+    /// The columns of batch `i` of encoding `encoding`, from its column header.
+    fn batch_encoded(&self, i: usize, encoding: usize) -> Option<Vec<usize>> {
         let m = self.parts.batches.get(i)?;
         if m.layout != Layout::Columns {
             return Some(Vec::new());
         }
-        super::columns::planes(&self.map[m.data.clone()], m.raw_size, m.rows as usize).ok()
+        let stored = &self.map[m.data.clone()];
+        super::columns::encoded(stored, m.raw_size, m.rows as usize, encoding).ok()
     }
 
     /// The rows and offsets of batch `i`, borrowed from the map, if it is stored uncompressed

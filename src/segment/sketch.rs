@@ -391,11 +391,14 @@ impl SketchBuilder {
     /// `i` of every row, back to back): the same sketch, one field at a time, as the column
     /// layout has the values of one type together. The ranges, counts and `ts` values that
     /// `stats` (the batch's [`ColumnStats`], recorded by its producer for every row) holds are
-    /// taken from it instead of decoding those columns.
+    /// taken from it instead of decoding those columns, and the values of a string or address
+    /// column that `dicts` holds as a dictionary (`dict.rs`: its distinct values; empty or
+    /// missing: none) from its entries instead of its rows.
     pub(crate) fn build_columns(
         &mut self,
         schema: &SchemaRef,
         columns: &[Vec<u8>],
+        dicts: &[Vec<u8>],
         max_bloom: usize,
         stats: Option<&ColumnStats>,
     ) -> Result<Sketch, DecodeError> {
@@ -416,6 +419,20 @@ impl SketchBuilder {
                 }
                 continue;
             }
+            // A dictionary's entries: each distinct value of the column once.
+            if let (Some(dict), (Some(tag), false)) =
+                (dicts.get(i).filter(|d| !d.is_empty()), self.kinds[i])
+            {
+                for entry in super::dict::entries(dict) {
+                    let mut c = RowCursor::new(entry);
+                    let m = c.marker()?;
+                    if m != 0xc0 {
+                        let b = hashed_bytes(&mut c, m, &f.ty, tag)?;
+                        push_new(&mut self.hashes, &mut self.seen, value_hash(tag, b));
+                    }
+                }
+                continue;
+            }
             let mut c = RowCursor::new(col);
             // Values counted by the loops below (the general one counts its own).
             let mut set = 0u32;
@@ -430,11 +447,7 @@ impl SketchBuilder {
                         if m == 0xc0 {
                             continue;
                         }
-                        // Strings and addresses alike are bins: their bytes as stored.
-                        let b = c.bin(m, &f.ty)?;
-                        if tag == TAG_ADDR && b.len() != 4 && b.len() != 16 {
-                            return Err(c.unexpected(m, &f.ty));
-                        }
+                        let b = hashed_bytes(&mut c, m, &f.ty, tag)?;
                         // The value's start in the column, for an 8-byte load of it.
                         let at = c.position() - b.len();
                         if let Some(key) = short_key(b, col.get(at..at + 8)) {
@@ -729,6 +742,22 @@ impl SketchBuilder {
     }
 }
 
+/// The bytes to hash of the string or address value (of type `ty`, hashed with `tag`) whose
+/// marker `m` was just read at `c`: strings and addresses alike are bins, hashed as stored.
+#[inline(always)]
+fn hashed_bytes<'r>(
+    c: &mut RowCursor<'r>,
+    m: u8,
+    ty: &Type,
+    tag: u8,
+) -> Result<&'r [u8], DecodeError> {
+    let b = c.bin(m, ty)?;
+    if tag == TAG_ADDR && b.len() != 4 && b.len() != 16 {
+        return Err(c.unexpected(m, ty));
+    }
+    Ok(b)
+}
+
 /// Pushes hash `h` unless `seen` shows it was pushed already (a hash of 0, the empty slot, is
 /// always pushed: duplicates cost time, never correctness).
 #[inline(always)]
@@ -802,6 +831,23 @@ mod tests {
             &mut cols
         ));
         cols
+    }
+
+    /// The columns of `batch` that the writer stores as dictionaries, encoded (`dict.rs`).
+    fn dicts_of(batch: &Batch, cols: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut e = super::super::dict::Encoder::default();
+        let fields = &batch.schema().fields;
+        fields
+            .iter()
+            .zip(cols)
+            .map(|(f, col)| {
+                let mut out = Vec::new();
+                if !(super::super::dict::plan(&f.ty) && e.encode(col, batch.len(), &mut out)) {
+                    out.clear();
+                }
+                out
+            })
+            .collect()
     }
 
     /// The hash exactly as the module docs define it (the last bytes copied into a zeroed
@@ -901,9 +947,14 @@ mod tests {
         }
         let batch = bb.finish();
         let cols = columns_of(&batch);
+        // The columns that take a dictionary, as the writer makes them.
+        let dicts = dicts_of(&batch, &cols);
+        assert!(!dicts[2].is_empty(), "the enum column takes a dictionary");
         let mut b = SketchBuilder::default();
         for sk in [
-            b.build_columns(&schema, &cols, usize::MAX / 16, None)
+            b.build_columns(&schema, &cols, &[], usize::MAX / 16, None)
+                .unwrap(),
+            b.build_columns(&schema, &cols, &dicts, usize::MAX / 16, None)
                 .unwrap(),
             b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
         ] {
@@ -1003,7 +1054,7 @@ mod tests {
                 let batch = bb.finish();
                 let cols = columns_of(&batch);
                 let mut b = SketchBuilder::default();
-                let from_columns = b.build_columns(&schema, &cols, 1 << 20, None).unwrap();
+                let from_columns = b.build_columns(&schema, &cols, &[], 1 << 20, None).unwrap();
                 let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
                 assert_eq!(from_columns, from_rows, "{rows} rows, shift {shift}");
                 assert!(
@@ -1016,18 +1067,18 @@ mod tests {
         let mut cols = vec![vec![0x05, 0xa1, b'x'], vec![1, 2], vec![1, 2], vec![1, 2]];
         cols.extend([vec![1, 2], vec![0xc2, 0xc3]]);
         assert!(SketchBuilder::default()
-            .build_columns(&schema, &cols, 1 << 20, None)
+            .build_columns(&schema, &cols, &[], 1 << 20, None)
             .is_err());
         cols[0] = vec![0x05, 0x06];
         cols[5] = vec![0xc2, 0x01];
         assert!(SketchBuilder::default()
-            .build_columns(&schema, &cols, 1 << 20, None)
+            .build_columns(&schema, &cols, &[], 1 << 20, None)
             .is_err());
         cols[5] = vec![0xc2, 0xc0];
         cols[1] = vec![0xcf, 0xff, 0, 0, 0, 0, 0, 0, 0, 0x01];
         assert!(
             SketchBuilder::default()
-                .build_columns(&schema, &cols, 1 << 20, None)
+                .build_columns(&schema, &cols, &[], 1 << 20, None)
                 .is_err(),
             "an int beyond i64"
         );
@@ -1118,7 +1169,7 @@ mod tests {
         let batch = bb.finish();
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
-        let from_columns = b.build_columns(&schema, &cols, 1 << 20, None).unwrap();
+        let from_columns = b.build_columns(&schema, &cols, &[], 1 << 20, None).unwrap();
         let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
         assert_eq!(from_columns, from_rows);
         let times = from_rows.times.unwrap();
@@ -1165,15 +1216,17 @@ mod tests {
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
         assert_eq!(
-            b.build_columns(&schema, &cols, usize::MAX / 16, None)
+            b.build_columns(&schema, &cols, &[], usize::MAX / 16, None)
                 .unwrap(),
             sk
         );
         assert_eq!(
-            b.build_columns(&schema, &cols, 1000, None).unwrap(),
+            b.build_columns(&schema, &cols, &[], 1000, None).unwrap(),
             b.build(&schema, batch.rows(), 1000).unwrap()
         );
-        assert!(b.build_columns(&schema, &cols[..4], 1000, None).is_err());
+        assert!(b
+            .build_columns(&schema, &cols[..4], &[], 1000, None)
+            .is_err());
         let r = SketchRef {
             bloom: &sk.bloom,
             hashes: sk.hashes,

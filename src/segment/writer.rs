@@ -755,9 +755,9 @@ impl SegmentBuilder {
         let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
-        let v6 = fbs::SegmentV6::create(
+        let v7 = fbs::SegmentV7::create(
             &mut fbb,
-            &fbs::SegmentV6Args {
+            &fbs::SegmentV7Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -769,8 +769,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV6,
-                segment: Some(v6.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV7,
+                segment: Some(v7.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
