@@ -356,6 +356,37 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
             codes.len()
         ));
     }
+    SLOTS.with(|slots| rebuild(enc, &starts, codes, rows, &mut slots.borrow_mut(), out))
+}
+
+/// Bytes of an entry's slot in [`rebuild`]'s table: most entries fit, and a copy of this
+/// constant length is a few moves instead of a call.
+const SLOT: usize = 32;
+
+thread_local! {
+    /// The entries of the dictionary being rebuilt, each in a slot of [`SLOT`] bytes (reused
+    /// between columns).
+    static SLOTS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The second half of [`decode`], once the entries (`starts`: where each starts in `enc`, and
+/// the end) and the codes' length are checked: writes every row's entry into `out`.
+fn rebuild(
+    enc: &[u8],
+    starts: &[usize],
+    codes: &[u8],
+    rows: usize,
+    slots: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<(), String> {
+    let d = starts.len() - 1;
+    slots.clear();
+    slots.resize(d * SLOT, 0);
+    for (e, slot) in slots.chunks_exact_mut(SLOT).enumerate() {
+        let v = &enc[starts[e]..starts[e + 1]];
+        let n = v.len().min(SLOT);
+        slot[..n].copy_from_slice(&v[..n]);
+    }
     let (lo, hi) = codes.split_at(rows);
     let mut at = 0;
     for (r, &l) in lo.iter().enumerate() {
@@ -363,12 +394,17 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
         if code >= d {
             return Err(format!("row {r} has code {code} of a dictionary of {d}"));
         }
-        let v = &enc[starts[code]..starts[code + 1]];
-        let dst = out
-            .get_mut(at..at + v.len())
-            .ok_or("a dictionary column longer than its raw length")?;
-        dst.copy_from_slice(v);
-        at += v.len();
+        let len = starts[code + 1] - starts[code];
+        match out.get_mut(at..at + SLOT) {
+            // The whole slot, of which the bytes past the entry are overwritten by the next
+            // rows (or checked to be the column's end below).
+            Some(dst) if len <= SLOT => dst.copy_from_slice(&slots[code * SLOT..][..SLOT]),
+            _ => out
+                .get_mut(at..at + len)
+                .ok_or("a dictionary column longer than its raw length")?
+                .copy_from_slice(&enc[starts[code]..starts[code + 1]]),
+        }
+        at += len;
     }
     if at != out.len() {
         return Err(format!(
