@@ -508,6 +508,52 @@ mod tests {
         assert!(!e.encode(&col, 1, &mut out));
     }
 
+    proptest::proptest! {
+        /// Columns drawn from pools of values of every length (nils among them): an encoded
+        /// column decodes to itself, its entries are its distinct values in order of first
+        /// appearance, and a column left as it is had too many of them or would not shrink.
+        #[test]
+        fn any_column_round_trips_or_stays_as_it_is(
+            pool in proptest::collection::vec(
+                proptest::option::weighted(0.9, proptest::collection::vec(0u8..=255, 0..40)),
+                1..400,
+            ),
+            picks in proptest::collection::vec(0usize..10_000, 1..3000),
+        ) {
+            let values: Vec<Option<&[u8]>> =
+                picks.iter().map(|&i| pool[i % pool.len()].as_deref()).collect();
+            let col = column(&values);
+            // The distinct values, and whether the encoder gives up on the way (a new value
+            // past the quarter the rule allows).
+            let mut distinct: Vec<Vec<u8>> = Vec::new();
+            let mut given_up = false;
+            for (r, v) in values.iter().enumerate() {
+                let one = column(&[*v]);
+                if !distinct.contains(&one) {
+                    distinct.push(one);
+                    given_up |= !worth(distinct.len(), r + 1);
+                }
+            }
+            let mut e = Encoder::default();
+            let mut enc = Vec::new();
+            if e.encode(&col, values.len(), &mut enc) {
+                proptest::prop_assert!(!given_up && enc.len() < col.len());
+                let mut out = vec![0u8; col.len()];
+                decode(&enc, values.len(), &mut out).unwrap();
+                proptest::prop_assert_eq!(&out, &col);
+                let got: Vec<&[u8]> = entries(&enc).collect();
+                let want: Vec<&[u8]> = distinct.iter().map(|v| &v[..]).collect();
+                proptest::prop_assert_eq!(got, want);
+            } else {
+                let d = distinct.len();
+                let wide = if d > 256 { 2 } else { 1 };
+                let size = varint_len(d) + distinct.iter().map(Vec::len).sum::<usize>()
+                    + wide * values.len();
+                proptest::prop_assert!(given_up || size >= col.len());
+            }
+        }
+    }
+
     #[test]
     fn every_damage_is_an_error_never_a_panic() {
         let values: Vec<Option<&[u8]>> = (0..400)

@@ -78,7 +78,7 @@
 //! Version 7 has the fields of version 6; a column may also be a *dictionary* (`dict.rs`,
 //! encoding 2 of the typed header: the column's distinct values once, then a one- or two-byte
 //! code per row), which the writer uses for string and address columns whose values repeat
-//! (at most a quarter of them distinct) where it is smaller: W1000's archive 3.4% smaller,
+//! (at most 256 plus a quarter of them distinct) where it is smaller: W1000's archive 3.4% smaller,
 //! and the batch's sketch hashes each distinct value once instead of walking the column. The
 //! metadata checksum of version 7 is that of version 5 with 7 as the version. Readers of
 //! version 6 refuse the new encoding, hence the new version.
