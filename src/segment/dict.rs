@@ -131,16 +131,9 @@ fn same_long(a: &[u8], b: &[u8]) -> bool {
 /// columns hold (nil and bins), else through the general reader; `None`: not one whole value.
 #[inline(always)]
 fn value_len(rest: &[u8]) -> Option<usize> {
-    // The marker and the byte after it in one load: the walk from one value to the next is a
-    // chain of dependent loads, which this shortens.
-    let (m, len) = match rest {
-        [m, l, ..] => (*m, *l),
-        [m] => (*m, 0),
-        [] => return None,
-    };
-    let n = match m {
+    let n = match *rest.first()? {
         0xc0 => 1,
-        0xc4 if rest.len() >= 2 => 2 + usize::from(len),
+        0xc4 => 2 + usize::from(*rest.get(1)?),
         _ => {
             let mut c = RowCursor::new(rest);
             c.skip().ok()?;
