@@ -426,11 +426,11 @@ fn every_codec_round_trips_through_import_and_export() {
     );
 }
 
-/// An archive of format 1, 2 or 3 and current-format segments (uncompressed and compressed): export, count,
-/// verify and info see every event.
+/// An archive of format 1, 2, 3 or 6 and current-format segments (uncompressed and
+/// compressed): export, count, verify and info see every event.
 #[test]
 fn an_archive_mixing_formats_and_codecs_reads_whole() {
-    for version in [1, 2, 3] {
+    for version in [1, 2, 3, 6] {
         let (_tmp, db) = old_archive(version);
         let src = common::fixture("archive-v1.log");
         for codec in ["zstd", "none", "lz4"] {
@@ -477,6 +477,33 @@ fn an_archive_mixing_formats_and_codecs_reads_whole() {
         assert_eq!(info["events"], total);
         assert!(info["compression_ratio"].as_f64().unwrap() > 1.0, "{info}");
     }
+}
+
+/// Compacting an archive of format 6 segments and current ones rewrites them all in the
+/// current format, with dictionary columns, every event kept in ID order.
+#[test]
+fn compacting_a_v6_archive_rewrites_it_in_the_current_format() {
+    let (_tmp, db) = old_archive(6);
+    let src = common::fixture("archive-v1.log");
+    ok(&run(&["import", "-q", "--db", s(&db), s(&src)]), "import");
+    let before = ok(&run(&["export", "--db", s(&db), "--to", "json"]), "export");
+    assert_eq!(before.lines().count(), 324 + 320);
+    ok(&run(&["compact", "--db", s(&db)]), "compact");
+    let after = ok(&run(&["export", "--db", s(&db), "--to", "json"]), "export");
+    assert_eq!(after, before);
+    ok(&run(&["verify", "--db", s(&db)]), "verify");
+    let files = segment_files(&db);
+    assert!(files.len() < 6, "{} segments", files.len());
+    let mut dicts = 0;
+    for f in &files {
+        assert_eq!(Segment::open(f).unwrap().version(), FORMAT_VERSION);
+        let out = run(&["inspect", s(f), "--json"]);
+        let j: serde_json::Value = serde_json::from_str(&ok(&out, "inspect")).unwrap();
+        for b in j["batches"].as_array().unwrap() {
+            dicts += b["dicts"].as_array().unwrap().len();
+        }
+    }
+    assert!(dicts > 0, "no dictionary column after compaction");
 }
 
 /// A damaged byte in a compressed batch's stored bytes: `verify` names the segment and the
