@@ -270,19 +270,9 @@ impl Packer {
         }
         let mut cols = Vec::new();
         let split = columns::split(data, offsets, fields, &mut cols);
-        let mut encoder = super::dict::Encoder::default();
-        let encoded: Vec<Vec<u8>> = cols
-            .iter()
-            .enumerate()
-            .map(|(c, col)| {
-                let mut out = Vec::new();
-                let wanted = dicts.get(c).copied().unwrap_or(false);
-                if !(wanted && encoder.encode(col, offsets.len(), &mut out)) {
-                    out.clear();
-                }
-                out
-            })
-            .collect();
+        let mut encoded = Vec::new();
+        let wanted = |c: usize| dicts.get(c).copied().unwrap_or(false);
+        super::dict::Encoder::default().encode_all(&cols, offsets.len(), wanted, &mut encoded);
         let split = split.then_some(SplitRows {
             cols: &cols,
             planes: plans,

@@ -175,6 +175,25 @@ impl Encoder {
         true
     }
 
+    /// Encodes each of `cols` (columns of `rows` values) that `wanted` marks into `out[c]`
+    /// (resized to the columns; its buffers reused), leaving `out[c]` empty where the column is
+    /// not wanted or not encoded: the writer's dictionaries, as the packer and the sketch take
+    /// them ([`super::codec::SplitRows::dicts`]).
+    pub(crate) fn encode_all(
+        &mut self,
+        cols: &[Vec<u8>],
+        rows: usize,
+        wanted: impl Fn(usize) -> bool,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        out.resize_with(cols.len(), Vec::new);
+        for (c, (col, enc)) in cols.iter().zip(out.iter_mut()).enumerate() {
+            if !(wanted(c) && self.encode(col, rows, enc)) {
+                enc.clear();
+            }
+        }
+    }
+
     /// Finds the entries and codes of `col`; `false` as for [`Encoder::encode`].
     fn fill(&mut self, col: &[u8], rows: usize) -> bool {
         self.entries.clear();

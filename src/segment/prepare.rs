@@ -146,17 +146,13 @@ impl Preparer {
         // The string and address columns with few distinct values, as dictionaries: made once
         // here, stored by the packer and read by the sketch (which then hashes each distinct
         // value once instead of walking the column).
-        self.dicts.resize_with(fields, Vec::new);
-        for (c, f) in batch.schema().fields.iter().enumerate() {
-            let out = &mut self.dicts[c];
-            let encoded = columnar
-                && super::dict::plan(&f.ty)
-                && self.dict.encode(&self.cols[c], batch.len(), out);
-            if !encoded {
-                out.clear();
-            }
+        if columnar {
+            let schema = batch.schema();
+            let wanted = |c: usize| super::dict::plan(&schema.fields[c].ty);
+            self.dict
+                .encode_all(&self.cols, batch.len(), wanted, &mut self.dicts);
         }
-        let dicts = &self.dicts[..];
+        let dicts = if columnar { &self.dicts[..] } else { &[] };
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| {
             match cols {

@@ -835,19 +835,11 @@ mod tests {
 
     /// The columns of `batch` that the writer stores as dictionaries, encoded (`dict.rs`).
     fn dicts_of(batch: &Batch, cols: &[Vec<u8>]) -> Vec<Vec<u8>> {
-        let mut e = super::super::dict::Encoder::default();
         let fields = &batch.schema().fields;
-        fields
-            .iter()
-            .zip(cols)
-            .map(|(f, col)| {
-                let mut out = Vec::new();
-                if !(super::super::dict::plan(&f.ty) && e.encode(col, batch.len(), &mut out)) {
-                    out.clear();
-                }
-                out
-            })
-            .collect()
+        let wanted = |c: usize| super::super::dict::plan(&fields[c].ty);
+        let mut out = Vec::new();
+        super::super::dict::Encoder::default().encode_all(cols, batch.len(), wanted, &mut out);
+        out
     }
 
     /// The hash exactly as the module docs define it (the last bytes copied into a zeroed
