@@ -390,11 +390,13 @@ impl Wal {
     /// Appends one batch (with its ID set) whose rows were written to the active segment's file
     /// at `location` first: the record holds everything but the rows, and points at them (so
     /// the rows are written once). Fsyncs it under [`SyncPolicy::Always`]; the caller makes the
-    /// segment file durable before that.
+    /// segment file durable before that. `rows_crc` is the CRC-32 of `batch.data()` if the
+    /// caller has it: a record of rows stored as they are holds it (computed here if `None`),
+    /// one of compressed rows holds their stored bytes' CRC from `location` instead.
     pub fn append_external(
         &mut self,
         batch: &Batch,
-        data_crc: u32,
+        rows_crc: Option<u32>,
         location: DataLocation,
     ) -> Result<()> {
         self.buf.clear();
@@ -414,7 +416,10 @@ impl Wal {
                 self.buf.extend_from_slice(&p.stored_len.to_le_bytes());
                 self.buf.extend_from_slice(&p.raw_size.to_le_bytes());
             }
-            None => self.buf.extend_from_slice(&data_crc.to_le_bytes()),
+            None => {
+                let crc = rows_crc.unwrap_or_else(|| crc32fast::hash(batch.data()));
+                self.buf.extend_from_slice(&crc.to_le_bytes());
+            }
         }
         let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize;
         let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
@@ -1142,6 +1147,37 @@ mod tests {
             pos: Position { offset, skip: 3 },
             done,
         }
+    }
+
+    /// A record of rows stored as they are holds their CRC-32 whether the caller hands it
+    /// over (the store, which has it from the segment builder) or not (computed then): the
+    /// two records are the same bytes.
+    #[test]
+    fn external_record_of_plain_rows_computes_their_crc_when_not_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
+        let mut b = BatchBuilder::new(schema);
+        for v in [&b"a"[..], b"bc", b"def"] {
+            b.begin_row().bytes(v);
+            b.finish_row(None);
+        }
+        let batch = b.finish();
+        let location = DataLocation {
+            segment: uuid::Uuid::from_u128(7),
+            from_end: 100,
+            packed: None,
+        };
+        let record = |name: &str, crc: Option<u32>| {
+            let path = dir.path().join(name);
+            let mut wal = Wal::create(&path, 0, SyncPolicy::Batch).expect("create");
+            wal.append_external(&batch, crc, location).expect("append");
+            drop(wal);
+            std::fs::read(&path).expect("read")
+        };
+        let given = record("given", Some(crc32fast::hash(batch.data())));
+        assert_eq!(record("computed", None), given);
+        // And the CRC is in it: another one makes another record.
+        assert_ne!(record("wrong", Some(0)), given);
     }
 
     /// Checkpoints are written in the record of their rows (the last one per file), read

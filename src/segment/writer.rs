@@ -436,8 +436,8 @@ impl SegmentBuilder {
         self.add_with_crc(batch, crc32fast::hash(batch.data()))
     }
 
-    /// [`SegmentBuilder::add`] with the CRC-32 of `batch.data()` already computed (the store
-    /// computes it once for the WAL record and the segment).
+    /// [`SegmentBuilder::add`] with the CRC-32 of `batch.data()` already computed (used only
+    /// if the batch is stored as its rows, see [`SegmentBuilder::add_prepared`]).
     pub fn add_with_crc(&mut self, batch: &Batch, data_crc: u32) -> Result<()> {
         self.add_located(batch, data_crc).map(|_| ())
     }
@@ -447,18 +447,23 @@ impl SegmentBuilder {
     /// segment's file. That distance stays valid when the file is sealed (collapsing or copying
     /// keeps the end), so the write-ahead log can point at the rows instead of holding a copy.
     pub fn add_located(&mut self, batch: &Batch, data_crc: u32) -> Result<Option<DataLocation>> {
-        self.add_prepared(batch, None, data_crc)
+        self.add_prepared(batch, None, &mut Some(data_crc))
     }
 
     /// [`SegmentBuilder::add_located`] with the batch already prepared (compressed and
     /// sketched, see [`Preparer`]), perhaps on another thread. A `prepared` that is `None`, was
     /// prepared from another batch, or disagrees with this builder's sketch setting is
     /// prepared again here.
+    ///
+    /// `rows_crc` is the CRC-32 of `batch.data()`, which only a batch stored as its rows needs
+    /// (its checksum covers them; a compressed batch's covers its stored bytes): if it is
+    /// `None` and the batch is stored so, it is computed and left there, for the caller's
+    /// write-ahead log record; otherwise the rows are not read for it.
     pub fn add_prepared(
         &mut self,
         batch: &Batch,
         prepared: Option<PreparedBatch>,
-        data_crc: u32,
+        rows_crc: &mut Option<u32>,
     ) -> Result<Option<DataLocation>> {
         if batch.is_empty() {
             return Ok(None);
@@ -506,7 +511,11 @@ impl SegmentBuilder {
                 Codec::None,
                 Layout::Rows,
                 0,
-                checksum_with_data_crc(data_crc, batch.byte_size(), &self.scratch),
+                checksum_with_data_crc(
+                    *rows_crc.get_or_insert_with(|| crc32fast::hash(batch.data())),
+                    batch.byte_size(),
+                    &self.scratch,
+                ),
             ),
         };
         // The chunk: rows, offsets, table (and its vtable), padded to a multiple of 8 so that

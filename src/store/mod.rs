@@ -780,18 +780,22 @@ impl Store {
         log: bool,
         prepared: Option<PreparedBatch>,
     ) -> Result<()> {
-        // One pass over the rows for both checksums.
-        let crc = crc32fast::hash(batch.data());
-        let location = self.builder.add_prepared(batch, prepared, crc)?;
+        // The rows' CRC-32, if the segment needs it (rows stored as they are), is computed once
+        // for the segment and the WAL record; compressed rows are not read for it.
+        let mut rows_crc = None;
+        let location = self.builder.add_prepared(batch, prepared, &mut rows_crc)?;
         if log {
             match location {
                 Some(location) => {
                     if self.opts.sync == SyncPolicy::Always {
                         self.builder.sync_data()?;
                     }
-                    self.wal.append_external(batch, crc, location)?;
+                    self.wal.append_external(batch, rows_crc, location)?;
                 }
-                None => self.wal.append_with_crc(batch, crc)?,
+                None => {
+                    let crc = rows_crc.unwrap_or_else(|| crc32fast::hash(batch.data()));
+                    self.wal.append_with_crc(batch, crc)?;
+                }
             }
         }
         // The positions of followed files move with the rows (logged in the same record);
