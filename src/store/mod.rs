@@ -792,10 +792,10 @@ impl Store {
                     }
                     self.wal.append_external(batch, rows_crc, location)?;
                 }
-                None => {
-                    let crc = rows_crc.unwrap_or_else(|| crc32fast::hash(batch.data()));
-                    self.wal.append_with_crc(batch, crc)?;
-                }
+                None => match rows_crc {
+                    Some(crc) => self.wal.append_with_crc(batch, crc)?,
+                    None => self.wal.append(batch)?,
+                },
             }
         }
         // The positions of followed files move with the rows (logged in the same record);
