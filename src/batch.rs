@@ -10,13 +10,23 @@
 //! when to cut a batch. A producer that has each integer and time value in hand as it encodes it
 //! (the Zeek TSV reader) also records their ranges ([`ColumnStats`]), so that the segment writer's
 //! sketch need not decode those columns again.
+//!
+//! A producer that writes every row's values field by field (the Zeek TSV reader, when its
+//! consumer compresses batches in columns: [`crate::codec::ReaderOptions::columns`]) builds a
+//! *columnar* batch instead ([`BatchBuilder::columnar`]): one buffer per field holding that
+//! field's value of every row, back to back in row order, exactly the columns the segment writer
+//! would otherwise split the rows into (`segment/columns.rs`). Its row offsets are those of the
+//! rows the columns make (each row: the shortest array header of the field count, then one
+//! value from each column), which are assembled, once, only when something asks for them
+//! ([`Batch::data`], [`Batch::row`], ...). Invariant: each column of a columnar batch holds
+//! exactly [`Batch::len`] values; only the crate's own producers write columns.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::checkpoint::Mark;
 use crate::types::{SchemaRef, Type};
-use crate::value::{decode_row, DecodeError, RowEncoder, Value};
+use crate::value::{decode_row, DecodeError, RowCursor, RowEncoder, Value};
 
 /// Default events per batch, for the readers that cut batches and for the batcher
 /// (`--batch-size`): large enough that handing batches between threads costs little (VAST used
@@ -24,7 +34,8 @@ use crate::value::{decode_row, DecodeError, RowEncoder, Value};
 /// that a batch stays well below a megabyte.
 pub const DEFAULT_BATCH_EVENTS: usize = 8192;
 
-/// Events of one schema as msgpack rows.
+/// Events of one schema as msgpack rows (or, columnar, as their values by field: see the
+/// module docs).
 #[derive(Debug, Clone)]
 pub struct Batch {
     schema: SchemaRef,
@@ -37,12 +48,17 @@ pub struct Batch {
     /// The ranges of its integer and time columns, when its producer recorded them for every
     /// row (derived from the rows: not part of a batch's identity).
     stats: Option<Arc<ColumnStats>>,
+    /// Its values by field, when it is columnar (see the module docs): `data` is then empty
+    /// and the rows are `joined`.
+    cols: Option<Box<[Vec<u8>]>>,
+    /// The rows of a columnar batch, assembled from `cols` on first use.
+    joined: OnceLock<Vec<u8>>,
 }
 
 impl PartialEq for Batch {
     fn eq(&self, other: &Batch) -> bool {
         self.schema == other.schema
-            && self.data == other.data
+            && self.data() == other.data()
             && self.offsets == other.offsets
             && self.ts == other.ts
             && self.id == other.id
@@ -211,6 +227,8 @@ impl Batch {
             id: 0,
             marks: Vec::new(),
             stats: None,
+            cols: None,
+            joined: OnceLock::new(),
         })
     }
 
@@ -237,12 +255,38 @@ impl Batch {
 
     /// Size of the encoded rows in bytes.
     pub fn byte_size(&self) -> usize {
-        self.data.len()
+        match &self.cols {
+            Some(cols) => columns_size(cols, self.offsets.len()),
+            None => self.data.len(),
+        }
     }
 
-    /// The encoded rows, back to back.
+    /// The encoded rows, back to back (of a columnar batch: assembled from its columns on the
+    /// first call).
     pub fn data(&self) -> &[u8] {
-        &self.data
+        match &self.cols {
+            Some(cols) => self
+                .joined
+                .get_or_init(|| join(cols, self.offsets.len(), self.byte_size())),
+            None => &self.data,
+        }
+    }
+
+    /// Its values by field, when it is columnar (see the module docs): column *c* is the
+    /// msgpack encoding of field *c* of every row, back to back in row order.
+    pub fn columns(&self) -> Option<&[Vec<u8>]> {
+        self.cols.as_deref()
+    }
+
+    /// Makes a columnar batch one of rows (for the changes below, which work on rows).
+    fn make_rows(&mut self) {
+        if self.cols.is_some() {
+            self.data = match self.joined.take() {
+                Some(rows) => rows,
+                None => self.data().to_vec(),
+            };
+            self.cols = None;
+        }
     }
 
     /// Start offset of every row in [`Batch::data`].
@@ -253,13 +297,13 @@ impl Batch {
     /// Byte range of row `i` in [`Batch::data`].
     pub fn row_range(&self, i: usize) -> Range<usize> {
         let start = self.offsets[i];
-        let end = self.offsets.get(i + 1).copied().unwrap_or(self.data.len());
+        let end = self.offsets.get(i + 1).copied().unwrap_or(self.byte_size());
         start..end
     }
 
     /// The encoded row `i`. Panics if `i >= len()`.
     pub fn row(&self, i: usize) -> &[u8] {
-        &self.data[self.row_range(i)]
+        &self.data()[self.row_range(i)]
     }
 
     /// The encoded rows in order.
@@ -310,7 +354,7 @@ impl Batch {
         if self.schema != other.schema {
             return false;
         }
-        let base = self.data.len();
+        let base = self.byte_size();
         let rows = self.len();
         self.marks.extend(other.marks.iter().map(|m| Mark {
             row_start: m.row_start + rows,
@@ -322,7 +366,19 @@ impl Batch {
             (Some(a), Some(b)) => a.merge(b).map(Arc::new),
             _ => None,
         };
-        self.data.extend_from_slice(&other.data);
+        match (&mut self.cols, &other.cols) {
+            // Columnar on both sides: column by column (the rows, if assembled, are stale).
+            (Some(mine), Some(theirs)) if mine.len() == theirs.len() => {
+                for (m, t) in mine.iter_mut().zip(theirs.iter()) {
+                    m.extend_from_slice(t);
+                }
+                self.joined = OnceLock::new();
+            }
+            _ => {
+                self.make_rows();
+                self.data.extend_from_slice(other.data());
+            }
+        }
         self.offsets.extend(other.offsets.iter().map(|o| o + base));
         self.ts = merge_ts(self.ts, other.ts);
         true
@@ -331,6 +387,7 @@ impl Batch {
     /// Splits off rows `[at, len)` into a new batch; `self` keeps `[0, at)`. The ts ranges of
     /// both halves are recomputed from their rows. IDs follow: the tail starts at `id + at`.
     pub fn split_off(&mut self, at: usize) -> Batch {
+        self.make_rows();
         let at = at.min(self.len());
         let len = self.len();
         let tail_marks = Mark::slice(&self.marks, at, len);
@@ -346,6 +403,8 @@ impl Batch {
             id: self.id + at as u64,
             marks: tail_marks,
             stats: None,
+            cols: None,
+            joined: OnceLock::new(),
         };
         self.stats = None;
         self.ts = self.compute_ts();
@@ -382,6 +441,44 @@ impl Batch {
     }
 }
 
+/// The bytes of the rows that `cols` (one per field, `rows` values each) make: a header per
+/// row and every value.
+fn columns_size(cols: &[Vec<u8>], rows: usize) -> usize {
+    header_len(cols.len()) * rows + cols.iter().map(Vec::len).sum::<usize>()
+}
+
+/// The length of the shortest msgpack array header of `n` elements (`n` ≤ 65535).
+fn header_len(n: usize) -> usize {
+    if n < 16 {
+        1
+    } else {
+        3
+    }
+}
+
+/// The rows (`size` bytes) that `cols` make, `rows` values in each: per row the shortest array
+/// header of the column count, then the next value of each column. Columns that break the
+/// invariant (a value that does not step over) end the rows early instead of panicking.
+fn join(cols: &[Vec<u8>], rows: usize, size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size);
+    let mut header = Vec::with_capacity(3);
+    RowEncoder::new(&mut header).array(cols.len() as u32);
+    let mut cursors: Vec<RowCursor<'_>> = cols.iter().map(|c| RowCursor::new(c)).collect();
+    for _ in 0..rows {
+        out.extend_from_slice(&header);
+        for (cur, col) in cursors.iter_mut().zip(cols) {
+            let from = cur.position();
+            if cur.skip().is_err() {
+                debug_assert!(false, "a column of a columnar batch holds too few values");
+                return out;
+            }
+            out.extend_from_slice(&col[from..cur.position()]);
+        }
+    }
+    debug_assert_eq!(out.len(), size);
+    out
+}
+
 fn merge_ts(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
     match (a, b) {
         (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
@@ -405,14 +502,45 @@ fn merge_ts(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> 
 #[derive(Debug)]
 pub struct BatchBuilder {
     schema: SchemaRef,
+    /// The rows; in column mode only the open row, when it is written as a row.
     data: Vec<u8>,
     offsets: Vec<usize>,
     ts: Option<(i64, i64)>,
     open: bool,
-    /// Column stats, once a row was begun with [`BatchBuilder::begin_row_with_stats`].
+    /// Column stats, once a row was begun with [`BatchBuilder::begin_fields`] recording them.
     stats: Option<ColumnStats>,
     /// Whether the open row records stats.
     stats_row: bool,
+    /// Column mode ([`BatchBuilder::columnar`]): the completed rows' values by field.
+    cols: Option<ColumnRows>,
+}
+
+/// The columns of a builder in column mode.
+#[derive(Debug)]
+struct ColumnRows {
+    cols: Vec<Vec<u8>>,
+    /// Each column's length when the open row began (to discard it).
+    starts: Vec<usize>,
+    /// Whether the open row is being written as a row into `data` (by
+    /// [`BatchBuilder::begin_row`]), to be cut into the columns when it is finished.
+    row_in_data: bool,
+}
+
+/// The fields of the open row, written one after the other in schema order (see
+/// [`BatchBuilder::begin_fields`]): each field's value goes to its column in column mode, and
+/// to the row otherwise.
+pub(crate) struct Fields<'a> {
+    bufs: &'a mut [Vec<u8>],
+    /// The last index of `bufs`: 0 for a row, the last field for columns.
+    last: usize,
+}
+
+impl Fields<'_> {
+    /// The encoder for field `c`'s value (exactly one value).
+    #[inline(always)]
+    pub(crate) fn field(&mut self, c: usize) -> RowEncoder<'_> {
+        RowEncoder::new(&mut self.bufs[c.min(self.last)])
+    }
 }
 
 impl BatchBuilder {
@@ -426,6 +554,7 @@ impl BatchBuilder {
             open: false,
             stats: None,
             stats_row: false,
+            cols: None,
         }
     }
 
@@ -439,6 +568,24 @@ impl BatchBuilder {
         }
     }
 
+    /// This builder in column mode: its batches are columnar (see the module docs), for a
+    /// schema of 1 to 65535 fields (of any other, and if a row written with
+    /// [`BatchBuilder::begin_row`] does not hold exactly one value per field, it builds rows).
+    /// Room reserved for rows goes to the columns, an equal share each.
+    pub(crate) fn columnar(mut self) -> BatchBuilder {
+        let n = self.schema.fields.len();
+        if self.is_empty() && (1..=u16::MAX as usize).contains(&n) {
+            let share = self.data.capacity() / n;
+            self.data = Vec::new();
+            self.cols = Some(ColumnRows {
+                cols: (0..n).map(|_| Vec::with_capacity(share)).collect(),
+                starts: vec![0; n],
+                row_in_data: false,
+            });
+        }
+        self
+    }
+
     /// The schema of the rows being built.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -449,7 +596,15 @@ impl BatchBuilder {
     /// `begin_row`, [`BatchBuilder::discard_row`] or [`BatchBuilder::finish`].
     pub fn begin_row(&mut self) -> RowEncoder<'_> {
         self.discard_row();
-        self.offsets.push(self.data.len());
+        match &mut self.cols {
+            Some(c) => {
+                // Written as a row, cut into the columns by `finish_row`.
+                self.offsets.push(columns_size(&c.cols, self.offsets.len()));
+                c.row_in_data = true;
+                self.data.clear();
+            }
+            None => self.offsets.push(self.data.len()),
+        }
         self.open = true;
         self.stats_row = false;
         let n = self.schema.fields.len() as u32;
@@ -458,21 +613,47 @@ impl BatchBuilder {
         enc
     }
 
-    /// [`BatchBuilder::begin_row`] for a producer that records the row's integer and time
-    /// values, set and unset, in the returned [`ColumnStats`] as it encodes them (every one
-    /// of them: see its invariant). The batch carries the stats if every row was begun so.
-    pub(crate) fn begin_row_with_stats(&mut self) -> (RowEncoder<'_>, &mut ColumnStats) {
+    /// Starts a row whose fields the caller writes one by one, in schema order, each with the
+    /// encoder [`Fields::field`] gives for it: exactly one value per field (a container is
+    /// one value). With `stats`, the producer records the row's integer and time values, set
+    /// and unset, in the returned [`ColumnStats`] as it encodes them (every one of them: see
+    /// its invariant); the batch carries the stats if every row was begun so. Finished and
+    /// discarded like a row of [`BatchBuilder::begin_row`].
+    pub(crate) fn begin_fields(&mut self, stats: bool) -> (Fields<'_>, Option<&mut ColumnStats>) {
         self.discard_row();
-        self.offsets.push(self.data.len());
         self.open = true;
-        self.stats_row = true;
-        let n = self.schema.fields.len() as u32;
-        let stats = self
-            .stats
-            .get_or_insert_with(|| ColumnStats::new(&self.schema, self.offsets.capacity()));
-        let mut enc = RowEncoder::new(&mut self.data);
-        enc.array(n);
-        (enc, stats)
+        self.stats_row = stats;
+        let stats = match stats {
+            true => Some(
+                self.stats
+                    .get_or_insert_with(|| ColumnStats::new(&self.schema, self.offsets.capacity())),
+            ),
+            false => None,
+        };
+        let fields = match &mut self.cols {
+            Some(c) => {
+                let mut size = header_len(c.cols.len()) * self.offsets.len();
+                for (s, col) in c.starts.iter_mut().zip(&c.cols) {
+                    *s = col.len();
+                    size += col.len();
+                }
+                self.offsets.push(size);
+                c.row_in_data = false;
+                Fields {
+                    last: c.cols.len() - 1,
+                    bufs: &mut c.cols,
+                }
+            }
+            None => {
+                self.offsets.push(self.data.len());
+                RowEncoder::new(&mut self.data).array(self.schema.fields.len() as u32);
+                Fields {
+                    bufs: std::slice::from_mut(&mut self.data),
+                    last: 0,
+                }
+            }
+        };
+        (fields, stats)
     }
 
     /// The encoder of the open row (to continue writing after [`BatchBuilder::begin_row`]).
@@ -484,6 +665,12 @@ impl BatchBuilder {
     pub fn finish_row(&mut self, ts: Option<i64>) {
         if self.open {
             self.open = false;
+            if let Some(c) = &mut self.cols {
+                if c.row_in_data && !cut_row(&self.data, &mut c.cols) {
+                    // Not one value per field: this builder builds rows from here on.
+                    self.leave_column_mode();
+                }
+            }
             if let Some(t) = ts {
                 self.ts = merge_ts(self.ts, Some((t, t)));
             }
@@ -495,12 +682,31 @@ impl BatchBuilder {
         }
     }
 
+    /// Leaves column mode as a row written into `data` is finished: the rows before it are
+    /// assembled from the columns, and it follows them (its offset is already where they end).
+    fn leave_column_mode(&mut self) {
+        if let Some(c) = self.cols.take() {
+            let rows = self.offsets.len().saturating_sub(1);
+            let mut data = join(&c.cols, rows, columns_size(&c.cols, rows));
+            data.extend_from_slice(&self.data);
+            self.data = data;
+        }
+    }
+
     /// Drops the open row, if any (a row that failed to parse).
     pub fn discard_row(&mut self) {
         if self.open {
             self.open = false;
             if let Some(start) = self.offsets.pop() {
-                self.data.truncate(start);
+                match &mut self.cols {
+                    Some(c) if c.row_in_data => self.data.clear(),
+                    Some(c) => {
+                        for (col, &s) in c.cols.iter_mut().zip(&c.starts) {
+                            col.truncate(s);
+                        }
+                    }
+                    None => self.data.truncate(start),
+                }
             }
             if self.stats_row {
                 if let Some(s) = &mut self.stats {
@@ -522,14 +728,17 @@ impl BatchBuilder {
 
     /// Bytes encoded so far.
     pub fn byte_size(&self) -> usize {
-        self.data.len()
+        match &self.cols {
+            Some(c) => columns_size(&c.cols, self.offsets.len()),
+            None => self.data.len(),
+        }
     }
 
-    /// Takes the completed rows as a batch and leaves the builder empty for the same schema.
+    /// Takes the completed rows as a batch and leaves the builder empty for the same schema
+    /// (and mode).
     pub fn finish(&mut self) -> Batch {
         self.discard_row();
         // The next batch gets room for as much as this one (a decoder's batches are alike).
-        let cap = self.data.capacity();
         let rows_cap = self.offsets.capacity();
         let rows = self.offsets.len();
         let stats = self
@@ -537,16 +746,63 @@ impl BatchBuilder {
             .take()
             .filter(|s| !s.broken && s.rows == rows && rows > 0)
             .map(Arc::new);
+        let (data, cols) = match &mut self.cols {
+            Some(c) => {
+                let cols = c
+                    .cols
+                    .iter_mut()
+                    .map(|v| std::mem::replace(v, Vec::with_capacity(v.capacity())))
+                    .collect();
+                (Vec::new(), Some(cols))
+            }
+            None => {
+                let cap = self.data.capacity();
+                (
+                    std::mem::replace(&mut self.data, Vec::with_capacity(cap)),
+                    None,
+                )
+            }
+        };
         Batch {
             schema: self.schema.clone(),
-            data: std::mem::replace(&mut self.data, Vec::with_capacity(cap)),
+            data,
             offsets: std::mem::replace(&mut self.offsets, Vec::with_capacity(rows_cap)),
             ts: self.ts.take(),
             id: 0,
             marks: Vec::new(),
             stats,
+            cols,
+            joined: OnceLock::new(),
         }
     }
+}
+
+/// Cuts the row `row` (the shortest array header of `cols.len()` fields, then their values)
+/// into `cols`, one value each; `false`, changing nothing, when it is not such a row.
+fn cut_row(row: &[u8], cols: &mut [Vec<u8>]) -> bool {
+    let hl = header_len(cols.len());
+    let mut header = Vec::with_capacity(3);
+    RowEncoder::new(&mut header).array(cols.len() as u32);
+    if !row.starts_with(&header) {
+        return false;
+    }
+    let mut ends = Vec::with_capacity(cols.len());
+    let mut cur = RowCursor::at(row, hl);
+    for _ in 0..cols.len() {
+        if cur.skip().is_err() {
+            return false;
+        }
+        ends.push(cur.position());
+    }
+    if cur.position() != row.len() {
+        return false;
+    }
+    let mut from = hl;
+    for (col, to) in cols.iter_mut().zip(ends) {
+        col.extend_from_slice(&row[from..to]);
+        from = to;
+    }
+    true
 }
 
 #[cfg(test)]
@@ -612,6 +868,128 @@ mod tests {
         assert_eq!(a.ts_range(), Some((1, 2)));
         assert_eq!(tail.ts_range(), Some((3, 20)));
         assert_eq!(tail.to_values().unwrap()[2][0], Value::Time(20));
+    }
+
+    /// Rows `ts` written field by field into a builder in column mode (`columnar`) or not,
+    /// with a discarded row between each two and every third row written as a row.
+    fn fields_batch(ts: &[i64], columnar: bool) -> Batch {
+        let mut b = BatchBuilder::new(schema());
+        if columnar {
+            b = b.columnar();
+        }
+        for &t in ts {
+            let (mut f, _) = b.begin_fields(false);
+            f.field(0).int(-1);
+            b.discard_row();
+            if t % 3 == 0 {
+                let mut e = b.begin_row();
+                e.int(t);
+                e.bytes(format!("row{t}").as_bytes());
+            } else {
+                let (mut f, _) = b.begin_fields(false);
+                f.field(0).int(t);
+                f.field(1)
+                    .bytes(format!("row{t}").repeat(t as usize % 5).as_bytes());
+            }
+            b.finish_row(Some(t));
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn columnar_batch_makes_the_rows_of_its_row_twin() {
+        let ts: Vec<i64> = (1..40).collect();
+        let rows = fields_batch(&ts, false);
+        let cols = fields_batch(&ts, true);
+        assert!(rows.columns().is_none());
+        let c = cols.columns().expect("columnar");
+        assert_eq!(c.len(), 2);
+        assert_eq!(cols.byte_size(), rows.byte_size());
+        assert_eq!(cols.offsets(), rows.offsets());
+        assert_eq!(cols.data(), rows.data());
+        assert_eq!(cols.row(7), rows.row(7));
+        assert_eq!(cols.ts_range(), rows.ts_range());
+        assert_eq!(cols, rows);
+        // Column 0 is the ts values alone, as the segment writer would split them.
+        let mut split = Vec::new();
+        let offsets: Vec<u32> = rows.offsets().iter().map(|&o| o as u32).collect();
+        assert!(crate::segment::columns::split(
+            rows.data(),
+            &offsets,
+            2,
+            &mut split
+        ));
+        assert_eq!(&split[..], c);
+    }
+
+    #[test]
+    fn columnar_batches_append_and_split_like_rows() {
+        let (a, b) = (
+            (1..10).collect::<Vec<i64>>(),
+            (10..30).collect::<Vec<i64>>(),
+        );
+        let mut want = fields_batch(&a, false);
+        assert!(want.append(&fields_batch(&b, false)));
+        for (first, second) in [(true, true), (true, false), (false, true)] {
+            let mut got = fields_batch(&a, first);
+            // Rows asked for before the append must not go stale.
+            assert_eq!(got.len(), 9);
+            let _ = got.data();
+            assert!(got.append(&fields_batch(&b, second)));
+            assert_eq!(got.columns().is_some(), first && second);
+            assert_eq!(got.byte_size(), want.byte_size());
+            assert_eq!(got, want);
+            let (mut w, mut g) = (want.clone(), got.clone());
+            let (wt, gt) = (w.split_off(12), g.split_off(12));
+            assert_eq!((g, gt), (w, wt));
+        }
+    }
+
+    /// Writes the row (`t`, `s`) field by field and finishes it.
+    fn put_fields(b: &mut BatchBuilder, t: i64, s: &[u8]) {
+        let (mut f, _) = b.begin_fields(false);
+        f.field(0).int(t);
+        f.field(1).bytes(s);
+        b.finish_row(Some(t));
+    }
+
+    #[test]
+    fn a_row_of_too_few_values_ends_column_mode_keeping_every_row() {
+        let mut b = BatchBuilder::new(schema()).columnar();
+        for t in 0..3 {
+            put_fields(&mut b, t, b"x");
+        }
+        // A header for two fields, one value.
+        b.begin_row().int(9);
+        b.finish_row(Some(9));
+        put_fields(&mut b, 10, b"y");
+        let out = b.finish();
+        assert!(out.columns().is_none());
+        assert_eq!(out.len(), 5);
+        assert_eq!(out.ts_range(), Some((0, 10)));
+        assert_eq!(out.row(3), &[0x92, 9][..]);
+        let mut c = RowCursor::new(out.row(4));
+        assert!(c.row_header(2).is_ok());
+        assert_eq!(out.row(4), &[0x92, 10, 0xc4, 1, b'y'][..]);
+        let t: Vec<Value> = [0, 1, 2]
+            .iter()
+            .map(|&r| decode_row(out.row(r), &[Type::Time, Type::String]).unwrap()[0].clone())
+            .collect();
+        assert_eq!(t, vec![Value::Time(0), Value::Time(1), Value::Time(2)]);
+    }
+
+    #[test]
+    fn a_columnar_builder_keeps_column_mode_across_batches() {
+        let mut b = BatchBuilder::new(schema()).columnar();
+        for round in 0..2 {
+            put_fields(&mut b, round, b"z");
+            let out = b.finish();
+            assert_eq!(out.columns().map(<[_]>::len), Some(2));
+            assert_eq!(out.to_values().unwrap()[0][0], Value::Time(round));
+        }
+        let empty = b.finish();
+        assert!(empty.is_empty());
+        assert_eq!(empty.byte_size(), 0);
     }
 
     #[test]

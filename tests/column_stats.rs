@@ -63,14 +63,7 @@ fn check(name: &str, text: &[u8]) -> usize {
 #[test]
 fn segments_are_the_same_with_and_without_column_stats_on_fixtures() {
     let mut with_stats = 0;
-    for name in [
-        "all_types.log",
-        "archive-v1.log",
-        "escapes.log",
-        "zeek_fidelity.log",
-        "concat.log",
-        "crlf_nofinal.log",
-    ] {
+    for name in common::TSV_FIXTURES {
         let path = common::fixture(name);
         with_stats += check(name, &std::fs::read(&path).unwrap());
     }

@@ -978,3 +978,43 @@ fn archive_compression_settings_are_checked() {
         "invalid value \"gzip\"; expected one of: zstd, lz4, none",
     );
 }
+
+/// A source writes columnar batches exactly when all it feeds, through batch transforms, is
+/// archives that compress (`PipelineSpec::stores_columns`): `weir import` by default, not
+/// with `--compression none`, and not where a filter or a file sink reads the rows.
+#[test]
+fn sources_write_columns_only_for_compressing_archives() {
+    let import = PipelineSpec::for_import(ImportConfig::default());
+    assert!(import.stores_columns(0));
+    let mut none = ImportConfig::default();
+    none.archive.compression = weir::segment::Codec::None;
+    assert!(!PipelineSpec::for_import(none).stores_columns(0));
+    let options = vars(&[
+        ("WEIR_INPUT", "in.log"),
+        ("WEIR_DB", "db"),
+        ("WEIR_OUT", "out"),
+    ]);
+    for (name, want) in [
+        ("zeek-to-archive.toml", true),
+        ("filter-noise.toml", false),
+        ("tee-json.toml", false),
+    ] {
+        let spec =
+            PipelineSpec::load(&shipped(name), &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sources: Vec<usize> = (0..spec.stages.len())
+            .filter(|&i| spec.stages[i].inputs.is_empty())
+            .collect();
+        assert!(!sources.is_empty());
+        for i in sources {
+            assert_eq!(
+                spec.stores_columns(i),
+                want,
+                "{name}: {}",
+                spec.stages[i].name
+            );
+        }
+    }
+    // Sinks feed nothing.
+    let last = import.stages.len() - 1;
+    assert!(!import.stores_columns(last));
+}

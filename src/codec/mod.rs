@@ -48,6 +48,14 @@ pub struct ReaderOptions {
     /// those columns). On by default; off when nothing downstream builds sketches
     /// (`weir import --no-sketches`), where it would only cost time.
     pub column_stats: bool,
+    /// Write batches in columns ([`crate::batch`]'s columnar batches), where the reader can:
+    /// the Zeek TSV reader does. For a consumer that stores batches in columns (an archive
+    /// that compresses, which then need not split rows into columns): the pipeline builder
+    /// sets it for a source that feeds only such archives
+    /// ([`crate::PipelineSpec::stores_columns`]: `weir import` unless `--compression none`).
+    /// Off by default, since any other consumer makes the rows from the columns (once per
+    /// batch), which costs about what it saves.
+    pub columns: bool,
 }
 
 impl ReaderOptions {
@@ -78,6 +86,7 @@ impl Default for ReaderOptions {
             zeek_schemas: ZeekSchemas::builtin().ok(),
             json_schema: None,
             column_stats: true,
+            columns: false,
         }
     }
 }

@@ -133,6 +133,8 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                         e.problem.into(),
                     )
                 })?;
+                let mut config = config;
+                config.reader.columns = spec.stores_columns(i);
                 if let Some(f) = &config.follow {
                     resumes.push(f.resume.clone());
                 }

@@ -278,30 +278,33 @@ impl Packer {
             planes: plans,
             dicts: &encoded,
         });
-        self.pack_split(data, offsets, split)
+        self.pack_split(data.len(), || data, offsets, split)
     }
 
-    /// [`Packer::pack`] with the rows already split into `cols` (`columns::split`; `None`:
-    /// they do not fit the column layout), each with its plan (`planes::plan`).
-    pub(crate) fn pack_split(
+    /// [`Packer::pack`] with the rows (`data_len` bytes, which `data` gives: called only when
+    /// they are stored in the row layout) already split into `cols` (`columns::split`, or a
+    /// columnar batch's columns; `None`: they do not fit the column layout), each with its
+    /// plan (`planes::plan`).
+    pub(crate) fn pack_split<'d>(
         &mut self,
-        data: &[u8],
+        data_len: usize,
+        data: impl FnOnce() -> &'d [u8],
         offsets: &[u32],
         cols: Option<SplitRows<'_>>,
     ) -> Option<(Layout, &[u8], usize)> {
         if self.compression.codec == Codec::None {
             return None;
         }
-        let bound = data.len() + 4 * offsets.len();
+        let bound = data_len + 4 * offsets.len();
         if let Some(split) = cols {
             if self
                 .pack_columns(split, offsets.len())
                 .is_some_and(|n| n < bound)
             {
-                return Some((Layout::Columns, &self.out[..], data.len()));
+                return Some((Layout::Columns, &self.out[..], data_len));
             }
         }
-        self.pack_rows(data, offsets)
+        self.pack_rows(data(), offsets)
             .filter(|&n| n < bound)
             .map(|_| (Layout::Rows, &self.out[..], self.raw.len()))
     }

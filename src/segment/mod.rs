@@ -167,7 +167,7 @@ pub(crate) mod generated {
 }
 
 mod codec;
-mod columns;
+pub(crate) mod columns;
 mod dict;
 mod error;
 mod index;

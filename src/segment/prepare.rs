@@ -2,7 +2,8 @@
 //! (`sketch.rs`), the costly part of adding a batch, done apart from the [`SegmentBuilder`] so
 //! that it can run on any thread while the builder lays out earlier batches.
 //!
-//! The rows are split into columns once (`columns.rs`), and the string and address columns
+//! The rows are split into columns once (`columns.rs`; a columnar batch, see [`Batch`], comes
+//! with them), and the string and address columns
 //! whose values repeat are encoded as dictionaries once (`dict.rs`): the packer stores those
 //! encodings and the sketch reads each dictionary's distinct values, so neither walks such a
 //! column twice.
@@ -130,10 +131,15 @@ impl Preparer {
         let split = self.split;
         // One walk splits the rows into columns (when they fit the column layout and are to be
         // compressed); the sketch is then built from the columns, a field at a time.
+        // A columnar batch comes with its columns (the reader wrote them), the others are split.
         let fields = batch.schema().fields.len();
-        let columnar = codec != Codec::None
-            && super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols);
-        let cols = columnar.then_some(&self.cols[..]);
+        let cols = match batch.columns() {
+            _ if codec == Codec::None => None,
+            Some(cols) if cols.len() == fields => Some(cols),
+            _ => super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols)
+                .then_some(&self.cols[..]),
+        };
+        let columnar = cols.is_some();
         self.plans.clear();
         self.plans.extend(
             batch
@@ -150,7 +156,7 @@ impl Preparer {
             let schema = batch.schema();
             let wanted = |c: usize| super::dict::plan(&schema.fields[c].ty);
             self.dict
-                .encode_all(&self.cols, batch.len(), wanted, &mut self.dicts);
+                .encode_all(cols.unwrap_or(&[]), batch.len(), wanted, &mut self.dicts);
         }
         let dicts = if columnar { &self.dicts[..] } else { &[] };
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
@@ -171,7 +177,7 @@ impl Preparer {
                 dicts,
             });
             let (layout, raw) = packer
-                .pack_split(batch.data(), scratch, split)
+                .pack_split(batch.byte_size(), || batch.data(), scratch, split)
                 .map(|(layout, _, raw)| (layout, raw))?;
             Some((codec, layout, packer.take_packed(), raw))
         };

@@ -184,6 +184,8 @@ impl FileSourceConfig {
             zeek_schemas: Some(self.zeek_schemas()?),
             json_schema: self.schema.clone(),
             column_stats: !self.no_column_stats,
+            // Decided by what the source feeds (see `PipelineSpec::stores_columns`).
+            columns: false,
         };
         let mut config = SourceConfig::zeek(reader, channel_capacity);
         config.compression = self.decompress;

@@ -41,3 +41,15 @@ pub fn fixtures() -> PathBuf {
 pub fn fixture(rel: &str) -> PathBuf {
     fixtures().join(rel)
 }
+
+/// The Zeek TSV fixtures that between them take every path of the reader: every type,
+/// negative ints, unset values, escapes (its slow path), lists, several schemas in one file,
+/// CRLF line ends and no final newline.
+pub const TSV_FIXTURES: [&str; 6] = [
+    "all_types.log",
+    "archive-v1.log",
+    "escapes.log",
+    "zeek_fidelity.log",
+    "concat.log",
+    "crlf_nofinal.log",
+];

@@ -582,11 +582,14 @@ impl TsvDecoder {
         let b = match builder {
             Some(b) if Arc::ptr_eq(b.schema(), &plan.schema) => b,
             Some(b) if !b.is_empty() => return Ok(Step::Defer),
-            _ => builder.insert(BatchBuilder::with_capacity(
-                plan.schema.clone(),
-                expected.0,
-                expected.1,
-            )),
+            _ => builder.insert({
+                let b = BatchBuilder::with_capacity(plan.schema.clone(), expected.0, expected.1);
+                if self.opts.columns {
+                    b.columnar()
+                } else {
+                    b
+                }
+            }),
         };
         if let Splitter::Byte(sep) = plan.sep {
             if encode_line_fast(plan, sep, line, b, self.opts.column_stats) {
@@ -893,11 +896,8 @@ fn encode_fast<const STATS: bool>(plan: &Plan, sep: u8, line: &[u8], b: &mut Bat
     // Integer and time values also go to the batch's column stats (for the segment's sketch),
     // when they are wanted (the calls below compile away otherwise).
     let mut unused = ColumnStats::default();
-    let (mut enc, st) = if STATS {
-        b.begin_row_with_stats()
-    } else {
-        (b.begin_row(), &mut unused)
-    };
+    let (mut row, st) = b.begin_fields(STATS);
+    let st = st.unwrap_or(&mut unused);
     let mut i = 0;
     for (c, col) in plan.cols.iter().enumerate() {
         if c > 0 {
@@ -907,6 +907,8 @@ fn encode_fast<const STATS: bool>(plan: &Plan, sep: u8, line: &[u8], b: &mut Bat
             }
             i += 1;
         }
+        // Each value goes to its column (or to the row: see `BatchBuilder::begin_fields`).
+        let mut enc = row.field(c);
         let rest = &line[i..];
         // Unset: the marker followed by the separator or the line end.
         if rest.first() == Some(&unset) && rest.get(1).is_none_or(|&x| x == sep) {
@@ -1328,7 +1330,8 @@ mod tests {
         ],
     ];
 
-    /// The fast path, when it accepts a line, encodes exactly what the general path does; over
+    /// The fast path, when it accepts a line, encodes exactly what the general path does (in
+    /// column mode too, see `BatchBuilder::columnar`); over
     /// many pseudo-random lines from valid and invalid tokens, both outcomes occur.
     #[test]
     fn fast_path_agrees_with_general_path() {
@@ -1367,6 +1370,13 @@ mod tests {
             let mut fast = BatchBuilder::new(plan.schema.clone());
             let ok = encode_fast::<true>(&plan, b'\t', line.as_bytes(), &mut fast);
             let fast = fast.finish();
+            // In column mode, the same values, field by field (or none, the row refused).
+            let mut columnar = BatchBuilder::new(plan.schema.clone()).columnar();
+            let ok_columnar = encode_fast::<true>(&plan, b'\t', line.as_bytes(), &mut columnar);
+            let columnar = columnar.finish();
+            assert_eq!(ok, ok_columnar, "{line:?}");
+            assert_eq!(columnar.columns().map(<[_]>::len), Some(plan.cols.len()));
+            assert_eq!(fast, columnar, "{line:?}");
             let mut general = BatchBuilder::new(plan.schema.clone());
             let (mut bounds, mut elems, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
             let res = encode_line(

@@ -146,6 +146,28 @@ pub struct Stage {
     pub inputs: Vec<usize>,
 }
 
+impl PipelineSpec {
+    /// Whether every event stage `i` emits ends in archives that compress batches, in columns:
+    /// its consumers (and theirs, through batch transforms, which keep a reader's columns) are
+    /// all archive sinks with a codec, and there is at least one. The readers of such a source
+    /// write columnar batches ([`crate::codec::ReaderOptions::columns`]); any other consumer
+    /// (a filter, a file, a lake) would make rows of them again.
+    pub fn stores_columns(&self, i: usize) -> bool {
+        let mut consumers = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.inputs.contains(&i))
+            .peekable();
+        consumers.peek().is_some()
+            && consumers.all(|(j, s)| match &s.config {
+                StageConfig::Archive(a) => a.compression != crate::segment::Codec::None,
+                StageConfig::Batch(_) => self.stores_columns(j),
+                _ => false,
+            })
+    }
+}
+
 impl Stage {
     /// The stage's table name, e.g. `sources.logs`.
     pub fn table(&self) -> String {
