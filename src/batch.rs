@@ -13,7 +13,7 @@
 //!
 //! A producer that writes every row's values field by field (the Zeek TSV reader, when its
 //! consumer compresses batches in columns: [`crate::codec::ReaderOptions::columns`]) builds a
-//! *columnar* batch instead ([`BatchBuilder::columnar`]): one buffer per field holding that
+//! *columnar* batch instead (`BatchBuilder::columnar`): one buffer per field holding that
 //! field's value of every row, back to back in row order, exactly the columns the segment writer
 //! would otherwise split the rows into (`segment/columns.rs`). Its row offsets are those of the
 //! rows the columns make (each row: the shortest array header of the field count, then one
