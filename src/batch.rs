@@ -447,12 +447,23 @@ fn columns_size(cols: &[Vec<u8>], rows: usize) -> usize {
     header_len(cols.len()) * rows + cols.iter().map(Vec::len).sum::<usize>()
 }
 
-/// The length of the shortest msgpack array header of `n` elements (`n` ≤ 65535).
-fn header_len(n: usize) -> usize {
+/// The length of the shortest msgpack array header of `n` elements (`n` ≤ 65535): what starts
+/// each row the column layouts (here and `segment/columns.rs`) make.
+pub(crate) fn header_len(n: usize) -> usize {
     if n < 16 {
         1
     } else {
         3
+    }
+}
+
+/// Appends the shortest msgpack array header of `n` elements (`n` ≤ 65535).
+pub(crate) fn push_header(n: usize, out: &mut Vec<u8>) {
+    if n < 16 {
+        out.push(0x90 | n as u8);
+    } else {
+        out.push(0xdc);
+        out.extend_from_slice(&(n as u16).to_be_bytes());
     }
 }
 
@@ -462,7 +473,7 @@ fn header_len(n: usize) -> usize {
 fn join(cols: &[Vec<u8>], rows: usize, size: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(size);
     let mut header = Vec::with_capacity(3);
-    RowEncoder::new(&mut header).array(cols.len() as u32);
+    push_header(cols.len(), &mut header);
     let mut cursors: Vec<RowCursor<'_>> = cols.iter().map(|c| RowCursor::new(c)).collect();
     for _ in 0..rows {
         out.extend_from_slice(&header);
@@ -519,7 +530,8 @@ pub struct BatchBuilder {
 #[derive(Debug)]
 struct ColumnRows {
     cols: Vec<Vec<u8>>,
-    /// Each column's length when the open row began (to discard it).
+    /// Each column's length when the open row began (to discard it, or to undo a row that
+    /// does not cut into the columns).
     starts: Vec<usize>,
     /// Whether the open row is being written as a row into `data` (by
     /// [`BatchBuilder::begin_row`]), to be cut into the columns when it is finished.
@@ -599,7 +611,7 @@ impl BatchBuilder {
         match &mut self.cols {
             Some(c) => {
                 // Written as a row, cut into the columns by `finish_row`.
-                self.offsets.push(columns_size(&c.cols, self.offsets.len()));
+                self.offsets.push(c.begin(self.offsets.len()));
                 c.row_in_data = true;
                 self.data.clear();
             }
@@ -632,12 +644,7 @@ impl BatchBuilder {
         };
         let fields = match &mut self.cols {
             Some(c) => {
-                let mut size = header_len(c.cols.len()) * self.offsets.len();
-                for (s, col) in c.starts.iter_mut().zip(&c.cols) {
-                    *s = col.len();
-                    size += col.len();
-                }
-                self.offsets.push(size);
+                self.offsets.push(c.begin(self.offsets.len()));
                 c.row_in_data = false;
                 Fields {
                     last: c.cols.len() - 1,
@@ -666,7 +673,7 @@ impl BatchBuilder {
         if self.open {
             self.open = false;
             if let Some(c) = &mut self.cols {
-                if c.row_in_data && !cut_row(&self.data, &mut c.cols) {
+                if c.row_in_data && !c.cut_row(&self.data) {
                     // Not one value per field: this builder builds rows from here on.
                     self.leave_column_mode();
                 }
@@ -777,32 +784,51 @@ impl BatchBuilder {
     }
 }
 
-/// Cuts the row `row` (the shortest array header of `cols.len()` fields, then their values)
-/// into `cols`, one value each; `false`, changing nothing, when it is not such a row.
-fn cut_row(row: &[u8], cols: &mut [Vec<u8>]) -> bool {
-    let hl = header_len(cols.len());
-    let mut header = Vec::with_capacity(3);
-    RowEncoder::new(&mut header).array(cols.len() as u32);
-    if !row.starts_with(&header) {
-        return false;
+impl ColumnRows {
+    /// Begins a row after `rows` completed ones: records each column's length (to discard
+    /// the row) and returns the row's offset.
+    #[inline(always)]
+    fn begin(&mut self, rows: usize) -> usize {
+        let mut size = header_len(self.cols.len()) * rows;
+        for (s, col) in self.starts.iter_mut().zip(&self.cols) {
+            *s = col.len();
+            size += col.len();
+        }
+        size
     }
-    let mut ends = Vec::with_capacity(cols.len());
-    let mut cur = RowCursor::at(row, hl);
-    for _ in 0..cols.len() {
-        if cur.skip().is_err() {
+
+    /// Cuts the row `row` (the shortest array header of the field count, then their values)
+    /// into the columns, one value each; `false`, changing nothing, when it is not such a row.
+    fn cut_row(&mut self, row: &[u8]) -> bool {
+        let n = self.cols.len();
+        let hl = header_len(n);
+        let header_ok = match row {
+            [m, ..] if n < 16 => *m == 0x90 | n as u8,
+            [0xdc, hi, lo, ..] => u16::from_be_bytes([*hi, *lo]) as usize == n,
+            _ => false,
+        };
+        if !header_ok {
             return false;
         }
-        ends.push(cur.position());
+        let mut cur = RowCursor::at(row, hl);
+        let mut whole = true;
+        for col in self.cols.iter_mut() {
+            let from = cur.position();
+            if cur.skip().is_err() {
+                whole = false;
+                break;
+            }
+            col.extend_from_slice(&row[from..cur.position()]);
+        }
+        if whole && cur.position() == row.len() {
+            return true;
+        }
+        // Not one value per field: back to where the row began (`begin`).
+        for (col, &s) in self.cols.iter_mut().zip(&self.starts) {
+            col.truncate(s);
+        }
+        false
     }
-    if cur.position() != row.len() {
-        return false;
-    }
-    let mut from = hl;
-    for (col, to) in cols.iter_mut().zip(ends) {
-        col.extend_from_slice(&row[from..to]);
-        from = to;
-    }
-    true
 }
 
 #[cfg(test)]

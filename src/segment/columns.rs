@@ -50,29 +50,11 @@
 //! saying what is wrong), never a panic.
 
 use super::codec::{inflate_into, Codec, RowBuf};
+use crate::batch::{header_len, push_header};
 use crate::value::RowCursor;
 
 /// Columns of fewer raw bytes are stored as they are (a frame's header would eat the gain).
 pub(crate) const MIN_COMPRESS: usize = 64;
-
-/// The length of the shortest msgpack array header of `n` elements (`n` ≤ 65535).
-fn header_len(n: usize) -> usize {
-    if n < 16 {
-        1
-    } else {
-        3
-    }
-}
-
-/// Appends the shortest msgpack array header of `n` elements (`n` ≤ 65535).
-fn push_header(n: usize, out: &mut Vec<u8>) {
-    if n < 16 {
-        out.push(0x90 | n as u8);
-    } else {
-        out.push(0xdc);
-        out.extend_from_slice(&(n as u16).to_be_bytes());
-    }
-}
 
 /// Appends `v` as an unsigned LEB128 varint.
 pub(crate) fn push_varint(out: &mut Vec<u8>, mut v: usize) {
