@@ -957,8 +957,11 @@ fn encode_fast<const STATS: bool>(plan: &Plan, sep: u8, line: &[u8], b: &mut Bat
                 match rest.get(n) {
                     Some(b'\\') => None,
                     _ => {
-                        let v = &rest[..n];
-                        enc.bytes(if plan.empty.is(v) { b"" } else { v });
+                        if plan.empty.is(&rest[..n]) {
+                            enc.bytes(b"");
+                        } else {
+                            enc.bytes_of(rest, n);
+                        }
                         Some(n)
                     }
                 }
