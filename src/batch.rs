@@ -1061,6 +1061,7 @@ mod tests {
                     skip: 0,
                 },
                 done: false,
+                raw: 0,
             },
         };
         let mut a = batch(&[1, 2]);

@@ -76,9 +76,22 @@ pub struct FileCheckpoint {
     pub path: String,
     /// Where its lines end in the archive.
     pub pos: Position,
-    /// The file was read to its end and will not grow (a compressed file).
+    /// The file was read to its end: a compressed file through its last complete member or
+    /// frame, or a rotated file. It is not looked for when following starts again; if it
+    /// turns up again (by its content, under any name) it is read on from `pos` only if it
+    /// grew (a plain file longer than `pos`, a compressed one longer than `raw`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
+    /// For a compressed file: its stored (compressed) bytes up to the end of the last
+    /// complete member or frame read, so that a restart sees whether members were appended
+    /// without decompressing it. 0 for a plain file, and in checkpoints written before it was
+    /// recorded (a compressed file marked done then is taken as finished for good).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub raw: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A checkpoint carried by a batch: after its first `row_end` rows, the file is at `end`.
@@ -198,6 +211,7 @@ mod tests {
             path: format!("f{ino}"),
             pos: Position { offset, skip: 0 },
             done: false,
+            raw: 0,
         }
     }
 

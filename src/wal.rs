@@ -23,12 +23,15 @@
 //!                     | data_len u32 | row offsets (rows × u32, relative to data)
 //!                     | flags bit 3 set:   checkpoint count u32 | per checkpoint: dev u64 | inode u64
 //!                                          | fingerprint length u32 | fingerprint CRC-32 u32
-//!                                          | offset u64 | skip u64 | done u8 | path (u32 length + UTF-8)
+//!                                          | offset u64 | skip u64 | done u8
+//!                                          | flags bit 4 set: raw u64 (compressed length)
+//!                                          | path (u32 length + UTF-8)
 //!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
 //!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
 //!                       and with bit 2:    codec u8 | stored_len u32 | raw_size u32
 //! flags:              bit 0: ts_min/ts_max present; bit 1: rows in the segment file;
-//!                     bit 2: compressed there (only with bit 1); bit 3: checkpoints of followed files
+//!                     bit 2: compressed there (only with bit 1); bit 3: checkpoints of followed files;
+//!                     bit 4 (only with bit 3): each checkpoint holds `raw`
 //! ```
 //!
 //! Bit 3 (since `weir import --follow`): the record also holds, for each followed file whose
@@ -39,6 +42,10 @@
 //! with one `write` and one checksum, so they are committed together or not at all. Logs
 //! without bit 3 (written before) replay as before; a weir that predates bit 3 refuses such
 //! a record as damaged.
+//!
+//! Bit 4 (since checkpoints record a compressed file's `raw` length,
+//! [`crate::checkpoint::FileCheckpoint::raw`]): written with every record that has bit 3.
+//! Records without it read with `raw` 0, as before.
 //!
 //! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
 //! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
@@ -141,7 +148,9 @@ const FLAG_PACKED: u8 = 4;
 /// Record flag: checkpoints of followed files follow the row offsets.
 const FLAG_MARKS: u8 = 8;
 /// Every flag a record may have.
-const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS;
+/// Record flag (with [`FLAG_MARKS`]): each checkpoint holds its compressed length (`raw`).
+const FLAG_RAW: u8 = 16;
+const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS | FLAG_RAW;
 
 /// The magic bytes at the start of every WAL file.
 pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL1";
@@ -463,7 +472,11 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
         None => (0u8, (0, 0)),
     };
     let marks = Mark::last_per_file(batch.marks());
-    let mark_flag = if marks.is_empty() { 0 } else { FLAG_MARKS };
+    let mark_flag = if marks.is_empty() {
+        0
+    } else {
+        FLAG_MARKS | FLAG_RAW
+    };
     out.push(flags | extra_flags | mark_flag);
     out.extend_from_slice(&lo.to_le_bytes());
     out.extend_from_slice(&hi.to_le_bytes());
@@ -488,13 +501,18 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
             out.extend_from_slice(&m.pos.offset.to_le_bytes());
             out.extend_from_slice(&m.pos.skip.to_le_bytes());
             out.push(m.done as u8);
+            out.extend_from_slice(&m.raw.to_le_bytes());
             put_str(out, &m.path);
         }
     }
 }
 
 /// The checkpoints of a record with [`FLAG_MARKS`], as marks after its last row.
-fn decode_marks(c: &mut Cursor<'_>, rows: usize) -> std::result::Result<Vec<Mark>, String> {
+fn decode_marks(
+    c: &mut Cursor<'_>,
+    rows: usize,
+    with_raw: bool,
+) -> std::result::Result<Vec<Mark>, String> {
     let n = c.u32()? as usize;
     if n > c.buf.len() {
         return Err(format!("{n} checkpoints cannot fit in the record"));
@@ -516,6 +534,7 @@ fn decode_marks(c: &mut Cursor<'_>, rows: usize) -> std::result::Result<Vec<Mark
             1 => true,
             d => return Err(format!("checkpoint done flag {d}")),
         };
+        let raw = if with_raw { c.u64()? } else { 0 };
         let path = c.str()?.to_string();
         out.push(Mark {
             row_start: rows,
@@ -526,6 +545,7 @@ fn decode_marks(c: &mut Cursor<'_>, rows: usize) -> std::result::Result<Vec<Mark
                 path,
                 pos,
                 done,
+                raw,
             },
         });
     }
@@ -629,7 +649,7 @@ fn decode_payload(
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
     let marks = if flags & FLAG_MARKS != 0 {
-        decode_marks(&mut c, rows)?
+        decode_marks(&mut c, rows, flags & FLAG_RAW != 0)?
     } else {
         Vec::new()
     };
@@ -1146,6 +1166,7 @@ mod tests {
             path: format!("/logs/f{ino}.log"),
             pos: Position { offset, skip: 3 },
             done,
+            raw: if done { offset / 3 } else { 0 },
         }
     }
 

@@ -161,6 +161,7 @@ impl Tracked {
             path: self.name.clone(),
             pos,
             done,
+            raw: 0,
         }
     }
 }

@@ -25,6 +25,7 @@
 //! | [`SourceError`] | `error.rs` |
 //! | the configuration of a file or stdin source: [`FileSourceConfig`] | `config.rs` |
 //! | following files like `tail -F`, exactly once across restarts | [`follow`] |
+//! | a file's identity (a fingerprint of its decompressed first lines) | [`identity`] |
 //!
 //! Files and stdin are read by a dedicated OS thread each, with blocking reads of
 //! [`CHUNK_SIZE`] bytes handed over a small bounded channel, so blocking file I/O never runs on
@@ -58,6 +59,7 @@ mod error;
 mod expand;
 pub mod follow;
 mod format;
+pub mod identity;
 pub mod inflate;
 mod input;
 mod open;

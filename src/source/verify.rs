@@ -412,6 +412,60 @@ impl Verifier {
     }
 }
 
+/// The first `want` bytes (fewer at the end of the input, or where it is truncated or damaged)
+/// of what `input` decompresses to, gzip or zstd, *without* waiting for any checksum: for a
+/// file's fingerprint only (see [`crate::source::follow`]), never for rows. `read` fills the
+/// buffer it is given from the compressed input and returns 0 at its end.
+pub(crate) fn unverified_head(
+    zstd: bool,
+    want: usize,
+    read: &mut dyn FnMut(&mut [u8]) -> io::Result<usize>,
+) -> io::Result<Vec<u8>> {
+    let mut codec: Box<dyn Codec> = if zstd {
+        let mut dctx = zstd_safe::DCtx::try_create()
+            .ok_or_else(|| io::Error::other("cannot create a zstd decompression context"))?;
+        dctx.init()
+            .map_err(|c| io::Error::other(zstd_safe::get_error_name(c)))?;
+        Box::new(Zstd {
+            dctx,
+            in_frame: false,
+        })
+    } else {
+        Box::new(Gzip::new())
+    };
+    let mut out = Vec::with_capacity(want);
+    let mut input = vec![0u8; 16 << 10];
+    let (mut at, mut end, mut stalled) = (0, 0, 0);
+    while out.len() < want {
+        if at == end {
+            end = read(&mut input)?;
+            at = 0;
+            if end == 0 {
+                break;
+            }
+        }
+        let before = out.len();
+        let consumed = match codec.step(&input[at..end], &mut out) {
+            Ok(step) => step.consumed,
+            // Damaged past the bytes decoded so far: the head is what came out before.
+            Err(_) => break,
+        };
+        at += consumed;
+        // A step that neither consumes nor produces only changes state (gzip between
+        // members); more than two in a row would never end.
+        stalled = if consumed == 0 && out.len() == before {
+            stalled + 1
+        } else {
+            0
+        };
+        if stalled > 2 {
+            break;
+        }
+    }
+    out.truncate(want);
+    Ok(out)
+}
+
 /// Verified decompression of an async byte stream (stdin, a pipe, a reader, bytes in memory).
 pub(crate) struct VerifiedReader<R> {
     inner: R,

@@ -1,0 +1,219 @@
+//! File identity: how a followed or imported file is known across renames, rotation into
+//! another directory, compression, copy-and-truncate and inode reuse.
+//!
+//! # The rule
+//!
+//! A file is known by its *content*. Its fingerprint ([`FileId::fp_len`], [`FileId::fp_crc`])
+//! is the CRC-32 of its first bytes **as decompressed**, through the end of its first data
+//! line: the first line that is neither empty nor a `#` header line. For a Zeek TSV log that
+//! is the whole header (its `#path`, and `#open` with the time the log was opened) and the
+//! first row (with its `ts` and `uid`); for Zeek JSON lines, the first row. If the first data
+//! line ends after [`FileId::FINGERPRINT_BYTES`] bytes, the fingerprint covers those bytes.
+//!
+//! - **Not trusted until it covers that much.** A file that does not yet hold a complete
+//!   first data line (Zeek has written only part of the header) has no fingerprint, and weir
+//!   reads nothing of it: a header alone could belong to any hour's log, and a file filled,
+//!   copied away and truncated before the next look could otherwise be taken for its
+//!   successor. Once trusted, a fingerprint never changes: it is a function of the first
+//!   line's content, so the same file yields the same fingerprint whenever it is looked at.
+//! - **Compression does not change identity.** `conn.log` and the
+//!   `conn.08:00:00-09:00:00.log.gz` that zeekctl makes of it have the same decompressed
+//!   text, hence the same fingerprint: a finished file stays finished under any name and
+//!   compression, and a checkpoint taken in the plain file is a position in the decompressed
+//!   text of the compressed one.
+//! - **Device and inode are hints.** They are recorded (to find a rotated file in the
+//!   directory it was last seen in, and for messages) but two files are the same file exactly
+//!   when their fingerprints are equal; a reused inode with new content is a new file, and a
+//!   copy is the same file.
+//!
+//! A checkpoint matches a file when the file's first (decompressed) bytes reproduce the
+//! checkpoint's fingerprint: at least `fp_len` bytes whose CRC-32 is `fp_crc`
+//! ([`Head::matches`]). Checkpoints written before this rule covered the first 4096 bytes *as
+//! stored* (compressed, for a compressed file); they match by the same test on the stored
+//! bytes, so archives written before keep resuming where they were.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use super::verify::unverified_head;
+use super::Compression;
+use crate::checkpoint::FileId;
+
+/// The first bytes of a file: as stored, and as decompressed.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    /// The first [`FileId::FINGERPRINT_BYTES`] bytes as stored (fewer for a shorter file).
+    pub raw: Vec<u8>,
+    /// The first [`FileId::FINGERPRINT_BYTES`] bytes of its text (decompressed), fewer for a
+    /// shorter text or a compressed file whose first member is not complete yet.
+    pub text: Vec<u8>,
+    /// How the file is compressed (by its magic bytes, unless the source names one).
+    pub compression: Compression,
+}
+
+/// Reads `file`'s head. `compression` is the source's setting: [`Compression::Auto`] decides
+/// by the magic bytes.
+pub fn read_head(file: &File, compression: Compression) -> io::Result<Head> {
+    let want = FileId::FINGERPRINT_BYTES as usize;
+    let raw = read_at_most(file, 0, want)?;
+    let compression = match compression {
+        Compression::Auto => Compression::detect(&raw),
+        c => c,
+    };
+    let text = match compression {
+        Compression::Gzip | Compression::Zstd => {
+            let mut at = 0u64;
+            let mut read = |buf: &mut [u8]| -> io::Result<usize> {
+                let n = read_full(file, at, buf)?;
+                at += n as u64;
+                Ok(n)
+            };
+            unverified_head(compression == Compression::Zstd, want, &mut read)?
+        }
+        _ => raw.clone(),
+    };
+    Ok(Head {
+        raw,
+        text,
+        compression,
+    })
+}
+
+impl Head {
+    /// The file's fingerprint (length, CRC-32), or `None` while it is not trusted (see the
+    /// module docs).
+    pub fn fingerprint(&self) -> Option<(u32, u32)> {
+        fingerprint_len(&self.text, false).map(|n| (n as u32, crc32fast::hash(&self.text[..n])))
+    }
+
+    /// The fingerprint of a file whose whole text is [`Self::text`] (it ended: a finished
+    /// compressed file, or a rotated one read to its end): as [`Self::fingerprint`], but a
+    /// last data line without its newline counts. `None` if the text holds no data line.
+    pub fn final_fingerprint(&self) -> Option<(u32, u32)> {
+        fingerprint_len(&self.text, true).map(|n| (n as u32, crc32fast::hash(&self.text[..n])))
+    }
+
+    /// Whether `id`'s fingerprint is that of this file (see the module docs).
+    pub fn matches(&self, id: &FileId) -> bool {
+        let n = id.fp_len as usize;
+        let prefix = |b: &[u8]| n > 0 && b.len() >= n && crc32fast::hash(&b[..n]) == id.fp_crc;
+        prefix(&self.text) || (self.compression != Compression::None && prefix(&self.raw))
+    }
+}
+
+/// How many bytes of `text` the fingerprint covers, `None` while not trusted. With `whole`,
+/// `text` is the whole file, so a last data line needs no newline.
+fn fingerprint_len(text: &[u8], whole: bool) -> Option<usize> {
+    let cap = FileId::FINGERPRINT_BYTES as usize;
+    let mut at = 0;
+    while at < text.len() {
+        let end = memchr::memchr(b'\n', &text[at..]).map(|i| at + i + 1);
+        let line = &text[at..end.unwrap_or(text.len())];
+        let data = line
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b != b'#');
+        match end {
+            Some(end) if data => return Some(end.min(cap)),
+            Some(end) => at = end,
+            None if data && whole => return Some(text.len().min(cap)),
+            None => break,
+        }
+    }
+    (text.len() >= cap).then_some(cap)
+}
+
+/// Up to `len` bytes of `file` from `offset` (fewer at its end).
+fn read_at_most(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let n = read_full(file, offset, &mut buf)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Fills `buf` from `file` at `offset` as far as the file goes; the bytes read.
+pub(crate) fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &[u8] = b"#separator \\x09\n#path\tconn\n#open\t2009-11-18-08-00-00\n#fields\tts\tuid\n#types\ttime\tstring\n";
+
+    /// A header alone is not trusted; the first data line makes the fingerprint, which does
+    /// not change as the file grows.
+    #[test]
+    fn trusted_from_the_first_data_line_on() {
+        let mut text = HEADER.to_vec();
+        assert_eq!(fingerprint_len(&text, false), None);
+        text.extend_from_slice(b"1258531221.486539\tC1");
+        assert_eq!(fingerprint_len(&text, false), None);
+        assert_eq!(fingerprint_len(&text, true), Some(text.len()));
+        text.extend_from_slice(b"\n");
+        let n = text.len();
+        assert_eq!(fingerprint_len(&text, false), Some(n));
+        text.extend_from_slice(b"1258531222.000000\tC2\n");
+        assert_eq!(fingerprint_len(&text, false), Some(n));
+        assert_eq!(fingerprint_len(b"{\"ts\":1}\n{", false), Some(9));
+        assert_eq!(fingerprint_len(b"\n\n#x\n", true), None);
+    }
+
+    /// A first line longer than the fingerprint's bytes: they are enough.
+    #[test]
+    fn a_long_first_line_is_capped() {
+        let cap = FileId::FINGERPRINT_BYTES as usize;
+        let text = vec![b'x'; cap + 10];
+        assert_eq!(fingerprint_len(&text[..cap - 1], false), None);
+        assert_eq!(fingerprint_len(&text[..cap], false), Some(cap));
+        assert_eq!(fingerprint_len(&text, false), Some(cap));
+    }
+
+    /// A gzip file is known by its text: its fingerprint is the plain file's.
+    #[test]
+    fn compressed_and_plain_share_a_fingerprint() {
+        use std::io::Write;
+        let mut text = HEADER.to_vec();
+        text.extend_from_slice(b"1258531221.486539\tC1\n1258531222.1\tC2\n");
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("conn.log");
+        std::fs::write(&plain, &text).unwrap();
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&text).unwrap();
+        let gz = dir.path().join("conn.log.gz");
+        std::fs::write(&gz, e.finish().unwrap()).unwrap();
+        let a = read_head(&File::open(&plain).unwrap(), Compression::Auto).unwrap();
+        let b = read_head(&File::open(&gz).unwrap(), Compression::Auto).unwrap();
+        assert_eq!(b.compression, Compression::Gzip);
+        assert!(a.fingerprint().is_some());
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        let (fp_len, fp_crc) = a.fingerprint().unwrap();
+        let id = FileId {
+            dev: 1,
+            ino: 2,
+            fp_len,
+            fp_crc,
+        };
+        assert!(a.matches(&id) && b.matches(&id));
+        // A checkpoint from before this rule: the first stored bytes of the gzip file.
+        let legacy = FileId {
+            dev: 1,
+            ino: 3,
+            fp_len: b.raw.len() as u32,
+            fp_crc: crc32fast::hash(&b.raw),
+        };
+        assert!(b.matches(&legacy));
+        assert!(!a.matches(&legacy));
+    }
+}
