@@ -401,6 +401,16 @@ impl Verifier {
         self.held_len = 0;
     }
 
+    /// Whether the input fed so far ends between members or frames (none is partly fed).
+    pub(crate) fn between(&self) -> bool {
+        self.codec.between()
+    }
+
+    /// Stored bytes fed so far, plus the offset the input started at.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The end of the input: an error if it ends inside a member or frame.
     pub(crate) fn finish(&mut self) -> io::Result<()> {
         if self.codec.between() {

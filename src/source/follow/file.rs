@@ -1,0 +1,260 @@
+//! One followed file: where its text comes from (a plain file, or a compressed one decoded
+//! member by member), how far it is read, and the state needed to go on after it was closed.
+//!
+//! Positions are offsets in the file's *text* (its decompressed bytes). `pos` is always a
+//! line start: the first byte not yet decoded. After it come, in order, `discard` bytes of an
+//! over-long line being skipped and `partial`, text read but not yet a complete line; so the
+//! text is read up to [`Tracked::text_read`].
+//!
+//! A plain file is read with positioned reads (`pread`), so a closed file is reopened by its
+//! path and read on at the same offset, and an open descriptor keeps reading a file renamed
+//! or deleted. A compressed file is fed, from its start, to a [`Verifier`], which passes a
+//! member's or frame's text on only once it is complete and its checksum matched: a member
+//! still being written is waited for, never taken in part (beyond the verifier's limit, see
+//! [`crate::source::verify`]).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
+
+use super::registry::Fp;
+use crate::checkpoint::{FileCheckpoint, FileId, Position};
+use crate::source::decode::BatchDecoder;
+use crate::source::identity::read_full;
+use crate::source::verify::Verifier;
+
+/// Most bytes read from one file before the next file gets its turn.
+pub(super) const READ_CHUNK: usize = 1 << 20;
+
+/// Most bytes of one header block kept to rebuild a decoder after its file was closed; a
+/// longer block (no Zeek log has one) is rebuilt by reading the file from its start.
+const MAX_HEADER: usize = 64 << 10;
+
+/// A file's size and modification time, as a scan saw them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stat {
+    pub size: u64,
+    pub mtime: Option<SystemTime>,
+}
+
+impl Stat {
+    pub fn of(meta: &std::fs::Metadata) -> Stat {
+        Stat {
+            size: meta.len(),
+            mtime: meta.modified().ok(),
+        }
+    }
+}
+
+/// A compressed file's decoding state.
+pub(super) struct Inflating {
+    pub verifier: Verifier,
+    /// Verified text not yet moved into `partial`.
+    ready: VecDeque<Vec<u8>>,
+    /// Stored bytes up to the end of the last complete member or frame.
+    pub raw_done: u64,
+    /// Since when the file has ended inside a member (waiting for its rest).
+    pub partial_since: Option<Instant>,
+    /// That wait was reported.
+    pub warned: bool,
+}
+
+impl Inflating {
+    pub fn new(verifier: Verifier) -> Inflating {
+        Inflating {
+            verifier,
+            ready: VecDeque::new(),
+            raw_done: 0,
+            partial_since: None,
+            warned: false,
+        }
+    }
+}
+
+/// What one read found.
+pub(super) enum Read {
+    /// This many bytes of text were added to `partial`.
+    Text(usize),
+    /// Nothing more for now. `between`: the text so far ends at a member boundary (always
+    /// for a plain file); otherwise the file ends inside a member.
+    End { between: bool },
+}
+
+/// A file being followed.
+pub(super) struct Tracked {
+    pub path: PathBuf,
+    pub name: String,
+    /// Device and inode.
+    pub key: (u64, u64),
+    /// Its identity (see [`crate::source::identity`]).
+    pub fp: Fp,
+    /// `None` while closed (see the follower's descriptor budget).
+    pub file: Option<File>,
+    pub inflating: Option<Inflating>,
+    /// Text offset of the first byte not yet decoded: a line start.
+    pub pos: u64,
+    /// Rows decoded from the lines at `pos` that are already in the archive.
+    pub skip: u64,
+    /// Lines before this position were sent before (a resumed file): they are only read for
+    /// their header lines.
+    pub target: Option<Position>,
+    /// Bytes of an over-long line after `pos` dropped so far (`--on-error skip`).
+    pub discard: u64,
+    /// Text after `pos + discard` not yet a complete line.
+    pub partial: Vec<u8>,
+    /// The lines of the current header block (from its `#separator`), to rebuild the
+    /// decoder of a closed file; `None` if it grew past [`MAX_HEADER`].
+    pub header: Option<Vec<u8>>,
+    pub decoder: Option<Box<dyn BatchDecoder>>,
+    /// No longer at any matched path: read to its end, then finished.
+    pub rotated: bool,
+    pub finished: bool,
+    /// Last time text came.
+    pub active: Instant,
+    /// Size and modification time when last looked at.
+    pub seen: Stat,
+    /// Closed, and changed since: reopen at the next step.
+    pub wake: bool,
+}
+
+impl Tracked {
+    /// Text read so far (decoded, discarded or partial).
+    pub fn text_read(&self) -> u64 {
+        self.pos + self.discard + self.partial.len() as u64
+    }
+
+    /// Stored bytes read so far.
+    pub fn raw_read(&self) -> u64 {
+        match &self.inflating {
+            Some(i) => i.verifier.offset(),
+            None => self.text_read(),
+        }
+    }
+
+    pub fn id(&self) -> FileId {
+        FileId {
+            dev: self.key.0,
+            ino: self.key.1,
+            fp_len: self.fp.0,
+            fp_crc: self.fp.1,
+        }
+    }
+
+    pub fn checkpoint(&self, pos: Position, done: bool) -> FileCheckpoint {
+        FileCheckpoint {
+            id: self.id(),
+            path: self.name.clone(),
+            pos,
+            done,
+            raw: match &self.inflating {
+                Some(i) if done => i.raw_done,
+                _ => 0,
+            },
+        }
+    }
+
+    /// Reads more text into `partial` (at most [`READ_CHUNK`] stored bytes); `scratch` holds
+    /// a compressed file's stored bytes.
+    pub fn read(&mut self, scratch: &mut Vec<u8>) -> io::Result<Read> {
+        let Some(file) = &self.file else {
+            return Ok(Read::End { between: true });
+        };
+        if let Some(inf) = &mut self.inflating {
+            if let Some(n) = take_ready(&mut inf.ready, &mut self.partial, &mut inf.verifier) {
+                return Ok(Read::Text(n));
+            }
+            scratch.resize(READ_CHUNK, 0);
+            let at = inf.verifier.offset();
+            let n = read_full(file, at, scratch)?;
+            if n == 0 {
+                return Ok(Read::End {
+                    between: inf.verifier.between(),
+                });
+            }
+            // Bytes not fed now are read again next time (reads start at the verifier's
+            // offset), so a run of steps that consume nothing may stop early.
+            let (mut fed, mut idle) = (0, 0);
+            while fed < n && idle < 4 {
+                let (k, end) = inf.verifier.feed(&scratch[fed..n], &mut inf.ready)?;
+                fed += k;
+                if end {
+                    inf.raw_done = inf.verifier.offset();
+                }
+                idle = if k == 0 { idle + 1 } else { 0 };
+            }
+            inf.partial_since = None;
+            let got = take_ready(&mut inf.ready, &mut self.partial, &mut inf.verifier);
+            return Ok(Read::Text(got.unwrap_or(0)));
+        }
+        let start = self.partial.len();
+        self.partial.resize(start + READ_CHUNK, 0);
+        let at = self.pos + self.discard + start as u64;
+        let n = read_full(file, at, &mut self.partial[start..]);
+        self.partial.truncate(start + *n.as_ref().unwrap_or(&0));
+        match n? {
+            0 => Ok(Read::End { between: true }),
+            n => Ok(Read::Text(n)),
+        }
+    }
+
+    /// Releases what an idle file need not hold: the spare capacity of its buffers.
+    pub fn trim(&mut self) {
+        if self.partial.capacity() > 4 * self.partial.len().max(4096) {
+            self.partial.shrink_to(self.partial.len().max(1024));
+        }
+    }
+
+    /// Closes the file (its descriptor and decoder; its position and header stay).
+    pub fn close(&mut self) -> Option<Box<dyn BatchDecoder>> {
+        self.file = None;
+        self.trim();
+        if self.header.is_some() {
+            self.decoder.take()
+        } else {
+            None
+        }
+    }
+
+    /// Notes the header lines among complete `lines` (the text at `pos`).
+    pub fn capture_header(&mut self, lines: &[u8]) {
+        let Some(header) = &mut self.header else {
+            return;
+        };
+        let starts = (lines.first() == Some(&b'#'))
+            .then_some(0)
+            .into_iter()
+            .chain(memchr::memmem::find_iter(lines, b"\n#").map(|i| i + 1));
+        for at in starts {
+            let end = memchr::memchr(b'\n', &lines[at..]).map_or(lines.len(), |i| at + i + 1);
+            let line = &lines[at..end];
+            if line.starts_with(b"#separator") {
+                header.clear();
+            }
+            if header.len() + line.len() > MAX_HEADER {
+                self.header = None;
+                return;
+            }
+            header.extend_from_slice(line);
+        }
+    }
+}
+
+/// Moves verified text from `ready` to `partial`; the bytes moved, `None` if there were none.
+fn take_ready(
+    ready: &mut VecDeque<Vec<u8>>,
+    partial: &mut Vec<u8>,
+    verifier: &mut Verifier,
+) -> Option<usize> {
+    let mut n = 0;
+    while let Some(piece) = ready.pop_front() {
+        partial.extend_from_slice(&piece);
+        n += piece.len();
+        verifier.recycle(piece);
+        if n >= READ_CHUNK {
+            break;
+        }
+    }
+    (n > 0).then_some(n)
+}

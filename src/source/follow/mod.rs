@@ -1,0 +1,967 @@
+//! Following files like `tail -F`, exactly once across restarts (`weir import --follow`,
+//! `follow = true`).
+//!
+//! One thread (`weir-follow NAME`) matches the source's glob patterns every [`POLL_INTERVAL`]
+//! and reads every matching file:
+//!
+//! - **Identity.** A file is known by its content, not its name or inode: the fingerprint of
+//!   its decompressed first lines ([`crate::source::identity`]). A file is not read until its
+//!   fingerprint is trusted (it holds its first data line). Every identity seen, and every
+//!   checkpoint of the archive, is kept in a [`registry`]; a file whose content is known is
+//!   read on from its position under whatever name and compression it has now (`conn.log`
+//!   rotated into `2009-11-18/conn.08:00:00-09:00:00.log.gz` while weir was down is read on
+//!   inside the decompressed text), a file read to its end is not read again under any name
+//!   unless it grew, and a second name for a file being read is left alone.
+//! - **Lines** are taken only when complete: the bytes after the last newline wait for the
+//!   rest. Each file has its own decoder (its own Zeek header state) and its batches
+//!   interleave with those of the other files into one stream. A line longer than the
+//!   reader's maximum is an error, or under `--on-error skip` reported and skipped, as in a
+//!   batch import.
+//! - **Rotation** by rename: an open descriptor keeps reading the renamed file. If the new
+//!   name still matches, the file is followed on under it; if not, it is read to its end and
+//!   finished. By copy-and-truncate: the file is smaller than what was read, or its first
+//!   bytes changed; its old identity keeps its position (so the copy, if a pattern matches it,
+//!   is read on from there) and the file is read again as a new one once trusted.
+//! - **Compressed files** (gzip, zstd) are decoded member by member ([`file`]): only complete
+//!   members or frames are taken; a file that ends inside one is waited for (with a warning
+//!   after [`PARTIAL_WARN_AFTER`]) and never ends the import. A compressed file read through
+//!   its last complete member is finished with its stored length (`raw`); members appended
+//!   later are read once, also after a restart (a longer file than `raw`).
+//! - **Bounded resources.** Reads go through one buffer; a file's own memory is its position,
+//!   its partial last line and its header lines. At most [`Follower::max_open`] descriptors
+//!   are held (a quarter of the soft `RLIMIT_NOFILE`, see [`MAX_OPEN`]): beyond that, the
+//!   files idle longest are closed (descriptor and decoder; the header lines rebuild the
+//!   decoder) and reopened by path, identity checked, when they change. A closed file that is
+//!   rotated away cannot be read to its end: that is reported (only more matching files
+//!   than descriptors make it possible).
+//! - **Exactly once**: every batch carries the position after its rows in its file
+//!   ([`Mark`], see [`crate::checkpoint`]); the archive commits them with the rows. On start,
+//!   the archive's checkpoints fill the registry; a checkpoint whose content no matching file
+//!   has is looked for in the directory it was last seen in (by device and inode, its content
+//!   checked), else reported with a warning that names the file and the kind of pattern that
+//!   would have found it.
+//!
+//! A finished file is marked done with a batch without rows that carries only its checkpoint
+//! when its last batch has no rows to carry it, so that a restart does not look for it.
+
+mod file;
+mod registry;
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, Metadata};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+
+use self::file::{Inflating, Read, Stat, Tracked};
+use self::registry::Registry;
+use super::decode::{BatchDecoder, SourceConfig, SourceShared};
+use super::identity::{read_head, Head};
+use super::verify::Verifier;
+use super::{expand_pattern, Compression, Format, SourceError};
+use crate::batch::{Batch, BatchBuilder};
+use crate::channel;
+use crate::checkpoint::{FileCheckpoint, Mark, Position};
+use crate::error::{OnError, ReadError};
+use crate::metrics::FileLag;
+use crate::types::Schema;
+
+/// How often the patterns are matched again and idle files looked at.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How long a compressed file may end inside a member before that is reported (it is still
+/// waited for).
+pub const PARTIAL_WARN_AFTER: Duration = Duration::from_secs(60);
+
+/// Bounds of the descriptors held open for followed files: a quarter of the soft
+/// `RLIMIT_NOFILE` (the rest is left to the archive, its segments and the other sources),
+/// within these.
+pub const MAX_OPEN: (usize, usize) = (8, 4096);
+
+/// The checkpoints a followed source resumes from: filled by the pipeline with the archive's
+/// checkpoints once the archive is open, read when the source starts.
+pub type Resume = Arc<Mutex<Vec<FileCheckpoint>>>;
+
+/// What a followed source reads: its patterns and where to resume.
+#[derive(Clone)]
+pub struct FollowSpec {
+    /// Glob patterns (or file names), matched again at every poll.
+    pub patterns: Vec<String>,
+    /// The archive's checkpoints (see [`Resume`]).
+    pub resume: Resume,
+}
+
+fn io_error(name: &str, error: io::Error) -> ReadError {
+    ReadError::Io {
+        source_name: name.to_string(),
+        error,
+    }
+}
+
+/// The stream of batches of a followed source; it ends only at shutdown (or on an error).
+pub(crate) fn follow_stream(
+    spec: FollowSpec,
+    config: SourceConfig,
+    shared: SourceShared,
+) -> BoxStream<'static, Result<Batch, ReadError>> {
+    // A followed source never knows its total size.
+    shared.counters.add_unknown_total();
+    let (tx, rx) = channel::channel(config.channel_capacity);
+    let name = config.reader.source_name.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("weir-follow {name}"))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build();
+            match rt {
+                Ok(rt) => {
+                    let guard = tx.clone();
+                    let run = std::panic::AssertUnwindSafe(|| {
+                        rt.block_on(async {
+                            let mut f = Follower::new(spec, config, shared, tx.clone());
+                            if let Err(e) = f.run().await {
+                                let _ = tx.send(Err(e)).await;
+                            }
+                        })
+                    });
+                    if std::panic::catch_unwind(run).is_err() {
+                        let e = io::Error::other("the follower failed unexpectedly (a bug)");
+                        let _ = futures::executor::block_on(guard.send(Err(io_error(&name, e))));
+                    }
+                }
+                Err(e) => {
+                    let _ = futures::executor::block_on(tx.send(Err(io_error(&name, e))));
+                }
+            }
+        });
+    match thread {
+        Ok(_) => rx.boxed(),
+        Err(e) => futures::stream::iter([Err(io_error("follow", e))]).boxed(),
+    }
+}
+
+/// The descriptors this process may hold for followed files (see [`MAX_OPEN`]).
+fn max_open() -> usize {
+    #[cfg(target_os = "linux")]
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    #[cfg(not(target_os = "linux"))]
+    let soft = 256u64;
+    let quarter = usize::try_from(soft / 4).unwrap_or(usize::MAX);
+    quarter.clamp(MAX_OPEN.0, MAX_OPEN.1)
+}
+
+/// A file seen in a scan.
+struct Seen {
+    path: PathBuf,
+    meta: Metadata,
+}
+
+struct Follower {
+    spec: FollowSpec,
+    config: SourceConfig,
+    shared: SourceShared,
+    tx: channel::Sender<Result<Batch, ReadError>>,
+    files: Vec<Tracked>,
+    registry: Registry,
+    /// Files looked at and left alone (not trusted yet, or read to their end), by device
+    /// and inode: not looked at again while their size and modification time stay.
+    idle: HashMap<(u64, u64), Stat>,
+    /// Scan problems already reported (each once).
+    reported: HashSet<String>,
+    /// Time spent waiting for the channel to admit batches (backpressure), since last taken.
+    blocked: Duration,
+    /// Descriptors held at most (see [`MAX_OPEN`]).
+    max_open: usize,
+    /// The one buffer compressed files are read through.
+    scratch: Vec<u8>,
+}
+
+impl Follower {
+    fn new(
+        spec: FollowSpec,
+        config: SourceConfig,
+        shared: SourceShared,
+        tx: channel::Sender<Result<Batch, ReadError>>,
+    ) -> Follower {
+        let resume = spec.resume.lock().map(|r| r.clone()).unwrap_or_default();
+        Follower {
+            spec,
+            config,
+            shared,
+            tx,
+            files: Vec::new(),
+            registry: Registry::new(resume),
+            idle: HashMap::new(),
+            reported: HashSet::new(),
+            blocked: Duration::ZERO,
+            max_open: max_open(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn warn(&self, text: String) {
+        tracing::warn!("{text}");
+        if let Ok(mut w) = self.shared.warnings.lock() {
+            w.push(text);
+        }
+    }
+
+    async fn run(&mut self) -> Result<(), ReadError> {
+        let mut first = true;
+        loop {
+            if self.shared.cancel.is_cancelled() {
+                break;
+            }
+            let t0 = Instant::now();
+            let seen = self.scan();
+            self.track(seen)?;
+            if first {
+                self.find_unmatched()?;
+                first = false;
+            }
+            // A rotated file's last lines come before those of the file that replaced it.
+            self.files.sort_by_key(|f| !f.rotated);
+            let mut progressed = false;
+            let mut i = 0;
+            while i < self.files.len() {
+                if self.shared.cancel.is_cancelled() {
+                    break;
+                }
+                progressed |= self.step(i).await?;
+                i += 1;
+            }
+            for f in self.files.iter().filter(|f| f.finished) {
+                self.shared.metrics.remove_file(&f.name);
+            }
+            self.files.retain(|f| !f.finished);
+            self.scratch = Vec::new();
+            let blocked = std::mem::take(&mut self.blocked);
+            self.shared
+                .metrics
+                .add_busy(t0.elapsed().saturating_sub(blocked));
+            if !progressed {
+                let t1 = Instant::now();
+                tokio::select! {
+                    _ = self.shared.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(POLL_INTERVAL) => {}
+                }
+                self.shared.metrics.add_idle(t1.elapsed());
+            }
+        }
+        Ok(())
+    }
+
+    /// The regular files matching the patterns now, each once.
+    fn scan(&mut self) -> Vec<Seen> {
+        let mut out = Vec::new();
+        let mut keys = HashSet::new();
+        for pattern in self.spec.patterns.clone() {
+            let paths = match expand_pattern(&pattern) {
+                Ok(p) => p,
+                Err(SourceError::NoMatch { .. }) => continue,
+                Err(e) => {
+                    let text = e.to_string();
+                    if self.reported.insert(text.clone()) {
+                        self.warn(text);
+                    }
+                    continue;
+                }
+            };
+            for path in paths {
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    continue;
+                };
+                if meta.is_file() && keys.insert((meta.dev(), meta.ino())) {
+                    out.push(Seen { path, meta });
+                }
+            }
+        }
+        out
+    }
+
+    /// Notes renames, rotations and changes of the files followed, and looks at the others.
+    fn track(&mut self, seen: Vec<Seen>) -> Result<(), ReadError> {
+        let keys: HashMap<(u64, u64), &Seen> = seen
+            .iter()
+            .map(|s| ((s.meta.dev(), s.meta.ino()), s))
+            .collect();
+        for f in &mut self.files {
+            match keys.get(&f.key) {
+                Some(s) => {
+                    if s.path != f.path {
+                        tracing::info!(from = %f.name, to = %s.path.display(), "followed file renamed");
+                        self.shared.metrics.remove_file(&f.name);
+                        f.path = s.path.clone();
+                        f.name = s.path.display().to_string();
+                    }
+                    let stat = Stat::of(&s.meta);
+                    if f.file.is_none() && stat != f.seen {
+                        f.wake = true;
+                    }
+                    f.seen = stat;
+                }
+                None if !f.rotated => {
+                    tracing::info!(file = %f.name, "followed file rotated away; reading it to its end");
+                    f.rotated = true;
+                }
+                None => {}
+            }
+        }
+        self.idle.retain(|k, _| keys.contains_key(k));
+        let followed: HashSet<(u64, u64)> = self.files.iter().map(|f| f.key).collect();
+        for s in &seen {
+            let key = (s.meta.dev(), s.meta.ino());
+            if followed.contains(&key) || self.idle.get(&key) == Some(&Stat::of(&s.meta)) {
+                continue;
+            }
+            self.look_at(&s.path, &s.meta, false)?;
+        }
+        // Closed files rotated away cannot be read to their end.
+        for f in &mut self.files {
+            if f.rotated && f.file.is_none() && !f.finished {
+                let text = format!(
+                    "{}: rotated away while closed (more files match than the {} descriptors \
+                     weir keeps open); lines written to it after byte {} are imported only if \
+                     a pattern matches it where it went",
+                    f.name,
+                    self.max_open,
+                    f.text_read()
+                );
+                tracing::warn!("{text}");
+                if let Ok(mut w) = self.shared.warnings.lock() {
+                    w.push(text);
+                }
+                f.finished = true;
+                if let Some(k) = self.registry.get_mut(&f.fp) {
+                    k.claimed = false;
+                    k.cp = f.checkpoint(
+                        Position {
+                            offset: f.pos,
+                            skip: f.skip,
+                        },
+                        false,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks at a file not followed: starts following it if it is trusted and has lines not
+    /// read yet; else notes it as idle. `rotated`: it no longer matches the patterns.
+    fn look_at(&mut self, path: &Path, meta: &Metadata, rotated: bool) -> Result<(), ReadError> {
+        let key = (meta.dev(), meta.ino());
+        let stat = Stat::of(meta);
+        let name = path.display().to_string();
+        let file = match File::open(path) {
+            Ok(f) => f,
+            // Gone between the scan and now, or unreadable: tried again at the next poll.
+            Err(e) => {
+                let text = format!("{name}: cannot open: {e}");
+                if self.reported.insert(text.clone()) {
+                    self.warn(text);
+                }
+                return Ok(());
+            }
+        };
+        let head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
+        let compressed = head.compression != Compression::None;
+        let (fp, start) = match self.registry.find(&head) {
+            Some(fp) => {
+                let Some(known) = self.registry.get(&fp) else {
+                    return Ok(());
+                };
+                if known.claimed {
+                    // Another name for a file being read. A closed file that was rotated away
+                    // is read on here instead.
+                    let Some(i) = self
+                        .files
+                        .iter()
+                        .position(|f| f.fp == fp && f.rotated && f.file.is_none())
+                    else {
+                        return Ok(());
+                    };
+                    let f = self.files.remove(i);
+                    self.shared.metrics.remove_file(&f.name);
+                    tracing::info!(file = %name, was = %f.name, "found a rotated followed file by its content");
+                    (
+                        fp,
+                        Some(Position {
+                            offset: f.pos,
+                            skip: f.skip,
+                        }),
+                    )
+                } else {
+                    let cp = &known.cp;
+                    let grew = if !cp.done {
+                        true
+                    } else if compressed {
+                        // Read before through its last member: on only if members came.
+                        cp.raw == 0 || stat.size > cp.raw
+                    } else {
+                        stat.size > cp.pos.offset
+                    };
+                    if !grew {
+                        self.idle.insert(key, stat);
+                        return Ok(());
+                    }
+                    if cp.path != name {
+                        tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
+                    }
+                    (fp, Some(cp.pos))
+                }
+            }
+            None => match head.fingerprint() {
+                Some(fp) => (fp, None),
+                None => {
+                    // Not trusted yet (or no data line at all): looked at again when it changes.
+                    self.idle.insert(key, stat);
+                    return Ok(());
+                }
+            },
+        };
+        self.make_room();
+        let inflating = match head.compression {
+            Compression::Gzip => Some(Inflating::new(Verifier::gzip(0))),
+            Compression::Zstd => Some(Inflating::new(
+                Verifier::zstd(0).map_err(|e| io_error(&name, e))?,
+            )),
+            _ => None,
+        };
+        let mut cp = FileCheckpoint {
+            id: crate::checkpoint::FileId {
+                dev: key.0,
+                ino: key.1,
+                fp_len: fp.0,
+                fp_crc: fp.1,
+            },
+            path: name.clone(),
+            pos: start.unwrap_or_default(),
+            done: false,
+            raw: 0,
+        };
+        match self.registry.get_mut(&fp) {
+            Some(k) => {
+                cp.pos = k.cp.pos.max(cp.pos);
+                k.claimed = true;
+            }
+            None => {
+                self.registry.insert(cp.clone());
+                if let Some(k) = self.registry.get_mut(&fp) {
+                    k.claimed = true;
+                }
+            }
+        }
+        tracing::info!(file = %name, checkpoint = ?start, "following file");
+        let target = start.filter(|p| *p != Position::default());
+        self.files.push(Tracked {
+            path: path.to_path_buf(),
+            name,
+            key,
+            fp,
+            file: Some(file),
+            inflating,
+            pos: 0,
+            skip: 0,
+            target,
+            discard: 0,
+            partial: Vec::new(),
+            header: Some(Vec::new()),
+            decoder: None,
+            rotated,
+            finished: false,
+            active: Instant::now(),
+            seen: stat,
+            wake: false,
+        });
+        Ok(())
+    }
+
+    /// After the first scan: the archive's checkpoints that no matching file took, looked for
+    /// in the directory they were last seen in (by device and inode, content checked) and read
+    /// to their end, else reported.
+    fn find_unmatched(&mut self) -> Result<(), ReadError> {
+        for c in self.registry.unclaimed_open() {
+            let dir = Path::new(&c.path).parent().unwrap_or(Path::new("."));
+            let found = std::fs::read_dir(dir).ok().and_then(|rd| {
+                rd.flatten().find_map(|e| {
+                    let meta = std::fs::metadata(e.path()).ok()?;
+                    (meta.is_file() && meta.dev() == c.id.dev && meta.ino() == c.id.ino)
+                        .then(|| (e.path(), meta))
+                })
+            });
+            let same = found.filter(|(path, _)| {
+                File::open(path)
+                    .and_then(|f| read_head(&f, self.config.compression))
+                    .is_ok_and(|h: Head| h.matches(&c.id))
+            });
+            match same {
+                Some((path, meta)) => {
+                    tracing::info!(file = %path.display(), was = %c.path, "found a rotated followed file");
+                    self.look_at(&path, &meta, true)?;
+                }
+                None => {
+                    let dir = dir.display();
+                    self.warn(format!(
+                        "{}: a followed file (device {}, inode {}) is not found any more; its lines after byte {} are not imported. If it was rotated into another directory or compressed, a pattern that matches it there (for example {}/../**/*.log*) finds it by its content",
+                        c.path, c.id.dev, c.id.ino, c.pos.offset, dir
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the files idle longest until one more descriptor fits the budget.
+    fn make_room(&mut self) {
+        let open = self.files.iter().filter(|f| f.file.is_some()).count();
+        if open < self.max_open {
+            return;
+        }
+        let mut candidates: Vec<(Instant, usize)> = self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.file.is_some() && f.inflating.is_none() && !f.rotated)
+            .map(|(i, f)| (f.active, i))
+            .collect();
+        candidates.sort();
+        for (_, i) in candidates.into_iter().take(open + 1 - self.max_open) {
+            let f = &mut self.files[i];
+            if let Some(d) = f.close() {
+                if let Ok(mut s) = self.shared.skips.lock() {
+                    s.merge(&d.skip_report());
+                }
+            }
+        }
+    }
+
+    /// Reads and decodes the next bytes of file `i`; whether there were any.
+    async fn step(&mut self, i: usize) -> Result<bool, ReadError> {
+        let mut f = match self.files.get_mut(i) {
+            Some(f) if !f.finished => std::mem::replace(f, placeholder()),
+            _ => return Ok(false),
+        };
+        let r = self.step_file(&mut f).await;
+        self.files[i] = f;
+        r
+    }
+
+    /// Reopens a closed file that changed; whether it is open.
+    fn reopen(&mut self, f: &mut Tracked) -> Result<bool, ReadError> {
+        if f.file.is_some() {
+            return Ok(true);
+        }
+        if !f.wake {
+            return Ok(false);
+        }
+        f.wake = false;
+        let Ok(file) = File::open(&f.path) else {
+            return Ok(false);
+        };
+        let meta = file.metadata().map_err(|e| io_error(&f.name, e))?;
+        if (meta.dev(), meta.ino()) != f.key {
+            return Ok(false);
+        }
+        self.make_room();
+        f.file = Some(file);
+        Ok(true)
+    }
+
+    /// Whether an open plain file was truncated or rewritten: smaller than what was read, or
+    /// (if it was refilled past that before this poll) different in its first bytes.
+    fn rewritten(f: &Tracked) -> io::Result<bool> {
+        let Some(file) = &f.file else {
+            return Ok(false);
+        };
+        if f.inflating.is_some() || f.rotated {
+            return Ok(false);
+        }
+        let len = file.metadata()?.len();
+        if len < f.text_read() {
+            return Ok(true);
+        }
+        if len == f.seen.size && f.text_read() > 0 {
+            return Ok(false);
+        }
+        let mut head = vec![0u8; f.fp.0 as usize];
+        let n = super::identity::read_full(file, 0, &mut head)?;
+        Ok(n < head.len() || crc32fast::hash(&head) != f.fp.1)
+    }
+
+    async fn step_file(&mut self, f: &mut Tracked) -> Result<bool, ReadError> {
+        if !self.reopen(f)? {
+            return Ok(false);
+        }
+        if Self::rewritten(f).map_err(|e| io_error(&f.name, e))? {
+            tracing::info!(file = %f.name, "followed file truncated; reading it again as a new file");
+            // Its old content keeps its position (a copy of it is read on from there); the
+            // file is looked at again as a new one at the next scan.
+            if let Some(k) = self.registry.get_mut(&f.fp) {
+                k.claimed = false;
+                k.cp = f.checkpoint(
+                    Position {
+                        offset: f.pos,
+                        skip: f.skip,
+                    },
+                    false,
+                );
+            }
+            self.idle.remove(&f.key);
+            f.finished = true;
+            return Ok(true);
+        }
+        let read = f.read(&mut self.scratch).map_err(|e| io_error(&f.name, e));
+        let read = match read {
+            Ok(r) => r,
+            Err(e) if f.inflating.is_some() && self.config.reader.on_error == OnError::Skip => {
+                self.warn(format!(
+                    "{e}; the rest of the file is skipped (--on-error skip)"
+                ));
+                return self.finish(f).await;
+            }
+            Err(e) => return Err(e),
+        };
+        match read {
+            Read::Text(n) => {
+                f.active = Instant::now();
+                if f.inflating.is_none() {
+                    self.shared.counters.add_plain(n as u64);
+                }
+                self.shared.metrics.set_file(
+                    &f.name,
+                    FileLag {
+                        offset: f.raw_read(),
+                        size: f.seen.size.max(f.raw_read()),
+                    },
+                );
+                self.take_lines(f, false).await?;
+                Ok(true)
+            }
+            Read::End { between: true } if f.inflating.is_some() || f.rotated => {
+                if self.shared.cancel.is_cancelled() {
+                    return Ok(false);
+                }
+                self.finish(f).await
+            }
+            Read::End { between } => {
+                if !between {
+                    if let Some(inf) = &mut f.inflating {
+                        let since = *inf.partial_since.get_or_insert_with(Instant::now);
+                        if !inf.warned && since.elapsed() >= PARTIAL_WARN_AFTER {
+                            inf.warned = true;
+                            let at = inf.raw_done;
+                            self.warn(format!(
+                                "{}: the compressed member or frame at byte {at} has been incomplete for {} s; waiting for the rest",
+                                f.name,
+                                since.elapsed().as_secs()
+                            ));
+                        }
+                    }
+                }
+                f.trim();
+                Ok(false)
+            }
+        }
+    }
+
+    /// Decodes the complete lines of `f.partial` (all of it with `eof`), handling lines
+    /// already in the archive (before `f.target`) and over-long lines; sends the batches.
+    async fn take_lines(&mut self, f: &mut Tracked, eof: bool) -> Result<(), ReadError> {
+        // An over-long line being skipped: drop it through its newline.
+        if f.discard > 0 {
+            match memchr::memchr(b'\n', &f.partial) {
+                Some(i) => {
+                    f.partial.drain(..=i);
+                    f.pos += f.discard + i as u64 + 1;
+                    f.discard = 0;
+                }
+                None => {
+                    f.discard += f.partial.len() as u64;
+                    f.partial.clear();
+                    return Ok(());
+                }
+            }
+        }
+        let cut = if eof {
+            Some(f.partial.len())
+        } else {
+            memchr::memrchr(b'\n', &f.partial).map(|i| i + 1)
+        };
+        let Some(cut) = cut.filter(|&c| c > 0) else {
+            if f.partial.len() > self.config.reader.max_line_len {
+                let text = format!(
+                    "{}: line at byte {} is longer than the maximum of {} bytes",
+                    f.name, f.pos, self.config.reader.max_line_len
+                );
+                if self.config.reader.on_error != OnError::Skip {
+                    return Err(io_error(&f.name, io::Error::other(text)));
+                }
+                self.warn(format!("{text}; skipped (--on-error skip)"));
+                f.discard = f.partial.len() as u64;
+                f.partial.clear();
+            }
+            return Ok(());
+        };
+        let rest = f.partial.split_off(cut);
+        let mut lines = std::mem::replace(&mut f.partial, rest);
+        // Lines already in the archive: only their header lines matter.
+        if let Some(target) = f.target {
+            let before = (target.offset.saturating_sub(f.pos) as usize).min(lines.len());
+            f.capture_header(&lines[..before]);
+            f.pos += before as u64;
+            lines.drain(..before);
+            if f.pos >= target.offset {
+                f.skip = target.skip;
+                f.target = None;
+            }
+        }
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let end = f.pos + lines.len() as u64;
+        let batches = self.decode(f, &lines, end, eof)?;
+        f.pos = end;
+        self.send_all(batches).await
+    }
+
+    /// The end of a rotated or compressed file: its last line needs no newline; it is marked
+    /// done, closed, and its identity released.
+    async fn finish(&mut self, f: &mut Tracked) -> Result<bool, ReadError> {
+        if let Some(target) = f.target {
+            if f.text_read() < target.offset {
+                self.warn(format!(
+                    "{}: the file ends at byte {} of its text, before its checkpoint (byte {}); nothing of it is imported again",
+                    f.name,
+                    f.text_read(),
+                    target.offset
+                ));
+                f.partial.clear();
+                f.pos = target.offset;
+                f.skip = target.skip;
+                f.target = None;
+            }
+        }
+        let mut batches = Vec::new();
+        if f.discard == 0 && !f.partial.is_empty() {
+            let lines = std::mem::take(&mut f.partial);
+            let end = f.pos + lines.len() as u64;
+            if f.target.is_none() {
+                batches = self.decode(f, &lines, end, true)?;
+            } else {
+                f.capture_header(&lines);
+            }
+            f.pos = end;
+        }
+        f.pos += f.discard;
+        f.discard = 0;
+        f.partial.clear();
+        let done = f.checkpoint(
+            Position {
+                offset: f.pos,
+                skip: 0,
+            },
+            true,
+        );
+        match batches.last_mut().and_then(|b| {
+            let last = b.marks().len().checked_sub(1)?;
+            Some((b, last))
+        }) {
+            Some((b, last)) => {
+                let mut marks = b.marks().to_vec();
+                marks[last].end = done.clone();
+                b.set_marks(marks);
+            }
+            None => {
+                let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared())
+                    .finish();
+                b.push_mark(Mark {
+                    row_start: 0,
+                    row_end: 0,
+                    start: None,
+                    end: done.clone(),
+                });
+                batches.push(b);
+            }
+        }
+        tracing::info!(file = %f.name, "finished reading a followed file");
+        f.finished = true;
+        if let Some(d) = f.decoder.take() {
+            if let Ok(mut s) = self.shared.skips.lock() {
+                s.merge(&d.skip_report());
+            }
+        }
+        f.file = None;
+        f.inflating = None;
+        if let Some(k) = self.registry.get_mut(&f.fp) {
+            k.claimed = false;
+            k.cp = done;
+        }
+        if !f.rotated {
+            self.idle.insert(f.key, f.seen);
+        }
+        self.send_all(batches).await?;
+        Ok(true)
+    }
+
+    fn decoder_for(&self, name: &str, json: bool) -> Box<dyn BatchDecoder> {
+        let format = match self.config.format {
+            Format::Auto if json => Format::ZeekJson,
+            Format::Auto => Format::ZeekTsv,
+            f => f,
+        };
+        let mut options = self.config.reader.clone();
+        options.source_name = name.to_string();
+        (self.config.decoders)(format, options)
+    }
+
+    /// The decoder of `f`, made if it has none (after its file was closed: with the header
+    /// lines seen before `f.pos` given to it again). `None` if it cannot be rebuilt.
+    fn ensure_decoder(&self, f: &mut Tracked, lines: &[u8]) -> Result<(), ReadError> {
+        if f.decoder.is_some() {
+            return Ok(());
+        }
+        let header = f.header.clone().unwrap_or_default();
+        let first = header
+            .iter()
+            .chain(lines)
+            .find(|b| !b.is_ascii_whitespace())
+            .copied();
+        let Some(first) = first else {
+            return Ok(());
+        };
+        let mut d = self.decoder_for(&f.name, first == b'{');
+        if !header.is_empty() {
+            let mut src = BytesMut::from(&header[..]);
+            while let Some(b) = d.decode(&mut src)? {
+                // Header lines make no rows; a row here would be a bug, never an event.
+                debug_assert!(b.is_empty());
+            }
+        }
+        f.decoder = Some(d);
+        Ok(())
+    }
+
+    /// Decodes complete lines that start at `f.pos` and end at `end`, drops the rows still to
+    /// skip, and marks each batch with the file's position after it.
+    fn decode(
+        &self,
+        f: &mut Tracked,
+        lines: &[u8],
+        end: u64,
+        eof: bool,
+    ) -> Result<Vec<Batch>, ReadError> {
+        self.ensure_decoder(f, lines)?;
+        f.capture_header(lines);
+        let Some(d) = f.decoder.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut src = BytesMut::from(lines);
+        let mut decoded = Vec::new();
+        loop {
+            let r = if eof {
+                d.decode_eof(&mut src)?
+            } else {
+                d.decode(&mut src)?
+            };
+            match r {
+                Some(b) => decoded.push(b),
+                None => break,
+            }
+        }
+        for w in d.take_warnings() {
+            self.warn(format!("{}: {w}", f.name));
+        }
+        let start = f.pos;
+        let count = decoded.len();
+        let mut rows = 0u64;
+        let mut out = Vec::with_capacity(count);
+        for (i, mut b) in decoded.into_iter().enumerate() {
+            let n = b.len() as u64;
+            let drop = f.skip.min(n);
+            f.skip -= drop;
+            if drop > 0 {
+                b = b.split_off(drop as usize);
+            }
+            let before = rows + drop;
+            rows += n;
+            if b.is_empty() {
+                continue;
+            }
+            let after = if i + 1 == count {
+                Position {
+                    offset: end,
+                    skip: f.skip,
+                }
+            } else {
+                Position {
+                    offset: start,
+                    skip: rows,
+                }
+            };
+            let len = b.len();
+            b.set_marks(vec![Mark {
+                row_start: 0,
+                row_end: len,
+                start: Some(Position {
+                    offset: start,
+                    skip: before,
+                }),
+                end: f.checkpoint(after, false),
+            }]);
+            out.push(b);
+        }
+        Ok(out)
+    }
+
+    async fn send_all(&mut self, batches: Vec<Batch>) -> Result<(), ReadError> {
+        for b in batches {
+            let t0 = Instant::now();
+            let r = self.tx.send(Ok(b)).await;
+            self.blocked += t0.elapsed();
+            self.shared.metrics.add_blocked(t0.elapsed());
+            if r.is_err() {
+                // The consumer is gone (the pipeline is stopping).
+                self.shared.cancel.cancel();
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fills a slot of `files` while its file is being stepped.
+fn placeholder() -> Tracked {
+    Tracked {
+        path: PathBuf::new(),
+        name: String::new(),
+        key: (0, 0),
+        fp: (0, 0),
+        file: None,
+        inflating: None,
+        pos: 0,
+        skip: 0,
+        target: None,
+        discard: 0,
+        partial: Vec::new(),
+        header: None,
+        decoder: None,
+        rotated: false,
+        finished: true,
+        active: Instant::now(),
+        seen: Stat {
+            size: 0,
+            mtime: None,
+        },
+        wake: false,
+    }
+}

@@ -1,0 +1,174 @@
+//! Every file identity a follower knows, with where its lines end in the archive.
+//!
+//! The registry starts with the archive's checkpoints and learns every file it reads. A file
+//! seen in a scan is looked up by its content ([`Registry::find`], see
+//! [`crate::source::identity`]): a known identity is read on from its position (or not at
+//! all, when it was read to its end and did not grow), whatever the file's name, inode or
+//! compression; an unknown one is a new file. An identity is *claimed* while a file of that
+//! content is being read, so that a second name for it (a hard link, the `.gz` made of it
+//! while it is still being read, a copy) is not read a second time.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::checkpoint::FileCheckpoint;
+use crate::source::identity::Head;
+
+/// A file identity: fingerprint length and CRC-32.
+pub(super) type Fp = (u32, u32);
+
+/// What the follower knows of one identity.
+pub(super) struct Known {
+    /// Its checkpoint: the position after the lines already sent (committed or on their way).
+    pub cp: FileCheckpoint,
+    /// A file of this content is being read now.
+    pub claimed: bool,
+}
+
+/// The identities a follower knows (see the module docs).
+#[derive(Default)]
+pub(super) struct Registry {
+    by_fp: HashMap<Fp, Known>,
+    /// The distinct fingerprint lengths, with how many identities have each.
+    lens: BTreeMap<u32, usize>,
+}
+
+impl Registry {
+    /// A registry of `checkpoints`; of several with one fingerprint (a file seen under several
+    /// inodes), the one furthest on wins.
+    pub fn new(checkpoints: Vec<FileCheckpoint>) -> Registry {
+        let mut r = Registry::default();
+        for c in checkpoints {
+            let fp = (c.id.fp_len, c.id.fp_crc);
+            match r.by_fp.get_mut(&fp) {
+                Some(k) if (k.cp.pos, k.cp.done) >= (c.pos, c.done) => {}
+                Some(k) => k.cp = c,
+                None => r.insert(c),
+            }
+        }
+        r
+    }
+
+    /// Learns (or moves) an identity's checkpoint.
+    pub fn insert(&mut self, cp: FileCheckpoint) {
+        let fp = (cp.id.fp_len, cp.id.fp_crc);
+        match self.by_fp.get_mut(&fp) {
+            Some(k) => k.cp = cp,
+            None => {
+                *self.lens.entry(fp.0).or_default() += 1;
+                self.by_fp.insert(fp, Known { cp, claimed: false });
+            }
+        }
+    }
+
+    pub fn get(&self, fp: &Fp) -> Option<&Known> {
+        self.by_fp.get(fp)
+    }
+
+    pub fn get_mut(&mut self, fp: &Fp) -> Option<&mut Known> {
+        self.by_fp.get_mut(fp)
+    }
+
+    /// The known identity of the file with `head`: the longest fingerprint that its text
+    /// reproduces, else (for a checkpoint from before fingerprints were taken of the text)
+    /// the longest its stored bytes reproduce.
+    pub fn find(&self, head: &Head) -> Option<Fp> {
+        self.longest(&head.text).or_else(|| {
+            (head.compression != crate::source::Compression::None)
+                .then(|| self.longest(&head.raw))
+                .flatten()
+        })
+    }
+
+    fn longest(&self, bytes: &[u8]) -> Option<Fp> {
+        let mut hasher = crc32fast::Hasher::new();
+        let mut at = 0usize;
+        let mut best = None;
+        for &len in self.lens.keys() {
+            let len_usize = len as usize;
+            if len_usize > bytes.len() {
+                break;
+            }
+            if len == 0 {
+                continue;
+            }
+            hasher.update(&bytes[at..len_usize]);
+            at = len_usize;
+            let fp = (len, hasher.clone().finalize());
+            if self.by_fp.contains_key(&fp) {
+                best = Some(fp);
+            }
+        }
+        best
+    }
+
+    /// The checkpoints not read to their end whose identity no file has claimed.
+    pub fn unclaimed_open(&self) -> Vec<FileCheckpoint> {
+        let mut out: Vec<FileCheckpoint> = self
+            .by_fp
+            .values()
+            .filter(|k| !k.claimed && !k.cp.done)
+            .map(|k| k.cp.clone())
+            .collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{FileId, Position};
+    use crate::source::Compression;
+
+    fn cp(text: &[u8], len: usize, offset: u64) -> FileCheckpoint {
+        FileCheckpoint {
+            id: FileId {
+                dev: 1,
+                ino: 9,
+                fp_len: len as u32,
+                fp_crc: crc32fast::hash(&text[..len]),
+            },
+            path: "a.log".into(),
+            pos: Position { offset, skip: 0 },
+            done: false,
+            raw: 0,
+        }
+    }
+
+    fn head(text: &[u8]) -> Head {
+        Head {
+            raw: text.to_vec(),
+            text: text.to_vec(),
+            compression: Compression::None,
+        }
+    }
+
+    /// The longest fingerprint a file reproduces is its identity; one it does not reproduce
+    /// is another file's.
+    #[test]
+    fn finds_the_longest_matching_identity() {
+        let a = b"#h\nrow one\nrow two\n";
+        let mut r = Registry::new(vec![cp(a, 3, 3), cp(a, 11, 11)]);
+        assert_eq!(r.find(&head(a)).map(|f| f.0), Some(11));
+        assert_eq!(r.find(&head(b"#h\nrow ONE\n")).map(|f| f.0), Some(3));
+        assert_eq!(r.find(&head(b"#x\n")), None);
+        assert_eq!(r.find(&head(b"#h")), None);
+        r.insert(cp(b"other\n", 6, 0));
+        assert_eq!(r.find(&head(b"other\nmore\n")).map(|f| f.0), Some(6));
+        assert_eq!(r.unclaimed_open().len(), 3);
+    }
+
+    /// Two checkpoints of one identity (the file under two inodes): the furthest wins.
+    #[test]
+    fn the_furthest_checkpoint_of_an_identity_wins() {
+        let a = b"row one\n";
+        let mut near = cp(a, 8, 8);
+        near.id.ino = 1;
+        let far = cp(a, 8, 80);
+        let r = Registry::new(vec![far.clone(), near.clone()]);
+        let fp = r.find(&head(a)).unwrap();
+        assert_eq!(r.get(&fp).unwrap().cp.pos.offset, 80);
+        let r = Registry::new(vec![near, far]);
+        assert_eq!(r.get(&fp).unwrap().cp.pos.offset, 80);
+    }
+}
