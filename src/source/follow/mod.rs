@@ -257,6 +257,13 @@ impl Follower {
                 self.shared.metrics.add_idle(t1.elapsed());
             }
         }
+        for f in &mut self.files {
+            if let Some(d) = f.decoder.take() {
+                if let Ok(mut s) = self.shared.skips.lock() {
+                    s.merge(&d.skip_report());
+                }
+            }
+        }
         Ok(())
     }
 
@@ -429,7 +436,14 @@ impl Follower {
                 }
             },
         };
-        self.make_room();
+        // A file at a matched path is opened again by its path when its turn comes (within
+        // the descriptor budget); a rotated one only has this descriptor.
+        let file = if rotated {
+            self.make_room();
+            Some(file)
+        } else {
+            None
+        };
         let inflating = match head.compression {
             Compression::Gzip => Some(Inflating::new(Verifier::gzip(0))),
             Compression::Zstd => Some(Inflating::new(
@@ -468,7 +482,7 @@ impl Follower {
             name,
             key,
             fp,
-            file: Some(file),
+            file,
             inflating,
             pos: 0,
             skip: 0,
@@ -482,6 +496,8 @@ impl Follower {
             active: Instant::now(),
             seen: stat,
             wake: false,
+            checked: 0,
+            caught_up: false,
         });
         Ok(())
     }
@@ -527,15 +543,16 @@ impl Follower {
         if open < self.max_open {
             return;
         }
-        let mut candidates: Vec<(Instant, usize)> = self
+        // Files that are caught up first, then those idle longest.
+        let mut candidates: Vec<(bool, Instant, usize)> = self
             .files
             .iter()
             .enumerate()
             .filter(|(_, f)| f.file.is_some() && f.inflating.is_none() && !f.rotated)
-            .map(|(i, f)| (f.active, i))
+            .map(|(i, f)| (!f.caught_up, f.active, i))
             .collect();
         candidates.sort();
-        for (_, i) in candidates.into_iter().take(open + 1 - self.max_open) {
+        for (_, _, i) in candidates.into_iter().take(open + 1 - self.max_open) {
             let f = &mut self.files[i];
             if let Some(d) = f.close() {
                 if let Ok(mut s) = self.shared.skips.lock() {
@@ -561,7 +578,7 @@ impl Follower {
         if f.file.is_some() {
             return Ok(true);
         }
-        if !f.wake {
+        if !f.wake && f.caught_up {
             return Ok(false);
         }
         f.wake = false;
@@ -579,7 +596,7 @@ impl Follower {
 
     /// Whether an open plain file was truncated or rewritten: smaller than what was read, or
     /// (if it was refilled past that before this poll) different in its first bytes.
-    fn rewritten(f: &Tracked) -> io::Result<bool> {
+    fn rewritten(f: &mut Tracked) -> io::Result<bool> {
         let Some(file) = &f.file else {
             return Ok(false);
         };
@@ -590,9 +607,10 @@ impl Follower {
         if len < f.text_read() {
             return Ok(true);
         }
-        if len == f.seen.size && f.text_read() > 0 {
+        if len == f.checked {
             return Ok(false);
         }
+        f.checked = len;
         let mut head = vec![0u8; f.fp.0 as usize];
         let n = super::identity::read_full(file, 0, &mut head)?;
         Ok(n < head.len() || crc32fast::hash(&head) != f.fp.1)
@@ -634,6 +652,7 @@ impl Follower {
         match read {
             Read::Text(n) => {
                 f.active = Instant::now();
+                f.caught_up = false;
                 if f.inflating.is_none() {
                     self.shared.counters.add_plain(n as u64);
                 }
@@ -654,6 +673,7 @@ impl Follower {
                 self.finish(f).await
             }
             Read::End { between } => {
+                f.caught_up = true;
                 if !between {
                     if let Some(inf) = &mut f.inflating {
                         let since = *inf.partial_since.get_or_insert_with(Instant::now);
@@ -963,5 +983,7 @@ fn placeholder() -> Tracked {
             mtime: None,
         },
         wake: false,
+        checked: 0,
+        caught_up: true,
     }
 }
