@@ -181,6 +181,8 @@ struct Follower {
     blocked: Duration,
     /// Descriptors held at most (see [`MAX_OPEN`]).
     max_open: usize,
+    /// At least the descriptors open now (see [`Follower::make_room`]).
+    opened: usize,
     /// The one buffer compressed files are read through.
     scratch: Vec<u8>,
 }
@@ -204,6 +206,7 @@ impl Follower {
             reported: HashSet::new(),
             blocked: Duration::ZERO,
             max_open: max_open(),
+            opened: 0,
             scratch: Vec::new(),
         }
     }
@@ -537,12 +540,20 @@ impl Follower {
         Ok(())
     }
 
-    /// Closes the files idle longest until one more descriptor fits the budget.
+    /// Makes room for one more descriptor: at the budget, closes the files idle longest down
+    /// to half of it (so that the sweep, which looks at every file, is rare).
     fn make_room(&mut self) {
-        let open = self.files.iter().filter(|f| f.file.is_some()).count();
-        if open < self.max_open {
+        // `opened` never counts fewer descriptors than are open (finished files only close).
+        if self.opened < self.max_open {
+            self.opened += 1;
             return;
         }
+        let open = self.files.iter().filter(|f| f.file.is_some()).count();
+        if open < self.max_open {
+            self.opened = open + 1;
+            return;
+        }
+        let keep = self.max_open / 2;
         // Files that are caught up first, then those idle longest.
         let mut candidates: Vec<(bool, Instant, usize)> = self
             .files
@@ -552,7 +563,9 @@ impl Follower {
             .map(|(i, f)| (!f.caught_up, f.active, i))
             .collect();
         candidates.sort();
-        for (_, _, i) in candidates.into_iter().take(open + 1 - self.max_open) {
+        let close = open.saturating_sub(keep).min(candidates.len());
+        self.opened = open - close + 1;
+        for (_, _, i) in candidates.into_iter().take(close) {
             let f = &mut self.files[i];
             if let Some(d) = f.close() {
                 if let Ok(mut s) = self.shared.skips.lock() {
