@@ -17,95 +17,23 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::cli::{export_json, run, s, text, wait_for, weir};
-use common::conn_log::{header, row};
+use common::cli::{run, s, text};
+use common::conn_log::row;
+use common::follow::{append, check_verify, count, follow, log_header, stop, streams, wait_count};
 use common::rng::Rng;
 
 /// Kills in the loop by default (CI); `WEIR_FOLLOW_KILLS` overrides it.
 const KILLS: u64 = 3;
 
-/// How long a test waits for the archive to catch up before it fails.
-const CATCH_UP: Duration = Duration::from_secs(60);
-
 /// Uids of file `k` start at `k * STRIDE`.
 const STRIDE: u64 = 1_000_000;
-
-/// The header of log `name` (its `#path`, hence its schema `zeek.NAME`).
-fn log_header(name: &str) -> String {
-    header().replace("#path\tconn", &format!("#path\t{name}"))
-}
 
 /// Events `range` of file `k`, one line each.
 fn rows(k: u64, range: std::ops::Range<u64>) -> String {
     range.map(|i| row(k * STRIDE + i)).collect()
-}
-
-fn append(path: &Path, text: &str) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
-
-/// `weir import --follow` of `patterns` into `db`, in the background.
-fn follow(db: &Path, patterns: &[&str], extra: &[&str]) -> Child {
-    weir()
-        .args(["import", "-q", "--db", s(db), "--follow"])
-        .args(extra)
-        .args(patterns)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("weir runs")
-}
-
-/// Stops a followed import with SIGTERM; returns its stderr after checking it exited 0.
-fn stop(child: Child) -> String {
-    let pid = child.id().to_string();
-    let st = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let out = child.wait_with_output().unwrap();
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "import --follow failed: {err}");
-    err
-}
-
-fn count(db: &Path) -> u64 {
-    let out = run(&["count", "--db", s(db)]);
-    if !out.status.success() {
-        return 0;
-    }
-    text(&out.stdout).trim().parse().unwrap_or(0)
-}
-
-fn wait_count(db: &Path, n: u64) {
-    wait_for(&format!("{n} events in the archive"), CATCH_UP, || {
-        count(db) >= n
-    });
-    // Nothing beyond: a duplicate would show up here too.
-    assert_eq!(count(db), n);
-}
-
-/// The uid numbers of each log path, in ID order.
-fn streams(db: &Path) -> BTreeMap<String, Vec<u64>> {
-    let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for e in export_json(db) {
-        let path = e["_path"].as_str().unwrap().to_string();
-        let uid = e["uid"].as_str().unwrap();
-        out.entry(path).or_default().push(uid[1..].parse().unwrap());
-    }
-    out
 }
 
 /// Checks that log `name_k` holds exactly events `0..n` of file `k`, in order, for each
@@ -327,18 +255,6 @@ fn follow_refuses_stdin() {
         text(&out.stderr).contains("--follow"),
         "{}",
         text(&out.stderr)
-    );
-}
-
-/// `weir verify` after a kill: no problem (a copy of listed events left by a kill during a
-/// seal is a warning, and the next writer removes it).
-fn check_verify(db: &Path) {
-    let v = run(&["verify", "--db", s(db)]);
-    assert!(
-        v.status.success(),
-        "weir verify after a kill: {}\n{}",
-        text(&v.stdout),
-        text(&v.stderr)
     );
 }
 

@@ -8,6 +8,7 @@
 //! - [`store`]: schemas and batches made with `BatchBuilder`, and archive contents.
 //! - [`cli`]: running the real `weir` binary and reading what it prints.
 //! - [`conn_log`]: small generated Zeek `conn` logs with a unique `uid` per event.
+//! - [`follow`]: `weir import --follow` started, stopped and checked per log.
 //! - [`rng`]: the seeded random numbers of kill loops.
 //!
 //! Each file under `tests/` is its own crate that compiles this module and uses only a subset of
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod conn_log;
 pub mod corpus;
 pub mod events;
+pub mod follow;
 pub mod gz;
 pub mod rng;
 pub mod store;
