@@ -228,7 +228,8 @@ impl Follower {
             let seen = self.scan();
             self.track(seen)?;
             if first {
-                self.find_unmatched()?;
+                let lost = self.find_unmatched()?;
+                self.send_all(lost).await?;
                 first = false;
             }
             // A rotated file's last lines come before those of the file that replaced it.
@@ -507,8 +508,10 @@ impl Follower {
 
     /// After the first scan: the archive's checkpoints that no matching file took, looked for
     /// in the directory they were last seen in (by device and inode, content checked) and read
-    /// to their end, else reported.
-    fn find_unmatched(&mut self) -> Result<(), ReadError> {
+    /// to their end, else reported once: the batch returned marks them done (a file of their
+    /// content that turns up later is still read on from there, as it is longer).
+    fn find_unmatched(&mut self) -> Result<Vec<Batch>, ReadError> {
+        let mut lost = Vec::new();
         for c in self.registry.unclaimed_open() {
             let dir = Path::new(&c.path).parent().unwrap_or(Path::new("."));
             let found = std::fs::read_dir(dir).ok().and_then(|rd| {
@@ -534,10 +537,16 @@ impl Follower {
                         "{}: a followed file (device {}, inode {}) is not found any more; its lines after byte {} are not imported. If it was rotated into another directory or compressed, a pattern that matches it there (for example {}/../**/*.log*) finds it by its content",
                         c.path, c.id.dev, c.id.ino, c.pos.offset, dir
                     ));
+                    let mut done = c.clone();
+                    done.done = true;
+                    lost.push(checkpoint_batch(done.clone()));
+                    if let Some(k) = self.registry.get_mut(&(c.id.fp_len, c.id.fp_crc)) {
+                        k.cp = done;
+                    }
                 }
             }
         }
-        Ok(())
+        Ok(lost)
     }
 
     /// Makes room for one more descriptor: at the budget, closes the files idle longest down
@@ -814,17 +823,7 @@ impl Follower {
                 marks[last].end = done.clone();
                 b.set_marks(marks);
             }
-            None => {
-                let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared())
-                    .finish();
-                b.push_mark(Mark {
-                    row_start: 0,
-                    row_end: 0,
-                    start: None,
-                    end: done.clone(),
-                });
-                batches.push(b);
-            }
+            None => batches.push(checkpoint_batch(done.clone())),
         }
         tracing::info!(file = %f.name, "finished reading a followed file");
         f.finished = true;
@@ -970,6 +969,18 @@ impl Follower {
         }
         Ok(())
     }
+}
+
+/// A batch without rows that only moves `cp`'s file to its position.
+fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
+    let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
+    b.push_mark(Mark {
+        row_start: 0,
+        row_end: 0,
+        start: None,
+        end: cp,
+    });
+    b
 }
 
 /// Fills a slot of `files` while its file is being stepped.
