@@ -8,17 +8,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::cli::{export_json, run, s, text, wait_for, weir};
+use common::cli::{s, wait_for, weir};
 use common::conn_log::{header, row};
+use common::follow::{append, count, follow, follow_command, stop, streams, CATCH_UP};
 
 const STRIDE: u64 = 1_000_000;
-const CATCH_UP: Duration = Duration::from_secs(60);
 
 /// The header of log `name` (its `#path`), opened at `open` (its `#open` line).
 fn log_header(name: &str, open: &str) -> String {
@@ -29,51 +28,8 @@ fn rows(k: u64, range: std::ops::Range<u64>) -> String {
     range.map(|i| row(k * STRIDE + i)).collect()
 }
 
-fn append(path: &Path, text: &str) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
-
 fn gzip(text: &str) -> Vec<u8> {
     common::gz::gzip(&[text.as_bytes()])
-}
-
-fn follow_cmd(db: &Path, patterns: &[&str], extra: &[&str]) -> Command {
-    let mut c = weir();
-    c.args(["import", "-q", "--db", s(db), "--follow"])
-        .args(extra)
-        .args(patterns)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn follow(db: &Path, patterns: &[&str], extra: &[&str]) -> Child {
-    follow_cmd(db, patterns, extra).spawn().expect("weir runs")
-}
-
-/// Stops a followed import with SIGTERM; returns its stderr after checking it exited 0.
-fn stop(child: Child) -> String {
-    let pid = child.id().to_string();
-    let st = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(st.success());
-    let out = child.wait_with_output().unwrap();
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "import --follow failed: {err}");
-    err
-}
-
-fn count(db: &Path) -> u64 {
-    let out = run(&["count", "--db", s(db)]);
-    if !out.status.success() {
-        return 0;
-    }
-    text(&out.stdout).trim().parse().unwrap_or(0)
 }
 
 /// Waits until the archive holds `n` events, then lets a few more polls pass: a duplicate
@@ -84,17 +40,6 @@ fn wait_count(db: &Path, n: u64) {
     });
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(count(db), n, "events in the archive");
-}
-
-/// Every uid number of each `_path`, in ID order.
-fn streams(db: &Path) -> BTreeMap<String, Vec<u64>> {
-    let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for e in export_json(db) {
-        let path = e["_path"].as_str().unwrap().to_string();
-        let uid = e["uid"].as_str().unwrap();
-        out.entry(path).or_default().push(uid[1..].parse().unwrap());
-    }
-    out
 }
 
 /// Log `name` holds exactly the events `want`, in this order.
@@ -296,7 +241,7 @@ fn many_files_under_a_small_descriptor_limit() {
         );
     }
     let pattern = format!("{}/*.log", s(&logs));
-    let cmd = follow_cmd(&db, &[&pattern], &[]);
+    let cmd = follow_command(&db, &[&pattern], &[]);
     let args: Vec<String> = cmd
         .get_args()
         .map(|a| format!("'{}'", a.to_str().unwrap()))

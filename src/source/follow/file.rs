@@ -137,6 +137,14 @@ impl Tracked {
         }
     }
 
+    /// Where its lines end (the rows at `pos` still to skip included).
+    pub fn position(&self) -> Position {
+        Position {
+            offset: self.pos,
+            skip: self.skip,
+        }
+    }
+
     pub fn id(&self) -> FileId {
         FileId {
             dev: self.key.0,

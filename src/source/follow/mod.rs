@@ -352,16 +352,8 @@ impl Follower {
                     w.push(text);
                 }
                 f.finished = true;
-                if let Some(k) = self.registry.get_mut(&f.fp) {
-                    k.claimed = false;
-                    k.cp = f.checkpoint(
-                        Position {
-                            offset: f.pos,
-                            skip: f.skip,
-                        },
-                        false,
-                    );
-                }
+                let cp = f.checkpoint(f.position(), false);
+                self.registry.release(&f.fp, cp);
             }
         }
         Ok(())
@@ -646,16 +638,8 @@ impl Follower {
             tracing::info!(file = %f.name, "followed file truncated; reading it again as a new file");
             // Its old content keeps its position (a copy of it is read on from there); the
             // file is looked at again as a new one at the next scan.
-            if let Some(k) = self.registry.get_mut(&f.fp) {
-                k.claimed = false;
-                k.cp = f.checkpoint(
-                    Position {
-                        offset: f.pos,
-                        skip: f.skip,
-                    },
-                    false,
-                );
-            }
+            let cp = f.checkpoint(f.position(), false);
+            self.registry.release(&f.fp, cp);
             self.idle.remove(&f.key);
             f.finished = true;
             return Ok(true);
@@ -834,10 +818,7 @@ impl Follower {
         }
         f.file = None;
         f.inflating = None;
-        if let Some(k) = self.registry.get_mut(&f.fp) {
-            k.claimed = false;
-            k.cp = done;
-        }
+        self.registry.release(&f.fp, done);
         if !f.rotated {
             self.idle.insert(f.key, f.seen);
         }

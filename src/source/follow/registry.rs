@@ -60,6 +60,14 @@ impl Registry {
         }
     }
 
+    /// No file of identity `fp` is being read any more; it stopped at `cp`.
+    pub fn release(&mut self, fp: &Fp, cp: FileCheckpoint) {
+        if let Some(k) = self.by_fp.get_mut(fp) {
+            k.claimed = false;
+            k.cp = cp;
+        }
+    }
+
     pub fn get(&self, fp: &Fp) -> Option<&Known> {
         self.by_fp.get(fp)
     }
