@@ -493,7 +493,12 @@ fn failed_import_reports_what_it_committed() {
         )),
         "{err}"
     );
-    assert!(err.contains("a retry of the same input would add them again"));
+    assert!(
+        err.contains(
+            "rerun the same command to resume: it imports exactly the part that is missing"
+        ),
+        "{err}"
+    );
     assert!(err.contains(&format!("{}:1008", bad.display())), "{err}");
 
     // An import that commits nothing says so.
