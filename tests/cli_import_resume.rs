@@ -13,6 +13,7 @@
 //! over on a fresh archive each time the import completes), e.g.
 //! `WEIR_IMPORT_KILLS=50 cargo test --release --test cli_import_resume sigkill`. The seed is
 //! printed; `WEIR_IMPORT_SEED` replays a run.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
 
@@ -214,16 +215,16 @@ fn a_file_imported_whole_is_skipped_and_again_imports_it() {
     std::fs::write(&f, &log).unwrap();
     let gz = tmp.path().join("conn.08:00:00-09:00:00.log.gz");
     std::fs::write(&gz, gzip_members(log.as_bytes(), 2)).unwrap();
-    ok(&run(&["import", "-q", "--db", s(&db), s(&f)]), "first import");
+    ok(
+        &run(&["import", "-q", "--db", s(&db), s(&f)]),
+        "first import",
+    );
     assert_eq!(info(&db)["events"].as_u64(), Some(500));
 
     let out = run(&["import", "--db", s(&db), s(&f)]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("skipped"))
-        .collect();
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("skipped")).collect();
     assert_eq!(
         lines,
         [format!(

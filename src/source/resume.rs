@@ -10,7 +10,7 @@
 //! imported again renamed or compressed, is the same file.
 //!
 //! When an import opens a regular file, the archive's checkpoints that match it decide
-//! ([`plan`]; when several match, the one with the longest fingerprint, then the furthest
+//! (`plan`; when several match, the one with the longest fingerprint, then the furthest
 //! position):
 //!
 //! - none: the file is read from its start;
@@ -44,7 +44,7 @@
 //! batch holds the last rows of a run of whole lines, the line start after them. The
 //! sequential path decodes runs of whole lines (cut at the last newline of each read); the
 //! parallel TSV reader knows each piece's byte range (see
-//! [`crate::codec::zeek::parallel`]). [`Marker`] turns spans (in the coordinates of the
+//! [`crate::codec::zeek::parallel`]). `Marker` turns spans (in the coordinates of the
 //! decoder's text, prelude included) into file positions: a batch's mark ends at the span's
 //! `end` when known, else at its line start plus the rows up to the batch's end, which
 //! [`Mark::slice`] can cut between any two rows.

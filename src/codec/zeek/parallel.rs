@@ -528,3 +528,52 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every batch's span places its rows exactly: the data lines before its line start
+    /// plus its `rows_before` are the rows before it, and its `end` (when given) is a line
+    /// start before which every row is out; with pieces and chunks cut anywhere and a header
+    /// block in the middle.
+    #[test]
+    fn spans_place_every_batch_exactly() {
+        let mut text = String::from("#fields\tn\n#types\tcount\n");
+        for i in 0..300 {
+            if i == 170 {
+                text.push_str("#fields\tn\n#types\tcount\n");
+            }
+            text.push_str(&format!("{i}\n"));
+        }
+        let text = text.into_bytes();
+        let rows_before = |at: u64| {
+            text[..at as usize]
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty() && l[0] != b'#')
+                .count() as u64
+        };
+        for (chunk, piece) in [(7, 40), (64, 100), (1000, 3)] {
+            let chunks: Vec<io::Result<Vec<u8>>> =
+                text.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
+            let mut opts = ReaderOptions::new("spans");
+            opts.batch_rows = 9;
+            let mut r = ParallelTsvReader::new(chunks.into_iter(), opts, 3).with_piece_bytes(piece);
+            let mut seen = 0u64;
+            let mut ends = 0;
+            while let Some(item) = r.next_span() {
+                let (b, span) = item.unwrap();
+                let span = span.unwrap();
+                assert_eq!(rows_before(span.line_start) + span.rows_before, seen);
+                seen += b.len() as u64;
+                if let Some(e) = span.end {
+                    ends += 1;
+                    assert!(e as usize == text.len() || text[e as usize - 1] == b'\n');
+                    assert_eq!(rows_before(e), seen, "chunk {chunk}, piece {piece}");
+                }
+            }
+            assert_eq!(seen, 300);
+            assert!(ends > 1);
+        }
+    }
+}
