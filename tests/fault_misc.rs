@@ -225,9 +225,9 @@ fn import_into_a_directory_that_is_not_an_archive_is_refused() {
         &run(&["import", "-q", "--db", s(&empty), s(&input)]),
         "weir import into an empty directory",
     );
-    // And a second import into that archive is fine.
+    // And a second import into that archive is fine (`--again`: the archive holds the file).
     ok(
-        &run(&["import", "-q", "--db", s(&empty), s(&input)]),
+        &run(&["import", "-q", "--again", "--db", s(&empty), s(&input)]),
         "weir import into the archive",
     );
     assert_eq!(common::cli::export_json(&empty).len(), 20);

@@ -21,8 +21,8 @@
 //! - with `again` (`weir import --again`) the checkpoints are ignored and the file is read
 //!   whole.
 //!
-//! A file given twice in one import (the same identity under two names) is read once.
-//! Inputs that are not regular files (stdin, pipes), files without a fingerprint yet (no
+//! Within one import, every input given is read (a file given twice under two names is read
+//! twice, as before). Inputs that are not regular files (stdin, pipes), files without a fingerprint yet (no
 //! complete data line) and inputs in a binary format carry no checkpoints.
 //!
 //! # Reading from a position
@@ -49,7 +49,6 @@
 //! `end` when known, else at its line start plus the rows up to the batch's end, which
 //! [`Mark::slice`] can cut between any two rows.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -71,8 +70,6 @@ pub struct BatchResume {
     checkpoints: Mutex<Option<Arc<Vec<FileCheckpoint>>>>,
     /// Ignore the checkpoints: read every file whole (`--again`).
     again: bool,
-    /// Fingerprints of the files read in this run, with their names.
-    claimed: Mutex<HashMap<(u32, u32), String>>,
 }
 
 impl BatchResume {
@@ -189,14 +186,6 @@ pub(crate) fn plan(
                 "{name}: imported whole before{before}; skipped (`--again` imports it again)"
             )));
         }
-    }
-    if let Ok(mut claimed) = resume.claimed.lock() {
-        if let Some(first) = claimed.get(&(fp_len, fp_crc)) {
-            return Ok(Plan::Skip(format!(
-                "{name}: the same file as {first} (the same first lines), given before in this import; skipped"
-            )));
-        }
-        claimed.insert((fp_len, fp_crc), name.clone());
     }
     if let Some(c) = best {
         // The checkpoint's identity, so that its entry moves on rather than a second one.
