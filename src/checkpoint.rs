@@ -94,6 +94,43 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// The schema name of a batch without rows that carries only checkpoints (see
+/// [`carrier`]).
+pub const CARRIER_SCHEMA: &str = "weir.checkpoint";
+
+/// A batch without rows that carries `marks` (each holding after row 0): a file's position
+/// moved without rows of its own (read to its end after its last row, or only lines that made
+/// no rows). The batcher appends such marks to the rows before them.
+pub fn carrier(marks: impl IntoIterator<Item = FileCheckpoint>) -> crate::batch::Batch {
+    let schema = crate::types::Schema::new(CARRIER_SCHEMA, vec![]).into_shared();
+    let mut b = crate::batch::BatchBuilder::new(schema).finish();
+    for end in marks {
+        b.push_mark(Mark {
+            row_start: 0,
+            row_end: 0,
+            start: None,
+            end,
+        });
+    }
+    b
+}
+
+/// Where a decoded batch's rows lie in the text they came from, as its decoder saw it: they
+/// are the rows `rows_before..rows_before + len` of the lines that start at byte
+/// `line_start`; `end`, when known, is a line start (or the end of the text) such that the
+/// rows of every line before it are in this batch or before it. A decoder reports this for
+/// text it was given in runs of whole lines (see
+/// [`crate::codec::zeek::parallel::ParallelTsvReader::next_span`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSpan {
+    /// A line start at or before the batch's first row.
+    pub line_start: u64,
+    /// Rows decoded from the lines after `line_start` before this batch's first row.
+    pub rows_before: u64,
+    /// The line start after the batch's rows, when all rows before it are out.
+    pub end: Option<u64>,
+}
+
 /// A checkpoint carried by a batch: after its first `row_end` rows, the file is at `end`.
 /// Rows `row_start..row_end` come from that file and start at `start` (when known), so a
 /// batch cut between them still gets an exact position.

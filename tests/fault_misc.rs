@@ -225,9 +225,9 @@ fn import_into_a_directory_that_is_not_an_archive_is_refused() {
         &run(&["import", "-q", "--db", s(&empty), s(&input)]),
         "weir import into an empty directory",
     );
-    // And a second import into that archive is fine.
+    // And a second import into that archive is fine (`--again`: the archive holds the file).
     ok(
-        &run(&["import", "-q", "--db", s(&empty), s(&input)]),
+        &run(&["import", "-q", "--again", "--db", s(&empty), s(&input)]),
         "weir import into the archive",
     );
     assert_eq!(common::cli::export_json(&empty).len(), 20);
@@ -493,7 +493,12 @@ fn failed_import_reports_what_it_committed() {
         )),
         "{err}"
     );
-    assert!(err.contains("a retry of the same input would add them again"));
+    assert!(
+        err.contains(
+            "rerun the same command to resume: it imports exactly the part that is missing"
+        ),
+        "{err}"
+    );
     assert!(err.contains(&format!("{}:1008", bad.display())), "{err}");
 
     // An import that commits nothing says so.

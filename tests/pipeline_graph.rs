@@ -263,6 +263,7 @@ async fn source_reads_inputs_in_order_with_decode_ahead() {
                 channel_capacity: 4096,
                 parallel_tsv: 0,
                 follow: None,
+                resume: None,
             },
         )
         .unwrap();
@@ -482,6 +483,7 @@ async fn a_panicking_decoder_is_an_error_not_an_early_end() {
                 channel_capacity: 4096,
                 parallel_tsv: 0,
                 follow: None,
+                resume: None,
             },
         )
         .unwrap();

@@ -2,8 +2,10 @@
 //! [`PipelineSpec::for_import`], the same graph as `pipelines/zeek-to-archive.toml`, with the
 //! command's flags applied to the stages' configurations) and run it with progress, signals,
 //! a summary line and optional metrics. A run that fails says, for each archive, how many
-//! events it committed before the error and their IDs: they stay in the archive, so a retry
-//! of the same input would import them twice.
+//! events it committed before the error and their IDs: they stay in the archive, with the
+//! position in each file they came from, so that the same command run again imports exactly
+//! the part that is missing (see [`weir::source::resume`]); what was read from stdin cannot be
+//! resumed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,6 +82,11 @@ pub struct ImportArgs {
     /// resumes exactly where the archive ends.
     #[arg(long)]
     follow: bool,
+    /// Import the files whole even if this archive holds them (or part of them) from an
+    /// earlier import; without it, a file imported whole before is skipped and one imported
+    /// in part is read on from where its events end.
+    #[arg(long, conflicts_with = "follow")]
+    again: bool,
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +132,7 @@ impl ImportArgs {
             c.archive.retain = Some(d.0);
         }
         c.source.follow = self.follow;
+        c.source.again = self.again;
         c
     }
 }
@@ -138,6 +146,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "schema", "--schema"),
     ("sources.input", "schema_dir", "--schema-dir"),
     ("sources.input", "follow", "--follow"),
+    ("sources.input", "again", "--again"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),
@@ -380,7 +389,7 @@ async fn execute(
                 .filter(|a| Some(a.db.as_path()) != removed)
                 .cloned()
                 .collect();
-            report_committed(&kept);
+            report_committed(&kept, !reads_stdin);
             return Err(e.into());
         }
     };
@@ -421,9 +430,10 @@ async fn execute(
     Ok(())
 }
 
-/// After a failed run, says for each archive how many events the run committed (they stay in
-/// the archive, and a retry of the same input would add them again) and their IDs.
-fn report_committed(archives: &[ArchiveHandle]) {
+/// After a failed run, says for each archive how many events the run committed and their IDs:
+/// they stay in the archive with their files' positions, so that the same command resumes
+/// after them (`resumable`: no input is stdin, whose events a rerun would add again).
+fn report_committed(archives: &[ArchiveHandle], resumable: bool) {
     for a in archives {
         // The summary of a sink that closed cleanly (the error was elsewhere); else the
         // archive as its writer left it (a sink's error comes after its writer has stopped).
@@ -440,8 +450,13 @@ fn report_committed(archives: &[ArchiveHandle]) {
         match end {
             Some(end) if end > a.first_id => {
                 let n = end - a.first_id;
+                let next = if resumable {
+                    "rerun the same command to resume: it imports exactly the part that is missing"
+                } else {
+                    "events read from stdin cannot be resumed: a retry of the same input would add them again"
+                };
                 say!(
-                    "weir: {} {} committed to {db} before the error (IDs {}-{}); they stay there, so a retry of the same input would add them again: resume after them",
+                    "weir: {} {} committed to {db} before the error (IDs {}-{}); they stay there; {next}",
                     super::plural(n, "event"),
                     if n == 1 { "was" } else { "were" },
                     a.first_id,

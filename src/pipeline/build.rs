@@ -102,6 +102,8 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
     let mut ids: Vec<StageId> = Vec::with_capacity(spec.stages.len());
     // Followed sources resume from the checkpoints of the (first) archive.
     let mut resumes = Vec::new();
+    // So do files read once (without an archive, they carry no checkpoints).
+    let mut batch_resumes = Vec::new();
     let mut checkpoints = None;
     // Readers cut batches at the size of the first batch transform downstream.
     let batch_rows = spec
@@ -137,6 +139,9 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 config.reader.columns = spec.stores_columns(i);
                 if let Some(f) = &config.follow {
                     resumes.push(f.resume.clone());
+                }
+                if let Some(r) = &config.resume {
+                    batch_resumes.push(r.clone());
                 }
                 pipeline.add_source(&stage.name, files, config)?
             }
@@ -225,6 +230,11 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
     for slot in resumes {
         if let (Ok(mut slot), Some(c)) = (slot.lock(), &checkpoints) {
             *slot = c.clone();
+        }
+    }
+    if let Some(c) = &checkpoints {
+        for r in batch_resumes {
+            r.set_checkpoints(c.clone());
         }
     }
     Ok((pipeline, built))

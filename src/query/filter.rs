@@ -94,7 +94,7 @@ impl Filter {
         let p = self.programs.get(&self.query, batch.schema());
         match p.constant() {
             Some(true) => return Ok((!batch.is_empty()).then_some(batch)),
-            Some(false) => return Ok(None),
+            Some(false) => return Ok(checkpoints_of(&batch)),
             None => {}
         }
         let mut data = Vec::new();
@@ -116,7 +116,7 @@ impl Filter {
             return Ok((!batch.is_empty()).then_some(batch));
         }
         if offsets.is_empty() {
-            return Ok(None);
+            return Ok(checkpoints_of(&batch));
         }
         let out = Batch::from_parts(batch.schema().clone(), data, offsets, ts);
         // Checkpoints of followed files hold after the batch's last row whatever was dropped.
@@ -135,4 +135,11 @@ impl Filter {
             out
         }))
     }
+}
+
+/// A batch none of whose rows is kept: the checkpoints it carries, in a batch without rows
+/// (they hold after whatever was dropped), or nothing.
+fn checkpoints_of(batch: &Batch) -> Option<Batch> {
+    let marks = crate::checkpoint::Mark::last_per_file(batch.marks());
+    (!marks.is_empty()).then(|| crate::checkpoint::carrier(marks))
 }

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use super::follow::{FollowSpec, Resume};
+use super::resume::BatchResume;
 use super::{expand_inputs, expand_pattern, Compression, Format, Input, SourceConfig, SourceError};
 use std::sync::Arc;
 
@@ -41,6 +42,10 @@ pub struct FileSourceConfig {
     /// Follow the files like `tail -F`, exactly once across restarts (see
     /// [`crate::source::follow`]): the source runs until shutdown.
     pub follow: bool,
+    /// Read every file whole, also one that this archive holds (wholly or in part) from an
+    /// earlier import (`weir import --again`); without it, a file imported before is skipped
+    /// or read on from where it stopped (see [`crate::source::resume`]).
+    pub again: bool,
     /// Do not record column ranges for sketches ([`ReaderOptions::column_stats`]): set by
     /// `weir import --no-sketches`; not a key of the pipeline file.
     #[serde(skip)]
@@ -61,6 +66,7 @@ impl Default for FileSourceConfig {
             schema_dir: None,
             max_line_length: reader.max_line_len as u64,
             follow: false,
+            again: false,
             no_column_stats: !reader.column_stats,
         }
     }
@@ -120,6 +126,17 @@ impl FileSourceConfig {
                     });
                 }
             }
+        }
+        if self.again && self.follow {
+            return Err(InvalidSetting {
+                key: "again",
+                problem: Problem::OutOfRange {
+                    value: "true".into(),
+                    reason:
+                        "a followed source resumes where it stopped; `again` is for files read once"
+                            .into(),
+                },
+            });
         }
         InvalidSetting::at_least_one("max_line_length", self.max_line_length)?;
         self.zeek_schemas().map(|_| ())
@@ -194,6 +211,7 @@ impl FileSourceConfig {
             patterns: self.paths.clone(),
             resume: Resume::default(),
         });
+        config.resume = (!self.follow).then(|| BatchResume::new(self.again));
         Ok(config)
     }
 }

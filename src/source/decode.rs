@@ -14,7 +14,7 @@
 //! dropped with a warning, and the decode thread ends: nothing read is lost.
 
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -22,15 +22,17 @@ use bytes::BytesMut;
 use futures::stream::{self, BoxStream};
 use futures::StreamExt;
 use tokio::io::AsyncReadExt;
-use tokio_util::codec::{Decoder, FramedRead};
+use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
 use crate::channel;
+use crate::checkpoint::RowSpan;
 use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
 use crate::metrics::StageMetrics;
+use crate::source::resume::{plain_prelude, plan, BatchResume, Marker, Plan, Prelude};
 use crate::source::{
     detect_format, open, BoxReader, Compression, Format, Input, SourceCounters, SourceError,
 };
@@ -55,33 +57,6 @@ pub trait BatchDecoder: Send {
 /// Makes the decoder for a format (never [`Format::Auto`]: it is resolved first).
 pub type DecoderFactory = Arc<dyn Fn(Format, ReaderOptions) -> Box<dyn BatchDecoder> + Send + Sync>;
 
-/// Adapts a boxed decoder to tokio-util; at the end of an input cut short by shutdown, a
-/// partial last line is dropped (with a warning) instead of being parsed.
-struct Adapter {
-    decoder: Box<dyn BatchDecoder>,
-    stop: CancellationToken,
-    dropped: usize,
-}
-
-impl Decoder for Adapter {
-    type Item = Batch;
-    type Error = ReadError;
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
-        self.decoder.decode(src)
-    }
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Batch>, ReadError> {
-        if !self.stop.is_cancelled() {
-            return self.decoder.decode_eof(src);
-        }
-        if let Some(b) = self.decoder.decode(src)? {
-            return Ok(Some(b));
-        }
-        self.dropped += src.len();
-        src.clear();
-        self.decoder.decode_eof(src)
-    }
-}
-
 /// What the source stage reads and how.
 #[derive(Clone)]
 pub struct SourceConfig {
@@ -104,6 +79,8 @@ pub struct SourceConfig {
     /// Follow these patterns instead of reading the inputs once (see
     /// [`crate::source::follow`]).
     pub follow: Option<crate::source::follow::FollowSpec>,
+    /// Checkpoints of the inputs read once (see [`crate::source::resume`]); `None`: none.
+    pub resume: Option<Arc<BatchResume>>,
 }
 
 /// Inputs of known size below this (as stored, possibly compressed) are decoded on their own
@@ -146,12 +123,42 @@ async fn decode_input(
 ) {
     let name = input.name();
     let result = async {
-        let (_, size, reader) = open(input, config.compression, &shared.counters, &shared.cancel)
-            .await
-            .map_err(|e| match e {
-                SourceError::Io { name, error } => io_error(&name, error),
-                other => io_error(&name, io::Error::other(other)),
-            })?;
+        let source_error = |e| match e {
+            SourceError::Io { name, error } => io_error(&name, error),
+            other => io_error(&name, io::Error::other(other)),
+        };
+        let tracked = match (&input, &config.resume) {
+            (Input::Path(path), Some(resume)) => {
+                plan(path, config.format, config.compression, resume)
+                    .map_err(|e| io_error(&name, e))?
+            }
+            _ => Plan::Untracked,
+        };
+        let (size, reader, mut marker) = match tracked {
+            Plan::Skip(line) => {
+                tracing::info!(input = %name, "{line}");
+                warn(&shared, line);
+                return Ok(());
+            }
+            Plan::Read(file) if file.from.offset > 0 => {
+                let (size, reader, prelude) = open_at(&input, &file, &config, &shared).await?;
+                let marker = Marker::new(file, prelude.len() as u64);
+                let reader: BoxReader =
+                    Box::pin(AsyncReadExt::chain(io::Cursor::new(prelude), reader));
+                (size, reader, Some(marker))
+            }
+            plan => {
+                let (_, size, reader) =
+                    open(input, config.compression, &shared.counters, &shared.cancel)
+                        .await
+                        .map_err(source_error)?;
+                let marker = match plan {
+                    Plan::Read(file) => Some(Marker::new(file, 0)),
+                    _ => None,
+                };
+                (size, reader, marker)
+            }
+        };
         let (format, reader) = detect_format(reader, config.format)
             .await
             .map_err(|e| io_error(&name, e))?;
@@ -159,51 +166,38 @@ async fn decode_input(
         options.source_name = name.clone();
         // Small inputs of known size are not worth a pool of threads.
         let small = size.is_some_and(|n| n < PARALLEL_MIN_SIZE);
-        if format == Format::ZeekTsv && config.parallel_tsv > 1 && !small {
-            return decode_parallel_tsv(&name, reader, options, &config, &shared, &tx).await;
-        }
-        let decoder = (config.decoders)(format, options);
-        let adapter = Adapter {
-            decoder,
-            stop: shared.cancel.clone(),
-            dropped: 0,
+        let out = Out {
+            tx: &tx,
+            shared: &shared,
         };
-        let mut framed = FramedRead::with_capacity(reader, adapter, 1 << 20);
-        // On shutdown the reader stops reading and ends after what it already read, so this
-        // loop ends by itself with nothing read lost.
-        loop {
-            let t0 = Instant::now();
-            let item = framed.next().await;
-            shared.metrics.add_busy(t0.elapsed());
-            let batch = match item {
-                None => break,
-                Some(Ok(b)) => b,
-                // Compressed input cut short by shutdown.
-                Some(Err(ReadError::Io { error, .. })) if shared.cancel.is_cancelled() => {
-                    warn(
-                        &shared,
-                        format!("{name}: input ended early at shutdown: {error}"),
-                    );
-                    break;
+        let result = if format == Format::ZeekTsv && config.parallel_tsv > 1 && !small {
+            decode_parallel_tsv(&name, reader, options, &config, out, &mut marker).await
+        } else {
+            let max_partial = options.max_line_len.saturating_add(2);
+            let decoder = (config.decoders)(format, options);
+            decode_sequential(&name, reader, decoder, max_partial, out, &mut marker).await
+        };
+        // Rows read before an error or a shutdown are sent, with their positions.
+        let end = match result {
+            Ok(end) => end,
+            Err(e) => {
+                if let Some(b) = marker.as_mut().and_then(Marker::flush) {
+                    send(&tx, &shared, Ok(b)).await?;
                 }
-                Some(Err(e)) => return Err(name_error(&name, e)),
-            };
-            let warnings = framed.decoder_mut().decoder.take_warnings();
-            for w in warnings {
-                warn(&shared, format!("{name}: {w}"));
+                return Err(e);
             }
-            send(&tx, &shared, Ok(batch)).await?;
-        }
-        let dropped = framed.decoder().dropped;
-        if dropped > 0 {
-            warn(
-                &shared,
-                format!("{name}: dropped a partial last line of {dropped} bytes at shutdown"),
-            );
-        }
-        let report = framed.decoder().decoder.skip_report();
-        if let Ok(mut s) = shared.skips.lock() {
-            s.merge(&report);
+        };
+        if let Some(m) = marker.as_mut() {
+            let last = match end {
+                Some(len) => {
+                    tracing::info!(input = %m.name(), "read to its end");
+                    Some(m.finish(len))
+                }
+                None => m.flush(),
+            };
+            if let Some(b) = last {
+                send(&tx, &shared, Ok(b)).await?;
+            }
         }
         Ok::<(), ReadError>(())
     }
@@ -213,17 +207,238 @@ async fn decode_input(
     }
 }
 
+/// Opens a tracked file to be read from `file.from.offset` (above 0): its size, its
+/// decompressed bytes from the offset on, and the prelude that stands for the text before
+/// the offset (see [`crate::source::resume`]).
+async fn open_at(
+    input: &Input,
+    file: &crate::source::resume::TrackedFile,
+    config: &SourceConfig,
+    shared: &SourceShared,
+) -> Result<(Option<u64>, BoxReader, Vec<u8>), ReadError> {
+    let name = &file.path;
+    let offset = file.from.offset;
+    let Input::Path(path) = input else {
+        return Err(io_error(name, io::Error::other("not a file")));
+    };
+    let headers = !file.json;
+    if file.compression == Compression::None {
+        let opened = std::fs::File::open(path)
+            .and_then(|f| {
+                let prelude = plain_prelude(&f, offset, headers)?;
+                Ok((f, prelude))
+            })
+            .and_then(|(mut f, prelude)| {
+                use std::io::Seek;
+                f.seek(io::SeekFrom::Start(offset))?;
+                Ok((f, prelude))
+            });
+        let (f, prelude) = opened.map_err(|e| io_error(name, e))?;
+        let reader = crate::source::open::plain_file_reader(
+            name.clone(),
+            f,
+            &shared.counters,
+            &shared.cancel,
+        );
+        return Ok((Some(file.len), reader, prelude));
+    }
+    let (_, size, mut reader) = open(
+        Input::Path(path.clone()),
+        config.compression,
+        &shared.counters,
+        &shared.cancel,
+    )
+    .await
+    .map_err(|e| match e {
+        SourceError::Io { name, error } => io_error(&name, error),
+        other => io_error(name, io::Error::other(other)),
+    })?;
+    // The text before the offset is decompressed again, into the prelude.
+    let mut prelude = Prelude::new(headers);
+    let mut buf = vec![0u8; crate::source::CHUNK_SIZE];
+    let mut at = 0u64;
+    while at < offset {
+        let want = usize::try_from(offset - at).map_or(buf.len(), |n| n.min(buf.len()));
+        let n = reader
+            .read(&mut buf[..want])
+            .await
+            .map_err(|e| io_error(name, e))?;
+        if n == 0 {
+            return Err(io_error(
+                name,
+                io::Error::other(format!(
+                    "the decompressed text ends at byte {at}, before the part of it already imported (byte {offset}): it is not the file imported before; `--again` imports it whole"
+                )),
+            ));
+        }
+        prelude.feed(&buf[..n]);
+        at += n as u64;
+    }
+    Ok((size, reader, prelude.finish()))
+}
+
+/// Bytes asked of the reader at once by the sequential decode loop.
+const READ_SIZE: usize = 1 << 20;
+
+/// Where a decode loop sends its batches.
+#[derive(Clone, Copy)]
+struct Out<'a> {
+    tx: &'a channel::Sender<Result<Batch, ReadError>>,
+    shared: &'a SourceShared,
+}
+
+impl Out<'_> {
+    /// Sends a decoded batch, through `marker` when the input is tracked.
+    async fn batch(
+        &self,
+        marker: &mut Option<Marker>,
+        batch: Batch,
+        span: Option<RowSpan>,
+    ) -> Result<(), ReadError> {
+        let b = match marker {
+            Some(m) => m.mark(batch, span),
+            None => Some(batch),
+        };
+        match b {
+            Some(b) => send(self.tx, self.shared, Ok(b)).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Decodes an input with one decoder on this thread, in runs of whole lines (each read is cut
+/// after its last newline; the rest waits for the next read), so that each run's last batch
+/// ends at a known line start. Returns the length of the text when it was read to its end
+/// (`None` when shutdown cut it short).
+async fn decode_sequential(
+    name: &str,
+    mut reader: BoxReader,
+    mut decoder: Box<dyn BatchDecoder>,
+    max_partial: usize,
+    out: Out<'_>,
+    marker: &mut Option<Marker>,
+) -> Result<Option<u64>, ReadError> {
+    let shared = out.shared;
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
+    // Text offset of buf[0], and the line start the rows are counted from.
+    let mut at = 0u64;
+    let mut line_start = 0u64;
+    let mut rows = 0u64;
+    let mut ended = true;
+    loop {
+        if buf.capacity() - buf.len() < READ_SIZE / 4 {
+            buf.reserve(READ_SIZE);
+        }
+        let t0 = Instant::now();
+        let n = match reader.read_buf(&mut buf).await {
+            Ok(n) => n,
+            // Compressed input cut short by shutdown.
+            Err(error) if shared.cancel.is_cancelled() => {
+                warn(
+                    shared,
+                    format!("{name}: input ended early at shutdown: {error}"),
+                );
+                ended = false;
+                0
+            }
+            Err(error) => return Err(io_error(name, error)),
+        };
+        let eof = n == 0;
+        let stopped = eof && shared.cancel.is_cancelled();
+        // A run of whole lines; at the end, the last line without its newline (unless
+        // shutdown cut the input short: then it is dropped).
+        let cut = if eof {
+            if stopped {
+                memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
+            } else {
+                buf.len()
+            }
+        } else {
+            match memchr::memrchr(b'\n', &buf[buf.len() - n..]) {
+                Some(i) => buf.len() - n + i + 1,
+                // Longer than any line may be: the decoder reports it (or skips it).
+                None if buf.len() > max_partial => buf.len(),
+                None => continue,
+            }
+        };
+        let mut lines = buf.split_to(cut);
+        let run_end = at + cut as u64;
+        let whole = lines.last().is_none_or(|&b| b == b'\n') || (eof && !stopped);
+        at = run_end;
+        let mut decoded = Vec::new();
+        let mut error = None;
+        loop {
+            let r = if eof && !stopped {
+                decoder.decode_eof(&mut lines)
+            } else {
+                decoder.decode(&mut lines)
+            };
+            match r {
+                Ok(Some(b)) => decoded.push(b),
+                Ok(None) => break,
+                Err(e) => {
+                    error = Some(name_error(name, e));
+                    break;
+                }
+            }
+        }
+        shared.metrics.add_busy(t0.elapsed());
+        for w in decoder.take_warnings() {
+            warn(shared, format!("{name}: {w}"));
+        }
+        let count = decoded.len();
+        for (i, b) in decoded.into_iter().enumerate() {
+            let last = i + 1 == count && error.is_none() && whole;
+            let span = RowSpan {
+                line_start,
+                rows_before: rows,
+                end: last.then_some(run_end),
+            };
+            rows += b.len() as u64;
+            out.batch(marker, b, Some(span)).await?;
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        if whole {
+            line_start = run_end;
+            rows = 0;
+        }
+        if eof {
+            if stopped && !buf.is_empty() {
+                warn(
+                    shared,
+                    format!(
+                        "{name}: dropped a partial last line of {} bytes at shutdown",
+                        buf.len()
+                    ),
+                );
+            }
+            ended &= !stopped;
+            break;
+        }
+    }
+    if let Ok(mut s) = shared.skips.lock() {
+        s.merge(&decoder.skip_report());
+    }
+    Ok(ended.then_some(at))
+}
+
 /// Decodes a Zeek TSV input on several threads.
 async fn decode_parallel_tsv(
     name: &str,
     reader: BoxReader,
     options: ReaderOptions,
     config: &SourceConfig,
-    shared: &SourceShared,
-    tx: &channel::Sender<Result<Batch, ReadError>>,
-) -> Result<(), ReadError> {
+    out: Out<'_>,
+    marker: &mut Option<Marker>,
+) -> Result<Option<u64>, ReadError> {
+    let shared = out.shared;
     let dropped = Arc::new(AtomicUsize::new(0));
+    let text = Arc::new(AtomicU64::new(0));
+    let mut ended = true;
     let chunks = ChunkIter {
+        text: text.clone(),
         max_partial: options.max_line_len.saturating_add(2),
         reader,
         handle: shared.handle.clone(),
@@ -236,9 +451,9 @@ async fn decode_parallel_tsv(
     loop {
         let t0 = Instant::now();
         // Blocking, but on this input's own thread.
-        let item = par.next();
+        let item = par.next_span();
         shared.metrics.add_busy(t0.elapsed());
-        let batch = match item {
+        let (batch, span) = match item {
             None => break,
             Some(Ok(b)) => b,
             Some(Err(ReadError::Io { error, .. })) if shared.cancel.is_cancelled() => {
@@ -246,6 +461,7 @@ async fn decode_parallel_tsv(
                     shared,
                     format!("{name}: input ended early at shutdown: {error}"),
                 );
+                ended = false;
                 break;
             }
             Some(Err(e)) => return Err(name_error(name, e)),
@@ -253,7 +469,7 @@ async fn decode_parallel_tsv(
         for w in par.take_warnings() {
             warn(shared, format!("{name}: {w}"));
         }
-        send(tx, shared, Ok(batch)).await?;
+        out.batch(marker, batch, span).await?;
     }
     for w in par.take_warnings() {
         warn(shared, format!("{name}: {w}"));
@@ -268,7 +484,8 @@ async fn decode_parallel_tsv(
     if let Ok(mut s) = shared.skips.lock() {
         s.merge(par.skip_report());
     }
-    Ok(())
+    let ended = ended && dropped == 0 && !shared.cancel.is_cancelled();
+    Ok(ended.then(|| text.load(Ordering::Relaxed)))
 }
 
 /// The decompressed bytes of an input as blocking chunks for [`ParallelTsvReader`]. Each
@@ -277,6 +494,8 @@ async fn decode_parallel_tsv(
 /// A partial line longer than `max_partial` is handed over as it is (the reader refuses it as
 /// overlong), so that input without newlines never piles up here.
 struct ChunkIter {
+    /// Bytes handed over so far.
+    text: Arc<AtomicU64>,
     max_partial: usize,
     reader: BoxReader,
     handle: Option<tokio::runtime::Handle>,
@@ -322,15 +541,20 @@ impl Iterator for ChunkIter {
                     self.dropped.fetch_add(buf.len(), Ordering::Relaxed);
                     return None;
                 }
+                self.text.fetch_add(buf.len() as u64, Ordering::Relaxed);
                 return Some(Ok(buf));
             }
             match memchr::memrchr(b'\n', &buf[start..]) {
                 Some(i) => {
                     self.tail = buf.split_off(start + i + 1);
+                    self.text.fetch_add(buf.len() as u64, Ordering::Relaxed);
                     return Some(Ok(buf));
                 }
                 // Longer than any line may be: the reader reports it (or skips it).
-                None if buf.len() > self.max_partial => return Some(Ok(buf)),
+                None if buf.len() > self.max_partial => {
+                    self.text.fetch_add(buf.len() as u64, Ordering::Relaxed);
+                    return Some(Ok(buf));
+                }
                 None => self.tail = buf,
             }
         }
@@ -350,7 +574,8 @@ async fn send(
     item: Result<Batch, ReadError>,
 ) -> Result<(), ReadError> {
     if let Ok(b) = &item {
-        if b.is_empty() {
+        // A batch without rows matters only for the checkpoints it carries.
+        if b.is_empty() && b.marks().is_empty() {
             return Ok(());
         }
     }
@@ -497,6 +722,7 @@ impl SourceConfig {
             channel_capacity,
             parallel_tsv: std::thread::available_parallelism().map_or(2, |n| n.get()),
             follow: None,
+            resume: None,
         }
     }
 }

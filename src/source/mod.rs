@@ -26,6 +26,7 @@
 //! | the configuration of a file or stdin source: [`FileSourceConfig`] | `config.rs` |
 //! | following files like `tail -F`, exactly once across restarts | [`follow`] |
 //! | a file's identity (a fingerprint of its decompressed first lines) | [`identity`] |
+//! | batch imports resumed from the archive's checkpoints | [`resume`] |
 //!
 //! Files and stdin are read by a dedicated OS thread each, with blocking reads of
 //! [`CHUNK_SIZE`] bytes handed over a small bounded channel, so blocking file I/O never runs on
@@ -62,8 +63,9 @@ mod format;
 pub mod identity;
 pub mod inflate;
 mod input;
-mod open;
+pub(crate) mod open;
 mod reader;
+pub mod resume;
 pub mod verify;
 
 pub use compression::{decompress, Compression};

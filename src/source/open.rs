@@ -113,3 +113,15 @@ pub async fn open(
         })?;
     Ok((name, raw.size, reader))
 }
+
+/// The bytes of a plain regular file from its current position on (a file read from a
+/// checkpoint), counted as read and decoded.
+pub(crate) fn plain_file_reader(
+    name: String,
+    file: std::fs::File,
+    counters: &Arc<SourceCounters>,
+    stop: &CancellationToken,
+) -> BoxReader {
+    let reader = Counted::read(spawn_file_reader(name, file, stop), counters.clone());
+    Box::pin(Counted::decoded(reader, counters.clone()))
+}
