@@ -7,8 +7,8 @@
 //! - **Identity.** A file is known by its content, not its name or inode: the fingerprint of
 //!   its decompressed first lines ([`crate::source::identity`]). A file is not read until its
 //!   fingerprint is trusted (it holds its first data line). Every identity seen, and every
-//!   checkpoint of the archive, is kept in a [`registry`]; a file whose content is known is
-//!   read on from its position under whatever name and compression it has now (`conn.log`
+//!   checkpoint of the archive, is kept in a registry (`registry.rs`); a file whose content is
+//!   known is read on from its position under whatever name and compression it has now (`conn.log`
 //!   rotated into `2009-11-18/conn.08:00:00-09:00:00.log.gz` while weir was down is read on
 //!   inside the decompressed text), a file read to its end is not read again under any name
 //!   unless it grew, and a second name for a file being read is left alone.
@@ -22,13 +22,13 @@
 //!   finished. By copy-and-truncate: the file is smaller than what was read, or its first
 //!   bytes changed; its old identity keeps its position (so the copy, if a pattern matches it,
 //!   is read on from there) and the file is read again as a new one once trusted.
-//! - **Compressed files** (gzip, zstd) are decoded member by member ([`file`]): only complete
+//! - **Compressed files** (gzip, zstd) are decoded member by member (`file.rs`): only complete
 //!   members or frames are taken; a file that ends inside one is waited for (with a warning
 //!   after [`PARTIAL_WARN_AFTER`]) and never ends the import. A compressed file read through
 //!   its last complete member is finished with its stored length (`raw`); members appended
 //!   later are read once, also after a restart (a longer file than `raw`).
 //! - **Bounded resources.** Reads go through one buffer; a file's own memory is its position,
-//!   its partial last line and its header lines. At most [`Follower::max_open`] descriptors
+//!   its partial last line and its header lines. At most a budget of descriptors
 //!   are held (a quarter of the soft `RLIMIT_NOFILE`, see [`MAX_OPEN`]): beyond that, the
 //!   files idle longest are closed (descriptor and decoder; the header lines rebuild the
 //!   decoder) and reopened by path, identity checked, when they change. A closed file that is
