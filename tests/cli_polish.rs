@@ -42,7 +42,9 @@ fn quiet_import_and_run_print_nothing() {
     let log = write_log(dir.path(), "num.log", 3);
     let db = dir.path().join("db");
     for q in ["-q", "--quiet"] {
-        let out = run(&["import", q, "--db", s(&db), s(&log)]);
+        // `--again`: the second round imports the same file once more instead of skipping
+        // it with a warning.
+        let out = run(&["import", q, "--again", "--db", s(&db), s(&log)]);
         assert_eq!(out.status.code(), Some(0));
         assert_eq!(text(&out.stderr), "");
         assert_eq!(text(&out.stdout), "");
@@ -308,7 +310,8 @@ fn inspect_takes_several_segments() {
     let log = write_log(dir.path(), "num.log", 3);
     let out = run(&["import", "-q", "--db", s(&db), s(&log)]);
     ok(&out, "import 1");
-    let out = run(&["import", "-q", "--db", s(&db), s(&log)]);
+    // The same file again (it would be skipped as imported whole before).
+    let out = run(&["import", "-q", "--again", "--db", s(&db), s(&log)]);
     ok(&out, "import 2");
     let segs = segment_files(&db);
     assert_eq!(segs.len(), 2);
@@ -506,6 +509,7 @@ fn verbose_logs_files_segments_and_replays() {
                 s(&log),
                 std::fs::metadata(&log).unwrap().len()
             ),
+            format!("INFO read to its end input={}", s(&log)),
             format!(
                 "INFO sealed segment segment={} events=2 batches=1 bytes={}",
                 s(seg),

@@ -6,8 +6,12 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The binary under test, with `WEIR_DB` cleared so that only `--db` chooses the database.
+/// `WEIR_TEST_BIN` runs the tests against another build (e.g. an older commit's, to see a
+/// regression test fail there).
 pub fn weir() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
+    let bin = std::env::var_os("WEIR_TEST_BIN")
+        .unwrap_or_else(|| std::ffi::OsString::from(env!("CARGO_BIN_EXE_weir")));
+    let mut c = Command::new(bin);
     c.env_remove("WEIR_DB");
     c
 }
