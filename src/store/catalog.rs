@@ -49,7 +49,16 @@
 //! `checkpoints` (absent when empty, so older catalogs read unchanged) holds the position of
 //! every followed file after the last event of the last sealed segment (see
 //! [`crate::checkpoint`]); `"done": true` marks a compressed file read to its end. The
-//! write-ahead log's records carry the positions of the events after it.
+//! write-ahead log's records carry the positions of the events after it. Each sealed segment
+//! records the same set as of its last event (`crate::segment`, format 8), so that
+//! `weir verify --repair` rebuilds `checkpoints` of a lost or corrupt catalog from the newest
+//! segment (the write-ahead log's records then apply on top, as at every open). When the
+//! newest segment does not record them (a segment of format 7 or older, or a rewrite of one),
+//! repair writes `"checkpoints_lost": true` (absent when false): a followed source then
+//! refuses to start until the user chooses where files without a checkpoint start
+//! (`weir import --from-start` or `--from-end`, [`crate::checkpoint::StartFrom`]); the writer
+//! of such an import clears the flag, written with the next catalog (its first seal, or its
+//! close).
 //!
 //! # Invariants
 //!
@@ -105,6 +114,10 @@ pub struct Catalog {
     /// Positions of followed files as of `next_id` (see [`crate::checkpoint`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<FileCheckpoint>,
+    /// Set by `weir verify --repair` when it rebuilt a lost catalog and could not rebuild the
+    /// checkpoints (see the module docs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoints_lost: bool,
     #[serde(skip)]
     ranges: Vec<(u64, u64, usize)>,
 }
@@ -257,6 +270,7 @@ impl Default for Catalog {
             lost: Vec::new(),
             pending_deletion: Vec::new(),
             checkpoints: Vec::new(),
+            checkpoints_lost: false,
             ranges: Vec::new(),
         }
     }

@@ -37,6 +37,11 @@
 //!    are part of its `erased` ones (see [`super::catalog`]). So after a repair `weir verify`
 //!    finds the ID space whole, and a second repair finds nothing to do.
 //!
+//! When the catalog was rebuilt (step 2), its checkpoints of followed files are rebuilt from the
+//! newest listed segment (format 8 records them, see [`super::catalog`]); if that segment
+//! does not record them, the catalog says `"checkpoints_lost": true` and the report says so.
+//! A catalog that loaded keeps its checkpoints.
+//!
 //! The report names every ID range lost, with its number of events ([`RepairReport::lost`]).
 //!
 //! # Invariants
@@ -113,9 +118,11 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
     let _lock = take_lock(dir)?;
     let mut report = RepairReport::default();
     let cat_path = Catalog::path(dir);
+    let mut rebuilt = true;
     let (old, mut changed) = match Catalog::load(dir) {
         Ok(c) => {
             let rebuild = !cat_path.exists();
+            rebuilt = rebuild;
             if rebuild {
                 report.actions.push(format!(
                     "catalog {} is missing: rebuilding it from the segment files",
@@ -301,6 +308,9 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             show(&cut_ranges(&before.1, &cat.lost))
         ));
     }
+    if rebuilt {
+        rebuild_checkpoints(dir, &mut cat, &mut report);
+    }
     let gaps = gaps(&cat);
     if !gaps.is_empty() {
         changed = true;
@@ -345,6 +355,51 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
     Ok(report)
 }
 
+/// Rebuilds the checkpoints of a rebuilt catalog from its newest segment (see
+/// [`super::catalog`]): they are those as of its last event; or records that they are lost.
+fn rebuild_checkpoints(dir: &Path, cat: &mut Catalog, report: &mut RepairReport) {
+    let Some(newest) = cat.segments.last() else {
+        // Nothing sealed: the write-ahead log holds every checkpoint there is.
+        return;
+    };
+    let path = dir.join(&newest.file);
+    let found = Segment::open(&path).and_then(|seg| Ok((seg.version(), seg.checkpoints()?)));
+    match found {
+        Ok((_, Some(list))) => {
+            report.actions.push(format!(
+                "rebuilt the checkpoints of {} from segment {}, the newest",
+                plural_files(list.len()),
+                path.display()
+            ));
+            cat.checkpoints = list;
+            cat.checkpoints_lost = false;
+        }
+        Ok((version, None)) => {
+            report.actions.push(format!(
+                "the checkpoints of followed files are lost: the newest segment {} (format {version}) does not record them; `weir import --follow` refuses to start until you choose --from-start (read every matching file from byte 0) or --from-end (only lines written from now on)",
+                path.display()
+            ));
+            cat.checkpoints.clear();
+            cat.checkpoints_lost = true;
+        }
+        Err(e) => {
+            report.actions.push(format!(
+                "the checkpoints of followed files are lost: the newest segment {} cannot be read ({e}); `weir import --follow` refuses to start until you choose --from-start or --from-end",
+                path.display()
+            ));
+            cat.checkpoints.clear();
+            cat.checkpoints_lost = true;
+        }
+    }
+}
+
+fn plural_files(n: usize) -> String {
+    match n {
+        1 => "1 followed file".into(),
+        n => format!("{n} followed files"),
+    }
+}
+
 /// Stages the intact batches of `seg` (whose header and metadata are intact) into new
 /// segments, keeping their IDs; a segment with no intact batch is staged as nothing (and so
 /// lost whole).
@@ -365,6 +420,8 @@ fn salvage(
             true,
         )?),
     };
+    // The salvage records the checkpoints the original recorded (its metadata is intact).
+    staged.set_checkpoints(seg.checkpoints()?)?;
     let first = staged.entries.len();
     let mut lost = Vec::new();
     let mut kept = 0u64;
@@ -449,6 +506,8 @@ fn catalog_of(entries: Vec<CatalogEntry>, next_id: u64, old: &Catalog) -> Catalo
     cat.generation = old.generation;
     cat.erased = old.erased.clone();
     cat.lost = old.lost.clone();
+    cat.checkpoints = old.checkpoints.clone();
+    cat.checkpoints_lost = old.checkpoints_lost;
     cat.pending_deletion = old.pending_deletion.clone();
     cat
 }

@@ -20,6 +20,14 @@
 //!    (see [`super::readers`]); until then (and after a crash) they stay listed under
 //!    `pending_deletion`, and every later change, seal and open of a writer tries again.
 //!
+//! A new segment records the checkpoints of followed files of the segment it rewrites (see
+//! `crate::segment`, format 8, and `crate::checkpoint`): an erase's, those of the segment it
+//! rewrote; a compaction's, those of the source segment whose events were added last (so the
+//! newest output has those of the newest source); a repair's salvage, those of the damaged
+//! original. A source of an older format records none, and neither does its rewrite. So
+//! the newest segment always holds the checkpoints as of its last event, from which
+//! `weir verify --repair` rebuilds a lost catalog's.
+//!
 //! Files are only ever unlinked, never truncated or rewritten in place, so a reader that has
 //! a segment mapped keeps reading it.
 
@@ -29,6 +37,7 @@ use std::path::Path;
 use super::catalog::{CatalogEntry, PendingDeletion};
 use super::{readers, Result, Store, StoreError, SEGMENTS_DIR};
 use crate::batch::Batch;
+use crate::checkpoint::FileCheckpoint;
 use crate::segment::SegmentBuilder;
 
 /// The directory of a change's new segments before they join the archive.
@@ -121,6 +130,26 @@ impl Staged {
             self.seal()?;
             batch = tail;
         }
+    }
+
+    /// Sets the checkpoints of followed files that the new segments record from now on (those
+    /// of the segment whose events are added next: see `crate::segment`, format 8; `None`:
+    /// not known, as for a segment of an older format). A segment being built that has no
+    /// room for them is sealed first.
+    pub(crate) fn set_checkpoints(&mut self, list: Option<Vec<FileCheckpoint>>) -> Result<()> {
+        if self.builder.set_checkpoints(list.as_deref()) {
+            return Ok(());
+        }
+        self.seal()?;
+        if self.builder.set_checkpoints(list.as_deref()) {
+            return Ok(());
+        }
+        let list = list.unwrap_or_default();
+        Err(StoreError::CheckpointsTooLarge {
+            files: list.len(),
+            bytes: crate::wal::encode_checkpoints(&list).len(),
+            max: self.builder.max_size() as u64,
+        })
     }
 
     /// Seals the segment being built (if any) into `staging/`.
