@@ -329,6 +329,13 @@ impl SegmentBuilder {
         self.checkpoints.as_ref().map_or(0, Vec::len)
     }
 
+    /// Whether checkpoints of `bytes` encoded bytes fit in the room left (an empty builder:
+    /// whether they fit in a segment at all).
+    pub fn checkpoints_fit(&self, bytes: usize) -> bool {
+        let now = Self::checkpoint_cost(self.checkpoints_len().max(self.checkpoint_reserve));
+        Self::checkpoint_cost(bytes) <= now + self.room()
+    }
+
     /// Keeps room for checkpoints of up to `bytes` encoded bytes in this segment, so that a
     /// later [`SegmentBuilder::set_checkpoints`] fits: the store reserves, before each batch,
     /// for its current set plus the batch's marks. Room is only ever added until the segment

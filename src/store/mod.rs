@@ -697,7 +697,19 @@ impl Store {
         let start = self.next_id;
         if batch.is_empty() {
             if !batch.marks().is_empty() {
-                // Checkpoints only: a record without rows moves them (see `crate::wal`).
+                // Checkpoints only: a record without rows moves them (see `crate::wal`). The
+                // active segment must have room for the grown set (it records them when
+                // sealed): if not, it is sealed first, with the set as it was.
+                let grown = self.checkpoints.encoded_len()
+                    + Mark::last_per_file(batch.marks())
+                        .iter()
+                        .map(crate::wal::checkpoint_len)
+                        .sum::<usize>();
+                if !self.builder.checkpoints_fit(grown) {
+                    let r = self.seal(true);
+                    self.poison_on_error(r)?;
+                }
+                self.builder.reserve_checkpoints(grown);
                 batch.set_id(start);
                 let r = self.wal.append(&batch).map_err(StoreError::from);
                 self.poison_on_error(r)?;
