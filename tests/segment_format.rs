@@ -450,6 +450,7 @@ fn an_archive_mixing_formats_and_codecs_reads_whole() {
                 &run(&[
                     "import",
                     "-q",
+                    "--again",
                     "--db",
                     s(&db),
                     "--compression",
