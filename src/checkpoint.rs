@@ -20,6 +20,27 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Where a followed source starts reading a file that has no checkpoint (`weir import
+/// --from-start`, `--from-end`; `from = "start"|"end"` of a file source).
+///
+/// The choice matters when an archive's checkpoints are lost (a repaired catalog that could not
+/// rebuild them, see [`crate::store::catalog`]'s `checkpoints_lost`): then every file has no
+/// checkpoint, and a followed source refuses to start with [`StartFrom::Checkpoints`] rather
+/// than import again what the archive may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartFrom {
+    /// From the checkpoints; a file without one from byte 0 (the default).
+    #[default]
+    Checkpoints,
+    /// Every file without a checkpoint from byte 0, even when checkpoints are lost.
+    Start,
+    /// A file without a checkpoint, present at the first scan, from its end (its size rounded
+    /// back to the end of its last complete line): only lines written later are imported.
+    /// Files that appear later are read whole.
+    End,
+}
+
 /// The identity of a followed file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct FileId {
@@ -225,6 +246,16 @@ impl Checkpoints {
     /// Every checkpoint, ordered by file identity.
     pub fn to_vec(&self) -> Vec<FileCheckpoint> {
         self.map.values().cloned().collect()
+    }
+
+    /// The length of their encoding in a write-ahead log record or a segment
+    /// ([`crate::wal::encode_checkpoints`]).
+    pub fn encoded_len(&self) -> usize {
+        4 + self
+            .map
+            .values()
+            .map(crate::wal::checkpoint_len)
+            .sum::<usize>()
     }
 
     /// Whether there is none.

@@ -34,7 +34,8 @@
 //!                     bit 4 (only with bit 3): each checkpoint holds `raw`
 //! ```
 //!
-//! Bit 3 (since `weir import --follow`): the record also holds, for each followed file whose
+//! Bit 3 (since `weir import --follow`; segments of format 8 store their full set of
+//! checkpoints in the same encoding, see [`encode_checkpoints`]): the record also holds, for each followed file whose
 //! lines are among its rows, the file's identity and its position after the record's last row
 //! of it ([`crate::checkpoint::FileCheckpoint`]). A record with bit 3 may hold no rows
 //! (`rows` 0, `data_len` 0, its `first_id` the next ID): it only moves checkpoints, e.g. marks
@@ -492,19 +493,54 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
         out.extend_from_slice(&(o as u32).to_le_bytes());
     }
     if !marks.is_empty() {
-        out.extend_from_slice(&(marks.len() as u32).to_le_bytes());
-        for m in &marks {
-            out.extend_from_slice(&m.id.dev.to_le_bytes());
-            out.extend_from_slice(&m.id.ino.to_le_bytes());
-            out.extend_from_slice(&m.id.fp_len.to_le_bytes());
-            out.extend_from_slice(&m.id.fp_crc.to_le_bytes());
-            out.extend_from_slice(&m.pos.offset.to_le_bytes());
-            out.extend_from_slice(&m.pos.skip.to_le_bytes());
-            out.push(m.done as u8);
-            out.extend_from_slice(&m.raw.to_le_bytes());
-            put_str(out, &m.path);
-        }
+        put_checkpoints(out, &marks);
     }
+}
+
+/// Appends the encoding of `list` (a count, then each checkpoint: the bytes of flag bits 3
+/// and 4 in the module docs, `raw` included). Segments of format 8 store their checkpoints
+/// the same way ([`crate::segment`]).
+fn put_checkpoints(out: &mut Vec<u8>, list: &[FileCheckpoint]) {
+    out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+    for m in list {
+        out.extend_from_slice(&m.id.dev.to_le_bytes());
+        out.extend_from_slice(&m.id.ino.to_le_bytes());
+        out.extend_from_slice(&m.id.fp_len.to_le_bytes());
+        out.extend_from_slice(&m.id.fp_crc.to_le_bytes());
+        out.extend_from_slice(&m.pos.offset.to_le_bytes());
+        out.extend_from_slice(&m.pos.skip.to_le_bytes());
+        out.push(m.done as u8);
+        out.extend_from_slice(&m.raw.to_le_bytes());
+        put_str(out, &m.path);
+    }
+}
+
+/// The encoding of `list` as a record with flag bits 3 and 4 holds it (see the module docs).
+pub fn encode_checkpoints(list: &[FileCheckpoint]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + list.iter().map(checkpoint_len).sum::<usize>());
+    put_checkpoints(&mut out, list);
+    out
+}
+
+/// The encoded length of one checkpoint (see [`encode_checkpoints`]).
+pub fn checkpoint_len(c: &FileCheckpoint) -> usize {
+    8 + 8 + 4 + 4 + 8 + 8 + 1 + 8 + 4 + c.path.len()
+}
+
+/// Decodes what [`encode_checkpoints`] wrote; every byte must be used.
+pub fn decode_checkpoints(bytes: &[u8]) -> std::result::Result<Vec<FileCheckpoint>, String> {
+    let mut c = Cursor { buf: bytes, pos: 0 };
+    let list = decode_marks(&mut c, 0, true)?
+        .into_iter()
+        .map(|m| m.end)
+        .collect();
+    if c.pos != bytes.len() {
+        return Err(format!(
+            "{} bytes after the checkpoints",
+            bytes.len() - c.pos
+        ));
+    }
+    Ok(list)
 }
 
 /// The checkpoints of a record with [`FLAG_MARKS`], as marks after its last row.

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::cli::{run, s, text};
+use common::cli::{export_json, run, s, text};
 use common::conn_log::row;
 use common::follow::{append, check_verify, count, follow, log_header, stop, streams, wait_count};
 use common::rng::Rng;
@@ -323,4 +323,132 @@ fn follow_survives_sigkill_at_random_moments() {
         .map(|k| (k, written[k as usize]))
         .collect();
     check(&db, &expected);
+}
+
+/// `weir verify --repair` of `db`; returns its stdout after checking it exited 0.
+fn repair(db: &Path) -> String {
+    let out = run(&["verify", "--repair", "--db", s(db)]);
+    assert!(
+        out.status.success(),
+        "weir verify --repair: {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The uid numbers of log `name` in the archive, in ID order (other logs ignored).
+fn stream(db: &Path, name: &str) -> Vec<u64> {
+    export_json(db)
+        .iter()
+        .filter(|e| e["_path"].as_str() == Some(name))
+        .map(|e| e["uid"].as_str().unwrap()[1..].parse().unwrap())
+        .collect()
+}
+
+/// Issue 32, case 5: the catalog lost (deleted, then damaged) after followed imports (one
+/// stopped, one killed with records in the write-ahead log): `weir verify --repair` rebuilds
+/// the checkpoints from the newest segment, and following again imports every line exactly
+/// once.
+#[test]
+fn follow_checkpoints_survive_the_loss_of_the_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let pattern = format!("{}/*.log", s(&logs));
+    let f0 = dir_path(&logs, "f0.log");
+    let f1 = dir_path(&logs, "f1.log");
+    append(&f0, &(log_header("f0") + &rows(0, 0..60)));
+    append(&f1, &(log_header("f1") + &rows(1, 0..40)));
+    let seg = ["--max-segment-size", "16KiB"];
+    let child = follow(&db, &[&pattern], &seg);
+    wait_count(&db, 100);
+    stop(child);
+    std::fs::remove_file(db.join("catalog.json")).unwrap();
+    let out = repair(&db);
+    assert!(
+        out.contains("rebuilt the checkpoints of 2 followed files"),
+        "{out}"
+    );
+    append(&f0, &rows(0, 60..70));
+    let child = follow(&db, &[&pattern], &seg);
+    wait_count(&db, 110);
+    // Killed: the last lines are in the write-ahead log only, with their checkpoints.
+    append(&f1, &rows(1, 40..45));
+    wait_count(&db, 115);
+    let mut child = child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(db.join("catalog.json"), b"{\"format\": \"weir-cat").unwrap();
+    let out = repair(&db);
+    assert!(out.contains("moved corrupt catalog"), "{out}");
+    assert!(out.contains("rebuilt the checkpoints"), "{out}");
+    append(&f1, &rows(1, 45..50));
+    let child = follow(&db, &[&pattern], &seg);
+    wait_count(&db, 120);
+    stop(child);
+    check(&db, &[(0, 70), (1, 50)]);
+}
+
+/// Checkpoints that cannot be recovered (a format 7 archive, which does not record them in
+/// its segments, whose catalog is lost): repair says so, a followed import refuses to start
+/// until `--from-end` or `--from-start` is chosen, and each does as named; the choice clears
+/// the flag, so the next import resumes from the checkpoints as usual.
+#[test]
+fn follow_refuses_lost_checkpoints_until_the_user_chooses_where_to_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let pattern = format!("{}/*.log", s(&logs));
+    let f0 = dir_path(&logs, "f0.log");
+    append(&f0, &(log_header("f0") + &rows(0, 0..30)));
+    let lost_archive = |name: &str| {
+        let db = tmp.path().join(name);
+        common::store::copy_dir(&common::fixture("archive-v7"), &db);
+        std::fs::remove_file(db.join("catalog.json")).unwrap();
+        let out = repair(&db);
+        assert!(
+            out.contains("checkpoints of followed files are lost"),
+            "{out}"
+        );
+        let cat = std::fs::read_to_string(db.join("catalog.json")).unwrap();
+        assert!(cat.contains("\"checkpoints_lost\":true"), "{cat}");
+        db
+    };
+    let db = lost_archive("end");
+    // Refused, with the two choices named; nothing imported.
+    let out = run(&["import", "-q", "--db", s(&db), "--follow", &pattern]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("are lost") && err.contains("--from-start") && err.contains("--from-end"),
+        "{err}"
+    );
+    assert_eq!(count(&db), 324);
+    // --from-end: what f0 holds now is skipped, lines written later are imported.
+    let child = follow(&db, &[&pattern], &["--from-end"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    append(&f0, &rows(0, 30..40));
+    wait_count(&db, 334);
+    stop(child);
+    assert_eq!(
+        stream(&db, "f0"),
+        (30..40).collect::<Vec<u64>>(),
+        "--from-end"
+    );
+    let cat = std::fs::read_to_string(db.join("catalog.json")).unwrap();
+    assert!(!cat.contains("checkpoints_lost"), "{cat}");
+    // The flag is cleared: a plain follow resumes from the checkpoints.
+    append(&f0, &rows(0, 40..45));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 339);
+    stop(child);
+    assert_eq!(stream(&db, "f0"), (30..45).collect::<Vec<u64>>());
+    // --from-start: every matching file from byte 0.
+    let db = lost_archive("start");
+    let child = follow(&db, &[&pattern], &["--from-start"]);
+    wait_count(&db, 324 + 45);
+    stop(child);
+    assert_eq!(stream(&db, "f0"), (0..45).collect::<Vec<u64>>());
 }

@@ -581,40 +581,110 @@ fn repair_moves_a_corrupt_catalog_aside_and_rebuilds_it() {
     assert_events(db, &batches);
 }
 
-/// A damaged segment is moved aside into `damaged/` (not deleted); the events it held are
-/// then reported missing by `verify` (exit 1), while the rest reads.
+/// One flipped byte in one batch of a many-batch segment (issue 32, case 10): repair
+/// rewrites the segment without that batch, every other event keeps its ID, the original is
+/// moved aside into `damaged/` (not deleted), the lost IDs are reported as a range with their
+/// count and recorded, `verify` is clean, and a second repair changes nothing.
 #[test]
-fn repair_moves_a_damaged_segment_aside() {
+fn repair_salvages_the_intact_batches_of_a_damaged_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let sc = schema("conn", 4);
+    let batches: Vec<Batch> = (0..30).map(|i| batch(&sc, 20, 40, i)).collect();
+    {
+        let (mut store, _) = Store::open_writer(db, opts(1 << 20)).unwrap();
+        for b in &batches {
+            store.append(b.clone()).unwrap();
+        }
+        store.close().unwrap();
+    }
+    let files = common::cli::segment_files(db);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let victim = files[0].clone();
+    // Batch 12 (IDs 240..260): a bit of one of its rows.
+    damage_row_bytes(&victim, batches[12].row(3));
+    let damaged_bytes = fs::read(&victim).unwrap();
+    let lines = repair(db, true);
+    let salvage = lines
+        .iter()
+        .find(|l| l.contains("salvaged damaged segment"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        salvage.contains("events [240, 260) (20 events)") && salvage.contains("580 intact events"),
+        "{lines:?}"
+    );
+    // The original is kept, byte for byte, in `damaged/`.
+    let moved = db.join("damaged").join(victim.file_name().unwrap());
+    assert_eq!(fs::read(&moved).unwrap(), damaged_bytes);
+    assert!(!victim.exists());
+    // Every other event, under its old ID.
+    let mut want = expected(&batches);
+    want.retain(|(id, _, _)| !(240..260).contains(id));
+    let got = read_all(db);
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the surviving events differ");
+    let info = common::cli::info(db);
+    assert_eq!(info["events"], 580, "{info}");
+    assert_eq!(info["lost_events"], 20, "{info}");
+    assert_eq!(info["erased_events"], 0, "{info}");
+    let cat: serde_json::Value =
+        serde_json::from_slice(&fs::read(db.join("catalog.json")).unwrap()).unwrap();
+    assert_eq!(cat["next_id"], 600, "{cat}");
+    assert_eq!(cat["lost"], serde_json::json!([[240, 260]]), "{cat}");
+    let verify = ok(&run(&["verify", "--db", s(db)]), "verify");
+    assert!(verify.starts_with("ok: 1 segment, 580 events"), "{verify}");
+    // Idempotent: nothing to do, nothing changed.
+    let before = listing(db);
+    assert_eq!(repair(db, true), vec!["repair: nothing to do".to_string()]);
+    assert_eq!(listing(db), before);
+    // Putting the damaged original back does not bring the damage back: it is a duplicate.
+    fs::copy(&moved, &victim).unwrap();
+    let lines = repair(db, true);
+    assert!(lines.iter().any(|l| l.contains("overlap")), "{lines:?}");
+    assert_eq!(read_all(db), want);
+    // And the archive takes imports after the lost IDs.
+    let (mut store, report) = Store::open_writer(db, opts(1 << 20)).unwrap();
+    assert!(report.warnings.is_empty(), "{report:?}");
+    assert_eq!(store.append(batch(&sc, 5, 40, 99)).unwrap(), 600..605);
+    store.close().unwrap();
+    ok(&run(&["verify", "--db", s(db)]), "verify");
+}
+
+/// A segment whose header (not a batch) is damaged cannot be salvaged: it is moved aside
+/// into `damaged/` whole, its IDs are reported and recorded as lost, the other segments keep
+/// every event, `verify` is clean and a second repair changes nothing.
+#[test]
+fn repair_moves_a_segment_with_a_damaged_header_aside_whole() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path();
     let batches = archive_of_segments(db, 20);
     let cat: serde_json::Value =
         serde_json::from_slice(&fs::read(db.join("catalog.json")).unwrap()).unwrap();
-    let victim = db.join(cat["segments"][1]["file"].as_str().unwrap());
-    let row = batches
-        .iter()
-        .map(|b| b.row(0).to_vec())
-        .find(|r| {
-            let bytes = fs::read(&victim).unwrap();
-            bytes.windows(r.len()).any(|w| w == &r[..])
-        })
-        .expect("a row of the segment");
-    damage_row_bytes(&victim, &row);
-    let damaged_bytes = fs::read(&victim).unwrap();
-    let lines = repair(db, false);
+    let entry = &cat["segments"][1];
+    let victim = db.join(entry["file"].as_str().unwrap());
+    let [a, b] = [
+        entry["intervals"][0][0].as_u64().unwrap(),
+        entry["intervals"][0][1].as_u64().unwrap(),
+    ];
+    let mut bytes = fs::read(&victim).unwrap();
+    bytes[9] ^= 0x01; // the file identifier `WSEG`
+    fs::write(&victim, &bytes).unwrap();
+    let lines = repair(db, true);
     assert!(
-        lines[0].starts_with(&format!("repair: moved damaged segment {}", s(&victim))),
+        lines[0].starts_with(&format!("repair: moved damaged segment {}", s(&victim)))
+            && lines[0].contains(&format!("events [{a}, {b}) ({} events) are lost", b - a)),
         "{lines:?}"
     );
     let moved = db.join("damaged").join(victim.file_name().unwrap());
-    assert_eq!(fs::read(&moved).unwrap(), damaged_bytes);
-    let verify = run(&["verify", "--db", s(db)]);
-    assert_eq!(verify.status.code(), Some(1));
-    assert!(
-        text(&verify.stdout).contains("are in no segment"),
-        "{}",
-        text(&verify.stdout)
-    );
+    assert_eq!(fs::read(&moved).unwrap(), bytes);
+    let mut want = expected(&batches);
+    want.retain(|(id, _, _)| !(a..b).contains(id));
+    assert!(read_all(db) == want, "the other segments' events differ");
+    assert_eq!(common::cli::info(db)["lost_events"], b - a);
+    ok(&run(&["verify", "--db", s(db)]), "verify");
+    let before = listing(db);
+    assert_eq!(repair(db, true), vec!["repair: nothing to do".to_string()]);
+    assert_eq!(listing(db), before);
 }
 
 /// Flips a bit in the middle of `row` in the file at `path`.

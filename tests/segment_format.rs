@@ -17,7 +17,9 @@
 //! a5e250e, the last to write format 5: every column stored as msgpack values, sketches with
 //! time histograms, index files). `tests/fixtures/archive-v6` is the same import by weir before
 //! format 7 (commit 23072a7, the last to write format 6: time and duration columns as integer
-//! planes, no dictionaries). Tests work on a copy: opening a writer may modify an archive.
+//! planes, no dictionaries). `tests/fixtures/archive-v7` is the same import by weir before
+//! format 8 (commit 0f1fd43, the last to write format 7: no checkpoints of followed files in
+//! the segments). Tests work on a copy: opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 mod common;
@@ -86,6 +88,11 @@ fn v5_archive_opens_exports_its_source_and_verifies_clean() {
 #[test]
 fn v6_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(6);
+}
+
+#[test]
+fn v7_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(7);
 }
 
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
@@ -159,6 +166,11 @@ fn v5_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v6_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(6);
+}
+
+#[test]
+fn v7_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(7);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {
@@ -438,6 +450,7 @@ fn an_archive_mixing_formats_and_codecs_reads_whole() {
                 &run(&[
                     "import",
                     "-q",
+                    "--again",
                     "--db",
                     s(&db),
                     "--compression",
@@ -689,4 +702,119 @@ fn v4_batches_are_read_for_a_time_range_the_current_format_counts_from_histogram
     };
     let (n, _) = q.search_with(&archive, all).unwrap().count().unwrap();
     assert_eq!(n, n5);
+}
+
+/// A checkpoint of file `ino` at `offset`.
+fn checkpoint(ino: u64, offset: u64) -> weir::checkpoint::FileCheckpoint {
+    weir::checkpoint::FileCheckpoint {
+        id: weir::checkpoint::FileId {
+            dev: 7,
+            ino,
+            fp_len: 100,
+            fp_crc: 42,
+        },
+        path: format!("/logs/f{ino}.log"),
+        pos: weir::checkpoint::Position { offset, skip: 0 },
+        done: false,
+        raw: offset / 3,
+    }
+}
+
+/// Format 8: each sealed segment records the full set of checkpoints as of its last event
+/// (not only those of its own rows), covered by the metadata checksum; an erase's and a
+/// compaction's new segments carry those of the segments they rewrite; format 7 segments
+/// record none.
+#[test]
+fn segments_record_the_checkpoints_as_of_their_last_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let s1 = schema("conn", 3);
+    let opts = StoreOptions {
+        max_segment_size: 16 << 10,
+        sync: SyncPolicy::Never,
+        compression: weir::segment::Compression::NONE,
+        ..StoreOptions::default()
+    };
+    let (mut store, _) = Store::open_writer(&db, opts).unwrap();
+    for i in 0..12u64 {
+        let mut b = batch(&s1, 20, 30, i);
+        // File 1 only in the first batch; file 2 in every one.
+        let mut ends = vec![checkpoint(2, 100 * (i + 1))];
+        if i == 0 {
+            ends.insert(0, checkpoint(1, 50));
+        }
+        b.set_marks(
+            ends.into_iter()
+                .map(|end| weir::checkpoint::Mark {
+                    row_start: 0,
+                    row_end: 20,
+                    start: None,
+                    end,
+                })
+                .collect(),
+        );
+        store.append(b).unwrap();
+    }
+    store.close().unwrap();
+    let cat: serde_json::Value =
+        serde_json::from_slice(&fs::read(db.join("catalog.json")).unwrap()).unwrap();
+    let segs = cat["segments"].as_array().unwrap();
+    assert!(segs.len() > 1, "{cat}");
+    // The newest holds no row of file 1, yet records it: the full set.
+    let newest = db.join(segs.last().unwrap()["file"].as_str().unwrap());
+    let list = Segment::open(&newest)
+        .unwrap()
+        .checkpoints()
+        .unwrap()
+        .unwrap();
+    assert_eq!(list, vec![checkpoint(1, 50), checkpoint(2, 1200)]);
+    // An older segment: file 2 as of its end.
+    let second = Segment::open(db.join(segs[0]["file"].as_str().unwrap())).unwrap();
+    let end = second.intervals().last().unwrap().end;
+    let list = second.checkpoints().unwrap().unwrap();
+    assert_eq!(
+        list,
+        vec![checkpoint(1, 50), checkpoint(2, 100 * (end / 20))]
+    );
+    // Covered by the metadata checksum: a changed path byte is damage.
+    let mut bytes = fs::read(&newest).unwrap();
+    let at = bytes
+        .windows(12)
+        .position(|w| w == b"/logs/f2.log")
+        .unwrap();
+    bytes[at + 7] ^= 0x01;
+    let damaged = tmp.path().join("damaged.seg");
+    fs::write(&damaged, &bytes).unwrap();
+    let err = Segment::open_verified(&damaged).unwrap_err();
+    assert!(err.to_string().contains("metadata checksum"), "{err}");
+    // Erase part of the newest segment, then compact: the newest keeps the full set.
+    let last = segs.last().unwrap()["intervals"][0][0].as_u64().unwrap();
+    ok(
+        &run(&[
+            "erase",
+            "--db",
+            s(&db),
+            "--ids",
+            &format!("{last}-{}", last + 4),
+        ]),
+        "erase",
+    );
+    ok(&run(&["compact", "--db", s(&db)]), "compact");
+    let cat: serde_json::Value =
+        serde_json::from_slice(&fs::read(db.join("catalog.json")).unwrap()).unwrap();
+    let newest = db.join(
+        cat["segments"].as_array().unwrap().last().unwrap()["file"]
+            .as_str()
+            .unwrap(),
+    );
+    let list = Segment::open(&newest)
+        .unwrap()
+        .checkpoints()
+        .unwrap()
+        .unwrap();
+    assert_eq!(list, vec![checkpoint(1, 50), checkpoint(2, 1200)]);
+    // Format 7 segments record none.
+    for f in segment_files(&common::fixture("archive-v7")) {
+        assert_eq!(Segment::open(&f).unwrap().checkpoints().unwrap(), None);
+    }
 }

@@ -87,6 +87,16 @@ pub struct ImportArgs {
     /// in part is read on from where its events end.
     #[arg(long, conflicts_with = "follow")]
     again: bool,
+    /// With --follow: read every matching file that has no checkpoint from byte 0, also when
+    /// the archive's checkpoints are lost (after `weir verify --repair` could not rebuild
+    /// them), importing again what the archive may hold.
+    #[arg(long, requires = "follow", conflicts_with = "from_end")]
+    from_start: bool,
+    /// With --follow: start each matching file that has no checkpoint at its end (what it
+    /// holds now is skipped; only lines written later are imported); also when the archive's
+    /// checkpoints are lost.
+    #[arg(long, requires = "follow")]
+    from_end: bool,
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +143,11 @@ impl ImportArgs {
         }
         c.source.follow = self.follow;
         c.source.again = self.again;
+        if self.from_start {
+            c.source.from = weir::checkpoint::StartFrom::Start;
+        } else if self.from_end {
+            c.source.from = weir::checkpoint::StartFrom::End;
+        }
         c
     }
 }
@@ -147,6 +162,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "schema_dir", "--schema-dir"),
     ("sources.input", "follow", "--follow"),
     ("sources.input", "again", "--again"),
+    ("sources.input", "from", "--from-start/--from-end"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),

@@ -100,7 +100,17 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
     let mut pipeline = Pipeline::new(spec.options.clone());
     let mut built = Built::default();
     let mut ids: Vec<StageId> = Vec::with_capacity(spec.stages.len());
-    // Followed sources resume from the checkpoints of the (first) archive.
+    // Followed sources resume from the checkpoints of the (first) archive; if the archive's
+    // checkpoints are lost, only a source that chose where to start may run (and its choice
+    // clears the archive's flag once the import commits; see `crate::store::catalog`).
+    let follow_from: Vec<crate::checkpoint::StartFrom> = spec
+        .stages
+        .iter()
+        .filter_map(|s| match &s.config {
+            StageConfig::File(src) | StageConfig::Stdin(src) if src.follow => Some(src.from),
+            _ => None,
+        })
+        .collect();
     let mut resumes = Vec::new();
     // So do files read once (without an archive, they carry no checkpoints).
     let mut batch_resumes = Vec::new();
@@ -200,9 +210,24 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
             StageConfig::Archive(a) => {
                 let segments_before = count_segments(&a.db);
                 let config = a.clone();
-                let opened = tokio::task::spawn_blocking(move || config.build())
-                    .await
-                    .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;
+                let first_archive = checkpoints.is_none();
+                let follow_from = follow_from.clone();
+                let opened = tokio::task::spawn_blocking(move || {
+                    config.build_with(|store, report| {
+                        if !first_archive || follow_from.is_empty() || !report.checkpoints_lost {
+                            return Ok(());
+                        }
+                        if follow_from.contains(&crate::checkpoint::StartFrom::Checkpoints) {
+                            return Err(crate::store::StoreError::CheckpointsLost {
+                                dir: store.dir().to_path_buf(),
+                            });
+                        }
+                        store.clear_checkpoints_lost();
+                        Ok(())
+                    })
+                })
+                .await
+                .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;
                 let (sink, report) = opened.map_err(|e| sink_error(Box::new(e)))?;
                 let first_id = report.next_id;
                 if checkpoints.is_none() {

@@ -4,7 +4,7 @@
 //! both encode through this module, so they cannot disagree.
 
 /// The segment format version that [`crate::segment::SegmentBuilder`] writes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Fields of `SegmentV1`: a `SegmentV1` table whose vtable has more is a damaged version 2
 /// table (or not a weir segment).
@@ -166,6 +166,19 @@ impl MetaHasher {
         }
     }
 
+    /// Format 8: the encoded checkpoints (after the batches): one byte 0 (absent) or 1
+    /// followed by them as a byte string (their length as u32, then the bytes).
+    pub(crate) fn checkpoints(&mut self, b: Option<&[u8]>) {
+        match b {
+            None => self.0.update(&[0]),
+            Some(b) => {
+                self.0.update(&[1]);
+                self.len(b.len());
+                self.0.update(b);
+            }
+        }
+    }
+
     /// Appends what `next` hashed (CRC-32 combination: as if its bytes had been fed here).
     pub(crate) fn append(&mut self, next: &MetaHasher) {
         self.0.combine(&next.0);
@@ -236,7 +249,7 @@ mod tests {
     /// Every byte that carries meaning outside the rows, by name: (what, position).
     fn fields(buf: &[u8]) -> Vec<(String, usize)> {
         let root = fbs::size_prefixed_root_as_segment(buf).unwrap();
-        let seg = root.segment_as_segment_v7().unwrap();
+        let seg = root.segment_as_segment_v8().unwrap();
         let mut out = vec![("uuid".to_string(), at(buf, &seg.uuid().0) + 7)];
         let mut extra = Vec::new();
         let mut push = |what: &str, table: &flatbuffers::Table<'_>, vt, plus| {
@@ -245,11 +258,11 @@ mod tests {
             }
         };
         push("segment type", &root._tab, fbs::Segment::VT_SEGMENT_TYPE, 0);
-        push("events", &seg._tab, fbs::SegmentV7::VT_EVENTS, 0);
+        push("events", &seg._tab, fbs::SegmentV8::VT_EVENTS, 0);
         push(
             "meta_checksum",
             &seg._tab,
-            fbs::SegmentV7::VT_META_CHECKSUM,
+            fbs::SegmentV8::VT_META_CHECKSUM,
             2,
         );
         for (i, b) in seg.batches().iter().enumerate() {
@@ -385,9 +398,9 @@ mod tests {
         }
         // Without the checksum field (its vtable entry zeroed), the stored value reads as 0.
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let seg = root.segment_as_segment_v7().unwrap();
+        let seg = root.segment_as_segment_v8().unwrap();
         let vt = seg._tab.vtable();
-        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV7::VT_META_CHECKSUM as usize;
+        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV8::VT_META_CHECKSUM as usize;
         let mut damaged = bytes.clone();
         damaged[slot] = 0;
         let (_, err) = open_damaged(dir.path(), &damaged, 0, 0);
@@ -407,19 +420,20 @@ mod tests {
             .into_iter()
             .find(|(w, _)| w == "segment type")
             .unwrap();
-        assert_eq!(bytes[i], 7);
-        let (path, err) = open_damaged(dir.path(), &bytes, i, 7 ^ 1);
+        assert_eq!(bytes[i], 8);
+        let (path, err) = open_damaged(dir.path(), &bytes, i, 8 ^ 1);
         let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()), "{msg}");
         assert!(msg.contains("says version 1"), "{msg}");
-        // Read as version 2 to 6, the checksum (which encodes the version) fails.
-        for v in [2, 3, 4, 5, 6] {
-            let (_, err) = open_damaged(dir.path(), &bytes, i, 7 ^ v);
+        // Read as version 2 to 7, the checksum (which encodes the version) fails, or the
+        // table's extra field does not verify.
+        for v in [2, 3, 4, 5, 6, 7] {
+            let (_, err) = open_damaged(dir.path(), &bytes, i, 8 ^ v);
             assert!(err.is_corruption(), "{err}");
         }
-        let (_, err) = open_damaged(dir.path(), &bytes, i, 7 ^ 8);
+        let (_, err) = open_damaged(dir.path(), &bytes, i, 8 ^ 9);
         assert!(
-            err.to_string().contains("unsupported segment version 8"),
+            err.to_string().contains("unsupported segment version 9"),
             "{err}"
         );
     }
@@ -435,7 +449,7 @@ mod tests {
         assert_eq!(seg.version(), super::FORMAT_VERSION);
         // By hand, from the documentation in `crate::segment`.
         let mut e = Vec::new();
-        e.extend(7u32.to_le_bytes());
+        e.extend(8u32.to_le_bytes());
         e.extend(seg.uuid().as_bytes());
         e.extend(seg.events().to_le_bytes());
         e.extend(1u32.to_le_bytes());
@@ -456,7 +470,7 @@ mod tests {
         }
         e.extend(3u32.to_le_bytes());
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let v2 = root.segment_as_segment_v7().unwrap();
+        let v2 = root.segment_as_segment_v8().unwrap();
         for b in v2.batches().iter() {
             e.extend(b.schema().to_le_bytes());
             e.extend(b.first_id().to_le_bytes());
@@ -500,6 +514,12 @@ mod tests {
                 }
             }
         }
+        // Format 8: the checkpoints (none here: a count of 0) as a byte string.
+        let cp = v2.checkpoints().unwrap().bytes();
+        assert_eq!(cp, 0u32.to_le_bytes());
+        e.push(1);
+        e.extend((cp.len() as u32).to_le_bytes());
+        e.extend(cp);
         assert!(
             v2.batches()
                 .iter()

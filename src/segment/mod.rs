@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 7
-//! (`SegmentV7`, [`FORMAT_VERSION`]) and reads versions 1 to 7. All have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 8
+//! (`SegmentV8`, [`FORMAT_VERSION`]) and reads versions 1 to 8. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -82,6 +82,21 @@
 //! and the batch's sketch hashes each distinct value once instead of walking the column. The
 //! metadata checksum of version 7 is that of version 5 with 7 as the version. Readers of
 //! version 6 refuse the new encoding, hence the new version.
+//!
+//! Version 8 has the fields of version 7 and `checkpoints` (optional): the full set of
+//! checkpoints of followed files as of the segment's last event ([`crate::checkpoint`]; every
+//! file the archive follows, not only those among the segment's rows, since retention and
+//! erase drop old segments), encoded as a write-ahead log record encodes its checkpoints
+//! ([`crate::wal`], flag bit 3: a u32 count, then per file dev u64, inode u64, fingerprint
+//! length and CRC-32 u32, offset and skip u64, done u8, path as u32 length + UTF-8). The
+//! writer always stores them (a count of 0 when nothing is followed); they are absent only in
+//! the rewrite (erase, compaction, repair's salvage) of a segment of version 7 or older,
+//! which recorded none: absent means not known. `weir verify --repair` rebuilds a lost
+//! catalog's checkpoints from the newest segment (`crate::store`'s `repair.rs`). The metadata
+//! checksum of version 8 is that of version 7 with 8 as the version, followed by one byte 0
+//! (absent) or 1 and the checkpoints' bytes as a string (u32 length, bytes). Room for them is
+//! kept as batches arrive ([`SegmentBuilder::reserve_checkpoints`]), so that sealing never
+//! exceeds the maximum size. Readers of version 7 refuse version 8 (an unknown union type).
 //!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then

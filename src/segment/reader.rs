@@ -17,6 +17,7 @@ use super::sketch::{
 use super::writer::batch_checksum;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
+use crate::checkpoint::FileCheckpoint;
 use crate::types::{Field, Schema, SchemaRef, Type};
 
 pub(super) const UNCHECKED: u8 = 0;
@@ -68,6 +69,9 @@ pub struct Segment {
     parts: Parts,
     /// Whether the parts come from the segment's index file rather than the verifier.
     from_index: bool,
+    /// Where the checkpoints of format 8 are in the map (verified with the metadata checksum;
+    /// `None` before format 8, or when opened from the index file).
+    checkpoints: Option<Range<usize>>,
 }
 
 /// The version table of a segment, whichever version it is (they share their fields).
@@ -80,6 +84,8 @@ struct Root<'a> {
     batches: flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<fbs::Batch<'a>>>,
     /// The stored metadata checksum (version 2 on).
     meta_checksum: Option<u32>,
+    /// The encoded checkpoints (version 8 on).
+    checkpoints: Option<&'a [u8]>,
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> SegmentError {
@@ -107,6 +113,7 @@ macro_rules! checksummed_root {
             schemas: $t.schemas(),
             batches: $t.batches(),
             meta_checksum: Some($t.meta_checksum()),
+            checkpoints: None,
         }
     };
 }
@@ -148,15 +155,17 @@ impl Segment {
                     map,
                     parts,
                     from_index: true,
+                    checkpoints: None,
                 });
             }
         }
-        let parts = Self::index(&map, path)?;
+        let (parts, checkpoints) = Self::index(&map, path)?;
         Ok(Segment {
             path: path.to_path_buf(),
             map,
             parts,
             from_index: false,
+            checkpoints,
         })
     }
 
@@ -192,7 +201,27 @@ impl Segment {
         self.from_index
     }
 
-    fn index(buf: &[u8], path: &Path) -> Result<Parts> {
+    /// The checkpoints of followed files as of this segment's last event (format 8 on; see
+    /// [`crate::checkpoint`]), `None` for an older segment, which does not record them (or a
+    /// rewrite of one). Read
+    /// from the segment itself, verified (a segment opened from its index file is verified
+    /// here).
+    pub fn checkpoints(&self) -> Result<Option<Vec<FileCheckpoint>>> {
+        if self.parts.version < 8 {
+            return Ok(None);
+        }
+        if self.from_index {
+            return Segment::open_verified(&self.path)?.checkpoints();
+        }
+        let Some(range) = self.checkpoints.clone() else {
+            return Ok(None);
+        };
+        crate::wal::decode_checkpoints(&self.map[range])
+            .map(Some)
+            .map_err(|reason| corrupt(&self.path, format!("checkpoints: {reason}")))
+    }
+
+    fn index(buf: &[u8], path: &Path) -> Result<(Parts, Option<Range<usize>>)> {
         if !fbs::segment_size_prefixed_buffer_has_identifier(buf) {
             return Err(corrupt(
                 path,
@@ -242,6 +271,7 @@ impl Segment {
                     schemas: v1.schemas(),
                     batches: v1.batches(),
                     meta_checksum: None,
+                    checkpoints: None,
                 }
             }
             fbs::SegmentVersion::SegmentV2 => {
@@ -279,6 +309,15 @@ impl Segment {
                     .segment_as_segment_v7()
                     .ok_or_else(|| corrupt(path, "segment version 7 table missing"))?;
                 checksummed_root!(v7, 7)
+            }
+            fbs::SegmentVersion::SegmentV8 => {
+                let v8 = root
+                    .segment_as_segment_v8()
+                    .ok_or_else(|| corrupt(path, "segment version 8 table missing"))?;
+                Root {
+                    checkpoints: v8.checkpoints().map(|c| c.bytes()),
+                    ..checksummed_root!(v8, 8)
+                }
             }
             other => {
                 return Err(corrupt(
@@ -508,6 +547,9 @@ impl Segment {
                 format!("header ID intervals {stored:?} differ from the batches' {intervals:?}"),
             ));
         }
+        if seg.version >= 8 {
+            meta.checkpoints(seg.checkpoints);
+        }
         if let Some(stored) = seg.meta_checksum {
             let computed = meta.finish();
             if computed != stored {
@@ -522,14 +564,17 @@ impl Segment {
                 ));
             }
         }
-        Ok(Parts {
-            version: seg.version,
-            uuid,
-            intervals,
-            events,
-            schemas,
-            batches,
-        })
+        Ok((
+            Parts {
+                version: seg.version,
+                uuid,
+                intervals,
+                events,
+                schemas,
+                batches,
+            },
+            seg.checkpoints.map(|cp| range_in(buf, cp)),
+        ))
     }
 
     /// The file.

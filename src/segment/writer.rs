@@ -47,6 +47,7 @@ use super::prepare::{max_bloom_bytes, PreparedBatch, Preparer};
 use super::sketch::MAX_TIME_BUCKETS;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
+use crate::checkpoint::FileCheckpoint;
 use crate::fs::{self, Writeback};
 use crate::types::SchemaRef;
 
@@ -248,6 +249,13 @@ pub struct SegmentBuilder {
     /// What sealing will add for the batches and schemas added so far (schemas, vector
     /// entries and intervals): the front, apart from [`SEAL_OVERHEAD`].
     reserved: usize,
+    /// The checkpoints of followed files to store (format 8), encoded as the write-ahead log
+    /// does (`None`: not known, stored as absent); kept from segment to segment until set
+    /// again.
+    checkpoints: Option<Vec<u8>>,
+    /// Bytes of encoded checkpoints room is kept for in this segment (at least those of
+    /// `checkpoints`): see [`SegmentBuilder::reserve_checkpoints`].
+    checkpoint_reserve: usize,
 }
 
 impl std::fmt::Debug for SegmentBuilder {
@@ -295,7 +303,51 @@ impl SegmentBuilder {
             preparer: Preparer::default(),
             index: Vec::new(),
             reserved: 0,
+            checkpoints: Some(crate::wal::encode_checkpoints(&[])),
+            checkpoint_reserve: 0,
         }
+    }
+
+    /// Sets the checkpoints of followed files that the segment records (format 8): the full
+    /// set as of its last event (see [`crate::checkpoint`]). Kept for the following segments
+    /// until set again. Returns `false`, changing nothing, if they do not fit in the room left
+    /// (a caller that reserved room for them first with [`SegmentBuilder::reserve_checkpoints`]
+    /// never sees that).
+    /// `None` records them as not known (a rewrite of a segment of an older format).
+    pub fn set_checkpoints(&mut self, list: Option<&[FileCheckpoint]>) -> bool {
+        let bytes = list.map(crate::wal::encode_checkpoints);
+        let now = Self::checkpoint_cost(self.checkpoints_len().max(self.checkpoint_reserve));
+        let len = bytes.as_ref().map_or(0, Vec::len);
+        if Self::checkpoint_cost(len) > now + self.room() {
+            return false;
+        }
+        self.checkpoints = bytes;
+        true
+    }
+
+    fn checkpoints_len(&self) -> usize {
+        self.checkpoints.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Whether checkpoints of `bytes` encoded bytes fit in the room left (an empty builder:
+    /// whether they fit in a segment at all).
+    pub fn checkpoints_fit(&self, bytes: usize) -> bool {
+        let now = Self::checkpoint_cost(self.checkpoints_len().max(self.checkpoint_reserve));
+        Self::checkpoint_cost(bytes) <= now + self.room()
+    }
+
+    /// Keeps room for checkpoints of up to `bytes` encoded bytes in this segment, so that a
+    /// later [`SegmentBuilder::set_checkpoints`] fits: the store reserves, before each batch,
+    /// for its current set plus the batch's marks. Room is only ever added until the segment
+    /// is sealed.
+    pub fn reserve_checkpoints(&mut self, bytes: usize) {
+        self.checkpoint_reserve = self.checkpoint_reserve.max(bytes);
+    }
+
+    /// The room the checkpoints' vector takes in the front for `bytes` encoded bytes: the
+    /// bytes, the length prefix, alignment, the table's field offset and vtable entry.
+    fn checkpoint_cost(bytes: usize) -> usize {
+        bytes + 4 + 8 + 4 + 4
     }
 
     /// Sets how the following batches are compressed (default: [`Compression::default`]).
@@ -377,7 +429,9 @@ impl SegmentBuilder {
 
     /// Bytes still guaranteed to be free after reserving what sealing needs.
     fn room(&self) -> usize {
-        let reserved = self.used() + SEAL_OVERHEAD + self.reserved;
+        let checkpoints =
+            Self::checkpoint_cost(self.checkpoints_len().max(self.checkpoint_reserve));
+        let reserved = self.used() + SEAL_OVERHEAD + self.reserved + checkpoints;
         self.max.saturating_sub(reserved)
     }
 
@@ -393,6 +447,7 @@ impl SegmentBuilder {
             + 4
             + BATCH_OVERHEAD
             + SEAL_OVERHEAD
+            + Self::checkpoint_cost(self.checkpoints_len())
             + sketch
             <= self.max
     }
@@ -747,7 +802,9 @@ impl SegmentBuilder {
     /// `self.region` bytes, padded so that the whole segment is a multiple of `block` bytes
     /// when that stays within the maximum. Returns the finished front.
     fn build_front(&self, uuid: uuid::Uuid, block: usize) -> Result<Vec<u8>> {
-        let mut fbb = FlatBufferBuilder::with_capacity(SEAL_OVERHEAD + self.reserved);
+        let mut fbb = FlatBufferBuilder::with_capacity(
+            SEAL_OVERHEAD + self.reserved + Self::checkpoint_cost(self.checkpoints_len()),
+        );
         let schemas: Vec<_> = self
             .schemas
             .iter()
@@ -764,22 +821,24 @@ impl SegmentBuilder {
         let batches = fbb.create_vector(&vec![0u32; self.tables.len()]);
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
-        let v7 = fbs::SegmentV7::create(
+        let checkpoints = self.checkpoints.as_ref().map(|c| fbb.create_vector(&c[..]));
+        let v8 = fbs::SegmentV8::create(
             &mut fbb,
-            &fbs::SegmentV7Args {
+            &fbs::SegmentV8Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
                 schemas: Some(schemas),
                 batches: Some(batches),
                 meta_checksum: self.meta_checksum(uuid),
+                checkpoints,
             },
         );
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV7,
-                segment: Some(v7.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV8,
+                segment: Some(v8.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
@@ -837,6 +896,7 @@ impl SegmentBuilder {
         }
         h.batch_count(self.tables.len());
         h.append(&self.batch_meta);
+        h.checkpoints(self.checkpoints.as_deref());
         h.finish()
     }
 
@@ -912,6 +972,7 @@ impl SegmentBuilder {
         self.ts = None;
         self.batch_meta = MetaHasher::new();
         self.reserved = 0;
+        self.checkpoint_reserve = 0;
     }
 
     /// Finishes the segment, writes it atomically to `dir/<uuid>.seg` (fsynced when `sync`)
@@ -1114,7 +1175,11 @@ mod tests {
         let reserved = b.reserved;
         let (sealed, bytes) = b.finish(uuid::Uuid::nil()).unwrap();
         let seal = bytes.len() - used;
-        assert!(seal <= SEAL_OVERHEAD + reserved, "seal added {seal}");
+        let checkpoints = SegmentBuilder::checkpoint_cost(4);
+        assert!(
+            seal <= SEAL_OVERHEAD + reserved + checkpoints,
+            "seal added {seal}"
+        );
         assert_eq!(sealed.events, id);
     }
 

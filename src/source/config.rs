@@ -46,6 +46,10 @@ pub struct FileSourceConfig {
     /// earlier import (`weir import --again`); without it, a file imported before is skipped
     /// or read on from where it stopped (see [`crate::source::resume`]).
     pub again: bool,
+    /// With `follow`: where a file without a checkpoint starts (`"start"`, `"end"`; default:
+    /// from the checkpoints, refused when the archive's checkpoints are lost; see
+    /// [`crate::checkpoint::StartFrom`]).
+    pub from: crate::checkpoint::StartFrom,
     /// Do not record column ranges for sketches ([`ReaderOptions::column_stats`]): set by
     /// `weir import --no-sketches`; not a key of the pipeline file.
     #[serde(skip)]
@@ -67,6 +71,7 @@ impl Default for FileSourceConfig {
             max_line_length: reader.max_line_len as u64,
             follow: false,
             again: false,
+            from: crate::checkpoint::StartFrom::default(),
             no_column_stats: !reader.column_stats,
         }
     }
@@ -210,6 +215,7 @@ impl FileSourceConfig {
         config.follow = self.follow.then(|| FollowSpec {
             patterns: self.paths.clone(),
             resume: Resume::default(),
+            start: self.from,
         });
         config.resume = (!self.follow).then(|| BatchResume::new(self.again));
         Ok(config)

@@ -327,6 +327,7 @@ impl Archive {
             .iter()
             .map(|p| p.display().to_string())
             .collect();
+        let lost_events = cat.lost_ranges().map(|r| r.end - r.start).sum::<u64>();
         Ok(ArchiveInfo {
             unlisted,
             dir: self.dir.display().to_string(),
@@ -341,7 +342,8 @@ impl Archive {
             id_ranges: ranges,
             schemas,
             wal,
-            erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum(),
+            erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum::<u64>() - lost_events,
+            lost_events,
         })
     }
 
@@ -498,7 +500,7 @@ impl Archive {
 }
 
 /// Checks that every row decodes with the schema's types.
-fn check_rows<'a>(
+pub(crate) fn check_rows<'a>(
     schema: &SchemaRef,
     rows: impl Iterator<Item = &'a [u8]>,
 ) -> std::result::Result<(), String> {
@@ -976,8 +978,11 @@ pub struct ArchiveInfo {
     /// The active segment's write-ahead log.
     pub wal: WalInfo,
     /// Events erased (by `weir erase` or retention): IDs below the end that no segment holds
-    /// by design.
+    /// by design (not counting those lost).
     pub erased_events: u64,
+    /// Events lost to damage: IDs below the end in no segment because `weir verify --repair`
+    /// moved their batches or segments aside (see [`crate::store::catalog`]'s `lost`).
+    pub lost_events: u64,
 }
 
 impl fmt::Display for ArchiveInfo {
@@ -1015,6 +1020,13 @@ impl fmt::Display for ArchiveInfo {
         )?;
         if self.erased_events > 0 {
             writeln!(f, "erased:    {} events", self.erased_events)?;
+        }
+        if self.lost_events > 0 {
+            writeln!(
+                f,
+                "lost:      {} events (damaged; moved aside by weir verify --repair)",
+                self.lost_events
+            )?;
         }
         for u in &self.unlisted {
             writeln!(

@@ -37,10 +37,28 @@
 //!   deletes them). No reader, writer or `weir verify --repair` ever treats a listed file
 //!   as a segment of the archive or as an unlisted one: an erased segment never comes back.
 //!
+//! `lost` (absent when empty; any version, since it only narrows `erased`) lists the IDs of
+//! `erased` that were not erased on purpose but lost to damage: the batches and segments
+//! `weir verify --repair` moved aside to `damaged/` (see `repair.rs`), and gaps it found in
+//! no segment file. Its ranges are ascending, merged and each inside `erased`, so every reader
+//! that knows `erased` treats them alike (no event there; `weir verify` is clean) and an
+//! older weir that ignores `lost` reads the archive unchanged. `weir info` counts them apart.
+//! A segment holding lost IDs that is put back into `segments/` is listed again by
+//! `weir verify --repair`, which removes its IDs from `lost` and `erased`.
+//!
 //! `checkpoints` (absent when empty, so older catalogs read unchanged) holds the position of
 //! every followed file after the last event of the last sealed segment (see
 //! [`crate::checkpoint`]); `"done": true` marks a compressed file read to its end. The
-//! write-ahead log's records carry the positions of the events after it.
+//! write-ahead log's records carry the positions of the events after it. Each sealed segment
+//! records the same set as of its last event (`crate::segment`, format 8), so that
+//! `weir verify --repair` rebuilds `checkpoints` of a lost or corrupt catalog from the newest
+//! segment (the write-ahead log's records then apply on top, as at every open). When the
+//! newest segment does not record them (a segment of format 7 or older, or a rewrite of one),
+//! repair writes `"checkpoints_lost": true` (absent when false): a followed source then
+//! refuses to start until the user chooses where files without a checkpoint start
+//! (`weir import --from-start` or `--from-end`, [`crate::checkpoint::StartFrom`]); the writer
+//! of such an import clears the flag, written with the next catalog (its first seal, or its
+//! close).
 //!
 //! # Invariants
 //!
@@ -86,12 +104,20 @@ pub struct Catalog {
     /// Erased event ID ranges `[begin, end)`, ascending and merged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub erased: Vec<[u64; 2]>,
+    /// The part of `erased` lost to damage (moved aside by `weir verify --repair`), ascending
+    /// and merged (see the module docs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<[u64; 2]>,
     /// Segment files that are not part of the archive and are deleted when possible.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_deletion: Vec<PendingDeletion>,
     /// Positions of followed files as of `next_id` (see [`crate::checkpoint`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<FileCheckpoint>,
+    /// Set by `weir verify --repair` when it rebuilt a lost catalog and could not rebuild the
+    /// checkpoints (see the module docs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoints_lost: bool,
     #[serde(skip)]
     ranges: Vec<(u64, u64, usize)>,
 }
@@ -188,6 +214,50 @@ impl Catalog {
     }
 }
 
+/// `list` (ascending, merged) with `add` merged in.
+fn merge(list: &[[u64; 2]], add: &[Range<u64>]) -> Vec<[u64; 2]> {
+    let mut all: Vec<[u64; 2]> = list.to_vec();
+    all.extend(
+        add.iter()
+            .filter(|r| r.start < r.end)
+            .map(|r| [r.start, r.end]),
+    );
+    all.sort_unstable();
+    let mut merged: Vec<[u64; 2]> = Vec::with_capacity(all.len());
+    for [a, b] in all {
+        match merged.last_mut() {
+            Some(last) if a <= last[1] => last[1] = last[1].max(b),
+            _ => merged.push([a, b]),
+        }
+    }
+    merged
+}
+
+/// `list` (ascending, merged) without the IDs of `remove`.
+fn cut(list: &[[u64; 2]], remove: &[Range<u64>]) -> Vec<[u64; 2]> {
+    let mut out = Vec::with_capacity(list.len());
+    for &[a, b] in list {
+        let mut parts: Vec<Range<u64>> = std::iter::once(a..b).collect();
+        for r in remove {
+            parts = parts
+                .into_iter()
+                .flat_map(|p| {
+                    if r.end <= p.start || p.end <= r.start {
+                        vec![p]
+                    } else {
+                        [p.start..r.start, r.end..p.end]
+                            .into_iter()
+                            .filter(|x| x.start < x.end)
+                            .collect()
+                    }
+                })
+                .collect();
+        }
+        out.extend(parts.into_iter().map(|p| [p.start, p.end]));
+    }
+    out
+}
+
 impl Default for Catalog {
     fn default() -> Catalog {
         Catalog {
@@ -197,8 +267,10 @@ impl Default for Catalog {
             segments: Vec::new(),
             generation: 0,
             erased: Vec::new(),
+            lost: Vec::new(),
             pending_deletion: Vec::new(),
             checkpoints: Vec::new(),
+            checkpoints_lost: false,
             ranges: Vec::new(),
         }
     }
@@ -276,6 +348,14 @@ impl Catalog {
             }
             prev = b;
         }
+        for (i, &[a, b]) in self.lost.iter().enumerate() {
+            let inside = self.erased.iter().any(|&[x, y]| x <= a && b <= y);
+            if b <= a || (i > 0 && a <= self.lost[i - 1][1]) || !inside {
+                return Err(format!(
+                    "lost range [{a}, {b}) is empty, out of order or not among the erased IDs"
+                ));
+            }
+        }
         for p in &self.pending_deletion {
             if p.file.contains("..") || p.file.starts_with('/') {
                 return Err(format!(
@@ -298,22 +378,25 @@ impl Catalog {
 
     /// Adds `ranges` (ascending) to the erased IDs, merging.
     pub(crate) fn add_erased(&mut self, ranges: &[Range<u64>]) {
-        let mut all: Vec<[u64; 2]> = self.erased.clone();
-        all.extend(
-            ranges
-                .iter()
-                .filter(|r| r.start < r.end)
-                .map(|r| [r.start, r.end]),
-        );
-        all.sort_unstable();
-        let mut merged: Vec<[u64; 2]> = Vec::with_capacity(all.len());
-        for [a, b] in all {
-            match merged.last_mut() {
-                Some(last) if a <= last[1] => last[1] = last[1].max(b),
-                _ => merged.push([a, b]),
-            }
-        }
-        self.erased = merged;
+        self.erased = merge(&self.erased, ranges);
+    }
+
+    /// Adds `ranges` to the IDs lost to damage (and so to the erased IDs), merging.
+    pub(crate) fn add_lost(&mut self, ranges: &[Range<u64>]) {
+        self.erased = merge(&self.erased, ranges);
+        self.lost = merge(&self.lost, ranges);
+    }
+
+    /// Removes `ranges` from the lost IDs and the erased IDs (a segment holding them is listed
+    /// again).
+    pub(crate) fn remove_lost(&mut self, ranges: &[Range<u64>]) {
+        self.erased = cut(&self.erased, ranges);
+        self.lost = cut(&self.lost, ranges);
+    }
+
+    /// The IDs lost to damage.
+    pub fn lost_ranges(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        self.lost.iter().map(|[a, b]| *a..*b)
     }
 
     /// Whether `name` (a file name in `segments/`) is pending deletion.
@@ -382,5 +465,30 @@ impl Catalog {
     /// Total number of events in sealed segments.
     pub fn events(&self) -> u64 {
         self.segments.iter().map(|s| s.events).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Catalog;
+
+    /// Lost IDs are part of the erased ones; listing a segment again removes its IDs from both.
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)]
+    fn lost_ranges_stay_inside_the_erased_ones() {
+        let mut c = Catalog {
+            next_id: 100,
+            ..Catalog::default()
+        };
+        c.add_erased(&[0..10]);
+        c.add_lost(&[20..30, 40..50]);
+        assert_eq!(c.erased, vec![[0, 10], [20, 30], [40, 50]]);
+        assert_eq!(c.lost, vec![[20, 30], [40, 50]]);
+        assert!(c.index().is_ok());
+        c.remove_lost(&[25..45]);
+        assert_eq!(c.erased, vec![[0, 10], [20, 25], [45, 50]]);
+        assert_eq!(c.lost, vec![[20, 25], [45, 50]]);
+        c.lost.push([60, 70]);
+        assert!(c.index().unwrap_err().contains("lost range [60, 70)"));
     }
 }

@@ -133,6 +133,9 @@ impl Store {
             report.events += entry.events;
             report.bytes_before += entry.bytes;
             let seg = Segment::open(self.dir.join(&entry.file))?;
+            // Each output records the checkpoints of the newest source it holds events of
+            // (`rewrite.rs`).
+            staged.set_checkpoints(seg.checkpoints()?)?;
             for b in seg.batches() {
                 let b = b?.to_batch();
                 pending = match pending.take() {

@@ -181,7 +181,18 @@ impl ArchiveSinkConfig {
     /// Opens the archive (blocking: it replays the write-ahead log and applies retention)
     /// behind a sink.
     pub fn build(&self) -> Result<(ArchiveSink, OpenReport)> {
+        self.build_with(|_, _| Ok(()))
+    }
+
+    /// [`ArchiveSinkConfig::build`], calling `check` with the writer and what opening found
+    /// before the sink starts (to refuse, or change the writer, e.g.
+    /// [`Store::clear_checkpoints_lost`]).
+    pub fn build_with(
+        &self,
+        check: impl FnOnce(&mut Store, &OpenReport) -> Result<()>,
+    ) -> Result<(ArchiveSink, OpenReport)> {
         let (mut store, report) = Store::open_writer(&self.db, self.store_options())?;
+        check(&mut store, &report)?;
         store.set_maintenance(self.maintenance())?;
         Ok((ArchiveSink::new(store)?, report))
     }

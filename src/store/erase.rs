@@ -196,6 +196,7 @@ impl Store {
                 continue;
             }
             report.segments_rewritten += 1;
+            staged.set_checkpoints(seg.checkpoints()?)?;
             for plan in plans {
                 if plan.keep.is_empty() {
                     continue;

@@ -111,6 +111,24 @@ pub enum StoreError {
     /// message of that earlier error: the error itself went to the call that met it.
     #[error("the archive writer failed earlier and must be reopened: {0}")]
     Poisoned(String),
+    /// The checkpoints of followed files do not fit in the segment being sealed (room is kept
+    /// for them as batches arrive, so this means a bug; nothing was written).
+    #[error("the checkpoints of {files} followed files ({bytes} bytes) do not fit in segment of at most {max} bytes")]
+    CheckpointsTooLarge {
+        /// Number of followed files.
+        files: usize,
+        /// Their encoded size.
+        bytes: usize,
+        /// The maximum segment size.
+        max: u64,
+    },
+    /// A followed import would start from the archive's checkpoints, but they are lost (see
+    /// [`crate::store::catalog`]'s `checkpoints_lost`).
+    #[error("the checkpoints of followed files in {} are lost (`weir verify --repair` could not rebuild them), so following would import again what the archive holds: choose --from-start (read every matching file from byte 0) or --from-end (skip what the files hold now, follow new lines only); in a pipeline, set `from = \"start\"` or `from = \"end\"` in the file source", dir.display())]
+    CheckpointsLost {
+        /// The database directory.
+        dir: PathBuf,
+    },
     /// The background writer of an [`crate::store::ArchiveSink`] stopped unexpectedly.
     #[error("the archive writer stopped: {0}")]
     WriterGone(String),

@@ -111,7 +111,7 @@ pub use crate::fs::FsError;
 pub use crate::wal::{SyncPolicy, WalError};
 
 use crate::batch::Batch;
-use crate::checkpoint::{Checkpoints, FileCheckpoint};
+use crate::checkpoint::{Checkpoints, FileCheckpoint, Mark};
 use crate::segment::{Compression, PreparedBatch, SegmentBuilder, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::{Entry, Wal, WalReader};
 
@@ -164,6 +164,9 @@ pub struct OpenReport {
     /// Where each followed file's lines end in the archive (see [`crate::checkpoint`]): a
     /// followed import resumes there.
     pub checkpoints: Vec<FileCheckpoint>,
+    /// The catalog says the checkpoints are lost (see [`catalog`]'s `checkpoints_lost`): a
+    /// followed import must not start from them without the user's choice of where to start.
+    pub checkpoints_lost: bool,
 }
 
 /// What a writer did, returned by [`Store::close`].
@@ -529,6 +532,7 @@ impl Store {
             .collect();
         report.next_id = store.next_id;
         report.checkpoints = store.checkpoints.to_vec();
+        report.checkpoints_lost = store.catalog.checkpoints_lost;
         tracing::debug!(
             dir = %store.dir.display(),
             segments = store.catalog.segments.len(),
@@ -693,7 +697,19 @@ impl Store {
         let start = self.next_id;
         if batch.is_empty() {
             if !batch.marks().is_empty() {
-                // Checkpoints only: a record without rows moves them (see `crate::wal`).
+                // Checkpoints only: a record without rows moves them (see `crate::wal`). The
+                // active segment must have room for the grown set (it records them when
+                // sealed): if not, it is sealed first, with the set as it was.
+                let grown = self.checkpoints.encoded_len()
+                    + Mark::last_per_file(batch.marks())
+                        .iter()
+                        .map(crate::wal::checkpoint_len)
+                        .sum::<usize>();
+                if !self.builder.checkpoints_fit(grown) {
+                    let r = self.seal(true);
+                    self.poison_on_error(r)?;
+                }
+                self.builder.reserve_checkpoints(grown);
                 batch.set_id(start);
                 let r = self.wal.append(&batch).map_err(StoreError::from);
                 self.poison_on_error(r)?;
@@ -745,7 +761,15 @@ impl Store {
         reset_wal: bool,
         mut prepared: Option<PreparedBatch>,
     ) -> Result<()> {
+        // Room for the checkpoints the segment will record (format 8): the current set plus
+        // this batch's, at most.
+        let cp_bytes = self.checkpoints.encoded_len()
+            + Mark::last_per_file(batch.marks())
+                .iter()
+                .map(crate::wal::checkpoint_len)
+                .sum::<usize>();
         loop {
+            self.builder.reserve_checkpoints(cp_bytes);
             if self.builder.fits(&batch) {
                 return self.add_part(&batch, log, prepared.take());
             }
@@ -804,6 +828,16 @@ impl Store {
         Ok(())
     }
 
+    /// Clears the catalog's `checkpoints_lost` (see [`catalog`]): the user chose where
+    /// followed files without a checkpoint start. Written with the next catalog (the first
+    /// seal, or [`Store::close`]), so an import that commits nothing leaves the flag.
+    pub fn clear_checkpoints_lost(&mut self) {
+        if self.catalog.checkpoints_lost {
+            self.catalog.checkpoints_lost = false;
+            self.catalog_dirty = true;
+        }
+    }
+
     /// Where each followed file's lines end among the appended events.
     pub fn checkpoints(&self) -> Vec<FileCheckpoint> {
         self.checkpoints.to_vec()
@@ -815,6 +849,16 @@ impl Store {
             return Ok(());
         }
         let sync = self.opts.sync.sync_segments();
+        // The segment records the full set of checkpoints as of its last event, so that a lost
+        // catalog's checkpoints can be rebuilt (`repair.rs`).
+        let checkpoints = self.checkpoints.to_vec();
+        if !self.builder.set_checkpoints(Some(&checkpoints)) {
+            return Err(StoreError::CheckpointsTooLarge {
+                files: checkpoints.len(),
+                bytes: self.checkpoints.encoded_len(),
+                max: self.opts.max_segment_size,
+            });
+        }
         // No WAL fsync here: the segment holds every record of the WAL and is fsynced itself
         // before the catalog names it, so the WAL's bytes need never reach the disk.
         let sealed = self.builder.write_to(&self.dir.join(SEGMENTS_DIR), sync)?;

@@ -20,6 +20,14 @@
 //!    (see [`super::readers`]); until then (and after a crash) they stay listed under
 //!    `pending_deletion`, and every later change, seal and open of a writer tries again.
 //!
+//! A new segment records the checkpoints of followed files of the segment it rewrites (see
+//! `crate::segment`, format 8, and `crate::checkpoint`): an erase's, those of the segment it
+//! rewrote; a compaction's, those of the source segment whose events were added last (so the
+//! newest output has those of the newest source); a repair's salvage, those of the damaged
+//! original. A source of an older format records none, and neither does its rewrite. So
+//! the newest segment always holds the checkpoints as of its last event, from which
+//! `weir verify --repair` rebuilds a lost catalog's.
+//!
 //! Files are only ever unlinked, never truncated or rewritten in place, so a reader that has
 //! a segment mapped keeps reading it.
 
@@ -29,6 +37,7 @@ use std::path::Path;
 use super::catalog::{CatalogEntry, PendingDeletion};
 use super::{readers, Result, Store, StoreError, SEGMENTS_DIR};
 use crate::batch::Batch;
+use crate::checkpoint::FileCheckpoint;
 use crate::segment::SegmentBuilder;
 
 /// The directory of a change's new segments before they join the archive.
@@ -123,6 +132,26 @@ impl Staged {
         }
     }
 
+    /// Sets the checkpoints of followed files that the new segments record from now on (those
+    /// of the segment whose events are added next: see `crate::segment`, format 8; `None`:
+    /// not known, as for a segment of an older format). A segment being built that has no
+    /// room for them is sealed first.
+    pub(crate) fn set_checkpoints(&mut self, list: Option<Vec<FileCheckpoint>>) -> Result<()> {
+        if self.builder.set_checkpoints(list.as_deref()) {
+            return Ok(());
+        }
+        self.seal()?;
+        if self.builder.set_checkpoints(list.as_deref()) {
+            return Ok(());
+        }
+        let list = list.unwrap_or_default();
+        Err(StoreError::CheckpointsTooLarge {
+            files: list.len(),
+            bytes: crate::wal::encode_checkpoints(&list).len(),
+            max: self.builder.max_size() as u64,
+        })
+    }
+
     /// Seals the segment being built (if any) into `staging/`.
     pub(crate) fn seal(&mut self) -> Result<()> {
         if self.builder.is_empty() {
@@ -140,22 +169,85 @@ impl Staged {
     }
 }
 
-impl Store {
-    /// A builder of new segments in `DIR/staging/` (emptied first).
-    pub(crate) fn staging(&self) -> Result<Staged> {
-        clean_staging(&self.dir)?;
-        let dir = self.dir.join(STAGING_DIR);
+impl Staged {
+    /// A builder of new segments in `DIR/staging/` (emptied first), rotating at
+    /// `max_segment_size` and compressing and sketching like a writer with `compression` and
+    /// `sketches`.
+    pub(crate) fn new(
+        dir: &Path,
+        max_segment_size: u64,
+        compression: crate::segment::Compression,
+        sketches: bool,
+        sync: bool,
+    ) -> Result<Staged> {
+        clean_staging(dir)?;
+        let dir = dir.join(STAGING_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
-        // Rewritten segments are compressed and sketched like new ones.
-        let mut builder = SegmentBuilder::in_dir(self.opts.max_segment_size, &dir)?;
-        builder.set_compression(self.opts.compression);
-        builder.set_sketches(self.opts.sketches);
+        let mut builder = SegmentBuilder::in_dir(max_segment_size, &dir)?;
+        builder.set_compression(compression);
+        builder.set_sketches(sketches);
         Ok(Staged {
             builder,
             dir,
-            sync: self.opts.sync.sync_segments(),
+            sync,
             entries: Vec::new(),
         })
+    }
+}
+
+/// Step 2 of a change (see the module docs): announces `added` (sealed in `staging/`) in
+/// `catalog` under `pending_deletion`, writes it, and moves them into `segments/`. The caller
+/// then commits a catalog that lists them and no longer lists them as pending deletion.
+pub(crate) fn move_in(
+    dir: &Path,
+    catalog: &mut super::Catalog,
+    added: &[CatalogEntry],
+    sync: bool,
+) -> Result<()> {
+    if added.is_empty() {
+        return Ok(());
+    }
+    for e in added {
+        catalog.pending_deletion.push(PendingDeletion {
+            file: e.file.clone(),
+            generation: 0,
+        });
+    }
+    catalog.save(dir, sync)?;
+    let staging = dir.join(STAGING_DIR);
+    for e in added {
+        let name = e.file.rsplit('/').next().unwrap_or(&e.file);
+        let from = staging.join(name);
+        let to = dir.join(&e.file);
+        crate::fs::fault::hit(crate::fs::fault::Op::Rename)
+            .and_then(|()| std::fs::rename(&from, &to))
+            .map_err(|e| StoreError::io(format!("rename to {}", to.display()), &from, e))?;
+        // Its index follows it (after it: see `crate::segment`'s index files); one that
+        // cannot follow is left in staging, which is emptied below, and readers verify the
+        // segment instead.
+        let _ = std::fs::rename(
+            crate::segment::index_path(&from),
+            crate::segment::index_path(&to),
+        );
+    }
+    if sync {
+        crate::fs::sync_dir(&dir.join(SEGMENTS_DIR))?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// A builder of new segments in `DIR/staging/` (emptied first), with this writer's
+    /// settings.
+    pub(crate) fn staging(&self) -> Result<Staged> {
+        // Rewritten segments are compressed and sketched like new ones.
+        Staged::new(
+            &self.dir,
+            self.opts.max_segment_size,
+            self.opts.compression,
+            self.opts.sketches,
+            self.opts.sync.sync_segments(),
+        )
     }
 
     /// Commits a change (steps 2 to 4 of the module docs): drops the catalog's segments at
@@ -170,34 +262,7 @@ impl Store {
             return Ok(0);
         }
         let sync = self.opts.sync.sync_segments();
-        if !added.is_empty() {
-            for e in &added {
-                self.catalog.pending_deletion.push(PendingDeletion {
-                    file: e.file.clone(),
-                    generation: 0,
-                });
-            }
-            self.catalog.save(&self.dir, sync)?;
-            let staging = self.dir.join(STAGING_DIR);
-            for e in &added {
-                let name = e.file.rsplit('/').next().unwrap_or(&e.file);
-                let from = staging.join(name);
-                let to = self.dir.join(&e.file);
-                crate::fs::fault::hit(crate::fs::fault::Op::Rename)
-                    .and_then(|()| std::fs::rename(&from, &to))
-                    .map_err(|e| StoreError::io(format!("rename to {}", to.display()), &from, e))?;
-                // Its index follows it (after it: see `crate::segment`'s index files); one
-                // that cannot follow is left in staging, which is emptied below, and readers
-                // verify the segment instead.
-                let _ = std::fs::rename(
-                    crate::segment::index_path(&from),
-                    crate::segment::index_path(&to),
-                );
-            }
-            if sync {
-                crate::fs::sync_dir(&self.dir.join(SEGMENTS_DIR))?;
-            }
-        }
+        move_in(&self.dir, &mut self.catalog, &added, sync)?;
         let mut cat = self.catalog.clone();
         let mut dropped = Vec::with_capacity(drop.len());
         let mut idx = drop.to_vec();

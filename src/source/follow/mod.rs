@@ -67,7 +67,7 @@ use super::verify::Verifier;
 use super::{expand_pattern, Compression, Format, SourceError};
 use crate::batch::{Batch, BatchBuilder};
 use crate::channel;
-use crate::checkpoint::{FileCheckpoint, Mark, Position};
+use crate::checkpoint::{FileCheckpoint, Mark, Position, StartFrom};
 use crate::error::{OnError, ReadError};
 use crate::metrics::FileLag;
 use crate::types::Schema;
@@ -95,6 +95,9 @@ pub struct FollowSpec {
     pub patterns: Vec<String>,
     /// The archive's checkpoints (see [`Resume`]).
     pub resume: Resume,
+    /// Where a file without a checkpoint starts ([`StartFrom::End`]: at its end, on the first
+    /// scan).
+    pub start: StartFrom,
 }
 
 fn io_error(name: &str, error: io::Error) -> ReadError {
@@ -185,6 +188,9 @@ struct Follower {
     opened: usize,
     /// The one buffer compressed files are read through.
     scratch: Vec<u8>,
+    /// Until the first scan is done: files without a checkpoint start at their end
+    /// ([`StartFrom::End`]).
+    start_at_end: bool,
 }
 
 impl Follower {
@@ -195,6 +201,7 @@ impl Follower {
         tx: channel::Sender<Result<Batch, ReadError>>,
     ) -> Follower {
         let resume = spec.resume.lock().map(|r| r.clone()).unwrap_or_default();
+        let start_at_end = spec.start == StartFrom::End;
         Follower {
             spec,
             config,
@@ -208,6 +215,7 @@ impl Follower {
             max_open: max_open(),
             opened: 0,
             scratch: Vec::new(),
+            start_at_end,
         }
     }
 
@@ -231,6 +239,7 @@ impl Follower {
                 let lost = self.find_unmatched()?;
                 self.send_all(lost).await?;
                 first = false;
+                self.start_at_end = false;
             }
             // A rotated file's last lines come before those of the file that replaced it.
             self.files.sort_by_key(|f| !f.rotated);
@@ -423,6 +432,23 @@ impl Follower {
                     (fp, Some(cp.pos))
                 }
             }
+            // `--from-end`: a file present at the first scan starts at its last complete line
+            // (a compressed one, which does not grow, is left alone).
+            None if self.start_at_end => match head.fingerprint() {
+                Some(_) if compressed => {
+                    self.idle.insert(key, stat);
+                    return Ok(());
+                }
+                Some(fp) => {
+                    let offset =
+                        end_of_last_line(&file, stat.size).map_err(|e| io_error(&name, e))?;
+                    (fp, Some(Position { offset, skip: 0 }))
+                }
+                None => {
+                    self.idle.insert(key, stat);
+                    return Ok(());
+                }
+            },
             None => match head.fingerprint() {
                 Some(fp) => (fp, None),
                 None => {
@@ -953,6 +979,23 @@ impl Follower {
 }
 
 /// A batch without rows that only moves `cp`'s file to its position.
+/// The offset after the last newline among the first `size` bytes of `file` (0 if none).
+fn end_of_last_line(file: &File, size: u64) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut end = size;
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.read_exact_at(chunk, start)?;
+        if let Some(i) = memchr::memrchr(b'\n', chunk) {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
     b.push_mark(Mark {
