@@ -528,3 +528,59 @@ fn import_with_retain_erases_old_segments_and_info_counts_them() {
     assert_eq!(common::cli::info(&db)["erased_events"], 3010);
     verify_ok(&db);
 }
+
+/// `--retain 90` once meant 90 seconds and erased a whole archive: a retention period, an age
+/// to erase and a disk budget without a unit are refused, with the units named, before
+/// anything is created; so are `retain = "90"` and `max_archive_size = "500"` in a pipeline.
+#[test]
+fn retention_settings_without_a_unit_are_refused_with_the_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (args, units) in [
+        (
+            vec!["import", "--db", s(&db), "--retain", "90"],
+            "(s, m, h, d)",
+        ),
+        (
+            vec!["import", "--db", s(&db), "--max-archive-size", "500"],
+            "GiB",
+        ),
+    ] {
+        let out = run_with_stdin(&args, log(0..3).as_bytes());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("without a unit"), "{args:?}: {err}");
+        assert!(err.contains(units), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} created the archive");
+    }
+    archive(&db, 10, "1MiB");
+    let out = run(&["erase", "--db", s(&db), "--older-than", "90"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("(s, m, h, d)"), "{err}");
+    assert_eq!(count(&db, ""), 10);
+    // The same in a pipeline file, at the key's line.
+    for (key, value, units) in [
+        ("retain", "90", "(s, m, h, d)"),
+        ("max_archive_size", "500", "GiB"),
+    ] {
+        let pipeline = dir.path().join(format!("{key}.toml"));
+        std::fs::write(
+            &pipeline,
+            format!(
+                "[sources.in]\ntype = \"stdin\"\n\n[sinks.out]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = {:?}\n{key} = {value:?}\n",
+                s(&dir.path().join("other"))
+            ),
+        )
+        .unwrap();
+        let out = run(&["run", "--check", s(&pipeline)]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {err}");
+        assert!(
+            err.contains(&format!(":8: [sinks.out] {key}: ")),
+            "{key}: {err}"
+        );
+        assert!(err.contains("without a unit"), "{key}: {err}");
+        assert!(err.contains(units), "{key}: {err}");
+    }
+}

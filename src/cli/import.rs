@@ -22,7 +22,7 @@ use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
-use super::args::{choice, DbArg, DurationText, SizeText, SourceArgs};
+use super::args::{choice, BudgetText, DbArg, DurationText, PeriodText, SizeText, SourceArgs};
 use super::progress::{bytes, Progress};
 use super::{signals, UsageError};
 
@@ -60,13 +60,14 @@ pub struct ImportArgs {
     #[arg(long)]
     no_sketches: bool,
     /// Disk budget of the archive (`50GiB`): beyond it the oldest segments are erased, down
-    /// to 90% of it; checked at start and while importing. At least two segments.
+    /// to 90% of it; checked at start and while importing. At least two segments. The unit
+    /// is required.
     #[arg(long, value_name = "SIZE")]
-    max_archive_size: Option<SizeText>,
-    /// Erase segments whose newest event is older than this (`30d`, `12h`); checked at start,
-    /// at every seal and every minute.
+    max_archive_size: Option<BudgetText>,
+    /// Erase segments whose newest event is older than this (`90d`, `12h`; the unit is
+    /// required); checked at start, at every seal and every minute.
     #[arg(long, value_name = "DURATION")]
-    retain: Option<DurationText>,
+    retain: Option<PeriodText>,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
