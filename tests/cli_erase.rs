@@ -584,3 +584,64 @@ fn retention_settings_without_a_unit_are_refused_with_the_units() {
         assert!(err.contains(units), "{key}: {err}");
     }
 }
+
+/// A back-fill of events older than the retention period is said while the import runs, at
+/// its first batch, with the cut-off in UTC: not only in the final summary.
+#[test]
+fn an_import_of_events_that_retention_erases_says_so_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = weir()
+        .args([
+            "import",
+            "--db",
+            s(&db),
+            "--retain",
+            "30d",
+            "--batch-timeout",
+            "50ms",
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Events of 2020, and stdin stays open: the import is still running.
+    stdin.write_all(log(0..10).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            let _ = tx.send(line);
+        }
+    });
+    let warning = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a warning while the import runs");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert!(status.success(), "{warning}\n{rest:?}");
+    let prefix = format!("weir: warning: {}: events before 20", s(&db));
+    assert!(warning.starts_with(&prefix), "{warning}");
+    assert!(
+        warning.contains("Z are erased by the retention period of 30d (--retain, retain); this import brings older ones (first seen: 2020-09-13T12:26:40Z)"),
+        "{warning}"
+    );
+    // The cut-off is 30 days ago, in whole seconds.
+    let cutoff = &warning[prefix.len() - 2..prefix.len() + 18];
+    assert!(cutoff.ends_with('Z') && cutoff.len() == 20, "{cutoff}");
+    // Said once; the summary still counts what was erased.
+    assert!(
+        !rest.iter().any(|l| l.contains("events before")),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with("weir: retention erased 1 segment (10 events)")),
+        "{rest:?}"
+    );
+}

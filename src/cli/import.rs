@@ -359,6 +359,11 @@ async fn execute(
     super::report_warnings(&built.warnings);
     super::progress::stdin_hint(reads_stdin, quiet);
     let done = CancellationToken::new();
+    let live = Arc::new(LiveWarnings {
+        list: pipeline.warnings(),
+        shown: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let watcher = tokio::spawn(live.clone().watch(done.clone()));
     let progress = Progress {
         counters: counters.clone(),
         metrics: metrics.clone(),
@@ -369,9 +374,12 @@ async fn execute(
     signals::forward(stop, pipeline.shutdown_token());
     let result = pipeline.run().await;
     done.cancel();
+    let _ = watcher.await;
     if let Some(p) = progress {
         let _ = p.await;
     }
+    // What came after the watcher's last look (the list holds every warning of the run).
+    live.show_new();
     if let Some(path) = metrics_file {
         // The rows skipped under `--on-error skip` (null when the run failed).
         let skipped = result.as_ref().ok().map(|s| s.skipped.skipped);
@@ -394,7 +402,6 @@ async fn execute(
             return Err(e.into());
         }
     };
-    super::report_warnings(&summary.warnings);
     super::report_skips(&summary.skipped);
     if quiet {
         return Ok(());
@@ -429,6 +436,44 @@ async fn execute(
         }
     }
     Ok(())
+}
+
+/// Shows the run's warnings as they come (a back-fill that retention erases, a followed file
+/// gone), each once, instead of only at the end.
+struct LiveWarnings {
+    list: Arc<std::sync::Mutex<Vec<String>>>,
+    /// How many of `list` have been shown.
+    shown: std::sync::atomic::AtomicUsize,
+}
+
+impl LiveWarnings {
+    /// How often the list is looked at while the pipeline runs.
+    const INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+    /// Shows the warnings not shown yet.
+    fn show_new(&self) {
+        use std::sync::atomic::Ordering;
+        let new: Vec<String> = match self.list.lock() {
+            Ok(list) => list
+                .get(self.shown.load(Ordering::Relaxed)..)
+                .unwrap_or_default()
+                .to_vec(),
+            Err(_) => return,
+        };
+        self.shown.fetch_add(new.len(), Ordering::Relaxed);
+        super::report_warnings(&new);
+    }
+
+    /// Shows new warnings every [`Self::INTERVAL`] until `done`.
+    async fn watch(self: Arc<Self>, done: CancellationToken) {
+        let mut tick = tokio::time::interval(Self::INTERVAL);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => self.show_new(),
+                _ = done.cancelled() => return,
+            }
+        }
+    }
 }
 
 /// After a failed run, says for each archive how many events the run committed and their IDs:
