@@ -706,3 +706,30 @@ fn one_import_of_tsv_json_gzip_and_zstd_files_detects_each() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("b.json:1"), "{err}");
 }
+
+/// Logs with literal separators (`#separator ||`, `#separator |`) import, and what
+/// `weir export --to zeek` writes of them (its own `#separator \x09` header) imports again
+/// with the same events.
+#[test]
+fn literal_separators_import_and_export_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, again) = (dir.path().join("db"), dir.path().join("again"));
+    let logs = [
+        common::fixture("literal_sep.log"),
+        common::fixture("literal_pipe_sep.log"),
+    ];
+    let mut args = vec!["import", "-q", "--db", s(&db)];
+    args.extend(logs.iter().map(|p| s(p)));
+    ok(&run(&args), "import");
+    let events = export_json(&db);
+    assert_eq!(events.len(), 7);
+    let exported = dir.path().join("exported.log");
+    let zeek = ok(&run(&["export", "--db", s(&db), "--to", "zeek-tsv"]), "export");
+    assert!(zeek.starts_with("#separator \\x09\n"), "{zeek}");
+    std::fs::write(&exported, &zeek).unwrap();
+    ok(
+        &run(&["import", "-q", "--db", s(&again), s(&exported)]),
+        "import of the export",
+    );
+    assert_eq!(export_json(&again), events);
+}

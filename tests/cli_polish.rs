@@ -891,7 +891,7 @@ fn a_separator_without_its_backslash_is_reported_at_its_line() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "weir: error: {}:1: invalid #separator \"x09\": expected \\xHH\n",
+            "weir: error: {}:1: invalid #separator \"x09\": a \\xHH escape without its backslash; expected \\xHH escapes (\\x09) or literal characters (||)\n",
             s(&log)
         )
     );
