@@ -894,7 +894,8 @@ impl Iterator for Scan<'_> {
     }
 }
 
-/// Bytes of the files under `dir`, recursively (symbolic links are not followed).
+/// Bytes the files under `dir` take on disk (allocated blocks), recursively (symbolic links
+/// are not followed).
 fn disk_usage(dir: &Path) -> Result<u64> {
     let mut total = 0;
     let mut dirs = vec![dir.to_path_buf()];
@@ -911,7 +912,9 @@ fn disk_usage(dir: &Path) -> Result<u64> {
             if meta.is_dir() {
                 dirs.push(entry.path());
             } else {
-                total += meta.len();
+                // The blocks allocated, not the length: the active segment (`.seg.tmp`) is
+                // a sparse file of the maximum segment size while an import runs.
+                total += std::os::unix::fs::MetadataExt::blocks(&meta) * 512;
             }
         }
     }
@@ -963,8 +966,9 @@ pub struct ArchiveInfo {
     /// `raw_bytes` / `bytes`: how much smaller compression made the segments (1.0 for
     /// uncompressed ones, which also hold row offsets; `None` without segments).
     pub compression_ratio: Option<f64>,
-    /// Bytes of every file in the database directory (segments, write-ahead log, catalog,
-    /// lock, anything moved aside into `damaged/`).
+    /// Bytes on disk (allocated blocks, so a sparse active segment counts what it holds) of
+    /// every file in the database directory (segments, write-ahead log, catalog, lock,
+    /// anything moved aside into `damaged/`).
     pub disk_bytes: u64,
     /// The time of the first and last event (nanoseconds since the epoch), from the batches'
     /// `ts` ranges; `None` when no event has a `ts`.
