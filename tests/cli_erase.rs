@@ -645,3 +645,43 @@ fn an_import_of_events_that_retention_erases_says_so_at_once() {
         "{rest:?}"
     );
 }
+
+/// After many erases, `weir info` says how many ID ranges there are with the first and the
+/// last, instead of listing every one; `--json` keeps the full lists.
+#[test]
+fn info_summarizes_the_id_ranges_of_many_erases() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    archive(&db, 100, "1MiB");
+    for id in [10, 20, 30, 40, 50, 60] {
+        let id = id.to_string();
+        ok(&run(&["erase", "--db", s(&db), "--ids", &id]), "erase");
+    }
+    let info = ok(&run(&["info", "--db", s(&db)]), "info");
+    assert!(
+        info.contains(
+            "\nid ranges: 7 ranges, first [0, 10), last [61, 100) (all of them: --json)\n"
+        ),
+        "{info}"
+    );
+    assert!(
+        info.contains("\nerased:    6 events: 6 ranges, first [10, 11), last [60, 61) (all of them: --json)\n"),
+        "{info}"
+    );
+    let json = common::cli::info(&db);
+    assert_eq!(json["id_ranges"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        json["erased_ranges"],
+        serde_json::json!([[10, 11], [20, 21], [30, 31], [40, 41], [50, 51], [60, 61]])
+    );
+    // A few are listed.
+    let few = dir.path().join("few");
+    archive(&few, 100, "1MiB");
+    ok(&run(&["erase", "--db", s(&few), "--ids", "10-19"]), "erase");
+    let info = ok(&run(&["info", "--db", s(&few)]), "info");
+    assert!(info.contains("\nid ranges: [0, 10) [20, 100)\n"), "{info}");
+    assert!(
+        info.contains("\nerased:    10 events: [10, 20)\n"),
+        "{info}"
+    );
+}

@@ -342,6 +342,7 @@ impl Archive {
             schemas,
             wal,
             erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum(),
+            erased_ranges: cat.erased_ranges().map(|r| [r.start, r.end]).collect(),
         })
     }
 
@@ -982,6 +983,30 @@ pub struct ArchiveInfo {
     /// Events erased (by `weir erase` or retention): IDs below the end that no segment holds
     /// by design.
     pub erased_events: u64,
+    /// The erased ID ranges `[begin, end)`.
+    pub erased_ranges: Vec<[u64; 2]>,
+}
+
+impl ArchiveInfo {
+    /// ID ranges listed one by one in the text form; more are summarized (how many, the
+    /// first and the last), the full lists being in the JSON form.
+    pub const LISTED_RANGES: usize = 4;
+}
+
+/// ID ranges for the text form: `[0, 10) [20, 30)`, or with more than
+/// [`ArchiveInfo::LISTED_RANGES`], `312 ranges, first [0, 10), last [5000, 5010)`.
+fn ranges_text(ranges: &[[u64; 2]]) -> String {
+    let one = |[a, b]: &[u64; 2]| format!("[{a}, {b})");
+    match ranges {
+        [] => "none".into(),
+        [first, .., last] if ranges.len() > ArchiveInfo::LISTED_RANGES => format!(
+            "{} ranges, first {}, last {} (all of them: --json)",
+            ranges.len(),
+            one(first),
+            one(last)
+        ),
+        _ => ranges.iter().map(one).collect::<Vec<_>>().join(" "),
+    }
 }
 
 impl fmt::Display for ArchiveInfo {
@@ -1003,22 +1028,14 @@ impl fmt::Display for ArchiveInfo {
             "events:    {} ({} sealed, {} in the write-ahead log)",
             self.events, self.segment_events, self.wal.events
         )?;
-        let r: Vec<String> = self
-            .id_ranges
-            .iter()
-            .map(|[a, b]| format!("[{a}, {b})"))
-            .collect();
-        writeln!(
-            f,
-            "id ranges: {}",
-            if r.is_empty() {
-                "none".into()
-            } else {
-                r.join(" ")
-            }
-        )?;
+        writeln!(f, "id ranges: {}", ranges_text(&self.id_ranges))?;
         if self.erased_events > 0 {
-            writeln!(f, "erased:    {} events", self.erased_events)?;
+            writeln!(
+                f,
+                "erased:    {} events: {}",
+                self.erased_events,
+                ranges_text(&self.erased_ranges)
+            )?;
         }
         for u in &self.unlisted {
             writeln!(
