@@ -534,3 +534,32 @@ fn sink_errors_name_the_sink_and_path() {
         "{err}"
     );
 }
+
+/// `weir run --check` and `weir run` refuse two archive sinks on one database (`db` and
+/// `./db`), naming both sinks and the directory, before anything is created.
+#[test]
+fn run_refuses_two_archive_sinks_on_one_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "[sources.in]\ntype = \"stdin\"\n\n[sinks.one]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = \"db\"\n\n[sinks.two]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = \"./db\"\n",
+    )
+    .unwrap();
+    let db = dir.path().canonicalize().unwrap().join("db");
+    for args in [vec!["run", "--check", "p.toml"], vec!["run", "p.toml"]] {
+        let out = weir()
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("weir: error: p.toml:9: [sinks.two] db: the archive {} is also the db of [sinks.one]: two archive sinks cannot write to one database; give each its own db, or feed one sink from both inputs\n", db.display()),
+            "{args:?}"
+        );
+        assert!(!db.exists(), "{args:?}");
+    }
+}
