@@ -628,7 +628,8 @@ impl PipelineSpec {
     }
 
     /// The file-system checks of `weir run --check`: every file source's globs match files
-    /// that can be opened, the parent directories of archive and file sinks exist, and no
+    /// that can be opened, the parent directories of archive, file, directory and parquet
+    /// sinks exist (the sinks create the rest), and no
     /// output would overwrite an input ([`PipelineSpec::check_outputs`]).
     pub fn check_paths(&self) -> Result<(), ConfigError> {
         match self.check_paths_all().into_iter().next() {
@@ -674,7 +675,7 @@ impl PipelineSpec {
             }
             StageConfig::Archive(a) => self.check_parent(stage, &a.db),
             StageConfig::FileSink(f) => self.check_parent(stage, &f.path),
-            StageConfig::Directory(d) => self.check_parent(stage, &d.dir.join("x")),
+            StageConfig::Directory(d) => self.check_parent(stage, &d.dir),
             StageConfig::Parquet(p) => self.check_parent(stage, &p.dir),
             _ => Ok(()),
         }
