@@ -99,7 +99,7 @@ fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
     let (orig_tsv, orig_json) = inputs.originals();
     let total = orig_tsv.len() + orig_json.len();
     assert!(
-        summary.contains(&format!("imported {total} events")),
+        summary.contains(&format!("imported {} events", cli::grouped(total as u64))),
         "{summary}"
     );
     let info = info(db);
@@ -627,7 +627,7 @@ fn large_gzip_files_of_tsv_and_json_import_whole() {
         check_event(i as u64, e);
     }
     assert!(
-        summary.contains(&format!("imported {total} events")),
+        summary.contains(&format!("imported {} events", cli::grouped(total))),
         "{summary}"
     );
 

@@ -27,12 +27,15 @@ fn write_log(dir: &Path, name: &str, n: u64) -> std::path::PathBuf {
     p
 }
 
-/// The summary line of an import with its timing parts removed: `weir: imported 1 event, … `.
+/// The summary lines of an import with their timing and byte parts removed:
+/// `weir: imported 1 event | 1 segment written`.
 fn summary_words(stderr: &str) -> String {
-    let line = stderr.lines().last().unwrap_or_default();
-    let (head, tail) = line.split_once(" read, in ").unwrap();
-    let head = head.rsplit_once(", ").unwrap().0;
-    let tail = tail.split_once("), ").map_or("", |(_, t)| t);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let [.., first, second] = lines[..] else {
+        panic!("no summary: {stderr}");
+    };
+    let head = first.split_once(" in ").unwrap().0;
+    let tail = second.split_once(" read, ").map_or("", |(_, t)| t);
     format!("{head} | {tail}")
 }
 
@@ -706,8 +709,11 @@ fn progress_fits_the_terminal_and_ctrl_c_starts_a_clean_line() {
     let raw = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{raw:?}");
     let pieces = screen_pieces(&raw);
-    // The progress line's draws: every piece that is not a message.
-    for p in pieces.iter().filter(|p| !p.starts_with("weir: ")) {
+    // The progress line's draws (every piece that is not a message) and the summary.
+    for p in pieces
+        .iter()
+        .filter(|p| !p.starts_with("weir: ") || p.starts_with("weir: imported "))
+    {
         assert!(
             p.chars().count() <= 60,
             "wider than 60 columns: {p:?}\n{raw:?}"
@@ -727,15 +733,22 @@ fn progress_fits_the_terminal_and_ctrl_c_starts_a_clean_line() {
             .any(|p| p == "weir: stopping: flushing what was read (signal again to exit at once)"),
         "{raw:?}"
     );
-    let summary = pieces
+    let at = pieces
         .iter()
-        .find(|p| p.starts_with("weir: imported "))
+        .position(|p| p.starts_with("weir: imported "))
         .unwrap();
-    assert!(summary.ends_with(" (interrupted)"), "{summary}");
+    let summary = &pieces[at];
+    let read = pieces[at + 1..]
+        .iter()
+        .find(|p| p.starts_with("weir: "))
+        .unwrap();
+    assert!(summary.contains(" events in "), "{summary}");
+    assert!(read.ends_with(" (interrupted)"), "{read}");
     assert!(
-        summary.contains(" MiB read, ") || summary.contains(" KiB read, "),
-        "{summary}"
+        read.contains(" MiB read, ") || read.contains(" KiB read, "),
+        "{read}"
     );
+    assert!(read.chars().count() <= 60, "{read}");
 }
 
 #[test]
@@ -767,7 +780,7 @@ fn a_terminal_on_stdin_gets_a_hint() {
     assert!(
         pieces
             .iter()
-            .any(|p| p.starts_with("weir: imported 2 events, ")),
+            .any(|p| p.starts_with("weir: imported 2 events in ")),
         "{raw:?}"
     );
 }
@@ -800,7 +813,7 @@ fn run_shows_progress_as_a_share_of_the_input_size() {
     assert!(
         pieces
             .iter()
-            .any(|p| p.starts_with("weir: processed 3 events, ")),
+            .any(|p| p.starts_with("weir: processed 3 events in ")),
         "{raw:?}"
     );
 }

@@ -23,7 +23,7 @@ use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
 use super::args::{choice, BudgetText, DbArg, DurationText, PeriodText, SizeText, SourceArgs};
-use super::progress::{bytes, Progress};
+use super::progress::Progress;
 use super::{signals, UsageError};
 
 #[derive(Debug, Args)]
@@ -407,21 +407,16 @@ async fn execute(
         return Ok(());
     }
     let events = metrics.get(&sink_name).map_or(0, |m| m.events());
-    let secs = summary.elapsed.as_secs_f64();
-    let mut line = format!(
-        "weir: {verb} {}, {} read, in {:.2} s ({:.0} events/s)",
-        super::plural(events, "event"),
-        bytes(counters.bytes_read()),
-        secs,
-        events as f64 / secs.max(1e-9)
-    );
-    if let Some(seg) = &segments {
-        line.push_str(&format!(", {} written", super::plural(seg(), "segment")));
+    for line in super::progress::summary_lines(
+        verb,
+        events,
+        counters.bytes_read(),
+        summary.elapsed,
+        segments.as_ref().map(|seg| seg()),
+        summary.interrupted,
+    ) {
+        say!("{line}");
     }
-    if summary.interrupted {
-        line.push_str(" (interrupted)");
-    }
-    say!("{line}");
     for a in &built.archives {
         let Some(s) = a.summary.lock().ok().and_then(|s| s.clone()) else {
             continue;
