@@ -14,7 +14,10 @@
 //! - Several parts add up: `1m30s` is 90 seconds. A fraction is allowed in every part
 //!   (`1.5s` = 1500 ms); it is computed exactly in integer nanoseconds, and digits below one
 //!   nanosecond are refused rather than silently rounded.
-//! - A plain number without a unit is a number of **seconds** (`"2"` = 2 s, like `sleep 2`).
+//! - A plain number without a unit is a number of **seconds** (`"2"` = 2 s, like `sleep 2`) for
+//!   [`parse_duration`]. [`parse_period`], for settings where a wrong guess destroys data
+//!   (retention, `weir erase --older-than`), refuses it instead: `--retain 90` meant 90 seconds
+//!   and erased a whole archive, where days were meant.
 //! - Overflow (more than `u64::MAX` nanoseconds, about 584 years), an empty string, a missing
 //!   number, and an unknown unit are errors that quote the offending text.
 
@@ -45,6 +48,19 @@ const UNITS: &[(&str, u64)] = &[
 const EXPECTED: &str =
     "expected a number and a unit (ns, us, ms, s, m, h, d), e.g. \"250ms\", \"1s\" or \"1m30s\"";
 
+/// What [`parse_period`] says of a number without a unit.
+const PERIOD_NEEDS_UNIT: &str =
+    "a number without a unit is refused here (seconds or days?); write the unit (s, m, h, d), e.g. \"90d\", \"12h\" or \"30m\"";
+
+/// What a number without a unit means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    /// Seconds ([`parse_duration`]).
+    Seconds,
+    /// Nothing: it is refused ([`parse_period`]).
+    Refused,
+}
+
 /// Parses a duration string (see the [module docs](self) for the grammar).
 ///
 /// ```
@@ -56,6 +72,24 @@ const EXPECTED: &str =
 /// assert!(parse_duration("1 fortnight").is_err());
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    parse(text, Plain::Seconds)
+}
+
+/// Parses a duration that must have a unit: a retention period (`--retain 90d`,
+/// `retain = "90d"`) or an age (`weir erase --older-than 7d`). A plain number, which
+/// [`parse_duration`] reads as seconds, is refused with the units there are.
+///
+/// ```
+/// use std::time::Duration;
+/// use weir::duration::parse_period;
+/// assert_eq!(parse_period("90d").unwrap(), Duration::from_secs(90 * 86400));
+/// assert!(parse_period("90").unwrap_err().to_string().contains("(s, m, h, d)"));
+/// ```
+pub fn parse_period(text: &str) -> Result<Duration, DurationError> {
+    parse(text, Plain::Refused)
+}
+
+fn parse(text: &str, plain: Plain) -> Result<Duration, DurationError> {
     let err = |reason: &str| DurationError {
         text: text.to_string(),
         reason: reason.to_string(),
@@ -83,6 +117,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
             if parts > 0 || !rest.is_empty() {
                 return Err(err(&format!("missing unit after {number:?}; {EXPECTED}")));
             }
+            if plain == Plain::Refused {
+                return Err(err(PERIOD_NEEDS_UNIT));
+            }
             1_000_000_000 // a plain number is seconds
         } else {
             match UNITS.iter().find(|(name, _)| *name == unit) {
@@ -98,6 +135,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         parts += 1;
     }
     Ok(Duration::from_nanos(total))
+}
+
+/// Formats a duration in its largest exact unit, which [`parse_duration`] reads back: `90d`,
+/// `90m`, `250ms`, `0s`.
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(weir::duration::format_duration(Duration::from_secs(90 * 86_400)), "90d");
+/// assert_eq!(weir::duration::format_duration(Duration::from_millis(1500)), "1500ms");
+/// ```
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    // Longest unit first: the table is in increasing order.
+    match UNITS
+        .iter()
+        .rev()
+        .find(|(name, scale)| *name != "µs" && ns != 0 && ns.is_multiple_of(u128::from(*scale)))
+    {
+        Some((name, scale)) => format!("{}{name}", ns / u128::from(*scale)),
+        None => "0s".to_string(),
+    }
 }
 
 /// `number * scale` exactly, for a decimal `number` (`12`, `1.5`).
@@ -189,6 +247,26 @@ mod tests {
         }
         let e = parse_duration("1fortnight").unwrap_err();
         assert!(e.reason.contains("unknown unit \"fortnight\""), "{e}");
+    }
+
+    #[test]
+    fn periods_need_a_unit() {
+        assert_eq!(
+            parse_period("90d").unwrap(),
+            Duration::from_secs(90 * 86_400)
+        );
+        assert_eq!(parse_period("1h30m").unwrap(), Duration::from_secs(5400));
+        for bad in ["90", " 90 ", "1.5", "0"] {
+            let e = parse_period(bad).unwrap_err();
+            assert_eq!(e.text, bad);
+            assert!(e.reason.contains("without a unit"), "{e}");
+            assert!(e.reason.contains("(s, m, h, d)"), "{e}");
+        }
+        // Other mistakes are reported as by parse_duration.
+        assert_eq!(
+            parse_period("1 fortnight").unwrap_err(),
+            parse_duration("1 fortnight").unwrap_err()
+        );
     }
 
     proptest::proptest! {

@@ -361,6 +361,35 @@ pub mod fault {
     }
 }
 
+/// Creates `dir` and its missing parents below `root` (`root` too, but not its parents),
+/// fsyncing each parent after a creation: the output directories of the `parquet` and
+/// `directory` sinks.
+pub fn create_dirs(root: &Path, dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut cur = dir;
+    while !cur.is_dir() {
+        missing.push(cur.to_path_buf());
+        match cur.parent() {
+            Some(p) if cur != root => cur = p,
+            _ => break,
+        }
+    }
+    for d in missing.iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(FsError::new("create directory", d, e)),
+        }
+        if let Some(p) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(p)?;
+        }
+    }
+    Ok(())
+}
+
 /// Fsyncs a directory so that renames and creations in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     fault::hit(fault::Op::Sync)

@@ -6,7 +6,8 @@
 //! file, and what `Display`/`FromStr` use; [`choice!`](crate::choice) writes those impls.
 //! Sizes and durations are strings parsed by [`crate::size`] and [`crate::duration`]; their
 //! serde forms are [`de_size`] and [`de_duration`], refusing bare TOML numbers (so that
-//! `max_bytes = 1048576` cannot silently mean a TiB).
+//! `max_bytes = 1048576` cannot silently mean a TiB). Retention settings, where a wrong guess
+//! erases data, also refuse a string without a unit: [`de_size_with_unit`] and [`de_period`].
 //!
 //! [`field_names`] lists the keys a `Deserialize` struct accepts, so that a pipeline file's
 //! unknown key can be reported with the keys there are, at its own line.
@@ -271,6 +272,24 @@ pub fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 /// gets that big).
 pub fn de_size_usize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
     de_size(d).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Deserializes a size string that must have a unit (`"500GiB"`; see
+/// [`crate::size::parse_size_with_unit`]): a disk budget.
+pub fn de_size_with_unit<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    d.deserialize_any(StrVisitor {
+        expected: "a size string with a unit such as \"500GiB\"",
+        parse: crate::size::parse_size_with_unit,
+    })
+}
+
+/// Deserializes a duration string that must have a unit (`"90d"`; see
+/// [`crate::duration::parse_period`]): a retention period.
+pub fn de_period<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    d.deserialize_any(StrVisitor {
+        expected: "a duration string with a unit such as \"90d\" or \"12h\"",
+        parse: crate::duration::parse_period,
+    })
 }
 
 /// Deserializes a duration string (`"250ms"`; see [`crate::duration`]).

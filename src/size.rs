@@ -13,17 +13,32 @@
 //! | `KB`, `MB`, `GB`, `TB` | 10^3, 10^6, 10^9, 10^12 (SI) |
 //!
 //! Fractions are not accepted (write `1536MiB`, not `1.5GiB`); overflow is an error.
+//!
+//! [`parse_size_with_unit`], for the disk budget of retention (`--max-archive-size`,
+//! `max_archive_size`), refuses a number without a unit: there a wrong guess erases data.
 
 use std::fmt;
 
 /// A size string that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid size {input:?}: {reason} (expected e.g. 512MiB, 1GiB, 4096KiB; a plain number means MiB)")]
+#[error("invalid size {input:?}: {reason}")]
 pub struct SizeError {
     /// The text given.
     pub input: String,
-    /// What is wrong with it.
+    /// What is wrong with it, and what is expected.
     pub reason: String,
+}
+
+/// The units, for messages.
+const UNITS: &str = "B, K or KiB, M or MiB, G or GiB, T or TiB, KB, MB, GB, TB";
+
+/// What a number without a unit means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    /// MiB ([`parse_size`]).
+    Mib,
+    /// Nothing: it is refused ([`parse_size_with_unit`]).
+    Refused,
 }
 
 /// Parses a size such as `512MiB`, `1GiB`, `4096KiB`, `100` (= 100 MiB) into bytes.
@@ -33,9 +48,28 @@ pub struct SizeError {
 /// assert_eq!(weir::size::parse_size("128").unwrap(), 128 << 20);
 /// ```
 pub fn parse_size(input: &str) -> Result<u64, SizeError> {
+    parse(input, Plain::Mib)
+}
+
+/// Parses a size that must have a unit (`500GiB`): the disk budget of retention. A plain
+/// number, which [`parse_size`] reads as MiB, is refused with the units there are.
+///
+/// ```
+/// assert_eq!(weir::size::parse_size_with_unit("2GiB").unwrap(), 2 << 30);
+/// assert!(weir::size::parse_size_with_unit("500").is_err());
+/// ```
+pub fn parse_size_with_unit(input: &str) -> Result<u64, SizeError> {
+    parse(input, Plain::Refused)
+}
+
+fn parse(input: &str, plain: Plain) -> Result<u64, SizeError> {
+    let expected = match plain {
+        Plain::Mib => "expected e.g. 512MiB, 1GiB, 4096KiB; a plain number means MiB",
+        Plain::Refused => "expected e.g. 500GiB, 512MiB or 100GB",
+    };
     let err = |reason: &str| SizeError {
         input: input.to_string(),
-        reason: reason.to_string(),
+        reason: format!("{reason} ({expected}; units: {UNITS})"),
     };
     let s = input.trim();
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
@@ -45,6 +79,9 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     let number: u64 = s[..digits].parse().map_err(|_| err("number too large"))?;
     let unit = s[digits..].trim_start();
     let factor: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" if plain == Plain::Refused => {
+            return Err(err("a number without a unit is refused here"))
+        }
         "" | "m" | "mib" => 1 << 20,
         "b" => 1,
         "k" | "kib" => 1 << 10,
@@ -117,6 +154,21 @@ mod tests {
             let e = parse_size(bad).unwrap_err();
             assert!(e.to_string().contains("invalid size"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn budgets_need_a_unit() {
+        assert_eq!(parse_size_with_unit("500GiB").unwrap(), 500 << 30);
+        assert_eq!(parse_size_with_unit("1 tb").unwrap(), 1_000_000_000_000);
+        for bad in ["500", " 7 ", "0"] {
+            let e = parse_size_with_unit(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("invalid size {bad:?}: ")), "{e}");
+            assert!(e.contains("without a unit"), "{e}");
+            assert!(e.contains(UNITS), "{e}");
+        }
+        // The plain parser still reads MiB, and names the units when refusing.
+        assert_eq!(parse_size("500").unwrap(), 500 << 20);
+        assert!(parse_size("1x").unwrap_err().to_string().contains(UNITS));
     }
 
     #[test]

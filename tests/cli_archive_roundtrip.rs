@@ -99,7 +99,7 @@ fn import_and_check(inputs: &Inputs, db: &Path, extra: &[&str]) -> String {
     let (orig_tsv, orig_json) = inputs.originals();
     let total = orig_tsv.len() + orig_json.len();
     assert!(
-        summary.contains(&format!("imported {total} events")),
+        summary.contains(&format!("imported {} events", cli::grouped(total as u64))),
         "{summary}"
     );
     let info = info(db);
@@ -627,7 +627,7 @@ fn large_gzip_files_of_tsv_and_json_import_whole() {
         check_event(i as u64, e);
     }
     assert!(
-        summary.contains(&format!("imported {total} events")),
+        summary.contains(&format!("imported {} events", cli::grouped(total))),
         "{summary}"
     );
 
@@ -705,4 +705,80 @@ fn one_import_of_tsv_json_gzip_and_zstd_files_detects_each() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("b.json:1"), "{err}");
+}
+
+/// Logs with literal separators (`#separator ||`, `#separator |`) import, and what
+/// `weir export --to zeek` writes of them (its own `#separator \x09` header) imports again
+/// with the same events.
+#[test]
+fn literal_separators_import_and_export_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, again) = (dir.path().join("db"), dir.path().join("again"));
+    let logs = [
+        common::fixture("literal_sep.log"),
+        common::fixture("literal_pipe_sep.log"),
+    ];
+    let mut args = vec!["import", "-q", "--db", s(&db)];
+    args.extend(logs.iter().map(|p| s(p)));
+    ok(&run(&args), "import");
+    let events = export_json(&db);
+    assert_eq!(events.len(), 7);
+    let exported = dir.path().join("exported.log");
+    let zeek = ok(
+        &run(&["export", "--db", s(&db), "--to", "zeek-tsv"]),
+        "export",
+    );
+    assert!(zeek.starts_with("#separator \\x09\n"), "{zeek}");
+    std::fs::write(&exported, &zeek).unwrap();
+    ok(
+        &run(&["import", "-q", "--db", s(&again), s(&exported)]),
+        "import of the export",
+    );
+    assert_eq!(export_json(&again), events);
+}
+
+/// During a live import the active segment is a sparse file of the maximum segment size:
+/// `weir info` counts the blocks it takes, not its length.
+#[test]
+fn info_during_a_live_import_counts_the_bytes_on_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let mut child = weir()
+        .args([
+            "import",
+            "-q",
+            "--db",
+            s(&db),
+            "--max-segment-size",
+            "1GiB",
+            "--batch-timeout",
+            "50ms",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(log(0..100).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let active = || {
+        std::fs::read_dir(db.join("segments")).ok().and_then(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().ends_with(".seg.tmp"))
+        })
+    };
+    wait_for("the active segment", Duration::from_secs(30), || {
+        active().is_some()
+    });
+    wait_for("the events in the WAL", Duration::from_secs(30), || {
+        info(&db)["wal"]["events"] == 100
+    });
+    let tmp_len = active().map(|p| std::fs::metadata(p).unwrap().len());
+    let shown = info(&db);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(tmp_len.unwrap() >= 1 << 30, "{tmp_len:?}");
+    let on_disk = shown["disk_bytes"].as_u64().unwrap();
+    assert!(on_disk < 64 << 20, "{on_disk} bytes on disk: {shown}");
+    assert!(on_disk > 0, "{shown}");
 }

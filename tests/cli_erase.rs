@@ -528,3 +528,160 @@ fn import_with_retain_erases_old_segments_and_info_counts_them() {
     assert_eq!(common::cli::info(&db)["erased_events"], 3010);
     verify_ok(&db);
 }
+
+/// `--retain 90` once meant 90 seconds and erased a whole archive: a retention period, an age
+/// to erase and a disk budget without a unit are refused, with the units named, before
+/// anything is created; so are `retain = "90"` and `max_archive_size = "500"` in a pipeline.
+#[test]
+fn retention_settings_without_a_unit_are_refused_with_the_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (args, units) in [
+        (
+            vec!["import", "--db", s(&db), "--retain", "90"],
+            "(s, m, h, d)",
+        ),
+        (
+            vec!["import", "--db", s(&db), "--max-archive-size", "500"],
+            "GiB",
+        ),
+    ] {
+        let out = run_with_stdin(&args, log(0..3).as_bytes());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("without a unit"), "{args:?}: {err}");
+        assert!(err.contains(units), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} created the archive");
+    }
+    archive(&db, 10, "1MiB");
+    let out = run(&["erase", "--db", s(&db), "--older-than", "90"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("(s, m, h, d)"), "{err}");
+    assert_eq!(count(&db, ""), 10);
+    // The same in a pipeline file, at the key's line.
+    for (key, value, units) in [
+        ("retain", "90", "(s, m, h, d)"),
+        ("max_archive_size", "500", "GiB"),
+    ] {
+        let pipeline = dir.path().join(format!("{key}.toml"));
+        std::fs::write(
+            &pipeline,
+            format!(
+                "[sources.in]\ntype = \"stdin\"\n\n[sinks.out]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = {:?}\n{key} = {value:?}\n",
+                s(&dir.path().join("other"))
+            ),
+        )
+        .unwrap();
+        let out = run(&["run", "--check", s(&pipeline)]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {err}");
+        assert!(
+            err.contains(&format!(":8: [sinks.out] {key}: ")),
+            "{key}: {err}"
+        );
+        assert!(err.contains("without a unit"), "{key}: {err}");
+        assert!(err.contains(units), "{key}: {err}");
+    }
+}
+
+/// A back-fill of events older than the retention period is said while the import runs, at
+/// its first batch, with the cut-off in UTC: not only in the final summary.
+#[test]
+fn an_import_of_events_that_retention_erases_says_so_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = weir()
+        .args([
+            "import",
+            "--db",
+            s(&db),
+            "--retain",
+            "30d",
+            "--batch-timeout",
+            "50ms",
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Events of 2020, and stdin stays open: the import is still running.
+    stdin.write_all(log(0..10).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            let _ = tx.send(line);
+        }
+    });
+    let warning = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a warning while the import runs");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert!(status.success(), "{warning}\n{rest:?}");
+    let prefix = format!("weir: warning: {}: events before 20", s(&db));
+    assert!(warning.starts_with(&prefix), "{warning}");
+    assert!(
+        warning.contains("Z are erased by the retention period of 30d (--retain, retain); this import brings older ones (first seen: 2020-09-13T12:26:40Z)"),
+        "{warning}"
+    );
+    // The cut-off is 30 days ago, in whole seconds.
+    let cutoff = &warning[prefix.len() - 2..prefix.len() + 18];
+    assert!(cutoff.ends_with('Z') && cutoff.len() == 20, "{cutoff}");
+    // Said once; the summary still counts what was erased.
+    assert!(
+        !rest.iter().any(|l| l.contains("events before")),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with("weir: retention erased 1 segment (10 events)")),
+        "{rest:?}"
+    );
+}
+
+/// After many erases, `weir info` says how many ID ranges there are with the first and the
+/// last, instead of listing every one; `--json` keeps the full lists.
+#[test]
+fn info_summarizes_the_id_ranges_of_many_erases() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    archive(&db, 100, "1MiB");
+    for id in [10, 20, 30, 40, 50, 60] {
+        let id = id.to_string();
+        ok(&run(&["erase", "--db", s(&db), "--ids", &id]), "erase");
+    }
+    let info = ok(&run(&["info", "--db", s(&db)]), "info");
+    assert!(
+        info.contains(
+            "\nid ranges: 7 ranges, first [0, 10), last [61, 100) (all of them: --json)\n"
+        ),
+        "{info}"
+    );
+    assert!(
+        info.contains("\nerased:    6 events: 6 ranges, first [10, 11), last [60, 61) (all of them: --json)\n"),
+        "{info}"
+    );
+    let json = common::cli::info(&db);
+    assert_eq!(json["id_ranges"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        json["erased_ranges"],
+        serde_json::json!([[10, 11], [20, 21], [30, 31], [40, 41], [50, 51], [60, 61]])
+    );
+    // A few are listed.
+    let few = dir.path().join("few");
+    archive(&few, 100, "1MiB");
+    ok(&run(&["erase", "--db", s(&few), "--ids", "10-19"]), "erase");
+    let info = ok(&run(&["info", "--db", s(&few)]), "info");
+    assert!(info.contains("\nid ranges: [0, 10) [20, 100)\n"), "{info}");
+    assert!(
+        info.contains("\nerased:    10 events: [10, 20)\n"),
+        "{info}"
+    );
+}

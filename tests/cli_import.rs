@@ -534,3 +534,90 @@ fn sink_errors_name_the_sink_and_path() {
         "{err}"
     );
 }
+
+/// `weir run --check` and `weir run` refuse two archive sinks on one database (`db` and
+/// `./db`), naming both sinks and the directory, before anything is created.
+#[test]
+fn run_refuses_two_archive_sinks_on_one_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "[sources.in]\ntype = \"stdin\"\n\n[sinks.one]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = \"db\"\n\n[sinks.two]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = \"./db\"\n",
+    )
+    .unwrap();
+    let db = dir.path().canonicalize().unwrap().join("db");
+    for args in [vec!["run", "--check", "p.toml"], vec!["run", "p.toml"]] {
+        let out = weir()
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("weir: error: p.toml:9: [sinks.two] db: the archive {} is also the db of [sinks.one]: two archive sinks cannot write to one database; give each its own db, or feed one sink from both inputs\n", db.display()),
+            "{args:?}"
+        );
+        assert!(!db.exists(), "{args:?}");
+    }
+}
+
+/// The `directory` sink creates its directory (its parent must exist), as the `parquet`
+/// sink does: `weir run --check` accepts a missing one, `weir run` and
+/// `weir convert --output` write into it; a missing parent is refused by name.
+#[test]
+fn the_directory_sink_creates_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("in.log");
+    std::fs::write(
+        &log,
+        "#separator \\x09\n#path\tconn\n#fields\tts\tuid\n#types\ttime\tstring\n1.0\ta\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("logs");
+    let pipeline = |out: &Path| {
+        let p = dir.path().join("p.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "[sources.in]\ntype = \"file\"\npaths = [{:?}]\n\n[sinks.out]\ntype = \"directory\"\ninputs = [\"in\"]\ndir = {:?}\n",
+                log.display().to_string(),
+                out.display().to_string()
+            ),
+        )
+        .unwrap();
+        p.display().to_string()
+    };
+    let p = pipeline(&out_dir);
+    ok(&run(&["run", "--check", &p]), "run --check");
+    assert!(!out_dir.exists());
+    ok(&run(&["run", "-q", &p]), "run");
+    let written = std::fs::read_to_string(out_dir.join("conn.log")).unwrap();
+    assert!(written.contains("\ta\n"), "{written}");
+    let converted = dir.path().join("converted");
+    ok(
+        &run(&[
+            "convert",
+            "--output",
+            &converted.display().to_string(),
+            &log.display().to_string(),
+        ]),
+        "convert --output",
+    );
+    assert!(converted.join("conn.log").is_file());
+    // A missing parent is an error naming it, from --check as from the parquet sink.
+    let deep = dir.path().join("no/such/dir");
+    let p = pipeline(&deep);
+    let out = run(&["run", "--check", &p]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "cannot access {}",
+            dir.path().join("no/such").display()
+        )),
+        "{err}"
+    );
+}

@@ -27,12 +27,15 @@ fn write_log(dir: &Path, name: &str, n: u64) -> std::path::PathBuf {
     p
 }
 
-/// The summary line of an import with its timing parts removed: `weir: imported 1 event, … `.
+/// The summary lines of an import with their timing and byte parts removed:
+/// `weir: imported 1 event | 1 segment written`.
 fn summary_words(stderr: &str) -> String {
-    let line = stderr.lines().last().unwrap_or_default();
-    let (head, tail) = line.split_once(" read, in ").unwrap();
-    let head = head.rsplit_once(", ").unwrap().0;
-    let tail = tail.split_once("), ").map_or("", |(_, t)| t);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let [.., first, second] = lines[..] else {
+        panic!("no summary: {stderr}");
+    };
+    let head = first.split_once(" in ").unwrap().0;
+    let tail = second.split_once(" read, ").map_or("", |(_, t)| t);
     format!("{head} | {tail}")
 }
 
@@ -414,7 +417,7 @@ fn info_shows_the_time_range_and_bytes_on_disk() {
     assert_eq!(common::cli::info(&empty)["time"], serde_json::Value::Null);
 }
 
-/// Bytes of the files under `dir`.
+/// Bytes the files under `dir` take on disk.
 fn walk_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .unwrap()
@@ -424,7 +427,8 @@ fn walk_bytes(dir: &Path) -> u64 {
             if m.is_dir() {
                 walk_bytes(&e.path())
             } else {
-                m.len()
+                // The blocks a file takes, as `weir info` counts them (sparse files).
+                std::os::unix::fs::MetadataExt::blocks(&m) * 512
             }
         })
         .sum()
@@ -709,8 +713,11 @@ fn progress_fits_the_terminal_and_ctrl_c_starts_a_clean_line() {
     let raw = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{raw:?}");
     let pieces = screen_pieces(&raw);
-    // The progress line's draws: every piece that is not a message.
-    for p in pieces.iter().filter(|p| !p.starts_with("weir: ")) {
+    // The progress line's draws (every piece that is not a message) and the summary.
+    for p in pieces
+        .iter()
+        .filter(|p| !p.starts_with("weir: ") || p.starts_with("weir: imported "))
+    {
         assert!(
             p.chars().count() <= 60,
             "wider than 60 columns: {p:?}\n{raw:?}"
@@ -730,15 +737,22 @@ fn progress_fits_the_terminal_and_ctrl_c_starts_a_clean_line() {
             .any(|p| p == "weir: stopping: flushing what was read (signal again to exit at once)"),
         "{raw:?}"
     );
-    let summary = pieces
+    let at = pieces
         .iter()
-        .find(|p| p.starts_with("weir: imported "))
+        .position(|p| p.starts_with("weir: imported "))
         .unwrap();
-    assert!(summary.ends_with(" (interrupted)"), "{summary}");
+    let summary = &pieces[at];
+    let read = pieces[at + 1..]
+        .iter()
+        .find(|p| p.starts_with("weir: "))
+        .unwrap();
+    assert!(summary.contains(" events in "), "{summary}");
+    assert!(read.ends_with(" (interrupted)"), "{read}");
     assert!(
-        summary.contains(" MiB read, ") || summary.contains(" KiB read, "),
-        "{summary}"
+        read.contains(" MiB read, ") || read.contains(" KiB read, "),
+        "{read}"
     );
+    assert!(read.chars().count() <= 60, "{read}");
 }
 
 #[test]
@@ -770,7 +784,7 @@ fn a_terminal_on_stdin_gets_a_hint() {
     assert!(
         pieces
             .iter()
-            .any(|p| p.starts_with("weir: imported 2 events, ")),
+            .any(|p| p.starts_with("weir: imported 2 events in ")),
         "{raw:?}"
     );
 }
@@ -803,7 +817,7 @@ fn run_shows_progress_as_a_share_of_the_input_size() {
     assert!(
         pieces
             .iter()
-            .any(|p| p.starts_with("weir: processed 3 events, ")),
+            .any(|p| p.starts_with("weir: processed 3 events in ")),
         "{raw:?}"
     );
 }
@@ -895,7 +909,7 @@ fn a_separator_without_its_backslash_is_reported_at_its_line() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "weir: error: {}:1: invalid #separator \"x09\": expected \\xHH\n",
+            "weir: error: {}:1: invalid #separator \"x09\": a \\xHH escape without its backslash; expected \\xHH escapes (\\x09) or literal characters (||)\n",
             s(&log)
         )
     );

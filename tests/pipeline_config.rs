@@ -1018,3 +1018,46 @@ fn sources_write_columns_only_for_compressing_archives() {
     let last = import.stages.len() - 1;
     assert!(!import.stores_columns(last));
 }
+
+/// Two archive sinks on one database are refused at the second one's `db`, naming both
+/// sinks and the directory, however the path is written (`db`, `./db/`, a link to it);
+/// distinct databases are fine.
+#[test]
+fn two_archive_sinks_on_one_database_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir(dir.join("made")).unwrap();
+    std::os::unix::fs::symlink(dir.join("made"), dir.join("link")).unwrap();
+    let pipeline = |a: &str, b: &str| {
+        format!(
+            "[sources.in]\ntype = \"stdin\"\n\n[sinks.one]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = {a:?}\n\n[sinks.two]\ntype = \"archive\"\ninputs = [\"in\"]\ndb = {b:?}\n"
+        )
+    };
+    let d = |rel: &str| format!("{}/{rel}", dir.display());
+    for (a, b, shown) in [
+        (d("db"), d("./db/"), dir.join("db")),
+        (d("made"), d("link"), dir.join("made")),
+        (d("db"), d("made/../db"), dir.join("db")),
+    ] {
+        let e = PipelineSpec::parse(&pipeline(&a, &b), "t.toml", &dir, &vars(&[])).unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        assert_eq!(e.table.as_deref(), Some("sinks.two"), "{e}");
+        assert_eq!(e.key.as_deref(), Some("db"), "{e}");
+        assert_eq!(
+            e.kind.to_string(),
+            format!("the archive {} is also the db of [sinks.one]: two archive sinks cannot write to one database; give each its own db, or feed one sink from both inputs", shown.display()),
+            "{a} {b}"
+        );
+    }
+    let spec = PipelineSpec::parse(&pipeline(&d("a"), &d("b")), "t.toml", &dir, &vars(&[]));
+    assert!(spec.is_ok(), "{spec:?}");
+    // A spec built in code is checked by validate().
+    let mut spec = spec.unwrap();
+    if let StageConfig::Archive(a) = &mut spec.stages[2].config {
+        a.db = dir.join("a");
+    }
+    assert_eq!(
+        spec.validate().unwrap_err().table.as_deref(),
+        Some("sinks.two")
+    );
+}

@@ -345,6 +345,59 @@ fn multi_byte_separators_and_custom_markers() {
     );
 }
 
+/// Zeek writes `#separator` as `\xHH` escapes by default and literally when a script sets a
+/// printable one (`||`); both, and any mix, read the same rows, with a multi-byte separator
+/// (general path) and a one-byte one (fast path).
+#[test]
+fn literal_separators_read_as_their_escapes() {
+    let literal = read_fixture("literal_sep.log");
+    assert_eq!(literal.len(), 3);
+    assert_eq!(literal, read_fixture("multibyte_sep.log"));
+    let pipe = read_fixture("literal_pipe_sep.log");
+    assert_eq!(pipe.len(), 4);
+    assert_eq!(pipe[0].0.name, "zeek.pipe");
+    assert_eq!(pipe[0].1[1], s(b"CHhAvVGS1DHFjwGM9"));
+    assert_eq!(pipe[0].1[6], list(vec![s(b"a"), s(b"b")]));
+    assert_eq!(pipe[2].1[1], s(b"C|pipe"));
+    assert_eq!(pipe[2].1[2], addr("::1"));
+    let text = std::fs::read_to_string(fixture("literal_pipe_sep.log")).unwrap();
+    for written in ["\\x7c", "\\x7C"] {
+        let escaped = text.replacen("#separator |", &format!("#separator {written}"), 1);
+        let (batches, _) = read_all(escaped.as_bytes(), opts("escaped")).unwrap();
+        assert_eq!(rows(&batches), pipe, "{written}");
+    }
+    let text = std::fs::read_to_string(fixture("multibyte_sep.log")).unwrap();
+    for written in ["\\x7c|", "|\\x7c", "||"] {
+        let mixed = text.replacen("\\x7c\\x7c", written, 1);
+        let (batches, _) = read_all(mixed.as_bytes(), opts("mixed")).unwrap();
+        assert_eq!(rows(&batches), literal, "{written}");
+    }
+    // A literal tab is the usual tab.
+    let tab = std::fs::read_to_string(fixture("all_types.log"))
+        .unwrap()
+        .replacen("#separator \\x09", "#separator \t", 1);
+    let (batches, _) = read_all(tab.as_bytes(), opts("tab")).unwrap();
+    assert_eq!(rows(&batches), read_fixture("all_types.log"));
+}
+
+/// What cannot be a separator Zeek wrote is an error at its line, naming both forms.
+#[test]
+fn separators_that_lost_a_backslash_are_refused() {
+    for (value, why) in [
+        ("x09", "a \\xHH escape without its backslash"),
+        ("x7cx7c", "a \\xHH escape without its backslash"),
+        ("\\t", "a backslash that starts no \\xHH escape"),
+        ("\\x7", "a backslash that starts no \\xHH escape"),
+    ] {
+        let text = format!("#separator {value}\n#fields\tn\n#types\tcount\n1\n");
+        let e = parse_error(text.as_bytes(), "bad.log");
+        assert_eq!(
+            e,
+            format!("bad.log:1: invalid #separator {value:?}: {why}; expected \\xHH escapes (\\x09) or literal characters (||)")
+        );
+    }
+}
+
 #[test]
 fn non_utf8_bytes_and_ipv6() {
     let rows = read_fixture("non_utf8.log");
@@ -595,6 +648,8 @@ fn all_fixtures() -> Vec<u8> {
         "escapes.log",
         "concat.log",
         "multibyte_sep.log",
+        "literal_sep.log",
+        "literal_pipe_sep.log",
         "non_utf8.log",
         "err_columns.log",
         "crlf_nofinal.log",

@@ -129,6 +129,19 @@ impl std::str::FromStr for SizeText {
     }
 }
 
+/// A size that must have a unit (`500GiB`; a plain number is refused): the disk budget of
+/// retention ([`weir::size::parse_size_with_unit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetText(pub u64);
+
+impl std::str::FromStr for BudgetText {
+    type Err = weir::size::SizeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        weir::size::parse_size_with_unit(s).map(BudgetText)
+    }
+}
+
 impl std::fmt::Display for SizeText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         const UNITS: [(&str, u64); 4] = [
@@ -160,24 +173,22 @@ impl std::str::FromStr for DurationText {
     }
 }
 
+/// A duration that must have a unit (`90d`; a plain number is refused): a retention period
+/// or an age to erase ([`weir::duration::parse_period`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodText(pub std::time::Duration);
+
+impl std::str::FromStr for PeriodText {
+    type Err = weir::duration::DurationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        weir::duration::parse_period(s).map(PeriodText)
+    }
+}
+
 impl std::fmt::Display for DurationText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const UNITS: [(&str, u128); 6] = [
-            ("h", 3_600_000_000_000),
-            ("m", 60_000_000_000),
-            ("s", 1_000_000_000),
-            ("ms", 1_000_000),
-            ("us", 1_000),
-            ("ns", 1),
-        ];
-        let ns = self.0.as_nanos();
-        match UNITS
-            .iter()
-            .find(|(_, factor)| ns != 0 && ns.is_multiple_of(*factor))
-        {
-            Some((unit, factor)) => write!(f, "{}{unit}", ns / factor),
-            None => f.write_str("0s"),
-        }
+        f.write_str(&weir::duration::format_duration(self.0))
     }
 }
 
@@ -204,6 +215,7 @@ mod tests {
             (Duration::from_millis(250), "250ms"),
             (Duration::from_secs(120), "2m"),
             (Duration::from_secs(5400), "90m"),
+            (Duration::from_secs(90 * 86_400), "90d"),
             (Duration::ZERO, "0s"),
         ] {
             assert_eq!(DurationText(d).to_string(), shown);

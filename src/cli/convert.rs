@@ -33,9 +33,9 @@ pub struct ConvertArgs {
     #[arg(long = "where", value_name = "EXPR")]
     filter: Option<String>,
     /// Write one file per log path into this directory (`conn.log`, `dns.log`, …, or
-    /// `conn.json`, … with `--to json`), as Zeek does, instead of stdout. The directory must
-    /// exist. With `--to parquet` (required there): the lake's directory, created when
-    /// missing.
+    /// `conn.json`, … with `--to json`), as Zeek does, instead of stdout; the directory is
+    /// created when missing (its parent must exist). With `--to parquet` (required there):
+    /// the lake's directory, created when missing.
     #[arg(long, value_name = "DIR")]
     output: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -101,7 +101,7 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
         options: PipelineOptions::default(),
         stages,
     };
-    // The output directory must exist and must not hold an input (its files would be
+    // The output directory's parent must exist, and the directory must not hold an input (its files would be
     // overwritten): the same checks as `weir run --check`.
     spec.check_paths()?;
     // A refused setting in the words of its flag (`--schema`), exit 2.

@@ -22,8 +22,8 @@ use weir::source::{total_size, Input};
 use weir::store::{Archive, ArchiveSinkConfig};
 use weir::SyncPolicy;
 
-use super::args::{choice, DbArg, DurationText, SizeText, SourceArgs};
-use super::progress::{bytes, Progress};
+use super::args::{choice, BudgetText, DbArg, DurationText, PeriodText, SizeText, SourceArgs};
+use super::progress::Progress;
 use super::{signals, UsageError};
 
 #[derive(Debug, Args)]
@@ -60,13 +60,14 @@ pub struct ImportArgs {
     #[arg(long)]
     no_sketches: bool,
     /// Disk budget of the archive (`50GiB`): beyond it the oldest segments are erased, down
-    /// to 90% of it; checked at start and while importing. At least two segments.
+    /// to 90% of it; checked at start and while importing. At least two segments. The unit
+    /// is required.
     #[arg(long, value_name = "SIZE")]
-    max_archive_size: Option<SizeText>,
-    /// Erase segments whose newest event is older than this (`30d`, `12h`); checked at start,
-    /// at every seal and every minute.
+    max_archive_size: Option<BudgetText>,
+    /// Erase segments whose newest event is older than this (`90d`, `12h`; the unit is
+    /// required); checked at start, at every seal and every minute.
     #[arg(long, value_name = "DURATION")]
-    retain: Option<DurationText>,
+    retain: Option<PeriodText>,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
@@ -374,6 +375,11 @@ async fn execute(
     super::report_warnings(&built.warnings);
     super::progress::stdin_hint(reads_stdin, quiet);
     let done = CancellationToken::new();
+    let live = Arc::new(LiveWarnings {
+        list: pipeline.warnings(),
+        shown: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let watcher = tokio::spawn(live.clone().watch(done.clone()));
     let progress = Progress {
         counters: counters.clone(),
         metrics: metrics.clone(),
@@ -384,9 +390,12 @@ async fn execute(
     signals::forward(stop, pipeline.shutdown_token());
     let result = pipeline.run().await;
     done.cancel();
+    let _ = watcher.await;
     if let Some(p) = progress {
         let _ = p.await;
     }
+    // What came after the watcher's last look (the list holds every warning of the run).
+    live.show_new();
     if let Some(path) = metrics_file {
         // The rows skipped under `--on-error skip` (null when the run failed).
         let skipped = result.as_ref().ok().map(|s| s.skipped.skipped);
@@ -409,27 +418,21 @@ async fn execute(
             return Err(e.into());
         }
     };
-    super::report_warnings(&summary.warnings);
     super::report_skips(&summary.skipped);
     if quiet {
         return Ok(());
     }
     let events = metrics.get(&sink_name).map_or(0, |m| m.events());
-    let secs = summary.elapsed.as_secs_f64();
-    let mut line = format!(
-        "weir: {verb} {}, {} read, in {:.2} s ({:.0} events/s)",
-        super::plural(events, "event"),
-        bytes(counters.bytes_read()),
-        secs,
-        events as f64 / secs.max(1e-9)
-    );
-    if let Some(seg) = &segments {
-        line.push_str(&format!(", {} written", super::plural(seg(), "segment")));
+    for line in super::progress::summary_lines(
+        verb,
+        events,
+        counters.bytes_read(),
+        summary.elapsed,
+        segments.as_ref().map(|seg| seg()),
+        summary.interrupted,
+    ) {
+        say!("{line}");
     }
-    if summary.interrupted {
-        line.push_str(" (interrupted)");
-    }
-    say!("{line}");
     for a in &built.archives {
         let Some(s) = a.summary.lock().ok().and_then(|s| s.clone()) else {
             continue;
@@ -444,6 +447,44 @@ async fn execute(
         }
     }
     Ok(())
+}
+
+/// Shows the run's warnings as they come (a back-fill that retention erases, a followed file
+/// gone), each once, instead of only at the end.
+struct LiveWarnings {
+    list: Arc<std::sync::Mutex<Vec<String>>>,
+    /// How many of `list` have been shown.
+    shown: std::sync::atomic::AtomicUsize,
+}
+
+impl LiveWarnings {
+    /// How often the list is looked at while the pipeline runs.
+    const INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+    /// Shows the warnings not shown yet.
+    fn show_new(&self) {
+        use std::sync::atomic::Ordering;
+        let new: Vec<String> = match self.list.lock() {
+            Ok(list) => list
+                .get(self.shown.load(Ordering::Relaxed)..)
+                .unwrap_or_default()
+                .to_vec(),
+            Err(_) => return,
+        };
+        self.shown.fetch_add(new.len(), Ordering::Relaxed);
+        super::report_warnings(&new);
+    }
+
+    /// Shows new warnings every [`Self::INTERVAL`] until `done`.
+    async fn watch(self: Arc<Self>, done: CancellationToken) {
+        let mut tick = tokio::time::interval(Self::INTERVAL);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => self.show_new(),
+                _ = done.cancelled() => return,
+            }
+        }
+    }
 }
 
 /// After a failed run, says for each archive how many events the run committed and their IDs:

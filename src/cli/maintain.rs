@@ -9,7 +9,7 @@ use weir::size::Size;
 use weir::store::{Archive, ArchiveSinkConfig, EventSelector, IdSelector, Store, StoreOptions};
 
 use super::archive::print_out;
-use super::args::{DbArg, DurationText, SizeText};
+use super::args::{DbArg, PeriodText, SizeText};
 use super::UsageError;
 
 #[derive(Debug, Args)]
@@ -22,9 +22,10 @@ pub struct EraseArgs {
     /// `now - 7d`, `@1258531221`: a time of the query language).
     #[arg(long, value_name = "TIME")]
     before: Option<String>,
-    /// Erase the events whose `ts` is older than DURATION (`7d`, `12h`, `90m`).
+    /// Erase the events whose `ts` is older than DURATION (`7d`, `12h`, `90m`; the unit is
+    /// required).
     #[arg(long, value_name = "DURATION")]
-    older_than: Option<DurationText>,
+    older_than: Option<PeriodText>,
     /// Erase the events with IDs A to B, both included (`0-999`; `5` alone is one event).
     #[arg(long, value_name = "A-B", value_parser = parse_ids)]
     ids: Option<std::ops::Range<u64>>,

@@ -2,8 +2,10 @@
 //! `indicatif`, and the formatting shared with the final summary line.
 //!
 //! The line fits 60 columns in the usual case (`27% of 45.6 MiB, 1,234,567 events
-//! (123,456/s), 3 segments`), and it is one `{wide_msg}`, which indicatif cuts at the
-//! terminal's width: it never wraps. Every message of the CLI goes through [`suspend`]
+//! (123,456/s), 3 segments`), also at the first draw (no rate before [`RATE_AFTER`], when
+//! it would be a count divided by almost nothing), and it is one `{wide_msg}`, which
+//! indicatif cuts at the terminal's width: it never wraps. The final summary
+//! ([`summary_lines`]) is two lines that fit 60 columns in the usual case too. Every message of the CLI goes through [`suspend`]
 //! (the `say!` macro), which clears the line first and redraws it after, so that a message
 //! (`weir: stopping` after Ctrl-C, a warning) starts at column 0.
 
@@ -57,6 +59,67 @@ fn grouped_plural(n: u64, one: &str) -> String {
     }
 }
 
+/// The rate is shown once this much time has passed: before, a few events over almost no
+/// time make a number wider than the line.
+pub const RATE_AFTER: Duration = Duration::from_millis(500);
+
+/// The progress line: the share of the input read (or the bytes read, without a known
+/// total), the events with their rate, the segments.
+fn progress_line(
+    read: u64,
+    total: Option<u64>,
+    events: u64,
+    elapsed: Duration,
+    segments: Option<u64>,
+) -> String {
+    let mut line = match total.filter(|&t| t > 0) {
+        Some(total) => format!(
+            "{:.0}% of {}",
+            (100.0 * read as f64 / total as f64).min(100.0),
+            bytes(total)
+        ),
+        None => format!("{} read", bytes(read)),
+    };
+    line.push_str(&format!(", {}", grouped_plural(events, "event")));
+    if elapsed >= RATE_AFTER {
+        let rate = (events as f64 / elapsed.as_secs_f64()) as u64;
+        line.push_str(&format!(" ({}/s)", grouped(rate)));
+    }
+    if let Some(n) = segments {
+        line.push_str(&format!(", {}", grouped_plural(n, "segment")));
+    }
+    line
+}
+
+/// The summary of a run, two lines of at most 60 columns in the usual case, counts
+/// grouped: `weir: imported 1,234,567 events in 2.34 s (527,593/s)` and
+/// `weir: 45.6 MiB read, 3 segments written`, with ` (interrupted)` at the end of the
+/// second when a signal stopped the run.
+pub fn summary_lines(
+    verb: &str,
+    events: u64,
+    read: u64,
+    elapsed: Duration,
+    segments: Option<u64>,
+    interrupted: bool,
+) -> [String; 2] {
+    let secs = elapsed.as_secs_f64();
+    let rate = (events as f64 / secs.max(1e-9)) as u64;
+    let first = format!(
+        "weir: {verb} {} in {secs:.2} s ({}/s)",
+        grouped_plural(events, "event"),
+        grouped(rate)
+    );
+    let mut second = format!("weir: {} read", bytes(read));
+    if let Some(n) = segments {
+        second.push_str(&format!(", {} written", grouped_plural(n, "segment")));
+    }
+    if interrupted {
+        second.push_str(" (interrupted)");
+    }
+    [first, second]
+}
+
 /// What the progress line shows.
 pub struct Progress {
     pub counters: Arc<SourceCounters>,
@@ -69,28 +132,19 @@ pub struct Progress {
 
 impl Progress {
     fn line(&self, started: Instant) -> String {
-        let read = self.counters.bytes_read();
         let events = self.metrics.get(&self.stage).map_or(0, |m| m.events());
-        let secs = started.elapsed().as_secs_f64().max(1e-9);
-        let mut line = match self.counters.total().filter(|&t| t > 0) {
-            Some(total) => format!(
-                "{:.0}% of {}",
-                (100.0 * read as f64 / total as f64).min(100.0),
-                bytes(total)
-            ),
-            None => format!("{} read", bytes(read)),
-        };
-        line.push_str(&format!(
-            ", {} ({}/s)",
-            grouped_plural(events, "event"),
-            grouped((events as f64 / secs) as u64)
-        ));
-        if let Some(seg) = &self.segments {
-            // The segment being written counts too, once it holds an event.
-            let n = seg() + u64::from(events > 0);
-            line.push_str(&format!(", {}", grouped_plural(n, "segment")));
-        }
-        line
+        // The segment being written counts too, once it holds an event.
+        let segments = self
+            .segments
+            .as_ref()
+            .map(|seg| seg() + u64::from(events > 0));
+        progress_line(
+            self.counters.bytes_read(),
+            self.counters.total(),
+            events,
+            started.elapsed(),
+            segments,
+        )
     }
 
     /// Shows the line, refreshed every 200 ms, until `done` is cancelled, when stderr is a
@@ -139,7 +193,67 @@ pub fn stdin_hint(reads_stdin: bool, quiet: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::grouped;
+    use super::*;
+
+    /// Columns of a line on a terminal.
+    fn width(line: &str) -> usize {
+        line.chars().count()
+    }
+
+    #[test]
+    fn the_first_draw_and_a_usual_line_fit_60_columns() {
+        let mib = 1 << 20;
+        // The first draw: a few events after almost no time have no rate yet.
+        let first = progress_line(
+            1 << 16,
+            Some(3 * 1024 * mib),
+            5000,
+            Duration::from_micros(3),
+            Some(1),
+        );
+        assert_eq!(first, "0% of 3.0 GiB, 5,000 events, 1 segment");
+        let usual = progress_line(
+            12 * mib,
+            Some(45 * mib + 600 * 1024),
+            1_234_567,
+            Duration::from_secs(10),
+            Some(3),
+        );
+        assert_eq!(
+            usual,
+            "26% of 45.6 MiB, 1,234,567 events (123,456/s), 3 segments"
+        );
+        let stdin = progress_line(
+            999 * mib,
+            None,
+            99_999_999,
+            Duration::from_secs(100),
+            Some(99),
+        );
+        for line in [first, usual, stdin] {
+            assert!(width(&line) <= 60, "{} columns: {line}", width(&line));
+        }
+    }
+
+    #[test]
+    fn the_summary_groups_thousands_and_fits_60_columns() {
+        let [a, b] = summary_lines(
+            "imported",
+            1_234_567,
+            45 * (1 << 20) + 600 * 1024,
+            Duration::from_millis(2340),
+            Some(3),
+            true,
+        );
+        assert_eq!(a, "weir: imported 1,234,567 events in 2.34 s (527,592/s)");
+        assert_eq!(b, "weir: 45.6 MiB read, 3 segments written (interrupted)");
+        let [c, d] = summary_lines("processed", 1, 17, Duration::from_secs(1), None, false);
+        assert_eq!(c, "weir: processed 1 event in 1.00 s (1/s)");
+        assert_eq!(d, "weir: 17 B read");
+        for line in [a, b, c, d] {
+            assert!(width(&line) <= 60, "{} columns: {line}", width(&line));
+        }
+    }
 
     #[test]
     fn groups_thousands() {

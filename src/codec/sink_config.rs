@@ -107,7 +107,8 @@ impl StdoutSinkConfig {
 /// A sink writing one file per log path into a directory, as Zeek does: `conn.log`,
 /// `dns.log`, … for Zeek TSV (one header block per file, and a new one only when that log's
 /// schema changes), `conn.json`, … for JSON lines. Files are created or truncated when their
-/// first event arrives; the directory must exist.
+/// first event arrives; the directory is created with the first file (its parent must exist),
+/// as the `parquet` sink does.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DirSinkConfig {
@@ -185,6 +186,9 @@ impl DirSink {
                     OutputFormat::Arrow => "arrow",
                     _ => "log",
                 };
+                // The directory is created with the first file, as the parquet sink does.
+                crate::fs::create_dirs(&self.dir, &self.dir)
+                    .map_err(|e| WriteError::Io(std::io::Error::new(e.kind(), e.to_string())))?;
                 let name = self.dir.join(format!("{safe}.{ext}"));
                 let file = std::fs::File::create(&name).map_err(|e| {
                     WriteError::Io(std::io::Error::new(

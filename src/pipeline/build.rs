@@ -1,9 +1,11 @@
 //! Builds a runnable [`Pipeline`] from a validated [`PipelineSpec`] (a pipeline file, or the
 //! pipeline of `weir import`, which is [`PipelineSpec::for_import`]: one code path for both).
 
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use futures::{Sink, SinkExt, StreamExt};
 
@@ -61,10 +63,53 @@ fn count_segments(dir: &std::path::Path) -> u64 {
     })
 }
 
-/// An [`ArchiveSink`] that keeps its summary when it closes.
+/// An [`ArchiveSink`] that keeps its summary when it closes, and warns once when the
+/// import brings events that its retention period erases ([`RetainWatch`]).
 struct KeepSummary {
     sink: ArchiveSink,
     slot: Arc<Mutex<Option<Summary>>>,
+    watch: Option<RetainWatch>,
+}
+
+/// Watches the batches of an archive sink with a retention period until the first one
+/// holding an event older than the period: a back-fill that the archive erases again, which
+/// is said at once (not only in the final "retention erased" line).
+struct RetainWatch {
+    retain: Duration,
+    db: PathBuf,
+    /// The pipeline's warnings ([`Pipeline::warnings`]).
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+impl RetainWatch {
+    /// The warning for `batch` if it holds an event before the cut-off now.
+    fn check(&self, batch: &Batch) -> Option<String> {
+        const NS: i64 = 1_000_000_000;
+        let (oldest, _) = batch.ts_range()?;
+        // Whole seconds, rounded down: every event before it is past the period.
+        let cutoff = crate::store::retention_cutoff(self.retain);
+        let cutoff = cutoff - cutoff.rem_euclid(NS);
+        (oldest < cutoff).then(|| {
+            format!(
+                "{}: events before {} are erased by the retention period of {} (--retain, retain); this import brings older ones (first seen: {})",
+                self.db.display(),
+                utc(cutoff),
+                crate::duration::format_duration(self.retain),
+                utc(oldest)
+            )
+        })
+    }
+}
+
+/// A time as RFC 3339 UTC, without a zero fraction: `2026-09-03T07:00:00Z`.
+fn utc(ns: i64) -> String {
+    let mut out = Vec::new();
+    crate::codec::zeek::scalar::push_rfc3339(&mut out, ns);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    match text.strip_suffix(".000000Z") {
+        Some(whole) => format!("{whole}Z"),
+        None => text,
+    }
 }
 
 impl Sink<Batch> for KeepSummary {
@@ -73,6 +118,15 @@ impl Sink<Batch> for KeepSummary {
         Pin::new(&mut self.sink).poll_ready(cx)
     }
     fn start_send(mut self: Pin<&mut Self>, item: Batch) -> Result<(), StoreError> {
+        if let Some(watch) = &self.watch {
+            if let Some(w) = watch.check(&item) {
+                tracing::warn!("{w}");
+                if let Ok(mut list) = watch.warnings.lock() {
+                    list.push(w);
+                }
+                self.watch = None;
+            }
+        }
         Pin::new(&mut self.sink).start_send(item)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
@@ -247,7 +301,12 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     segments_before,
                     first_id,
                 });
-                pipeline.add_sink(&stage.name, &inputs, KeepSummary { sink, slot })?
+                let watch = a.retain.map(|retain| RetainWatch {
+                    retain,
+                    db: a.db.clone(),
+                    warnings: pipeline.warnings(),
+                });
+                pipeline.add_sink(&stage.name, &inputs, KeepSummary { sink, slot, watch })?
             }
         };
         ids.push(id);

@@ -207,7 +207,8 @@ pub struct RunSummary {
     /// Rows the sources skipped under `--on-error skip`.
     pub skipped: SkipReport,
     /// Warnings of the sources (e.g. an unknown type name read as string), each naming its
-    /// source.
+    /// source, and of the archive sinks (events that retention erases on arrival), each
+    /// naming its database.
     pub warnings: Vec<String>,
 }
 
@@ -378,6 +379,12 @@ impl Pipeline {
     /// The pipeline's metrics (live while it runs).
     pub fn metrics(&self) -> Arc<Metrics> {
         self.metrics.clone()
+    }
+
+    /// The run's warnings so far (live while it runs; [`RunSummary::warnings`] at the end):
+    /// a caller may show each as it comes.
+    pub fn warnings(&self) -> Arc<Mutex<Vec<String>>> {
+        self.warnings.clone()
     }
 
     /// Byte counts of all sources (live while it runs).

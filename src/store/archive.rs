@@ -344,6 +344,7 @@ impl Archive {
             wal,
             erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum::<u64>() - lost_events,
             lost_events,
+            erased_ranges: cat.erased_ranges().map(|r| [r.start, r.end]).collect(),
         })
     }
 
@@ -896,7 +897,8 @@ impl Iterator for Scan<'_> {
     }
 }
 
-/// Bytes of the files under `dir`, recursively (symbolic links are not followed).
+/// Bytes the files under `dir` take on disk (allocated blocks), recursively (symbolic links
+/// are not followed).
 fn disk_usage(dir: &Path) -> Result<u64> {
     let mut total = 0;
     let mut dirs = vec![dir.to_path_buf()];
@@ -913,7 +915,9 @@ fn disk_usage(dir: &Path) -> Result<u64> {
             if meta.is_dir() {
                 dirs.push(entry.path());
             } else {
-                total += meta.len();
+                // The blocks allocated, not the length: the active segment (`.seg.tmp`) is
+                // a sparse file of the maximum segment size while an import runs.
+                total += std::os::unix::fs::MetadataExt::blocks(&meta) * 512;
             }
         }
     }
@@ -965,8 +969,9 @@ pub struct ArchiveInfo {
     /// `raw_bytes` / `bytes`: how much smaller compression made the segments (1.0 for
     /// uncompressed ones, which also hold row offsets; `None` without segments).
     pub compression_ratio: Option<f64>,
-    /// Bytes of every file in the database directory (segments, write-ahead log, catalog,
-    /// lock, anything moved aside into `damaged/`).
+    /// Bytes on disk (allocated blocks, so a sparse active segment counts what it holds) of
+    /// every file in the database directory (segments, write-ahead log, catalog, lock,
+    /// anything moved aside into `damaged/`).
     pub disk_bytes: u64,
     /// The time of the first and last event (nanoseconds since the epoch), from the batches'
     /// `ts` ranges; `None` when no event has a `ts`.
@@ -983,6 +988,30 @@ pub struct ArchiveInfo {
     /// Events lost to damage: IDs below the end in no segment because `weir verify --repair`
     /// moved their batches or segments aside (see [`crate::store::catalog`]'s `lost`).
     pub lost_events: u64,
+    /// The erased ID ranges `[begin, end)` (lost ones included).
+    pub erased_ranges: Vec<[u64; 2]>,
+}
+
+impl ArchiveInfo {
+    /// ID ranges listed one by one in the text form; more are summarized (how many, the
+    /// first and the last), the full lists being in the JSON form.
+    pub const LISTED_RANGES: usize = 4;
+}
+
+/// ID ranges for the text form: `[0, 10) [20, 30)`, or with more than
+/// [`ArchiveInfo::LISTED_RANGES`], `312 ranges, first [0, 10), last [5000, 5010)`.
+fn ranges_text(ranges: &[[u64; 2]]) -> String {
+    let one = |[a, b]: &[u64; 2]| format!("[{a}, {b})");
+    match ranges {
+        [] => "none".into(),
+        [first, .., last] if ranges.len() > ArchiveInfo::LISTED_RANGES => format!(
+            "{} ranges, first {}, last {} (all of them: --json)",
+            ranges.len(),
+            one(first),
+            one(last)
+        ),
+        _ => ranges.iter().map(one).collect::<Vec<_>>().join(" "),
+    }
 }
 
 impl fmt::Display for ArchiveInfo {
@@ -1004,22 +1033,14 @@ impl fmt::Display for ArchiveInfo {
             "events:    {} ({} sealed, {} in the write-ahead log)",
             self.events, self.segment_events, self.wal.events
         )?;
-        let r: Vec<String> = self
-            .id_ranges
-            .iter()
-            .map(|[a, b]| format!("[{a}, {b})"))
-            .collect();
-        writeln!(
-            f,
-            "id ranges: {}",
-            if r.is_empty() {
-                "none".into()
-            } else {
-                r.join(" ")
-            }
-        )?;
+        writeln!(f, "id ranges: {}", ranges_text(&self.id_ranges))?;
         if self.erased_events > 0 {
-            writeln!(f, "erased:    {} events", self.erased_events)?;
+            writeln!(
+                f,
+                "erased:    {} events: {}",
+                self.erased_events,
+                ranges_text(&self.erased_ranges)
+            )?;
         }
         if self.lost_events > 0 {
             writeln!(

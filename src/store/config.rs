@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::retention::{Maintenance, MIN_BUDGET_SEGMENTS};
 use super::{ArchiveSink, OpenReport, Result, Store, StoreOptions};
 use crate::segment::{check_max_segment_size, Codec, Compression, SegmentError};
-use crate::setting::{de_duration, de_size, InvalidSetting, Problem};
+use crate::setting::{de_period, de_size, de_size_with_unit, InvalidSetting, Problem};
 use crate::size::Size;
 use crate::wal::SyncPolicy;
 
@@ -34,10 +34,11 @@ pub struct ArchiveSinkConfig {
     /// Whether each batch gets a sketch for query pruning (default: yes).
     pub sketches: bool,
     /// The disk budget: the oldest segments are erased beyond it (see
-    /// [`crate::store::Maintenance`]); `None`: unbounded.
+    /// [`crate::store::Maintenance`]); `None`: unbounded. A size with a unit (`"500GiB"`).
     #[serde(deserialize_with = "de_some_size")]
     pub max_archive_size: Option<u64>,
-    /// Erase segments whose newest event is older than this; `None`: keep everything.
+    /// Erase segments whose newest event is older than this; `None`: keep everything. A
+    /// duration with a unit (`"90d"`).
     #[serde(deserialize_with = "de_some_duration")]
     pub retain: Option<Duration>,
     /// Merge small sealed segments when the input pauses.
@@ -47,13 +48,13 @@ pub struct ArchiveSinkConfig {
 fn de_some_size<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<Option<u64>, D::Error> {
-    de_size(d).map(Some)
+    de_size_with_unit(d).map(Some)
 }
 
 fn de_some_duration<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<Option<Duration>, D::Error> {
-    de_duration(d).map(Some)
+    de_period(d).map(Some)
 }
 
 impl Default for ArchiveSinkConfig {

@@ -100,6 +100,7 @@ pub use config::ArchiveSinkConfig;
 pub use erase::{EraseReport, EventSelector, IdSelector};
 pub use error::{Result, StoreError};
 pub use repair::{repair, RepairReport, DAMAGED_DIR};
+pub(crate) use retention::retention_cutoff;
 pub use retention::{Maintenance, LOW_MARK_PERCENT, MIN_BUDGET_SEGMENTS};
 pub use rewrite::STAGING_DIR;
 pub use sink::ArchiveSink;

@@ -59,6 +59,13 @@ fn now_ns() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// The retention cut-off for `retain` now (nanoseconds since the epoch): segments whose newest
+/// event is before it are erased.
+pub(crate) fn retention_cutoff(retain: Duration) -> i64 {
+    let keep = i64::try_from(retain.as_nanos()).unwrap_or(i64::MAX);
+    now_ns().saturating_sub(keep)
+}
+
 impl Store {
     /// Sets retention and compaction, and applies retention at once (the check at startup).
     pub fn set_maintenance(&mut self, maintenance: Maintenance) -> Result<()> {
@@ -95,8 +102,7 @@ impl Store {
                     .is_none_or(|t| t.elapsed() >= AGE_CHECK_INTERVAL);
             if due {
                 self.age_checked = Some(Instant::now());
-                let keep = i64::try_from(retain.as_nanos()).unwrap_or(i64::MAX);
-                let cutoff = now_ns().saturating_sub(keep);
+                let cutoff = retention_cutoff(retain);
                 for (i, e) in self.catalog.segments.iter().enumerate() {
                     if e.ts.is_some_and(|[_, newest]| newest < cutoff) {
                         drop.push(i);

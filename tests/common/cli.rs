@@ -5,6 +5,19 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// `n` with its thousands grouped, as the summary line prints counts: `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The binary under test, with `WEIR_DB` cleared so that only `--db` chooses the database.
 /// `WEIR_TEST_BIN` runs the tests against another build (e.g. an older commit's, to see a
 /// regression test fail there).

@@ -46,12 +46,13 @@ pub fn fixture(rel: &str) -> PathBuf {
 
 /// The Zeek TSV fixtures that between them take every path of the reader: every type,
 /// negative ints, unset values, escapes (its slow path), lists, several schemas in one file,
-/// CRLF line ends and no final newline.
-pub const TSV_FIXTURES: [&str; 6] = [
+/// CRLF line ends and no final newline, a literal one-byte separator (`#separator |`).
+pub const TSV_FIXTURES: [&str; 7] = [
     "all_types.log",
     "archive-v1.log",
     "escapes.log",
     "zeek_fidelity.log",
     "concat.log",
     "crlf_nofinal.log",
+    "literal_pipe_sep.log",
 ];

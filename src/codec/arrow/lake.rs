@@ -69,7 +69,7 @@ use super::parallel::LakeRows;
 use super::parquet_file::ParquetFile;
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::civil_from_days;
-use crate::fs::{commit_file, sync_dir, FsError};
+use crate::fs::{commit_file, create_dirs, FsError};
 use crate::types::{SchemaRef, Type};
 use crate::value::{RowCursor, NIL};
 
@@ -199,33 +199,6 @@ fn first_free_part(dir: &Path) -> u32 {
         })
         .max()
         .map_or(0, |n| n.saturating_add(1))
-}
-
-/// Creates `dir` and its missing parents below `root`, fsyncing each parent after a creation.
-fn create_dirs(root: &Path, dir: &Path) -> Result<(), FsError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut missing = Vec::new();
-    let mut cur = dir;
-    while !cur.is_dir() {
-        missing.push(cur.to_path_buf());
-        match cur.parent() {
-            Some(p) if cur != root => cur = p,
-            _ => break,
-        }
-    }
-    for d in missing.iter().rev() {
-        match std::fs::create_dir(d) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(FsError::new("create directory", d, e)),
-        }
-        if let Some(p) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(p)?;
-        }
-    }
-    Ok(())
 }
 
 impl LakeWriter {

@@ -19,9 +19,11 @@
 //!
 //! (`→` stands for the separator, a tab here.)
 //!
-//! - `#separator` is followed by a space (or tab) and the separator written as `\xHH` escapes;
-//!   every other header line uses the declared separator between key and value. Separators may
-//!   be several bytes long. `#set_separator`, `#empty_field` and `#unset_field` values may use
+//! - `#separator` is followed by a space (or tab) and the separator written as `\xHH` escapes
+//!   (`\x09`, as Zeek writes it by default), literal characters (`||`, as Zeek writes a
+//!   printable separator a script sets), or both; `x09` (escapes that lost their backslashes)
+//!   and a backslash that starts no escape are errors at that line. Every other header line
+//!   uses the declared separator between key and value. Separators may be several bytes long. `#set_separator`, `#empty_field` and `#unset_field` values may use
 //!   `\xHH` escapes too. Unknown `#` lines are comments.
 //! - Header lines come in no fixed order, but `#fields` and `#types` must precede data. A header
 //!   block after data (concatenated logs) updates the header; the schema (`zeek.<#path>`, or
@@ -716,22 +718,16 @@ impl TsvDecoder {
     /// Handles a `#` line.
     fn header_line(&mut self, line: &[u8], ln: u64) -> Result<Step, ParseError> {
         if let Some([b' ' | b'\t', value @ ..]) = line.strip_prefix(b"#separator") {
-            let mut sep = Vec::new();
-            unescape_into(value, &mut sep);
-            if sep.is_empty() {
+            if value.is_empty() {
                 return Err(self.err(ln, None, format!("empty separator: {}", quote(line))));
             }
-            // Zeek writes the separator as `\xHH` escapes only; anything else (`x09`, a
-            // backslash eaten by a shell) would split every later line wrongly.
-            if !value.chunks(4).all(|c| {
-                matches!(c, [b'\\', b'x', h, l] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit())
-            }) {
+            let sep = separator(value).map_err(|why| {
                 let m = format!(
-                    "invalid #separator {:?}: expected \\xHH",
+                    "invalid #separator {:?}: {why}; expected \\xHH escapes (\\x09) or literal characters (||)",
                     String::from_utf8_lossy(value)
                 );
-                return Err(self.err(ln, None, m));
-            }
+                self.err(ln, None, m)
+            })?;
             self.hdr.sep = sep;
             self.dirty = true;
             return Ok(Step::Done);
@@ -1185,6 +1181,36 @@ fn put_plain(k: Kind, s: &[u8], enc: &mut RowEncoder<'_>) -> Option<i64> {
         }
     }
     Some(0)
+}
+
+/// The separator of a `#separator` line's value (not empty): `\xHH` escapes, as Zeek writes
+/// it by default (`\x09`, `\x7c\x7c`), and literal characters, as it writes a printable
+/// separator a script sets (`||`), mixed in any way. Refused: a backslash that starts no
+/// `\xHH` escape, and a value made only of `xHH` (`x09`: escapes whose backslashes a shell
+/// ate), which would otherwise split every later line wrongly.
+fn separator(value: &[u8]) -> Result<Vec<u8>, &'static str> {
+    let escape =
+        |c: &[u8]| matches!(c, [b'x', h, l] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit());
+    if value.len().is_multiple_of(3) && value.chunks(3).all(escape) {
+        return Err("a \\xHH escape without its backslash");
+    }
+    let mut sep = Vec::with_capacity(value.len());
+    let mut i = 0;
+    while i < value.len() {
+        match value[i..] {
+            [b'\\', b'x', h, l, ..] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                sep.push(hex(h) << 4 | hex(l));
+                i += 4;
+            }
+            [b'\\', ..] => return Err("a backslash that starts no \\xHH escape"),
+            [c, ..] => {
+                sep.push(c);
+                i += 1;
+            }
+            [] => break,
+        }
+    }
+    Ok(sep)
 }
 
 /// Replaces `\\` by one backslash and `\xHH` by the byte; other backslashes stay literal.

@@ -199,6 +199,15 @@ pub enum ConfigErrorKind {
         /// The source's table, e.g. `sources.logs`.
         source_table: String,
     },
+    /// Two archive sinks writing to one database directory (the second would wait for the
+    /// first one's writer lock forever, or fail on it).
+    #[error("the archive {db} is also the db of [{first}]: two archive sinks cannot write to one database; give each its own db, or feed one sink from both inputs")]
+    SharedArchive {
+        /// The database directory, resolved (absolute, symbolic links followed).
+        db: String,
+        /// The table of the sink that names it first, e.g. `sinks.archive`.
+        first: String,
+    },
     /// A path that cannot be read or written.
     #[error("cannot access {path}: {error}")]
     Unreadable {

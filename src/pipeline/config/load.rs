@@ -333,11 +333,13 @@ impl Parser<'_> {
             )]);
         }
         let stages = order(self.file, pending).map_err(|e| vec![e])?;
-        Ok(PipelineSpec {
+        let spec = PipelineSpec {
             origin: self.file.to_string(),
             options,
             stages,
-        })
+        };
+        spec.check_archives().map_err(|e| vec![e])?;
+        Ok(spec)
     }
 
     /// The `[pipeline]` table.

@@ -331,6 +331,19 @@ pub struct ImportConfig {
     pub options: PipelineOptions,
 }
 
+/// `path` made absolute with symbolic links followed: the path itself when it exists, else
+/// its parent (an archive not created yet), else as it is written, made absolute.
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(p) = path.canonicalize() {
+        return p;
+    }
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(parent), Some(name)) => parent.canonicalize().map_or(abs.clone(), |p| p.join(name)),
+        _ => abs,
+    }
+}
+
 /// The first of a non-empty list of problems.
 fn first(mut errors: Vec<ConfigError>) -> ConfigError {
     if errors.is_empty() {
@@ -438,7 +451,33 @@ impl PipelineSpec {
         }
     }
 
-    /// Checks every setting of every stage (a loaded pipeline file has been checked already).
+    /// Refuses two archive sinks with one database directory: each takes the writer lock of
+    /// its directory, so the second could never open it. Paths are compared resolved
+    /// (absolute, symbolic links followed where they exist), so `db`, `./db` and a link to
+    /// it are one directory. The error is at the second sink's `db`.
+    pub fn check_archives(&self) -> Result<(), ConfigError> {
+        let mut seen: Vec<(PathBuf, &Stage)> = Vec::new();
+        for stage in &self.stages {
+            let StageConfig::Archive(a) = &stage.config else {
+                continue;
+            };
+            let db = resolved(&a.db);
+            if let Some((_, first)) = seen.iter().find(|(p, _)| *p == db) {
+                return Err(self.error_at(
+                    stage,
+                    ConfigErrorKind::SharedArchive {
+                        db: db.display().to_string(),
+                        first: first.table(),
+                    },
+                ));
+            }
+            seen.push((db, stage));
+        }
+        Ok(())
+    }
+
+    /// Checks every setting of every stage (a loaded pipeline file has been checked already),
+    /// and that no two archive sinks share a database ([`PipelineSpec::check_archives`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.options.validate().map_err(|e| ConfigError {
             file: self.origin.clone(),
@@ -456,7 +495,7 @@ impl PipelineSpec {
                 kind: Box::new(e.problem.into()),
             })?;
         }
-        Ok(())
+        self.check_archives()
     }
 
     /// The stage with this name and its index.
@@ -589,7 +628,8 @@ impl PipelineSpec {
     }
 
     /// The file-system checks of `weir run --check`: every file source's globs match files
-    /// that can be opened, the parent directories of archive and file sinks exist, and no
+    /// that can be opened, the parent directories of archive, file, directory and parquet
+    /// sinks exist (the sinks create the rest), and no
     /// output would overwrite an input ([`PipelineSpec::check_outputs`]).
     pub fn check_paths(&self) -> Result<(), ConfigError> {
         match self.check_paths_all().into_iter().next() {
@@ -635,7 +675,7 @@ impl PipelineSpec {
             }
             StageConfig::Archive(a) => self.check_parent(stage, &a.db),
             StageConfig::FileSink(f) => self.check_parent(stage, &f.path),
-            StageConfig::Directory(d) => self.check_parent(stage, &d.dir.join("x")),
+            StageConfig::Directory(d) => self.check_parent(stage, &d.dir),
             StageConfig::Parquet(p) => self.check_parent(stage, &p.dir),
             _ => Ok(()),
         }
