@@ -86,7 +86,7 @@ mod sink;
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -221,6 +221,9 @@ pub struct Store {
     checkpoints: Checkpoints,
 }
 
+/// How long a lock held in this process's name is waited for (see [`take_lock`]).
+const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let mut file = OpenOptions::new()
@@ -230,17 +233,30 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
         .truncate(false)
         .open(&path)
         .map_err(|e| StoreError::io("open", &path, e))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut s = String::new();
-            let _ = file.read_to_string(&mut s);
-            return Err(StoreError::Locked {
-                dir: dir.to_path_buf(),
-                pid: s.trim().parse().ok(),
-            });
+    // A lock this process took and released can still be held for a moment by a child it is
+    // starting: between fork and exec the child holds a copy of every descriptor (closed on
+    // exec), the lock's included. So a lock that names this process is tried again for up to
+    // `OWN_LOCK_WAIT` before it counts as taken.
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut s = String::new();
+                let _ = file.seek(std::io::SeekFrom::Start(0));
+                let _ = file.read_to_string(&mut s);
+                let pid: Option<u32> = s.trim().parse().ok();
+                if pid == Some(std::process::id()) && started.elapsed() < OWN_LOCK_WAIT {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    continue;
+                }
+                return Err(StoreError::Locked {
+                    dir: dir.to_path_buf(),
+                    pid,
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &path, e)),
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &path, e)),
     }
     crate::fs::fault::hit(crate::fs::fault::Op::Write)
         .and_then(|()| file.set_len(0))
