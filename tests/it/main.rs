@@ -30,6 +30,7 @@ mod fault_injection;
 mod fault_input;
 mod fault_misc;
 mod fault_store;
+mod follow_identity;
 mod follow_zeekctl;
 mod fuzz_regressions;
 mod json_writer;
