@@ -4,8 +4,9 @@
 //! `cargo test --test it NAME::` (a filter on the module path).
 //!
 //! The tests share one process and run on several threads: each works in its own temporary
-//! directory and listens on port 0; one that needs a process of its own re-executes this binary
-//! (see `store_crash`).
+//! directory, listens on port 0 and changes no process-wide state (environment, working
+//! directory, signal handlers, limits); one that needs a process of its own re-executes this
+//! binary for one test (`store_crash`, `store_memory`).
 
 mod common;
 
