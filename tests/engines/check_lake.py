@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads weir's Parquet lake (and Arrow IPC output) with real engines, pyarrow and DuckDB, and
-checks them against what weir's archive holds (tests/lake_engines.rs computes it).
+checks them against what weir's archive holds (tests/it/lake_engines.rs computes it).
 
 usage: check_lake.py EXPECTED.json LAKE_DIR [ARROW_FILE]
 
