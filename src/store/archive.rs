@@ -328,6 +328,7 @@ impl Archive {
             .map(|p| p.display().to_string())
             .collect();
         let lost_events = cat.lost_ranges().map(|r| r.end - r.start).sum::<u64>();
+        let lost_ranges: Vec<[u64; 2]> = cat.lost_ranges().map(|r| [r.start, r.end]).collect();
         Ok(ArchiveInfo {
             unlisted,
             dir: self.dir.display().to_string(),
@@ -344,7 +345,8 @@ impl Archive {
             wal,
             erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum::<u64>() - lost_events,
             lost_events,
-            erased_ranges: cat.erased_ranges().map(|r| [r.start, r.end]).collect(),
+            erased_ranges: without(cat.erased_ranges().map(|r| [r.start, r.end]), &lost_ranges),
+            lost_ranges,
         })
     }
 
@@ -988,7 +990,10 @@ pub struct ArchiveInfo {
     /// Events lost to damage: IDs below the end in no segment because `weir verify --repair`
     /// moved their batches or segments aside (see [`crate::store::catalog`]'s `lost`).
     pub lost_events: u64,
-    /// The erased ID ranges `[begin, end)` (lost ones included).
+    /// The IDs lost to damage, `[begin, end)`.
+    pub lost_ranges: Vec<[u64; 2]>,
+    /// The erased ID ranges `[begin, end)`, those lost to damage left out (as in
+    /// `erased_events`).
     pub erased_ranges: Vec<[u64; 2]>,
 }
 
@@ -996,6 +1001,26 @@ impl ArchiveInfo {
     /// ID ranges listed one by one in the text form; more are summarized (how many, the
     /// first and the last), the full lists being in the JSON form.
     pub const LISTED_RANGES: usize = 4;
+}
+
+/// `ranges` without the IDs in `holes` (sorted, each inside one of `ranges`).
+fn without(ranges: impl Iterator<Item = [u64; 2]>, holes: &[[u64; 2]]) -> Vec<[u64; 2]> {
+    let mut out = Vec::new();
+    for [mut a, b] in ranges {
+        for &[h0, h1] in holes {
+            if h0 >= b || h1 <= a {
+                continue;
+            }
+            if h0 > a {
+                out.push([a, h0]);
+            }
+            a = a.max(h1);
+        }
+        if a < b {
+            out.push([a, b]);
+        }
+    }
+    out
 }
 
 /// ID ranges for the text form: `[0, 10) [20, 30)`, or with more than
@@ -1045,8 +1070,9 @@ impl fmt::Display for ArchiveInfo {
         if self.lost_events > 0 {
             writeln!(
                 f,
-                "lost:      {} events (damaged; moved aside by weir verify --repair)",
-                self.lost_events
+                "lost:      {} events (damaged; moved aside by weir verify --repair): {}",
+                self.lost_events,
+                ranges_text(&self.lost_ranges)
             )?;
         }
         for u in &self.unlisted {
@@ -1122,5 +1148,22 @@ impl VerifyReport {
     /// Whether no problem was found.
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without;
+
+    /// Lost IDs are cut out of the erased ranges they lie in.
+    #[test]
+    fn erased_ranges_without_the_lost_ones() {
+        let erased = [[0u64, 10], [20, 30], [40, 50]];
+        let lost = [[0u64, 3], [22, 25], [28, 30], [40, 50]];
+        assert_eq!(
+            without(erased.into_iter(), &lost),
+            vec![[3, 10], [20, 22], [25, 28]]
+        );
+        assert_eq!(without(erased.into_iter(), &[]), erased.to_vec());
     }
 }
