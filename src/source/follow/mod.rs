@@ -978,7 +978,6 @@ impl Follower {
     }
 }
 
-/// A batch without rows that only moves `cp`'s file to its position.
 /// The offset after the last newline among the first `size` bytes of `file` (0 if none).
 fn end_of_last_line(file: &File, size: u64) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
@@ -996,6 +995,7 @@ fn end_of_last_line(file: &File, size: u64) -> io::Result<u64> {
     Ok(0)
 }
 
+/// A batch without rows that only moves `cp`'s file to its position.
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
     b.push_mark(Mark {
