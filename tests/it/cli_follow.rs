@@ -452,3 +452,33 @@ fn follow_refuses_lost_checkpoints_until_the_user_chooses_where_to_start() {
     stop(child);
     assert_eq!(stream(&db, "f0"), (0..45).collect::<Vec<u64>>());
 }
+
+/// An archive whose write-ahead log holds checkpoints written before they carried `raw` (WAL
+/// records with flag bit 3 only, by weir at 0f1fd43, killed with `kill -9`;
+/// `tests/fixtures/follow-v7`): a follow of the same log, now in another directory, replays
+/// them, finds the file by its content and reads only the lines appended since.
+#[test]
+fn follow_resumes_from_checkpoints_of_the_previous_wal_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    common::store::copy_dir(&common::fixture("follow-v7/db"), &db);
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let log = logs.join("conn.log");
+    std::fs::copy(common::fixture("follow-v7/conn.log"), &log).unwrap();
+    // The fixture's log has the fields `ts` and `uid` only.
+    append(&log, "1600000000.000030\tC0000000030\n");
+    let pattern = format!("{}/*.log", s(&logs));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 31);
+    stop(child);
+    let uids: Vec<String> = export_json(&db)
+        .iter()
+        .map(|e| e["uid"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(uids.len(), 31);
+    assert_eq!(uids[30], "C0000000030");
+    let distinct: std::collections::BTreeSet<&String> = uids.iter().collect();
+    assert_eq!(distinct.len(), 31);
+    check_verify(&db);
+}
