@@ -324,8 +324,11 @@ impl Follower {
                         f.name = s.path.display().to_string();
                     }
                     let stat = Stat::of(&s.meta);
-                    if f.file.is_none() && stat != f.seen {
-                        f.wake = true;
+                    if stat != f.seen {
+                        // Changed since last looked at: not caught up, so that it is read
+                        // (reopened if it is closed, or closed before its next read).
+                        f.caught_up = false;
+                        f.wake = f.file.is_none();
                     }
                     f.seen = stat;
                 }
