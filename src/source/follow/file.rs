@@ -117,8 +117,6 @@ pub(super) struct Tracked {
     pub seen: Stat,
     /// Closed, and changed since: reopen at the next step.
     pub wake: bool,
-    /// The file's size when its first bytes were last compared with its identity.
-    pub checked: u64,
     /// The last read found nothing more.
     pub caught_up: bool,
 }

@@ -20,8 +20,10 @@
 //! - **Rotation** by rename: an open descriptor keeps reading the renamed file. If the new
 //!   name still matches, the file is followed on under it; if not, it is read to its end and
 //!   finished. By copy-and-truncate: the file is smaller than what was read, or its first
-//!   bytes changed; its old identity keeps its position (so the copy, if a pattern matches it,
-//!   is read on from there) and the file is read again as a new one once trusted.
+//!   bytes changed (compared after every read, so that bytes read from a rewrite that came
+//!   between a check and the read are dropped, not taken as the old file's); its old
+//!   identity keeps its position (so the copy, if a pattern matches it, is read on from
+//!   there) and the file is read again as a new one once trusted.
 //! - **Compressed files** (gzip, zstd) are decoded member by member (`file.rs`): only complete
 //!   members or frames are taken; a file that ends inside one is waited for (with a warning
 //!   after [`PARTIAL_WARN_AFTER`]) and never ends the import. A compressed file read through
@@ -521,7 +523,6 @@ impl Follower {
             active: Instant::now(),
             seen: stat,
             wake: false,
-            checked: 0,
             caught_up: false,
         });
         Ok(())
@@ -637,41 +638,49 @@ impl Follower {
         Ok(true)
     }
 
-    /// Whether an open plain file was truncated or rewritten: smaller than what was read, or
-    /// (if it was refilled past that before this poll) different in its first bytes.
-    fn rewritten(f: &mut Tracked) -> io::Result<bool> {
+    /// Whether an open plain file was truncated: smaller than what was read.
+    fn truncated(f: &Tracked) -> io::Result<bool> {
+        match &f.file {
+            Some(file) if f.inflating.is_none() && !f.rotated => {
+                Ok(file.metadata()?.len() < f.text_read())
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Whether the first bytes of an open plain file are no longer its identity's: it was
+    /// truncated and refilled past the old position. Checked after each read, not before:
+    /// a rewrite between a check and the read would otherwise be read on from the old
+    /// position. A matching head after the read proves that the bytes read were this file's.
+    fn rewritten(f: &Tracked) -> io::Result<bool> {
         let Some(file) = &f.file else {
             return Ok(false);
         };
         if f.inflating.is_some() || f.rotated {
             return Ok(false);
         }
-        let len = file.metadata()?.len();
-        if len < f.text_read() {
-            return Ok(true);
-        }
-        if len == f.checked {
-            return Ok(false);
-        }
-        f.checked = len;
         let mut head = vec![0u8; f.fp.0 as usize];
         let n = super::identity::read_full(file, 0, &mut head)?;
         Ok(n < head.len() || crc32fast::hash(&head) != f.fp.1)
+    }
+
+    /// Gives up a truncated or rewritten file: its old content keeps its position (a copy of
+    /// it is read on from there); the file is looked at again as a new one at the next scan.
+    fn drop_rewritten(&mut self, f: &mut Tracked) -> bool {
+        tracing::info!(file = %f.name, "followed file truncated; reading it again as a new file");
+        let cp = f.checkpoint(f.position(), false);
+        self.registry.release(&f.fp, cp);
+        self.idle.remove(&f.key);
+        f.finished = true;
+        true
     }
 
     async fn step_file(&mut self, f: &mut Tracked) -> Result<bool, ReadError> {
         if !self.reopen(f)? {
             return Ok(false);
         }
-        if Self::rewritten(f).map_err(|e| io_error(&f.name, e))? {
-            tracing::info!(file = %f.name, "followed file truncated; reading it again as a new file");
-            // Its old content keeps its position (a copy of it is read on from there); the
-            // file is looked at again as a new one at the next scan.
-            let cp = f.checkpoint(f.position(), false);
-            self.registry.release(&f.fp, cp);
-            self.idle.remove(&f.key);
-            f.finished = true;
-            return Ok(true);
+        if Self::truncated(f).map_err(|e| io_error(&f.name, e))? {
+            return Ok(self.drop_rewritten(f));
         }
         let read = f.read(&mut self.scratch).map_err(|e| io_error(&f.name, e));
         let read = match read {
@@ -686,6 +695,11 @@ impl Follower {
         };
         match read {
             Read::Text(n) => {
+                if Self::rewritten(f).map_err(|e| io_error(&f.name, e))? {
+                    // What was read may be the new content: dropped unread.
+                    f.partial.truncate(f.partial.len().saturating_sub(n));
+                    return Ok(self.drop_rewritten(f));
+                }
                 f.active = Instant::now();
                 f.caught_up = false;
                 if f.inflating.is_none() {
@@ -1034,7 +1048,6 @@ fn placeholder() -> Tracked {
             mtime: None,
         },
         wake: false,
-        checked: 0,
         caught_up: true,
     }
 }
