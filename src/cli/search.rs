@@ -7,7 +7,7 @@ use clap::Args;
 
 use weir::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError};
 use weir::codec::StdoutSinkConfig;
-use weir::query::{Query, QueryError};
+use weir::query::{Chain, Flow, Query, QueryError};
 use weir::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
@@ -109,6 +109,11 @@ fn finish(
 /// `weir export`: the matching events in ID order, stopping after `-n` events (touching no
 /// more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
+        let chain =
+            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
+        return export_chain(&args, &chain);
+    }
     let query = query(args.expr.as_deref())?;
     let lake = match (args.to, args.output.clone()) {
         (OutputFormat::Parquet, Some(dir)) => Some(args.lake.config(dir)?),
@@ -168,9 +173,142 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The lake configuration of `--to parquet --output DIR`; a usage error without `--output`
+/// (or with it for another format).
+fn lake_config(args: &ExportArgs) -> anyhow::Result<Option<weir::codec::ParquetSinkConfig>> {
+    match (args.to, args.output.clone()) {
+        (OutputFormat::Parquet, Some(dir)) => Ok(Some(args.lake.config(dir)?)),
+        (OutputFormat::Parquet, None) => {
+            Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
+        }
+        (_, Some(_)) => Err(UsageError("--output DIR is for --to parquet".into()).into()),
+        (_, None) => Ok(None),
+    }
+}
+
+/// `weir export 'EXPR | OP | ...'`: the events that come out of the operators, written as
+/// they come, stopping after `-n` events.
+fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
+    let lake = lake_config(args)?;
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let mut damaged = 0u64;
+    let mut on_damaged = |e: QueryError| {
+        say!("weir: error: {e}");
+        damaged += 1;
+    };
+    let mut left = args.limit.unwrap_or(u64::MAX);
+    if left == 0 {
+        return Ok(());
+    }
+    if let Some(config) = lake {
+        let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
+        let mut failed = None;
+        chain
+            .run(
+                &archive,
+                &mut |slice| {
+                    let take = (slice.len() as u64).min(left) as usize;
+                    left -= take as u64;
+                    if let Err(e) = lake.write(SliceRows(slice), take) {
+                        failed = Some(e);
+                        return Ok(Flow::Done);
+                    }
+                    Ok(if left == 0 { Flow::Done } else { Flow::More })
+                },
+                &mut on_damaged,
+            )
+            .map_err(query_error)?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let summary = lake.close()?;
+        say!(
+            "weir: wrote {} in {} ({}) to {}",
+            super::plural(summary.events, "event"),
+            super::plural(summary.files, "file"),
+            weir::size::Size(summary.bytes),
+            config.dir.display()
+        );
+    } else {
+        let mut writer = writer_with(args.to, args.json_timestamps);
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        let mut buf = Vec::with_capacity(CHUNK * 2);
+        let mut failed: Option<anyhow::Error> = None;
+        chain
+            .run(
+                &archive,
+                &mut |slice| {
+                    let take = (slice.len() as u64).min(left) as usize;
+                    left -= take as u64;
+                    let written = writer
+                        .write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)
+                        .map_err(anyhow::Error::from)
+                        .and_then(|()| {
+                            if buf.len() >= CHUNK {
+                                write_out(&mut out, &mut buf)?;
+                            }
+                            Ok(())
+                        });
+                    if let Err(e) = written {
+                        failed = Some(e);
+                        return Ok(Flow::Done);
+                    }
+                    Ok(if left == 0 { Flow::Done } else { Flow::More })
+                },
+                &mut on_damaged,
+            )
+            .map_err(query_error)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        finish(&mut out, writer.as_mut(), &mut buf)?;
+    }
+    if damaged > 0 {
+        anyhow::bail!(
+            "skipped {} damaged {} (see above); the results leave them out",
+            damaged,
+            if damaged == 1 { "batch" } else { "batches" },
+        );
+    }
+    Ok(())
+}
+
+/// A slice of a chain's output as rows for the lake writer.
+struct SliceRows(weir::query::Slice);
+
+impl weir::codec::arrow::SchemaRows for SliceRows {
+    fn schema(&self) -> &weir::types::SchemaRef {
+        self.0.schema()
+    }
+    fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.0.rows()
+    }
+}
+
 /// `weir count`: one number, from the catalog and batch metadata where the expression
 /// allows.
 pub fn count(args: CountArgs) -> anyhow::Result<()> {
+    if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
+        // The events that come out of the operators.
+        let chain =
+            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
+        let archive = Archive::open(&args.db.path)?;
+        warn_unlisted(&archive)?;
+        let mut failed: Option<QueryError> = None;
+        let stats = chain
+            .run(&archive, &mut |_| Ok(Flow::More), &mut |e| {
+                failed.get_or_insert(e);
+            })
+            .map_err(query_error)?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let mut buf = format!("{}\n", stats.emitted).into_bytes();
+        write_out(&mut std::io::stdout().lock(), &mut buf)?;
+        return Ok(());
+    }
     let query = query(args.expr.as_deref())?;
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;

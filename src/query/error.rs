@@ -81,6 +81,9 @@ pub enum QueryError {
     /// A stored row does not decode with its schema.
     #[error("a row does not decode: {0}")]
     Decode(#[from] DecodeError),
+    /// An operator reached one of its memory limits (`sort` without `head`, `summarize`).
+    #[error("{0}")]
+    Limit(String),
     /// A search thread failed (a bug; its batch's results are missing).
     #[error("a search thread failed: the results of one batch are missing")]
     Worker,

@@ -74,6 +74,7 @@
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
 //! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
+//! | `ops/` | operators after the expression: `EXPR \| sort ts \| head` ([`Chain`]) |
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
 mod bind;
@@ -83,6 +84,7 @@ mod eval;
 mod filter;
 mod lexer;
 mod literal;
+pub mod ops;
 mod parser;
 mod prune;
 mod search;
@@ -94,6 +96,7 @@ pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
+pub use ops::{is_chain, Chain, ChainStats, Flow, Slice};
 pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
 pub use prune::Tri;
 pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};

@@ -1,0 +1,297 @@
+//! The aggregation functions of `summarize` and their accumulators.
+//!
+//! | function | result | result type |
+//! | --- | --- | --- |
+//! | `count()` | events of the group | `count` |
+//! | `count(F)` | events whose `F` is set | `count` |
+//! | `count_distinct(F)` | distinct set values of `F` | `count` |
+//! | `distinct(F)` | the distinct set values of `F`, in value order | `set[T]` |
+//! | `sum(F)` | the sum of the set values of `F` | `count`, `int`, `double` or `interval` |
+//! | `min(F)`, `max(F)` | the least and greatest set value ([`super::order`]) | `F`'s type |
+//! | `mean(F)` | the mean of the set values | `double` (`interval` of intervals, `time` of times) |
+//!
+//! A field of a container type contributes each element to `distinct`, `count_distinct`,
+//! `sum`, `min`, `max` and `mean`. Numbers of different types across schemas widen: `count`
+//! and `port` to `int` if an `int` comes, and to `double` if a `double` comes. A group with
+//! no set value has an unset `sum`, `min`, `max` and `mean`. Memory: a fixed size per group
+//! and function, plus the distinct values for `distinct` and `count_distinct`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::order::compare;
+use super::syntax::AggFunc;
+use crate::types::Type;
+use crate::value::{RowEncoder, Value, ValueRef};
+
+/// The type of numbers that `a` and `b` both fit, for values of both in one column.
+pub fn unify(a: &Type, b: &Type) -> Type {
+    let rank = |t: &Type| match t {
+        Type::Count | Type::Port => Some(0),
+        Type::Int => Some(1),
+        Type::Double => Some(2),
+        _ => None,
+    };
+    match (rank(a), rank(b)) {
+        (Some(x), Some(y)) if x != y => match x.max(y) {
+            1 => Type::Int,
+            _ => Type::Double,
+        },
+        _ => a.clone(),
+    }
+}
+
+/// `v` as a value of type `ty` (numbers converted to a wider type; others unchanged).
+pub fn coerce(v: Value, ty: &Type) -> Value {
+    match (v, ty) {
+        (Value::Count(x) | Value::Port(x), Type::Int) => {
+            Value::Int(i64::try_from(x).unwrap_or(i64::MAX))
+        }
+        (Value::Count(x) | Value::Port(x), Type::Double) => Value::Double(x as f64),
+        (Value::Int(x), Type::Double) => Value::Double(x as f64),
+        (Value::List(l), Type::Set(inner) | Type::Vector(inner) | Type::Table(inner)) => {
+            Value::List(l.into_iter().map(|e| coerce(e, inner)).collect())
+        }
+        (v, _) => v,
+    }
+}
+
+/// Appends the canonical encoding of `v` to `key`: values equal for grouping encode alike
+/// (a `port` and a `count` of one number, a non-negative `int` too).
+pub fn push_key(key: &mut Vec<u8>, v: &ValueRef<'_>) {
+    let mut e = RowEncoder::new(key);
+    match v {
+        ValueRef::Null => e.null(),
+        ValueRef::Bool(b) => e.bool(*b),
+        ValueRef::Count(x) | ValueRef::Port(x) => e.uint(*x),
+        ValueRef::Int(x) if *x >= 0 => e.uint(*x as u64),
+        ValueRef::Int(x) | ValueRef::Time(x) | ValueRef::Interval(x) => e.int(*x),
+        ValueRef::Double(x) => e.double(*x),
+        ValueRef::String(s) => e.bytes(s),
+        ValueRef::Addr(a) => e.addr(*a),
+        ValueRef::Subnet(a, p) => e.subnet(*a, *p),
+        ValueRef::List(l) => {
+            e.array(l.len() as u32);
+            for x in l {
+                push_key(key, x);
+            }
+        }
+    }
+}
+
+/// A sum of numbers of any type, exact for integers.
+#[derive(Debug, Clone, Default)]
+pub struct Sum {
+    int: i128,
+    float: f64,
+    floats: bool,
+    set: bool,
+}
+
+/// The state of one aggregation in one group.
+#[derive(Debug, Clone)]
+pub enum Acc {
+    Count(u64),
+    CountDistinct(HashSet<Vec<u8>>),
+    Distinct(HashMap<Vec<u8>, Value>),
+    Sum(Sum),
+    Min(Option<Value>),
+    Max(Option<Value>),
+    Mean { sum: f64, n: u64 },
+}
+
+impl Acc {
+    /// A fresh accumulator of `f`.
+    pub fn new(f: AggFunc) -> Acc {
+        match f {
+            AggFunc::Count => Acc::Count(0),
+            AggFunc::CountDistinct => Acc::CountDistinct(HashSet::new()),
+            AggFunc::Distinct => Acc::Distinct(HashMap::new()),
+            AggFunc::Sum => Acc::Sum(Sum::default()),
+            AggFunc::Min => Acc::Min(None),
+            AggFunc::Max => Acc::Max(None),
+            AggFunc::Mean => Acc::Mean { sum: 0.0, n: 0 },
+        }
+    }
+
+    /// Adds an event without the field (or `count()`'s event): only `count()` counts it.
+    pub fn add_event(&mut self) {
+        if let Acc::Count(n) = self {
+            *n += 1;
+        }
+    }
+
+    /// Adds the value of the field of one event (`count(F)` counts it if set).
+    pub fn add(&mut self, v: &ValueRef<'_>, scratch: &mut Vec<u8>) {
+        if let ValueRef::Null = v {
+            return;
+        }
+        if let Acc::Count(n) = self {
+            *n += 1;
+            return;
+        }
+        if let ValueRef::List(items) = v {
+            for x in items {
+                self.add_one(x, scratch);
+            }
+            return;
+        }
+        self.add_one(v, scratch);
+    }
+
+    fn add_one(&mut self, v: &ValueRef<'_>, scratch: &mut Vec<u8>) {
+        if let ValueRef::Null = v {
+            return;
+        }
+        match self {
+            Acc::Count(n) => *n += 1,
+            Acc::CountDistinct(set) => {
+                scratch.clear();
+                push_key(scratch, v);
+                if !set.contains(scratch.as_slice()) {
+                    set.insert(scratch.clone());
+                }
+            }
+            Acc::Distinct(map) => {
+                scratch.clear();
+                push_key(scratch, v);
+                if !map.contains_key(scratch.as_slice()) {
+                    map.insert(scratch.clone(), v.to_owned());
+                }
+            }
+            Acc::Sum(s) => {
+                match *v {
+                    ValueRef::Count(x) | ValueRef::Port(x) => s.int += i128::from(x),
+                    ValueRef::Int(x) | ValueRef::Interval(x) => s.int += i128::from(x),
+                    ValueRef::Double(x) => {
+                        s.float += x;
+                        s.floats = true;
+                    }
+                    _ => return,
+                }
+                s.set = true;
+            }
+            Acc::Min(m) => {
+                if m.as_ref().is_none_or(|m| compare(v, m).is_lt()) {
+                    *m = Some(v.to_owned());
+                }
+            }
+            Acc::Max(m) => {
+                if m.as_ref().is_none_or(|m| compare(v, m).is_gt()) {
+                    *m = Some(v.to_owned());
+                }
+            }
+            Acc::Mean { sum, n } => {
+                let x = match *v {
+                    ValueRef::Count(x) | ValueRef::Port(x) => x as f64,
+                    ValueRef::Int(x) | ValueRef::Interval(x) | ValueRef::Time(x) => x as f64,
+                    ValueRef::Double(x) => x,
+                    _ => return,
+                };
+                *sum += x;
+                *n += 1;
+            }
+        }
+    }
+
+    /// The result, of type `ty` ([`result_type`]).
+    pub fn finish(&self, ty: &Type) -> Value {
+        match self {
+            Acc::Count(n) => Value::Count(*n),
+            Acc::CountDistinct(s) => Value::Count(s.len() as u64),
+            Acc::Distinct(m) => {
+                let mut v: Vec<Value> = m.values().cloned().collect();
+                v.sort_by(compare);
+                let inner = match ty {
+                    Type::Set(t) => t.as_ref().clone(),
+                    t => t.clone(),
+                };
+                Value::List(v.into_iter().map(|x| coerce(x, &inner)).collect())
+            }
+            Acc::Sum(s) if !s.set => Value::Null,
+            Acc::Sum(s) => match ty {
+                Type::Double => Value::Double(s.float + s.int as f64),
+                Type::Interval => Value::Interval(clamp_i64(s.int)),
+                Type::Int => Value::Int(clamp_i64(s.int)),
+                _ if s.int < 0 => Value::Int(clamp_i64(s.int)),
+                _ => Value::Count(u64::try_from(s.int).unwrap_or(u64::MAX)),
+            },
+            Acc::Min(m) | Acc::Max(m) => m.clone().map_or(Value::Null, |v| coerce(v, ty)),
+            Acc::Mean { n: 0, .. } => Value::Null,
+            Acc::Mean { sum, n } => {
+                let m = sum / *n as f64;
+                match ty {
+                    Type::Interval => Value::Interval(m.round() as i64),
+                    Type::Time => Value::Time(m.round() as i64),
+                    _ => Value::Double(m),
+                }
+            }
+        }
+    }
+}
+
+fn clamp_i64(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// The result type of `f` over a field of type `field` (`None`: no schema had the field).
+pub fn result_type(f: AggFunc, field: Option<&Type>) -> Type {
+    let scalar = field.map(|t| match t {
+        Type::Set(i) | Type::Vector(i) | Type::Table(i) => i.as_ref().clone(),
+        t => t.clone(),
+    });
+    match f {
+        AggFunc::Count | AggFunc::CountDistinct => Type::Count,
+        AggFunc::Distinct => Type::Set(Box::new(scalar.unwrap_or(Type::String))),
+        AggFunc::Sum => match scalar {
+            Some(Type::Double) => Type::Double,
+            Some(Type::Int) => Type::Int,
+            Some(Type::Interval) => Type::Interval,
+            _ => Type::Count,
+        },
+        AggFunc::Min | AggFunc::Max => scalar.unwrap_or(Type::String),
+        AggFunc::Mean => match scalar {
+            Some(Type::Interval) => Type::Interval,
+            Some(Type::Time) => Type::Time,
+            _ => Type::Double,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_equal_numbers_are_equal() {
+        let k = |v: ValueRef<'_>| {
+            let mut b = Vec::new();
+            push_key(&mut b, &v);
+            b
+        };
+        assert_eq!(k(ValueRef::Port(443)), k(ValueRef::Count(443)));
+        assert_eq!(k(ValueRef::Int(70000)), k(ValueRef::Count(70000)));
+        assert_ne!(k(ValueRef::Int(-1)), k(ValueRef::Count(1)));
+    }
+
+    #[test]
+    fn sums_and_means_widen() {
+        let mut s = Vec::new();
+        let mut a = Acc::new(AggFunc::Sum);
+        a.add(&ValueRef::Count(u64::MAX), &mut s);
+        a.add(&ValueRef::Int(-5), &mut s);
+        assert_eq!(a.finish(&Type::Count), Value::Count(u64::MAX - 5));
+        let mut m = Acc::new(AggFunc::Mean);
+        assert_eq!(m.finish(&Type::Double), Value::Null);
+        m.add(&ValueRef::Count(1), &mut s);
+        m.add(&ValueRef::Double(2.0), &mut s);
+        assert_eq!(m.finish(&Type::Double), Value::Double(1.5));
+        let mut d = Acc::new(AggFunc::Distinct);
+        for x in [3u64, 1, 3, 2] {
+            d.add(&ValueRef::Count(x), &mut s);
+        }
+        assert_eq!(
+            d.finish(&Type::Set(Box::new(Type::Count))),
+            Value::List(vec![Value::Count(1), Value::Count(2), Value::Count(3)])
+        );
+    }
+}

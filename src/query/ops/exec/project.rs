@@ -1,0 +1,115 @@
+//! `select F, ...` (the named fields, in the order named; a name matching several fields
+//! takes them all, in schema order) and `drop F, ...` (all but the named fields). The schema
+//! keeps its name; an event left without fields is dropped.
+
+use std::sync::Arc;
+
+use super::super::slice::{Fields, Slice};
+use super::{Flow, Operator};
+use crate::query::QueryError;
+use crate::types::{Schema, SchemaRef};
+use crate::value::RowCursor;
+
+/// The output schema of one input schema and the input fields it takes, in its order
+/// (`None`: none of its fields is kept).
+type Plan = Option<(SchemaRef, Vec<usize>)>;
+
+/// `select` or `drop`.
+pub(crate) struct Project {
+    names: Vec<String>,
+    keep: bool,
+    /// Per input schema: the output schema and the input fields it takes, in its order.
+    cache: Vec<(SchemaRef, Plan)>,
+}
+
+impl Project {
+    /// `select` (`keep`) or `drop` of `names`.
+    pub fn new(names: Vec<String>, keep: bool) -> Project {
+        Project {
+            names,
+            keep,
+            cache: Vec::new(),
+        }
+    }
+
+    fn plan(&self, schema: &SchemaRef) -> Plan {
+        let mut take: Vec<usize> = Vec::new();
+        if self.keep {
+            for n in &self.names {
+                for i in Fields::resolve_record(schema, n).indices {
+                    if !take.contains(&i) {
+                        take.push(i);
+                    }
+                }
+            }
+        } else {
+            let mut gone = vec![false; schema.fields.len()];
+            for n in &self.names {
+                for i in Fields::resolve_record(schema, n).indices {
+                    gone[i] = true;
+                }
+            }
+            take = (0..schema.fields.len()).filter(|&i| !gone[i]).collect();
+        }
+        if take.is_empty() {
+            return None;
+        }
+        let fields = take.iter().map(|&i| schema.fields[i].clone()).collect();
+        Some((Arc::new(Schema::new(schema.name.clone(), fields)), take))
+    }
+}
+
+impl Operator for Project {
+    fn push(&mut self, slice: Slice, out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
+        let i = match self
+            .cache
+            .iter()
+            .position(|(s, _)| Arc::ptr_eq(s, slice.schema()) || **s == **slice.schema())
+        {
+            Some(i) => i,
+            None => {
+                let plan = self.plan(slice.schema());
+                self.cache.push((slice.schema().clone(), plan));
+                self.cache.len() - 1
+            }
+        };
+        let Some((schema, take)) = &self.cache[i].1 else {
+            return Ok(Flow::More);
+        };
+        if take.len() == slice.schema().fields.len() && take.windows(2).all(|w| w[0] < w[1]) {
+            // Every field, in order: the rows as they are.
+            let mut s = Slice::new(schema.clone());
+            for (k, row) in slice.rows().enumerate() {
+                s.push(row, slice.id(k));
+            }
+            out.push(s);
+            return Ok(Flow::More);
+        }
+        let n = slice.schema().fields.len();
+        let mut s = Slice::new(schema.clone());
+        let mut spans = vec![(0usize, 0usize); n];
+        for (k, row) in slice.rows().enumerate() {
+            let mut c = RowCursor::new(row);
+            c.row_header(n)?;
+            for span in spans.iter_mut() {
+                let a = c.position();
+                c.skip()?;
+                *span = (a, c.position());
+            }
+            s.push_with(slice.id(k), |buf| {
+                let mut e = crate::value::RowEncoder::new(buf);
+                e.array(take.len() as u32);
+                for &f in take {
+                    let (a, b) = spans[f];
+                    buf.extend_from_slice(&row[a..b]);
+                }
+            });
+        }
+        out.push(s);
+        Ok(Flow::More)
+    }
+
+    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<(), QueryError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,147 @@
+//! `sort F [asc|desc], ...`: events of all schemas in the order of their keys. An event whose
+//! schema lacks a key field (or whose value is unset) comes after those that have one, in
+//! both directions; ties keep the input order (the sort is stable). Values compare across
+//! schemas as `order.rs` says.
+//!
+//! Memory: with a limit (`sort ... | head N`), the `N` first events are kept, never more than
+//! `2 N` at a time; without, every event is held, at most [`MAX_SORT_BYTES`] of rows, and more
+//! is an error that says to add `| head N`.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::super::order::compare;
+use super::super::slice::{Slice, Source};
+use super::limit::emit_runs;
+use super::{Flow, Operator};
+use crate::query::QueryError;
+use crate::types::SchemaRef;
+use crate::value::Value;
+
+/// The most bytes of rows a `sort` without a limit holds.
+pub const MAX_SORT_BYTES: usize = 1 << 30;
+
+struct Entry {
+    keys: Vec<Option<Value>>,
+    seq: u64,
+    schema: SchemaRef,
+    row: Vec<u8>,
+    id: Option<u64>,
+}
+
+/// `sort`, optionally keeping only the first `limit` events.
+pub(crate) struct Sort {
+    keys: Vec<(String, bool)>,
+    limit: Option<usize>,
+    entries: Vec<Entry>,
+    bytes: usize,
+    seq: u64,
+    /// Per schema: the field (index, type) of each key.
+    cache: Vec<(SchemaRef, Vec<Option<Source>>)>,
+}
+
+impl Sort {
+    /// Sorts by `keys` (name, descending), keeping the first `limit` events if given.
+    pub fn new(keys: Vec<(String, bool)>, limit: Option<u64>) -> Sort {
+        Sort {
+            keys,
+            limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            entries: Vec::new(),
+            bytes: 0,
+            seq: 0,
+            cache: Vec::new(),
+        }
+    }
+
+    fn fields(&mut self, schema: &SchemaRef) -> usize {
+        if let Some(i) = self
+            .cache
+            .iter()
+            .position(|(s, _)| Arc::ptr_eq(s, schema) || **s == **schema)
+        {
+            return i;
+        }
+        let f = self
+            .keys
+            .iter()
+            .map(|(name, _)| Source::resolve(schema, name))
+            .collect();
+        self.cache.push((schema.clone(), f));
+        self.cache.len() - 1
+    }
+
+    fn order(desc: &[bool], a: &Entry, b: &Entry) -> Ordering {
+        for ((x, y), &d) in a.keys.iter().zip(&b.keys).zip(desc) {
+            let o = match (x, y) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                (Some(x), Some(y)) if d => compare(y, x),
+                (Some(x), Some(y)) => compare(x, y),
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        a.seq.cmp(&b.seq)
+    }
+
+    fn sort_entries(&mut self) {
+        let desc: Vec<bool> = self.keys.iter().map(|k| k.1).collect();
+        self.entries.sort_by(|a, b| Sort::order(&desc, a, b));
+    }
+}
+
+impl Operator for Sort {
+    fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
+        if self.limit == Some(0) {
+            return Ok(Flow::Done);
+        }
+        let c = self.fields(slice.schema());
+        for (i, row) in slice.rows().enumerate() {
+            let mut keys = Vec::with_capacity(self.keys.len());
+            for f in &self.cache[c].1 {
+                keys.push(match f {
+                    None => None,
+                    Some(src) => match src.read(slice.schema(), row)? {
+                        crate::value::ValueRef::Null => None,
+                        v => Some(v.to_owned()),
+                    },
+                });
+            }
+            self.bytes += row.len();
+            self.entries.push(Entry {
+                keys,
+                seq: self.seq,
+                schema: slice.schema().clone(),
+                row: row.to_vec(),
+                id: slice.id(i),
+            });
+            self.seq += 1;
+            match self.limit {
+                Some(limit) if self.entries.len() >= limit.saturating_mul(2).max(1024) => {
+                    self.sort_entries();
+                    self.entries.truncate(limit);
+                    self.bytes = self.entries.iter().map(|e| e.row.len()).sum();
+                }
+                None if self.bytes > MAX_SORT_BYTES => {
+                    return Err(QueryError::Limit(format!(
+                        "`sort` holds every event it sorts, at most {} MiB of them; add `| head N` after it to keep only the first N, or narrow the query",
+                        MAX_SORT_BYTES >> 20
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(Flow::More)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+        self.sort_entries();
+        if let Some(limit) = self.limit {
+            self.entries.truncate(limit);
+        }
+        emit_runs(self.entries.drain(..).map(|e| (e.schema, e.row, e.id)), out);
+        Ok(())
+    }
+}

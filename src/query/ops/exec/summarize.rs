@@ -1,0 +1,229 @@
+//! `summarize AGG, ... [by F, ...] [resolution D]`: one event per distinct combination of
+//! the `by` values (grouping across schemas by field name; an event without a `by` field
+//! has it unset in its group), with the aggregations of `aggregate.rs`. Time
+//! values of `by` fields are rounded down to a multiple of the resolution. Groups come out
+//! in the order they were first seen, as events of the schema `weir.summarize` (`top` and
+//! `rare` name theirs `weir.top` and `weir.rare`): the `by` fields (named as written, typed
+//! as in the first schema that has them), then the aggregations (named as written, or
+//! `NAME=` as given).
+//!
+//! Memory: one key and one accumulator per group and aggregation (plus the distinct values
+//! of `distinct` and `count_distinct`), at most [`MAX_GROUPS`] groups; more is an error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::super::aggregate::{push_key, result_type, unify, Acc};
+use super::super::slice::{Slice, Source};
+use super::super::syntax::AggSpec;
+use super::{Flow, Operator};
+use crate::query::QueryError;
+use crate::types::{Field, Schema, SchemaRef, Type};
+use crate::value::{RowEncoder, Value, ValueRef};
+
+/// The most groups a `summarize` holds.
+pub const MAX_GROUPS: usize = 1 << 24;
+
+struct Group {
+    values: Vec<Value>,
+    accs: Vec<Acc>,
+}
+
+/// How one input schema feeds the aggregation.
+struct Binding {
+    schema: SchemaRef,
+    /// Per `by` field: where it is in the schema.
+    by: Vec<Option<Source>>,
+    /// Per aggregation: where its field is in the schema.
+    aggs: Vec<Option<Source>>,
+}
+
+/// `summarize` (also `top` and `rare`, see `plan.rs`).
+pub(crate) struct Summarize {
+    name: String,
+    by: Vec<String>,
+    resolution: Option<i64>,
+    aggs: Vec<AggSpec>,
+    /// Events whose `by` values are all unset are left out (`top`, `rare`).
+    skip_unset: bool,
+    bindings: Vec<Binding>,
+    groups: Vec<Group>,
+    index: HashMap<Vec<u8>, usize>,
+    by_types: Vec<Option<Type>>,
+    agg_types: Vec<Option<Type>>,
+    key: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl Summarize {
+    pub fn new(
+        name: &str,
+        aggs: Vec<AggSpec>,
+        by: Vec<String>,
+        resolution: Option<i64>,
+        skip_unset: bool,
+    ) -> Summarize {
+        Summarize {
+            name: name.to_string(),
+            by_types: vec![None; by.len()],
+            agg_types: vec![None; aggs.len()],
+            by,
+            resolution,
+            aggs,
+            skip_unset,
+            bindings: Vec::new(),
+            groups: Vec::new(),
+            index: HashMap::new(),
+            key: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn binding(&mut self, schema: &SchemaRef) -> usize {
+        if let Some(i) = self
+            .bindings
+            .iter()
+            .position(|b| Arc::ptr_eq(&b.schema, schema) || *b.schema == **schema)
+        {
+            return i;
+        }
+        let field = |name: &str| Source::resolve(schema, name);
+        let by: Vec<_> = self.by.iter().map(|n| field(n)).collect();
+        let aggs: Vec<_> = self
+            .aggs
+            .iter()
+            .map(|a| a.field.as_deref().and_then(field))
+            .collect();
+        for (t, f) in self.by_types.iter_mut().zip(&by) {
+            if let Some(src) = f {
+                let ty = src.ty();
+                *t = Some(t.as_ref().map_or(ty.clone(), |t| unify(t, &ty)));
+            }
+        }
+        for (t, f) in self.agg_types.iter_mut().zip(&aggs) {
+            if let Some(src) = f {
+                let ty = src.ty();
+                *t = Some(t.as_ref().map_or(ty.clone(), |t| unify(t, &ty)));
+            }
+        }
+        self.bindings.push(Binding {
+            schema: schema.clone(),
+            by,
+            aggs,
+        });
+        self.bindings.len() - 1
+    }
+}
+
+impl Operator for Summarize {
+    fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
+        let b = self.binding(slice.schema());
+        let schema = slice.schema();
+        let binding = &self.bindings[b];
+        let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(self.by.len());
+        for row in slice.rows() {
+            values.clear();
+            self.key.clear();
+            let mut any = false;
+            for f in &binding.by {
+                let v = match f {
+                    None => ValueRef::Null,
+                    Some(src) => {
+                        let v = src.read(schema, row)?;
+                        match (v, self.resolution) {
+                            (ValueRef::Time(t), Some(r)) => ValueRef::Time(t.div_euclid(r) * r),
+                            (v, _) => v,
+                        }
+                    }
+                };
+                any |= !matches!(v, ValueRef::Null);
+                push_key(&mut self.key, &v);
+                values.push(v);
+            }
+            if self.skip_unset && !any {
+                continue;
+            }
+            let g = match self.index.get(self.key.as_slice()) {
+                Some(&g) => g,
+                None => {
+                    if self.groups.len() >= MAX_GROUPS {
+                        return Err(QueryError::Limit(format!(
+                            "`summarize` holds at most {MAX_GROUPS} groups; group by fewer or coarser fields (a `resolution`), or narrow the query"
+                        )));
+                    }
+                    self.groups.push(Group {
+                        values: values.iter().map(ValueRef::to_owned).collect(),
+                        accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
+                    });
+                    self.index.insert(self.key.clone(), self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            };
+            let group = &mut self.groups[g];
+            for ((acc, spec), f) in group.accs.iter_mut().zip(&self.aggs).zip(&binding.aggs) {
+                match (f, &spec.field) {
+                    (_, None) => acc.add_event(),
+                    (None, Some(_)) => {}
+                    (Some(src), Some(_)) => {
+                        let v = src.read(schema, row)?;
+                        acc.add(&v, &mut self.scratch);
+                    }
+                }
+            }
+        }
+        Ok(Flow::More)
+    }
+
+    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+        // No `by` and no input: one event of the empty aggregation (`count()` is 0).
+        if self.by.is_empty() && self.groups.is_empty() {
+            self.groups.push(Group {
+                values: Vec::new(),
+                accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
+            });
+        }
+        let by_types: Vec<Type> = self
+            .by_types
+            .iter()
+            .map(|t| t.clone().unwrap_or(Type::String))
+            .collect();
+        let agg_types: Vec<Type> = self
+            .aggs
+            .iter()
+            .zip(&self.agg_types)
+            .map(|(a, t)| result_type(a.func, t.as_ref()))
+            .collect();
+        let mut fields: Vec<Field> = self
+            .by
+            .iter()
+            .zip(&by_types)
+            .map(|(n, t)| Field::new(n.clone(), t.clone()))
+            .collect();
+        fields.extend(
+            self.aggs
+                .iter()
+                .zip(&agg_types)
+                .map(|(a, t)| Field::new(a.name.clone(), t.clone())),
+        );
+        let schema = Arc::new(Schema::new(self.name.clone(), fields));
+        let width = schema.fields.len() as u32;
+        let mut slice = Slice::new(schema);
+        for g in self.groups.drain(..) {
+            slice.push_with(None, |buf| {
+                let mut e = RowEncoder::new(buf);
+                e.array(width);
+                for (v, t) in g.values.into_iter().zip(&by_types) {
+                    e.value(&super::super::aggregate::coerce(v, t));
+                }
+                for (acc, t) in g.accs.iter().zip(&agg_types) {
+                    e.value(&acc.finish(t));
+                }
+            });
+        }
+        self.index.clear();
+        if !slice.is_empty() {
+            out.push(slice);
+        }
+        Ok(())
+    }
+}

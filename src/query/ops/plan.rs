@@ -1,0 +1,245 @@
+//! A parsed chain ([`Chain`]) and its plan: the leading `where` (or expression) becomes the
+//! archive search, so that it is pruned and evaluated on all cores; `sort ... | head N` keeps
+//! only `N` events; `top F N` is `summarize count() by F | sort count desc, F | head N` over
+//! the events where `F` is set (`rare` sorts ascending).
+
+use super::exec::{Flow, Head, Operator, Project, Sort, Stages, Summarize, Tail, Where};
+use super::slice::Slice;
+use super::syntax::{self, AggFunc, AggSpec, OpSpec};
+use crate::query::{ExprError, Query, QueryError, SearchStats};
+use crate::store::Archive;
+
+/// An expression followed by operators (`EXPR | OP | OP`), or operators alone.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    text: String,
+    /// The search that feeds the operators.
+    scan: Query,
+    ops: Vec<OpSpec>,
+}
+
+/// What a run of a chain touched.
+#[derive(Debug, Clone, Default)]
+pub struct ChainStats {
+    /// The search's statistics.
+    pub search: SearchStats,
+    /// Events that came out of the chain.
+    pub emitted: u64,
+}
+
+/// Parses the expression of a `where` at byte `pos` of the chain `whole`; errors point into
+/// the whole chain.
+fn parse_where(whole: &str, text: &str, pos: usize) -> Result<Query, ExprError> {
+    Query::parse(text.trim()).map_err(|e| {
+        let lead = text.len() - text.trim_start().len();
+        ExprError::new(whole, pos + lead + e.pos, e.message)
+    })
+}
+
+impl Chain {
+    /// Parses `EXPR | OP ARGS | ...` (see [`super`] for the operators).
+    pub fn parse(text: &str) -> Result<Chain, ExprError> {
+        let parts = syntax::split(text)?;
+        let mut ops = Vec::new();
+        for (k, (part, at)) in parts.iter().enumerate() {
+            if part.trim().is_empty() {
+                let what = if k == 0 {
+                    "an expression or an operator before `|`"
+                } else {
+                    "an operator after `|`"
+                };
+                return Err(ExprError::new(text, *at, format!("expected {what}")));
+            }
+            if k == 0 && !syntax::starts_with_operator(part) {
+                ops.push(OpSpec::Where {
+                    text: part.to_string(),
+                    pos: *at,
+                });
+            } else {
+                ops.push(syntax::parse_op(text, part, *at)?);
+            }
+        }
+        let scan = match ops.first() {
+            Some(OpSpec::Where { text: w, pos }) => {
+                let q = parse_where(text, w, *pos)?;
+                ops.remove(0);
+                q
+            }
+            _ => Query::all(),
+        };
+        // The other `where`s parse now, so that their errors come before any work.
+        for op in &ops {
+            if let OpSpec::Where { text: w, pos } = op {
+                parse_where(text, w, *pos)?;
+            }
+        }
+        Ok(Chain {
+            text: text.to_string(),
+            scan,
+            ops,
+        })
+    }
+
+    /// The chain as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The search that feeds the operators.
+    pub fn scan(&self) -> &Query {
+        &self.scan
+    }
+
+    /// Whether there are operators after the search.
+    pub fn has_operators(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// Whether some operator emits only at the end of its input (`sort`, `tail`,
+    /// `summarize`, `top`, `rare`): such a chain never emits on an input that never ends.
+    pub fn blocking_operator(&self) -> Option<&'static str> {
+        self.ops.iter().find_map(|op| match op {
+            OpSpec::Sort(_) => Some("sort"),
+            OpSpec::Tail(_) => Some("tail"),
+            OpSpec::Summarize { .. } => Some("summarize"),
+            OpSpec::Top {
+                descending: true, ..
+            } => Some("top"),
+            OpSpec::Top { .. } => Some("rare"),
+            _ => None,
+        })
+    }
+
+    /// The operators, ready to run.
+    pub(crate) fn stages(&self) -> Result<Stages, ExprError> {
+        let mut ops: Vec<Box<dyn Operator>> = Vec::new();
+        for (k, op) in self.ops.iter().enumerate() {
+            let next_head = match self.ops.get(k + 1) {
+                Some(OpSpec::Head(n)) => Some(*n),
+                _ => None,
+            };
+            match op {
+                OpSpec::Where { text, pos } => {
+                    ops.push(Box::new(Where::new(parse_where(&self.text, text, *pos)?)))
+                }
+                OpSpec::Select(f) => ops.push(Box::new(Project::new(
+                    f.iter().map(|f| f.name.clone()).collect(),
+                    true,
+                ))),
+                OpSpec::Drop(f) => ops.push(Box::new(Project::new(
+                    f.iter().map(|f| f.name.clone()).collect(),
+                    false,
+                ))),
+                OpSpec::Sort(keys) => ops.push(Box::new(Sort::new(
+                    keys.iter().map(|(f, d)| (f.name.clone(), *d)).collect(),
+                    next_head,
+                ))),
+                OpSpec::Head(n) => ops.push(Box::new(Head::new(*n))),
+                OpSpec::Tail(n) => ops.push(Box::new(Tail::new(*n))),
+                OpSpec::Summarize {
+                    aggs,
+                    by,
+                    resolution,
+                } => ops.push(Box::new(Summarize::new(
+                    "weir.summarize",
+                    aggs.clone(),
+                    by.iter().map(|f| f.name.clone()).collect(),
+                    *resolution,
+                    false,
+                ))),
+                OpSpec::Top {
+                    field,
+                    limit,
+                    descending,
+                } => {
+                    let name = if *descending { "weir.top" } else { "weir.rare" };
+                    let count = AggSpec {
+                        name: "count".into(),
+                        func: AggFunc::Count,
+                        field: None,
+                        pos: field.pos,
+                    };
+                    ops.push(Box::new(Summarize::new(
+                        name,
+                        vec![count],
+                        vec![field.name.clone()],
+                        None,
+                        true,
+                    )));
+                    // Summarize names its output fields as written: sort by those names.
+                    ops.push(Box::new(Sort::new(
+                        vec![("count".into(), *descending), (field.name.clone(), false)],
+                        Some(*limit),
+                    )));
+                    ops.push(Box::new(Head::new(*limit)));
+                }
+            }
+        }
+        Ok(Stages::new(ops))
+    }
+
+    /// Runs the chain over `archive`: `output` gets each slice that comes out (and says
+    /// whether it wants more); `damaged` gets each damaged batch's error (the search goes
+    /// on). Stops reading as soon as the rest cannot change the output.
+    pub fn run(
+        &self,
+        archive: &Archive,
+        output: &mut dyn FnMut(Slice) -> Result<Flow, QueryError>,
+        damaged: &mut dyn FnMut(QueryError),
+    ) -> Result<ChainStats, QueryError> {
+        let mut stages = self.stages()?;
+        let mut emitted = 0u64;
+        let mut out = |s: Slice| {
+            emitted += s.len() as u64;
+            output(s)
+        };
+        let mut search = self.scan.search(archive)?;
+        while stages.wants_input() {
+            let Some(hits) = search.next() else { break };
+            let hits = match hits {
+                Ok(h) => h,
+                Err(e) => {
+                    damaged(e);
+                    continue;
+                }
+            };
+            let mut slice = Slice::new(hits.schema().clone());
+            for (row, id) in hits.rows().zip(hits.ids()) {
+                slice.push(row, Some(id));
+            }
+            stages.push(slice, &mut out)?;
+        }
+        stages.finish(&mut out)?;
+        Ok(ChainStats {
+            search: search.stats().clone(),
+            emitted,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leading_expression_is_the_search() {
+        let c = Chain::parse("id.resp_p == 53 | head 3").unwrap();
+        assert_eq!(c.scan().text(), "id.resp_p == 53");
+        assert_eq!(c.ops, vec![OpSpec::Head(3)]);
+        let c = Chain::parse("top id.resp_p").unwrap();
+        assert_eq!(c.scan().text(), "");
+        assert_eq!(c.blocking_operator(), Some("top"));
+        let c = Chain::parse("where x == 1 | where y == 2").unwrap();
+        assert_eq!(c.scan().text(), "x == 1");
+    }
+
+    #[test]
+    fn errors_in_later_expressions_point_into_the_chain() {
+        let t = "x == 1 | where y == && z";
+        let e = Chain::parse(t).unwrap_err();
+        assert_eq!(&t[e.pos..], "&& z");
+        let t = "x == 1 |  | head";
+        let e = Chain::parse(t).unwrap_err();
+        assert_eq!(e.pos, 8);
+    }
+}
