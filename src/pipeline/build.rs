@@ -235,6 +235,18 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                     .boxed()
                 })?
             }
+            StageConfig::Query(q) => {
+                let transform = q.build().map_err(|e| {
+                    ConfigError::new(
+                        &spec.origin,
+                        stage.line,
+                        Some(&stage.table()),
+                        Some(e.key),
+                        e.problem.into(),
+                    )
+                })?;
+                pipeline.add_transform(&stage.name, &inputs, move |s| query_stream(s, transform))?
+            }
             StageConfig::Stdout(s) => pipeline.add_sink(&stage.name, &inputs, s.build())?,
             StageConfig::Directory(d) => {
                 let shown = d.dir.display().to_string();
@@ -334,4 +346,39 @@ pub enum BuildError {
     /// A stage could not be set up (an archive or output file cannot be opened).
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
+}
+
+/// The batches of a `query` transform over `input`: each batch's results as it passes, and
+/// what the operators hold at the end of the input.
+fn query_stream(
+    input: futures::stream::BoxStream<'static, Result<Batch, BoxError>>,
+    transform: crate::query::QueryTransform,
+) -> futures::stream::BoxStream<'static, Result<Batch, BoxError>> {
+    use std::collections::VecDeque;
+    let state = (input, Some(transform), VecDeque::new());
+    futures::stream::unfold(
+        state,
+        |(mut input, mut transform, mut pending)| async move {
+            loop {
+                if let Some(b) = pending.pop_front() {
+                    return Some((Ok(b), (input, transform, pending)));
+                }
+                let t = transform.as_mut()?;
+                let step = match input.next().await {
+                    Some(Ok(batch)) => t.apply(batch),
+                    Some(Err(e)) => return Some((Err(e), (input, transform, pending))),
+                    None => {
+                        let out = t.finish();
+                        transform = None;
+                        out
+                    }
+                };
+                match step {
+                    Ok(batches) => pending.extend(batches),
+                    Err(e) => return Some((Err(BoxError::from(e)), (input, None, pending))),
+                }
+            }
+        },
+    )
+    .boxed()
 }

@@ -96,7 +96,7 @@ pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
-pub use ops::{is_chain, Chain, ChainStats, Flow, Slice};
+pub use ops::{is_chain, Chain, ChainStats, Flow, QueryConfig, QueryTransform, Slice};
 pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
 pub use prune::Tri;
 pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};

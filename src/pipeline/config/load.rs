@@ -19,7 +19,7 @@ use super::{ConfigError, ConfigErrorKind, PipelineSpec, Section, StageConfig};
 use crate::batcher::BatchConfig;
 use crate::codec::{DirSinkConfig, FileSinkConfig, ParquetSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
-use crate::query::FilterConfig;
+use crate::query::{FilterConfig, QueryConfig};
 use crate::setting::{field_names, InvalidSetting};
 use crate::source::FileSourceConfig;
 use crate::store::ArchiveSinkConfig;
@@ -97,6 +97,18 @@ const STAGE_TYPES: &[StageType] = &[
         excluded: &[],
         keys: field_names::<FilterConfig>,
         parse: |v| FilterConfig::deserialize(v).map(StageConfig::Filter),
+    },
+    StageType {
+        section: Section::Transforms,
+        name: "query",
+        what: "a query transform",
+        required: &[(
+            "query",
+            "the operators, e.g. query = \"where id.resp_p == 53 | select ts, uid\"",
+        )],
+        excluded: &[],
+        keys: field_names::<QueryConfig>,
+        parse: |v| QueryConfig::deserialize(v).map(StageConfig::Query),
     },
     StageType {
         section: Section::Sinks,
@@ -339,6 +351,7 @@ impl Parser<'_> {
             stages,
         };
         spec.check_archives().map_err(|e| vec![e])?;
+        spec.check_blocking_after_live().map_err(|e| vec![e])?;
         Ok(spec)
     }
 

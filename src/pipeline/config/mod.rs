@@ -45,6 +45,7 @@
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
+//! | `transforms` | `query` | `inputs`, [`QueryConfig`]: `query` (required; operators, see [`crate::query::ops`]); a chain with `sort`, `tail`, `summarize`, `top` or `rare` emits at the end of its input, so it is refused after a source with `follow = true` |
 //! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `compression`, `compression_level`, `sketches`, `max_archive_size`, `retain`, `compact` |
 //! | `sinks` | `file` | `inputs`, [`FileSinkConfig`]: `path` (required), `format`, `json_timestamps` |
 //! | `sinks` | `directory` | `inputs`, [`DirSinkConfig`]: `dir` (required), `format`, `json_timestamps`: one file per log path |
@@ -116,7 +117,7 @@ pub use load::LoadOptions;
 use crate::batcher::BatchConfig;
 use crate::codec::{DirSinkConfig, FileSinkConfig, ParquetSinkConfig, StdoutSinkConfig};
 use crate::pipeline::PipelineOptions;
-use crate::query::FilterConfig;
+use crate::query::{FilterConfig, QueryConfig};
 use crate::setting::InvalidSetting;
 use crate::source::{FileSourceConfig, Input, SourceError};
 use crate::store::ArchiveSinkConfig;
@@ -187,6 +188,8 @@ pub enum StageConfig {
     Batch(BatchConfig),
     /// `[transforms.NAME] type = "filter"`: keeps the events matching an expression.
     Filter(FilterConfig),
+    /// `[transforms.NAME] type = "query"`: runs operators (`where ... | select ...`).
+    Query(QueryConfig),
     /// `[sinks.NAME] type = "archive"`: the segment archive.
     Archive(ArchiveSinkConfig),
     /// `[sinks.NAME] type = "file"`: a Zeek TSV or JSON-lines file.
@@ -214,7 +217,9 @@ impl StageConfig {
     pub fn section(&self) -> Section {
         match self {
             StageConfig::File(_) | StageConfig::Stdin(_) => Section::Sources,
-            StageConfig::Batch(_) | StageConfig::Filter(_) => Section::Transforms,
+            StageConfig::Batch(_) | StageConfig::Filter(_) | StageConfig::Query(_) => {
+                Section::Transforms
+            }
             StageConfig::Archive(_)
             | StageConfig::FileSink(_)
             | StageConfig::Directory(_)
@@ -237,6 +242,7 @@ impl StageConfig {
             StageConfig::File(s) | StageConfig::Stdin(s) => s.validate(),
             StageConfig::Batch(b) => b.validate(),
             StageConfig::Filter(f) => f.validate(),
+            StageConfig::Query(q) => q.validate(),
             StageConfig::Archive(a) => a.validate(),
             StageConfig::FileSink(f) => f.validate(),
             StageConfig::Directory(d) => d.validate(),
@@ -476,6 +482,45 @@ impl PipelineSpec {
         Ok(())
     }
 
+    /// Refuses a `query` transform with an operator that emits only at the end of its input
+    /// (`sort`, `summarize`, ...) fed, directly or through other transforms, by a source
+    /// that never ends (`follow = true`): it would never emit anything.
+    pub fn check_blocking_after_live(&self) -> Result<(), ConfigError> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            let StageConfig::Query(q) = &stage.config else {
+                continue;
+            };
+            let Ok(chain) = q.chain() else { continue };
+            let Some(op) = chain.blocking_operator() else {
+                continue;
+            };
+            let mut stack = vec![i];
+            let mut seen = vec![false; self.stages.len()];
+            while let Some(k) = stack.pop() {
+                if std::mem::replace(&mut seen[k], true) {
+                    continue;
+                }
+                let s = &self.stages[k];
+                if let Some(src) = s.config.as_source() {
+                    if src.follow {
+                        return Err(ConfigError {
+                            file: self.origin.clone(),
+                            line: stage.line,
+                            table: Some(stage.table()),
+                            key: Some(QueryConfig::KEY.to_string()),
+                            kind: Box::new(ConfigErrorKind::Invalid(crate::setting::Problem::Invalid(format!(
+                                "`{op}` emits only at the end of its input, and its input [sources.{}] follows files (follow = true) and never ends; use streaming operators (where, select, drop, head) here, or run the aggregation on the archive (`weir export '... | {op} ...'`)",
+                                s.name
+                            )))),
+                        });
+                    }
+                }
+                stack.extend(&s.inputs);
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every setting of every stage (a loaded pipeline file has been checked already),
     /// and that no two archive sinks share a database ([`PipelineSpec::check_archives`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -495,7 +540,8 @@ impl PipelineSpec {
                 kind: Box::new(e.problem.into()),
             })?;
         }
-        self.check_archives()
+        self.check_archives()?;
+        self.check_blocking_after_live()
     }
 
     /// The stage with this name and its index.

@@ -45,6 +45,7 @@
 //! | `aggregate.rs` | aggregation functions and accumulators |
 //! | `exec/` | the operators and the stages that run them |
 //! | `plan.rs` | [`Chain`]: parsing, planning, running over an archive |
+//! | `transform.rs` | the pipeline's `query` transform ([`QueryConfig`]) |
 
 mod aggregate;
 mod exec;
@@ -52,8 +53,10 @@ mod order;
 mod plan;
 mod slice;
 mod syntax;
+mod transform;
 
 pub use exec::{Flow, MAX_GROUPS, MAX_SORT_BYTES};
 pub use plan::{Chain, ChainStats};
 pub use slice::Slice;
 pub use syntax::{is_chain, DEFAULT_LIMIT};
+pub use transform::{QueryConfig, QueryTransform};

@@ -110,6 +110,16 @@ impl Chain {
         })
     }
 
+    /// The operators, with the leading expression as a `where` (for input that is no
+    /// archive search: a pipeline's batches).
+    pub(crate) fn stages_with_scan(&self) -> Result<Stages, ExprError> {
+        let mut stages = self.stages()?;
+        if self.scan.expr().is_some() {
+            stages.prepend(Box::new(Where::new(self.scan.clone())));
+        }
+        Ok(stages)
+    }
+
     /// The operators, ready to run.
     pub(crate) fn stages(&self) -> Result<Stages, ExprError> {
         let mut ops: Vec<Box<dyn Operator>> = Vec::new();

@@ -382,18 +382,36 @@ impl Args<'_> {
         }
     }
 
+    /// A field name; an aggregation's output field is named like its call, so `count()` and
+    /// `sum(orig_bytes)` are field names too.
     fn field(&mut self, op: &str) -> Result<FieldSpec, ExprError> {
-        match self.toks.get(self.i) {
-            Some((Tok::Word(w), pos)) => {
-                let f = FieldSpec {
-                    name: w.clone(),
-                    pos: *pos,
-                };
-                self.i += 1;
-                Ok(f)
-            }
-            _ => Err(self.err(format!("`{op}` expects a field name here"))),
+        let Some((Tok::Word(w), pos)) = self.toks.get(self.i) else {
+            return Err(self.err(format!("`{op}` expects a field name here")));
+        };
+        let mut f = FieldSpec {
+            name: w.clone(),
+            pos: *pos,
+        };
+        self.i += 1;
+        if matches!(self.toks.get(self.i), Some((Tok::Open, _))) {
+            let arg = match self.toks.get(self.i + 1) {
+                Some((Tok::Close, _)) => Some(("", 2)),
+                Some((Tok::Word(a), _))
+                    if matches!(self.toks.get(self.i + 2), Some((Tok::Close, _))) =>
+                {
+                    Some((a.as_str(), 3))
+                }
+                _ => None,
+            };
+            let Some((arg, n)) = arg else {
+                return Err(self.err(format!(
+                    "expected `)`: `{op}` takes field names such as `{w}` or `{w}(F)`"
+                )));
+            };
+            f.name = format!("{w}({arg})");
+            self.i += n;
         }
+        Ok(f)
     }
 
     fn field_list(&mut self, op: &str) -> Result<Vec<FieldSpec>, ExprError> {

@@ -54,6 +54,11 @@ impl Stages {
         }
     }
 
+    /// Puts `op` before the first stage (before any input).
+    pub fn prepend(&mut self, op: Box<dyn Operator>) {
+        self.ops.insert(0, op);
+    }
+
     /// Whether more input can change the output.
     pub fn wants_input(&self) -> bool {
         !self.closed && self.done.is_none()
