@@ -123,19 +123,24 @@ impl Program {
     /// becomes the field's position among them. Its answers on a narrow row are its answers
     /// on the whole row.
     pub(crate) fn narrowed(&self) -> Program {
-        let fields = &self.fields;
-        let pos = |f: usize| fields.binary_search(&f).unwrap_or(0);
+        self.narrowed_to(&self.fields)
+    }
+
+    /// This program for narrow rows of the fields `keep` (ascending; a superset of the
+    /// fields it reads), in schema order: see [`Program::narrowed`].
+    pub(crate) fn narrowed_to(&self, keep: &[usize]) -> Program {
+        let pos = |f: usize| keep.binary_search(&f).unwrap_or(0);
         let mut bound = self.bound.clone();
         renumber(&mut bound, &pos);
         Program {
             schema: self.schema.clone(),
             bound,
-            fields: (0..fields.len()).collect(),
-            types: fields
+            fields: self.fields.iter().map(|&f| pos(f)).collect(),
+            types: keep
                 .iter()
                 .map(|&f| self.types.get(f).cloned().unwrap_or(Type::String))
                 .collect(),
-            ts_index: self.ts_index.and_then(|t| fields.binary_search(&t).ok()),
+            ts_index: self.ts_index.and_then(|t| keep.binary_search(&t).ok()),
             needles: self.needles.clone(),
         }
     }

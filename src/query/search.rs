@@ -199,9 +199,20 @@ impl Programs {
     }
 }
 
+/// The fields a consumer reads of one schema (see [`Search::project`]): their indices
+/// (ascending) and the schema of those fields alone, with the program for rows of them.
+#[derive(Debug)]
+struct Keep {
+    indices: Vec<usize>,
+    schema: SchemaRef,
+    program: Program,
+}
+
 /// One batch for a worker: evaluate its rows (or count them).
 struct Job {
     program: Arc<Program>,
+    /// Read only these fields of a batch stored in columns (a projection).
+    keep: Option<Arc<Keep>>,
     batch: JobBatch,
     count_only: bool,
     /// [`SearchOptions::defer_columns`].
@@ -288,6 +299,26 @@ fn run(job: Job) -> Done {
                         damaged: (0, 0),
                     };
                 }
+            }
+            if let Some(keep) = job
+                .keep
+                .as_ref()
+                .filter(|_| !job.count_only && seg.batch_layout(i) == Some(Layout::Columns))
+            {
+                // Only the fields the consumer reads (and the program's, among them): narrow
+                // rows, labelled with the schema of those fields.
+                let mut want = vec![false; job.program.types.len()];
+                for &f in &keep.indices {
+                    if let Some(w) = want.get_mut(f) {
+                        *w = true;
+                    }
+                }
+                let b = match BatchRef::of_segment_projected(seg.clone(), i, Some(&want)) {
+                    Some(Ok(b)) => b.with_schema(keep.schema.clone()),
+                    Some(Err(e)) => return Done::damaged(e, 1, events),
+                    None => return nothing(),
+                };
+                return evaluate(&keep.program, b, false);
             }
             let want = projection(&job.program, &seg, i);
             let b = match BatchRef::of_segment_projected(seg.clone(), i, want.as_deref()) {
@@ -399,6 +430,9 @@ pub struct Search<'a> {
     /// Nothing more to submit.
     exhausted: bool,
     programs: Programs,
+    /// [`Search::project`]: the field names read, and per schema met what they keep.
+    projection: Option<Vec<String>>,
+    keeps: Vec<(SchemaRef, Option<Arc<Keep>>)>,
     opened: HashSet<usize>,
     stats: SearchStats,
     /// Events counted from metadata alone (`count`).
@@ -431,6 +465,8 @@ impl<'a> Search<'a> {
             wal: None,
             exhausted: false,
             programs: Programs::default(),
+            projection: None,
+            keeps: Vec::new(),
             opened: HashSet::new(),
             stats: SearchStats {
                 segments: catalog.segments.len() as u64,
@@ -441,6 +477,47 @@ impl<'a> Search<'a> {
         };
         s.check_types()?;
         Ok(s)
+    }
+
+    /// Reads only the fields `names` name (as the operators resolve names: full, suffix,
+    /// qualified, or a record's fields) of batches stored in columns, besides those the
+    /// expression reads: their hits have narrow rows, of a schema of those fields alone
+    /// (same name). Other batches (the write-ahead log's, rows) come whole. Call before the
+    /// first result.
+    pub fn project(&mut self, names: Vec<String>) {
+        self.projection = Some(names);
+        self.keeps.clear();
+    }
+
+    /// What [`Search::project`] keeps of `schema` for `program` (`None`: every field).
+    fn keep(&mut self, schema: &SchemaRef, program: &Program) -> Option<Arc<Keep>> {
+        let names = self.projection.as_ref()?;
+        if let Some((_, k)) = self
+            .keeps
+            .iter()
+            .find(|(s, _)| Arc::ptr_eq(s, schema) || **s == **schema)
+        {
+            return k.clone();
+        }
+        let mut indices = program.fields.clone();
+        for n in names {
+            indices.extend(super::ops::slice::Fields::resolve_record(schema, n).indices);
+        }
+        indices.sort_unstable();
+        indices.dedup();
+        let keep = (indices.len() < schema.fields.len() && !indices.is_empty()).then(|| {
+            let narrow = crate::types::Schema::new(
+                schema.name.clone(),
+                indices.iter().map(|&i| schema.fields[i].clone()).collect(),
+            );
+            Arc::new(Keep {
+                program: program.narrowed_to(&indices),
+                schema: Arc::new(narrow),
+                indices,
+            })
+        });
+        self.keeps.push((schema.clone(), keep.clone()));
+        keep
     }
 
     /// What the search has touched so far.
@@ -576,8 +653,10 @@ impl<'a> Search<'a> {
                         continue;
                     }
                 }
+                let keep = self.keep(schema, &program);
                 return Some(Ok(Job {
                     program,
+                    keep,
                     batch: JobBatch::Sealed(seg, i),
                     count_only: self.count_only,
                     defer_columns: self.defer_columns,
@@ -607,6 +686,7 @@ impl<'a> Search<'a> {
             }
             return Some(Ok(Job {
                 program,
+                keep: None,
                 batch: JobBatch::Wal(b),
                 count_only: self.count_only,
                 defer_columns: false,

@@ -586,6 +586,13 @@ impl BatchRef {
         }))
     }
 
+    /// The same rows under another schema: a projection's narrow rows get the schema of
+    /// the fields they hold.
+    pub(crate) fn with_schema(mut self, schema: SchemaRef) -> BatchRef {
+        self.schema = schema;
+        self
+    }
+
     /// Batch `i` of `seg`, stored in columns and already checked ([`Segment::check`]), whose
     /// rows are not read until they are used: a consumer that wants columns takes them with
     /// [`BatchRef::columns`] and never pays for rebuilding the rows. `None` when the batch is

@@ -51,7 +51,7 @@ mod aggregate;
 mod exec;
 mod order;
 mod plan;
-mod slice;
+pub(crate) mod slice;
 mod syntax;
 mod transform;
 

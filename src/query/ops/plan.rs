@@ -110,6 +110,52 @@ impl Chain {
         })
     }
 
+    /// The field names the operators read of the searched events, when they read only
+    /// some: up to the first operator that makes events of its own (`select`, `summarize`,
+    /// `top`, `rare`), the fields its predecessors and it name; `None` when the events come
+    /// out whole (no such operator, or a `drop`, or a `where` with a type extractor).
+    pub fn fields_read(&self) -> Option<Vec<String>> {
+        let mut names: Vec<String> = Vec::new();
+        let add = |n: &str, names: &mut Vec<String>| {
+            if n != "#type" && !names.iter().any(|x| x == n) {
+                names.push(n.to_string());
+            }
+        };
+        for op in &self.ops {
+            match op {
+                OpSpec::Where { text, pos } => {
+                    let q = parse_where(&self.text, text, *pos).ok()?;
+                    for p in q.expr().map(|e| e.predicates()).unwrap_or_default() {
+                        match &p.extractor {
+                            crate::query::Extractor::Field(n) => add(n, &mut names),
+                            crate::query::Extractor::Meta(crate::query::Meta::Type) => {}
+                            _ => return None,
+                        }
+                    }
+                }
+                OpSpec::Sort(keys) => keys.iter().for_each(|(f, _)| add(&f.name, &mut names)),
+                OpSpec::Head(_) | OpSpec::Tail(_) => {}
+                OpSpec::Drop(_) => return None,
+                OpSpec::Select(fields) => {
+                    fields.iter().for_each(|f| add(&f.name, &mut names));
+                    return Some(names);
+                }
+                OpSpec::Summarize { aggs, by, .. } => {
+                    by.iter().for_each(|f| add(&f.name, &mut names));
+                    aggs.iter()
+                        .filter_map(|a| a.field.as_deref())
+                        .for_each(|f| add(f, &mut names));
+                    return Some(names);
+                }
+                OpSpec::Top { field, .. } => {
+                    add(&field.name, &mut names);
+                    return Some(names);
+                }
+            }
+        }
+        None
+    }
+
     /// The operators, with the leading expression as a `where` (for input that is no
     /// archive search: a pipeline's batches).
     pub(crate) fn stages_with_scan(&self) -> Result<Stages, ExprError> {
@@ -204,6 +250,9 @@ impl Chain {
             output(s)
         };
         let mut search = self.scan.search(archive)?;
+        if let Some(names) = self.fields_read() {
+            search.project(names);
+        }
         while stages.wants_input() {
             let Some(hits) = search.next() else { break };
             let hits = match hits {
