@@ -74,9 +74,11 @@
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
 //! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
+//! | `context/` | VAST's `explore` and `pivot`: the events around and related to results ([`context`]) |
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
 mod bind;
+pub mod context;
 mod erase;
 mod error;
 mod eval;
