@@ -232,7 +232,7 @@ pub fn pivot(args: PivotArgs) -> anyhow::Result<()> {
     tracing::info!(
         results = plan.results(),
         keys = plan.keys(),
-        prefilter_chars = plan.prefilter().text().len(),
+        prefilter = plan.prefilter().text(),
         "pivot: the query's results"
     );
     let search = plan.search(&archive).map_err(query_error)?;

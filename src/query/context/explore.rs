@@ -112,10 +112,9 @@ impl Explore {
         let mut origins: Vec<(Option<Key>, i64)> = Vec::new();
         let mut errors = Vec::new();
         let mut results = 0u64;
-        let mut cache: Vec<(SchemaRef, Option<(RowFields, usize, Option<usize>)>)> = Vec::new();
+        let mut cache: Vec<(SchemaRef, Option<OriginFields>)> = Vec::new();
         if options.max_events_query > 0 {
-            let mut search = query.search(archive)?;
-            'search: while let Some(hits) = search.next() {
+            'search: for hits in query.search(archive)? {
                 let hits = match hits {
                     Ok(h) => h,
                     Err(e) => {
@@ -134,11 +133,11 @@ impl Explore {
                 let mut values = Vec::new();
                 for row in hits.rows() {
                     results += 1;
-                    if let Some((fields, ts, by)) = &cache[i].1 {
-                        fields.read(row, &mut values).map_err(QueryError::from)?;
-                        let at = |slot: usize| values.get(fields.slot(slot)?);
-                        if let Some(&ValueRef::Time(t)) = at(*ts) {
-                            match by.map(|b| at(b).and_then(Key::of)) {
+                    if let Some(o) = &cache[i].1 {
+                        o.fields.read(row, &mut values).map_err(QueryError::from)?;
+                        let at = |slot: usize| values.get(o.fields.slot(slot)?);
+                        if let Some(&ValueRef::Time(t)) = at(o.ts) {
+                            match o.by.map(|b| at(b).and_then(Key::of)) {
                                 // A result without a `--by` value has no context (as VAST).
                                 Some(None) => {}
                                 Some(Some(k)) => origins.push((Some(k), t)),
@@ -280,19 +279,29 @@ fn check(o: &ExploreOptions) -> Result<Option<Window>, ContextError> {
     Ok(window)
 }
 
+/// The fields of a result that make its context: its `ts` and its `--by` value.
+#[derive(Debug)]
+struct OriginFields {
+    fields: RowFields,
+    ts: usize,
+    /// The first field `--by` names.
+    by: Option<usize>,
+}
+
 /// The reader of a result's `ts` and `--by` field (the first it names), when its schema has
 /// both (a `--by` it does not name: no context, as VAST).
-fn origin_fields(
-    schema: &SchemaRef,
-    by: Option<&str>,
-) -> Option<(RowFields, usize, Option<usize>)> {
+fn origin_fields(schema: &SchemaRef, by: Option<&str>) -> Option<OriginFields> {
     let ts = schema.ts_index()?;
     let by = match by {
         None => None,
         Some(name) => Some(*named(schema, name).first()?),
     };
     let wanted: Vec<usize> = std::iter::once(ts).chain(by).collect();
-    Some((RowFields::new(schema, &wanted), ts, by))
+    Some(OriginFields {
+        fields: RowFields::new(schema, &wanted),
+        ts,
+        by,
+    })
 }
 
 /// The pre-filter: the union time range of the windows, the types, and the `--by` values

@@ -127,8 +127,7 @@ impl Pivot {
         let mut errors = Vec::new();
         let mut results = 0u64;
         let mut cache: Vec<(SchemaRef, RelationFields, RowFields)> = Vec::new();
-        let mut search = query.search(archive)?;
-        while let Some(hits) = search.next() {
+        for hits in query.search(archive)? {
             let hits = match hits {
                 Ok(h) => h,
                 Err(e) => {
