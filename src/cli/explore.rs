@@ -202,6 +202,9 @@ pub fn explore(args: ExploreArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let plan = Explore::plan(&archive, &query, options).map_err(context_error)?;
+    for t in plan.missing_types() {
+        say!("weir: warning: the archive has no events of type {t:?} (--for takes schema names such as \"zeek.dns\")");
+    }
     tracing::info!(
         results = plan.results(),
         with_context = plan.origins(),

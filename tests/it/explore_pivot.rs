@@ -819,6 +819,23 @@ fn explore_on_generated_logs_and_refused_options() {
             text(&out.stderr)
         );
     }
+    // A --for type the archive lacks: a warning.
+    let out = run(&[
+        "explore",
+        "--db",
+        s(&db),
+        "-A",
+        "1s",
+        "--for",
+        "zeek.dns",
+        "zeek.conn.id.orig_h == 10.0.0.1",
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains("no events of type"),
+        "{}",
+        text(&out.stderr)
+    );
     // The help texts carry examples.
     for cmd in ["explore", "pivot"] {
         let help = ok(&run(&[cmd, "--help"]), "help");

@@ -95,6 +95,7 @@ pub struct Explore {
     results: u64,
     prefilter: Query,
     errors: Vec<QueryError>,
+    missing_types: Vec<String>,
 }
 
 impl Explore {
@@ -151,11 +152,17 @@ impl Explore {
                 }
             }
         }
-        let schemas = if origins.is_empty() {
+        let schemas = if origins.is_empty() && options.types.is_empty() {
             Vec::new()
         } else {
             archive_schemas(archive)
         };
+        let missing_types = options
+            .types
+            .iter()
+            .filter(|t| !schemas.iter().any(|s| s.name == **t))
+            .cloned()
+            .collect();
         let prefilter = prefilter(&options, window, &origins, &schemas)?;
         let mut groups: HashMap<Key, Vec<(i64, usize)>> = HashMap::new();
         let mut all = Vec::new();
@@ -179,7 +186,13 @@ impl Explore {
             results,
             prefilter,
             errors,
+            missing_types,
         })
+    }
+
+    /// The `--for` types the archive has no events of.
+    pub fn missing_types(&self) -> &[String] {
+        &self.missing_types
     }
 
     /// The results taken from the query (at most `max_events_query`).
