@@ -28,6 +28,7 @@ mod archive;
 mod args;
 mod convert;
 mod docs;
+mod explore;
 mod import;
 mod lake;
 mod maintain;
@@ -126,6 +127,13 @@ enum Command {
     Count(search::CountArgs),
     /// Print the events with the given IDs.
     Get(search::GetArgs),
+    /// Print the events around each result of an expression (VAST's `explore`): within a
+    /// time window (--before, --after, --context), with an equal field (--by), of some types
+    /// (--for); each event once, in ID order.
+    Explore(explore::ExploreArgs),
+    /// Print the events of TYPE related to the results of an expression (VAST's `pivot`): by
+    /// community_id, else by Zeek's uid (also files.log's conn_uids); each once, in ID order.
+    Pivot(explore::PivotArgs),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(archive::InfoArgs),
     /// Describe segment files: uuid, ID intervals, events, batches.
@@ -248,6 +256,8 @@ pub fn main() -> ExitCode {
             Command::Export(args) => search::export(args),
             Command::Count(args) => search::count(args),
             Command::Get(args) => search::get(args),
+            Command::Explore(args) => explore::explore(args),
+            Command::Pivot(args) => explore::pivot(args),
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),

@@ -16,7 +16,7 @@ use super::lake::LakeArgs;
 use super::UsageError;
 
 /// Output is written in pieces of about this size.
-const CHUNK: usize = 256 << 10;
+pub(super) const CHUNK: usize = 256 << 10;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -92,7 +92,7 @@ pub(super) fn query_error(e: QueryError) -> anyhow::Error {
 }
 
 /// Writes the output buffer, then flushes; a closed stdout ends quietly.
-fn finish(
+pub(super) fn finish(
     out: &mut impl Write,
     writer: &mut dyn EventWriter,
     buf: &mut Vec<u8>,

@@ -75,9 +75,11 @@
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
 //! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
 //! | `ops/` | operators after the expression: `EXPR \| sort ts \| head` ([`Chain`]) |
+//! | `context/` | VAST's `explore` and `pivot`: the events around and related to results ([`context`]) |
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
 mod bind;
+pub mod context;
 mod erase;
 mod error;
 mod eval;

@@ -27,6 +27,7 @@ mod column_stats;
 mod columnar_batches;
 mod corpus_roundtrip;
 mod crash_kill9;
+mod explore_pivot;
 mod fault_injection;
 mod fault_input;
 mod fault_misc;

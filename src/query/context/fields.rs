@@ -1,0 +1,83 @@
+//! Named fields of a schema, read from encoded rows: the fields a field extractor names (the
+//! language's rule, [`super::super::bind::names_field`]: the full dotted name, a suffix at a
+//! dot, or schema-qualified) and the event's `ts`, stepped to in one pass over the row.
+
+use crate::types::{Schema, Type};
+use crate::value::{DecodeError, RowCursor, ValueRef};
+
+use super::super::bind::names_field;
+
+/// The fields of `schema` that the field extractor `name` names, in schema order.
+pub(crate) fn named(schema: &Schema, name: &str) -> Vec<usize> {
+    schema
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| names_field(schema, &f.name, name))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Reads some fields of the rows of one schema.
+#[derive(Debug, Clone)]
+pub(crate) struct RowFields {
+    /// The number of fields of a row.
+    width: usize,
+    /// The fields read, ascending, with their types.
+    wanted: Vec<(usize, Type)>,
+}
+
+impl RowFields {
+    /// A reader of the fields `wanted` (indices into `schema.fields`; duplicates are read once).
+    pub(crate) fn new(schema: &Schema, wanted: &[usize]) -> RowFields {
+        let mut idx: Vec<usize> = wanted
+            .iter()
+            .copied()
+            .filter(|&i| i < schema.fields.len())
+            .collect();
+        idx.sort_unstable();
+        idx.dedup();
+        RowFields {
+            width: schema.fields.len(),
+            wanted: idx
+                .into_iter()
+                .map(|i| (i, schema.fields[i].ty.clone()))
+                .collect(),
+        }
+    }
+
+    /// The position of field `field` in what [`RowFields::read`] gives (`None`: not read).
+    pub(crate) fn slot(&self, field: usize) -> Option<usize> {
+        self.wanted.iter().position(|(i, _)| *i == field)
+    }
+
+    /// The values of the wanted fields of `row`, in ascending field order, into `out`
+    /// (cleared first).
+    pub(crate) fn read<'a>(
+        &self,
+        row: &'a [u8],
+        out: &mut Vec<ValueRef<'a>>,
+    ) -> Result<(), DecodeError> {
+        out.clear();
+        if self.wanted.is_empty() {
+            return Ok(());
+        }
+        let mut c = RowCursor::new(row);
+        c.row_header(self.width)?;
+        let mut next = 0;
+        for (field, ty) in &self.wanted {
+            c.skip_many(field - next)?;
+            out.push(c.read(ty)?);
+            next = field + 1;
+        }
+        Ok(())
+    }
+}
+
+/// An emptied buffer of values, without the borrow of the row it held, for the next row (its
+/// allocation is kept: an empty iterator collected into a vector of the same layout reuses
+/// it).
+pub(crate) fn recycle(mut v: Vec<ValueRef<'_>>) -> Vec<ValueRef<'static>> {
+    v.clear();
+    v.into_iter().map(|_| ValueRef::Null).collect()
+}
