@@ -184,6 +184,8 @@ impl DirSink {
                 let ext = match self.format {
                     OutputFormat::Json => "json",
                     OutputFormat::Arrow => "arrow",
+                    OutputFormat::Csv => "csv",
+                    OutputFormat::Table => "txt",
                     _ => "log",
                 };
                 // The directory is created with the first file, as the parquet sink does.
