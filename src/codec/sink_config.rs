@@ -24,7 +24,7 @@ fn stream_format(format: OutputFormat) -> Result<(), InvalidSetting> {
     Ok(())
 }
 
-/// A sink writing events to a file (created or truncated) as Zeek TSV or JSON lines.
+/// A sink writing events to a file (created or truncated) in an [`OutputFormat`] that is a stream.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FileSinkConfig {
@@ -70,7 +70,7 @@ impl FileSinkConfig {
     }
 }
 
-/// A sink writing events to standard output as Zeek TSV or JSON lines.
+/// A sink writing events to standard output in an [`OutputFormat`] that is a stream.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StdoutSinkConfig {
