@@ -154,9 +154,7 @@ pub fn export(
     let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = None;
     if left > 0 {
-        let mut search = query
-            .search(archive)
-            .map_err(super::search::query_error)?;
+        let mut search = query.search(archive).map_err(super::search::query_error)?;
         while let Some(hits) = search.next() {
             let hits = match hits {
                 Ok(h) => h,

@@ -301,8 +301,7 @@ mod tests {
             ("", Empty),
             ("", Unset),
         ];
-        let want: Vec<(String, CellKind)> =
-            want.iter().map(|(t, k)| (t.to_string(), *k)).collect();
+        let want: Vec<(String, CellKind)> = want.iter().map(|(t, k)| (t.to_string(), *k)).collect();
         assert_eq!(got, want);
         // A truncated row is an error.
         let r = push_cells(

@@ -135,18 +135,13 @@ impl EventWriter for CsvWriter {
             self.cells.clear();
             // The row is formatted whole before any of it is written: a bad row leaves `out`
             // as it was.
-            push_cells(
-                schema,
-                row,
-                Controls::Keep,
-                &mut self.text,
-                &mut self.cells,
-            )
-            .map_err(|source| WriteError::Decode {
-                schema: schema.name.clone(),
-                row: i,
-                source,
-            })?;
+            push_cells(schema, row, Controls::Keep, &mut self.text, &mut self.cells).map_err(
+                |source| WriteError::Decode {
+                    schema: schema.name.clone(),
+                    row: i,
+                    source,
+                },
+            )?;
             let mut start = 0;
             for (j, cell) in self.cells.iter().enumerate() {
                 if j > 0 {

@@ -320,7 +320,7 @@ fn push_cut(out: &mut Vec<u8>, s: &str, chars: usize, width: usize) {
         return;
     }
     let keep = width.saturating_sub(1);
-    out.extend_from_slice(s[..char_start(s, keep)].as_bytes());
+    out.extend_from_slice(&s.as_bytes()[..char_start(s, keep)]);
     if width > 0 {
         out.extend_from_slice("…".as_bytes());
     }
@@ -522,7 +522,10 @@ mod tests {
             let width = 1 + next(250);
             let w = fit(&natural, width);
             assert!(!w.is_empty());
-            assert!(total(w.iter().copied()) <= width, "{natural:?} {width} {w:?}");
+            assert!(
+                total(w.iter().copied()) <= width,
+                "{natural:?} {width} {w:?}"
+            );
             assert!(w[0] <= width);
             for (j, &c) in w.iter().enumerate() {
                 assert!(c <= natural[j]);
