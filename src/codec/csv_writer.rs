@@ -176,6 +176,40 @@ mod tests {
     }
 
     #[test]
+    fn a_change_of_schema_starts_a_section() {
+        use crate::types::{Field, Schema, Type};
+        use crate::value::{encode_row, Value};
+        let a = Schema::new("a", vec![Field::new("x,y", Type::Count)]).into_shared();
+        let b = Schema::new(
+            "b",
+            vec![Field::new("s", Type::String), Field::new("t", Type::Bool)],
+        )
+        .into_shared();
+        let row = |values: &[Value]| {
+            let mut buf = Vec::new();
+            encode_row(values, &mut buf);
+            buf
+        };
+        let (ra, rb) = (
+            row(&[Value::Count(1)]),
+            row(&[Value::Null, Value::Bool(true)]),
+        );
+        let mut w = CsvWriter::new();
+        let mut out = Vec::new();
+        for (schema, r) in [(&a, &ra), (&a, &ra), (&b, &rb), (&a, &ra)] {
+            w.write_rows(schema, &mut std::iter::once(&r[..]), &mut out)
+                .unwrap();
+        }
+        w.finish(&mut out);
+        w.write_rows(&b, &mut std::iter::once(&rb[..]), &mut out)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"x,y\"\n1\n1\n\ns,t\n,true\n\n\"x,y\"\n1\ns,t\n,true\n"
+        );
+    }
+
+    #[test]
     fn cells_are_quoted_only_when_needed() {
         assert_eq!(field(b"plain text"), "plain text");
         assert_eq!(field(b"a,b"), "\"a,b\"");

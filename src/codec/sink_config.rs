@@ -106,7 +106,8 @@ impl StdoutSinkConfig {
 
 /// A sink writing one file per log path into a directory, as Zeek does: `conn.log`,
 /// `dns.log`, … for Zeek TSV (one header block per file, and a new one only when that log's
-/// schema changes), `conn.json`, … for JSON lines. Files are created or truncated when their
+/// schema changes), `conn.json`, … for JSON lines (`.arrow`, `.csv`, and `.txt` for a
+/// table). Files are created or truncated when their
 /// first event arrives; the directory is created with the first file (its parent must exist),
 /// as the `parquet` sink does.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

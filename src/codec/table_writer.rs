@@ -252,9 +252,12 @@ impl TableWriter {
         }
         line.end();
 
-        // Rows.
+        // Rows (of a schema without fields: empty lines).
+        if n == 0 {
+            out.resize(out.len() + self.rows, b'\n');
+        }
         let mut start = 0;
-        for row in self.held.chunks(n) {
+        for row in self.held.chunks(n.max(1)) {
             let mut line = LineWriter::new(out);
             for (j, h) in row.iter().enumerate() {
                 if j < shown {
@@ -537,6 +540,71 @@ mod tests {
                 assert_eq!(w, natural);
             }
         }
+    }
+
+    fn schema(fields: &[(&str, &str)]) -> SchemaRef {
+        use crate::types::{Field, Schema};
+        Schema::new(
+            "t.s",
+            fields
+                .iter()
+                .map(|(n, t)| Field::new(*n, Type::parse(t).unwrap()))
+                .collect(),
+        )
+        .into_shared()
+    }
+
+    /// The rows written (what is printed of them so far).
+    fn write(w: &mut TableWriter, schema: &SchemaRef, rows: &[Vec<crate::value::Value>]) -> String {
+        let encoded: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|r| {
+                let mut b = Vec::new();
+                crate::value::encode_row(r, &mut b);
+                b
+            })
+            .collect();
+        let mut out = Vec::new();
+        let mut it = encoded.iter().map(|r| &r[..]);
+        w.write_rows(schema, &mut it, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn blocks_of_a_table() {
+        use crate::value::Value;
+        let a = schema(&[("name", "string"), ("n", "count")]);
+        let none = schema(&[]);
+        let mut w = TableWriter::with_width(40);
+        let rows = [
+            vec![Value::String(b"x".to_vec()), Value::Count(5)],
+            vec![Value::String(vec![]), Value::Null],
+        ];
+        // Held until the schema changes.
+        let mut all = write(&mut w, &a, &rows);
+        assert_eq!(all, "");
+        all += &write(&mut w, &none, &[vec![], vec![]]);
+        let long = Value::String("é".repeat(50).into_bytes());
+        all += &write(&mut w, &a, &[vec![long, Value::Count(12345)]]);
+        let mut out = Vec::new();
+        w.finish(&mut out);
+        all += &String::from_utf8(out).unwrap();
+        // The long cell is cut to 33 characters: 33 + 2 + 5 = 40.
+        let e = "é".repeat(32);
+        let pad = " ".repeat(35);
+        let want = format!(
+            "t.s\nname     n\nx        5\n(empty)  -\n\nt.s\n\n\n\n\nt.s\nname{pad}n\n{e}…  12345\n"
+        );
+        assert_eq!(all, want);
+
+        // Full blocks are printed as they fill.
+        let mut w = TableWriter::with_width(40);
+        let rows: Vec<Vec<Value>> = (0..BLOCK_ROWS as u64 + 1)
+            .map(|i| vec![Value::String(b"r".to_vec()), Value::Count(i)])
+            .collect();
+        let printed = write(&mut w, &a, &rows);
+        assert_eq!(printed.lines().count(), 2 + BLOCK_ROWS);
+        assert!(printed.lines().all(|l| l.chars().count() <= 40));
     }
 
     #[test]

@@ -218,7 +218,8 @@ pub fn writer_for(format: OutputFormat) -> Box<dyn EventWriter> {
     writer_with(format, JsonTimestamps::default())
 }
 
-/// A writer for the given format; JSON spells times as `json_timestamps` says.
+/// A writer for the given format; JSON spells times as `json_timestamps` says, and a table is
+/// as wide as [`crate::codec::table_writer::terminal_width`] says.
 pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box<dyn EventWriter> {
     match format {
         OutputFormat::ZeekTsv => Box::new(crate::codec::zeek::tsv_writer::ZeekTsvWriter::new()),
