@@ -152,6 +152,8 @@ fn bench(c: &mut Criterion) {
     for (name, format) in [
         ("zeek_tsv", OutputFormat::ZeekTsv),
         ("json", OutputFormat::Json),
+        ("csv", OutputFormat::Csv),
+        ("table", OutputFormat::Table),
     ] {
         let mut sample = Vec::new();
         write_all(format, &batches, &mut sample);

@@ -1,4 +1,4 @@
-//! `weir convert`: Zeek logs in, Zeek TSV or JSON lines out on stdout; a pipeline of one
+//! `weir convert`: Zeek logs in, Zeek TSV, JSON lines, Arrow, a table or CSV out on stdout; a pipeline of one
 //! source (the inputs in order), a filter transform with `--where`, and one stdout sink.
 
 use clap::Args;
@@ -33,7 +33,7 @@ pub struct ConvertArgs {
     #[arg(long = "where", value_name = "EXPR")]
     filter: Option<String>,
     /// Write one file per log path into this directory (`conn.log`, `dns.log`, …, or
-    /// `conn.json`, … with `--to json`), as Zeek does, instead of stdout; the directory is
+    /// `conn.json`, `conn.csv`, … with `--to json`, `--to csv`), as Zeek does, instead of stdout; the directory is
     /// created when missing (its parent must exist). With `--to parquet` (required there):
     /// the lake's directory, created when missing.
     #[arg(long, value_name = "DIR")]

@@ -27,6 +27,7 @@ macro_rules! say {
 mod archive;
 mod args;
 mod convert;
+mod csv_dir;
 mod docs;
 mod explore;
 mod import;
@@ -114,14 +115,14 @@ fn install_logger(filter: tracing_subscriber::EnvFilter, format: LogFormat) {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Convert Zeek logs (TSV or JSON, plain, gzip or zstd) to Zeek TSV or JSON lines on stdout.
+    /// Convert Zeek logs (TSV or JSON, plain, gzip or zstd) to Zeek TSV (or as `--to` says) on stdout.
     Convert(convert::ConvertArgs),
     /// Import Zeek logs into an archive (the pipeline of pipelines/zeek-to-archive.toml).
     Import(import::ImportArgs),
     /// Run a pipeline definition file (see pipelines/).
     Run(import::RunArgs),
     /// Export the archive's events matching an expression (all without one) in ID order
-    /// (import order) as Zeek TSV or JSON lines.
+    /// (import order): a table on a terminal, else Zeek TSV, or as `--to` says.
     Export(search::ExportArgs),
     /// Count the archive's events matching an expression (all without one).
     Count(search::CountArgs),

@@ -1,7 +1,7 @@
 //! The search commands: `weir export [EXPR]`, `weir count [EXPR]`, `weir get ID...`
 //! (the language is [`weir::query`]'s).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use clap::Args;
 
@@ -22,10 +22,9 @@ pub(super) const CHUNK: usize = 256 << 10;
 pub struct ExportArgs {
     #[command(flatten)]
     db: DbArg,
-    /// Output format.
     #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
-          default_value_t = StdoutSinkConfig::default().format)]
-    to: OutputFormat,
+          help = to_help())]
+    to: Option<OutputFormat>,
     /// How `--to json` writes times: `epoch` seconds (Zeek's default), `iso8601` strings or
     /// `millis`.
     #[arg(long = "json-timestamps", value_parser = choice::<JsonTimestamps>(), value_name = "FORMAT",
@@ -35,7 +34,9 @@ pub struct ExportArgs {
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
     /// With `--to parquet` (required there): the lake's directory, created when missing;
-    /// files go to DIR/schema=zeek.conn/date=2009-11-18/part-00000.parquet.
+    /// files go to DIR/schema=zeek.conn/date=2009-11-18/part-00000.parquet. With `--to csv`:
+    /// one file per schema, DIR/zeek.conn.csv, each with its header line; the directory is
+    /// created when missing, and an existing file is never overwritten.
     #[arg(long, value_name = "DIR")]
     output: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -59,10 +60,9 @@ pub struct CountArgs {
 pub struct GetArgs {
     #[command(flatten)]
     db: DbArg,
-    /// Output format.
     #[arg(long, value_parser = choice::<OutputFormat>(), value_name = "FORMAT",
-          default_value_t = StdoutSinkConfig::default().format)]
-    to: OutputFormat,
+          help = to_help())]
+    to: Option<OutputFormat>,
     /// How `--to json` writes times: `epoch` seconds (Zeek's default), `iso8601` strings or
     /// `millis`.
     #[arg(long = "json-timestamps", value_parser = choice::<JsonTimestamps>(), value_name = "FORMAT",
@@ -71,6 +71,27 @@ pub struct GetArgs {
     /// Event IDs (as `weir info` shows their ranges), printed in the order given.
     #[arg(value_name = "ID", required = true)]
     ids: Vec<u64>,
+}
+
+/// The help of `--to` in `weir export` and `weir get`, naming the default of each case.
+fn to_help() -> String {
+    format!(
+        "Output format [default: {} when stdout is a terminal, else {}]",
+        OutputFormat::Table,
+        StdoutSinkConfig::default().format
+    )
+}
+
+/// The format of `--to`, or when not given, the table on a terminal and otherwise
+/// [`StdoutSinkConfig`]'s default (so that pipes and files get what they always got).
+fn stdout_format(to: Option<OutputFormat>) -> OutputFormat {
+    to.unwrap_or_else(|| {
+        if std::io::stdout().is_terminal() {
+            OutputFormat::Table
+        } else {
+            StdoutSinkConfig::default().format
+        }
+    })
 }
 
 /// The query of an optional EXPR argument; a malformed one is a usage error (exit 2).
@@ -115,22 +136,32 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         return export_chain(&args, &chain);
     }
     let query = query(args.expr.as_deref())?;
-    let lake = match (args.to, args.output.clone()) {
-        (OutputFormat::Parquet, Some(dir)) => Some(args.lake.config(dir)?),
+    let to = stdout_format(args.to);
+    let mut lake = None;
+    let mut csv_dir = None;
+    match (to, args.output.clone()) {
+        (OutputFormat::Parquet, Some(dir)) => lake = Some(args.lake.config(dir)?),
         (OutputFormat::Parquet, None) => {
             return Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
         }
+        (OutputFormat::Csv, Some(dir)) => csv_dir = Some(dir),
         (_, Some(_)) => {
-            return Err(UsageError("--output DIR is for --to parquet".into()).into());
+            return Err(UsageError(format!(
+                "--output DIR is for --to parquet and --to csv, not --to {to}"
+            ))
+            .into());
         }
-        (_, None) => None,
+        (_, None) => {}
     };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     if let Some(config) = lake {
         return super::lake::export(&archive, &query, args.limit, &config);
     }
-    let mut writer = writer_with(args.to, args.json_timestamps);
+    if let Some(dir) = csv_dir {
+        return super::csv_dir::export(&archive, &query, args.limit, &dir);
+    }
+    let mut writer = writer_with(to, args.json_timestamps);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = Vec::with_capacity(CHUNK * 2);
@@ -176,12 +207,15 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 /// The lake configuration of `--to parquet --output DIR`; a usage error without `--output`
 /// (or with it for another format).
 fn lake_config(args: &ExportArgs) -> anyhow::Result<Option<weir::codec::ParquetSinkConfig>> {
-    match (args.to, args.output.clone()) {
+    match (stdout_format(args.to), args.output.clone()) {
         (OutputFormat::Parquet, Some(dir)) => Ok(Some(args.lake.config(dir)?)),
         (OutputFormat::Parquet, None) => {
             Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
         }
-        (_, Some(_)) => Err(UsageError("--output DIR is for --to parquet".into()).into()),
+        (to, Some(_)) => Err(UsageError(format!(
+            "with operators, --output DIR is for --to parquet, not --to {to}; write to stdout instead"
+        ))
+        .into()),
         (_, None) => Ok(None),
     }
 }
@@ -231,7 +265,7 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
             config.dir.display()
         );
     } else {
-        let mut writer = writer_with(args.to, args.json_timestamps);
+        let mut writer = writer_with(stdout_format(args.to), args.json_timestamps);
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         let mut buf = Vec::with_capacity(CHUNK * 2);
@@ -322,7 +356,8 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
 
 /// `weir get`: the events with the given IDs, in the order given.
 pub fn get(args: GetArgs) -> anyhow::Result<()> {
-    if args.to == OutputFormat::Parquet {
+    let to = stdout_format(args.to);
+    if to == OutputFormat::Parquet {
         return Err(UsageError(
             "--to parquet writes a lake into a directory: use `weir export --to parquet --output DIR`"
                 .into(),
@@ -330,7 +365,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         .into());
     }
     let archive = Archive::open(&args.db.path)?;
-    let mut writer = writer_with(args.to, args.json_timestamps);
+    let mut writer = writer_with(to, args.json_timestamps);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = Vec::new();

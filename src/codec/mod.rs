@@ -7,9 +7,12 @@
 //! ([`arrow`]).
 
 pub mod arrow;
+pub mod cells;
+pub mod csv_writer;
 mod drive;
 pub mod json_writer;
 mod sink_config;
+pub mod table_writer;
 pub mod writer;
 pub mod zeek;
 

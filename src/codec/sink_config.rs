@@ -24,7 +24,7 @@ fn stream_format(format: OutputFormat) -> Result<(), InvalidSetting> {
     Ok(())
 }
 
-/// A sink writing events to a file (created or truncated) as Zeek TSV or JSON lines.
+/// A sink writing events to a file (created or truncated) in an [`OutputFormat`] that is a stream.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FileSinkConfig {
@@ -70,7 +70,7 @@ impl FileSinkConfig {
     }
 }
 
-/// A sink writing events to standard output as Zeek TSV or JSON lines.
+/// A sink writing events to standard output in an [`OutputFormat`] that is a stream.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StdoutSinkConfig {
@@ -106,7 +106,8 @@ impl StdoutSinkConfig {
 
 /// A sink writing one file per log path into a directory, as Zeek does: `conn.log`,
 /// `dns.log`, … for Zeek TSV (one header block per file, and a new one only when that log's
-/// schema changes), `conn.json`, … for JSON lines. Files are created or truncated when their
+/// schema changes), `conn.json`, … for JSON lines (`.arrow`, `.csv`, and `.txt` for a
+/// table). Files are created or truncated when their
 /// first event arrives; the directory is created with the first file (its parent must exist),
 /// as the `parquet` sink does.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -184,6 +185,8 @@ impl DirSink {
                 let ext = match self.format {
                     OutputFormat::Json => "json",
                     OutputFormat::Arrow => "arrow",
+                    OutputFormat::Csv => "csv",
+                    OutputFormat::Table => "txt",
                     _ => "log",
                 };
                 // The directory is created with the first file, as the parquet sink does.

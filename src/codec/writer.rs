@@ -11,6 +11,9 @@
 //! - `json`: JSON lines as Zeek writes them with `LogAscii::use_json=T`
 //!   ([`crate::codec::json_writer`]);
 //! - `arrow`: Arrow IPC streams ([`crate::codec::arrow::ipc`]);
+//! - `table`: aligned columns for people, cut to the terminal's width
+//!   ([`crate::codec::table_writer`]);
+//! - `csv`: RFC 4180 CSV with a header line per schema ([`crate::codec::csv_writer`]);
 //! - `parquet`: not a stream but a directory ([`crate::codec::arrow::lake`]), written by the
 //!   Parquet sink; [`writer_for`] gives a writer that refuses rows.
 //!
@@ -49,6 +52,11 @@ pub enum OutputFormat {
     Json,
     /// Arrow IPC streams (`arrow`), see [`crate::codec::arrow::ipc`].
     Arrow,
+    /// Aligned columns for people (`table`), cut to the terminal's width, see
+    /// [`crate::codec::table_writer`].
+    Table,
+    /// CSV (`csv`, RFC 4180) with a header line per schema, see [`crate::codec::csv_writer`].
+    Csv,
     /// A Parquet lake (`parquet`): a directory, not a stream; only where an output directory
     /// is given (`--output DIR`, the `parquet` sink), see [`crate::codec::arrow::lake`].
     Parquet,
@@ -78,6 +86,16 @@ impl Choice for OutputFormat {
             "arrow",
             OutputFormat::Arrow,
             "Arrow IPC streams, one per run of one schema",
+        ),
+        ChoiceName::new(
+            "table",
+            OutputFormat::Table,
+            "aligned columns cut to the terminal's width, for people",
+        ),
+        ChoiceName::new(
+            "csv",
+            OutputFormat::Csv,
+            "CSV (RFC 4180) with a header line per schema",
         ),
         ChoiceName::new(
             "parquet",
@@ -200,7 +218,8 @@ pub fn writer_for(format: OutputFormat) -> Box<dyn EventWriter> {
     writer_with(format, JsonTimestamps::default())
 }
 
-/// A writer for the given format; JSON spells times as `json_timestamps` says.
+/// A writer for the given format; JSON spells times as `json_timestamps` says, and a table is
+/// as wide as [`crate::codec::table_writer::terminal_width`] says.
 pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box<dyn EventWriter> {
     match format {
         OutputFormat::ZeekTsv => Box::new(crate::codec::zeek::tsv_writer::ZeekTsvWriter::new()),
@@ -208,6 +227,8 @@ pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box
             json_timestamps,
         )),
         OutputFormat::Arrow => Box::new(crate::codec::arrow::ArrowIpcWriter::new()),
+        OutputFormat::Table => Box::new(crate::codec::table_writer::TableWriter::new()),
+        OutputFormat::Csv => Box::new(crate::codec::csv_writer::CsvWriter::new()),
         OutputFormat::Parquet => Box::new(DirectoryOnly),
     }
 }
@@ -492,7 +513,12 @@ mod tests {
         ];
         let mut buf = Vec::new();
         encode_row(&row, &mut buf);
-        for format in [OutputFormat::ZeekTsv, OutputFormat::Json] {
+        for format in [
+            OutputFormat::ZeekTsv,
+            OutputFormat::Json,
+            OutputFormat::Csv,
+            OutputFormat::Table,
+        ] {
             let mut out = Vec::new();
             writer_for(format)
                 .write_rows(&schema, &mut std::iter::once(&buf[..]), &mut out)
@@ -518,10 +544,12 @@ mod tests {
             OutputFormat::ZeekTsv,
             OutputFormat::Json,
             OutputFormat::Arrow,
+            OutputFormat::Table,
+            OutputFormat::Csv,
             OutputFormat::Parquet,
         ] {
             assert_eq!(f.to_string().parse::<OutputFormat>().unwrap(), f);
         }
-        assert!("csv".parse::<OutputFormat>().is_err());
+        assert!("xlsx".parse::<OutputFormat>().is_err());
     }
 }

@@ -952,7 +952,7 @@ fn run_check_reports_every_problem_of_a_file() {
         &path,
         "[sources.in]\ntype = \"stdin\"\nmax_line_length = \"0\"\n\n\
          [transforms.batch]\ntype = \"batch\"\ninputs = [\"in\"]\nmax_events = 0\n\n\
-         [sinks.out]\ntype = \"stdout\"\ninputs = [\"batch\"]\nformat = \"csv\"\n",
+         [sinks.out]\ntype = \"stdout\"\ninputs = [\"batch\"]\nformat = \"xlsx\"\n",
     )
     .unwrap();
     let shown = path.display().to_string();
@@ -963,7 +963,7 @@ fn run_check_reports_every_problem_of_a_file() {
         format!(
             "weir: error: {shown}:3: [sources.in] max_line_length: 0 is out of range: must be at least 1\n\
              weir: error: {shown}:8: [transforms.batch] max_events: 0 is out of range: must be at least 1\n\
-             weir: error: {shown}:13: [sinks.out] format: invalid value \"csv\"; expected one of: zeek-tsv, json, arrow, parquet\n"
+             weir: error: {shown}:13: [sinks.out] format: invalid value \"xlsx\"; expected one of: zeek-tsv, json, arrow, table, csv, parquet\n"
         )
     );
     let first = weir::pipeline::config::PipelineSpec::load(&path, &Default::default()).unwrap_err();

@@ -38,6 +38,7 @@ mod fuzz_regressions;
 mod json_writer;
 mod lake_engines;
 mod metrics_endpoint;
+mod output_formats;
 mod pipeline_config;
 mod pipeline_graph;
 mod query_language;

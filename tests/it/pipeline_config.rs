@@ -675,7 +675,7 @@ fn bad_choice() {
         8,
         Some("sinks.out"),
         Some("format"),
-        "invalid value \"csv\"; expected one of: zeek-tsv, json, arrow, parquet",
+        "invalid value \"xlsx\"; expected one of: zeek-tsv, json, arrow, table, csv, parquet",
     );
 }
 
