@@ -123,6 +123,28 @@ enum Command {
     Run(import::RunArgs),
     /// Export the archive's events matching an expression (all without one) in ID order
     /// (import order): a table on a terminal, else Zeek TSV, or as `--to` says.
+    ///
+    /// Operators after the expression (Tenzir's TQL1): `weir export 'EXPR | OP | OP'`, or
+    /// operators alone (`weir export 'top id.resp_p'`):
+    ///
+    ///   where EXPR                       keep the events that match
+    ///   select F, ...  /  drop F, ...    keep / remove fields
+    ///   head [N]  /  tail [N]            the first / last N events (10)
+    ///   sort F [asc|desc], ...           by the keys, stable, events without a key last
+    ///                                    (1 GiB of rows at most; with `| head N`: N events)
+    ///   summarize AGG, ... [by F, ...] [resolution DURATION]
+    ///                                    one event per group (schema weir.summarize);
+    ///                                    AGG: count() count(F) count_distinct(F) distinct(F)
+    ///                                    sum(F) min(F) max(F) mean(F), or NAME=AGG
+    ///   top F [N]  /  rare F [N]         the most / least common values (10) with a count
+    ///
+    /// Examples:
+    ///   weir export 'id.resp_p == 53 | summarize count() by query | sort count() desc | head'
+    ///   weir export 'summarize count() by ts resolution 1h'
+    ///   weir export 'id.orig_h == 10.0.0.1 | sort ts | select ts, uid, id.resp_h'
+    ///
+    /// See README, "Investigating", for more recipes.
+    #[command(verbatim_doc_comment)]
     Export(search::ExportArgs),
     /// Count the archive's events matching an expression (all without one).
     Count(search::CountArgs),

@@ -42,7 +42,8 @@ pub struct ExportArgs {
     #[command(flatten)]
     lake: LakeArgs,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
-    /// (see README, "Searching"); none: every event.
+    /// (see README, "Searching"), optionally followed by operators ('... | top id.resp_p',
+    /// see above); none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
 }

@@ -43,6 +43,7 @@ mod pipeline_config;
 mod pipeline_graph;
 mod query_language;
 mod query_pruning;
+mod recipes;
 mod segment_corruption;
 mod segment_format;
 mod segment_index;
