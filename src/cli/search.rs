@@ -113,6 +113,23 @@ pub(super) fn query_error(e: QueryError) -> anyhow::Error {
     }
 }
 
+/// The search's statistics at `-v` (info level): what was considered, pruned and read.
+fn log_stats(stats: &weir::query::SearchStats, emitted: Option<u64>, started: std::time::Instant) {
+    tracing::info!(
+        segments = stats.segments,
+        segments_pruned = stats.segments_pruned,
+        segments_counted = stats.segments_counted,
+        segments_opened = stats.segments_opened,
+        batches_read = stats.batches_read,
+        batches_pruned = stats.batches_pruned,
+        rows_evaluated = stats.rows_evaluated,
+        matched = stats.matched,
+        emitted,
+        ms = started.elapsed().as_millis() as u64,
+        "query statistics"
+    );
+}
+
 /// Writes the output buffer, then flushes; a closed stdout ends quietly.
 pub(super) fn finish(
     out: &mut impl Write,
@@ -168,6 +185,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let mut buf = Vec::with_capacity(CHUNK * 2);
     let mut left = args.limit.unwrap_or(u64::MAX);
     let mut damaged = None;
+    let started = std::time::Instant::now();
     if left > 0 {
         let mut search = query.search(&archive).map_err(query_error)?;
         while let Some(hits) = search.next() {
@@ -191,6 +209,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
                 break;
             }
         }
+        log_stats(search.stats(), None, started);
     }
     finish(&mut out, writer.as_mut(), &mut buf)?;
     if let Some(stats) = damaged {
@@ -239,7 +258,8 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
     if let Some(config) = lake {
         let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
         let mut failed = None;
-        chain
+        let started = std::time::Instant::now();
+        let stats = chain
             .run(
                 &archive,
                 &mut |slice| {
@@ -254,6 +274,7 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
                 &mut on_damaged,
             )
             .map_err(query_error)?;
+        log_stats(&stats.search, Some(stats.emitted), started);
         if let Some(e) = failed {
             return Err(e.into());
         }
@@ -271,7 +292,8 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
         let mut out = stdout.lock();
         let mut buf = Vec::with_capacity(CHUNK * 2);
         let mut failed: Option<anyhow::Error> = None;
-        chain
+        let started = std::time::Instant::now();
+        let stats = chain
             .run(
                 &archive,
                 &mut |slice| {
@@ -295,6 +317,7 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
                 &mut on_damaged,
             )
             .map_err(query_error)?;
+        log_stats(&stats.search, Some(stats.emitted), started);
         if let Some(e) = failed {
             return Err(e);
         }
@@ -332,11 +355,13 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
         let archive = Archive::open(&args.db.path)?;
         warn_unlisted(&archive)?;
         let mut failed: Option<QueryError> = None;
+        let started = std::time::Instant::now();
         let stats = chain
             .run(&archive, &mut |_| Ok(Flow::More), &mut |e| {
                 failed.get_or_insert(e);
             })
             .map_err(query_error)?;
+        log_stats(&stats.search, Some(stats.emitted), started);
         if let Some(e) = failed {
             return Err(e.into());
         }
@@ -347,7 +372,9 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     let query = query(args.expr.as_deref())?;
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
-    let (n, _) = query.count(&archive).map_err(query_error)?;
+    let started = std::time::Instant::now();
+    let (n, stats) = query.count(&archive).map_err(query_error)?;
+    log_stats(&stats, None, started);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = format!("{n}\n").into_bytes();

@@ -82,7 +82,7 @@ fn top_talkers() {
         *sums.entry(h.to_string()).or_default() += b;
     }
     let mut want: Vec<(String, u64)> = sums.into_iter().collect();
-    want.sort_by(|a, b| b.1.cmp(&a.1));
+    want.sort_by_key(|w| std::cmp::Reverse(w.1));
     assert_eq!(got.len(), 5);
     for (g, w) in got.iter().zip(&want) {
         assert_eq!(g["id.orig_h"].as_str(), Some(w.0.as_str()));
