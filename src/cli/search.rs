@@ -7,7 +7,7 @@ use clap::Args;
 
 use weir::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError};
 use weir::codec::StdoutSinkConfig;
-use weir::query::{Query, QueryError};
+use weir::query::{Query, QueryError, Search};
 use weir::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
@@ -83,6 +83,14 @@ fn query(expr: Option<&str>) -> anyhow::Result<Query> {
     }
 }
 
+/// Prints the warnings of a search's check of its expression (comparisons ill-typed in some
+/// schemas: see `Search::warnings`).
+pub(super) fn warn(search: &Search<'_>) {
+    for w in search.warnings() {
+        say!("weir: warning: {w}");
+    }
+}
+
 /// A query error: an ill-typed expression is the user's (exit 2), the rest a runtime error.
 pub(super) fn query_error(e: QueryError) -> anyhow::Error {
     match e {
@@ -131,8 +139,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let mut buf = Vec::with_capacity(CHUNK * 2);
     let mut left = args.limit.unwrap_or(u64::MAX);
     let mut damaged = None;
+    // Made also for `-n 0`: the expression is checked against the archive.
+    let mut search = query.search(&archive).map_err(query_error)?;
+    warn(&search);
     if left > 0 {
-        let mut search = query.search(&archive).map_err(query_error)?;
         while let Some(hits) = search.next() {
             let hits = match hits {
                 Ok(h) => h,
@@ -174,7 +184,9 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     let query = query(args.expr.as_deref())?;
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
-    let (n, _) = query.count(&archive).map_err(query_error)?;
+    let search = query.search(&archive).map_err(query_error)?;
+    warn(&search);
+    let (n, _) = search.count().map_err(query_error)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = format!("{n}\n").into_bytes();

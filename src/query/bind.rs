@@ -64,6 +64,9 @@ pub(crate) struct Typing {
     pub well_typed: bool,
     /// The first field that did not: its name and type.
     pub mismatch: Option<(String, Type)>,
+    /// The schemas that have fields the extractor names but none that makes the comparison
+    /// well-typed: the schema's name, the first such field and its type.
+    pub ill_typed: Vec<(String, String, Type)>,
 }
 
 /// An expression bound to one schema.
@@ -188,26 +191,32 @@ fn prepare(b: &mut Bound, fields: &[usize]) {
 }
 
 /// Merges the range tests of one field in a conjunction into one (`ts >= a && ts < b` is
-/// one test of `ts` in `a..=b-1`): one decoding of the field instead of two.
+/// one test of `ts` in `a..=b-1`): one decoding of the field instead of two. The first range
+/// test of each field takes the later ones; linear in the conjunction's length.
 fn merge_ranges(v: &mut Vec<Bound>) {
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i + 1;
-        while j < v.len() {
-            let merged = match (&v[i], &v[j]) {
-                (Bound::Test(a), Bound::Test(b)) if a.field == b.field => a.fast.intersect(b.fast),
-                _ => None,
-            };
-            match (merged, &mut v[i]) {
-                (Some(fast), Bound::Test(a)) => {
-                    a.fast = fast;
-                    v.remove(j);
-                }
-                _ => j += 1,
+    // Per field, the position of its first range test.
+    let mut first: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut keep = vec![true; v.len()];
+    for j in 0..v.len() {
+        let Bound::Test(b) = &v[j] else { continue };
+        let (field, fast) = (b.field, b.fast);
+        if fast.intersect(fast).is_none() {
+            // Not a range.
+            continue;
+        }
+        let Some(&i) = first.get(&field) else {
+            first.insert(field, j);
+            continue;
+        };
+        if let Bound::Test(a) = &mut v[i] {
+            if let Some(merged) = a.fast.intersect(fast) {
+                a.fast = merged;
+                keep[j] = false;
             }
         }
-        i += 1;
     }
+    let mut k = keep.iter();
+    v.retain(|_| k.next().copied().unwrap_or(true));
 }
 
 /// The position of field `f` in `fields` (which holds it).
@@ -406,17 +415,28 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
             let t = typing.get_mut(p.id);
             let mut t_fallback = Typing::default();
             let t = t.unwrap_or(&mut t_fallback);
+            let mut first_bad: Option<usize> = None;
             for (i, f) in schema.fields.iter().enumerate() {
                 if !names_field(schema, &f.name, name) {
                     continue;
                 }
                 t.resolved = true;
                 if well_typed(&f.ty, p.op, lit) {
-                    t.well_typed = true;
                     any.push(test(schema, i, p.op, lit));
-                } else if t.mismatch.is_none() {
-                    t.mismatch = Some((f.name.clone(), f.ty.clone()));
+                } else if first_bad.is_none() {
+                    first_bad = Some(i);
                 }
+            }
+            match first_bad.and_then(|i| schema.fields.get(i)) {
+                _ if !any.is_empty() => t.well_typed = true,
+                Some(f) => {
+                    if t.mismatch.is_none() {
+                        t.mismatch = Some((f.name.clone(), f.ty.clone()));
+                    }
+                    t.ill_typed
+                        .push((schema.name.clone(), f.name.clone(), f.ty.clone()));
+                }
+                None => {}
             }
             Bound::Or(any)
         }
@@ -513,6 +533,54 @@ mod tests {
         assert!(f("duration", "conn.duration"));
         assert!(!f("duration", "dns.duration"));
         assert!(!f("duration", "conn"));
+    }
+
+    /// The range tests of each field in a conjunction become one, in one pass: interleaved
+    /// fields, negated tests (no range) kept apart, thousands of tests.
+    #[test]
+    fn ranges_merge_per_field() {
+        let s = Schema::new(
+            "zeek.x",
+            vec![Field::new("a", Type::Count), Field::new("b", Type::Int)],
+        )
+        .into_shared();
+        let mut parts = Vec::new();
+        for i in 0..3000u64 {
+            parts.push(format!(
+                "a >= {i} && b < {} && a != {}",
+                10_000 - i,
+                i + 5000
+            ));
+        }
+        let q = super::super::Query::parse(&parts.join(" && ")).unwrap();
+        let p = q.bind(&s);
+        let Bound::And(v) = &p.bound else {
+            panic!("{:?}", p.bound)
+        };
+        // One range per field, and the 3000 negated tests.
+        assert_eq!(v.len(), 2 + 3000);
+        let ranges: Vec<Fast> = v
+            .iter()
+            .filter_map(|b| match b {
+                Bound::Test(t) if t.fast.intersect(t.fast).is_some() => Some(t.fast),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ranges,
+            [
+                Fast::Unsigned {
+                    lo: 2999,
+                    hi: u64::MAX,
+                    negate: false
+                },
+                Fast::Signed {
+                    lo: i64::MIN,
+                    hi: 7000,
+                    negate: false
+                }
+            ]
+        );
     }
 
     #[test]

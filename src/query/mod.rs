@@ -83,6 +83,7 @@ mod eval;
 mod filter;
 mod lexer;
 mod literal;
+mod names;
 mod parser;
 mod prune;
 mod search;
@@ -94,12 +95,14 @@ pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
-pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
+pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
+pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName, MAX_DEPTH};
 pub use prune::Tri;
 pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};
 
 use crate::store::Archive;
 use crate::types::{SchemaRef, Type};
+use names::Scope;
 
 /// A parsed, statically checked expression (or "everything").
 #[derive(Debug, Clone)]
@@ -175,21 +178,117 @@ impl Query {
     /// Fails when a field comparison names fields in `schemas` but none of them makes it
     /// well-typed (`ts == "yesterday"`): the error names the field and both types.
     pub fn check_types(&self, schemas: &[SchemaRef]) -> Result<(), ExprError> {
+        let (errors, _) = self.field_problems(schemas, false, Scope::Archive);
+        errors.into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Checks the expression against the schemas of the data it will run on: fails on the
+    /// first field extractor that names no field of any of them ([`unknown_field`], with the
+    /// nearest names), on a comparison that no field makes well-typed (naming both types and,
+    /// where there is one, the literal probably meant: `600s` for `600` with an interval
+    /// field), and on a `#type == "..."` naming none of them and no Zeek log
+    /// ([`unknown_type_name`]). Returns the warnings: comparisons ill-typed for the field in
+    /// some schemas but not all (false for those schemas' events), each naming them, the
+    /// field's type and the literal probably meant. Nothing is refused when `schemas` is
+    /// empty.
+    pub fn check(&self, schemas: &[SchemaRef]) -> Result<Vec<String>, ExprError> {
+        let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+        self.check_type_names(&names)?;
+        self.check_fields(schemas)
+    }
+
+    /// The field part of [`Query::check`]: unknown field extractors and ill-typed comparisons
+    /// are errors, comparisons ill-typed in some schemas only are the warnings returned.
+    pub fn check_fields(&self, schemas: &[SchemaRef]) -> Result<Vec<String>, ExprError> {
+        let (errors, warnings) = self.field_problems(schemas, true, Scope::Archive);
+        errors.into_iter().next().map_or(Ok(warnings), Err)
+    }
+
+    /// The `#type` part of [`Query::check`]: fails on a positive `#type` predicate (`==` or
+    /// `in [...]`) whose string names none of `names` (the schema names of the data) and no
+    /// Zeek log ([`ZEEK_LOGS`]); a negative one (`#type != "foobar"`) is never refused, nor
+    /// anything when `names` is empty.
+    pub fn check_type_names(&self, names: &[&str]) -> Result<(), ExprError> {
+        self.type_name_problems(names, Scope::Archive)
+            .into_iter()
+            .next()
+            .map_or(Ok(()), Err)
+    }
+
+    /// Whether the expression has positive `#type` predicates with strings
+    /// ([`Query::check_type_names`] has something to check).
+    pub(crate) fn has_type_names(&self) -> bool {
+        self.expr
+            .as_ref()
+            .is_some_and(|e| e.predicates().iter().any(|p| !type_names(p).is_empty()))
+    }
+
+    fn type_name_problems(&self, names: &[&str], scope: Scope) -> Vec<ExprError> {
         let Some(expr) = &self.expr else {
-            return Ok(());
+            return Vec::new();
         };
+        let mut out = Vec::new();
+        for p in expr.predicates() {
+            for v in type_names(p) {
+                let v = String::from_utf8_lossy(v);
+                out.extend(names::unknown_type_name_in(
+                    &self.text,
+                    p.value_span.start,
+                    &v,
+                    names,
+                    scope,
+                ));
+            }
+        }
+        out
+    }
+
+    /// The problems of the field predicates against `schemas`, in predicate order: errors
+    /// (unknown fields when `names`, comparisons no field makes well-typed) and warnings.
+    fn field_problems(
+        &self,
+        schemas: &[SchemaRef],
+        names: bool,
+        scope: Scope,
+    ) -> (Vec<ExprError>, Vec<String>) {
+        let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+        let Some(expr) = &self.expr else {
+            return (errors, warnings);
+        };
+        if schemas.is_empty() {
+            return (errors, warnings);
+        }
         let mut typing = vec![bind::Typing::default(); self.predicate_count()];
         for s in schemas {
             Program::new(Some(expr), s, &mut typing);
         }
         for p in expr.predicates() {
+            let Extractor::Field(name) = &p.extractor else {
+                continue;
+            };
             let Some(t) = typing.get(p.id) else { continue };
-            if let (true, false, Some((field, ty))) = (t.resolved, t.well_typed, &t.mismatch) {
-                return Err(ExprError::new(
+            if !t.resolved {
+                if names {
+                    errors.extend(names::unknown_field_in(
+                        &self.text,
+                        p.extractor_span.start,
+                        name,
+                        schemas,
+                        scope,
+                    ));
+                }
+                continue;
+            }
+            let written = self.text.get(p.value_span.clone()).unwrap_or_default();
+            if let (false, Some((field, ty))) = (t.well_typed, &t.mismatch) {
+                let hint = names::meant(ty, p.op, &p.value, written)
+                    .map(|m| format!("; did you mean `{m}`?"))
+                    .unwrap_or_default();
+                errors.push(ExprError::new(
                     &self.text,
                     p.pos,
                     format!(
-                        "type mismatch in `{}`: field {field} is of type {ty} and {} is of type {}; no field {} of any schema can be compared with it by `{}`",
+                        "type mismatch in `{}`: field {field} is of type {ty} and {} is of type {}; no field {} of any schema can be compared with it by `{}`{hint}",
                         p.text,
                         p.value,
                         p.value.type_name(),
@@ -197,9 +296,53 @@ impl Query {
                         p.op
                     ),
                 ));
+            } else if t.well_typed && !t.ill_typed.is_empty() && names {
+                warnings.push(self.ill_typed_warning(p, &t.ill_typed, written));
             }
         }
-        Ok(())
+        (errors, warnings)
+    }
+
+    /// The warning for a comparison ill-typed for the field in the schemas of `ill` (schema,
+    /// field, type), but not in all.
+    fn ill_typed_warning(
+        &self,
+        p: &Predicate,
+        ill: &[(String, String, Type)],
+        written: &str,
+    ) -> String {
+        // (field, type, schemas)
+        let mut groups: Vec<(&str, &Type, Vec<&str>)> = Vec::new();
+        for (schema, field, ty) in ill {
+            match groups.iter_mut().find(|g| g.0 == field && g.1 == ty) {
+                Some(g) if !g.2.contains(&schema.as_str()) => g.2.push(schema),
+                Some(_) => {}
+                None => groups.push((field, ty, vec![schema])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(f, ty, s)| format!("field {f} is of type {ty} in {}", s.join(", ")))
+            .collect();
+        let hint = groups
+            .first()
+            .and_then(|(_, ty, _)| names::meant(ty, p.op, &p.value, written))
+            .map(|m| format!("; did you mean `{m}`?"))
+            .unwrap_or_default();
+        let column = self.text.get(..p.pos).map_or(0, |s| s.chars().count()) + 1;
+        format!(
+            "`{}` at column {column}: {}, which cannot be compared with {} of type {} by `{}`: no event of {} matches it{hint}",
+            p.text,
+            parts.join("; "),
+            p.value,
+            p.value.type_name(),
+            p.op,
+            if groups.iter().map(|g| g.2.len()).sum::<usize>() == 1 {
+                "that schema"
+            } else {
+                "those schemas"
+            }
+        )
     }
 
     /// The matching events of `archive`, in ID order, with pruning.
@@ -219,6 +362,43 @@ impl Query {
     /// The number of matching events (see [`Search::count`]).
     pub fn count(&self, archive: &Archive) -> Result<(u64, SearchStats), QueryError> {
         Search::new(archive, self, SearchOptions::default())?.count()
+    }
+}
+
+/// Every problem of the expression `text` against the schemas of the data it will run on,
+/// as messages: each unknown field extractor and `#type` name (with the nearest names), each
+/// comparison no field makes well-typed, each one ill-typed in some schemas only (see
+/// [`Query::check`]). Empty when `text` does not parse (that is an error of its own) or when
+/// `schemas` is empty. For checking a pipeline's expressions before they run (`weir run
+/// --check`), where a problem is a warning.
+pub fn lint(text: &str, schemas: &[SchemaRef]) -> Vec<String> {
+    let Ok(q) = Query::parse(text) else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    let mut out: Vec<String> = q
+        .type_name_problems(&names, Scope::Sources)
+        .iter()
+        .map(ExprError::to_string)
+        .collect();
+    let (errors, warnings) = q.field_problems(schemas, true, Scope::Sources);
+    out.extend(errors.iter().map(ExprError::to_string));
+    out.extend(warnings);
+    out
+}
+
+/// The strings a positive `#type` predicate names (`==` one, `in [...]` its strings).
+fn type_names(p: &Predicate) -> Vec<&[u8]> {
+    match (&p.extractor, p.op, &p.value) {
+        (Extractor::Meta(Meta::Type), Op::Eq, Literal::String(s)) => vec![s],
+        (Extractor::Meta(Meta::Type), Op::In, Literal::List(items)) => items
+            .iter()
+            .filter_map(|x| match x {
+                Literal::String(s) => Some(s.as_slice()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

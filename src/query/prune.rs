@@ -13,7 +13,8 @@
 //!   filter of its string-like and address values and the range of each numeric and time
 //!   field. [`Program::sketch_may_match`] is false when it proves that no row can match: an
 //!   `==` (or `in [list]`, or `ni`/element `==` on a container) with a string or address that
-//!   the filter does not hold, or a comparison (`==`, `<`, `<=`, `>`, `>=`) of a numeric or
+//!   the filter does not hold (an IPv4 address, or an IPv4-mapped IPv6 one, is looked up in
+//!   both its stored forms, 4 and 16 bytes), or a comparison (`==`, `<`, `<=`, `>`, `>=`) of a numeric or
 //!   time field that its range cannot satisfy (or that has no value in the batch). Negated
 //!   operators, substrings, patterns, subnets and everything else are "maybe".
 //!
@@ -37,7 +38,7 @@ use std::cmp::Ordering;
 use super::bind::{Bound, Program, Test};
 use super::eval::compare;
 use super::eval::Fast;
-use super::literal::Literal;
+use super::literal::{addr_bits, v4_of, Literal};
 use super::parser::{Expr, Extractor, Meta, Op, TypeName};
 use crate::segment::sketch::{value_hash, SketchRef, TAG_ADDR, TAG_STRING};
 use crate::segment::Segment;
@@ -317,11 +318,11 @@ fn eq_may(t: &Test, lit: &Literal, sk: &SketchRef<'_>) -> bool {
         (Type::String | Type::Enum | Type::Pattern | Type::File, Literal::String(s)) => {
             sk.may_contain(value_hash(TAG_STRING, s))
         }
-        (Type::Addr, Literal::Addr(std::net::IpAddr::V4(a))) => {
-            sk.may_contain(value_hash(TAG_ADDR, &a.octets()))
-        }
-        (Type::Addr, Literal::Addr(std::net::IpAddr::V6(a))) => {
-            sk.may_contain(value_hash(TAG_ADDR, &a.octets()))
+        // The filter holds addresses as stored (4 or 16 bytes); an IPv4 address equals its
+        // IPv4-mapped IPv6 form, which may be stored in either.
+        (Type::Addr, Literal::Addr(a)) => {
+            sk.may_contain(value_hash(TAG_ADDR, &addr_bits(*a).to_be_bytes()))
+                || v4_of(*a).is_some_and(|v4| sk.may_contain(value_hash(TAG_ADDR, &v4.octets())))
         }
         _ if t.ty.is_container() => true,
         _ => match sk.range(t.field) {
