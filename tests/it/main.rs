@@ -39,6 +39,7 @@ mod lake_engines;
 mod metrics_endpoint;
 mod pipeline_config;
 mod pipeline_graph;
+mod query_errors;
 mod query_language;
 mod query_pruning;
 mod segment_corruption;
