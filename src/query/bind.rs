@@ -36,6 +36,69 @@ pub(crate) enum Bound {
     Or(Vec<Bound>),
     /// One comparison on one field.
     Test(Test),
+    /// A comparison of the event's ID (`#id`).
+    Id(IdRange),
+}
+
+/// `#id` compared with a count: "the ID lies in `lo..=hi`" (an empty range when `lo > hi`),
+/// negated for `!=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdRange {
+    pub lo: u64,
+    pub hi: u64,
+    pub negate: bool,
+}
+
+impl IdRange {
+    /// Whether the event with ID `id` matches.
+    pub(crate) fn holds(self, id: u64) -> bool {
+        (self.lo <= id && id <= self.hi) != self.negate
+    }
+
+    /// The answer for every event with an ID in `ids` when it is the same for all of them
+    /// (`None`: it differs, or `ids` is empty).
+    pub(crate) fn decide(self, ids: &std::ops::Range<u64>) -> Option<bool> {
+        let last = ids.end.checked_sub(1).filter(|&l| l >= ids.start)?;
+        if self.lo > self.hi {
+            // No ID is in an empty range.
+            Some(self.negate)
+        } else if self.lo <= ids.start && last <= self.hi {
+            Some(!self.negate)
+        } else if self.hi < ids.start || self.lo > last {
+            Some(self.negate)
+        } else {
+            None
+        }
+    }
+}
+
+/// The bound form of `#id op lit` (`lit` a count or an int, or for `in`/`!in` a list of
+/// them: checked at parse time; anything else never matches).
+pub(crate) fn id_bound(op: Op, lit: &Literal) -> Bound {
+    match (op, lit) {
+        (Op::In, Literal::List(items)) => {
+            Bound::Or(items.iter().map(|x| id_bound(Op::Eq, x)).collect())
+        }
+        (Op::NotIn, Literal::List(items)) => {
+            Bound::And(items.iter().map(|x| id_bound(Op::Ne, x)).collect())
+        }
+        _ => {
+            let t = Test {
+                field: 0,
+                ty: Type::Count,
+                op,
+                lit: lit.clone(),
+                proto: None,
+                slot: 0,
+                proto_slot: None,
+                fast: Fast::None,
+            };
+            match Fast::of(&t) {
+                Fast::Unsigned { lo, hi, negate } => Bound::Id(IdRange { lo, hi, negate }),
+                _ => Bound::Const(false),
+            }
+        }
+    }
 }
 
 /// A comparison of field `field` (of type `ty`) with a literal.
@@ -80,6 +143,8 @@ pub struct Program {
     pub(crate) ts_index: Option<usize>,
     /// Bytes a batch must contain to hold a match.
     pub(crate) needles: Option<Needles>,
+    /// Whether it compares event IDs (`#id`): see [`Program::for_ids`].
+    pub(crate) has_id: bool,
 }
 
 impl Program {
@@ -98,12 +163,29 @@ impl Program {
         let needles = Needles::of(&bound);
         Program {
             needles,
+            has_id: has_id(&bound),
             schema: schema.clone(),
             bound,
             fields,
             types: schema.fields.iter().map(|f| f.ty.clone()).collect(),
             ts_index: schema.ts_index(),
         }
+    }
+
+    /// This program for the events with IDs in `ids` (a batch's), its `#id` comparisons
+    /// decided where they hold for all of them or for none (so that [`Program::constant`], the
+    /// pruning and the counts from metadata see them); `None` when it compares no IDs (it is
+    /// its own).
+    pub(crate) fn for_ids(&self, ids: &std::ops::Range<u64>) -> Option<Program> {
+        if !self.has_id {
+            return None;
+        }
+        let bound = simplify(decide_ids(self.bound.clone(), ids));
+        Some(Program {
+            has_id: has_id(&bound),
+            bound,
+            ..self.clone()
+        })
     }
 
     /// The schema bound to.
@@ -140,7 +222,26 @@ impl Program {
                 .collect(),
             ts_index: self.ts_index.and_then(|t| fields.binary_search(&t).ok()),
             needles: self.needles.clone(),
+            has_id: self.has_id,
         }
+    }
+}
+
+fn has_id(b: &Bound) -> bool {
+    match b {
+        Bound::Id(_) => true,
+        Bound::And(v) | Bound::Or(v) => v.iter().any(has_id),
+        Bound::Const(_) | Bound::Test(_) => false,
+    }
+}
+
+/// `b` with each ID comparison that the IDs `ids` decide replaced by its answer.
+fn decide_ids(b: Bound, ids: &std::ops::Range<u64>) -> Bound {
+    match b {
+        Bound::Id(r) => r.decide(ids).map_or(Bound::Id(r), Bound::Const),
+        Bound::And(v) => Bound::And(v.into_iter().map(|b| decide_ids(b, ids)).collect()),
+        Bound::Or(v) => Bound::Or(v.into_iter().map(|b| decide_ids(b, ids)).collect()),
+        other => other,
     }
 }
 
@@ -148,7 +249,7 @@ impl Program {
 /// are positions among the fields read, in the same order.
 fn renumber(b: &mut Bound, pos: &impl Fn(usize) -> usize) {
     match b {
-        Bound::Const(_) => {}
+        Bound::Const(_) | Bound::Id(_) => {}
         Bound::And(v) | Bound::Or(v) => v.iter_mut().for_each(|b| renumber(b, pos)),
         Bound::Test(t) => {
             t.field = pos(t.field);
@@ -159,7 +260,7 @@ fn renumber(b: &mut Bound, pos: &impl Fn(usize) -> usize) {
 
 fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
     match b {
-        Bound::Const(_) => {}
+        Bound::Const(_) | Bound::Id(_) => {}
         Bound::And(v) | Bound::Or(v) => v.iter().for_each(|b| collect_fields(b, out)),
         Bound::Test(t) => {
             out.push(t.field);
@@ -171,7 +272,7 @@ fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
 /// Sets each test's slots (positions in `fields`) and its fast form.
 fn prepare(b: &mut Bound, fields: &[usize]) {
     match b {
-        Bound::Const(_) => {}
+        Bound::Const(_) | Bound::Id(_) => {}
         Bound::Or(v) => v.iter_mut().for_each(|b| prepare(b, fields)),
         Bound::And(v) => {
             v.iter_mut().for_each(|b| prepare(b, fields));
@@ -397,6 +498,7 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
             Bound::Const(super::eval::holds(&name, p.op, lit))
         }
         Extractor::Meta(Meta::Field) => Bound::Const(field_meta(schema, p.op, lit)),
+        Extractor::Meta(Meta::Id) => id_bound(p.op, lit),
         Extractor::Meta(Meta::Timestamp) => Bound::Or(
             type_fields(schema, TypeName::Timestamp, p.op)
                 .into_iter()
@@ -581,6 +683,43 @@ mod tests {
                 }
             ]
         );
+    }
+
+    /// `#id` comparisons decided for a range of IDs agree with each ID's answer.
+    #[test]
+    fn id_ranges_decide_as_their_ids() {
+        use Literal as L;
+        let lits = [
+            L::Count(0),
+            L::Count(5),
+            L::Count(9),
+            L::Count(u64::MAX),
+            L::Int(-1),
+        ];
+        for op in [Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge] {
+            for lit in &lits {
+                let Bound::Id(r) = id_bound(op, lit) else {
+                    panic!("{op:?} {lit}")
+                };
+                for start in [0u64, 4, 5, 6, 9, 10] {
+                    for end in [start, start + 1, start + 5, start + 20] {
+                        let ids = start..end;
+                        let all: Vec<bool> = ids.clone().map(|i| r.holds(i)).collect();
+                        match r.decide(&ids) {
+                            Some(b) => assert!(all.iter().all(|&x| x == b), "{op:?} {lit} {ids:?}"),
+                            None => assert!(
+                                all.is_empty() || all.iter().any(|&x| x != all[0]),
+                                "{op:?} {lit} {ids:?}: undecided"
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+        let Bound::Or(v) = id_bound(Op::In, &L::List(vec![L::Count(1), L::Count(5)])) else {
+            panic!()
+        };
+        assert_eq!(v.len(), 2);
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl Needles {
     /// The needles of a bound expression (`None`: it needs no particular bytes).
     pub(crate) fn of(b: &Bound) -> Option<Needles> {
         match b {
-            Bound::Const(_) => None,
+            Bound::Const(_) | Bound::Id(_) => None,
             Bound::And(v) => {
                 let all: Vec<Needles> = v.iter().filter_map(Needles::of).collect();
                 (!all.is_empty()).then_some(Needles::All(all))
@@ -236,9 +236,21 @@ impl Fast {
 }
 
 impl Program {
-    /// Whether the encoded row (of this program's schema) matches.
+    /// Whether the encoded row (of this program's schema) matches; its event ID is not known,
+    /// so an `#id` comparison is false (see [`Program::matches_id`]).
     #[inline]
     pub fn matches(&self, row: &[u8]) -> Result<bool, DecodeError> {
+        self.matches_at(row, None)
+    }
+
+    /// Whether the encoded row of the event with ID `id` matches.
+    #[inline]
+    pub fn matches_id(&self, row: &[u8], id: u64) -> Result<bool, DecodeError> {
+        self.matches_at(row, Some(id))
+    }
+
+    #[inline]
+    fn matches_at(&self, row: &[u8], id: Option<u64>) -> Result<bool, DecodeError> {
         if let Bound::Const(b) = self.bound {
             return Ok(b);
         }
@@ -254,7 +266,7 @@ impl Program {
         self.locate(row, offsets)?;
         match &self.bound {
             Bound::Test(t) => test(self, t, row, offsets),
-            b => eval(self, b, row, offsets),
+            b => eval(self, b, row, offsets, id),
         }
     }
 
@@ -264,26 +276,29 @@ impl Program {
         self.needles.as_ref().is_none_or(|n| n.found_in(data))
     }
 
-    /// The number of rows that match.
+    /// The number of rows that match, the first of them the event with ID `first_id`.
     pub(crate) fn count_matches<'a>(
         &self,
         rows: impl Iterator<Item = &'a [u8]>,
+        first_id: u64,
     ) -> Result<usize, DecodeError> {
         let mut n = 0;
-        for row in rows {
-            n += usize::from(self.matches(row)?);
+        for (i, row) in rows.enumerate() {
+            n += usize::from(self.matches_id(row, first_id + i as u64)?);
         }
         Ok(n)
     }
 
-    /// The indices of the rows that match, ascending.
+    /// The indices of the rows that match, ascending, the first of them the event with ID
+    /// `first_id`.
     pub(crate) fn select<'a>(
         &self,
         rows: impl Iterator<Item = &'a [u8]>,
+        first_id: u64,
     ) -> Result<Vec<usize>, DecodeError> {
         let mut sel = Vec::new();
         for (i, row) in rows.enumerate() {
-            if self.matches(row)? {
+            if self.matches_id(row, first_id + i as u64)? {
                 sel.push(i);
             }
         }
@@ -319,12 +334,19 @@ impl Program {
     }
 }
 
-fn eval(p: &Program, b: &Bound, row: &[u8], offsets: &[usize]) -> Result<bool, DecodeError> {
+/// Whether the row (of the event with ID `id`, when known) satisfies `b`.
+fn eval(
+    p: &Program,
+    b: &Bound,
+    row: &[u8],
+    offsets: &[usize],
+    id: Option<u64>,
+) -> Result<bool, DecodeError> {
     Ok(match b {
         Bound::Const(b) => *b,
         Bound::And(v) => {
             for b in v {
-                if !eval(p, b, row, offsets)? {
+                if !eval(p, b, row, offsets, id)? {
                     return Ok(false);
                 }
             }
@@ -332,13 +354,15 @@ fn eval(p: &Program, b: &Bound, row: &[u8], offsets: &[usize]) -> Result<bool, D
         }
         Bound::Or(v) => {
             for b in v {
-                if eval(p, b, row, offsets)? {
+                if eval(p, b, row, offsets, id)? {
                     return Ok(true);
                 }
             }
             false
         }
         Bound::Test(t) => test(p, t, row, offsets)?,
+        // An unknown ID is as an unset value: no match.
+        Bound::Id(r) => id.is_some_and(|id| r.holds(id)),
     })
 }
 

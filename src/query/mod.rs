@@ -424,6 +424,15 @@ fn check_static(text: &str, p: &Predicate) -> Result<(), ExprError> {
             "#timestamp (a time)".to_string(),
             bind::well_typed(&Type::Time, p.op, &p.value),
         ),
+        Extractor::Meta(Meta::Id) => {
+            let integer = |l: &Literal| matches!(l, Literal::Count(_) | Literal::Int(_));
+            let ok = match (p.op, &p.value) {
+                (Op::In | Op::NotIn, Literal::List(items)) => items.iter().all(integer),
+                (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge, l) => integer(l),
+                _ => false,
+            };
+            ("#id (a count)".to_string(), ok)
+        }
     };
     if ok {
         return Ok(());

@@ -223,6 +223,8 @@ pub enum Meta {
     Timestamp,
     /// `#field`: a field name of the schema.
     Field,
+    /// `#id`: the event's ID in the archive (a count, as `weir get` takes it).
+    Id,
 }
 
 /// What a predicate reads from an event.
@@ -244,6 +246,7 @@ impl fmt::Display for Extractor {
             Extractor::Meta(Meta::Type) => f.write_str("#type"),
             Extractor::Meta(Meta::Timestamp) => f.write_str("#timestamp"),
             Extractor::Meta(Meta::Field) => f.write_str("#field"),
+            Extractor::Meta(Meta::Id) => f.write_str("#id"),
         }
     }
 }
@@ -637,9 +640,12 @@ impl Parser<'_> {
                 "type" => Ok(Operand::Ext(Extractor::Meta(Meta::Type))),
                 "timestamp" => Ok(Operand::Ext(Extractor::Meta(Meta::Timestamp))),
                 "field" => Ok(Operand::Ext(Extractor::Meta(Meta::Field))),
+                "id" => Ok(Operand::Ext(Extractor::Meta(Meta::Id))),
                 _ => Err(self.error(
                     pos,
-                    format!("unknown meta extractor `{w}`: expected #type, #timestamp or #field"),
+                    format!(
+                        "unknown meta extractor `{w}`: expected #type, #timestamp, #field or #id"
+                    ),
                 )),
             };
         }

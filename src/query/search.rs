@@ -8,8 +8,9 @@
 //!    until the check passes: one segment per schema name the search can reach (chosen among
 //!    those that pruning keeps), the WAL's schemas, one segment per other name, every
 //!    segment.
-//! 2. Segments whose catalog entry cannot match ([`prune::by_name`]: `#type`, and
-//!    `#timestamp`/`:timestamp` against the segment's `ts` range) are not opened.
+//! 2. Segments whose catalog entry cannot match ([`prune::by_entry`]: `#type`,
+//!    `#timestamp`/`:timestamp` against the segment's `ts` range, `#id` against its IDs) are
+//!    not opened.
 //! 3. In an opened segment, batches that cannot match by their metadata are skipped without
 //!    verifying or reading their rows: one call, [`prune::segment_batch`] (the schema's
 //!    constant answer, the `ts` range, and the batch's sketch in format 3:
@@ -348,12 +349,12 @@ fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
             done.rows_evaluated = b.len() as u64;
             if count_only {
                 done.outcome = p
-                    .count_matches(b.rows())
+                    .count_matches(b.rows(), b.first_id())
                     .map(|n| Outcome::Count(n as u64))
                     .map_err(QueryError::from);
                 return done;
             }
-            match p.select(b.rows()) {
+            match p.select(b.rows(), b.first_id()) {
                 Ok(sel) => Some(sel),
                 Err(e) => {
                     done.outcome = Err(e.into());
@@ -503,7 +504,7 @@ impl<'a> Search<'a> {
         if !self.prune {
             return Tri::Maybe;
         }
-        prune::by_name(self.query.expr(), name, entry.ts.map(|[a, b]| (a, b)))
+        prune::by_entry(self.query.expr(), name, entry)
     }
 
     /// Checks the expression against the archive's schemas ([`Query::check`]) before anything
@@ -646,8 +647,12 @@ impl<'a> Search<'a> {
                 let Some((schema, ids, _)) = seg.batch_meta(i) else {
                     continue;
                 };
-                let program = self.programs.get(self.query, schema).clone();
+                let mut program = self.programs.get(self.query, schema).clone();
                 if self.prune {
+                    // `#id` comparisons the batch's IDs decide.
+                    if let Some(p) = program.for_ids(&ids) {
+                        program = Arc::new(p);
+                    }
                     if !prune::segment_batch(&program, &seg, i) {
                         self.stats.batches_pruned += 1;
                         continue;
@@ -695,7 +700,10 @@ impl<'a> Search<'a> {
                 Err(e) => return Some(Err(Done::damaged(e, 1, 0))),
                 Ok(b) => b,
             };
-            let program = self.programs.get(self.query, b.schema()).clone();
+            let mut program = self.programs.get(self.query, b.schema()).clone();
+            if let (true, Some(p)) = (self.prune, program.for_ids(&b.id_range())) {
+                program = Arc::new(p);
+            }
             if self.prune && !prune::wal_batch(&program, &b) {
                 self.stats.batches_pruned += 1;
                 continue;

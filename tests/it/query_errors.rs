@@ -8,7 +8,8 @@
 //! - `weir run --check` warns about the fields of `filter` transforms;
 //! - nesting beyond `MAX_DEPTH`, long conjunctions in linear time, out-of-range literals,
 //!   `2.5e2`;
-//! - IPv4 addresses equal their IPv4-mapped IPv6 forms (with and without pruning).
+//! - IPv4 addresses equal their IPv4-mapped IPv6 forms (with and without pruning);
+//! - `#id` compares event IDs (with and without pruning).
 //!
 //! The archive is imported from generated Zeek TSV (`zeek.conn` and a `zeek.timing` log whose
 //! `duration` is a count); expected counts are computed from the generator, not by weir.
@@ -514,6 +515,96 @@ fn ipv4_addresses_equal_their_ipv4_mapped_forms() {
         assert_eq!(ids(true), ids(false), "{expr}");
         assert_eq!(ids(true).len(), want, "{expr}");
     }
+}
+
+/// The ID of the event whose `uid` is `uid`, by a scan of every event's values.
+fn uid_id(archive: &Archive, uid: &str) -> u64 {
+    for b in archive.scan() {
+        let b = b.unwrap();
+        let Some(k) = b.schema().fields.iter().position(|f| f.name == "uid") else {
+            continue;
+        };
+        for (i, values) in b.to_batch().to_values().unwrap().into_iter().enumerate() {
+            if values[k] == weir::value::Value::String(uid.as_bytes().to_vec()) {
+                return b.first_id() + i as u64;
+            }
+        }
+    }
+    panic!("no event with uid {uid}")
+}
+
+#[test]
+fn event_ids_are_within_reach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = both(tmp.path());
+    let archive = Archive::open(Path::new(&db)).unwrap();
+    // Every ID, from a plain scan.
+    let all: Vec<u64> = archive.scan().flat_map(|b| b.unwrap().id_range()).collect();
+    assert_eq!(all.len() as u64, 2 * N);
+    type Pick = fn(u64) -> bool;
+    let cases: [(&str, Pick); 8] = [
+        ("#id >= 100 && #id < 200", |i| (100..200).contains(&i)),
+        ("#id == 5", |i| i == 5),
+        ("#id in [1, 5, 9]", |i| [1, 5, 9].contains(&i)),
+        ("#id !in [1, 5, 9]", |i| ![1, 5, 9].contains(&i)),
+        ("#id != 64", |i| i != 64),
+        ("#id < 64 || #id > 500", |i| !(64..=500).contains(&i)),
+        ("#id >= 0", |_| true),
+        ("#id > 100 && uid == \"C150\"", |_| false),
+    ];
+    for (expr, pick) in cases {
+        let want: Vec<u64> = all.iter().copied().filter(|&i| pick(i)).collect();
+        let want = if expr.contains("C150") {
+            // The ID of the event whose uid is C150, from a plain scan of the values.
+            let id = uid_id(&archive, "C150");
+            if id > 100 {
+                vec![id]
+            } else {
+                vec![]
+            }
+        } else {
+            want
+        };
+        let (code, out, err) = count(&db, expr);
+        assert_eq!(
+            (code, out.trim()),
+            (Some(0), want.len().to_string().as_str()),
+            "{expr}: {err}"
+        );
+        let q = Query::parse(expr).unwrap();
+        for prune in [true, false] {
+            let got: Vec<u64> = q
+                .search_with(
+                    &archive,
+                    SearchOptions {
+                        prune,
+                        ..SearchOptions::default()
+                    },
+                )
+                .unwrap()
+                .flat_map(|h| h.unwrap().ids())
+                .collect();
+            assert_eq!(got, want, "{expr} (prune: {prune})");
+        }
+    }
+    // The events `weir get` prints for those IDs are those `#id` selects.
+    let get = ok(&run(&["get", "--db", &db, "--to", "json", "7", "8"]), "get");
+    let export = ok(
+        &run(&["export", "--db", &db, "--to", "json", "#id in [7, 8]"]),
+        "export",
+    );
+    assert_eq!(get, export);
+    // Not a count: refused; in a pipeline's filter: refused (no IDs there).
+    refused(
+        &db,
+        "#id > 2.5",
+        0,
+        "#id (a count) cannot be compared with 2.5",
+    );
+    let log = tmp.path().join("conn.log");
+    let out = run(&["convert", "--where", "uid == \"C1\" || #id == 1", s(&log)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("the events of a pipeline have none yet"));
 }
 
 /// On the shared corpus: the silent zeros of the issue are errors, and an address of the

@@ -200,6 +200,13 @@ fn gen_predicate() -> impl Strategy<Value = String> {
         (0..12u64, 0..4usize).prop_map(|(v, op)| format!("n {} {v}", ["<=", ">", "==", "<"][op])),
         (0..300u64).prop_map(|v| format!(":count == {v}")),
         (-1..6i64, 0..3usize).prop_map(|(d, op)| format!("dur {} {d}s", ["<", "==", ">"][op])),
+        (0..200u64, 0..6usize)
+            .prop_map(|(v, op)| format!("#id {} {v}", ["==", "<", ">=", "!=", "<=", ">"][op])),
+        (0..60u64, 0..2usize).prop_map(|(v, op)| format!(
+            "#id {} [{v}, {}, 7]",
+            ["in", "!in"][op],
+            v * 3
+        )),
         Just("\"x\" in s".to_string()),
         Just("s ~ /x.*/".to_string()),
         (0..5i64).prop_map(|d| format!("dur >= {d}s")),
@@ -237,7 +244,7 @@ fn brute_force(q: &Query, archive: &Archive) -> Vec<u64> {
         let b = b.unwrap();
         let p = q.bind(b.schema());
         for (i, row) in b.rows().enumerate() {
-            if p.matches(row).unwrap() {
+            if p.matches_id(row, b.first_id() + i as u64).unwrap() {
                 out.push(b.first_id() + i as u64);
             }
         }
