@@ -33,16 +33,28 @@
 //! :string :bool :time :duration (:interval) :port :enum :pattern :timestamp`: every field of
 //! that type (`:count` also ports, `:string` also `file` fields, `:subnet == 10.0.0.0/8` also
 //! addresses in it, `:timestamp` the event's `ts`). Meta: `#type` (the schema name,
-//! `zeek.conn`), `#timestamp` (= `:timestamp`), `#field` (a field name: `#field == "uid"`).
+//! `zeek.conn`), `#timestamp` (= `:timestamp`), `#field` (a field name: `#field == "uid"`),
+//! `#id` (the event's ID in the archive, a count: `#id >= 100 && #id < 200`, `#id in [1, 5]`;
+//! compared with counts only; the pipeline's `filter` refuses it, as its events have no IDs
+//! yet, and [`Program::matches`] takes it as unset: [`Program::matches_id`] knows the ID).
 //!
 //! **Literals.** Strings `"a\"b\x41"`; counts `53`, `1k`, `1M`, `1G` (×1000), `1Ki`, `1Mi`,
-//! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`; bools `T F true false`; addresses
+//! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`, `2.5e2`; bools `T F true false`; addresses
 //! `10.0.0.1`, `::1`; subnets `10.0.0.0/8`; ports `80/tcp`, `53/udp`, `0/?` (the number
 //! compares with port and count fields (JSON logs have counts); the protocol must equal the event's `proto` field when it has a set one);
 //! durations `10s 1.5ms 2min 2h 1d 1w` (`ns us ms s m/min h d w y`); times `2009-11-18`,
 //! `2009-11-18T08:00:21Z`, `2009-11-18+08:00:21.5`, `2009-11-18T09:00:21+01:00`, `@1258531221.5`
 //! (epoch seconds), `now`, `now - 1d`, `now + 1h`, `1h ago`; lists `[a, b, c]`; patterns
 //! `/re/` (Rust's `regex` syntax, on bytes).
+//!
+//! A literal of a literal's form whose value is out of its type's range is an error saying
+//! so at its position: `2263-01-01` (times are nanoseconds in an `i64`: 1677-09-21 to
+//! 2262-04-11), `18446744073709551616`, `70000/tcp`, `106752d`, `10.0.0.0/33`.
+//!
+//! **Nesting.** Parentheses, negations (`!`) and lists nest at most [`MAX_DEPTH`] (256) levels
+//! together; deeper is an error at the token that goes too deep (every later step recurses
+//! once per level). A chain of `&&` or `||` is no nesting: 6,000 predicates parse, check and
+//! bind in linear time.
 //!
 //! **Value predicates.** A bare literal is `:TYPE == literal` for its type: `10.0.0.1` is
 //! `:addr == 10.0.0.1`, `10.0.0.0/8` matches subnets equal to it and addresses in it, `53`
@@ -54,9 +66,32 @@
 //!   pushed into the predicates first (`!(x == 1)` is `x != 1`), so `!` does not make unset
 //!   values match either.
 //! - A schema without the field: false for its events. A comparison that is not well-typed
-//!   for a field is false for that field; when no field of any schema the query reaches makes
-//!   it well-typed (`ts == "yesterday"`), the query fails, naming the field and both types. A
-//!   type or meta extractor with a literal it can never compare with fails at parse time.
+//!   for a field is false for that field. A type or meta extractor with a literal it can never
+//!   compare with fails at parse time.
+//!
+//! # No silent zeros
+//!
+//! Against the data it runs on ([`Query::check`], which a search runs before reading: see
+//! [`Search`]), a mistake is an error or a warning rather than an empty answer:
+//!
+//! - a field extractor that names no field of any schema is an error with the nearest known
+//!   names ([`unknown_field`]: "no field `duraton` in any schema of the archive; did you mean
+//!   `duration`?");
+//! - `#type == "..."` or `#type in [...]` naming no schema of the data and no Zeek log
+//!   ([`ZEEK_LOGS`]) is an error ([`unknown_type_name`]: `"conn"`, did you mean
+//!   `"zeek.conn"`?); negative predicates (`#type != "foobar"`) are never refused;
+//! - a comparison that no field of any schema makes well-typed (`ts == "yesterday"`) is an
+//!   error naming the field, both types and, where there is one, the literal probably meant
+//!   (`duration > 600` with an interval: `600s`);
+//! - one that is ill-typed in some schemas only is a warning ([`Search::warnings`]) naming
+//!   those schemas, the field's type and the literal probably meant; results are unchanged;
+//! - with no schemas (an empty archive) nothing is refused. [`lint`] gives every problem of
+//!   an expression as messages, for a pipeline (`weir run --check` warns with them).
+//! - Addresses compare as VAST stores them, an IPv4 address as its IPv4-mapped IPv6 form:
+//!   `10.6.7.1 == ::ffff:10.6.7.1` whichever form the log wrote, `::/0` holds every address
+//!   and `::ffff:0:0/96` every IPv4 one; subnets compare through the same mapping
+//!   (`10.0.0.0/8` is `::ffff:10.0.0.0/104`). Pruning looks an IPv4 address up in both stored
+//!   forms (4 and 16 bytes).
 //! - Containers (`set`, `vector`, `table`): `x in field` holds when an element equals `x`;
 //!   `field == x` and the ordering operators hold when some element does (so an empty
 //!   container never equals a scalar); `field == [a, b]` compares the whole list; a negative
@@ -70,6 +105,7 @@
 //! | `parser.rs` | the grammar, the syntax tree ([`Expr`], [`Predicate`], [`Op`], [`Extractor`]), negation normal form |
 //! | `literal.rs` | [`Literal`]s and the parsers of their unquoted forms |
 //! | `bind.rs` | resolving extractors in a schema, type checks: [`Program`] |
+//! | `names.rs` | unknown fields and `#type` names, suggestions, the literal probably meant |
 //! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |

@@ -42,7 +42,7 @@ fn resp_h(i: u64) -> String {
 
 /// Conn event `i`'s duration in seconds (unset for every 11th).
 fn conn_duration(i: u64) -> Option<u64> {
-    (i % 11 != 0).then_some(i % 50 * 30)
+    (!i.is_multiple_of(11)).then_some(i % 50 * 30)
 }
 
 fn conn_log() -> String {
@@ -68,7 +68,7 @@ fn conn_log() -> String {
 
 /// The timing event `i`'s `duration` (a count), `score` (a double) and `net` (a subnet).
 fn timing(i: u64) -> (u64, f64, &'static str) {
-    let score = if i % 4 == 0 { 250.0 } else { i as f64 };
+    let score = if i.is_multiple_of(4) { 250.0 } else { i as f64 };
     let net = ["10.0.0.0/8", "::ffff:10.0.0.0/104", "192.168.0.0/16"][i as usize % 3];
     (i * 7 % 1000, score, net)
 }
