@@ -284,7 +284,7 @@ impl Program {
     ) -> Result<usize, DecodeError> {
         let mut n = 0;
         for (i, row) in rows.enumerate() {
-            n += usize::from(self.matches_id(row, first_id + i as u64)?);
+            n += usize::from(self.matches_id(row, first_id.wrapping_add(i as u64))?);
         }
         Ok(n)
     }
@@ -298,7 +298,7 @@ impl Program {
     ) -> Result<Vec<usize>, DecodeError> {
         let mut sel = Vec::new();
         for (i, row) in rows.enumerate() {
-            if self.matches_id(row, first_id + i as u64)? {
+            if self.matches_id(row, first_id.wrapping_add(i as u64))? {
                 sel.push(i);
             }
         }
