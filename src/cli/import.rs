@@ -292,6 +292,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         spec.options.metrics_listen = args.metrics_listen;
     }
     if args.check {
+        for w in spec.query_warnings() {
+            say!("weir: warning: {w}");
+        }
         say!(
             "{}: ok ({}: {})",
             args.file.display(),

@@ -94,15 +94,16 @@ pub fn export(
     let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
     let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = None;
+    // Batches taken whole are converted from their columns, not rebuilt as rows.
+    let options = weir::query::SearchOptions {
+        defer_columns: true,
+        ..weir::query::SearchOptions::default()
+    };
+    let mut search = query
+        .search_with(archive, options)
+        .map_err(super::search::query_error)?;
+    super::search::warn(&search);
     if left > 0 {
-        // Batches taken whole are converted from their columns, not rebuilt as rows.
-        let options = weir::query::SearchOptions {
-            defer_columns: true,
-            ..weir::query::SearchOptions::default()
-        };
-        let mut search = query
-            .search_with(archive, options)
-            .map_err(super::search::query_error)?;
         while let Some(hits) = search.next() {
             let hits = match hits {
                 Ok(h) => h,

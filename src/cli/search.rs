@@ -7,7 +7,7 @@ use clap::Args;
 
 use weir::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError};
 use weir::codec::StdoutSinkConfig;
-use weir::query::{Chain, Flow, Query, QueryError};
+use weir::query::{Chain, Flow, Query, QueryError, Search};
 use weir::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
@@ -105,6 +105,14 @@ fn query(expr: Option<&str>) -> anyhow::Result<Query> {
     }
 }
 
+/// Prints the warnings of a search's check of its expression (comparisons ill-typed in some
+/// schemas: see `Search::warnings`).
+pub(super) fn warn(search: &Search<'_>) {
+    for w in search.warnings() {
+        say!("weir: warning: {w}");
+    }
+}
+
 /// A query error: an ill-typed expression is the user's (exit 2), the rest a runtime error.
 pub(super) fn query_error(e: QueryError) -> anyhow::Error {
     match e {
@@ -186,8 +194,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let mut left = args.limit.unwrap_or(u64::MAX);
     let mut damaged = None;
     let started = std::time::Instant::now();
+    // Made also for `-n 0`: the expression is checked against the archive.
+    let mut search = query.search(&archive).map_err(query_error)?;
+    warn(&search);
     if left > 0 {
-        let mut search = query.search(&archive).map_err(query_error)?;
         while let Some(hits) = search.next() {
             let hits = match hits {
                 Ok(h) => h,
@@ -275,6 +285,9 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
             )
             .map_err(query_error)?;
         log_stats(&stats.search, Some(stats.emitted), started);
+        for w in &stats.warnings {
+            say!("weir: warning: {w}");
+        }
         if let Some(e) = failed {
             return Err(e.into());
         }
@@ -318,6 +331,9 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
             )
             .map_err(query_error)?;
         log_stats(&stats.search, Some(stats.emitted), started);
+        for w in &stats.warnings {
+            say!("weir: warning: {w}");
+        }
         if let Some(e) = failed {
             return Err(e);
         }
@@ -362,6 +378,9 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
             })
             .map_err(query_error)?;
         log_stats(&stats.search, Some(stats.emitted), started);
+        for w in &stats.warnings {
+            say!("weir: warning: {w}");
+        }
         if let Some(e) = failed {
             return Err(e.into());
         }
@@ -373,7 +392,9 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let started = std::time::Instant::now();
-    let (n, stats) = query.count(&archive).map_err(query_error)?;
+    let search = query.search(&archive).map_err(query_error)?;
+    warn(&search);
+    let (n, stats) = search.count().map_err(query_error)?;
     log_stats(&stats, None, started);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

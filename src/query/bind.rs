@@ -36,6 +36,69 @@ pub(crate) enum Bound {
     Or(Vec<Bound>),
     /// One comparison on one field.
     Test(Test),
+    /// A comparison of the event's ID (`#id`).
+    Id(IdRange),
+}
+
+/// `#id` compared with a count: "the ID lies in `lo..=hi`" (an empty range when `lo > hi`),
+/// negated for `!=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdRange {
+    pub lo: u64,
+    pub hi: u64,
+    pub negate: bool,
+}
+
+impl IdRange {
+    /// Whether the event with ID `id` matches.
+    pub(crate) fn holds(self, id: u64) -> bool {
+        (self.lo <= id && id <= self.hi) != self.negate
+    }
+
+    /// The answer for every event with an ID in `ids` when it is the same for all of them
+    /// (`None`: it differs, or `ids` is empty).
+    pub(crate) fn decide(self, ids: &std::ops::Range<u64>) -> Option<bool> {
+        let last = ids.end.checked_sub(1).filter(|&l| l >= ids.start)?;
+        if self.lo > self.hi {
+            // No ID is in an empty range.
+            Some(self.negate)
+        } else if self.lo <= ids.start && last <= self.hi {
+            Some(!self.negate)
+        } else if self.hi < ids.start || self.lo > last {
+            Some(self.negate)
+        } else {
+            None
+        }
+    }
+}
+
+/// The bound form of `#id op lit` (`lit` a count or an int, or for `in`/`!in` a list of
+/// them: checked at parse time; anything else never matches).
+pub(crate) fn id_bound(op: Op, lit: &Literal) -> Bound {
+    match (op, lit) {
+        (Op::In, Literal::List(items)) => {
+            Bound::Or(items.iter().map(|x| id_bound(Op::Eq, x)).collect())
+        }
+        (Op::NotIn, Literal::List(items)) => {
+            Bound::And(items.iter().map(|x| id_bound(Op::Ne, x)).collect())
+        }
+        _ => {
+            let t = Test {
+                field: 0,
+                ty: Type::Count,
+                op,
+                lit: lit.clone(),
+                proto: None,
+                slot: 0,
+                proto_slot: None,
+                fast: Fast::None,
+            };
+            match Fast::of(&t) {
+                Fast::Unsigned { lo, hi, negate } => Bound::Id(IdRange { lo, hi, negate }),
+                _ => Bound::Const(false),
+            }
+        }
+    }
 }
 
 /// A comparison of field `field` (of type `ty`) with a literal.
@@ -64,6 +127,9 @@ pub(crate) struct Typing {
     pub well_typed: bool,
     /// The first field that did not: its name and type.
     pub mismatch: Option<(String, Type)>,
+    /// The schemas that have fields the extractor names but none that makes the comparison
+    /// well-typed: the schema's name, the first such field and its type.
+    pub ill_typed: Vec<(String, String, Type)>,
 }
 
 /// An expression bound to one schema.
@@ -77,6 +143,8 @@ pub struct Program {
     pub(crate) ts_index: Option<usize>,
     /// Bytes a batch must contain to hold a match.
     pub(crate) needles: Option<Needles>,
+    /// Whether it compares event IDs (`#id`): see [`Program::for_ids`].
+    pub(crate) has_id: bool,
 }
 
 impl Program {
@@ -95,12 +163,29 @@ impl Program {
         let needles = Needles::of(&bound);
         Program {
             needles,
+            has_id: has_id(&bound),
             schema: schema.clone(),
             bound,
             fields,
             types: schema.fields.iter().map(|f| f.ty.clone()).collect(),
             ts_index: schema.ts_index(),
         }
+    }
+
+    /// This program for the events with IDs in `ids` (a batch's), its `#id` comparisons
+    /// decided where they hold for all of them or for none (so that [`Program::constant`], the
+    /// pruning and the counts from metadata see them); `None` when it compares no IDs (it is
+    /// its own).
+    pub(crate) fn for_ids(&self, ids: &std::ops::Range<u64>) -> Option<Program> {
+        if !self.has_id {
+            return None;
+        }
+        let bound = simplify(decide_ids(self.bound.clone(), ids));
+        Some(Program {
+            has_id: has_id(&bound),
+            bound,
+            ..self.clone()
+        })
     }
 
     /// The schema bound to.
@@ -142,7 +227,26 @@ impl Program {
                 .collect(),
             ts_index: self.ts_index.and_then(|t| keep.binary_search(&t).ok()),
             needles: self.needles.clone(),
+            has_id: self.has_id,
         }
+    }
+}
+
+fn has_id(b: &Bound) -> bool {
+    match b {
+        Bound::Id(_) => true,
+        Bound::And(v) | Bound::Or(v) => v.iter().any(has_id),
+        Bound::Const(_) | Bound::Test(_) => false,
+    }
+}
+
+/// `b` with each ID comparison that the IDs `ids` decide replaced by its answer.
+fn decide_ids(b: Bound, ids: &std::ops::Range<u64>) -> Bound {
+    match b {
+        Bound::Id(r) => r.decide(ids).map_or(Bound::Id(r), Bound::Const),
+        Bound::And(v) => Bound::And(v.into_iter().map(|b| decide_ids(b, ids)).collect()),
+        Bound::Or(v) => Bound::Or(v.into_iter().map(|b| decide_ids(b, ids)).collect()),
+        other => other,
     }
 }
 
@@ -150,7 +254,7 @@ impl Program {
 /// are positions among the fields read, in the same order.
 fn renumber(b: &mut Bound, pos: &impl Fn(usize) -> usize) {
     match b {
-        Bound::Const(_) => {}
+        Bound::Const(_) | Bound::Id(_) => {}
         Bound::And(v) | Bound::Or(v) => v.iter_mut().for_each(|b| renumber(b, pos)),
         Bound::Test(t) => {
             t.field = pos(t.field);
@@ -161,7 +265,7 @@ fn renumber(b: &mut Bound, pos: &impl Fn(usize) -> usize) {
 
 fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
     match b {
-        Bound::Const(_) => {}
+        Bound::Const(_) | Bound::Id(_) => {}
         Bound::And(v) | Bound::Or(v) => v.iter().for_each(|b| collect_fields(b, out)),
         Bound::Test(t) => {
             out.push(t.field);
@@ -173,7 +277,7 @@ fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
 /// Sets each test's slots (positions in `fields`) and its fast form.
 fn prepare(b: &mut Bound, fields: &[usize]) {
     match b {
-        Bound::Const(_) => {}
+        Bound::Const(_) | Bound::Id(_) => {}
         Bound::Or(v) => v.iter_mut().for_each(|b| prepare(b, fields)),
         Bound::And(v) => {
             v.iter_mut().for_each(|b| prepare(b, fields));
@@ -193,26 +297,32 @@ fn prepare(b: &mut Bound, fields: &[usize]) {
 }
 
 /// Merges the range tests of one field in a conjunction into one (`ts >= a && ts < b` is
-/// one test of `ts` in `a..=b-1`): one decoding of the field instead of two.
+/// one test of `ts` in `a..=b-1`): one decoding of the field instead of two. The first range
+/// test of each field takes the later ones; linear in the conjunction's length.
 fn merge_ranges(v: &mut Vec<Bound>) {
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i + 1;
-        while j < v.len() {
-            let merged = match (&v[i], &v[j]) {
-                (Bound::Test(a), Bound::Test(b)) if a.field == b.field => a.fast.intersect(b.fast),
-                _ => None,
-            };
-            match (merged, &mut v[i]) {
-                (Some(fast), Bound::Test(a)) => {
-                    a.fast = fast;
-                    v.remove(j);
-                }
-                _ => j += 1,
+    // Per field, the position of its first range test.
+    let mut first: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut keep = vec![true; v.len()];
+    for j in 0..v.len() {
+        let Bound::Test(b) = &v[j] else { continue };
+        let (field, fast) = (b.field, b.fast);
+        if fast.intersect(fast).is_none() {
+            // Not a range.
+            continue;
+        }
+        let Some(&i) = first.get(&field) else {
+            first.insert(field, j);
+            continue;
+        };
+        if let Bound::Test(a) = &mut v[i] {
+            if let Some(merged) = a.fast.intersect(fast) {
+                a.fast = merged;
+                keep[j] = false;
             }
         }
-        i += 1;
     }
+    let mut k = keep.iter();
+    v.retain(|_| k.next().copied().unwrap_or(true));
 }
 
 /// The position of field `f` in `fields` (which holds it).
@@ -393,6 +503,7 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
             Bound::Const(super::eval::holds(&name, p.op, lit))
         }
         Extractor::Meta(Meta::Field) => Bound::Const(field_meta(schema, p.op, lit)),
+        Extractor::Meta(Meta::Id) => id_bound(p.op, lit),
         Extractor::Meta(Meta::Timestamp) => Bound::Or(
             type_fields(schema, TypeName::Timestamp, p.op)
                 .into_iter()
@@ -411,17 +522,28 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
             let t = typing.get_mut(p.id);
             let mut t_fallback = Typing::default();
             let t = t.unwrap_or(&mut t_fallback);
+            let mut first_bad: Option<usize> = None;
             for (i, f) in schema.fields.iter().enumerate() {
                 if !names_field(schema, &f.name, name) {
                     continue;
                 }
                 t.resolved = true;
                 if well_typed(&f.ty, p.op, lit) {
-                    t.well_typed = true;
                     any.push(test(schema, i, p.op, lit));
-                } else if t.mismatch.is_none() {
-                    t.mismatch = Some((f.name.clone(), f.ty.clone()));
+                } else if first_bad.is_none() {
+                    first_bad = Some(i);
                 }
+            }
+            match first_bad.and_then(|i| schema.fields.get(i)) {
+                _ if !any.is_empty() => t.well_typed = true,
+                Some(f) => {
+                    if t.mismatch.is_none() {
+                        t.mismatch = Some((f.name.clone(), f.ty.clone()));
+                    }
+                    t.ill_typed
+                        .push((schema.name.clone(), f.name.clone(), f.ty.clone()));
+                }
+                None => {}
             }
             Bound::Or(any)
         }
@@ -518,6 +640,91 @@ mod tests {
         assert!(f("duration", "conn.duration"));
         assert!(!f("duration", "dns.duration"));
         assert!(!f("duration", "conn"));
+    }
+
+    /// The range tests of each field in a conjunction become one, in one pass: interleaved
+    /// fields, negated tests (no range) kept apart, thousands of tests.
+    #[test]
+    fn ranges_merge_per_field() {
+        let s = Schema::new(
+            "zeek.x",
+            vec![Field::new("a", Type::Count), Field::new("b", Type::Int)],
+        )
+        .into_shared();
+        let mut parts = Vec::new();
+        for i in 0..3000u64 {
+            parts.push(format!(
+                "a >= {i} && b < {} && a != {}",
+                10_000 - i,
+                i + 5000
+            ));
+        }
+        let q = super::super::Query::parse(&parts.join(" && ")).unwrap();
+        let p = q.bind(&s);
+        let Bound::And(v) = &p.bound else {
+            panic!("{:?}", p.bound)
+        };
+        // One range per field, and the 3000 negated tests.
+        assert_eq!(v.len(), 2 + 3000);
+        let ranges: Vec<Fast> = v
+            .iter()
+            .filter_map(|b| match b {
+                Bound::Test(t) if t.fast.intersect(t.fast).is_some() => Some(t.fast),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ranges,
+            [
+                Fast::Unsigned {
+                    lo: 2999,
+                    hi: u64::MAX,
+                    negate: false
+                },
+                Fast::Signed {
+                    lo: i64::MIN,
+                    hi: 7000,
+                    negate: false
+                }
+            ]
+        );
+    }
+
+    /// `#id` comparisons decided for a range of IDs agree with each ID's answer.
+    #[test]
+    fn id_ranges_decide_as_their_ids() {
+        use Literal as L;
+        let lits = [
+            L::Count(0),
+            L::Count(5),
+            L::Count(9),
+            L::Count(u64::MAX),
+            L::Int(-1),
+        ];
+        for op in [Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge] {
+            for lit in &lits {
+                let Bound::Id(r) = id_bound(op, lit) else {
+                    panic!("{op:?} {lit}")
+                };
+                for start in [0u64, 4, 5, 6, 9, 10] {
+                    for end in [start, start + 1, start + 5, start + 20] {
+                        let ids = start..end;
+                        let all: Vec<bool> = ids.clone().map(|i| r.holds(i)).collect();
+                        match r.decide(&ids) {
+                            Some(b) => assert!(all.iter().all(|&x| x == b), "{op:?} {lit} {ids:?}"),
+                            None => assert!(
+                                all.is_empty() || all.iter().any(|&x| x != all[0]),
+                                "{op:?} {lit} {ids:?}: undecided"
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+        let Bound::Or(v) = id_bound(Op::In, &L::List(vec![L::Count(1), L::Count(5)])) else {
+            panic!()
+        };
+        assert_eq!(v.len(), 2);
     }
 
     #[test]

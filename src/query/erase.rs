@@ -44,11 +44,10 @@ impl<'a> QuerySelector<'a> {
 
 impl EventSelector for QuerySelector<'_> {
     fn segment(&mut self, entry: &CatalogEntry) -> Option<bool> {
-        let range = entry.ts.map(|[a, b]| (a, b));
         let mut all = Tri::True;
         let mut none = true;
         for name in entry.schemas.keys() {
-            match prune::by_name(self.query.expr(), name, range) {
+            match prune::by_entry(self.query.expr(), name, entry) {
                 Tri::True => none = false,
                 Tri::False => all = Tri::False,
                 Tri::Maybe => {
@@ -66,8 +65,15 @@ impl EventSelector for QuerySelector<'_> {
         }
     }
 
-    fn batch(&mut self, schema: &SchemaRef, _: Range<u64>, ts: Option<(i64, i64)>) -> Option<bool> {
+    fn batch(
+        &mut self,
+        schema: &SchemaRef,
+        ids: Range<u64>,
+        ts: Option<(i64, i64)>,
+    ) -> Option<bool> {
         let p = self.program(schema);
+        let decided = p.for_ids(&ids);
+        let p = decided.as_ref().unwrap_or(p);
         match p.constant() {
             Some(answer) => Some(answer),
             None if !p.may_match(ts) => Some(false),
@@ -75,7 +81,7 @@ impl EventSelector for QuerySelector<'_> {
         }
     }
 
-    fn row(&mut self, schema: &SchemaRef, _: u64, row: &[u8]) -> Result<bool, DecodeError> {
-        self.program(schema).matches(row)
+    fn row(&mut self, schema: &SchemaRef, id: u64, row: &[u8]) -> Result<bool, DecodeError> {
+        self.program(schema).matches_id(row, id)
     }
 }

@@ -18,7 +18,7 @@
 use std::cmp::Ordering;
 
 use super::bind::{Bound, Program, Test};
-use super::literal::{in_subnet, mask, Literal, Number};
+use super::literal::{addr_bits, in_subnet, net_bits, subnet_in, v4_of, Literal, Number};
 use super::parser::Op;
 use crate::types::Type;
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
@@ -41,7 +41,7 @@ impl Needles {
     /// The needles of a bound expression (`None`: it needs no particular bytes).
     pub(crate) fn of(b: &Bound) -> Option<Needles> {
         match b {
-            Bound::Const(_) => None,
+            Bound::Const(_) | Bound::Id(_) => None,
             Bound::And(v) => {
                 let all: Vec<Needles> = v.iter().filter_map(Needles::of).collect();
                 (!all.is_empty()).then_some(Needles::All(all))
@@ -58,10 +58,14 @@ impl Needles {
                 // on a string: a match holds the literal's bytes.
                 let bytes = match (&t.lit, t.op) {
                     (Literal::String(s), Op::Eq | Op::Ni) if scalar.is_stringy() => s.clone(),
-                    (Literal::Addr(a), Op::Eq | Op::Ni) if *scalar == Type::Addr => match a {
-                        std::net::IpAddr::V4(a) => a.octets().to_vec(),
-                        std::net::IpAddr::V6(a) => a.octets().to_vec(),
-                    },
+                    // An IPv4 address is stored in 4 bytes or, IPv4-mapped, in 16 that end
+                    // with them: the 4 bytes are in either form.
+                    (Literal::Addr(a), Op::Eq | Op::Ni) if *scalar == Type::Addr => {
+                        match v4_of(*a) {
+                            Some(v4) => v4.octets().to_vec(),
+                            None => addr_bits(*a).to_be_bytes().to_vec(),
+                        }
+                    }
                     _ => return None,
                 };
                 (!bytes.is_empty()).then(|| {
@@ -96,12 +100,14 @@ pub(crate) enum Fast {
     Signed { lo: i64, hi: i64, negate: bool },
     /// `==` (or `!=`, negated) of a string-like field with a string: the bytes compare.
     Bytes { negate: bool },
-    /// `==` (or `!=`, negated) of an address field with an address: the stored bytes (4 for
-    /// IPv4, 16 for IPv6) compare with the first `len` of `octets`, without building an
-    /// `IpAddr`.
+    /// `==` (or `!=`, negated) of an address field with an address, as VAST compares them
+    /// (an IPv4 address equals its IPv4-mapped IPv6 form): stored bytes of an IPv6 address
+    /// (16) compare with `octets`, the literal's IPv4-mapped IPv6 form; stored bytes of an
+    /// IPv4 address (4) with its last 4 when `v4` (the literal is IPv4 or IPv4-mapped), else
+    /// never equal. No `IpAddr` is built.
     Addr {
         octets: [u8; 16],
-        len: u8,
+        v4: bool,
         negate: bool,
     },
 }
@@ -157,20 +163,9 @@ impl Fast {
                 }
             }
             (Type::Addr, Literal::Addr(a)) if eq => {
-                let mut octets = [0u8; 16];
-                let len = match a {
-                    std::net::IpAddr::V4(a) => {
-                        octets[..4].copy_from_slice(&a.octets());
-                        4
-                    }
-                    std::net::IpAddr::V6(a) => {
-                        octets = a.octets();
-                        16
-                    }
-                };
                 return Fast::Addr {
-                    octets,
-                    len,
+                    octets: addr_bits(*a).to_be_bytes(),
+                    v4: v4_of(*a).is_some(),
                     negate: t.op == Op::Ne,
                 };
             }
@@ -241,9 +236,21 @@ impl Fast {
 }
 
 impl Program {
-    /// Whether the encoded row (of this program's schema) matches.
+    /// Whether the encoded row (of this program's schema) matches; its event ID is not known,
+    /// so an `#id` comparison is false (see [`Program::matches_id`]).
     #[inline]
     pub fn matches(&self, row: &[u8]) -> Result<bool, DecodeError> {
+        self.matches_at(row, None)
+    }
+
+    /// Whether the encoded row of the event with ID `id` matches.
+    #[inline]
+    pub fn matches_id(&self, row: &[u8], id: u64) -> Result<bool, DecodeError> {
+        self.matches_at(row, Some(id))
+    }
+
+    #[inline]
+    fn matches_at(&self, row: &[u8], id: Option<u64>) -> Result<bool, DecodeError> {
         if let Bound::Const(b) = self.bound {
             return Ok(b);
         }
@@ -259,7 +266,7 @@ impl Program {
         self.locate(row, offsets)?;
         match &self.bound {
             Bound::Test(t) => test(self, t, row, offsets),
-            b => eval(self, b, row, offsets),
+            b => eval(self, b, row, offsets, id),
         }
     }
 
@@ -269,26 +276,29 @@ impl Program {
         self.needles.as_ref().is_none_or(|n| n.found_in(data))
     }
 
-    /// The number of rows that match.
+    /// The number of rows that match, the first of them the event with ID `first_id`.
     pub(crate) fn count_matches<'a>(
         &self,
         rows: impl Iterator<Item = &'a [u8]>,
+        first_id: u64,
     ) -> Result<usize, DecodeError> {
         let mut n = 0;
-        for row in rows {
-            n += usize::from(self.matches(row)?);
+        for (i, row) in rows.enumerate() {
+            n += usize::from(self.matches_id(row, first_id.wrapping_add(i as u64))?);
         }
         Ok(n)
     }
 
-    /// The indices of the rows that match, ascending.
+    /// The indices of the rows that match, ascending, the first of them the event with ID
+    /// `first_id`.
     pub(crate) fn select<'a>(
         &self,
         rows: impl Iterator<Item = &'a [u8]>,
+        first_id: u64,
     ) -> Result<Vec<usize>, DecodeError> {
         let mut sel = Vec::new();
         for (i, row) in rows.enumerate() {
-            if self.matches(row)? {
+            if self.matches_id(row, first_id.wrapping_add(i as u64))? {
                 sel.push(i);
             }
         }
@@ -324,12 +334,19 @@ impl Program {
     }
 }
 
-fn eval(p: &Program, b: &Bound, row: &[u8], offsets: &[usize]) -> Result<bool, DecodeError> {
+/// Whether the row (of the event with ID `id`, when known) satisfies `b`.
+fn eval(
+    p: &Program,
+    b: &Bound,
+    row: &[u8],
+    offsets: &[usize],
+    id: Option<u64>,
+) -> Result<bool, DecodeError> {
     Ok(match b {
         Bound::Const(b) => *b,
         Bound::And(v) => {
             for b in v {
-                if !eval(p, b, row, offsets)? {
+                if !eval(p, b, row, offsets, id)? {
                     return Ok(false);
                 }
             }
@@ -337,13 +354,15 @@ fn eval(p: &Program, b: &Bound, row: &[u8], offsets: &[usize]) -> Result<bool, D
         }
         Bound::Or(v) => {
             for b in v {
-                if eval(p, b, row, offsets)? {
+                if eval(p, b, row, offsets, id)? {
                     return Ok(true);
                 }
             }
             false
         }
         Bound::Test(t) => test(p, t, row, offsets)?,
+        // An unknown ID is as an unset value: no match.
+        Bound::Id(r) => id.is_some_and(|id| r.holds(id)),
     })
 }
 
@@ -383,11 +402,7 @@ fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, De
                 _ => false,
             });
         }
-        Fast::Addr {
-            octets,
-            len,
-            negate,
-        } => {
+        Fast::Addr { octets, v4, negate } => {
             let m = c.marker()?;
             if m == NIL {
                 return Ok(false);
@@ -397,11 +412,12 @@ fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, De
                 return Ok(false);
             };
             // Fixed-size arrays compare as integers (a slice compare calls memcmp).
-            let equal = match (got.len(), len) {
-                (4, 4) => <[u8; 4]>::try_from(got)
-                    .is_ok_and(|g| g == [octets[0], octets[1], octets[2], octets[3]]),
-                (16, 16) => <[u8; 16]>::try_from(got).is_ok_and(|g| g == octets),
-                (4 | 16, _) => false,
+            let equal = match got.len() {
+                4 => {
+                    v4 && <[u8; 4]>::try_from(got)
+                        .is_ok_and(|g| g == [octets[12], octets[13], octets[14], octets[15]])
+                }
+                16 => <[u8; 16]>::try_from(got).is_ok_and(|g| g == octets),
                 _ => return Err(c.unexpected(m, &t.ty)),
             };
             return Ok(equal != negate);
@@ -461,7 +477,7 @@ pub(crate) fn holds(v: &ValueRef<'_>, op: Op, lit: &Literal) -> bool {
         (Op::In, Literal::List(items)) => items.iter().any(|x| holds(v, Op::Eq, x)),
         (Op::In, Literal::Subnet(net, p)) => match *v {
             ValueRef::Addr(a) => in_subnet(a, *net, *p),
-            ValueRef::Subnet(a, q) => q >= *p && in_subnet(a, *net, *p),
+            ValueRef::Subnet(a, q) => subnet_in(a, q, *net, *p),
             _ => false,
         },
         (Op::In, Literal::String(l)) => match v {
@@ -482,7 +498,7 @@ pub(crate) fn holds(v: &ValueRef<'_>, op: Op, lit: &Literal) -> bool {
             _ => false,
         },
         (Op::Ni, Literal::Subnet(n, p)) => match *v {
-            ValueRef::Subnet(a, q) => *p >= q && in_subnet(*n, a, q),
+            ValueRef::Subnet(a, q) => subnet_in(*n, *p, a, q),
             _ => false,
         },
         (Op::Ni, _) => false,
@@ -517,9 +533,10 @@ pub(crate) fn compare(v: &ValueRef<'_>, lit: &Literal) -> Option<Ordering> {
     match (v, lit) {
         (V::Bool(a), Literal::Bool(b)) => Some(a.cmp(b)),
         (V::String(s), Literal::String(l)) => Some((*s).cmp(l.as_slice())),
-        (V::Addr(a), Literal::Addr(b)) => Some(a.cmp(b)),
+        // As VAST: an IPv4 address is its IPv4-mapped IPv6 form.
+        (V::Addr(a), Literal::Addr(b)) => Some(addr_bits(*a).cmp(&addr_bits(*b))),
         (V::Subnet(a, p), Literal::Subnet(b, q)) => {
-            (p == q && mask(*a, *p) == *b).then_some(Ordering::Equal)
+            (net_bits(*a, *p) == net_bits(*b, *q)).then_some(Ordering::Equal)
         }
         (V::Port(a) | V::Count(a), Literal::Port(b, _)) => Some(a.cmp(b)),
         (V::Time(a), Literal::Time(b)) | (V::Interval(a), Literal::Duration(b)) => Some(a.cmp(b)),
@@ -641,25 +658,30 @@ mod tests {
                     }
                 }
             }
-            for lit in [v4, v6] {
+            let other: std::net::IpAddr = "10.0.0.2".parse().unwrap();
+            let plain6: std::net::IpAddr = "2001:db8::1".parse().unwrap();
+            let compat: std::net::IpAddr = "::10.0.0.1".parse().unwrap();
+            let all = [v4, v6, other, plain6, compat];
+            for lit in all {
                 let t = test_of(Type::Addr, op, Literal::Addr(lit));
-                let Fast::Addr {
-                    octets,
-                    len,
-                    negate,
-                } = Fast::of(&t)
-                else {
+                let Fast::Addr { octets, v4, negate } = Fast::of(&t) else {
                     panic!("{lit}: no fast form");
                 };
                 assert_eq!(negate, op == Op::Ne);
-                for v in [v4, v6] {
+                for v in all {
                     let want = holds(&ValueRef::Addr(v), op, &t.lit);
-                    let stored = match v {
-                        std::net::IpAddr::V4(a) => a.octets().to_vec(),
-                        std::net::IpAddr::V6(a) => a.octets().to_vec(),
-                    };
-                    let got = (stored == octets[..len as usize]) != negate;
+                    // The stored form: 4 bytes for IPv4, 16 for IPv6.
+                    let got = match v {
+                        std::net::IpAddr::V4(a) => v4 && a.octets() == octets[12..],
+                        std::net::IpAddr::V6(a) => a.octets() == octets,
+                    } != negate;
                     assert_eq!(got, want, "{v} {lit}");
+                    // VAST's rule, independently: equal when the IPv4-mapped forms are.
+                    let mapped = |a: std::net::IpAddr| match a {
+                        std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
+                        std::net::IpAddr::V6(a) => a,
+                    };
+                    assert_eq!(want, (mapped(v) == mapped(lit)) != negate, "{v} {lit}");
                 }
             }
         }

@@ -10,12 +10,13 @@
 //!
 //! Batches arrive with any schema, so a field comparison that is ill-typed for a schema is
 //! simply false for it (there is no archive to check against); type and meta extractors
-//! with impossible literals are refused by [`FilterConfig::validate`].
+//! with impossible literals are refused by [`FilterConfig::validate`], and so is `#id` (the
+//! events of a pipeline have no IDs yet).
 
 use serde::Deserialize;
 
 use super::search::Programs;
-use super::{ExprError, Query};
+use super::{ExprError, Extractor, Meta, Query};
 use crate::batch::Batch;
 use crate::setting::{InvalidSetting, Problem};
 use crate::value::DecodeError;
@@ -53,10 +54,29 @@ impl FilterConfig {
                 },
             });
         }
-        Query::parse(&self.expr).map_err(|e: ExprError| InvalidSetting {
+        let q = Query::parse(&self.expr).map_err(|e: ExprError| InvalidSetting {
             key: Self::KEY,
             problem: Problem::Expression(e.to_string()),
-        })
+        })?;
+        // A pipeline's events have no IDs yet: the archive gives them.
+        let id = q.expr().and_then(|e| {
+            e.predicates()
+                .into_iter()
+                .find(|p| p.extractor == Extractor::Meta(Meta::Id))
+                .map(|p| p.extractor_span.start)
+        });
+        if let Some(pos) = id {
+            let e = ExprError::new(
+                &self.expr,
+                pos,
+                "#id is an event's ID in an archive; the events of a pipeline have none yet",
+            );
+            return Err(InvalidSetting {
+                key: Self::KEY,
+                problem: Problem::Expression(e.to_string()),
+            });
+        }
+        Ok(q)
     }
 
     /// The transform.

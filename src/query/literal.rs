@@ -221,34 +221,104 @@ pub(crate) fn mask(a: IpAddr, prefix: u8) -> IpAddr {
     }
 }
 
-/// Whether `a` lies in `net/prefix` (IPv4 in IPv4, IPv6 in IPv6; an IPv4-mapped IPv6 address
-/// counts as its IPv4 address).
-pub(crate) fn in_subnet(a: IpAddr, net: IpAddr, prefix: u8) -> bool {
-    let a = match a {
-        IpAddr::V6(v) => v.to_ipv4_mapped().map_or(a, IpAddr::V4),
-        v4 => v4,
-    };
-    match (a, net) {
-        (IpAddr::V4(_), IpAddr::V4(_)) | (IpAddr::V6(_), IpAddr::V6(_)) => {
-            mask(a, prefix) == mask(net, prefix)
-        }
-        _ => false,
+/// An address as VAST compares it: 128 bits, an IPv4 address as its IPv4-mapped IPv6 form
+/// (`10.0.0.1` is `::ffff:10.0.0.1`).
+pub(crate) fn addr_bits(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(v) => u128::from(v.to_ipv6_mapped()),
+        IpAddr::V6(v) => u128::from(v),
     }
 }
 
-/// `53`, `+5`, `-5`, `1.5`, `1k`, `2Mi`, `-1G`.
+/// A subnet as VAST compares it: its network in 128 bits ([`addr_bits`], host bits cleared)
+/// and its prefix length among 128 bits (an IPv4 prefix plus 96: `10.0.0.0/8` is
+/// `::ffff:10.0.0.0/104`).
+pub(crate) fn net_bits(net: IpAddr, prefix: u8) -> (u128, u8) {
+    let p = match net {
+        IpAddr::V4(_) => prefix.saturating_add(96),
+        IpAddr::V6(_) => prefix,
+    }
+    .min(128);
+    let m = u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
+    (addr_bits(net) & m, p)
+}
+
+/// The IPv4 address of an IPv4 address or of an IPv4-mapped IPv6 one.
+pub(crate) fn v4_of(a: IpAddr) -> Option<std::net::Ipv4Addr> {
+    match a {
+        IpAddr::V4(v) => Some(v),
+        IpAddr::V6(v) => v.to_ipv4_mapped(),
+    }
+}
+
+/// Whether `a` lies in `net/prefix`, compared as VAST does ([`net_bits`]): an IPv4 address
+/// and its IPv4-mapped IPv6 form are one address, so `10.0.0.1` is in `::ffff:10.0.0.0/104`
+/// and in `::/0`, and `::ffff:10.0.0.1` in `10.0.0.0/8`.
+pub(crate) fn in_subnet(a: IpAddr, net: IpAddr, prefix: u8) -> bool {
+    let (n, p) = net_bits(net, prefix);
+    let m = u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
+    addr_bits(a) & m == n
+}
+
+/// Whether subnet `a/p` lies in subnet `b/q` (compared as [`in_subnet`]).
+pub(crate) fn subnet_in(a: IpAddr, p: u8, b: IpAddr, q: u8) -> bool {
+    let (a, p) = net_bits(a, p);
+    let (b, q) = net_bits(b, q);
+    let m = u128::MAX.checked_shl(128 - u32::from(q)).unwrap_or(0);
+    p >= q && a & m == b
+}
+
+/// A number literal before its range is checked: the value of a count or an int, exactly
+/// (saturating far beyond the ranges), or a real.
+enum Wide {
+    Count(i128),
+    Int(i128),
+    Real(f64),
+}
+
+/// `53`, `+5`, `-5`, `1.5`, `1k`, `2Mi`, `-1G`, `2.5e2`.
 fn parse_number(word: &str) -> Option<Literal> {
+    match number_wide(word)? {
+        Wide::Count(v) => u64::try_from(v).ok().map(Literal::Count),
+        Wide::Int(v) => i64::try_from(v).ok().map(Literal::Int),
+        Wide::Real(v) => v.is_finite().then_some(Literal::Real(v)),
+    }
+}
+
+/// Whether `s` is `digits[.digits]`.
+fn is_decimal(s: &str) -> bool {
+    let (int, frac) = s.split_once('.').unwrap_or((s, "0"));
+    !int.is_empty()
+        && !frac.is_empty()
+        && int.bytes().all(|c| c.is_ascii_digit())
+        && frac.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// The number a word spells (see [`parse_number`]), whatever its range.
+fn number_wide(word: &str) -> Option<Wide> {
     let (sign, body) = match word.as_bytes().first()? {
         b'+' => (Some(1i128), &word[1..]),
         b'-' => (Some(-1i128), &word[1..]),
         _ => (None, word),
     };
+    // A real with an exponent: `2.5e2`, `1E-3` (no unit suffix).
+    if let Some((mantissa, exp)) = body.split_once(['e', 'E']) {
+        let exp_digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+        if !is_decimal(mantissa)
+            || exp_digits.is_empty()
+            || !exp_digits.bytes().all(|c| c.is_ascii_digit())
+        {
+            return None;
+        }
+        let v: f64 = body.parse().ok()?;
+        return Some(Wide::Real(v * sign.unwrap_or(1) as f64));
+    }
     let digits_end = body
         .bytes()
         .position(|c| !(c.is_ascii_digit() || c == b'.'))
         .unwrap_or(body.len());
     let (num, suffix) = body.split_at(digits_end);
-    if num.is_empty() || !num.as_bytes()[0].is_ascii_digit() {
+    if !is_decimal(num) {
         return None;
     }
     let factor: i128 = match suffix {
@@ -264,17 +334,78 @@ fn parse_number(word: &str) -> Option<Literal> {
         _ => return None,
     };
     if num.contains('.') {
-        if num.bytes().filter(|&c| c == b'.').count() > 1 || num.ends_with('.') {
-            return None;
-        }
         let v: f64 = num.parse().ok()?;
-        return Some(Literal::Real(v * factor as f64 * sign.unwrap_or(1) as f64));
+        return Some(Wide::Real(v * factor as f64 * sign.unwrap_or(1) as f64));
     }
-    let v = scalar::parse_u64(num.as_bytes())? as i128 * factor;
-    match sign {
-        None => u64::try_from(v).ok().map(Literal::Count),
-        Some(s) => i64::try_from(v * s).ok().map(Literal::Int),
+    let v = num
+        .bytes()
+        .fold(0i128, |v, c| {
+            v.saturating_mul(10).saturating_add(i128::from(c - b'0'))
+        })
+        .saturating_mul(factor);
+    Some(match sign {
+        None => Wide::Count(v),
+        Some(s) => Wide::Int(v.saturating_mul(s)),
+    })
+}
+
+/// Why a word is no literal although it has the form of one: its value is out of range
+/// (`None`: it has no literal's form, or it is in range). Call it for a word
+/// [`parse_word`] refused.
+pub(crate) fn out_of_range(word: &str) -> Option<String> {
+    let what =
+        |kind: &str, range: &str| Some(format!("`{word}` is out of range for {kind} ({range})"));
+    if let Some(n) = number_wide(word) {
+        return match n {
+            Wide::Count(_) => what("a count", "at most 18446744073709551615"),
+            Wide::Int(_) => what("an int", "-9223372036854775808 to +9223372036854775807"),
+            Wide::Real(_) => what("a real", "at most about 1.8e308 either way"),
+        };
     }
+    const TIMES: &str = "1677-09-21T00:12:43Z to 2262-04-11T23:47:16Z";
+    const DURATIONS: &str = "at most 106751 days (about 292 years) either way";
+    if let Some((num, proto)) = word.split_once('/') {
+        let is_proto = matches!(
+            proto,
+            "?" | "unknown" | "tcp" | "udp" | "icmp" | "icmp6" | "sctp"
+        );
+        if is_proto && !num.is_empty() && num.bytes().all(|c| c.is_ascii_digit()) {
+            return what("a port", "0 to 65535");
+        }
+    }
+    if let Some((net, prefix)) = word.rsplit_once('/') {
+        if let Some(a) = scalar::parse_addr(net.as_bytes()) {
+            if !prefix.is_empty() && prefix.bytes().all(|c| c.is_ascii_digit()) {
+                let max = if a.is_ipv4() { 32 } else { 128 };
+                return what("a subnet prefix", &format!("at most {max}"));
+            }
+        }
+    }
+    let duration_form = |w: &str| {
+        let w = w.strip_prefix(['+', '-']).unwrap_or(w);
+        let end = w
+            .bytes()
+            .position(|c| !(c.is_ascii_digit() || c == b'.'))
+            .unwrap_or(w.len());
+        is_decimal(&w[..end]) && unit_ns(&w[end..]).is_some()
+    };
+    if duration_form(word) {
+        return what("a duration", DURATIONS);
+    }
+    if let Some(rest) = word.strip_prefix("now") {
+        if rest.starts_with(['+', '-']) && duration_form(rest) {
+            return what("a time", TIMES);
+        }
+    }
+    if let Some(epoch) = word.strip_prefix('@') {
+        if is_decimal(epoch.strip_prefix(['+', '-']).unwrap_or(epoch)) {
+            return what("a time", TIMES);
+        }
+    }
+    if time_wide(word).is_some() {
+        return what("a time", TIMES);
+    }
+    None
 }
 
 /// `80/tcp`, `53/udp`, `8/icmp`, `0/?`.
@@ -296,7 +427,15 @@ pub fn parse_duration(word: &str) -> Option<i64> {
         .bytes()
         .position(|c| !(c.is_ascii_digit() || matches!(c, b'.' | b'+' | b'-')))?;
     let (num, unit) = word.split_at(end);
-    let unit_ns: i128 = match unit {
+    let unit_ns = unit_ns(unit)?;
+    // parse_ns reads decimal seconds: the value in units, times 1e9.
+    let scaled = scalar::parse_ns(num.as_bytes())? as i128;
+    i64::try_from(scaled * unit_ns / NS).ok()
+}
+
+/// Nanoseconds per unit of a duration (`ns us ms s m/min h d w y` and their long forms).
+fn unit_ns(unit: &str) -> Option<i128> {
+    Some(match unit {
         "ns" | "nsec" | "nsecs" | "nanosecond" | "nanoseconds" => 1,
         "us" | "usec" | "usecs" | "microsecond" | "microseconds" => 1_000,
         "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 1_000_000,
@@ -307,15 +446,17 @@ pub fn parse_duration(word: &str) -> Option<i64> {
         "w" | "week" | "weeks" => 7 * 86_400 * NS,
         "y" | "year" | "years" => 365 * 86_400 * NS,
         _ => return None,
-    };
-    // parse_ns reads decimal seconds: the value in units, times 1e9.
-    let scaled = scalar::parse_ns(num.as_bytes())? as i128;
-    i64::try_from(scaled * unit_ns / NS).ok()
+    })
 }
 
 /// A calendar time, UTC unless an offset is given:
 /// `YYYY-MM-DD[(T|+)HH[:MM[:SS[.frac]]]][Z|(+|-)HH[:MM]]`.
 pub fn parse_time(word: &str) -> Option<i64> {
+    i64::try_from(time_wide(word)?).ok()
+}
+
+/// [`parse_time`] in nanoseconds since the epoch as an `i128`, whatever its range.
+fn time_wide(word: &str) -> Option<i128> {
     let b = word.as_bytes();
     let num = |s: &[u8]| -> Option<u32> {
         (!s.is_empty() && s.iter().all(u8::is_ascii_digit))
@@ -373,7 +514,7 @@ pub fn parse_time(word: &str) -> Option<i64> {
             ns += sign * (zh as i128 * 3_600 + zm as i128 * 60) * NS;
         }
     }
-    i64::try_from(ns).ok()
+    Some(ns)
 }
 
 fn days_in_month(y: i64, m: u32) -> u32 {
@@ -404,6 +545,13 @@ mod tests {
         assert_eq!(lit("-1G"), "int:-1000000000");
         assert_eq!(lit("1.5"), "real:1.5");
         assert_eq!(lit("1.5k"), "real:1500.0");
+        assert_eq!(lit("2.5e2"), "real:250.0");
+        assert_eq!(lit("1e3"), "real:1000.0");
+        assert_eq!(lit("-2.5E-1"), "real:-0.25");
+        assert_eq!(lit("+1e0"), "real:1.0");
+        assert_eq!(lit("1e"), "none");
+        assert_eq!(lit("1e3k"), "none");
+        assert_eq!(lit("e3"), "none");
         assert_eq!(lit("1x"), "none");
         assert_eq!(lit("1.2.3"), "none");
     }
@@ -427,6 +575,29 @@ mod tests {
             "10.0.0.0".parse().unwrap(),
             8
         ));
+        // As VAST: an IPv4 address is its IPv4-mapped IPv6 form.
+        let a = |s: &str| -> IpAddr { s.parse().unwrap() };
+        for (addr, net, p, want) in [
+            ("10.1.2.3", "::", 0, true),
+            ("2001:db8::1", "::", 0, true),
+            ("10.1.2.3", "::ffff:0:0", 96, true),
+            ("2001:db8::1", "::ffff:0:0", 96, false),
+            ("::ffff:10.1.2.3", "10.0.0.0", 8, true),
+            ("10.1.2.3", "::ffff:10.0.0.0", 104, true),
+            ("10.200.2.3", "::ffff:10.0.0.0", 105, false),
+            ("10.1.2.3", "::ffff:10.0.0.0", 105, true),
+            ("2001:db8::1", "0.0.0.0", 0, false),
+            ("::10.1.2.3", "10.0.0.0", 8, false),
+        ] {
+            assert_eq!(in_subnet(a(addr), a(net), p), want, "{addr} in {net}/{p}");
+        }
+        assert!(subnet_in(a("10.1.0.0"), 16, a("::ffff:10.0.0.0"), 104));
+        assert!(subnet_in(a("::ffff:10.1.0.0"), 112, a("10.0.0.0"), 8));
+        assert!(!subnet_in(a("10.0.0.0"), 8, a("10.1.0.0"), 16));
+        assert_eq!(
+            net_bits(a("10.0.0.0"), 8),
+            net_bits(a("::ffff:10.0.0.0"), 104)
+        );
     }
 
     #[test]

@@ -33,16 +33,28 @@
 //! :string :bool :time :duration (:interval) :port :enum :pattern :timestamp`: every field of
 //! that type (`:count` also ports, `:string` also `file` fields, `:subnet == 10.0.0.0/8` also
 //! addresses in it, `:timestamp` the event's `ts`). Meta: `#type` (the schema name,
-//! `zeek.conn`), `#timestamp` (= `:timestamp`), `#field` (a field name: `#field == "uid"`).
+//! `zeek.conn`), `#timestamp` (= `:timestamp`), `#field` (a field name: `#field == "uid"`),
+//! `#id` (the event's ID in the archive, a count: `#id >= 100 && #id < 200`, `#id in [1, 5]`;
+//! compared with counts only; the pipeline's `filter` refuses it, as its events have no IDs
+//! yet, and [`Program::matches`] takes it as unset: [`Program::matches_id`] knows the ID).
 //!
 //! **Literals.** Strings `"a\"b\x41"`; counts `53`, `1k`, `1M`, `1G` (×1000), `1Ki`, `1Mi`,
-//! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`; bools `T F true false`; addresses
+//! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`, `2.5e2`; bools `T F true false`; addresses
 //! `10.0.0.1`, `::1`; subnets `10.0.0.0/8`; ports `80/tcp`, `53/udp`, `0/?` (the number
 //! compares with port and count fields (JSON logs have counts); the protocol must equal the event's `proto` field when it has a set one);
 //! durations `10s 1.5ms 2min 2h 1d 1w` (`ns us ms s m/min h d w y`); times `2009-11-18`,
 //! `2009-11-18T08:00:21Z`, `2009-11-18+08:00:21.5`, `2009-11-18T09:00:21+01:00`, `@1258531221.5`
 //! (epoch seconds), `now`, `now - 1d`, `now + 1h`, `1h ago`; lists `[a, b, c]`; patterns
 //! `/re/` (Rust's `regex` syntax, on bytes).
+//!
+//! A literal of a literal's form whose value is out of its type's range is an error saying
+//! so at its position: `2263-01-01` (times are nanoseconds in an `i64`: 1677-09-21 to
+//! 2262-04-11), `18446744073709551616`, `70000/tcp`, `106752d`, `10.0.0.0/33`.
+//!
+//! **Nesting.** Parentheses, negations (`!`) and lists nest at most [`MAX_DEPTH`] (256) levels
+//! together; deeper is an error at the token that goes too deep (every later step recurses
+//! once per level). A chain of `&&` or `||` is no nesting: 6,000 predicates parse, check and
+//! bind in linear time.
 //!
 //! **Value predicates.** A bare literal is `:TYPE == literal` for its type: `10.0.0.1` is
 //! `:addr == 10.0.0.1`, `10.0.0.0/8` matches subnets equal to it and addresses in it, `53`
@@ -54,9 +66,32 @@
 //!   pushed into the predicates first (`!(x == 1)` is `x != 1`), so `!` does not make unset
 //!   values match either.
 //! - A schema without the field: false for its events. A comparison that is not well-typed
-//!   for a field is false for that field; when no field of any schema the query reaches makes
-//!   it well-typed (`ts == "yesterday"`), the query fails, naming the field and both types. A
-//!   type or meta extractor with a literal it can never compare with fails at parse time.
+//!   for a field is false for that field. A type or meta extractor with a literal it can never
+//!   compare with fails at parse time.
+//!
+//! # No silent zeros
+//!
+//! Against the data it runs on ([`Query::check`], which a search runs before reading: see
+//! [`Search`]), a mistake is an error or a warning rather than an empty answer:
+//!
+//! - a field extractor that names no field of any schema is an error with the nearest known
+//!   names ([`unknown_field`]: "no field `duraton` in any schema of the archive; did you mean
+//!   `duration`?");
+//! - `#type == "..."` or `#type in [...]` naming no schema of the data and no Zeek log
+//!   ([`ZEEK_LOGS`]) is an error ([`unknown_type_name`]: `"conn"`, did you mean
+//!   `"zeek.conn"`?); negative predicates (`#type != "foobar"`) are never refused;
+//! - a comparison that no field of any schema makes well-typed (`ts == "yesterday"`) is an
+//!   error naming the field, both types and, where there is one, the literal probably meant
+//!   (`duration > 600` with an interval: `600s`);
+//! - one that is ill-typed in some schemas only is a warning ([`Search::warnings`]) naming
+//!   those schemas, the field's type and the literal probably meant; results are unchanged;
+//! - with no schemas (an empty archive) nothing is refused. [`lint`] gives every problem of
+//!   an expression as messages, for a pipeline (`weir run --check` warns with them).
+//! - Addresses compare as VAST stores them, an IPv4 address as its IPv4-mapped IPv6 form:
+//!   `10.6.7.1 == ::ffff:10.6.7.1` whichever form the log wrote, `::/0` holds every address
+//!   and `::ffff:0:0/96` every IPv4 one; subnets compare through the same mapping
+//!   (`10.0.0.0/8` is `::ffff:10.0.0.0/104`). Pruning looks an IPv4 address up in both stored
+//!   forms (4 and 16 bytes).
 //! - Containers (`set`, `vector`, `table`): `x in field` holds when an element equals `x`;
 //!   `field == x` and the ordering operators hold when some element does (so an empty
 //!   container never equals a scalar); `field == [a, b]` compares the whole list; a negative
@@ -70,6 +105,7 @@
 //! | `parser.rs` | the grammar, the syntax tree ([`Expr`], [`Predicate`], [`Op`], [`Extractor`]), negation normal form |
 //! | `literal.rs` | [`Literal`]s and the parsers of their unquoted forms |
 //! | `bind.rs` | resolving extractors in a schema, type checks: [`Program`] |
+//! | `names.rs` | unknown fields and `#type` names, suggestions, the literal probably meant |
 //! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
@@ -86,6 +122,7 @@ mod eval;
 mod filter;
 mod lexer;
 mod literal;
+mod names;
 pub mod ops;
 mod parser;
 mod prune;
@@ -98,13 +135,15 @@ pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
+pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
 pub use ops::{is_chain, Chain, ChainStats, Flow, QueryConfig, QueryTransform, Slice};
-pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
+pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName, MAX_DEPTH};
 pub use prune::Tri;
 pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};
 
 use crate::store::Archive;
 use crate::types::{SchemaRef, Type};
+use names::Scope;
 
 /// A parsed, statically checked expression (or "everything").
 #[derive(Debug, Clone)]
@@ -180,21 +219,117 @@ impl Query {
     /// Fails when a field comparison names fields in `schemas` but none of them makes it
     /// well-typed (`ts == "yesterday"`): the error names the field and both types.
     pub fn check_types(&self, schemas: &[SchemaRef]) -> Result<(), ExprError> {
+        let (errors, _) = self.field_problems(schemas, false, Scope::Archive);
+        errors.into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Checks the expression against the schemas of the data it will run on: fails on the
+    /// first field extractor that names no field of any of them ([`unknown_field`], with the
+    /// nearest names), on a comparison that no field makes well-typed (naming both types and,
+    /// where there is one, the literal probably meant: `600s` for `600` with an interval
+    /// field), and on a `#type == "..."` naming none of them and no Zeek log
+    /// ([`unknown_type_name`]). Returns the warnings: comparisons ill-typed for the field in
+    /// some schemas but not all (false for those schemas' events), each naming them, the
+    /// field's type and the literal probably meant. Nothing is refused when `schemas` is
+    /// empty.
+    pub fn check(&self, schemas: &[SchemaRef]) -> Result<Vec<String>, ExprError> {
+        let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+        self.check_type_names(&names)?;
+        self.check_fields(schemas)
+    }
+
+    /// The field part of [`Query::check`]: unknown field extractors and ill-typed comparisons
+    /// are errors, comparisons ill-typed in some schemas only are the warnings returned.
+    pub fn check_fields(&self, schemas: &[SchemaRef]) -> Result<Vec<String>, ExprError> {
+        let (errors, warnings) = self.field_problems(schemas, true, Scope::Archive);
+        errors.into_iter().next().map_or(Ok(warnings), Err)
+    }
+
+    /// The `#type` part of [`Query::check`]: fails on a positive `#type` predicate (`==` or
+    /// `in [...]`) whose string names none of `names` (the schema names of the data) and no
+    /// Zeek log ([`ZEEK_LOGS`]); a negative one (`#type != "foobar"`) is never refused, nor
+    /// anything when `names` is empty.
+    pub fn check_type_names(&self, names: &[&str]) -> Result<(), ExprError> {
+        self.type_name_problems(names, Scope::Archive)
+            .into_iter()
+            .next()
+            .map_or(Ok(()), Err)
+    }
+
+    /// Whether the expression has positive `#type` predicates with strings
+    /// ([`Query::check_type_names`] has something to check).
+    pub(crate) fn has_type_names(&self) -> bool {
+        self.expr
+            .as_ref()
+            .is_some_and(|e| e.predicates().iter().any(|p| !type_names(p).is_empty()))
+    }
+
+    fn type_name_problems(&self, names: &[&str], scope: Scope) -> Vec<ExprError> {
         let Some(expr) = &self.expr else {
-            return Ok(());
+            return Vec::new();
         };
+        let mut out = Vec::new();
+        for p in expr.predicates() {
+            for v in type_names(p) {
+                let v = String::from_utf8_lossy(v);
+                out.extend(names::unknown_type_name_in(
+                    &self.text,
+                    p.value_span.start,
+                    &v,
+                    names,
+                    scope,
+                ));
+            }
+        }
+        out
+    }
+
+    /// The problems of the field predicates against `schemas`, in predicate order: errors
+    /// (unknown fields when `names`, comparisons no field makes well-typed) and warnings.
+    fn field_problems(
+        &self,
+        schemas: &[SchemaRef],
+        names: bool,
+        scope: Scope,
+    ) -> (Vec<ExprError>, Vec<String>) {
+        let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+        let Some(expr) = &self.expr else {
+            return (errors, warnings);
+        };
+        if schemas.is_empty() {
+            return (errors, warnings);
+        }
         let mut typing = vec![bind::Typing::default(); self.predicate_count()];
         for s in schemas {
             Program::new(Some(expr), s, &mut typing);
         }
         for p in expr.predicates() {
+            let Extractor::Field(name) = &p.extractor else {
+                continue;
+            };
             let Some(t) = typing.get(p.id) else { continue };
-            if let (true, false, Some((field, ty))) = (t.resolved, t.well_typed, &t.mismatch) {
-                return Err(ExprError::new(
+            if !t.resolved {
+                if names {
+                    errors.extend(names::unknown_field_in(
+                        &self.text,
+                        p.extractor_span.start,
+                        name,
+                        schemas,
+                        scope,
+                    ));
+                }
+                continue;
+            }
+            let written = self.text.get(p.value_span.clone()).unwrap_or_default();
+            if let (false, Some((field, ty))) = (t.well_typed, &t.mismatch) {
+                let hint = names::meant(ty, p.op, &p.value, written)
+                    .map(|m| format!("; did you mean `{m}`?"))
+                    .unwrap_or_default();
+                errors.push(ExprError::new(
                     &self.text,
                     p.pos,
                     format!(
-                        "type mismatch in `{}`: field {field} is of type {ty} and {} is of type {}; no field {} of any schema can be compared with it by `{}`",
+                        "type mismatch in `{}`: field {field} is of type {ty} and {} is of type {}; no field {} of any schema can be compared with it by `{}`{hint}",
                         p.text,
                         p.value,
                         p.value.type_name(),
@@ -202,9 +337,53 @@ impl Query {
                         p.op
                     ),
                 ));
+            } else if t.well_typed && !t.ill_typed.is_empty() && names {
+                warnings.push(self.ill_typed_warning(p, &t.ill_typed, written));
             }
         }
-        Ok(())
+        (errors, warnings)
+    }
+
+    /// The warning for a comparison ill-typed for the field in the schemas of `ill` (schema,
+    /// field, type), but not in all.
+    fn ill_typed_warning(
+        &self,
+        p: &Predicate,
+        ill: &[(String, String, Type)],
+        written: &str,
+    ) -> String {
+        // (field, type, schemas)
+        let mut groups: Vec<(&str, &Type, Vec<&str>)> = Vec::new();
+        for (schema, field, ty) in ill {
+            match groups.iter_mut().find(|g| g.0 == field && g.1 == ty) {
+                Some(g) if !g.2.contains(&schema.as_str()) => g.2.push(schema),
+                Some(_) => {}
+                None => groups.push((field, ty, vec![schema])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(f, ty, s)| format!("field {f} is of type {ty} in {}", s.join(", ")))
+            .collect();
+        let hint = groups
+            .first()
+            .and_then(|(_, ty, _)| names::meant(ty, p.op, &p.value, written))
+            .map(|m| format!("; did you mean `{m}`?"))
+            .unwrap_or_default();
+        let column = self.text.get(..p.pos).map_or(0, |s| s.chars().count()) + 1;
+        format!(
+            "`{}` at column {column}: {}, which cannot be compared with {} of type {} by `{}`: no event of {} matches it{hint}",
+            p.text,
+            parts.join("; "),
+            p.value,
+            p.value.type_name(),
+            p.op,
+            if groups.iter().map(|g| g.2.len()).sum::<usize>() == 1 {
+                "that schema"
+            } else {
+                "those schemas"
+            }
+        )
     }
 
     /// The matching events of `archive`, in ID order, with pruning.
@@ -224,6 +403,43 @@ impl Query {
     /// The number of matching events (see [`Search::count`]).
     pub fn count(&self, archive: &Archive) -> Result<(u64, SearchStats), QueryError> {
         Search::new(archive, self, SearchOptions::default())?.count()
+    }
+}
+
+/// Every problem of the expression `text` against the schemas of the data it will run on,
+/// as messages: each unknown field extractor and `#type` name (with the nearest names), each
+/// comparison no field makes well-typed, each one ill-typed in some schemas only (see
+/// [`Query::check`]). Empty when `text` does not parse (that is an error of its own) or when
+/// `schemas` is empty. For checking a pipeline's expressions before they run (`weir run
+/// --check`), where a problem is a warning.
+pub fn lint(text: &str, schemas: &[SchemaRef]) -> Vec<String> {
+    let Ok(q) = Query::parse(text) else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    let mut out: Vec<String> = q
+        .type_name_problems(&names, Scope::Sources)
+        .iter()
+        .map(ExprError::to_string)
+        .collect();
+    let (errors, warnings) = q.field_problems(schemas, true, Scope::Sources);
+    out.extend(errors.iter().map(ExprError::to_string));
+    out.extend(warnings);
+    out
+}
+
+/// The strings a positive `#type` predicate names (`==` one, `in [...]` its strings).
+fn type_names(p: &Predicate) -> Vec<&[u8]> {
+    match (&p.extractor, p.op, &p.value) {
+        (Extractor::Meta(Meta::Type), Op::Eq, Literal::String(s)) => vec![s],
+        (Extractor::Meta(Meta::Type), Op::In, Literal::List(items)) => items
+            .iter()
+            .filter_map(|x| match x {
+                Literal::String(s) => Some(s.as_slice()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -249,6 +465,15 @@ fn check_static(text: &str, p: &Predicate) -> Result<(), ExprError> {
             "#timestamp (a time)".to_string(),
             bind::well_typed(&Type::Time, p.op, &p.value),
         ),
+        Extractor::Meta(Meta::Id) => {
+            let integer = |l: &Literal| matches!(l, Literal::Count(_) | Literal::Int(_));
+            let ok = match (p.op, &p.value) {
+                (Op::In | Op::NotIn, Literal::List(items)) => items.iter().all(integer),
+                (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge, l) => integer(l),
+                _ => false,
+            };
+            ("#id (a count)".to_string(), ok)
+        }
     };
     if ok {
         return Ok(());

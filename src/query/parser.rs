@@ -19,10 +19,16 @@
 //! or a missing field is still false.
 
 use std::fmt;
+use std::ops::Range;
 
 use super::error::ParseError;
 use super::lexer::{lex, Tok, Token};
-use super::literal::{parse_duration, parse_word, Literal, Pattern};
+use super::literal::{out_of_range, parse_duration, parse_word, Literal, Pattern};
+
+/// How deeply parentheses, negations (`!`) and lists may nest, together: deeper is an error
+/// at the token that goes one level too deep. Every later step (negation normal form,
+/// binding, evaluation) recurses once per level, so this bounds their stack use.
+pub const MAX_DEPTH: usize = 256;
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -217,6 +223,8 @@ pub enum Meta {
     Timestamp,
     /// `#field`: a field name of the schema.
     Field,
+    /// `#id`: the event's ID in the archive (a count, as `weir get` takes it).
+    Id,
 }
 
 /// What a predicate reads from an event.
@@ -238,6 +246,7 @@ impl fmt::Display for Extractor {
             Extractor::Meta(Meta::Type) => f.write_str("#type"),
             Extractor::Meta(Meta::Timestamp) => f.write_str("#timestamp"),
             Extractor::Meta(Meta::Field) => f.write_str("#field"),
+            Extractor::Meta(Meta::Id) => f.write_str("#id"),
         }
     }
 }
@@ -257,6 +266,10 @@ pub struct Predicate {
     pub pos: usize,
     /// The predicate as written.
     pub text: String,
+    /// Where the extractor is written (for a value predicate, the value).
+    pub extractor_span: Range<usize>,
+    /// Where the value is written.
+    pub value_span: Range<usize>,
 }
 
 /// A parsed expression.
@@ -334,6 +347,8 @@ struct Parser<'a> {
     i: usize,
     now: i64,
     next_id: usize,
+    /// Parentheses, negations and lists open around the current token.
+    depth: usize,
 }
 
 /// Parses an expression. `now` (nanoseconds since the epoch) is the value of `now`.
@@ -345,6 +360,7 @@ pub fn parse(text: &str, now: i64) -> Result<Expr, ParseError> {
         i: 0,
         now,
         next_id: 0,
+        depth: 0,
     };
     if p.toks.is_empty() {
         return Err(p.error(0, "expected an expression"));
@@ -414,13 +430,36 @@ impl Parser<'_> {
         })
     }
 
+    /// Enters one more level of nesting at the next token (see [`MAX_DEPTH`]).
+    fn deeper(&mut self) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let msg = format!(
+                "nesting too deep: parentheses, negations (!) and lists nest at most {MAX_DEPTH} levels"
+            );
+            return Err(self.error(self.here(), msg));
+        }
+        Ok(())
+    }
+
     fn unary(&mut self) -> Result<Expr, ParseError> {
+        if matches!(self.peek_tok(), Some(Tok::Not | Tok::Open)) {
+            self.deeper()?;
+            let e = self.nested();
+            self.depth -= 1;
+            return e;
+        }
+        self.predicate()
+    }
+
+    /// `!unary` or `(expr)`.
+    fn nested(&mut self) -> Result<Expr, ParseError> {
         match self.peek_tok() {
             Some(Tok::Not) => {
                 self.i += 1;
                 Ok(Expr::Not(Box::new(self.unary()?)))
             }
-            Some(Tok::Open) => {
+            _ => {
                 let open = self.here();
                 self.i += 1;
                 let e = self.disjunction()?;
@@ -435,13 +474,16 @@ impl Parser<'_> {
                 self.i += 1;
                 Ok(e)
             }
-            _ => self.predicate(),
         }
     }
 
     fn predicate(&mut self) -> Result<Expr, ParseError> {
         let start = self.here();
         let lhs = self.operand("a predicate (a field, type or meta extractor, or a value)")?;
+        let lhs_end = self
+            .toks
+            .get(self.i.wrapping_sub(1))
+            .map_or(start, |t| t.end);
         let op = match self.peek_tok() {
             Some(Tok::Op(op)) => Some(*op),
             _ => None,
@@ -474,6 +516,8 @@ impl Parser<'_> {
                         value: lit,
                         pos: start,
                         text: self.text[start..end].to_string(),
+                        extractor_span: start..end,
+                        value_span: start..end,
                     }))
                 }
                 Operand::Ext(ext) => {
@@ -491,9 +535,10 @@ impl Parser<'_> {
         let rhs = self.operand(&format!("a value or an extractor after `{op}`"))?;
         let end = self.toks.get(self.i - 1).map_or(self.text.len(), |t| t.end);
         let text = self.text[start..end].to_string();
-        let (extractor, op, value) = match (lhs, rhs) {
-            (Operand::Ext(e), Operand::Lit(l)) => (e, op, l),
-            (Operand::Lit(l), Operand::Ext(e)) => (e, op.flip(), l),
+        let (lhs_span, rhs_span) = (start..lhs_end, rhs_pos..end);
+        let (extractor, op, value, extractor_span, value_span) = match (lhs, rhs) {
+            (Operand::Ext(e), Operand::Lit(l)) => (e, op, l, lhs_span, rhs_span),
+            (Operand::Lit(l), Operand::Ext(e)) => (e, op.flip(), l, rhs_span, lhs_span),
             (Operand::Ext(_), Operand::Ext(e)) => {
                 return Err(self.error(
                     rhs_pos,
@@ -514,6 +559,8 @@ impl Parser<'_> {
             value,
             pos: start,
             text,
+            extractor_span,
+            value_span,
         }))
     }
 
@@ -533,7 +580,14 @@ impl Parser<'_> {
                     let first = e.lines().last().unwrap_or("").trim().to_string();
                     self.error(t.pos, format!("invalid pattern: {first}"))
                 }),
-            Tok::ListOpen => self.list(t.pos).map(Operand::Lit),
+            Tok::ListOpen => {
+                self.i -= 1;
+                self.deeper()?;
+                self.i += 1;
+                let l = self.list(t.pos).map(Operand::Lit);
+                self.depth -= 1;
+                l
+            }
             Tok::Word(w) => self.word(&w, t.pos),
             _ => {
                 self.i -= 1;
@@ -586,9 +640,12 @@ impl Parser<'_> {
                 "type" => Ok(Operand::Ext(Extractor::Meta(Meta::Type))),
                 "timestamp" => Ok(Operand::Ext(Extractor::Meta(Meta::Timestamp))),
                 "field" => Ok(Operand::Ext(Extractor::Meta(Meta::Field))),
+                "id" => Ok(Operand::Ext(Extractor::Meta(Meta::Id))),
                 _ => Err(self.error(
                     pos,
-                    format!("unknown meta extractor `{w}`: expected #type, #timestamp or #field"),
+                    format!(
+                        "unknown meta extractor `{w}`: expected #type, #timestamp, #field or #id"
+                    ),
                 )),
             };
         }
@@ -612,6 +669,9 @@ impl Parser<'_> {
                 if sign == "-" || sign == "+" {
                     let d_pos = self.toks[self.i + 1].pos;
                     let Some(d) = parse_duration(d) else {
+                        if let Some(msg) = out_of_range(d) {
+                            return Err(self.error(d_pos, msg));
+                        }
                         return Err(self.error(
                             d_pos,
                             format!("expected a duration after `now {sign}` (e.g. 1d, 2h, 30min)"),
@@ -643,6 +703,9 @@ impl Parser<'_> {
                 }
             }
             return Ok(Operand::Lit(lit));
+        }
+        if let Some(msg) = out_of_range(w) {
+            return Err(self.error(pos, msg));
         }
         let valid_field = w
             .bytes()
@@ -713,6 +776,84 @@ mod tests {
             panic!()
         };
         assert!(matches!(p.value, Literal::Time(0)));
+    }
+
+    /// Nesting up to [`MAX_DEPTH`] parses, normalizes and drops on a test thread's stack;
+    /// one level more is an error at the token that goes too deep.
+    #[test]
+    fn nesting_is_bounded() {
+        let d = MAX_DEPTH;
+        let parens = format!("{}x == 1{}", "(".repeat(d), ")".repeat(d));
+        let nots = format!("{}x == 1", "!".repeat(d));
+        let mixed = format!("{}x == 1{}", "!(".repeat(d / 2), ")".repeat(d / 2));
+        let lists = format!("x in {}1{}", "[".repeat(d), "]".repeat(d));
+        for ok in [&parens, &nots, &mixed, &lists] {
+            let e = parse(ok, 0).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(e.normalize().predicates().len(), 1);
+        }
+        let deeper = [
+            (
+                format!("{}x == 1{}", "(".repeat(d + 1), ")".repeat(d + 1)),
+                d,
+            ),
+            (format!("{}x == 1", "!".repeat(20_000)), d),
+            (format!("a == 1 && {}x == 1", "!(".repeat(d)), 9 + d + 1),
+            (
+                format!("x in {}1{}", "[".repeat(d + 1), "]".repeat(d + 1)),
+                5 + d,
+            ),
+        ];
+        for (text, pos) in deeper {
+            let e = parse(&text, 0).unwrap_err();
+            assert_eq!(e.pos, pos, "{}", e.message);
+            assert!(e.message.contains("nesting too deep"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn spans_locate_extractor_and_value() {
+        for (text, ext, val) in [
+            ("duration > 600", "duration", "600"),
+            ("600 < duration", "duration", "600"),
+            ("#type in [\"a\", \"b\"]", "#type", "[\"a\", \"b\"]"),
+            ("10.0.0.1", "10.0.0.1", "10.0.0.1"),
+        ] {
+            let Expr::Pred(p) = parse(text, 0).unwrap() else {
+                panic!()
+            };
+            assert_eq!(&text[p.extractor_span.clone()], ext, "{text}");
+            assert_eq!(&text[p.value_span.clone()], val, "{text}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_literals_say_so_at_their_position() {
+        for (text, pos) in [
+            ("ts > 2263-01-01", 5),
+            ("x == 18446744073709551616", 5),
+            ("x == -9223372036854775809", 5),
+            ("resp_p == 70000/tcp", 10),
+            ("duration > 106752d", 11),
+            ("ts > now - 106752d", 11),
+            ("ts > now-106752d", 5),
+            ("ts < @99999999999", 5),
+            ("x == 1e400", 5),
+            ("net == 10.0.0.0/33", 7),
+        ] {
+            let e = parse(text, 0).unwrap_err();
+            assert_eq!(e.pos, pos, "{text}: {}", e.message);
+            assert!(e.message.contains("out of range"), "{text}: {}", e.message);
+        }
+        // The edges still parse.
+        for text in [
+            "ts > 2262-04-11",
+            "x == 18446744073709551615",
+            "x == -9223372036854775808",
+            "resp_p == 65535/tcp",
+            "duration > 106751d",
+        ] {
+            parse(text, 0).unwrap_or_else(|e| panic!("{e}"));
+        }
     }
 
     #[test]

@@ -1,19 +1,22 @@
 //! Deciding from metadata, before any row is read, whether a segment or batch can hold a match.
 //!
-//! - A **segment** is known by its catalog entry: the names of its schemas (with event counts)
-//!   and the range of its `ts` values. `#type` predicates are decided by the name;
-//!   `#timestamp` and `:timestamp` comparisons with a time are false when the range cannot
-//!   satisfy them (and when no event has a `ts`). Everything else is "maybe". A schema name
+//! - A **segment** is known by its catalog entry: the names of its schemas (with event counts),
+//!   the range of its `ts` values and its event IDs. `#type` predicates are decided by the
+//!   name; `#timestamp` and `:timestamp` comparisons with a time are false when the range
+//!   cannot satisfy them (and when no event has a `ts`); `#id` comparisons are decided when
+//!   the span of its IDs lies wholly inside or outside. Everything else is "maybe". A schema name
 //!   whose answer is [`Tri::False`] needs none of its batches; one that is [`Tri::True`] is
 //!   counted from the catalog without opening the segment.
 //! - A **batch** is known by its full schema ([`Program`]: a constant answer, e.g. a missing
-//!   field or another `#type`) and its `ts` range, which prunes every comparison of the
-//!   schema's `ts` field with a time, whichever extractor named it.
+//!   field or another `#type`), its IDs (`#id` comparisons that hold for all of them or none
+//!   are decided first: [`Program::for_ids`]) and its `ts` range, which prunes every
+//!   comparison of the schema's `ts` field with a time, whichever extractor named it.
 //! - A batch of a format 3 segment also has a **sketch** ([`crate::segment::sketch`]): a Bloom
 //!   filter of its string-like and address values and the range of each numeric and time
 //!   field. [`Program::sketch_may_match`] is false when it proves that no row can match: an
 //!   `==` (or `in [list]`, or `ni`/element `==` on a container) with a string or address that
-//!   the filter does not hold, or a comparison (`==`, `<`, `<=`, `>`, `>=`) of a numeric or
+//!   the filter does not hold (an IPv4 address, or an IPv4-mapped IPv6 one, is looked up in
+//!   both its stored forms, 4 and 16 bytes), or a comparison (`==`, `<`, `<=`, `>`, `>=`) of a numeric or
 //!   time field that its range cannot satisfy (or that has no value in the batch). Negated
 //!   operators, substrings, patterns, subnets and everything else are "maybe".
 //!
@@ -34,14 +37,14 @@
 
 use std::cmp::Ordering;
 
-use super::bind::{Bound, Program, Test};
+use super::bind::{id_bound, Bound, Program, Test};
 use super::eval::compare;
 use super::eval::Fast;
-use super::literal::Literal;
+use super::literal::{addr_bits, v4_of, Literal};
 use super::parser::{Expr, Extractor, Meta, Op, TypeName};
 use crate::segment::sketch::{value_hash, SketchRef, TAG_ADDR, TAG_STRING};
 use crate::segment::Segment;
-use crate::store::BatchRef;
+use crate::store::{BatchRef, CatalogEntry};
 use crate::types::Type;
 
 /// A three-valued answer.
@@ -88,24 +91,39 @@ fn ts_may(range: Option<(i64, i64)>, op: Op, t: i64) -> bool {
     }
 }
 
-/// The answer for the events of schema `name` in a segment whose `ts` values span `range`,
-/// from a normalized expression (`None`: everything).
-pub fn by_name(expr: Option<&Expr>, name: &str, range: Option<(i64, i64)>) -> Tri {
+/// The answer for the events of schema `name` in the segment of a catalog entry, from a
+/// normalized expression (`None`: everything): `#type` by the name, time comparisons by the
+/// entry's `ts` range, `#id` comparisons by the span of its event IDs.
+pub fn by_entry(expr: Option<&Expr>, name: &str, entry: &CatalogEntry) -> Tri {
+    let range = entry.ts.map(|[a, b]| (a, b));
+    let ids = match (entry.intervals.first(), entry.intervals.last()) {
+        (Some(first), Some(last)) => Some(first[0]..last[1]),
+        _ => None,
+    };
     match expr {
         None => Tri::True,
-        Some(e) => name_tri(e, name, range),
+        Some(e) => name_tri(e, name, range, ids.as_ref()),
     }
 }
 
-fn name_tri(e: &Expr, name: &str, range: Option<(i64, i64)>) -> Tri {
+fn name_tri(
+    e: &Expr,
+    name: &str,
+    range: Option<(i64, i64)>,
+    ids: Option<&std::ops::Range<u64>>,
+) -> Tri {
     match e {
         Expr::And(v) => v
             .iter()
-            .fold(Tri::True, |acc, e| acc.and(name_tri(e, name, range))),
+            .fold(Tri::True, |acc, e| acc.and(name_tri(e, name, range, ids))),
         Expr::Or(v) => v
             .iter()
-            .fold(Tri::False, |acc, e| acc.or(name_tri(e, name, range))),
+            .fold(Tri::False, |acc, e| acc.or(name_tri(e, name, range, ids))),
         Expr::Not(_) => Tri::Maybe,
+        Expr::Pred(p) if p.extractor == Extractor::Meta(Meta::Id) => match ids {
+            Some(ids) => ids_tri(&id_bound(p.op, &p.value), ids),
+            None => Tri::Maybe,
+        },
         Expr::Pred(p) => match (&p.extractor, &p.value) {
             (Extractor::Meta(Meta::Type), lit) => {
                 let v = crate::value::ValueRef::String(name.as_bytes());
@@ -124,6 +142,22 @@ fn name_tri(e: &Expr, name: &str, range: Option<(i64, i64)>) -> Tri {
     }
 }
 
+/// The answer of a bound `#id` comparison ([`id_bound`]) for the events with IDs in `ids`.
+fn ids_tri(b: &Bound, ids: &std::ops::Range<u64>) -> Tri {
+    match b {
+        Bound::Const(true) => Tri::True,
+        Bound::Const(false) => Tri::False,
+        Bound::Id(r) => match r.decide(ids) {
+            Some(true) => Tri::True,
+            Some(false) => Tri::False,
+            None => Tri::Maybe,
+        },
+        Bound::And(v) => v.iter().fold(Tri::True, |acc, b| acc.and(ids_tri(b, ids))),
+        Bound::Or(v) => v.iter().fold(Tri::False, |acc, b| acc.or(ids_tri(b, ids))),
+        Bound::Test(_) => Tri::Maybe,
+    }
+}
+
 impl Program {
     /// Whether a batch of this schema whose `ts` values span `range` can hold a match.
     pub fn may_match(&self, range: Option<(i64, i64)>) -> bool {
@@ -134,6 +168,8 @@ impl Program {
 fn bound_may(b: &Bound, ts: Option<usize>, range: Option<(i64, i64)>) -> bool {
     match b {
         Bound::Const(b) => *b,
+        // Decided by the batch's IDs beforehand where they can: `Program::for_ids`.
+        Bound::Id(_) => true,
         Bound::And(v) => v.iter().all(|b| bound_may(b, ts, range)),
         Bound::Or(v) => v.iter().any(|b| bound_may(b, ts, range)),
         Bound::Test(t) if Some(t.field) != ts => true,
@@ -165,6 +201,7 @@ impl Program {
 fn sketch_may(b: &Bound, sk: &SketchRef<'_>) -> bool {
     match b {
         Bound::Const(b) => *b,
+        Bound::Id(_) => true,
         Bound::And(v) => v.iter().all(|b| sketch_may(b, sk)),
         Bound::Or(v) => v.iter().any(|b| sketch_may(b, sk)),
         Bound::Test(t) => test_may(t, sk),
@@ -218,6 +255,8 @@ fn sketch_count(b: &Bound, sk: &SketchRef<'_>, rows: u64) -> Option<u64> {
         Bound::Const(true) => Some(rows),
         Bound::Const(false) => Some(0),
         Bound::Test(t) => test_count(t, sk, rows),
+        // Not decided for the whole batch by `Program::for_ids`.
+        Bound::Id(_) => None,
         // Every row matches all but (at most) one part: the rows of that part.
         Bound::And(v) => {
             let mut part = None;
@@ -317,11 +356,11 @@ fn eq_may(t: &Test, lit: &Literal, sk: &SketchRef<'_>) -> bool {
         (Type::String | Type::Enum | Type::Pattern | Type::File, Literal::String(s)) => {
             sk.may_contain(value_hash(TAG_STRING, s))
         }
-        (Type::Addr, Literal::Addr(std::net::IpAddr::V4(a))) => {
-            sk.may_contain(value_hash(TAG_ADDR, &a.octets()))
-        }
-        (Type::Addr, Literal::Addr(std::net::IpAddr::V6(a))) => {
-            sk.may_contain(value_hash(TAG_ADDR, &a.octets()))
+        // The filter holds addresses as stored (4 or 16 bytes); an IPv4 address equals its
+        // IPv4-mapped IPv6 form, which may be stored in either.
+        (Type::Addr, Literal::Addr(a)) => {
+            sk.may_contain(value_hash(TAG_ADDR, &addr_bits(*a).to_be_bytes()))
+                || v4_of(*a).is_some_and(|v4| sk.may_contain(value_hash(TAG_ADDR, &v4.octets())))
         }
         _ if t.ty.is_container() => true,
         _ => match sk.range(t.field) {

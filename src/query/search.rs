@@ -1,11 +1,16 @@
 //! Running a query over an archive: prune, then evaluate rows in place on all cores, in ID
 //! order.
 //!
-//! 1. Before anything is read, the expression is type-checked against the schemas it can
-//!    reach (one segment per schema name, chosen among those that pruning keeps; the WAL's
-//!    schemas too when a comparison is ill-typed in all of those).
-//! 2. Segments whose catalog entry cannot match ([`prune::by_name`]: `#type`, and
-//!    `#timestamp`/`:timestamp` against the segment's `ts` range) are not opened.
+//! 1. Before anything is read, the expression is checked against the archive's schemas
+//!    ([`Query::check`]): a field no schema has, a comparison no field makes well-typed, a
+//!    `#type` naming no schema and no Zeek log are errors; a comparison ill-typed in some
+//!    schemas only is a warning ([`Search::warnings`]). The definitions are read in steps
+//!    until the check passes: one segment per schema name the search can reach (chosen among
+//!    those that pruning keeps), the WAL's schemas, one segment per other name, every
+//!    segment.
+//! 2. Segments whose catalog entry cannot match ([`prune::by_entry`]: `#type`,
+//!    `#timestamp`/`:timestamp` against the segment's `ts` range, `#id` against its IDs) are
+//!    not opened.
 //! 3. In an opened segment, batches that cannot match by their metadata are skipped without
 //!    verifying or reading their rows: one call, [`prune::segment_batch`] (the schema's
 //!    constant answer, the `ts` range, and the batch's sketch in format 3:
@@ -375,12 +380,12 @@ fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
             done.rows_evaluated = b.len() as u64;
             if count_only {
                 done.outcome = p
-                    .count_matches(b.rows())
+                    .count_matches(b.rows(), b.first_id())
                     .map(|n| Outcome::Count(n as u64))
                     .map_err(QueryError::from);
                 return done;
             }
-            match p.select(b.rows()) {
+            match p.select(b.rows(), b.first_id()) {
                 Ok(sel) => Some(sel),
                 Err(e) => {
                     done.outcome = Err(e.into());
@@ -398,6 +403,37 @@ fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
         Outcome::Hits(Some(hits))
     });
     done
+}
+
+/// A step of [`Search::check_types`]: which schema definitions it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// One segment per schema name the search can reach.
+    Reachable,
+    /// The write-ahead log's batches.
+    Wal,
+    /// One segment per schema name not seen yet.
+    OtherNames,
+    /// Every segment not looked at yet.
+    Every,
+}
+
+/// The schema definitions [`Search::check_types`] has read so far.
+#[derive(Debug, Default)]
+struct Found {
+    schemas: Vec<SchemaRef>,
+    names: HashSet<String>,
+    /// Catalog indices of the segments looked at.
+    looked: HashSet<usize>,
+}
+
+impl Found {
+    fn add(&mut self, s: &SchemaRef) {
+        self.names.insert(s.name.clone());
+        if !self.schemas.iter().any(|x| **x == **s) {
+            self.schemas.push(s.clone());
+        }
+    }
 }
 
 /// Outstanding batches per worker thread, at most: the reorder window is this times the
@@ -438,6 +474,8 @@ pub struct Search<'a> {
     /// Events counted from metadata alone (`count`).
     counted: u64,
     pool: OrderedPool<Job, Done>,
+    /// [`Search::warnings`].
+    warnings: Vec<String>,
 }
 
 impl<'a> Search<'a> {
@@ -474,6 +512,7 @@ impl<'a> Search<'a> {
             },
             counted: 0,
             pool: OrderedPool::new(threads, threads * WINDOW_PER_THREAD, run),
+            warnings: Vec::new(),
         };
         s.check_types()?;
         Ok(s)
@@ -542,46 +581,103 @@ impl<'a> Search<'a> {
         if !self.prune {
             return Tri::Maybe;
         }
-        prune::by_name(self.query.expr(), name, entry.ts.map(|[a, b]| (a, b)))
+        prune::by_entry(self.query.expr(), name, entry)
     }
 
-    /// Type-checks field comparisons against a definition of every schema name the search
-    /// can reach; the WAL's schemas are added only when that finds a comparison ill-typed.
+    /// Checks the expression against the archive's schemas ([`Query::check`]) before anything
+    /// is searched, keeping its warnings ([`Search::warnings`]).
+    ///
+    /// `#type` names are checked against the catalog's schema names (and the WAL's when one
+    /// is not there). Field names and comparisons are checked against schema definitions, read
+    /// in steps until every field predicate resolves and is well-typed somewhere: one segment
+    /// per schema name the search can reach (among those pruning keeps); then the WAL's
+    /// schemas; then one segment per other name; then every segment not yet looked at (a
+    /// name's fields may differ between segments). The segments opened count in the stats.
     fn check_types(&mut self) -> Result<(), QueryError> {
+        if self.query.has_type_names() {
+            self.check_type_names()?;
+        }
         if !self.query.has_field_predicates() {
             return Ok(());
         }
-        let mut schemas: Vec<SchemaRef> = Vec::new();
-        let mut known: HashSet<String> = HashSet::new();
+        let mut found = Found::default();
+        self.add_segments(&mut found, Step::Reachable);
+        let mut verdict = self.query.check_fields(&found.schemas);
+        for step in [Step::Wal, Step::OtherNames, Step::Every] {
+            if verdict.is_ok() && !found.schemas.is_empty() {
+                break;
+            }
+            if step == Step::Wal {
+                self.add_wal(&mut found);
+            } else {
+                self.add_segments(&mut found, step);
+            }
+            verdict = self.query.check_fields(&found.schemas);
+        }
+        self.warnings = verdict?;
+        Ok(())
+    }
+
+    /// [`Query::check_type_names`] against the catalog's schema names, then the WAL's too.
+    fn check_type_names(&self) -> Result<(), QueryError> {
+        let catalog = self.archive.catalog();
+        let mut names: Vec<String> = catalog
+            .segments
+            .iter()
+            .flat_map(|e| e.schemas.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        if self.query.check_type_names(&refs).is_ok() {
+            return Ok(());
+        }
+        let next = catalog.next_id;
+        for b in self.archive.scan_range(next..u64::MAX).flatten() {
+            names.push(b.schema().name.clone());
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        Ok(self.query.check_type_names(&refs)?)
+    }
+
+    /// Adds the schemas of the segments `step` takes (see [`Search::check_types`]).
+    fn add_segments(&mut self, found: &mut Found, step: Step) {
         for k in 0..self.order.len() {
             let idx = self.order[k];
+            if found.looked.contains(&idx) {
+                continue;
+            }
             let entry = self.entry(idx);
-            let wanted = entry
-                .schemas
-                .keys()
-                .any(|n| !known.contains(n) && self.name_tri(entry, n) != Tri::False);
+            let wanted = step == Step::Every
+                || entry.schemas.keys().any(|n| {
+                    !found.names.contains(n)
+                        && (step != Step::Reachable || self.name_tri(entry, n) != Tri::False)
+                });
             if !wanted {
                 continue;
             }
+            found.looked.insert(idx);
             // A damaged segment is reported when the scan reaches it.
             let Ok(seg) = self.open(idx) else { continue };
             for s in seg.schemas() {
-                known.insert(s.name.clone());
-                if !schemas.iter().any(|x| **x == **s) {
-                    schemas.push(s.clone());
-                }
+                found.add(s);
             }
         }
-        if self.query.check_types(&schemas).is_ok() {
-            return Ok(());
-        }
+    }
+
+    /// Adds the schemas of the write-ahead log's batches.
+    fn add_wal(&self, found: &mut Found) {
         let next = self.archive.catalog().next_id;
         for b in self.archive.scan_range(next..u64::MAX).flatten() {
-            if !schemas.iter().any(|x| **x == **b.schema()) {
-                schemas.push(b.schema().clone());
-            }
+            found.add(b.schema());
         }
-        Ok(self.query.check_types(&schemas)?)
+    }
+
+    /// The warnings of the expression against the archive's schemas: comparisons ill-typed
+    /// for the field in some schemas but not all (see [`Query::check`]); the search's results
+    /// are as without them.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Makes segment `idx` the current one, unless its catalog entry rules it out (or, when
@@ -628,8 +724,12 @@ impl<'a> Search<'a> {
                 let Some((schema, ids, _)) = seg.batch_meta(i) else {
                     continue;
                 };
-                let program = self.programs.get(self.query, schema).clone();
+                let mut program = self.programs.get(self.query, schema).clone();
                 if self.prune {
+                    // `#id` comparisons the batch's IDs decide.
+                    if let Some(p) = program.for_ids(&ids) {
+                        program = Arc::new(p);
+                    }
                     if !prune::segment_batch(&program, &seg, i) {
                         self.stats.batches_pruned += 1;
                         continue;
@@ -679,7 +779,10 @@ impl<'a> Search<'a> {
                 Err(e) => return Some(Err(Done::damaged(e, 1, 0))),
                 Ok(b) => b,
             };
-            let program = self.programs.get(self.query, b.schema()).clone();
+            let mut program = self.programs.get(self.query, b.schema()).clone();
+            if let (true, Some(p)) = (self.prune, program.for_ids(&b.id_range())) {
+                program = Arc::new(p);
+            }
             if self.prune && !prune::wal_batch(&program, &b) {
                 self.stats.batches_pruned += 1;
                 continue;

@@ -41,6 +41,7 @@ mod metrics_endpoint;
 mod output_formats;
 mod pipeline_config;
 mod pipeline_graph;
+mod query_errors;
 mod query_language;
 mod query_pruning;
 mod recipes;

@@ -121,6 +121,7 @@ use crate::query::{FilterConfig, QueryConfig};
 use crate::setting::InvalidSetting;
 use crate::source::{FileSourceConfig, Input, SourceError};
 use crate::store::ArchiveSinkConfig;
+use crate::types::SchemaRef;
 
 /// A validated pipeline: its stages in topological order.
 #[derive(Debug, Clone, PartialEq)]
@@ -542,6 +543,62 @@ impl PipelineSpec {
         }
         self.check_archives()?;
         self.check_blocking_after_live()
+    }
+
+    /// The schemas the sources upstream of stage `index` can produce: the shipped Zeek log
+    /// schemas and those of each source's `schema_dir` (a source whose schemas do not load
+    /// adds none: validation reports it).
+    pub fn upstream_schemas(&self, index: usize) -> Vec<SchemaRef> {
+        let mut seen = vec![false; self.stages.len()];
+        let mut todo = vec![index];
+        let mut out: Vec<SchemaRef> = Vec::new();
+        while let Some(i) = todo.pop() {
+            let Some(stage) = self.stages.get(i) else {
+                continue;
+            };
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            todo.extend(&stage.inputs);
+            let Some(Ok(zeek)) = stage.config.as_source().map(|s| s.zeek_schemas()) else {
+                continue;
+            };
+            for name in zeek.names() {
+                if let Some(log) = zeek.by_name(&name) {
+                    if !out.iter().any(|s| **s == **log.schema()) {
+                        out.push(log.schema().clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Warnings about the expressions of `filter` transforms (`where`) against the schemas
+    /// their sources can produce ([`PipelineSpec::upstream_schemas`], checked by
+    /// [`crate::query::lint`]): field names none of them has (with the nearest names),
+    /// comparisons none makes well-typed or some do not, `#type` names. `weir run --check`
+    /// prints them; they do not fail it, as a Zeek TSV log (or a JSON one without a schema)
+    /// may bring fields no schema file names.
+    pub fn query_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, stage) in self.stages.iter().enumerate() {
+            let StageConfig::Filter(f) = &stage.config else {
+                continue;
+            };
+            let schemas = self.upstream_schemas(i);
+            // As a `ConfigError` shows its place: FILE:LINE: [TABLE] KEY: ...
+            let line = stage.line.map(|l| format!(":{l}")).unwrap_or_default();
+            for problem in crate::query::lint(&f.expr, &schemas) {
+                out.push(format!(
+                    "{}{line}: [{}] {}: {problem}",
+                    self.origin,
+                    stage.table(),
+                    FilterConfig::KEY
+                ));
+            }
+        }
+        out
     }
 
     /// The stage with this name and its index.

@@ -25,6 +25,8 @@ pub struct ChainStats {
     pub search: SearchStats,
     /// Events that came out of the chain.
     pub emitted: u64,
+    /// The expression's warnings (see [`crate::query::Search::warnings`]).
+    pub warnings: Vec<String>,
 }
 
 /// Parses the expression of a `where` at byte `pos` of the chain `whole`; errors point into
@@ -108,6 +110,84 @@ impl Chain {
             OpSpec::Top { .. } => Some("rare"),
             _ => None,
         })
+    }
+
+    /// The field names that operators read of the searched events (up to the first that
+    /// makes events of its own), with their positions.
+    fn names_read(&self) -> Vec<(&str, usize)> {
+        let mut out = Vec::new();
+        for op in &self.ops {
+            match op {
+                OpSpec::Select(f) | OpSpec::Drop(f) => {
+                    out.extend(f.iter().map(|f| (f.name.as_str(), f.pos)));
+                    if matches!(op, OpSpec::Select(_)) {
+                        break;
+                    }
+                }
+                OpSpec::Sort(keys) => {
+                    out.extend(keys.iter().map(|(f, _)| (f.name.as_str(), f.pos)))
+                }
+                OpSpec::Summarize { aggs, by, .. } => {
+                    out.extend(by.iter().map(|f| (f.name.as_str(), f.pos)));
+                    out.extend(
+                        aggs.iter()
+                            .filter_map(|a| Some((a.field.as_deref()?, a.field_pos))),
+                    );
+                    break;
+                }
+                OpSpec::Top { field, .. } => {
+                    out.push((field.name.as_str(), field.pos));
+                    break;
+                }
+                OpSpec::Where { .. } | OpSpec::Head(_) | OpSpec::Tail(_) => {}
+            }
+        }
+        out.retain(|(n, _)| *n != "#type");
+        out
+    }
+
+    /// Refuses a field name that no schema of the archive has (a typo would give a silent
+    /// empty answer), with the nearest names; an empty archive refuses nothing.
+    fn check_names(&self, archive: &Archive) -> Result<(), QueryError> {
+        let names = self.names_read();
+        if names.is_empty() {
+            return Ok(());
+        }
+        let mut schemas: Vec<crate::types::SchemaRef> = Vec::new();
+        for entry in &archive.catalog().segments {
+            // A damaged segment is reported when the search reaches it.
+            let Ok(seg) = archive.segment(entry) else {
+                continue;
+            };
+            for s in seg.schemas() {
+                if !schemas.iter().any(|x| **x == **s) {
+                    schemas.push(s.clone());
+                }
+            }
+        }
+        let next = archive.catalog().next_id;
+        for b in archive.scan_range(next..u64::MAX).flatten() {
+            if !schemas.iter().any(|x| **x == **b.schema()) {
+                schemas.push(b.schema().clone());
+            }
+        }
+        if schemas.is_empty() {
+            return Ok(());
+        }
+        for (name, pos) in names {
+            let known = schemas.iter().any(|s| {
+                !super::slice::Fields::resolve_record(s, name)
+                    .indices
+                    .is_empty()
+            });
+            if known {
+                continue;
+            }
+            if let Some(e) = crate::query::unknown_field(&self.text, pos, name, &schemas) {
+                return Err(e.into());
+            }
+        }
+        Ok(())
     }
 
     /// The field names the operators read of the searched events, when they read only
@@ -213,6 +293,7 @@ impl Chain {
                         name: "count".into(),
                         func: AggFunc::Count,
                         field: None,
+                        field_pos: field.pos,
                         pos: field.pos,
                     };
                     ops.push(Box::new(Summarize::new(
@@ -250,6 +331,8 @@ impl Chain {
             output(s)
         };
         let mut search = self.scan.search(archive)?;
+        self.check_names(archive)?;
+        let warnings = search.warnings().to_vec();
         if let Some(names) = self.fields_read() {
             search.project(names);
         }
@@ -272,6 +355,7 @@ impl Chain {
         Ok(ChainStats {
             search: search.stats().clone(),
             emitted,
+            warnings,
         })
     }
 }

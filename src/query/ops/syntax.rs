@@ -31,6 +31,8 @@ pub struct AggSpec {
     pub func: AggFunc,
     /// The field read (`None` for `count()`).
     pub field: Option<String>,
+    /// Byte offset of the field in the whole chain.
+    pub field_pos: usize,
     /// Byte offset of the call in the whole chain.
     pub pos: usize,
 }
@@ -510,6 +512,7 @@ impl Args<'_> {
             return Err(self.err(format!("expected `(` after `{fname}`")));
         }
         self.i += 1;
+        let field_pos = self.pos();
         let field = match self.toks.get(self.i) {
             Some((Tok::Close, _)) => None,
             _ => Some(self.field(&fname)?),
@@ -533,6 +536,7 @@ impl Args<'_> {
             name: name.unwrap_or(call),
             func,
             field: field.map(|f| f.name),
+            field_pos,
             pos: start,
         })
     }
