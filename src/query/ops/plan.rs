@@ -190,6 +190,39 @@ impl Chain {
         Ok(())
     }
 
+    /// For a chain whose output is a bounded number of whole events (`sort ... | head N`,
+    /// `tail N`, with `where`s of field predicates): the fields its operators read. The
+    /// search then reads only those; the events that come out are read whole by their IDs
+    /// (late materialization). `None` for any other chain.
+    fn late_fields(&self) -> Option<Vec<String>> {
+        let mut bounded = false;
+        let mut names: Vec<String> = Vec::new();
+        for (k, op) in self.ops.iter().enumerate() {
+            match op {
+                OpSpec::Where { text, pos } => {
+                    let q = parse_where(&self.text, text, *pos).ok()?;
+                    for p in q.expr().map(|e| e.predicates()).unwrap_or_default() {
+                        match &p.extractor {
+                            crate::query::Extractor::Field(n) => names.push(n.clone()),
+                            crate::query::Extractor::Meta(crate::query::Meta::Type) => {}
+                            _ => return None,
+                        }
+                    }
+                }
+                OpSpec::Sort(keys) => {
+                    names.extend(keys.iter().map(|(f, _)| f.name.clone()));
+                    bounded |= matches!(self.ops.get(k + 1), Some(OpSpec::Head(_)));
+                }
+                OpSpec::Tail(_) => bounded = true,
+                OpSpec::Head(_) => {}
+                _ => return None,
+            }
+        }
+        names.retain(|n| n != "#type");
+        names.dedup();
+        bounded.then_some(names)
+    }
+
     /// The field names the operators read of the searched events, when they read only
     /// some: up to the first operator that makes events of its own (`select`, `summarize`,
     /// `top`, `rare`), the fields its predecessors and it name; `None` when the events come
@@ -326,14 +359,24 @@ impl Chain {
     ) -> Result<ChainStats, QueryError> {
         let mut stages = self.stages()?;
         let mut emitted = 0u64;
+        let late = self.late_fields();
         let mut out = |s: Slice| {
             emitted += s.len() as u64;
+            if late.is_some() {
+                // Late materialization: the few events that come out, read whole by ID.
+                for s in materialize(archive, &s)? {
+                    if output(s)? == Flow::Done {
+                        return Ok(Flow::Done);
+                    }
+                }
+                return Ok(Flow::More);
+            }
             output(s)
         };
         let mut search = self.scan.search(archive)?;
         self.check_names(archive)?;
         let warnings = search.warnings().to_vec();
-        if let Some(names) = self.fields_read() {
+        if let Some(names) = self.fields_read().or_else(|| late.clone()) {
             search.project(names);
         }
         while stages.wants_input() {
@@ -385,4 +428,29 @@ mod tests {
         let e = Chain::parse(t).unwrap_err();
         assert_eq!(e.pos, 8);
     }
+}
+
+/// The events of `slice` read whole from `archive` by their IDs, one slice per run of one
+/// schema (a slice without IDs is returned as it is).
+fn materialize(archive: &Archive, slice: &Slice) -> Result<Vec<Slice>, QueryError> {
+    if slice.ids().len() != slice.len() {
+        return Ok(vec![slice.clone()]);
+    }
+    let mut out: Vec<Slice> = Vec::new();
+    for &id in slice.ids() {
+        let Some(b) = archive.get(id)? else { continue };
+        let schema = b.schema().clone();
+        let Some(row) = b.rows().next() else { continue };
+        match out.last_mut() {
+            Some(s) if std::sync::Arc::ptr_eq(s.schema(), &schema) || **s.schema() == *schema => {
+                s.push(row, Some(id))
+            }
+            _ => {
+                let mut s = Slice::new(schema);
+                s.push(row, Some(id));
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
 }
