@@ -24,7 +24,8 @@
 //! | `top F [N]`, `rare F [N]` | the N most (least) common values of F with their count | at the end | one entry per distinct value |
 //!
 //! Field names are extractors as in expressions: the full name (`id.orig_h`), a suffix at a
-//! dot (`orig_h`), or a schema-qualified name (`zeek.conn.id.orig_h`); a name that matches
+//! dot (`orig_h`), a schema-qualified name (`zeek.conn.id.orig_h`), or an aggregation's field
+//! of a `summarize` before, as written there (`sort count() desc`); a name that matches
 //! several fields of a schema means all of them for `select`/`drop` and the first for the
 //! others. Operators work across schemas: `sort ts` is the timeline across logs, and
 //! `summarize ... by F` groups every schema's events by their field `F`.
