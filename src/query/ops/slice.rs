@@ -164,7 +164,11 @@ impl Source {
     /// grouped schema names: `#type` reads that field there, not their own schema's name.
     pub fn resolve(schema: &SchemaRef, name: &str) -> Option<Source> {
         if name == "#type" {
-            let field = schema.fields.iter().enumerate().find(|(_, f)| f.name == name);
+            let field = schema
+                .fields
+                .iter()
+                .enumerate()
+                .find(|(_, f)| f.name == name);
             return Some(match field {
                 Some((i, f)) => Source::Field(i, f.ty.clone()),
                 None => Source::SchemaName,
