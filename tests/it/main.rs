@@ -40,6 +40,7 @@ mod metrics_endpoint;
 mod pipeline_config;
 mod pipeline_graph;
 mod query_language;
+mod query_operators;
 mod query_pruning;
 mod segment_corruption;
 mod segment_format;
