@@ -43,6 +43,7 @@ mod pipeline_config;
 mod pipeline_graph;
 mod query_errors;
 mod query_language;
+mod query_operators;
 mod query_pruning;
 mod recipes;
 mod segment_corruption;

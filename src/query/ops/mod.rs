@@ -19,12 +19,13 @@
 //! | `drop F, ...` | removes the named fields | as they come | none |
 //! | `head [N]` | the first N events (default 10), then stops the search | as they come | none |
 //! | `tail [N]` | the last N events (default 10) | at the end | N events |
-//! | `sort F [asc\|desc], ...` | all events by their keys, stable; events without a key last | at the end | every event, at most [`MAX_SORT_BYTES`]; with `\| head N` after it, N events |
+//! | `sort F [asc\|desc], ...` | all events by their keys, stable; events without a key last | at the end | every event; with `\| head N` after it, N events; either way at most [`MAX_SORT_BYTES`] of rows |
 //! | `summarize AGG, ... [by F, ...] [resolution D]` | one event per group | at the end | one entry per group, at most [`MAX_GROUPS`] |
 //! | `top F [N]`, `rare F [N]` | the N most (least) common values of F with their count | at the end | one entry per distinct value |
 //!
 //! Field names are extractors as in expressions: the full name (`id.orig_h`), a suffix at a
-//! dot (`orig_h`), or a schema-qualified name (`zeek.conn.id.orig_h`); a name that matches
+//! dot (`orig_h`), a schema-qualified name (`zeek.conn.id.orig_h`), or an aggregation's field
+//! of a `summarize` before, as written there (`sort count() desc`); a name that matches
 //! several fields of a schema means all of them for `select`/`drop` and the first for the
 //! others. Operators work across schemas: `sort ts` is the timeline across logs, and
 //! `summarize ... by F` groups every schema's events by their field `F`.

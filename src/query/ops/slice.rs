@@ -159,10 +159,20 @@ pub enum Source {
 }
 
 impl Source {
-    /// What `name` reads in `schema`: `#type`, or the first field it names.
+    /// What `name` reads in `schema`: `#type`, or the first field it names. The events of
+    /// `summarize ... by #type` (and `top #type`) have a field named `#type` with the
+    /// grouped schema names: `#type` reads that field there, not their own schema's name.
     pub fn resolve(schema: &SchemaRef, name: &str) -> Option<Source> {
         if name == "#type" {
-            return Some(Source::SchemaName);
+            let field = schema
+                .fields
+                .iter()
+                .enumerate()
+                .find(|(_, f)| f.name == name);
+            return Some(match field {
+                Some((i, f)) => Source::Field(i, f.ty.clone()),
+                None => Source::SchemaName,
+            });
         }
         let i = Fields::resolve(schema, name).first()?;
         Some(Source::Field(i, schema.fields[i].ty.clone()))

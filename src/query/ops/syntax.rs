@@ -384,36 +384,42 @@ impl Args<'_> {
         }
     }
 
-    /// A field name; an aggregation's output field is named like its call, so `count()` and
-    /// `sum(orig_bytes)` are field names too.
+    /// A field name: a word, or a word with a call after it (`count()`, `sum(orig_bytes)`):
+    /// the name of an aggregation's field in a `summarize`'s output, as written there.
     fn field(&mut self, op: &str) -> Result<FieldSpec, ExprError> {
-        let Some((Tok::Word(w), pos)) = self.toks.get(self.i) else {
-            return Err(self.err(format!("`{op}` expects a field name here")));
-        };
-        let mut f = FieldSpec {
-            name: w.clone(),
-            pos: *pos,
-        };
-        self.i += 1;
-        if matches!(self.toks.get(self.i), Some((Tok::Open, _))) {
-            let arg = match self.toks.get(self.i + 1) {
-                Some((Tok::Close, _)) => Some(("", 2)),
-                Some((Tok::Word(a), _))
-                    if matches!(self.toks.get(self.i + 2), Some((Tok::Close, _))) =>
-                {
-                    Some((a.as_str(), 3))
+        match self.toks.get(self.i) {
+            Some((Tok::Word(w), pos)) => {
+                let mut f = FieldSpec {
+                    name: w.clone(),
+                    pos: *pos,
+                };
+                self.i += 1;
+                if let Some(arg) = self.call_argument() {
+                    f.name = format!("{}({arg})", f.name);
                 }
-                _ => None,
-            };
-            let Some((arg, n)) = arg else {
-                return Err(self.err(format!(
-                    "expected `)`: `{op}` takes field names such as `{w}` or `{w}(F)`"
-                )));
-            };
-            f.name = format!("{w}({arg})");
-            self.i += n;
+                Ok(f)
+            }
+            _ => Err(self.err(format!("`{op}` expects a field name here"))),
         }
-        Ok(f)
+    }
+
+    /// After a word: `()` or `(WORD)`, consumed, with the word inside (empty for `()`).
+    fn call_argument(&mut self) -> Option<String> {
+        if !matches!(self.toks.get(self.i), Some((Tok::Open, _))) {
+            return None;
+        }
+        match (self.toks.get(self.i + 1), self.toks.get(self.i + 2)) {
+            (Some((Tok::Close, _)), _) => {
+                self.i += 2;
+                Some(String::new())
+            }
+            (Some((Tok::Word(w), _)), Some((Tok::Close, _))) => {
+                let w = w.clone();
+                self.i += 3;
+                Some(w)
+            }
+            _ => None,
+        }
     }
 
     fn field_list(&mut self, op: &str) -> Result<Vec<FieldSpec>, ExprError> {
@@ -596,6 +602,21 @@ mod tests {
         assert_eq!(aggs[1].field.as_deref(), Some("orig_bytes"));
         assert_eq!(by.len(), 2);
         assert_eq!(resolution, Some(3_600_000_000_000));
+    }
+
+    #[test]
+    fn aggregation_names_are_field_names() {
+        let t = "sort count() desc, sum(orig_bytes)";
+        let OpSpec::Sort(keys) = parse_op(t, t, 0).unwrap() else {
+            panic!()
+        };
+        let names: Vec<_> = keys.iter().map(|(f, d)| (f.name.as_str(), *d)).collect();
+        assert_eq!(names, [("count()", true), ("sum(orig_bytes)", false)]);
+        let t = "select id.orig_h, count()";
+        assert!(matches!(parse_op(t, t, 0).unwrap(), OpSpec::Select(f) if f[1].name == "count()"));
+        let t = "sort count(a, b)";
+        let e = parse_op(t, t, 0).unwrap_err();
+        assert_eq!(&t[e.pos..], "(a, b)");
     }
 
     #[test]

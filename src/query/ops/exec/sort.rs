@@ -4,8 +4,8 @@
 //! schemas as `order.rs` says.
 //!
 //! Memory: with a limit (`sort ... | head N`), the `N` first events are kept, never more than
-//! `2 N` at a time; without, every event is held, at most [`MAX_SORT_BYTES`] of rows, and more
-//! is an error that says to add `| head N`.
+//! `2 N` at a time; without, every event is held. Either way at most [`MAX_SORT_BYTES`] of rows
+//! are held, and more is an error that says to add `| head N` (or a smaller `N`).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -33,6 +33,8 @@ struct Entry {
 pub(crate) struct Sort {
     keys: Vec<(String, bool)>,
     limit: Option<usize>,
+    /// [`MAX_SORT_BYTES`] (smaller in unit tests).
+    max_bytes: usize,
     entries: Vec<Entry>,
     bytes: usize,
     seq: u64,
@@ -46,6 +48,7 @@ impl Sort {
         Sort {
             keys,
             limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            max_bytes: MAX_SORT_BYTES,
             entries: Vec::new(),
             bytes: 0,
             seq: 0,
@@ -118,19 +121,23 @@ impl Operator for Sort {
                 id: slice.id(i),
             });
             self.seq += 1;
-            match self.limit {
-                Some(limit) if self.entries.len() >= limit.saturating_mul(2).max(1024) => {
+            if let Some(limit) = self.limit {
+                if self.entries.len() >= limit.saturating_mul(2).max(1024) {
                     self.sort_entries();
                     self.entries.truncate(limit);
                     self.bytes = self.entries.iter().map(|e| e.row.len()).sum();
                 }
-                None if self.bytes > MAX_SORT_BYTES => {
-                    return Err(QueryError::Limit(format!(
-                        "`sort` holds every event it sorts, at most {} MiB of them; add `| head N` after it to keep only the first N, or narrow the query",
-                        MAX_SORT_BYTES >> 20
-                    )));
-                }
-                _ => {}
+            }
+            // With a limit too: `| head 100000000` would otherwise hold every event.
+            if self.bytes > self.max_bytes {
+                let fix = match self.limit {
+                    None => "add `| head N` after it to keep only the first N",
+                    Some(_) => "keep fewer with a smaller `head`",
+                };
+                return Err(QueryError::Limit(format!(
+                    "`sort` holds the events it keeps, at most {} MiB of them; {fix}, or narrow the query",
+                    self.max_bytes >> 20
+                )));
             }
         }
         Ok(Flow::More)
@@ -143,5 +150,45 @@ impl Operator for Sort {
         }
         emit_runs(self.entries.drain(..).map(|e| (e.schema, e.row, e.id)), out);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Field, Schema, Type};
+    use crate::value::{RowEncoder, Value};
+
+    fn slice(n: u64) -> Slice {
+        let schema = Arc::new(Schema::new(
+            "t".to_string(),
+            vec![Field::new("x".to_string(), Type::Count)],
+        ));
+        let mut s = Slice::new(schema);
+        for i in 0..n {
+            s.push_with(Some(i), |buf| {
+                let mut e = RowEncoder::new(buf);
+                e.array(1);
+                e.value(&Value::Count(n - i));
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn a_limit_larger_than_the_byte_bound_is_an_error_not_a_buffer() {
+        let mut out = Vec::new();
+        let mut bounded = Sort::new(vec![("x".into(), false)], Some(10));
+        bounded.max_bytes = 8192;
+        bounded.push(slice(5000), &mut out).unwrap();
+        let mut huge = Sort::new(vec![("x".into(), false)], Some(1 << 40));
+        huge.max_bytes = 8192;
+        assert!(huge.push(slice(5000), &mut out).is_err());
+        let mut unlimited = Sort::new(vec![("x".into(), false)], None);
+        unlimited.max_bytes = 8192;
+        assert!(unlimited.push(slice(5000), &mut out).is_err());
+        bounded.finish(&mut out).unwrap();
+        let ids: Vec<u64> = out.iter().flat_map(|s| s.ids().to_vec()).collect();
+        assert_eq!(ids, (4990..5000).rev().collect::<Vec<u64>>());
     }
 }
