@@ -447,12 +447,16 @@ fn pivot_on_the_corpus_matches_brute_force() {
         e.schema == "zeek.conn"
             && e.str("id.orig_h") == Some("192.168.1.103")
             && e.obj.get("id.resp_p").and_then(Value::as_u64) == Some(80)
+            && e.obj
+                .get("ts")
+                .and_then(Value::as_f64)
+                .is_some_and(|t| t < 1_258_560_000.0)
     };
     let (n, _, uids) = check_pivot(
         &db,
         &evs,
         "zeek.http",
-        "zeek.conn.id.orig_h == 192.168.1.103 && zeek.conn.id.resp_p == 80",
+        "zeek.conn.id.orig_h == 192.168.1.103 && zeek.conn.id.resp_p == 80 && zeek.conn.ts < 2009-11-18T16:00:00Z",
         &host,
         &[],
     );

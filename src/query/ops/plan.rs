@@ -403,6 +403,31 @@ impl Chain {
     }
 }
 
+/// The events of `slice` read whole from `archive` by their IDs, one slice per run of one
+/// schema (a slice without IDs is returned as it is).
+fn materialize(archive: &Archive, slice: &Slice) -> Result<Vec<Slice>, QueryError> {
+    if slice.ids().len() != slice.len() {
+        return Ok(vec![slice.clone()]);
+    }
+    let mut out: Vec<Slice> = Vec::new();
+    for &id in slice.ids() {
+        let Some(b) = archive.get(id)? else { continue };
+        let schema = b.schema().clone();
+        let Some(row) = b.rows().next() else { continue };
+        match out.last_mut() {
+            Some(s) if std::sync::Arc::ptr_eq(s.schema(), &schema) || **s.schema() == *schema => {
+                s.push(row, Some(id))
+            }
+            _ => {
+                let mut s = Slice::new(schema);
+                s.push(row, Some(id));
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,29 +453,4 @@ mod tests {
         let e = Chain::parse(t).unwrap_err();
         assert_eq!(e.pos, 8);
     }
-}
-
-/// The events of `slice` read whole from `archive` by their IDs, one slice per run of one
-/// schema (a slice without IDs is returned as it is).
-fn materialize(archive: &Archive, slice: &Slice) -> Result<Vec<Slice>, QueryError> {
-    if slice.ids().len() != slice.len() {
-        return Ok(vec![slice.clone()]);
-    }
-    let mut out: Vec<Slice> = Vec::new();
-    for &id in slice.ids() {
-        let Some(b) = archive.get(id)? else { continue };
-        let schema = b.schema().clone();
-        let Some(row) = b.rows().next() else { continue };
-        match out.last_mut() {
-            Some(s) if std::sync::Arc::ptr_eq(s.schema(), &schema) || **s.schema() == *schema => {
-                s.push(row, Some(id))
-            }
-            _ => {
-                let mut s = Slice::new(schema);
-                s.push(row, Some(id));
-                out.push(s);
-            }
-        }
-    }
-    Ok(out)
 }
