@@ -632,3 +632,50 @@ fn the_corpus_mistakes_are_refused() {
     assert_ne!(v4.1, "0\n");
     assert_eq!(v4, mapped);
 }
+
+/// `weir run --check` warns about the field names of `query` transforms too (the
+/// expressions' and the operators'), and refuses a blocking operator after a followed source.
+#[test]
+fn run_check_warns_about_query_transform_fields() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let log = dir.join("conn.log");
+    std::fs::write(&log, common::conn_log::log(0..3)).unwrap();
+    let pipeline = dir.join("p.toml");
+    let write = |query: &str, follow: bool| {
+        let t = format!(
+            "[sources.logs]\ntype = \"file\"\npaths = [{:?}]\nfollow = {follow}\n\n\
+             [transforms.q]\ntype = \"query\"\ninputs = [\"logs\"]\nquery = {query:?}\n\n\
+             [sinks.out]\ntype = \"stdout\"\ninputs = [\"q\"]\n",
+            s(&log)
+        );
+        std::fs::write(&pipeline, t).unwrap();
+    };
+    write("where duraton > 1h | select uidd, duration | head 2", false);
+    let out = run(&["run", "--check", s(&pipeline)]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("[transforms.q] query: no field `duraton`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `duration`?"), "{err}");
+    assert!(err.contains("no field `uidd`"), "{err}");
+    assert!(err.contains("did you mean `uid`"), "{err}");
+    write("where duration > 1h | select uid, duration | head 2", false);
+    let out = run(&["run", "--check", s(&pipeline)]);
+    let err = text(&out.stderr);
+    assert!(out.status.success() && !err.contains("warning"), "{err}");
+    // Streaming operators run on live input; blocking ones are refused there.
+    write("select uid | head 2", true);
+    let out = run(&["run", "--check", s(&pipeline)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    write("summarize count() by proto", true);
+    let out = run(&["run", "--check", s(&pipeline)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`summarize` emits only at the end of its input"),
+        "{err}"
+    );
+}

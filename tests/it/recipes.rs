@@ -393,3 +393,19 @@ fn http_requests_per_host_and_method() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// `select #id` shows the IDs `weir get` takes: each event of a uid, got back by its ID,
+/// is the event exported at that position (IDs are import order).
+#[test]
+fn event_ids_are_within_reach() {
+    let Some(c) = corpus() else { return };
+    let got = recipe(&db(c), r#"uid == "J94V9kPFhec" | select #id, uid"#);
+    assert!(got.len() >= 2);
+    for g in &got {
+        let id = g["#id"].as_u64().unwrap();
+        assert_eq!(g["uid"], c.1[id as usize]["uid"], "{g}");
+        let out = run(&["get", "--db", s(&db(c)), "--to", "json", &id.to_string()]);
+        let back: J = serde_json::from_str(ok(&out, "get").trim()).unwrap();
+        assert_eq!(back, c.1[id as usize]);
+    }
+}

@@ -583,18 +583,24 @@ impl PipelineSpec {
     pub fn query_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, stage) in self.stages.iter().enumerate() {
-            let StageConfig::Filter(f) = &stage.config else {
-                continue;
+            let key = match &stage.config {
+                StageConfig::Filter(_) => FilterConfig::KEY,
+                StageConfig::Query(_) => QueryConfig::KEY,
+                _ => continue,
             };
             let schemas = self.upstream_schemas(i);
+            let problems = match &stage.config {
+                StageConfig::Filter(f) => crate::query::lint(&f.expr, &schemas),
+                StageConfig::Query(q) => q.chain().map(|c| c.lint(&schemas)).unwrap_or_default(),
+                _ => Vec::new(),
+            };
             // As a `ConfigError` shows its place: FILE:LINE: [TABLE] KEY: ...
             let line = stage.line.map(|l| format!(":{l}")).unwrap_or_default();
-            for problem in crate::query::lint(&f.expr, &schemas) {
+            for problem in problems {
                 out.push(format!(
-                    "{}{line}: [{}] {}: {problem}",
+                    "{}{line}: [{}] {key}: {problem}",
                     self.origin,
                     stage.table(),
-                    FilterConfig::KEY
                 ));
             }
         }

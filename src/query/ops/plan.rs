@@ -142,7 +142,44 @@ impl Chain {
                 OpSpec::Where { .. } | OpSpec::Head(_) | OpSpec::Tail(_) => {}
             }
         }
-        out.retain(|(n, _)| *n != "#type");
+        out.retain(|(n, _)| *n != "#type" && *n != "#id");
+        out
+    }
+
+    /// The problems of the chain's names against `schemas` (those a pipeline's sources can
+    /// produce): each expression's (see [`crate::query::lint`]), and operator fields no
+    /// schema has, with the nearest names. For `weir run --check`.
+    pub fn lint(&self, schemas: &[crate::types::SchemaRef]) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.scan.text().is_empty() {
+            out.extend(crate::query::lint(self.scan.text(), schemas));
+        }
+        for op in &self.ops {
+            if let OpSpec::Where { text, .. } = op {
+                out.extend(crate::query::lint(text.trim(), schemas));
+            }
+        }
+        if schemas.is_empty() {
+            return out;
+        }
+        for (name, pos) in self.names_read() {
+            let known = schemas.iter().any(|s| {
+                !super::slice::Fields::resolve_record(s, name)
+                    .indices
+                    .is_empty()
+            });
+            if !known {
+                if let Some(e) = crate::query::names::unknown_field_in(
+                    &self.text,
+                    pos,
+                    name,
+                    schemas,
+                    crate::query::names::Scope::Sources,
+                ) {
+                    out.push(e.to_string());
+                }
+            }
+        }
         out
     }
 

@@ -1,18 +1,22 @@
 //! `select F, ...` (the named fields, in the order named; a name matching several fields
-//! takes them all, in schema order) and `drop F, ...` (all but the named fields). The schema
-//! keeps its name; an event left without fields is dropped.
+//! takes them all, in schema order; `#id` is the event ID, a field `#id` of type `count`) and
+//! `drop F, ...` (all but the named fields). The schema keeps its name; an event left without
+//! fields is dropped.
 
 use std::sync::Arc;
 
 use super::super::slice::{Fields, Slice};
 use super::{Flow, Operator};
 use crate::query::QueryError;
-use crate::types::{Schema, SchemaRef};
+use crate::types::{Field, Schema, SchemaRef, Type};
 use crate::value::RowCursor;
 
 /// The output schema of one input schema and the input fields it takes, in its order
-/// (`None`: none of its fields is kept).
+/// ([`ID`] for the event ID; `None`: none of its fields is kept).
 type Plan = Option<(SchemaRef, Vec<usize>)>;
+
+/// The place of `#id` among the fields a `select` takes.
+const ID: usize = usize::MAX;
 
 /// `select` or `drop`.
 pub(crate) struct Project {
@@ -36,6 +40,9 @@ impl Project {
         let mut take: Vec<usize> = Vec::new();
         if self.keep {
             for n in &self.names {
+                if n == "#id" && !take.contains(&ID) {
+                    take.push(ID);
+                }
                 for i in Fields::resolve_record(schema, n).indices {
                     if !take.contains(&i) {
                         take.push(i);
@@ -54,7 +61,13 @@ impl Project {
         if take.is_empty() {
             return None;
         }
-        let fields = take.iter().map(|&i| schema.fields[i].clone()).collect();
+        let fields = take
+            .iter()
+            .map(|&i| match i {
+                ID => Field::new("#id", Type::Count),
+                i => schema.fields[i].clone(),
+            })
+            .collect();
         Some((Arc::new(Schema::new(schema.name.clone(), fields)), take))
     }
 }
@@ -76,7 +89,10 @@ impl Operator for Project {
         let Some((schema, take)) = &self.cache[i].1 else {
             return Ok(Flow::More);
         };
-        if take.len() == slice.schema().fields.len() && take.windows(2).all(|w| w[0] < w[1]) {
+        if take.len() == slice.schema().fields.len()
+            && !take.contains(&ID)
+            && take.windows(2).all(|w| w[0] < w[1])
+        {
             // Every field, in order: the rows as they are.
             let mut s = Slice::new(schema.clone());
             for (k, row) in slice.rows().enumerate() {
@@ -97,11 +113,16 @@ impl Operator for Project {
                 *span = (a, c.position());
             }
             s.push_with(slice.id(k), |buf| {
-                let mut e = crate::value::RowEncoder::new(buf);
-                e.array(take.len() as u32);
+                crate::value::RowEncoder::new(buf).array(take.len() as u32);
                 for &f in take {
-                    let (a, b) = spans[f];
-                    buf.extend_from_slice(&row[a..b]);
+                    match (f, slice.id(k)) {
+                        (ID, Some(id)) => crate::value::RowEncoder::new(buf).uint(id),
+                        (ID, None) => crate::value::RowEncoder::new(buf).null(),
+                        (f, _) => {
+                            let (a, b) = spans[f];
+                            buf.extend_from_slice(&row[a..b]);
+                        }
+                    }
                 }
             });
         }
