@@ -524,21 +524,29 @@ fn verbose_logs_files_segments_and_replays() {
     // Without -v or WEIR_LOG: nothing.
     let out = run(&["count", "--db", s(&db)]);
     assert_eq!(text(&out.stderr), "");
-    // -vv (global: after the command too) and WEIR_LOG show debug events.
+    // -vv (global: after the command too) and WEIR_LOG show debug events, and the query's
+    // statistics (counted from the catalog: one segment, nothing read, both events).
+    let stats = |lines: Vec<String>| -> Vec<String> {
+        lines
+            .into_iter()
+            .map(|l| match l.split_once(" ms=") {
+                Some((head, _)) => head.to_string(),
+                None => l,
+            })
+            .collect()
+    };
+    let want = [
+        format!("DEBUG opened archive dir={} segments=1", s(&db)),
+        "INFO query statistics segments=1 segments_pruned=0 segments_counted=1 segments_opened=0 batches_read=0 batches_pruned=0 rows_evaluated=0 matched=2".to_string(),
+    ];
     let out = run(&["count", "--db", s(&db), "-vv"]);
-    assert_eq!(
-        log_lines(&text(&out.stderr)),
-        [format!("DEBUG opened archive dir={} segments=1", s(&db))]
-    );
+    assert_eq!(stats(log_lines(&text(&out.stderr))), want);
     let out = common::cli::weir()
         .env("WEIR_LOG", "weir=debug")
         .args(["count", "--db", s(&db)])
         .output()
         .unwrap();
-    assert_eq!(
-        log_lines(&text(&out.stderr)),
-        [format!("DEBUG opened archive dir={} segments=1", s(&db))]
-    );
+    assert_eq!(stats(log_lines(&text(&out.stderr))), want);
     let out = common::cli::weir()
         .env("WEIR_LOG", "weir=[")
         .args(["count", "--db", s(&db)])
