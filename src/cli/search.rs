@@ -242,8 +242,9 @@ fn lake_config(args: &ExportArgs) -> anyhow::Result<Option<weir::codec::ParquetS
         (OutputFormat::Parquet, None) => {
             Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
         }
+        (OutputFormat::Csv, Some(_)) => Ok(None),
         (to, Some(_)) => Err(UsageError(format!(
-            "with operators, --output DIR is for --to parquet, not --to {to}; write to stdout instead"
+            "--output DIR is for --to parquet and --to csv, not --to {to}"
         ))
         .into()),
         (_, None) => Ok(None),
@@ -256,6 +257,9 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
     let lake = lake_config(args)?;
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
+    if let (OutputFormat::Csv, Some(dir)) = (stdout_format(args.to), args.output.as_deref()) {
+        return super::csv_dir::export_chain(&archive, chain, args.limit, dir);
+    }
     let mut damaged = 0u64;
     let mut on_damaged = |e: QueryError| {
         say!("weir: error: {e}");

@@ -336,6 +336,94 @@ fn csv_output_dir_has_one_file_per_schema() {
     assert!(text(&out.stderr).contains("--output DIR is for --to parquet and --to csv"));
 }
 
+/// With operators, `--to csv --output DIR` writes what they emit, one file per schema: an
+/// aggregation's `weir.summarize.csv`, the same as its CSV on stdout, with the counts of
+/// its JSON; events of two logs after `select`, one file each.
+#[test]
+fn csv_output_dir_takes_what_operators_emit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = small_archive(tmp.path());
+    let dir = tmp.path().join("agg");
+    let chain = "summarize n=count() by #type";
+    let out = run(&[
+        "export",
+        "--db",
+        &db,
+        "--to",
+        "csv",
+        "--output",
+        s(&dir),
+        chain,
+    ]);
+    ok(&out, "export --output with operators");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["weir.summarize.csv"]);
+    let body = std::fs::read_to_string(dir.join("weir.summarize.csv")).unwrap();
+    assert_eq!(body, export(&db, &["--to", "csv", chain]));
+    let json = json_lines(&export(&db, &["--to", "json", chain]));
+    let mut reader = csv::Reader::from_reader(body.as_bytes());
+    assert_eq!(
+        reader.headers().unwrap().iter().collect::<Vec<_>>(),
+        ["#type", "n"]
+    );
+    let rows: Vec<(String, String)> = reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[0].to_string(), r[1].to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = json
+        .iter()
+        .map(|e| {
+            (
+                e["#type"].as_str().unwrap().to_string(),
+                e["n"].as_u64().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, want);
+    assert_eq!(rows.len(), 3);
+    // Several schemas: a file each (a schema with none of the fields has none), `-n`
+    // counted over all of them.
+    let dir = tmp.path().join("sel");
+    let chain = "select ts, uid";
+    let out = run(&[
+        "export",
+        "--db",
+        &db,
+        "--to",
+        "csv",
+        "--output",
+        s(&dir),
+        "-n",
+        "1600",
+        chain,
+    ]);
+    ok(&out, "export --output select");
+    let mut total = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let body = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        let mut reader = csv::Reader::from_reader(body.as_bytes());
+        // The selected fields a schema has, in the order selected.
+        let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+        assert!(
+            header == ["ts", "uid"] || header == ["ts"] || header == ["uid"],
+            "{header:?}"
+        );
+        total += reader.records().count();
+    }
+    let all: usize = ok(&run(&["count", "--db", &db, chain]), "count")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(all > 1000, "{all}");
+    assert_eq!(total, all.min(1600));
+}
+
 /// Runs `weir export` with `--to table` and `COLUMNS=columns`.
 fn table(db: &str, columns: &str, args: &[&str]) -> String {
     let out = weir()
