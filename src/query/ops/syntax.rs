@@ -111,43 +111,13 @@ pub(crate) fn split(text: &str) -> Result<Vec<(&str, usize)>, ExprError> {
     while i < b.len() {
         let c = b[i];
         match c {
-            b'"' => {
-                let mut j = i + 1;
-                loop {
-                    match b.get(j) {
-                        None => {
-                            return Err(ExprError::new(
-                                text,
-                                i,
-                                "unterminated string: expected a closing \"",
-                            ))
-                        }
-                        Some(b'\\') => j += 2,
-                        Some(b'"') => break,
-                        Some(_) => j += 1,
-                    }
-                }
-                i = j + 1;
-                in_word = false;
-                continue;
-            }
-            b'/' if !in_word => {
-                let mut j = i + 1;
-                loop {
-                    match b.get(j) {
-                        None => {
-                            return Err(ExprError::new(
-                                text,
-                                i,
-                                "unterminated pattern: expected a closing /",
-                            ))
-                        }
-                        Some(b'\\') => j += 2,
-                        Some(b'/') => break,
-                        Some(_) => j += 1,
-                    }
-                }
-                i = j + 1;
+            b'"' | b'/' if c == b'"' || !in_word => {
+                let what = if c == b'"' {
+                    "unterminated string: expected a closing \""
+                } else {
+                    "unterminated pattern: expected a closing /"
+                };
+                i = closing(b, i, c).ok_or_else(|| ExprError::new(text, i, what))? + 1;
                 in_word = false;
                 continue;
             }
@@ -171,6 +141,19 @@ pub(crate) fn split(text: &str) -> Result<Vec<(&str, usize)>, ExprError> {
     }
     parts.push((&text[start..], start));
     Ok(parts)
+}
+
+/// The position of the `close` byte that ends the string or pattern opened at `open`
+/// (a backslash escapes the byte after it); `None` when there is none.
+fn closing(b: &[u8], open: usize, close: u8) -> Option<usize> {
+    let mut j = open + 1;
+    loop {
+        match *b.get(j)? {
+            b'\\' => j += 2,
+            c if c == close => return Some(j),
+            _ => j += 1,
+        }
+    }
 }
 
 /// Whether `part` starts with an operator's name (followed by the end, a space, or `(` for
