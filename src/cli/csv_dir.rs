@@ -203,40 +203,11 @@ pub fn export_chain(
     dir: &Path,
 ) -> anyhow::Result<()> {
     let mut out = CsvDir::new(dir)?;
-    let mut left = limit.unwrap_or(u64::MAX);
-    let mut damaged = 0u64;
-    let mut failed: Option<anyhow::Error> = None;
-    if left > 0 {
-        let stats = chain
-            .run(
-                archive,
-                &mut |slice| {
-                    let take = (slice.len() as u64).min(left) as usize;
-                    if let Err(e) = out.write_rows(slice.schema(), &mut slice.rows().take(take)) {
-                        failed = Some(e);
-                        return Ok(weir::query::Flow::Done);
-                    }
-                    out.events += take as u64;
-                    left -= take as u64;
-                    Ok(if left == 0 {
-                        weir::query::Flow::Done
-                    } else {
-                        weir::query::Flow::More
-                    })
-                },
-                &mut |e| {
-                    say!("weir: error: {e}");
-                    damaged += 1;
-                },
-            )
-            .map_err(super::search::query_error)?;
-        for w in &stats.warnings {
-            say!("weir: warning: {w}");
-        }
-    }
-    if let Some(e) = failed {
-        return Err(e);
-    }
+    let damaged = super::search::run_chain(archive, chain, limit, |slice, take| {
+        out.write_rows(slice.schema(), &mut slice.rows().take(take))?;
+        out.events += take as u64;
+        Ok(())
+    })?;
     let events = out.events;
     let files = out.close()?;
     say!(
@@ -245,14 +216,7 @@ pub fn export_chain(
         super::plural(files as u64, "file"),
         dir.display()
     );
-    if damaged > 0 {
-        anyhow::bail!(
-            "skipped {} damaged {} (see above); the results leave them out",
-            damaged,
-            if damaged == 1 { "batch" } else { "batches" },
-        );
-    }
-    Ok(())
+    super::search::damaged_error(damaged)
 }
 
 #[cfg(test)]

@@ -260,41 +260,11 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
     if let (OutputFormat::Csv, Some(dir)) = (stdout_format(args.to), args.output.as_deref()) {
         return super::csv_dir::export_chain(&archive, chain, args.limit, dir);
     }
-    let mut damaged = 0u64;
-    let mut on_damaged = |e: QueryError| {
-        say!("weir: error: {e}");
-        damaged += 1;
-    };
-    let mut left = args.limit.unwrap_or(u64::MAX);
-    if left == 0 {
-        return Ok(());
-    }
-    if let Some(config) = lake {
+    let damaged = if let Some(config) = lake {
         let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
-        let mut failed = None;
-        let started = std::time::Instant::now();
-        let stats = chain
-            .run(
-                &archive,
-                &mut |slice| {
-                    let take = (slice.len() as u64).min(left) as usize;
-                    left -= take as u64;
-                    if let Err(e) = lake.write(SliceRows(slice), take) {
-                        failed = Some(e);
-                        return Ok(Flow::Done);
-                    }
-                    Ok(if left == 0 { Flow::Done } else { Flow::More })
-                },
-                &mut on_damaged,
-            )
-            .map_err(query_error)?;
-        log_stats(&stats.search, Some(stats.emitted), started);
-        for w in &stats.warnings {
-            say!("weir: warning: {w}");
-        }
-        if let Some(e) = failed {
-            return Err(e.into());
-        }
+        let damaged = run_chain(&archive, chain, args.limit, |slice, take| {
+            Ok(lake.write(SliceRows(slice), take)?)
+        })?;
         let summary = lake.close()?;
         say!(
             "weir: wrote {} in {} ({}) to {}",
@@ -303,46 +273,72 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
             weir::size::Size(summary.bytes),
             config.dir.display()
         );
+        damaged
     } else {
         let mut writer = writer_with(stdout_format(args.to), args.json_timestamps);
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         let mut buf = Vec::with_capacity(CHUNK * 2);
-        let mut failed: Option<anyhow::Error> = None;
-        let started = std::time::Instant::now();
-        let stats = chain
-            .run(
-                &archive,
-                &mut |slice| {
-                    let take = (slice.len() as u64).min(left) as usize;
-                    left -= take as u64;
-                    let written = writer
-                        .write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)
-                        .map_err(anyhow::Error::from)
-                        .and_then(|()| {
-                            if buf.len() >= CHUNK {
-                                write_out(&mut out, &mut buf)?;
-                            }
-                            Ok(())
-                        });
-                    if let Err(e) = written {
-                        failed = Some(e);
-                        return Ok(Flow::Done);
-                    }
-                    Ok(if left == 0 { Flow::Done } else { Flow::More })
-                },
-                &mut on_damaged,
-            )
-            .map_err(query_error)?;
-        log_stats(&stats.search, Some(stats.emitted), started);
-        for w in &stats.warnings {
-            say!("weir: warning: {w}");
-        }
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        let damaged = run_chain(&archive, chain, args.limit, |slice, take| {
+            writer.write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)?;
+            if buf.len() >= CHUNK {
+                write_out(&mut out, &mut buf)?;
+            }
+            Ok(())
+        })?;
         finish(&mut out, writer.as_mut(), &mut buf)?;
+        damaged
+    };
+    damaged_error(damaged)
+}
+
+/// Runs `chain` over `archive`, handing `write` each slice that comes out with how many of
+/// its events to write (at most `limit` in all), and stops at the limit or at the first
+/// write error (returned). Damaged batches are reported as they come and counted; the
+/// statistics go to `-v` and the expression's warnings to stderr.
+pub(super) fn run_chain(
+    archive: &Archive,
+    chain: &Chain,
+    limit: Option<u64>,
+    mut write: impl FnMut(weir::query::Slice, usize) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut left = limit.unwrap_or(u64::MAX);
+    let mut damaged = 0u64;
+    if left == 0 {
+        return Ok(0);
     }
+    let mut failed: Option<anyhow::Error> = None;
+    let started = std::time::Instant::now();
+    let stats = chain
+        .run(
+            archive,
+            &mut |slice| {
+                let take = (slice.len() as u64).min(left) as usize;
+                left -= take as u64;
+                if let Err(e) = write(slice, take) {
+                    failed = Some(e);
+                    return Ok(Flow::Done);
+                }
+                Ok(if left == 0 { Flow::Done } else { Flow::More })
+            },
+            &mut |e| {
+                say!("weir: error: {e}");
+                damaged += 1;
+            },
+        )
+        .map_err(query_error)?;
+    log_stats(&stats.search, Some(stats.emitted), started);
+    for w in &stats.warnings {
+        say!("weir: warning: {w}");
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(damaged),
+    }
+}
+
+/// The error after the output of a run that skipped `damaged` batches.
+pub(super) fn damaged_error(damaged: u64) -> anyhow::Result<()> {
     if damaged > 0 {
         anyhow::bail!(
             "skipped {} damaged {} (see above); the results leave them out",
