@@ -202,36 +202,6 @@ impl Program {
     }
 }
 
-impl Program {
-    /// This program for narrow rows, which hold only the fields it reads, in schema order (a
-    /// projection of a batch stored in columns: `Segment::batch_projected`): every field index
-    /// becomes the field's position among them. Its answers on a narrow row are its answers
-    /// on the whole row.
-    pub(crate) fn narrowed(&self) -> Program {
-        self.narrowed_to(&self.fields)
-    }
-
-    /// This program for narrow rows of the fields `keep` (ascending; a superset of the
-    /// fields it reads), in schema order: see [`Program::narrowed`].
-    pub(crate) fn narrowed_to(&self, keep: &[usize]) -> Program {
-        let pos = |f: usize| keep.binary_search(&f).unwrap_or(0);
-        let mut bound = self.bound.clone();
-        renumber(&mut bound, &pos);
-        Program {
-            schema: self.schema.clone(),
-            bound,
-            fields: self.fields.iter().map(|&f| pos(f)).collect(),
-            types: keep
-                .iter()
-                .map(|&f| self.types.get(f).cloned().unwrap_or(Type::String))
-                .collect(),
-            ts_index: self.ts_index.and_then(|t| keep.binary_search(&t).ok()),
-            needles: self.needles.clone(),
-            has_id: self.has_id,
-        }
-    }
-}
-
 fn has_id(b: &Bound) -> bool {
     match b {
         Bound::Id(_) => true,
@@ -252,17 +222,6 @@ fn decide_ids(b: Bound, ids: &std::ops::Range<u64>) -> Bound {
 
 /// Replaces each test's field (and `proto` field) index by `pos` of it; slots stay, as they
 /// are positions among the fields read, in the same order.
-fn renumber(b: &mut Bound, pos: &impl Fn(usize) -> usize) {
-    match b {
-        Bound::Const(_) | Bound::Id(_) => {}
-        Bound::And(v) | Bound::Or(v) => v.iter_mut().for_each(|b| renumber(b, pos)),
-        Bound::Test(t) => {
-            t.field = pos(t.field);
-            t.proto = t.proto.map(pos);
-        }
-    }
-}
-
 fn collect_fields(b: &Bound, out: &mut Vec<usize>) {
     match b {
         Bound::Const(_) | Bound::Id(_) => {}

@@ -374,7 +374,20 @@ fn at<'a>(row: &'a [u8], offsets: &[usize], slot: usize) -> RowCursor<'a> {
 
 #[inline(always)]
 fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, DecodeError> {
-    let mut c = at(row, offsets, t.slot);
+    let proto = t.proto_slot.map(|slot| at(row, offsets, slot));
+    test_value(p, t, &mut at(row, offsets, t.slot), proto)
+}
+
+/// Whether the value at `c` satisfies `t`; `proto`, for a port with a protocol, is at the
+/// same event's `proto` value. On success `c` is past the value, whatever the outcome (the
+/// columnar evaluator, `columnar.rs`, reads a column's values one after the other so).
+#[inline(always)]
+pub(crate) fn test_value(
+    p: &Program,
+    t: &Test,
+    c: &mut RowCursor<'_>,
+    proto: Option<RowCursor<'_>>,
+) -> Result<bool, DecodeError> {
     match t.fast {
         Fast::Unsigned { lo, hi, negate } => {
             let m = c.marker()?;
@@ -428,11 +441,10 @@ fn test(p: &Program, t: &Test, row: &[u8], offsets: &[usize]) -> Result<bool, De
     if matches!(v, ValueRef::Null) {
         return Ok(false);
     }
-    if let (Some(slot), Some(field), Literal::Port(_, Some(want))) = (t.proto_slot, t.proto, &t.lit)
-    {
+    if let (Some(mut proto), Some(field), Literal::Port(_, Some(want))) = (proto, t.proto, &t.lit) {
         // A port with a protocol: the event's `proto` must agree when it is set.
         let ty = p.types.get(field).unwrap_or(&Type::String);
-        if let ValueRef::String(got) = at(row, offsets, slot).read(ty)? {
+        if let ValueRef::String(got) = proto.read(ty)? {
             if got != want.as_bytes() {
                 return Ok(t.op.is_negative());
             }

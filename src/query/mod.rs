@@ -115,6 +115,7 @@
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
 mod bind;
+mod columnar;
 pub mod context;
 mod erase;
 mod error;

@@ -17,8 +17,12 @@
 //!    [`Program::sketch_may_match`]).
 //! 4. The other batches are jobs for a pool of worker threads ([`SearchOptions::threads`],
 //!    one per core by default; `crate::pool`): a worker checks the batch (its checksum, on first
-//!    access) and evaluates its rows in place ([`Program::matches`]); a batch whose schema
-//!    matches as a whole is taken without evaluating a row. The results come back in ID order
+//!    access) and evaluates it: a batch stored in columns on the columns the expression reads
+//!    alone, a comparison a column at a time, a dictionary column once per distinct value
+//!    (`columnar.rs`), its rows rebuilt only when some match and are wanted (whole, or only the
+//!    fields of [`Search::project`]); a batch of rows (the write-ahead log's, older formats)
+//!    row by row in place ([`Program::matches`]). A batch whose schema matches as a whole is
+//!    taken without evaluating anything. The results come back in ID order
 //!    through a bounded reorder window (a few batches per thread), so memory stays bounded
 //!    and a consumer that stops early (`export -n`) has made the search read only a few
 //!    batches ahead. Segments are opened (mapped) on the calling thread as the window reaches
@@ -205,12 +209,11 @@ impl Programs {
 }
 
 /// The fields a consumer reads of one schema (see [`Search::project`]): their indices
-/// (ascending) and the schema of those fields alone, with the program for rows of them.
+/// (ascending) and the schema of those fields alone.
 #[derive(Debug)]
 struct Keep {
     indices: Vec<usize>,
     schema: SchemaRef,
-    program: Program,
 }
 
 /// One batch for a worker: evaluate its rows (or count them).
@@ -249,6 +252,16 @@ enum Outcome {
 }
 
 impl Done {
+    /// A batch past the end (a segment changed under the search): nothing.
+    fn nothing() -> Done {
+        Done {
+            outcome: Ok(Outcome::Count(0)),
+            read: false,
+            rows_evaluated: 0,
+            damaged: (0, 0),
+        }
+    }
+
     fn damaged(e: impl Into<QueryError>, batches: u64, events: u64) -> Done {
         Done {
             outcome: Err(e.into()),
@@ -259,96 +272,125 @@ impl Done {
     }
 }
 
-/// The fields to read of batch `i` of `seg` to evaluate `p` on it: `Some` (one flag per
-/// field) when the batch is stored in columns and `p` reads only some of its fields, so that
-/// only their columns are inflated; `None`: read it whole.
-fn projection(p: &Program, seg: &Segment, i: usize) -> Option<Vec<bool>> {
-    if p.constant().is_some()
-        || p.fields.len() >= p.types.len()
-        || seg.batch_layout(i) != Some(Layout::Columns)
-    {
-        return None;
+/// A worker's part: check the batch, then evaluate its rows. A batch stored in columns is
+/// evaluated on the columns the program reads ([`run_columns`]).
+fn run(job: Job) -> Done {
+    let (seg, i) = match &job.batch {
+        JobBatch::Wal(b) => return evaluate(&job.program, b.clone(), job.count_only),
+        JobBatch::Sealed(seg, i) => (seg.clone(), *i),
+    };
+    let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
+    let columns = seg.batch_layout(i) == Some(Layout::Columns);
+    if columns && job.program.constant().is_none() {
+        return run_columns(&job, &seg, i, events);
     }
-    let mut want = vec![false; p.types.len()];
-    for &f in &p.fields {
-        *want.get_mut(f)? = true;
+    if job.defer_columns && !job.count_only && job.program.constant() == Some(true) {
+        match seg.check(i) {
+            None => return Done::nothing(),
+            Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
+            Some(Ok(())) => {}
+        }
+        if let Some(batch) = BatchRef::deferred(seg.clone(), i) {
+            return Done {
+                outcome: Ok(Outcome::Hits(Some(Hits { batch, rows: None }))),
+                read: true,
+                rows_evaluated: 0,
+                damaged: (0, 0),
+            };
+        }
     }
-    Some(want)
+    // A schema that matches as a whole or not at all: the rows are read only to be output,
+    // narrowed to the fields the consumer reads when it says which.
+    let keep = job.keep.as_ref().filter(|_| !job.count_only && columns);
+    let b = match keep {
+        Some(keep) => output_batch(&seg, i, Some(keep)),
+        None => BatchRef::of_segment(seg.clone(), i),
+    };
+    match b {
+        Some(Ok(b)) => evaluate(&job.program, b, job.count_only),
+        Some(Err(e)) => Done::damaged(e, 1, events),
+        None => Done::nothing(),
+    }
 }
 
-/// A worker's part: check the batch, then evaluate its rows. A batch stored in columns is
-/// evaluated on the columns the program reads; when rows match and are to be output, it is
-/// then read whole.
-fn run(job: Job) -> Done {
-    let nothing = || Done {
-        outcome: Ok(Outcome::Count(0)),
-        read: false,
+/// Batch `i` of `seg` as rows for output: whole, or (stored in columns) only the fields
+/// `keep` names, labelled with the schema of those fields.
+fn output_batch(
+    seg: &Arc<Segment>,
+    i: usize,
+    keep: Option<&Arc<Keep>>,
+) -> Option<Result<BatchRef, StoreError>> {
+    let Some(keep) = keep else {
+        return BatchRef::of_segment(seg.clone(), i);
+    };
+    let fields = seg.batch_meta(i).map_or(0, |(s, _, _)| s.fields.len());
+    let mut want = vec![false; fields];
+    for &f in &keep.indices {
+        if let Some(w) = want.get_mut(f) {
+            *w = true;
+        }
+    }
+    Some(
+        BatchRef::of_segment_projected(seg.clone(), i, Some(&want))?
+            .map(|b| b.with_schema(keep.schema.clone())),
+    )
+}
+
+/// A batch stored in columns: only the columns the program reads are inflated, and it is
+/// evaluated a column at a time (`columnar.rs`); its rows are rebuilt only when some match
+/// and the consumer wants them (not for a count), whole or narrowed to what it keeps.
+fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
+    let p = &job.program;
+    let mut want = vec![false; p.types.len()];
+    for &f in &p.fields {
+        if let Some(w) = want.get_mut(f) {
+            *w = true;
+        }
+    }
+    let cols = match seg.batch_columns_of(i, Some(&want), Some(&p.dictionary_fields())) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
+        None => return Done::nothing(),
+    };
+    let none = if job.count_only {
+        Outcome::Count(0)
+    } else {
+        Outcome::Hits(None)
+    };
+    let mut done = Done {
+        outcome: Ok(none),
+        read: true,
         rows_evaluated: 0,
         damaged: (0, 0),
     };
-    let (b, whole, projected) = match job.batch {
-        JobBatch::Wal(b) => (b, None, false),
-        JobBatch::Sealed(seg, i) => {
-            let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
-            if job.defer_columns && !job.count_only && job.program.constant() == Some(true) {
-                match seg.check(i) {
-                    None => return nothing(),
-                    Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
-                    Some(Ok(())) => {}
-                }
-                if let Some(batch) = BatchRef::deferred(seg.clone(), i) {
-                    return Done {
-                        outcome: Ok(Outcome::Hits(Some(Hits { batch, rows: None }))),
-                        read: true,
-                        rows_evaluated: 0,
-                        damaged: (0, 0),
-                    };
-                }
-            }
-            if let Some(keep) = job
-                .keep
-                .as_ref()
-                .filter(|_| !job.count_only && seg.batch_layout(i) == Some(Layout::Columns))
-            {
-                // Only the fields the consumer reads (and the program's, among them): narrow
-                // rows, labelled with the schema of those fields.
-                let mut want = vec![false; job.program.types.len()];
-                for &f in &keep.indices {
-                    if let Some(w) = want.get_mut(f) {
-                        *w = true;
-                    }
-                }
-                let b = match BatchRef::of_segment_projected(seg.clone(), i, Some(&want)) {
-                    Some(Ok(b)) => b.with_schema(keep.schema.clone()),
-                    Some(Err(e)) => return Done::damaged(e, 1, events),
-                    None => return nothing(),
-                };
-                return evaluate(&keep.program, b, false);
-            }
-            let want = projection(&job.program, &seg, i);
-            let b = match BatchRef::of_segment_projected(seg.clone(), i, want.as_deref()) {
-                Some(Ok(b)) => b,
-                Some(Err(e)) => return Done::damaged(e, 1, events),
-                None => return nothing(),
-            };
-            let whole = (want.is_some() && !job.count_only).then_some((seg, i, events));
-            (b, whole, want.is_some())
-        }
-    };
-    // A projected batch has narrow rows (its fields alone): the program reads them so.
-    let mut done = if projected {
-        evaluate(&job.program.narrowed(), b, job.count_only)
-    } else {
-        evaluate(&job.program, b, job.count_only)
-    };
-    if let (Some((seg, i, events)), Ok(Outcome::Hits(Some(hits)))) = (whole, &mut done.outcome) {
-        // The same rows (the whole batch), with every field.
-        match BatchRef::of_segment(seg, i) {
-            Some(Ok(b)) => hits.batch = b,
-            Some(Err(e)) => return Done::damaged(e, 1, events),
-            None => return nothing(),
-        }
+    // The bytes every match needs are not in the columns it reads.
+    if !p.may_hold(cols.inflated()) {
+        return done;
     }
+    done.rows_evaluated = cols.rows() as u64;
+    let first = seg.batch_ids(i).map_or(0, |r| r.start);
+    let sel = match p.select_columns(&cols, first) {
+        Ok(sel) => sel,
+        Err(e) => {
+            done.outcome = Err(e.into());
+            return done;
+        }
+    };
+    if job.count_only {
+        done.outcome = Ok(Outcome::Count(sel.count() as u64));
+        return done;
+    }
+    if sel.is_empty() {
+        return done;
+    }
+    drop(cols);
+    let batch = match output_batch(seg, i, job.keep.as_ref()) {
+        Some(Ok(b)) => b,
+        Some(Err(e)) => return Done::damaged(e, 1, events),
+        None => return Done::nothing(),
+    };
+    let rows = (!sel.is_all()).then(|| sel.indices());
+    done.outcome = Ok(Outcome::Hits(Some(Hits { batch, rows })));
     done
 }
 
@@ -550,7 +592,6 @@ impl<'a> Search<'a> {
                 indices.iter().map(|&i| schema.fields[i].clone()).collect(),
             );
             Arc::new(Keep {
-                program: program.narrowed_to(&indices),
                 schema: Arc::new(narrow),
                 indices,
             })

@@ -278,6 +278,9 @@ pub struct Columns {
     buf: RowBuf,
     /// Where each column is in `buf` (empty for a column not inflated).
     spans: Vec<std::ops::Range<usize>>,
+    /// The columns kept as dictionaries (their span holds the encoded bytes, checked), by
+    /// column; empty when none is.
+    dicts: Vec<Option<super::dict::Checked>>,
     rows: usize,
     raw_size: usize,
 }
@@ -303,15 +306,80 @@ impl Columns {
         self.raw_size
     }
 
-    /// The encoded values of column `c` (empty past the end).
+    /// The inflated columns' bytes, back to back (a search looks for the bytes a match
+    /// needs in them before it evaluates anything).
+    pub(crate) fn inflated(&self) -> &[u8] {
+        &self.buf[..self.spans.iter().map(|r| r.end).max().unwrap_or(0)]
+    }
+
+    /// The columns of rows `data` (starting at `offsets`) of `fields` fields each, as a
+    /// reader would inflate them (`None` when the rows do not split into columns), those
+    /// `as_dicts` marks kept as dictionaries where the writer would store them so.
+    #[cfg(test)]
+    pub(crate) fn split_rows(
+        data: &[u8],
+        offsets: &[u32],
+        fields: usize,
+        as_dicts: &[bool],
+    ) -> Option<Columns> {
+        let mut cols = Vec::new();
+        if !split(data, offsets, fields, &mut cols) {
+            return None;
+        }
+        let mut buf = RowBuf::take(0);
+        let mut spans = Vec::new();
+        let mut dicts = vec![None; fields];
+        for (k, c) in cols.iter().enumerate() {
+            let at = buf.len();
+            let mut enc = Vec::new();
+            let rows = offsets.len();
+            if as_dicts.get(k) == Some(&true)
+                && super::dict::Encoder::default().encode(c, rows, &mut enc)
+            {
+                dicts[k] = Some(super::dict::Checked::of(&enc, rows).ok()?);
+                buf.vec_mut().extend_from_slice(&enc);
+            } else {
+                buf.vec_mut().extend_from_slice(c);
+            }
+            spans.push(at..buf.len());
+        }
+        Some(Columns {
+            buf,
+            spans,
+            dicts,
+            rows: offsets.len(),
+            raw_size: data.len(),
+        })
+    }
+
+    /// These columns, claiming `rows` rows (for tests of columns that hold more or fewer).
+    #[cfg(test)]
+    pub(crate) fn claiming_rows(mut self, rows: usize) -> Columns {
+        self.rows = rows;
+        self
+    }
+
+    /// The encoded values of column `c` (empty past the end, and for a column kept as a
+    /// dictionary: see [`Columns::dict`]).
     pub fn column(&self, c: usize) -> &[u8] {
+        if self.dict(c).is_some() {
+            return &[];
+        }
         self.spans.get(c).map_or(&[][..], |r| &self.buf[r.clone()])
+    }
+
+    /// Column `c` when it was kept as a dictionary ([`read_columns`]'s `as_dicts`): its
+    /// entries and codes, checked, and the bytes they are in.
+    pub(crate) fn dict(&self, c: usize) -> Option<(&super::dict::Checked, &[u8])> {
+        let d = self.dicts.get(c)?.as_ref()?;
+        Some((d, &self.buf[self.spans.get(c)?.clone()]))
     }
 }
 
 /// Inflates the columns of a batch of `rows` rows and `raw_size` bytes of rows from its
 /// stored bytes: all of them, or those `want` marks (one flag per column; the others are
-/// left empty). `slack` more bytes are kept zeroed after the last column. Every length is
+/// left empty); of those, the dictionary columns `as_dicts` marks are kept encoded (checked,
+/// not rebuilt). `slack` more bytes are kept zeroed after the last column. Every length is
 /// checked before it is used.
 fn inflate_columns(
     codec: Codec,
@@ -319,6 +387,7 @@ fn inflate_columns(
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
+    as_dicts: Option<&[bool]>,
     slack: usize,
 ) -> Result<Columns, String> {
     let cols = columns(stored, raw_size, rows)?;
@@ -338,6 +407,7 @@ fn inflate_columns(
     let v = buf.vec_mut();
     v.resize(inflated + slack, 0);
     let mut spans = Vec::with_capacity(n);
+    let mut dicts = Vec::new();
     let mut at = 0;
     for (c, col) in cols.iter().enumerate() {
         if !wanted(c) {
@@ -346,6 +416,23 @@ fn inflate_columns(
         }
         let src = &stored[col.at..col.at + col.stored];
         let dst = &mut v[at..at + col.raw];
+        let keep = col.encoding == DICT && as_dicts.is_some_and(|d| d.get(c) == Some(&true));
+        if keep {
+            // The encoded bytes (at most the raw length, checked by `columns`), as they are.
+            let dst = &mut dst[..col.plain];
+            if col.stored == col.plain {
+                dst.copy_from_slice(src);
+            } else {
+                inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
+            }
+            let checked =
+                super::dict::Checked::of(dst, rows).map_err(|e| format!("column {c}: {e}"))?;
+            dicts.resize(n, None);
+            dicts[c] = Some(checked);
+            spans.push(at..at + col.plain);
+            at += col.raw;
+            continue;
+        }
         if col.encoding != VALUES {
             let plain = if col.stored == col.plain {
                 std::borrow::Cow::Borrowed(src)
@@ -371,19 +458,25 @@ fn inflate_columns(
     Ok(Columns {
         buf,
         spans,
+        dicts,
         rows,
         raw_size,
     })
 }
 
-/// The columns of a columnar batch (see the module docs), every one inflated.
+/// The columns of a columnar batch (see the module docs): every one inflated, or those
+/// `want` marks (one flag per column; the others are empty). Of those, the columns stored as
+/// dictionaries that `as_dicts` marks are kept so ([`Columns::dict`]), checked but not
+/// rebuilt.
 pub(crate) fn read_columns(
     codec: Codec,
     stored: &[u8],
     raw_size: usize,
     rows: usize,
+    want: Option<&[bool]>,
+    as_dicts: Option<&[bool]>,
 ) -> Result<Columns, String> {
-    inflate_columns(codec, stored, raw_size, rows, None, 0)
+    inflate_columns(codec, stored, raw_size, rows, want, as_dicts, 0)
 }
 
 /// Rebuilds the rows of a columnar batch (see the module docs) from its stored bytes: all
@@ -401,7 +494,7 @@ pub(crate) fn assemble(
     // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
     // of buffers with that much room after their end: no call per value.
     const SLACK: usize = SHORT;
-    let columns = inflate_columns(codec, stored, raw_size, rows, want, SLACK)?;
+    let columns = inflate_columns(codec, stored, raw_size, rows, want, None, SLACK)?;
     let n = columns.len();
     let wanted = |c: usize| want.is_none_or(|w| w[c]);
     let starts: Vec<usize> = columns.spans.iter().map(|r| r.start).collect();
@@ -639,7 +732,7 @@ mod tests {
                 );
                 cur.skip().unwrap();
             }
-            let all = read_columns(codec, &stored, raw, n).unwrap();
+            let all = read_columns(codec, &stored, raw, n, None, None).unwrap();
             let mut split_cols = Vec::new();
             assert!(split(&data, &offsets, 4, &mut split_cols));
             for (c, col) in split_cols.iter().enumerate() {
@@ -696,7 +789,7 @@ mod tests {
                 let v = cur.scalar(m, &crate::types::Type::Addr).unwrap();
                 assert_eq!(v, crate::value::ValueRef::Addr(addr(r)), "row {r}");
             }
-            let all = read_columns(codec, &stored, raw, n).unwrap();
+            let all = read_columns(codec, &stored, raw, n, None, None).unwrap();
             let mut split_cols = Vec::new();
             assert!(split(&data, &offsets, 3, &mut split_cols));
             for (c, col) in split_cols.iter().enumerate() {

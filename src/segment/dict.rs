@@ -336,9 +336,9 @@ pub(crate) fn entries(enc: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// Rebuilds the msgpack column of `rows` values from its encoded bytes `enc` into `out`, which
-/// must be filled exactly (its length is the column's raw length). `Err` says what is wrong.
-pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), String> {
+/// Where each entry of encoded bytes `enc` starts (and the last one ends), and its codes,
+/// their lengths checked against `rows`.
+fn layout(enc: &[u8], rows: usize) -> Result<(Vec<usize>, &[u8]), String> {
     let mut pos = 0;
     let d = super::columns::read_varint(enc, &mut pos)?;
     if d == 0 || d > MAX_ENTRIES {
@@ -368,7 +368,65 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
             codes.len()
         ));
     }
+    Ok((starts, codes))
+}
+
+/// Rebuilds the msgpack column of `rows` values from its encoded bytes `enc` into `out`, which
+/// must be filled exactly (its length is the column's raw length). `Err` says what is wrong.
+pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), String> {
+    let (starts, codes) = layout(enc, rows)?;
     SLOTS.with(|slots| rebuild(enc, &starts, codes, rows, &mut slots.borrow_mut(), out))
+}
+
+/// A dictionary column kept as it is stored, for evaluating a comparison once per entry
+/// instead of once per row (`crate::query`'s columnar evaluator): where its entries are and
+/// where its codes are, in the bytes it was checked in by [`Checked::of`].
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    /// Where each entry starts, and the last one ends.
+    starts: Vec<usize>,
+    /// Where the codes start.
+    codes: usize,
+    rows: usize,
+}
+
+impl Checked {
+    /// Checks encoded bytes `enc` of `rows` rows: lengths as [`decode`] does, and every
+    /// code names an entry.
+    pub(crate) fn of(enc: &[u8], rows: usize) -> Result<Checked, String> {
+        let (starts, codes) = layout(enc, rows)?;
+        let d = starts.len() - 1;
+        let (lo, hi) = codes.split_at(rows);
+        let max = if hi.is_empty() {
+            lo.iter().copied().max().map(usize::from)
+        } else {
+            lo.iter()
+                .zip(hi)
+                .map(|(&l, &h)| usize::from(l) | usize::from(h) << 8)
+                .max()
+        };
+        if let Some(code) = max.filter(|&c| c >= d) {
+            return Err(format!("a code {code} of a dictionary of {d}"));
+        }
+        Ok(Checked {
+            codes: enc.len() - codes.len(),
+            starts,
+            rows,
+        })
+    }
+
+    /// The entries' msgpack values, in code order, of the bytes `enc` it checked.
+    pub(crate) fn entries<'a>(&'a self, enc: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.starts.windows(2).map(move |w| &enc[w[0]..w[1]])
+    }
+
+    /// Each row's code, in row order, of the bytes `enc` it checked (each names an entry).
+    pub(crate) fn codes<'a>(&self, enc: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+        let (lo, hi) = enc[self.codes..].split_at(self.rows);
+        lo.iter()
+            .enumerate()
+            .map(move |(r, &l)| usize::from(l) | hi.get(r).map_or(0, |&h| usize::from(h) << 8))
+    }
 }
 
 /// Bytes of an entry's slot in [`rebuild`]'s table: most entries fit, and a copy of this

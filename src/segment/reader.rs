@@ -671,6 +671,20 @@ impl Segment {
     /// for a batch stored otherwise): for consumers that want columns (the Arrow export)
     /// without the rows being rebuilt. Checked on first access as [`Segment::batch`].
     pub fn batch_columns(&self, i: usize) -> Option<Result<super::Columns>> {
+        self.batch_columns_of(i, None, None)
+    }
+
+    /// [`Segment::batch_columns`] with only the columns `want` marks inflated (one flag per
+    /// field of the batch's schema; the others are empty), and of those the dictionary
+    /// columns `as_dicts` marks kept as dictionaries (`Columns::dict`): what the columnar
+    /// evaluator of a search reads. A `want` that is not one flag per field is an error
+    /// naming the batch.
+    pub fn batch_columns_of(
+        &self,
+        i: usize,
+        want: Option<&[bool]>,
+        as_dicts: Option<&[bool]>,
+    ) -> Option<Result<super::Columns>> {
         let m = self.parts.batches.get(i)?;
         if m.layout != Layout::Columns {
             return None;
@@ -685,6 +699,8 @@ impl Segment {
                 &self.map[m.data.clone()],
                 m.raw_size,
                 m.rows as usize,
+                want,
+                as_dicts,
             )
             .map_err(bad),
         )
