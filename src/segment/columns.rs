@@ -360,7 +360,7 @@ impl Columns {
     }
 
     /// The encoded values of column `c` (empty past the end, and for a column kept as a
-    /// dictionary: see [`Columns::dict`]).
+    /// dictionary: which only a search asks for).
     pub fn column(&self, c: usize) -> &[u8] {
         if self.dict(c).is_some() {
             return &[];
