@@ -18,6 +18,11 @@
 
 use std::collections::{HashMap, HashSet};
 
+/// A hash map of groups or distinct values (see `ahash` in Cargo.toml).
+pub(crate) type Map<K, V> = HashMap<K, V, ahash::RandomState>;
+/// A hash set of distinct values.
+pub(crate) type Set<K> = HashSet<K, ahash::RandomState>;
+
 use super::order::compare;
 use super::syntax::AggFunc;
 use crate::types::Type;
@@ -91,8 +96,8 @@ pub struct Sum {
 #[derive(Debug, Clone)]
 pub enum Acc {
     Count(u64),
-    CountDistinct(HashSet<Vec<u8>>),
-    Distinct(HashMap<Vec<u8>, Value>),
+    CountDistinct(Set<Vec<u8>>),
+    Distinct(Map<Vec<u8>, Value>),
     Sum(Sum),
     Min(Option<Value>),
     Max(Option<Value>),
@@ -104,8 +109,8 @@ impl Acc {
     pub fn new(f: AggFunc) -> Acc {
         match f {
             AggFunc::Count => Acc::Count(0),
-            AggFunc::CountDistinct => Acc::CountDistinct(HashSet::new()),
-            AggFunc::Distinct => Acc::Distinct(HashMap::new()),
+            AggFunc::CountDistinct => Acc::CountDistinct(Set::default()),
+            AggFunc::Distinct => Acc::Distinct(Map::default()),
             AggFunc::Sum => Acc::Sum(Sum::default()),
             AggFunc::Min => Acc::Min(None),
             AggFunc::Max => Acc::Max(None),

@@ -10,10 +10,9 @@
 //! Memory: one key and one accumulator per group and aggregation (plus the distinct values
 //! of `distinct` and `count_distinct`), at most [`MAX_GROUPS`] groups; more is an error.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::super::aggregate::{push_key, result_type, unify, Acc};
+use super::super::aggregate::{push_key, result_type, unify, Acc, Map};
 use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
 use super::{Flow, Operator};
@@ -48,7 +47,7 @@ pub(crate) struct Summarize {
     skip_unset: bool,
     bindings: Vec<Binding>,
     groups: Vec<Group>,
-    index: HashMap<Vec<u8>, usize>,
+    index: Map<Vec<u8>, usize>,
     by_types: Vec<Option<Type>>,
     agg_types: Vec<Option<Type>>,
     key: Vec<u8>,
@@ -73,7 +72,7 @@ impl Summarize {
             skip_unset,
             bindings: Vec::new(),
             groups: Vec::new(),
-            index: HashMap::new(),
+            index: Map::default(),
             key: Vec::new(),
             scratch: Vec::new(),
         }
