@@ -39,6 +39,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::bind::Program;
+use super::columnar::Selection;
+use super::ops::counts::{CountPlan, Counts};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::pool::{OrderedPool, WorkerLost};
@@ -104,6 +106,10 @@ pub struct Hits {
     batch: BatchRef,
     /// Row indices within the slice, ascending; `None`: all of them.
     rows: Option<Vec<usize>>,
+    /// The groups of the matching events, when the search counts them
+    /// ([`Search::count_groups`]) and this batch was counted where it is (its rows are then
+    /// not read).
+    counts: Option<Counts>,
 }
 
 impl Hits {
@@ -134,6 +140,12 @@ impl Hits {
             None => self.batch.id_range().collect(),
             Some(r) => r.iter().map(|&i| first + i as u64).collect(),
         }
+    }
+
+    /// The groups of the matching events, counted by the search's worker
+    /// ([`Search::count_groups`]); `None` when the batch's rows are to be read.
+    pub fn take_counts(&mut self) -> Option<Counts> {
+        self.counts.take()
     }
 
     /// The matching events as columns, when they are all of a batch stored in columns
@@ -225,6 +237,8 @@ struct Job {
     count_only: bool,
     /// [`SearchOptions::defer_columns`].
     defer_columns: bool,
+    /// [`Search::count_groups`].
+    counts: Option<Arc<CountPlan>>,
 }
 
 enum JobBatch {
@@ -281,7 +295,8 @@ fn run(job: Job) -> Done {
     };
     let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
     let columns = seg.batch_layout(i) == Some(Layout::Columns);
-    if columns && job.program.constant().is_none() {
+    let counting = job.counts.is_some() && !job.count_only;
+    if columns && (counting || job.program.constant().is_none()) {
         return run_columns(&job, &seg, i, events);
     }
     if job.defer_columns && !job.count_only && job.program.constant() == Some(true) {
@@ -292,7 +307,11 @@ fn run(job: Job) -> Done {
         }
         if let Some(batch) = BatchRef::deferred(seg.clone(), i) {
             return Done {
-                outcome: Ok(Outcome::Hits(Some(Hits { batch, rows: None }))),
+                outcome: Ok(Outcome::Hits(Some(Hits {
+                    batch,
+                    rows: None,
+                    counts: None,
+                }))),
                 read: true,
                 rows_evaluated: 0,
                 damaged: (0, 0),
@@ -347,7 +366,16 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
             *w = true;
         }
     }
-    let cols = match seg.batch_columns_of(i, Some(&want), Some(&p.dictionary_fields())) {
+    let mut as_dicts = p.dictionary_fields();
+    let plan = job.counts.as_ref().filter(|_| !job.count_only);
+    if let Some(f) = plan.and_then(|c| c.field(&p.schema)) {
+        // The counted field may stay a dictionary unless the program reads it otherwise.
+        if let (Some(w), Some(d)) = (want.get_mut(f), as_dicts.get_mut(f)) {
+            *d = !*w || *d;
+            *w = true;
+        }
+    }
+    let cols = match seg.batch_columns_of(i, Some(&want), Some(&as_dicts)) {
         Some(Ok(c)) => c,
         Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
         None => return Done::nothing(),
@@ -367,13 +395,19 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     if !p.may_hold(cols.inflated()) {
         return done;
     }
-    done.rows_evaluated = cols.rows() as u64;
     let first = seg.batch_ids(i).map_or(0, |r| r.start);
-    let sel = match p.select_columns(&cols, first) {
-        Ok(sel) => sel,
-        Err(e) => {
-            done.outcome = Err(e.into());
-            return done;
+    let sel = match p.constant() {
+        Some(b) if b => Selection::all(cols.rows()),
+        Some(_) => Selection::none(cols.rows()),
+        None => {
+            done.rows_evaluated = cols.rows() as u64;
+            match p.select_columns(&cols, first) {
+                Ok(sel) => sel,
+                Err(e) => {
+                    done.outcome = Err(e.into());
+                    return done;
+                }
+            }
         }
     };
     if job.count_only {
@@ -383,14 +417,37 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     if sel.is_empty() {
         return done;
     }
+    let rows = (!sel.is_all()).then(|| sel.indices());
+    if let Some(plan) = plan {
+        // Counted here: the rows are never read.
+        let counts = match plan.count(&p.schema, &cols, rows.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                done.outcome = Err(e.into());
+                return done;
+            }
+        };
+        let Some(batch) = BatchRef::deferred(seg.clone(), i) else {
+            return Done::nothing();
+        };
+        done.outcome = Ok(Outcome::Hits(Some(Hits {
+            batch,
+            rows,
+            counts: Some(counts),
+        })));
+        return done;
+    }
     drop(cols);
     let batch = match output_batch(seg, i, job.keep.as_ref()) {
         Some(Ok(b)) => b,
         Some(Err(e)) => return Done::damaged(e, 1, events),
         None => return Done::nothing(),
     };
-    let rows = (!sel.is_all()).then(|| sel.indices());
-    done.outcome = Ok(Outcome::Hits(Some(Hits { batch, rows })));
+    done.outcome = Ok(Outcome::Hits(Some(Hits {
+        batch,
+        rows,
+        counts: None,
+    })));
     done
 }
 
@@ -436,7 +493,11 @@ fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
             }
         }
     };
-    let hits = Hits { batch: b, rows };
+    let hits = Hits {
+        batch: b,
+        rows,
+        counts: None,
+    };
     done.outcome = Ok(if count_only {
         Outcome::Count(hits.len() as u64)
     } else if hits.is_empty() {
@@ -511,6 +572,8 @@ pub struct Search<'a> {
     /// [`Search::project`]: the field names read, and per schema met what they keep.
     projection: Option<Vec<String>>,
     keeps: Vec<(SchemaRef, Option<Arc<Keep>>)>,
+    /// [`Search::count_groups`].
+    counts: Option<Arc<CountPlan>>,
     opened: HashSet<usize>,
     stats: SearchStats,
     /// Events counted from metadata alone (`count`).
@@ -547,6 +610,7 @@ impl<'a> Search<'a> {
             programs: Programs::default(),
             projection: None,
             keeps: Vec::new(),
+            counts: None,
             opened: HashSet::new(),
             stats: SearchStats {
                 segments: catalog.segments.len() as u64,
@@ -568,6 +632,14 @@ impl<'a> Search<'a> {
     pub fn project(&mut self, names: Vec<String>) {
         self.projection = Some(names);
         self.keeps.clear();
+    }
+
+    /// Has the workers count the matching events of each batch stored in columns by the
+    /// plan's field (`counts.rs`), on the batch's columns: its [`Hits`] then carry the groups
+    /// ([`Hits::take_counts`]) instead of rows. Other batches come as rows. Call before the
+    /// first result.
+    pub(crate) fn count_groups(&mut self, plan: CountPlan) {
+        self.counts = Some(Arc::new(plan));
     }
 
     /// What [`Search::project`] keeps of `schema` for `program` (`None`: every field).
@@ -801,6 +873,7 @@ impl<'a> Search<'a> {
                     batch: JobBatch::Sealed(seg, i),
                     count_only: self.count_only,
                     defer_columns: self.defer_columns,
+                    counts: self.counts.clone(),
                 }));
             }
             if self.next_segment < self.order.len() {
@@ -834,6 +907,7 @@ impl<'a> Search<'a> {
                 batch: JobBatch::Wal(b),
                 count_only: self.count_only,
                 defer_columns: false,
+                counts: None,
             }));
         }
     }

@@ -125,6 +125,13 @@ impl Acc {
         }
     }
 
+    /// Adds `n` events at once, as [`Acc::add_event`] `n` times.
+    pub fn add_events(&mut self, n: u64) {
+        if let Acc::Count(c) = self {
+            *c += n;
+        }
+    }
+
     /// Adds the value of the field of one event (`count(F)` counts it if set).
     pub fn add(&mut self, v: &ValueRef<'_>, scratch: &mut Vec<u8>) {
         if let ValueRef::Null = v {

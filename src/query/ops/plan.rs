@@ -416,15 +416,23 @@ impl Chain {
         if let Some(names) = self.fields_read().or_else(|| late.clone()) {
             search.project(names);
         }
+        if let Some(plan) = stages.count_plan() {
+            // The workers count the groups of each batch on its columns.
+            search.count_groups(plan);
+        }
         while stages.wants_input() {
             let Some(hits) = search.next() else { break };
-            let hits = match hits {
+            let mut hits = match hits {
                 Ok(h) => h,
                 Err(e) => {
                     damaged(e);
                     continue;
                 }
             };
+            if let Some(counts) = hits.take_counts() {
+                stages.merge_counts(hits.schema(), counts)?;
+                continue;
+            }
             let mut slice = Slice::new(hits.schema().clone());
             for (row, id) in hits.rows().zip(hits.ids()) {
                 slice.push(row, Some(id));

@@ -16,8 +16,10 @@ pub use sort::MAX_SORT_BYTES;
 pub(crate) use summarize::Summarize;
 pub use summarize::MAX_GROUPS;
 
+use super::counts::{CountPlan, Counts};
 use super::slice::Slice;
 use crate::query::QueryError;
+use crate::types::SchemaRef;
 
 /// Whether an operator (or the output) wants more input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,17 @@ pub(crate) trait Operator: Send {
     fn push(&mut self, slice: Slice, out: &mut Vec<Slice>) -> Result<Flow, QueryError>;
     /// The input ended: appends what is left to emit.
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError>;
+    /// What the search's workers can count for this operator, batch by batch
+    /// (`counts.rs`), when it is the first: `None` for all but a counting `summarize`.
+    fn count_plan(&self) -> Option<CountPlan> {
+        None
+    }
+    /// Takes the groups of one batch of `schema`, counted by [`Operator::count_plan`].
+    fn merge_counts(&mut self, _schema: &SchemaRef, _counts: Counts) -> Result<(), QueryError> {
+        Err(QueryError::Limit(
+            "internal: batch counts given to an operator that counts nothing".into(),
+        ))
+    }
 }
 
 /// A linear chain of operators and the output at its end.
@@ -89,6 +102,24 @@ impl Stages {
             self.push_from(from + 1, s, output)?;
         }
         Ok(())
+    }
+
+    /// What the search's workers can count for the first stage (`None`: nothing; the
+    /// events must come as slices).
+    pub fn count_plan(&self) -> Option<CountPlan> {
+        self.ops.first()?.count_plan()
+    }
+
+    /// Gives the first stage the groups of one batch, counted by its
+    /// [`Stages::count_plan`] (in ID order among the slices).
+    pub fn merge_counts(&mut self, schema: &SchemaRef, counts: Counts) -> Result<(), QueryError> {
+        if !self.wants_input() {
+            return Ok(());
+        }
+        match self.ops.first_mut() {
+            Some(op) => op.merge_counts(schema, counts),
+            None => Ok(()),
+        }
     }
 
     /// Pushes one slice of input.

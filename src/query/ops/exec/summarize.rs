@@ -13,8 +13,9 @@
 use std::sync::Arc;
 
 use super::super::aggregate::{push_key, result_type, unify, Acc, Map};
+use super::super::counts::{CountPlan, Counts};
 use super::super::slice::{Slice, Source};
-use super::super::syntax::AggSpec;
+use super::super::syntax::{AggFunc, AggSpec};
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::{Field, Schema, SchemaRef, Type};
@@ -114,7 +115,73 @@ impl Summarize {
     }
 }
 
+impl Summarize {
+    /// Merges one batch's groups, counted where the batch is (`counts.rs`): the plan was
+    /// made of this operator ([`Summarize::count_plan`]), so its aggregations are all
+    /// `count()`.
+    pub(crate) fn merge_counts(
+        &mut self,
+        schema: &SchemaRef,
+        counts: Counts,
+    ) -> Result<(), QueryError> {
+        self.binding(schema);
+        for (key, value, n) in counts.groups {
+            let g = match self.index.get(key.as_slice()) {
+                Some(&g) => g,
+                None => {
+                    if self.groups.len() >= MAX_GROUPS {
+                        return Err(too_many_groups());
+                    }
+                    let values = if self.by.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![value]
+                    };
+                    self.groups.push(Group {
+                        values,
+                        accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
+                    });
+                    self.index.insert(key, self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            };
+            for acc in &mut self.groups[g].accs {
+                acc.add_events(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// What the search's workers can count for this operator on their own (`counts.rs`):
+    /// `count()` alone, by one field or none.
+    pub(crate) fn count_plan(&self) -> Option<CountPlan> {
+        let counts_only = self
+            .aggs
+            .iter()
+            .all(|a| a.func == AggFunc::Count && a.field.is_none());
+        (counts_only && self.by.len() <= 1).then(|| CountPlan {
+            by: self.by.first().cloned(),
+            resolution: self.resolution,
+            skip_unset: self.skip_unset,
+        })
+    }
+}
+
+fn too_many_groups() -> QueryError {
+    QueryError::Limit(format!(
+        "`summarize` holds at most {MAX_GROUPS} groups; group by fewer or coarser fields (a `resolution`), or narrow the query"
+    ))
+}
+
 impl Operator for Summarize {
+    fn merge_counts(&mut self, schema: &SchemaRef, counts: Counts) -> Result<(), QueryError> {
+        Summarize::merge_counts(self, schema, counts)
+    }
+
+    fn count_plan(&self) -> Option<CountPlan> {
+        Summarize::count_plan(self)
+    }
+
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
         let b = self.binding(slice.schema());
         let schema = slice.schema();
@@ -146,9 +213,7 @@ impl Operator for Summarize {
                 Some(&g) => g,
                 None => {
                     if self.groups.len() >= MAX_GROUPS {
-                        return Err(QueryError::Limit(format!(
-                            "`summarize` holds at most {MAX_GROUPS} groups; group by fewer or coarser fields (a `resolution`), or narrow the query"
-                        )));
+                        return Err(too_many_groups());
                     }
                     self.groups.push(Group {
                         values: values.iter().map(ValueRef::to_owned).collect(),
