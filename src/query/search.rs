@@ -107,7 +107,7 @@ pub struct Hits {
     /// Row indices within the slice, ascending; `None`: all of them.
     rows: Option<Vec<usize>>,
     /// The groups of the matching events, when the search counts them
-    /// ([`Search::count_groups`]) and this batch was counted where it is (its rows are then
+    /// (`Search::count_groups`) and this batch was counted where it is (its rows are then
     /// not read).
     counts: Option<Counts>,
 }
@@ -143,8 +143,8 @@ impl Hits {
     }
 
     /// The groups of the matching events, counted by the search's worker
-    /// ([`Search::count_groups`]); `None` when the batch's rows are to be read.
-    pub fn take_counts(&mut self) -> Option<Counts> {
+    /// (`Search::count_groups`); `None` when the batch's rows are to be read.
+    pub(crate) fn take_counts(&mut self) -> Option<Counts> {
         self.counts.take()
     }
 
