@@ -75,6 +75,7 @@ pub mod codec;
 pub mod duration;
 pub mod error;
 mod fs;
+pub mod http_server;
 pub mod metrics;
 pub mod metrics_http;
 pub mod pipeline;
