@@ -82,6 +82,7 @@ pub mod pipeline;
 mod pool;
 pub mod query;
 pub mod segment;
+pub mod serve;
 pub mod setting;
 pub mod size;
 pub mod source;

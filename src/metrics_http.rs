@@ -99,6 +99,7 @@ pub const HELP: &[(&str, &str)] = &[
         "Rows the sources dropped under on_error = skip.",
     ),
     ("lag_bytes", "Bytes of the followed file not read yet."),
+    ("queries_running", "Queries weir serve is running now."),
 ];
 
 /// The metric name of a report key: `weir_` and the key with anything outside
