@@ -498,3 +498,37 @@ fn runs_a_following_pipeline_and_sigterm_loses_nothing() {
         .unwrap();
     assert_eq!(n, 260);
 }
+
+#[test]
+fn a_client_that_goes_away_stops_its_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Far more output than the socket buffers and the server's pieces in flight hold.
+    let db = archive(tmp.path(), 100_000);
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", "--max-queries", "1"]);
+    let running =
+        |srv: &Server| get(srv.addr, "/api/v1/status").json()["queries"]["running"].clone();
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    let body = json!({"query": ""}).to_string();
+    write!(
+        c,
+        "POST /api/v1/query HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 64];
+    c.read_exact(&mut first).unwrap();
+    assert!(text(&first).starts_with("HTTP/1.0 200"), "{}", text(&first));
+    // The client reads no more: the query waits for it, holding its slot.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(running(&srv), json!(1));
+    let busy = post(srv.addr, "/api/v1/count", &json!({}));
+    assert_eq!(busy.status, 503);
+    // It goes away: the query stops, and the slot is free again.
+    drop(c);
+    wait_for("the query to stop", Duration::from_secs(30), || {
+        running(&srv) == json!(0)
+    });
+    let got = post(srv.addr, "/api/v1/count", &json!({}));
+    assert_eq!(got.json(), json!({"count": 100_000}));
+    assert_eq!(srv.stop().code(), Some(0));
+}
