@@ -532,3 +532,79 @@ fn a_client_that_goes_away_stops_its_query() {
     assert_eq!(got.json(), json!({"count": 100_000}));
     assert_eq!(srv.stop().code(), Some(0));
 }
+
+/// The system's headless Chromium, if installed (Debian's `chromium`).
+fn chromium() -> Option<std::path::PathBuf> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// The page's DOM after its scripts ran, as headless Chromium renders `url`.
+fn rendered(browser: &Path, url: &str) -> String {
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            url,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    text(&out.stdout)
+}
+
+#[test]
+fn the_page_in_a_browser_shows_what_the_cli_counts() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no chromium to render the page");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 3000);
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let expr = "id.orig_p < 700 || n > 8000";
+    let want: u64 = ok(&run(&["count", "--db", s(&db), expr]), "count")
+        .trim()
+        .parse()
+        .unwrap();
+    let url = format!(
+        "http://{}/?q={}",
+        srv.addr,
+        expr.replace(' ', "%20")
+            .replace('|', "%7C")
+            .replace('<', "%3C")
+            .replace('>', "%3E")
+    );
+    let dom = rendered(&browser, &url);
+    // The histogram's total and the table's events.
+    assert!(
+        dom.contains(&format!("data-total=\"{want}\"")),
+        "want {want} in {dom}"
+    );
+    let rows = dom.matches("<tr>").count();
+    // A header row and at most one page of events.
+    assert_eq!(rows, 1 + want.min(50) as usize, "{dom}");
+    // The first event of the table is the CLI's first.
+    let first: Value = serde_json::from_str(export(&db, expr).lines().next().unwrap()).unwrap();
+    let uid = first["uid"].as_str().unwrap();
+    let at = dom.find("<tbody>").unwrap();
+    assert!(
+        dom[at..].find(uid).unwrap() < dom[at..].find("</tr>").unwrap(),
+        "{uid}"
+    );
+    // The schema's tab: the events fetched (at most the page's 1000).
+    let tab = format!("conn {}", common::cli::grouped(want.min(1000)));
+    assert!(dom.contains(&tab), "{tab} in {dom}");
+    // A parse error: shown with its caret under the query.
+    let dom = rendered(
+        &browser,
+        &format!("http://{}/?q=n%20%3D%3D%20%3D%3D%201", srv.addr),
+    );
+    assert!(dom.contains("n == == 1\n     ^"), "{dom}");
+    assert_eq!(srv.stop().code(), Some(0));
+}
