@@ -21,7 +21,9 @@ use crate::codec::StdoutSinkConfig;
 use crate::setting::Choice;
 
 /// The JSON object of a request body.
-fn body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+pub(super) fn body<T: DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
     let bytes = body.map_err(|r| ApiError::new(r.status(), r.body_text()))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))

@@ -17,6 +17,7 @@
 //! | `state.rs` | [`AppState`]: what the handlers share, the query slots |
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
 //! | `api.rs` | the handlers |
+//! | `context.rs` | the handlers of `explore` and `pivot` |
 //! | `router.rs` | the routes and the page (`page.html`) |
 //!
 //! The server reads the archive as `weir export` does (each query opens it anew, so it sees
@@ -25,6 +26,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod context;
 pub mod error;
 pub mod limits;
 pub mod query;

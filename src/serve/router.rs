@@ -26,6 +26,8 @@ pub fn router(state: AppState, token: Option<String>) -> Router {
         .route("/api/v1/query", post(api::query))
         .route("/api/v1/count", post(api::count))
         .route("/api/v1/get", post(api::get))
+        .route("/api/v1/explore", post(super::context::explore))
+        .route("/api/v1/pivot", post(super::context::pivot))
         .route("/api/v1/info", get(api::info))
         .route("/api/v1/status", get(api::status))
         .route("/metrics", get(api::metrics))

@@ -239,6 +239,57 @@ fn answers_as_the_cli_does() {
     assert_eq!(missing.status, 404);
     assert_eq!(missing.json()["error"], "no event with ID 3000");
 
+    // Explore and pivot: as the commands.
+    let got = post(
+        a,
+        "/api/v1/explore",
+        &json!({"query": "n == 300", "context": "2s", "for": ["zeek.conn"]}),
+    );
+    assert_eq!(got.status, 200, "{}", got.text());
+    let want = ok(
+        &run(&[
+            "explore",
+            "--db",
+            s(&db),
+            "--to",
+            "json",
+            "-C",
+            "2s",
+            "--for",
+            "zeek.conn",
+            "n == 300",
+        ]),
+        "explore",
+    );
+    assert!(want.lines().count() > 1, "{want}");
+    assert_eq!(got.text(), want);
+    let got = post(
+        a,
+        "/api/v1/pivot",
+        &json!({"query": "n < 9", "target": "zeek.conn"}),
+    );
+    assert_eq!(got.status, 200, "{}", got.text());
+    let want = ok(
+        &run(&[
+            "pivot",
+            "--db",
+            s(&db),
+            "--to",
+            "json",
+            "zeek.conn",
+            "n < 9",
+        ]),
+        "pivot",
+    );
+    assert!(!want.is_empty());
+    assert_eq!(got.text(), want);
+    let got = post(
+        a,
+        "/api/v1/explore",
+        &json!({"query": "n == 1", "context": "soon"}),
+    );
+    assert_eq!(got.status, 400);
+
     // A parse error: 400, the CLI's message, the caret's position.
     let bad = "n > 3 && && x";
     let got = post(a, "/api/v1/query", &json!({ "query": bad }));
