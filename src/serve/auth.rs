@@ -111,6 +111,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn makes_a_private_token_once_and_reads_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TOKEN_FILE);
+        let (token, made) = load_or_create(&path).unwrap();
+        assert!(made);
+        assert_eq!(token.len(), 64);
+        assert!(token.chars().all(|c| c.is_ascii_hexdigit()));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert_eq!(load_or_create(&path).unwrap(), (token.clone(), false));
+        // Another file, another token.
+        let (other, _) = load_or_create(&dir.path().join("b")).unwrap();
+        assert_ne!(other, token);
+        std::fs::write(&path, "\n").unwrap();
+        assert!(matches!(
+            load_or_create(&path),
+            Err(TokenError::Empty { .. })
+        ));
+    }
+
+    #[test]
     fn compares_whole_tokens() {
         assert!(same(b"abc", b"abc"));
         assert!(!same(b"abc", b"abd"));

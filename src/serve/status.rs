@@ -144,3 +144,30 @@ pub fn metrics_report(pipelines: &[Arc<PipelineStatus>]) -> Value {
     }
     Value::Object(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::PipelineOptions;
+
+    #[test]
+    fn merges_the_reports_of_several_pipelines() {
+        let a = Pipeline::new(PipelineOptions::default());
+        let b = Pipeline::new(PipelineOptions::default());
+        a.source_counters().add_plain(10);
+        b.source_counters().add_plain(5);
+        let list = vec![
+            Arc::new(PipelineStatus::new("/etc/weir/a.toml", &a)),
+            Arc::new(PipelineStatus::new("b.toml", &b)),
+        ];
+        assert_eq!(metrics_report(&list[..1])["source_bytes_read"], json!(10));
+        let merged = metrics_report(&list);
+        assert_eq!(merged["source_bytes_read"].as_f64(), Some(15.0));
+        list[1].finish(Err("boom".into()));
+        let status = status_json(&list);
+        assert_eq!(status["pipelines"][0]["name"], "a");
+        assert_eq!(status["pipelines"][0]["state"], "running");
+        assert_eq!(status["pipelines"][1]["state"], "failed");
+        assert_eq!(status["pipelines"][1]["error"], "boom");
+    }
+}
