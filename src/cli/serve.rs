@@ -19,7 +19,7 @@ use weir::pipeline::config::{LoadOptions, PipelineSpec};
 use weir::serve::{auth, limits, AppState, PipelineStatus, ServeLimits};
 
 use super::args::{DbArg, DurationText, SizeText};
-use super::{signals, UsageError};
+use super::signals;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -105,7 +105,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     let listener = TcpListener::bind(args.listen)
         .await
-        .map_err(|e| UsageError(format!("cannot listen on {}: {e}", args.listen)))?;
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let server = HttpServer::serve(
         listener,
         weir::serve::router(state, token),

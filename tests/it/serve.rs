@@ -659,3 +659,31 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert!(dom.contains("n == == 1\n     ^"), "{dom}");
     assert_eq!(srv.stop().code(), Some(0));
 }
+
+#[test]
+fn refuses_a_missing_archive_and_a_taken_port() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "serve",
+        "--db",
+        s(&tmp.path().join("none")),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("weir: error: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let db = archive(tmp.path(), 5);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["serve", "--db", s(&db), "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("cannot listen on {addr}")),
+        "{}",
+        text(&out.stderr)
+    );
+}
