@@ -34,6 +34,10 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_HEAD_BYTES: usize = 16 << 10;
 /// A streamed answer is handed to the connection in pieces of about this size.
 pub const CHUNK_BYTES: usize = 64 << 10;
+/// NDJSON answers are encoded this many events at a time, so that pieces stay near
+/// [`CHUNK_BYTES`] and the response cap is checked often (an Arrow answer is encoded a slice
+/// at a time, one record batch each, as `weir export --to arrow` writes it).
+pub const NDJSON_ROWS_PER_WRITE: usize = 256;
 /// Pieces of an answer waiting for a slow client, per query (then the search waits).
 pub const CHUNKS_IN_FLIGHT: usize = 4;
 

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 
 use super::error::ApiError;
-use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES};
+use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
 use super::state::AppState;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use crate::query::{Chain, Flow, Query, QueryError};
@@ -150,13 +150,12 @@ fn run(
     let mut writer = writer_with(job.format, job.timestamps);
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES * 2);
     let mut sent = 0u64;
-    let over_cap = |n: u64| {
+    let over_cap = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
-                "the answer is larger than {} (the server's cap): {} written; ask for fewer events (limit) or fields (select)",
+                "the answer is larger than {} (the server's cap); ask for fewer events (limit) or fields (select)",
                 crate::size::Size(cap),
-                crate::size::Size(n)
             ),
         )
     };
@@ -168,22 +167,30 @@ fn run(
             if Instant::now() >= deadline {
                 return Err(Stop::Fail(timeout_error(timeout)));
             }
-            writer
-                .write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)
-                .map_err(|e| {
-                    Stop::Fail(ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        e.to_string(),
-                    ))
-                })?;
-            if buf.len() >= CHUNK_BYTES {
-                sent += buf.len() as u64;
-                if sent > cap {
-                    return Err(Stop::Fail(over_cap(sent)));
-                }
-                let piece = Piece::Data(Bytes::from(std::mem::take(&mut buf)));
-                if tx.blocking_send(piece).is_err() {
-                    return Err(Stop::Gone);
+            let step = if job.format == OutputFormat::Arrow {
+                take.max(1)
+            } else {
+                NDJSON_ROWS_PER_WRITE
+            };
+            let mut rows = slice.rows().take(take);
+            for _ in (0..take).step_by(step) {
+                writer
+                    .write_rows(slice.schema(), &mut rows.by_ref().take(step), &mut buf)
+                    .map_err(|e| {
+                        Stop::Fail(ApiError::new(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            e.to_string(),
+                        ))
+                    })?;
+                if buf.len() >= CHUNK_BYTES {
+                    sent += buf.len() as u64;
+                    if sent > cap {
+                        return Err(Stop::Fail(over_cap()));
+                    }
+                    let piece = Piece::Data(Bytes::from(std::mem::take(&mut buf)));
+                    if tx.blocking_send(piece).is_err() {
+                        return Err(Stop::Gone);
+                    }
                 }
             }
             Ok(Flow::More)
@@ -201,7 +208,7 @@ fn run(
             writer.finish(&mut buf);
             sent += buf.len() as u64;
             if sent > cap {
-                return fail(over_cap(sent));
+                return fail(over_cap());
             }
             if !buf.is_empty() && tx.blocking_send(Piece::Data(Bytes::from(buf))).is_err() {
                 return;

@@ -429,6 +429,33 @@ fn limits_answer_503_504_413() {
     assert_eq!(small.status, 200);
     assert_eq!(small.text().lines().count(), 1);
     assert_eq!(srv.stop().code(), Some(0));
+    // Over the cap after the first piece was sent: the stream ends with an error line.
+    let srv = serve(
+        &db,
+        &["--listen", "127.0.0.1:0", "--max-response", "200KiB"],
+    );
+    let got = post(srv.addr, "/api/v1/query", &json!({}));
+    assert_eq!(got.status, 200);
+    let body = got.text();
+    let lines: Vec<&str> = body.lines().collect();
+    let last: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 200.0 KiB (the server's cap)"),
+        "{last}"
+    );
+    // What came before it are whole events, the first of `weir export`.
+    let events = lines.len() - 1;
+    assert!(events > 0 && events < 2000, "{events}");
+    let want: Vec<String> = common::cli::export_json_text(&db)
+        .lines()
+        .take(events)
+        .map(String::from)
+        .collect();
+    assert_eq!(lines[..events], want[..]);
+    assert_eq!(srv.stop().code(), Some(0));
 }
 
 #[test]
