@@ -70,11 +70,22 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let mut pipelines = Vec::new();
+    let mut fills_db = false;
     for (file, spec) in &specs {
         let (pipeline, built) = build(spec).await?;
         super::report_warnings(&built.warnings);
+        fills_db |= built
+            .archives
+            .iter()
+            .any(|a| same_dir(&a.db, &args.db.path));
         let status = Arc::new(PipelineStatus::new(&file.display().to_string(), &pipeline));
         pipelines.push((pipeline, status));
+    }
+    if !pipelines.is_empty() && !fills_db {
+        say!(
+            "weir: warning: no pipeline writes to {} (the archive served); their archive sinks name other directories",
+            args.db.path.display()
+        );
     }
     if pipelines.is_empty() {
         // Nothing will create it: a missing archive is an error now, not at the first query.
@@ -141,4 +152,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         anyhow::bail!("a pipeline failed (see above)");
     }
     Ok(())
+}
+
+/// Whether two paths name the same directory (compared canonically when both exist).
+fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
