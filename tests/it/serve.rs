@@ -65,6 +65,14 @@ fn drain(mut err: BufReader<ChildStderr>) -> String {
     rest
 }
 
+/// A test that fails leaves no server behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Server {
     /// SIGTERM, and the exit status.
     fn stop(mut self) -> std::process::ExitStatus {
