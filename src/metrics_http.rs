@@ -24,24 +24,25 @@
 //!
 //! # Server
 //!
-//! A minimal HTTP/1.1 server on the pipeline's tokio runtime, for scrapers only: one request
-//! per connection (`Connection: close`); the request head is read up to
-//! [`MAX_REQUEST_BYTES`] (else `431`) within [`REQUEST_TIMEOUT`] (else the connection is
+//! An axum router on the pipeline's tokio runtime, served by [`crate::http_server`], for
+//! scrapers only: one request per connection (`Connection: close`); the request head is read
+//! up to [`MAX_REQUEST_BYTES`] (else `431`) within [`REQUEST_TIMEOUT`] (else the connection is
 //! closed); bodies are never read. `GET /metrics` (any query string) is `200`, `HEAD` the same
 //! without body, another path `404`, another method `405`, a malformed request `400`. At most
-//! [`MAX_CONNECTIONS`] connections are served at once; more are closed at once. The server
+//! [`MAX_CONNECTIONS`] connections are served at once; more wait until one ends. The server
 //! stops when the pipeline ends.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+
+use crate::http_server::{HttpServer, Limits};
 
 /// The one path served.
 pub const PATH: &str = "/metrics";
@@ -98,6 +99,7 @@ pub const HELP: &[(&str, &str)] = &[
         "Rows the sources dropped under on_error = skip.",
     ),
     ("lag_bytes", "Bytes of the followed file not read yet."),
+    ("queries_running", "Queries weir serve is running now."),
 ];
 
 /// The metric name of a report key: `weir_` and the key with anything outside
@@ -228,159 +230,60 @@ pub fn render(report: &Value) -> String {
 /// What the server answers with: the current metrics report.
 pub type Snapshot = Arc<dyn Fn() -> Value + Send + Sync>;
 
+/// The router of the endpoint: `GET`/`HEAD` [`PATH`] answers with [`render`] of
+/// `snapshot`; other methods `405`, other paths `404`. [`crate::serve`] mounts the same
+/// answer at its own `/metrics`.
+pub fn router(snapshot: Snapshot) -> Router {
+    Router::new()
+        .route(
+            PATH,
+            get(move || {
+                let snapshot = snapshot.clone();
+                async move { exposition(&snapshot()) }
+            })
+            .fallback(|| async {
+                (
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    [(header::ALLOW, "GET, HEAD")],
+                )
+            }),
+        )
+        .fallback(|| async { StatusCode::NOT_FOUND })
+}
+
+/// The `200` answer of a scrape: [`render`] of `report` with its content type.
+pub fn exposition(report: &Value) -> Response {
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(report)).into_response()
+}
+
 /// A running endpoint.
 #[derive(Debug)]
 pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: CancellationToken,
-    task: JoinHandle<()>,
+    server: HttpServer,
 }
 
 impl MetricsServer {
     /// Binds `addr` and serves `snapshot` there until [`MetricsServer::shutdown`].
     pub async fn start(addr: SocketAddr, snapshot: Snapshot) -> std::io::Result<MetricsServer> {
-        let listener = TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(accept_loop(listener, snapshot, stop.clone()));
-        Ok(MetricsServer { addr, stop, task })
+        let limits = Limits {
+            max_connections: MAX_CONNECTIONS,
+            header_timeout: REQUEST_TIMEOUT,
+            max_head_bytes: MAX_REQUEST_BYTES,
+            keep_alive: false,
+        };
+        let server = HttpServer::start(addr, router(snapshot), limits).await?;
+        Ok(MetricsServer { server })
     }
 
     /// The address it listens on (the port chosen when `:0` was asked for).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.server.local_addr()
     }
 
-    /// Stops accepting and waits for the accept loop to end.
+    /// Stops accepting and waits for the listener to close.
     pub async fn shutdown(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
+        self.server.shutdown().await;
     }
-}
-
-async fn accept_loop(listener: TcpListener, snapshot: Snapshot, stop: CancellationToken) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
-            a = listener.accept() => a,
-        };
-        let Ok((stream, _)) = accepted else {
-            // Out of file descriptors and the like: wait a little rather than spin.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
-        // Over the limit: the connection is dropped (closed) at once.
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            continue;
-        };
-        let snapshot = snapshot.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = handle(stream, snapshot) => {}
-            }
-            drop(permit);
-        });
-    }
-}
-
-/// Reads one request head and answers it.
-async fn handle(mut stream: TcpStream, snapshot: Snapshot) {
-    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
-        Ok(Ok(h)) => h,
-        Ok(Err(HeadError::TooLarge)) => {
-            let _ = respond(&mut stream, "431 Request Header Fields Too Large", "", b"").await;
-            return;
-        }
-        Ok(Err(HeadError::Closed)) | Err(_) => return,
-    };
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.trim_end().split(' ');
-    let (method, target, version) = (parts.next(), parts.next(), parts.next());
-    let (Some(method), Some(target), Some(version)) = (method, target, version) else {
-        let _ = respond(&mut stream, "400 Bad Request", "", b"").await;
-        return;
-    };
-    if !version.starts_with("HTTP/1.") || parts.next().is_some() {
-        let _ = respond(&mut stream, "400 Bad Request", "", b"").await;
-        return;
-    }
-    let path = target.split('?').next().unwrap_or_default();
-    // A failed answer only means the scraper went away.
-    let _ = match (method, path) {
-        ("GET", PATH) => {
-            let body = render(&snapshot());
-            respond(&mut stream, "200 OK", CONTENT_TYPE, body.as_bytes()).await
-        }
-        ("HEAD", PATH) => {
-            // The length of what GET would send, and no body.
-            let len = render(&snapshot()).len();
-            respond_len(&mut stream, "200 OK", CONTENT_TYPE, len, b"").await
-        }
-        ("GET" | "HEAD", _) => respond(&mut stream, "404 Not Found", "", b"").await,
-        _ => respond(&mut stream, "405 Method Not Allowed", "", b"").await,
-    };
-}
-
-enum HeadError {
-    TooLarge,
-    Closed,
-}
-
-/// The request head, up to its blank line.
-async fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>, HeadError> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|_| HeadError::Closed)?;
-        if n == 0 {
-            return Err(HeadError::Closed);
-        }
-        let from = buf.len().saturating_sub(3);
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
-            buf.truncate(from + end);
-            return Ok(buf);
-        }
-        if buf.len() > MAX_REQUEST_BYTES {
-            return Err(HeadError::TooLarge);
-        }
-    }
-}
-
-async fn respond(
-    stream: &mut TcpStream,
-    status: &str,
-    content_type: &str,
-    body: &[u8],
-) -> std::io::Result<()> {
-    respond_len(stream, status, content_type, body.len(), body).await
-}
-
-async fn respond_len(
-    stream: &mut TcpStream,
-    status: &str,
-    content_type: &str,
-    len: usize,
-    body: &[u8],
-) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n");
-    if !content_type.is_empty() {
-        head.push_str(&format!("Content-Type: {content_type}\r\n"));
-    }
-    if status.starts_with("405") {
-        head.push_str("Allow: GET, HEAD\r\n");
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body).await?;
-    stream.shutdown().await
 }
 
 #[cfg(test)]

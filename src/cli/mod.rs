@@ -35,6 +35,7 @@ mod lake;
 mod maintain;
 mod progress;
 mod search;
+mod serve;
 mod signals;
 
 use std::fmt;
@@ -157,6 +158,9 @@ enum Command {
     /// Print the events of TYPE related to the results of an expression (VAST's `pivot`): by
     /// community_id, else by Zeek's uid (also files.log's conn_uids); each once, in ID order.
     Pivot(explore::PivotArgs),
+    /// Run pipelines and serve the archive over HTTP: a JSON API under /api/v1/, Prometheus
+    /// metrics, and a web page at / (see README, "Serving").
+    Serve(serve::ServeArgs),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(archive::InfoArgs),
     /// Describe segment files: uuid, ID intervals, events, batches.
@@ -281,6 +285,7 @@ pub fn main() -> ExitCode {
             Command::Get(args) => search::get(args),
             Command::Explore(args) => explore::explore(args),
             Command::Pivot(args) => explore::pivot(args),
+            Command::Serve(args) => serve::serve(args).await,
             Command::Info(args) => archive::info(args),
             Command::Inspect(args) => archive::inspect(args),
             Command::Verify(args) => archive::verify(args),

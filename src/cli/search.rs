@@ -302,25 +302,16 @@ pub(super) fn run_chain(
     limit: Option<u64>,
     mut write: impl FnMut(weir::query::Slice, usize) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
-    let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = 0u64;
-    if left == 0 {
+    if limit == Some(0) {
         return Ok(0);
     }
-    let mut failed: Option<anyhow::Error> = None;
     let started = std::time::Instant::now();
-    let stats = chain
-        .run(
+    let (stats, failed) = chain
+        .run_limited(
             archive,
-            &mut |slice| {
-                let take = (slice.len() as u64).min(left) as usize;
-                left -= take as u64;
-                if let Err(e) = write(slice, take) {
-                    failed = Some(e);
-                    return Ok(Flow::Done);
-                }
-                Ok(if left == 0 { Flow::Done } else { Flow::More })
-            },
+            limit,
+            |slice, take| write(slice, take).map(|()| Flow::More),
             &mut |e| {
                 say!("weir: error: {e}");
                 damaged += 1;

@@ -49,6 +49,7 @@ mod recipes;
 mod segment_corruption;
 mod segment_format;
 mod segment_index;
+mod serve;
 mod source_read;
 mod store_concurrent;
 mod store_concurrent_scan;

@@ -87,6 +87,7 @@ pub use explore::{
 };
 pub use pivot::{Pivot, PivotOptions, PivotSearch, DEFAULT_MAX_PIVOT_KEYS};
 pub use related::{Related, RelatedRows};
+pub use schemas::archive_schemas;
 
 use super::QueryError;
 

@@ -13,7 +13,7 @@ use crate::types::SchemaRef;
 
 /// Every distinct schema definition of `archive` (the same name may come with several field
 /// lists, from different Zeek versions).
-pub(crate) fn archive_schemas(archive: &Archive) -> Vec<SchemaRef> {
+pub fn archive_schemas(archive: &Archive) -> Vec<SchemaRef> {
     let mut names: HashSet<&str> = HashSet::new();
     let mut out: Vec<SchemaRef> = Vec::new();
     let add = |s: &SchemaRef, out: &mut Vec<SchemaRef>| {

@@ -82,6 +82,15 @@ impl Chain {
         })
     }
 
+    /// The chain of every event: no expression, no operator (what an empty query means).
+    pub fn all() -> Chain {
+        Chain {
+            text: String::new(),
+            scan: Query::all(),
+            ops: Vec::new(),
+        }
+    }
+
     /// The chain as written.
     pub fn text(&self) -> &str {
         &self.text
@@ -445,6 +454,44 @@ impl Chain {
             emitted,
             warnings,
         })
+    }
+}
+
+impl Chain {
+    /// [`Chain::run`] with a limit and a writer: `write` gets each slice that comes out with
+    /// how many of its events to take (at most `limit` in all; `None`: no limit), and the run
+    /// stops at the limit, when `write` says [`Flow::Done`], or at its first error, which is
+    /// returned beside the statistics (the run itself succeeded). `damaged` gets each damaged
+    /// batch's error (the search goes on).
+    pub fn run_limited<E>(
+        &self,
+        archive: &Archive,
+        limit: Option<u64>,
+        mut write: impl FnMut(Slice, usize) -> Result<Flow, E>,
+        damaged: &mut dyn FnMut(QueryError),
+    ) -> Result<(ChainStats, Option<E>), QueryError> {
+        let mut left = limit.unwrap_or(u64::MAX);
+        if left == 0 {
+            return Ok((ChainStats::default(), None));
+        }
+        let mut failed: Option<E> = None;
+        let stats = self.run(
+            archive,
+            &mut |slice| {
+                let take = (slice.len() as u64).min(left) as usize;
+                left -= take as u64;
+                match write(slice, take) {
+                    Err(e) => {
+                        failed = Some(e);
+                        Ok(Flow::Done)
+                    }
+                    Ok(Flow::Done) => Ok(Flow::Done),
+                    Ok(Flow::More) => Ok(if left == 0 { Flow::Done } else { Flow::More }),
+                }
+            },
+            damaged,
+        )?;
+        Ok((stats, failed))
     }
 }
 

@@ -1,0 +1,163 @@
+//! `weir serve --db DIR [--listen ADDR] [PIPELINE.toml ...]`: runs the pipelines and serves
+//! the archive over HTTP in one process (the server is [`weir::serve`]).
+//!
+//! At start it prints one line on stderr, `weir: serving http://ADDR/` (with the port chosen
+//! for `:0`), once the listener is bound: scripts and tests read the address from it. The
+//! first SIGINT or SIGTERM stops the pipelines' sources, waits for them to commit what is in
+//! flight, then stops the server and exits 0 (a pipeline that failed makes it exit 1).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use tokio::net::TcpListener;
+
+use weir::http_server::HttpServer;
+use weir::pipeline::build::build;
+use weir::pipeline::config::{LoadOptions, PipelineSpec};
+use weir::serve::{auth, limits, AppState, PipelineStatus, ServeLimits};
+
+use super::args::{DbArg, DurationText, SizeText};
+use super::signals;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The address to listen on. Off loopback, requests need the bearer token (see
+    /// --token-file). TLS is not served: put a reverse proxy in front for it.
+    #[arg(long, value_name = "ADDR", default_value = weir::serve::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// The bearer token's file, made with a new token (mode 0600) when missing [default:
+    /// DIR/serve.token]; only used when --listen is not a loopback address.
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Most queries running at once; one more is answered 503.
+    #[arg(long = "max-queries", value_name = "N", default_value_t = limits::MAX_QUERIES)]
+    max_queries: usize,
+    /// Longest time a query may run.
+    #[arg(long = "query-timeout", value_name = "DURATION",
+          default_value_t = DurationText(limits::QUERY_TIMEOUT))]
+    query_timeout: DurationText,
+    /// Largest answer of a query.
+    #[arg(long = "max-response", value_name = "SIZE",
+          default_value_t = SizeText(limits::MAX_RESPONSE_BYTES))]
+    max_response: SizeText,
+    /// Pipeline definitions (TOML) to run beside the server, e.g. pipelines/zeek-live.toml.
+    #[arg(value_name = "PIPELINE")]
+    pipelines: Vec<PathBuf>,
+}
+
+/// `weir serve`.
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let stop = signals::install();
+    // Every pipeline loads and builds before anything runs or listens.
+    let mut specs = Vec::new();
+    for file in &args.pipelines {
+        match PipelineSpec::load_all(file, &LoadOptions::default()) {
+            Ok(spec) => specs.push((file, spec)),
+            Err(mut errors) => {
+                let last = errors.pop();
+                for e in &errors {
+                    say!("weir: error: {e}");
+                }
+                match last {
+                    Some(e) => return Err(e.into()),
+                    None => anyhow::bail!("{}: invalid pipeline", file.display()),
+                }
+            }
+        }
+    }
+    let mut pipelines = Vec::new();
+    let mut fills_db = false;
+    for (file, spec) in &specs {
+        let (pipeline, built) = build(spec).await?;
+        super::report_warnings(&built.warnings);
+        fills_db |= built
+            .archives
+            .iter()
+            .any(|a| same_dir(&a.db, &args.db.path));
+        let status = Arc::new(PipelineStatus::new(&file.display().to_string(), &pipeline));
+        pipelines.push((pipeline, status));
+    }
+    if !pipelines.is_empty() && !fills_db {
+        say!(
+            "weir: warning: no pipeline writes to {} (the archive served); their archive sinks name other directories",
+            args.db.path.display()
+        );
+    }
+    if pipelines.is_empty() {
+        // Nothing will create it: a missing archive is an error now, not at the first query.
+        weir::store::Archive::open(&args.db.path)?;
+    }
+    let token = if args.listen.ip().is_loopback() {
+        None
+    } else {
+        let path = args
+            .token_file
+            .clone()
+            .unwrap_or_else(|| args.db.path.join(auth::TOKEN_FILE));
+        let (token, made) = auth::load_or_create(&path)?;
+        if made {
+            say!("weir: wrote a new bearer token to {}", path.display());
+        }
+        Some(token)
+    };
+    let limits = ServeLimits {
+        max_queries: args.max_queries,
+        query_timeout: args.query_timeout.0,
+        max_response_bytes: args.max_response.0,
+    };
+    let state = AppState::new(
+        args.db.path.clone(),
+        limits,
+        pipelines.iter().map(|(_, s)| s.clone()).collect(),
+    );
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let server = HttpServer::serve(
+        listener,
+        weir::serve::router(state, token),
+        limits.connections(),
+    );
+    say!("weir: serving http://{}/", server.local_addr());
+    let mut runs = Vec::new();
+    for (pipeline, status) in pipelines {
+        signals::forward(stop.clone(), pipeline.shutdown_token());
+        runs.push(tokio::spawn(async move {
+            let result = pipeline.run().await;
+            let failed = result.as_ref().err().map(|e| e.to_string());
+            match &failed {
+                Some(e) => say!("weir: error: pipeline {}: {e}", status.file()),
+                None => {
+                    if let Ok(summary) = &result {
+                        super::report_skips(&summary.skipped);
+                    }
+                }
+            }
+            status.finish(failed.clone().map_or(Ok(()), Err));
+            failed.is_none()
+        }));
+    }
+    // Serve until the signal; the pipelines commit what they read, then the server stops.
+    stop.cancelled().await;
+    let mut ok = true;
+    for run in runs {
+        ok &= run.await.unwrap_or(false);
+    }
+    server.shutdown().await;
+    if !ok {
+        anyhow::bail!("a pipeline failed (see above)");
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same directory (compared canonically when both exist).
+fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}

@@ -1,0 +1,224 @@
+//! The handlers of `/api/v1/*`, `/metrics` and `/health` (the reference is in the README,
+//! "Serving"). Request bodies are JSON objects; unknown members, wrong types and malformed
+//! JSON are `400` with the parser's message.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::limits::MAX_GET_IDS;
+use super::query::{self, QueryJob, NDJSON};
+use super::state::AppState;
+use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use crate::codec::StdoutSinkConfig;
+use crate::setting::Choice;
+
+/// The JSON object of a request body.
+pub(super) fn body<T: DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let bytes = body.map_err(|r| ApiError::new(r.status(), r.body_text()))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+}
+
+/// `POST /api/v1/query`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryRequest {
+    /// `EXPR | OP ...`; empty or absent: every event.
+    #[serde(default)]
+    query: String,
+    /// At most this many events.
+    limit: Option<u64>,
+    /// `ndjson` (default) or `arrow`.
+    format: Option<String>,
+    /// How NDJSON writes times: `iso8601` (default), `epoch`, `millis`.
+    timestamps: Option<String>,
+}
+
+/// `POST /api/v1/count`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountRequest {
+    #[serde(default)]
+    query: String,
+}
+
+/// `POST /api/v1/get`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetRequest {
+    ids: Vec<u64>,
+    timestamps: Option<String>,
+}
+
+fn timestamps(name: Option<&str>) -> Result<JsonTimestamps, ApiError> {
+    match name {
+        None => Ok(StdoutSinkConfig::default().json_timestamps),
+        Some(n) => JsonTimestamps::from_name(n).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown timestamps {n:?}: expected iso8601, epoch or millis"
+            ))
+        }),
+    }
+}
+
+/// `POST /api/v1/query`: the events of a query, streamed.
+pub async fn query(
+    State(state): State<AppState>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let req: QueryRequest = body(raw)?;
+    let format = match req.format.as_deref() {
+        None | Some("ndjson") | Some("json") => OutputFormat::Json,
+        Some("arrow") => OutputFormat::Arrow,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown format {other:?}: expected ndjson or arrow"
+            )))
+        }
+    };
+    let job = QueryJob {
+        chain: query::parse_chain(&req.query)?,
+        limit: req.limit,
+        format,
+        timestamps: timestamps(req.timestamps.as_deref())?,
+    };
+    query::stream(&state, job).await
+}
+
+/// `POST /api/v1/count`: `{"count": N}`.
+pub async fn count(
+    State(state): State<AppState>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let req: CountRequest = body(raw)?;
+    // Parse errors before taking a slot.
+    if !req.query.trim().is_empty() {
+        query::parse_chain(&req.query)?;
+    }
+    let n = query::blocking(&state, move |archive| query::count(&archive, &req.query)).await?;
+    Ok(Json(json!({ "count": n })))
+}
+
+/// `POST /api/v1/get`: the events with the given IDs as NDJSON, in the order given; `404`
+/// naming the IDs that no event has.
+pub async fn get(
+    State(state): State<AppState>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let req: GetRequest = body(raw)?;
+    if req.ids.len() > MAX_GET_IDS {
+        return Err(ApiError::bad_request(format!(
+            "at most {MAX_GET_IDS} IDs in one get, not {}",
+            req.ids.len()
+        )));
+    }
+    let ts = timestamps(req.timestamps.as_deref())?;
+    let out = query::blocking(&state, move |archive| {
+        let mut writer = writer_with(OutputFormat::Json, ts);
+        let mut buf = Vec::new();
+        let mut missing = Vec::new();
+        for &id in &req.ids {
+            let found = archive.get(id).map_err(|e| {
+                ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            })?;
+            match found {
+                Some(b) => writer
+                    .write_rows(b.schema(), &mut b.rows(), &mut buf)
+                    .map_err(|e| {
+                        ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+                    })?,
+                None => missing.push(id.to_string()),
+            }
+        }
+        writer.finish(&mut buf);
+        if !missing.is_empty() {
+            return Err(ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                format!("no event with ID {}", missing.join(", ")),
+            ));
+        }
+        Ok(buf)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, NDJSON)], out).into_response())
+}
+
+/// A time in nanoseconds since the epoch as RFC 3339.
+fn rfc3339(ns: i64) -> String {
+    let mut out = Vec::new();
+    crate::codec::zeek::scalar::push_rfc3339(&mut out, ns);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `GET /api/v1/info`: `weir info --json`, plus `fields`: per schema its fields and types
+/// (`[{"name", "type"}]`, the union of its definitions).
+pub async fn info(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let value = query::blocking(&state, |archive| {
+        let internal = |e: &dyn std::fmt::Display| {
+            ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        };
+        let info = archive.info().map_err(|e| internal(&e))?;
+        let mut value = serde_json::to_value(&info).map_err(|e| internal(&e))?;
+        let time = info.ts.map(|[a, z]| [rfc3339(a), rfc3339(z)]);
+        let mut fields = serde_json::Map::new();
+        for s in crate::query::context::archive_schemas(&archive) {
+            let entry = fields
+                .entry(s.name.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = entry {
+                for f in &s.fields {
+                    if !list.iter().any(|x| x["name"] == f.name.as_str()) {
+                        list.push(json!({"name": f.name, "type": f.ty.to_string()}));
+                    }
+                }
+            }
+        }
+        if let Some(map) = value.as_object_mut() {
+            map.insert("time".into(), json!(time));
+            map.insert("fields".into(), Value::Object(fields));
+        }
+        Ok(value)
+    })
+    .await?;
+    Ok(Json(value))
+}
+
+/// `GET /api/v1/status`: the pipelines' status and the server's queries.
+pub async fn status(State(state): State<AppState>) -> Json<Value> {
+    let mut v = super::status::status_json(&state.pipelines);
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "queries".into(),
+            json!({
+                "running": state.queries_running(),
+                "max": state.limits.max_queries,
+            }),
+        );
+    }
+    Json(v)
+}
+
+/// `GET /metrics`: the pipelines' counters, as `--metrics-listen` serves them, plus
+/// `weir_queries_running`.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let mut report = super::status::metrics_report(&state.pipelines);
+    if let Some(o) = report.as_object_mut() {
+        o.insert("queries_running".into(), state.queries_running().into());
+    }
+    crate::metrics_http::exposition(&report)
+}
+
+/// `GET /health`: `{"status": "ok"}`.
+pub async fn health() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}

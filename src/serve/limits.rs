@@ -1,0 +1,75 @@
+//! The limits of `weir serve`, each a constant here and a field of [`ServeLimits`] that the
+//! command line overrides (`--max-queries`, `--query-timeout`, `--max-response`).
+//!
+//! - At most [`MAX_QUERIES`] queries (`/api/v1/query`, `count`, `get`) run at once; one more
+//!   is answered `503` with a JSON error at once, never queued. Queries run on tokio's
+//!   blocking threads, so that the pipelines' tasks never wait for them.
+//! - A query has [`QUERY_TIMEOUT`]: a query that has not produced its first bytes by then is
+//!   answered `504`; a streamed answer that is still running then ends with an error (see
+//!   [`crate::serve::query`]). The search stops at its next output; one that emits nothing
+//!   (an aggregation, a search with no hits) runs to its end, holding its query slot.
+//! - An answer is at most [`MAX_RESPONSE_BYTES`]: the stream ends there with an error.
+//! - A request body is at most [`MAX_BODY_BYTES`] (`413`), a `get` at most [`MAX_GET_IDS`]
+//!   IDs.
+//! - Connections: at most [`MAX_CONNECTIONS`] at once, a request head within
+//!   [`HEADER_TIMEOUT`] and at most [`MAX_HEAD_BYTES`] (see [`crate::http_server`]).
+
+use std::time::Duration;
+
+/// Most queries running at once.
+pub const MAX_QUERIES: usize = 4;
+/// Longest time a query may run.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Largest answer of a query, in bytes.
+pub const MAX_RESPONSE_BYTES: u64 = 256 << 20;
+/// Largest request body.
+pub const MAX_BODY_BYTES: usize = 64 << 10;
+/// Most IDs in one `get`.
+pub const MAX_GET_IDS: usize = 10_000;
+/// Most connections served at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Longest time a client may take to send a request head.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request head.
+pub const MAX_HEAD_BYTES: usize = 16 << 10;
+/// A streamed answer is handed to the connection in pieces of about this size.
+pub const CHUNK_BYTES: usize = 64 << 10;
+/// NDJSON answers are encoded this many events at a time, so that pieces stay near
+/// [`CHUNK_BYTES`] and the response cap is checked often (an Arrow answer is encoded a slice
+/// at a time, one record batch each, as `weir export --to arrow` writes it).
+pub const NDJSON_ROWS_PER_WRITE: usize = 256;
+/// Pieces of an answer waiting for a slow client, per query (then the search waits).
+pub const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// The limits of one server (the constants above unless overridden).
+#[derive(Debug, Clone, Copy)]
+pub struct ServeLimits {
+    /// Most queries running at once ([`MAX_QUERIES`]).
+    pub max_queries: usize,
+    /// Longest time a query may run ([`QUERY_TIMEOUT`]).
+    pub query_timeout: Duration,
+    /// Largest answer of a query ([`MAX_RESPONSE_BYTES`]).
+    pub max_response_bytes: u64,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        ServeLimits {
+            max_queries: MAX_QUERIES,
+            query_timeout: QUERY_TIMEOUT,
+            max_response_bytes: MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+impl ServeLimits {
+    /// The connection limits of the server ([`crate::http_server::Limits`]).
+    pub fn connections(&self) -> crate::http_server::Limits {
+        crate::http_server::Limits {
+            max_connections: MAX_CONNECTIONS,
+            header_timeout: HEADER_TIMEOUT,
+            max_head_bytes: MAX_HEAD_BYTES,
+            keep_alive: true,
+        }
+    }
+}

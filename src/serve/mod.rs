@@ -1,0 +1,44 @@
+//! `weir serve`: the archive over HTTP, with a web page, beside the pipelines that fill it.
+//!
+//! The library side of the command: the router ([`router::router`]), its state
+//! ([`AppState`]), the handlers ([`api`]), the streamed queries ([`query`]), the limits
+//! ([`limits`]) and the bearer token ([`auth`]). The command (`src/cli/serve.rs`) runs the
+//! pipelines and the server in one process; the endpoints are documented in the README,
+//! "Serving".
+//!
+//! # Files
+//!
+//! | file | owns |
+//! | --- | --- |
+//! | `limits.rs` | every limit of the server, and [`ServeLimits`] |
+//! | `error.rs` | [`ApiError`]: the JSON error answers |
+//! | `auth.rs` | the token file and the bearer-token middleware |
+//! | `status.rs` | [`PipelineStatus`]: the pipelines' live status and metrics |
+//! | `state.rs` | [`AppState`]: what the handlers share, the query slots |
+//! | `query.rs` | running a query on a blocking thread, streaming, `count` |
+//! | `api.rs` | the handlers |
+//! | `context.rs` | the handlers of `explore` and `pivot` |
+//! | `router.rs` | the routes and the page (`page.html`) |
+//!
+//! The server reads the archive as `weir export` does (each query opens it anew, so it sees
+//! what the pipelines committed up to then); nothing reachable over HTTP changes it. TLS is
+//! not served: put a reverse proxy in front for it.
+
+pub mod api;
+pub mod auth;
+pub mod context;
+pub mod error;
+pub mod limits;
+pub mod query;
+pub mod router;
+pub mod state;
+pub mod status;
+
+pub use error::ApiError;
+pub use limits::ServeLimits;
+pub use router::router;
+pub use state::AppState;
+pub use status::PipelineStatus;
+
+/// The address `weir serve` listens on without `--listen`: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";

@@ -1,0 +1,283 @@
+//! Running a query on a blocking thread and streaming its output (`POST /api/v1/query`).
+//!
+//! The chain runs on one of tokio's blocking threads, holding a query slot of
+//! [`AppState::slot`] until it ends. Its output is encoded as `weir export --to json` (one
+//! event per line) or `--to arrow` writes it, and handed to the connection in pieces of
+//! [`CHUNK_BYTES`] through a channel of [`CHUNKS_IN_FLIGHT`] pieces: a slow client slows the
+//! search down, and a client that goes away (the channel's receiver dropped with the
+//! response body) stops it at its next output.
+//!
+//! Errors before the first byte (an expression that does not parse or type-check, an archive
+//! that cannot be opened, the timeout) are the answer's status and JSON body. An error after
+//! the first byte (the timeout, the response cap, damaged batches) ends an NDJSON answer
+//! with one last line `{"error": MESSAGE}`, and aborts an Arrow answer (the chunked transfer
+//! ends without its last chunk, so that the client sees a failed read).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::mpsc;
+
+use super::error::ApiError;
+use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
+use super::state::AppState;
+use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use crate::query::{Chain, Flow, Query, QueryError};
+use crate::store::Archive;
+
+/// The content type of an NDJSON answer.
+pub const NDJSON: &str = "application/x-ndjson";
+/// The content type of an Arrow IPC stream answer.
+pub const ARROW: &str = "application/vnd.apache.arrow.stream";
+
+/// One query to run.
+#[derive(Debug)]
+pub struct QueryJob {
+    /// The chain (an expression with operators, or [`Chain::all`]).
+    pub chain: Chain,
+    /// At most this many events.
+    pub limit: Option<u64>,
+    /// [`OutputFormat::Json`] or [`OutputFormat::Arrow`].
+    pub format: OutputFormat,
+    /// How JSON writes times.
+    pub timestamps: JsonTimestamps,
+}
+
+/// The chain of a query's text: an empty one is every event.
+pub fn parse_chain(text: &str) -> Result<Chain, ApiError> {
+    if text.trim().is_empty() {
+        return Ok(Chain::all());
+    }
+    Chain::parse(text).map_err(ApiError::expr)
+}
+
+/// What the search thread hands to the connection.
+enum Piece {
+    Data(Bytes),
+    Fail(ApiError),
+}
+
+/// Why the search thread stopped writing.
+enum Stop {
+    /// The client went away.
+    Gone,
+    Fail(ApiError),
+}
+
+fn timeout_error(state_timeout: std::time::Duration) -> ApiError {
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        format!(
+            "the query ran longer than {}; narrow it down (a time range, a limit)",
+            crate::duration::format_duration(state_timeout)
+        ),
+    )
+}
+
+/// Runs `job` and answers with its output, streamed (see the module docs).
+pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiError> {
+    let permit = state.slot()?;
+    let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_IN_FLIGHT);
+    let timeout = state.limits.query_timeout;
+    let deadline = Instant::now() + timeout;
+    let db = state.db.clone();
+    let cap = state.limits.max_response_bytes;
+    let ndjson = job.format != OutputFormat::Arrow;
+    tokio::task::spawn_blocking(move || {
+        run(&db, &job, deadline, cap, timeout, &tx);
+        drop(permit);
+    });
+    let deadline = tokio::time::Instant::from_std(deadline);
+    let first = match tokio::time::timeout_at(deadline, rx.recv()).await {
+        Err(_) => return Err(timeout_error(timeout)),
+        Ok(None) => None,
+        Ok(Some(Piece::Fail(e))) => return Err(e),
+        Ok(Some(Piece::Data(b))) => Some(b),
+    };
+    let pieces = futures::stream::unfold((first, Some(rx)), move |(first, rx)| async move {
+        if let Some(b) = first {
+            return Some((Ok(b), (None, rx)));
+        }
+        let mut rx = rx?;
+        let failed = match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(None) => return None,
+            Ok(Some(Piece::Data(b))) => return Some((Ok(b), (None, Some(rx)))),
+            Ok(Some(Piece::Fail(e))) => e,
+            Err(_) => timeout_error(timeout),
+        };
+        // The last piece: an error line, or an aborted stream.
+        if ndjson {
+            let mut line = failed.body().to_string();
+            line.push('\n');
+            Some((Ok(Bytes::from(line)), (None, None)))
+        } else {
+            let e = std::io::Error::other(failed.message);
+            Some((Err(e), (None, None)))
+        }
+    });
+    let content_type = if ndjson { NDJSON } else { ARROW };
+    Ok((
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(pieces),
+    )
+        .into_response())
+}
+
+/// The search thread: runs the chain and sends its output (see the module docs).
+fn run(
+    db: &PathBuf,
+    job: &QueryJob,
+    deadline: Instant,
+    cap: u64,
+    timeout: std::time::Duration,
+    tx: &mpsc::Sender<Piece>,
+) {
+    let fail = |e: ApiError| {
+        let _ = tx.blocking_send(Piece::Fail(e));
+    };
+    let archive = match Archive::open(db) {
+        Ok(a) => a,
+        Err(e) => {
+            return fail(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                e.to_string(),
+            ))
+        }
+    };
+    let mut writer = writer_with(job.format, job.timestamps);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES * 2);
+    let mut sent = 0u64;
+    let over_cap = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the answer is larger than {} (the server's cap); ask for fewer events (limit) or fields (select)",
+                crate::size::Size(cap),
+            ),
+        )
+    };
+    let mut damaged = 0u64;
+    let result = job.chain.run_limited(
+        &archive,
+        job.limit,
+        |slice, take| {
+            if Instant::now() >= deadline {
+                return Err(Stop::Fail(timeout_error(timeout)));
+            }
+            let step = if job.format == OutputFormat::Arrow {
+                take.max(1)
+            } else {
+                NDJSON_ROWS_PER_WRITE
+            };
+            let mut rows = slice.rows().take(take);
+            for _ in (0..take).step_by(step) {
+                writer
+                    .write_rows(slice.schema(), &mut rows.by_ref().take(step), &mut buf)
+                    .map_err(|e| {
+                        Stop::Fail(ApiError::new(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            e.to_string(),
+                        ))
+                    })?;
+                if buf.len() >= CHUNK_BYTES {
+                    sent += buf.len() as u64;
+                    if sent > cap {
+                        return Err(Stop::Fail(over_cap()));
+                    }
+                    let piece = Piece::Data(Bytes::from(std::mem::take(&mut buf)));
+                    if tx.blocking_send(piece).is_err() {
+                        return Err(Stop::Gone);
+                    }
+                }
+            }
+            Ok(Flow::More)
+        },
+        &mut |e| {
+            tracing::warn!("query {:?}: {e}", job.chain.text());
+            damaged += 1;
+        },
+    );
+    match result {
+        Err(e) => fail(ApiError::query(e)),
+        Ok((_, Some(Stop::Gone))) => {}
+        Ok((_, Some(Stop::Fail(e)))) => fail(e),
+        Ok((_, None)) => {
+            writer.finish(&mut buf);
+            sent += buf.len() as u64;
+            if sent > cap {
+                return fail(over_cap());
+            }
+            if !buf.is_empty() && tx.blocking_send(Piece::Data(Bytes::from(buf))).is_err() {
+                return;
+            }
+            if damaged > 0 {
+                fail(damaged_error(damaged));
+            }
+        }
+    }
+}
+
+/// The error of a run that skipped `damaged` batches (the CLI's words).
+fn damaged_error(damaged: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!(
+            "skipped {} damaged {}; the results leave them out",
+            damaged,
+            if damaged == 1 { "batch" } else { "batches" },
+        ),
+    )
+}
+
+/// Runs `f` on a blocking thread with a query slot, within the query timeout.
+pub async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(Archive) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let permit = state.slot()?;
+    let db = state.db.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let out = Archive::open(&db)
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+            .and_then(f);
+        drop(permit);
+        out
+    });
+    match tokio::time::timeout(state.limits.query_timeout, task).await {
+        Err(_) => Err(timeout_error(state.limits.query_timeout)),
+        Ok(Err(_)) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the query's thread failed",
+        )),
+        Ok(Ok(r)) => r,
+    }
+}
+
+/// The number of events of `text`, as `weir count` counts them: from the catalog and batch
+/// metadata for an expression, the events that come out for a chain with operators.
+pub fn count(archive: &Archive, text: &str) -> Result<u64, ApiError> {
+    if text.trim().is_empty() || !crate::query::is_chain(text) {
+        let query = if text.trim().is_empty() {
+            Query::all()
+        } else {
+            Query::parse(text).map_err(ApiError::expr)?
+        };
+        let search = query.search(archive).map_err(ApiError::query)?;
+        let (n, _) = search.count().map_err(ApiError::query)?;
+        return Ok(n);
+    }
+    let chain = parse_chain(text)?;
+    let mut failed: Option<QueryError> = None;
+    let stats = chain
+        .run(archive, &mut |_| Ok(Flow::More), &mut |e| {
+            failed.get_or_insert(e);
+        })
+        .map_err(ApiError::query)?;
+    match failed {
+        Some(e) => Err(ApiError::query(e)),
+        None => Ok(stats.emitted),
+    }
+}

@@ -1,0 +1,65 @@
+//! What every handler of `weir serve` shares: the archive directory, the limits and their
+//! query slots, and the pipelines' live reports.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::error::ApiError;
+use super::limits::ServeLimits;
+use super::status::PipelineStatus;
+
+/// The state of the router.
+#[derive(Clone)]
+pub struct AppState {
+    /// The archive directory served.
+    pub db: PathBuf,
+    /// The limits.
+    pub limits: ServeLimits,
+    /// One permit per query that may run.
+    slots: Arc<Semaphore>,
+    /// The pipelines run beside the server.
+    pub pipelines: Arc<[Arc<PipelineStatus>]>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("db", &self.db)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The state of a server of `db` with `limits`, beside `pipelines`.
+    pub fn new(db: PathBuf, limits: ServeLimits, pipelines: Vec<Arc<PipelineStatus>>) -> AppState {
+        AppState {
+            db,
+            limits,
+            slots: Arc::new(Semaphore::new(limits.max_queries)),
+            pipelines: pipelines.into(),
+        }
+    }
+
+    /// A query slot, or `503` when all are taken.
+    pub fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        self.slots.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "too many queries: at most {} run at once; try again later",
+                    self.limits.max_queries
+                ),
+            )
+        })
+    }
+
+    /// Queries running now.
+    pub fn queries_running(&self) -> usize {
+        self.limits
+            .max_queries
+            .saturating_sub(self.slots.available_permits())
+    }
+}

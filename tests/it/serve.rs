@@ -1,0 +1,724 @@
+//! `weir serve`: the real binary on a free loopback port, queried over plain HTTP/1.0 (one
+//! request per connection, the body read to the end), its answers compared with what the
+//! CLI prints for the same query.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, ChildStderr, Stdio};
+use std::time::Duration;
+
+use common::cli::{ok, run, run_with_stdin, s, text, wait_for, weir};
+use common::conn_log;
+use common::follow::{append, sigterm};
+use serde_json::{json, Value};
+
+/// A running `weir serve` and the address it printed.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _stderr: std::thread::JoinHandle<String>,
+}
+
+/// Starts `weir serve --db DB ARGS` and reads the address from its first stderr line
+/// (`weir: serving http://ADDR/`); the rest of stderr is drained by a thread.
+fn serve(db: &Path, args: &[&str]) -> Server {
+    let mut child = weir()
+        .args(["serve", "--db", s(db)])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = None;
+    let mut seen = String::new();
+    while addr.is_none() {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no address: {seen}");
+        seen.push_str(&line);
+        addr = line
+            .trim()
+            .strip_prefix("weir: serving http://")
+            .and_then(|a| a.strip_suffix('/'))
+            .map(|a| a.parse::<SocketAddr>().unwrap());
+    }
+    let mut addr = addr.unwrap();
+    if addr.ip().is_unspecified() {
+        addr.set_ip([127, 0, 0, 1].into());
+    }
+    let drain = std::thread::spawn(move || drain(err));
+    Server {
+        child,
+        addr,
+        _stderr: drain,
+    }
+}
+
+fn drain(mut err: BufReader<ChildStderr>) -> String {
+    let mut rest = String::new();
+    let _ = err.read_to_string(&mut rest);
+    rest
+}
+
+/// A test that fails leaves no server behind.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// SIGTERM, and the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        sigterm(&self.child);
+        self.child.wait().unwrap()
+    }
+}
+
+/// An answer: status, headers (lowercase names), body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", text(&self.body)))
+    }
+    fn text(&self) -> String {
+        text(&self.body)
+    }
+}
+
+/// One HTTP/1.0 request (the server closes after the answer).
+fn request(addr: SocketAddr, method: &str, path: &str, headers: &[&str], body: &str) -> Answer {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: x\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    c.write_all(req.as_bytes()).unwrap();
+    c.write_all(body.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).unwrap();
+    let end = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = text(&out[..end]);
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_ascii_lowercase(), v.trim().to_string())
+        })
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: out[end + 4..].to_vec(),
+    }
+}
+
+fn post(addr: SocketAddr, path: &str, body: &Value) -> Answer {
+    request(addr, "POST", path, &[], &body.to_string())
+}
+
+fn get(addr: SocketAddr, path: &str) -> Answer {
+    request(addr, "GET", path, &[], "")
+}
+
+/// An archive of `n` generated conn events.
+fn archive(dir: &Path, n: u64) -> std::path::PathBuf {
+    let db = dir.join("db");
+    let out = run_with_stdin(
+        &["import", "-q", "--db", s(&db)],
+        conn_log::log(0..n).as_bytes(),
+    );
+    ok(&out, "import");
+    db
+}
+
+/// `weir export --to json EXPR`.
+fn export(db: &Path, expr: &str) -> String {
+    ok(
+        &run(&["export", "--db", s(db), "--to", "json", expr]),
+        "export",
+    )
+}
+
+#[test]
+fn answers_as_the_cli_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 3000);
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let a = srv.addr;
+
+    // Queries: the same events as `weir export --to json`, with and without operators.
+    for q in [
+        "id.orig_p < 100",
+        "n > 300 | sort n desc | head 7",
+        "summarize count() by #type, ts resolution 1m",
+        "select uid, n | tail 3",
+    ] {
+        let got = post(a, "/api/v1/query", &json!({ "query": q }));
+        assert_eq!(got.status, 200, "{q}: {}", got.text());
+        assert_eq!(got.header("content-type"), Some("application/x-ndjson"));
+        assert_eq!(got.text(), export(&db, q), "{q}");
+        assert!(!got.body.is_empty(), "{q}");
+    }
+    // A limit, and the whole archive without a query.
+    let got = post(a, "/api/v1/query", &json!({"query": "n > 30", "limit": 5}));
+    assert_eq!(got.text().lines().count(), 5);
+    assert_eq!(
+        got.text(),
+        ok(
+            &run(&[
+                "export",
+                "--db",
+                s(&db),
+                "--to",
+                "json",
+                "-n",
+                "5",
+                "n > 30"
+            ]),
+            "export -n"
+        )
+    );
+    let all = post(a, "/api/v1/query", &json!({}));
+    assert_eq!(all.text().lines().count(), 3000);
+    // Arrow IPC: the stream of `weir export --to arrow`.
+    let arrow = post(
+        a,
+        "/api/v1/query",
+        &json!({"query": "n < 30", "format": "arrow"}),
+    );
+    assert_eq!(arrow.status, 200);
+    assert_eq!(
+        arrow.header("content-type"),
+        Some("application/vnd.apache.arrow.stream")
+    );
+    let cli = run(&["export", "--db", s(&db), "--to", "arrow", "n < 30"]);
+    assert_eq!(arrow.body, cli.stdout);
+
+    // Count: as `weir count`, for an expression and a chain.
+    for q in ["id.orig_p < 100", "n > 300 | head 9", ""] {
+        let got = post(a, "/api/v1/count", &json!({ "query": q }));
+        assert_eq!(got.status, 200, "{}", got.text());
+        let mut args = vec!["count", "--db", s(&db)];
+        if !q.is_empty() {
+            args.push(q);
+        }
+        let want: u64 = ok(&run(&args), "count").trim().parse().unwrap();
+        assert_eq!(got.json(), json!({ "count": want }), "{q}");
+    }
+
+    // Get: as `weir get --to json`; a missing ID is 404.
+    let got = post(a, "/api/v1/get", &json!({"ids": [5, 2, 2999]}));
+    assert_eq!(got.status, 200);
+    let want = ok(
+        &run(&["get", "--db", s(&db), "--to", "json", "5", "2", "2999"]),
+        "get",
+    );
+    assert_eq!(got.text(), want);
+    let missing = post(a, "/api/v1/get", &json!({"ids": [1, 3000]}));
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"], "no event with ID 3000");
+
+    // Explore and pivot: as the commands.
+    let got = post(
+        a,
+        "/api/v1/explore",
+        &json!({"query": "n == 300", "context": "2s", "for": ["zeek.conn"]}),
+    );
+    assert_eq!(got.status, 200, "{}", got.text());
+    let want = ok(
+        &run(&[
+            "explore",
+            "--db",
+            s(&db),
+            "--to",
+            "json",
+            "-C",
+            "2s",
+            "--for",
+            "zeek.conn",
+            "n == 300",
+        ]),
+        "explore",
+    );
+    assert!(want.lines().count() > 1, "{want}");
+    assert_eq!(got.text(), want);
+    let got = post(
+        a,
+        "/api/v1/pivot",
+        &json!({"query": "n < 9", "target": "zeek.conn"}),
+    );
+    assert_eq!(got.status, 200, "{}", got.text());
+    let want = ok(
+        &run(&[
+            "pivot",
+            "--db",
+            s(&db),
+            "--to",
+            "json",
+            "zeek.conn",
+            "n < 9",
+        ]),
+        "pivot",
+    );
+    assert!(!want.is_empty());
+    assert_eq!(got.text(), want);
+    let got = post(
+        a,
+        "/api/v1/explore",
+        &json!({"query": "n == 1", "context": "soon"}),
+    );
+    assert_eq!(got.status, 400);
+
+    // A parse error: 400, the CLI's message, the caret's position.
+    let bad = "n > 3 && && x";
+    let got = post(a, "/api/v1/query", &json!({ "query": bad }));
+    assert_eq!(got.status, 400);
+    let cli = run(&["export", "--db", s(&db), bad]);
+    assert_eq!(cli.status.code(), Some(2));
+    let err = got.json();
+    let message = err["error"].as_str().unwrap();
+    assert_eq!(
+        format!("weir: error: {message}\n"),
+        text(&cli.stderr),
+        "{err}"
+    );
+    assert_eq!(err["position"], json!(bad.find("&& x").unwrap()), "{err}");
+    let got = post(a, "/api/v1/count", &json!({"query": "n > 1 | sort"}));
+    assert_eq!(got.status, 400);
+    assert!(got.json()["position"].is_u64(), "{}", got.text());
+    // An ill-typed comparison is found against the archive: 400 too.
+    let typed = "id.resp_p == \"x\"";
+    let got = post(a, "/api/v1/query", &json!({ "query": typed }));
+    let cli = run(&["export", "--db", s(&db), typed]);
+    assert_eq!(cli.status.code(), Some(2));
+    assert_eq!(got.status, 400, "{}", got.text());
+    assert_eq!(
+        format!("weir: error: {}\n", got.json()["error"].as_str().unwrap()),
+        text(&cli.stderr)
+    );
+
+    // Bad requests: malformed JSON, wrong types, unknown members, a huge body, an unknown
+    // endpoint, a wrong method.
+    for body in [
+        "{",
+        "[]",
+        "{\"query\": 5}",
+        "{\"query\": \"x\", \"limit\": -1}",
+        "{\"query\": \"x\", \"bogus\": 1}",
+        "{\"format\": \"xml\"}",
+    ] {
+        let got = request(a, "POST", "/api/v1/query", &[], body);
+        assert_eq!(got.status, 400, "{body}: {}", got.text());
+        assert!(got.json()["error"].is_string(), "{body}");
+    }
+    let huge = format!("{{\"query\": \"{}\"}}", "x".repeat(200_000));
+    let got = request(a, "POST", "/api/v1/query", &[], &huge);
+    assert_eq!(got.status, 413);
+    let got = get(a, "/api/v1/nothing");
+    assert_eq!(got.status, 404);
+    assert!(got.json()["error"].is_string());
+    assert_eq!(get(a, "/api/v1/query").status, 405);
+
+    // Info: `weir info --json`'s numbers, and the fields of each schema.
+    let info = get(a, "/api/v1/info").json();
+    let cli = common::cli::info(&db);
+    for k in [
+        "events",
+        "segments",
+        "bytes",
+        "schemas",
+        "id_ranges",
+        "time",
+    ] {
+        assert_eq!(info[k], cli[k], "{k}");
+    }
+    let fields = info["fields"]["zeek.conn"].as_array().unwrap();
+    assert!(
+        fields.contains(&json!({"name": "id.orig_h", "type": "addr"})),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(&json!({"name": "names", "type": "vector[string]"})),
+        "{fields:?}"
+    );
+
+    // Status without pipelines, health, metrics, the page.
+    let status = get(a, "/api/v1/status").json();
+    assert_eq!(status["pipelines"], json!([]));
+    assert_eq!(status["queries"]["running"], json!(0));
+    assert_eq!(get(a, "/health").json(), json!({"status": "ok"}));
+    let m = get(a, "/metrics");
+    assert_eq!(m.status, 200);
+    assert_eq!(
+        m.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(
+        m.text().lines().any(|l| l == "weir_queries_running 0"),
+        "{}",
+        m.text()
+    );
+    let page = get(a, "/");
+    assert_eq!(page.status, 200);
+    assert!(page
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(page.text().contains("id=\"q\""));
+    // Nothing fetched from elsewhere.
+    assert!(!page.text().contains("http://") && !page.text().contains("https://"));
+
+    // Other commands read the archive while it is served.
+    ok(&run(&["count", "--db", s(&db)]), "count beside serve");
+
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn limits_answer_503_504_413() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 2000);
+    let q = json!({"query": "summarize count() by uid"});
+    // No query slot: 503 with a JSON error; the rest still answers.
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", "--max-queries", "0"]);
+    for path in ["/api/v1/query", "/api/v1/count"] {
+        let got = post(srv.addr, path, &q);
+        assert_eq!(got.status, 503, "{}", got.text());
+        assert!(got.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("too many queries"));
+    }
+    assert_eq!(get(srv.addr, "/health").status, 200);
+    assert_eq!(srv.stop().code(), Some(0));
+    // A timeout shorter than any query: 504.
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", "--query-timeout", "1ms"]);
+    let got = post(srv.addr, "/api/v1/query", &q);
+    assert_eq!(got.status, 504, "{}", got.text());
+    assert!(got.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("longer than 1ms"));
+    assert_eq!(srv.stop().code(), Some(0));
+    // An answer over the cap: 413 before anything is sent.
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", "--max-response", "1KiB"]);
+    let got = post(srv.addr, "/api/v1/query", &json!({"query": "n < 100"}));
+    assert_eq!(got.status, 413, "{}", got.text());
+    let small = post(srv.addr, "/api/v1/query", &json!({"query": "n < 3"}));
+    assert_eq!(small.status, 200);
+    assert_eq!(small.text().lines().count(), 1);
+    assert_eq!(srv.stop().code(), Some(0));
+    // Over the cap after the first piece was sent: the stream ends with an error line.
+    let srv = serve(
+        &db,
+        &["--listen", "127.0.0.1:0", "--max-response", "200KiB"],
+    );
+    let got = post(srv.addr, "/api/v1/query", &json!({}));
+    assert_eq!(got.status, 200);
+    let body = got.text();
+    let lines: Vec<&str> = body.lines().collect();
+    let last: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 200.0 KiB (the server's cap)"),
+        "{last}"
+    );
+    // What came before it are whole events, the first of `weir export`.
+    let events = lines.len() - 1;
+    assert!(events > 0 && events < 2000, "{events}");
+    let want: Vec<String> = common::cli::export_json_text(&db)
+        .lines()
+        .take(events)
+        .map(String::from)
+        .collect();
+    assert_eq!(lines[..events], want[..]);
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn off_loopback_a_token_is_required() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 10);
+    let srv = serve(&db, &["--listen", "0.0.0.0:0"]);
+    let token_file = db.join("serve.token");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(token.len() >= 32);
+    let count = json!({"query": ""}).to_string();
+    let none = request(srv.addr, "POST", "/api/v1/count", &[], &count);
+    assert_eq!(none.status, 401);
+    assert!(none.json()["error"].is_string());
+    let wrong = request(
+        srv.addr,
+        "POST",
+        "/api/v1/count",
+        &["Authorization: Bearer nope"],
+        &count,
+    );
+    assert_eq!(wrong.status, 401);
+    assert_eq!(get(srv.addr, "/metrics").status, 401);
+    let auth = format!("Authorization: Bearer {token}");
+    let right = request(srv.addr, "POST", "/api/v1/count", &[&auth], &count);
+    assert_eq!(right.status, 200);
+    assert_eq!(right.json(), json!({"count": 10}));
+    // The page and the health check are open (the page asks for the token).
+    assert_eq!(get(srv.addr, "/health").status, 200);
+    assert_eq!(get(srv.addr, "/").status, 200);
+    assert_eq!(srv.stop().code(), Some(0));
+    // The token is kept across restarts.
+    let srv = serve(&db, &["--listen", "0.0.0.0:0"]);
+    let right = request(srv.addr, "POST", "/api/v1/count", &[&auth], &count);
+    assert_eq!(right.status, 200);
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn runs_a_following_pipeline_and_sigterm_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let pipeline = tmp.path().join("live.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[sources.zeek]\ntype = \"file\"\npaths = [\"{}/*.log\"]\nfollow = true\n\n\
+             [transforms.batch]\ntype = \"batch\"\ninputs = [\"zeek\"]\ntimeout = \"2s\"\n\n\
+             [sinks.archive]\ntype = \"archive\"\ninputs = [\"batch\"]\ndb = \"{}\"\n",
+            s(&logs),
+            s(&db)
+        ),
+    )
+    .unwrap();
+    let conn = logs.join("conn.log");
+    append(&conn, &conn_log::log(0..100));
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", s(&pipeline)]);
+    let count = |srv: &Server| {
+        let got = post(srv.addr, "/api/v1/count", &json!({"query": ""}));
+        if got.status == 200 {
+            got.json()["count"].as_u64().unwrap()
+        } else {
+            0
+        }
+    };
+    wait_for("the first 100 events", Duration::from_secs(60), || {
+        count(&srv) == 100
+    });
+    let mut more = String::new();
+    for i in 100..250 {
+        more.push_str(&conn_log::row(i));
+    }
+    append(&conn, &more);
+    wait_for("250 events", Duration::from_secs(60), || count(&srv) == 250);
+    let status = get(srv.addr, "/api/v1/status").json();
+    let p = &status["pipelines"][0];
+    assert_eq!(p["state"], "running", "{status}");
+    assert_eq!(p["file"], s(&pipeline));
+    let files = p["report"]["files"].as_object().unwrap();
+    assert_eq!(files.len(), 1, "{status}");
+    let m = get(srv.addr, "/metrics").text();
+    assert!(
+        m.contains("weir_stage_events_total{stage=\"archive\",kind=\"sink\"} 250"),
+        "{m}"
+    );
+    // A last few rows, then SIGTERM: they are committed, and the exit status is 0.
+    let mut last = String::new();
+    for i in 250..260 {
+        last.push_str(&conn_log::row(i));
+    }
+    append(&conn, &last);
+    // Read by the source, most likely still in the batcher (its timeout is 2s): SIGTERM
+    // commits them.
+    wait_for(
+        "the source to read 260 events",
+        Duration::from_secs(60),
+        || {
+            get(srv.addr, "/metrics")
+                .text()
+                .contains("weir_stage_events_total{stage=\"zeek\",kind=\"source\"} 260")
+        },
+    );
+    assert_eq!(srv.stop().code(), Some(0));
+    let n: u64 = ok(&run(&["count", "--db", s(&db)]), "count")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(n, 260);
+}
+
+#[test]
+fn a_client_that_goes_away_stops_its_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Far more output than the socket buffers and the server's pieces in flight hold.
+    let db = archive(tmp.path(), 100_000);
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", "--max-queries", "1"]);
+    let running =
+        |srv: &Server| get(srv.addr, "/api/v1/status").json()["queries"]["running"].clone();
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    let body = json!({"query": ""}).to_string();
+    write!(
+        c,
+        "POST /api/v1/query HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 64];
+    c.read_exact(&mut first).unwrap();
+    assert!(text(&first).starts_with("HTTP/1.0 200"), "{}", text(&first));
+    // The client reads no more: the query waits for it, holding its slot.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(running(&srv), json!(1));
+    let busy = post(srv.addr, "/api/v1/count", &json!({}));
+    assert_eq!(busy.status, 503);
+    // It goes away: the query stops, and the slot is free again.
+    drop(c);
+    wait_for("the query to stop", Duration::from_secs(30), || {
+        running(&srv) == json!(0)
+    });
+    let got = post(srv.addr, "/api/v1/count", &json!({}));
+    assert_eq!(got.json(), json!({"count": 100_000}));
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+/// The system's headless Chromium, if installed (Debian's `chromium`).
+fn chromium() -> Option<std::path::PathBuf> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// The page's DOM after its scripts ran, as headless Chromium renders `url`.
+fn rendered(browser: &Path, url: &str) -> String {
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            url,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    text(&out.stdout)
+}
+
+#[test]
+fn the_page_in_a_browser_shows_what_the_cli_counts() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no chromium to render the page");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 3000);
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let expr = "id.orig_p < 700 || n > 8000";
+    let want: u64 = ok(&run(&["count", "--db", s(&db), expr]), "count")
+        .trim()
+        .parse()
+        .unwrap();
+    let url = format!(
+        "http://{}/?q={}",
+        srv.addr,
+        expr.replace(' ', "%20")
+            .replace('|', "%7C")
+            .replace('<', "%3C")
+            .replace('>', "%3E")
+    );
+    let dom = rendered(&browser, &url);
+    // The histogram's total and the table's events.
+    assert!(
+        dom.contains(&format!("data-total=\"{want}\"")),
+        "want {want} in {dom}"
+    );
+    let rows = dom.matches("<tr>").count();
+    // A header row and at most one page of events.
+    assert_eq!(rows, 1 + want.min(50) as usize, "{dom}");
+    // The first event of the table is the CLI's first.
+    let first: Value = serde_json::from_str(export(&db, expr).lines().next().unwrap()).unwrap();
+    let uid = first["uid"].as_str().unwrap();
+    let at = dom.find("<tbody>").unwrap();
+    assert!(
+        dom[at..].find(uid).unwrap() < dom[at..].find("</tr>").unwrap(),
+        "{uid}"
+    );
+    // The schema's tab: the events fetched (at most the page's 1000).
+    let tab = format!("conn {}", common::cli::grouped(want.min(1000)));
+    assert!(dom.contains(&tab), "{tab} in {dom}");
+    // A parse error: shown with its caret under the query.
+    let dom = rendered(
+        &browser,
+        &format!("http://{}/?q=n%20%3D%3D%20%3D%3D%201", srv.addr),
+    );
+    assert!(dom.contains("n == == 1\n     ^"), "{dom}");
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn refuses_a_missing_archive_and_a_taken_port() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "serve",
+        "--db",
+        s(&tmp.path().join("none")),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("weir: error: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let db = archive(tmp.path(), 5);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["serve", "--db", s(&db), "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("cannot listen on {addr}")),
+        "{}",
+        text(&out.stderr)
+    );
+}
