@@ -17,7 +17,7 @@
 //! | Zeek | Arrow | Parquet (as arrow-rs writes it) |
 //! | --- | --- | --- |
 //! | `time` | `timestamp[ns, tz=UTC]` | INT64, TIMESTAMP(NANOS, UTC) |
-//! | `interval` | `duration[ns]` | INT64 (the Arrow type is restored from the stored Arrow schema) |
+//! | `interval` | `float64`: seconds ([`schema::interval_seconds`]) | DOUBLE |
 //! | `count` | `uint64` | INT64, UINT_64 |
 //! | `int` | `int64` | INT64 |
 //! | `double` | `float64` | DOUBLE |
@@ -44,6 +44,13 @@
 //! it is read back as text, not as the byte.
 //!
 //! **Ports** are at most 65535 (the readers refuse more), so `uint16` holds every one.
+//!
+//! **Intervals** are seconds as `float64` in the lake and in Arrow IPC alike, so that
+//! `duration > 600` means ten minutes in every engine (DuckDB, Polars, DataFusion, Spark
+//! read a Parquet `duration[ns]` as a bare integer of nanoseconds). The `zeek.type`
+//! metadata (`interval`) makes weir read them back as intervals, exactly for every interval
+//! Zeek writes (microseconds, below 31 years: [`schema::interval_seconds`]). A column of
+//! `duration[ns]` with `zeek.type` `interval` (lakes of earlier weir versions) still reads.
 
 mod builder;
 pub mod ipc;

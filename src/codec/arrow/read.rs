@@ -8,6 +8,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 
+use super::schema::interval_from_seconds;
 use super::ArrowCodecError;
 use crate::batch::{Batch, BatchBuilder};
 use crate::codec::zeek::scalar::{parse_addr, parse_subnet};
@@ -20,8 +21,10 @@ enum Col<'a> {
     Count(&'a arrow_array::UInt64Array),
     Int(&'a arrow_array::Int64Array),
     Double(&'a arrow_array::Float64Array),
-    /// `time` and `interval`: nanoseconds.
+    /// `time`, and `interval` as earlier weir versions wrote it: nanoseconds.
     Nanos(&'a [i64]),
+    /// `interval`: seconds ([`super::schema::interval_seconds`]).
+    Seconds(&'a arrow_array::Float64Array),
     Port(&'a arrow_array::UInt16Array),
     Text(&'a arrow_array::StringArray),
     Addr(&'a arrow_array::StringArray),
@@ -41,9 +44,10 @@ impl<'a> Col<'a> {
                     .as_primitive_opt::<TimestampNanosecondType>()?
                     .values(),
             ),
-            Type::Interval => {
-                Col::Nanos(array.as_primitive_opt::<DurationNanosecondType>()?.values())
-            }
+            Type::Interval => match array.as_primitive_opt::<Float64Type>() {
+                Some(a) => Col::Seconds(a),
+                None => Col::Nanos(array.as_primitive_opt::<DurationNanosecondType>()?.values()),
+            },
             Type::Port => Col::Port(array.as_primitive_opt::<UInt16Type>()?),
             Type::Addr => Col::Addr(array.as_string_opt::<i32>()?),
             Type::Subnet => Col::Subnet(array.as_string_opt::<i32>()?),
@@ -61,6 +65,10 @@ impl<'a> Col<'a> {
             Col::Int(a) => enc.int(a.value(i)),
             Col::Double(a) => enc.double(a.value(i)),
             Col::Nanos(v) => enc.int(v[i]),
+            Col::Seconds(a) => {
+                let s = a.value(i);
+                enc.int(interval_from_seconds(s).ok_or_else(|| s.to_string())?)
+            }
             Col::Port(a) => enc.uint(a.value(i) as u64),
             Col::Text(a) => enc.bytes(a.value(i).as_bytes()),
             Col::Addr(a) => {
