@@ -54,7 +54,7 @@
 //!   peak is 50 MB for 0.85 M events and 61 MB for 8.5 M (57 MB at 2.1 M, 59 MB at 4.2 M), the
 //!   rest being the footer's metadata, per row group.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -63,10 +63,14 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use arrow_array::RecordBatch;
+use arrow_schema::Schema as ArrowSchema;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::builder::ArrowBuilder;
 use super::parallel::LakeRows;
 use super::parquet_file::ParquetFile;
+use super::schema::{arrow_schema, zeek_schema};
+use super::union::{conform, fits, lake_schemas, misfit, Conflict};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::civil_from_days;
 use crate::fs::{commit_file, create_dirs, FsError};
@@ -100,9 +104,12 @@ pub struct LakeSummary {
 
 /// A partition (schema, day) with its builder and open file.
 struct Partition {
+    /// The schema of the rows being built (one of those the partition's schema unites).
     schema: SchemaRef,
     day: Option<i64>,
     dir: PathBuf,
+    /// The Arrow schema of the partition's files.
+    target: Arc<ArrowSchema>,
     builder: ArrowBuilder,
     file: Option<ParquetFile>,
     last_use: u64,
@@ -116,6 +123,16 @@ pub struct LakeWriter {
     parts: Vec<Partition>,
     /// Next part number of each partition directory.
     next_part: HashMap<PathBuf, u32>,
+    /// The lake's Arrow schema of each schema name declared ahead ([`LakeWriter::declare`]).
+    declared: HashMap<String, Arc<ArrowSchema>>,
+    /// The Arrow schema of the files of each schema name written to (its `schema=`
+    /// partition).
+    name_target: HashMap<String, Arc<ArrowSchema>>,
+    /// Schema names whose partition held files before this writer: their schema is fixed.
+    preexisting: HashSet<String>,
+    /// The files completed (schema name, directory, file name) with their Arrow schema:
+    /// those of a schema other than their name's final one are rewritten at the end.
+    written: Vec<(String, PathBuf, String, Arc<ArrowSchema>)>,
     clock: u64,
     summary: LakeSummary,
 }
@@ -182,6 +199,41 @@ pub(super) fn row_day(
     ts_index.and_then(|t| row_ts(row, schema, t)).map(day_of)
 }
 
+/// The Arrow schema of the files already in the `schema=` partition `dir` (that of the
+/// highest-numbered `part-NNNNN.parquet` of its first `date=` directory that has one: the
+/// lake keeps one schema per partition), `None` when it has none.
+fn existing_schema(dir: &Path) -> Result<Option<Arc<ArrowSchema>>, ArrowCodecError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let mut days: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    days.sort();
+    let Some((day, last)) = days
+        .into_iter()
+        .map(|d| {
+            let n = first_free_part(&d);
+            (d, n)
+        })
+        .find(|(_, n)| *n > 0)
+    else {
+        return Ok(None);
+    };
+    let path = day.join(format!("part-{:05}.parquet", last - 1));
+    let file = File::open(&path).map_err(|e| FsError::new("open", &path, e))?;
+    let schema = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| ArrowCodecError::Partition {
+            dir: dir.to_path_buf(),
+            problem: format!("cannot read the schema of {}: {e}", path.display()),
+        })?
+        .schema()
+        .clone();
+    Ok(Some(schema))
+}
+
 /// The highest `part-NNNNN.parquet` number in `dir`, plus one (0 for none).
 fn first_free_part(dir: &Path) -> u32 {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -224,6 +276,10 @@ impl LakeWriter {
             props: Arc::new(props),
             parts: Vec::new(),
             next_part: HashMap::new(),
+            declared: HashMap::new(),
+            name_target: HashMap::new(),
+            preexisting: HashSet::new(),
+            written: Vec::new(),
             clock: 0,
             summary: LakeSummary::default(),
         })
@@ -232,6 +288,17 @@ impl LakeWriter {
     /// What was written so far (files: completed ones).
     pub fn summary(&self) -> &LakeSummary {
         &self.summary
+    }
+
+    /// Declares the schemas to come (`weir export` knows them from the archive's catalog):
+    /// the files of each schema name get the union of its schemas' fields from the start, with
+    /// one type per field name across the lake ([`super::union::lake_schemas`]). Returns the
+    /// schema names whose schemas have a field without a common type (their partitions are
+    /// written as undeclared ones, and refused if they cannot be).
+    pub fn declare(&mut self, schemas: &[SchemaRef]) -> Vec<(String, Conflict)> {
+        let (united, conflicts) = lake_schemas(schemas);
+        self.declared.extend(united);
+        conflicts
     }
 
     /// Appends rows of `schema` (msgpack rows, see [`crate::value`]) to their partitions.
@@ -310,10 +377,21 @@ impl LakeWriter {
             .dir
             .join(schema_dir(&schema.name))
             .join(date_dir(day));
-        // Another field list of the same name in this partition: its file ends here.
+        let target = self.target(schema)?;
         if let Some(i) = self.parts.iter().position(|p| p.dir == dir) {
+            if Arc::ptr_eq(&self.parts[i].target, &target) {
+                // Another schema of the name, whose rows go into the same file.
+                self.write_batch(i)?;
+                let part = &mut self.parts[i];
+                part.schema = schema.clone();
+                part.builder = ArrowBuilder::new(schema.clone());
+                part.last_use = clock;
+                return Ok(i);
+            }
+            // The partition's schema grew: its file ends here.
             self.close_partition(i)?;
         }
+        self.name_target.insert(schema.name.clone(), target.clone());
         if self.parts.len() >= Self::MAX_OPEN_FILES {
             if let Some(i) = self
                 .parts
@@ -329,11 +407,69 @@ impl LakeWriter {
             schema: schema.clone(),
             day,
             dir,
+            target,
             builder: ArrowBuilder::new(schema.clone()),
             file: None,
             last_use: clock,
         });
         Ok(self.parts.len() - 1)
+    }
+
+    /// The Arrow schema of the files of the `schema=` partition of `schema`'s name for rows
+    /// of `schema`: the one its files have so far when `schema` fits it; else, for a
+    /// partition begun by this writer, the union of the two (the files written before are
+    /// rewritten at the end); for a new partition the declared one of the schema's name, or
+    /// the schema's own, or, when the directory already holds files, theirs (which it must
+    /// fit).
+    fn target(&mut self, schema: &SchemaRef) -> Result<Arc<ArrowSchema>, ArrowCodecError> {
+        let dir = self.options.dir.join(schema_dir(&schema.name));
+        let refuse = |problem: String| ArrowCodecError::Partition {
+            dir: dir.clone(),
+            problem,
+        };
+        if let Some(t) = self.name_target.get(&schema.name) {
+            if fits(schema, t) {
+                return Ok(t.clone());
+            }
+            if self.preexisting.contains(&schema.name) {
+                let why = misfit(&arrow_schema(schema), t).unwrap_or_default();
+                return Err(refuse(format!(
+                    "its files, written before, have another schema than the events of {} \
+                     ({why}); write to a new directory (or export the whole archive into an \
+                     empty one)",
+                    schema.name
+                )));
+            }
+            let old = zeek_schema(t, &schema.name)?.into_shared();
+            let (mut united, conflicts) = lake_schemas(&[old, schema.clone()]);
+            if let Some((_, c)) = conflicts.first() {
+                return Err(refuse(format!(
+                    "{c} (schemas of {} in one partition need one type per field); import \
+                     into an archive and export from there, or write the schemas to separate \
+                     directories",
+                    schema.name
+                )));
+            }
+            return united
+                .remove(&schema.name)
+                .ok_or_else(|| refuse("no united schema".into()));
+        }
+        let mine = match self.declared.get(&schema.name) {
+            Some(t) if fits(schema, t) => t.clone(),
+            _ => Arc::new(arrow_schema(schema)),
+        };
+        let Some(existing) = existing_schema(&dir)? else {
+            return Ok(mine);
+        };
+        self.preexisting.insert(schema.name.clone());
+        match misfit(&mine, &existing) {
+            None => Ok(existing),
+            Some(why) => Err(refuse(format!(
+                "its files, written before, have another schema than the events of {} ({why}); \
+                 write to a new directory (or export the whole archive into an empty one)",
+                schema.name
+            ))),
+        }
     }
 
     /// Writes the rows built for partition `index` as a record batch into its files.
@@ -355,6 +491,7 @@ impl LakeWriter {
         index: usize,
         rb: &RecordBatch,
     ) -> Result<(), ArrowCodecError> {
+        let rb = &conform(rb, &self.parts[index].target)?;
         let mut offset = 0;
         while offset < rb.num_rows() {
             let file = self.open_file(index)?;
@@ -387,13 +524,7 @@ impl LakeWriter {
         *n = n.saturating_add(1);
         let tmp = part.dir.join(format!(".{name}.tmp"));
         let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
-        let file = ParquetFile::create(
-            file,
-            tmp,
-            name,
-            part.builder.arrow_schema().clone(),
-            &self.props,
-        )?;
+        let file = ParquetFile::create(file, tmp, name, part.target.clone(), &self.props)?;
         Ok(part.file.insert(file))
     }
 
@@ -407,6 +538,12 @@ impl LakeWriter {
         let (tmp, name) = (open.tmp.clone(), open.name.clone());
         let file = open.finish()?;
         let path = commit_file(&file, &tmp, &part.dir, &name, true)?;
+        self.written.push((
+            part.schema.name.clone(),
+            part.dir.clone(),
+            name,
+            part.target.clone(),
+        ));
         self.summary.files += 1;
         self.summary.bytes += std::fs::metadata(&path).map_or(0, |m| m.len());
         Ok(())
@@ -426,6 +563,63 @@ impl LakeWriter {
         while !self.parts.is_empty() {
             self.close_partition(self.parts.len() - 1)?;
         }
+        // Files written before their partition's schema grew get the final one.
+        for (schema_name, dir, name, schema) in std::mem::take(&mut self.written) {
+            let Some(target) = self.name_target.get(&schema_name).cloned() else {
+                continue;
+            };
+            if !Arc::ptr_eq(&schema, &target) {
+                self.rewrite(&dir, &name, &target)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites the completed file `dir/name` with the Arrow schema `target` (which its own
+    /// fits): a batch at a time into a temporary, renamed over it once complete.
+    fn rewrite(
+        &mut self,
+        dir: &Path,
+        name: &str,
+        target: &Arc<ArrowSchema>,
+    ) -> Result<(), ArrowCodecError> {
+        let path = dir.join(name);
+        let old_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let input = File::open(&path).map_err(|e| FsError::new("open", &path, e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(input)?
+            .with_batch_size(Self::BATCH_ROWS)
+            .build()?;
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+        let mut out = ParquetFile::create(
+            file,
+            tmp.clone(),
+            name.to_string(),
+            target.clone(),
+            &self.props,
+        )?;
+        let result = (|| {
+            for rb in reader {
+                let rb = conform(&rb?, target)?;
+                let mut offset = 0;
+                while offset < rb.num_rows() {
+                    let n = (rb.num_rows() - offset).min(out.rows_to_group_end());
+                    out.write(&rb.slice(offset, n))?;
+                    offset += n;
+                }
+            }
+            out.finish()
+        })();
+        let file = match result {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        let path = commit_file(&file, &tmp, dir, name, true)?;
+        let new_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        self.summary.bytes = (self.summary.bytes + new_size).saturating_sub(old_size);
         Ok(())
     }
 

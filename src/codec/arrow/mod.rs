@@ -61,6 +61,7 @@ mod parquet_read;
 mod read;
 pub mod schema;
 mod sink;
+pub mod union;
 
 pub use builder::{push_escaped_utf8, ArrowBuilder};
 pub use ipc::{ArrowIpcDecoder, ArrowIpcWriter};
@@ -140,6 +141,14 @@ pub enum ArrowCodecError {
     /// A thread converting rows to Arrow stopped on a bug (a panic): its rows are lost.
     #[error("a thread converting rows to arrow failed; its rows are lost")]
     Worker,
+    /// A lake partition cannot take the events given (its files have another schema).
+    #[error("cannot write to the lake partition {}: {problem}", dir.display())]
+    Partition {
+        /// The partition's directory.
+        dir: std::path::PathBuf,
+        /// Why, and what to do.
+        problem: String,
+    },
     /// A file or directory of the lake could not be written.
     #[error(transparent)]
     Fs(#[from] crate::fs::FsError),
