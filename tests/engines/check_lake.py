@@ -95,7 +95,7 @@ def check_pyarrow(expected, lake):
             compare_stats(f"pyarrow {schema}.{name}", arrow_stats(table.column(name), zt), want["stats"])
         check(f"pyarrow {schema} zeek.schema", table.schema.metadata.get(b"zeek.schema", b"").decode(), schema)
         # The sample: the first event of the schema is the first row of its day's first file.
-        first = pq.read_table(f"{lake}/schema={schema}/date={e['sample']['date']}/part-00000.parquet").slice(0, 1)
+        first = pq.read_table(f"{lake}/schema={schema}/day={e['sample']['date']}/part-00000.parquet").slice(0, 1)
         for name, want in e["sample"]["values"].items():
             zt = e["columns"][name]["type"]
             column = first.column(name)

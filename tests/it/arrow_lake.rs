@@ -245,13 +245,13 @@ fn the_lake_is_partitioned_by_schema_and_day_and_reads_back_every_value() {
     assert_eq!(
         tree(&dir),
         [
-            "schema=zeek.every/date=1969-12-31/part-00000.parquet",
-            "schema=zeek.every/date=2009-11-18/part-00000.parquet",
-            "schema=zeek.every/date=2009-11-19/part-00000.parquet",
-            "schema=zeek.nots/date=__HIVE_DEFAULT_PARTITION__/part-00000.parquet",
+            "schema=zeek.every/day=1969-12-31/part-00000.parquet",
+            "schema=zeek.every/day=2009-11-18/part-00000.parquet",
+            "schema=zeek.every/day=2009-11-19/part-00000.parquet",
+            "schema=zeek.nots/day=__HIVE_DEFAULT_PARTITION__/part-00000.parquet",
         ]
     );
-    let day = |d: &str| dir.join(format!("schema=zeek.every/date={d}/part-00000.parquet"));
+    let day = |d: &str| dir.join(format!("schema=zeek.every/day={d}/part-00000.parquet"));
     assert_eq!(
         events(&read_parquet(&day("2009-11-18"))),
         events(&[batch_of(&schema, &rows[..1])])
@@ -268,7 +268,7 @@ fn the_lake_is_partitioned_by_schema_and_day_and_reads_back_every_value() {
     let mut lake = lake_config(&dir).writer().unwrap();
     lake.write_rows(other.schema(), other.rows()).unwrap();
     lake.close().unwrap();
-    let nots_dir = dir.join("schema=zeek.nots/date=__HIVE_DEFAULT_PARTITION__");
+    let nots_dir = dir.join("schema=zeek.nots/day=__HIVE_DEFAULT_PARTITION__");
     assert_eq!(
         tree(&nots_dir),
         ["part-00000.parquet", "part-00001.parquet"]
@@ -536,8 +536,8 @@ fn convert_writes_a_lake_and_reads_it_back_to_the_same_tsv() {
     assert_eq!(
         files,
         [
-            "schema=zeek.conn/date=2009-11-18/part-00000.parquet",
-            "schema=zeek.conn/date=2009-11-19/part-00000.parquet"
+            "schema=zeek.conn/day=2009-11-18/part-00000.parquet",
+            "schema=zeek.conn/day=2009-11-19/part-00000.parquet"
         ]
     );
     let paths: Vec<String> = files
@@ -668,7 +668,7 @@ fn a_pipeline_feeds_a_lake_and_export_honours_the_expression_and_limit() {
     let files = tree(&out2);
     assert_eq!(
         files,
-        ["schema=zeek.conn/date=2009-11-19/part-00000.parquet"]
+        ["schema=zeek.conn/day=2009-11-19/part-00000.parquet"]
     );
     let back = read_parquet(&out2.join(&files[0]));
     assert_eq!(events(&back)[0].2[1], s(b"Cb"));
@@ -687,7 +687,7 @@ fn a_pipeline_feeds_a_lake_and_export_honours_the_expression_and_limit() {
     ok(&out, "export -n 1");
     assert_eq!(
         tree(&out3),
-        ["schema=zeek.conn/date=2009-11-18/part-00000.parquet"]
+        ["schema=zeek.conn/day=2009-11-18/part-00000.parquet"]
     );
     // A wrong key of the sink is refused with the allowed ones.
     let bad = write(

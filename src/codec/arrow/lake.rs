@@ -5,27 +5,50 @@
 //! ```text
 //! DIR/
 //!   schema=zeek.conn/
-//!     date=2009-11-18/
+//!     day=2009-11-18/
 //!       part-00000.parquet
 //!       part-00001.parquet           the next file once part-00000 reached max_file_size
 //!   schema=zeek.dns/
-//!     date=2009-11-18/part-00000.parquet
-//!     date=__HIVE_DEFAULT_PARTITION__/part-00000.parquet     events without a ts
+//!     day=2009-11-18/part-00000.parquet
+//!     day=__HIVE_DEFAULT_PARTITION__/part-00000.parquet     events without a ts
 //! ```
-//! - **Partitions.** `schema` is the weir schema name, `date` the UTC day of the event's `ts`
+//! - **Partitions.** `schema` is the weir schema name, `day` the UTC day of the event's `ts`
 //!   (the first `ts` field of type `time`); an event without one goes to
 //!   `__HIVE_DEFAULT_PARTITION__`, Hive's and Spark's name for a null partition value. Engines
-//!   reading the directory with Hive partitioning get `schema` and `date` as two more columns.
-//! - **Files.** Each file holds events of one schema (the same field list) in arrival order,
-//!   with the Arrow schema of [`super::schema`] (Zeek type names in the field metadata).
-//!   A file is closed, and the partition's next file begun, when its size reaches
+//!   reading the directory with Hive partitioning get `schema` and `day` as two more columns.
+//!   (`day`, not `date`: Zeek's smtp.log has a field `date`, which an engine reading with Hive
+//!   partitioning would silently replace by the partition's value; no Zeek log has a field
+//!   `schema` or `day`.)
+//! - **One schema per `schema=` partition.** Every file of a `schema=` partition has one
+//!   Arrow schema (that of [`super::schema`], Zeek type names in the field metadata): the
+//!   union of the fields of the weir schemas of that name, a field's values null in the rows
+//!   of a schema without it, and one type per field name across the lake (the rules are in
+//!   [`super::union`]). So each partition reads as one table in every engine, without
+//!   `union_by_name`, and the whole lake with it (or the engine's equivalent). How the union
+//!   is known:
+//!   - `weir export` declares the archive's schemas before the first row
+//!     ([`LakeWriter::declare`]): the files have the union from the start.
+//!   - `weir convert --to parquet` and the `parquet` sink learn the schemas as they read:
+//!     a partition's files get the schema of its first events, and when events of the name
+//!     come with fields the files lack, the files written so far by this writer are rewritten
+//!     with the larger schema when it completes (a batch at a time, each into a temporary
+//!     renamed over the file). The lake is complete, one schema per partition, once the
+//!     command ends (the sink: once the pipeline stops).
+//!   - Appending to a lake (a second export, a restarted pipeline): when a partition already
+//!     holds files, their schema is kept; events whose fields fit it (a subset, types equal
+//!     or widening) are written with it, the rest is null. Events with a field the files lack,
+//!     or of a type that does not fit, are refused with an error naming the partition and the
+//!     column: write them to a new directory (files written earlier are never rewritten).
+//!   - Schemas of one name with a field whose types have no union (a `bool` and a `count`)
+//!     are refused for a partition begun by a convert or sink; `weir export` writes such a
+//!     name with a schema per field list, as before, and warns.
+//! - **Files.** A file is closed, and the partition's next file begun, when its size reaches
 //!   `max_file_size` (checked after each row group: the file ends with the row group that
-//!   made it reach the size, whatever record batches the rows came in), when a schema of the
-//!   same name with other fields arrives for the same partition, when more than
-//!   [`LakeWriter::MAX_OPEN_FILES`] files are open (the least recently written is closed), and
-//!   at the end. Part numbers continue after the highest one
-//!   already in the directory, so a second export or a restarted pipeline adds files and never
-//!   replaces one.
+//!   made it reach the size, whatever record batches the rows came in), when the partition's
+//!   schema grows (above), when more than [`LakeWriter::MAX_OPEN_FILES`] files are open (the
+//!   least recently written is closed), and at the end. Rows of the schemas of one name share
+//!   files, in arrival order. Part numbers continue after the highest one already in the
+//!   directory, so a second export or a restarted pipeline adds files and never replaces one.
 //! - **Parquet.** zstd-compressed (level `compression_level`), row groups of
 //!   `row_group_size` rows (the last of a file fewer), plain encoding in data pages of up to
 //!   1 MiB, column statistics (engines skip row groups by min/max). No dictionary
@@ -128,6 +151,9 @@ pub struct LakeWriter {
     /// The Arrow schema of the files of each schema name written to (its `schema=`
     /// partition).
     name_target: HashMap<String, Arc<ArrowSchema>>,
+    /// Declared schema names whose schemas have no union: each field list has its own
+    /// Arrow schema (kept here, shared by its files).
+    conflicted: HashMap<String, Vec<(SchemaRef, Arc<ArrowSchema>)>>,
     /// Schema names whose partition held files before this writer: their schema is fixed.
     preexisting: HashSet<String>,
     /// The files completed (schema name, directory, file name) with their Arrow schema:
@@ -155,14 +181,14 @@ pub(super) fn day_of(ns: i64) -> i64 {
     ns.div_euclid(DAY_NS)
 }
 
-/// The partition directory name of a day (`date=2009-11-18`), or of no day.
+/// The partition directory name of a day (`day=2009-11-18`), or of no day.
 fn date_dir(day: Option<i64>) -> String {
     match day {
         Some(d) => {
             let (y, m, dd) = civil_from_days(d);
-            format!("date={y:04}-{m:02}-{dd:02}")
+            format!("day={y:04}-{m:02}-{dd:02}")
         }
-        None => "date=__HIVE_DEFAULT_PARTITION__".to_string(),
+        None => "day=__HIVE_DEFAULT_PARTITION__".to_string(),
     }
 }
 
@@ -200,7 +226,7 @@ pub(super) fn row_day(
 }
 
 /// The Arrow schema of the files already in the `schema=` partition `dir` (that of the
-/// highest-numbered `part-NNNNN.parquet` of its first `date=` directory that has one: the
+/// highest-numbered `part-NNNNN.parquet` of its first `day=` directory that has one: the
 /// lake keeps one schema per partition), `None` when it has none.
 fn existing_schema(dir: &Path) -> Result<Option<Arc<ArrowSchema>>, ArrowCodecError> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -278,6 +304,7 @@ impl LakeWriter {
             next_part: HashMap::new(),
             declared: HashMap::new(),
             name_target: HashMap::new(),
+            conflicted: HashMap::new(),
             preexisting: HashSet::new(),
             written: Vec::new(),
             clock: 0,
@@ -294,10 +321,13 @@ impl LakeWriter {
     /// the files of each schema name get the union of its schemas' fields from the start, with
     /// one type per field name across the lake ([`super::union::lake_schemas`]). Returns the
     /// schema names whose schemas have a field without a common type (their partitions are
-    /// written as undeclared ones, and refused if they cannot be).
+    /// written with a schema per field list, as files of one schema each).
     pub fn declare(&mut self, schemas: &[SchemaRef]) -> Vec<(String, Conflict)> {
         let (united, conflicts) = lake_schemas(schemas);
         self.declared.extend(united);
+        for (name, _) in &conflicts {
+            self.conflicted.entry(name.clone()).or_default();
+        }
         conflicts
     }
 
@@ -422,6 +452,14 @@ impl LakeWriter {
     /// the schema's own, or, when the directory already holds files, theirs (which it must
     /// fit).
     fn target(&mut self, schema: &SchemaRef) -> Result<Arc<ArrowSchema>, ArrowCodecError> {
+        if let Some(own) = self.conflicted.get_mut(&schema.name) {
+            if let Some((_, a)) = own.iter().find(|(s, _)| **s == **schema) {
+                return Ok(a.clone());
+            }
+            let a = Arc::new(arrow_schema(schema));
+            own.push((schema.clone(), a.clone()));
+            return Ok(a);
+        }
         let dir = self.options.dir.join(schema_dir(&schema.name));
         let refuse = |problem: String| ArrowCodecError::Partition {
             dir: dir.clone(),
@@ -568,7 +606,7 @@ impl LakeWriter {
             let Some(target) = self.name_target.get(&schema_name).cloned() else {
                 continue;
             };
-            if !Arc::ptr_eq(&schema, &target) {
+            if !Arc::ptr_eq(&schema, &target) && !self.conflicted.contains_key(&schema_name) {
                 self.rewrite(&dir, &name, &target)?;
             }
         }
