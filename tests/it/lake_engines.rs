@@ -628,3 +628,73 @@ fn duckdb_polars_datafusion_and_pyarrow_load_the_corpus_lake_per_partition_and_w
     assert!(out.status.success(), "{report}");
     assert!(report.contains(": 0 problems"), "{report}");
 }
+
+#[test]
+fn parquet_written_by_pyarrow_duckdb_and_polars_with_their_defaults_imports() {
+    if !all_engines_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let script = common::root().join("tests/engines/write_foreign.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What the script wrote, as weir's JSON writer gives it (the name of a schema without
+    // metadata is that of the source's default, `zeek.json`).
+    let want = [
+        r#"{"_path":"json","ts":"2024-01-01T00:00:00.123456Z","uid":"Ca","n":1,"x":1.5,"tags":["a","b"]}"#,
+        r#"{"_path":"json","ts":"2024-01-02T00:00:00.000000Z","uid":"Cb","n":2,"tags":[]}"#,
+        r#"{"_path":"json","n":3,"x":-2.25}"#,
+    ];
+    for name in [
+        "pyarrow-snappy",
+        "pyarrow-gzip",
+        "pyarrow-lz4",
+        "pyarrow-zstd",
+        "duckdb",
+        "polars",
+    ] {
+        let file = tmp.path().join(format!("{name}.parquet"));
+        let got = ok(
+            &run(&["convert", "--to", "json", file.to_str().unwrap()]),
+            name,
+        );
+        let got: Vec<&str> = got.lines().collect();
+        assert_eq!(got, want, "{name}");
+        // And into an archive.
+        let db = tmp.path().join(format!("db-{name}"));
+        ok(
+            &run(&[
+                "import",
+                "-q",
+                "--db",
+                db.to_str().unwrap(),
+                file.to_str().unwrap(),
+            ]),
+            name,
+        );
+        assert_eq!(weir_count(&db, "n >= 1"), 3, "{name}");
+    }
+    // A file that claims zeek.conn with `ts` as text is refused, naming the file, the column
+    // and both types.
+    let bad = tmp.path().join("claims-conn.parquet");
+    let out = run(&["convert", "--to", "json", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let msg = common::cli::text(&out.stderr);
+    for part in [
+        "claims-conn.parquet",
+        "field ts",
+        "zeek.conn",
+        "time",
+        "Utf8",
+    ] {
+        assert!(msg.contains(part), "{part}: {msg}");
+    }
+}

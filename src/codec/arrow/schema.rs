@@ -104,7 +104,8 @@ fn zeek_type(dt: &DataType) -> Option<Type> {
         DataType::UInt64 => Type::Count,
         DataType::Int64 => Type::Int,
         DataType::Float64 => Type::Double,
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => Type::Time,
+        // Other tools write microseconds (DuckDB, Polars, pyarrow from Python datetimes).
+        DataType::Timestamp(_, _) => Type::Time,
         DataType::Duration(TimeUnit::Nanosecond) => Type::Interval,
         DataType::UInt16 => Type::Port,
         DataType::Utf8 => Type::String,
@@ -151,6 +152,52 @@ pub fn zeek_schema(arrow: &ArrowSchema, default: &str) -> Result<Schema, ArrowCo
     Ok(Schema::new(name, fields))
 }
 
+/// The weir schema of an Arrow schema as [`zeek_schema`] reads it, checked against a Zeek log
+/// schema it claims to be: when the name ([`SCHEMA_NAME_KEY`], else `default`) is that of
+/// one of `known` (the shipped ones, `zeek.conn`), each of its columns without Zeek type
+/// metadata (a file written by another tool) that the log schema has takes the log's type
+/// when it holds it (`id.orig_p` of `uint16` is a `port`, `proto` of `utf8` an `enum`),
+/// and is an error naming the column, the type the log has and the Arrow type found when it
+/// cannot (`ts` as text for `zeek.conn`); a file is never imported as a second schema of a
+/// Zeek log's name with a column of another type. Columns the log schema lacks keep their own
+/// types (as [`zeek_schema`]).
+pub fn claimed_zeek_schema(
+    arrow: &ArrowSchema,
+    default: &str,
+    known: Option<&crate::codec::zeek::schema::ZeekSchemas>,
+) -> Result<Schema, ArrowCodecError> {
+    let mut schema = zeek_schema(arrow, default)?;
+    let Some(log) = known.and_then(|k| k.by_name(&schema.name)) else {
+        return Ok(schema);
+    };
+    let log = log.schema();
+    for (f, af) in schema.fields.iter_mut().zip(arrow.fields()) {
+        if af.metadata().contains_key(ZEEK_TYPE_KEY) {
+            continue;
+        }
+        let Some(want) = log.fields.iter().find(|g| g.name == f.name) else {
+            continue;
+        };
+        if compatible(&want.ty, af.data_type()) {
+            f.ty = want.ty.clone();
+        } else {
+            return Err(ArrowCodecError::Schema {
+                field: f.name.clone(),
+                problem: format!(
+                    "the file claims schema {}, whose {} is {} (Arrow {}), but the column is \
+                     Arrow {}",
+                    log.name,
+                    want.name,
+                    want.ty,
+                    arrow_type(&want.ty),
+                    af.data_type()
+                ),
+            });
+        }
+    }
+    Ok(Schema::new(schema.name.clone(), schema.fields))
+}
+
 /// Whether `got` holds values of Zeek type `ty`, up to names of list items and time zones:
 /// its [`arrow_type`], or for `interval` also `duration[ns]` (how earlier weir versions wrote
 /// intervals; such lakes still import).
@@ -159,7 +206,8 @@ fn compatible(ty: &Type, got: &DataType) -> bool {
         (Some(inner), DataType::List(b)) => compatible(inner, b.data_type()),
         (Some(_), _) => false,
         (None, got) => match (arrow_type(ty), got) {
-            (DataType::Timestamp(u, _), DataType::Timestamp(v, _)) => u == *v,
+            // Any unit: the reader scales to nanoseconds.
+            (DataType::Timestamp(..), DataType::Timestamp(..)) => true,
             _ if *ty == Type::Interval && *got == DataType::Duration(TimeUnit::Nanosecond) => true,
             (a, b) => a == *b,
         },
