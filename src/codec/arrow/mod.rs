@@ -35,8 +35,12 @@
 //! back uses them, so `enum`, `addr`, `set` and `interval` come back as such and a file
 //! round-trips to Zeek TSV (`weir convert --to zeek-tsv lake/.../part-00000.parquet`).
 //! A file without this metadata (written by another tool) is read by its Arrow types (the
-//! inverse of the table on exactly those types, strings as `string`, lists as `vector`) under
-//! the schema name of the source's `json_schema`.
+//! inverse of the table on exactly those types, timestamps of any unit as `time`, strings as
+//! `string`, lists as `vector`) under the schema name of the source's `json_schema`; one whose
+//! schema name is that of a shipped Zeek log takes that log's types where its columns hold
+//! them and is refused, naming the column, where they cannot
+//! ([`schema::claimed_zeek_schema`]). Parquet compressed with zstd, snappy, gzip or lz4
+//! reads (other tools' defaults are snappy).
 //!
 //! **Strings.** Zeek strings are bytes. Valid UTF-8 is kept as it is (lossless); each byte of
 //! an invalid sequence becomes the four characters `\xHH` (lowercase hex), the same text the

@@ -77,14 +77,15 @@ impl std::fmt::Display for Conflict {
     }
 }
 
+/// The Arrow schema of each schema name of a lake.
+pub type LakeSchemas = HashMap<String, Arc<ArrowSchema>>;
+
 /// The lake's Arrow schema of each schema name among `schemas` (see the module docs): the
 /// union of the fields of that name's schemas, with each field name's type united over all
 /// `schemas`. A field name whose types have no union across names keeps, per schema name, the
 /// union within that name; a schema name whose own schemas have a field without a union is
 /// left out with its [`Conflict`] (its schemas are written each with its own Arrow schema).
-pub fn lake_schemas(
-    schemas: &[SchemaRef],
-) -> (HashMap<String, Arc<ArrowSchema>>, Vec<(String, Conflict)>) {
+pub fn lake_schemas(schemas: &[SchemaRef]) -> (LakeSchemas, Vec<(String, Conflict)>) {
     // The lake-wide type of each field name; `None` once two types have no union.
     let mut lake: HashMap<&str, Option<Type>> = HashMap::new();
     for s in schemas {
