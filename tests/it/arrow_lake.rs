@@ -799,3 +799,116 @@ fn a_lake_from_stored_columns_is_the_lake_from_rows() {
         }
     }
 }
+
+/// The Arrow schema of a Parquet file, as its footer holds it.
+fn file_schema(path: &Path) -> arrow_schema::SchemaRef {
+    let file = std::fs::File::open(path).unwrap();
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .schema()
+        .clone()
+}
+
+/// conn.log with fewer fields than [`CONN`] (a day later than its first event), and with one
+/// more, `extra`, of the next day.
+const CONN_NARROW: &str = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tconn\n#fields\tts\tuid\tid.orig_p\n#types\ttime\tstring\tport\n1258531222.5\tCn\t80\n";
+const CONN_WIDE: &str = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tconn\n#fields\tts\tuid\tid.orig_p\textra\n#types\ttime\tstring\tport\tcount\n1258704021.5\tCw\t53\t7\n";
+
+#[test]
+fn a_partition_has_one_schema_when_its_schema_grows_and_appending_keeps_it_or_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let narrow = write(tmp.path(), "narrow.log", CONN_NARROW);
+    let full = write(tmp.path(), "conn.log", CONN);
+    let wide = write(tmp.path(), "wide.log", CONN_WIDE);
+    let lake = tmp.path().join("lake");
+    let convert = |lake: &Path, logs: &[&Path]| {
+        let mut args = vec![
+            "convert",
+            "--to",
+            "parquet",
+            "--output",
+            lake.to_str().unwrap(),
+        ];
+        args.extend(logs.iter().map(|p| p.to_str().unwrap()));
+        run(&args)
+    };
+    // Three field lists of zeek.conn, the narrowest first: the files written before the
+    // schema grew are rewritten with the union.
+    ok(&convert(&lake, &[&narrow, &full, &wide]), "convert");
+    let files = tree(&lake);
+    assert!(files.len() >= 3, "{files:?}");
+    let schemas: Vec<_> = files.iter().map(|f| file_schema(&lake.join(f))).collect();
+    assert!(schemas.windows(2).all(|w| w[0] == w[1]), "{schemas:?}");
+    let names: Vec<&str> = schemas[0]
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ts",
+            "uid",
+            "id.orig_p",
+            "id.orig_h",
+            "proto",
+            "duration",
+            "tunnel_parents",
+            "extra"
+        ]
+    );
+    // Every event is there, with its values, null where its log lacks the field.
+    let mut args = vec!["convert", "--to", "json"];
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| lake.join(f).display().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    let back = ok(&run(&args), "read the lake");
+    let mut uids: Vec<&str> = back
+        .lines()
+        .map(|l| {
+            l.split("\"uid\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    uids.sort();
+    assert_eq!(uids, ["Ca", "Cb", "Cn", "Cw"]);
+    assert!(
+        back.contains(r#""uid":"Cw","id.orig_p":53,"extra":7}"#),
+        "{back}"
+    );
+    assert!(back.contains(r#""uid":"Cn","id.orig_p":80}"#), "{back}");
+    assert!(back.contains(r#""duration":0.16382"#), "{back}");
+    // No temporaries left.
+    assert!(files
+        .iter()
+        .all(|f| f.ends_with(".parquet") && !f.contains("/.")));
+
+    // Appending events whose fields the partition has: written with its schema.
+    ok(&convert(&lake, &[&narrow]), "append narrower events");
+    let after = tree(&lake);
+    assert_eq!(after.len(), files.len() + 1);
+    for f in &after {
+        assert_eq!(file_schema(&lake.join(f)), schemas[0], "{f}");
+    }
+    // Appending events with a field the partition's files lack: refused, saying why and what
+    // to do, and nothing is written.
+    let small = tmp.path().join("small");
+    ok(&convert(&small, &[&narrow]), "a lake of the narrow schema");
+    let out = convert(&small, &[&wide]);
+    assert!(!out.status.success());
+    let msg = common::cli::text(&out.stderr);
+    for part in [
+        "schema=zeek.conn",
+        "column extra is not in the files",
+        "new directory",
+    ] {
+        assert!(msg.contains(part), "{part}: {msg}");
+    }
+    assert_eq!(tree(&small).len(), 1, "{:?}", tree(&small));
+}
