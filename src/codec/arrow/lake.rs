@@ -39,6 +39,10 @@
 //!     or widening) are written with it, the rest is null. Events with a field the files lack,
 //!     or of a type that does not fit, are refused with an error naming the partition and the
 //!     column: write them to a new directory (files written earlier are never rewritten).
+//!   - Across schema names, `weir export` gives a field name one type in the whole lake
+//!     (the union over the archive's schemas); a convert or sink, which cannot know the
+//!     schemas to come, relies on Zeek's field conventions for that (a `*_p` number is a
+//!     port whether typed or inferred: [`crate::codec::zeek::schema::number_kind`]).
 //!   - Schemas of one name with a field whose types have no union (a `bool` and a `count`)
 //!     are refused for a partition begun by a convert or sink; `weir export` writes such a
 //!     name with a schema per field list, as before, and warns.
