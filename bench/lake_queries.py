@@ -43,7 +43,7 @@ elif engine == "datafusion":
 
     ctx = SessionContext()
     ctx.register_parquet(
-        "lake", lake, table_partition_cols=[("schema", pa.string()), ("date", pa.string())],
+        "lake", lake, table_partition_cols=[("schema", pa.string()), ("day", pa.string())],
         file_extension=".parquet",
     )
     run = lambda q: [tuple(r.values()) for r in ctx.sql(q).to_pylist()]

@@ -81,6 +81,26 @@ fn keep_freed_memory() {
     drop(std::hint::black_box(block));
 }
 
+/// The schemas of the archive's segments, each once. A segment that cannot be opened is left
+/// out here (the search reports it).
+fn archive_schemas(archive: &weir::store::Archive) -> Vec<weir::types::SchemaRef> {
+    let mut out: Vec<weir::types::SchemaRef> = Vec::new();
+    for entry in &archive.catalog().segments {
+        let Ok(seg) = archive.segment(entry) else {
+            continue;
+        };
+        for s in seg.schemas() {
+            if !out
+                .iter()
+                .any(|o| std::sync::Arc::ptr_eq(o, s) || **o == **s)
+            {
+                out.push(s.clone());
+            }
+        }
+    }
+    out
+}
+
 /// `weir export --to parquet --output DIR`: the matching events into a lake, stopping after
 /// `limit` events; a one-line summary on stderr.
 pub fn export(
@@ -90,8 +110,13 @@ pub fn export(
     config: &ParquetSinkConfig,
 ) -> anyhow::Result<()> {
     keep_freed_memory();
+    let mut writer = config.writer()?;
+    // The catalog's schemas, known ahead: each partition's files get one schema.
+    for (name, conflict) in writer.declare(&archive_schemas(archive)) {
+        say!("weir: warning: the schemas of {name} cannot share one Parquet schema: {conflict}");
+    }
     // Record batches are built on a thread per core, in the search's order.
-    let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
+    let mut lake = weir::codec::arrow::ParallelLakeWriter::new(writer, 0);
     let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = None;
     // Batches taken whole are converted from their columns, not rebuilt as rows.

@@ -34,7 +34,7 @@ pub struct ExportArgs {
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
     /// With `--to parquet` (required there): the lake's directory, created when missing;
-    /// files go to DIR/schema=zeek.conn/date=2009-11-18/part-00000.parquet. With `--to csv`:
+    /// files go to DIR/schema=zeek.conn/day=2009-11-18/part-00000.parquet. With `--to csv`:
     /// one file per schema, DIR/zeek.conn.csv, each with its header line; the directory is
     /// created when missing, and an existing file is never overwritten.
     #[arg(long, value_name = "DIR")]

@@ -6,13 +6,15 @@ usage: check_lake.py EXPECTED.json LAKE_DIR [ARROW_FILE]
 
 EXPECTED.json: {schema: {"rows": n, "columns": {name: stats}, "sample": {"date": d,
 "values": {name: value}}}}, stats per column: "nonnull", and by type "min"/"max" (numbers,
-times and intervals as integer nanoseconds, strings, addresses and subnets as text), "sum"
+times and intervals as integer nanoseconds (the lake holds intervals as float64 seconds: read
+back as weir does, from the shortest decimal of the double), strings, addresses and subnets as text), "sum"
 (count, int, port; decimal text, it may pass 2^64), "true" (bool), "distinct" (string-like), "elements" (containers).
 Prints every mismatch and exits 1 if there is any.
 """
 import json
 import math
 import sys
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import duckdb
 import pyarrow as pa
@@ -24,6 +26,13 @@ STRINGY = {"string", "enum", "pattern", "file", "addr", "subnet"}
 INTEGRAL = {"count", "int", "port"}
 
 problems = []
+
+
+def seconds_ns(v):
+    """Interval seconds (a float) as nanoseconds, as weir reads them: exact from the shortest decimal."""
+    if v is None:
+        return None
+    return int((Decimal(repr(v)) * 10**9).to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
 def check(what, got, want):
@@ -42,10 +51,16 @@ def arrow_stats(col, zt):
     if zt == "bool":
         s["true"] = int(pc.sum(pc.cast(col, pa.int64())).as_py() or 0)
         return s
-    if zt in ("time", "interval"):
+    if zt == "time":
         ints = pc.cast(col, pa.int64())
         mm = pc.min_max(ints)
         s["min"], s["max"] = mm["min"].as_py(), mm["max"].as_py()
+        return s
+    if zt == "interval":
+        if not pa.types.is_floating(col.type):
+            problems.append(f"interval column of type {col.type}, want float64 seconds")
+        mm = pc.min_max(col)
+        s["min"], s["max"] = seconds_ns(mm["min"].as_py()), seconds_ns(mm["max"].as_py())
         return s
     mm = pc.min_max(col)
     s["min"], s["max"] = mm["min"].as_py(), mm["max"].as_py()
@@ -80,13 +95,15 @@ def check_pyarrow(expected, lake):
             compare_stats(f"pyarrow {schema}.{name}", arrow_stats(table.column(name), zt), want["stats"])
         check(f"pyarrow {schema} zeek.schema", table.schema.metadata.get(b"zeek.schema", b"").decode(), schema)
         # The sample: the first event of the schema is the first row of its day's first file.
-        first = pq.read_table(f"{lake}/schema={schema}/date={e['sample']['date']}/part-00000.parquet").slice(0, 1)
+        first = pq.read_table(f"{lake}/schema={schema}/day={e['sample']['date']}/part-00000.parquet").slice(0, 1)
         for name, want in e["sample"]["values"].items():
             zt = e["columns"][name]["type"]
             column = first.column(name)
-            if zt in ("time", "interval"):
+            if zt == "time":
                 column = pc.cast(column, pa.int64())
             got = column[0].as_py()
+            if zt == "interval":
+                got = seconds_ns(got)
             check(f"pyarrow sample {schema}.{name}", got, want)
 
 
@@ -108,8 +125,8 @@ def check_duckdb(expected, lake):
             elif zt == "time":
                 exprs["min"], exprs["max"] = f"epoch_ns(min({col}))", f"epoch_ns(max({col}))"
             elif zt == "interval":
-                # Parquet has no duration type: DuckDB reads the nanoseconds as BIGINT.
-                exprs["min"], exprs["max"] = f"min({col})::bigint", f"max({col})::bigint"
+                # Seconds as DOUBLE: compared in Python as nanoseconds, as weir reads them.
+                exprs["min"], exprs["max"] = f"min({col})", f"max({col})"
             else:
                 exprs["min"], exprs["max"] = f"min({col})", f"max({col})"
                 if zt in INTEGRAL:
@@ -119,6 +136,8 @@ def check_duckdb(expected, lake):
             keys = list(exprs)
             vals = con.execute(f"select {', '.join(exprs[k] for k in keys)} from {one}").fetchone()
             got = {k: (str(int(v)) if k == "sum" and v is not None else v) for k, v in zip(keys, vals)}
+            if zt == "interval":
+                got["min"], got["max"] = seconds_ns(got["min"]), seconds_ns(got["max"])
             compare_stats(f"duckdb {schema}.{name}", got, want["stats"])
 
 

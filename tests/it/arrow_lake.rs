@@ -245,13 +245,13 @@ fn the_lake_is_partitioned_by_schema_and_day_and_reads_back_every_value() {
     assert_eq!(
         tree(&dir),
         [
-            "schema=zeek.every/date=1969-12-31/part-00000.parquet",
-            "schema=zeek.every/date=2009-11-18/part-00000.parquet",
-            "schema=zeek.every/date=2009-11-19/part-00000.parquet",
-            "schema=zeek.nots/date=__HIVE_DEFAULT_PARTITION__/part-00000.parquet",
+            "schema=zeek.every/day=1969-12-31/part-00000.parquet",
+            "schema=zeek.every/day=2009-11-18/part-00000.parquet",
+            "schema=zeek.every/day=2009-11-19/part-00000.parquet",
+            "schema=zeek.nots/day=__HIVE_DEFAULT_PARTITION__/part-00000.parquet",
         ]
     );
-    let day = |d: &str| dir.join(format!("schema=zeek.every/date={d}/part-00000.parquet"));
+    let day = |d: &str| dir.join(format!("schema=zeek.every/day={d}/part-00000.parquet"));
     assert_eq!(
         events(&read_parquet(&day("2009-11-18"))),
         events(&[batch_of(&schema, &rows[..1])])
@@ -268,7 +268,7 @@ fn the_lake_is_partitioned_by_schema_and_day_and_reads_back_every_value() {
     let mut lake = lake_config(&dir).writer().unwrap();
     lake.write_rows(other.schema(), other.rows()).unwrap();
     lake.close().unwrap();
-    let nots_dir = dir.join("schema=zeek.nots/date=__HIVE_DEFAULT_PARTITION__");
+    let nots_dir = dir.join("schema=zeek.nots/day=__HIVE_DEFAULT_PARTITION__");
     assert_eq!(
         tree(&nots_dir),
         ["part-00000.parquet", "part-00001.parquet"]
@@ -536,8 +536,8 @@ fn convert_writes_a_lake_and_reads_it_back_to_the_same_tsv() {
     assert_eq!(
         files,
         [
-            "schema=zeek.conn/date=2009-11-18/part-00000.parquet",
-            "schema=zeek.conn/date=2009-11-19/part-00000.parquet"
+            "schema=zeek.conn/day=2009-11-18/part-00000.parquet",
+            "schema=zeek.conn/day=2009-11-19/part-00000.parquet"
         ]
     );
     let paths: Vec<String> = files
@@ -668,7 +668,7 @@ fn a_pipeline_feeds_a_lake_and_export_honours_the_expression_and_limit() {
     let files = tree(&out2);
     assert_eq!(
         files,
-        ["schema=zeek.conn/date=2009-11-19/part-00000.parquet"]
+        ["schema=zeek.conn/day=2009-11-19/part-00000.parquet"]
     );
     let back = read_parquet(&out2.join(&files[0]));
     assert_eq!(events(&back)[0].2[1], s(b"Cb"));
@@ -687,7 +687,7 @@ fn a_pipeline_feeds_a_lake_and_export_honours_the_expression_and_limit() {
     ok(&out, "export -n 1");
     assert_eq!(
         tree(&out3),
-        ["schema=zeek.conn/date=2009-11-18/part-00000.parquet"]
+        ["schema=zeek.conn/day=2009-11-18/part-00000.parquet"]
     );
     // A wrong key of the sink is refused with the allowed ones.
     let bad = write(
@@ -798,4 +798,117 @@ fn a_lake_from_stored_columns_is_the_lake_from_rows() {
             assert!(lake == &lakes[0], "{extra:?}: lakes differ");
         }
     }
+}
+
+/// The Arrow schema of a Parquet file, as its footer holds it.
+fn file_schema(path: &Path) -> arrow_schema::SchemaRef {
+    let file = std::fs::File::open(path).unwrap();
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .schema()
+        .clone()
+}
+
+/// conn.log with fewer fields than [`CONN`] (a day later than its first event), and with one
+/// more, `extra`, of the next day.
+const CONN_NARROW: &str = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tconn\n#fields\tts\tuid\tid.orig_p\n#types\ttime\tstring\tport\n1258531222.5\tCn\t80\n";
+const CONN_WIDE: &str = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tconn\n#fields\tts\tuid\tid.orig_p\textra\n#types\ttime\tstring\tport\tcount\n1258704021.5\tCw\t53\t7\n";
+
+#[test]
+fn a_partition_has_one_schema_when_its_schema_grows_and_appending_keeps_it_or_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let narrow = write(tmp.path(), "narrow.log", CONN_NARROW);
+    let full = write(tmp.path(), "conn.log", CONN);
+    let wide = write(tmp.path(), "wide.log", CONN_WIDE);
+    let lake = tmp.path().join("lake");
+    let convert = |lake: &Path, logs: &[&Path]| {
+        let mut args = vec![
+            "convert",
+            "--to",
+            "parquet",
+            "--output",
+            lake.to_str().unwrap(),
+        ];
+        args.extend(logs.iter().map(|p| p.to_str().unwrap()));
+        run(&args)
+    };
+    // Three field lists of zeek.conn, the narrowest first: the files written before the
+    // schema grew are rewritten with the union.
+    ok(&convert(&lake, &[&narrow, &full, &wide]), "convert");
+    let files = tree(&lake);
+    assert!(files.len() >= 3, "{files:?}");
+    let schemas: Vec<_> = files.iter().map(|f| file_schema(&lake.join(f))).collect();
+    assert!(schemas.windows(2).all(|w| w[0] == w[1]), "{schemas:?}");
+    let names: Vec<&str> = schemas[0]
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ts",
+            "uid",
+            "id.orig_p",
+            "id.orig_h",
+            "proto",
+            "duration",
+            "tunnel_parents",
+            "extra"
+        ]
+    );
+    // Every event is there, with its values, null where its log lacks the field.
+    let mut args = vec!["convert", "--to", "json"];
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| lake.join(f).display().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    let back = ok(&run(&args), "read the lake");
+    let mut uids: Vec<&str> = back
+        .lines()
+        .map(|l| {
+            l.split("\"uid\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    uids.sort();
+    assert_eq!(uids, ["Ca", "Cb", "Cn", "Cw"]);
+    assert!(
+        back.contains(r#""uid":"Cw","id.orig_p":53,"extra":7}"#),
+        "{back}"
+    );
+    assert!(back.contains(r#""uid":"Cn","id.orig_p":80}"#), "{back}");
+    assert!(back.contains(r#""duration":0.16382"#), "{back}");
+    // No temporaries left.
+    assert!(files
+        .iter()
+        .all(|f| f.ends_with(".parquet") && !f.contains("/.")));
+
+    // Appending events whose fields the partition has: written with its schema.
+    ok(&convert(&lake, &[&narrow]), "append narrower events");
+    let after = tree(&lake);
+    assert_eq!(after.len(), files.len() + 1);
+    for f in &after {
+        assert_eq!(file_schema(&lake.join(f)), schemas[0], "{f}");
+    }
+    // Appending events with a field the partition's files lack: refused, saying why and what
+    // to do, and nothing is written.
+    let small = tmp.path().join("small");
+    ok(&convert(&small, &[&narrow]), "a lake of the narrow schema");
+    let out = convert(&small, &[&wide]);
+    assert!(!out.status.success());
+    let msg = common::cli::text(&out.stderr);
+    for part in [
+        "schema=zeek.conn",
+        "column extra is not in the files",
+        "new directory",
+    ] {
+        assert!(msg.contains(part), "{part}: {msg}");
+    }
+    assert_eq!(tree(&small).len(), 1, "{:?}", tree(&small));
 }

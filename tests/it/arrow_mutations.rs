@@ -82,7 +82,7 @@ fn damaged_parquet_files_are_errors_not_panics() {
     lake.close().unwrap();
     let path = tmp
         .path()
-        .join("schema=zeek.m/date=2009-11-18/part-00000.parquet");
+        .join("schema=zeek.m/day=2009-11-18/part-00000.parquet");
     let good = std::fs::read(path).unwrap();
     for m in mutations(&good, 1000) {
         let _ = decode_chunks(&mut ParquetDecoder::new(ReaderOptions::new("m")), [&m]);

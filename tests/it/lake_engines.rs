@@ -377,3 +377,324 @@ fn a_lake_imported_and_exported_again_is_the_same_lake() {
         assert!(a == b, "{schema}: the events differ");
     }
 }
+
+/// Whether python3 can import every engine of `tests/engines/engines_lake.py`; `false` after a
+/// note outside CI.
+///
+/// # Panics
+/// When they are missing and `CI=true`.
+fn all_engines_present() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pyarrow, duckdb, polars, datafusion"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let note = "python3 with pyarrow, duckdb, polars and datafusion not found \
+                    (pip install pyarrow duckdb polars datafusion)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but {note}: .ci/run installs them");
+        }
+        eprintln!("note: {note}: skipping this test");
+    }
+    ok
+}
+
+/// Every log of the corpus: the TSV logs, the JSON log, the unit logs.
+fn corpus_logs(corpus: &Path) -> Vec<String> {
+    let mut logs: Vec<String> = Vec::new();
+    for dir in [corpus.to_path_buf(), corpus.join("unit")] {
+        let mut here: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().to_string();
+                n.ends_with(".log") || n.ends_with(".log.gz") || n.ends_with(".json")
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        here.sort();
+        logs.extend(here);
+    }
+    logs
+}
+
+/// The archive of the whole corpus and its lake (`weir export --to parquet`), made once per
+/// run of the test binary: (temporary directory, archive, lake).
+fn corpus_lake() -> Option<&'static (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf)> {
+    static LAKE: std::sync::OnceLock<
+        Option<(tempfile::TempDir, std::path::PathBuf, std::path::PathBuf)>,
+    > = std::sync::OnceLock::new();
+    LAKE.get_or_init(|| {
+        let corpus = common::corpus::dir()?;
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("db");
+        let logs = corpus_logs(&corpus);
+        let mut args = vec!["import", "-q", "--db", db.to_str().unwrap()];
+        args.extend(logs.iter().map(String::as_str));
+        ok(&run(&args), "import the corpus");
+        let lake = tmp.path().join("lake");
+        ok(
+            &run(&[
+                "export",
+                "--db",
+                db.to_str().unwrap(),
+                "--to",
+                "parquet",
+                "--output",
+                lake.to_str().unwrap(),
+            ]),
+            "export --to parquet",
+        );
+        Some((tmp, db, lake))
+    })
+    .as_ref()
+}
+
+/// The Parquet files under `dir`, sorted.
+fn parquet_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The count of events `expr` matches in `db`, by weir's own query engine.
+fn weir_count(db: &Path, expr: &str) -> u64 {
+    let out = run(&["count", "--db", db.to_str().unwrap(), expr]);
+    ok(&out, expr).trim().parse().unwrap()
+}
+
+/// The five answers per schema, from the archive's values (not weir's query engine): rows,
+/// `duration` over ten minutes, `id.resp_p` 53, `ts` in [from, to), `uid` equal to `uid`;
+/// null where the schema lacks the field.
+fn five_answers(db: &Path, from_ns: i64, to_ns: i64, uid: &str) -> BTreeMap<String, [Json; 5]> {
+    let archive = Archive::open(db).unwrap();
+    let mut out: BTreeMap<String, [Json; 5]> = BTreeMap::new();
+    for b in archive.scan() {
+        let b = b.unwrap();
+        let schema = b.schema().clone();
+        let pos = |name: &str| schema.fields.iter().position(|f| f.name == name);
+        let (dur, resp, ts, uidf) = (pos("duration"), pos("id.resp_p"), pos("ts"), pos("uid"));
+        let entry = out
+            .entry(schema.name.clone())
+            .or_insert_with(|| [json!(0), Json::Null, Json::Null, Json::Null, Json::Null]);
+        // A field any schema of the name has is a column of its partition: count from 0.
+        for (k, p) in [(1, dur), (2, resp), (3, ts), (4, uidf)] {
+            if p.is_some() && entry[k].is_null() {
+                entry[k] = json!(0);
+            }
+        }
+        let bump = |v: &mut Json| *v = json!(v.as_u64().unwrap() + 1);
+        for row in b.to_batch().to_values().unwrap() {
+            bump(&mut entry[0]);
+            let at = |p: Option<usize>| p.map(|i| &row[i]);
+            let long = match at(dur) {
+                Some(Value::Interval(ns)) => *ns > 600_000_000_000,
+                Some(Value::Double(s)) => *s > 600.0,
+                Some(Value::Count(n)) => *n > 600,
+                _ => false,
+            };
+            if long {
+                bump(&mut entry[1]);
+            }
+            if matches!(at(resp), Some(Value::Port(53) | Value::Count(53))) {
+                bump(&mut entry[2]);
+            }
+            if matches!(at(ts), Some(Value::Time(t)) if (from_ns..to_ns).contains(t)) {
+                bump(&mut entry[3]);
+            }
+            if matches!(at(uidf), Some(Value::String(u)) if u == uid.as_bytes()) {
+                bump(&mut entry[4]);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_corpus_lake_has_one_schema_per_partition_and_one_type_per_field_name() {
+    let Some((_, _, lake)) = corpus_lake() else {
+        return;
+    };
+    let mut partitions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut types: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for f in parquet_files(lake) {
+        let file = std::fs::File::open(&f).unwrap();
+        let arrow = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .schema()
+            .clone();
+        let rel = f.strip_prefix(lake).unwrap().to_string_lossy().to_string();
+        let partition = rel.split('/').next().unwrap().to_string();
+        partitions
+            .entry(partition)
+            .or_default()
+            .push(format!("{:?}", arrow.fields()));
+        for field in arrow.fields() {
+            types
+                .entry(field.name().clone())
+                .or_default()
+                .insert(field.data_type().to_string());
+            if field.metadata().get("zeek.type").map(String::as_str) == Some("interval") {
+                assert_eq!(field.data_type().to_string(), "Float64", "{rel}");
+            }
+        }
+    }
+    assert!(partitions.len() > 30, "{}", partitions.len());
+    for (p, schemas) in &partitions {
+        assert!(
+            schemas.windows(2).all(|w| w[0] == w[1]),
+            "{p}: several schemas"
+        );
+    }
+    for (name, t) in &types {
+        assert_eq!(t.len(), 1, "field {name} has the types {t:?}");
+    }
+}
+
+#[test]
+fn duckdb_polars_datafusion_and_pyarrow_load_the_corpus_lake_per_partition_and_whole() {
+    let Some((tmp, db, lake)) = corpus_lake() else {
+        return;
+    };
+    if !all_engines_present() {
+        return;
+    }
+    // A uid of the corpus (its first conn event), and an hour of 2009-11-18.
+    let first = run(&[
+        "export",
+        "--db",
+        db.to_str().unwrap(),
+        "--to",
+        "json",
+        "-n",
+        "1",
+        "#type == \"zeek.conn\"",
+    ]);
+    let first: Json = serde_json::from_str(ok(&first, "export").lines().next().unwrap()).unwrap();
+    let uid = first["uid"].as_str().unwrap().to_string();
+    let (from, to) = ("2009-11-18T10:00:00Z", "2009-11-18T11:00:00Z");
+    let from_ns = 1_258_538_400_000_000_000;
+    let to_ns = from_ns + 3_600_000_000_000;
+    let answers = five_answers(db, from_ns, to_ns, &uid);
+    // The totals agree with weir's own queries.
+    let total = |k: usize| -> u64 { answers.values().map(|a| a[k].as_u64().unwrap_or(0)).sum() };
+    assert_eq!(total(1), weir_count(db, "duration > 10min"));
+    assert_eq!(total(2), weir_count(db, "id.resp_p == 53"));
+    assert_eq!(
+        total(3),
+        weir_count(db, "ts >= 2009-11-18T10:00:00 && ts < 2009-11-18T11:00:00")
+    );
+    assert_eq!(total(4), weir_count(db, &format!("uid == \"{uid}\"")));
+    assert!(total(1) > 0 && total(2) > 0 && total(3) > 0 && total(4) > 0);
+    let schemas: Map<String, Json> = answers
+        .iter()
+        .map(|(s, a)| {
+            let keys = ["rows", "duration", "resp_p", "range", "uid"];
+            let m: Map<String, Json> = keys
+                .iter()
+                .zip(a)
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            (s.clone(), Json::Object(m))
+        })
+        .collect();
+    let want = tmp.path().join("five.json");
+    let expected = json!({"uid": uid, "from": from, "to": to, "schemas": schemas});
+    std::fs::write(&want, serde_json::to_vec(&expected).unwrap()).unwrap();
+    let script = common::root().join("tests/engines/engines_lake.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&want)
+        .arg(lake)
+        .output()
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{report}");
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains(": 0 problems"), "{report}");
+}
+
+#[test]
+fn parquet_written_by_pyarrow_duckdb_and_polars_with_their_defaults_imports() {
+    if !all_engines_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let script = common::root().join("tests/engines/write_foreign.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What the script wrote, as weir's JSON writer gives it (the name of a schema without
+    // metadata is that of the source's default, `zeek.json`).
+    let want = [
+        r#"{"_path":"json","ts":"2024-01-01T00:00:00.123456Z","uid":"Ca","n":1,"x":1.5,"tags":["a","b"]}"#,
+        r#"{"_path":"json","ts":"2024-01-02T00:00:00.000000Z","uid":"Cb","n":2,"tags":[]}"#,
+        r#"{"_path":"json","n":3,"x":-2.25}"#,
+    ];
+    for name in [
+        "pyarrow-snappy",
+        "pyarrow-gzip",
+        "pyarrow-lz4",
+        "pyarrow-zstd",
+        "duckdb",
+        "polars",
+    ] {
+        let file = tmp.path().join(format!("{name}.parquet"));
+        let got = ok(
+            &run(&["convert", "--to", "json", file.to_str().unwrap()]),
+            name,
+        );
+        let got: Vec<&str> = got.lines().collect();
+        assert_eq!(got, want, "{name}");
+        // And into an archive.
+        let db = tmp.path().join(format!("db-{name}"));
+        ok(
+            &run(&[
+                "import",
+                "-q",
+                "--db",
+                db.to_str().unwrap(),
+                file.to_str().unwrap(),
+            ]),
+            name,
+        );
+        assert_eq!(weir_count(&db, "n >= 1"), 3, "{name}");
+    }
+    // A file that claims zeek.conn with `ts` as text is refused, naming the file, the column
+    // and both types.
+    let bad = tmp.path().join("claims-conn.parquet");
+    let out = run(&["convert", "--to", "json", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let msg = common::cli::text(&out.stderr);
+    for part in [
+        "claims-conn.parquet",
+        "field ts",
+        "zeek.conn",
+        "time",
+        "Utf8",
+    ] {
+        assert!(msg.contains(part), "{part}: {msg}");
+    }
+}

@@ -59,11 +59,12 @@ fn infers_every_type_and_flattens() {
             "ts:time",
             "uid:string",
             "id.orig_h:addr",
-            "id.orig_p:count",
+            // Zeek's field conventions: `*_p` are ports, `duration` an interval.
+            "id.orig_p:port",
             "id.resp_h:addr",
-            "id.resp_p:count",
+            "id.resp_p:port",
             "proto:string",
-            "duration:double",
+            "duration:interval",
             "neg:int",
             "big:count",
             "huger:double",
@@ -82,8 +83,8 @@ fn infers_every_type_and_flattens() {
     assert_eq!(row[0], Value::Time(1_258_531_221_486_539_000));
     assert_eq!(row[2], Value::Addr(addr("192.168.1.102")));
     assert_eq!(row[4], Value::Addr(addr("2001:db8::1")));
-    assert_eq!(row[5], Value::Count(67));
-    assert_eq!(row[7], Value::Double(0.16382));
+    assert_eq!(row[5], Value::Port(67));
+    assert_eq!(row[7], Value::Interval(163_820_000));
     assert_eq!(row[8], Value::Int(-7));
     assert_eq!(row[9], Value::Count(u64::MAX));
     assert_eq!(row[10], Value::Double(18446744073709551616.0));
@@ -424,8 +425,8 @@ fn omitted_fields_start_new_schemas_unless_absent_as_unset() {
     assert_eq!(
         rows,
         [
-            vec![t(1), s("a"), s("dns"), Value::Double(0.5)],
-            vec![t(2), s("b"), Value::Null, Value::Double(0.25)],
+            vec![t(1), s("a"), s("dns"), Value::Interval(500_000_000)],
+            vec![t(2), s("b"), Value::Null, Value::Interval(250_000_000)],
             vec![t(3), s("c"), Value::Null, Value::Null],
             vec![t(4), s("d"), s("http"), Value::Null],
         ]

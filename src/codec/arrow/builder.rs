@@ -5,16 +5,14 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
-use arrow_array::types::{
-    DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
-};
+use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type};
 use arrow_array::{
     ArrayRef, ArrowPrimitiveType, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{FieldRef, Schema as ArrowSchema};
 
-use super::schema::arrow_schema;
+use super::schema::{arrow_schema, interval_seconds};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::{push_addr, push_subnet};
 use crate::segment::Columns;
@@ -206,7 +204,8 @@ enum Scalar {
     Int(Fixed<Int64Type>),
     Double(Fixed<Float64Type>),
     Time(Fixed<TimestampNanosecondType>),
-    Interval(Fixed<DurationNanosecondType>),
+    /// Seconds ([`interval_seconds`]).
+    Interval(Fixed<Float64Type>),
     Port(Fixed<UInt16Type>),
     /// `string`, `enum`, `pattern`, `file`.
     Text(TextColumn),
@@ -259,7 +258,7 @@ impl Scalar {
             Scalar::Count(b) => b.append_value(r.uint(m, ty)?),
             Scalar::Int(b) => b.append_value(r.int(m, ty)?),
             Scalar::Time(b) => b.append_value(r.int(m, ty)?),
-            Scalar::Interval(b) => b.append_value(r.int(m, ty)?),
+            Scalar::Interval(b) => b.append_value(interval_seconds(r.int(m, ty)?)),
             Scalar::Port(b) => {
                 let p = r.uint(m, ty)?;
                 b.append_value(u16::try_from(p).map_err(|_| r.unexpected(m, ty))?)
@@ -317,7 +316,7 @@ impl Scalar {
             Scalar::Count(b) => each!(b, m => b.append_value(r.uint(m, ty)?)),
             Scalar::Int(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
             Scalar::Time(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
-            Scalar::Interval(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
+            Scalar::Interval(b) => each!(b, m => b.append_value(interval_seconds(r.int(m, ty)?))),
             Scalar::Text(b) => each!(b, m => {
                 b.values.extend_from_slice(r.bin(m, ty)?);
                 b.end_value();

@@ -5,27 +5,54 @@
 //! ```text
 //! DIR/
 //!   schema=zeek.conn/
-//!     date=2009-11-18/
+//!     day=2009-11-18/
 //!       part-00000.parquet
 //!       part-00001.parquet           the next file once part-00000 reached max_file_size
 //!   schema=zeek.dns/
-//!     date=2009-11-18/part-00000.parquet
-//!     date=__HIVE_DEFAULT_PARTITION__/part-00000.parquet     events without a ts
+//!     day=2009-11-18/part-00000.parquet
+//!     day=__HIVE_DEFAULT_PARTITION__/part-00000.parquet     events without a ts
 //! ```
-//! - **Partitions.** `schema` is the weir schema name, `date` the UTC day of the event's `ts`
+//! - **Partitions.** `schema` is the weir schema name, `day` the UTC day of the event's `ts`
 //!   (the first `ts` field of type `time`); an event without one goes to
 //!   `__HIVE_DEFAULT_PARTITION__`, Hive's and Spark's name for a null partition value. Engines
-//!   reading the directory with Hive partitioning get `schema` and `date` as two more columns.
-//! - **Files.** Each file holds events of one schema (the same field list) in arrival order,
-//!   with the Arrow schema of [`super::schema`] (Zeek type names in the field metadata).
-//!   A file is closed, and the partition's next file begun, when its size reaches
+//!   reading the directory with Hive partitioning get `schema` and `day` as two more columns.
+//!   (`day`, not `date`: Zeek's smtp.log has a field `date`, which an engine reading with Hive
+//!   partitioning would silently replace by the partition's value; no Zeek log has a field
+//!   `schema` or `day`.)
+//! - **One schema per `schema=` partition.** Every file of a `schema=` partition has one
+//!   Arrow schema (that of [`super::schema`], Zeek type names in the field metadata): the
+//!   union of the fields of the weir schemas of that name, a field's values null in the rows
+//!   of a schema without it, and one type per field name across the lake (the rules are in
+//!   [`super::union`]). So each partition reads as one table in every engine, without
+//!   `union_by_name`, and the whole lake with it (or the engine's equivalent). How the union
+//!   is known:
+//!   - `weir export` declares the archive's schemas before the first row
+//!     ([`LakeWriter::declare`]): the files have the union from the start.
+//!   - `weir convert --to parquet` and the `parquet` sink learn the schemas as they read:
+//!     a partition's files get the schema of its first events, and when events of the name
+//!     come with fields the files lack, the files written so far by this writer are rewritten
+//!     with the larger schema when it completes (a batch at a time, each into a temporary
+//!     renamed over the file). The lake is complete, one schema per partition, once the
+//!     command ends (the sink: once the pipeline stops).
+//!   - Appending to a lake (a second export, a restarted pipeline): when a partition already
+//!     holds files, their schema is kept; events whose fields fit it (a subset, types equal
+//!     or widening) are written with it, the rest is null. Events with a field the files lack,
+//!     or of a type that does not fit, are refused with an error naming the partition and the
+//!     column: write them to a new directory (files written earlier are never rewritten).
+//!   - Across schema names, `weir export` gives a field name one type in the whole lake
+//!     (the union over the archive's schemas); a convert or sink, which cannot know the
+//!     schemas to come, relies on Zeek's field conventions for that (a `*_p` number is a
+//!     port whether typed or inferred: [`crate::codec::zeek::schema::number_kind`]).
+//!   - Schemas of one name with a field whose types have no union (a `bool` and a `count`)
+//!     are refused for a partition begun by a convert or sink; `weir export` writes such a
+//!     name with a schema per field list, as before, and warns.
+//! - **Files.** A file is closed, and the partition's next file begun, when its size reaches
 //!   `max_file_size` (checked after each row group: the file ends with the row group that
-//!   made it reach the size, whatever record batches the rows came in), when a schema of the
-//!   same name with other fields arrives for the same partition, when more than
-//!   [`LakeWriter::MAX_OPEN_FILES`] files are open (the least recently written is closed), and
-//!   at the end. Part numbers continue after the highest one
-//!   already in the directory, so a second export or a restarted pipeline adds files and never
-//!   replaces one.
+//!   made it reach the size, whatever record batches the rows came in), when the partition's
+//!   schema grows (above), when more than [`LakeWriter::MAX_OPEN_FILES`] files are open (the
+//!   least recently written is closed), and at the end. Rows of the schemas of one name share
+//!   files, in arrival order. Part numbers continue after the highest one already in the
+//!   directory, so a second export or a restarted pipeline adds files and never replaces one.
 //! - **Parquet.** zstd-compressed (level `compression_level`), row groups of
 //!   `row_group_size` rows (the last of a file fewer), plain encoding in data pages of up to
 //!   1 MiB, column statistics (engines skip row groups by min/max). No dictionary
@@ -54,7 +81,7 @@
 //!   peak is 50 MB for 0.85 M events and 61 MB for 8.5 M (57 MB at 2.1 M, 59 MB at 4.2 M), the
 //!   rest being the footer's metadata, per row group.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -63,10 +90,14 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use arrow_array::RecordBatch;
+use arrow_schema::Schema as ArrowSchema;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::builder::ArrowBuilder;
 use super::parallel::LakeRows;
 use super::parquet_file::ParquetFile;
+use super::schema::{arrow_schema, zeek_schema};
+use super::union::{conform, fits, lake_schemas, misfit, Conflict};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::civil_from_days;
 use crate::fs::{commit_file, create_dirs, FsError};
@@ -100,9 +131,12 @@ pub struct LakeSummary {
 
 /// A partition (schema, day) with its builder and open file.
 struct Partition {
+    /// The schema of the rows being built (one of those the partition's schema unites).
     schema: SchemaRef,
     day: Option<i64>,
     dir: PathBuf,
+    /// The Arrow schema of the partition's files.
+    target: Arc<ArrowSchema>,
     builder: ArrowBuilder,
     file: Option<ParquetFile>,
     last_use: u64,
@@ -116,6 +150,19 @@ pub struct LakeWriter {
     parts: Vec<Partition>,
     /// Next part number of each partition directory.
     next_part: HashMap<PathBuf, u32>,
+    /// The lake's Arrow schema of each schema name declared ahead ([`LakeWriter::declare`]).
+    declared: HashMap<String, Arc<ArrowSchema>>,
+    /// The Arrow schema of the files of each schema name written to (its `schema=`
+    /// partition).
+    name_target: HashMap<String, Arc<ArrowSchema>>,
+    /// Declared schema names whose schemas have no union: each field list has its own
+    /// Arrow schema (kept here, shared by its files).
+    conflicted: HashMap<String, Vec<(SchemaRef, Arc<ArrowSchema>)>>,
+    /// Schema names whose partition held files before this writer: their schema is fixed.
+    preexisting: HashSet<String>,
+    /// The files completed (schema name, directory, file name) with their Arrow schema:
+    /// those of a schema other than their name's final one are rewritten at the end.
+    written: Vec<(String, PathBuf, String, Arc<ArrowSchema>)>,
     clock: u64,
     summary: LakeSummary,
 }
@@ -138,14 +185,14 @@ pub(super) fn day_of(ns: i64) -> i64 {
     ns.div_euclid(DAY_NS)
 }
 
-/// The partition directory name of a day (`date=2009-11-18`), or of no day.
+/// The partition directory name of a day (`day=2009-11-18`), or of no day.
 fn date_dir(day: Option<i64>) -> String {
     match day {
         Some(d) => {
             let (y, m, dd) = civil_from_days(d);
-            format!("date={y:04}-{m:02}-{dd:02}")
+            format!("day={y:04}-{m:02}-{dd:02}")
         }
-        None => "date=__HIVE_DEFAULT_PARTITION__".to_string(),
+        None => "day=__HIVE_DEFAULT_PARTITION__".to_string(),
     }
 }
 
@@ -180,6 +227,41 @@ pub(super) fn row_day(
     ts_index: Option<usize>,
 ) -> Option<i64> {
     ts_index.and_then(|t| row_ts(row, schema, t)).map(day_of)
+}
+
+/// The Arrow schema of the files already in the `schema=` partition `dir` (that of the
+/// highest-numbered `part-NNNNN.parquet` of its first `day=` directory that has one: the
+/// lake keeps one schema per partition), `None` when it has none.
+fn existing_schema(dir: &Path) -> Result<Option<Arc<ArrowSchema>>, ArrowCodecError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let mut days: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    days.sort();
+    let Some((day, last)) = days
+        .into_iter()
+        .map(|d| {
+            let n = first_free_part(&d);
+            (d, n)
+        })
+        .find(|(_, n)| *n > 0)
+    else {
+        return Ok(None);
+    };
+    let path = day.join(format!("part-{:05}.parquet", last - 1));
+    let file = File::open(&path).map_err(|e| FsError::new("open", &path, e))?;
+    let schema = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| ArrowCodecError::Partition {
+            dir: dir.to_path_buf(),
+            problem: format!("cannot read the schema of {}: {e}", path.display()),
+        })?
+        .schema()
+        .clone();
+    Ok(Some(schema))
 }
 
 /// The highest `part-NNNNN.parquet` number in `dir`, plus one (0 for none).
@@ -224,6 +306,11 @@ impl LakeWriter {
             props: Arc::new(props),
             parts: Vec::new(),
             next_part: HashMap::new(),
+            declared: HashMap::new(),
+            name_target: HashMap::new(),
+            conflicted: HashMap::new(),
+            preexisting: HashSet::new(),
+            written: Vec::new(),
             clock: 0,
             summary: LakeSummary::default(),
         })
@@ -232,6 +319,20 @@ impl LakeWriter {
     /// What was written so far (files: completed ones).
     pub fn summary(&self) -> &LakeSummary {
         &self.summary
+    }
+
+    /// Declares the schemas to come (`weir export` knows them from the archive's catalog):
+    /// the files of each schema name get the union of its schemas' fields from the start, with
+    /// one type per field name across the lake ([`super::union::lake_schemas`]). Returns the
+    /// schema names whose schemas have a field without a common type (their partitions are
+    /// written with a schema per field list, as files of one schema each).
+    pub fn declare(&mut self, schemas: &[SchemaRef]) -> Vec<(String, Conflict)> {
+        let (united, conflicts) = lake_schemas(schemas);
+        self.declared.extend(united);
+        for (name, _) in &conflicts {
+            self.conflicted.entry(name.clone()).or_default();
+        }
+        conflicts
     }
 
     /// Appends rows of `schema` (msgpack rows, see [`crate::value`]) to their partitions.
@@ -310,10 +411,21 @@ impl LakeWriter {
             .dir
             .join(schema_dir(&schema.name))
             .join(date_dir(day));
-        // Another field list of the same name in this partition: its file ends here.
+        let target = self.target(schema)?;
         if let Some(i) = self.parts.iter().position(|p| p.dir == dir) {
+            if Arc::ptr_eq(&self.parts[i].target, &target) {
+                // Another schema of the name, whose rows go into the same file.
+                self.write_batch(i)?;
+                let part = &mut self.parts[i];
+                part.schema = schema.clone();
+                part.builder = ArrowBuilder::new(schema.clone());
+                part.last_use = clock;
+                return Ok(i);
+            }
+            // The partition's schema grew: its file ends here.
             self.close_partition(i)?;
         }
+        self.name_target.insert(schema.name.clone(), target.clone());
         if self.parts.len() >= Self::MAX_OPEN_FILES {
             if let Some(i) = self
                 .parts
@@ -329,11 +441,77 @@ impl LakeWriter {
             schema: schema.clone(),
             day,
             dir,
+            target,
             builder: ArrowBuilder::new(schema.clone()),
             file: None,
             last_use: clock,
         });
         Ok(self.parts.len() - 1)
+    }
+
+    /// The Arrow schema of the files of the `schema=` partition of `schema`'s name for rows
+    /// of `schema`: the one its files have so far when `schema` fits it; else, for a
+    /// partition begun by this writer, the union of the two (the files written before are
+    /// rewritten at the end); for a new partition the declared one of the schema's name, or
+    /// the schema's own, or, when the directory already holds files, theirs (which it must
+    /// fit).
+    fn target(&mut self, schema: &SchemaRef) -> Result<Arc<ArrowSchema>, ArrowCodecError> {
+        if let Some(own) = self.conflicted.get_mut(&schema.name) {
+            if let Some((_, a)) = own.iter().find(|(s, _)| **s == **schema) {
+                return Ok(a.clone());
+            }
+            let a = Arc::new(arrow_schema(schema));
+            own.push((schema.clone(), a.clone()));
+            return Ok(a);
+        }
+        let dir = self.options.dir.join(schema_dir(&schema.name));
+        let refuse = |problem: String| ArrowCodecError::Partition {
+            dir: dir.clone(),
+            problem,
+        };
+        if let Some(t) = self.name_target.get(&schema.name) {
+            if fits(schema, t) {
+                return Ok(t.clone());
+            }
+            if self.preexisting.contains(&schema.name) {
+                let why = misfit(&arrow_schema(schema), t).unwrap_or_default();
+                return Err(refuse(format!(
+                    "its files, written before, have another schema than the events of {} \
+                     ({why}); write to a new directory (or export the whole archive into an \
+                     empty one)",
+                    schema.name
+                )));
+            }
+            let old = zeek_schema(t, &schema.name)?.into_shared();
+            let (mut united, conflicts) = lake_schemas(&[old, schema.clone()]);
+            if let Some((_, c)) = conflicts.first() {
+                return Err(refuse(format!(
+                    "{c} (schemas of {} in one partition need one type per field); import \
+                     into an archive and export from there, or write the schemas to separate \
+                     directories",
+                    schema.name
+                )));
+            }
+            return united
+                .remove(&schema.name)
+                .ok_or_else(|| refuse("no united schema".into()));
+        }
+        let mine = match self.declared.get(&schema.name) {
+            Some(t) if fits(schema, t) => t.clone(),
+            _ => Arc::new(arrow_schema(schema)),
+        };
+        let Some(existing) = existing_schema(&dir)? else {
+            return Ok(mine);
+        };
+        self.preexisting.insert(schema.name.clone());
+        match misfit(&mine, &existing) {
+            None => Ok(existing),
+            Some(why) => Err(refuse(format!(
+                "its files, written before, have another schema than the events of {} ({why}); \
+                 write to a new directory (or export the whole archive into an empty one)",
+                schema.name
+            ))),
+        }
     }
 
     /// Writes the rows built for partition `index` as a record batch into its files.
@@ -355,6 +533,7 @@ impl LakeWriter {
         index: usize,
         rb: &RecordBatch,
     ) -> Result<(), ArrowCodecError> {
+        let rb = &conform(rb, &self.parts[index].target)?;
         let mut offset = 0;
         while offset < rb.num_rows() {
             let file = self.open_file(index)?;
@@ -387,13 +566,7 @@ impl LakeWriter {
         *n = n.saturating_add(1);
         let tmp = part.dir.join(format!(".{name}.tmp"));
         let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
-        let file = ParquetFile::create(
-            file,
-            tmp,
-            name,
-            part.builder.arrow_schema().clone(),
-            &self.props,
-        )?;
+        let file = ParquetFile::create(file, tmp, name, part.target.clone(), &self.props)?;
         Ok(part.file.insert(file))
     }
 
@@ -407,6 +580,12 @@ impl LakeWriter {
         let (tmp, name) = (open.tmp.clone(), open.name.clone());
         let file = open.finish()?;
         let path = commit_file(&file, &tmp, &part.dir, &name, true)?;
+        self.written.push((
+            part.schema.name.clone(),
+            part.dir.clone(),
+            name,
+            part.target.clone(),
+        ));
         self.summary.files += 1;
         self.summary.bytes += std::fs::metadata(&path).map_or(0, |m| m.len());
         Ok(())
@@ -426,6 +605,63 @@ impl LakeWriter {
         while !self.parts.is_empty() {
             self.close_partition(self.parts.len() - 1)?;
         }
+        // Files written before their partition's schema grew get the final one.
+        for (schema_name, dir, name, schema) in std::mem::take(&mut self.written) {
+            let Some(target) = self.name_target.get(&schema_name).cloned() else {
+                continue;
+            };
+            if !Arc::ptr_eq(&schema, &target) && !self.conflicted.contains_key(&schema_name) {
+                self.rewrite(&dir, &name, &target)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites the completed file `dir/name` with the Arrow schema `target` (which its own
+    /// fits): a batch at a time into a temporary, renamed over it once complete.
+    fn rewrite(
+        &mut self,
+        dir: &Path,
+        name: &str,
+        target: &Arc<ArrowSchema>,
+    ) -> Result<(), ArrowCodecError> {
+        let path = dir.join(name);
+        let old_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let input = File::open(&path).map_err(|e| FsError::new("open", &path, e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(input)?
+            .with_batch_size(Self::BATCH_ROWS)
+            .build()?;
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+        let mut out = ParquetFile::create(
+            file,
+            tmp.clone(),
+            name.to_string(),
+            target.clone(),
+            &self.props,
+        )?;
+        let result = (|| {
+            for rb in reader {
+                let rb = conform(&rb?, target)?;
+                let mut offset = 0;
+                while offset < rb.num_rows() {
+                    let n = (rb.num_rows() - offset).min(out.rows_to_group_end());
+                    out.write(&rb.slice(offset, n))?;
+                    offset += n;
+                }
+            }
+            out.finish()
+        })();
+        let file = match result {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        let path = commit_file(&file, &tmp, dir, name, true)?;
+        let new_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        self.summary.bytes = (self.summary.bytes + new_size).saturating_sub(old_size);
         Ok(())
     }
 

@@ -17,7 +17,7 @@
 //! | Zeek | Arrow | Parquet (as arrow-rs writes it) |
 //! | --- | --- | --- |
 //! | `time` | `timestamp[ns, tz=UTC]` | INT64, TIMESTAMP(NANOS, UTC) |
-//! | `interval` | `duration[ns]` | INT64 (the Arrow type is restored from the stored Arrow schema) |
+//! | `interval` | `float64`: seconds ([`schema::interval_seconds`]) | DOUBLE |
 //! | `count` | `uint64` | INT64, UINT_64 |
 //! | `int` | `int64` | INT64 |
 //! | `double` | `float64` | DOUBLE |
@@ -35,8 +35,12 @@
 //! back uses them, so `enum`, `addr`, `set` and `interval` come back as such and a file
 //! round-trips to Zeek TSV (`weir convert --to zeek-tsv lake/.../part-00000.parquet`).
 //! A file without this metadata (written by another tool) is read by its Arrow types (the
-//! inverse of the table on exactly those types, strings as `string`, lists as `vector`) under
-//! the schema name of the source's `json_schema`.
+//! inverse of the table on exactly those types, timestamps of any unit as `time`, strings as
+//! `string`, lists as `vector`) under the schema name of the source's `json_schema`; one whose
+//! schema name is that of a shipped Zeek log takes that log's types where its columns hold
+//! them and is refused, naming the column, where they cannot
+//! ([`schema::claimed_zeek_schema`]). Parquet compressed with zstd, snappy, gzip or lz4
+//! reads (other tools' defaults are snappy).
 //!
 //! **Strings.** Zeek strings are bytes. Valid UTF-8 is kept as it is (lossless); each byte of
 //! an invalid sequence becomes the four characters `\xHH` (lowercase hex), the same text the
@@ -44,6 +48,13 @@
 //! it is read back as text, not as the byte.
 //!
 //! **Ports** are at most 65535 (the readers refuse more), so `uint16` holds every one.
+//!
+//! **Intervals** are seconds as `float64` in the lake and in Arrow IPC alike, so that
+//! `duration > 600` means ten minutes in every engine (DuckDB, Polars, DataFusion, Spark
+//! read a Parquet `duration[ns]` as a bare integer of nanoseconds). The `zeek.type`
+//! metadata (`interval`) makes weir read them back as intervals, exactly for every interval
+//! Zeek writes (microseconds, below 31 years: [`schema::interval_seconds`]). A column of
+//! `duration[ns]` with `zeek.type` `interval` (lakes of earlier weir versions) still reads.
 
 mod builder;
 pub mod ipc;
@@ -54,6 +65,7 @@ mod parquet_read;
 mod read;
 pub mod schema;
 mod sink;
+pub mod union;
 
 pub use builder::{push_escaped_utf8, ArrowBuilder};
 pub use ipc::{ArrowIpcDecoder, ArrowIpcWriter};
@@ -133,6 +145,14 @@ pub enum ArrowCodecError {
     /// A thread converting rows to Arrow stopped on a bug (a panic): its rows are lost.
     #[error("a thread converting rows to arrow failed; its rows are lost")]
     Worker,
+    /// A lake partition cannot take the events given (its files have another schema).
+    #[error("cannot write to the lake partition {}: {problem}", dir.display())]
+    Partition {
+        /// The partition's directory.
+        dir: std::path::PathBuf,
+        /// Why, and what to do.
+        problem: String,
+    },
     /// A file or directory of the lake could not be written.
     #[error(transparent)]
     Fs(#[from] crate::fs::FsError),

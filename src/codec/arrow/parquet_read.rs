@@ -9,16 +9,49 @@
 use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use tokio_util::codec::Decoder;
 
 use super::read::record_batch_to_batches;
-use super::schema::zeek_schema;
+use super::schema::claimed_zeek_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
+use crate::codec::zeek::schema::ZeekSchemas;
 use crate::codec::ReaderOptions;
 use crate::error::{ParseError, ReadError};
 use crate::types::SchemaRef;
+
+/// `t` with every large or view string type (in lists too) as `utf8`.
+fn plain_string_type(t: &DataType) -> DataType {
+    match t {
+        DataType::LargeUtf8 | DataType::Utf8View => DataType::Utf8,
+        DataType::List(f) | DataType::LargeList(f) => DataType::List(Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(plain_string_type(f.data_type())),
+        )),
+        other => other.clone(),
+    }
+}
+
+/// `schema` with its strings as `utf8` ([`plain_string_type`]), metadata kept.
+fn plain_strings(schema: &ArrowSchema) -> ArrowSchema {
+    let fields: Vec<ArrowField> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            f.as_ref()
+                .clone()
+                .with_data_type(plain_string_type(f.data_type()))
+        })
+        .collect();
+    ArrowSchema::new(fields).with_metadata(schema.metadata().clone())
+}
 
 /// The magic bytes at the start (and end) of a Parquet file.
 pub const PARQUET_MAGIC: &[u8] = b"PAR1";
@@ -78,14 +111,31 @@ impl ParquetDecoder {
         let bytes: Bytes = std::mem::take(&mut self.input).freeze();
         let rows = self.options.batch_rows.max(1);
         let opened = super::guarded(|| {
-            let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
+            let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())?;
+            // Strings as `utf8`, whatever offsets or views the writer's Arrow schema asked for
+            // (Polars writes views).
+            let wanted = plain_strings(builder.schema());
+            let builder = if wanted == **builder.schema() {
+                builder
+            } else {
+                let options = ArrowReaderOptions::new().with_schema(Arc::new(wanted));
+                ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)?
+            };
             let arrow = builder.schema().clone();
             Ok::<_, parquet::errors::ParquetError>((arrow, builder.with_batch_size(rows).build()?))
         })
         .map_err(|why| self.error(None, format!("invalid Parquet file: {why}")))?;
         let (arrow, reader) =
             opened.map_err(|e| self.error(None, format!("invalid Parquet file: {e}")))?;
-        let schema = zeek_schema(&arrow, &self.options.json_default_schema)
+        let builtin;
+        let known = match &self.options.zeek_schemas {
+            Some(k) => Some(&**k),
+            None => {
+                builtin = ZeekSchemas::builtin().ok();
+                builtin.as_deref()
+            }
+        };
+        let schema = claimed_zeek_schema(&arrow, &self.options.json_default_schema, known)
             .map_err(|e| self.codec_error(e))?
             .into_shared();
         self.reader = Some((reader, schema));

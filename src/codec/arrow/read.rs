@@ -4,10 +4,13 @@ use std::net::IpAddr;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
+    DurationNanosecondType, Float64Type, Int64Type, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
 
+use super::schema::interval_from_seconds;
 use super::ArrowCodecError;
 use crate::batch::{Batch, BatchBuilder};
 use crate::codec::zeek::scalar::{parse_addr, parse_subnet};
@@ -20,8 +23,13 @@ enum Col<'a> {
     Count(&'a arrow_array::UInt64Array),
     Int(&'a arrow_array::Int64Array),
     Double(&'a arrow_array::Float64Array),
-    /// `time` and `interval`: nanoseconds.
+    /// `time`, and `interval` as earlier weir versions wrote it: nanoseconds.
     Nanos(&'a [i64]),
+    /// `time` in another unit (other tools write microseconds): the values and nanoseconds
+    /// per unit.
+    Scaled(&'a [i64], i64),
+    /// `interval`: seconds ([`super::schema::interval_seconds`]).
+    Seconds(&'a arrow_array::Float64Array),
     Port(&'a arrow_array::UInt16Array),
     Text(&'a arrow_array::StringArray),
     Addr(&'a arrow_array::StringArray),
@@ -36,14 +44,33 @@ impl<'a> Col<'a> {
             Type::Count => Col::Count(array.as_primitive_opt::<UInt64Type>()?),
             Type::Int => Col::Int(array.as_primitive_opt::<Int64Type>()?),
             Type::Double => Col::Double(array.as_primitive_opt::<Float64Type>()?),
-            Type::Time => Col::Nanos(
-                array
-                    .as_primitive_opt::<TimestampNanosecondType>()?
-                    .values(),
-            ),
-            Type::Interval => {
-                Col::Nanos(array.as_primitive_opt::<DurationNanosecondType>()?.values())
-            }
+            Type::Time => match array.data_type() {
+                DataType::Timestamp(TimeUnit::Microsecond, _) => Col::Scaled(
+                    array
+                        .as_primitive_opt::<TimestampMicrosecondType>()?
+                        .values(),
+                    1_000,
+                ),
+                DataType::Timestamp(TimeUnit::Millisecond, _) => Col::Scaled(
+                    array
+                        .as_primitive_opt::<TimestampMillisecondType>()?
+                        .values(),
+                    1_000_000,
+                ),
+                DataType::Timestamp(TimeUnit::Second, _) => Col::Scaled(
+                    array.as_primitive_opt::<TimestampSecondType>()?.values(),
+                    1_000_000_000,
+                ),
+                _ => Col::Nanos(
+                    array
+                        .as_primitive_opt::<TimestampNanosecondType>()?
+                        .values(),
+                ),
+            },
+            Type::Interval => match array.as_primitive_opt::<Float64Type>() {
+                Some(a) => Col::Seconds(a),
+                None => Col::Nanos(array.as_primitive_opt::<DurationNanosecondType>()?.values()),
+            },
             Type::Port => Col::Port(array.as_primitive_opt::<UInt16Type>()?),
             Type::Addr => Col::Addr(array.as_string_opt::<i32>()?),
             Type::Subnet => Col::Subnet(array.as_string_opt::<i32>()?),
@@ -61,6 +88,14 @@ impl<'a> Col<'a> {
             Col::Int(a) => enc.int(a.value(i)),
             Col::Double(a) => enc.double(a.value(i)),
             Col::Nanos(v) => enc.int(v[i]),
+            Col::Scaled(v, per) => enc.int(
+                v[i].checked_mul(*per)
+                    .ok_or_else(|| format!("{} (beyond the nanoseconds of an i64)", v[i]))?,
+            ),
+            Col::Seconds(a) => {
+                let s = a.value(i);
+                enc.int(interval_from_seconds(s).ok_or_else(|| s.to_string())?)
+            }
             Col::Port(a) => enc.uint(a.value(i) as u64),
             Col::Text(a) => enc.bytes(a.value(i).as_bytes()),
             Col::Addr(a) => {
@@ -132,7 +167,8 @@ pub fn record_batch_to_batches(
     }
     let ts = schema.ts_index();
     let ts_values = ts.and_then(|i| match &columns[i] {
-        Column::Scalar(a, Col::Nanos(v)) => Some((*a, *v)),
+        Column::Scalar(a, Col::Nanos(v)) => Some((*a, *v, 1)),
+        Column::Scalar(a, Col::Scaled(v, per)) => Some((*a, *v, *per)),
         _ => None,
     });
     let max_rows = max_rows.max(1);
@@ -176,7 +212,8 @@ pub fn record_batch_to_batches(
                 ));
             }
         }
-        let ts = ts_values.and_then(|(a, v)| (!a.is_null(row)).then(|| v[row]));
+        let ts = ts_values
+            .and_then(|(a, v, per)| (!a.is_null(row)).then(|| v[row].checked_mul(per)).flatten());
         builder.finish_row(ts);
         if builder.len() >= max_rows {
             out.push(builder.finish());

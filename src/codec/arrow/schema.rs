@@ -15,6 +15,51 @@ pub const ZEEK_TYPE_KEY: &str = "zeek.type";
 /// Schema metadata key holding the weir schema name (`zeek.conn`).
 pub const SCHEMA_NAME_KEY: &str = "zeek.schema";
 
+/// Nanoseconds per second.
+const NS_PER_SEC: f64 = 1e9;
+
+/// An interval (nanoseconds) as the lake and Arrow IPC hold it: seconds, the nearest `f64`.
+/// [`interval_from_seconds`] gives the nanoseconds back exactly whenever their decimal
+/// seconds have at most 15 significant digits (an `f64` keeps those): every interval of whole
+/// microseconds below 10^9 s (31 years; Zeek writes microseconds), every one below 10^6 s
+/// (11 days) to the nanosecond.
+#[inline]
+pub fn interval_seconds(ns: i64) -> f64 {
+    /// Below this many nanoseconds an i64 is an exact f64, and one division rounds correctly.
+    const EXACT: i64 = 1 << 53;
+    if (-EXACT..EXACT).contains(&ns) {
+        return ns as f64 / NS_PER_SEC;
+    }
+    // The decimal text of the seconds, parsed: correctly rounded (rare: beyond 104 days).
+    let (sign, abs) = if ns < 0 {
+        ("-", ns.unsigned_abs())
+    } else {
+        ("", ns.unsigned_abs())
+    };
+    format!("{sign}{}.{:09}", abs / 1_000_000_000, abs % 1_000_000_000)
+        .parse()
+        .unwrap_or(ns as f64 / NS_PER_SEC)
+}
+
+/// The nanoseconds of an interval held as seconds ([`interval_seconds`]): the shortest decimal
+/// text of the `f64` read exactly, so that `interval_from_seconds(interval_seconds(ns)) == ns`
+/// within the range documented there. Values beyond the i64 range of nanoseconds (±292
+/// years) saturate, so the largest and smallest intervals come back as they were; `None` for
+/// NaN and infinities.
+pub fn interval_from_seconds(s: f64) -> Option<i64> {
+    if !s.is_finite() {
+        return None;
+    }
+    // Display of an f64 is its shortest round-trip decimal, never with an exponent.
+    Some(
+        crate::codec::zeek::scalar::parse_json_ns(s.to_string().as_bytes()).unwrap_or(if s > 0.0 {
+            i64::MAX
+        } else {
+            i64::MIN
+        }),
+    )
+}
+
 /// The Arrow type of a Zeek type (see the table in [`crate::codec::arrow`]).
 pub fn arrow_type(ty: &Type) -> DataType {
     match ty {
@@ -23,7 +68,7 @@ pub fn arrow_type(ty: &Type) -> DataType {
         Type::Int => DataType::Int64,
         Type::Double => DataType::Float64,
         Type::Time => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
-        Type::Interval => DataType::Duration(TimeUnit::Nanosecond),
+        Type::Interval => DataType::Float64,
         Type::Port => DataType::UInt16,
         Type::String | Type::Enum | Type::Pattern | Type::File | Type::Addr | Type::Subnet => {
             DataType::Utf8
@@ -59,7 +104,8 @@ fn zeek_type(dt: &DataType) -> Option<Type> {
         DataType::UInt64 => Type::Count,
         DataType::Int64 => Type::Int,
         DataType::Float64 => Type::Double,
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => Type::Time,
+        // Other tools write microseconds (DuckDB, Polars, pyarrow from Python datetimes).
+        DataType::Timestamp(_, _) => Type::Time,
         DataType::Duration(TimeUnit::Nanosecond) => Type::Interval,
         DataType::UInt16 => Type::Port,
         DataType::Utf8 => Type::String,
@@ -95,7 +141,7 @@ pub fn zeek_schema(arrow: &ArrowSchema, default: &str) -> Result<Schema, ArrowCo
                 problem: format!("Arrow type {} has no Zeek type", f.data_type()),
             })?,
         };
-        if !compatible(&arrow_type(&ty), f.data_type()) {
+        if !compatible(&ty, f.data_type()) {
             return Err(ArrowCodecError::Schema {
                 field: f.name().clone(),
                 problem: format!("Zeek type {ty} stored as Arrow type {}", f.data_type()),
@@ -106,12 +152,65 @@ pub fn zeek_schema(arrow: &ArrowSchema, default: &str) -> Result<Schema, ArrowCo
     Ok(Schema::new(name, fields))
 }
 
-/// Whether `got` holds what `want` does, up to names of list items and time zones.
-fn compatible(want: &DataType, got: &DataType) -> bool {
-    match (want, got) {
-        (DataType::List(a), DataType::List(b)) => compatible(a.data_type(), b.data_type()),
-        (DataType::Timestamp(u, _), DataType::Timestamp(v, _)) => u == v,
-        (a, b) => a == b,
+/// The weir schema of an Arrow schema as [`zeek_schema`] reads it, checked against a Zeek log
+/// schema it claims to be: when the name ([`SCHEMA_NAME_KEY`], else `default`) is that of
+/// one of `known` (the shipped ones, `zeek.conn`), each of its columns without Zeek type
+/// metadata (a file written by another tool) that the log schema has takes the log's type
+/// when it holds it (`id.orig_p` of `uint16` is a `port`, `proto` of `utf8` an `enum`),
+/// and is an error naming the column, the type the log has and the Arrow type found when it
+/// cannot (`ts` as text for `zeek.conn`); a file is never imported as a second schema of a
+/// Zeek log's name with a column of another type. Columns the log schema lacks keep their own
+/// types (as [`zeek_schema`]).
+pub fn claimed_zeek_schema(
+    arrow: &ArrowSchema,
+    default: &str,
+    known: Option<&crate::codec::zeek::schema::ZeekSchemas>,
+) -> Result<Schema, ArrowCodecError> {
+    let mut schema = zeek_schema(arrow, default)?;
+    let Some(log) = known.and_then(|k| k.by_name(&schema.name)) else {
+        return Ok(schema);
+    };
+    let log = log.schema();
+    for (f, af) in schema.fields.iter_mut().zip(arrow.fields()) {
+        if af.metadata().contains_key(ZEEK_TYPE_KEY) {
+            continue;
+        }
+        let Some(want) = log.fields.iter().find(|g| g.name == f.name) else {
+            continue;
+        };
+        if compatible(&want.ty, af.data_type()) {
+            f.ty = want.ty.clone();
+        } else {
+            return Err(ArrowCodecError::Schema {
+                field: f.name.clone(),
+                problem: format!(
+                    "the file claims schema {}, whose {} is {} (Arrow {}), but the column is \
+                     Arrow {}",
+                    log.name,
+                    want.name,
+                    want.ty,
+                    arrow_type(&want.ty),
+                    af.data_type()
+                ),
+            });
+        }
+    }
+    Ok(Schema::new(schema.name.clone(), schema.fields))
+}
+
+/// Whether `got` holds values of Zeek type `ty`, up to names of list items and time zones:
+/// its [`arrow_type`], or for `interval` also `duration[ns]` (how earlier weir versions wrote
+/// intervals; such lakes still import).
+fn compatible(ty: &Type, got: &DataType) -> bool {
+    match (ty.element(), got) {
+        (Some(inner), DataType::List(b)) => compatible(inner, b.data_type()),
+        (Some(_), _) => false,
+        (None, got) => match (arrow_type(ty), got) {
+            // Any unit: the reader scales to nanoseconds.
+            (DataType::Timestamp(..), DataType::Timestamp(..)) => true,
+            _ if *ty == Type::Interval && *got == DataType::Duration(TimeUnit::Nanosecond) => true,
+            (a, b) => a == *b,
+        },
     }
 }
 
@@ -152,6 +251,32 @@ mod tests {
             arrow.field(4).data_type().to_string(),
             "Timestamp(ns, \"UTC\")"
         );
+    }
+
+    #[test]
+    fn intervals_come_back_from_seconds_exactly() {
+        for ns in [
+            0,
+            1,
+            -1,
+            163_820_000,
+            1_196_975_041_000,
+            -1_500_000_000,
+            // Microseconds below 10^9 s, and nanoseconds below 10^6 s.
+            999_999_999_999_999_000,
+            -999_999_999_999_999_000,
+            999_999_999_999_999,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            assert_eq!(
+                interval_from_seconds(interval_seconds(ns)),
+                Some(ns),
+                "{ns}"
+            );
+        }
+        assert_eq!(interval_seconds(600_000_000_000), 600.0);
+        assert_eq!(interval_from_seconds(f64::NAN), None);
     }
 
     #[test]

@@ -51,6 +51,8 @@
 //! | integer (no `.`, no exponent) | `count` if non-negative, else `int`; beyond 64 bits `double` |
 //! | other number | `double` |
 //! | number in a field named `ts`, ending in `_ts` or `.ts` | `time`, exact nanoseconds from the number's decimal text (`1258531221.486539` is exactly `1258531221486539000` ns) |
+//! | number in a field Zeek's logs type `interval` (`duration`, `rtt`, `suppress_for`, ...: [`number_kind`]) | `interval`, seconds, exact nanoseconds as for `time` |
+//! | integer from 0 to 65535 in a field Zeek's logs type `port` (`id.orig_p`, `id.resp_p`, `p`, and any name ending in `_p`: [`number_kind`]) | `port` (a larger or negative integer: as above) |
 //! | string holding an IP address in canonical form (`10.0.0.1`, `2001:db8::1`) | `addr` |
 //! | string holding a subnet in canonical form (`10.0.0.0/8`) | `subnet` |
 //! | string holding an RFC 3339 timestamp (`2020-02-26T03:40:03.724911Z`, offsets allowed) | `time` |
@@ -92,7 +94,7 @@ use crate::codec::zeek::scalar::{
     parse_addr, parse_canonical_addr, parse_canonical_subnet, parse_f64, parse_i64, parse_json_ns,
     parse_rfc3339, parse_subnet, parse_u64,
 };
-use crate::codec::zeek::schema::LogSchema;
+use crate::codec::zeek::schema::{number_kind, LogSchema, NumberKind};
 use crate::codec::ReaderOptions;
 use crate::error::{quote, OnError, ParseError, ReadError, SkipReport};
 use crate::types::{Field, Schema, SchemaRef, Type};
@@ -132,8 +134,8 @@ enum Raw {
 }
 
 /// A scalar's inferred value. Strings (and nested JSON inside an array, kept as its text) are
-/// `String(())`: their bytes stay where `Item::raw` points. Inference makes no intervals, ports
-/// or lists.
+/// `String(())`: their bytes stay where `Item::raw` points. Inference makes no lists; it makes
+/// intervals and ports only in the fields Zeek's conventions name so ([`number_kind`]).
 type Inferred = ValueOf<()>;
 
 /// Scalar types inference produces.
@@ -144,6 +146,8 @@ enum Sk {
     Int,
     Double,
     Time,
+    Interval,
+    Port,
     Addr,
     Subnet,
     String,
@@ -160,10 +164,9 @@ impl Sk {
             Inferred::Time(_) => Sk::Time,
             Inferred::Addr(_) => Sk::Addr,
             Inferred::Subnet(..) => Sk::Subnet,
-            Inferred::String(())
-            | Inferred::Interval(_)
-            | Inferred::Port(_)
-            | Inferred::List(_) => Sk::String,
+            Inferred::Interval(_) => Sk::Interval,
+            Inferred::Port(_) => Sk::Port,
+            Inferred::String(()) | Inferred::List(_) => Sk::String,
         })
     }
 
@@ -174,6 +177,8 @@ impl Sk {
             Sk::Int => Type::Int,
             Sk::Double => Type::Double,
             Sk::Time => Type::Time,
+            Sk::Interval => Type::Interval,
+            Sk::Port => Type::Port,
             Sk::Addr => Type::Addr,
             Sk::Subnet => Type::Subnet,
             Sk::String => Type::String,
@@ -188,6 +193,8 @@ impl Sk {
                 | (Sk::Int, Type::Int)
                 | (Sk::Double, Type::Double)
                 | (Sk::Time, Type::Time)
+                | (Sk::Interval, Type::Interval)
+                | (Sk::Port, Type::Port)
                 | (Sk::Addr, Type::Addr)
                 | (Sk::Subnet, Type::Subnet)
                 | (Sk::String, Type::String)
@@ -631,27 +638,35 @@ impl Parser<'_, '_> {
 // ---------------------------------------------------------------------------------------------
 // Inference of scalar values.
 
-/// Whether a field's values that are numbers are epoch times.
-fn is_ts_name(name: &[u8]) -> bool {
-    name == b"ts" || name.ends_with(b"_ts") || name.ends_with(b".ts")
-}
-
 /// The `f64` of JSON number text (a subset of what [`parse_f64`] accepts).
 fn number_f64(text: &[u8]) -> f64 {
     parse_f64(text).unwrap_or(f64::NAN)
 }
 
-fn infer(raw: Raw, ts_name: bool, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>) -> Inferred {
+fn infer(raw: Raw, kind: NumberKind, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>) -> Inferred {
     match raw {
         Raw::Null => Inferred::Null,
         Raw::Bool(b) => Inferred::Bool(b),
         Raw::Json(_) => Inferred::String(()),
         Raw::Num(span) => {
             let t = span.of(line);
-            if ts_name {
-                if let Some(ns) = parse_json_ns(t) {
-                    return Inferred::Time(ns);
+            match kind {
+                NumberKind::Time => {
+                    if let Some(ns) = parse_json_ns(t) {
+                        return Inferred::Time(ns);
+                    }
                 }
+                NumberKind::Interval => {
+                    if let Some(ns) = parse_json_ns(t) {
+                        return Inferred::Interval(ns);
+                    }
+                }
+                NumberKind::Port => {
+                    if let Some(p) = parse_u64(t).filter(|&p| p <= u64::from(u16::MAX)) {
+                        return Inferred::Port(p);
+                    }
+                }
+                NumberKind::Plain => {}
             }
             if t.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')) {
                 return Inferred::Double(number_f64(t));
@@ -704,10 +719,12 @@ fn unify(items: &[Item]) -> Option<Sk> {
         acc = Some(match (acc, k) {
             (None, k) => k,
             (Some(a), k) if a == k => a,
-            (Some(Sk::Count | Sk::Int), Sk::Count | Sk::Int) => Sk::Int,
-            (Some(Sk::Count | Sk::Int | Sk::Double), Sk::Count | Sk::Int | Sk::Double) => {
-                Sk::Double
-            }
+            (Some(Sk::Count | Sk::Port), Sk::Count | Sk::Port) => Sk::Count,
+            (Some(Sk::Count | Sk::Int | Sk::Port), Sk::Count | Sk::Int | Sk::Port) => Sk::Int,
+            (
+                Some(Sk::Count | Sk::Int | Sk::Port | Sk::Double),
+                Sk::Count | Sk::Int | Sk::Port | Sk::Double,
+            ) => Sk::Double,
             _ => return Some(Sk::String),
         });
     }
@@ -730,13 +747,16 @@ fn encode_item(e: &mut RowEncoder<'_>, it: &Item, ty: &Type, line: &[u8], strs: 
         (Type::Bool, Inferred::Bool(b)) => e.bool(*b),
         (Type::Count, Inferred::Count(v)) => e.uint(*v),
         (Type::Int, Inferred::Int(v)) => e.int(*v),
-        (Type::Int, Inferred::Count(v)) => e.int(*v as i64),
+        (Type::Int, Inferred::Count(v) | Inferred::Port(v)) => e.int(*v as i64),
         (Type::Double, Inferred::Double(v)) => e.double(*v),
-        (Type::Double, Inferred::Count(_) | Inferred::Int(_)) => match it.raw {
+        (Type::Double, Inferred::Count(_) | Inferred::Int(_) | Inferred::Port(_)) => match it.raw {
             Raw::Num(s) => e.double(number_f64(s.of(line))),
             _ => e.null(),
         },
         (Type::Time, Inferred::Time(v)) => e.int(*v),
+        (Type::Interval, Inferred::Interval(v)) => e.int(*v),
+        (Type::Port, Inferred::Port(v)) => e.uint(*v),
+        (Type::Count, Inferred::Port(v)) => e.uint(*v),
         (Type::Addr, Inferred::Addr(a)) => e.addr(*a),
         (Type::Subnet, Inferred::Subnet(a, p)) => e.subnet(*a, *p),
         // Inference gives every item the type of its field; nothing else reaches here.
@@ -1159,7 +1179,7 @@ impl JsonDecoder {
         // Infer every value's type.
         let p = &mut self.p;
         for f in p.fields.iter_mut() {
-            let ts = is_ts_name(f.name.of(&p.names));
+            let ts = number_kind(f.name.of(&p.names));
             let sk = match &mut f.val {
                 FieldVal::One(it) => {
                     it.val = infer(it.raw, ts, line, &p.strs, &mut p.tmp);
@@ -1272,7 +1292,7 @@ impl JsonDecoder {
                 continue;
             }
             // Not in the log schema: infer, as for untyped logs.
-            let ts = is_ts_name(name);
+            let ts = number_kind(name);
             let sk = match &mut f.val {
                 FieldVal::One(it) => {
                     it.val = infer(it.raw, ts, line, &p.strs, &mut p.tmp);

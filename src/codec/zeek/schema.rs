@@ -51,6 +51,66 @@ use serde::Deserialize;
 
 use crate::types::{Field, Schema, SchemaRef, Type};
 
+/// What a JSON number means in a log without a schema, by its field's name (Zeek's field
+/// conventions): see [`number_kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumberKind {
+    /// No convention: inferred from the number alone (`count`, `int`, `double`).
+    Plain,
+    /// Epoch seconds: `time`.
+    Time,
+    /// A port number: `port` when an integer from 0 to 65535.
+    Port,
+    /// Seconds: `interval`.
+    Interval,
+}
+
+/// What a number in a field named `name` of a log without a schema is (the JSON reader's type
+/// inference, [`crate::codec::zeek::json`]), by Zeek's field conventions:
+///
+/// - `time`: `ts`, and names ending in `_ts` or `.ts`;
+/// - `port`: a name that is a `port` (or a container of ports) in every shipped schema that
+///   has it (`id.orig_p`, `id.resp_p`, `p`, `host_p`, `port_num`, ...), and any name ending in
+///   `_p` (Zeek's suffix for ports: `orig_p`, `resp_p`);
+/// - `interval`: a name that is an `interval` (or a container of intervals) in every shipped
+///   schema that has it (`duration`, `rtt`, `suppress_for`, `lease_time`, `TTLs`, ...).
+///
+/// So a log typed by inference gives a field the type the same field has in a log with a
+/// schema, and a lake holds one type per field name (see [`crate::codec::arrow::lake`]).
+pub fn number_kind(name: &[u8]) -> NumberKind {
+    if name == b"ts" || name.ends_with(b"_ts") || name.ends_with(b".ts") {
+        return NumberKind::Time;
+    }
+    static BY_NAME: OnceLock<HashMap<Vec<u8>, NumberKind>> = OnceLock::new();
+    let table = BY_NAME.get_or_init(|| {
+        // name -> its kind, or Plain once two shipped schemas disagree.
+        let mut table: HashMap<Vec<u8>, NumberKind> = HashMap::new();
+        let Ok(shipped) = ZeekSchemas::builtin() else {
+            return table;
+        };
+        for log in shipped.by_path.values() {
+            for f in &log.schema.fields {
+                let kind = match f.ty.element().unwrap_or(&f.ty) {
+                    Type::Port => NumberKind::Port,
+                    Type::Interval => NumberKind::Interval,
+                    _ => NumberKind::Plain,
+                };
+                let e = table.entry(f.name.as_bytes().to_vec()).or_insert(kind);
+                if *e != kind {
+                    *e = NumberKind::Plain;
+                }
+            }
+        }
+        table.retain(|_, k| *k != NumberKind::Plain);
+        table
+    });
+    match table.get(name) {
+        Some(k) => *k,
+        None if name.ends_with(b"_p") => NumberKind::Port,
+        None => NumberKind::Plain,
+    }
+}
+
 /// The schema file format this weir reads.
 pub const FORMAT_VERSION: u32 = 1;
 
