@@ -78,6 +78,22 @@ impl Selection {
         out
     }
 
+    /// The rows of `rows` for which `f` (called once per row, in order) says yes.
+    fn from_fn(
+        rows: usize,
+        mut f: impl FnMut(usize) -> Result<bool, DecodeError>,
+    ) -> Result<Selection, DecodeError> {
+        let mut s = Selection::none(rows);
+        for (i, w) in s.words.iter_mut().enumerate() {
+            let mut word = 0u64;
+            for bit in 0..64.min(rows - i * 64) {
+                word |= u64::from(f(i * 64 + bit)?) << bit;
+            }
+            *w = word;
+        }
+        Ok(s)
+    }
+
     fn and_with(&mut self, other: &Selection) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a &= b;
@@ -158,16 +174,7 @@ fn eval(p: &Program, b: &Bound, cols: &Columns, first_id: u64) -> Result<Selecti
             acc
         }
         Bound::Test(t) => column(p, t, cols)?,
-        Bound::Id(r) => {
-            let mut s = Selection::none(rows);
-            for (i, w) in s.words.iter_mut().enumerate() {
-                for bit in 0..64.min(rows - i * 64) {
-                    let id = first_id.wrapping_add((i * 64 + bit) as u64);
-                    *w |= u64::from(r.holds(id)) << bit;
-                }
-            }
-            s
-        }
+        Bound::Id(r) => Selection::from_fn(rows, |i| Ok(r.holds(first_id.wrapping_add(i as u64))))?,
     })
 }
 
@@ -181,33 +188,25 @@ fn column(p: &Program, t: &Test, cols: &Columns) -> Result<Selection, DecodeErro
             let mut c = RowCursor::new(entry);
             hit.push(test_value(p, t, &mut c, None)?);
         }
-        let mut s = Selection::none(rows);
         let mut codes = dict.codes(enc);
-        for (i, w) in s.words.iter_mut().enumerate() {
-            let mut word = 0u64;
-            for (bit, code) in (0..64.min(rows - i * 64)).zip(codes.by_ref()) {
-                word |= u64::from(hit.get(code).copied().unwrap_or(false)) << bit;
-            }
-            *w = word;
-        }
-        return Ok(s);
+        return Selection::from_fn(rows, |_| {
+            Ok(codes
+                .next()
+                .and_then(|code| hit.get(code).copied())
+                .unwrap_or(false))
+        });
     }
     let values = cols.column(t.field);
     let mut c = RowCursor::new(values);
     // A port with a protocol also reads the event's `proto`, from its own column.
     let mut proto = t.proto.map(|f| RowCursor::new(cols.column(f)));
-    let mut s = Selection::none(rows);
-    for (i, w) in s.words.iter_mut().enumerate() {
-        let mut word = 0u64;
-        for bit in 0..64.min(rows - i * 64) {
-            let hit = test_value(p, t, &mut c, proto.clone())?;
-            word |= u64::from(hit) << bit;
-            if let Some(proto) = proto.as_mut() {
-                proto.skip()?;
-            }
+    let s = Selection::from_fn(rows, |_| {
+        let hit = test_value(p, t, &mut c, proto.clone())?;
+        if let Some(proto) = proto.as_mut() {
+            proto.skip()?;
         }
-        *w = word;
-    }
+        Ok(hit)
+    })?;
     if c.position() != values.len() {
         return Err(DecodeError::Trailing {
             at: c.position(),

@@ -60,6 +60,15 @@ pub fn coerce(v: Value, ty: &Type) -> Value {
     }
 }
 
+/// A `by` value as it groups: a time rounded down to a multiple of `resolution` nanoseconds
+/// (when given), any other value as it is.
+pub fn bucket(v: ValueRef<'_>, resolution: Option<i64>) -> ValueRef<'_> {
+    match (v, resolution) {
+        (ValueRef::Time(t), Some(r)) => ValueRef::Time(t.div_euclid(r) * r),
+        (v, _) => v,
+    }
+}
+
 /// Appends the canonical encoding of `v` to `key`: values equal for grouping encode alike
 /// (a `port` and a `count` of one number, a non-negative `int` too).
 pub fn push_key(key: &mut Vec<u8>, v: &ValueRef<'_>) {

@@ -11,7 +11,7 @@
 //! are [`push_key`]'s encoding, as there; an event without the field (or whose schema lacks
 //! it) has an unset key, skipped when the plan says so (`top`, `rare`).
 
-use super::aggregate::{push_key, Map};
+use super::aggregate::{bucket, push_key, Map};
 use super::slice::Source;
 use crate::segment::Columns;
 use crate::types::SchemaRef;
@@ -162,10 +162,7 @@ impl<'p> Acc<'p> {
     }
 
     fn add(&mut self, v: ValueRef<'_>, n: u64) {
-        let v = match (v, self.plan.resolution) {
-            (ValueRef::Time(t), Some(r)) => ValueRef::Time(t.div_euclid(r) * r),
-            (v, _) => v,
-        };
+        let v = bucket(v, self.plan.resolution);
         if self.plan.skip_unset && matches!(v, ValueRef::Null) {
             return;
         }

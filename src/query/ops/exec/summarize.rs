@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::super::aggregate::{push_key, result_type, unify, Acc, Map};
+use super::super::aggregate::{bucket, push_key, result_type, unify, Acc, Map};
 use super::super::counts::{CountPlan, Counts};
 use super::super::slice::{Slice, Source};
 use super::super::syntax::{AggFunc, AggSpec};
@@ -194,13 +194,7 @@ impl Operator for Summarize {
             for f in &binding.by {
                 let v = match f {
                     None => ValueRef::Null,
-                    Some(src) => {
-                        let v = src.read(schema, row)?;
-                        match (v, self.resolution) {
-                            (ValueRef::Time(t), Some(r)) => ValueRef::Time(t.div_euclid(r) * r),
-                            (v, _) => v,
-                        }
-                    }
+                    Some(src) => bucket(src.read(schema, row)?, self.resolution),
                 };
                 any |= !matches!(v, ValueRef::Null);
                 push_key(&mut self.key, &v);
