@@ -258,6 +258,11 @@ impl Checkpoints {
             .sum::<usize>()
     }
 
+    /// How many files they are for.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use super::bind::Program;
 use super::columnar::Selection;
-use super::ops::counts::{CountPlan, Counts};
+use super::ops::partial::{AggPlan, Partial};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::pool::{OrderedPool, WorkerLost};
@@ -106,10 +106,10 @@ pub struct Hits {
     batch: BatchRef,
     /// Row indices within the slice, ascending; `None`: all of them.
     rows: Option<Vec<usize>>,
-    /// The groups of the matching events, when the search counts them
-    /// (`Search::count_groups`) and this batch was counted where it is (its rows are then
+    /// The groups of the matching events, when the search aggregates them
+    /// (`Search::aggregate`) and this batch was aggregated where it is (its rows are then
     /// not read).
-    counts: Option<Counts>,
+    partial: Option<Partial>,
 }
 
 impl Hits {
@@ -142,10 +142,10 @@ impl Hits {
         }
     }
 
-    /// The groups of the matching events, counted by the search's worker
-    /// (`Search::count_groups`); `None` when the batch's rows are to be read.
-    pub(crate) fn take_counts(&mut self) -> Option<Counts> {
-        self.counts.take()
+    /// The groups of the matching events, aggregated by the search's worker
+    /// (`Search::aggregate`); `None` when the batch's rows are to be read.
+    pub(crate) fn take_partial(&mut self) -> Option<Partial> {
+        self.partial.take()
     }
 
     /// The matching events as columns, when they are all of a batch stored in columns
@@ -237,8 +237,8 @@ struct Job {
     count_only: bool,
     /// [`SearchOptions::defer_columns`].
     defer_columns: bool,
-    /// [`Search::count_groups`].
-    counts: Option<Arc<CountPlan>>,
+    /// [`Search::aggregate`].
+    aggregate: Option<Arc<AggPlan>>,
 }
 
 enum JobBatch {
@@ -295,7 +295,7 @@ fn run(job: Job) -> Done {
     };
     let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
     let columns = seg.batch_layout(i) == Some(Layout::Columns);
-    let counting = job.counts.is_some() && !job.count_only;
+    let counting = job.aggregate.is_some() && !job.count_only;
     if columns && (counting || job.program.constant().is_none()) {
         return run_columns(&job, &seg, i, events);
     }
@@ -310,7 +310,7 @@ fn run(job: Job) -> Done {
                 outcome: Ok(Outcome::Hits(Some(Hits {
                     batch,
                     rows: None,
-                    counts: None,
+                    partial: None,
                 }))),
                 read: true,
                 rows_evaluated: 0,
@@ -367,9 +367,9 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         }
     }
     let mut as_dicts = p.dictionary_fields();
-    let plan = job.counts.as_ref().filter(|_| !job.count_only);
-    if let Some(f) = plan.and_then(|c| c.field(&p.schema)) {
-        // The counted field may stay a dictionary unless the program reads it otherwise.
+    let plan = job.aggregate.as_ref().filter(|_| !job.count_only);
+    for f in plan.map(|c| c.fields(&p.schema)).unwrap_or_default() {
+        // An aggregated field may stay a dictionary unless the program reads it otherwise.
         if let (Some(w), Some(d)) = (want.get_mut(f), as_dicts.get_mut(f)) {
             *d = !*w || *d;
             *w = true;
@@ -419,8 +419,8 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     }
     let rows = (!sel.is_all()).then(|| sel.indices());
     if let Some(plan) = plan {
-        // Counted here: the rows are never read.
-        let counts = match plan.count(&p.schema, &cols, rows.as_deref()) {
+        // Aggregated here: the rows are never read.
+        let partial = match plan.aggregate(&p.schema, &cols, rows.as_deref()) {
             Ok(c) => c,
             Err(e) => {
                 done.outcome = Err(e.into());
@@ -433,7 +433,7 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         done.outcome = Ok(Outcome::Hits(Some(Hits {
             batch,
             rows,
-            counts: Some(counts),
+            partial: Some(partial),
         })));
         return done;
     }
@@ -446,7 +446,7 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     done.outcome = Ok(Outcome::Hits(Some(Hits {
         batch,
         rows,
-        counts: None,
+        partial: None,
     })));
     done
 }
@@ -496,7 +496,7 @@ fn evaluate(p: &Program, b: BatchRef, count_only: bool) -> Done {
     let hits = Hits {
         batch: b,
         rows,
-        counts: None,
+        partial: None,
     };
     done.outcome = Ok(if count_only {
         Outcome::Count(hits.len() as u64)
@@ -572,8 +572,8 @@ pub struct Search<'a> {
     /// [`Search::project`]: the field names read, and per schema met what they keep.
     projection: Option<Vec<String>>,
     keeps: Vec<(SchemaRef, Option<Arc<Keep>>)>,
-    /// [`Search::count_groups`].
-    counts: Option<Arc<CountPlan>>,
+    /// [`Search::aggregate`].
+    aggregate: Option<Arc<AggPlan>>,
     opened: HashSet<usize>,
     stats: SearchStats,
     /// Events counted from metadata alone (`count`).
@@ -610,7 +610,7 @@ impl<'a> Search<'a> {
             programs: Programs::default(),
             projection: None,
             keeps: Vec::new(),
-            counts: None,
+            aggregate: None,
             opened: HashSet::new(),
             stats: SearchStats {
                 segments: catalog.segments.len() as u64,
@@ -634,12 +634,12 @@ impl<'a> Search<'a> {
         self.keeps.clear();
     }
 
-    /// Has the workers count the matching events of each batch stored in columns by the
-    /// plan's field (`counts.rs`), on the batch's columns: its [`Hits`] then carry the groups
-    /// ([`Hits::take_counts`]) instead of rows. Other batches come as rows. Call before the
+    /// Has the workers aggregate the matching events of each batch stored in columns by
+    /// the plan (`partial.rs`), on the batch's columns: its [`Hits`] then carry the groups
+    /// ([`Hits::take_partial`]) instead of rows. Other batches come as rows. Call before the
     /// first result.
-    pub(crate) fn count_groups(&mut self, plan: CountPlan) {
-        self.counts = Some(Arc::new(plan));
+    pub(crate) fn aggregate(&mut self, plan: AggPlan) {
+        self.aggregate = Some(Arc::new(plan));
     }
 
     /// What [`Search::project`] keeps of `schema` for `program` (`None`: every field).
@@ -873,7 +873,7 @@ impl<'a> Search<'a> {
                     batch: JobBatch::Sealed(seg, i),
                     count_only: self.count_only,
                     defer_columns: self.defer_columns,
-                    counts: self.counts.clone(),
+                    aggregate: self.aggregate.clone(),
                 }));
             }
             if self.next_segment < self.order.len() {
@@ -907,7 +907,7 @@ impl<'a> Search<'a> {
                 batch: JobBatch::Wal(b),
                 count_only: self.count_only,
                 defer_columns: false,
-                counts: None,
+                aggregate: None,
             }));
         }
     }

@@ -75,6 +75,23 @@ pub enum StoreError {
         /// The maximum segment size.
         max: u64,
     },
+    /// The checkpoints of the followed files that every segment records (format 8) leave no
+    /// room in a segment for one more event.
+    #[error(
+        "the checkpoints of {files} files read (how far each is imported) take {bytes} bytes of every segment, which leaves no room for event {id} ({event} bytes) in a segment of at most {max} bytes; raise --max-segment-size"
+    )]
+    NoRoomBesideCheckpoints {
+        /// The followed files.
+        files: usize,
+        /// Their checkpoints' encoded size.
+        bytes: usize,
+        /// The event's ID.
+        id: u64,
+        /// The encoded size of the event.
+        event: usize,
+        /// The maximum segment size.
+        max: u64,
+    },
     /// Another writer holds the database lock.
     #[error("database {} is locked by another weir import{}", dir.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Locked {

@@ -795,6 +795,16 @@ impl Store {
                 continue;
             }
             let k = self.builder.rows_that_fit(&batch);
+            let event = batch.row_range(0).len();
+            if k == 0 && self.builder.row_fits_empty_segment(batch.schema(), event) {
+                return Err(StoreError::NoRoomBesideCheckpoints {
+                    files: self.checkpoints.len(),
+                    bytes: cp_bytes,
+                    id: batch.id(),
+                    event,
+                    max: self.opts.max_segment_size,
+                });
+            }
             if k == 0 {
                 return Err(StoreError::EventTooLarge {
                     id: batch.id(),

@@ -351,3 +351,40 @@ fn an_error_mid_file_then_a_rerun_imports_every_event_once() {
     let b_all: Vec<u64> = (STRIDE..STRIDE + 4_000).collect();
     assert_eq!(events(&db), [a_all, b_all].concat());
 }
+
+/// Every segment records how far each file read is imported (format 8): when those
+/// checkpoints leave no room for an event, the error says so and how many files they are
+/// for, not that the event is too large (found by the zeekctl long mode, whose segments
+/// of 16 KiB filled up with the checkpoints of a thousand rotated files).
+#[test]
+fn checkpoints_that_fill_a_segment_are_named_in_the_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for k in 0..300u64 {
+        let p = tmp.path().join(format!(
+            "conn.a-rather-long-name-as-rotated-logs-have-{k:04}.log"
+        ));
+        std::fs::write(&p, conn_log::log(k..k + 1)).unwrap();
+        paths.push(p);
+    }
+    let db = tmp.path().join("db");
+    let mut args = vec!["import", "--db", s(&db), "--max-segment-size", "16KiB"];
+    args.extend(paths.iter().map(|p| s(p)));
+    let out = run(&args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("files read (how far each is imported) take")
+            && err.contains("raise --max-segment-size")
+            && !err.contains("cannot fit in a segment"),
+        "{err}"
+    );
+    // With room for them, the same import takes every file.
+    let out = run(&{
+        let mut a = vec!["import", "--db", s(&db), "--max-segment-size", "1MiB"];
+        a.extend(paths.iter().map(|p| s(p)));
+        a
+    });
+    ok(&out, "import with room for the checkpoints");
+    assert_eq!(numbers(&export_json(&db)), (0..300).collect::<Vec<_>>());
+}

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use common::cli::{s, wait_for};
 use common::conn_log::row;
 use common::follow::{
-    append, check_verify, follow_command, log_header, sigterm, streams, wait_count, CATCH_UP,
+    append, check_verify, count, follow_command, log_header, sigterm, streams, CATCH_UP,
 };
 use common::rng::Rng;
 
@@ -78,15 +78,17 @@ const READY_MARGIN: Duration = Duration::from_millis(500);
 /// Time that weir, up, is given to read a rotated file to its end and commit it.
 const COMMIT_SLACK: Duration = Duration::from_secs(3);
 
-/// Tiny batches and segments: kills land between the WAL records of batches and seals.
-const ARGS: [&str; 6] = [
-    "--batch-size",
-    "16",
-    "--batch-timeout",
-    "20ms",
-    "--max-segment-size",
-    "16KiB",
-];
+/// Tiny batches: kills land between the WAL records of batches.
+const ARGS: [&str; 4] = ["--batch-size", "16", "--batch-timeout", "20ms"];
+
+/// Tiny segments, so that kills land between seals too: 16 KiB of rows, plus room for the
+/// checkpoints of every file a run of `kills` kills makes, which each segment records (format
+/// 8: about 100 bytes per file; two files per generation at most, three logs, rotations
+/// every 2.5 s on average, runs and pauses of 3 s on average).
+fn max_segment_size(kills: u64) -> String {
+    let files = 2 * LOGS.len() as u64 * (2 * kills + 8);
+    format!("{}", 16 * 1024 + files * 128)
+}
 
 /// What the follower logs (`following file` says its first scan is under way); warnings
 /// pass too.
@@ -397,8 +399,13 @@ struct Run {
     stderr: String,
 }
 
-fn start(db: &Path, pattern: &str, sh: &Arc<Shared>) -> Running {
-    let mut child = follow_command(db, &[pattern], &ARGS)
+fn start(db: &Path, pattern: &str, segment: &str, sh: &Arc<Shared>) -> Running {
+    let args: Vec<&str> = ARGS
+        .iter()
+        .copied()
+        .chain(["--max-segment-size", segment])
+        .collect();
+    let mut child = follow_command(db, &[pattern], &args)
         .env("WEIR_LOG", WEIR_LOG)
         .spawn()
         .expect("weir runs");
@@ -532,6 +539,7 @@ fn zeekctl(patterns: Patterns) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(KILLS);
+    let segment = max_segment_size(kills);
     let mut rng = Rng::from_env("WEIR_ZEEKCTL_SEED");
     let seed = rng.0;
     assert_eq!(stamp(0), "2009-11-18-08-00-00");
@@ -554,7 +562,7 @@ fn zeekctl(patterns: Patterns) {
     let mut runs = Vec::new();
     let (mut at_rename, mut at_partial) = (0, 0);
     for _ in 0..kills {
-        let weir = start(&db, &pattern, &sh);
+        let weir = start(&db, &pattern, &segment, &sh);
         let rotations = sh.rotations.load(Ordering::SeqCst);
         match rng.below(4) {
             0 => {
@@ -596,7 +604,7 @@ fn zeekctl(patterns: Patterns) {
         std::thread::sleep(Duration::from_millis(rng.below(1000)));
     }
     // The last run: at least two rotations while it is up, then the writer stops.
-    let weir = start(&db, &pattern, &sh);
+    let weir = start(&db, &pattern, &segment, &sh);
     wait_for("weir's first scan", CATCH_UP, || {
         weir.ready.lock().unwrap().is_some()
     });
@@ -612,22 +620,23 @@ fn zeekctl(patterns: Patterns) {
     let total: u64 = gens.iter().map(|g| g.offsets.len() as u64).sum();
     // Caught up: every line (all directories), or every line of the generations that must be
     // whole (current only: the files still in `current/` and those rotated in the last run).
-    match patterns {
-        Patterns::All => wait_count(&db, total),
+    // Not a panic on a timeout: the check below then names each file that lacks lines.
+    let caught_up = Instant::now();
+    let done = || match patterns {
+        Patterns::All => count(&db) >= total,
         Patterns::CurrentOnly => {
-            let whole: Vec<usize> = (0..gens.len())
+            let got = by_gen(&db, &gens, seed);
+            (0..gens.len())
                 .filter(|&g| gens[g].renamed.is_none_or(|t| t >= last_up))
-                .collect();
-            wait_for("the last run to catch up", CATCH_UP, || {
-                let got = by_gen(&db, &gens, seed);
-                whole
-                    .iter()
-                    .all(|g| got.get(g).copied().unwrap_or(0) == gens[*g].offsets.len())
-            });
-            // Anything else it would read (it would be a bug) has had time to arrive.
-            std::thread::sleep(Duration::from_secs(1));
+                .all(|g| got.get(&g).copied().unwrap_or(0) == gens[g].offsets.len())
         }
+    };
+    while !done() && caught_up.elapsed() < CATCH_UP {
+        std::thread::sleep(Duration::from_millis(50));
     }
+    let caught_up = caught_up.elapsed();
+    // Anything else it would read (it would be a bug) has had time to arrive.
+    std::thread::sleep(Duration::from_secs(1));
     runs.push(weir.end(&sh, true));
     check_verify(&db);
     // The check.
@@ -640,7 +649,8 @@ fn zeekctl(patterns: Patterns) {
             continue;
         }
         let what = format!(
-            "{} of {} lines of {} (inode {}, seed {seed}) missing",
+            "{} of {} lines of {} (inode {}, seed {seed}) missing ({caught_up:?} after the \
+             writer stopped)",
             g.offsets.len() - have,
             g.offsets.len(),
             g.names.last().unwrap().display(),
@@ -696,7 +706,7 @@ fn zeekctl(patterns: Patterns) {
     eprintln!(
         "zeekctl {patterns:?}: {kills} kills ({at_rename} in a run with a rotation, {at_partial} \
          with a gzip file half written), {} rotations, {} files, {total} lines, {} warnings, \
-         {} files lost a tail ({} lines), {:.1} s",
+         {} files lost a tail ({} lines), caught up in {caught_up:.1?}, {:.1} s",
         sh.rotations.load(Ordering::SeqCst),
         gens.len(),
         warnings.len(),

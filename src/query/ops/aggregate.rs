@@ -101,6 +101,32 @@ pub struct Sum {
     set: bool,
 }
 
+impl Sum {
+    /// Adds a number (with `times`, a time too, as its nanoseconds: `mean` takes them,
+    /// `sum` does not); whether `v` was added.
+    fn add(&mut self, v: &ValueRef<'_>, times: bool) -> bool {
+        match *v {
+            ValueRef::Count(x) | ValueRef::Port(x) => self.int += i128::from(x),
+            ValueRef::Int(x) | ValueRef::Interval(x) => self.int += i128::from(x),
+            ValueRef::Time(x) if times => self.int += i128::from(x),
+            ValueRef::Double(x) => {
+                self.float += x;
+                self.floats = true;
+            }
+            _ => return false,
+        }
+        self.set = true;
+        true
+    }
+
+    fn merge(&mut self, other: &Sum) {
+        self.int += other.int;
+        self.float += other.float;
+        self.floats |= other.floats;
+        self.set |= other.set;
+    }
+}
+
 /// The state of one aggregation in one group.
 #[derive(Debug, Clone)]
 pub enum Acc {
@@ -110,7 +136,11 @@ pub enum Acc {
     Sum(Sum),
     Min(Option<Value>),
     Max(Option<Value>),
-    Mean { sum: f64, n: u64 },
+    /// The sum (exact for integers, whatever the order of adding) and how many values.
+    Mean {
+        sum: Sum,
+        n: u64,
+    },
 }
 
 impl Acc {
@@ -123,7 +153,10 @@ impl Acc {
             AggFunc::Sum => Acc::Sum(Sum::default()),
             AggFunc::Min => Acc::Min(None),
             AggFunc::Max => Acc::Max(None),
-            AggFunc::Mean => Acc::Mean { sum: 0.0, n: 0 },
+            AggFunc::Mean => Acc::Mean {
+                sum: Sum::default(),
+                n: 0,
+            },
         }
     }
 
@@ -180,16 +213,7 @@ impl Acc {
                 }
             }
             Acc::Sum(s) => {
-                match *v {
-                    ValueRef::Count(x) | ValueRef::Port(x) => s.int += i128::from(x),
-                    ValueRef::Int(x) | ValueRef::Interval(x) => s.int += i128::from(x),
-                    ValueRef::Double(x) => {
-                        s.float += x;
-                        s.floats = true;
-                    }
-                    _ => return,
-                }
-                s.set = true;
+                s.add(v, false);
             }
             Acc::Min(m) => {
                 if m.as_ref().is_none_or(|m| compare(v, m).is_lt()) {
@@ -202,15 +226,42 @@ impl Acc {
                 }
             }
             Acc::Mean { sum, n } => {
-                let x = match *v {
-                    ValueRef::Count(x) | ValueRef::Port(x) => x as f64,
-                    ValueRef::Int(x) | ValueRef::Interval(x) | ValueRef::Time(x) => x as f64,
-                    ValueRef::Double(x) => x,
-                    _ => return,
-                };
-                *sum += x;
-                *n += 1;
+                if sum.add(v, true) {
+                    *n += 1;
+                }
             }
+        }
+    }
+
+    /// Takes in `other`, an accumulator of the same function over later events (the
+    /// events of a later batch): the result is the one of adding all their values here.
+    pub fn merge(&mut self, other: Acc) {
+        match (self, other) {
+            (Acc::Count(a), Acc::Count(b)) => *a += b,
+            (Acc::CountDistinct(a), Acc::CountDistinct(b)) => a.extend(b),
+            (Acc::Distinct(a), Acc::Distinct(b)) => {
+                for (k, v) in b {
+                    a.entry(k).or_insert(v);
+                }
+            }
+            (Acc::Sum(a), Acc::Sum(b)) => a.merge(&b),
+            (Acc::Min(a), Acc::Min(Some(b)))
+                if a.as_ref().is_none_or(|a| compare(&b, a).is_lt()) =>
+            {
+                *a = Some(b);
+            }
+            (Acc::Max(a), Acc::Max(Some(b)))
+                if a.as_ref().is_none_or(|a| compare(&b, a).is_gt()) =>
+            {
+                *a = Some(b);
+            }
+            (Acc::Mean { sum, n }, Acc::Mean { sum: s, n: m }) => {
+                sum.merge(&s);
+                *n += m;
+            }
+            // Different functions never meet (one plan makes both); a min or max that is
+            // not less (greater) adds nothing.
+            _ => {}
         }
     }
 
@@ -238,8 +289,17 @@ impl Acc {
             },
             Acc::Min(m) | Acc::Max(m) => m.clone().map_or(Value::Null, |v| coerce(v, ty)),
             Acc::Mean { n: 0, .. } => Value::Null,
+            Acc::Mean { sum, n } if !sum.floats && matches!(ty, Type::Interval | Type::Time) => {
+                // Exact: nanoseconds since 1970 are past f64's 53 bits.
+                let n = i128::from(*n);
+                let m = clamp_i64((2 * sum.int + n).div_euclid(2 * n));
+                match ty {
+                    Type::Interval => Value::Interval(m),
+                    _ => Value::Time(m),
+                }
+            }
             Acc::Mean { sum, n } => {
-                let m = sum / *n as f64;
+                let m = (sum.float + sum.int as f64) / *n as f64;
                 match ty {
                     Type::Interval => Value::Interval(m.round() as i64),
                     Type::Time => Value::Time(m.round() as i64),
@@ -313,6 +373,56 @@ mod tests {
         assert_eq!(
             d.finish(&Type::Set(Box::new(Type::Count))),
             Value::List(vec![Value::Count(1), Value::Count(2), Value::Count(3)])
+        );
+    }
+
+    /// Accumulators of parts of the events, merged in order, give what one accumulator of
+    /// all of them gives (the workers aggregate batch by batch, `partial.rs`).
+    #[test]
+    fn merged_parts_equal_the_whole() {
+        let values = [
+            ValueRef::Count(7),
+            ValueRef::Null,
+            ValueRef::Int(-3),
+            ValueRef::Count(7),
+            ValueRef::Double(0.5),
+            ValueRef::Count(u64::MAX),
+            ValueRef::Int(12),
+        ];
+        let funcs = [
+            (AggFunc::Count, Type::Count),
+            (AggFunc::CountDistinct, Type::Count),
+            (AggFunc::Distinct, Type::Set(Box::new(Type::Double))),
+            (AggFunc::Sum, Type::Double),
+            (AggFunc::Min, Type::Double),
+            (AggFunc::Max, Type::Double),
+            (AggFunc::Mean, Type::Double),
+        ];
+        let mut s = Vec::new();
+        for (f, ty) in funcs {
+            let mut whole = Acc::new(f);
+            for v in &values {
+                whole.add(v, &mut s);
+            }
+            for cut in 0..=values.len() {
+                let (a, b) = values.split_at(cut);
+                let mut first = Acc::new(f);
+                let mut second = Acc::new(f);
+                a.iter().for_each(|v| first.add(v, &mut s));
+                b.iter().for_each(|v| second.add(v, &mut s));
+                first.merge(second);
+                assert_eq!(first.finish(&ty), whole.finish(&ty), "{f:?} cut at {cut}");
+            }
+        }
+        // A mean of times (nanoseconds since 1970) is exact whatever the order.
+        let mut m = Acc::new(AggFunc::Mean);
+        m.add(&ValueRef::Time(1_700_000_000_000_000_001), &mut s);
+        let mut n = Acc::new(AggFunc::Mean);
+        n.add(&ValueRef::Time(1_700_000_000_000_000_003), &mut s);
+        m.merge(n);
+        assert_eq!(
+            m.finish(&Type::Time),
+            Value::Time(1_700_000_000_000_000_002)
         );
     }
 }

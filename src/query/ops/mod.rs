@@ -44,15 +44,15 @@
 //! | `slice.rs` | [`Slice`], field names resolved in a schema |
 //! | `order.rs` | the order of values across types |
 //! | `aggregate.rs` | aggregation functions and accumulators |
-//! | `counts.rs` | `count()` by one field, counted by the search's workers on a batch's columns |
+//! | `partial.rs` | a `summarize` aggregated by the search's workers on a batch's columns |
 //! | `exec/` | the operators and the stages that run them |
 //! | `plan.rs` | [`Chain`]: parsing, planning, running over an archive |
 //! | `transform.rs` | the pipeline's `query` transform ([`QueryConfig`]) |
 
 mod aggregate;
-pub(crate) mod counts;
 mod exec;
 mod order;
+pub(crate) mod partial;
 mod plan;
 pub(crate) mod slice;
 mod syntax;

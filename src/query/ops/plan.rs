@@ -425,9 +425,9 @@ impl Chain {
         if let Some(names) = self.fields_read().or_else(|| late.clone()) {
             search.project(names);
         }
-        if let Some(plan) = stages.count_plan() {
-            // The workers count the groups of each batch on its columns.
-            search.count_groups(plan);
+        if let Some(plan) = stages.agg_plan() {
+            // The workers aggregate the groups of each batch on its columns.
+            search.aggregate(plan);
         }
         while stages.wants_input() {
             let Some(hits) = search.next() else { break };
@@ -438,8 +438,8 @@ impl Chain {
                     continue;
                 }
             };
-            if let Some(counts) = hits.take_counts() {
-                stages.merge_counts(hits.schema(), counts)?;
+            if let Some(partial) = hits.take_partial() {
+                stages.merge_partial(hits.schema(), partial)?;
                 continue;
             }
             let mut slice = Slice::new(hits.schema().clone());

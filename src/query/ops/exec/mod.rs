@@ -16,7 +16,7 @@ pub use sort::MAX_SORT_BYTES;
 pub(crate) use summarize::Summarize;
 pub use summarize::MAX_GROUPS;
 
-use super::counts::{CountPlan, Counts};
+use super::partial::{AggPlan, Partial};
 use super::slice::Slice;
 use crate::query::QueryError;
 use crate::types::SchemaRef;
@@ -36,15 +36,15 @@ pub(crate) trait Operator: Send {
     fn push(&mut self, slice: Slice, out: &mut Vec<Slice>) -> Result<Flow, QueryError>;
     /// The input ended: appends what is left to emit.
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError>;
-    /// What the search's workers can count for this operator, batch by batch
-    /// (`counts.rs`), when it is the first: `None` for all but a counting `summarize`.
-    fn count_plan(&self) -> Option<CountPlan> {
+    /// What the search's workers can aggregate for this operator, batch by batch
+    /// (`partial.rs`), when it is the first: `None` for all but `summarize`.
+    fn agg_plan(&self) -> Option<AggPlan> {
         None
     }
-    /// Takes the groups of one batch of `schema`, counted by [`Operator::count_plan`].
-    fn merge_counts(&mut self, _schema: &SchemaRef, _counts: Counts) -> Result<(), QueryError> {
+    /// Takes the groups of one batch of `schema`, aggregated by [`Operator::agg_plan`].
+    fn merge_partial(&mut self, _schema: &SchemaRef, _partial: Partial) -> Result<(), QueryError> {
         Err(QueryError::Limit(
-            "internal: batch counts given to an operator that counts nothing".into(),
+            "internal: batch groups given to an operator that aggregates nothing".into(),
         ))
     }
 }
@@ -104,20 +104,24 @@ impl Stages {
         Ok(())
     }
 
-    /// What the search's workers can count for the first stage (`None`: nothing; the
+    /// What the search's workers can aggregate for the first stage (`None`: nothing; the
     /// events must come as slices).
-    pub fn count_plan(&self) -> Option<CountPlan> {
-        self.ops.first()?.count_plan()
+    pub fn agg_plan(&self) -> Option<AggPlan> {
+        self.ops.first()?.agg_plan()
     }
 
-    /// Gives the first stage the groups of one batch, counted by its
-    /// [`Stages::count_plan`] (in ID order among the slices).
-    pub fn merge_counts(&mut self, schema: &SchemaRef, counts: Counts) -> Result<(), QueryError> {
+    /// Gives the first stage the groups of one batch, aggregated by its
+    /// [`Stages::agg_plan`] (in ID order among the slices).
+    pub fn merge_partial(
+        &mut self,
+        schema: &SchemaRef,
+        partial: Partial,
+    ) -> Result<(), QueryError> {
         if !self.wants_input() {
             return Ok(());
         }
         match self.ops.first_mut() {
-            Some(op) => op.merge_counts(schema, counts),
+            Some(op) => op.merge_partial(schema, partial),
             None => Ok(()),
         }
     }

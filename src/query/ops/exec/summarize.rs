@@ -13,9 +13,9 @@
 use std::sync::Arc;
 
 use super::super::aggregate::{bucket, push_key, result_type, unify, Acc, Map};
-use super::super::counts::{CountPlan, Counts};
+use super::super::partial::{AggPlan, Partial};
 use super::super::slice::{Slice, Source};
-use super::super::syntax::{AggFunc, AggSpec};
+use super::super::syntax::AggSpec;
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::{Field, Schema, SchemaRef, Type};
@@ -116,54 +116,44 @@ impl Summarize {
 }
 
 impl Summarize {
-    /// Merges one batch's groups, counted where the batch is (`counts.rs`): the plan was
-    /// made of this operator ([`Summarize::count_plan`]), so its aggregations are all
-    /// `count()`.
-    pub(crate) fn merge_counts(
+    /// Merges one batch's groups, aggregated where the batch is (`partial.rs`) by the plan
+    /// of this operator ([`Summarize::agg_plan`]).
+    pub(crate) fn merge_partial(
         &mut self,
         schema: &SchemaRef,
-        counts: Counts,
+        partial: Partial,
     ) -> Result<(), QueryError> {
         self.binding(schema);
-        for (key, value, n) in counts.groups {
-            let g = match self.index.get(key.as_slice()) {
-                Some(&g) => g,
+        for group in partial.groups {
+            match self.index.get(group.key.as_slice()) {
+                Some(&g) => {
+                    for (acc, other) in self.groups[g].accs.iter_mut().zip(group.accs) {
+                        acc.merge(other);
+                    }
+                }
                 None => {
                     if self.groups.len() >= MAX_GROUPS {
                         return Err(too_many_groups());
                     }
-                    let values = if self.by.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![value]
-                    };
+                    self.index.insert(group.key, self.groups.len());
                     self.groups.push(Group {
-                        values,
-                        accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
+                        values: group.values,
+                        accs: group.accs,
                     });
-                    self.index.insert(key, self.groups.len() - 1);
-                    self.groups.len() - 1
                 }
-            };
-            for acc in &mut self.groups[g].accs {
-                acc.add_events(n);
             }
         }
         Ok(())
     }
 
-    /// What the search's workers can count for this operator on their own (`counts.rs`):
-    /// `count()` alone, by one field or none.
-    pub(crate) fn count_plan(&self) -> Option<CountPlan> {
-        let counts_only = self
-            .aggs
-            .iter()
-            .all(|a| a.func == AggFunc::Count && a.field.is_none());
-        (counts_only && self.by.len() <= 1).then(|| CountPlan {
-            by: self.by.first().cloned(),
+    /// What the search's workers aggregate for this operator on their own (`partial.rs`).
+    pub(crate) fn agg_plan(&self) -> AggPlan {
+        AggPlan {
+            by: self.by.clone(),
             resolution: self.resolution,
+            aggs: self.aggs.clone(),
             skip_unset: self.skip_unset,
-        })
+        }
     }
 }
 
@@ -174,12 +164,12 @@ fn too_many_groups() -> QueryError {
 }
 
 impl Operator for Summarize {
-    fn merge_counts(&mut self, schema: &SchemaRef, counts: Counts) -> Result<(), QueryError> {
-        Summarize::merge_counts(self, schema, counts)
+    fn merge_partial(&mut self, schema: &SchemaRef, partial: Partial) -> Result<(), QueryError> {
+        Summarize::merge_partial(self, schema, partial)
     }
 
-    fn count_plan(&self) -> Option<CountPlan> {
-        Summarize::count_plan(self)
+    fn agg_plan(&self) -> Option<AggPlan> {
+        Some(Summarize::agg_plan(self))
     }
 
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {

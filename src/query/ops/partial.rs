@@ -1,0 +1,322 @@
+//! Aggregating where the batches are: a `summarize` (and `top`, `rare`) that is the first
+//! operator after the search is aggregated by the search's workers, on all cores, batch by
+//! batch, on the batch's stored columns ([`AggPlan::aggregate`]): only the columns of its `by`
+//! fields and of its aggregations are inflated, a value column is read value after value, a
+//! dictionary column is read by code with each distinct value decoded once. No row is
+//! rebuilt, and the consumer gets only the batch's groups ([`Partial`]), which `summarize`
+//! merges ([`Acc::merge`]).
+//!
+//! A batch's groups are listed in the order of their first event, so the `summarize` that
+//! merges them in ID order (`exec/summarize.rs`) sees every group first where a row-by-row
+//! `summarize` would: the output is the same, group order included. Keys are
+//! [`push_key`]'s encoding of the `by` values, as there; events whose `by` values are all
+//! unset are skipped when the plan says so (`top`, `rare`).
+
+use super::aggregate::{bucket, push_key, Acc, Map};
+use super::slice::Source;
+use super::syntax::AggSpec;
+use crate::segment::Columns;
+use crate::types::{SchemaRef, Type};
+use crate::value::{DecodeError, RowCursor, Value, ValueRef};
+
+/// What the workers aggregate: a `summarize`'s `by` fields and aggregations.
+#[derive(Debug, Clone)]
+pub(crate) struct AggPlan {
+    /// The `by` fields as written (none: one group).
+    pub by: Vec<String>,
+    /// Time values of `by` fields are rounded down to a multiple of this many nanoseconds.
+    pub resolution: Option<i64>,
+    pub aggs: Vec<AggSpec>,
+    /// Events whose `by` values are all unset are left out.
+    pub skip_unset: bool,
+}
+
+/// One group of one batch: its key, its `by` values and its accumulators.
+#[derive(Debug, Clone)]
+pub struct PartialGroup {
+    pub(crate) key: Vec<u8>,
+    pub(crate) values: Vec<Value>,
+    pub(crate) accs: Vec<Acc>,
+}
+
+/// One batch's groups, in the order of their first event.
+#[derive(Debug, Clone, Default)]
+pub struct Partial {
+    pub(crate) groups: Vec<PartialGroup>,
+}
+
+/// Where one column's values of a batch come from, row after row.
+enum Reader<'c> {
+    /// `#type`, or a field the schema lacks (unset): the same for every row.
+    Constant(ValueRef<'c>),
+    /// A column of values.
+    Values {
+        cursor: RowCursor<'c>,
+        column: &'c [u8],
+        ty: Type,
+    },
+    /// A dictionary column: each entry decoded once, then a code per row.
+    Dict {
+        entries: Vec<ValueRef<'c>>,
+        codes: Box<dyn Iterator<Item = usize> + 'c>,
+    },
+}
+
+impl<'c> Reader<'c> {
+    fn new(
+        schema: &'c SchemaRef,
+        cols: &'c Columns,
+        src: Option<Source>,
+    ) -> Result<Self, DecodeError> {
+        let (index, ty) = match src {
+            None => return Ok(Reader::Constant(ValueRef::Null)),
+            Some(Source::SchemaName) => {
+                return Ok(Reader::Constant(ValueRef::String(schema.name.as_bytes())))
+            }
+            Some(Source::Field(i, ty)) => (i, ty),
+        };
+        if let Some((dict, enc)) = cols.dict(index) {
+            let entries = dict
+                .entries(enc)
+                .map(|e| RowCursor::new(e).read(&ty))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Reader::Dict {
+                entries,
+                codes: Box::new(dict.codes(enc)),
+            });
+        }
+        let column = cols.column(index);
+        Ok(Reader::Values {
+            cursor: RowCursor::new(column),
+            column,
+            ty,
+        })
+    }
+
+    /// The next row's value (every row is read, selected or not: values have no fixed
+    /// width).
+    fn next(&mut self) -> Result<ValueRef<'c>, DecodeError> {
+        match self {
+            Reader::Constant(v) => Ok(v.clone()),
+            Reader::Values { cursor, ty, .. } => cursor.read(ty),
+            Reader::Dict { entries, codes } => Ok(codes
+                .next()
+                .and_then(|c| entries.get(c))
+                .cloned()
+                .unwrap_or(ValueRef::Null)),
+        }
+    }
+
+    /// A column of values must end where its last value does.
+    fn finish(&self) -> Result<(), DecodeError> {
+        match self {
+            Reader::Values { cursor, column, .. } if cursor.position() != column.len() => {
+                Err(DecodeError::Trailing {
+                    at: cursor.position(),
+                    len: column.len(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl AggPlan {
+    /// The fields of `schema` the plan reads (they may stay dictionaries).
+    pub(crate) fn fields(&self, schema: &SchemaRef) -> Vec<usize> {
+        let names = self
+            .by
+            .iter()
+            .chain(self.aggs.iter().filter_map(|a| a.field.as_ref()));
+        let mut out: Vec<usize> = names
+            .filter_map(|n| match Source::resolve(schema, n)? {
+                Source::Field(i, _) => Some(i),
+                Source::SchemaName => None,
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The groups of the rows `rows` (ascending; `None`: all) of a batch of `schema` whose
+    /// columns are `cols` (at least the plan's [`AggPlan::fields`] inflated, as values or as
+    /// dictionaries).
+    pub(crate) fn aggregate(
+        &self,
+        schema: &SchemaRef,
+        cols: &Columns,
+        rows: Option<&[usize]>,
+    ) -> Result<Partial, DecodeError> {
+        let n = cols.rows();
+        let resolve = |name: &str| Source::resolve(schema, name);
+        let mut by = self
+            .by
+            .iter()
+            .map(|f| Reader::new(schema, cols, resolve(f)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut aggs = self
+            .aggs
+            .iter()
+            .map(|a| match &a.field {
+                None => Ok(None),
+                Some(f) => Reader::new(schema, cols, resolve(f)).map(Some),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut acc = Groups::new(self);
+        let counts_only = self.aggs.iter().all(|a| a.field.is_none());
+        let dicts = by
+            .iter()
+            .filter(|r| matches!(r, Reader::Dict { .. }))
+            .count();
+        let constants = by
+            .iter()
+            .filter(|r| matches!(r, Reader::Constant(_)))
+            .count();
+        if counts_only && constants + dicts == by.len() && dicts <= 1 {
+            // `count()` by constants and at most one dictionary: events counted per code
+            // (one code when there is no dictionary), in the order of each code's first event.
+            let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(by.len());
+            let mut codes_of = None;
+            for r in &mut by {
+                match r {
+                    Reader::Constant(v) => values.push(v.clone()),
+                    Reader::Dict { entries, codes } => {
+                        codes_of = Some((values.len(), &*entries, codes));
+                        values.push(ValueRef::Null);
+                    }
+                    Reader::Values { .. } => {}
+                }
+            }
+            let Some((at, entries, codes)) = codes_of else {
+                let selected = rows.map_or(n, <[usize]>::len) as u64;
+                if selected > 0 {
+                    if let Some(g) = acc.group(&values) {
+                        acc.add_events(g, selected);
+                    }
+                }
+                return Ok(acc.finish());
+            };
+            let mut per_code = vec![0u64; entries.len()];
+            let mut order = Vec::new();
+            let mut take = |code: usize| {
+                if let Some(c) = per_code.get_mut(code) {
+                    if *c == 0 {
+                        order.push(code);
+                    }
+                    *c += 1;
+                }
+            };
+            match rows {
+                None => codes.for_each(&mut take),
+                Some(rows) => {
+                    let mut skipped = 0;
+                    for &r in rows {
+                        if let Some(code) = codes.nth(r - skipped) {
+                            take(code);
+                        }
+                        skipped = r + 1;
+                    }
+                }
+            }
+            for code in order {
+                values[at] = bucket(entries[code].clone(), self.resolution);
+                if let Some(g) = acc.group(&values) {
+                    acc.add_events(g, per_code[code]);
+                }
+            }
+            return Ok(acc.finish());
+        }
+        let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(by.len());
+        let mut scratch = Vec::new();
+        let mut next = rows.map(|r| r.iter().copied().peekable());
+        for i in 0..n {
+            let wanted = match next.as_mut() {
+                None => true,
+                Some(it) => it.next_if_eq(&i).is_some(),
+            };
+            values.clear();
+            for r in &mut by {
+                values.push(bucket(r.next()?, self.resolution));
+            }
+            // Every column is read at every row (values have no fixed width).
+            let mut read = Vec::with_capacity(aggs.len());
+            for r in &mut aggs {
+                read.push(match r {
+                    Some(r) => Some(r.next()?),
+                    None => None,
+                });
+            }
+            if !wanted {
+                continue;
+            }
+            let Some(g) = acc.group(&values) else {
+                continue;
+            };
+            for (a, v) in acc.groups[g].accs.iter_mut().zip(&read) {
+                match v {
+                    None => a.add_event(),
+                    Some(v) => a.add(v, &mut scratch),
+                }
+            }
+        }
+        for r in by.iter().chain(aggs.iter().flatten()) {
+            r.finish()?;
+        }
+        Ok(acc.finish())
+    }
+}
+
+/// The groups of one batch as they are aggregated.
+struct Groups<'p> {
+    plan: &'p AggPlan,
+    index: Map<Vec<u8>, usize>,
+    groups: Vec<PartialGroup>,
+    key: Vec<u8>,
+}
+
+impl<'p> Groups<'p> {
+    fn new(plan: &'p AggPlan) -> Groups<'p> {
+        Groups {
+            plan,
+            index: Map::default(),
+            groups: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    /// The group of `by` values `values` (made on first sight); `None` when they are all
+    /// unset and the plan skips such events.
+    fn group(&mut self, values: &[ValueRef<'_>]) -> Option<usize> {
+        if self.plan.skip_unset && values.iter().all(|v| matches!(v, ValueRef::Null)) {
+            return None;
+        }
+        self.key.clear();
+        for v in values {
+            push_key(&mut self.key, v);
+        }
+        if let Some(&g) = self.index.get(self.key.as_slice()) {
+            return Some(g);
+        }
+        self.index.insert(self.key.clone(), self.groups.len());
+        self.groups.push(PartialGroup {
+            key: self.key.clone(),
+            values: values.iter().map(ValueRef::to_owned).collect(),
+            accs: self.plan.aggs.iter().map(|a| Acc::new(a.func)).collect(),
+        });
+        Some(self.groups.len() - 1)
+    }
+
+    /// Adds `n` events to group `g` (`count()` alone).
+    fn add_events(&mut self, g: usize, n: u64) {
+        for a in &mut self.groups[g].accs {
+            a.add_events(n);
+        }
+    }
+
+    fn finish(self) -> Partial {
+        Partial {
+            groups: self.groups,
+        }
+    }
+}
