@@ -875,6 +875,10 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         "{}",
         png.len()
     );
+    // No query: the histogram's range comes from the archive's info, its total is every event.
+    let dom = rendered(&browser, &format!("http://{}/", srv.addr));
+    assert!(dom.contains("data-total=\"3000\""), "{dom}");
+    assert_eq!(dom.matches("<tr>").count(), 1 + 50, "{dom}");
     // A parse error: shown with its caret under the query.
     let dom = rendered(
         &browser,
