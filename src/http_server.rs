@@ -15,10 +15,14 @@
 //! - [`HttpServer::shutdown`] stops accepting at once, lets the requests in progress finish
 //!   for at most [`SHUTDOWN_GRACE`], and returns when the listener is closed.
 //!
+//! - with a TLS acceptor ([`HttpServer::serve_tls`]), each connection's handshake runs in
+//!   its own task and must end within [`Limits::header_timeout`], else the connection is
+//!   closed.
+//!
 //! Header names are written in title case (`Content-Type`), as most servers do.
 //!
 //! Bodies, per-request time limits and the like are the router's business (axum layers).
-//! HTTP/2 and TLS are not served: a reverse proxy in front provides them.
+//! HTTP/2 is not served.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,9 +31,11 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 /// How long requests in progress may take to finish after [`HttpServer::shutdown`].
@@ -71,11 +77,31 @@ impl HttpServer {
 
     /// Serves `router` on a bound listener until [`HttpServer::shutdown`].
     pub fn serve(listener: TcpListener, router: Router, limits: Limits) -> Self {
+        Self::serve_with(listener, router, limits, None)
+    }
+
+    /// Serves `router` over TLS (`tls`'s certificate) on a bound listener until
+    /// [`HttpServer::shutdown`].
+    pub fn serve_tls(
+        listener: TcpListener,
+        router: Router,
+        limits: Limits,
+        tls: TlsAcceptor,
+    ) -> Self {
+        Self::serve_with(listener, router, limits, Some(tls))
+    }
+
+    fn serve_with(
+        listener: TcpListener,
+        router: Router,
+        limits: Limits,
+        tls: Option<TlsAcceptor>,
+    ) -> Self {
         let addr = listener
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let stop = CancellationToken::new();
-        let task = tokio::spawn(accept_loop(listener, router, limits, stop.clone()));
+        let task = tokio::spawn(accept_loop(listener, router, limits, tls, stop.clone()));
         HttpServer { addr, stop, task }
     }
 
@@ -96,6 +122,7 @@ async fn accept_loop(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -122,18 +149,44 @@ async fn accept_loop(
             continue;
         };
         let service = TowerToHyperService::new(router.clone());
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let builder = builder.clone();
         let stop = stop.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stop.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
+            match tls {
+                None => serve_connection(stream, &builder, service, &stop).await,
+                Some(tls) => {
+                    let handshake = tokio::select! {
+                        _ = stop.cancelled() => return,
+                        h = tokio::time::timeout(limits.header_timeout, tls.accept(stream)) => h,
+                    };
+                    // A failed or stalled handshake closes the connection.
+                    if let Ok(Ok(stream)) = handshake {
+                        serve_connection(stream, &builder, service, &stop).await;
+                    }
                 }
             }
             drop(permit);
         });
+    }
+}
+
+/// Serves the requests of one connection until it ends or the server stops.
+async fn serve_connection<IO>(
+    io: IO,
+    builder: &hyper::server::conn::http1::Builder,
+    service: TowerToHyperService<Router>,
+    stop: &CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
+        }
     }
 }

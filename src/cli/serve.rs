@@ -1,8 +1,8 @@
 //! `weir serve --db DIR [--listen ADDR] [PIPELINE.toml ...]`: runs the pipelines and serves
 //! the archive over HTTP in one process (the server is [`weir::serve`]).
 //!
-//! At start it prints one line on stderr, `weir: serving http://ADDR/` (with the port chosen
-//! for `:0`), once the listener is bound: scripts and tests read the address from it. The
+//! At start it prints one line on stderr, `weir: serving http://ADDR/` (`https://` with
+//! `--tls-cert`; with the port chosen for `:0`), once the listener is bound: scripts and tests read the address from it. The
 //! first SIGINT or SIGTERM stops the pipelines' sources, waits for them to commit what is in
 //! flight, then stops the server and exits 0 (a pipeline that failed makes it exit 1).
 
@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use weir::http_server::HttpServer;
 use weir::pipeline::build::build;
 use weir::pipeline::config::{LoadOptions, PipelineSpec};
-use weir::serve::{auth, limits, AppState, PipelineStatus, ServeLimits};
+use weir::serve::{auth, limits, tls, AppState, PipelineStatus, ServeLimits};
 
 use super::args::{DbArg, DurationText, SizeText};
 use super::signals;
@@ -26,7 +26,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     db: DbArg,
     /// The address to listen on. Off loopback, requests need the bearer token (see
-    /// --token-file). TLS is not served: put a reverse proxy in front for it.
+    /// --token-file).
     #[arg(long, value_name = "ADDR", default_value = weir::serve::DEFAULT_LISTEN)]
     listen: SocketAddr,
     /// The bearer token's file, made with a new token (mode 0600) when missing [default:
@@ -44,6 +44,12 @@ pub struct ServeArgs {
     #[arg(long = "max-response", value_name = "SIZE",
           default_value_t = SizeText(limits::MAX_RESPONSE_BYTES))]
     max_response: SizeText,
+    /// Serve HTTPS with this certificate (PEM: the server's, then the intermediates).
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, RSA or EC).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Pipeline definitions (TOML) to run beside the server, e.g. pipelines/zeek-live.toml.
     #[arg(value_name = "PIPELINE")]
     pipelines: Vec<PathBuf>,
@@ -52,6 +58,11 @@ pub struct ServeArgs {
 /// `weir serve`.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let stop = signals::install();
+    // A certificate that cannot serve is an error before anything runs.
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+        _ => None,
+    };
     // Every pipeline loads and builds before anything runs or listens.
     let mut specs = Vec::new();
     for file in &args.pipelines {
@@ -117,12 +128,18 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let server = HttpServer::serve(
-        listener,
-        weir::serve::router(state, token),
-        limits.connections(),
-    );
-    say!("weir: serving http://{}/", server.local_addr());
+    let router = weir::serve::router(state, token);
+    let (server, scheme) = match tls {
+        None => (
+            HttpServer::serve(listener, router, limits.connections()),
+            "http",
+        ),
+        Some(tls) => (
+            HttpServer::serve_tls(listener, router, limits.connections(), tls),
+            "https",
+        ),
+    };
+    say!("weir: serving {scheme}://{}/", server.local_addr());
     let mut runs = Vec::new();
     for (pipeline, status) in pipelines {
         signals::forward(stop.clone(), pipeline.shutdown_token());

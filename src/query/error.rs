@@ -87,4 +87,8 @@ pub enum QueryError {
     /// A search thread failed (a bug; its batch's results are missing).
     #[error("a search thread failed: the results of one batch are missing")]
     Worker,
+    /// The archive's cancellation token was cancelled ([`crate::store::Archive::cancel_on`]):
+    /// the search stopped before its end.
+    #[error("the search was cancelled")]
+    Cancelled,
 }

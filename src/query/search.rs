@@ -914,6 +914,17 @@ impl<'a> Search<'a> {
 
     /// The next batch's result in ID order, after filling the window (`None` at the end).
     fn next_done(&mut self) -> Option<Done> {
+        if !self.exhausted && self.archive.is_cancelled() {
+            // Told to stop (Archive::cancel_on): no further batch; those in flight come
+            // first, then the error.
+            self.exhausted = true;
+            self.pool.push_ready(Done {
+                outcome: Err(QueryError::Cancelled),
+                read: false,
+                rows_evaluated: 0,
+                damaged: (0, 0),
+            });
+        }
         while !self.exhausted && self.pool.has_room() {
             match self.next_work() {
                 None => self.exhausted = true,

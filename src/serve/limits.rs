@@ -6,8 +6,8 @@
 //!   blocking threads, so that the pipelines' tasks never wait for them.
 //! - A query has [`QUERY_TIMEOUT`]: a query that has not produced its first bytes by then is
 //!   answered `504`; a streamed answer that is still running then ends with an error (see
-//!   [`crate::serve::query`]). The search stops at its next output; one that emits nothing
-//!   (an aggregation, a search with no hits) runs to its end, holding its query slot.
+//!   [`crate::serve::query`]). The search stops then at its next batch, also one that has
+//!   emitted nothing yet (an aggregation, a search with few hits), and frees its slot.
 //! - An answer is at most [`MAX_RESPONSE_BYTES`]: the stream ends there with an error.
 //! - A request body is at most [`MAX_BODY_BYTES`] (`413`), a `get` at most [`MAX_GET_IDS`]
 //!   IDs.

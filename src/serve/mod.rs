@@ -19,10 +19,11 @@
 //! | `api.rs` | the handlers |
 //! | `context.rs` | the handlers of `explore` and `pivot` |
 //! | `router.rs` | the routes and the page (`page.html`) |
+//! | `tls.rs` | the certificate and key of `--tls-cert`/`--tls-key` |
 //!
 //! The server reads the archive as `weir export` does (each query opens it anew, so it sees
-//! what the pipelines committed up to then); nothing reachable over HTTP changes it. TLS is
-//! not served: put a reverse proxy in front for it.
+//! what the pipelines committed up to then); nothing reachable over HTTP changes it. With a
+//! certificate and key it serves HTTPS ([`tls`]).
 
 pub mod api;
 pub mod auth;
@@ -33,6 +34,7 @@ pub mod query;
 pub mod router;
 pub mod state;
 pub mod status;
+pub mod tls;
 
 pub use error::ApiError;
 pub use limits::ServeLimits;

@@ -5,7 +5,12 @@
 //! event per line) or `--to arrow` writes it, and handed to the connection in pieces of
 //! [`CHUNK_BYTES`] through a channel of [`CHUNKS_IN_FLIGHT`] pieces: a slow client slows the
 //! search down, and a client that goes away (the channel's receiver dropped with the
-//! response body) stops it at its next output.
+//! response body) stops it.
+//!
+//! Every query's archive carries a cancellation token ([`Archive::cancel_on`]), cancelled at
+//! the query timeout and when the answer is dropped (sent, or its client gone): the search
+//! stops reading at its next batch even when it has produced no output yet (an aggregation,
+//! a search with few hits), and frees its query slot.
 //!
 //! Errors before the first byte (an expression that does not parse or type-check, an archive
 //! that cannot be opened, the timeout) are the answer's status and JSON body. An error after
@@ -20,6 +25,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::ApiError;
 use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
@@ -77,6 +83,19 @@ fn timeout_error(state_timeout: std::time::Duration) -> ApiError {
     )
 }
 
+/// A token cancelled at `deadline`, or when the guard returned with it is dropped.
+fn cancel_at(deadline: tokio::time::Instant) -> (CancellationToken, DropGuard) {
+    let token = CancellationToken::new();
+    let timer = token.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => timer.cancel(),
+            _ = timer.cancelled() => {}
+        }
+    });
+    (token.clone(), token.drop_guard())
+}
+
 /// Runs `job` and answers with its output, streamed (see the module docs).
 pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiError> {
     let permit = state.slot()?;
@@ -86,25 +105,30 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
     let db = state.db.clone();
     let cap = state.limits.max_response_bytes;
     let ndjson = job.format != OutputFormat::Arrow;
+    let deadline_at = tokio::time::Instant::from_std(deadline);
+    // Cancelled at the deadline, or when this function returns an error or the answer's
+    // body is dropped (the guard goes with it).
+    let (cancel, guard) = cancel_at(deadline_at);
     tokio::task::spawn_blocking(move || {
-        run(&db, &job, deadline, cap, timeout, &tx);
+        run(&db, &job, deadline, cap, timeout, cancel, &tx);
         drop(permit);
     });
-    let deadline = tokio::time::Instant::from_std(deadline);
+    let deadline = deadline_at;
     let first = match tokio::time::timeout_at(deadline, rx.recv()).await {
         Err(_) => return Err(timeout_error(timeout)),
         Ok(None) => None,
         Ok(Some(Piece::Fail(e))) => return Err(e),
         Ok(Some(Piece::Data(b))) => Some(b),
     };
-    let pieces = futures::stream::unfold((first, Some(rx)), move |(first, rx)| async move {
+    let state = (first, Some(rx), guard);
+    let pieces = futures::stream::unfold(state, move |(first, rx, guard)| async move {
         if let Some(b) = first {
-            return Some((Ok(b), (None, rx)));
+            return Some((Ok(b), (None, rx, guard)));
         }
         let mut rx = rx?;
         let failed = match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(None) => return None,
-            Ok(Some(Piece::Data(b))) => return Some((Ok(b), (None, Some(rx)))),
+            Ok(Some(Piece::Data(b))) => return Some((Ok(b), (None, Some(rx), guard))),
             Ok(Some(Piece::Fail(e))) => e,
             Err(_) => timeout_error(timeout),
         };
@@ -112,10 +136,10 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
         if ndjson {
             let mut line = failed.body().to_string();
             line.push('\n');
-            Some((Ok(Bytes::from(line)), (None, None)))
+            Some((Ok(Bytes::from(line)), (None, None, guard)))
         } else {
             let e = std::io::Error::other(failed.message);
-            Some((Err(e), (None, None)))
+            Some((Err(e), (None, None, guard)))
         }
     });
     let content_type = if ndjson { NDJSON } else { ARROW };
@@ -133,18 +157,28 @@ fn run(
     deadline: Instant,
     cap: u64,
     timeout: std::time::Duration,
+    cancel: CancellationToken,
     tx: &mpsc::Sender<Piece>,
 ) {
     let fail = |e: ApiError| {
         let _ = tx.blocking_send(Piece::Fail(e));
     };
-    let archive = match Archive::open(db) {
+    let mut archive = match Archive::open(db) {
         Ok(a) => a,
         Err(e) => {
             return fail(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 e.to_string(),
             ))
+        }
+    };
+    archive.cancel_on(cancel.clone());
+    // Cancelled: at the deadline a timeout, else the client went away.
+    let stopped = || {
+        if Instant::now() >= deadline {
+            Stop::Fail(timeout_error(timeout))
+        } else {
+            Stop::Gone
         }
     };
     let mut writer = writer_with(job.format, job.timestamps);
@@ -164,8 +198,9 @@ fn run(
         &archive,
         job.limit,
         |slice, take| {
-            if Instant::now() >= deadline {
-                return Err(Stop::Fail(timeout_error(timeout)));
+            if cancel.is_cancelled() || Instant::now() >= deadline {
+                // An aggregation's partial output, after a cancelled search, is not sent.
+                return Err(stopped());
             }
             let step = if job.format == OutputFormat::Arrow {
                 take.max(1)
@@ -196,10 +231,19 @@ fn run(
             Ok(Flow::More)
         },
         &mut |e| {
+            if matches!(e, QueryError::Cancelled) {
+                return;
+            }
             tracing::warn!("query {:?}: {e}", job.chain.text());
             damaged += 1;
         },
     );
+    if cancel.is_cancelled() {
+        if let Stop::Fail(e) = stopped() {
+            fail(e);
+        }
+        return;
+    }
     match result {
         Err(e) => fail(ApiError::query(e)),
         Ok((_, Some(Stop::Gone))) => {}
@@ -232,21 +276,28 @@ fn damaged_error(damaged: u64) -> ApiError {
     )
 }
 
-/// Runs `f` on a blocking thread with a query slot, within the query timeout.
+/// Runs `f` on a blocking thread with a query slot, within the query timeout (its archive is
+/// cancelled then).
 pub async fn blocking<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(Archive) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let permit = state.slot()?;
     let db = state.db.clone();
+    let deadline = tokio::time::Instant::now() + state.limits.query_timeout;
+    // Cancelled at the deadline, or when this future is dropped (its client went away).
+    let (cancel, _guard) = cancel_at(deadline);
     let task = tokio::task::spawn_blocking(move || {
         let out = Archive::open(&db)
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
-            .and_then(f);
+            .and_then(|mut archive| {
+                archive.cancel_on(cancel);
+                f(archive)
+            });
         drop(permit);
         out
     });
-    match tokio::time::timeout(state.limits.query_timeout, task).await {
+    match tokio::time::timeout_at(deadline, task).await {
         Err(_) => Err(timeout_error(state.limits.query_timeout)),
         Ok(Err(_)) => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

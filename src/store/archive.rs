@@ -60,6 +60,8 @@ pub struct Archive {
     /// This reader's registration, which keeps the segments of its catalog on disk while it
     /// lives, even if an erase or compaction drops them (see [`super::readers`]).
     _registered: Option<super::readers::ReaderLock>,
+    /// [`Archive::cancel_on`]: searches over this archive stop once it is cancelled.
+    cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Archive {
@@ -87,7 +89,20 @@ impl Archive {
                 entries: Vec::new(),
             }),
             _registered: registered,
+            cancel: None,
         })
+    }
+
+    /// Searches over this archive stop early once `token` is cancelled: no further batch is
+    /// read, and the search ends with [`crate::query::QueryError::Cancelled`] (a server's
+    /// query past its timeout, or whose client went away).
+    pub fn cancel_on(&mut self, token: tokio_util::sync::CancellationToken) {
+        self.cancel = Some(token);
+    }
+
+    /// Whether the token of [`Archive::cancel_on`] was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|t| t.is_cancelled())
     }
 
     /// Sets how many segments stay mapped (0 disables caching).

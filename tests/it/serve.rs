@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, ChildStderr, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::cli::{ok, run, run_with_stdin, s, text, wait_for, weir};
 use common::conn_log;
@@ -44,6 +44,7 @@ fn serve(db: &Path, args: &[&str]) -> Server {
         addr = line
             .trim()
             .strip_prefix("weir: serving http://")
+            .or_else(|| line.trim().strip_prefix("weir: serving https://"))
             .and_then(|a| a.strip_suffix('/'))
             .map(|a| a.parse::<SocketAddr>().unwrap());
     }
@@ -117,6 +118,11 @@ fn request(addr: SocketAddr, method: &str, path: &str, headers: &[&str], body: &
     c.write_all(body.as_bytes()).unwrap();
     let mut out = Vec::new();
     c.read_to_end(&mut out).unwrap();
+    answer(&out)
+}
+
+/// The status, headers and body of a whole HTTP/1.0 answer.
+fn answer(out: &[u8]) -> Answer {
     let end = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
     let head = text(&out[..end]);
     let mut lines = head.lines();
@@ -619,6 +625,160 @@ fn a_client_that_goes_away_stops_its_query() {
     assert_eq!(srv.stop().code(), Some(0));
 }
 
+#[test]
+fn a_query_past_its_timeout_stops_before_any_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 200_000);
+    // An aggregation: no output until the search has read every event.
+    let q = json!({"query": "summarize count() by uid, n"});
+    let srv = serve(&db, &["--listen", "127.0.0.1:0", "--max-queries", "1"]);
+    let start = Instant::now();
+    let full = post(srv.addr, "/api/v1/query", &q);
+    let whole = start.elapsed();
+    assert_eq!(full.status, 200, "{}", full.text());
+    assert_eq!(full.text().lines().count(), 200_000);
+    assert_eq!(srv.stop().code(), Some(0));
+    let timeout = whole / 5;
+    let arg = format!("{}ms", timeout.as_millis().max(1));
+    let srv = serve(
+        &db,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--max-queries",
+            "1",
+            "--query-timeout",
+            &arg,
+        ],
+    );
+    let running =
+        |srv: &Server| get(srv.addr, "/api/v1/status").json()["queries"]["running"].clone();
+    // A streamed query, and a count (the same chain: it counts what comes out).
+    for path in ["/api/v1/query", "/api/v1/count"] {
+        let start = Instant::now();
+        let got = post(srv.addr, path, &q);
+        assert_eq!(got.status, 504, "{path}: {}", got.text());
+        // The search stops at the timeout, not at its end: the slot is free long before
+        // the whole search would have ended.
+        wait_for("the query to stop", Duration::from_secs(60), || {
+            running(&srv) == json!(0)
+        });
+        let freed = start.elapsed();
+        assert!(
+            freed < whole / 2,
+            "{path}: the slot was freed after {freed:?}; the whole query takes {whole:?}, the timeout is {timeout:?}"
+        );
+    }
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn serves_https_with_its_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 10);
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = tmp.path().join("cert.pem");
+    let key = tmp.path().join("key.pem");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let srv = serve(
+        &db,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            s(&cert),
+            "--tls-key",
+            s(&key),
+        ],
+    );
+    // A client that trusts that certificate alone.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(made.cert.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = std::sync::Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let https = |path: &str, body: &str| {
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(config.clone(), name).unwrap();
+        let tcp = TcpStream::connect(srv.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        let method = if body.is_empty() { "GET" } else { "POST" };
+        write!(
+            tls,
+            "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        tls.read_to_end(&mut out).unwrap();
+        answer(&out)
+    };
+    let got = https("/api/v1/count", &json!({"query": "n < 4"}).to_string());
+    assert_eq!(got.status, 200, "{}", got.text());
+    let want: u64 = ok(&run(&["count", "--db", s(&db), "n < 4"]), "count")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(got.json(), json!({ "count": want }));
+    assert_eq!(https("/health", "").json(), json!({"status": "ok"}));
+    assert!(https("/", "").text().contains("<title>weir</title>"));
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = c.write_all(b"GET /health HTTP/1.0\r\n\r\n");
+    let mut out = Vec::new();
+    let _ = c.read_to_end(&mut out);
+    assert!(!text(&out).contains("HTTP/1."), "{}", text(&out));
+    assert_eq!(srv.stop().code(), Some(0));
+    // Files that cannot serve: an error naming the file, before anything listens.
+    let start = |cert: &Path, key: &Path| {
+        let out = run(&[
+            "serve",
+            "--db",
+            s(&db),
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            s(cert),
+            "--tls-key",
+            s(key),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let missing = tmp.path().join("none.pem");
+    let err = start(&missing, &key);
+    assert!(
+        err.contains(&format!("{}: cannot read the TLS certificate", s(&missing))),
+        "{err}"
+    );
+    let err = start(&key, &key);
+    assert!(
+        err.contains(&format!("{}: no certificate in it", s(&key))),
+        "{err}"
+    );
+    let err = start(&cert, &cert);
+    assert!(
+        err.contains(&format!("{}: cannot read the TLS private key", s(&cert))),
+        "{err}"
+    );
+    let other = tmp.path().join("other.pem");
+    let stranger = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(&other, stranger.signing_key.serialize_pem()).unwrap();
+    let err = start(&cert, &other);
+    assert!(err.contains("unusable certificate and key"), "{err}");
+    // Both or neither.
+    let out = run(&["serve", "--db", s(&db), "--tls-cert", s(&cert)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
 /// The system's headless Chromium, if installed (Debian's `chromium`).
 fn chromium() -> Option<std::path::PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
@@ -647,7 +807,13 @@ fn rendered(browser: &Path, url: &str) -> String {
 #[test]
 fn the_page_in_a_browser_shows_what_the_cli_counts() {
     let Some(browser) = chromium() else {
-        println!("skipped: no chromium to render the page");
+        // CI installs it (.ci/run): there a missing browser is a failure, not a skip.
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but no chromium at /usr/bin/chromium: .ci/run installs Debian's package"
+        );
+        println!("skipped: no chromium to render the page (apt-get install chromium)");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -686,6 +852,33 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     // The schema's tab: the events fetched (at most the page's 1000).
     let tab = format!("conn {}", common::cli::grouped(want.min(1000)));
     assert!(dom.contains(&tab), "{tab} in {dom}");
+    // A screenshot, for a person to look at: target/tmp/serve-page.png.
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
+    let _ = std::fs::remove_file(&shot);
+    let out = std::process::Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1000",
+            "--virtual-time-budget=10000",
+            &format!("--screenshot={}", s(&shot)),
+            &url,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{}",
+        png.len()
+    );
+    // No query: the histogram's range comes from the archive's info, its total is every event.
+    let dom = rendered(&browser, &format!("http://{}/", srv.addr));
+    assert!(dom.contains("data-total=\"3000\""), "{dom}");
+    assert_eq!(dom.matches("<tr>").count(), 1 + 50, "{dom}");
     // A parse error: shown with its caret under the query.
     let dom = rendered(
         &browser,
