@@ -228,6 +228,7 @@ impl AggPlan {
             return Ok(acc.finish());
         }
         let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(by.len());
+        let mut read: Vec<Option<ValueRef<'_>>> = Vec::with_capacity(aggs.len());
         let mut scratch = Vec::new();
         let mut next = rows.map(|r| r.iter().copied().peekable());
         for i in 0..n {
@@ -240,7 +241,7 @@ impl AggPlan {
                 values.push(bucket(r.next()?, self.resolution));
             }
             // Every column is read at every row (values have no fixed width).
-            let mut read = Vec::with_capacity(aggs.len());
+            read.clear();
             for r in &mut aggs {
                 read.push(match r {
                     Some(r) => Some(r.next()?),
