@@ -87,7 +87,7 @@ const ARGS: [&str; 4] = ["--batch-size", "16", "--batch-timeout", "20ms"];
 /// its gzip copy) and of those a run can make (rotations every 2.5 s on average).
 fn max_segment_size(gens: usize) -> String {
     let files = 2 * (gens as u64 + 3 * 40);
-    format!("{}", 16 * 1024 + files * 128)
+    format!("{}KiB", 16 + files.div_ceil(8))
 }
 
 /// What the follower logs (`following file` says its first scan is under way); warnings
