@@ -47,9 +47,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    ObjectStore, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart};
 
 /// The URL scheme of object storage.
 pub const SCHEME: &str = "s3://";
@@ -469,12 +467,15 @@ pub fn list(url: &ObjectUrl, prefix: &str) -> Result<Vec<(String, u64)>, ObjectE
 /// Errors, also a missing object, come from the reader and name the URL.
 pub fn open_reader(object: &Object) -> impl tokio::io::AsyncRead + Send + 'static {
     let (tx, rx) = tokio::sync::mpsc::channel::<io::Result<Bytes>>(READ_AHEAD);
-    let (store, path, url) = (object.store.clone(), object.path.clone(), object.url.clone());
+    let (store, path, url) = (
+        object.store.clone(),
+        object.path.clone(),
+        object.url.clone(),
+    );
     let failed_start = tx.clone();
     let pump = async move {
-        let fail = |e: object_store::Error| -> io::Error {
-            ObjectError::request(&url, "read", e).into()
-        };
+        let fail =
+            |e: object_store::Error| -> io::Error { ObjectError::request(&url, "read", e).into() };
         let mut body = match store.get(&path).await {
             Ok(r) => r.into_stream(),
             Err(e) => {

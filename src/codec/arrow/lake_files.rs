@@ -162,12 +162,11 @@ impl LakeFiles {
     /// highest-numbered `part-NNNNN.parquet` of its first `day=` directory that has one: the
     /// lake keeps one schema per partition), `None` when it has none.
     pub fn existing_schema(&self, dir: &Path) -> Result<Option<Arc<ArrowSchema>>, ArrowCodecError> {
-        let unreadable = |path: &Path, e: parquet::errors::ParquetError| {
-            ArrowCodecError::Partition {
+        let unreadable =
+            |path: &Path, e: parquet::errors::ParquetError| ArrowCodecError::Partition {
                 dir: dir.to_path_buf(),
                 problem: format!("cannot read the schema of {}: {e}", path.display()),
-            }
-        };
+            };
         let Some(url) = &self.object else {
             let Ok(entries) = std::fs::read_dir(dir) else {
                 return Ok(None);
