@@ -396,3 +396,51 @@ fn an_export_killed_mid_way_leaves_no_partial_object() {
         assert!(rows < 300_000, "{complete}");
     }
 }
+
+#[test]
+fn a_large_object_is_a_multipart_upload_visible_only_once_complete() {
+    use std::io::Write;
+    use weir::object::{expand_url, list, open_reader, ObjectUrl, Upload, PART_SIZE};
+    if !tools_present() {
+        return;
+    }
+    let server = start("multipart");
+    // The one test that talks to the server from this process (its bucket's client is built
+    // from the environment on first use).
+    for (k, v) in [
+        ("AWS_ENDPOINT_URL", server.endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ] {
+        std::env::set_var(k, v);
+    }
+    let url = ObjectUrl::parse("s3://multipart/").unwrap();
+    let data: Vec<u8> = (0..2 * PART_SIZE + 12_345)
+        .map(|i| (i * 31 % 251) as u8)
+        .collect();
+    // Two parts sent, then dropped unfinished: aborted, no object.
+    {
+        let mut upload = Upload::new(&url, "dropped.bin");
+        upload.write_all(&data).unwrap();
+    }
+    let mut upload = Upload::new(&url, "big.bin");
+    upload.write_all(&data).unwrap();
+    assert!(
+        list(&url, "").unwrap().is_empty(),
+        "visible before completion"
+    );
+    assert_eq!(upload.finish().unwrap(), data.len() as u64);
+    assert_eq!(
+        list(&url, "").unwrap(),
+        [("big.bin".to_string(), data.len() as u64)]
+    );
+    // Read back as a source reads it, from an executor without a reactor.
+    let object = expand_url("s3://multipart/big.bin").unwrap().remove(0);
+    let mut reader = Box::pin(open_reader(&object));
+    let mut back = Vec::new();
+    futures::executor::block_on(tokio::io::AsyncReadExt::read_to_end(&mut reader, &mut back))
+        .unwrap();
+    assert!(back == data, "read back {} bytes", back.len());
+}
