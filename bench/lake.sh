@@ -12,7 +12,8 @@
 # Prints: median seconds of `weir import`, `weir export --to parquet` (events/s) and DuckDB's
 # read_csv of the .log.gz into zstd Parquet; the sizes of the lake and of DuckDB's file; the
 # export's peak memory beyond the mapped archive for a tenth and all of the events at three
-# row-group sizes (memory follows the row groups, not the events); then per engine the three queries' answers and times, checked against `weir count` (exit 1 on a
+# row-group sizes (memory follows the row groups, not the events); the export to a local S3
+# server (moto[server]) against the local disk, seconds and peak memory (NO_S3=1 skips it); then per engine the three queries' answers and times, checked against `weir count` (exit 1 on a
 # disagreement).
 set -euo pipefail
 N=${1:-1000}
@@ -96,6 +97,48 @@ for n in $((events / 10)) "$events"; do
   printf '%-16s %14s %14s %14s\n' $row
 done
 rm -rf "$lake.mem"
+
+# The export to S3: a local S3 server (moto's, in memory, on 127.0.0.1) against the local disk,
+# REPS runs each: median seconds, events/s and the largest peak RssAnon. moto is Python: this
+# measures weir's upload path bounded by moto's speed, not by S3's.
+if [ -z "${NO_S3:-}" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check "moto[server]" boto3
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -m moto.server -H 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+  moto=$!
+  export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_ALLOW_HTTP=true AWS_REGION=us-east-1 \
+    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
+  for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  python3 -c "import boto3; boto3.client('s3').create_bucket(Bucket='bench')"
+  # timed_peak CMD...: "seconds peakMB" of one run.
+  timed_peak() {
+    local t0 t1 p
+    t0=$(date +%s.%N)
+    p=$(peak_anon "$@")
+    t1=$(date +%s.%N)
+    echo "$(echo "$t1 - $t0" | bc -l) $p"
+  }
+  echo
+  echo "export to a local S3 server (moto) and to the local disk: median of $REPS, largest peak RssAnon"
+  printf '%-12s %9s %14s %10s\n' output seconds "M events/s" "peak MB"
+  for target in disk s3; do
+    secs=() peak=0
+    for i in $(seq "$REPS"); do
+      rm -rf "$lake.s3cmp"
+      out="$lake.s3cmp"
+      [ "$target" = s3 ] && out="s3://bench/run$i"
+      read -r t p < <(timed_peak "$weir" export --db "$db" --to parquet --output "$out")
+      secs+=("$t")
+      if [ "$p" -gt "$peak" ]; then peak=$p; fi
+    done
+    m=$(median "${secs[@]}")
+    printf '%-12s %9.3f %14.2f %10s  (runs: %s)\n' "$target" "$m" "$(echo "$events / $m / 1000000" | bc -l)" "$peak" "${secs[*]}"
+  done
+  rm -rf "$lake.s3cmp"
+  kill "$moto" 2>/dev/null || true
+  wait "$moto" 2>/dev/null || true
+  unset AWS_ENDPOINT_URL AWS_ALLOW_HTTP AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+fi
 
 # The three queries, answered by weir from the archive and by each engine from the lake.
 uid=$("$weir" export --db "$db" --to json -n 1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["uid"])')

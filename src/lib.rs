@@ -78,6 +78,7 @@ mod fs;
 pub mod http_server;
 pub mod metrics;
 pub mod metrics_http;
+pub mod object;
 pub mod pipeline;
 mod pool;
 pub mod query;

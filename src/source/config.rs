@@ -110,6 +110,18 @@ impl FileSourceConfig {
             });
         }
         for p in &self.paths {
+            if crate::object::is_url(p) && self.follow {
+                return Err(InvalidSetting {
+                    key: "follow",
+                    problem: Problem::OutOfRange {
+                        value: "true".into(),
+                        reason: format!(
+                            "{p}: objects of object storage cannot be followed; import them \
+                             once (a new object is read by a new import)"
+                        ),
+                    },
+                });
+            }
             if p == Self::STDIN && self.follow {
                 return Err(InvalidSetting {
                     key: "follow",

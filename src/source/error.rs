@@ -23,6 +23,9 @@ pub enum SourceError {
         /// The pattern.
         pattern: String,
     },
+    /// An object storage URL is bad, matched no object, or could not be listed or read.
+    #[error(transparent)]
+    Object(#[from] crate::object::ObjectError),
     /// A file could not be opened or read (also a directory that a glob walked into).
     #[error("cannot read {name}: {error}")]
     Io {

@@ -123,7 +123,9 @@ fn walk_matches(pattern: &str, compiled: &glob::Pattern) -> Result<Vec<PathBuf>,
     Ok(out)
 }
 
-/// Turns command-line arguments into inputs: `-` is stdin, an argument without glob
+/// Turns command-line arguments into inputs: `-` is stdin, `s3://bucket/key` one object or
+/// the objects matching a pattern (listed now, see [`crate::object::expand_url`]), an
+/// argument without glob
 /// metacharacters is a path taken as given (a missing file is reported when it is opened),
 /// and anything else is expanded by [`expand_pattern`] (its matches sorted; an error when it
 /// matches none). No argument at all means stdin. Order is kept: `a.log 'b*.log' -` reads
@@ -137,6 +139,12 @@ pub fn expand_inputs<S: AsRef<str>>(args: &[S]) -> Result<Vec<Input>, SourceErro
         let arg = arg.as_ref();
         if arg == "-" {
             out.push(Input::Stdin);
+        } else if crate::object::is_url(arg) {
+            out.extend(
+                crate::object::expand_url(arg)?
+                    .into_iter()
+                    .map(Input::Object),
+            );
         } else if is_pattern(arg) {
             out.extend(expand_pattern(arg)?.into_iter().map(Input::Path));
         } else {

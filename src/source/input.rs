@@ -1,4 +1,5 @@
-//! What a source reads: [`Input`], a file, stdin, bytes in memory or any async reader.
+//! What a source reads: [`Input`], a file, stdin, an object (`s3://`), bytes in memory or any
+//! async reader.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -26,6 +27,8 @@ pub enum Input {
         /// The content.
         data: Bytes,
     },
+    /// An object of S3-compatible object storage (`s3://bucket/key`), streamed.
+    Object(crate::object::Object),
     /// Any async reader (for embedding), with a name for messages.
     Reader {
         /// Name for error messages.
@@ -57,6 +60,7 @@ impl Input {
         match self {
             Input::Path(p) => p.display().to_string(),
             Input::Stdin => STDIN_NAME.to_string(),
+            Input::Object(o) => o.url.clone(),
             Input::Bytes { name, .. } | Input::Reader { name, .. } => name.clone(),
         }
     }
@@ -67,6 +71,7 @@ impl fmt::Debug for Input {
         match self {
             Input::Path(p) => f.debug_tuple("Path").field(p).finish(),
             Input::Stdin => f.write_str("Stdin"),
+            Input::Object(o) => f.debug_tuple("Object").field(&o.url).finish(),
             Input::Bytes { name, data } => f
                 .debug_struct("Bytes")
                 .field("name", name)
@@ -91,6 +96,7 @@ pub fn total_size(inputs: &[Input]) -> Option<u64> {
                 total += meta.len();
             }
             Input::Bytes { data, .. } => total += data.len() as u64,
+            Input::Object(o) => total += o.size,
             Input::Stdin | Input::Reader { .. } => return None,
         }
     }

@@ -79,6 +79,11 @@ pub fn open_raw(
         }
         Input::Stdin => (None, spawn_reader(name.clone(), io::stdin(), stop)),
         Input::Bytes { data, .. } => (Some(data.len() as u64), Box::pin(io::Cursor::new(data))),
+        Input::Object(object) => {
+            tracing::info!(input = %name, bytes = object.size, "opened input");
+            let reader: BoxReader = Box::pin(crate::object::open_reader(&object));
+            (Some(object.size), Box::pin(StopReader::new(reader, stop)))
+        }
         Input::Reader { reader, .. } => (None, Box::pin(StopReader::new(reader, stop))),
     };
     Ok(RawSource {

@@ -37,6 +37,7 @@ mod follow_zeekctl;
 mod fuzz_regressions;
 mod json_writer;
 mod lake_engines;
+mod lake_s3;
 mod metrics_endpoint;
 mod output_formats;
 mod pipeline_config;

@@ -82,7 +82,6 @@
 //!   rest being the footer's metadata, per row group.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -91,16 +90,15 @@ use parquet::file::properties::WriterProperties;
 
 use arrow_array::RecordBatch;
 use arrow_schema::Schema as ArrowSchema;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::builder::ArrowBuilder;
+use super::lake_files::LakeFiles;
 use super::parallel::LakeRows;
 use super::parquet_file::ParquetFile;
 use super::schema::{arrow_schema, zeek_schema};
 use super::union::{conform, fits, lake_schemas, misfit, Conflict};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::civil_from_days;
-use crate::fs::{commit_file, create_dirs, FsError};
 use crate::types::{SchemaRef, Type};
 use crate::value::{RowCursor, NIL};
 
@@ -146,6 +144,8 @@ struct Partition {
 /// its own in async code (the Parquet sink does).
 pub struct LakeWriter {
     options: LakeOptions,
+    /// Where the files go: the directory or the object storage prefix `options.dir`.
+    files: LakeFiles,
     props: Arc<WriterProperties>,
     parts: Vec<Partition>,
     /// Next part number of each partition directory.
@@ -229,60 +229,6 @@ pub(super) fn row_day(
     ts_index.and_then(|t| row_ts(row, schema, t)).map(day_of)
 }
 
-/// The Arrow schema of the files already in the `schema=` partition `dir` (that of the
-/// highest-numbered `part-NNNNN.parquet` of its first `day=` directory that has one: the
-/// lake keeps one schema per partition), `None` when it has none.
-fn existing_schema(dir: &Path) -> Result<Option<Arc<ArrowSchema>>, ArrowCodecError> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(None);
-    };
-    let mut days: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    days.sort();
-    let Some((day, last)) = days
-        .into_iter()
-        .map(|d| {
-            let n = first_free_part(&d);
-            (d, n)
-        })
-        .find(|(_, n)| *n > 0)
-    else {
-        return Ok(None);
-    };
-    let path = day.join(format!("part-{:05}.parquet", last - 1));
-    let file = File::open(&path).map_err(|e| FsError::new("open", &path, e))?;
-    let schema = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| ArrowCodecError::Partition {
-            dir: dir.to_path_buf(),
-            problem: format!("cannot read the schema of {}: {e}", path.display()),
-        })?
-        .schema()
-        .clone();
-    Ok(Some(schema))
-}
-
-/// The highest `part-NNNNN.parquet` number in `dir`, plus one (0 for none).
-fn first_free_part(dir: &Path) -> u32 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
-            name.strip_prefix("part-")?
-                .strip_suffix(".parquet")?
-                .parse::<u32>()
-                .ok()
-        })
-        .max()
-        .map_or(0, |n| n.saturating_add(1))
-}
-
 impl LakeWriter {
     /// Rows of one record batch handed to the Parquet writer.
     pub const BATCH_ROWS: usize = 8192;
@@ -302,6 +248,7 @@ impl LakeWriter {
             .set_created_by(format!("weir {}", env!("CARGO_PKG_VERSION")))
             .build();
         Ok(LakeWriter {
+            files: LakeFiles::new(&options.dir)?,
             options,
             props: Arc::new(props),
             parts: Vec::new(),
@@ -500,7 +447,7 @@ impl LakeWriter {
             Some(t) if fits(schema, t) => t.clone(),
             _ => Arc::new(arrow_schema(schema)),
         };
-        let Some(existing) = existing_schema(&dir)? else {
+        let Some(existing) = self.files.existing_schema(&dir)? else {
             return Ok(mine);
         };
         self.preexisting.insert(schema.name.clone());
@@ -554,24 +501,23 @@ impl LakeWriter {
         if let Some(file) = part.file.take() {
             return Ok(part.file.insert(file));
         }
-        create_dirs(&self.options.dir, &part.dir)?;
+        self.files.create_dirs(&part.dir)?;
         let n = match self.next_part.get_mut(&part.dir) {
             Some(n) => n,
-            None => self
-                .next_part
-                .entry(part.dir.clone())
-                .or_insert_with(|| first_free_part(&part.dir)),
+            None => {
+                let first = self.files.first_free_part(&part.dir)?;
+                self.next_part.entry(part.dir.clone()).or_insert(first)
+            }
         };
         let name = format!("part-{:05}.parquet", *n);
         *n = n.saturating_add(1);
-        let tmp = part.dir.join(format!(".{name}.tmp"));
-        let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+        let (file, tmp) = self.files.create(&part.dir, &name)?;
         let file = ParquetFile::create(file, tmp, name, part.target.clone(), &self.props)?;
         Ok(part.file.insert(file))
     }
 
     /// Completes the open file of partition `index`: written, fsynced, renamed, directory
-    /// fsynced.
+    /// fsynced (in object storage: uploaded, the upload completed).
     fn close_file(&mut self, index: usize) -> Result<(), ArrowCodecError> {
         let part = &mut self.parts[index];
         let Some(open) = part.file.take() else {
@@ -579,7 +525,7 @@ impl LakeWriter {
         };
         let (tmp, name) = (open.tmp.clone(), open.name.clone());
         let file = open.finish()?;
-        let path = commit_file(&file, &tmp, &part.dir, &name, true)?;
+        let size = self.files.commit(file, &tmp, &part.dir, &name)?;
         self.written.push((
             part.schema.name.clone(),
             part.dir.clone(),
@@ -587,7 +533,7 @@ impl LakeWriter {
             part.target.clone(),
         ));
         self.summary.files += 1;
-        self.summary.bytes += std::fs::metadata(&path).map_or(0, |m| m.len());
+        self.summary.bytes += size;
         Ok(())
     }
 
@@ -618,21 +564,17 @@ impl LakeWriter {
     }
 
     /// Rewrites the completed file `dir/name` with the Arrow schema `target` (which its own
-    /// fits): a batch at a time into a temporary, renamed over it once complete.
+    /// fits): a batch at a time into a temporary, renamed over it once complete (in object
+    /// storage: an upload to the same key, which replaces the object once complete).
     fn rewrite(
         &mut self,
         dir: &Path,
         name: &str,
         target: &Arc<ArrowSchema>,
     ) -> Result<(), ArrowCodecError> {
-        let path = dir.join(name);
-        let old_size = std::fs::metadata(&path).map_or(0, |m| m.len());
-        let input = File::open(&path).map_err(|e| FsError::new("open", &path, e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(input)?
-            .with_batch_size(Self::BATCH_ROWS)
-            .build()?;
-        let tmp = dir.join(format!(".{name}.tmp"));
-        let file = File::create(&tmp).map_err(|e| FsError::new("create", &tmp, e))?;
+        let old_size = self.files.size(dir, name)?;
+        let reader = self.files.read(dir, name, Self::BATCH_ROWS)?;
+        let (file, tmp) = self.files.create(dir, name)?;
         let mut out = ParquetFile::create(
             file,
             tmp.clone(),
@@ -655,12 +597,11 @@ impl LakeWriter {
         let file = match result {
             Ok(f) => f,
             Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
+                self.files.discard(&tmp);
                 return Err(e);
             }
         };
-        let path = commit_file(&file, &tmp, dir, name, true)?;
-        let new_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let new_size = self.files.commit(file, &tmp, dir, name)?;
         self.summary.bytes = (self.summary.bytes + new_size).saturating_sub(old_size);
         Ok(())
     }
@@ -679,8 +620,9 @@ impl Drop for LakeWriter {
         for p in &mut self.parts {
             if let Some(open) = p.file.take() {
                 let tmp = open.tmp.clone();
+                // An upload is aborted as it is dropped.
                 drop(open);
-                let _ = std::fs::remove_file(&tmp);
+                self.files.discard(&tmp);
             }
         }
     }

@@ -59,6 +59,7 @@
 mod builder;
 pub mod ipc;
 pub mod lake;
+mod lake_files;
 mod parallel;
 mod parquet_file;
 mod parquet_read;
@@ -156,4 +157,7 @@ pub enum ArrowCodecError {
     /// A file or directory of the lake could not be written.
     #[error(transparent)]
     Fs(#[from] crate::fs::FsError),
+    /// An object of a lake in object storage could not be listed, read or written.
+    #[error(transparent)]
+    Object(#[from] crate::object::ObjectError),
 }

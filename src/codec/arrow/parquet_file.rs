@@ -7,7 +7,6 @@
 //! bytes are the same as with a single thread: each column is encoded by one writer, in row
 //! order, and row groups are cut at exactly `row_group_size` rows.
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -24,6 +23,7 @@ use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
+use super::lake_files::{Buffered, FileSink};
 use super::ArrowCodecError;
 
 /// What a worker is asked to do.
@@ -82,7 +82,7 @@ fn worker_loop(jobs: Receiver<Job>, reply: SyncSender<Chunks>) {
 
 /// An open Parquet file (see the module docs).
 pub(super) struct ParquetFile {
-    writer: SerializedFileWriter<BufWriter<File>>,
+    writer: SerializedFileWriter<Buffered>,
     factory: ArrowRowGroupWriterFactory,
     arrow: Arc<ArrowSchema>,
     workers: Vec<Worker>,
@@ -92,7 +92,7 @@ pub(super) struct ParquetFile {
     rows_in_group: usize,
     max_rows: usize,
     started: bool,
-    /// The temporary path and the final name.
+    /// The temporary path (an object's final one) and the final name.
     pub tmp: PathBuf,
     pub name: String,
 }
@@ -108,7 +108,7 @@ impl ParquetFile {
     /// Starts the file `tmp` (final name `name`) for batches of `arrow`, with `props` (whose
     /// row-group size is the exact number of rows per group).
     pub fn create(
-        file: File,
+        file: FileSink,
         tmp: PathBuf,
         name: String,
         arrow: Arc<ArrowSchema>,
@@ -252,8 +252,9 @@ impl ParquetFile {
         Ok(())
     }
 
-    /// Writes the last row group and the footer; returns the file (not yet synced).
-    pub fn finish(mut self) -> Result<File, ArrowCodecError> {
+    /// Writes the last row group and the footer; returns the file (not yet synced or
+    /// committed).
+    pub fn finish(mut self) -> Result<FileSink, ArrowCodecError> {
         self.end_row_group()?;
         for w in &mut self.workers {
             // Closing the job channel ends the worker.

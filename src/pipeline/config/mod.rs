@@ -263,17 +263,18 @@ impl StageConfig {
         }
     }
 
-    /// Joins relative paths to `base`.
+    /// Joins relative paths to `base` (object storage URLs, `s3://`, stay as they are).
     fn resolve_paths(&mut self, base: &Path) {
+        let url = |p: &str| crate::object::is_url(p);
         let join = |p: &mut PathBuf| {
-            if p.is_relative() {
+            if p.is_relative() && !p.to_str().is_some_and(url) {
                 *p = base.join(&*p);
             }
         };
         match self {
             StageConfig::File(s) => {
                 for p in s.paths.iter_mut().filter(|p| *p != FileSourceConfig::STDIN) {
-                    if Path::new(p.as_str()).is_relative() {
+                    if Path::new(p.as_str()).is_relative() && !url(p) {
                         *p = base.join(p.as_str()).display().to_string();
                     }
                 }
@@ -662,6 +663,13 @@ impl PipelineSpec {
                     path: name,
                     error: Arc::new(error),
                 },
+                SourceError::Object(crate::object::ObjectError::NoMatch { url }) => {
+                    ConfigErrorKind::NoMatch { pattern: url }
+                }
+                SourceError::Object(e) => ConfigErrorKind::Unreadable {
+                    path: e.url().to_string(),
+                    error: Arc::new(std::io::Error::other(e.problem())),
+                },
             };
             self.error_at(stage, kind)
         })
@@ -791,6 +799,9 @@ impl PipelineSpec {
     }
 
     fn check_parent(&self, stage: &Stage, path: &Path) -> Result<(), ConfigError> {
+        if path.to_str().is_some_and(crate::object::is_url) {
+            return Ok(());
+        }
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => return Ok(()),
