@@ -122,7 +122,14 @@ pub(super) fn query_error(e: QueryError) -> anyhow::Error {
 }
 
 /// The search's statistics at `-v` (info level): what was considered, pruned and read.
-fn log_stats(stats: &weir::query::SearchStats, emitted: Option<u64>, started: std::time::Instant) {
+/// `chain`: the events that came out of the operators and the batches decoded to read them
+/// whole.
+fn log_stats(
+    stats: &weir::query::SearchStats,
+    chain: Option<(u64, u64)>,
+    started: std::time::Instant,
+) {
+    let (emitted, batches_materialized) = chain.unzip();
     tracing::info!(
         segments = stats.segments,
         segments_pruned = stats.segments_pruned,
@@ -133,6 +140,7 @@ fn log_stats(stats: &weir::query::SearchStats, emitted: Option<u64>, started: st
         rows_evaluated = stats.rows_evaluated,
         matched = stats.matched,
         emitted,
+        batches_materialized,
         ms = started.elapsed().as_millis() as u64,
         "query statistics"
     );
@@ -318,7 +326,11 @@ pub(super) fn run_chain(
             },
         )
         .map_err(query_error)?;
-    log_stats(&stats.search, Some(stats.emitted), started);
+    log_stats(
+        &stats.search,
+        Some((stats.emitted, stats.batches_materialized)),
+        started,
+    );
     for w in &stats.warnings {
         say!("weir: warning: {w}");
     }
@@ -368,7 +380,11 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
                 failed.get_or_insert(e);
             })
             .map_err(query_error)?;
-        log_stats(&stats.search, Some(stats.emitted), started);
+        log_stats(
+            &stats.search,
+            Some((stats.emitted, stats.batches_materialized)),
+            started,
+        );
         for w in &stats.warnings {
             say!("weir: warning: {w}");
         }

@@ -663,3 +663,60 @@ fn a_count_takes_batches_wholly_in_range_from_their_sketch() {
     assert_eq!(n, 598);
     assert!(read >= 500, "{read}");
 }
+
+/// `sort ... | head N` reads only the sort key while it sorts, then reads the N events that
+/// come out whole: each stored batch that holds some of them is decoded once, not once per
+/// event (3,000 decodes of 200-row batches took a minute in a debug build).
+#[test]
+fn late_materialization_decodes_each_batch_once() {
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![
+            Field::new("ts", Type::Time),
+            Field::new("uid", Type::String),
+            Field::new("orig_bytes", Type::Count),
+        ],
+    )
+    .into_shared();
+    let mut batches = Vec::new();
+    for k in 0..40u64 {
+        let mut b = BatchBuilder::new(schema.clone());
+        for i in 0..200u64 {
+            let n = k * 200 + i;
+            let mut e = b.begin_row();
+            e.int(BASE + n as i64 * SEC);
+            e.bytes(format!("C{n}").as_bytes());
+            e.uint(n);
+            b.finish_row(Some(BASE + n as i64 * SEC));
+        }
+        batches.push(b.finish());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_one_segment(tmp.path(), batches, true);
+    let archive = Archive::open(tmp.path()).unwrap();
+    let chain = weir::query::Chain::parse("sort orig_bytes desc | head 3000").unwrap();
+    let mut got: Vec<(u64, Vec<weir::Value>)> = Vec::new();
+    let stats = chain
+        .run(
+            &archive,
+            &mut |s| {
+                let types: Vec<Type> = s.schema().fields.iter().map(|f| f.ty.clone()).collect();
+                for (row, &id) in s.rows().zip(s.ids()) {
+                    got.push((id, weir::decode_row(row, &types).unwrap()));
+                }
+                Ok(weir::query::Flow::More)
+            },
+            &mut |e| panic!("{e}"),
+        )
+        .unwrap();
+    let want: Vec<u64> = (5000..8000).rev().collect();
+    assert_eq!(got.iter().map(|(id, _)| *id).collect::<Vec<_>>(), want);
+    for (id, row) in &got {
+        // Whole rows: every field, not only the sort key.
+        assert_eq!(row.len(), 3);
+        assert_eq!(row[1], weir::Value::String(format!("C{id}").into_bytes()));
+        assert_eq!(row[2], weir::Value::Count(*id));
+    }
+    // Batches 25 to 39 hold the 3,000 largest.
+    assert_eq!(stats.batches_materialized, 15, "{stats:?}");
+}

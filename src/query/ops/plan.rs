@@ -27,6 +27,10 @@ pub struct ChainStats {
     pub emitted: u64,
     /// The expression's warnings (see [`crate::query::Search::warnings`]).
     pub warnings: Vec<String>,
+    /// Stored batches decoded to read whole the events that came out of a chain that reads
+    /// only some fields (late materialization): at most one per batch and group of
+    /// [`MATERIALIZE_ROWS`] events.
+    pub batches_materialized: u64,
 }
 
 /// Parses the expression of a `where` at byte `pos` of the chain `whole`; errors point into
@@ -406,18 +410,42 @@ impl Chain {
         let mut stages = self.stages()?;
         let mut emitted = 0u64;
         let late = self.late_fields();
+        // Late materialization: the few events that come out, read whole by ID, gathered
+        // into groups so that each stored batch is decoded once per group, not once per
+        // event.
+        let mut pending: Vec<Slice> = Vec::new();
+        let mut pending_rows = 0usize;
+        let materialized = std::cell::Cell::new(0u64);
+        let flush = |pending: &mut Vec<Slice>,
+                     output: &mut dyn FnMut(Slice) -> Result<Flow, QueryError>|
+         -> Result<Flow, QueryError> {
+            let (slices, batches) = materialize(archive, &std::mem::take(pending))?;
+            materialized.set(materialized.get() + batches);
+            for s in slices {
+                if output(s)? == Flow::Done {
+                    return Ok(Flow::Done);
+                }
+            }
+            Ok(Flow::More)
+        };
+        let mut finished = false;
         let mut out = |s: Slice| {
             emitted += s.len() as u64;
-            if late.is_some() {
-                // Late materialization: the few events that come out, read whole by ID.
-                for s in materialize(archive, &s)? {
-                    if output(s)? == Flow::Done {
-                        return Ok(Flow::Done);
-                    }
-                }
+            if late.is_none() {
+                return output(s);
+            }
+            if finished {
+                return Ok(Flow::Done);
+            }
+            pending_rows += s.len();
+            pending.push(s);
+            if pending_rows < MATERIALIZE_ROWS {
                 return Ok(Flow::More);
             }
-            output(s)
+            pending_rows = 0;
+            let flow = flush(&mut pending, output)?;
+            finished = flow == Flow::Done;
+            Ok(flow)
         };
         let mut search = self.scan.search(archive)?;
         self.check_names(archive)?;
@@ -449,10 +477,15 @@ impl Chain {
             stages.push(slice, &mut out)?;
         }
         stages.finish(&mut out)?;
+        drop(out);
+        if !finished && !pending.is_empty() {
+            flush(&mut pending, output)?;
+        }
         Ok(ChainStats {
             search: search.stats().clone(),
             emitted,
             warnings,
+            batches_materialized: materialized.get(),
         })
     }
 }
@@ -495,29 +528,93 @@ impl Chain {
     }
 }
 
-/// The events of `slice` read whole from `archive` by their IDs, one slice per run of one
-/// schema (a slice without IDs is returned as it is).
-fn materialize(archive: &Archive, slice: &Slice) -> Result<Vec<Slice>, QueryError> {
-    if slice.ids().len() != slice.len() {
-        return Ok(vec![slice.clone()]);
+/// How many events late materialization gathers before it reads them: each stored batch
+/// they come from is decoded once per group.
+const MATERIALIZE_ROWS: usize = 4096;
+
+/// The events of `slices` read whole from `archive` by their IDs, in the same order, one
+/// slice per run of one schema (a slice without IDs is returned as it is). The IDs are
+/// visited in ascending order, so that each stored batch they fall in is decoded once; the
+/// rows are copied out before the next batch is read, so at most one batch is held. Also
+/// returns how many batches were decoded.
+fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64), QueryError> {
+    let with_ids = |s: &Slice| s.ids().len() == s.len();
+    // (id, slice, row) of every event to read.
+    let mut wanted: Vec<(u64, usize, usize)> = Vec::new();
+    for (k, s) in slices.iter().enumerate().filter(|(_, s)| with_ids(s)) {
+        wanted.extend(s.ids().iter().enumerate().map(|(r, &id)| (id, k, r)));
     }
+    wanted.sort_unstable();
+    // Per slice, per row: where its whole row was copied (schema, bytes), if found.
+    let mut found: Vec<Vec<Option<(usize, std::ops::Range<usize>)>>> = slices
+        .iter()
+        .map(|s| vec![None; if with_ids(s) { s.len() } else { 0 }])
+        .collect();
+    let mut schemas: Vec<crate::types::SchemaRef> = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    let mut batch: Option<(crate::store::BatchRef, std::ops::Range<u64>, usize)> = None;
+    let mut decoded = 0u64;
+    for &(id, k, r) in &wanted {
+        if !batch.as_ref().is_some_and(|(_, ids, _)| ids.contains(&id)) {
+            // The batch that holds `id`, from `id` to its end (or the next one, when `id`
+            // was erased since the search saw it).
+            decoded += 1;
+            batch = match archive.scan_range(id..u64::MAX).next().transpose()? {
+                Some(b) => {
+                    let schema = match schemas
+                        .iter()
+                        .position(|s| std::sync::Arc::ptr_eq(s, b.schema()) || **s == **b.schema())
+                    {
+                        Some(i) => i,
+                        None => {
+                            schemas.push(b.schema().clone());
+                            schemas.len() - 1
+                        }
+                    };
+                    let ids = b.id_range();
+                    Some((b, ids, schema))
+                }
+                None => None,
+            };
+        }
+        let Some((b, ids, schema)) = batch.as_ref().filter(|(_, ids, _)| ids.contains(&id)) else {
+            continue;
+        };
+        let Some(row) = b.rows().nth((id - ids.start) as usize) else {
+            continue;
+        };
+        let start = data.len();
+        data.extend_from_slice(row);
+        found[k][r] = Some((*schema, start..data.len()));
+    }
+    drop(batch);
     let mut out: Vec<Slice> = Vec::new();
-    for &id in slice.ids() {
-        let Some(b) = archive.get(id)? else { continue };
-        let schema = b.schema().clone();
-        let Some(row) = b.rows().next() else { continue };
-        match out.last_mut() {
-            Some(s) if std::sync::Arc::ptr_eq(s.schema(), &schema) || **s.schema() == *schema => {
-                s.push(row, Some(id))
-            }
-            _ => {
-                let mut s = Slice::new(schema);
-                s.push(row, Some(id));
-                out.push(s);
+    for (k, s) in slices.iter().enumerate() {
+        if !with_ids(s) {
+            out.push(s.clone());
+            continue;
+        }
+        for (r, &id) in s.ids().iter().enumerate() {
+            let Some((schema, bytes)) = &found[k][r] else {
+                continue;
+            };
+            let row = &data[bytes.clone()];
+            match out.last_mut() {
+                Some(s)
+                    if s.ids().len() == s.len()
+                        && std::sync::Arc::ptr_eq(s.schema(), &schemas[*schema]) =>
+                {
+                    s.push(row, Some(id))
+                }
+                _ => {
+                    let mut s = Slice::new(schemas[*schema].clone());
+                    s.push(row, Some(id));
+                    out.push(s);
+                }
             }
         }
     }
-    Ok(out)
+    Ok((out, decoded))
 }
 
 #[cfg(test)]
