@@ -322,7 +322,7 @@ fn run(job: Job) -> Done {
     // narrowed to the fields the consumer reads when it says which.
     let keep = job.keep.as_ref().filter(|_| !job.count_only && columns);
     let b = match keep {
-        Some(keep) => output_batch(&seg, i, Some(keep)),
+        Some(keep) => output_batch(&seg, i, Some(keep), None),
         None => BatchRef::of_segment(seg.clone(), i),
     };
     match b {
@@ -333,14 +333,17 @@ fn run(job: Job) -> Done {
 }
 
 /// Batch `i` of `seg` as rows for output: whole, or (stored in columns) only the fields
-/// `keep` names, labelled with the schema of those fields.
+/// `keep` names, labelled with the schema of those fields; with `select`, only those rows
+/// are rebuilt (the others are rows without fields, never output: see
+/// [`BatchRef::of_segment_selected`]).
 fn output_batch(
     seg: &Arc<Segment>,
     i: usize,
     keep: Option<&Arc<Keep>>,
+    select: Option<&[usize]>,
 ) -> Option<Result<BatchRef, StoreError>> {
     let Some(keep) = keep else {
-        return BatchRef::of_segment(seg.clone(), i);
+        return BatchRef::of_segment_selected(seg.clone(), i, None, select);
     };
     let fields = seg.batch_meta(i).map_or(0, |(s, _, _)| s.fields.len());
     let mut want = vec![false; fields];
@@ -350,7 +353,7 @@ fn output_batch(
         }
     }
     Some(
-        BatchRef::of_segment_projected(seg.clone(), i, Some(&want))?
+        BatchRef::of_segment_selected(seg.clone(), i, Some(&want), select)?
             .map(|b| b.with_schema(keep.schema.clone())),
     )
 }
@@ -438,7 +441,8 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         return done;
     }
     drop(cols);
-    let batch = match output_batch(seg, i, job.keep.as_ref()) {
+    // Only the matching rows are rebuilt.
+    let batch = match output_batch(seg, i, job.keep.as_ref(), rows.as_deref()) {
         Some(Ok(b)) => b,
         Some(Err(e)) => return Done::damaged(e, 1, events),
         None => return Done::nothing(),

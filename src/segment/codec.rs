@@ -480,7 +480,7 @@ pub(crate) fn unpack(
     rows: usize,
 ) -> Result<(RowBuf, usize), String> {
     if layout == Layout::Columns {
-        return columns::assemble(codec, stored, raw_size, rows, None);
+        return columns::assemble(codec, stored, raw_size, rows, None, None);
     }
     let mut out = RowBuf::take(raw_size + 4 * rows);
     let buf = &mut out.0;

@@ -484,12 +484,20 @@ pub(crate) fn read_columns(
 /// of only the fields `want` marks (narrow rows: a header for that many fields, then their
 /// values in schema order). Returns the rows followed by their offsets as
 /// little-endian u32, and the length of the rows.
+///
+/// With `select` (row indices, ascending), only those rows are rebuilt: every other row is
+/// [`UNSELECTED_ROW`], an empty msgpack array, so that row indices (and the event IDs they
+/// stand for) stay those of the batch, and a reader that strays onto one gets a row with no
+/// fields, never another row's values. The columns are still inflated and walked whole (a
+/// value's place is known only by skipping those before it), but nothing is copied for the
+/// rows left out: an export of one match per batch rebuilds one row per batch.
 pub(crate) fn assemble(
     codec: Codec,
     stored: &[u8],
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
+    select: Option<&[usize]>,
 ) -> Result<(RowBuf, usize), String> {
     // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
     // of buffers with that much room after their end: no call per value.
@@ -503,7 +511,7 @@ pub(crate) fn assemble(
     let skipped = (0..n).filter(|&c| !wanted(c)).count();
     // Fields per assembled row.
     let width = n - skipped;
-    let data_len = match want {
+    let full_len = match want {
         None => raw_size,
         Some(_) => rows * header_len(width) + inflated,
     };
@@ -522,6 +530,11 @@ pub(crate) fn assemble(
             return Err(format!("column {c} holds more than {rows} values"));
         }
     }
+    if let Some(select) = select {
+        let starts: Vec<usize> = (0..n).filter(|&c| wanted(c)).map(|c| starts[c]).collect();
+        return assemble_selected(v, &starts, &ends, rows, select);
+    }
+    let data_len = full_len;
     let mut out = RowBuf::take(data_len + SLACK + 4 * rows);
     let o = out.vec_mut();
     o.resize(data_len + SLACK, 0);
@@ -566,6 +579,79 @@ pub(crate) fn assemble(
         return Err(format!("the rows take {w} bytes, {data_len} expected"));
     }
     o.truncate(data_len);
+    for off in offsets {
+        o.extend_from_slice(&off.to_le_bytes());
+    }
+    Ok((out, data_len))
+}
+
+/// The row that stands for a row left out by [`assemble`]'s `select`: an empty msgpack array.
+pub(crate) const UNSELECTED_ROW: u8 = 0x90;
+
+/// [`assemble`]'s rows for `select` only, from the inflated columns `v`, where each assembled
+/// column starts in it and where each of its values ends (`ends[k * rows + r]`: column `k`
+/// of those assembled, row `r`); the other rows are [`UNSELECTED_ROW`].
+fn assemble_selected(
+    v: &[u8],
+    starts: &[usize],
+    ends: &[u32],
+    rows: usize,
+    select: &[usize],
+) -> Result<(RowBuf, usize), String> {
+    let width = starts.len();
+    let assembled = 0..width;
+    // Where value `r` of assembled column `k` starts: where the one before it ends, or the
+    // column's start.
+    let start = |k: usize, r: usize| -> usize {
+        if r == 0 {
+            starts[k]
+        } else {
+            ends[k * rows + r - 1] as usize
+        }
+    };
+    let hl = header_len(width);
+    let mut header = [0u8; 3];
+    if hl == 1 {
+        header[0] = 0x90 | width as u8;
+    } else {
+        header[0] = 0xdc;
+        header[1..].copy_from_slice(&(width as u16).to_be_bytes());
+    }
+    let mut data_len = rows - select.len();
+    for &r in select {
+        if r >= rows {
+            return Err(format!("row {r} selected of {rows}"));
+        }
+        data_len += hl;
+        for k in assembled.clone() {
+            data_len += (ends[k * rows + r] as usize).saturating_sub(start(k, r));
+        }
+    }
+    let mut out = RowBuf::take(data_len + 4 * rows);
+    let o = out.vec_mut();
+    let mut offsets = Vec::with_capacity(rows);
+    let mut next = select.iter().copied().peekable();
+    for r in 0..rows {
+        offsets.push(o.len() as u32);
+        if next.peek() != Some(&r) {
+            o.push(UNSELECTED_ROW);
+            continue;
+        }
+        next.next();
+        o.extend_from_slice(&header[..hl]);
+        for k in assembled.clone() {
+            let src = v
+                .get(start(k, r)..ends[k * rows + r] as usize)
+                .ok_or_else(|| format!("row {r} runs past its column"))?;
+            o.extend_from_slice(src);
+        }
+    }
+    if o.len() != data_len {
+        return Err(format!(
+            "the rows take {} bytes, {data_len} expected",
+            o.len()
+        ));
+    }
     for off in offsets {
         o.extend_from_slice(&off.to_le_bytes());
     }
@@ -639,7 +725,7 @@ mod tests {
                 assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{n}x{fields}");
                 // Projection: rows of the wanted fields alone, as written.
                 let want: Vec<bool> = (0..fields).map(|f| f % 3 == 1).collect();
-                let (proj, plen) = assemble(c.codec, stored, raw, n, Some(&want)).unwrap();
+                let (proj, plen) = assemble(c.codec, stored, raw, n, Some(&want), None).unwrap();
                 let mut expect = Vec::new();
                 let mut eoff = Vec::new();
                 for (i, &o) in offsets.iter().enumerate() {
@@ -659,6 +745,32 @@ mod tests {
                 }
                 assert_eq!(plen, expect.len());
                 assert_eq!(&proj[..], &with_offsets(&expect, &eoff)[..]);
+                // Selected rows alone, whole or projected: the others an empty array each.
+                let row = |rows: &[u8], offs: &[u32], i: usize| {
+                    let end = offs.get(i + 1).map_or(rows.len(), |&e| e as usize);
+                    rows[offs[i] as usize..end].to_vec()
+                };
+                for select in [vec![], vec![n - 1], (0..n).filter(|r| r % 5 == 2).collect()] {
+                    for (want, full, full_offs) in
+                        [(None, &data, &offsets), (Some(&want[..]), &expect, &eoff)]
+                    {
+                        let (sel, slen) =
+                            assemble(c.codec, stored, raw, n, want, Some(&select)).unwrap();
+                        let mut e = Vec::new();
+                        let mut eo = Vec::new();
+                        for r in 0..n {
+                            eo.push(e.len() as u32);
+                            if select.contains(&r) {
+                                e.extend(row(full, full_offs, r));
+                            } else {
+                                e.push(UNSELECTED_ROW);
+                            }
+                        }
+                        assert_eq!(slen, e.len(), "{n}x{fields} {select:?}");
+                        assert_eq!(&sel[..], &with_offsets(&e, &eo)[..], "{n}x{fields}");
+                    }
+                }
+                assert!(assemble(c.codec, stored, raw, n, None, Some(&[n])).is_err());
             }
         }
     }
@@ -720,7 +832,7 @@ mod tests {
             assert_eq!(len, data.len());
             assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{codec:?}");
             let want = [true, false, false, true];
-            let (proj, _) = assemble(codec, &stored, raw, n, Some(&want)).unwrap();
+            let (proj, _) = assemble(codec, &stored, raw, n, Some(&want), None).unwrap();
             let mut cur = RowCursor::new(&proj);
             for r in 0..n as i64 {
                 cur.row_header(2).unwrap();
@@ -781,7 +893,8 @@ mod tests {
             let (got, len) = unpack(codec, layout, &stored, raw, n).unwrap();
             assert_eq!(len, data.len());
             assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{codec:?}");
-            let (proj, _) = assemble(codec, &stored, raw, n, Some(&[false, true, false])).unwrap();
+            let (proj, _) =
+                assemble(codec, &stored, raw, n, Some(&[false, true, false]), None).unwrap();
             let mut cur = RowCursor::new(&proj);
             for r in 0..n {
                 cur.row_header(1).unwrap();
@@ -893,7 +1006,7 @@ mod tests {
                         Err(_) => errors += 1,
                     }
                     let want = vec![true; 14];
-                    let _ = assemble(codec, &bad, raw, 60, Some(&want));
+                    let _ = assemble(codec, &bad, raw, 60, Some(&want), None);
                 }
             }
             assert!(errors > stored.len() / 2, "{codec:?}: {errors} errors");
@@ -902,7 +1015,7 @@ mod tests {
             }
             assert!(unpack(codec, layout, &stored, raw + 1, 60).is_err());
             assert!(unpack(codec, layout, &stored, raw, 61).is_err());
-            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 13])).is_err());
+            assert!(assemble(codec, &stored, raw, 60, Some(&[true; 13]), None).is_err());
         }
     }
 }

@@ -643,13 +643,36 @@ impl Segment {
     /// that is not one flag per field) is read whole, as by [`Segment::batch`]. For evaluating
     /// a predicate that reads only those fields; output needs the whole rows.
     pub fn batch_projected(&self, i: usize, want: &[bool]) -> Option<Result<SegmentBatch<'_>>> {
+        self.batch_assembled(i, Some(want), None)
+    }
+
+    /// Batch `i` with only the rows `select` names (indices, ascending) rebuilt, whole or
+    /// (with `want`) narrowed as by [`Segment::batch_projected`], when it is stored in
+    /// columns: every other row is an empty array (no fields; see `columns::assemble`), so
+    /// row indices stay those of the batch. A batch stored otherwise is read whole, as by
+    /// [`Segment::batch`]. For output of the matching rows of a batch: read only those.
+    pub fn batch_selected(
+        &self,
+        i: usize,
+        want: Option<&[bool]>,
+        select: &[usize],
+    ) -> Option<Result<SegmentBatch<'_>>> {
+        self.batch_assembled(i, want, Some(select))
+    }
+
+    fn batch_assembled(
+        &self,
+        i: usize,
+        want: Option<&[bool]>,
+        select: Option<&[usize]>,
+    ) -> Option<Result<SegmentBatch<'_>>> {
         let m = self.parts.batches.get(i)?;
         let fields = self
             .parts
             .schemas
             .get(m.schema as usize)
             .map_or(0, |s| s.fields.len());
-        if m.layout != Layout::Columns || want.len() != fields {
+        if m.layout != Layout::Columns || want.is_some_and(|w| w.len() != fields) {
             return self.batch(i);
         }
         if let Err(e) = self.checked(i)? {
@@ -661,7 +684,8 @@ impl Segment {
             &self.map[m.data.clone()],
             m.raw_size,
             m.rows as usize,
-            Some(want),
+            want,
+            select,
         )
         .and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len));
         Some(made.map_err(bad))

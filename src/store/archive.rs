@@ -580,9 +580,23 @@ impl BatchRef {
         i: usize,
         want: Option<&[bool]>,
     ) -> Option<Result<BatchRef>> {
-        let batch = match want {
-            Some(w) => seg.batch_projected(i, w)?,
-            None => seg.batch(i)?,
+        Self::of_segment_selected(seg, i, want, None)
+    }
+
+    /// [`BatchRef::of_segment_projected`] with, when `select` is given, only those rows
+    /// (indices, ascending) rebuilt (see [`Segment::batch_selected`]): the others are empty
+    /// rows that hold no field. For output of the matching rows alone, never for reading
+    /// the others.
+    pub fn of_segment_selected(
+        seg: Arc<Segment>,
+        i: usize,
+        want: Option<&[bool]>,
+        select: Option<&[usize]>,
+    ) -> Option<Result<BatchRef>> {
+        let batch = match (want, select) {
+            (_, Some(s)) => seg.batch_selected(i, want, s)?,
+            (Some(w), None) => seg.batch_projected(i, w)?,
+            (None, None) => seg.batch(i)?,
         };
         let (schema, len, unpacked) = match batch {
             Ok(b) => (b.schema().clone(), b.len(), b.unpacked()),
