@@ -189,6 +189,20 @@ impl Archive {
         self.scan_range(0..u64::MAX)
     }
 
+    /// The batches that hold the events `ids` (ascending), in ID order, as batch slices: a
+    /// batch without any of them is skipped unread, and of a batch stored in columns only
+    /// the rows of `ids` are rebuilt; its other rows are empty arrays without fields (see
+    /// [`BatchRef::of_segment_selected`]): read only the rows of `ids`. For reading whole
+    /// a few events found by their IDs (late materialization).
+    pub fn scan_ids(&self, ids: &[u64]) -> Scan<'_> {
+        let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
+            return self.scan_range(0..0);
+        };
+        let mut scan = self.scan_range(first..last.saturating_add(1));
+        scan.only = Some(ids.to_vec());
+        scan
+    }
+
     /// The events with IDs in `ids`, in ID order, as batch slices.
     ///
     /// Segments are opened only when the scan reaches them, so stopping early touches no more
@@ -198,6 +212,7 @@ impl Archive {
         Scan {
             archive: self,
             catalog: self.catalog.clone(),
+            only: None,
             next: ids.start,
             end: ids.end,
             current: None,
@@ -800,6 +815,8 @@ pub struct Scan<'a> {
     current: Option<(Arc<Segment>, usize, u64)>,
     wal: Option<WalReader>,
     done: bool,
+    /// [`Archive::scan_ids`]: the IDs wanted, ascending.
+    only: Option<Vec<u64>>,
 }
 
 impl Scan<'_> {
@@ -820,7 +837,33 @@ impl Scan<'_> {
                 return None;
             }
             if let Some((seg, i, seg_end)) = self.current.take() {
-                let mut b = match BatchRef::of_segment(seg.clone(), i) {
+                // Of `only`, the rows this batch holds; a batch with none is skipped unread.
+                let mut select = None;
+                if let (Some(only), Some(ids)) = (&self.only, seg.batch_ids(i)) {
+                    let lo = only.partition_point(|&x| x < ids.start.max(self.next));
+                    let hi = only.partition_point(|&x| x < ids.end);
+                    if lo == hi {
+                        match only.get(lo) {
+                            None => return None,
+                            Some(&want) if want >= seg_end => self.next = want,
+                            Some(_) => {
+                                self.next = self.next.max(ids.end);
+                                self.current = Some((seg, i + 1, seg_end));
+                            }
+                        }
+                        continue;
+                    }
+                    let rows: Vec<usize> = only[lo..hi]
+                        .iter()
+                        .map(|&x| (x - ids.start) as usize)
+                        .collect();
+                    select = Some(rows);
+                }
+                let made = match &select {
+                    Some(rows) => BatchRef::of_segment_selected(seg.clone(), i, None, Some(rows)),
+                    None => BatchRef::of_segment(seg.clone(), i),
+                };
+                let mut b = match made {
                     None => {
                         // Past the segment's last batch: go on after its IDs.
                         self.next = self.next.max(seg_end);

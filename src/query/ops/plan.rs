@@ -552,42 +552,41 @@ fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64),
         .collect();
     let mut schemas: Vec<crate::types::SchemaRef> = Vec::new();
     let mut data: Vec<u8> = Vec::new();
-    let mut batch: Option<(crate::store::BatchRef, std::ops::Range<u64>, usize)> = None;
+    let mut ids: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+    ids.dedup();
     let mut decoded = 0u64;
-    for &(id, k, r) in &wanted {
-        if !batch.as_ref().is_some_and(|(_, ids, _)| ids.contains(&id)) {
-            // The batch that holds `id`, from `id` to its end (or the next one, when `id`
-            // was erased since the search saw it).
-            decoded += 1;
-            batch = match archive.scan_range(id..u64::MAX).next().transpose()? {
-                Some(b) => {
-                    let schema = match schemas
-                        .iter()
-                        .position(|s| std::sync::Arc::ptr_eq(s, b.schema()) || **s == **b.schema())
-                    {
-                        Some(i) => i,
-                        None => {
-                            schemas.push(b.schema().clone());
-                            schemas.len() - 1
-                        }
-                    };
-                    let ids = b.id_range();
-                    Some((b, ids, schema))
-                }
-                None => None,
+    let mut next = wanted.iter().peekable();
+    // One pass over the batches that hold them, in ID order; a batch's rows are copied out
+    // before the next is read, so at most one is held.
+    for b in archive.scan_ids(&ids) {
+        let b = b?;
+        decoded += 1;
+        let range = b.id_range();
+        let schema = match schemas
+            .iter()
+            .position(|s| std::sync::Arc::ptr_eq(s, b.schema()) || **s == **b.schema())
+        {
+            Some(i) => i,
+            None => {
+                schemas.push(b.schema().clone());
+                schemas.len() - 1
+            }
+        };
+        // Wanted IDs before this batch were erased since the search saw them.
+        while next.next_if(|w| w.0 < range.start).is_some() {}
+        while let Some(&&(id, k, r)) = next.peek() {
+            if id >= range.end {
+                break;
+            }
+            next.next();
+            let Some(row) = b.rows().nth((id - range.start) as usize) else {
+                continue;
             };
+            let start = data.len();
+            data.extend_from_slice(row);
+            found[k][r] = Some((schema, start..data.len()));
         }
-        let Some((b, ids, schema)) = batch.as_ref().filter(|(_, ids, _)| ids.contains(&id)) else {
-            continue;
-        };
-        let Some(row) = b.rows().nth((id - ids.start) as usize) else {
-            continue;
-        };
-        let start = data.len();
-        data.extend_from_slice(row);
-        found[k][r] = Some((*schema, start..data.len()));
     }
-    drop(batch);
     let mut out: Vec<Slice> = Vec::new();
     for (k, s) in slices.iter().enumerate() {
         if !with_ids(s) {

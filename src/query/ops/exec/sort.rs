@@ -40,19 +40,25 @@ pub(crate) struct Sort {
     seq: u64,
     /// Per schema: the field (index, type) of each key.
     cache: Vec<(SchemaRef, Vec<Option<Source>>)>,
+    /// With a limit, once it was reached: the keys (and place) of the last event kept.
+    cutoff: Option<(Vec<Option<Value>>, u64)>,
+    /// The keys' directions.
+    desc: Vec<bool>,
 }
 
 impl Sort {
     /// Sorts by `keys` (name, descending), keeping the first `limit` events if given.
     pub fn new(keys: Vec<(String, bool)>, limit: Option<u64>) -> Sort {
         Sort {
-            keys,
             limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             max_bytes: MAX_SORT_BYTES,
             entries: Vec::new(),
             bytes: 0,
             seq: 0,
             cache: Vec::new(),
+            cutoff: None,
+            desc: keys.iter().map(|k| k.1).collect(),
+            keys,
         }
     }
 
@@ -74,7 +80,15 @@ impl Sort {
     }
 
     fn order(desc: &[bool], a: &Entry, b: &Entry) -> Ordering {
-        for ((x, y), &d) in a.keys.iter().zip(&b.keys).zip(desc) {
+        Sort::order_keys(desc, (&a.keys, a.seq), (&b.keys, b.seq))
+    }
+
+    fn order_keys(
+        desc: &[bool],
+        (a, a_seq): (&[Option<Value>], u64),
+        (b, b_seq): (&[Option<Value>], u64),
+    ) -> Ordering {
+        for ((x, y), &d) in a.iter().zip(b).zip(desc) {
             let o = match (x, y) {
                 (None, None) => Ordering::Equal,
                 (None, Some(_)) => Ordering::Greater,
@@ -86,12 +100,21 @@ impl Sort {
                 return o;
             }
         }
-        a.seq.cmp(&b.seq)
+        a_seq.cmp(&b_seq)
     }
 
     fn sort_entries(&mut self) {
         let desc: Vec<bool> = self.keys.iter().map(|k| k.1).collect();
         self.entries.sort_by(|a, b| Sort::order(&desc, a, b));
+    }
+
+    /// Keeps the first `limit` entries, and remembers the last of them: an event that sorts
+    /// after it can never be among the first `limit`, and is dropped on arrival.
+    fn cut(&mut self, limit: usize) {
+        self.sort_entries();
+        self.entries.truncate(limit);
+        self.bytes = self.entries.iter().map(|e| e.row.len()).sum();
+        self.cutoff = self.entries.last().map(|e| (e.keys.clone(), e.seq));
     }
 }
 
@@ -112,6 +135,13 @@ impl Operator for Sort {
                     },
                 });
             }
+            if let Some((cut_keys, cut_seq)) = &self.cutoff {
+                let o = Sort::order_keys(&self.desc, (&keys, self.seq), (cut_keys, *cut_seq));
+                if o == Ordering::Greater {
+                    self.seq += 1;
+                    continue;
+                }
+            }
             self.bytes += row.len();
             self.entries.push(Entry {
                 keys,
@@ -123,9 +153,7 @@ impl Operator for Sort {
             self.seq += 1;
             if let Some(limit) = self.limit {
                 if self.entries.len() >= limit.saturating_mul(2).max(1024) {
-                    self.sort_entries();
-                    self.entries.truncate(limit);
-                    self.bytes = self.entries.iter().map(|e| e.row.len()).sum();
+                    self.cut(limit);
                 }
             }
             // With a limit too: `| head 100000000` would otherwise hold every event.
