@@ -477,7 +477,6 @@ impl Chain {
             stages.push(slice, &mut out)?;
         }
         stages.finish(&mut out)?;
-        drop(out);
         if !finished && !pending.is_empty() {
             flush(&mut pending, output)?;
         }
@@ -528,6 +527,9 @@ impl Chain {
     }
 }
 
+/// Where a whole row read by [`materialize`] was copied: its schema (an index) and bytes.
+type Copied = (usize, std::ops::Range<usize>);
+
 /// How many events late materialization gathers before it reads them: each stored batch
 /// they come from is decoded once per group.
 const MATERIALIZE_ROWS: usize = 4096;
@@ -546,7 +548,7 @@ fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64),
     }
     wanted.sort_unstable();
     // Per slice, per row: where its whole row was copied (schema, bytes), if found.
-    let mut found: Vec<Vec<Option<(usize, std::ops::Range<usize>)>>> = slices
+    let mut found: Vec<Vec<Option<Copied>>> = slices
         .iter()
         .map(|s| vec![None; if with_ids(s) { s.len() } else { 0 }])
         .collect();
