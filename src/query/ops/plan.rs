@@ -29,7 +29,7 @@ pub struct ChainStats {
     pub warnings: Vec<String>,
     /// Stored batches decoded to read whole the events that came out of a chain that reads
     /// only some fields (late materialization): at most one per batch and group of
-    /// [`MATERIALIZE_ROWS`] events.
+    /// 4,096 events (`MATERIALIZE_ROWS`).
     pub batches_materialized: u64,
 }
 
