@@ -610,13 +610,6 @@ fn assemble_selected(
         }
     };
     let hl = header_len(width);
-    let mut header = [0u8; 3];
-    if hl == 1 {
-        header[0] = 0x90 | width as u8;
-    } else {
-        header[0] = 0xdc;
-        header[1..].copy_from_slice(&(width as u16).to_be_bytes());
-    }
     let mut data_len = rows - select.len();
     for &r in select {
         if r >= rows {
@@ -638,7 +631,7 @@ fn assemble_selected(
             continue;
         }
         next.next();
-        o.extend_from_slice(&header[..hl]);
+        push_header(width, o);
         for k in assembled.clone() {
             let src = v
                 .get(start(k, r)..ends[k * rows + r] as usize)

@@ -104,8 +104,8 @@ impl Sort {
     }
 
     fn sort_entries(&mut self) {
-        let desc: Vec<bool> = self.keys.iter().map(|k| k.1).collect();
-        self.entries.sort_by(|a, b| Sort::order(&desc, a, b));
+        let desc = &self.desc;
+        self.entries.sort_by(|a, b| Sort::order(desc, a, b));
     }
 
     /// Keeps the first `limit` entries, and remembers the last of them: an event that sorts
