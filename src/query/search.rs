@@ -35,18 +35,22 @@
 //! opened, skipped and read, in ID order as results are taken (a search that is dropped early
 //! has opened the segments its window reached): the tests check pruning with it.
 
-use std::collections::HashSet;
+use std::cmp::Ordering;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::bind::Program;
 use super::columnar::Selection;
+use super::ops::order::compare;
 use super::ops::partial::{AggPlan, Partial};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::pool::{OrderedPool, WorkerLost};
+use crate::segment::sketch::RangeKind;
 use crate::segment::{Layout, RowIter, Segment};
 use crate::store::{Archive, BatchRef, CatalogEntry, Scan, StoreError};
 use crate::types::SchemaRef;
+use crate::value::Value;
 
 /// How a search runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -585,6 +589,101 @@ pub struct Search<'a> {
     pool: OrderedPool<Job, Done>,
     /// [`Search::warnings`].
     warnings: Vec<String>,
+    /// [`Search::order_by`].
+    ordered: Option<Ordered>,
+}
+
+/// The batches of [`Search::order_by`], best first, and what the consumer keeps.
+#[derive(Debug)]
+struct Ordered {
+    queue: VecDeque<Planned>,
+    desc: bool,
+    /// [`Search::set_cutoff`].
+    cutoff: Option<Option<Value>>,
+    /// The write-ahead log's batches were all submitted.
+    wal_done: bool,
+}
+
+impl Ordered {
+    /// Whether no event of a batch whose best value is `best` can come before the
+    /// consumer's cutoff: it is strictly worse (equal values may win by their IDs).
+    fn beaten(&self, best: &Best) -> bool {
+        let Some(Some(cut)) = &self.cutoff else {
+            return false;
+        };
+        match best {
+            Best::Unknown => false,
+            Best::Unset => true,
+            Best::Value(v) if self.desc => compare(v, cut) == Ordering::Less,
+            Best::Value(v) => compare(v, cut) == Ordering::Greater,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Planned {
+    Batch {
+        seg: Arc<Segment>,
+        i: usize,
+        best: Best,
+    },
+    /// A segment that could not be opened: its error, reported first.
+    Damaged(Done),
+}
+
+/// The best value of a field that a batch can hold, from its metadata.
+#[derive(Debug)]
+enum Best {
+    /// No metadata says (no sketch, a field without ranges): the batch must be read.
+    Unknown,
+    /// The largest (descending) or smallest value.
+    Value(Value),
+    /// No event of the batch has a value there.
+    Unset,
+}
+
+impl Best {
+    fn of(seg: &Segment, i: usize, name: &str, desc: bool) -> Best {
+        let Some((schema, _, ts)) = seg.batch_meta(i) else {
+            return Best::Unknown;
+        };
+        let Some(f) = super::ops::slice::Fields::resolve(schema, name).first() else {
+            return Best::Unset;
+        };
+        // Integer ranges only: a double's range says nothing of NaN.
+        if !matches!(
+            RangeKind::of(&schema.fields[f].ty),
+            Some(RangeKind::Signed | RangeKind::Unsigned)
+        ) {
+            return Best::Unknown;
+        }
+        if let (Some((lo, hi)), true) = (ts, schema.ts_index() == Some(f)) {
+            return Best::Value(Value::Time(if desc { hi } else { lo }));
+        }
+        let Some(sketch) = seg.sketch(i) else {
+            return Best::Unknown;
+        };
+        match sketch.range(f) {
+            Some(r) if r.present != Some(0) => {
+                Best::Value(if desc { &r.hi } else { &r.lo }.to_owned())
+            }
+            _ => Best::Unset,
+        }
+    }
+
+    /// Best first: unknown, then by value, then unset.
+    fn order(&self, other: &Best, desc: bool) -> Ordering {
+        let rank = |b: &Best| match b {
+            Best::Unknown => 0,
+            Best::Value(_) => 1,
+            Best::Unset => 2,
+        };
+        match (self, other) {
+            (Best::Value(a), Best::Value(b)) if desc => compare(b, a),
+            (Best::Value(a), Best::Value(b)) => compare(a, b),
+            _ => rank(self).cmp(&rank(other)),
+        }
+    }
 }
 
 impl<'a> Search<'a> {
@@ -623,6 +722,7 @@ impl<'a> Search<'a> {
             counted: 0,
             pool: OrderedPool::new(threads, threads * WINDOW_PER_THREAD, run),
             warnings: Vec::new(),
+            ordered: None,
         };
         s.check_types()?;
         Ok(s)
@@ -830,64 +930,53 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// The next batch to evaluate, or a result known already; `None` at the end.
-    fn next_work(&mut self) -> Option<Result<Job, Done>> {
+    /// The job for batch `i` of the current segment `seg`, unless its metadata rules it out
+    /// (or, when counting, decides it); `None`: nothing to evaluate.
+    fn segment_job(&mut self, seg: &Arc<Segment>, i: usize) -> Option<Job> {
+        let (schema, ids, _) = seg.batch_meta(i)?;
+        let mut program = self.programs.get(self.query, schema).clone();
+        if self.prune {
+            // `#id` comparisons the batch's IDs decide.
+            if let Some(p) = program.for_ids(&ids) {
+                program = Arc::new(p);
+            }
+            if !prune::segment_batch(&program, seg, i) {
+                self.stats.batches_pruned += 1;
+                return None;
+            }
+            let rows = (ids.end - ids.start) as u32;
+            let from_meta = match program.constant() {
+                _ if !self.count_only => None,
+                Some(true) => Some(u64::from(rows)),
+                _ => seg.sketch(i).and_then(|sk| program.sketch_count(&sk, rows)),
+            };
+            if let Some(n) = from_meta {
+                // Counted from the batch's metadata: no row is read (none matches: as good
+                // as pruned).
+                if n == 0 {
+                    self.stats.batches_pruned += 1;
+                } else {
+                    self.stats.batches_read += 1;
+                }
+                self.stats.matched += n;
+                self.counted += n;
+                return None;
+            }
+        }
+        let keep = self.keep(schema, &program);
+        Some(Job {
+            program,
+            keep,
+            batch: JobBatch::Sealed(seg.clone(), i),
+            count_only: self.count_only,
+            defer_columns: self.defer_columns,
+            aggregate: self.aggregate.clone(),
+        })
+    }
+
+    /// The next batch of the write-ahead log to evaluate, or its damage; `None` at its end.
+    fn next_wal(&mut self) -> Option<Result<Job, Done>> {
         loop {
-            if let Some((seg, i)) = self.current.take() {
-                if i >= seg.len() {
-                    continue;
-                }
-                self.current = Some((seg.clone(), i + 1));
-                let Some((schema, ids, _)) = seg.batch_meta(i) else {
-                    continue;
-                };
-                let mut program = self.programs.get(self.query, schema).clone();
-                if self.prune {
-                    // `#id` comparisons the batch's IDs decide.
-                    if let Some(p) = program.for_ids(&ids) {
-                        program = Arc::new(p);
-                    }
-                    if !prune::segment_batch(&program, &seg, i) {
-                        self.stats.batches_pruned += 1;
-                        continue;
-                    }
-                    let rows = (ids.end - ids.start) as u32;
-                    let from_meta = match program.constant() {
-                        _ if !self.count_only => None,
-                        Some(true) => Some(u64::from(rows)),
-                        _ => seg.sketch(i).and_then(|sk| program.sketch_count(&sk, rows)),
-                    };
-                    if let Some(n) = from_meta {
-                        // Counted from the batch's metadata: no row is read (none matches:
-                        // as good as pruned).
-                        if n == 0 {
-                            self.stats.batches_pruned += 1;
-                        } else {
-                            self.stats.batches_read += 1;
-                        }
-                        self.stats.matched += n;
-                        self.counted += n;
-                        continue;
-                    }
-                }
-                let keep = self.keep(schema, &program);
-                return Some(Ok(Job {
-                    program,
-                    keep,
-                    batch: JobBatch::Sealed(seg, i),
-                    count_only: self.count_only,
-                    defer_columns: self.defer_columns,
-                    aggregate: self.aggregate.clone(),
-                }));
-            }
-            if self.next_segment < self.order.len() {
-                let idx = self.order[self.next_segment];
-                self.next_segment += 1;
-                if let Some(done) = self.enter_segment(idx) {
-                    return Some(Err(done));
-                }
-                continue;
-            }
             let archive = self.archive;
             let next = archive.catalog().next_id;
             let wal = self
@@ -913,6 +1002,124 @@ impl<'a> Search<'a> {
                 defer_columns: false,
                 aggregate: None,
             }));
+        }
+    }
+
+    /// The next batch to evaluate, or a result known already; `None` at the end.
+    fn next_work(&mut self) -> Option<Result<Job, Done>> {
+        if self.ordered.is_some() {
+            return self.next_ordered();
+        }
+        loop {
+            if let Some((seg, i)) = self.current.take() {
+                if i >= seg.len() {
+                    continue;
+                }
+                self.current = Some((seg.clone(), i + 1));
+                if let Some(job) = self.segment_job(&seg, i) {
+                    return Some(Ok(job));
+                }
+                continue;
+            }
+            if self.next_segment < self.order.len() {
+                let idx = self.order[self.next_segment];
+                self.next_segment += 1;
+                if let Some(done) = self.enter_segment(idx) {
+                    return Some(Err(done));
+                }
+                continue;
+            }
+            return self.next_wal();
+        }
+    }
+
+    /// Visits the batches best first by one field instead of in ID order, for a consumer
+    /// that keeps the first events by that field (`sort F | head N`): the write-ahead log's
+    /// batches first (they have no sketch), then the sealed batches by the best value of
+    /// `name` their metadata allows (the largest with `desc`, else the smallest; batches
+    /// whose bound is unknown first, batches without a value last), and, once
+    /// [`Search::set_cutoff`] says what the consumer keeps no longer changes, none of the
+    /// batches that cannot beat it. Results then come in that order, not in ID order. Call
+    /// before the first result; the segments are opened (mapped) now.
+    pub(crate) fn order_by(&mut self, name: &str, desc: bool) {
+        let mut damaged = Vec::new();
+        let mut planned: Vec<(Best, usize, usize, Arc<Segment>)> = Vec::new();
+        for k in 0..self.order.len() {
+            let idx = self.order[k];
+            let entry = self.entry(idx);
+            if !entry.schemas.is_empty()
+                && entry
+                    .schemas
+                    .keys()
+                    .all(|n| self.name_tri(entry, n) == Tri::False)
+            {
+                self.stats.segments_pruned += 1;
+                continue;
+            }
+            match self.open(idx) {
+                Ok(seg) => {
+                    for i in 0..seg.len() {
+                        planned.push((Best::of(&seg, i, name, desc), k, i, seg.clone()));
+                    }
+                }
+                Err(e) => damaged.push(Planned::Damaged(Done::damaged(
+                    e,
+                    entry.batches,
+                    entry.events,
+                ))),
+            }
+        }
+        planned.sort_by(|a, b| a.0.order(&b.0, desc).then((a.1, a.2).cmp(&(b.1, b.2))));
+        self.next_segment = self.order.len();
+        let queue = damaged
+            .into_iter()
+            .chain(
+                planned
+                    .into_iter()
+                    .map(|(best, _, i, seg)| Planned::Batch { seg, i, best }),
+            )
+            .collect();
+        self.ordered = Some(Ordered {
+            queue,
+            desc,
+            cutoff: None,
+            wal_done: false,
+        });
+    }
+
+    /// For [`Search::order_by`]: the value of its field that the consumer's last kept event
+    /// has (`Some(None)`: it has none), when the consumer has all it keeps; batches whose
+    /// best value cannot beat it are not read.
+    pub(crate) fn set_cutoff(&mut self, cutoff: Option<Option<Value>>) {
+        if let Some(o) = &mut self.ordered {
+            o.cutoff = cutoff;
+        }
+    }
+
+    /// [`Search::next_work`] in the order of [`Search::order_by`].
+    fn next_ordered(&mut self) -> Option<Result<Job, Done>> {
+        if self.ordered.as_ref().is_some_and(|o| !o.wal_done) {
+            if let Some(w) = self.next_wal() {
+                return Some(w);
+            }
+            self.ordered.as_mut()?.wal_done = true;
+        }
+        loop {
+            let ordered = self.ordered.as_mut()?;
+            match ordered.queue.pop_front()? {
+                Planned::Damaged(done) => return Some(Err(done)),
+                Planned::Batch { seg, i, best } => {
+                    if ordered.beaten(&best) {
+                        // The rest are no better: none is read.
+                        self.stats.batches_pruned += 1 + ordered.queue.len() as u64;
+                        ordered.queue.clear();
+                        return None;
+                    }
+                    if let Some(job) = self.segment_job(&seg, i) {
+                        return Some(Ok(job));
+                    }
+                }
+            }
         }
     }
 

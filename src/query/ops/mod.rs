@@ -51,7 +51,7 @@
 
 mod aggregate;
 mod exec;
-mod order;
+pub(crate) mod order;
 pub(crate) mod partial;
 mod plan;
 pub(crate) mod slice;

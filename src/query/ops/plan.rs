@@ -453,6 +453,12 @@ impl Chain {
         if let Some(names) = self.fields_read().or_else(|| late.clone()) {
             search.project(names);
         }
+        // `sort F | head N` first: the batches best first by F, and none that cannot beat
+        // the N-th event kept.
+        let ordered = stages.visit_order();
+        if let Some((name, desc)) = &ordered {
+            search.order_by(name, *desc);
+        }
         if let Some(plan) = stages.agg_plan() {
             // The workers aggregate the groups of each batch on its columns.
             search.aggregate(plan);
@@ -475,6 +481,9 @@ impl Chain {
                 slice.push(row, Some(id));
             }
             stages.push(slice, &mut out)?;
+            if ordered.is_some() {
+                search.set_cutoff(stages.cutoff());
+            }
         }
         stages.finish(&mut out)?;
         if !finished && !pending.is_empty() {

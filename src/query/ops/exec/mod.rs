@@ -41,6 +41,19 @@ pub(crate) trait Operator: Send {
     fn agg_plan(&self) -> Option<AggPlan> {
         None
     }
+    /// When it is the first and keeps only the first events by a field (`sort F | head N`):
+    /// that field and whether descending. The operator then takes its input in any order
+    /// of batches (it orders ties by event ID, not by arrival), so that the search can
+    /// visit the batches best first ([`Operator::cutoff`]).
+    fn visit_order(&mut self) -> Option<(String, bool)> {
+        None
+    }
+    /// After [`Operator::visit_order`]: once it holds all it keeps, the value of that field
+    /// of the last event kept (`Some(None)`: it has none); an event that comes after it
+    /// cannot change the output.
+    fn cutoff(&mut self) -> Option<Option<crate::value::Value>> {
+        None
+    }
     /// Takes the groups of one batch of `schema`, aggregated by [`Operator::agg_plan`].
     fn merge_partial(&mut self, _schema: &SchemaRef, _partial: Partial) -> Result<(), QueryError> {
         Err(QueryError::Limit(
@@ -108,6 +121,16 @@ impl Stages {
     /// events must come as slices).
     pub fn agg_plan(&self) -> Option<AggPlan> {
         self.ops.first()?.agg_plan()
+    }
+
+    /// [`Operator::visit_order`] of the first stage.
+    pub fn visit_order(&mut self) -> Option<(String, bool)> {
+        self.ops.first_mut()?.visit_order()
+    }
+
+    /// [`Operator::cutoff`] of the first stage.
+    pub fn cutoff(&mut self) -> Option<Option<crate::value::Value>> {
+        self.ops.first_mut()?.cutoff()
     }
 
     /// Gives the first stage the groups of one batch, aggregated by its

@@ -44,6 +44,8 @@ pub(crate) struct Sort {
     cutoff: Option<(Vec<Option<Value>>, u64)>,
     /// The keys' directions.
     desc: Vec<bool>,
+    /// Ties go by event ID, not by arrival ([`Operator::visit_order`]).
+    by_id: bool,
 }
 
 impl Sort {
@@ -58,6 +60,7 @@ impl Sort {
             cache: Vec::new(),
             cutoff: None,
             desc: keys.iter().map(|k| k.1).collect(),
+            by_id: false,
             keys,
         }
     }
@@ -135,22 +138,25 @@ impl Operator for Sort {
                     },
                 });
             }
+            let seq = match slice.id(i) {
+                Some(id) if self.by_id => id,
+                _ => self.seq,
+            };
+            self.seq += 1;
             if let Some((cut_keys, cut_seq)) = &self.cutoff {
-                let o = Sort::order_keys(&self.desc, (&keys, self.seq), (cut_keys, *cut_seq));
+                let o = Sort::order_keys(&self.desc, (&keys, seq), (cut_keys, *cut_seq));
                 if o == Ordering::Greater {
-                    self.seq += 1;
                     continue;
                 }
             }
             self.bytes += row.len();
             self.entries.push(Entry {
                 keys,
-                seq: self.seq,
+                seq,
                 schema: slice.schema().clone(),
                 row: row.to_vec(),
                 id: slice.id(i),
             });
-            self.seq += 1;
             if let Some(limit) = self.limit {
                 if self.entries.len() >= limit.saturating_mul(2).max(1024) {
                     self.cut(limit);
@@ -169,6 +175,26 @@ impl Operator for Sort {
             }
         }
         Ok(Flow::More)
+    }
+
+    fn visit_order(&mut self) -> Option<(String, bool)> {
+        let (name, desc) = self.keys.first()?;
+        if self.limit.is_none() || name.starts_with('#') {
+            return None;
+        }
+        self.by_id = true;
+        Some((name.clone(), *desc))
+    }
+
+    fn cutoff(&mut self) -> Option<Option<Value>> {
+        let limit = self.limit?;
+        if limit == 0 || self.entries.len() < limit {
+            return None;
+        }
+        if self.entries.len() > limit || self.cutoff.is_none() {
+            self.cut(limit);
+        }
+        Some(self.cutoff.as_ref()?.0.first()?.clone())
     }
 
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
