@@ -753,7 +753,7 @@ fn sort_head_reads_batches_best_first_and_stops() {
         let mut b = BatchBuilder::new(schema.clone());
         for _ in 0..200 {
             let ts = BASE + (9000 - n as i64) / 3 * SEC;
-            let bytes = (n % 7 != 0 && schema.name == "zeek.conn").then_some(n * 7919 % 1000);
+            let bytes = (!n.is_multiple_of(7) && schema.name == "zeek.conn").then_some(n * 7919 % 1000);
             let mut e = b.begin_row();
             e.int(ts);
             e.bytes(format!("C{n}").as_bytes());
