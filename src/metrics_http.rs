@@ -31,6 +31,11 @@
 //! without body, another path `404`, another method `405`, a malformed request `400`. At most
 //! [`MAX_CONNECTIONS`] connections are served at once; more wait until one ends. The server
 //! stops when the pipeline ends.
+//!
+//! With a certificate and key (`--metrics-tls-cert`/`--metrics-tls-key`, `[pipeline]
+//! metrics_tls_cert`/`metrics_tls_key`) it serves HTTPS only, with the TLS of `weir serve`
+//! ([`crate::serve::tls`]: the same files, the same errors, the handshake within
+//! [`REQUEST_TIMEOUT`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -41,6 +46,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 use crate::http_server::{HttpServer, Limits};
 
@@ -263,15 +270,25 @@ pub struct MetricsServer {
 }
 
 impl MetricsServer {
-    /// Binds `addr` and serves `snapshot` there until [`MetricsServer::shutdown`].
-    pub async fn start(addr: SocketAddr, snapshot: Snapshot) -> std::io::Result<MetricsServer> {
+    /// Binds `addr` and serves `snapshot` there until [`MetricsServer::shutdown`]: over
+    /// HTTPS with `tls` (see [`crate::serve::tls::acceptor`]), else plain HTTP.
+    pub async fn start(
+        addr: SocketAddr,
+        snapshot: Snapshot,
+        tls: Option<TlsAcceptor>,
+    ) -> std::io::Result<MetricsServer> {
         let limits = Limits {
             max_connections: MAX_CONNECTIONS,
             header_timeout: REQUEST_TIMEOUT,
             max_head_bytes: MAX_REQUEST_BYTES,
             keep_alive: false,
         };
-        let server = HttpServer::start(addr, router(snapshot), limits).await?;
+        let listener = TcpListener::bind(addr).await?;
+        let router = router(snapshot);
+        let server = match tls {
+            None => HttpServer::serve(listener, router, limits),
+            Some(tls) => HttpServer::serve_tls(listener, router, limits, tls),
+        };
         Ok(MetricsServer { server })
     }
 

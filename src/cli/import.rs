@@ -78,6 +78,21 @@ pub struct ImportArgs {
     /// `127.0.0.1:9184`).
     #[arg(long = "metrics-listen", value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve --metrics-listen over HTTPS with this certificate chain (PEM: the server's
+    /// certificate first, then the intermediates), as `weir serve --tls-cert`.
+    #[arg(
+        long = "metrics-tls-cert",
+        value_name = "FILE",
+        requires_all = ["metrics_tls_key", "metrics_listen"]
+    )]
+    metrics_tls_cert: Option<PathBuf>,
+    /// The private key of --metrics-tls-cert (PEM: PKCS#8, RSA or EC).
+    #[arg(
+        long = "metrics-tls-key",
+        value_name = "FILE",
+        requires = "metrics_tls_cert"
+    )]
+    metrics_tls_key: Option<PathBuf>,
     /// Follow the files like `tail -F` until SIGINT/SIGTERM: files matching the patterns
     /// (quote them) that appear later are read too, rotation is detected, and a restart
     /// resumes exactly where the archive ends.
@@ -115,6 +130,22 @@ pub struct RunArgs {
     /// `127.0.0.1:9184`).
     #[arg(long = "metrics-listen", value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve the metrics endpoint over HTTPS with this certificate chain (PEM), instead of
+    /// `[pipeline] metrics_tls_cert`; as `weir serve --tls-cert`.
+    #[arg(
+        long = "metrics-tls-cert",
+        value_name = "FILE",
+        requires = "metrics_tls_key"
+    )]
+    metrics_tls_cert: Option<PathBuf>,
+    /// The private key of --metrics-tls-cert (PEM: PKCS#8, RSA or EC), instead of
+    /// `[pipeline] metrics_tls_key`.
+    #[arg(
+        long = "metrics-tls-key",
+        value_name = "FILE",
+        requires = "metrics_tls_cert"
+    )]
+    metrics_tls_key: Option<PathBuf>,
     /// The pipeline definition (TOML).
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -195,6 +226,8 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     config.source.inputs()?;
     let mut spec = PipelineSpec::for_import(config);
     spec.options.metrics_listen = args.metrics_listen;
+    spec.options.metrics_tls_cert = args.metrics_tls_cert.clone();
+    spec.options.metrics_tls_key = args.metrics_tls_key.clone();
     spec.validate().map_err(flag_error)?;
     // A database this import creates is removed again if the import fails before it holds
     // anything.
@@ -291,7 +324,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.metrics_listen.is_some() {
         spec.options.metrics_listen = args.metrics_listen;
     }
+    if args.metrics_tls_cert.is_some() {
+        spec.options.metrics_tls_cert = args.metrics_tls_cert.clone();
+        spec.options.metrics_tls_key = args.metrics_tls_key.clone();
+    }
     if args.check {
+        // The metrics endpoint's certificate and key are files too: read them as a run would.
+        if let (Some(cert), Some(key)) = (
+            &spec.options.metrics_tls_cert,
+            &spec.options.metrics_tls_key,
+        ) {
+            weir::serve::tls::acceptor(cert, key)?;
+        }
         for w in spec.query_warnings() {
             say!("weir: warning: {w}");
         }

@@ -70,7 +70,7 @@ use crate::batcher::{BatchConfig, Batcher};
 use crate::channel::{self, Weighted};
 use crate::error::{ReadError, SkipReport};
 use crate::metrics::{Metrics, StageMetrics};
-use crate::setting::InvalidSetting;
+use crate::setting::{InvalidSetting, Problem};
 use crate::source::decode::{SourceConfig, SourceShared};
 use crate::source::{Input, SourceCounters};
 
@@ -124,6 +124,12 @@ pub enum PipelineError {
         #[source]
         error: std::io::Error,
     },
+    /// The certificate or key of the metrics endpoint cannot be used.
+    #[error("metrics endpoint: {0}")]
+    MetricsTls(#[from] crate::serve::tls::TlsError),
+    /// A certificate for the metrics endpoint, but no endpoint.
+    #[error("metrics_tls_cert: there is no metrics endpoint to serve over HTTPS (metrics_listen, --metrics-listen)")]
+    MetricsTlsWithoutListen,
 }
 
 /// What is wrong with one input of a stage (see [`check_inputs`]).
@@ -172,6 +178,12 @@ pub struct PipelineOptions {
     /// (`metrics_listen = "127.0.0.1:9184"`, `--metrics-listen`); see
     /// [`crate::metrics_http`]. Default: no endpoint.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// With [`PipelineOptions::metrics_tls_key`]: serve the metrics endpoint over HTTPS with
+    /// this certificate chain (PEM, the server's first; `--metrics-tls-cert`), as
+    /// `weir serve --tls-cert` does ([`crate::serve::tls`]). Default: plain HTTP.
+    pub metrics_tls_cert: Option<std::path::PathBuf>,
+    /// The private key of [`PipelineOptions::metrics_tls_cert`] (PEM; `--metrics-tls-key`).
+    pub metrics_tls_key: Option<std::path::PathBuf>,
 }
 
 impl PipelineOptions {
@@ -183,7 +195,34 @@ impl PipelineOptions {
 
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        InvalidSetting::at_least_one("channel_capacity", self.channel_capacity as u64)
+        InvalidSetting::at_least_one("channel_capacity", self.channel_capacity as u64)?;
+        match (&self.metrics_tls_cert, &self.metrics_tls_key) {
+            (Some(_), None) => Err(InvalidSetting {
+                key: "metrics_tls_key",
+                problem: Problem::Missing {
+                    hint: "metrics_tls_cert needs its private key".into(),
+                },
+            }),
+            (None, Some(_)) => Err(InvalidSetting {
+                key: "metrics_tls_cert",
+                problem: Problem::Missing {
+                    hint: "metrics_tls_key needs its certificate".into(),
+                },
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Joins the relative paths of the TLS files to `base` (as the stages' paths).
+    pub(crate) fn resolve_paths(&mut self, base: &std::path::Path) {
+        for p in [&mut self.metrics_tls_cert, &mut self.metrics_tls_key]
+            .into_iter()
+            .flatten()
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
     }
 }
 
@@ -193,6 +232,8 @@ impl Default for PipelineOptions {
             channel_capacity: Self::DEFAULT_CHANNEL_CAPACITY,
             flush_interval: Self::DEFAULT_FLUSH_INTERVAL,
             metrics_listen: None,
+            metrics_tls_cert: None,
+            metrics_tls_key: None,
         }
     }
 }
@@ -425,6 +466,15 @@ impl Pipeline {
             }
         }
         // The Prometheus endpoint, before anything runs: a taken port fails the run at once.
+        // Its certificate and key, read before anything listens.
+        let tls = match (&options.metrics_tls_cert, &options.metrics_tls_key) {
+            (Some(cert), Some(key)) => Some(crate::serve::tls::acceptor(cert, key)?),
+            _ => None,
+        };
+        if tls.is_some() && options.metrics_listen.is_none() {
+            return Err(PipelineError::MetricsTlsWithoutListen);
+        }
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let server = match options.metrics_listen {
             Some(addr) => {
                 let (m, c, k) = (metrics.clone(), counters.clone(), skips.clone());
@@ -439,11 +489,11 @@ impl Pipeline {
                     }
                     report
                 });
-                let server = crate::metrics_http::MetricsServer::start(addr, snapshot)
+                let server = crate::metrics_http::MetricsServer::start(addr, snapshot, tls)
                     .await
                     .map_err(|error| PipelineError::MetricsListen { addr, error })?;
                 tracing::info!(
-                    "serving metrics on http://{}{}",
+                    "serving metrics on {scheme}://{}{}",
                     server.local_addr(),
                     crate::metrics_http::PATH
                 );

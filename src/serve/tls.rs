@@ -1,5 +1,7 @@
-//! TLS of `weir serve` (`--tls-cert FILE --tls-key FILE`): the certificate chain and its
-//! private key, both PEM, loaded once at start into a rustls server configuration.
+//! TLS of `weir serve` (`--tls-cert FILE --tls-key FILE`) and of the metrics endpoint of
+//! `weir import`/`weir run` (`--metrics-tls-cert`/`--metrics-tls-key`, see
+//! [`crate::metrics_http`]): the certificate chain and its private key, both PEM, loaded once
+//! at start into a rustls server configuration.
 //!
 //! - The certificate file holds the server's certificate first, then the intermediates, as
 //!   certbot's `fullchain.pem` and most CAs hand them out; the key file one private key

@@ -224,3 +224,177 @@ fn metrics_listen_in_a_pipeline_file_and_its_errors() {
     let msg = text(&out.stderr);
     assert!(msg.contains(&format!("cannot listen on {addr}")), "{msg}");
 }
+
+type Der = rustls::pki_types::CertificateDer<'static>;
+
+/// A self-signed certificate for `localhost` and its key, as PEM files in `dir`.
+fn certificate(dir: &std::path::Path) -> (Der, std::path::PathBuf, std::path::PathBuf) {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (made.cert.der().clone(), cert, key)
+}
+
+/// `GET /metrics` over TLS from a client that trusts `trusted` alone: the whole answer.
+fn https(addr: SocketAddr, trusted: &Der) -> std::io::Result<String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(trusted.clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(addr)?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")?;
+    let mut out = Vec::new();
+    tls.read_to_end(&mut out)?;
+    Ok(text(&out))
+}
+
+#[test]
+fn serves_https_with_its_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (made, cert, key) = certificate(tmp.path());
+    let db = tmp.path().join("db");
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut child = weir()
+        .args([
+            "import",
+            "-q",
+            "--db",
+            s(&db),
+            "--batch-timeout",
+            "50ms",
+            "--metrics-listen",
+            &addr.to_string(),
+            "--metrics-tls-cert",
+            s(&cert),
+            "--metrics-tls-key",
+            s(&key),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(HEADER.as_bytes()).unwrap();
+    for i in 0..10 {
+        writeln!(stdin, "{i}.5\t{i}").unwrap();
+    }
+    stdin.flush().unwrap();
+    // The counters, over HTTPS.
+    let sink = "weir_stage_events_total{stage=\"archive\",kind=\"sink\"} 10";
+    let mut got = String::new();
+    wait_for("10 events over HTTPS", Duration::from_secs(20), || {
+        got = https(addr, &made).unwrap_or_default();
+        got.contains(sink)
+    });
+    assert!(got.starts_with("HTTP/1.1 200 OK\r\n"), "{got}");
+    assert!(
+        got.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+        "{got}"
+    );
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let plain = http(addr, b"GET /metrics HTTP/1.1\r\n\r\n").unwrap_or_default();
+    assert!(!plain.contains("HTTP/1."), "{plain}");
+    // A client that trusts another certificate does not get through.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    assert!(https(addr, other.cert.der()).is_err());
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // In a pipeline file: [pipeline] metrics_tls_cert and metrics_tls_key, with their errors.
+    let input = tmp.path().join("in.log");
+    std::fs::write(&input, format!("{HEADER}1.5\t1\n")).unwrap();
+    let pipeline = |name: &str, tls: &str| {
+        let p = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "[pipeline]\nmetrics_listen = \"127.0.0.1:0\"\n{tls}\n[sources.in]\ntype = \"file\"\npaths = [\"{}\"]\n\n[sinks.out]\ntype = \"file\"\ninputs = [\"in\"]\npath = \"{}\"\n",
+                s(&input),
+                s(&tmp.path().join(format!("{name}.json")))
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let good = pipeline(
+        "good",
+        &format!(
+            "metrics_tls_cert = \"{}\"\nmetrics_tls_key = \"{}\"\n",
+            s(&cert),
+            s(&key)
+        ),
+    );
+    ok(&run(&["run", "--check", s(&good)]), "run --check");
+    let out = run(&["run", "-v", s(&good)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("serving metrics on https://127.0.0.1:"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A certificate without its key.
+    let half = pipeline("half", &format!("metrics_tls_cert = \"{}\"\n", s(&cert)));
+    let out = run(&["run", "--check", s(&half)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("metrics_tls_key"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Files that cannot serve: an error naming the file, before anything runs.
+    let missing = tmp.path().join("none.pem");
+    for check in [true, false] {
+        let mut args = vec!["run", "-q"];
+        if check {
+            args.push("--check");
+        }
+        args.extend([
+            "--metrics-tls-cert",
+            s(&missing),
+            "--metrics-tls-key",
+            s(&key),
+            s(&good),
+        ]);
+        let out = run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr)
+                .contains(&format!("{}: cannot read the TLS certificate", s(&missing))),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    // On import, the flags need each other and an address.
+    for args in [
+        vec!["--metrics-tls-cert", s(&cert), "--metrics-tls-key", s(&key)],
+        vec![
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--metrics-tls-cert",
+            s(&cert),
+        ],
+    ] {
+        let mut all = vec!["import", "-q", "--db", s(&db)];
+        all.extend(args);
+        all.push(s(&input));
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {}", text(&out.stderr));
+    }
+}

@@ -957,7 +957,7 @@ fn misshapen_sections_name_their_table() {
     assert_eq!(
         e.to_string(),
         "x.toml:2: [pipeline] channel_size: unknown key for the [pipeline] table; \
-         allowed keys: channel_capacity, metrics_listen"
+         allowed keys: channel_capacity, metrics_listen, metrics_tls_cert, metrics_tls_key"
     );
 }
 

@@ -804,87 +804,210 @@ fn rendered(browser: &Path, url: &str) -> String {
     text(&out.stdout)
 }
 
+/// The driver of the page (tests/browser/page.py), when Python has Playwright.
+fn driver() -> Option<std::path::PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/page.py");
+    let has = std::process::Command::new("python3")
+        .args(["-c", "import playwright.sync_api"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    has.then_some(script)
+}
+
+/// `weir count EXPR` as a number.
+fn count(db: &Path, expr: &str) -> u64 {
+    ok(&run(&["count", "--db", s(db), expr]), "count")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The uids of `weir export --to json EXPR`, in order.
+fn uids(db: &Path, expr: &str) -> Vec<String> {
+    export(db, expr)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["uid"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// One tab of the page's results, as the driver saw it: its label and the uids of its rows.
+fn tab_uids(tab: &Value) -> (String, Vec<String>) {
+    let columns = tab["columns"].as_array().unwrap();
+    let at = columns.iter().position(|c| c == "uid").unwrap();
+    let rows = tab["rows"].as_array().unwrap();
+    let uids = rows
+        .iter()
+        .map(|r| r[at].as_str().unwrap().to_string())
+        .collect();
+    (tab["label"].as_str().unwrap().to_string(), uids)
+}
+
 #[test]
 fn the_page_in_a_browser_shows_what_the_cli_counts() {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
     let Some(browser) = chromium() else {
         // CI installs it (.ci/run): there a missing browser is a failure, not a skip.
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
+        assert!(
+            !ci,
             "CI=true but no chromium at /usr/bin/chromium: .ci/run installs Debian's package"
         );
         println!("skipped: no chromium to render the page (apt-get install chromium)");
         return;
     };
+    let Some(script) = driver() else {
+        assert!(
+            !ci,
+            "CI=true but Python has no playwright to drive chromium: .ci/run pip-installs it"
+        );
+        println!("skipped: no Python playwright to drive the page (pip install playwright)");
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let db = archive(tmp.path(), 3000);
+    // And dns events of every third of the first 300 connections (same uid, udp), so that a
+    // uid leads to events of two schemas.
+    let mut dns = String::from(
+        "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tdns\n\
+         #fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\tquery\n\
+         #types\ttime\tstring\taddr\tport\taddr\tport\tenum\tstring\n",
+    );
+    for i in (0..300).step_by(3) {
+        dns.push_str(&format!(
+            "{}.{:06}\t{}\t10.0.{}.{}\t{i}\t192.0.2.53\t53\tudp\tq{i}.example\n",
+            1_600_000_000 + i / 1000,
+            (i % 1000) * 1000 + 1,
+            conn_log::uid(i),
+            (i >> 8) & 255,
+            i & 255,
+        ));
+    }
+    let dns_log = tmp.path().join("dns.log");
+    std::fs::write(&dns_log, dns).unwrap();
+    ok(
+        &run(&["import", "-q", "--db", s(&db), s(&dns_log)]),
+        "import dns",
+    );
     let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
-    let expr = "id.orig_p < 700 || n > 8000";
-    let want: u64 = ok(&run(&["count", "--db", s(&db), expr]), "count")
-        .trim()
-        .parse()
-        .unwrap();
-    let url = format!(
-        "http://{}/?q={}",
-        srv.addr,
-        expr.replace(' ', "%20")
-            .replace('|', "%7C")
-            .replace('<', "%3C")
-            .replace('>', "%3E")
-    );
-    let dom = rendered(&browser, &url);
-    // The histogram's total and the table's events.
-    assert!(
-        dom.contains(&format!("data-total=\"{want}\"")),
-        "want {want} in {dom}"
-    );
-    let rows = dom.matches("<tr>").count();
-    // A header row and at most one page of events.
-    assert_eq!(rows, 1 + want.min(50) as usize, "{dom}");
-    // The first event of the table is the CLI's first.
-    let first: Value = serde_json::from_str(export(&db, expr).lines().next().unwrap()).unwrap();
-    let uid = first["uid"].as_str().unwrap();
-    let at = dom.find("<tbody>").unwrap();
-    assert!(
-        dom[at..].find(uid).unwrap() < dom[at..].find("</tr>").unwrap(),
-        "{uid}"
-    );
-    // The schema's tab: the events fetched (at most the page's 1000).
-    let tab = format!("conn {}", common::cli::grouped(want.min(1000)));
-    assert!(dom.contains(&tab), "{tab} in {dom}");
-    // A screenshot, for a person to look at: target/tmp/serve-page.png.
+
+    // A person types a query, clicks a proto value, then a uid.
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
-    let _ = std::fs::remove_file(&shot);
-    let out = std::process::Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--window-size=1400,1000",
-            "--virtual-time-budget=10000",
-            &format!("--screenshot={}", s(&shot)),
-            &url,
-        ])
+    let pivot_shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page-pivot.png");
+    for f in [&shot, &pivot_shot] {
+        let _ = std::fs::remove_file(f);
+    }
+    let expr = "id.orig_p < 700 || n > 8000";
+    let started = Instant::now();
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .args([&format!("http://{}/", srv.addr), expr, "proto", s(&shot)])
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 10_000,
-        "{}",
-        png.len()
+    let took = started.elapsed();
+    assert!(out.status.success(), "page.py: {}", text(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    println!(
+        "the browser session took {took:?} (seconds since start: {})",
+        seen["seconds"]
     );
-    // No query: the histogram's range comes from the archive's info, its total is every event.
+    assert_eq!(seen["page_errors"], json!([]), "{seen}");
+
+    // Before typing: every event.
+    assert_eq!(seen["initial"]["total"], json!(3100), "{seen}");
+
+    // Typed: the histogram's total is `weir count`'s; a tab per schema, each the first events
+    // of `weir export` of that schema (one page of 50).
+    let typed = &seen["typed"];
+    assert_eq!(typed["query"], expr);
+    assert_eq!(typed["error"], "");
+    let want = count(&db, expr);
+    assert_eq!(want, 700 + 333 + 100);
+    assert_eq!(typed["total"], json!(want), "{typed}");
+    let tabs = typed["tabs"].as_array().unwrap();
+    assert_eq!(tabs.len(), 2, "{typed}");
+    for (tab, schema) in tabs.iter().zip(["conn", "dns"]) {
+        let (label, got) = tab_uids(tab);
+        let all = uids(&db, &format!("({expr}) && #type == \"zeek.{schema}\""));
+        let fetched = all.len().min(1000);
+        let of = if all.len() > fetched {
+            format!(" of {}", common::cli::grouped(all.len() as u64))
+        } else {
+            String::new()
+        };
+        assert_eq!(
+            label,
+            format!("{schema} {}{of}", common::cli::grouped(fetched as u64))
+        );
+        assert_eq!(got, all[..all.len().min(50)], "{schema}");
+    }
+
+    // A click on the first connection's proto: `&& proto == "tcp"` joins the query (the
+    // expression in parentheses, as it has `||`), and the page counts as `weir count` does.
+    assert_eq!(seen["value_clicked"], "tcp");
+    let value = &seen["value"];
+    let narrowed = format!("({expr}) && proto == \"tcp\"");
+    assert_eq!(value["query"], narrowed, "{value}");
+    assert_eq!(value["total"], json!(count(&db, &narrowed)), "{value}");
+    assert_eq!(value["total"], json!(700 + 333), "{value}");
+    let tabs = value["tabs"].as_array().unwrap();
+    assert_eq!(tabs.len(), 1, "{value}");
+    assert_eq!(tab_uids(&tabs[0]).1, uids(&db, &narrowed)[..50]);
+
+    // A click on the first uid: the query is that uid's, and the page shows its events of
+    // both schemas, as `weir export` of that query.
+    let uid = conn_log::uid(0);
+    assert_eq!(seen["uid_clicked"], uid.as_str());
+    let pivot = &seen["uid"];
+    let by_uid = format!("uid == \"{uid}\"");
+    assert_eq!(pivot["query"], by_uid, "{pivot}");
+    assert_eq!(pivot["total"], json!(count(&db, &by_uid)), "{pivot}");
+    assert_eq!(pivot["total"], json!(2), "{pivot}");
+    let shown: Vec<(String, Vec<String>)> = pivot["tabs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(tab_uids)
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("conn 1".to_string(), vec![uid.clone()]),
+            ("dns 1".to_string(), vec![uid.clone()])
+        ],
+        "{pivot}"
+    );
+    assert_eq!(uids(&db, &by_uid), [uid.clone(), uid.clone()]);
+
+    // Screenshots, for a person to look at: target/tmp/serve-page.png and -pivot.png.
+    for f in [&shot, &pivot_shot] {
+        let png = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", s(f)));
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 10_000,
+            "{}",
+            png.len()
+        );
+    }
+
+    // Rendered from the URL alone: no query, the histogram's range comes from the archive's
+    // info, its total is every event; a parse error is shown with its caret under the query.
     let dom = rendered(&browser, &format!("http://{}/", srv.addr));
-    assert!(dom.contains("data-total=\"3000\""), "{dom}");
+    assert!(dom.contains("data-total=\"3100\""), "{dom}");
     assert_eq!(dom.matches("<tr>").count(), 1 + 50, "{dom}");
-    // A parse error: shown with its caret under the query.
     let dom = rendered(
         &browser,
         &format!("http://{}/?q=n%20%3D%3D%20%3D%3D%201", srv.addr),
     );
     assert!(dom.contains("n == == 1\n     ^"), "{dom}");
+    assert!(!dom.contains("data-total"), "{dom}");
     assert_eq!(srv.stop().code(), Some(0));
 }
 

@@ -359,8 +359,11 @@ impl Parser<'_> {
     fn pipeline_table(&self, raw: Spanned<RawTable>) -> Result<PipelineOptions, ConfigError> {
         let t = self.table("pipeline".into(), raw)?;
         t.check_keys(field_names::<PipelineOptions>(), "the [pipeline] table")?;
-        let options = t.deserialize(PipelineOptions::deserialize)?;
+        let mut options = t.deserialize(PipelineOptions::deserialize)?;
         options.validate().map_err(|e| t.invalid(e))?;
+        if let Some(base) = &self.options.base_dir {
+            options.resolve_paths(base);
+        }
         Ok(options)
     }
 

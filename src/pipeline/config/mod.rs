@@ -13,6 +13,7 @@
 //! [pipeline]                      # optional
 //! channel_capacity = "16MiB"      # byte bound of every edge (bounded channel) of the graph
 //! # metrics_listen = "127.0.0.1:9184"  # serve the counters for Prometheus (crate::metrics_http)
+//! # metrics_tls_cert = "cert.pem"      # and over HTTPS, with metrics_tls_key (crate::serve::tls)
 //!
 //! [sources.logs]                  # a source named "logs"
 //! type = "file"
@@ -40,7 +41,7 @@
 //!
 //! | section | `type` | configuration (its docs list the keys and defaults) |
 //! | --- | --- | --- |
-//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity`, `metrics_listen` |
+//! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity`, `metrics_listen`, `metrics_tls_cert`, `metrics_tls_key` |
 //! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `schema`, `schema_dir`, `max_line_length`, `follow` (`tail -F`, exactly once: [`crate::source::follow`]), `again` (read files imported before again: [`crate::source::resume`]) |
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |

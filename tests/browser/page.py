@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Drives the page of `weir serve` in the system's headless Chromium (Playwright, never its own
+browsers) as a person would, and prints what it saw as one JSON object.
+
+    page.py URL QUERY FIELD SCREENSHOT
+
+1. opens URL (the page without a query) and waits for its first search;
+2. types QUERY into the query box and presses Enter: `typed`;
+3. clicks the first row's FIELD value in the first tab (adds `FIELD == value`): `value`;
+4. clicks the first row's uid (the events of that uid): `uid`;
+and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
+
+Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
+histogram's total (`data-total`, null when absent), the error shown, and of every tab of the
+results its label, its header and the cells of its first page of rows. Used by
+tests/it/serve.rs (the_page_in_a_browser_shows_what_the_cli_counts).
+"""
+import json
+import sys
+import time
+
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+# No network but the server's: no updates, no sync, no QUIC probes.
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 60_000
+
+
+def searches_done(page, n):
+    """Waits until the page has finished its n-th search (body's data-searches)."""
+    page.wait_for_function(
+        "n => Number(document.body.dataset.searches || 0) >= n", arg=n, timeout=WAIT_MS
+    )
+
+
+def table(page):
+    return page.evaluate(
+        """() => ({
+            columns: [...document.querySelectorAll('#table thead th')].map(th => th.textContent),
+            rows: [...document.querySelectorAll('#table tbody tr')].map(tr =>
+                [...tr.querySelectorAll('td')].map(td => td.textContent)),
+        })"""
+    )
+
+
+def state(page):
+    tabs = []
+    buttons = page.locator("#tabs button")
+    for i in range(buttons.count()):
+        b = buttons.nth(i)
+        b.click()  # a tab renders at once, nothing is fetched
+        tabs.append({"label": b.text_content(), **table(page)})
+    if buttons.count():
+        buttons.nth(0).click()
+    total = page.locator("#hist").get_attribute("data-total")
+    return {
+        "query": page.input_value("#q"),
+        "total": None if total is None else int(total),
+        "error": page.text_content("#error"),
+        "tabs": tabs,
+    }
+
+
+def cell(page, field, cls):
+    """The first row's cell of column `field` in the shown tab, which must carry class cls."""
+    columns = table(page)["columns"]
+    if field not in columns:
+        raise SystemExit(f"no column {field!r} in {columns}")
+    td = page.locator("#table tbody tr").first.locator("td").nth(columns.index(field))
+    if cls not in (td.get_attribute("class") or "").split():
+        raise SystemExit(f"the {field} cell is not clickable: {td.get_attribute('class')!r}")
+    return td
+
+
+def main():
+    url, query, field, shot = sys.argv[1:5]
+    errors = []
+    timings = {}
+    start = time.monotonic()
+
+    def took(step):
+        timings[step] = round(time.monotonic() - start, 2)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        took("launched")
+        page.goto(url)
+        searches_done(page, 1)
+        took("loaded")
+        out = {"initial": state(page)}
+
+        box = page.locator("#q")
+        box.fill("")
+        box.press_sequentially(query)
+        box.press("Enter")
+        searches_done(page, 2)
+        took("typed")
+        out["typed"] = state(page)
+        page.screenshot(path=shot, full_page=True)
+
+        td = cell(page, field, "v")
+        out["value_clicked"] = td.text_content()
+        td.click()
+        searches_done(page, 3)
+        took("value")
+        out["value"] = state(page)
+
+        td = cell(page, "uid", "pivot")
+        out["uid_clicked"] = td.text_content()
+        td.click()
+        searches_done(page, 4)
+        took("uid")
+        out["uid"] = state(page)
+        page.screenshot(path=shot.removesuffix(".png") + "-pivot.png", full_page=True)
+
+        out["page_errors"] = errors
+        browser.close()
+    took("closed")
+    out["seconds"] = timings
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
