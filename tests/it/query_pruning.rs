@@ -753,7 +753,8 @@ fn sort_head_reads_batches_best_first_and_stops() {
         let mut b = BatchBuilder::new(schema.clone());
         for _ in 0..200 {
             let ts = BASE + (9000 - n as i64) / 3 * SEC;
-            let bytes = (!n.is_multiple_of(7) && schema.name == "zeek.conn").then_some(n * 7919 % 1000);
+            let bytes =
+                (!n.is_multiple_of(7) && schema.name == "zeek.conn").then_some(n * 7919 % 1000);
             let mut e = b.begin_row();
             e.int(ts);
             e.bytes(format!("C{n}").as_bytes());
@@ -825,4 +826,55 @@ fn sort_head_reads_batches_best_first_and_stops() {
             }
         }
     }
+}
+
+/// A `where` after the expression joins the search: the batches are filtered (and the
+/// `summarize` after it aggregated) by the search's workers, with the same answer.
+#[test]
+fn leading_wheres_are_one_search() {
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
+    )
+    .into_shared();
+    let mut batches = Vec::new();
+    for k in 0..10u64 {
+        let mut b = BatchBuilder::new(schema.clone());
+        for i in 0..100u64 {
+            let mut e = b.begin_row();
+            e.int(BASE);
+            e.uint(k * 100 + i);
+            b.finish_row(Some(BASE));
+        }
+        batches.push(b.finish());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_one_segment(tmp.path(), batches, true);
+    let archive = Archive::open(tmp.path()).unwrap();
+    let run = |text: &str| {
+        let chain = weir::query::Chain::parse(text).unwrap();
+        let mut rows = Vec::new();
+        let stats = chain
+            .run(
+                &archive,
+                &mut |s| {
+                    let types: Vec<Type> = s.schema().fields.iter().map(|f| f.ty.clone()).collect();
+                    for row in s.rows() {
+                        rows.push(weir::decode_row(row, &types).unwrap());
+                    }
+                    Ok(weir::query::Flow::More)
+                },
+                &mut |e| panic!("{e}"),
+            )
+            .unwrap();
+        (rows, stats)
+    };
+    let (rows, stats) = run("n >= 250 | where n < 700 | where n != 300 | summarize count()");
+    assert_eq!(rows, vec![vec![weir::Value::Count(449)]]);
+    // The search matched only what passes every `where`, and pruned the batches none does.
+    assert_eq!(stats.search.matched, 449, "{stats:?}");
+    assert_eq!(stats.search.batches_pruned, 5, "{stats:?}");
+    // A `where` after another operator stays where it is.
+    let (rows, _) = run("n >= 250 | head 100 | where n < 300 | summarize count()");
+    assert_eq!(rows, vec![vec![weir::Value::Count(50)]]);
 }

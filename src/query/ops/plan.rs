@@ -65,13 +65,26 @@ impl Chain {
                 ops.push(syntax::parse_op(text, part, *at)?);
             }
         }
-        let scan = match ops.first() {
-            Some(OpSpec::Where { text: w, pos }) => {
-                let q = parse_where(text, w, *pos)?;
-                ops.remove(0);
-                q
+        // The leading `where`s (and the expression) become one search: pruned and
+        // evaluated on all cores, and an aggregation after them is aggregated where the
+        // batches are.
+        let mut leading: Vec<String> = Vec::new();
+        while let Some(OpSpec::Where { text: w, pos }) = ops.first() {
+            parse_where(text, w, *pos)?;
+            leading.push(w.trim().to_string());
+            ops.remove(0);
+        }
+        let scan = match leading.as_slice() {
+            [] => Query::all(),
+            [one] => parse_where(text, one, 0)?,
+            many => {
+                let both = many
+                    .iter()
+                    .map(|w| format!("({w})"))
+                    .collect::<Vec<_>>()
+                    .join(" && ");
+                parse_where(text, &both, 0)?
             }
-            _ => Query::all(),
         };
         // The other `where`s parse now, so that their errors come before any work.
         for op in &ops {
@@ -639,8 +652,9 @@ mod tests {
         let c = Chain::parse("top id.resp_p").unwrap();
         assert_eq!(c.scan().text(), "");
         assert_eq!(c.blocking_operator(), Some("top"));
-        let c = Chain::parse("where x == 1 | where y == 2").unwrap();
-        assert_eq!(c.scan().text(), "x == 1");
+        let c = Chain::parse("where x == 1 | where y == 2 | head | where z == 3").unwrap();
+        assert_eq!(c.scan().text(), "(x == 1) && (y == 2)");
+        assert_eq!(c.ops.len(), 2);
     }
 
     #[test]

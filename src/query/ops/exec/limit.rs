@@ -1,9 +1,11 @@
 //! `head N` (the first N events; done as soon as it has them) and `tail N` (the last N,
-//! emitted at the end; it holds N events at most).
+//! emitted at the end; it holds N events at most, and at most [`MAX_SORT_BYTES`] of rows:
+//! more is an error that says to take fewer).
 
 use std::collections::VecDeque;
 
 use super::super::slice::Slice;
+use super::sort::MAX_SORT_BYTES;
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::SchemaRef;
@@ -44,6 +46,10 @@ impl Operator for Head {
 pub(crate) struct Tail {
     n: usize,
     last: VecDeque<(SchemaRef, Vec<u8>, Option<u64>)>,
+    /// Bytes of the rows in `last`.
+    bytes: usize,
+    /// [`MAX_SORT_BYTES`] (smaller in unit tests).
+    max_bytes: usize,
 }
 
 impl Tail {
@@ -51,6 +57,8 @@ impl Tail {
         Tail {
             n: usize::try_from(n).unwrap_or(usize::MAX),
             last: VecDeque::new(),
+            bytes: 0,
+            max_bytes: MAX_SORT_BYTES,
         }
     }
 }
@@ -63,10 +71,20 @@ impl Operator for Tail {
         let skip = slice.len().saturating_sub(self.n);
         for i in skip..slice.len() {
             if self.last.len() == self.n {
-                self.last.pop_front();
+                if let Some((_, row, _)) = self.last.pop_front() {
+                    self.bytes -= row.len();
+                }
             }
+            let row = slice.row(i).to_vec();
+            self.bytes += row.len();
             self.last
-                .push_back((slice.schema().clone(), slice.row(i).to_vec(), slice.id(i)));
+                .push_back((slice.schema().clone(), row, slice.id(i)));
+            if self.bytes > self.max_bytes {
+                return Err(QueryError::Limit(format!(
+                    "`tail` holds the events it keeps, at most {} MiB of them; keep fewer with a smaller `tail`, or narrow the query",
+                    self.max_bytes >> 20
+                )));
+            }
         }
         Ok(Flow::More)
     }
@@ -97,4 +115,39 @@ pub(super) fn emit_runs(
         }
     }
     out.extend(cur);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Field, Schema, Type};
+    use crate::value::{RowEncoder, Value};
+
+    #[test]
+    fn a_tail_larger_than_the_byte_bound_is_an_error_not_a_buffer() {
+        let schema = std::sync::Arc::new(Schema::new(
+            "t".to_string(),
+            vec![Field::new("x".to_string(), Type::String)],
+        ));
+        let mut s = Slice::new(schema);
+        for i in 0..1000u64 {
+            s.push_with(Some(i), |buf| {
+                let mut e = RowEncoder::new(buf);
+                e.array(1);
+                e.value(&Value::String(vec![b'x'; 100]));
+            });
+        }
+        let mut out = Vec::new();
+        let mut small = Tail::new(10);
+        small.max_bytes = 8192;
+        small.push(s.clone(), &mut out).unwrap();
+        small.push(s.clone(), &mut out).unwrap();
+        small.finish(&mut out).unwrap();
+        let ids: Vec<u64> = out.iter().flat_map(|s| s.ids().to_vec()).collect();
+        assert_eq!(ids, (990..1000).collect::<Vec<u64>>());
+        let mut huge = Tail::new(1 << 40);
+        huge.max_bytes = 8192;
+        let e = huge.push(s, &mut out).unwrap_err();
+        assert!(e.to_string().contains("smaller `tail`"), "{e}");
+    }
 }

@@ -18,7 +18,7 @@ use crate::query::QueryError;
 use crate::types::SchemaRef;
 use crate::value::Value;
 
-/// The most bytes of rows a `sort` without a limit holds.
+/// The most bytes of rows a `sort` (with a limit or without) or a `tail` holds.
 pub const MAX_SORT_BYTES: usize = 1 << 30;
 
 struct Entry {
