@@ -20,6 +20,9 @@ use std::collections::{HashMap, HashSet};
 
 /// A hash map of groups or distinct values (see `ahash` in Cargo.toml).
 pub(crate) type Map<K, V> = HashMap<K, V, ahash::RandomState>;
+/// The hasher of group keys: one state for the search's workers and the `summarize` that
+/// merges their groups, so that a group's hash is computed once, where it is made.
+pub(crate) type KeyHasher = ahash::RandomState;
 /// A hash set of distinct values.
 pub(crate) type Set<K> = HashSet<K, ahash::RandomState>;
 

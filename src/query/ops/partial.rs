@@ -12,7 +12,7 @@
 //! [`push_key`]'s encoding of the `by` values, as there; events whose `by` values are all
 //! unset are skipped when the plan says so (`top`, `rare`).
 
-use super::aggregate::{bucket, push_key, Acc, Map};
+use super::aggregate::{bucket, push_key, Acc, KeyHasher};
 use super::slice::Source;
 use super::syntax::AggSpec;
 use crate::segment::Columns;
@@ -29,12 +29,16 @@ pub(crate) struct AggPlan {
     pub aggs: Vec<AggSpec>,
     /// Events whose `by` values are all unset are left out.
     pub skip_unset: bool,
+    /// Hashes the groups' keys (the merging `summarize`'s own state).
+    pub hasher: KeyHasher,
 }
 
 /// One group of one batch: its key, its `by` values and its accumulators.
 #[derive(Debug, Clone)]
 pub struct PartialGroup {
     pub(crate) key: Vec<u8>,
+    /// `key`'s hash by [`AggPlan::hasher`].
+    pub(crate) hash: u64,
     pub(crate) values: Vec<Value>,
     pub(crate) accs: Vec<Acc>,
 }
@@ -271,7 +275,8 @@ impl AggPlan {
 /// The groups of one batch as they are aggregated.
 struct Groups<'p> {
     plan: &'p AggPlan,
-    index: Map<Vec<u8>, usize>,
+    /// Indices into `groups`, by their keys' hashes.
+    index: hashbrown::HashTable<usize>,
     groups: Vec<PartialGroup>,
     key: Vec<u8>,
 }
@@ -280,7 +285,7 @@ impl<'p> Groups<'p> {
     fn new(plan: &'p AggPlan) -> Groups<'p> {
         Groups {
             plan,
-            index: Map::default(),
+            index: hashbrown::HashTable::new(),
             groups: Vec::new(),
             key: Vec::new(),
         }
@@ -296,16 +301,20 @@ impl<'p> Groups<'p> {
         for v in values {
             push_key(&mut self.key, v);
         }
-        if let Some(&g) = self.index.get(self.key.as_slice()) {
+        let hash = self.plan.hasher.hash_one(self.key.as_slice());
+        let groups = &mut self.groups;
+        if let Some(&g) = self.index.find(hash, |&g| groups[g].key == self.key) {
             return Some(g);
         }
-        self.index.insert(self.key.clone(), self.groups.len());
-        self.groups.push(PartialGroup {
+        self.index
+            .insert_unique(hash, groups.len(), |&g| groups[g].hash);
+        groups.push(PartialGroup {
             key: self.key.clone(),
+            hash,
             values: values.iter().map(ValueRef::to_owned).collect(),
             accs: self.plan.aggs.iter().map(|a| Acc::new(a.func)).collect(),
         });
-        Some(self.groups.len() - 1)
+        Some(groups.len() - 1)
     }
 
     /// Adds `n` events to group `g` (`count()` alone).

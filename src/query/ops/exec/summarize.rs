@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::super::aggregate::{bucket, push_key, result_type, unify, Acc, Map};
+use super::super::aggregate::{bucket, push_key, result_type, unify, Acc, KeyHasher};
 use super::super::partial::{AggPlan, Partial};
 use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
@@ -25,6 +25,9 @@ use crate::value::{RowEncoder, Value, ValueRef};
 pub const MAX_GROUPS: usize = 1 << 24;
 
 struct Group {
+    /// The `by` values' key ([`push_key`]) and its hash by the operator's hasher.
+    key: Vec<u8>,
+    hash: u64,
     values: Vec<Value>,
     accs: Vec<Acc>,
 }
@@ -48,7 +51,9 @@ pub(crate) struct Summarize {
     skip_unset: bool,
     bindings: Vec<Binding>,
     groups: Vec<Group>,
-    index: Map<Vec<u8>, usize>,
+    /// Indices into `groups`, by their keys' hashes.
+    index: hashbrown::HashTable<usize>,
+    hasher: KeyHasher,
     by_types: Vec<Option<Type>>,
     agg_types: Vec<Option<Type>>,
     key: Vec<u8>,
@@ -73,7 +78,8 @@ impl Summarize {
             skip_unset,
             bindings: Vec::new(),
             groups: Vec::new(),
-            index: Map::default(),
+            index: hashbrown::HashTable::new(),
+            hasher: KeyHasher::new(),
             key: Vec::new(),
             scratch: Vec::new(),
         }
@@ -125,18 +131,22 @@ impl Summarize {
     ) -> Result<(), QueryError> {
         self.binding(schema);
         for group in partial.groups {
-            match self.index.get(group.key.as_slice()) {
+            let groups = &mut self.groups;
+            match self.index.find(group.hash, |&g| groups[g].key == group.key) {
                 Some(&g) => {
-                    for (acc, other) in self.groups[g].accs.iter_mut().zip(group.accs) {
+                    for (acc, other) in groups[g].accs.iter_mut().zip(group.accs) {
                         acc.merge(other);
                     }
                 }
                 None => {
-                    if self.groups.len() >= MAX_GROUPS {
+                    if groups.len() >= MAX_GROUPS {
                         return Err(too_many_groups());
                     }
-                    self.index.insert(group.key, self.groups.len());
-                    self.groups.push(Group {
+                    self.index
+                        .insert_unique(group.hash, groups.len(), |&g| groups[g].hash);
+                    groups.push(Group {
+                        key: group.key,
+                        hash: group.hash,
                         values: group.values,
                         accs: group.accs,
                     });
@@ -153,6 +163,7 @@ impl Summarize {
             resolution: self.resolution,
             aggs: self.aggs.clone(),
             skip_unset: self.skip_unset,
+            hasher: self.hasher.clone(),
         }
     }
 }
@@ -193,18 +204,23 @@ impl Operator for Summarize {
             if self.skip_unset && !any {
                 continue;
             }
-            let g = match self.index.get(self.key.as_slice()) {
+            let hash = self.hasher.hash_one(self.key.as_slice());
+            let groups = &mut self.groups;
+            let g = match self.index.find(hash, |&g| groups[g].key == self.key) {
                 Some(&g) => g,
                 None => {
-                    if self.groups.len() >= MAX_GROUPS {
+                    if groups.len() >= MAX_GROUPS {
                         return Err(too_many_groups());
                     }
-                    self.groups.push(Group {
+                    self.index
+                        .insert_unique(hash, groups.len(), |&g| groups[g].hash);
+                    groups.push(Group {
+                        key: self.key.clone(),
+                        hash,
                         values: values.iter().map(ValueRef::to_owned).collect(),
                         accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
                     });
-                    self.index.insert(self.key.clone(), self.groups.len() - 1);
-                    self.groups.len() - 1
+                    groups.len() - 1
                 }
             };
             let group = &mut self.groups[g];
@@ -226,6 +242,8 @@ impl Operator for Summarize {
         // No `by` and no input: one event of the empty aggregation (`count()` is 0).
         if self.by.is_empty() && self.groups.is_empty() {
             self.groups.push(Group {
+                key: Vec::new(),
+                hash: 0,
                 values: Vec::new(),
                 accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
             });
