@@ -165,6 +165,8 @@ def normalize(kind, rows, cols):
 FRESH = {
     "duckdb": "import duckdb, json, sys\n"
               "con = duckdb.connect(sys.argv[1], read_only=True)\n"
+              # A query past 2 s would print DuckDB's progress bar into the JSON answer.
+              "con.execute('SET enable_progress_bar = false')\n"
               "print(json.dumps(con.execute(sys.argv[2]).fetchall(), default=str))",
     "chdb": "import chdb, json, sys\n"
             "con = chdb.connect(sys.argv[1]); cur = con.cursor(); cur.execute(sys.argv[2])\n"
@@ -198,6 +200,7 @@ def run(weir, reps, datasets):
 
     def duck_in(path, sql):
         con = duckdb.connect(path, read_only=True) if path else duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
         t = time.perf_counter()
         rows = con.execute(sql).fetchall()
         dt = time.perf_counter() - t

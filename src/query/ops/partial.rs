@@ -12,7 +12,7 @@
 //! [`push_key`]'s encoding of the `by` values, as there; events whose `by` values are all
 //! unset are skipped when the plan says so (`top`, `rare`).
 
-use super::aggregate::{bucket, push_key, Acc, KeyHasher};
+use super::aggregate::{bucket, push_key, Acc, KeyHasher, Map};
 use super::slice::Source;
 use super::syntax::AggSpec;
 use crate::segment::Columns;
@@ -277,8 +277,31 @@ struct Groups<'p> {
     plan: &'p AggPlan,
     /// Indices into `groups`, by their keys' hashes.
     index: hashbrown::HashTable<usize>,
+    /// Indices into `groups` of a single `by` field's scalar values ([`scalar_key`]),
+    /// looked up without building the key.
+    scalars: Map<(u8, u128), usize>,
     groups: Vec<PartialGroup>,
     key: Vec<u8>,
+}
+
+/// A single `by` value that is a number, time, address or unset, as its kind and bits: a
+/// group is looked up by these without building its key. Values of different kinds or bits
+/// get different scalar keys and different keys ([`push_key`]), so the two lookups agree
+/// (and were they ever to give one key two groups, the merge by key would make them one).
+fn scalar_key(values: &[ValueRef<'_>]) -> Option<(u8, u128)> {
+    let [v] = values else { return None };
+    Some(match v {
+        ValueRef::Null => (0, 0),
+        ValueRef::Bool(b) => (1, u128::from(*b)),
+        ValueRef::Count(x) => (2, u128::from(*x)),
+        ValueRef::Port(x) => (3, u128::from(*x)),
+        ValueRef::Int(x) => (4, *x as u64 as u128),
+        ValueRef::Time(x) => (5, *x as u64 as u128),
+        ValueRef::Interval(x) => (6, *x as u64 as u128),
+        ValueRef::Addr(std::net::IpAddr::V4(a)) => (7, u128::from(u32::from(*a))),
+        ValueRef::Addr(std::net::IpAddr::V6(a)) => (8, u128::from(*a)),
+        _ => return None,
+    })
 }
 
 impl<'p> Groups<'p> {
@@ -286,6 +309,7 @@ impl<'p> Groups<'p> {
         Groups {
             plan,
             index: hashbrown::HashTable::new(),
+            scalars: Map::default(),
             groups: Vec::new(),
             key: Vec::new(),
         }
@@ -297,17 +321,30 @@ impl<'p> Groups<'p> {
         if self.plan.skip_unset && values.iter().all(|v| matches!(v, ValueRef::Null)) {
             return None;
         }
+        let scalar = scalar_key(values);
+        if let Some(k) = &scalar {
+            if let Some(&g) = self.scalars.get(k) {
+                return Some(g);
+            }
+        }
         self.key.clear();
         for v in values {
             push_key(&mut self.key, v);
         }
         let hash = self.plan.hasher.hash_one(self.key.as_slice());
         let groups = &mut self.groups;
-        if let Some(&g) = self.index.find(hash, |&g| groups[g].key == self.key) {
-            return Some(g);
+        match scalar {
+            Some(k) => {
+                self.scalars.insert(k, groups.len());
+            }
+            None => {
+                if let Some(&g) = self.index.find(hash, |&g| groups[g].key == self.key) {
+                    return Some(g);
+                }
+                self.index
+                    .insert_unique(hash, groups.len(), |&g| groups[g].hash);
+            }
         }
-        self.index
-            .insert_unique(hash, groups.len(), |&g| groups[g].hash);
         groups.push(PartialGroup {
             key: self.key.clone(),
             hash,
