@@ -130,7 +130,8 @@ enum Command {
     ///
     ///   where EXPR                       keep the events that match
     ///   select F, ...  /  drop F, ...    keep / remove fields
-    ///   head [N]  /  tail [N]            the first / last N events (10)
+    ///   head [N]  /  tail [N]            the first / last N events (10; tail holds
+    ///                                    1 GiB of rows at most)
     ///   sort F [asc|desc], ...           by the keys, stable, events without a key last
     ///                                    (1 GiB of rows at most; with `| head N`: N events)
     ///   summarize AGG, ... [by F, ...] [resolution DURATION]

@@ -599,24 +599,26 @@ struct Ordered {
     queue: VecDeque<Planned>,
     desc: bool,
     /// [`Search::set_cutoff`].
-    cutoff: Option<Option<Value>>,
+    cutoff: Option<(Option<Value>, u64)>,
     /// The write-ahead log's batches were all submitted.
     wal_done: bool,
 }
 
 impl Ordered {
-    /// Whether no event of a batch whose best value is `best` can come before the
-    /// consumer's cutoff: it is strictly worse (equal values may win by their IDs).
-    fn beaten(&self, best: &Best) -> bool {
-        let Some(Some(cut)) = &self.cutoff else {
+    /// Whether no event of a batch whose best value is `best` and whose first event ID is
+    /// `first` can come before the consumer's cutoff: its best is worse, or equal and its
+    /// IDs all larger (ties go by ID).
+    fn beaten(&self, best: &Best, first: u64) -> bool {
+        let Some((Some(cut), cut_id)) = &self.cutoff else {
             return false;
         };
-        match best {
-            Best::Unknown => false,
-            Best::Unset => true,
-            Best::Value(v) if self.desc => compare(v, cut) == Ordering::Less,
-            Best::Value(v) => compare(v, cut) == Ordering::Greater,
-        }
+        let o = match best {
+            Best::Unknown => return false,
+            Best::Unset => return true,
+            Best::Value(v) if self.desc => compare(cut, v),
+            Best::Value(v) => compare(v, cut),
+        };
+        o == Ordering::Greater || (o == Ordering::Equal && first > *cut_id)
     }
 }
 
@@ -1088,9 +1090,9 @@ impl<'a> Search<'a> {
     }
 
     /// For [`Search::order_by`]: the value of its field that the consumer's last kept event
-    /// has (`Some(None)`: it has none), when the consumer has all it keeps; batches whose
-    /// best value cannot beat it are not read.
-    pub(crate) fn set_cutoff(&mut self, cutoff: Option<Option<Value>>) {
+    /// has (`None`: it has none) and its ID, when the consumer has all it keeps; batches
+    /// that cannot beat it are not read.
+    pub(crate) fn set_cutoff(&mut self, cutoff: Option<(Option<Value>, u64)>) {
         if let Some(o) = &mut self.ordered {
             o.cutoff = cutoff;
         }
@@ -1109,7 +1111,8 @@ impl<'a> Search<'a> {
             match ordered.queue.pop_front()? {
                 Planned::Damaged(done) => return Some(Err(done)),
                 Planned::Batch { seg, i, best } => {
-                    if ordered.beaten(&best) {
+                    let first = seg.batch_ids(i).map_or(0, |r| r.start);
+                    if ordered.beaten(&best, first) {
                         // The rest are no better: none is read.
                         self.stats.batches_pruned += 1 + ordered.queue.len() as u64;
                         ordered.queue.clear();

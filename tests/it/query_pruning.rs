@@ -878,3 +878,50 @@ fn leading_wheres_are_one_search() {
     let (rows, _) = run("n >= 250 | head 100 | where n < 300 | summarize count()");
     assert_eq!(rows, vec![vec![weir::Value::Count(50)]]);
 }
+
+/// Batches whose ranges tie (the same day repeated, as in W1000): the first events in ID
+/// order win the ties, so `sort ts desc | head N` stops once it has N events of the newest
+/// time and the batches left start past the N-th's ID.
+#[test]
+fn sort_head_stops_at_ties_by_id() {
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
+    )
+    .into_shared();
+    let mut batches = Vec::new();
+    for k in 0..40u64 {
+        let mut b = BatchBuilder::new(schema.clone());
+        for i in 0..100u64 {
+            let ts = BASE + (i % 50) as i64 * SEC;
+            let mut e = b.begin_row();
+            e.int(ts);
+            e.uint(k * 100 + i);
+            b.finish_row(Some(ts));
+        }
+        batches.push(b.finish());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_one_segment(tmp.path(), batches, true);
+    let archive = Archive::open(tmp.path()).unwrap();
+    for (text, want) in [
+        // The newest second (i % 50 == 49) is at i = 49 and 99 of every batch.
+        ("sort ts desc | head 5", vec![49, 99, 149, 199, 249]),
+        ("sort ts | head 3", vec![0, 50, 100]),
+    ] {
+        let chain = weir::query::Chain::parse(text).unwrap();
+        let mut got: Vec<u64> = Vec::new();
+        let stats = chain
+            .run(
+                &archive,
+                &mut |s| {
+                    got.extend(s.ids());
+                    Ok(weir::query::Flow::More)
+                },
+                &mut |e| panic!("{e}"),
+            )
+            .unwrap();
+        assert_eq!(got, want, "{text}");
+        assert!(stats.search.batches_read <= 12, "{text}: {stats:?}");
+    }
+}

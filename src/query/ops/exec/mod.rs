@@ -49,9 +49,9 @@ pub(crate) trait Operator: Send {
         None
     }
     /// After [`Operator::visit_order`]: once it holds all it keeps, the value of that field
-    /// of the last event kept (`Some(None)`: it has none); an event that comes after it
+    /// of the last event kept (`None`: it has none) and its ID; an event that comes after it
     /// cannot change the output.
-    fn cutoff(&mut self) -> Option<Option<crate::value::Value>> {
+    fn cutoff(&mut self) -> Option<(Option<crate::value::Value>, u64)> {
         None
     }
     /// Takes the groups of one batch of `schema`, aggregated by [`Operator::agg_plan`].
@@ -129,7 +129,7 @@ impl Stages {
     }
 
     /// [`Operator::cutoff`] of the first stage.
-    pub fn cutoff(&mut self) -> Option<Option<crate::value::Value>> {
+    pub fn cutoff(&mut self) -> Option<(Option<crate::value::Value>, u64)> {
         self.ops.first_mut()?.cutoff()
     }
 

@@ -186,7 +186,7 @@ impl Operator for Sort {
         Some((name.clone(), *desc))
     }
 
-    fn cutoff(&mut self) -> Option<Option<Value>> {
+    fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
         let limit = self.limit?;
         if limit == 0 || self.entries.len() < limit {
             return None;
@@ -194,7 +194,8 @@ impl Operator for Sort {
         if self.entries.len() > limit || self.cutoff.is_none() {
             self.cut(limit);
         }
-        Some(self.cutoff.as_ref()?.0.first()?.clone())
+        let (keys, seq) = self.cutoff.as_ref()?;
+        Some((keys.first()?.clone(), *seq))
     }
 
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
