@@ -515,6 +515,10 @@ pub(crate) fn assemble(
         None => raw_size,
         Some(_) => rows * header_len(width) + inflated,
     };
+    if let Some(select) = select {
+        let cols: Vec<usize> = (0..n).filter(|&c| wanted(c)).collect();
+        return assemble_selected(&columns, &cols, rows, select);
+    }
     // Where each value ends, a column at a time (one type per column: the skips predict
     // well), then the rows, copying each value by its known length.
     let mut ends: Vec<u32> = Vec::with_capacity(rows * (n - skipped));
@@ -529,10 +533,6 @@ pub(crate) fn assemble(
         if cur.position() != col.len() {
             return Err(format!("column {c} holds more than {rows} values"));
         }
-    }
-    if let Some(select) = select {
-        let starts: Vec<usize> = (0..n).filter(|&c| wanted(c)).map(|c| starts[c]).collect();
-        return assemble_selected(v, &starts, &ends, rows, select);
     }
     let data_len = full_len;
     let mut out = RowBuf::take(data_len + SLACK + 4 * rows);
@@ -588,56 +588,62 @@ pub(crate) fn assemble(
 /// The row that stands for a row left out by [`assemble`]'s `select`: an empty msgpack array.
 pub(crate) const UNSELECTED_ROW: u8 = 0x90;
 
-/// [`assemble`]'s rows for `select` only, from the inflated columns `v`, where each assembled
-/// column starts in it and where each of its values ends (`ends[k * rows + r]`: column `k`
-/// of those assembled, row `r`); the other rows are [`UNSELECTED_ROW`].
+/// [`assemble`]'s rows for `select` only, from the inflated `columns` (those of indices
+/// `cols` assembled); the other rows are [`UNSELECTED_ROW`]. Each column is walked only up
+/// to the last selected row (its values past it are neither read nor counted: the batch's
+/// checksum vouches for them, and a whole read checks them).
 fn assemble_selected(
-    v: &[u8],
-    starts: &[usize],
-    ends: &[u32],
+    columns: &Columns,
+    cols: &[usize],
     rows: usize,
     select: &[usize],
 ) -> Result<(RowBuf, usize), String> {
-    let width = starts.len();
-    let assembled = 0..width;
-    // Where value `r` of assembled column `k` starts: where the one before it ends, or the
-    // column's start.
-    let start = |k: usize, r: usize| -> usize {
-        if r == 0 {
-            starts[k]
-        } else {
-            ends[k * rows + r - 1] as usize
+    if let Some(r) = select.iter().find(|&&r| r >= rows) {
+        return Err(format!("row {r} selected of {rows}"));
+    }
+    if select.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(format!("rows {select:?} are not in ascending order"));
+    }
+    let v = &columns.buf[..];
+    let width = cols.len();
+    let picked = select.len();
+    // The bytes of selected value `j` of assembled column `k`: `spans[k * picked + j]`.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(width * picked);
+    for &c in cols {
+        let base = columns.spans[c].start;
+        let mut cur = RowCursor::new(&v[columns.spans[c].clone()]);
+        let mut next = select.iter().copied().peekable();
+        let mut r = 0;
+        while next.peek().is_some() {
+            let at = cur.position();
+            cur.skip()
+                .map_err(|e| format!("column {c} holds fewer than {rows} values: {e}"))?;
+            while next.next_if_eq(&r).is_some() {
+                spans.push((base + at, base + cur.position()));
+            }
+            r += 1;
         }
-    };
-    let hl = header_len(width);
-    let mut data_len = rows - select.len();
-    for &r in select {
-        if r >= rows {
-            return Err(format!("row {r} selected of {rows}"));
-        }
-        data_len += hl;
-        for k in assembled.clone() {
-            data_len += (ends[k * rows + r] as usize).saturating_sub(start(k, r));
-        }
+    }
+    let mut data_len = rows - picked + picked * header_len(width);
+    for &(a, b) in &spans {
+        data_len += b - a;
     }
     let mut out = RowBuf::take(data_len + 4 * rows);
     let o = out.vec_mut();
     let mut offsets = Vec::with_capacity(rows);
-    let mut next = select.iter().copied().peekable();
+    let mut j = 0;
     for r in 0..rows {
         offsets.push(o.len() as u32);
-        if next.peek() != Some(&r) {
+        if select.get(j) != Some(&r) {
             o.push(UNSELECTED_ROW);
             continue;
         }
-        next.next();
         push_header(width, o);
-        for k in assembled.clone() {
-            let src = v
-                .get(start(k, r)..ends[k * rows + r] as usize)
-                .ok_or_else(|| format!("row {r} runs past its column"))?;
-            o.extend_from_slice(src);
+        for k in 0..width {
+            let (a, b) = spans[k * picked + j];
+            o.extend_from_slice(&v[a..b]);
         }
+        j += 1;
     }
     if o.len() != data_len {
         return Err(format!(
