@@ -646,9 +646,17 @@ enum Best {
 
 impl Best {
     fn of(seg: &Segment, i: usize, name: &str, desc: bool) -> Best {
-        let Some((schema, _, ts)) = seg.batch_meta(i) else {
+        let Some((schema, ids, ts)) = seg.batch_meta(i) else {
             return Best::Unknown;
         };
+        if name == "#id" {
+            let id = if desc {
+                ids.end.saturating_sub(1)
+            } else {
+                ids.start
+            };
+            return Best::Value(Value::Count(id));
+        }
         let Some(f) = super::ops::slice::Fields::resolve(schema, name).first() else {
             return Best::Unset;
         };
@@ -1035,8 +1043,9 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Visits the batches best first by one field instead of in ID order, for a consumer
-    /// that keeps the first events by that field (`sort F | head N`): the write-ahead log's
+    /// Visits the batches best first by one field (or `#id`, the event ID) instead of in ID
+    /// order, for a consumer that keeps the first events by that field (`sort F | head N`,
+    /// `tail N`: the largest IDs): the write-ahead log's
     /// batches first (they have no sketch), then the sealed batches by the best value of
     /// `name` their metadata allows (the largest with `desc`, else the smallest; batches
     /// whose bound is unknown first, batches without a value last), and, once

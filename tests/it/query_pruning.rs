@@ -925,3 +925,53 @@ fn sort_head_stops_at_ties_by_id() {
         assert!(stats.search.batches_read <= 12, "{text}: {stats:?}");
     }
 }
+
+/// `tail N` visits the batches from the newest IDs back and stops once it has N events with
+/// larger IDs than any batch left: the answer is the last N in ID order.
+#[test]
+fn tail_reads_the_newest_batches_only() {
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
+    )
+    .into_shared();
+    let mut batches = Vec::new();
+    for k in 0..40u64 {
+        let mut b = BatchBuilder::new(schema.clone());
+        for i in 0..100u64 {
+            let mut e = b.begin_row();
+            e.int(BASE);
+            e.uint(k * 100 + i);
+            b.finish_row(Some(BASE));
+        }
+        batches.push(b.finish());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    write_one_segment(tmp.path(), batches, true);
+    let archive = Archive::open(tmp.path()).unwrap();
+    for (text, want, most) in [
+        ("tail 7", (3993..4000).collect::<Vec<u64>>(), 12),
+        // The last 150 matches span three batches, with older matches before them.
+        (
+            "n < 50 || (n >= 3050 && n < 3100) || n >= 3500 && n < 3600 | tail 150",
+            (3050..3100).chain(3500..3600).collect(),
+            12,
+        ),
+        ("n < 10 | tail 3", (7..10).collect(), 40),
+    ] {
+        let chain = weir::query::Chain::parse(text).unwrap();
+        let mut got: Vec<u64> = Vec::new();
+        let stats = chain
+            .run(
+                &archive,
+                &mut |s| {
+                    got.extend(s.ids());
+                    Ok(weir::query::Flow::More)
+                },
+                &mut |e| panic!("{e}"),
+            )
+            .unwrap();
+        assert_eq!(got, want, "{text}");
+        assert!(stats.search.batches_read <= most, "{text}: {stats:?}");
+    }
+}

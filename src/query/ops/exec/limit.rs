@@ -9,6 +9,7 @@ use super::sort::MAX_SORT_BYTES;
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::SchemaRef;
+use crate::value::Value;
 
 /// The first `n` events.
 pub(crate) struct Head {
@@ -46,6 +47,9 @@ impl Operator for Head {
 pub(crate) struct Tail {
     n: usize,
     last: VecDeque<(SchemaRef, Vec<u8>, Option<u64>)>,
+    /// The input comes in any order of batches ([`Operator::visit_order`]): the events
+    /// with the largest IDs are kept, not the last to arrive.
+    by_id: bool,
     /// Bytes of the rows in `last`.
     bytes: usize,
     /// [`MAX_SORT_BYTES`] (smaller in unit tests).
@@ -57,6 +61,7 @@ impl Tail {
         Tail {
             n: usize::try_from(n).unwrap_or(usize::MAX),
             last: VecDeque::new(),
+            by_id: false,
             bytes: 0,
             max_bytes: MAX_SORT_BYTES,
         }
@@ -67,6 +72,9 @@ impl Operator for Tail {
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
         if self.n == 0 {
             return Ok(Flow::Done);
+        }
+        if self.by_id {
+            return self.push_by_id(&slice);
         }
         let skip = slice.len().saturating_sub(self.n);
         for i in skip..slice.len() {
@@ -80,19 +88,73 @@ impl Operator for Tail {
             self.last
                 .push_back((slice.schema().clone(), row, slice.id(i)));
             if self.bytes > self.max_bytes {
-                return Err(QueryError::Limit(format!(
-                    "`tail` holds the events it keeps, at most {} MiB of them; keep fewer with a smaller `tail`, or narrow the query",
-                    self.max_bytes >> 20
-                )));
+                return Err(too_big(self.max_bytes));
             }
         }
         Ok(Flow::More)
     }
 
+    fn visit_order(&mut self) -> Option<(String, bool)> {
+        if self.n == 0 {
+            return None;
+        }
+        self.by_id = true;
+        Some(("#id".to_string(), true))
+    }
+
+    fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
+        if !self.by_id || self.last.len() < self.n {
+            return None;
+        }
+        self.cut();
+        let id = self.last.front()?.2?;
+        Some((Some(Value::Count(id)), id))
+    }
+
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+        if self.by_id {
+            self.cut();
+        }
         emit_runs(self.last.drain(..), out);
         Ok(())
     }
+}
+
+impl Tail {
+    /// [`Tail::push`] when batches come in any order: every event is taken, and the
+    /// `n` with the largest IDs kept once twice as many (at least 1,024) are held.
+    fn push_by_id(&mut self, slice: &Slice) -> Result<Flow, QueryError> {
+        for i in 0..slice.len() {
+            let row = slice.row(i).to_vec();
+            self.bytes += row.len();
+            self.last
+                .push_back((slice.schema().clone(), row, slice.id(i)));
+            if self.last.len() >= self.n.saturating_mul(2).max(1024) {
+                self.cut();
+            }
+            if self.bytes > self.max_bytes {
+                return Err(too_big(self.max_bytes));
+            }
+        }
+        Ok(Flow::More)
+    }
+
+    /// Keeps the `n` events with the largest IDs, in ID order.
+    fn cut(&mut self) {
+        let v = self.last.make_contiguous();
+        v.sort_by_key(|e| e.2);
+        let drop = self.last.len().saturating_sub(self.n);
+        for (_, row, _) in self.last.drain(..drop) {
+            self.bytes -= row.len();
+        }
+    }
+}
+
+fn too_big(max_bytes: usize) -> QueryError {
+    QueryError::Limit(format!(
+        "`tail` holds the events it keeps, at most {} MiB of them; keep fewer with a smaller `tail`, or narrow the query",
+        max_bytes >> 20
+    ))
 }
 
 /// Groups events into slices, one per run of one schema.
