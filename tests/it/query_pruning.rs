@@ -606,6 +606,46 @@ fn write_one_segment(dir: &Path, batches: Vec<Batch>, sketches: bool) {
     catalog.save(dir, false).unwrap();
 }
 
+/// An archive in `dir` of one segment: `batches` batches of 100 events of schema
+/// `zeek.conn` (`ts`, `n`), event `n` (from 0) with time `ts(n)`.
+fn ts_n_archive(dir: &Path, batches: u64, ts: impl Fn(u64) -> i64) -> Archive {
+    let schema = Schema::new(
+        "zeek.conn",
+        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
+    )
+    .into_shared();
+    let mut out = Vec::new();
+    for k in 0..batches {
+        let mut b = BatchBuilder::new(schema.clone());
+        for n in k * 100..(k + 1) * 100 {
+            let mut e = b.begin_row();
+            e.int(ts(n));
+            e.uint(n);
+            b.finish_row(Some(ts(n)));
+        }
+        out.push(b.finish());
+    }
+    write_one_segment(dir, out, true);
+    Archive::open(dir).unwrap()
+}
+
+/// The IDs of the events `text` gives over `archive`, in output order, and its statistics.
+fn chain_ids(archive: &Archive, text: &str) -> (Vec<u64>, weir::query::ChainStats) {
+    let chain = weir::query::Chain::parse(text).unwrap();
+    let mut got: Vec<u64> = Vec::new();
+    let stats = chain
+        .run(
+            archive,
+            &mut |s| {
+                got.extend(s.ids());
+                Ok(weir::query::Flow::More)
+            },
+            &mut |e| panic!("{e}"),
+        )
+        .unwrap();
+    (got, stats)
+}
+
 #[test]
 fn a_count_takes_batches_wholly_in_range_from_their_sketch() {
     // Batch k holds ts k*100 .. k*100+99 and n = ts; batch 3 has one unset ts and batch 4 one
@@ -782,18 +822,7 @@ fn sort_head_reads_batches_best_first_and_stops() {
             ("sort orig_bytes | head 5", 1, false, 5),
             ("sort orig_bytes desc | head 9000", 1, true, 9000),
         ] {
-            let chain = weir::query::Chain::parse(text).unwrap();
-            let mut got: Vec<u64> = Vec::new();
-            let stats = chain
-                .run(
-                    &archive,
-                    &mut |s| {
-                        got.extend(s.ids());
-                        Ok(weir::query::Flow::More)
-                    },
-                    &mut |e| panic!("{e}"),
-                )
-                .unwrap();
+            let (got, stats) = chain_ids(&archive, text);
             let mut want = all.clone();
             want.sort_by(|a, b| {
                 let (x, y) = match key {
@@ -832,25 +861,8 @@ fn sort_head_reads_batches_best_first_and_stops() {
 /// `summarize` after it aggregated) by the search's workers, with the same answer.
 #[test]
 fn leading_wheres_are_one_search() {
-    let schema = Schema::new(
-        "zeek.conn",
-        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
-    )
-    .into_shared();
-    let mut batches = Vec::new();
-    for k in 0..10u64 {
-        let mut b = BatchBuilder::new(schema.clone());
-        for i in 0..100u64 {
-            let mut e = b.begin_row();
-            e.int(BASE);
-            e.uint(k * 100 + i);
-            b.finish_row(Some(BASE));
-        }
-        batches.push(b.finish());
-    }
     let tmp = tempfile::tempdir().unwrap();
-    write_one_segment(tmp.path(), batches, true);
-    let archive = Archive::open(tmp.path()).unwrap();
+    let archive = ts_n_archive(tmp.path(), 10, |_| BASE);
     let run = |text: &str| {
         let chain = weir::query::Chain::parse(text).unwrap();
         let mut rows = Vec::new();
@@ -884,43 +896,14 @@ fn leading_wheres_are_one_search() {
 /// time and the batches left start past the N-th's ID.
 #[test]
 fn sort_head_stops_at_ties_by_id() {
-    let schema = Schema::new(
-        "zeek.conn",
-        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
-    )
-    .into_shared();
-    let mut batches = Vec::new();
-    for k in 0..40u64 {
-        let mut b = BatchBuilder::new(schema.clone());
-        for i in 0..100u64 {
-            let ts = BASE + (i % 50) as i64 * SEC;
-            let mut e = b.begin_row();
-            e.int(ts);
-            e.uint(k * 100 + i);
-            b.finish_row(Some(ts));
-        }
-        batches.push(b.finish());
-    }
     let tmp = tempfile::tempdir().unwrap();
-    write_one_segment(tmp.path(), batches, true);
-    let archive = Archive::open(tmp.path()).unwrap();
+    let archive = ts_n_archive(tmp.path(), 40, |n| BASE + (n % 50) as i64 * SEC);
     for (text, want) in [
         // The newest second (i % 50 == 49) is at i = 49 and 99 of every batch.
         ("sort ts desc | head 5", vec![49, 99, 149, 199, 249]),
         ("sort ts | head 3", vec![0, 50, 100]),
     ] {
-        let chain = weir::query::Chain::parse(text).unwrap();
-        let mut got: Vec<u64> = Vec::new();
-        let stats = chain
-            .run(
-                &archive,
-                &mut |s| {
-                    got.extend(s.ids());
-                    Ok(weir::query::Flow::More)
-                },
-                &mut |e| panic!("{e}"),
-            )
-            .unwrap();
+        let (got, stats) = chain_ids(&archive, text);
         assert_eq!(got, want, "{text}");
         assert!(stats.search.batches_read <= 12, "{text}: {stats:?}");
     }
@@ -930,25 +913,8 @@ fn sort_head_stops_at_ties_by_id() {
 /// larger IDs than any batch left: the answer is the last N in ID order.
 #[test]
 fn tail_reads_the_newest_batches_only() {
-    let schema = Schema::new(
-        "zeek.conn",
-        vec![Field::new("ts", Type::Time), Field::new("n", Type::Count)],
-    )
-    .into_shared();
-    let mut batches = Vec::new();
-    for k in 0..40u64 {
-        let mut b = BatchBuilder::new(schema.clone());
-        for i in 0..100u64 {
-            let mut e = b.begin_row();
-            e.int(BASE);
-            e.uint(k * 100 + i);
-            b.finish_row(Some(BASE));
-        }
-        batches.push(b.finish());
-    }
     let tmp = tempfile::tempdir().unwrap();
-    write_one_segment(tmp.path(), batches, true);
-    let archive = Archive::open(tmp.path()).unwrap();
+    let archive = ts_n_archive(tmp.path(), 40, |_| BASE);
     for (text, want, most) in [
         ("tail 7", (3993..4000).collect::<Vec<u64>>(), 12),
         // The last 150 matches span three batches, with older matches before them.
@@ -959,18 +925,7 @@ fn tail_reads_the_newest_batches_only() {
         ),
         ("n < 10 | tail 3", (7..10).collect(), 40),
     ] {
-        let chain = weir::query::Chain::parse(text).unwrap();
-        let mut got: Vec<u64> = Vec::new();
-        let stats = chain
-            .run(
-                &archive,
-                &mut |s| {
-                    got.extend(s.ids());
-                    Ok(weir::query::Flow::More)
-                },
-                &mut |e| panic!("{e}"),
-            )
-            .unwrap();
+        let (got, stats) = chain_ids(&archive, text);
         assert_eq!(got, want, "{text}");
         assert!(stats.search.batches_read <= most, "{text}: {stats:?}");
     }

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use super::super::slice::Slice;
-use super::sort::MAX_SORT_BYTES;
+use super::sort::{cut_at, MAX_SORT_BYTES};
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::SchemaRef;
@@ -122,14 +122,14 @@ impl Operator for Tail {
 
 impl Tail {
     /// [`Tail::push`] when batches come in any order: every event is taken, and the
-    /// `n` with the largest IDs kept once twice as many (at least 1,024) are held.
+    /// `n` with the largest IDs kept once `cut_at(n)` are held.
     fn push_by_id(&mut self, slice: &Slice) -> Result<Flow, QueryError> {
         for i in 0..slice.len() {
             let row = slice.row(i).to_vec();
             self.bytes += row.len();
             self.last
                 .push_back((slice.schema().clone(), row, slice.id(i)));
-            if self.last.len() >= self.n.saturating_mul(2).max(1024) {
+            if self.last.len() >= cut_at(self.n) {
                 self.cut();
             }
             if self.bytes > self.max_bytes {

@@ -4,7 +4,7 @@
 //! schemas as `order.rs` says.
 //!
 //! Memory: with a limit (`sort ... | head N`), the `N` first events are kept, never more than
-//! `2 N` at a time; without, every event is held. Either way at most [`MAX_SORT_BYTES`] of rows
+//! `2 N` (at least 1,024) at a time; without, every event is held. Either way at most [`MAX_SORT_BYTES`] of rows
 //! are held, and more is an error that says to add `| head N` (or a smaller `N`).
 
 use std::cmp::Ordering;
@@ -20,6 +20,12 @@ use crate::value::Value;
 
 /// The most bytes of rows a `sort` (with a limit or without) or a `tail` holds.
 pub const MAX_SORT_BYTES: usize = 1 << 30;
+
+/// How many events an operator that keeps `limit` of them (`sort ... | head`, `tail` taking
+/// batches in any order) holds before it cuts back to `limit`: twice as many, at least 1,024.
+pub(super) fn cut_at(limit: usize) -> usize {
+    limit.saturating_mul(2).max(1024)
+}
 
 struct Entry {
     keys: Vec<Option<Value>>,
@@ -158,7 +164,7 @@ impl Operator for Sort {
                 id: slice.id(i),
             });
             if let Some(limit) = self.limit {
-                if self.entries.len() >= limit.saturating_mul(2).max(1024) {
+                if self.entries.len() >= cut_at(limit) {
                     self.cut(limit);
                 }
             }
