@@ -85,22 +85,27 @@ fn scrape(addr: SocketAddr) -> Option<HashMap<String, f64>> {
 
 const HEADER: &str = "#separator \\x09\n#fields\tts\tn\n#types\ttime\tcount\n";
 
-#[test]
-fn import_serves_moving_counters_while_it_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+/// `weir import` from stdin into `db`, serving its metrics at `addr` (with `extra` flags),
+/// after the header and 10 events were written to it (stdin stays open).
+fn import_ten(
+    db: &std::path::Path,
+    addr: SocketAddr,
+    extra: &[&str],
+) -> (std::process::Child, std::process::ChildStdin) {
+    let listen = addr.to_string();
+    let mut args = vec![
+        "import",
+        "-q",
+        "--db",
+        s(db),
+        "--batch-timeout",
+        "50ms",
+        "--metrics-listen",
+        &listen,
+    ];
+    args.extend_from_slice(extra);
     let mut child = weir()
-        .args([
-            "import",
-            "-q",
-            "--db",
-            s(&db),
-            "--batch-timeout",
-            "50ms",
-            "--metrics-listen",
-            &addr.to_string(),
-        ])
+        .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -112,6 +117,15 @@ fn import_serves_moving_counters_while_it_runs() {
         writeln!(stdin, "{i}.5\t{i}").unwrap();
     }
     stdin.flush().unwrap();
+    (child, stdin)
+}
+
+#[test]
+fn import_serves_moving_counters_while_it_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let (child, mut stdin) = import_ten(&db, addr, &[]);
     let sink = "weir_stage_events_total{stage=\"archive\",kind=\"sink\"}";
     let mut first = HashMap::new();
     wait_for("the first 10 events", Duration::from_secs(20), || {
@@ -264,32 +278,11 @@ fn serves_https_with_its_certificate() {
     let (made, cert, key) = certificate(tmp.path());
     let db = tmp.path().join("db");
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let mut child = weir()
-        .args([
-            "import",
-            "-q",
-            "--db",
-            s(&db),
-            "--batch-timeout",
-            "50ms",
-            "--metrics-listen",
-            &addr.to_string(),
-            "--metrics-tls-cert",
-            s(&cert),
-            "--metrics-tls-key",
-            s(&key),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(HEADER.as_bytes()).unwrap();
-    for i in 0..10 {
-        writeln!(stdin, "{i}.5\t{i}").unwrap();
-    }
-    stdin.flush().unwrap();
+    let (child, stdin) = import_ten(
+        &db,
+        addr,
+        &["--metrics-tls-cert", s(&cert), "--metrics-tls-key", s(&key)],
+    );
     // The counters, over HTTPS.
     let sink = "weir_stage_events_total{stage=\"archive\",kind=\"sink\"} 10";
     let mut got = String::new();
