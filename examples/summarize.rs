@@ -53,6 +53,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 });
                 match line.map(|l| writeln!(out, "{l}")) {
                     Ok(Ok(())) => {}
+                    // `| head` or `grep -q` closed the pipe: stop quietly, as `weir` does.
+                    Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                        return Ok(Flow::Done);
+                    }
                     Ok(Err(e)) => {
                         failed = Some(e.to_string());
                         return Ok(Flow::Done);
