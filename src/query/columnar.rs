@@ -18,7 +18,8 @@
 //! column), never a panic.
 
 use super::bind::{Bound, Program, Test};
-use super::eval::test_value;
+use super::eval::{test_value, Fast};
+use super::ints::{select, signedness};
 use crate::segment::Columns;
 use crate::value::{DecodeError, RowCursor};
 
@@ -197,6 +198,9 @@ fn column(p: &Program, t: &Test, cols: &Columns) -> Result<Selection, DecodeErro
         });
     }
     let values = cols.column(t.field);
+    if let Some(s) = numbers(t, values, rows) {
+        return Ok(s);
+    }
     let mut c = RowCursor::new(values);
     // A port with a protocol also reads the event's `proto`, from its own column.
     let mut proto = t.proto.map(|f| RowCursor::new(cols.column(f)));
@@ -214,6 +218,25 @@ fn column(p: &Program, t: &Test, cols: &Columns) -> Result<Selection, DecodeErro
         });
     }
     Ok(s)
+}
+
+/// A range comparison of a number column without a protocol, on the column decoded at once
+/// ([`super::ints`]); `None` for any other comparison, or a column that module leaves to
+/// the general reader.
+fn numbers(t: &Test, values: &[u8], rows: usize) -> Option<Selection> {
+    if t.proto.is_some() {
+        return None;
+    }
+    let words = match (t.fast, signedness(&t.ty)?) {
+        (Fast::Unsigned { lo, hi, negate }, false) => {
+            select(values, rows, false, (lo, hi, negate), |v| v)?
+        }
+        (Fast::Signed { lo, hi, negate }, true) => {
+            select(values, rows, true, (lo, hi, negate), |v| v as i64)?
+        }
+        _ => return None,
+    };
+    Some(Selection { words, rows })
 }
 
 #[cfg(test)]

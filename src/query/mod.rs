@@ -121,6 +121,7 @@ mod erase;
 mod error;
 mod eval;
 mod filter;
+pub(crate) mod ints;
 mod lexer;
 mod literal;
 mod names;

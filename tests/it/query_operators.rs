@@ -1222,10 +1222,41 @@ fn top_and_rare_count_values() {
         ("rare TTLs 5", "TTLs", 5, false),
         ("top zeek.http.method", "zeek.http.method", 10, true),
         ("top #type", "#type", 10, true),
+        // Numbers counted by their decoded column: durations and times beyond the array of
+        // small values, counts, and the unset rows left out.
+        ("top duration 5", "duration", 5, true),
+        ("rare orig_bytes 6", "orig_bytes", 6, false),
+        ("top ts 3", "ts", 3, true),
+        ("top TTLs 4", "TTLs", 4, true),
     ] {
         let want = top(e, field, n, most);
         assert!(!want.is_empty(), "{chain}");
         check(c, chain, &want);
+    }
+    // Of the rows a filter selects only (the selected rows of each batch counted).
+    let big = |r: &Rec| {
+        let v = r.value("orig_bytes");
+        !v.is_null() && compare(&v, &V::Int(100)).is_gt()
+    };
+    let udp = |r: &Rec| &*r.schema == "zeek.conn" && is(r, "proto", text_of("udp"));
+    for (expr, keep, field, n) in [
+        (
+            "orig_bytes > 100",
+            &big as &dyn Fn(&Rec) -> bool,
+            "id.resp_p",
+            5,
+        ),
+        ("orig_bytes > 100", &big, "duration", 3),
+        (
+            "#type == \"zeek.conn\" && proto == \"udp\"",
+            &udp,
+            "id.orig_p",
+            4,
+        ),
+    ] {
+        let want = top(&filter(e, keep), field, n, true);
+        assert!(!want.is_empty(), "{expr}");
+        check(c, &format!("{expr} | top {field} {n}"), &want);
     }
     // `rare id.resp_p 7` has ties (4 ports seen once, 2 twice), ordered by value.
     let want = top(e, "id.resp_p", 7, false);
