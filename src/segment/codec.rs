@@ -340,7 +340,9 @@ impl Packer {
         } = split;
         self.header.clear();
         self.frames.clear();
-        // The typed header (formats 6 and 7): a 0, the column count, and each column's encoding.
+        // The checksummed header (format 9): two 0s, the column count, and each column's
+        // encoding and checksum.
+        columns::push_varint(&mut self.header, 0);
         columns::push_varint(&mut self.header, 0);
         columns::push_varint(&mut self.header, cols.len());
         // Out of `self` while a column borrows it.
@@ -391,6 +393,8 @@ impl Packer {
                 self.frames.extend_from_slice(col);
             }
             columns::push_varint(&mut self.header, self.frames.len() - at);
+            let crc = crc32fast::hash(&self.frames[at..]);
+            self.header.extend_from_slice(&crc.to_le_bytes());
         }
         self.encoded = encoded;
         self.out.clear();

@@ -33,10 +33,19 @@
 //! reader refuses encoding 2 (a column of unknown encoding), so the segment version says
 //! whether it may occur.
 //!
+//! Format 9 writes the *checksummed* header: a 0 varint, a second 0 (never a column count:
+//! readers of format 6 to 8 refuse it, and the segment version says it may occur), then what
+//! the typed header holds, each column's stored length followed by the CRC-32 (IEEE) of its
+//! stored bytes as a little-endian u32. The batch's `checksum` is then the CRC-32 of the
+//! header alone (the bytes before the first column's stored bytes), and a column's own CRC
+//! is checked whenever it is inflated, before it is decompressed: a reader of one column
+//! reads (and faults in the pages of) the header and that column alone.
+//!
 //! The batch's `raw_size` is the length of its rows back to back (so `raw_size` = rows ×
 //! header length + the sum of the columns' raw lengths, which a reader checks before it
 //! inflates anything), its `offsets` vector is empty and its `checksum` is the CRC-32 of the
-//! stored bytes. Rows that do not have this shape are stored in the row layout of `codec.rs`.
+//! stored bytes (format 9: of the header). Rows that do not have this shape are stored in the
+//! row layout of `codec.rs`.
 //!
 //! # Reading
 //!
@@ -178,6 +187,17 @@ struct Column {
     stored: usize,
     /// Start of its stored bytes.
     at: usize,
+    /// The CRC-32 of its stored bytes (the checksummed header of format 9).
+    crc: Option<u32>,
+}
+
+/// The header of a columnar batch, read and checked: its columns, and its length (where the
+/// first column's stored bytes start).
+pub(crate) struct Header {
+    cols: Vec<Column>,
+    pub(crate) len: usize,
+    /// Whether each column has its own checksum (format 9).
+    pub(crate) checksummed: bool,
 }
 
 /// Column encoding (format 6): the msgpack values themselves.
@@ -188,13 +208,26 @@ pub(crate) const PLANES: usize = 1;
 /// (`dict.rs`).
 pub(crate) const DICT: usize = 2;
 
+impl Header {
+    /// The length of column `c`'s stored bytes (0 past the last column).
+    #[cfg(test)]
+    pub(crate) fn stored_len(&self, c: usize) -> usize {
+        self.cols.get(c).map_or(0, |col| col.stored)
+    }
+}
+
 /// Reads and checks the header of a columnar batch of `rows` rows and `raw_size` bytes of rows.
-fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, String> {
+pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Header, String> {
     let mut pos = 0;
     let mut n = read_varint(stored, &mut pos)?;
     // Format 6: a 0 (never a column count) and the count, then each column's encoding.
     let typed = n == 0;
     if typed {
+        n = read_varint(stored, &mut pos)?;
+    }
+    // Format 9: a second 0, then the count, and each column's checksum.
+    let checksummed = typed && n == 0;
+    if checksummed {
         n = read_varint(stored, &mut pos)?;
     }
     // Every column takes at least two bytes of the header.
@@ -217,6 +250,15 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
             e => return Err(format!("a column of unknown encoding {e}")),
         };
         let len = read_varint(stored, &mut pos)?;
+        let crc = if checksummed {
+            let b = stored
+                .get(pos..pos + 4)
+                .ok_or("the header ends within a column's checksum")?;
+            pos += 4;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        } else {
+            None
+        };
         if plain > raw || len > plain {
             return Err(format!(
                 "a column of {raw} raw bytes encoded in {plain} and stored in {len}"
@@ -231,6 +273,7 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
             plain,
             stored: len,
             at: stored_total,
+            crc,
         });
         stored_total = stored_total
             .checked_add(len)
@@ -250,7 +293,11 @@ fn columns(stored: &[u8], raw_size: usize, rows: usize) -> Result<Vec<Column>, S
     for c in &mut cols {
         c.at += pos;
     }
-    Ok(cols)
+    Ok(Header {
+        cols,
+        len: pos,
+        checksummed,
+    })
 }
 
 /// The columns of encoding `encoding` ([`PLANES`], [`DICT`], ...) of a batch stored in
@@ -261,7 +308,8 @@ pub(crate) fn encoded(
     rows: usize,
     encoding: usize,
 ) -> Result<Vec<usize>, String> {
-    Ok(columns(stored, raw_size, rows)?
+    Ok(header(stored, raw_size, rows)?
+        .cols
         .iter()
         .enumerate()
         .filter(|(_, c)| c.encoding == encoding)
@@ -390,7 +438,7 @@ fn inflate_columns(
     as_dicts: Option<&[bool]>,
     slack: usize,
 ) -> Result<Columns, String> {
-    let cols = columns(stored, raw_size, rows)?;
+    let cols = header(stored, raw_size, rows)?.cols;
     let n = cols.len();
     if let Some(w) = want {
         if w.len() != n {
@@ -415,6 +463,14 @@ fn inflate_columns(
             continue;
         }
         let src = &stored[col.at..col.at + col.stored];
+        if let Some(want) = col.crc {
+            let sum = crc32fast::hash(src);
+            if sum != want {
+                return Err(format!(
+                    "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
+                ));
+            }
+        }
         let dst = &mut v[at..at + col.raw];
         let keep = col.encoding == DICT && as_dicts.is_some_and(|d| d.get(c) == Some(&true));
         if keep {
@@ -790,7 +846,7 @@ mod tests {
         assert_eq!(layout, Layout::Columns);
         assert!(stored.len() < plain_len, "{} >= {plain_len}", stored.len());
         let stored = stored.to_vec();
-        let cols = columns(&stored, raw, offsets.len()).unwrap();
+        let cols = header(&stored, raw, offsets.len()).unwrap().cols;
         let encodings = cols.iter().map(|c| c.encoding).collect();
         (layout, stored, raw, encodings)
     }
@@ -991,8 +1047,8 @@ mod tests {
             let mut p = Packer::new(Compression::new(codec));
             let (layout, stored, raw) =
                 p.pack_encoded(&data, &offsets, 14, &plans, &dicts).unwrap();
-            assert_eq!(columns(stored, raw, 60).unwrap()[12].encoding, PLANES);
-            assert_eq!(columns(stored, raw, 60).unwrap()[13].encoding, DICT);
+            assert_eq!(header(stored, raw, 60).unwrap().cols[12].encoding, PLANES);
+            assert_eq!(header(stored, raw, 60).unwrap().cols[13].encoding, DICT);
             assert_eq!(layout, Layout::Columns);
             let stored = stored.to_vec();
             let mut errors = 0;

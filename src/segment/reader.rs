@@ -319,6 +319,15 @@ impl Segment {
                     ..checksummed_root!(v8, 8)
                 }
             }
+            fbs::SegmentVersion::SegmentV9 => {
+                let v9 = root
+                    .segment_as_segment_v9()
+                    .ok_or_else(|| corrupt(path, "segment version 9 table missing"))?;
+                Root {
+                    checkpoints: v9.checkpoints().map(|c| c.bytes()),
+                    ..checksummed_root!(v9, 9)
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -836,6 +845,22 @@ impl Segment {
     /// compressed batch's offsets are checked as it is decompressed).
     fn check_batch(&self, m: &BatchMeta) -> std::result::Result<(), String> {
         let data = &self.map[m.data.clone()];
+        if self.parts.version >= 9 && m.layout == Layout::Columns {
+            // The checksum covers the header, which holds each column's checksum: a column
+            // is checked when it is inflated, and the pages of the others are not read.
+            let header = super::columns::header(data, m.raw_size, m.rows as usize)?;
+            if !header.checksummed {
+                return Err("a batch in columns without column checksums in format 9".into());
+            }
+            let sum = crc32fast::hash(&data[..header.len]);
+            if sum != m.checksum {
+                return Err(format!(
+                    "header checksum mismatch: stored {:08x}, computed {sum:08x}",
+                    m.checksum
+                ));
+            }
+            return Ok(());
+        }
         let offsets: Vec<u32> = self.map[m.offsets.clone()]
             .chunks_exact(4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -1190,4 +1215,106 @@ pub(super) fn check_times(
         return Err(bad());
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::batch::BatchBuilder;
+    use crate::segment::SegmentBuilder;
+
+    /// A format 9 segment of one batch in columns: a time, a string and a count per row.
+    fn segment(dir: &Path) -> PathBuf {
+        let schema = Schema::new(
+            "zeek.t",
+            vec![
+                Field::new("ts", Type::Time),
+                Field::new("s", Type::String),
+                Field::new("n", Type::Count),
+            ],
+        )
+        .into_shared();
+        let mut bb = BatchBuilder::new(schema);
+        for i in 0..500u64 {
+            let mut e = bb.begin_row();
+            e.int(1_000_000 * i as i64);
+            e.bytes(format!("value {} {}", i * 7919 % 1000, "x".repeat(i as usize % 9)).as_bytes());
+            e.uint(i * i % 4099);
+            bb.finish_row(Some(1_000_000 * i as i64));
+        }
+        let batch = bb.finish();
+        let mut builder = SegmentBuilder::new(1 << 20).unwrap();
+        builder.add(&batch).unwrap();
+        let (_, bytes) = builder.finish(uuid::Uuid::nil()).unwrap();
+        let path = dir.join("one.seg");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// Where column `c`'s stored bytes and the header are in the file.
+    fn places(path: &Path) -> (Range<usize>, Vec<Range<usize>>) {
+        let seg = Segment::open(path).unwrap();
+        let m = &seg.parts.batches[0];
+        assert_eq!((seg.version(), m.layout), (9, Layout::Columns));
+        let data = &seg.map[m.data.clone()];
+        let header = super::super::columns::header(data, m.raw_size, m.rows as usize).unwrap();
+        assert!(header.checksummed);
+        let mut cols = Vec::new();
+        let mut at = m.data.start + header.len;
+        for c in 0..3 {
+            let len = header.stored_len(c);
+            cols.push(at..at + len);
+            at += len;
+        }
+        assert_eq!(at, m.data.end);
+        (m.data.start..m.data.start + header.len, cols)
+    }
+
+    /// Format 9: damage to a column is found when that column is read (and by
+    /// `verify_all`, which reads them all), naming the file, batch and column; a reader of
+    /// another column reads it as written. Damage to the header is found at the first access.
+    #[test]
+    fn each_column_is_checked_when_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = segment(dir.path());
+        let want_all = Segment::open(&path)
+            .unwrap()
+            .batch_columns(0)
+            .unwrap()
+            .unwrap();
+        let (header, cols) = places(&path);
+        let clean = std::fs::read(&path).unwrap();
+        for (damaged, r) in cols.iter().enumerate() {
+            let mut bytes = clean.clone();
+            bytes[r.start + r.len() / 2] ^= 0x10;
+            std::fs::write(&path, &bytes).unwrap();
+            let seg = Segment::open(&path).unwrap();
+            for read in 0..3 {
+                let want: Vec<bool> = (0..3).map(|c| c == read).collect();
+                let got = seg.batch_columns_of(0, Some(&want), None).unwrap();
+                if read == damaged {
+                    let msg = got.unwrap_err().to_string();
+                    assert!(msg.contains(&path.display().to_string()), "{msg}");
+                    assert!(
+                        msg.contains(&format!("batch 0: column {read}: checksum mismatch")),
+                        "{msg}"
+                    );
+                } else {
+                    assert_eq!(got.unwrap().column(read), want_all.column(read));
+                }
+            }
+            assert!(seg.verify_all().unwrap_err().is_corruption());
+        }
+        // The header: any byte of it.
+        for i in header {
+            let mut bytes = clean.clone();
+            bytes[i] ^= 0x01;
+            std::fs::write(&path, &bytes).unwrap();
+            let seg = Segment::open(&path).unwrap();
+            let err = seg.batch_columns_of(0, Some(&[true, false, false]), None);
+            assert!(err.unwrap().is_err(), "header byte {i}");
+        }
+    }
 }

@@ -551,15 +551,22 @@ impl SegmentBuilder {
         self.scratch
             .extend(batch.offsets().iter().map(|&o| o as u32));
         let PreparedBatch { packed, sketch, .. } = prepared;
+        // The CRC-32 of the stored bytes, for a write-ahead log record pointing at them.
+        let mut stored_crc = None;
         let (stored, offsets, codec, layout, raw_size, checksum) = match &packed {
-            Some((codec, layout, stored, raw_size)) => (
-                &stored[..],
-                &[][..],
-                *codec,
-                *layout,
-                *raw_size as u32,
-                crc32fast::hash(stored),
-            ),
+            Some((codec, layout, stored, raw_size)) => {
+                (&stored[..], &[][..], *codec, *layout, *raw_size as u32, {
+                    let whole = crc32fast::hash(stored);
+                    stored_crc = Some(whole);
+                    // Format 9: a batch in columns is checked by its header, which holds
+                    // each column's checksum (`columns.rs`).
+                    match layout {
+                        Layout::Columns => super::columns::header(stored, *raw_size, batch.len())
+                            .map_or(whole, |h| crc32fast::hash(&stored[..h.len])),
+                        Layout::Rows => whole,
+                    }
+                })
+            }
             None => (
                 batch.data(),
                 &self.scratch[..],
@@ -707,7 +714,7 @@ impl SegmentBuilder {
                     layout,
                     stored_len,
                     raw_size,
-                    crc: checksum,
+                    crc: stored_crc.unwrap_or(checksum),
                 }),
             }),
             Target::Memory(_) => None,
@@ -822,9 +829,9 @@ impl SegmentBuilder {
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
         let checkpoints = self.checkpoints.as_ref().map(|c| fbb.create_vector(&c[..]));
-        let v8 = fbs::SegmentV8::create(
+        let v9 = fbs::SegmentV9::create(
             &mut fbb,
-            &fbs::SegmentV8Args {
+            &fbs::SegmentV9Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -837,8 +844,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV8,
-                segment: Some(v8.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV9,
+                segment: Some(v9.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
