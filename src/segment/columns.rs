@@ -558,7 +558,12 @@ pub(crate) fn assemble(
     // Values of up to `SLACK` bytes (most) are copied as `SLACK` bytes at once, into and out
     // of buffers with that much room after their end: no call per value.
     const SLACK: usize = SHORT;
-    let columns = inflate_columns(codec, stored, raw_size, rows, want, None, SLACK)?;
+    // For selected rows, dictionary columns stay dictionaries: a row's value is found by
+    // its code, without rebuilding or walking the column.
+    let n_cols = header(stored, raw_size, rows)?.cols.len();
+    let all_dicts = vec![true; n_cols];
+    let as_dicts = select.map(|_| &all_dicts[..]);
+    let columns = inflate_columns(codec, stored, raw_size, rows, want, as_dicts, SLACK)?;
     let n = columns.len();
     let wanted = |c: usize| want.is_none_or(|w| w[c]);
     let starts: Vec<usize> = columns.spans.iter().map(|r| r.start).collect();
@@ -645,7 +650,8 @@ pub(crate) fn assemble(
 pub(crate) const UNSELECTED_ROW: u8 = 0x90;
 
 /// [`assemble`]'s rows for `select` only, from the inflated `columns` (those of indices
-/// `cols` assembled); the other rows are [`UNSELECTED_ROW`]. Each column is walked only up
+/// `cols` assembled); the other rows are [`UNSELECTED_ROW`]. A dictionary column gives each
+/// selected row's value by its code; any other column is walked only up
 /// to the last selected row (its values past it are neither read nor counted: the batch's
 /// checksum vouches for them, and a whole read checks them).
 fn assemble_selected(
@@ -667,6 +673,15 @@ fn assemble_selected(
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(width * picked);
     for &c in cols {
         let base = columns.spans[c].start;
+        if let Some((dict, enc)) = columns.dict(c) {
+            for &r in select {
+                let e = dict
+                    .entry_of(enc, r)
+                    .ok_or_else(|| format!("column {c} has no code for row {r}"))?;
+                spans.push((base + e.start, base + e.end));
+            }
+            continue;
+        }
         let mut cur = RowCursor::new(&v[columns.spans[c].clone()]);
         let mut next = select.iter().copied().peekable();
         let mut r = 0;
@@ -1051,6 +1066,29 @@ mod tests {
             assert_eq!(header(stored, raw, 60).unwrap().cols[13].encoding, DICT);
             assert_eq!(layout, Layout::Columns);
             let stored = stored.to_vec();
+            // Selected rows (the dictionary column's values found by their codes) are those
+            // rows as written; the others an empty array each.
+            let rows_of = |buf: &[u8], len: usize| -> Vec<Vec<u8>> {
+                let offs: Vec<usize> = buf[len..]
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                    .collect();
+                (0..offs.len())
+                    .map(|i| buf[offs[i]..offs.get(i + 1).copied().unwrap_or(len)].to_vec())
+                    .collect()
+            };
+            let (full, len) = unpack(codec, layout, &stored, raw, 60).unwrap();
+            let full = rows_of(&full, len);
+            for select in [vec![0usize, 7, 31, 59], vec![58], (0..60).collect()] {
+                let (sel, len) = assemble(codec, &stored, raw, 60, None, Some(&select)).unwrap();
+                for (r, row) in rows_of(&sel, len).iter().enumerate() {
+                    if select.contains(&r) {
+                        assert_eq!(row, &full[r], "{codec:?} row {r}");
+                    } else {
+                        assert_eq!(row, &[UNSELECTED_ROW], "{codec:?} row {r}");
+                    }
+                }
+            }
             let mut errors = 0;
             for i in 0..stored.len() {
                 for mask in [0x01u8, 0xff] {

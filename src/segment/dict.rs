@@ -420,6 +420,18 @@ impl Checked {
         self.starts.windows(2).map(move |w| &enc[w[0]..w[1]])
     }
 
+    /// Where the entry of row `r` is in the bytes `enc` it checked (`None` past the last row).
+    pub(crate) fn entry_of(&self, enc: &[u8], r: usize) -> Option<std::ops::Range<usize>> {
+        if r >= self.rows {
+            return None;
+        }
+        let codes = enc.get(self.codes..)?;
+        let lo = usize::from(*codes.get(r)?);
+        let hi = codes.get(self.rows + r).map_or(0, |&h| usize::from(h) << 8);
+        let code = lo | hi;
+        Some(*self.starts.get(code)?..*self.starts.get(code + 1)?)
+    }
+
     /// Each row's code, in row order, of the bytes `enc` it checked (each names an entry).
     pub(crate) fn codes<'a>(&self, enc: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
         let (lo, hi) = enc[self.codes..].split_at(self.rows);

@@ -312,6 +312,7 @@ impl AggPlan {
                 words
             });
             let resolution = self.resolution.filter(|_| matches!(ty, Type::Time));
+            let mut bucket = 0..0;
             let mut k = 0;
             ints::decode(column, n, signed, |w| {
                 let want = wanted.as_ref().map_or(u64::MAX, |v| v[k]);
@@ -320,11 +321,22 @@ impl AggPlan {
                     if want >> bit & 1 == 0 {
                         continue;
                     }
-                    let key = (w.set >> bit & 1 == 1).then(|| match resolution {
-                        Some(r) => ((v as i64).div_euclid(r) * r) as u64,
-                        None => v,
-                    });
-                    counter.add(key);
+                    if w.set >> bit & 1 == 0 {
+                        counter.add_value(None);
+                        continue;
+                    }
+                    match resolution {
+                        // Times in order fall in the bucket of the row before: no division.
+                        Some(r) => {
+                            let t = v as i64;
+                            if !bucket.contains(&t) {
+                                let lo = t.div_euclid(r) * r;
+                                bucket = lo..lo.saturating_add(r);
+                            }
+                            counter.add(bucket.start as u64);
+                        }
+                        None => counter.add(v),
+                    }
                 }
             })
         });
@@ -339,7 +351,7 @@ impl AggPlan {
                         continue;
                     }
                 }
-                counter.add(match v {
+                counter.add_value(match v {
                     ValueRef::Null => None,
                     ValueRef::Count(x) | ValueRef::Port(x) => Some(x),
                     ValueRef::Int(x) | ValueRef::Time(x) | ValueRef::Interval(x) => Some(x as u64),
@@ -361,7 +373,7 @@ impl AggPlan {
                 });
             }
         }
-        for (key, count) in counter.seen {
+        for (key, count) in counter.finish() {
             let v = match (key, ty) {
                 (None, _) => ValueRef::Null,
                 (Some(x), Type::Port) => ValueRef::Port(x),
@@ -384,47 +396,96 @@ const DENSE: u64 = 1 << 16;
 /// Rows counted per value (`None`: unset) for [`AggPlan::count_numbers`].
 #[derive(Default)]
 struct Counter {
-    /// Each value and its rows, in the order of its first row.
-    seen: Vec<(Option<u64>, u64)>,
-    /// The value of the row before, and its place in `seen`.
-    last: Option<(Option<u64>, usize)>,
-    /// Place in `seen` plus one (0: not seen) of each value below [`DENSE`], grown as needed.
-    dense: Vec<u32>,
-    /// Place in `seen` of every other value.
-    index: Map<Option<u64>, usize>,
+    /// Each set value, in the order of its first row.
+    seen: Vec<u64>,
+    /// The rows of each value below [`DENSE`], indexed by it (grown as needed).
+    dense: Vec<u64>,
+    /// The rows of every other value (but the current run's).
+    sparse: Map<u64, u64>,
+    /// The value of the current run of rows above [`DENSE`], and its rows.
+    last: u64,
+    run: u64,
+    /// Unset rows, and how many values were seen before the first one.
+    unset: u64,
+    unset_first: Option<usize>,
 }
 
 impl Counter {
-    #[inline]
-    fn add(&mut self, key: Option<u64>) {
-        if let Some((k, at)) = self.last {
-            if k == key {
-                self.seen[at].1 += 1;
-                return;
+    /// Counts a row of value `v`.
+    #[inline(always)]
+    fn add(&mut self, v: u64) {
+        if v < DENSE {
+            let v = v as usize;
+            if v >= self.dense.len() {
+                self.dense.resize((v + 1).next_power_of_two(), 0);
+            }
+            let c = &mut self.dense[v];
+            if *c == 0 {
+                self.seen.push(v as u64);
+            }
+            *c += 1;
+        } else {
+            self.add_sparse(v);
+        }
+    }
+
+    /// A value of [`Counter::sparse`]: a run of one value (times in order, per hour) is
+    /// counted in `run` and added to the map once, when another value comes.
+    #[inline(always)]
+    fn add_sparse(&mut self, v: u64) {
+        if self.run > 0 && self.last == v {
+            self.run += 1;
+            return;
+        }
+        self.flush_run();
+        if let std::collections::hash_map::Entry::Vacant(e) = self.sparse.entry(v) {
+            e.insert(0);
+            self.seen.push(v);
+        }
+        self.last = v;
+        self.run = 1;
+    }
+
+    fn flush_run(&mut self) {
+        if self.run > 0 {
+            if let Some(c) = self.sparse.get_mut(&self.last) {
+                *c += self.run;
+            }
+            self.run = 0;
+        }
+    }
+
+    /// Counts a row of value `v` (`None`: unset).
+    fn add_value(&mut self, v: Option<u64>) {
+        match v {
+            Some(v) => self.add(v),
+            None => {
+                if self.unset_first.is_none() {
+                    self.unset_first = Some(self.seen.len());
+                }
+                self.unset += 1;
             }
         }
-        let next = self.seen.len();
-        let at = match key {
-            Some(v) if v < DENSE => {
-                let v = v as usize;
-                if v >= self.dense.len() {
-                    self.dense.resize((v + 1).next_power_of_two(), 0);
-                }
-                match self.dense[v] {
-                    0 => {
-                        self.dense[v] = next as u32 + 1;
-                        next
-                    }
-                    at => at as usize - 1,
-                }
+    }
+
+    /// Each value (`None`: unset) with its rows, in the order of its first row.
+    fn finish(mut self) -> Vec<(Option<u64>, u64)> {
+        self.flush_run();
+        let mut out: Vec<(Option<u64>, u64)> = Vec::with_capacity(self.seen.len() + 1);
+        for (i, v) in self.seen.into_iter().enumerate() {
+            if self.unset_first == Some(i) {
+                out.push((None, self.unset));
             }
-            _ => *self.index.entry(key).or_insert(next),
-        };
-        if at == next {
-            self.seen.push((key, 0));
+            let rows = match self.dense.get(v as usize) {
+                Some(&c) if v < DENSE => c,
+                _ => self.sparse.get(&v).copied().unwrap_or(0),
+            };
+            out.push((Some(v), rows));
         }
-        self.seen[at].1 += 1;
-        self.last = Some((key, at));
+        if self.unset_first.is_some_and(|at| at >= out.len()) {
+            out.push((None, self.unset));
+        }
+        out
     }
 }
 
