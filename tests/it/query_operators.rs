@@ -1034,6 +1034,25 @@ fn summarize_by_fields() {
         "#type == \"zeek.conn\" | summarize count(), count(service), count(orig_bytes), sum(orig_bytes) by service",
         &summarize(&conn, &aggs, &["service"], None),
     );
+    // Of the rows a filter selects, by a field stored as a dictionary (numbers added by
+    // each row's code).
+    let big = filter(e, |r| {
+        let v = r.value("orig_bytes");
+        !v.is_null() && compare(&v, &V::Int(100)).is_gt()
+    });
+    let aggs = [
+        ("count()", Agg::Events),
+        ("sum(resp_bytes)", Agg::Sum("resp_bytes")),
+        ("max(duration)", Agg::Max("duration")),
+        ("min(ts)", Agg::Min("ts")),
+    ];
+    let want = summarize(&big, &aggs, &["proto"], None);
+    assert!(want.len() >= 2);
+    check(
+        c,
+        "orig_bytes > 100 | summarize count(), sum(resp_bytes), max(duration), min(ts) by proto",
+        &want,
+    );
 }
 
 /// `resolution` rounds time values of the `by` fields down: events per hour, and per half

@@ -243,6 +243,12 @@ impl AggPlan {
                 }
             }
         }
+        if constants + dicts == by.len()
+            && dicts == 1
+            && self.by_codes(&mut by, &aggs, n, rows, &mut acc)?
+        {
+            return Ok(acc.finish());
+        }
         let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(by.len());
         let mut read: Vec<Option<ValueRef<'_>>> = Vec::with_capacity(aggs.len());
         let mut scratch = Vec::new();
@@ -285,6 +291,118 @@ impl AggPlan {
 }
 
 impl AggPlan {
+    /// Aggregations of number columns (and `count()`) by constants and one dictionary
+    /// column (`sum(orig_bytes) by id.orig_h` where the batch stores the addresses as a
+    /// dictionary): each code's group is made once, in the order of its first row, and each
+    /// number column is decoded 64 rows at a time ([`ints::decode`]) and added to the group
+    /// of its row's code; no row is read value by value and no key is built per row.
+    /// Returns `false`, having read nothing, when an aggregation reads anything else or a
+    /// column that decoder leaves (the caller then reads row by row).
+    fn by_codes<'c>(
+        &self,
+        by: &mut [Reader<'c>],
+        aggs: &[Option<Reader<'c>>],
+        n: usize,
+        rows: Option<&[usize]>,
+        acc: &mut Groups<'_>,
+    ) -> Result<bool, DecodeError> {
+        // Every number column decoded first: a column left to the general reader leaves
+        // everything as it was.
+        let mut columns: Vec<Option<Decoded<'_>>> = Vec::with_capacity(aggs.len());
+        for a in aggs {
+            columns.push(match a {
+                None => None,
+                Some(Reader::Values { column, ty, .. }) => {
+                    let Some(signed) = ints::signedness(ty) else {
+                        return Ok(false);
+                    };
+                    let mut values = Vec::with_capacity(n);
+                    let mut set = Vec::with_capacity(n.div_ceil(ints::WORD));
+                    let decoded = ints::decode(column, n, signed, |w| {
+                        values.extend_from_slice(&w.values[..w.len]);
+                        set.push(w.set);
+                    });
+                    if decoded.is_none() {
+                        return Ok(false);
+                    }
+                    Some((values, set, ty))
+                }
+                Some(_) => return Ok(false),
+            });
+        }
+        let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(by.len());
+        let mut dict = None;
+        for r in by.iter_mut() {
+            match r {
+                Reader::Constant(v) => values.push(v.clone()),
+                Reader::Dict { entries, codes } => {
+                    dict = Some((values.len(), &*entries, codes));
+                    values.push(ValueRef::Null);
+                }
+                Reader::Values { .. } => return Ok(false),
+            }
+        }
+        let Some((at, entries, codes)) = dict else {
+            return Ok(false);
+        };
+        let codes: Vec<usize> = codes.take(n).collect();
+        if codes.len() != n {
+            return Err(DecodeError::Truncated(codes.len()));
+        }
+        let all: Vec<usize>;
+        let rows = match rows {
+            Some(r) => r,
+            None => {
+                all = (0..n).collect();
+                &all
+            }
+        };
+        // Each code's group (`SKIP`: its events are left out), made in the order of its
+        // first row.
+        const UNKNOWN: usize = usize::MAX;
+        const SKIP: usize = usize::MAX - 1;
+        let mut group_of = vec![UNKNOWN; entries.len()];
+        let mut group_rows = Vec::with_capacity(rows.len());
+        for &r in rows {
+            let Some(&code) = codes.get(r) else {
+                return Err(DecodeError::Truncated(r));
+            };
+            let g = match group_of.get_mut(code) {
+                Some(g) => {
+                    if *g == UNKNOWN {
+                        values[at] = bucket(entries[code].clone(), self.resolution);
+                        *g = acc.group(&values).unwrap_or(SKIP);
+                    }
+                    *g
+                }
+                // A code past the entries reads as unset, as the row reader has it.
+                None => {
+                    values[at] = ValueRef::Null;
+                    acc.group(&values).unwrap_or(SKIP)
+                }
+            };
+            group_rows.push(g);
+        }
+        let mut scratch = Vec::new();
+        for (k, column) in columns.iter().enumerate() {
+            for (&r, &g) in rows.iter().zip(&group_rows) {
+                if g == SKIP {
+                    continue;
+                }
+                let a = &mut acc.groups[g].accs[k];
+                match column {
+                    None => a.add_event(),
+                    Some((values, set, ty)) => {
+                        if set[r / ints::WORD] >> (r % ints::WORD) & 1 == 1 {
+                            a.add(&number(ty, values[r]), &mut scratch);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// `count()` by one column of numbers or times (`top id.resp_p`, events per hour): the
     /// rows counted per value (its bits, rounded down to the resolution), and a group made
     /// once per distinct value, in the order of its first row. The column is decoded 64 rows
@@ -374,19 +492,27 @@ impl AggPlan {
             }
         }
         for (key, count) in counter.finish() {
-            let v = match (key, ty) {
-                (None, _) => ValueRef::Null,
-                (Some(x), Type::Port) => ValueRef::Port(x),
-                (Some(x), Type::Int) => ValueRef::Int(x as i64),
-                (Some(x), Type::Time) => ValueRef::Time(x as i64),
-                (Some(x), Type::Interval) => ValueRef::Interval(x as i64),
-                (Some(x), _) => ValueRef::Count(x),
-            };
+            let v = key.map_or(ValueRef::Null, |x| number(ty, x));
             if let Some(g) = acc.group(&[v]) {
                 acc.add_events(g, count);
             }
         }
         Ok(())
+    }
+}
+
+/// A number column decoded whole ([`AggPlan::by_codes`]): each row's bits, the bitmap words
+/// of the rows with a value, and the column's type.
+type Decoded<'t> = (Vec<u64>, Vec<u64>, &'t Type);
+
+/// The value of a column of type `ty` (a number type) whose bits [`ints::decode`] gave.
+fn number(ty: &Type, x: u64) -> ValueRef<'static> {
+    match ty {
+        Type::Port => ValueRef::Port(x),
+        Type::Int => ValueRef::Int(x as i64),
+        Type::Time => ValueRef::Time(x as i64),
+        Type::Interval => ValueRef::Interval(x as i64),
+        _ => ValueRef::Count(x),
     }
 }
 
