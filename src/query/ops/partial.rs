@@ -618,8 +618,9 @@ impl Counter {
 /// The groups of one batch as they are aggregated.
 struct Groups<'p> {
     plan: &'p AggPlan,
-    /// Indices into `groups`, by their keys' hashes.
-    index: hashbrown::HashTable<usize>,
+    /// Indices into `groups`, by their keys' hashes (kept beside each index: comparing and
+    /// rehashing read no group).
+    index: hashbrown::HashTable<(u64, usize)>,
     /// Indices into `groups` of a single `by` field's scalar values ([`scalar_key`]),
     /// looked up without building the key.
     scalars: Map<(u8, u128), usize>,
@@ -681,11 +682,14 @@ impl<'p> Groups<'p> {
                 self.scalars.insert(k, groups.len());
             }
             None => {
-                if let Some(&g) = self.index.find(hash, |&g| groups[g].key == self.key) {
+                if let Some(&(_, g)) = self
+                    .index
+                    .find(hash, |&(h, g)| h == hash && groups[g].key == self.key)
+                {
                     return Some(g);
                 }
                 self.index
-                    .insert_unique(hash, groups.len(), |&g| groups[g].hash);
+                    .insert_unique(hash, (hash, groups.len()), |&(h, _)| h);
             }
         }
         groups.push(PartialGroup {

@@ -25,9 +25,8 @@ use crate::value::{RowEncoder, Value, ValueRef};
 pub const MAX_GROUPS: usize = 1 << 24;
 
 struct Group {
-    /// The `by` values' key ([`push_key`]) and its hash by the operator's hasher.
+    /// The `by` values' key ([`push_key`]; its hash is in the index).
     key: Vec<u8>,
-    hash: u64,
     values: Vec<Value>,
     accs: Vec<Acc>,
 }
@@ -51,8 +50,9 @@ pub(crate) struct Summarize {
     skip_unset: bool,
     bindings: Vec<Binding>,
     groups: Vec<Group>,
-    /// Indices into `groups`, by their keys' hashes.
-    index: hashbrown::HashTable<usize>,
+    /// Indices into `groups`, by their keys' hashes (kept beside each index: comparing and
+    /// rehashing read no group).
+    index: hashbrown::HashTable<(u64, usize)>,
     hasher: KeyHasher,
     by_types: Vec<Option<Type>>,
     agg_types: Vec<Option<Type>>,
@@ -132,8 +132,10 @@ impl Summarize {
         self.binding(schema);
         for group in partial.groups {
             let groups = &mut self.groups;
-            match self.index.find(group.hash, |&g| groups[g].key == group.key) {
-                Some(&g) => {
+            match self.index.find(group.hash, |&(h, g)| {
+                h == group.hash && groups[g].key == group.key
+            }) {
+                Some(&(_, g)) => {
                     for (acc, other) in groups[g].accs.iter_mut().zip(group.accs) {
                         acc.merge(other);
                     }
@@ -143,10 +145,9 @@ impl Summarize {
                         return Err(too_many_groups());
                     }
                     self.index
-                        .insert_unique(group.hash, groups.len(), |&g| groups[g].hash);
+                        .insert_unique(group.hash, (group.hash, groups.len()), |&(h, _)| h);
                     groups.push(Group {
                         key: group.key,
-                        hash: group.hash,
                         values: group.values,
                         accs: group.accs,
                     });
@@ -206,17 +207,19 @@ impl Operator for Summarize {
             }
             let hash = self.hasher.hash_one(self.key.as_slice());
             let groups = &mut self.groups;
-            let g = match self.index.find(hash, |&g| groups[g].key == self.key) {
-                Some(&g) => g,
+            let g = match self
+                .index
+                .find(hash, |&(h, g)| h == hash && groups[g].key == self.key)
+            {
+                Some(&(_, g)) => g,
                 None => {
                     if groups.len() >= MAX_GROUPS {
                         return Err(too_many_groups());
                     }
                     self.index
-                        .insert_unique(hash, groups.len(), |&g| groups[g].hash);
+                        .insert_unique(hash, (hash, groups.len()), |&(h, _)| h);
                     groups.push(Group {
                         key: self.key.clone(),
-                        hash,
                         values: values.iter().map(ValueRef::to_owned).collect(),
                         accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
                     });
@@ -243,7 +246,6 @@ impl Operator for Summarize {
         if self.by.is_empty() && self.groups.is_empty() {
             self.groups.push(Group {
                 key: Vec::new(),
-                hash: 0,
                 values: Vec::new(),
                 accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
             });
