@@ -4,9 +4,9 @@
 //! (`crate::value`: nil or an integer in its shortest form), each of its own width, so a value
 //! can only be found after the one before it. [`decode`] walks the column once, in a loop
 //! that knows nothing but the integer markers, 64 rows at a time into an array of numbers on
-//! the stack and a bitmap of the rows that have one; a comparison or a count then runs over the array, a loop the
-//! compiler unrolls and vectorizes, instead of decoding value by value through the general
-//! reader (`orig_bytes > 1k` on 10 M events: see `docs/performance-log.md`).
+//! the stack and a bitmap of the rows that have one; a comparison or a count then runs over
+//! the array, a loop the compiler unrolls and vectorizes, instead of decoding value by value
+//! through the general reader (`docs/performance-log.md`).
 //!
 //! Only what the writer writes is taken here; any other byte (a value of another type, an
 //! integer out of the type's range, a column shorter or longer than its rows) gives `None`,
@@ -102,35 +102,34 @@ pub(crate) fn decode(
         let n = WORD.min(rows - base);
         let mut bits = 0u64;
         for (bit, slot) in word.values[..n].iter_mut().enumerate() {
-            // The marker and the 8 bytes after it.
-            let bytes: [u8; 9] = match column.get(pos..pos + 9) {
-                Some(b) => b.try_into().ok()?,
+            // The marker and the 8 bytes after it (one load).
+            let (m, next) = match column.get(pos..pos + 9) {
+                Some(b) => (b[0], u64::from_be_bytes(b[1..].try_into().ok()?)),
                 None => {
                     let rest = column.get(pos..).filter(|r| !r.is_empty())?;
                     let mut padded = [0u8; 9];
                     padded[..rest.len()].copy_from_slice(rest);
-                    padded
+                    (padded[0], u64::from_be_bytes(padded[1..].try_into().ok()?))
                 }
             };
-            let m = bytes[0];
-            let next = u64::from_be_bytes([
-                bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-            ]);
             let info = MARKERS[usize::from(m)];
             let (kind, len) = (info >> 4, u32::from(info & 15));
             // The `len` bytes after the marker, as unsigned and as signed (0 when there are none).
-            let shift = 64 - 8 * len;
-            let unsigned = next.checked_shr(shift).unwrap_or(0);
-            let sign_extended = (next as i64).checked_shr(shift).unwrap_or(0) as u64;
+            // (A shift by 64 is no shift: masked to 0 instead of a branch.)
+            let shift = (64 - 8 * len) & 63;
+            let some = 0u64.wrapping_sub(u64::from(len != 0));
+            let unsigned = (next >> shift) & some;
+            let sign_extended = ((next as i64) >> shift) as u64 & some;
             // Chosen by masks, not by a branch or an index (a store and a load).
             let when = |k: u8| 0u64.wrapping_sub(u64::from(kind == k));
             let v = (u64::from(m) & when(POS))
                 | (m as i8 as i64 as u64 & when(NEG))
                 | (unsigned & when(UNSIGNED))
                 | (sign_extended & when(SIGNED));
-            bad |= kind == BAD
-                || (!signed && (kind == NEG || kind == SIGNED))
-                || (signed && kind == UNSIGNED && unsigned > i64::MAX as u64);
+            // (`|` and `&`, not `||` and `&&`: no branch.)
+            bad |= (kind == BAD)
+                | (!signed & ((kind == NEG) | (kind == SIGNED)))
+                | (signed & (kind == UNSIGNED) & (unsigned > i64::MAX as u64));
             *slot = v;
             bits |= u64::from(kind != UNSET) << bit;
             pos += 1 + len as usize;

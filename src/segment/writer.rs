@@ -561,8 +561,17 @@ impl SegmentBuilder {
                     // Format 9: a batch in columns is checked by its header, which holds
                     // each column's checksum (`columns.rs`).
                     match layout {
-                        Layout::Columns => super::columns::header(stored, *raw_size, batch.len())
-                            .map_or(whole, |h| crc32fast::hash(&stored[..h.len])),
+                        Layout::Columns => {
+                            match super::columns::header(stored, *raw_size, batch.len()) {
+                                Ok(h) => crc32fast::hash(&stored[..h.len]),
+                                Err(e) => {
+                                    return Err(internal(
+                                        self.max,
+                                        &format!("a batch packed in columns: {e}"),
+                                    ))
+                                }
+                            }
+                        }
                         Layout::Rows => whole,
                     }
                 })
