@@ -2,9 +2,11 @@
 //! operator after the search is aggregated by the search's workers, on all cores, batch by
 //! batch, on the batch's stored columns ([`AggPlan::aggregate`]): only the columns of its `by`
 //! fields and of its aggregations are inflated, a value column is read value after value, a
-//! dictionary column is read by code with each distinct value decoded once. No row is
-//! rebuilt, and the consumer gets only the batch's groups ([`Partial`]), which `summarize`
-//! merges ([`Acc::merge`]).
+//! dictionary column is read by code with each distinct value decoded once. Two common shapes
+//! skip the row loop: `count()` by one number column, and aggregations of number columns by
+//! one dictionary column (a group per code); their number columns are decoded 64 rows at a
+//! time (`crate::query::ints`). No row is rebuilt, and the consumer gets only the batch's
+//! groups ([`Partial`]), which `summarize` merges ([`Acc::merge`]).
 //!
 //! A batch's groups are listed in the order of their first event, so the `summarize` that
 //! merges them in ID order (`exec/summarize.rs`) sees every group first where a row-by-row
