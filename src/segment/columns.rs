@@ -424,9 +424,18 @@ impl Columns {
     }
 }
 
+/// Which dictionary columns [`inflate_columns`] keeps encoded (checked, not rebuilt).
+#[derive(Clone, Copy)]
+enum KeepDicts<'a> {
+    /// Those marked (one flag per column); `None`: none.
+    Marked(Option<&'a [bool]>),
+    /// Every one (rows picked by their codes: [`assemble_selected`]).
+    All,
+}
+
 /// Inflates the columns of a batch of `rows` rows and `raw_size` bytes of rows from its
 /// stored bytes: all of them, or those `want` marks (one flag per column; the others are
-/// left empty); of those, the dictionary columns `as_dicts` marks are kept encoded (checked,
+/// left empty); of those, the dictionary columns `as_dicts` says are kept encoded (checked,
 /// not rebuilt). `slack` more bytes are kept zeroed after the last column. Every length is
 /// checked before it is used.
 fn inflate_columns(
@@ -435,7 +444,7 @@ fn inflate_columns(
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
-    as_dicts: Option<&[bool]>,
+    as_dicts: KeepDicts<'_>,
     slack: usize,
 ) -> Result<Columns, String> {
     let cols = header(stored, raw_size, rows)?.cols;
@@ -472,7 +481,11 @@ fn inflate_columns(
             }
         }
         let dst = &mut v[at..at + col.raw];
-        let keep = col.encoding == DICT && as_dicts.is_some_and(|d| d.get(c) == Some(&true));
+        let keep = col.encoding == DICT
+            && match as_dicts {
+                KeepDicts::All => true,
+                KeepDicts::Marked(d) => d.is_some_and(|d| d.get(c) == Some(&true)),
+            };
         if keep {
             // The encoded bytes (at most the raw length, checked by `columns`), as they are.
             let dst = &mut dst[..col.plain];
@@ -532,7 +545,15 @@ pub(crate) fn read_columns(
     want: Option<&[bool]>,
     as_dicts: Option<&[bool]>,
 ) -> Result<Columns, String> {
-    inflate_columns(codec, stored, raw_size, rows, want, as_dicts, 0)
+    inflate_columns(
+        codec,
+        stored,
+        raw_size,
+        rows,
+        want,
+        KeepDicts::Marked(as_dicts),
+        0,
+    )
 }
 
 /// Rebuilds the rows of a columnar batch (see the module docs) from its stored bytes: all
@@ -560,9 +581,10 @@ pub(crate) fn assemble(
     const SLACK: usize = SHORT;
     // For selected rows, dictionary columns stay dictionaries: a row's value is found by
     // its code, without rebuilding or walking the column.
-    let n_cols = header(stored, raw_size, rows)?.cols.len();
-    let all_dicts = vec![true; n_cols];
-    let as_dicts = select.map(|_| &all_dicts[..]);
+    let as_dicts = match select {
+        Some(_) => KeepDicts::All,
+        None => KeepDicts::Marked(None),
+    };
     let columns = inflate_columns(codec, stored, raw_size, rows, want, as_dicts, SLACK)?;
     let n = columns.len();
     let wanted = |c: usize| want.is_none_or(|w| w[c]);
