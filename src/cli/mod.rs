@@ -38,6 +38,7 @@ mod search;
 mod serve;
 mod signals;
 
+use anyhow::Context as _;
 use std::fmt;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -262,6 +263,15 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// Runs `work` to its end on a new [`runtime`], then stops the runtime (blocked stdin reads
+/// must not keep the process alive).
+fn on_runtime(work: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    let rt = runtime().context("cannot start the async runtime")?;
+    let result = rt.block_on(work);
+    rt.shutdown_timeout(Duration::from_millis(100));
+    result
+}
+
 /// Runs the command line; returns the exit status.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -269,35 +279,26 @@ pub fn main() -> ExitCode {
         Err(e) => return usage(&e),
     };
     init_logging(cli.verbose, cli.log_format);
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            say!("weir: error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
+    // The commands that read an archive run on this thread and their own pools: no runtime
+    // (its threads cost a query started from a shell about a millisecond).
+    let result = match cli.command {
+        Command::Export(args) => search::export(args),
+        Command::Count(args) => search::count(args),
+        Command::Get(args) => search::get(args),
+        Command::Explore(args) => explore::explore(args),
+        Command::Pivot(args) => explore::pivot(args),
+        Command::Info(args) => archive::info(args),
+        Command::Inspect(args) => archive::inspect(args),
+        Command::Verify(args) => archive::verify(args),
+        Command::Erase(args) => maintain::erase(args),
+        Command::Compact(args) => maintain::compact(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
+        Command::Convert(args) => on_runtime(convert::run(args)),
+        Command::Import(args) => on_runtime(import::import(args)),
+        Command::Run(args) => on_runtime(import::run(args)),
+        Command::Serve(args) => on_runtime(serve::serve(args)),
     };
-    let result = rt.block_on(async {
-        match cli.command {
-            Command::Convert(args) => convert::run(args).await,
-            Command::Import(args) => import::import(args).await,
-            Command::Run(args) => import::run(args).await,
-            Command::Export(args) => search::export(args),
-            Command::Count(args) => search::count(args),
-            Command::Get(args) => search::get(args),
-            Command::Explore(args) => explore::explore(args),
-            Command::Pivot(args) => explore::pivot(args),
-            Command::Serve(args) => serve::serve(args).await,
-            Command::Info(args) => archive::info(args),
-            Command::Inspect(args) => archive::inspect(args),
-            Command::Verify(args) => archive::verify(args),
-            Command::Erase(args) => maintain::erase(args),
-            Command::Compact(args) => maintain::compact(args),
-            Command::Completions(args) => docs::completions(args),
-            Command::Man(args) => docs::man(args),
-        }
-    });
-    // Blocked stdin reads must not keep the process alive.
-    rt.shutdown_timeout(Duration::from_millis(100));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if weir::codec::writer::is_output_closed(e.as_ref()) => ExitCode::SUCCESS,

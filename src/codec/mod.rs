@@ -66,6 +66,12 @@ impl ReaderOptions {
     pub const DEFAULT_MAX_LINE_LEN: usize = 64 << 20;
     /// Default batch size in events.
     pub const DEFAULT_BATCH_ROWS: usize = crate::batch::DEFAULT_BATCH_EVENTS;
+    /// Default handling of a row that does not parse: fail.
+    pub const DEFAULT_ON_ERROR: OnError = OnError::Fail;
+    /// Default schema name of Zeek JSON lines that no Zeek log schema types.
+    pub const DEFAULT_JSON_SCHEMA: &str = "zeek.json";
+    /// Column statistics are recorded by default.
+    pub const DEFAULT_COLUMN_STATS: bool = true;
 
     /// Defaults, naming the source.
     pub fn new(source_name: impl Into<String>) -> ReaderOptions {
@@ -82,13 +88,13 @@ impl Default for ReaderOptions {
             source_name: "<input>".into(),
             max_line_len: Self::DEFAULT_MAX_LINE_LEN,
             batch_rows: Self::DEFAULT_BATCH_ROWS,
-            on_error: OnError::Fail,
-            json_default_schema: "zeek.json".into(),
+            on_error: Self::DEFAULT_ON_ERROR,
+            json_default_schema: Self::DEFAULT_JSON_SCHEMA.into(),
             // The shipped files are checked by a unit test; were one broken, JSON would
             // still be read, by inference.
             zeek_schemas: ZeekSchemas::builtin().ok(),
             json_schema: None,
-            column_stats: true,
+            column_stats: Self::DEFAULT_COLUMN_STATS,
             columns: false,
         }
     }

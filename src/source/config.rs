@@ -57,22 +57,22 @@ pub struct FileSourceConfig {
 }
 
 impl Default for FileSourceConfig {
-    /// Stdin, everything else at the readers' defaults.
+    /// Stdin, everything else at the readers' defaults (their constants: the shipped Zeek
+    /// schemas, which `ReaderOptions::default` parses, are not needed to print `weir --help`).
     fn default() -> FileSourceConfig {
-        let reader = ReaderOptions::default();
         FileSourceConfig {
             paths: vec![Self::STDIN.to_string()],
             format: Format::default(),
             decompress: Compression::default(),
-            on_error: reader.on_error,
-            json_schema: reader.json_default_schema,
+            on_error: ReaderOptions::DEFAULT_ON_ERROR,
+            json_schema: ReaderOptions::DEFAULT_JSON_SCHEMA.to_string(),
             schema: None,
             schema_dir: None,
-            max_line_length: reader.max_line_len as u64,
+            max_line_length: ReaderOptions::DEFAULT_MAX_LINE_LEN as u64,
             follow: false,
             again: false,
             from: crate::checkpoint::StartFrom::default(),
-            no_column_stats: !reader.column_stats,
+            no_column_stats: !ReaderOptions::DEFAULT_COLUMN_STATS,
         }
     }
 }
