@@ -1,5 +1,5 @@
-//! An ordered pool: jobs run on worker threads, their results come back in the order the jobs
-//! were submitted. The search evaluates batches on one (`query::search`), the Parquet lake
+//! An ordered pool: jobs run on worker threads and on the caller's, their results come back in
+//! the order the jobs were submitted. The search evaluates batches on one (`query::search`), the Parquet lake
 //! builds its record batches on another (`codec::arrow::parallel`).
 //!
 //! At most `window` jobs are outstanding at a time (running, queued, or finished and waiting
@@ -10,13 +10,12 @@
 //! ([`OrderedPool::push_ready`]) take their place in the order too. With one thread, jobs run
 //! at once on the caller's thread and no thread is started.
 //!
-//! Threads start at the first job. Dropping the pool waits for the jobs that are running (at
-//! most one per thread); queued ones are not started.
+//! A pool of `n` threads starts `n - 1` at the first job: the caller is the last one, running
+//! queued jobs while it waits for a result ([`OrderedPool::next`]). Dropping the pool waits
+//! for the jobs that are running (at most one per thread); queued ones are not started.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 /// The work function shared by the threads.
@@ -26,16 +25,41 @@ type Work<J, R> = Arc<dyn Fn(J) -> R + Send + Sync>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WorkerLost;
 
+/// What the caller and the workers share, under one lock.
+struct State<J, R> {
+    /// Jobs not started, in submission order, with their sequence numbers.
+    queue: VecDeque<(u64, J)>,
+    /// Results back from the workers, not yet put in their slots.
+    done: Vec<(u64, Result<R, WorkerLost>)>,
+    /// Set when the pool is dropped: queued jobs are not started.
+    stop: bool,
+    /// Workers waiting for a job.
+    idle: usize,
+    /// Whether the caller waits for a result.
+    waiting: bool,
+}
+
+struct Shared<J, R> {
+    state: Mutex<State<J, R>>,
+    /// A job was queued, or the pool stops.
+    jobs: Condvar,
+    /// A result came back.
+    results: Condvar,
+}
+
+impl<J, R> Shared<J, R> {
+    fn lock(&self) -> MutexGuard<'_, State<J, R>> {
+        // A job's panic never happens under the lock, so poisoning says nothing.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// See the [module docs](self).
 pub(crate) struct OrderedPool<J, R> {
     work: Work<J, R>,
     threads: usize,
-    /// The queue to the workers (`None` before the first job).
-    queue: Option<SyncSender<(u64, J)>>,
-    results: Option<Receiver<(u64, Result<R, WorkerLost>)>>,
+    shared: Arc<Shared<J, R>>,
     handles: Vec<JoinHandle<()>>,
-    /// Set when the pool is dropped: queued jobs are not started.
-    stop: Arc<AtomicBool>,
     /// Results by submission order, from `next_out` on (`None`: not back yet).
     slots: VecDeque<Option<Result<R, WorkerLost>>>,
     next_out: u64,
@@ -53,9 +77,14 @@ impl<J, R> std::fmt::Debug for OrderedPool<J, R> {
     }
 }
 
+/// Runs one job; a panic (a bug) costs its result, not the search.
+fn run_one<J, R>(work: &Work<J, R>, job: J) -> Result<R, WorkerLost> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(job))).map_err(|_| WorkerLost)
+}
+
 impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
-    /// A pool of `threads` threads (at least one) running `work`, with at most `max_window`
-    /// jobs outstanding (at least `threads`).
+    /// A pool of `threads` threads (at least one, the caller's included) running `work`, with
+    /// at most `max_window` jobs outstanding (at least `threads`).
     pub(crate) fn new(
         threads: usize,
         max_window: usize,
@@ -65,10 +94,18 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
         OrderedPool {
             work: Arc::new(work),
             threads,
-            queue: None,
-            results: None,
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    queue: VecDeque::new(),
+                    done: Vec::new(),
+                    stop: false,
+                    idle: 0,
+                    waiting: false,
+                }),
+                jobs: Condvar::new(),
+                results: Condvar::new(),
+            }),
             handles: Vec::new(),
-            stop: Arc::new(AtomicBool::new(false)),
             slots: VecDeque::new(),
             next_out: 0,
             window: threads,
@@ -81,43 +118,53 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
         self.slots.len() < self.window
     }
 
-    /// Runs `job` (on a worker, or here with one thread); its result comes after those of
-    /// everything submitted before.
+    /// Runs `job` (on a worker or, while it waits, on the caller's thread; at once with one
+    /// thread); its result comes after those of everything submitted before.
     pub(crate) fn submit(&mut self, job: J) {
         if self.threads == 1 {
-            let r = (self.work)(job);
-            self.slots.push_back(Some(Ok(r)));
+            let r = run_one(&self.work, job);
+            self.slots.push_back(Some(r));
             return;
+        }
+        if self.handles.is_empty() {
+            self.start_workers();
         }
         let seq = self.next_out + self.slots.len() as u64;
         self.slots.push_back(None);
-        let queue = self.queue.get_or_insert_with(|| {
-            // The queue holds at most the window's jobs, so sending never blocks.
-            let (tx, rx) = mpsc::sync_channel::<(u64, J)>(self.max_window);
-            let (done_tx, done_rx) = mpsc::channel::<(u64, Result<R, WorkerLost>)>();
-            let rx = Arc::new(Mutex::new(rx));
-            for _ in 0..self.threads {
-                let (rx, done_tx, work) = (rx.clone(), done_tx.clone(), self.work.clone());
-                let stop = self.stop.clone();
-                self.handles.push(std::thread::spawn(move || loop {
-                    let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                    let Ok((seq, job)) = next else { return };
-                    if stop.load(Ordering::Relaxed) {
-                        return;
+        let mut state = self.shared.lock();
+        state.queue.push_back((seq, job));
+        if state.idle > 0 {
+            self.shared.jobs.notify_one();
+        }
+    }
+
+    /// The `threads - 1` workers (the caller is the last thread).
+    fn start_workers(&mut self) {
+        for _ in 1..self.threads {
+            let (shared, work) = (self.shared.clone(), self.work.clone());
+            self.handles.push(std::thread::spawn(move || loop {
+                let (seq, job) = {
+                    let mut state = shared.lock();
+                    loop {
+                        if state.stop {
+                            return;
+                        }
+                        if let Some(next) = state.queue.pop_front() {
+                            break next;
+                        }
+                        state.idle += 1;
+                        state = shared.jobs.wait(state).unwrap_or_else(|e| e.into_inner());
+                        state.idle -= 1;
                     }
-                    // A panic (a bug) costs its job's result, not the search.
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(job)))
-                        .map_err(|_| WorkerLost);
-                    if done_tx.send((seq, r)).is_err() {
-                        return;
-                    }
-                }));
-            }
-            self.results = Some(done_rx);
-            tx
-        });
-        // Fails only when every worker is gone; `next` reports that.
-        let _ = queue.send((seq, job));
+                };
+                let r = run_one(&work, job);
+                let mut state = shared.lock();
+                state.done.push((seq, r));
+                if state.waiting {
+                    shared.results.notify_one();
+                }
+            }));
+        }
     }
 
     /// A result known without a job; it comes after everything submitted before.
@@ -125,24 +172,45 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
         self.slots.push_back(Some(Ok(result)));
     }
 
-    /// The next result in submission order, waiting for it (`None`: nothing outstanding).
+    /// Puts a result in its slot.
+    fn place(&mut self, seq: u64, r: Result<R, WorkerLost>) {
+        let at = seq.wrapping_sub(self.next_out) as usize;
+        if let Some(slot) = self.slots.get_mut(at) {
+            *slot = Some(r);
+        }
+    }
+
+    /// The next result in submission order (`None`: nothing outstanding). Until it is back,
+    /// the caller runs queued jobs itself, and waits only when none is left: a thread per
+    /// core and no switch between them while there is work (a result handed from a worker
+    /// to a caller that slept cost two switches per batch).
     pub(crate) fn next(&mut self) -> Option<Result<R, WorkerLost>> {
-        loop {
-            match self.slots.front_mut()? {
-                Some(_) => break,
-                None => {
-                    let got = self.results.as_ref().map(|rx| rx.recv());
-                    let Some(Ok((seq, r))) = got else {
-                        // No worker is left (never so: they outlive the pool).
-                        self.slots.pop_front();
-                        self.next_out += 1;
-                        return Some(Err(WorkerLost));
-                    };
-                    let at = seq.wrapping_sub(self.next_out) as usize;
-                    if let Some(slot) = self.slots.get_mut(at) {
-                        *slot = Some(r);
-                    }
-                }
+        while self.slots.front()?.is_none() {
+            let mut state = self.shared.lock();
+            let back = std::mem::take(&mut state.done);
+            let job = if back.is_empty() {
+                state.queue.pop_front()
+            } else {
+                None
+            };
+            if back.is_empty() && job.is_none() {
+                // Nothing to run here, and the front is on a worker: wait for it.
+                state.waiting = true;
+                let mut state = self
+                    .shared
+                    .results
+                    .wait_while(state, |s| s.done.is_empty())
+                    .unwrap_or_else(|e| e.into_inner());
+                state.waiting = false;
+                continue;
+            }
+            drop(state);
+            for (seq, r) in back {
+                self.place(seq, r);
+            }
+            if let Some((seq, job)) = job {
+                let r = run_one(&self.work, job);
+                self.place(seq, r);
             }
         }
         let r = self.slots.pop_front().flatten()?;
@@ -155,9 +223,8 @@ impl<J: Send + 'static, R: Send + 'static> OrderedPool<J, R> {
 impl<J, R> Drop for OrderedPool<J, R> {
     fn drop(&mut self) {
         // Each worker ends after its current job, leaving the queued ones.
-        self.stop.store(true, Ordering::Relaxed);
-        self.queue = None;
-        self.results = None;
+        self.shared.lock().stop = true;
+        self.shared.jobs.notify_all();
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
@@ -200,6 +267,29 @@ mod tests {
                 "{threads}"
             );
         }
+    }
+
+    #[test]
+    fn the_caller_runs_jobs_while_it_waits() {
+        // Job 0 is slow: whichever thread takes it, the other runs the rest.
+        let mut pool = OrderedPool::new(2, 8, |i: u32| {
+            if i == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            (i, std::thread::current().id())
+        });
+        for i in 0..4 {
+            pool.submit(i);
+        }
+        let mut ran = Vec::new();
+        while let Some(r) = pool.next() {
+            ran.push(r.unwrap());
+        }
+        assert_eq!(ran.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        let here = std::thread::current().id();
+        assert!(ran.iter().any(|r| r.1 == here), "{ran:?}");
+        assert!(ran.iter().any(|r| r.1 != here), "{ran:?}");
+        assert_eq!(pool.handles.len(), 1, "one worker beside the caller");
     }
 
     #[test]
