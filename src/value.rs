@@ -104,6 +104,26 @@ impl<S> ValueOf<S> {
     }
 }
 
+impl Value {
+    /// This value, borrowed (a list's items are borrowed into a new list).
+    pub fn borrowed(&self) -> ValueRef<'_> {
+        match self {
+            Value::Null => ValueRef::Null,
+            Value::Bool(b) => ValueRef::Bool(*b),
+            Value::Count(x) => ValueRef::Count(*x),
+            Value::Int(x) => ValueRef::Int(*x),
+            Value::Double(x) => ValueRef::Double(*x),
+            Value::Time(x) => ValueRef::Time(*x),
+            Value::Interval(x) => ValueRef::Interval(*x),
+            Value::Port(x) => ValueRef::Port(*x),
+            Value::String(s) => ValueRef::String(s),
+            Value::Addr(a) => ValueRef::Addr(*a),
+            Value::Subnet(a, p) => ValueRef::Subnet(*a, *p),
+            Value::List(l) => ValueRef::List(l.iter().map(Value::borrowed).collect()),
+        }
+    }
+}
+
 impl ValueRef<'_> {
     /// Copies the value out of the row.
     pub fn to_owned(&self) -> Value {

@@ -51,6 +51,7 @@
 
 mod aggregate;
 mod exec;
+mod groups;
 pub(crate) mod order;
 pub(crate) mod partial;
 mod plan;

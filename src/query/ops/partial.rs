@@ -10,17 +10,18 @@
 //!
 //! A batch's groups are listed in the order of their first event, so the `summarize` that
 //! merges them in ID order (`exec/summarize.rs`) sees every group first where a row-by-row
-//! `summarize` would: the output is the same, group order included. Keys are
-//! [`push_key`]'s encoding of the `by` values, as there; events whose `by` values are all
+//! `summarize` would: the output is the same, group order included. The groups are held as
+//! `summarize` holds its own (`groups.rs`); events whose `by` values are all
 //! unset are skipped when the plan says so (`top`, `rare`).
 
-use super::aggregate::{bucket, push_key, Acc, KeyHasher, Map};
+use super::aggregate::{bucket, Acc, KeyHasher, Map};
+use super::groups::GroupTable;
 use super::slice::Source;
 use super::syntax::AggSpec;
 use crate::query::ints;
 use crate::segment::Columns;
 use crate::types::{SchemaRef, Type};
-use crate::value::{DecodeError, RowCursor, Value, ValueRef};
+use crate::value::{DecodeError, RowCursor, ValueRef};
 
 /// What the workers aggregate: a `summarize`'s `by` fields and aggregations.
 #[derive(Debug, Clone)]
@@ -36,20 +37,10 @@ pub(crate) struct AggPlan {
     pub hasher: KeyHasher,
 }
 
-/// One group of one batch: its key, its `by` values and its accumulators.
-#[derive(Debug, Clone)]
-pub struct PartialGroup {
-    pub(crate) key: Vec<u8>,
-    /// `key`'s hash by [`AggPlan::hasher`].
-    pub(crate) hash: u64,
-    pub(crate) values: Vec<Value>,
-    pub(crate) accs: Vec<Acc>,
-}
-
 /// One batch's groups, in the order of their first event.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Partial {
-    pub(crate) groups: Vec<PartialGroup>,
+    pub(crate) groups: Box<GroupTable>,
 }
 
 /// Where one column's values of a batch come from, row after row.
@@ -278,7 +269,7 @@ impl AggPlan {
             let Some(g) = acc.group(&values) else {
                 continue;
             };
-            for (a, v) in acc.groups[g].accs.iter_mut().zip(&read) {
+            for (a, v) in acc.accs(g).iter_mut().zip(&read) {
                 match v {
                     None => a.add_event(),
                     Some(v) => a.add(v, &mut scratch),
@@ -391,7 +382,7 @@ impl AggPlan {
                 if g == SKIP {
                     continue;
                 }
-                let a = &mut acc.groups[g].accs[k];
+                let a = &mut acc.accs(g)[k];
                 match column {
                     None => a.add_event(),
                     Some((values, set, ty)) => {
@@ -620,44 +611,15 @@ impl Counter {
 /// The groups of one batch as they are aggregated.
 struct Groups<'p> {
     plan: &'p AggPlan,
-    /// Indices into `groups`, by their keys' hashes (kept beside each index: comparing and
-    /// rehashing read no group).
-    index: hashbrown::HashTable<(u64, usize)>,
-    /// Indices into `groups` of a single `by` field's scalar values ([`scalar_key`]),
-    /// looked up without building the key.
-    scalars: Map<(u8, u128), usize>,
-    groups: Vec<PartialGroup>,
-    key: Vec<u8>,
-}
-
-/// A single `by` value that is a number, time, address or unset, as its kind and bits: a
-/// group is looked up by these without building its key. Values of different kinds or bits
-/// get different scalar keys and different keys ([`push_key`]), so the two lookups agree
-/// (and were they ever to give one key two groups, the merge by key would make them one).
-fn scalar_key(values: &[ValueRef<'_>]) -> Option<(u8, u128)> {
-    let [v] = values else { return None };
-    Some(match v {
-        ValueRef::Null => (0, 0),
-        ValueRef::Bool(b) => (1, u128::from(*b)),
-        ValueRef::Count(x) => (2, u128::from(*x)),
-        ValueRef::Port(x) => (3, u128::from(*x)),
-        ValueRef::Int(x) => (4, *x as u64 as u128),
-        ValueRef::Time(x) => (5, *x as u64 as u128),
-        ValueRef::Interval(x) => (6, *x as u64 as u128),
-        ValueRef::Addr(std::net::IpAddr::V4(a)) => (7, u128::from(u32::from(*a))),
-        ValueRef::Addr(std::net::IpAddr::V6(a)) => (8, u128::from(*a)),
-        _ => return None,
-    })
+    table: GroupTable,
 }
 
 impl<'p> Groups<'p> {
     fn new(plan: &'p AggPlan) -> Groups<'p> {
+        let funcs = plan.aggs.iter().map(|a| a.func).collect();
         Groups {
             plan,
-            index: hashbrown::HashTable::new(),
-            scalars: Map::default(),
-            groups: Vec::new(),
-            key: Vec::new(),
+            table: GroupTable::new(plan.by.len(), funcs, plan.hasher.clone()),
         }
     }
 
@@ -667,52 +629,25 @@ impl<'p> Groups<'p> {
         if self.plan.skip_unset && values.iter().all(|v| matches!(v, ValueRef::Null)) {
             return None;
         }
-        let scalar = scalar_key(values);
-        if let Some(k) = &scalar {
-            if let Some(&g) = self.scalars.get(k) {
-                return Some(g);
-            }
-        }
-        self.key.clear();
-        for v in values {
-            push_key(&mut self.key, v);
-        }
-        let hash = self.plan.hasher.hash_one(self.key.as_slice());
-        let groups = &mut self.groups;
-        match scalar {
-            Some(k) => {
-                self.scalars.insert(k, groups.len());
-            }
-            None => {
-                if let Some(&(_, g)) = self
-                    .index
-                    .find(hash, |&(h, g)| h == hash && groups[g].key == self.key)
-                {
-                    return Some(g);
-                }
-                self.index
-                    .insert_unique(hash, (hash, groups.len()), |&(h, _)| h);
-            }
-        }
-        groups.push(PartialGroup {
-            key: self.key.clone(),
-            hash,
-            values: values.iter().map(ValueRef::to_owned).collect(),
-            accs: self.plan.aggs.iter().map(|a| Acc::new(a.func)).collect(),
-        });
-        Some(groups.len() - 1)
+        // A batch has fewer groups than rows: no limit here (`summarize` has one).
+        self.table.group(values, usize::MAX)
+    }
+
+    /// Group `g`'s accumulators.
+    fn accs(&mut self, g: usize) -> &mut [Acc] {
+        self.table.accs_mut(g)
     }
 
     /// Adds `n` events to group `g` (`count()` alone).
     fn add_events(&mut self, g: usize, n: u64) {
-        for a in &mut self.groups[g].accs {
+        for a in self.accs(g) {
             a.add_events(n);
         }
     }
 
     fn finish(self) -> Partial {
         Partial {
-            groups: self.groups,
+            groups: Box::new(self.table),
         }
     }
 }

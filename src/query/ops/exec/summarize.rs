@@ -12,24 +12,18 @@
 
 use std::sync::Arc;
 
-use super::super::aggregate::{bucket, push_key, result_type, unify, Acc, KeyHasher};
+use super::super::aggregate::{bucket, result_type, unify, KeyHasher};
+use super::super::groups::GroupTable;
 use super::super::partial::{AggPlan, Partial};
 use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::{Field, Schema, SchemaRef, Type};
-use crate::value::{RowEncoder, Value, ValueRef};
+use crate::value::{RowEncoder, ValueRef};
 
 /// The most groups a `summarize` holds.
 pub const MAX_GROUPS: usize = 1 << 24;
-
-struct Group {
-    /// The `by` values' key ([`push_key`]; its hash is in the index).
-    key: Vec<u8>,
-    values: Vec<Value>,
-    accs: Vec<Acc>,
-}
 
 /// How one input schema feeds the aggregation.
 struct Binding {
@@ -49,14 +43,10 @@ pub(crate) struct Summarize {
     /// Events whose `by` values are all unset are left out (`top`, `rare`).
     skip_unset: bool,
     bindings: Vec<Binding>,
-    groups: Vec<Group>,
-    /// Indices into `groups`, by their keys' hashes (kept beside each index: comparing and
-    /// rehashing read no group).
-    index: hashbrown::HashTable<(u64, usize)>,
+    groups: GroupTable,
     hasher: KeyHasher,
     by_types: Vec<Option<Type>>,
     agg_types: Vec<Option<Type>>,
-    key: Vec<u8>,
     scratch: Vec<u8>,
 }
 
@@ -68,7 +58,10 @@ impl Summarize {
         resolution: Option<i64>,
         skip_unset: bool,
     ) -> Summarize {
+        let hasher = KeyHasher::new();
+        let funcs = aggs.iter().map(|a| a.func).collect();
         Summarize {
+            groups: GroupTable::new(by.len(), funcs, hasher.clone()),
             name: name.to_string(),
             by_types: vec![None; by.len()],
             agg_types: vec![None; aggs.len()],
@@ -77,10 +70,7 @@ impl Summarize {
             aggs,
             skip_unset,
             bindings: Vec::new(),
-            groups: Vec::new(),
-            index: hashbrown::HashTable::new(),
-            hasher: KeyHasher::new(),
-            key: Vec::new(),
+            hasher,
             scratch: Vec::new(),
         }
     }
@@ -130,31 +120,9 @@ impl Summarize {
         partial: Partial,
     ) -> Result<(), QueryError> {
         self.binding(schema);
-        for group in partial.groups {
-            let groups = &mut self.groups;
-            match self.index.find(group.hash, |&(h, g)| {
-                h == group.hash && groups[g].key == group.key
-            }) {
-                Some(&(_, g)) => {
-                    for (acc, other) in groups[g].accs.iter_mut().zip(group.accs) {
-                        acc.merge(other);
-                    }
-                }
-                None => {
-                    if groups.len() >= MAX_GROUPS {
-                        return Err(too_many_groups());
-                    }
-                    self.index
-                        .insert_unique(group.hash, (group.hash, groups.len()), |&(h, _)| h);
-                    groups.push(Group {
-                        key: group.key,
-                        values: group.values,
-                        accs: group.accs,
-                    });
-                }
-            }
-        }
-        Ok(())
+        self.groups
+            .merge(*partial.groups, MAX_GROUPS)
+            .map_err(|()| too_many_groups())
     }
 
     /// What the search's workers aggregate for this operator on their own (`partial.rs`).
@@ -191,7 +159,6 @@ impl Operator for Summarize {
         let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(self.by.len());
         for row in slice.rows() {
             values.clear();
-            self.key.clear();
             let mut any = false;
             for f in &binding.by {
                 let v = match f {
@@ -199,35 +166,17 @@ impl Operator for Summarize {
                     Some(src) => bucket(src.read(schema, row)?, self.resolution),
                 };
                 any |= !matches!(v, ValueRef::Null);
-                push_key(&mut self.key, &v);
                 values.push(v);
             }
             if self.skip_unset && !any {
                 continue;
             }
-            let hash = self.hasher.hash_one(self.key.as_slice());
-            let groups = &mut self.groups;
-            let g = match self
-                .index
-                .find(hash, |&(h, g)| h == hash && groups[g].key == self.key)
-            {
-                Some(&(_, g)) => g,
-                None => {
-                    if groups.len() >= MAX_GROUPS {
-                        return Err(too_many_groups());
-                    }
-                    self.index
-                        .insert_unique(hash, (hash, groups.len()), |&(h, _)| h);
-                    groups.push(Group {
-                        key: self.key.clone(),
-                        values: values.iter().map(ValueRef::to_owned).collect(),
-                        accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
-                    });
-                    groups.len() - 1
-                }
-            };
-            let group = &mut self.groups[g];
-            for ((acc, spec), f) in group.accs.iter_mut().zip(&self.aggs).zip(&binding.aggs) {
+            let g = self
+                .groups
+                .group(&values, MAX_GROUPS)
+                .ok_or_else(too_many_groups)?;
+            let accs = self.groups.accs_mut(g);
+            for ((acc, spec), f) in accs.iter_mut().zip(&self.aggs).zip(&binding.aggs) {
                 match (f, &spec.field) {
                     (_, None) => acc.add_event(),
                     (None, Some(_)) => {}
@@ -244,12 +193,9 @@ impl Operator for Summarize {
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
         // No `by` and no input: one event of the empty aggregation (`count()` is 0).
         if self.by.is_empty() && self.groups.is_empty() {
-            self.groups.push(Group {
-                key: Vec::new(),
-                values: Vec::new(),
-                accs: self.aggs.iter().map(|a| Acc::new(a.func)).collect(),
-            });
+            self.groups.group(&[], MAX_GROUPS);
         }
+        let (values, accs) = self.groups.take();
         let by_types: Vec<Type> = self
             .by_types
             .iter()
@@ -276,19 +222,20 @@ impl Operator for Summarize {
         let schema = Arc::new(Schema::new(self.name.clone(), fields));
         let width = schema.fields.len() as u32;
         let mut slice = Slice::new(schema);
-        for g in self.groups.drain(..) {
+        let mut values = values.into_iter();
+        for accs in accs.chunks(self.aggs.len().max(1)) {
             slice.push_with(None, |buf| {
                 let mut e = RowEncoder::new(buf);
                 e.array(width);
-                for (v, t) in g.values.into_iter().zip(&by_types) {
+                // (The types first: `zip` stops on them without taking another value.)
+                for (t, v) in by_types.iter().zip(values.by_ref()) {
                     e.value(&super::super::aggregate::coerce(v, t));
                 }
-                for (acc, t) in g.accs.iter().zip(&agg_types) {
+                for (acc, t) in accs.iter().zip(&agg_types) {
                     e.value(&acc.finish(t));
                 }
             });
         }
-        self.index.clear();
         if !slice.is_empty() {
             out.push(slice);
         }
