@@ -19,7 +19,7 @@
 
 use super::bind::{Bound, Program, Test};
 use super::eval::{test_value, Fast};
-use super::ints::{select, signedness};
+use super::ints::{select, signedness, Numbers};
 use crate::segment::Columns;
 use crate::value::{DecodeError, RowCursor};
 
@@ -228,12 +228,20 @@ fn numbers(t: &Test, values: &[u8], rows: usize) -> Option<Selection> {
         return None;
     }
     let words = match (t.fast, signedness(&t.ty)?) {
-        (Fast::Unsigned { lo, hi, negate }, false) => {
-            select(values, rows, false, (lo, hi, negate), |v| v)?
-        }
-        (Fast::Signed { lo, hi, negate }, true) => {
-            select(values, rows, true, (lo, hi, negate), |v| v as i64)?
-        }
+        (Fast::Unsigned { lo, hi, negate }, false) => select(
+            Numbers::Msgpack(values),
+            rows,
+            false,
+            (lo, hi, negate),
+            |v| v,
+        )?,
+        (Fast::Signed { lo, hi, negate }, true) => select(
+            Numbers::Msgpack(values),
+            rows,
+            true,
+            (lo, hi, negate),
+            |v| v as i64,
+        )?,
         _ => return None,
     };
     Some(Selection { words, rows })

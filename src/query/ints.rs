@@ -13,7 +13,17 @@
 //! and the caller reads the column with the general reader, which reports the error with its
 //! offset exactly as before: the two paths accept the same columns and answer alike.
 
+use crate::segment::Ints;
 use crate::types::Type;
+
+/// Where a column's numbers come from: its msgpack values, or a column of integer planes
+/// already decoded to its numbers (`crate::segment::Columns::ints`), which are copied a word
+/// at a time.
+#[derive(Clone, Copy)]
+pub(crate) enum Numbers<'a> {
+    Msgpack(&'a [u8]),
+    Decoded(&'a Ints),
+}
 
 /// Rows decoded at a time: one word of a selection's bitmap.
 pub(crate) const WORD: usize = 64;
@@ -85,7 +95,7 @@ const BAD: u8 = 5;
 /// and refused once at the end. The last values, fewer than 9 bytes from the end, are read
 /// from a copy padded with zeros.
 pub(crate) fn decode(
-    column: &[u8],
+    column: Numbers<'_>,
     rows: usize,
     signed: bool,
     mut each: impl FnMut(&Word),
@@ -94,6 +104,23 @@ pub(crate) fn decode(
         values: [0; WORD],
         set: 0,
         len: 0,
+    };
+    let column = match column {
+        Numbers::Msgpack(column) => column,
+        Numbers::Decoded(ints) => {
+            // Planes hold times and intervals, which are signed; a column of any other
+            // length is not this batch's.
+            if !signed || ints.values.len() != rows || ints.set.len() != rows.div_ceil(WORD) {
+                return None;
+            }
+            for (values, &set) in ints.values.chunks(WORD).zip(&ints.set) {
+                word.values[..values.len()].copy_from_slice(values);
+                word.set = set;
+                word.len = values.len();
+                each(&word);
+            }
+            return Some(());
+        }
     };
     let mut pos = 0usize;
     let mut bad = false;
@@ -149,7 +176,7 @@ pub(crate) fn decode(
 /// `i64` for signed types), or outside it when `negate`, as bitmap words; an unset row never
 /// matches. The comparisons of a word have no branch.
 pub(crate) fn select<T: Copy + PartialOrd>(
-    column: &[u8],
+    column: Numbers<'_>,
     rows: usize,
     signed: bool,
     (lo, hi, negate): (T, T, bool),
@@ -188,7 +215,7 @@ mod tests {
     /// Every row's number (`None`: unset), or `None` for a column left to the reader.
     fn all(column: &[u8], rows: usize, signed: bool) -> Option<Vec<Option<u64>>> {
         let mut out = Vec::new();
-        decode(column, rows, signed, |w| {
+        decode(Numbers::Msgpack(column), rows, signed, |w| {
             for r in 0..w.len {
                 out.push((w.set >> r & 1 == 1).then_some(w.values[r]));
             }
@@ -265,8 +292,15 @@ mod tests {
             })
             .collect();
         let col = column(&vals);
-        let sel = select(&col, 150, false, (10u64, 99, false), |v| v).unwrap();
-        let sel_neg = select(&col, 150, false, (10u64, 99, true), |v| v).unwrap();
+        let sel = select(
+            Numbers::Msgpack(&col),
+            150,
+            false,
+            (10u64, 99, false),
+            |v| v,
+        )
+        .unwrap();
+        let sel_neg = select(Numbers::Msgpack(&col), 150, false, (10u64, 99, true), |v| v).unwrap();
         assert_eq!(sel.len(), 3);
         for i in 0..150usize {
             let bit = |s: &[u64]| s[i / 64] >> (i % 64) & 1 == 1;

@@ -374,15 +374,21 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         }
     }
     let mut as_dicts = p.dictionary_fields();
+    let mut as_ints = vec![false; want.len()];
+    let read = want.clone();
     let plan = job.aggregate.as_ref().filter(|_| !job.count_only);
     for f in plan.map(|c| c.fields(&p.schema)).unwrap_or_default() {
-        // An aggregated field may stay a dictionary unless the program reads it otherwise.
-        if let (Some(w), Some(d)) = (want.get_mut(f), as_dicts.get_mut(f)) {
-            *d = !*w || *d;
+        // An aggregated field may stay a dictionary, or integer planes may stay numbers,
+        // unless the program reads it otherwise.
+        if let (Some(w), Some(d), Some(n)) =
+            (want.get_mut(f), as_dicts.get_mut(f), as_ints.get_mut(f))
+        {
+            *d = !read[f] || *d;
+            *n = !read[f];
             *w = true;
         }
     }
-    let cols = match seg.batch_columns_of(i, Some(&want), Some(&as_dicts)) {
+    let cols = match seg.batch_columns_keeping(i, Some(&want), Some(&as_dicts), Some(&as_ints)) {
         Some(Ok(c)) => c,
         Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
         None => return Done::nothing(),

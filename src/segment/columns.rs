@@ -329,8 +329,20 @@ pub struct Columns {
     /// The columns kept as dictionaries (their span holds the encoded bytes, checked), by
     /// column; empty when none is.
     dicts: Vec<Option<super::dict::Checked>>,
+    /// The columns of integer planes kept as their numbers (no bytes in `buf`), by column;
+    /// empty when none is.
+    ints: Vec<Option<Ints>>,
     rows: usize,
     raw_size: usize,
+}
+
+/// A column of integer planes as its numbers ([`read_columns`]'s `as_ints`): row `r`'s number
+/// (the bits of an `i64`; 0 when unset) is `values[r]`, and bit `r % 64` of `set[r / 64]`
+/// says whether it has one (the bits past the rows are 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ints {
+    pub values: Vec<u64>,
+    pub set: Vec<u64>,
 }
 
 impl Columns {
@@ -395,6 +407,7 @@ impl Columns {
             buf,
             spans,
             dicts,
+            ints: Vec::new(),
             rows: offsets.len(),
             raw_size: data.len(),
         })
@@ -410,7 +423,7 @@ impl Columns {
     /// The encoded values of column `c` (empty past the end, and for a column kept as a
     /// dictionary: which only a search asks for).
     pub fn column(&self, c: usize) -> &[u8] {
-        if self.dict(c).is_some() {
+        if self.dict(c).is_some() || self.ints(c).is_some() {
             return &[];
         }
         self.spans.get(c).map_or(&[][..], |r| &self.buf[r.clone()])
@@ -421,6 +434,11 @@ impl Columns {
     pub(crate) fn dict(&self, c: usize) -> Option<(&super::dict::Checked, &[u8])> {
         let d = self.dicts.get(c)?.as_ref()?;
         Some((d, &self.buf[self.spans.get(c)?.clone()]))
+    }
+
+    /// Column `c` when it was kept as its numbers ([`read_columns`]'s `as_ints`).
+    pub(crate) fn ints(&self, c: usize) -> Option<&Ints> {
+        self.ints.get(c)?.as_ref()
     }
 }
 
@@ -436,7 +454,8 @@ enum KeepDicts<'a> {
 /// Inflates the columns of a batch of `rows` rows and `raw_size` bytes of rows from its
 /// stored bytes: all of them, or those `want` marks (one flag per column; the others are
 /// left empty); of those, the dictionary columns `as_dicts` says are kept encoded (checked,
-/// not rebuilt). `slack` more bytes are kept zeroed after the last column. Every length is
+/// not rebuilt), and the columns of integer planes `as_ints` marks are kept as their numbers
+/// ([`Columns::ints`]). `slack` more bytes are kept zeroed after the last column. Every length is
 /// checked before it is used.
 fn inflate_columns(
     codec: Codec,
@@ -444,7 +463,7 @@ fn inflate_columns(
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
-    as_dicts: KeepDicts<'_>,
+    (as_dicts, as_ints): (KeepDicts<'_>, Option<&[bool]>),
     slack: usize,
 ) -> Result<Columns, String> {
     let cols = header(stored, raw_size, rows)?.cols;
@@ -465,6 +484,7 @@ fn inflate_columns(
     v.resize(inflated + slack, 0);
     let mut spans = Vec::with_capacity(n);
     let mut dicts = Vec::new();
+    let mut ints = Vec::new();
     let mut at = 0;
     for (c, col) in cols.iter().enumerate() {
         if !wanted(c) {
@@ -502,6 +522,22 @@ fn inflate_columns(
             at += col.raw;
             continue;
         }
+        if col.encoding == PLANES && as_ints.is_some_and(|m| m.get(c) == Some(&true)) {
+            let plain = if col.stored == col.plain {
+                std::borrow::Cow::Borrowed(src)
+            } else {
+                let mut p = vec![0u8; col.plain];
+                inflate_into(codec, src, &mut p).map_err(|e| format!("column {c}: {e}"))?;
+                std::borrow::Cow::Owned(p)
+            };
+            let numbers =
+                super::planes::ints(&plain, rows).map_err(|e| format!("column {c}: {e}"))?;
+            ints.resize(n, None);
+            ints[c] = Some(numbers);
+            spans.push(at..at);
+            at += col.raw;
+            continue;
+        }
         if col.encoding != VALUES {
             let plain = if col.stored == col.plain {
                 std::borrow::Cow::Borrowed(src)
@@ -528,6 +564,7 @@ fn inflate_columns(
         buf,
         spans,
         dicts,
+        ints,
         rows,
         raw_size,
     })
@@ -536,14 +573,15 @@ fn inflate_columns(
 /// The columns of a columnar batch (see the module docs): every one inflated, or those
 /// `want` marks (one flag per column; the others are empty). Of those, the columns stored as
 /// dictionaries that `as_dicts` marks are kept so ([`Columns::dict`]), checked but not
-/// rebuilt.
+/// rebuilt, and the columns of integer planes that `as_ints` marks are kept as their numbers
+/// ([`Columns::ints`]), their msgpack not rebuilt.
 pub(crate) fn read_columns(
     codec: Codec,
     stored: &[u8],
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
-    as_dicts: Option<&[bool]>,
+    (as_dicts, as_ints): (Option<&[bool]>, Option<&[bool]>),
 ) -> Result<Columns, String> {
     inflate_columns(
         codec,
@@ -551,7 +589,7 @@ pub(crate) fn read_columns(
         raw_size,
         rows,
         want,
-        KeepDicts::Marked(as_dicts),
+        (KeepDicts::Marked(as_dicts), as_ints),
         0,
     )
 }
@@ -585,7 +623,7 @@ pub(crate) fn assemble(
         Some(_) => KeepDicts::All,
         None => KeepDicts::Marked(None),
     };
-    let columns = inflate_columns(codec, stored, raw_size, rows, want, as_dicts, SLACK)?;
+    let columns = inflate_columns(codec, stored, raw_size, rows, want, (as_dicts, None), SLACK)?;
     let n = columns.len();
     let wanted = |c: usize| want.is_none_or(|w| w[c]);
     let starts: Vec<usize> = columns.spans.iter().map(|r| r.start).collect();
@@ -936,7 +974,7 @@ mod tests {
                 );
                 cur.skip().unwrap();
             }
-            let all = read_columns(codec, &stored, raw, n, None, None).unwrap();
+            let all = read_columns(codec, &stored, raw, n, None, (None, None)).unwrap();
             let mut split_cols = Vec::new();
             assert!(split(&data, &offsets, 4, &mut split_cols));
             for (c, col) in split_cols.iter().enumerate() {
@@ -994,7 +1032,7 @@ mod tests {
                 let v = cur.scalar(m, &crate::types::Type::Addr).unwrap();
                 assert_eq!(v, crate::value::ValueRef::Addr(addr(r)), "row {r}");
             }
-            let all = read_columns(codec, &stored, raw, n, None, None).unwrap();
+            let all = read_columns(codec, &stored, raw, n, None, (None, None)).unwrap();
             let mut split_cols = Vec::new();
             assert!(split(&data, &offsets, 3, &mut split_cols));
             for (c, col) in split_cols.iter().enumerate() {

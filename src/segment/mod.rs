@@ -211,6 +211,7 @@ mod writer;
 pub(crate) use codec::{from_stored_byte, stored_byte, unpack};
 pub use codec::{Codec, Compression, Layout, RowBuf};
 pub use columns::Columns;
+pub(crate) use columns::Ints;
 pub use error::{Result, SegmentError};
 pub use index::{
     check_index, index_path, remove_index, write_index, INDEX_EXTENSION, INDEX_VERSION,

@@ -252,9 +252,21 @@ impl Encoder {
     }
 }
 
-/// Rebuilds the msgpack column of `rows` values from its encoded bytes `enc` into `out`, which
-/// must be filled exactly (its length is the column's raw length). `Err` says what is wrong.
-pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), String> {
+/// The checked header of a column's encoded bytes and where its parts are.
+struct Parsed<'a> {
+    delta: bool,
+    base: i64,
+    /// `10^scale`.
+    p: i64,
+    bitmap: &'a [u8],
+    body: &'a [u8],
+    /// The values stored (rows with a value).
+    k: usize,
+}
+
+/// Checks the header, bitmap and lengths of the encoded bytes `enc` of a column of `rows`
+/// values.
+fn parse(enc: &[u8], rows: usize) -> Result<Parsed<'_>, String> {
     let [flags, scale, planes, ref rest @ ..] = *enc else {
         return Err("integer planes shorter than their header".into());
     };
@@ -296,22 +308,77 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
             body.len()
         ));
     }
-    // The stored numbers, a plane at a time (sequential reads the compiler vectorizes), then
-    // the values.
+    Ok(Parsed {
+        delta,
+        base,
+        p: pow10(scale),
+        bitmap,
+        body,
+        k,
+    })
+}
+
+/// The `k` values of a checked column into `values`, a plane at a time (sequential reads the
+/// compiler vectorizes), then undone: zigzag, differences, scale.
+fn numbers(c: &Parsed<'_>, values: &mut Vec<u64>) {
+    values.clear();
+    values.resize(c.k, 0);
+    if c.k > 0 {
+        for (j, plane) in c.body.chunks_exact(c.k).enumerate() {
+            for (z, &b) in values.iter_mut().zip(plane) {
+                *z |= u64::from(b) << (8 * j);
+            }
+        }
+    }
+    let mut prev = c.base;
+    for z in values.iter_mut() {
+        let x = unzigzag(*z);
+        let q = if c.delta { prev.wrapping_add(x) } else { x };
+        prev = q;
+        *z = q.wrapping_mul(c.p) as u64;
+    }
+}
+
+/// Rebuilds the msgpack column of `rows` values from its encoded bytes `enc` into `out`, which
+/// must be filled exactly (its length is the column's raw length). `Err` says what is wrong.
+pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), String> {
+    let c = parse(enc, rows)?;
     VALUES.with(|v| {
         let mut values = v.borrow_mut();
-        rebuild(
-            &mut values,
-            k,
-            body,
-            base,
-            delta,
-            pow10(scale),
-            bitmap,
-            rows,
-            out,
-        )
+        numbers(&c, &mut values);
+        rebuild(&values, c.bitmap, rows, out)
     })
+}
+
+/// The numbers of a column of `rows` values from its encoded bytes `enc`, without its msgpack:
+/// row `r`'s number (the bits of an `i64`; 0 when unset) is `values[r]`, and bit `r % 64` of
+/// `set[r / 64]` says whether it has one (the bits past `rows` are 0). For the loops that
+/// compare or count numbers (`crate::query::ints`), which would otherwise decode the msgpack
+/// this rebuilds.
+pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
+    let c = parse(enc, rows)?;
+    let mut stored = Vec::new();
+    numbers(&c, &mut stored);
+    let mut set = vec![0u64; rows.div_ceil(64)];
+    if c.bitmap.is_empty() {
+        for r in 0..rows {
+            set[r / 64] |= 1 << (r % 64);
+        }
+        return Ok(super::Ints {
+            values: stored,
+            set,
+        });
+    }
+    let mut values = vec![0u64; rows];
+    let mut next = stored.into_iter();
+    for (r, v) in values.iter_mut().enumerate() {
+        if c.bitmap[r / 8] >> (r % 8) & 1 == 1 {
+            // As many values as bits set (counted by `parse`).
+            *v = next.next().unwrap_or(0);
+            set[r / 64] |= 1 << (r % 64);
+        }
+    }
+    Ok(super::Ints { values, set })
 }
 
 thread_local! {
@@ -320,36 +387,9 @@ thread_local! {
     static VALUES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The second half of [`decode`], once the header is checked: `k` values in the planes of
-/// `body` (a whole number of planes of `k` bytes); rows without a value are the bitmap's clear bits (every row has one without it).
-#[allow(clippy::too_many_arguments)]
-fn rebuild(
-    values: &mut Vec<u64>,
-    k: usize,
-    body: &[u8],
-    base: i64,
-    delta: bool,
-    p: i64,
-    bitmap: &[u8],
-    rows: usize,
-    out: &mut [u8],
-) -> Result<(), String> {
-    values.clear();
-    values.resize(k, 0);
-    if k > 0 {
-        for (j, plane) in body.chunks_exact(k).enumerate() {
-            for (z, &b) in values.iter_mut().zip(plane) {
-                *z |= u64::from(b) << (8 * j);
-            }
-        }
-    }
-    let mut prev = base;
-    for z in values.iter_mut() {
-        let x = unzigzag(*z);
-        let q = if delta { prev.wrapping_add(x) } else { x };
-        prev = q;
-        *z = q.wrapping_mul(p) as u64;
-    }
+/// The second half of [`decode`]: the msgpack of `values` (those of the rows the bitmap
+/// marks; every row has one without it) into `out`, which must be filled exactly.
+fn rebuild(values: &[u64], bitmap: &[u8], rows: usize, out: &mut [u8]) -> Result<(), String> {
     let raw = out.len();
     let overrun = || format!("integer planes rebuild more than the column's {raw} bytes");
     let mut w = 0usize;
@@ -417,6 +457,21 @@ mod tests {
         let mut back = vec![0u8; col.len()];
         decode(&out, values.len(), &mut back).unwrap();
         assert_eq!(back, col, "{values:?} delta {delta}");
+        // The numbers without their msgpack: the same values, the same rows unset.
+        let ints = ints(&out, values.len()).unwrap();
+        assert_eq!(ints.values.len(), values.len());
+        assert_eq!(ints.set.len(), values.len().div_ceil(64));
+        for (r, v) in values.iter().enumerate() {
+            let set = ints.set[r / 64] >> (r % 64) & 1 == 1;
+            assert_eq!(set, v.is_some(), "row {r}");
+            assert_eq!(ints.values[r], v.unwrap_or(0) as u64, "row {r}");
+        }
+        let bits: u32 = ints.set.iter().map(|w| w.count_ones()).sum();
+        assert_eq!(
+            bits as usize,
+            values.iter().flatten().count(),
+            "no bit past the rows"
+        );
         Some(out)
     }
 
@@ -548,13 +603,20 @@ mod tests {
                 if decode(&bad, values.len(), &mut out).is_err() {
                     errors += 1;
                 }
+                // Whatever the damage, the numbers alone are an error or a column of
+                // the batch's rows, never a panic.
+                if let Ok(n) = ints(&bad, values.len()) {
+                    assert_eq!(n.values.len(), values.len());
+                }
             }
         }
         assert!(errors > 0);
         for cut in [0, 1, 2, 3, 10, 13, good.len() - 1] {
             let mut out = vec![0u8; col.len()];
             assert!(decode(&good[..cut], values.len(), &mut out).is_err());
+            assert!(ints(&good[..cut], values.len()).is_err());
         }
+        assert!(ints(&good, values.len() + 8).is_err());
         let mut out = vec![0u8; col.len() + 1];
         assert!(decode(&good, values.len(), &mut out).is_err());
         let mut out = vec![0u8; col.len()];

@@ -718,6 +718,18 @@ impl Segment {
         want: Option<&[bool]>,
         as_dicts: Option<&[bool]>,
     ) -> Option<Result<super::Columns>> {
+        self.batch_columns_keeping(i, want, as_dicts, None)
+    }
+
+    /// [`Segment::batch_columns_of`], with the columns of integer planes that `as_ints` marks
+    /// kept as their numbers ([`super::Columns::ints`]).
+    pub(crate) fn batch_columns_keeping(
+        &self,
+        i: usize,
+        want: Option<&[bool]>,
+        as_dicts: Option<&[bool]>,
+        as_ints: Option<&[bool]>,
+    ) -> Option<Result<super::Columns>> {
         let m = self.parts.batches.get(i)?;
         if m.layout != Layout::Columns {
             return None;
@@ -733,7 +745,7 @@ impl Segment {
                 m.raw_size,
                 m.rows as usize,
                 want,
-                as_dicts,
+                (as_dicts, as_ints),
             )
             .map_err(bad),
         )
