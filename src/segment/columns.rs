@@ -442,20 +442,43 @@ impl Columns {
     }
 }
 
-/// Which dictionary columns [`inflate_columns`] keeps encoded (checked, not rebuilt).
+/// Which columns [`inflate_columns`] keeps in their stored form instead of rebuilding their
+/// msgpack: dictionaries (checked, [`Columns::dict`]) and integer planes (as their numbers,
+/// [`Columns::ints`]).
 #[derive(Clone, Copy)]
-enum KeepDicts<'a> {
-    /// Those marked (one flag per column); `None`: none.
-    Marked(Option<&'a [bool]>),
-    /// Every one (rows picked by their codes: [`assemble_selected`]).
+enum Keep<'a> {
+    /// Those marked (one flag per column; `None`: none).
+    Marked {
+        dicts: Option<&'a [bool]>,
+        ints: Option<&'a [bool]>,
+    },
+    /// Every dictionary (rows picked by their codes: [`assemble_selected`]); no planes.
     All,
+}
+
+impl Keep<'_> {
+    fn dict(&self, c: usize) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Marked { dicts, .. } => dicts.is_some_and(|d| d.get(c) == Some(&true)),
+        }
+    }
+
+    fn ints(&self, c: usize) -> bool {
+        match self {
+            // Measured: decoding the planes of a batch to arrays of numbers, to write the
+            // msgpack of one row, cost more (the arrays' allocations) than rebuilding the
+            // column's msgpack in the thread's reused buffer (W1000 uid export: 432 -> 565 ms
+            // of CPU).
+            Keep::All => false,
+            Keep::Marked { ints, .. } => ints.is_some_and(|d| d.get(c) == Some(&true)),
+        }
+    }
 }
 
 /// Inflates the columns of a batch of `rows` rows and `raw_size` bytes of rows from its
 /// stored bytes: all of them, or those `want` marks (one flag per column; the others are
-/// left empty); of those, the dictionary columns `as_dicts` says are kept encoded (checked,
-/// not rebuilt), and the columns of integer planes `as_ints` marks are kept as their numbers
-/// ([`Columns::ints`]). `slack` more bytes are kept zeroed after the last column. Every length is
+/// left empty); of those, those `keep` says stay in their stored form. `slack` more bytes are kept zeroed after the last column. Every length is
 /// checked before it is used.
 fn inflate_columns(
     codec: Codec,
@@ -463,7 +486,7 @@ fn inflate_columns(
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
-    (as_dicts, as_ints): (KeepDicts<'_>, Option<&[bool]>),
+    keep: Keep<'_>,
     slack: usize,
 ) -> Result<Columns, String> {
     let cols = header(stored, raw_size, rows)?.cols;
@@ -501,12 +524,7 @@ fn inflate_columns(
             }
         }
         let dst = &mut v[at..at + col.raw];
-        let keep = col.encoding == DICT
-            && match as_dicts {
-                KeepDicts::All => true,
-                KeepDicts::Marked(d) => d.is_some_and(|d| d.get(c) == Some(&true)),
-            };
-        if keep {
+        if col.encoding == DICT && keep.dict(c) {
             // The encoded bytes (at most the raw length, checked by `columns`), as they are.
             let dst = &mut dst[..col.plain];
             if col.stored == col.plain {
@@ -522,7 +540,7 @@ fn inflate_columns(
             at += col.raw;
             continue;
         }
-        if col.encoding == PLANES && as_ints.is_some_and(|m| m.get(c) == Some(&true)) {
+        if col.encoding == PLANES && keep.ints(c) {
             let plain = if col.stored == col.plain {
                 std::borrow::Cow::Borrowed(src)
             } else {
@@ -589,7 +607,10 @@ pub(crate) fn read_columns(
         raw_size,
         rows,
         want,
-        (KeepDicts::Marked(as_dicts), as_ints),
+        Keep::Marked {
+            dicts: as_dicts,
+            ints: as_ints,
+        },
         0,
     )
 }
@@ -619,11 +640,14 @@ pub(crate) fn assemble(
     const SLACK: usize = SHORT;
     // For selected rows, dictionary columns stay dictionaries: a row's value is found by
     // its code, without rebuilding or walking the column.
-    let as_dicts = match select {
-        Some(_) => KeepDicts::All,
-        None => KeepDicts::Marked(None),
+    let keep = match select {
+        Some(_) => Keep::All,
+        None => Keep::Marked {
+            dicts: None,
+            ints: None,
+        },
     };
-    let columns = inflate_columns(codec, stored, raw_size, rows, want, (as_dicts, None), SLACK)?;
+    let columns = inflate_columns(codec, stored, raw_size, rows, want, keep, SLACK)?;
     let n = columns.len();
     let wanted = |c: usize| want.is_none_or(|w| w[c]);
     let starts: Vec<usize> = columns.spans.iter().map(|r| r.start).collect();
@@ -980,6 +1004,46 @@ mod tests {
             for (c, col) in split_cols.iter().enumerate() {
                 assert_eq!(all.column(c), &col[..], "column {c}");
             }
+            // Kept as numbers: each row's number, and a bit for each row that has one.
+            let marks = [true, true, true, true];
+            let kept = read_columns(codec, &stored, raw, n, None, (None, Some(&marks))).unwrap();
+            for c in 0..2 {
+                let ints = kept.ints(c).unwrap();
+                assert!(kept.column(c).is_empty());
+                let mut cur = RowCursor::new(&split_cols[c]);
+                for r in 0..n {
+                    let ty = [crate::types::Type::Time, crate::types::Type::Interval][c].clone();
+                    let set = ints.set[r / 64] >> (r % 64) & 1 == 1;
+                    match cur.read(&ty).unwrap() {
+                        crate::value::ValueRef::Null => assert!(!set, "column {c} row {r}"),
+                        crate::value::ValueRef::Time(x) | crate::value::ValueRef::Interval(x) => {
+                            assert!(set);
+                            assert_eq!(ints.values[r], x as u64, "column {c} row {r}");
+                        }
+                        v => panic!("{v:?}"),
+                    }
+                }
+            }
+            assert!(
+                kept.ints(2).is_none() && kept.ints(3).is_none(),
+                "not planes"
+            );
+            // Selected rows of planes columns: the rows as written, and only them.
+            let select = [0usize, 3, 14, 399, 400, n - 1];
+            let (sel, slen) = assemble(codec, &stored, raw, n, None, Some(&select)).unwrap();
+            let mut e = Vec::new();
+            let mut eo = Vec::new();
+            for r in 0..n {
+                eo.push(e.len() as u32);
+                if select.contains(&r) {
+                    let end = offsets.get(r + 1).map_or(data.len(), |&o| o as usize);
+                    e.extend_from_slice(&data[offsets[r] as usize..end]);
+                } else {
+                    e.push(UNSELECTED_ROW);
+                }
+            }
+            assert_eq!(slen, e.len());
+            assert_eq!(&sel[..], &with_offsets(&e, &eo)[..], "{codec:?}");
         }
     }
 
