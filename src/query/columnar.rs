@@ -95,6 +95,40 @@ impl Selection {
         Ok(s)
     }
 
+    /// The rows whose dictionary code (low bytes `lo`, high bytes `hi` or none) names an
+    /// entry that `hit` marks, a word at a time from a table of the codes (no branch, no
+    /// call per row); a code past `hit` does not match.
+    fn of_codes(rows: usize, hit: &[bool], lo: &[u8], hi: &[u8]) -> Selection {
+        let mut s = Selection::none(rows);
+        let lo = &lo[..rows.min(lo.len())];
+        if hi.is_empty() {
+            let mut table = [0u64; 256];
+            for (t, &h) in table.iter_mut().zip(hit) {
+                *t = u64::from(h);
+            }
+            for (w, codes) in s.words.iter_mut().zip(lo.chunks(64)) {
+                let mut word = 0u64;
+                for (bit, &l) in codes.iter().enumerate() {
+                    word |= table[usize::from(l)] << bit;
+                }
+                *w = word;
+            }
+        } else {
+            let mut table = vec![0u8; 1 << 16];
+            for (t, &h) in table.iter_mut().zip(hit) {
+                *t = u8::from(h);
+            }
+            for ((w, l), h) in s.words.iter_mut().zip(lo.chunks(64)).zip(hi.chunks(64)) {
+                let mut word = 0u64;
+                for (bit, (&l, &h)) in l.iter().zip(h).enumerate() {
+                    word |= u64::from(table[usize::from(l) | usize::from(h) << 8]) << bit;
+                }
+                *w = word;
+            }
+        }
+        s
+    }
+
     fn and_with(&mut self, other: &Selection) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a &= b;
@@ -189,13 +223,8 @@ fn column(p: &Program, t: &Test, cols: &Columns) -> Result<Selection, DecodeErro
             let mut c = RowCursor::new(entry);
             hit.push(test_value(p, t, &mut c, None)?);
         }
-        let mut codes = dict.codes(enc);
-        return Selection::from_fn(rows, |_| {
-            Ok(codes
-                .next()
-                .and_then(|code| hit.get(code).copied())
-                .unwrap_or(false))
-        });
+        let (lo, hi) = dict.code_bytes(enc);
+        return Ok(Selection::of_codes(rows, &hit, lo, hi));
     }
     let values = cols.column(t.field);
     if let Some(s) = numbers(t, values, rows) {
@@ -257,6 +286,31 @@ mod tests {
     use crate::query::Query;
     use crate::types::{Field, Schema, Type};
     use crate::value::{encode_row, Value};
+
+    #[test]
+    fn rows_are_selected_by_their_codes_of_one_and_two_bytes() {
+        // 200 rows: codes of one byte, and of two (a dictionary of 300 entries).
+        let rows = 200;
+        let hit: Vec<bool> = (0..300).map(|c| c % 3 == 0).collect();
+        let lo: Vec<u8> = (0..rows).map(|r| (r * 7 % 256) as u8).collect();
+        let hi: Vec<u8> = (0..rows).map(|r| (r % 2) as u8).collect();
+        for two in [false, true] {
+            let s = Selection::of_codes(rows, &hit, &lo, if two { &hi } else { &[] });
+            for r in 0..rows {
+                let code = usize::from(lo[r]) | if two { usize::from(hi[r]) << 8 } else { 0 };
+                let want = hit.get(code).copied().unwrap_or(false);
+                assert_eq!(
+                    s.words[r / 64] >> (r % 64) & 1 == 1,
+                    want,
+                    "row {r} code {code}"
+                );
+            }
+            assert_eq!(s.words[rows / 64] >> (rows % 64), 0, "no bit past the rows");
+        }
+        // Codes past the entries never match.
+        let s = Selection::of_codes(3, &[true], &[0, 1, 255], &[]);
+        assert_eq!(s.words, [0b001]);
+    }
 
     fn schema() -> Arc<Schema> {
         Arc::new(Schema::new(

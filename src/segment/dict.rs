@@ -432,6 +432,12 @@ impl Checked {
         Some(*self.starts.get(code)?..*self.starts.get(code + 1)?)
     }
 
+    /// Each row's code as bytes, of the bytes `enc` it checked: the low bytes (one per row),
+    /// and the high bytes (one per row; empty for a dictionary of at most 256 entries).
+    pub(crate) fn code_bytes<'a>(&self, enc: &'a [u8]) -> (&'a [u8], &'a [u8]) {
+        enc[self.codes..].split_at(self.rows)
+    }
+
     /// Each row's code, in row order, of the bytes `enc` it checked (each names an entry).
     pub(crate) fn codes<'a>(&self, enc: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
         let (lo, hi) = enc[self.codes..].split_at(self.rows);
