@@ -44,6 +44,7 @@
 //! | `slice.rs` | [`Slice`], field names resolved in a schema |
 //! | `order.rs` | the order of values across types |
 //! | `aggregate.rs` | aggregation functions and accumulators |
+//! | `groups.rs` | the groups of an aggregation, flat: values, accumulators, the two indexes |
 //! | `partial.rs` | a `summarize` aggregated by the search's workers on a batch's columns |
 //! | `exec/` | the operators and the stages that run them |
 //! | `plan.rs` | [`Chain`]: parsing, planning, running over an archive |
