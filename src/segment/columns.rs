@@ -541,13 +541,7 @@ fn inflate_columns(
             continue;
         }
         if col.encoding == PLANES && keep.ints(c) {
-            let plain = if col.stored == col.plain {
-                std::borrow::Cow::Borrowed(src)
-            } else {
-                let mut p = vec![0u8; col.plain];
-                inflate_into(codec, src, &mut p).map_err(|e| format!("column {c}: {e}"))?;
-                std::borrow::Cow::Owned(p)
-            };
+            let plain = plain_of(codec, src, col.plain).map_err(|e| format!("column {c}: {e}"))?;
             let numbers =
                 super::planes::ints(&plain, rows).map_err(|e| format!("column {c}: {e}"))?;
             ints.resize(n, None);
@@ -557,13 +551,7 @@ fn inflate_columns(
             continue;
         }
         if col.encoding != VALUES {
-            let plain = if col.stored == col.plain {
-                std::borrow::Cow::Borrowed(src)
-            } else {
-                let mut p = vec![0u8; col.plain];
-                inflate_into(codec, src, &mut p).map_err(|e| format!("column {c}: {e}"))?;
-                std::borrow::Cow::Owned(p)
-            };
+            let plain = plain_of(codec, src, col.plain).map_err(|e| format!("column {c}: {e}"))?;
             if col.encoding == PLANES {
                 super::planes::decode(&plain, rows, dst)
             } else {
@@ -586,6 +574,17 @@ fn inflate_columns(
         rows,
         raw_size,
     })
+}
+
+/// The plain bytes (`plain` of them) of a column of an encoding other than [`VALUES`], from its
+/// stored bytes `src`: as they are when they were stored so, else inflated.
+fn plain_of(codec: Codec, src: &[u8], plain: usize) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    if src.len() == plain {
+        return Ok(std::borrow::Cow::Borrowed(src));
+    }
+    let mut p = vec![0u8; plain];
+    inflate_into(codec, src, &mut p)?;
+    Ok(std::borrow::Cow::Owned(p))
 }
 
 /// The columns of a columnar batch (see the module docs): every one inflated, or those
