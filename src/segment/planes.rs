@@ -361,8 +361,10 @@ pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
     numbers(&c, &mut stored);
     let mut set = vec![0u64; rows.div_ceil(64)];
     if c.bitmap.is_empty() {
-        for r in 0..rows {
-            set[r / 64] |= 1 << (r % 64);
+        // Every row has a number: whole words of ones, the last cut at the rows' end.
+        set.fill(u64::MAX);
+        if let Some(last) = set.last_mut().filter(|_| !rows.is_multiple_of(64)) {
+            *last = (1 << (rows % 64)) - 1;
         }
         return Ok(super::Ints {
             values: stored,

@@ -195,6 +195,7 @@ impl Operator for Summarize {
         if self.by.is_empty() && self.groups.is_empty() {
             self.groups.group(&[], MAX_GROUPS);
         }
+        let groups = self.groups.len();
         let (values, accs) = self.groups.take();
         let by_types: Vec<Type> = self
             .by_types
@@ -222,8 +223,10 @@ impl Operator for Summarize {
         let schema = Arc::new(Schema::new(self.name.clone(), fields));
         let width = schema.fields.len() as u32;
         let mut slice = Slice::new(schema);
+        // Group after group (see `groups.rs`): `by` values, then accumulators.
         let mut values = values.into_iter();
-        for accs in accs.chunks(self.aggs.len().max(1)) {
+        let mut accs = accs.iter();
+        for _ in 0..groups {
             slice.push_with(None, |buf| {
                 let mut e = RowEncoder::new(buf);
                 e.array(width);
@@ -231,7 +234,7 @@ impl Operator for Summarize {
                 for (t, v) in by_types.iter().zip(values.by_ref()) {
                     e.value(&super::super::aggregate::coerce(v, t));
                 }
-                for (acc, t) in accs.iter().zip(&agg_types) {
+                for (t, acc) in agg_types.iter().zip(accs.by_ref()) {
                     e.value(&acc.finish(t));
                 }
             });
