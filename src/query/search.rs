@@ -433,7 +433,7 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     let rows = (!sel.is_all()).then(|| sel.indices());
     if let Some(plan) = plan {
         // Aggregated here: the rows are never read.
-        let partial = match plan.aggregate(&p.schema, &cols, rows.as_deref()) {
+        let partial = match plan.aggregate(&p.schema, &cols, rows.as_deref(), first) {
             Ok(c) => c,
             Err(e) => {
                 done.outcome = Err(e.into());

@@ -98,20 +98,34 @@ pub fn push_key(key: &mut Vec<u8>, v: &ValueRef<'_>) {
 /// A sum of numbers of any type, exact for integers.
 #[derive(Debug, Clone, Default)]
 pub struct Sum {
-    int: i128,
+    /// The integers' sum, an i128 as its low and high halves: an `i128` field would align
+    /// the accumulator, and so every group's, to 16 bytes.
+    lo: u64,
+    hi: i64,
     float: f64,
     floats: bool,
     set: bool,
 }
 
 impl Sum {
+    /// The integers' sum.
+    fn int(&self) -> i128 {
+        (i128::from(self.hi) << 64) | i128::from(self.lo)
+    }
+
+    fn add_int(&mut self, x: i128) {
+        let v = self.int().wrapping_add(x);
+        self.lo = v as u64;
+        self.hi = (v >> 64) as i64;
+    }
+
     /// Adds a number (with `times`, a time too, as its nanoseconds: `mean` takes them,
     /// `sum` does not); whether `v` was added.
     fn add(&mut self, v: &ValueRef<'_>, times: bool) -> bool {
         match *v {
-            ValueRef::Count(x) | ValueRef::Port(x) => self.int += i128::from(x),
-            ValueRef::Int(x) | ValueRef::Interval(x) => self.int += i128::from(x),
-            ValueRef::Time(x) if times => self.int += i128::from(x),
+            ValueRef::Count(x) | ValueRef::Port(x) => self.add_int(i128::from(x)),
+            ValueRef::Int(x) | ValueRef::Interval(x) => self.add_int(i128::from(x)),
+            ValueRef::Time(x) if times => self.add_int(i128::from(x)),
             ValueRef::Double(x) => {
                 self.float += x;
                 self.floats = true;
@@ -123,7 +137,7 @@ impl Sum {
     }
 
     fn merge(&mut self, other: &Sum) {
-        self.int += other.int;
+        self.add_int(other.int());
         self.float += other.float;
         self.floats |= other.floats;
         self.set |= other.set;
@@ -134,8 +148,10 @@ impl Sum {
 #[derive(Debug, Clone)]
 pub enum Acc {
     Count(u64),
-    CountDistinct(Set<Vec<u8>>),
-    Distinct(Map<Vec<u8>, Value>),
+    /// (Boxed, as `Distinct`: a set is 64 bytes, and every group has an accumulator of the
+    /// size of the largest.)
+    CountDistinct(Box<Set<Vec<u8>>>),
+    Distinct(Box<Map<Vec<u8>, Value>>),
     Sum(Sum),
     Min(Option<Value>),
     Max(Option<Value>),
@@ -151,8 +167,8 @@ impl Acc {
     pub fn new(f: AggFunc) -> Acc {
         match f {
             AggFunc::Count => Acc::Count(0),
-            AggFunc::CountDistinct => Acc::CountDistinct(Set::default()),
-            AggFunc::Distinct => Acc::Distinct(Map::default()),
+            AggFunc::CountDistinct => Acc::CountDistinct(Box::default()),
+            AggFunc::Distinct => Acc::Distinct(Box::default()),
             AggFunc::Sum => Acc::Sum(Sum::default()),
             AggFunc::Min => Acc::Min(None),
             AggFunc::Max => Acc::Max(None),
@@ -241,9 +257,9 @@ impl Acc {
     pub fn merge(&mut self, other: Acc) {
         match (self, other) {
             (Acc::Count(a), Acc::Count(b)) => *a += b,
-            (Acc::CountDistinct(a), Acc::CountDistinct(b)) => a.extend(b),
+            (Acc::CountDistinct(a), Acc::CountDistinct(b)) => a.extend(*b),
             (Acc::Distinct(a), Acc::Distinct(b)) => {
-                for (k, v) in b {
+                for (k, v) in *b {
                     a.entry(k).or_insert(v);
                 }
             }
@@ -284,25 +300,25 @@ impl Acc {
             }
             Acc::Sum(s) if !s.set => Value::Null,
             Acc::Sum(s) => match ty {
-                Type::Double => Value::Double(s.float + s.int as f64),
-                Type::Interval => Value::Interval(clamp_i64(s.int)),
-                Type::Int => Value::Int(clamp_i64(s.int)),
-                _ if s.int < 0 => Value::Int(clamp_i64(s.int)),
-                _ => Value::Count(u64::try_from(s.int).unwrap_or(u64::MAX)),
+                Type::Double => Value::Double(s.float + s.int() as f64),
+                Type::Interval => Value::Interval(clamp_i64(s.int())),
+                Type::Int => Value::Int(clamp_i64(s.int())),
+                _ if s.int() < 0 => Value::Int(clamp_i64(s.int())),
+                _ => Value::Count(u64::try_from(s.int()).unwrap_or(u64::MAX)),
             },
             Acc::Min(m) | Acc::Max(m) => m.clone().map_or(Value::Null, |v| coerce(v, ty)),
             Acc::Mean { n: 0, .. } => Value::Null,
             Acc::Mean { sum, n } if !sum.floats && matches!(ty, Type::Interval | Type::Time) => {
                 // Exact: nanoseconds since 1970 are past f64's 53 bits.
                 let n = i128::from(*n);
-                let m = clamp_i64((2 * sum.int + n).div_euclid(2 * n));
+                let m = clamp_i64((2 * sum.int() + n).div_euclid(2 * n));
                 match ty {
                     Type::Interval => Value::Interval(m),
                     _ => Value::Time(m),
                 }
             }
             Acc::Mean { sum, n } => {
-                let m = (sum.float + sum.int as f64) / *n as f64;
+                let m = (sum.float + sum.int() as f64) / *n as f64;
                 match ty {
                     Type::Interval => Value::Interval(m.round() as i64),
                     Type::Time => Value::Time(m.round() as i64),
@@ -344,6 +360,12 @@ pub fn result_type(f: AggFunc, field: Option<&Type>) -> Type {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every group holds one accumulator per aggregation: its size is the groups' memory.
+    #[test]
+    fn an_accumulator_takes_at_most_40_bytes() {
+        assert!(size_of::<Acc>() <= 40, "{}", size_of::<Acc>());
+    }
 
     #[test]
     fn keys_of_equal_numbers_are_equal() {

@@ -12,6 +12,10 @@
 //!
 //! Which index a group is in depends on its values alone, so every table finds the same group
 //! for the same values, however they came in (a row, a batch's partial groups).
+//!
+//! Each group also keeps the position of its first event (`first`): its index in a table
+//! built from rows, and, in the tables of `partitions.rs`, which take batches in any order,
+//! the smallest position any batch gave it; the groups come out ordered by it.
 
 use hashbrown::HashTable;
 
@@ -38,8 +42,17 @@ fn scalar_key(values: &[ValueRef<'_>]) -> Option<(u8, u128)> {
     })
 }
 
-/// An entry of the scalar index: the bits, the group, the kind.
-type ScalarEntry = (u128, u32, u8);
+/// An entry of the scalar index: the bits (low and high halves: a `u128` would make it 32
+/// bytes, not 24), the group, the kind.
+type ScalarEntry = ([u64; 2], u32, u8);
+
+fn halves(bits: u128) -> [u64; 2] {
+    [bits as u64, (bits >> 64) as u64]
+}
+
+fn whole([lo, hi]: [u64; 2]) -> u128 {
+    u128::from(lo) | u128::from(hi) << 64
+}
 
 /// See the [module docs](self).
 #[derive(Debug, Clone)]
@@ -58,6 +71,8 @@ pub(crate) struct GroupTable {
     /// `g`'s ends (a group of the scalar index adds nothing).
     keys: Vec<u8>,
     key_ends: Vec<usize>,
+    /// Per group: the position of its first event (see the module docs).
+    first: Vec<u64>,
     /// Scratch for a key being looked up.
     key: Vec<u8>,
 }
@@ -76,6 +91,7 @@ impl GroupTable {
             index: HashTable::new(),
             keys: Vec::new(),
             key_ends: Vec::new(),
+            first: Vec::new(),
             key: Vec::new(),
         }
     }
@@ -85,14 +101,42 @@ impl GroupTable {
         self.key_ends.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.key_ends.is_empty()
-    }
-
     /// Group `g`'s accumulators.
     pub(crate) fn accs_mut(&mut self, g: usize) -> &mut [Acc] {
         let n = self.funcs.len();
         &mut self.accs[g * n..(g + 1) * n]
+    }
+
+    /// Group `g`'s `by` values.
+    pub(crate) fn values(&self, g: usize) -> &[Value] {
+        &self.values[g * self.by..(g + 1) * self.by]
+    }
+
+    /// Group `g`'s `by` values and accumulators, its values to be taken.
+    pub(crate) fn group_mut(&mut self, g: usize) -> (&mut [Value], &[Acc]) {
+        let n = self.funcs.len();
+        (
+            &mut self.values[g * self.by..(g + 1) * self.by],
+            &self.accs[g * n..(g + 1) * n],
+        )
+    }
+
+    /// The position of group `g`'s first event (see the module docs).
+    pub(crate) fn first(&self, g: usize) -> u64 {
+        self.first[g]
+    }
+
+    /// The hash by which group `g` is indexed: equal in every table (of one hasher) for
+    /// equal values.
+    pub(crate) fn hash(&self, g: usize) -> u64 {
+        if let [v] = self.values(g) {
+            if let Some(key) = scalar_key(&[v.borrowed()]) {
+                return self.hasher.hash_one(key);
+            }
+        }
+        // Any other group's key is kept (empty without `by` fields).
+        let start = if g == 0 { 0 } else { self.key_ends[g - 1] };
+        self.hasher.hash_one(&self.keys[start..self.key_ends[g]])
     }
 
     /// The group of `values` (one per `by` field), made with fresh accumulators when there
@@ -107,6 +151,7 @@ impl GroupTable {
                 let g = self.len();
                 self.values.extend(values.iter().map(ValueRef::to_owned));
                 self.accs.extend(self.funcs.iter().map(|&f| Acc::new(f)));
+                self.first.push(g as u64);
                 self.insert(slot, g);
                 Some(g)
             }
@@ -117,6 +162,7 @@ impl GroupTable {
     fn find(&mut self, values: &[ValueRef<'_>]) -> Result<usize, Slot> {
         if let Some((kind, bits)) = scalar_key(values) {
             let hash = self.hasher.hash_one((kind, bits));
+            let bits = halves(bits);
             return match self.scalars.find(hash, |&(b, _, k)| b == bits && k == kind) {
                 Some(&(_, g, _)) => Ok(g as usize),
                 None => Err(Slot::Scalar(hash, kind, bits)),
@@ -147,7 +193,7 @@ impl GroupTable {
             Slot::Scalar(hash, kind, bits) => {
                 self.scalars
                     .insert_unique(hash, (bits, g as u32, kind), |&(b, _, k)| {
-                        hasher.hash_one((k, b))
+                        hasher.hash_one((k, whole(b)))
                     });
             }
             Slot::Hashed(hash) => {
@@ -159,63 +205,50 @@ impl GroupTable {
         self.key_ends.push(self.keys.len());
     }
 
-    /// Adds `other`'s groups (of the same `by` fields and aggregations): a group already
-    /// here takes the other's accumulators ([`Acc::merge`]); a new one comes after the
-    /// others, in `other`'s order. `Err(())` when more than `max` groups would be here.
-    pub(crate) fn merge(&mut self, other: GroupTable, max: usize) -> Result<(), ()> {
+    /// Takes `other`'s group `g` (of the same `by` fields and aggregations), whose first
+    /// event is at `first`: a group already here takes its accumulators ([`Acc::merge`]) and
+    /// the smaller first position; a new one comes last. Returns whether it is new. `other`'s
+    /// group is left with unset values and fresh accumulators.
+    pub(crate) fn absorb(&mut self, other: &mut GroupTable, g: usize, first: u64) -> bool {
         let (by, n) = (self.by, self.funcs.len());
-        let mut values = other.values.into_iter();
-        let mut accs = other.accs.into_iter();
-        let mut group: Vec<Value> = Vec::with_capacity(by);
-        for _ in 0..other.key_ends.len() {
-            group.clear();
-            group.extend(values.by_ref().take(by));
-            let found = match group.as_slice() {
-                [] => self.find(&[]),
-                [v] => self.find(&[v.borrowed()]),
-                many => {
-                    let refs: Vec<ValueRef<'_>> = many.iter().map(Value::borrowed).collect();
-                    self.find(&refs)
+        let group = &mut other.values[g * by..(g + 1) * by];
+        let found = match &*group {
+            [] => self.find(&[]),
+            [v] => self.find(&[v.borrowed()]),
+            many => {
+                let refs: Vec<ValueRef<'_>> = many.iter().map(Value::borrowed).collect();
+                self.find(&refs)
+            }
+        };
+        let accs = other.accs[g * n..(g + 1) * n]
+            .iter_mut()
+            .zip(&self.funcs)
+            .map(|(a, &f)| std::mem::replace(a, Acc::new(f)));
+        match found {
+            Ok(h) => {
+                for (acc, o) in self.accs[h * n..(h + 1) * n].iter_mut().zip(accs) {
+                    acc.merge(o);
                 }
-            };
-            match found {
-                Ok(g) => {
-                    for (acc, o) in self.accs[g * n..(g + 1) * n].iter_mut().zip(accs.by_ref()) {
-                        acc.merge(o);
-                    }
-                }
-                Err(slot) => {
-                    if self.len() >= max {
-                        return Err(());
-                    }
-                    let g = self.len();
-                    self.values.append(&mut group);
-                    self.accs.extend(accs.by_ref().take(n));
-                    self.insert(slot, g);
-                }
+                self.first[h] = self.first[h].min(first);
+                false
+            }
+            Err(slot) => {
+                let h = self.len();
+                self.values
+                    .extend(group.iter_mut().map(|v| std::mem::replace(v, Value::Null)));
+                self.accs.extend(accs);
+                self.first.push(first);
+                self.insert(slot, h);
+                true
             }
         }
-        Ok(())
-    }
-
-    /// The groups' values and accumulators, group after group (see the module docs); the
-    /// table is left empty.
-    pub(crate) fn take(&mut self) -> (Vec<Value>, Vec<Acc>) {
-        self.scalars.clear();
-        self.index.clear();
-        self.keys.clear();
-        self.key_ends.clear();
-        (
-            std::mem::take(&mut self.values),
-            std::mem::take(&mut self.accs),
-        )
     }
 }
 
 /// Where a group not found goes.
 enum Slot {
     /// The scalar index, with the hash, kind and bits.
-    Scalar(u64, u8, u128),
+    Scalar(u64, u8, [u64; 2]),
     /// The key index, with the hash of `GroupTable::key`.
     Hashed(u64),
 }
@@ -226,8 +259,20 @@ mod tests {
 
     use super::*;
 
+    /// A table of `count()` by one field; every one of a test hashes alike.
     fn table() -> GroupTable {
-        GroupTable::new(1, vec![AggFunc::Count], KeyHasher::new())
+        GroupTable::new(1, vec![AggFunc::Count], KeyHasher::with_seeds(1, 2, 3, 4))
+    }
+
+    /// Every group's values, count and first position.
+    fn groups(t: &mut GroupTable) -> Vec<(Value, Value, u64)> {
+        (0..t.len())
+            .map(|g| {
+                let first = t.first(g);
+                let (v, a) = t.group_mut(g);
+                (v[0].clone(), a[0].finish(&crate::types::Type::Count), first)
+            })
+            .collect()
     }
 
     #[test]
@@ -239,7 +284,7 @@ mod tests {
         ];
         let mut whole = table();
         let mut merged = table();
-        for input in &inputs {
+        for (i, input) in inputs.iter().enumerate() {
             let mut part = table();
             for v in input {
                 let g = part.group(&[v.borrowed()], usize::MAX).unwrap();
@@ -247,29 +292,43 @@ mod tests {
                 let g = whole.group(&[v.borrowed()], usize::MAX).unwrap();
                 whole.accs_mut(g)[0].add_event();
             }
-            merged.merge(part, usize::MAX).unwrap();
+            for g in 0..part.len() {
+                // Each part's groups hash as the whole's do.
+                let same = (0..whole.len()).find(|&w| whole.values(w) == part.values(g));
+                assert_eq!(part.hash(g), whole.hash(same.unwrap()));
+                merged.absorb(&mut part, g, 10 * i as u64 + g as u64);
+            }
         }
-        let (wv, wa) = whole.take();
-        let (mv, ma) = merged.take();
-        assert_eq!(wv, mv);
+        let (w, m) = (groups(&mut whole), groups(&mut merged));
+        let c = Value::Count;
         assert_eq!(
-            wv,
+            w,
             [
-                Value::Count(1),
-                s("a"),
-                Value::Null,
-                Value::Count(2),
-                s("b")
+                (c(1), c(2), 0),
+                (s("a"), c(2), 1),
+                (Value::Null, c(2), 2),
+                (c(2), c(1), 3),
+                (s("b"), c(1), 4),
             ]
         );
-        let counts = |a: &[Acc]| {
-            a.iter()
-                .map(|a| a.finish(&crate::types::Type::Count))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(counts(&wa), counts(&ma));
-        assert_eq!(counts(&wa)[0], Value::Count(2));
-        assert_eq!(counts(&wa)[1], Value::Count(2));
+        // The same groups and counts; first positions as the parts gave them.
+        let firsts: Vec<u64> = m.iter().map(|g| g.2).collect();
+        assert_eq!(firsts, [0, 1, 2, 11, 13]);
+        let strip =
+            |v: Vec<(Value, Value, u64)>| v.into_iter().map(|g| (g.0, g.1)).collect::<Vec<_>>();
+        assert_eq!(strip(w), strip(m));
+    }
+
+    #[test]
+    fn a_group_absorbed_again_keeps_its_smallest_first_position() {
+        let mut t = table();
+        for first in [7, 3, 9] {
+            let mut part = table();
+            let g = part.group(&[ValueRef::Count(5)], usize::MAX).unwrap();
+            part.accs_mut(g)[0].add_event();
+            assert_eq!(t.absorb(&mut part, g, first), first == 7, "new only once");
+        }
+        assert_eq!(groups(&mut t), [(Value::Count(5), Value::Count(3), 3)]);
     }
 
     #[test]
@@ -281,8 +340,5 @@ mod tests {
             "found, not made"
         );
         assert!(t.group(&[ValueRef::Count(2)], 1).is_none());
-        let mut other = table();
-        other.group(&[ValueRef::Count(3)], 9).unwrap();
-        assert!(t.merge(other, 1).is_err());
     }
 }

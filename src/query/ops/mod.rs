@@ -45,6 +45,7 @@
 //! | `order.rs` | the order of values across types |
 //! | `aggregate.rs` | aggregation functions and accumulators |
 //! | `groups.rs` | the groups of an aggregation, flat: values, accumulators, the two indexes |
+//! | `partitions.rs` | a `summarize`'s groups in tables by hash, merged by any thread, in order |
 //! | `partial.rs` | a `summarize` aggregated by the search's workers on a batch's columns |
 //! | `exec/` | the operators and the stages that run them |
 //! | `plan.rs` | [`Chain`]: parsing, planning, running over an archive |
@@ -55,6 +56,7 @@ mod exec;
 mod groups;
 pub(crate) mod order;
 pub(crate) mod partial;
+mod partitions;
 mod plan;
 pub(crate) mod slice;
 mod syntax;

@@ -5,8 +5,9 @@
 //! dictionary column is read by code with each distinct value decoded once. Two common shapes
 //! skip the row loop: `count()` by one number column, and aggregations of number columns by
 //! one dictionary column (a group per code); their number columns are decoded 64 rows at a
-//! time (`crate::query::ints`). No row is rebuilt, and the consumer gets only the batch's
-//! groups ([`Partial`]), which `summarize` merges ([`Acc::merge`]).
+//! time (`crate::query::ints`). No row is rebuilt: the worker merges the batch's groups into
+//! the `summarize`'s tables itself (`partitions.rs`), and the consumer gets only word of it
+//! ([`Partial`]).
 //!
 //! A batch's groups are listed in the order of their first event, so the `summarize` that
 //! merges them in ID order (`exec/summarize.rs`) sees every group first where a row-by-row
@@ -14,8 +15,11 @@
 //! `summarize` holds its own (`groups.rs`); events whose `by` values are all
 //! unset are skipped when the plan says so (`top`, `rare`).
 
-use super::aggregate::{bucket, Acc, KeyHasher, Map};
+use std::sync::Arc;
+
+use super::aggregate::{bucket, Acc, Map};
 use super::groups::GroupTable;
+use super::partitions::Partitions;
 use super::slice::Source;
 use super::syntax::AggSpec;
 use crate::query::ints::{self, Numbers};
@@ -33,14 +37,14 @@ pub(crate) struct AggPlan {
     pub aggs: Vec<AggSpec>,
     /// Events whose `by` values are all unset are left out.
     pub skip_unset: bool,
-    /// Hashes the groups' keys (the merging `summarize`'s own state).
-    pub hasher: KeyHasher,
+    /// The `summarize`'s groups, which each batch's are merged into.
+    pub groups: Arc<Partitions>,
 }
 
-/// One batch's groups, in the order of their first event.
+/// A batch aggregated where it was read: its groups are in the plan's [`Partitions`].
 #[derive(Debug, Clone)]
 pub struct Partial {
-    pub(crate) groups: Box<GroupTable>,
+    _merged: (),
 }
 
 /// Where one column's values of a batch come from, row after row.
@@ -159,15 +163,28 @@ impl AggPlan {
         out
     }
 
-    /// The groups of the rows `rows` (ascending; `None`: all) of a batch of `schema` whose
+    /// Aggregates the rows `rows` (ascending; `None`: all) of a batch of `schema` whose
     /// columns are `cols` (at least the plan's [`AggPlan::fields`] inflated, as values or as
-    /// dictionaries).
+    /// dictionaries) and whose first event ID is `first`, into the plan's groups.
     pub(crate) fn aggregate(
         &self,
         schema: &SchemaRef,
         cols: &Columns,
         rows: Option<&[usize]>,
+        first: u64,
     ) -> Result<Partial, DecodeError> {
+        let groups = self.batch_groups(schema, cols, rows)?;
+        self.groups.merge(groups, first);
+        Ok(Partial { _merged: () })
+    }
+
+    /// The groups of the rows `rows` of a batch, in the order of their first events.
+    fn batch_groups(
+        &self,
+        schema: &SchemaRef,
+        cols: &Columns,
+        rows: Option<&[usize]>,
+    ) -> Result<GroupTable, DecodeError> {
         let n = cols.rows();
         let resolve = |name: &str| Source::resolve(schema, name);
         let mut by = self
@@ -656,10 +673,9 @@ struct Groups<'p> {
 
 impl<'p> Groups<'p> {
     fn new(plan: &'p AggPlan) -> Groups<'p> {
-        let funcs = plan.aggs.iter().map(|a| a.func).collect();
         Groups {
             plan,
-            table: GroupTable::new(plan.by.len(), funcs, plan.hasher.clone()),
+            table: plan.groups.table(),
         }
     }
 
@@ -685,9 +701,7 @@ impl<'p> Groups<'p> {
         }
     }
 
-    fn finish(self) -> Partial {
-        Partial {
-            groups: Box::new(self.table),
-        }
+    fn finish(self) -> GroupTable {
+        self.table
     }
 }

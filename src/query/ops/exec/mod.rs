@@ -38,7 +38,7 @@ pub(crate) trait Operator: Send {
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError>;
     /// What the search's workers can aggregate for this operator, batch by batch
     /// (`partial.rs`), when it is the first: `None` for all but `summarize`.
-    fn agg_plan(&self) -> Option<AggPlan> {
+    fn agg_plan(&mut self) -> Option<AggPlan> {
         None
     }
     /// When it is the first and keeps only the first events by a field (`sort F | head N`):
@@ -119,8 +119,8 @@ impl Stages {
 
     /// What the search's workers can aggregate for the first stage (`None`: nothing; the
     /// events must come as slices).
-    pub fn agg_plan(&self) -> Option<AggPlan> {
-        self.ops.first()?.agg_plan()
+    pub fn agg_plan(&mut self) -> Option<AggPlan> {
+        self.ops.first_mut()?.agg_plan()
     }
 
     /// [`Operator::visit_order`] of the first stage.

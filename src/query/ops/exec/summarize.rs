@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use super::super::aggregate::{bucket, result_type, unify, KeyHasher};
-use super::super::groups::GroupTable;
 use super::super::partial::{AggPlan, Partial};
+use super::super::partitions::Partitions;
 use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
 use super::{Flow, Operator};
@@ -43,8 +43,13 @@ pub(crate) struct Summarize {
     /// Events whose `by` values are all unset are left out (`top`, `rare`).
     skip_unset: bool,
     bindings: Vec<Binding>,
-    groups: GroupTable,
-    hasher: KeyHasher,
+    /// The groups, which the search's workers merge batches into too (`partitions.rs`).
+    groups: Arc<Partitions>,
+    /// Events come from the search, in ID order, and their IDs place the groups' first
+    /// events (see `partitions.rs`); otherwise they are placed in the order they come.
+    by_ids: bool,
+    /// Where the next events are placed when not by ID.
+    next_position: u64,
     by_types: Vec<Option<Type>>,
     agg_types: Vec<Option<Type>>,
     scratch: Vec<u8>,
@@ -58,10 +63,16 @@ impl Summarize {
         resolution: Option<i64>,
         skip_unset: bool,
     ) -> Summarize {
-        let hasher = KeyHasher::new();
         let funcs = aggs.iter().map(|a| a.func).collect();
         Summarize {
-            groups: GroupTable::new(by.len(), funcs, hasher.clone()),
+            groups: Arc::new(Partitions::new(
+                by.len(),
+                funcs,
+                KeyHasher::new(),
+                MAX_GROUPS,
+            )),
+            by_ids: false,
+            next_position: 0,
             name: name.to_string(),
             by_types: vec![None; by.len()],
             agg_types: vec![None; aggs.len()],
@@ -70,7 +81,6 @@ impl Summarize {
             aggs,
             skip_unset,
             bindings: Vec::new(),
-            hasher,
             scratch: Vec::new(),
         }
     }
@@ -112,28 +122,35 @@ impl Summarize {
 }
 
 impl Summarize {
-    /// Merges one batch's groups, aggregated where the batch is (`partial.rs`) by the plan
-    /// of this operator ([`Summarize::agg_plan`]).
+    /// Takes word of one batch of `schema` whose groups a worker merged (`partial.rs`) by
+    /// the plan of this operator ([`Summarize::agg_plan`]).
     pub(crate) fn merge_partial(
         &mut self,
         schema: &SchemaRef,
-        partial: Partial,
+        _partial: Partial,
     ) -> Result<(), QueryError> {
         self.binding(schema);
-        self.groups
-            .merge(*partial.groups, MAX_GROUPS)
-            .map_err(|()| too_many_groups())
+        self.check_full()
     }
 
-    /// What the search's workers aggregate for this operator on their own (`partial.rs`).
-    pub(crate) fn agg_plan(&self) -> AggPlan {
+    /// What the search's workers aggregate for this operator on their own (`partial.rs`):
+    /// its input then comes from the search, in ID order.
+    pub(crate) fn agg_plan(&mut self) -> AggPlan {
+        self.by_ids = true;
         AggPlan {
             by: self.by.clone(),
             resolution: self.resolution,
             aggs: self.aggs.clone(),
             skip_unset: self.skip_unset,
-            hasher: self.hasher.clone(),
+            groups: self.groups.clone(),
         }
+    }
+
+    fn check_full(&self) -> Result<(), QueryError> {
+        if self.groups.full() {
+            return Err(too_many_groups());
+        }
+        Ok(())
     }
 }
 
@@ -148,7 +165,7 @@ impl Operator for Summarize {
         Summarize::merge_partial(self, schema, partial)
     }
 
-    fn agg_plan(&self) -> Option<AggPlan> {
+    fn agg_plan(&mut self) -> Option<AggPlan> {
         Some(Summarize::agg_plan(self))
     }
 
@@ -156,6 +173,15 @@ impl Operator for Summarize {
         let b = self.binding(slice.schema());
         let schema = slice.schema();
         let binding = &self.bindings[b];
+        let ids = slice.ids();
+        let base = match ids.first() {
+            Some(&id) if self.by_ids && ids.len() == slice.len() => id,
+            _ => self.next_position,
+        };
+        self.next_position = self
+            .next_position
+            .max(base.saturating_add(slice.len() as u64));
+        let mut groups = self.groups.table();
         let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(self.by.len());
         for row in slice.rows() {
             values.clear();
@@ -171,11 +197,10 @@ impl Operator for Summarize {
             if self.skip_unset && !any {
                 continue;
             }
-            let g = self
-                .groups
+            let g = groups
                 .group(&values, MAX_GROUPS)
                 .ok_or_else(too_many_groups)?;
-            let accs = self.groups.accs_mut(g);
+            let accs = groups.accs_mut(g);
             for ((acc, spec), f) in accs.iter_mut().zip(&self.aggs).zip(&binding.aggs) {
                 match (f, &spec.field) {
                     (_, None) => acc.add_event(),
@@ -187,16 +212,21 @@ impl Operator for Summarize {
                 }
             }
         }
+        self.groups.merge(groups, base);
+        self.check_full()?;
         Ok(Flow::More)
     }
 
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+        self.check_full()?;
+        let mut groups = self.groups.take();
         // No `by` and no input: one event of the empty aggregation (`count()` is 0).
-        if self.by.is_empty() && self.groups.is_empty() {
-            self.groups.group(&[], MAX_GROUPS);
+        if self.by.is_empty() && groups.len() == 0 {
+            let mut empty = self.groups.table();
+            empty.group(&[], MAX_GROUPS);
+            self.groups.merge(empty, 0);
+            groups = self.groups.take();
         }
-        let groups = self.groups.len();
-        let (values, accs) = self.groups.take();
         let by_types: Vec<Type> = self
             .by_types
             .iter()
@@ -223,18 +253,16 @@ impl Operator for Summarize {
         let schema = Arc::new(Schema::new(self.name.clone(), fields));
         let width = schema.fields.len() as u32;
         let mut slice = Slice::new(schema);
-        // Group after group (see `groups.rs`): `by` values, then accumulators.
-        let mut values = values.into_iter();
-        let mut accs = accs.iter();
-        for _ in 0..groups {
+        // In the order of the groups' first events: `by` values, then accumulators.
+        while let Some((values, accs)) = groups.next_group() {
             slice.push_with(None, |buf| {
                 let mut e = RowEncoder::new(buf);
                 e.array(width);
-                // (The types first: `zip` stops on them without taking another value.)
-                for (t, v) in by_types.iter().zip(values.by_ref()) {
+                for (t, v) in by_types.iter().zip(values) {
+                    let v = std::mem::replace(v, crate::value::Value::Null);
                     e.value(&super::super::aggregate::coerce(v, t));
                 }
-                for (t, acc) in agg_types.iter().zip(accs.by_ref()) {
+                for (t, acc) in agg_types.iter().zip(accs) {
                     e.value(&acc.finish(t));
                 }
             });

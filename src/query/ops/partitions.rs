@@ -1,0 +1,241 @@
+//! The groups of a `summarize` (`exec/summarize.rs`), merged by whichever thread has them: the
+//! search's workers merge the groups of each batch they aggregate (`partial.rs`) as soon as
+//! they have them, in parallel, and no thread merges every batch's groups alone (with
+//! millions of groups, that thread was the query's bottleneck, missing the cache on almost
+//! every group).
+//!
+//! The groups are spread over [`PARTS`] tables (`groups.rs`) by their hash, each behind its
+//! own lock: a batch's groups are sorted by table, and each table is locked once per batch.
+//! Batches come in any order, so each group keeps the position of its first event: a batch
+//! of the archive gives its `g`-th group (in the order of their first events) the position
+//! of its first event ID plus `g`, which lies inside the batch's IDs, above every earlier
+//! batch's and below every later one's. The groups come out ordered by that position
+//! ([`Partitions::take`]): as a `summarize` that saw every event in ID order, one after the
+//! other, would have made them.
+//!
+//! Memory: the groups, and per group a `u32` while they are taken out in order. At most
+//! `max` groups: a merge that makes more marks the table full ([`Partitions::full`]), and
+//! the `summarize` fails.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use super::aggregate::{Acc, KeyHasher};
+use super::groups::GroupTable;
+use super::syntax::AggFunc;
+use crate::value::Value;
+
+/// How many tables the groups are spread over: enough that two threads rarely want the same
+/// one, few enough that a batch's groups fill each with a run.
+pub(crate) const PARTS: usize = 64;
+
+/// See the [module docs](self).
+pub(crate) struct Partitions {
+    parts: Vec<Mutex<GroupTable>>,
+    /// Groups in all tables.
+    groups: AtomicUsize,
+    max: usize,
+    full: AtomicBool,
+    /// An empty table like the others (for a batch's groups).
+    empty: GroupTable,
+}
+
+impl std::fmt::Debug for Partitions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partitions")
+            .field("groups", &self.groups.load(Ordering::Relaxed))
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
+/// Which table a group of hash `hash` is in: bits the tables' own indexes use neither for
+/// a group's place (the low bits) nor for its tag (the top seven).
+fn part_of(hash: u64) -> usize {
+    (hash >> 32) as usize % PARTS
+}
+
+impl Partitions {
+    /// No groups, of `by` values and accumulators of `funcs` each, at most `max` of them.
+    pub(crate) fn new(by: usize, funcs: Vec<AggFunc>, hasher: KeyHasher, max: usize) -> Self {
+        let empty = GroupTable::new(by, funcs, hasher);
+        Partitions {
+            parts: (0..PARTS).map(|_| Mutex::new(empty.clone())).collect(),
+            groups: AtomicUsize::new(0),
+            max,
+            full: AtomicBool::new(false),
+            empty,
+        }
+    }
+
+    /// An empty table for one batch's groups (made by rows, so that group `g`'s first
+    /// position is `g`), to [`Partitions::merge`] here.
+    pub(crate) fn table(&self) -> GroupTable {
+        self.empty.clone()
+    }
+
+    fn lock(&self, part: usize) -> MutexGuard<'_, GroupTable> {
+        // A panic under the lock (a bug) leaves a table that is still whole.
+        self.parts[part].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a batch's groups, the `g`-th of which has its first event at `base + g` (see the
+    /// module docs).
+    pub(crate) fn merge(&self, mut batch: GroupTable, base: u64) {
+        let mut order: Vec<(u32, u32)> = (0..batch.len())
+            .map(|g| (part_of(batch.hash(g)) as u32, g as u32))
+            .collect();
+        order.sort_unstable();
+        let mut made = 0;
+        for run in order.chunk_by(|a, b| a.0 == b.0) {
+            let mut table = self.lock(run[0].0 as usize);
+            for &(_, g) in run {
+                let g = g as usize;
+                let first = batch.first(g).saturating_add(base);
+                made += usize::from(table.absorb(&mut batch, g, first));
+            }
+        }
+        if self.groups.fetch_add(made, Ordering::Relaxed) + made > self.max {
+            self.full.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a merge made more than `max` groups.
+    pub(crate) fn full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+
+    /// Every group, in the order of their first positions; the tables are left empty.
+    pub(crate) fn take(&self) -> Ordered {
+        let tables: Vec<GroupTable> = (0..PARTS)
+            .map(|p| std::mem::replace(&mut *self.lock(p), self.empty.clone()))
+            .collect();
+        self.groups.store(0, Ordering::Relaxed);
+        let orders: Vec<Vec<u32>> = tables
+            .iter()
+            .map(|t| {
+                let mut o: Vec<u32> = (0..t.len() as u32).collect();
+                o.sort_unstable_by_key(|&g| t.first(g as usize));
+                o
+            })
+            .collect();
+        let heads = orders
+            .iter()
+            .enumerate()
+            .filter_map(|(p, o)| Some(Reverse((tables[p].first(*o.first()? as usize), p, 0))))
+            .collect();
+        Ordered {
+            tables,
+            orders,
+            heads,
+        }
+    }
+}
+
+/// The groups of [`Partitions::take`], in order.
+pub(crate) struct Ordered {
+    tables: Vec<GroupTable>,
+    /// Per table, its groups by first position.
+    orders: Vec<Vec<u32>>,
+    /// Per table with groups left: the next one's first position, the table, and its place
+    /// in the table's order.
+    heads: BinaryHeap<Reverse<(u64, usize, usize)>>,
+}
+
+impl Ordered {
+    /// How many groups there are in all.
+    pub(crate) fn len(&self) -> usize {
+        self.tables.iter().map(GroupTable::len).sum()
+    }
+
+    /// The next group's `by` values (to be taken) and accumulators.
+    pub(crate) fn next_group(&mut self) -> Option<(&mut [Value], &[Acc])> {
+        let Reverse((_, p, at)) = self.heads.pop()?;
+        let g = self.orders[p][at] as usize;
+        if let Some(&next) = self.orders[p].get(at + 1) {
+            let first = self.tables[p].first(next as usize);
+            self.heads.push(Reverse((first, p, at + 1)));
+        }
+        Some(self.tables[p].group_mut(g))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::types::Type;
+    use crate::value::ValueRef;
+
+    /// A batch's table of `count()` by one value, from rows.
+    fn batch(p: &Partitions, rows: &[u64]) -> GroupTable {
+        let mut t = p.table();
+        for &r in rows {
+            let g = t.group(&[ValueRef::Count(r)], usize::MAX).unwrap();
+            t.accs_mut(g)[0].add_event();
+        }
+        t
+    }
+
+    fn drain(p: &Partitions) -> Vec<(Value, Value)> {
+        let mut o = p.take();
+        let mut out = Vec::new();
+        while let Some((v, a)) = o.next_group() {
+            out.push((v[0].clone(), a[0].finish(&Type::Count)));
+        }
+        out
+    }
+
+    #[test]
+    fn batches_merged_in_any_order_give_the_groups_in_the_order_of_their_first_events() {
+        // Three batches of IDs 0.., 100.., 200..; merged last to first.
+        let rows: [&[u64]; 3] = [&[5, 1, 5], &[7, 1, 9, 7], &[2, 9, 3000]];
+        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        for (i, r) in rows.iter().enumerate().rev() {
+            p.merge(batch(&p, r), 100 * i as u64);
+        }
+        let got = drain(&p);
+        let c = Value::Count;
+        assert_eq!(
+            got,
+            [
+                (c(5), c(2)),
+                (c(1), c(2)),
+                (c(7), c(2)),
+                (c(9), c(2)),
+                (c(2), c(1)),
+                (c(3000), c(1)),
+            ]
+        );
+        assert!(!p.full());
+        assert!(drain(&p).is_empty(), "taken");
+    }
+
+    #[test]
+    fn more_groups_than_the_limit_mark_the_table_full() {
+        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), 3);
+        p.merge(batch(&p, &[1, 2, 1]), 0);
+        assert!(!p.full());
+        p.merge(batch(&p, &[2, 3]), 10);
+        assert!(!p.full(), "3 groups");
+        p.merge(batch(&p, &[4]), 20);
+        assert!(p.full());
+    }
+
+    #[test]
+    fn groups_spread_over_the_tables_come_out_whole() {
+        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let rows: Vec<u64> = (0..10_000).map(|i| i % 2_500).collect();
+        for (i, chunk) in rows.chunks(1_000).enumerate() {
+            p.merge(batch(&p, chunk), 1_000 * i as u64);
+        }
+        let got = drain(&p);
+        assert_eq!(got.len(), 2_500);
+        for (i, (v, n)) in got.iter().enumerate() {
+            assert_eq!((v, n), (&Value::Count(i as u64), &Value::Count(4)));
+        }
+    }
+}
