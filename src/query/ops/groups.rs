@@ -1,8 +1,8 @@
 //! The groups of an aggregation, flat: what a `summarize` holds (`exec/summarize.rs`) and what
-//! the search's workers hand it per batch (`partial.rs`).
+//! the search's workers make of each batch (`partial.rs`).
 //!
-//! Group `g`'s `by` values are `values[g * by..][..by]` and its accumulators
-//! `accs[g * aggs..][..aggs]`, in the order of the groups' first events: no allocation per
+//! Group `g`'s `by` values and its accumulators are the `g`-th of their arrays (in chunks of
+//! [`CHUNK`] groups, [`PerGroup`]), in the order the groups were made: no allocation per
 //! group, and merging a group touches its accumulators and its index entry alone. A group is
 //! found by one of two indexes:
 //! - a single `by` value that is a number, time, address, bool or unset, by its kind and bits
@@ -54,15 +54,72 @@ fn whole([lo, hi]: [u64; 2]) -> u128 {
     u128::from(lo) | u128::from(hi) << 64
 }
 
+/// How many groups a chunk of [`PerGroup`] holds.
+const CHUNK: usize = 4096;
+
+/// `width` items per group, in chunks of [`CHUNK`] groups: growing moves nothing, and only
+/// the last chunk has room to spare (a table of millions of groups in `Vec`s that double
+/// had up to half of it unused, and copied all of it at each doubling). The first chunk
+/// grows as a `Vec` does, so a small table stays small.
+#[derive(Debug, Clone)]
+struct PerGroup<T> {
+    width: usize,
+    chunks: Vec<Vec<T>>,
+}
+
+impl<T> PerGroup<T> {
+    fn new(width: usize) -> Self {
+        PerGroup {
+            width,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// Appends one group's items (`width` of them).
+    fn push(&mut self, items: impl IntoIterator<Item = T>) {
+        if self.width == 0 {
+            return;
+        }
+        let full = CHUNK * self.width;
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < full => last.extend(items),
+            _ => {
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { full });
+                chunk.extend(items);
+                self.chunks.push(chunk);
+            }
+        }
+    }
+
+    fn get(&self, g: usize) -> &[T] {
+        if self.width == 0 {
+            return &[];
+        }
+        let at = g % CHUNK * self.width;
+        self.chunks
+            .get(g / CHUNK)
+            .map_or(&[], |c| &c[at..at + self.width])
+    }
+
+    fn get_mut(&mut self, g: usize) -> &mut [T] {
+        if self.width == 0 {
+            return &mut [];
+        }
+        let at = g % CHUNK * self.width;
+        match self.chunks.get_mut(g / CHUNK) {
+            Some(c) => &mut c[at..at + self.width],
+            None => &mut [],
+        }
+    }
+}
+
 /// See the [module docs](self).
 #[derive(Debug, Clone)]
 pub(crate) struct GroupTable {
-    /// `by` values per group.
-    by: usize,
     funcs: Vec<AggFunc>,
     hasher: KeyHasher,
-    values: Vec<Value>,
-    accs: Vec<Acc>,
+    values: PerGroup<Value>,
+    accs: PerGroup<Acc>,
     /// Groups of a single scalar `by` value.
     scalars: HashTable<ScalarEntry>,
     /// Other groups: their key's hash and the group.
@@ -70,9 +127,11 @@ pub(crate) struct GroupTable {
     /// The keys of the groups in `index`, one after the other; `key_ends[g]` is where group
     /// `g`'s ends (a group of the scalar index adds nothing).
     keys: Vec<u8>,
-    key_ends: Vec<usize>,
+    key_ends: PerGroup<usize>,
     /// Per group: the position of its first event (see the module docs).
-    first: Vec<u64>,
+    first: PerGroup<u64>,
+    /// How many groups there are.
+    len: usize,
     /// Scratch for a key being looked up.
     key: Vec<u8>,
 }
@@ -82,48 +141,43 @@ impl GroupTable {
     /// `hasher`.
     pub(crate) fn new(by: usize, funcs: Vec<AggFunc>, hasher: KeyHasher) -> GroupTable {
         GroupTable {
-            by,
-            funcs,
             hasher,
-            values: Vec::new(),
-            accs: Vec::new(),
+            values: PerGroup::new(by),
+            accs: PerGroup::new(funcs.len()),
             scalars: HashTable::new(),
             index: HashTable::new(),
             keys: Vec::new(),
-            key_ends: Vec::new(),
-            first: Vec::new(),
+            key_ends: PerGroup::new(1),
+            first: PerGroup::new(1),
+            len: 0,
             key: Vec::new(),
+            funcs,
         }
     }
 
     /// How many groups there are.
     pub(crate) fn len(&self) -> usize {
-        self.key_ends.len()
+        self.len
     }
 
     /// Group `g`'s accumulators.
     pub(crate) fn accs_mut(&mut self, g: usize) -> &mut [Acc] {
-        let n = self.funcs.len();
-        &mut self.accs[g * n..(g + 1) * n]
+        self.accs.get_mut(g)
     }
 
     /// Group `g`'s `by` values.
     pub(crate) fn values(&self, g: usize) -> &[Value] {
-        &self.values[g * self.by..(g + 1) * self.by]
+        self.values.get(g)
     }
 
     /// Group `g`'s `by` values and accumulators, its values to be taken.
     pub(crate) fn group_mut(&mut self, g: usize) -> (&mut [Value], &[Acc]) {
-        let n = self.funcs.len();
-        (
-            &mut self.values[g * self.by..(g + 1) * self.by],
-            &self.accs[g * n..(g + 1) * n],
-        )
+        (self.values.get_mut(g), self.accs.get(g))
     }
 
     /// The position of group `g`'s first event (see the module docs).
     pub(crate) fn first(&self, g: usize) -> u64 {
-        self.first[g]
+        self.first.get(g)[0]
     }
 
     /// The hash by which group `g` is indexed: equal in every table (of one hasher) for
@@ -135,8 +189,7 @@ impl GroupTable {
             }
         }
         // Any other group's key is kept (empty without `by` fields).
-        let start = if g == 0 { 0 } else { self.key_ends[g - 1] };
-        self.hasher.hash_one(&self.keys[start..self.key_ends[g]])
+        self.hasher.hash_one(&self.keys[self.key_range(g)])
     }
 
     /// The group of `values` (one per `by` field), made with fresh accumulators when there
@@ -149,9 +202,9 @@ impl GroupTable {
                     return None;
                 }
                 let g = self.len();
-                self.values.extend(values.iter().map(ValueRef::to_owned));
-                self.accs.extend(self.funcs.iter().map(|&f| Acc::new(f)));
-                self.first.push(g as u64);
+                self.values.push(values.iter().map(ValueRef::to_owned));
+                self.accs.push(self.funcs.iter().map(|&f| Acc::new(f)));
+                self.first.push([g as u64]);
                 self.insert(slot, g);
                 Some(g)
             }
@@ -175,11 +228,7 @@ impl GroupTable {
         let hash = self.hasher.hash_one(self.key.as_slice());
         let (keys, ends, key) = (&self.keys, &self.key_ends, &self.key);
         match self.index.find(hash, |&(h, g)| {
-            h == hash && {
-                let g = g as usize;
-                let start = if g == 0 { 0 } else { ends[g - 1] };
-                keys[start..ends[g]] == key[..]
-            }
+            h == hash && keys[key_range(ends, g as usize)] == key[..]
         }) {
             Some(&(_, g)) => Ok(g as usize),
             None => Err(Slot::Hashed(hash)),
@@ -202,7 +251,13 @@ impl GroupTable {
                     .insert_unique(hash, (hash, g as u32), |&(h, _)| h);
             }
         }
-        self.key_ends.push(self.keys.len());
+        self.key_ends.push([self.keys.len()]);
+        self.len += 1;
+    }
+
+    /// Where group `g`'s key is in `keys`.
+    fn key_range(&self, g: usize) -> std::ops::Range<usize> {
+        key_range(&self.key_ends, g)
     }
 
     /// Takes `other`'s group `g` (of the same `by` fields and aggregations), whose first
@@ -210,8 +265,7 @@ impl GroupTable {
     /// the smaller first position; a new one comes last. Returns whether it is new. `other`'s
     /// group is left with unset values and fresh accumulators.
     pub(crate) fn absorb(&mut self, other: &mut GroupTable, g: usize, first: u64) -> bool {
-        let (by, n) = (self.by, self.funcs.len());
-        let group = &mut other.values[g * by..(g + 1) * by];
+        let group = other.values.get_mut(g);
         let found = match &*group {
             [] => self.find(&[]),
             [v] => self.find(&[v.borrowed()]),
@@ -220,29 +274,41 @@ impl GroupTable {
                 self.find(&refs)
             }
         };
-        let accs = other.accs[g * n..(g + 1) * n]
+        let accs = other
+            .accs
+            .get_mut(g)
             .iter_mut()
             .zip(&self.funcs)
             .map(|(a, &f)| std::mem::replace(a, Acc::new(f)));
         match found {
             Ok(h) => {
-                for (acc, o) in self.accs[h * n..(h + 1) * n].iter_mut().zip(accs) {
+                for (acc, o) in self.accs.get_mut(h).iter_mut().zip(accs) {
                     acc.merge(o);
                 }
-                self.first[h] = self.first[h].min(first);
+                let at = &mut self.first.get_mut(h)[0];
+                *at = (*at).min(first);
                 false
             }
             Err(slot) => {
                 let h = self.len();
                 self.values
-                    .extend(group.iter_mut().map(|v| std::mem::replace(v, Value::Null)));
-                self.accs.extend(accs);
-                self.first.push(first);
+                    .push(group.iter_mut().map(|v| std::mem::replace(v, Value::Null)));
+                self.accs.push(accs);
+                self.first.push([first]);
                 self.insert(slot, h);
                 true
             }
         }
     }
+}
+
+/// Where group `g`'s key is in the keys, by their ends.
+fn key_range(ends: &PerGroup<usize>, g: usize) -> std::ops::Range<usize> {
+    let start = match g.checked_sub(1) {
+        Some(before) => ends.get(before)[0],
+        None => 0,
+    };
+    start..ends.get(g)[0]
 }
 
 /// Where a group not found goes.
@@ -329,6 +395,34 @@ mod tests {
             assert_eq!(t.absorb(&mut part, g, first), first == 7, "new only once");
         }
         assert_eq!(groups(&mut t), [(Value::Count(5), Value::Count(3), 3)]);
+    }
+
+    #[test]
+    fn groups_past_a_chunk_keep_their_values_counts_and_positions() {
+        let n = 2 * CHUNK + 5;
+        let mut t = table();
+        for round in 0..2 {
+            for i in 0..n as u64 {
+                let g = t.group(&[ValueRef::Count(i * 3)], usize::MAX).unwrap();
+                assert_eq!(g, i as usize, "round {round}");
+                t.accs_mut(g)[0].add_event();
+            }
+        }
+        let got = groups(&mut t);
+        assert_eq!(got.len(), n);
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(g, &(Value::Count(i as u64 * 3), Value::Count(2), i as u64));
+        }
+        // Without `by` fields: one group, no values.
+        let mut none = GroupTable::new(0, vec![AggFunc::Count], KeyHasher::with_seeds(1, 2, 3, 4));
+        for _ in 0..3 {
+            let g = none.group(&[], usize::MAX).unwrap();
+            none.accs_mut(g)[0].add_event();
+        }
+        assert_eq!(none.len(), 1);
+        let (values, accs) = none.group_mut(0);
+        assert!(values.is_empty());
+        assert_eq!(accs[0].finish(&crate::types::Type::Count), Value::Count(3));
     }
 
     #[test]

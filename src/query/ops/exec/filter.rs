@@ -42,7 +42,7 @@ impl Operator for Where {
         Ok(Flow::More)
     }
 
-    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<(), QueryError> {
-        Ok(())
+    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<bool, QueryError> {
+        Ok(false)
     }
 }

@@ -38,8 +38,8 @@ impl Operator for Head {
         })
     }
 
-    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<(), QueryError> {
-        Ok(())
+    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<bool, QueryError> {
+        Ok(false)
     }
 }
 
@@ -111,12 +111,12 @@ impl Operator for Tail {
         Some((Some(Value::Count(id)), id))
     }
 
-    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError> {
         if self.by_id {
             self.cut();
         }
         emit_runs(self.last.drain(..), out);
-        Ok(())
+        Ok(false)
     }
 }
 

@@ -34,8 +34,9 @@ pub enum Flow {
 pub(crate) trait Operator: Send {
     /// Takes one slice; appends what it emits now to `out`.
     fn push(&mut self, slice: Slice, out: &mut Vec<Slice>) -> Result<Flow, QueryError>;
-    /// The input ended: appends what is left to emit.
-    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError>;
+    /// The input ended: appends what is left to emit, or a part of it: returns `true` when
+    /// more is left (it is called again once `out` has been passed on).
+    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError>;
     /// What the search's workers can aggregate for this operator, batch by batch
     /// (`partial.rs`), when it is the first: `None` for all but `summarize`.
     fn agg_plan(&mut self) -> Option<AggPlan> {
@@ -172,10 +173,16 @@ impl Stages {
             if self.closed {
                 break;
             }
-            let mut out = Vec::new();
-            self.ops[k].finish(&mut out)?;
-            for s in out {
-                self.push_from(k + 1, s, output)?;
+            loop {
+                let mut out = Vec::new();
+                let more = self.ops[k].finish(&mut out)?;
+                for s in out {
+                    self.push_from(k + 1, s, output)?;
+                }
+                // (A later stage that is done takes nothing more.)
+                if !more || self.closed || self.done.is_some_and(|d| d > k) {
+                    break;
+                }
             }
         }
         Ok(())

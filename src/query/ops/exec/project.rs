@@ -130,7 +130,7 @@ impl Operator for Project {
         Ok(Flow::More)
     }
 
-    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<(), QueryError> {
-        Ok(())
+    fn finish(&mut self, _out: &mut Vec<Slice>) -> Result<bool, QueryError> {
+        Ok(false)
     }
 }

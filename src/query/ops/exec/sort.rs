@@ -204,13 +204,13 @@ impl Operator for Sort {
         Some((keys.first()?.clone(), *seq))
     }
 
-    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError> {
         self.sort_entries();
         if let Some(limit) = self.limit {
             self.entries.truncate(limit);
         }
         emit_runs(self.entries.drain(..).map(|e| (e.schema, e.row, e.id)), out);
-        Ok(())
+        Ok(false)
     }
 }
 

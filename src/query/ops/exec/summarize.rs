@@ -12,18 +12,30 @@
 
 use std::sync::Arc;
 
-use super::super::aggregate::{bucket, result_type, unify, KeyHasher};
+use super::super::aggregate::{bucket, coerce, result_type, unify, KeyHasher};
 use super::super::partial::{AggPlan, Partial};
-use super::super::partitions::Partitions;
+use super::super::partitions::{Ordered, Partitions};
 use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::{Field, Schema, SchemaRef, Type};
-use crate::value::{RowEncoder, ValueRef};
+use crate::value::{RowEncoder, Value, ValueRef};
 
 /// The most groups a `summarize` holds.
 pub const MAX_GROUPS: usize = 1 << 24;
+
+/// The most groups in one slice of a `summarize`'s output: the next operator takes each
+/// before the next is made, so that the output is never all in memory beside the groups.
+const EMIT_GROUPS: usize = 1 << 16;
+
+/// The groups being emitted, and what their events are.
+struct Emitting {
+    groups: Ordered,
+    schema: SchemaRef,
+    by_types: Vec<Type>,
+    agg_types: Vec<Type>,
+}
 
 /// How one input schema feeds the aggregation.
 struct Binding {
@@ -53,6 +65,8 @@ pub(crate) struct Summarize {
     by_types: Vec<Option<Type>>,
     agg_types: Vec<Option<Type>>,
     scratch: Vec<u8>,
+    /// Once the input ended, the groups being emitted.
+    emitting: Option<Emitting>,
 }
 
 impl Summarize {
@@ -82,6 +96,7 @@ impl Summarize {
             skip_unset,
             bindings: Vec::new(),
             scratch: Vec::new(),
+            emitting: None,
         }
     }
 
@@ -217,7 +232,48 @@ impl Operator for Summarize {
         Ok(Flow::More)
     }
 
-    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<(), QueryError> {
+    fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError> {
+        let emit = match &mut self.emitting {
+            Some(e) => e,
+            None => {
+                let e = self.start_emitting()?;
+                self.emitting.insert(e)
+            }
+        };
+        let width = emit.schema.fields.len() as u32;
+        let mut slice = Slice::new(emit.schema.clone());
+        // In the order of the groups' first events: `by` values, then accumulators.
+        while slice.len() < EMIT_GROUPS {
+            let Some((values, accs)) = emit.groups.next_group() else {
+                break;
+            };
+            slice.push_with(None, |buf| {
+                let mut e = RowEncoder::new(buf);
+                e.array(width);
+                for (t, v) in emit.by_types.iter().zip(values) {
+                    let v = std::mem::replace(v, Value::Null);
+                    e.value(&coerce(v, t));
+                }
+                for (t, acc) in emit.agg_types.iter().zip(accs) {
+                    e.value(&acc.finish(t));
+                }
+            });
+        }
+        let more = slice.len() == EMIT_GROUPS;
+        if !slice.is_empty() {
+            out.push(slice);
+        }
+        if !more {
+            // The groups' memory goes now, not with the chain.
+            self.emitting = None;
+        }
+        Ok(more)
+    }
+}
+
+impl Summarize {
+    /// The groups in order, and the schema of the events made of them.
+    fn start_emitting(&mut self) -> Result<Emitting, QueryError> {
         self.check_full()?;
         let mut groups = self.groups.take();
         // No `by` and no input: one event of the empty aggregation (`count()` is 0).
@@ -250,26 +306,11 @@ impl Operator for Summarize {
                 .zip(&agg_types)
                 .map(|(a, t)| Field::new(a.name.clone(), t.clone())),
         );
-        let schema = Arc::new(Schema::new(self.name.clone(), fields));
-        let width = schema.fields.len() as u32;
-        let mut slice = Slice::new(schema);
-        // In the order of the groups' first events: `by` values, then accumulators.
-        while let Some((values, accs)) = groups.next_group() {
-            slice.push_with(None, |buf| {
-                let mut e = RowEncoder::new(buf);
-                e.array(width);
-                for (t, v) in by_types.iter().zip(values) {
-                    let v = std::mem::replace(v, crate::value::Value::Null);
-                    e.value(&super::super::aggregate::coerce(v, t));
-                }
-                for (t, acc) in agg_types.iter().zip(accs) {
-                    e.value(&acc.finish(t));
-                }
-            });
-        }
-        if !slice.is_empty() {
-            out.push(slice);
-        }
-        Ok(())
+        Ok(Emitting {
+            groups,
+            schema: Arc::new(Schema::new(self.name.clone(), fields)),
+            by_types,
+            agg_types,
+        })
     }
 }
