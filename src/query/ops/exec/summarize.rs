@@ -7,8 +7,14 @@
 //! as in the first schema that has them), then the aggregations (named as written, or
 //! `NAME=` as given).
 //!
-//! Memory: one key and one accumulator per group and aggregation (plus the distinct values
-//! of `distinct` and `count_distinct`), at most [`MAX_GROUPS`] groups; more is an error.
+//! The groups are held in the tables of `partitions.rs`, which the search's workers merge
+//! each batch's groups into when this is the first operator (`partial.rs`); slices that come
+//! as rows are grouped here and merged the same way.
+//!
+//! Memory: per group its `by` values, one accumulator per aggregation (40 bytes, plus the
+//! distinct values of `distinct` and `count_distinct`), its first position and an index
+//! entry, at most [`MAX_GROUPS`] groups (more is an error); the output is made
+//! [`EMIT_GROUPS`] events at a time, each slice taken by the next operator before the next.
 
 use std::sync::Arc;
 
