@@ -21,7 +21,8 @@ mkdir -p "$work"
 
 bash "$root/bench/setup.sh"
 (cd "$root" && cargo build --release --quiet --bin weir --example generate)
-weir="$root/target/release/weir"
+target=${CARGO_TARGET_DIR:-$root/target}
+weir="$target/release/weir"
 
 gz="$work/w$N.log.gz"
 if [ ! -s "$gz" ]; then
@@ -30,7 +31,7 @@ if [ ! -s "$gz" ]; then
     for _ in $(seq "$N"); do cat "$corpus/conn.log.gz"; done > "$gz.tmp"
   else
     echo "note: corpus absent; generating W$N from examples/generate.rs" >&2
-    "$root/target/release/examples/generate" --events $((N * 8462)) --log conn | gzip -c > "$gz.tmp"
+    "$target/release/examples/generate" --events $((N * 8462)) --log conn | gzip -c > "$gz.tmp"
   fi
   mv "$gz.tmp" "$gz"
 fi

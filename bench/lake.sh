@@ -25,7 +25,8 @@ mkdir -p "$work"
 
 python3 -m pip install --quiet --disable-pip-version-check duckdb datafusion pyspark pyarrow
 (cd "$root" && cargo build --release --quiet --bin weir)
-weir="$root/target/release/weir"
+target=${CARGO_TARGET_DIR:-$root/target}
+weir="$target/release/weir"
 
 gz="$work/w$N.log.gz"
 if [ ! -s "$gz" ]; then

@@ -30,9 +30,9 @@ cd "$root"
 if [ -z "${WEIR:-}" ]; then
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=8 \
     cargo build --quiet --release --bin weir --example generate
-  WEIR=$root/target/release/weir
+  WEIR=${CARGO_TARGET_DIR:-$root/target}/release/weir
 fi
-gen=$root/target/release/examples/generate
+gen=${CARGO_TARGET_DIR:-$root/target}/release/examples/generate
 [ -x "$gen" ] || cargo build --quiet --release --example generate
 median() { sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 now() { date +%s.%N; }

@@ -15,7 +15,7 @@ gz="$work/w1000.log.gz"
 [ -s "$gz" ] || { echo "run bench/compare.sh first (it builds $gz)" >&2; exit 1; }
 if [ $# -eq 0 ]; then
   (cd "$root" && cargo build --release --quiet --bin weir)
-  set -- "$root/target/release/weir"
+  set -- "${CARGO_TARGET_DIR:-$root/target}/release/weir"
 fi
 out=$(mktemp)
 db="$work/sketch-cost.db"

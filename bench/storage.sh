@@ -22,7 +22,8 @@ work=${BENCH_DIR:-/tmp/weir-bench}
 mkdir -p "$work"
 bash "$root/bench/setup.sh"
 (cd "$root" && cargo build --release --quiet --bin weir --example generate)
-weir="$root/target/release/weir"
+target=${CARGO_TARGET_DIR:-$root/target}
+weir="$target/release/weir"
 db="$work/storage-db"
 trap 'rm -rf "$db" "$db.none"' EXIT
 
@@ -120,7 +121,7 @@ if [ "${GEN:-0}" = 1 ]; then
   echo
   echo "== 10,000,000 generated events (unique uids): archive against gzip -6"
   log="$work/g10000000.log"
-  [ -s "$log" ] || "$root/target/release/examples/generate" --events 10000000 --log conn --unique-uids > "$log"
+  [ -s "$log" ] || "$target/release/examples/generate" --events 10000000 --log conn --unique-uids > "$log"
   g6=$( (command -v pigz >/dev/null && pigz -6 -c "$log" || gzip -6 -c "$log") | wc -c)
   rm -rf "$db"
   timed "$weir" import -q --db "$db" "$log"

@@ -4,14 +4,15 @@
 //! Group `g`'s `by` values and its accumulators are the `g`-th of their arrays (in chunks of
 //! [`CHUNK`] groups, [`PerGroup`]), in the order the groups were made: no allocation per
 //! group, and merging a group touches its accumulators and its index entry alone. A group is
-//! found by one of two indexes:
-//! - a single `by` value that is a number, time, address, bool or unset, by its kind and bits
-//!   ([`scalar_key`]), compared in the index itself, with no key built;
-//! - any other, by the bytes of its values' key ([`push_key`]), kept in one buffer, and
-//!   their hash.
+//! found by its hash in one index of 8-byte entries (the group and the low half of the
+//! hash), and compared:
+//! - a single `by` value that is a number, time, address, bool or unset by its kind and bits
+//!   ([`scalar_key`]), hashed as they are, with no key built;
+//! - any other by the bytes of its values' key ([`push_key`]), kept in one buffer.
 //!
-//! Which index a group is in depends on its values alone, so every table finds the same group
-//! for the same values, however they came in (a row, a batch's partial groups).
+//! Which of the two a group's hash is made of depends on its values alone, so every table
+//! (of one hasher) finds the same group for the same values, however they came in (a row, a
+//! batch's partial groups).
 //!
 //! Each group also keeps the position of its first event (`first`): its index in a table
 //! built from rows, and, in the tables of `partitions.rs`, which take batches in any order,
@@ -42,16 +43,14 @@ fn scalar_key(values: &[ValueRef<'_>]) -> Option<(u8, u128)> {
     })
 }
 
-/// An entry of the scalar index: the bits (low and high halves: a `u128` would make it 32
-/// bytes, not 24), the group, the kind.
-type ScalarEntry = ([u64; 2], u32, u8);
+/// An index entry: the group, and the low half of its hash (see [`spread`]).
+type Entry = (u32, u32);
 
-fn halves(bits: u128) -> [u64; 2] {
-    [bits as u64, (bits >> 64) as u64]
-}
-
-fn whole([lo, hi]: [u64; 2]) -> u128 {
-    u128::from(lo) | u128::from(hi) << 64
+/// The hash the index places an entry by, made again from the half the entry keeps, so
+/// that growing the index reads no group and hashes no key: multiplied by an odd constant,
+/// its low bits (which place the entry) and its top seven (which tag it) both vary.
+fn spread(low: u32) -> u64 {
+    u64::from(low).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// How many groups a chunk of [`PerGroup`] holds.
@@ -65,6 +64,8 @@ const CHUNK: usize = 4096;
 struct PerGroup<T> {
     width: usize,
     chunks: Vec<Vec<T>>,
+    /// How many groups' items there are.
+    len: usize,
 }
 
 impl<T> PerGroup<T> {
@@ -72,11 +73,13 @@ impl<T> PerGroup<T> {
         PerGroup {
             width,
             chunks: Vec::new(),
+            len: 0,
         }
     }
 
     /// Appends one group's items (`width` of them).
     fn push(&mut self, items: impl IntoIterator<Item = T>) {
+        self.len += 1;
         if self.width == 0 {
             return;
         }
@@ -120,12 +123,11 @@ pub(crate) struct GroupTable {
     hasher: KeyHasher,
     values: PerGroup<Value>,
     accs: PerGroup<Acc>,
-    /// Groups of a single scalar `by` value.
-    scalars: HashTable<ScalarEntry>,
-    /// Other groups: their key's hash and the group.
-    index: HashTable<(u64, u32)>,
-    /// The keys of the groups in `index`, one after the other; `key_ends[g]` is where group
-    /// `g`'s ends (a group of the scalar index adds nothing).
+    /// Every group, by its hash: 8 bytes an entry (and a byte of tag).
+    index: HashTable<Entry>,
+    /// The keys of the groups that have one (not a scalar), one after the other;
+    /// `key_ends[g]` is where group `g`'s ends (a scalar group adds nothing). Until a group
+    /// has a key, `key_ends` is empty: a table of scalars spends nothing on it.
     keys: Vec<u8>,
     key_ends: PerGroup<usize>,
     /// Per group: the position of its first event (see the module docs).
@@ -144,7 +146,6 @@ impl GroupTable {
             hasher,
             values: PerGroup::new(by),
             accs: PerGroup::new(funcs.len()),
-            scalars: HashTable::new(),
             index: HashTable::new(),
             keys: Vec::new(),
             key_ends: PerGroup::new(1),
@@ -213,45 +214,56 @@ impl GroupTable {
 
     /// The group of `values`, or where to index a new one (the key is left in `self.key`).
     fn find(&mut self, values: &[ValueRef<'_>]) -> Result<usize, Slot> {
-        if let Some((kind, bits)) = scalar_key(values) {
-            let hash = self.hasher.hash_one((kind, bits));
-            let bits = halves(bits);
-            return match self.scalars.find(hash, |&(b, _, k)| b == bits && k == kind) {
-                Some(&(_, g, _)) => Ok(g as usize),
-                None => Err(Slot::Scalar(hash, kind, bits)),
-            };
-        }
-        self.key.clear();
-        for v in values {
-            push_key(&mut self.key, v);
-        }
-        let hash = self.hasher.hash_one(self.key.as_slice());
-        let (keys, ends, key) = (&self.keys, &self.key_ends, &self.key);
-        match self.index.find(hash, |&(h, g)| {
-            h == hash && keys[key_range(ends, g as usize)] == key[..]
-        }) {
-            Some(&(_, g)) => Ok(g as usize),
-            None => Err(Slot::Hashed(hash)),
+        let scalar = scalar_key(values);
+        let hash = match scalar {
+            Some(key) => self.hasher.hash_one(key),
+            None => {
+                self.key.clear();
+                for v in values {
+                    push_key(&mut self.key, v);
+                }
+                self.hasher.hash_one(self.key.as_slice())
+            }
+        };
+        self.find_hashed(scalar, hash)
+    }
+
+    /// The group of the values whose scalar key is `scalar` (or, without one, whose key is
+    /// in `self.key`) and whose hash is `hash`.
+    fn find_hashed(&self, scalar: Option<(u8, u128)>, hash: u64) -> Result<usize, Slot> {
+        let low = hash as u32;
+        let found = self.index.find(spread(low), |&(g, h)| {
+            h == low
+                && match scalar {
+                    Some(key) => {
+                        matches!(self.values(g as usize), [v] if scalar_key(&[v.borrowed()]) == Some(key))
+                    }
+                    None => self.keys[self.key_range(g as usize)] == self.key[..],
+                }
+        });
+        match found {
+            Some(&(g, _)) => Ok(g as usize),
+            None => Err(Slot {
+                low,
+                keyed: scalar.is_none(),
+            }),
         }
     }
 
     /// Indexes new group `g` (its values and accumulators already pushed).
     fn insert(&mut self, slot: Slot, g: usize) {
-        let hasher = &self.hasher;
-        match slot {
-            Slot::Scalar(hash, kind, bits) => {
-                self.scalars
-                    .insert_unique(hash, (bits, g as u32, kind), |&(b, _, k)| {
-                        hasher.hash_one((k, whole(b)))
-                    });
+        if slot.keyed {
+            // The first group with a key: the scalar ones before it end where keys start.
+            while self.key_ends.len < g {
+                self.key_ends.push([0]);
             }
-            Slot::Hashed(hash) => {
-                self.keys.extend_from_slice(&self.key);
-                self.index
-                    .insert_unique(hash, (hash, g as u32), |&(h, _)| h);
-            }
+            self.keys.extend_from_slice(&self.key);
         }
-        self.key_ends.push([self.keys.len()]);
+        if slot.keyed || self.key_ends.len > 0 {
+            self.key_ends.push([self.keys.len()]);
+        }
+        self.index
+            .insert_unique(spread(slot.low), (g as u32, slot.low), |&(_, h)| spread(h));
         self.len += 1;
     }
 
@@ -260,20 +272,28 @@ impl GroupTable {
         key_range(&self.key_ends, g)
     }
 
-    /// Takes `other`'s group `g` (of the same `by` fields and aggregations), whose first
-    /// event is at `first`: a group already here takes its accumulators ([`Acc::merge`]) and
-    /// the smaller first position; a new one comes last. Returns whether it is new. `other`'s
-    /// group is left with unset values and fresh accumulators.
-    pub(crate) fn absorb(&mut self, other: &mut GroupTable, g: usize, first: u64) -> bool {
-        let group = other.values.get_mut(g);
-        let found = match &*group {
-            [] => self.find(&[]),
-            [v] => self.find(&[v.borrowed()]),
-            many => {
-                let refs: Vec<ValueRef<'_>> = many.iter().map(Value::borrowed).collect();
-                self.find(&refs)
-            }
+    /// Takes `other`'s group `g` (of the same `by` fields and aggregations, and the same
+    /// hasher), whose [`GroupTable::hash`] is `hash` and whose first event is at `first`: a
+    /// group already here takes its accumulators ([`Acc::merge`]) and the smaller first
+    /// position; a new one comes last. Returns whether it is new. `other`'s group is left
+    /// with unset values and fresh accumulators.
+    pub(crate) fn absorb(
+        &mut self,
+        other: &mut GroupTable,
+        g: usize,
+        hash: u64,
+        first: u64,
+    ) -> bool {
+        let scalar = match other.values(g) {
+            [v] => scalar_key(&[v.borrowed()]),
+            _ => None,
         };
+        if scalar.is_none() {
+            self.key.clear();
+            self.key.extend_from_slice(&other.keys[other.key_range(g)]);
+        }
+        let found = self.find_hashed(scalar, hash);
+        let group = other.values.get_mut(g);
         let accs = other
             .accs
             .get_mut(g)
@@ -304,6 +324,10 @@ impl GroupTable {
 
 /// Where group `g`'s key is in the keys, by their ends.
 fn key_range(ends: &PerGroup<usize>, g: usize) -> std::ops::Range<usize> {
+    if g >= ends.len {
+        // No group has a key.
+        return 0..0;
+    }
     let start = match g.checked_sub(1) {
         Some(before) => ends.get(before)[0],
         None => 0,
@@ -311,12 +335,11 @@ fn key_range(ends: &PerGroup<usize>, g: usize) -> std::ops::Range<usize> {
     start..ends.get(g)[0]
 }
 
-/// Where a group not found goes.
-enum Slot {
-    /// The scalar index, with the hash, kind and bits.
-    Scalar(u64, u8, [u64; 2]),
-    /// The key index, with the hash of `GroupTable::key`.
-    Hashed(u64),
+/// Where a group not found goes: the low half of its hash, and whether it has a key (in
+/// `GroupTable::key`) rather than a scalar.
+struct Slot {
+    low: u32,
+    keyed: bool,
 }
 
 #[cfg(test)]
@@ -362,7 +385,8 @@ mod tests {
                 // Each part's groups hash as the whole's do.
                 let same = (0..whole.len()).find(|&w| whole.values(w) == part.values(g));
                 assert_eq!(part.hash(g), whole.hash(same.unwrap()));
-                merged.absorb(&mut part, g, 10 * i as u64 + g as u64);
+                let hash = part.hash(g);
+                merged.absorb(&mut part, g, hash, 10 * i as u64 + g as u64);
             }
         }
         let (w, m) = (groups(&mut whole), groups(&mut merged));
@@ -392,7 +416,12 @@ mod tests {
             let mut part = table();
             let g = part.group(&[ValueRef::Count(5)], usize::MAX).unwrap();
             part.accs_mut(g)[0].add_event();
-            assert_eq!(t.absorb(&mut part, g, first), first == 7, "new only once");
+            let hash = part.hash(g);
+            assert_eq!(
+                t.absorb(&mut part, g, hash, first),
+                first == 7,
+                "new only once"
+            );
         }
         assert_eq!(groups(&mut t), [(Value::Count(5), Value::Count(3), 3)]);
     }
@@ -423,6 +452,33 @@ mod tests {
         let (values, accs) = none.group_mut(0);
         assert!(values.is_empty());
         assert_eq!(accs[0].finish(&crate::types::Type::Count), Value::Count(3));
+    }
+
+    #[test]
+    fn groups_of_equal_hashes_are_told_apart_by_their_values() {
+        let mut t = table();
+        let s = |x: &str| Value::String(x.into());
+        for v in [Value::Count(1), s("x")] {
+            t.group(&[v.borrowed()], usize::MAX).unwrap();
+        }
+        let (h_count, h_string) = (t.hash(0), t.hash(1));
+        // A scalar of another value, with the scalar group's hash, or the string's.
+        let two = scalar_key(&[ValueRef::Count(2)]);
+        assert!(t.find_hashed(two, h_count).is_err());
+        assert!(t.find_hashed(two, h_string).is_err());
+        assert_eq!(
+            t.find_hashed(scalar_key(&[ValueRef::Count(1)]), h_count)
+                .ok(),
+            Some(0)
+        );
+        // A key of another string, with either group's hash.
+        t.key.clear();
+        push_key(&mut t.key, &ValueRef::String(b"y"));
+        assert!(t.find_hashed(None, h_count).is_err());
+        assert!(t.find_hashed(None, h_string).is_err());
+        t.key.clear();
+        push_key(&mut t.key, &ValueRef::String(b"x"));
+        assert_eq!(t.find_hashed(None, h_string).ok(), Some(1));
     }
 
     #[test]

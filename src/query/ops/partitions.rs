@@ -51,8 +51,9 @@ impl std::fmt::Debug for Partitions {
     }
 }
 
-/// Which table a group of hash `hash` is in: bits the tables' own indexes use neither for
-/// a group's place (the low bits) nor for its tag (the top seven).
+/// Which table a group of hash `hash` is in: bits of the high half, which the tables' own
+/// indexes do not keep (they place and tag a group by the low half, `groups.rs`), so that
+/// a table's groups differ in all the bits it uses.
 fn part_of(hash: u64) -> usize {
     (hash >> 32) as usize % PARTS
 }
@@ -84,17 +85,20 @@ impl Partitions {
     /// Adds a batch's groups, the `g`-th of which has its first event at `base + g` (see the
     /// module docs).
     pub(crate) fn merge(&self, mut batch: GroupTable, base: u64) {
-        let mut order: Vec<(u32, u32)> = (0..batch.len())
-            .map(|g| (part_of(batch.hash(g)) as u32, g as u32))
+        let mut order: Vec<(u32, u32, u64)> = (0..batch.len())
+            .map(|g| {
+                let hash = batch.hash(g);
+                (part_of(hash) as u32, g as u32, hash)
+            })
             .collect();
-        order.sort_unstable();
+        order.sort_unstable_by_key(|&(part, g, _)| (part, g));
         let mut made = 0;
         for run in order.chunk_by(|a, b| a.0 == b.0) {
             let mut table = self.lock(run[0].0 as usize);
-            for &(_, g) in run {
+            for &(_, g, hash) in run {
                 let g = g as usize;
                 let first = batch.first(g).saturating_add(base);
-                made += usize::from(table.absorb(&mut batch, g, first));
+                made += usize::from(table.absorb(&mut batch, g, hash, first));
             }
         }
         if self.groups.fetch_add(made, Ordering::Relaxed) + made > self.max {
