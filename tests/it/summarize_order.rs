@@ -289,6 +289,29 @@ fn top(groups: &Groups<'_>, field: &str, n: usize, most: bool) -> Vec<J> {
         .collect()
 }
 
+/// `sort K [desc], ... | head n` of `events`: stable, by each key (unset after the others in
+/// both directions), numbers by value.
+fn sort_head(events: &[J], keys: &[(&str, bool)], n: usize) -> Vec<J> {
+    let mut out = events.to_vec();
+    out.sort_by(|a, b| {
+        for &(k, desc) in keys {
+            let o = match (a.get(k), b.get(k)) {
+                (None, None) => std::cmp::Ordering::Equal,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (Some(x), Some(y)) if desc => order(y, x),
+                (Some(x), Some(y)) => order(x, y),
+            };
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+    out.truncate(n);
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // The test
 // ---------------------------------------------------------------------------------------------
@@ -423,6 +446,39 @@ fn summarize_top_and_rare_give_the_groups_of_a_row_by_row_pass_in_id_order() {
         "summarize count() by id.orig_h",
         &counts(&hosts, &["id.orig_h"]),
     );
+    // `sort ... | head N` right after: `summarize` emits only the groups that can be among
+    // the first N, and the same events come out (ties at the cut in the groups' order).
+    for (keys, n) in [
+        (&[("s", true)][..], 25),
+        (&[("s", false)][..], 7),
+        (&[("n", true), ("s", false)][..], 40),
+        (&[("n", false)][..], 300),
+    ] {
+        let text: Vec<String> = keys
+            .iter()
+            .map(|(k, d)| format!("{k}{}", if *d { " desc" } else { "" }))
+            .collect();
+        let chain = format!(
+            "summarize n=count(), s=sum(orig_bytes) by id.orig_h | sort {} | head {n}",
+            text.join(", ")
+        );
+        let want = sort_head(&by_host, keys, n);
+        if keys[0].0 == "n" {
+            // Ties at the cut: the order of the groups decides which are kept.
+            let cut = &want[n - 1]["n"];
+            let tied = by_host.iter().filter(|e| &e["n"] == cut).count();
+            let kept = want.iter().filter(|e| &e["n"] == cut).count();
+            assert!(tied > kept, "{chain}: a tie at the cut");
+        }
+        check(&db, &chain, &want);
+    }
+    // By the addresses (in their own order): the first events of the whole sort.
+    let all = export(
+        &db,
+        "summarize n=count() by id.orig_h | sort id.orig_h desc",
+    );
+    let chain = "summarize n=count() by id.orig_h | sort id.orig_h desc | head 3";
+    check(&db, chain, &all[..3]);
     check(
         &db,
         "summarize count() by proto, id.resp_p",

@@ -171,6 +171,11 @@ impl GroupTable {
         self.values.get(g)
     }
 
+    /// Group `g`'s accumulators.
+    pub(crate) fn accs(&self, g: usize) -> &[Acc] {
+        self.accs.get(g)
+    }
+
     /// Group `g`'s `by` values and accumulators, its values to be taken.
     pub(crate) fn group_mut(&mut self, g: usize) -> (&mut [Value], &[Acc]) {
         (self.values.get_mut(g), self.accs.get(g))

@@ -10,7 +10,7 @@
 //! of the archive gives its `g`-th group (in the order of their first events) the position
 //! of its first event ID plus `g`, which lies inside the batch's IDs, above every earlier
 //! batch's and below every later one's. The groups come out ordered by that position
-//! ([`Partitions::take`]): as a `summarize` that saw every event in ID order, one after the
+//! ([`Ordered::new`]): as a `summarize` that saw every event in ID order, one after the
 //! other, would have made them.
 //!
 //! Memory: the groups, and per group a `u32` while they are taken out in order. At most
@@ -111,12 +111,37 @@ impl Partitions {
         self.full.load(Ordering::Relaxed)
     }
 
-    /// Every group, in the order of their first positions; the tables are left empty.
-    pub(crate) fn take(&self) -> Ordered {
-        let tables: Vec<GroupTable> = (0..PARTS)
+    /// Every group's table; the tables here are left empty.
+    pub(crate) fn take_tables(&self) -> Vec<GroupTable> {
+        let tables = (0..PARTS)
             .map(|p| std::mem::replace(&mut *self.lock(p), self.empty.clone()))
             .collect();
         self.groups.store(0, Ordering::Relaxed);
+        tables
+    }
+}
+
+/// Groups of [`Partitions::take_tables`], in order.
+pub(crate) struct Ordered {
+    tables: Vec<GroupTable>,
+    order: Order,
+}
+
+enum Order {
+    /// Every group by first position: per table, its groups by first position, and per
+    /// table with groups left, the next one's first position, the table, and its place in
+    /// the table's order.
+    Merge {
+        orders: Vec<Vec<u32>>,
+        heads: BinaryHeap<Reverse<(u64, usize, usize)>>,
+    },
+    /// These groups (table, group), in this order.
+    List(std::vec::IntoIter<(u32, u32)>),
+}
+
+impl Ordered {
+    /// Every group of `tables`, in the order of their first positions.
+    pub(crate) fn new(tables: Vec<GroupTable>) -> Ordered {
         let orders: Vec<Vec<u32>> = tables
             .iter()
             .map(|t| {
@@ -132,37 +157,36 @@ impl Partitions {
             .collect();
         Ordered {
             tables,
-            orders,
-            heads,
+            order: Order::Merge { orders, heads },
         }
     }
-}
 
-/// The groups of [`Partitions::take`], in order.
-pub(crate) struct Ordered {
-    tables: Vec<GroupTable>,
-    /// Per table, its groups by first position.
-    orders: Vec<Vec<u32>>,
-    /// Per table with groups left: the next one's first position, the table, and its place
-    /// in the table's order.
-    heads: BinaryHeap<Reverse<(u64, usize, usize)>>,
-}
-
-impl Ordered {
-    /// How many groups there are in all.
-    pub(crate) fn len(&self) -> usize {
-        self.tables.iter().map(GroupTable::len).sum()
+    /// The groups `list` (table, group) of `tables`, in that order.
+    pub(crate) fn listed(tables: Vec<GroupTable>, list: Vec<(u32, u32)>) -> Ordered {
+        Ordered {
+            tables,
+            order: Order::List(list.into_iter()),
+        }
     }
 
     /// The next group's `by` values (to be taken) and accumulators.
     pub(crate) fn next_group(&mut self) -> Option<(&mut [Value], &[Acc])> {
-        let Reverse((_, p, at)) = self.heads.pop()?;
-        let g = self.orders[p][at] as usize;
-        if let Some(&next) = self.orders[p].get(at + 1) {
-            let first = self.tables[p].first(next as usize);
-            self.heads.push(Reverse((first, p, at + 1)));
-        }
-        Some(self.tables[p].group_mut(g))
+        let (p, g) = match &mut self.order {
+            Order::Merge { orders, heads } => {
+                let Reverse((_, p, at)) = heads.pop()?;
+                let g = orders[p][at] as usize;
+                if let Some(&next) = orders[p].get(at + 1) {
+                    let first = self.tables[p].first(next as usize);
+                    heads.push(Reverse((first, p, at + 1)));
+                }
+                (p, g)
+            }
+            Order::List(list) => {
+                let (p, g) = list.next()?;
+                (p as usize, g as usize)
+            }
+        };
+        Some(self.tables.get_mut(p)?.group_mut(g))
     }
 }
 
@@ -185,7 +209,7 @@ mod tests {
     }
 
     fn drain(p: &Partitions) -> Vec<(Value, Value)> {
-        let mut o = p.take();
+        let mut o = Ordered::new(p.take_tables());
         let mut out = Vec::new();
         while let Some((v, a)) = o.next_group() {
             out.push((v[0].clone(), a[0].finish(&Type::Count)));

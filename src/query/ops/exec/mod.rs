@@ -55,6 +55,15 @@ pub(crate) trait Operator: Send {
     fn cutoff(&mut self) -> Option<(Option<crate::value::Value>, u64)> {
         None
     }
+    /// When it keeps only its first `N` events by keys (`sort K, ... | head N`), and ties by
+    /// their arrival: the keys (name, descending) and `N`.
+    fn keeps_first(&self) -> Option<(Vec<(String, bool)>, usize)> {
+        None
+    }
+    /// The next stage keeps only its first `n` events by `keys` ([`Operator::keeps_first`]):
+    /// an operator that emits at the end may emit only those of its events that can be
+    /// among them, in the order it would have emitted them.
+    fn feeds_first(&mut self, _keys: Vec<(String, bool)>, _n: usize) {}
     /// Takes the groups of one batch of `schema`, aggregated by [`Operator::agg_plan`].
     fn merge_partial(&mut self, _schema: &SchemaRef, _partial: Partial) -> Result<(), QueryError> {
         Err(QueryError::Limit(
@@ -73,7 +82,12 @@ pub(crate) struct Stages {
 }
 
 impl Stages {
-    pub fn new(ops: Vec<Box<dyn Operator>>) -> Stages {
+    pub fn new(mut ops: Vec<Box<dyn Operator>>) -> Stages {
+        for k in 1..ops.len() {
+            if let Some((keys, n)) = ops[k].keeps_first() {
+                ops[k - 1].feeds_first(keys, n);
+            }
+        }
         Stages {
             ops,
             done: None,

@@ -92,7 +92,9 @@ impl Sort {
         Sort::order_keys(desc, (&a.keys, a.seq), (&b.keys, b.seq))
     }
 
-    fn order_keys(
+    /// How two events compare by their keys (`None`: the field is missing or unset), then
+    /// by their places.
+    pub(super) fn order_keys(
         desc: &[bool],
         (a, a_seq): (&[Option<Value>], u64),
         (b, b_seq): (&[Option<Value>], u64),
@@ -128,6 +130,10 @@ impl Sort {
 }
 
 impl Operator for Sort {
+    fn keeps_first(&self) -> Option<(Vec<(String, bool)>, usize)> {
+        Some((self.keys.clone(), self.limit?)).filter(|_| !self.by_id)
+    }
+
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
         if self.limit == Some(0) {
             return Ok(Flow::Done);

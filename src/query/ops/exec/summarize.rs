@@ -15,14 +15,18 @@
 //! distinct values of `distinct` and `count_distinct`), its first position and an index
 //! entry, at most [`MAX_GROUPS`] groups (more is an error); the output is made
 //! [`EMIT_GROUPS`] events at a time, each slice taken by the next operator before the next.
+//! Followed by `sort ... | head N` (and in `top`, `rare`), it emits only the `N` groups that
+//! `sort` keeps ([`first_groups`]): the others are never made events.
 
 use std::sync::Arc;
 
 use super::super::aggregate::{bucket, coerce, result_type, unify, KeyHasher};
+use super::super::groups::GroupTable;
 use super::super::partial::{AggPlan, Partial};
 use super::super::partitions::{Ordered, Partitions};
 use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
+use super::sort::{cut_at, Sort};
 use super::{Flow, Operator};
 use crate::query::QueryError;
 use crate::types::{Field, Schema, SchemaRef, Type};
@@ -73,6 +77,9 @@ pub(crate) struct Summarize {
     scratch: Vec<u8>,
     /// Once the input ended, the groups being emitted.
     emitting: Option<Emitting>,
+    /// The next stage keeps only its first events by these keys (name, descending), this
+    /// many ([`Operator::feeds_first`]).
+    top: Option<(Vec<(String, bool)>, usize)>,
 }
 
 impl Summarize {
@@ -103,6 +110,7 @@ impl Summarize {
             bindings: Vec::new(),
             scratch: Vec::new(),
             emitting: None,
+            top: None,
         }
     }
 
@@ -175,6 +183,72 @@ impl Summarize {
     }
 }
 
+/// The groups (table, group) of `tables` that are among the first `n` events by `keys` of
+/// the next stage (a `sort ... | head n`, ties in the order of arrival), in the order of
+/// their first events, as they would have come to it among all the others: that stage then
+/// keeps the same events, in the same order, and no other group is made an event. The keys
+/// are the groups' values as in their events (`schema`, of `by` fields of types `by_types`
+/// and aggregations of types `agg_types`), unset ones last, as `sort` has them.
+fn first_groups(
+    tables: &[GroupTable],
+    schema: &SchemaRef,
+    by_types: &[Type],
+    agg_types: &[Type],
+    keys: &[(String, bool)],
+    n: usize,
+) -> Vec<(u32, u32)> {
+    let desc: Vec<bool> = keys.iter().map(|k| k.1).collect();
+    let sources: Vec<Option<Source>> = keys
+        .iter()
+        .map(|(name, _)| Source::resolve(schema, name))
+        .collect();
+    type Candidate = (Vec<Option<Value>>, u64, u32, u32);
+    let order = |a: &Candidate, b: &Candidate| Sort::order_keys(&desc, (&a.0, a.1), (&b.0, b.1));
+    let mut kept: Vec<Candidate> = Vec::new();
+    // Once `n` are kept: the last of them; a group that sorts after it is not.
+    let mut cutoff: Option<Candidate> = None;
+    for (p, t) in tables.iter().enumerate() {
+        for g in 0..t.len() {
+            let (values, accs) = (t.values(g), t.accs(g));
+            let key = sources
+                .iter()
+                .map(|s| {
+                    let v = match s {
+                        None => return None,
+                        Some(Source::SchemaName) => Value::String(schema.name.clone().into()),
+                        Some(Source::Field(i, _)) => match values.get(*i) {
+                            Some(v) => coerce(v.clone(), &by_types[*i]),
+                            None => {
+                                let a = *i - values.len();
+                                accs.get(a)?.finish(agg_types.get(a)?)
+                            }
+                        },
+                    };
+                    (!matches!(v, Value::Null)).then_some(v)
+                })
+                .collect();
+            let candidate = (key, t.first(g), p as u32, g as u32);
+            if cutoff
+                .as_ref()
+                .is_some_and(|c| order(&candidate, c) == std::cmp::Ordering::Greater)
+            {
+                continue;
+            }
+            kept.push(candidate);
+            if kept.len() >= cut_at(n) {
+                kept.sort_by(order);
+                kept.truncate(n);
+                cutoff = kept.last().cloned();
+            }
+        }
+    }
+    kept.sort_by(order);
+    kept.truncate(n);
+    let mut firsts: Vec<(u64, u32, u32)> = kept.into_iter().map(|(_, f, p, g)| (f, p, g)).collect();
+    firsts.sort_unstable();
+    firsts.into_iter().map(|(_, p, g)| (p, g)).collect()
+}
+
 fn too_many_groups() -> QueryError {
     QueryError::Limit(format!(
         "`summarize` holds at most {MAX_GROUPS} groups; group by fewer or coarser fields (a `resolution`), or narrow the query"
@@ -188,6 +262,10 @@ impl Operator for Summarize {
 
     fn agg_plan(&mut self) -> Option<AggPlan> {
         Some(Summarize::agg_plan(self))
+    }
+
+    fn feeds_first(&mut self, keys: Vec<(String, bool)>, n: usize) {
+        self.top = Some((keys, n));
     }
 
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
@@ -281,13 +359,13 @@ impl Summarize {
     /// The groups in order, and the schema of the events made of them.
     fn start_emitting(&mut self) -> Result<Emitting, QueryError> {
         self.check_full()?;
-        let mut groups = self.groups.take();
+        let mut tables = self.groups.take_tables();
         // No `by` and no input: one event of the empty aggregation (`count()` is 0).
-        if self.by.is_empty() && groups.len() == 0 {
+        if self.by.is_empty() && tables.iter().all(|t| t.len() == 0) {
             let mut empty = self.groups.table();
             empty.group(&[], MAX_GROUPS);
             self.groups.merge(empty, 0);
-            groups = self.groups.take();
+            tables = self.groups.take_tables();
         }
         let by_types: Vec<Type> = self
             .by_types
@@ -312,9 +390,17 @@ impl Summarize {
                 .zip(&agg_types)
                 .map(|(a, t)| Field::new(a.name.clone(), t.clone())),
         );
+        let schema = Arc::new(Schema::new(self.name.clone(), fields));
+        let groups = match &self.top {
+            Some((keys, n)) => {
+                let list = first_groups(&tables, &schema, &by_types, &agg_types, keys, *n);
+                Ordered::listed(tables, list)
+            }
+            None => Ordered::new(tables),
+        };
         Ok(Emitting {
             groups,
-            schema: Arc::new(Schema::new(self.name.clone(), fields)),
+            schema,
             by_types,
             agg_types,
         })
