@@ -21,7 +21,7 @@ use super::aggregate::{bucket, Acc, Map};
 use super::groups::GroupTable;
 use super::partitions::Partitions;
 use super::slice::Source;
-use super::syntax::AggSpec;
+use super::syntax::{AggFunc, AggSpec};
 use crate::query::ints::{self, Numbers};
 use crate::segment::{Columns, Ints};
 use crate::types::{SchemaRef, Type};
@@ -426,6 +426,34 @@ impl AggPlan {
         }
         let mut scratch = Vec::new();
         for (k, column) in columns.iter().enumerate() {
+            if let (Some((values, set, ty)), AggFunc::Count | AggFunc::Sum | AggFunc::Mean) =
+                (column, self.aggs[k].func)
+            {
+                // Each group's total and count of set values, added to its accumulator
+                // once ([`Acc::add_integers`]), not value by value.
+                let signed = ints::signedness(ty) == Some(true);
+                let groups = acc.len();
+                let mut totals = vec![(0i128, 0u64); groups];
+                for (&r, &g) in rows.iter().zip(&group_rows) {
+                    if set[r / ints::WORD] >> (r % ints::WORD) & 1 == 1 {
+                        if let Some(t) = totals.get_mut(g) {
+                            let v = values[r];
+                            t.0 += if signed {
+                                i128::from(v as i64)
+                            } else {
+                                i128::from(v)
+                            };
+                            t.1 += 1;
+                        }
+                    }
+                }
+                for (g, &(total, count)) in totals.iter().enumerate() {
+                    if count > 0 {
+                        acc.accs(g)[k].add_integers(ty, total, count);
+                    }
+                }
+                continue;
+            }
             for (&r, &g) in rows.iter().zip(&group_rows) {
                 if g == SKIP {
                     continue;
@@ -687,6 +715,11 @@ impl<'p> Groups<'p> {
         }
         // A batch has fewer groups than rows: no limit here (`summarize` has one).
         self.table.group(values, usize::MAX)
+    }
+
+    /// How many groups there are.
+    fn len(&self) -> usize {
+        self.table.len()
     }
 
     /// Group `g`'s accumulators.
