@@ -134,6 +134,8 @@ pub(crate) struct GroupTable {
     first: PerGroup<u64>,
     /// How many groups there are.
     len: usize,
+    /// Every [`GroupTable::group`] makes a new group, not indexed ([`GroupTable::listing`]).
+    listing: bool,
     /// Scratch for a key being looked up.
     key: Vec<u8>,
 }
@@ -151,6 +153,7 @@ impl GroupTable {
             key_ends: PerGroup::new(1),
             first: PerGroup::new(1),
             len: 0,
+            listing: false,
             key: Vec::new(),
             funcs,
         }
@@ -201,6 +204,25 @@ impl GroupTable {
     /// The group of `values` (one per `by` field), made with fresh accumulators when there
     /// is none, if fewer than `max` groups are there (`None` otherwise).
     pub(crate) fn group(&mut self, values: &[ValueRef<'_>], max: usize) -> Option<usize> {
+        if self.listing {
+            if self.len() >= max {
+                return None;
+            }
+            let keyed = scalar_key(values).is_none();
+            if keyed {
+                self.key.clear();
+                for v in values {
+                    push_key(&mut self.key, v);
+                }
+            }
+            let g = self.len();
+            self.values.push(values.iter().map(ValueRef::to_owned));
+            self.accs.push(self.funcs.iter().map(|&f| Acc::new(f)));
+            self.first.push([g as u64]);
+            self.add_key(keyed, g);
+            self.len += 1;
+            return Some(g);
+        }
         match self.find(values) {
             Ok(g) => Some(g),
             Err(slot) => {
@@ -257,19 +279,33 @@ impl GroupTable {
 
     /// Indexes new group `g` (its values and accumulators already pushed).
     fn insert(&mut self, slot: Slot, g: usize) {
-        if slot.keyed {
+        self.add_key(slot.keyed, g);
+        self.index
+            .insert_unique(spread(slot.low), (g as u32, slot.low), |&(_, h)| spread(h));
+        self.len += 1;
+    }
+
+    /// Keeps new group `g`'s key (in `self.key`) when it has one, not a scalar.
+    fn add_key(&mut self, keyed: bool, g: usize) {
+        if keyed {
             // The first group with a key: the scalar ones before it end where keys start.
             while self.key_ends.len < g {
                 self.key_ends.push([0]);
             }
             self.keys.extend_from_slice(&self.key);
         }
-        if slot.keyed || self.key_ends.len > 0 {
+        if keyed || self.key_ends.len > 0 {
             self.key_ends.push([self.keys.len()]);
         }
-        self.index
-            .insert_unique(spread(slot.low), (g as u32, slot.low), |&(_, h)| spread(h));
-        self.len += 1;
+    }
+
+    /// This table, empty, made to list its groups: every [`GroupTable::group`] makes a new
+    /// one, with no index to find it by, so that equal values may make several. For a
+    /// batch whose rows nearly all have values of their own, merged into tables that find
+    /// the repeats ([`GroupTable::absorb`]): the index would cost more than it saves.
+    pub(crate) fn listing(mut self) -> GroupTable {
+        self.listing = self.len == 0;
+        self
     }
 
     /// Where group `g`'s key is in `keys`.
@@ -280,15 +316,15 @@ impl GroupTable {
     /// Takes `other`'s group `g` (of the same `by` fields and aggregations, and the same
     /// hasher), whose [`GroupTable::hash`] is `hash` and whose first event is at `first`: a
     /// group already here takes its accumulators ([`Acc::merge`]) and the smaller first
-    /// position; a new one comes last. Returns whether it is new. `other`'s group is left
-    /// with unset values and fresh accumulators.
+    /// position; a new one comes last. Returns the group's first position before (`None`:
+    /// it is new). `other`'s group is left with unset values and fresh accumulators.
     pub(crate) fn absorb(
         &mut self,
         other: &mut GroupTable,
         g: usize,
         hash: u64,
         first: u64,
-    ) -> bool {
+    ) -> Option<u64> {
         let scalar = match other.values(g) {
             [v] => scalar_key(&[v.borrowed()]),
             _ => None,
@@ -311,8 +347,9 @@ impl GroupTable {
                     acc.merge(o);
                 }
                 let at = &mut self.first.get_mut(h)[0];
-                *at = (*at).min(first);
-                false
+                let before = *at;
+                *at = before.min(first);
+                Some(before)
             }
             Err(slot) => {
                 let h = self.len();
@@ -321,7 +358,7 @@ impl GroupTable {
                 self.accs.push(accs);
                 self.first.push([first]);
                 self.insert(slot, h);
-                true
+                None
             }
         }
     }
@@ -422,11 +459,12 @@ mod tests {
             let g = part.group(&[ValueRef::Count(5)], usize::MAX).unwrap();
             part.accs_mut(g)[0].add_event();
             let hash = part.hash(g);
-            assert_eq!(
-                t.absorb(&mut part, g, hash, first),
-                first == 7,
-                "new only once"
-            );
+            let before = match first {
+                7 => None,
+                3 => Some(7),
+                _ => Some(3),
+            };
+            assert_eq!(t.absorb(&mut part, g, hash, first), before, "new only once");
         }
         assert_eq!(groups(&mut t), [(Value::Count(5), Value::Count(3), 3)]);
     }

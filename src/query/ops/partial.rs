@@ -173,17 +173,23 @@ impl AggPlan {
         rows: Option<&[usize]>,
         first: u64,
     ) -> Result<Partial, DecodeError> {
-        let groups = self.batch_groups(schema, cols, rows)?;
-        self.groups.merge(groups, first);
+        let listed = self.groups.listing();
+        let groups = self.batch_groups(schema, cols, rows, listed)?;
+        let made = groups.len();
+        let repeats = self.groups.merge(groups, first);
+        let rows = rows.map_or(cols.rows(), <[usize]>::len);
+        self.groups.learn(rows, made, listed, repeats);
         Ok(Partial { _merged: () })
     }
 
-    /// The groups of the rows `rows` of a batch, in the order of their first events.
+    /// The groups of the rows `rows` of a batch, in the order of their first events (with
+    /// `listed`, in a table that lists them, [`GroupTable::listing`]).
     fn batch_groups(
         &self,
         schema: &SchemaRef,
         cols: &Columns,
         rows: Option<&[usize]>,
+        listed: bool,
     ) -> Result<GroupTable, DecodeError> {
         let n = cols.rows();
         let resolve = |name: &str| Source::resolve(schema, name);
@@ -200,7 +206,7 @@ impl AggPlan {
                 Some(f) => Reader::new(schema, cols, resolve(f)).map(Some),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut acc = Groups::new(self);
+        let mut acc = Groups::new(self, listed);
         let counts_only = self.aggs.iter().all(|a| a.field.is_none());
         let dicts = by
             .iter()
@@ -700,10 +706,11 @@ struct Groups<'p> {
 }
 
 impl<'p> Groups<'p> {
-    fn new(plan: &'p AggPlan) -> Groups<'p> {
+    fn new(plan: &'p AggPlan, listed: bool) -> Groups<'p> {
+        let table = plan.groups.table();
         Groups {
             plan,
-            table: plan.groups.table(),
+            table: if listed { table.listing() } else { table },
         }
     }
 

@@ -38,6 +38,8 @@ pub(crate) struct Partitions {
     groups: AtomicUsize,
     max: usize,
     full: AtomicBool,
+    /// Batches list their groups ([`Partitions::learn`]).
+    listing: AtomicBool,
     /// An empty table like the others (for a batch's groups).
     empty: GroupTable,
 }
@@ -67,6 +69,7 @@ impl Partitions {
             groups: AtomicUsize::new(0),
             max,
             full: AtomicBool::new(false),
+            listing: AtomicBool::new(false),
             empty,
         }
     }
@@ -78,32 +81,71 @@ impl Partitions {
     }
 
     fn lock(&self, part: usize) -> MutexGuard<'_, GroupTable> {
-        // A panic under the lock (a bug) leaves a table that is still whole.
+        // A panic under the lock is a bug, whose batch the pool reports lost (`pool.rs`);
+        // the other threads go on with the table as it is.
         self.parts[part].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Adds a batch's groups, the `g`-th of which has its first event at `base + g` (see the
-    /// module docs).
-    pub(crate) fn merge(&self, mut batch: GroupTable, base: u64) {
-        let mut order: Vec<(u32, u32, u64)> = (0..batch.len())
-            .map(|g| {
-                let hash = batch.hash(g);
-                (part_of(hash) as u32, g as u32, hash)
-            })
-            .collect();
-        order.sort_unstable_by_key(|&(part, g, _)| (part, g));
-        let mut made = 0;
-        for run in order.chunk_by(|a, b| a.0 == b.0) {
-            let mut table = self.lock(run[0].0 as usize);
-            for &(_, g, hash) in run {
+    /// module docs); returns how many of them found a group made by an earlier one of the
+    /// batch (repeats: only in a table that lists its groups, [`GroupTable::listing`]).
+    pub(crate) fn merge(&self, mut batch: GroupTable, base: u64) -> usize {
+        let ours = base..base.saturating_add(batch.len() as u64);
+        // The groups by table, in their order within each (a counting sort).
+        let hashes: Vec<u64> = (0..batch.len()).map(|g| batch.hash(g)).collect();
+        let mut starts = [0usize; PARTS + 1];
+        for &h in &hashes {
+            starts[part_of(h) + 1] += 1;
+        }
+        for p in 0..PARTS {
+            starts[p + 1] += starts[p];
+        }
+        let mut next = starts;
+        let mut order = vec![0u32; hashes.len()];
+        for (g, &h) in hashes.iter().enumerate() {
+            let at = &mut next[part_of(h)];
+            order[*at] = g as u32;
+            *at += 1;
+        }
+        let (mut made, mut repeats) = (0, 0);
+        for p in 0..PARTS {
+            let run = &order[starts[p]..starts[p + 1]];
+            if run.is_empty() {
+                continue;
+            }
+            let mut table = self.lock(p);
+            for &g in run {
                 let g = g as usize;
                 let first = batch.first(g).saturating_add(base);
-                made += usize::from(table.absorb(&mut batch, g, hash, first));
+                match table.absorb(&mut batch, g, hashes[g], first) {
+                    None => made += 1,
+                    Some(before) => repeats += usize::from(ours.contains(&before)),
+                }
             }
         }
         if self.groups.fetch_add(made, Ordering::Relaxed) + made > self.max {
             self.full.store(true, Ordering::Relaxed);
         }
+        repeats
+    }
+
+    /// Whether the next batches should list their groups ([`GroupTable::listing`]).
+    pub(crate) fn listing(&self) -> bool {
+        self.listing.load(Ordering::Relaxed)
+    }
+
+    /// Learns from a batch of `rows` rows that made `groups` groups, `repeats` of them found
+    /// again in the merge (see [`Partitions::merge`]), whether the next should list theirs:
+    /// when nearly every row makes a group of its own (more than three in four), an index per
+    /// batch finds almost nothing; once a listed batch's rows repeat (more than one in four),
+    /// it is worth it again. (Threads racing on it decide for a batch or two at worst.)
+    pub(crate) fn learn(&self, rows: usize, groups: usize, listed: bool, repeats: usize) {
+        let list = if listed {
+            repeats * 4 <= groups
+        } else {
+            groups * 4 > rows * 3
+        };
+        self.listing.store(list, Ordering::Relaxed);
     }
 
     /// Whether a merge made more than `max` groups.
@@ -240,6 +282,41 @@ mod tests {
         );
         assert!(!p.full());
         assert!(drain(&p).is_empty(), "taken");
+    }
+
+    #[test]
+    fn batches_that_list_their_groups_give_the_same_groups_and_count_their_repeats() {
+        let rows: [&[u64]; 3] = [&[5, 1, 5, 5], &[7, 1, 9, 7], &[2, 9, 3000]];
+        let indexed = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let listed = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let mut repeats = Vec::new();
+        for (i, r) in rows.iter().enumerate().rev() {
+            assert_eq!(indexed.merge(batch(&indexed, r), 100 * i as u64), 0);
+            let mut t = listed.table().listing();
+            for &x in *r {
+                let g = t.group(&[ValueRef::Count(x)], usize::MAX).unwrap();
+                t.accs_mut(g)[0].add_event();
+            }
+            assert_eq!(t.len(), r.len(), "a group per row");
+            repeats.push(listed.merge(t, 100 * i as u64));
+        }
+        // Repeats within a batch only: 7 in the second, 5 twice in the first.
+        assert_eq!(repeats, [0, 1, 2]);
+        assert_eq!(drain(&listed), drain(&indexed));
+    }
+
+    #[test]
+    fn batches_list_their_groups_while_rows_rarely_repeat() {
+        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        assert!(!p.listing());
+        p.learn(100, 90, false, 0);
+        assert!(p.listing(), "90 groups of 100 rows");
+        p.learn(100, 100, true, 10);
+        assert!(p.listing(), "10 repeats in 100");
+        p.learn(100, 100, true, 40);
+        assert!(!p.listing(), "40 repeats in 100");
+        p.learn(100, 60, false, 0);
+        assert!(!p.listing());
     }
 
     #[test]
