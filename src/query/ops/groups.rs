@@ -43,6 +43,15 @@ fn scalar_key(values: &[ValueRef<'_>]) -> Option<(u8, u128)> {
     })
 }
 
+/// [`scalar_key`] of a group's values.
+fn scalar_of(values: &[Value]) -> Option<(u8, u128)> {
+    match values {
+        // (A list is no scalar; borrowing it would copy its items.)
+        [v] if !matches!(v, Value::List(_)) => scalar_key(&[v.borrowed()]),
+        _ => None,
+    }
+}
+
 /// An index entry: the group, and the low half of its hash (see [`spread`]).
 type Entry = (u32, u32);
 
@@ -192,10 +201,8 @@ impl GroupTable {
     /// The hash by which group `g` is indexed: equal in every table (of one hasher) for
     /// equal values.
     pub(crate) fn hash(&self, g: usize) -> u64 {
-        if let [v] = self.values(g) {
-            if let Some(key) = scalar_key(&[v.borrowed()]) {
-                return self.hasher.hash_one(key);
-            }
+        if let Some(key) = scalar_of(self.values(g)) {
+            return self.hasher.hash_one(key);
         }
         // Any other group's key is kept (empty without `by` fields).
         self.hasher.hash_one(&self.keys[self.key_range(g)])
@@ -204,38 +211,34 @@ impl GroupTable {
     /// The group of `values` (one per `by` field), made with fresh accumulators when there
     /// is none, if fewer than `max` groups are there (`None` otherwise).
     pub(crate) fn group(&mut self, values: &[ValueRef<'_>], max: usize) -> Option<usize> {
-        if self.listing {
-            if self.len() >= max {
-                return None;
-            }
+        let (keyed, low) = if self.listing {
             let keyed = scalar_key(values).is_none();
             if keyed {
-                self.key.clear();
-                for v in values {
-                    push_key(&mut self.key, v);
-                }
+                self.make_key(values);
             }
-            let g = self.len();
-            self.values.push(values.iter().map(ValueRef::to_owned));
-            self.accs.push(self.funcs.iter().map(|&f| Acc::new(f)));
-            self.first.push([g as u64]);
-            self.add_key(keyed, g);
-            self.len += 1;
-            return Some(g);
+            (keyed, None)
+        } else {
+            match self.find(values) {
+                Ok(g) => return Some(g),
+                Err(slot) => (slot.keyed, Some(slot.low)),
+            }
+        };
+        if self.len() >= max {
+            return None;
         }
-        match self.find(values) {
-            Ok(g) => Some(g),
-            Err(slot) => {
-                if self.len() >= max {
-                    return None;
-                }
-                let g = self.len();
-                self.values.push(values.iter().map(ValueRef::to_owned));
-                self.accs.push(self.funcs.iter().map(|&f| Acc::new(f)));
-                self.first.push([g as u64]);
-                self.insert(slot, g);
-                Some(g)
-            }
+        let g = self.len();
+        self.values.push(values.iter().map(ValueRef::to_owned));
+        self.accs.push(self.funcs.iter().map(|&f| Acc::new(f)));
+        self.first.push([g as u64]);
+        self.add(g, keyed, low);
+        Some(g)
+    }
+
+    /// The key of `values` (not a scalar) into `self.key`.
+    fn make_key(&mut self, values: &[ValueRef<'_>]) {
+        self.key.clear();
+        for v in values {
+            push_key(&mut self.key, v);
         }
     }
 
@@ -245,10 +248,7 @@ impl GroupTable {
         let hash = match scalar {
             Some(key) => self.hasher.hash_one(key),
             None => {
-                self.key.clear();
-                for v in values {
-                    push_key(&mut self.key, v);
-                }
+                self.make_key(values);
                 self.hasher.hash_one(self.key.as_slice())
             }
         };
@@ -262,9 +262,7 @@ impl GroupTable {
         let found = self.index.find(spread(low), |&(g, h)| {
             h == low
                 && match scalar {
-                    Some(key) => {
-                        matches!(self.values(g as usize), [v] if scalar_key(&[v.borrowed()]) == Some(key))
-                    }
+                    Some(key) => scalar_of(self.values(g as usize)) == Some(key),
                     None => self.keys[self.key_range(g as usize)] == self.key[..],
                 }
         });
@@ -277,11 +275,15 @@ impl GroupTable {
         }
     }
 
-    /// Indexes new group `g` (its values and accumulators already pushed).
-    fn insert(&mut self, slot: Slot, g: usize) {
-        self.add_key(slot.keyed, g);
-        self.index
-            .insert_unique(spread(slot.low), (g as u32, slot.low), |&(_, h)| spread(h));
+    /// Counts in new group `g` (its values, accumulators and first position already
+    /// pushed): keeps its key (in `self.key`) when `keyed`, and indexes it by the low half of
+    /// its hash, `low` (`None`: a table that lists its groups).
+    fn add(&mut self, g: usize, keyed: bool, low: Option<u32>) {
+        self.add_key(keyed, g);
+        if let Some(low) = low {
+            self.index
+                .insert_unique(spread(low), (g as u32, low), |&(_, h)| spread(h));
+        }
         self.len += 1;
     }
 
@@ -317,7 +319,8 @@ impl GroupTable {
     /// hasher), whose [`GroupTable::hash`] is `hash` and whose first event is at `first`: a
     /// group already here takes its accumulators ([`Acc::merge`]) and the smaller first
     /// position; a new one comes last. Returns the group's first position before (`None`:
-    /// it is new). `other`'s group is left with unset values and fresh accumulators.
+    /// it is new). `other`'s group is left with unset values and placeholder accumulators
+    /// (`count`s of 0), not to be used again.
     pub(crate) fn absorb(
         &mut self,
         other: &mut GroupTable,
@@ -325,22 +328,19 @@ impl GroupTable {
         hash: u64,
         first: u64,
     ) -> Option<u64> {
-        let scalar = match other.values(g) {
-            [v] => scalar_key(&[v.borrowed()]),
-            _ => None,
-        };
+        let scalar = scalar_of(other.values(g));
         if scalar.is_none() {
             self.key.clear();
             self.key.extend_from_slice(&other.keys[other.key_range(g)]);
         }
         let found = self.find_hashed(scalar, hash);
         let group = other.values.get_mut(g);
+        // (Taken, not copied: the batch's table is dropped after its merge.)
         let accs = other
             .accs
             .get_mut(g)
             .iter_mut()
-            .zip(&self.funcs)
-            .map(|(a, &f)| std::mem::replace(a, Acc::new(f)));
+            .map(|a| std::mem::replace(a, Acc::Count(0)));
         match found {
             Ok(h) => {
                 for (acc, o) in self.accs.get_mut(h).iter_mut().zip(accs) {
@@ -357,7 +357,7 @@ impl GroupTable {
                     .push(group.iter_mut().map(|v| std::mem::replace(v, Value::Null)));
                 self.accs.push(accs);
                 self.first.push([first]);
-                self.insert(slot, h);
+                self.add(h, slot.keyed, Some(slot.low));
                 None
             }
         }
