@@ -171,6 +171,30 @@ impl Program {
         out
     }
 
+    /// The fields that may be read as their numbers (`crate::segment::Columns::ints`; one
+    /// flag per field of the schema): those every comparison of which is a range of numbers
+    /// without a protocol ([`numbers`]), which needs no msgpack value.
+    pub(crate) fn number_fields(&self) -> Vec<bool> {
+        // Per field: 1 some comparison reads it as numbers, 2 some reads it otherwise.
+        let mut seen = vec![0u8; self.types.len()];
+        fn walk(b: &Bound, seen: &mut [u8]) {
+            match b {
+                Bound::And(v) | Bound::Or(v) => v.iter().for_each(|b| walk(b, seen)),
+                Bound::Test(t) => {
+                    let how = if as_numbers(t) { 1 } else { 2 };
+                    for f in [t.proto, Some(t.field)].into_iter().flatten() {
+                        if let Some(s) = seen.get_mut(f) {
+                            *s |= how;
+                        }
+                    }
+                }
+                Bound::Const(_) | Bound::Id(_) => {}
+            }
+        }
+        walk(&self.bound, &mut seen);
+        seen.iter().map(|&s| s == 1).collect()
+    }
+
     /// The rows of a batch that match, evaluated on its columns `cols` (at least those of
     /// [`Program::fields`] inflated, dictionaries among them only of
     /// [`Program::dictionary_fields`]); the first row is the event with ID `first_id`.
@@ -226,8 +250,22 @@ fn column(p: &Program, t: &Test, cols: &Columns) -> Result<Selection, DecodeErro
         let (lo, hi) = dict.code_bytes(enc);
         return Ok(Selection::of_codes(rows, &hit, lo, hi));
     }
+    let kept = match (cols.ints(t.field), cols.marked(t.field)) {
+        (Some(ints), _) => Some(Numbers::Decoded(ints)),
+        (None, Some(m)) => Some(Numbers::Marked(m)),
+        (None, None) => None,
+    };
+    if let Some(kept) = kept {
+        // Kept so only for such comparisons (`number_fields`); numbers out of the type's
+        // range are an error, as the reader reports them (msgpack's unused marker).
+        return numbers(t, kept, rows).ok_or_else(|| DecodeError::Unexpected {
+            marker: 0xc1,
+            ty: t.ty.to_string(),
+            at: 0,
+        });
+    }
     let values = cols.column(t.field);
-    if let Some(s) = numbers(t, values, rows) {
+    if let Some(s) = numbers(t, Numbers::Msgpack(values), rows) {
         return Ok(s);
     }
     let mut c = RowCursor::new(values);
@@ -249,28 +287,29 @@ fn column(p: &Program, t: &Test, cols: &Columns) -> Result<Selection, DecodeErro
     Ok(s)
 }
 
+/// Whether [`numbers`] evaluates the comparison `t`: a range of numbers without a protocol.
+fn as_numbers(t: &Test) -> bool {
+    t.proto.is_none()
+        && matches!(
+            (t.fast, signedness(&t.ty)),
+            (Fast::Unsigned { .. }, Some(false)) | (Fast::Signed { .. }, Some(true))
+        )
+}
+
 /// A range comparison of a number column without a protocol, on the column decoded at once
 /// ([`super::ints`]); `None` for any other comparison, or a column that module leaves to
 /// the general reader.
-fn numbers(t: &Test, values: &[u8], rows: usize) -> Option<Selection> {
-    if t.proto.is_some() {
+fn numbers(t: &Test, values: Numbers<'_>, rows: usize) -> Option<Selection> {
+    if !as_numbers(t) {
         return None;
     }
     let words = match (t.fast, signedness(&t.ty)?) {
-        (Fast::Unsigned { lo, hi, negate }, false) => select(
-            Numbers::Msgpack(values),
-            rows,
-            false,
-            (lo, hi, negate),
-            |v| v,
-        )?,
-        (Fast::Signed { lo, hi, negate }, true) => select(
-            Numbers::Msgpack(values),
-            rows,
-            true,
-            (lo, hi, negate),
-            |v| v as i64,
-        )?,
+        (Fast::Unsigned { lo, hi, negate }, false) => {
+            select(values, rows, false, (lo, hi, negate), |v| v)?
+        }
+        (Fast::Signed { lo, hi, negate }, true) => {
+            select(values, rows, true, (lo, hi, negate), |v| v as i64)?
+        }
         _ => return None,
     };
     Some(Selection { words, rows })

@@ -13,6 +13,8 @@
 //! and the caller reads the column with the general reader, which reports the error with its
 //! offset exactly as before: the two paths accept the same columns and answer alike.
 
+use crate::segment::marked::Marked;
+use crate::segment::marked::{BAD, KINDS as MARKERS, NEG, POS, SIGNED, UNSET, UNSIGNED};
 use crate::segment::Ints;
 use crate::types::Type;
 
@@ -23,6 +25,9 @@ use crate::types::Type;
 pub(crate) enum Numbers<'a> {
     Msgpack(&'a [u8]),
     Decoded(&'a Ints),
+    /// A marked column (`crate::segment::Columns::marked`): each value's width is known
+    /// from its marker, so no value waits for the one before it.
+    Marked(Marked<'a>),
 }
 
 /// Rows decoded at a time: one word of a selection's bitmap.
@@ -46,43 +51,6 @@ pub(crate) fn signedness(ty: &Type) -> Option<bool> {
         _ => None,
     }
 }
-
-/// What a marker byte starts, for [`decode`]: the kind of value (one of the consts below) in
-/// the high nibble, the bytes that follow the marker in the low one.
-const MARKERS: [u8; 256] = {
-    let mut t = [BAD << 4; 256];
-    let mut m = 0;
-    while m < 256 {
-        t[m] = match m {
-            0x00..=0x7f => POS << 4,
-            0xe0..=0xff => NEG << 4,
-            0xc0 => UNSET << 4,
-            0xcc => UNSIGNED << 4 | 1,
-            0xcd => UNSIGNED << 4 | 2,
-            0xce => UNSIGNED << 4 | 4,
-            0xcf => UNSIGNED << 4 | 8,
-            0xd0 => SIGNED << 4 | 1,
-            0xd1 => SIGNED << 4 | 2,
-            0xd2 => SIGNED << 4 | 4,
-            0xd3 => SIGNED << 4 | 8,
-            _ => BAD << 4,
-        };
-        m += 1;
-    }
-    t
-};
-/// A positive fixint: the marker is the value.
-const POS: u8 = 0;
-/// A negative fixint: the marker is the value, as an `i8`.
-const NEG: u8 = 1;
-/// `uint 8` to `uint 64`: big-endian bytes follow.
-const UNSIGNED: u8 = 2;
-/// `int 8` to `int 64`: big-endian two's complement bytes follow.
-const SIGNED: u8 = 3;
-/// `nil`: unset.
-const UNSET: u8 = 4;
-/// Anything else: no integer.
-const BAD: u8 = 5;
 
 /// Decodes the `rows` values of `column` as numbers of a signed (`signed`) or unsigned type,
 /// a [`Word`] of 64 rows at a time handed to `each` (in a buffer on the stack, so nothing is
@@ -108,9 +76,12 @@ pub(crate) fn decode(
     let column = match column {
         Numbers::Msgpack(column) => column,
         Numbers::Decoded(ints) => {
-            // Planes hold times and intervals, which are signed; a column of any other
-            // length is not this batch's.
-            if !signed || ints.values.len() != rows || ints.set.len() != rows.div_ceil(WORD) {
+            // Numbers out of the type's range, or a column of any other length (not this
+            // batch's), are left to the reader.
+            if !ints.fit(signed)
+                || ints.values.len() != rows
+                || ints.set.len() != rows.div_ceil(WORD)
+            {
                 return None;
             }
             for (values, &set) in ints.values.chunks(WORD).zip(&ints.set) {
@@ -118,6 +89,31 @@ pub(crate) fn decode(
                 word.set = set;
                 word.len = values.len();
                 each(&word);
+            }
+            return Some(());
+        }
+        Numbers::Marked(c) => {
+            // Checked when it was inflated: a marker per row, the payloads' total. Types
+            // are checked once per column by the markers' forms, and a `uint 64` in a signed
+            // column by its value.
+            let (negative, u64s) = c.forms();
+            if c.markers.len() != rows || (!signed && negative) {
+                return None;
+            }
+            let mut pos = 0usize;
+            let mut base = 0;
+            while base < rows {
+                let n = WORD.min(rows - base);
+                word.set = c.numbers(base, &mut pos, &mut word.values[..n]);
+                word.len = n;
+                if signed && u64s {
+                    let ms = &c.markers[base..base + n];
+                    if (0..n).any(|r| ms[r] == 0xcf && word.values[r] > i64::MAX as u64) {
+                        return None;
+                    }
+                }
+                each(&word);
+                base += n;
             }
             return Some(());
         }

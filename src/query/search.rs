@@ -374,7 +374,10 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         }
     }
     let mut as_dicts = p.dictionary_fields();
-    let mut as_ints = vec![false; want.len()];
+    // Fields compared only as ranges of numbers stay numbers (integer planes and marked
+    // columns are not rebuilt as msgpack).
+    let mut as_ints = p.number_fields();
+    as_ints.resize(want.len(), false);
     let read = want.clone();
     let plan = job.aggregate.as_ref().filter(|_| !job.count_only);
     for f in plan.map(|c| c.fields(&p.schema)).unwrap_or_default() {
@@ -384,7 +387,7 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
             (want.get_mut(f), as_dicts.get_mut(f), as_ints.get_mut(f))
         {
             *d = !read[f] || *d;
-            *n = !read[f];
+            *n = !read[f] || *n;
             *w = true;
         }
     }

@@ -177,6 +177,8 @@ pub(crate) struct SplitRows<'a> {
     pub(crate) cols: &'a [Vec<u8>],
     /// Per column: its plan for integer planes (`planes::plan`; missing: none).
     pub(crate) planes: &'a [Option<bool>],
+    /// Per column: whether it may be marked (`marked::plan`; missing: no).
+    pub(crate) marked: &'a [bool],
     /// Per column: its encoded bytes as a dictionary (`dict.rs`), which the preparer made
     /// before (empty or missing: not a dictionary).
     pub(crate) dicts: &'a [Vec<u8>],
@@ -251,11 +253,12 @@ impl Packer {
         fields: usize,
         plans: &[Option<bool>],
     ) -> Option<(Layout, &[u8], usize)> {
-        self.pack_encoded(data, offsets, fields, plans, &[])
+        self.pack_encoded(data, offsets, fields, plans, &[], &[])
     }
 
     /// [`Packer::pack_planned`] with the columns `dicts` marks stored as dictionaries
-    /// (`dict.rs`) where their values allow, as the preparer makes them.
+    /// (`dict.rs`) where their values allow, as the preparer makes them, and those `marked`
+    /// marks stored marked (`marked.rs`) where their values allow.
     #[cfg(test)]
     pub(crate) fn pack_encoded(
         &mut self,
@@ -264,6 +267,7 @@ impl Packer {
         fields: usize,
         plans: &[Option<bool>],
         dicts: &[bool],
+        marked: &[bool],
     ) -> Option<(Layout, &[u8], usize)> {
         if self.compression.codec == Codec::None {
             return None;
@@ -276,6 +280,7 @@ impl Packer {
         let split = split.then_some(SplitRows {
             cols: &cols,
             planes: plans,
+            marked,
             dicts: &encoded,
         });
         self.pack_split(data.len(), || data, offsets, split)
@@ -336,6 +341,7 @@ impl Packer {
         let SplitRows {
             cols,
             planes: plans,
+            marked,
             dicts,
         } = split;
         self.header.clear();
@@ -359,6 +365,14 @@ impl Packer {
                 }
                 (None, Some(delta)) if self.planes.encode(raw, rows, delta, &mut encoded) => {
                     columns::push_varint(&mut self.header, columns::PLANES);
+                    columns::push_varint(&mut self.header, encoded.len());
+                    &encoded
+                }
+                (None, None)
+                    if marked.get(c) == Some(&true)
+                        && super::marked::encode(raw, rows, &mut encoded) =>
+                {
+                    columns::push_varint(&mut self.header, columns::MARKED);
                     columns::push_varint(&mut self.header, encoded.len());
                     &encoded
                 }

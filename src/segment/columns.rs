@@ -41,6 +41,11 @@
 //! is checked whenever it is inflated, before it is decompressed: a reader of one column
 //! reads (and faults in the pages of) the header and that column alone.
 //!
+//! Format 10 adds encoding [`MARKED`] 3 (`marked.rs`): the values' markers, then their
+//! payloads. Its encoded length is written like that of [`PLANES`] and [`DICT`] and always
+//! equals the raw length (a reader refuses any other). A reader that wants a marked
+//! column's numbers keeps it so ([`Columns::marked`]); any other rebuilds its values.
+//!
 //! The batch's `raw_size` is the length of its rows back to back (so `raw_size` = rows ×
 //! header length + the sum of the columns' raw lengths, which a reader checks before it
 //! inflates anything), its `offsets` vector is empty and its `checksum` is the CRC-32 of the
@@ -207,6 +212,8 @@ pub(crate) const PLANES: usize = 1;
 /// Column encoding (format 7): a dictionary of its distinct values and a code per row
 /// (`dict.rs`).
 pub(crate) const DICT: usize = 2;
+/// Column encoding (format 10): the values' markers, then their payloads (`marked.rs`).
+pub(crate) const MARKED: usize = 3;
 
 impl Header {
     /// The length of column `c`'s stored bytes (0 past the last column).
@@ -246,9 +253,14 @@ pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Head
         };
         let plain = match encoding {
             VALUES => raw,
-            PLANES | DICT => read_varint(stored, &mut pos)?,
+            PLANES | DICT | MARKED => read_varint(stored, &mut pos)?,
             e => return Err(format!("a column of unknown encoding {e}")),
         };
+        if encoding == MARKED && plain != raw {
+            return Err(format!(
+                "a marked column of {raw} raw bytes encoded in {plain}"
+            ));
+        }
         let len = read_varint(stored, &mut pos)?;
         let crc = if checksummed {
             let b = stored
@@ -332,17 +344,30 @@ pub struct Columns {
     /// The columns of integer planes kept as their numbers (no bytes in `buf`), by column;
     /// empty when none is.
     ints: Vec<Option<Ints>>,
+    /// The marked columns kept so (their span holds the encoded bytes, checked), by column;
+    /// empty when none is.
+    marked: Vec<bool>,
     rows: usize,
     raw_size: usize,
 }
 
 /// A column of integer planes as its numbers ([`read_columns`]'s `as_ints`): row `r`'s number
 /// (the bits of an `i64`; 0 when unset) is `values[r]`, and bit `r % 64` of `set[r / 64]`
-/// says whether it has one (the bits past the rows are 0).
+/// says whether it has one (the bits past the rows are 0). `negative`: some number is below
+/// 0 (which no count or port holds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ints {
     pub values: Vec<u64>,
     pub set: Vec<u64>,
+    pub negative: bool,
+}
+
+impl Ints {
+    /// Whether every number fits a signed (`int`, `time`, `interval`) or unsigned (`count`,
+    /// `port`) type.
+    pub(crate) fn fit(&self, signed: bool) -> bool {
+        signed || !self.negative
+    }
 }
 
 impl Columns {
@@ -408,6 +433,7 @@ impl Columns {
             spans,
             dicts,
             ints: Vec::new(),
+            marked: Vec::new(),
             rows: offsets.len(),
             raw_size: data.len(),
         })
@@ -423,7 +449,7 @@ impl Columns {
     /// The encoded values of column `c` (empty past the end, and for a column kept as a
     /// dictionary: which only a search asks for).
     pub fn column(&self, c: usize) -> &[u8] {
-        if self.dict(c).is_some() || self.ints(c).is_some() {
+        if self.dict(c).is_some() || self.ints(c).is_some() || self.marked(c).is_some() {
             return &[];
         }
         self.spans.get(c).map_or(&[][..], |r| &self.buf[r.clone()])
@@ -436,15 +462,26 @@ impl Columns {
         Some((d, &self.buf[self.spans.get(c)?.clone()]))
     }
 
-    /// Column `c` when it was kept as its numbers ([`read_columns`]'s `as_ints`).
+    /// Column `c` when it was kept as its numbers ([`read_columns`]'s `as_ints`, a column
+    /// of integer planes).
     pub(crate) fn ints(&self, c: usize) -> Option<&Ints> {
         self.ints.get(c)?.as_ref()
+    }
+
+    /// Column `c` when it was kept marked ([`read_columns`]'s `as_ints`, a marked column):
+    /// its markers and payloads, checked.
+    pub(crate) fn marked(&self, c: usize) -> Option<super::marked::Marked<'_>> {
+        if self.marked.get(c) != Some(&true) {
+            return None;
+        }
+        let (markers, payload) = self.buf[self.spans.get(c)?.clone()].split_at(self.rows);
+        Some(super::marked::Marked { markers, payload })
     }
 }
 
 /// Which columns [`inflate_columns`] keeps in their stored form instead of rebuilding their
-/// msgpack: dictionaries (checked, [`Columns::dict`]) and integer planes (as their numbers,
-/// [`Columns::ints`]).
+/// msgpack: dictionaries (checked, [`Columns::dict`]), integer planes (as their numbers,
+/// [`Columns::ints`]) and marked columns (checked, [`Columns::marked`]).
 #[derive(Clone, Copy)]
 enum Keep<'a> {
     /// Those marked (one flag per column; `None`: none).
@@ -508,6 +545,7 @@ fn inflate_columns(
     let mut spans = Vec::with_capacity(n);
     let mut dicts = Vec::new();
     let mut ints = Vec::new();
+    let mut marked = Vec::new();
     let mut at = 0;
     for (c, col) in cols.iter().enumerate() {
         if !wanted(c) {
@@ -540,6 +578,20 @@ fn inflate_columns(
             at += col.raw;
             continue;
         }
+        if col.encoding == MARKED && keep.ints(c) {
+            // The encoded bytes (exactly the raw length, checked by `header`), as they are.
+            if col.stored == col.plain {
+                dst.copy_from_slice(src);
+            } else {
+                inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
+            }
+            super::marked::check(dst, rows).map_err(|e| format!("column {c}: {e}"))?;
+            marked.resize(n, false);
+            marked[c] = true;
+            spans.push(at..at + col.raw);
+            at += col.raw;
+            continue;
+        }
         if col.encoding == PLANES && keep.ints(c) {
             let plain = plain_of(codec, src, col.plain).map_err(|e| format!("column {c}: {e}"))?;
             let numbers =
@@ -552,10 +604,10 @@ fn inflate_columns(
         }
         if col.encoding != VALUES {
             let plain = plain_of(codec, src, col.plain).map_err(|e| format!("column {c}: {e}"))?;
-            if col.encoding == PLANES {
-                super::planes::decode(&plain, rows, dst)
-            } else {
-                super::dict::decode(&plain, rows, dst)
+            match col.encoding {
+                PLANES => super::planes::decode(&plain, rows, dst),
+                MARKED => super::marked::decode(&plain, rows, dst),
+                _ => super::dict::decode(&plain, rows, dst),
             }
             .map_err(|e| format!("column {c}: {e}"))?;
         } else if col.stored == col.raw {
@@ -571,6 +623,7 @@ fn inflate_columns(
         spans,
         dicts,
         ints,
+        marked,
         rows,
         raw_size,
     })
@@ -940,13 +993,143 @@ mod tests {
         dicts: &[bool],
     ) -> (Layout, Vec<u8>, usize, Vec<usize>) {
         let plain_len = p.pack(data, offsets, fields).unwrap().1.len();
-        let (layout, stored, raw) = p.pack_encoded(data, offsets, fields, plans, dicts).unwrap();
+        let (layout, stored, raw) = p
+            .pack_encoded(data, offsets, fields, plans, dicts, &[])
+            .unwrap();
         assert_eq!(layout, Layout::Columns);
         assert!(stored.len() < plain_len, "{} >= {plain_len}", stored.len());
         let stored = stored.to_vec();
         let cols = header(&stored, raw, offsets.len()).unwrap().cols;
         let encodings = cols.iter().map(|c| c.encoding).collect();
         (layout, stored, raw, encodings)
+    }
+
+    /// Rows of a count (every width, some unset), a port, an int (negative too), a string
+    /// and a count column with a string among its values: what the writer stores marked (the
+    /// first three), read back whole, in projection, as selected rows and kept marked.
+    #[test]
+    fn count_columns_are_stored_marked_and_read_back_as_written() {
+        use crate::types::Type;
+        use crate::value::ValueRef;
+        let n = 300;
+        let count = |r: u64| match r % 6 {
+            0 => Value::Null,
+            1 => Value::Count(r),
+            2 => Value::Count(r * 1_000),
+            3 => Value::Count(r << 20),
+            4 => Value::Count(u64::MAX - r),
+            _ => Value::Count(r % 128),
+        };
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for r in 0..n as u64 {
+            offsets.push(data.len() as u32);
+            let row = [
+                count(r),
+                Value::Port(r * 211 % 65_536),
+                Value::Int(if r % 3 == 0 {
+                    -(r as i64) * 70_001
+                } else {
+                    r as i64
+                }),
+                Value::String(format!("C{r:017}").into_bytes()),
+                if r == 200 {
+                    Value::String(b"x".to_vec())
+                } else {
+                    Value::Count(r)
+                },
+            ];
+            encode_row(&row, &mut data);
+        }
+        let marks = [true; 5];
+        for codec in [Codec::Zstd, Codec::Lz4] {
+            let mut p = Packer::new(Compression::new(codec));
+            let (layout, stored, raw) = p
+                .pack_encoded(&data, &offsets, 5, &[], &[], &marks)
+                .unwrap();
+            let stored = stored.to_vec();
+            assert_eq!(layout, Layout::Columns);
+            let encodings: Vec<usize> = header(&stored, raw, n)
+                .unwrap()
+                .cols
+                .iter()
+                .map(|c| c.encoding)
+                .collect();
+            assert_eq!(
+                encodings,
+                [MARKED, MARKED, MARKED, VALUES, VALUES],
+                "{codec:?}"
+            );
+            let (got, len) = unpack(codec, layout, &stored, raw, n).unwrap();
+            assert_eq!(len, data.len());
+            assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{codec:?}");
+            let mut split_cols = Vec::new();
+            assert!(split(&data, &offsets, 5, &mut split_cols));
+            let all = read_columns(codec, &stored, raw, n, None, (None, None)).unwrap();
+            for (c, col) in split_cols.iter().enumerate() {
+                assert_eq!(all.column(c), &col[..], "column {c}");
+                assert!(all.marked(c).is_none());
+            }
+            // Kept marked: each row's marker and payload as written.
+            let kept = read_columns(codec, &stored, raw, n, None, (None, Some(&marks))).unwrap();
+            let types = [Type::Count, Type::Port, Type::Int];
+            for (c, ty) in types.iter().enumerate() {
+                let m = kept.marked(c).unwrap();
+                assert!(kept.column(c).is_empty());
+                let mut cur = RowCursor::new(&split_cols[c]);
+                let mut pos = 0;
+                for r in 0..n {
+                    let (v, kind) = super::super::marked::value(&m, r, &mut pos);
+                    match cur.read(ty).unwrap() {
+                        ValueRef::Null => assert_eq!(kind, super::super::marked::UNSET),
+                        ValueRef::Count(x) | ValueRef::Port(x) => assert_eq!(v, x, "{c} {r}"),
+                        ValueRef::Int(x) => assert_eq!(v, x as u64, "{c} {r}"),
+                        v => panic!("{v:?}"),
+                    }
+                }
+                assert_eq!(pos, m.payload.len());
+            }
+            assert!(kept.marked(3).is_none() && kept.marked(4).is_none());
+            assert_eq!(kept.column(4), &split_cols[4][..]);
+            // Projection and selected rows rebuild the marked columns' values.
+            let want = [false, true, true, false, false];
+            let (proj, _) = assemble(codec, &stored, raw, n, Some(&want), None).unwrap();
+            let mut cur = RowCursor::new(&proj);
+            for r in 0..n as u64 {
+                cur.row_header(2).unwrap();
+                assert_eq!(
+                    cur.read(&Type::Port).unwrap(),
+                    ValueRef::Port(r * 211 % 65_536)
+                );
+                cur.skip().unwrap();
+            }
+            let select = [0usize, 4, 199, 200, n - 1];
+            let (sel, len) = assemble(codec, &stored, raw, n, None, Some(&select)).unwrap();
+            let offs: Vec<usize> = sel[len..]
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                .collect();
+            for &r in &select {
+                let end = offs.get(r + 1).copied().unwrap_or(len);
+                let want_end = offsets.get(r + 1).map_or(data.len(), |&o| o as usize);
+                assert_eq!(
+                    &sel[offs[r]..end],
+                    &data[offsets[r] as usize..want_end],
+                    "row {r}"
+                );
+            }
+            // Every stored byte damaged: an error or the promised size, never a panic.
+            for i in 0..stored.len() {
+                let mut bad = stored.clone();
+                bad[i] ^= 0x41;
+                if let Ok((buf, len)) = unpack(codec, layout, &bad, raw, n) {
+                    assert_eq!((buf.len(), len), (raw + 4 * n, raw));
+                }
+                if let Ok(cols) = read_columns(codec, &bad, raw, n, None, (None, Some(&marks))) {
+                    assert!(cols.marked(0).is_none_or(|m| m.markers.len() == n));
+                }
+            }
+        }
     }
 
     /// Rows of a time (increasing, microseconds), an interval (some unset), a string and a
@@ -1103,7 +1286,7 @@ mod tests {
             }
             // Ten rows: the dictionary of the first column would not be smaller.
             let (_, stored, raw) = p
-                .pack_encoded(few_data, few_offsets, 3, &[], &[true, true, true])
+                .pack_encoded(few_data, few_offsets, 3, &[], &[true, true, true], &[])
                 .unwrap();
             let stored = stored.to_vec();
             assert!(encoded(&stored, raw, few, DICT).unwrap().len() < 3);
@@ -1183,8 +1366,9 @@ mod tests {
         dicts.push(true);
         for codec in [Codec::Zstd, Codec::Lz4] {
             let mut p = Packer::new(Compression::new(codec));
-            let (layout, stored, raw) =
-                p.pack_encoded(&data, &offsets, 14, &plans, &dicts).unwrap();
+            let (layout, stored, raw) = p
+                .pack_encoded(&data, &offsets, 14, &plans, &dicts, &[])
+                .unwrap();
             assert_eq!(header(stored, raw, 60).unwrap().cols[12].encoding, PLANES);
             assert_eq!(header(stored, raw, 60).unwrap().cols[13].encoding, DICT);
             assert_eq!(layout, Layout::Columns);

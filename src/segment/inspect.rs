@@ -50,6 +50,9 @@ pub struct BatchInfo {
     pub planes: Vec<String>,
     /// The fields stored as dictionaries (format 7) rather than as their values.
     pub dicts: Vec<String>,
+    /// The fields stored marked (format 10: markers, then payloads) rather than as their
+    /// values.
+    pub marked: Vec<String>,
     /// Bytes the batch's rows and row offsets take in the segment (compressed or not).
     pub stored_bytes: u64,
     /// Bytes of the batch's sketch's Bloom filter (0 without a sketch).
@@ -82,6 +85,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
             layout: seg.batch_layout(i).unwrap_or_default().name().to_string(),
             planes: names(seg.batch_planes(i)),
             dicts: names(seg.batch_dicts(i)),
+            marked: names(seg.batch_marked(i)),
             stored_bytes: stored as u64,
             bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
             ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
@@ -145,7 +149,11 @@ impl fmt::Display for SegmentInfo {
                 b.codec,
                 if b.layout == "columns" {
                     let mut s = String::from(", columns");
-                    for (what, cols) in [("planes", &b.planes), ("dicts", &b.dicts)] {
+                    for (what, cols) in [
+                        ("planes", &b.planes),
+                        ("dicts", &b.dicts),
+                        ("marked", &b.marked),
+                    ] {
                         if !cols.is_empty() {
                             s.push_str(&format!("; {what}: {}", cols.join(" ")));
                         }

@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 9
-//! (`SegmentV9`, [`FORMAT_VERSION`]) and reads versions 1 to 9. All have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 10
+//! (`SegmentV10`, [`FORMAT_VERSION`]) and reads versions 1 to 10. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -112,6 +112,16 @@
 //! The metadata checksum of version 9 is that of version 8 with 9 as the version. Readers
 //! of version 8 refuse version 9 (an unknown union type).
 //!
+//! Version 10 has the fields of version 9; a column of a batch stored in columns may also be
+//! *marked* (`marked.rs`, encoding 3 of the column header: the values' msgpack markers, one
+//! byte per row, then the bytes that follow each marker), which the writer uses for `count`,
+//! `port` and `int` columns whose values are all nil or integers. The bytes are the column's
+//! own, rearranged, so that a reader knows each value's width before it reads any value: a
+//! scan of a count column had spent most of its time finding where each value starts
+//! (`docs/performance-log.md`). The metadata checksum of version 10 is that of version 9
+//! with 10 as the version. Readers of version 9 refuse version 10 (an unknown union type),
+//! which would otherwise meet a column of an unknown encoding.
+//!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then
 //! the sketch: one byte 0 (absent) or 1 followed by `bloom_hashes` as u8, the Bloom filter as a
@@ -201,6 +211,7 @@ mod dict;
 mod error;
 mod index;
 mod inspect;
+pub(crate) mod marked;
 mod meta;
 mod planes;
 mod prepare;

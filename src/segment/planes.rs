@@ -366,9 +366,11 @@ pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
         if let Some(last) = set.last_mut().filter(|_| !rows.is_multiple_of(64)) {
             *last = (1 << (rows % 64)) - 1;
         }
+        let negative = stored.iter().any(|&v| (v as i64) < 0);
         return Ok(super::Ints {
             values: stored,
             set,
+            negative,
         });
     }
     let mut values = vec![0u64; rows];
@@ -380,7 +382,13 @@ pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
             set[r / 64] |= 1 << (r % 64);
         }
     }
-    Ok(super::Ints { values, set })
+    // Unset rows hold 0.
+    let negative = values.iter().any(|&v| (v as i64) < 0);
+    Ok(super::Ints {
+        values,
+        set,
+        negative,
+    })
 }
 
 thread_local! {

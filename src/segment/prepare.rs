@@ -76,6 +76,8 @@ pub struct Preparer {
     cols: Vec<Vec<u8>>,
     /// How each of its columns may be stored (`planes::plan`).
     plans: Vec<Option<bool>>,
+    /// Which of its columns may be marked (`marked::plan`).
+    marked: Vec<bool>,
     /// Its columns encoded as dictionaries (`dict.rs`; empty: not one), and their encoder.
     dicts: Vec<Vec<u8>>,
     dict: super::dict::Encoder,
@@ -97,6 +99,7 @@ impl Preparer {
             scratch: Vec::new(),
             cols: Vec::new(),
             plans: Vec::new(),
+            marked: Vec::new(),
             dicts: Vec::new(),
             dict: super::dict::Encoder::default(),
             split: true,
@@ -149,6 +152,15 @@ impl Preparer {
                 .map(|f| super::planes::plan(&f.ty)),
         );
         let plans = &self.plans[..];
+        self.marked.clear();
+        self.marked.extend(
+            batch
+                .schema()
+                .fields
+                .iter()
+                .map(|f| super::marked::plan(&f.ty)),
+        );
+        let marked = &self.marked[..];
         // The string and address columns with few distinct values, as dictionaries: made once
         // here, stored by the packer and read by the sketch (which then hashes each distinct
         // value once instead of walking the column).
@@ -174,6 +186,7 @@ impl Preparer {
             let split = cols.map(|cols| SplitRows {
                 cols,
                 planes: plans,
+                marked,
                 dicts,
             });
             let (layout, raw) = packer

@@ -328,6 +328,15 @@ impl Segment {
                     ..checksummed_root!(v9, 9)
                 }
             }
+            fbs::SegmentVersion::SegmentV10 => {
+                let v10 = root
+                    .segment_as_segment_v10()
+                    .ok_or_else(|| corrupt(path, "segment version 10 table missing"))?;
+                Root {
+                    checkpoints: v10.checkpoints().map(|c| c.bytes()),
+                    ..checksummed_root!(v10, 10)
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -830,6 +839,12 @@ impl Segment {
         self.batch_encoded(i, super::columns::DICT)
     }
 
+    /// The fields of batch `i` stored marked (format 10, `marked.rs`), as
+    /// [`Segment::batch_planes`] gives those stored as planes.
+    pub fn batch_marked(&self, i: usize) -> Option<Vec<usize>> {
+        self.batch_encoded(i, super::columns::MARKED)
+    }
+
     /// The columns of batch `i` of encoding `encoding`, from its column header.
     fn batch_encoded(&self, i: usize, encoding: usize) -> Option<Vec<usize>> {
         let m = self.parts.batches.get(i)?;
@@ -1269,7 +1284,7 @@ mod tests {
     fn places(path: &Path) -> (Range<usize>, Vec<Range<usize>>) {
         let seg = Segment::open(path).unwrap();
         let m = &seg.parts.batches[0];
-        assert_eq!((seg.version(), m.layout), (9, Layout::Columns));
+        assert_eq!((seg.version(), m.layout), (10, Layout::Columns));
         let data = &seg.map[m.data.clone()];
         let header = super::super::columns::header(data, m.raw_size, m.rows as usize).unwrap();
         assert!(header.checksummed);

@@ -23,6 +23,7 @@ use super::partitions::Partitions;
 use super::slice::Source;
 use super::syntax::{AggFunc, AggSpec};
 use crate::query::ints::{self, Numbers};
+use crate::segment::marked::{self, Marked};
 use crate::segment::{Columns, Ints};
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
@@ -63,6 +64,13 @@ enum Reader<'c> {
         ty: Type,
         row: usize,
     },
+    /// A marked column: row after row, its payloads from `pos`.
+    Marked {
+        marked: Marked<'c>,
+        ty: Type,
+        row: usize,
+        pos: usize,
+    },
     /// A dictionary column: each entry decoded once, then a code per row.
     Dict {
         entries: Vec<ValueRef<'c>>,
@@ -94,7 +102,24 @@ impl<'c> Reader<'c> {
             });
         }
         if let Some(ints) = cols.ints(index) {
+            // Numbers out of the type's range, reported as the reader would (msgpack's
+            // unused marker: no such number has a marker of its type).
+            if !ints::signedness(&ty).is_some_and(|signed| ints.fit(signed)) {
+                return Err(DecodeError::Unexpected {
+                    marker: 0xc1,
+                    ty: ty.to_string(),
+                    at: 0,
+                });
+            }
             return Ok(Reader::Ints { ints, ty, row: 0 });
+        }
+        if let Some(marked) = cols.marked(index) {
+            return Ok(Reader::Marked {
+                marked,
+                ty,
+                row: 0,
+                pos: 0,
+            });
         }
         let column = cols.column(index);
         Ok(Reader::Values {
@@ -122,6 +147,34 @@ impl<'c> Reader<'c> {
                     Some(_) => Ok(ValueRef::Null),
                     None => Err(DecodeError::Truncated(r)),
                 }
+            }
+            Reader::Marked {
+                marked,
+                ty,
+                row,
+                pos,
+            } => {
+                let r = *row;
+                if r >= marked.markers.len() {
+                    return Err(DecodeError::Truncated(r));
+                }
+                *row += 1;
+                let (v, kind) = marked::value(marked, r, pos);
+                let signed = ints::signedness(ty).unwrap_or(false);
+                let fits = match kind {
+                    marked::UNSET => return Ok(ValueRef::Null),
+                    marked::NEG | marked::SIGNED => signed,
+                    _ => !signed || v <= i64::MAX as u64,
+                };
+                if !fits || ints::signedness(ty).is_none() {
+                    // As the reader reports a number of another type.
+                    return Err(DecodeError::Unexpected {
+                        marker: marked.markers[r],
+                        ty: ty.to_string(),
+                        at: r,
+                    });
+                }
+                Ok(number(ty, v))
             }
             Reader::Dict { entries, codes } => Ok(codes
                 .next()
@@ -228,7 +281,7 @@ impl AggPlan {
                         codes_of = Some((values.len(), &*entries, codes));
                         values.push(ValueRef::Null);
                     }
-                    Reader::Values { .. } | Reader::Ints { .. } => {}
+                    Reader::Values { .. } | Reader::Ints { .. } | Reader::Marked { .. } => {}
                 }
             }
             let Some((at, entries, codes)) = codes_of else {
@@ -279,6 +332,11 @@ impl AggPlan {
                 }
                 [Reader::Ints { ints, ty, .. }] => {
                     let src = Numbers::Decoded(ints);
+                    self.count_numbers(src, None, ty, n, rows, &mut acc)?;
+                    return Ok(acc.finish());
+                }
+                [Reader::Marked { marked, ty, .. }] => {
+                    let src = Numbers::Marked(*marked);
                     self.count_numbers(src, None, ty, n, rows, &mut acc)?;
                     return Ok(acc.finish());
                 }
@@ -354,10 +412,11 @@ impl AggPlan {
         for a in aggs {
             columns.push(match a {
                 None => None,
-                Some(r @ (Reader::Values { .. } | Reader::Ints { .. })) => {
+                Some(r @ (Reader::Values { .. } | Reader::Ints { .. } | Reader::Marked { .. })) => {
                     let (column, ty) = match r {
                         Reader::Values { column, ty, .. } => (Numbers::Msgpack(column), ty),
                         Reader::Ints { ints, ty, .. } => (Numbers::Decoded(ints), ty),
+                        Reader::Marked { marked, ty, .. } => (Numbers::Marked(*marked), ty),
                         _ => return Ok(false),
                     };
                     let Some(signed) = ints::signedness(ty) else {
@@ -386,7 +445,9 @@ impl AggPlan {
                     dict = Some((values.len(), &*entries, codes));
                     values.push(ValueRef::Null);
                 }
-                Reader::Values { .. } | Reader::Ints { .. } => return Ok(false),
+                Reader::Values { .. } | Reader::Ints { .. } | Reader::Marked { .. } => {
+                    return Ok(false)
+                }
             }
         }
         let Some((at, entries, codes)) = dict else {
