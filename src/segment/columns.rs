@@ -489,7 +489,8 @@ enum Keep<'a> {
         dicts: Option<&'a [bool]>,
         ints: Option<&'a [bool]>,
     },
-    /// Every dictionary (rows picked by their codes: [`assemble_selected`]); no planes.
+    /// Every dictionary (rows picked by their codes: [`assemble_selected`]) and marked
+    /// column (rows' values found by the markers before them); no planes.
     All,
 }
 
@@ -498,6 +499,14 @@ impl Keep<'_> {
         match self {
             Keep::All => true,
             Keep::Marked { dicts, .. } => dicts.is_some_and(|d| d.get(c) == Some(&true)),
+        }
+    }
+
+    fn marked(&self, c: usize) -> bool {
+        match self {
+            // A selected row's value is found by the markers before it.
+            Keep::All => true,
+            Keep::Marked { .. } => self.ints(c),
         }
     }
 
@@ -578,7 +587,7 @@ fn inflate_columns(
             at += col.raw;
             continue;
         }
-        if col.encoding == MARKED && keep.ints(c) {
+        if col.encoding == MARKED && keep.marked(c) {
             // The encoded bytes (exactly the raw length, checked by `header`), as they are.
             if col.stored == col.plain {
                 dst.copy_from_slice(src);
@@ -593,9 +602,8 @@ fn inflate_columns(
             continue;
         }
         if col.encoding == PLANES && keep.ints(c) {
-            let plain = plain_of(codec, src, col.plain).map_err(|e| format!("column {c}: {e}"))?;
-            let numbers =
-                super::planes::ints(&plain, rows).map_err(|e| format!("column {c}: {e}"))?;
+            let numbers = with_plain(codec, src, col.plain, |p| super::planes::ints(p, rows))
+                .map_err(|e| format!("column {c}: {e}"))?;
             ints.resize(n, None);
             ints[c] = Some(numbers);
             spans.push(at..at);
@@ -603,12 +611,11 @@ fn inflate_columns(
             continue;
         }
         if col.encoding != VALUES {
-            let plain = plain_of(codec, src, col.plain).map_err(|e| format!("column {c}: {e}"))?;
-            match col.encoding {
-                PLANES => super::planes::decode(&plain, rows, dst),
-                MARKED => super::marked::decode(&plain, rows, dst),
-                _ => super::dict::decode(&plain, rows, dst),
-            }
+            with_plain(codec, src, col.plain, |p| match col.encoding {
+                PLANES => super::planes::decode(p, rows, dst),
+                MARKED => super::marked::decode(p, rows, dst),
+                _ => super::dict::decode(p, rows, dst),
+            })
             .map_err(|e| format!("column {c}: {e}"))?;
         } else if col.stored == col.raw {
             dst.copy_from_slice(src);
@@ -629,15 +636,34 @@ fn inflate_columns(
     })
 }
 
-/// The plain bytes (`plain` of them) of a column of an encoding other than [`VALUES`], from its
-/// stored bytes `src`: as they are when they were stored so, else inflated.
-fn plain_of(codec: Codec, src: &[u8], plain: usize) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+thread_local! {
+    /// The plain bytes of the column being decoded (reused: a fresh buffer per column
+    /// faulted in its pages every time).
+    static PLAIN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f` of the plain bytes (`plain` of them) of a column of an encoding other than [`VALUES`],
+/// from its stored bytes `src`: as they are when they were stored so, else inflated into a
+/// buffer of the thread's.
+fn with_plain<T>(
+    codec: Codec,
+    src: &[u8],
+    plain: usize,
+    f: impl FnOnce(&[u8]) -> Result<T, String>,
+) -> Result<T, String> {
     if src.len() == plain {
-        return Ok(std::borrow::Cow::Borrowed(src));
+        return f(src);
     }
-    let mut p = vec![0u8; plain];
-    inflate_into(codec, src, &mut p)?;
-    Ok(std::borrow::Cow::Owned(p))
+    PLAIN.with(|buf| {
+        // Taken out while in use, so that a nested call (there is none) would allocate
+        // rather than fail.
+        let mut p = std::mem::take(&mut *buf.borrow_mut());
+        p.clear();
+        p.resize(plain, 0);
+        let out = inflate_into(codec, src, &mut p).and_then(|()| f(&p));
+        *buf.borrow_mut() = p;
+        out
+    })
 }
 
 /// The columns of a columnar batch (see the module docs): every one inflated, or those
@@ -805,10 +831,30 @@ fn assemble_selected(
     let v = &columns.buf[..];
     let width = cols.len();
     let picked = select.len();
-    // The bytes of selected value `j` of assembled column `k`: `spans[k * picked + j]`.
+    // The bytes of selected value `j` of assembled column `k`: `spans[k * picked + j]`, in
+    // `v`, or past its end in `side` (a marked column's values, rebuilt).
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(width * picked);
+    let mut side: Vec<u8> = Vec::new();
     for &c in cols {
         let base = columns.spans[c].start;
+        if let Some(m) = columns.marked(c) {
+            // A selected row's payload starts after those of the rows before it.
+            let (mut r, mut pos) = (0, 0);
+            for &s in select {
+                pos += m.payload_len(r..s);
+                let n = m.payload_len(s..s + 1);
+                let payload = m
+                    .payload
+                    .get(pos..pos + n)
+                    .ok_or_else(|| format!("column {c} holds fewer than {rows} values"))?;
+                let at = v.len() + side.len();
+                side.push(m.markers[s]);
+                side.extend_from_slice(payload);
+                spans.push((at, v.len() + side.len()));
+                (r, pos) = (s + 1, pos + n);
+            }
+            continue;
+        }
         if let Some((dict, enc)) = columns.dict(c) {
             for &r in select {
                 let e = dict
@@ -848,7 +894,10 @@ fn assemble_selected(
         push_header(width, o);
         for k in 0..width {
             let (a, b) = spans[k * picked + j];
-            o.extend_from_slice(&v[a..b]);
+            match a.checked_sub(v.len()) {
+                Some(a) => o.extend_from_slice(&side[a..b - v.len()]),
+                None => o.extend_from_slice(&v[a..b]),
+            }
         }
         j += 1;
     }
