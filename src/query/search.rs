@@ -41,13 +41,14 @@ use std::sync::Arc;
 
 use super::bind::Program;
 use super::columnar::Selection;
+use super::ints::Numbers;
 use super::ops::order::compare;
 use super::ops::partial::{AggPlan, Partial};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::pool::{OrderedPool, WorkerLost};
 use crate::segment::sketch::RangeKind;
-use crate::segment::{Layout, RowIter, Segment};
+use crate::segment::{Columns, Layout, RowIter, Segment};
 use crate::store::{Archive, BatchRef, CatalogEntry, Scan, StoreError};
 use crate::types::SchemaRef;
 use crate::value::Value;
@@ -243,6 +244,16 @@ struct Job {
     defer_columns: bool,
     /// [`Search::aggregate`].
     aggregate: Option<Arc<AggPlan>>,
+    /// [`Search::keep_first`].
+    first: Option<Arc<KeepFirst>>,
+}
+
+/// [`Search::keep_first`]: the consumer keeps only the first `n` events by one field.
+#[derive(Debug)]
+struct KeepFirst {
+    name: String,
+    desc: bool,
+    n: usize,
 }
 
 enum JobBatch {
@@ -300,7 +311,8 @@ fn run(job: Job) -> Done {
     let events = seg.batch_ids(i).map_or(0, |r| r.end - r.start);
     let columns = seg.batch_layout(i) == Some(Layout::Columns);
     let counting = job.aggregate.is_some() && !job.count_only;
-    if columns && (counting || job.program.constant().is_none()) {
+    let first = job.first.is_some() && !job.count_only && job.program.constant() == Some(true);
+    if columns && (counting || first || job.program.constant().is_none()) {
         return run_columns(&job, &seg, i, events);
     }
     if job.defer_columns && !job.count_only && job.program.constant() == Some(true) {
@@ -379,6 +391,23 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     let mut as_ints = p.number_fields();
     as_ints.resize(want.len(), false);
     let read = want.clone();
+    // The field the consumer keeps the first events by: read too, as numbers unless the
+    // program reads it otherwise.
+    let keep_first = job
+        .first
+        .as_ref()
+        .filter(|_| !job.count_only && job.aggregate.is_none())
+        .and_then(|k| {
+            let f = super::ops::slice::Fields::resolve(&p.schema, &k.name).first()?;
+            let signed = super::ints::signedness(&p.schema.fields.get(f)?.ty)?;
+            Some((k, f, signed))
+        });
+    if let Some((_, f, _)) = keep_first {
+        if let (Some(w), Some(n)) = (want.get_mut(f), as_ints.get_mut(f)) {
+            *n = *n || !*w;
+            *w = true;
+        }
+    }
     let plan = job.aggregate.as_ref().filter(|_| !job.count_only);
     for f in plan.map(|c| c.fields(&p.schema)).unwrap_or_default() {
         // An aggregated field may stay a dictionary, or integer planes may stay numbers,
@@ -433,7 +462,12 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     if sel.is_empty() {
         return done;
     }
-    let rows = (!sel.is_all()).then(|| sel.indices());
+    let mut rows = (!sel.is_all()).then(|| sel.indices());
+    if let Some((k, f, signed)) = keep_first {
+        if let Some(kept) = first_rows(&cols, f, signed, k, rows.as_deref()) {
+            rows = Some(kept);
+        }
+    }
     if let Some(plan) = plan {
         // Aggregated here: the rows are never read.
         let partial = match plan.aggregate(&p.schema, &cols, rows.as_deref(), first) {
@@ -466,6 +500,64 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         partial: None,
     })));
     done
+}
+
+/// Of the rows `rows` (all: `None`) of a batch's columns, the first `k.n` by the integer
+/// column `f` (signed or not), as [`Search::keep_first`] orders them, ascending; `None` when
+/// the column does not decode as numbers (every row is then kept).
+fn first_rows(
+    cols: &Columns,
+    f: usize,
+    signed: bool,
+    k: &KeepFirst,
+    rows: Option<&[usize]>,
+) -> Option<Vec<usize>> {
+    let source = match (cols.ints(f), cols.marked(f)) {
+        (Some(ints), _) => Numbers::Decoded(ints),
+        (None, Some(m)) => Numbers::Marked(m),
+        (None, None) => Numbers::Msgpack(cols.column(f)),
+    };
+    let n = cols.rows();
+    let mut values = Vec::with_capacity(n);
+    let mut set = Vec::with_capacity(n.div_ceil(super::ints::WORD));
+    super::ints::decode(source, n, signed, |w| {
+        values.extend_from_slice(&w.values[..w.len]);
+        set.push(w.set);
+    })?;
+    let has = |r: usize| set[r / super::ints::WORD] >> (r % super::ints::WORD) & 1 == 1;
+    let all: Vec<usize>;
+    let rows = match rows {
+        Some(r) => r,
+        None => {
+            all = (0..n).collect();
+            &all
+        }
+    };
+    if rows.len() <= k.n {
+        return None;
+    }
+    // The set values by order (as `i64` for signed columns), ties by row; then unset rows.
+    let key = |r: usize| -> i128 {
+        let v = if signed {
+            i128::from(values[r] as i64)
+        } else {
+            i128::from(values[r])
+        };
+        if k.desc {
+            -v
+        } else {
+            v
+        }
+    };
+    let (mut with, without): (Vec<usize>, Vec<usize>) = rows.iter().partition(|&&r| has(r));
+    if with.len() > k.n {
+        with.select_nth_unstable_by_key(k.n - 1, |&r| (key(r), r));
+        with.truncate(k.n);
+    }
+    let more = k.n - with.len();
+    with.extend(without.into_iter().take(more));
+    with.sort_unstable();
+    Some(with)
 }
 
 /// The matching rows of a batch slice (or their number).
@@ -591,6 +683,8 @@ pub struct Search<'a> {
     keeps: Vec<(SchemaRef, Option<Arc<Keep>>)>,
     /// [`Search::aggregate`].
     aggregate: Option<Arc<AggPlan>>,
+    /// [`Search::keep_first`].
+    first: Option<Arc<KeepFirst>>,
     opened: HashSet<usize>,
     stats: SearchStats,
     /// Events counted from metadata alone (`count`).
@@ -733,6 +827,7 @@ impl<'a> Search<'a> {
             projection: None,
             keeps: Vec::new(),
             aggregate: None,
+            first: None,
             opened: HashSet::new(),
             stats: SearchStats {
                 segments: catalog.segments.len() as u64,
@@ -763,6 +858,20 @@ impl<'a> Search<'a> {
     /// first result.
     pub(crate) fn aggregate(&mut self, plan: AggPlan) {
         self.aggregate = Some(Arc::new(plan));
+    }
+
+    /// The consumer keeps only the first `n` events by the integer field `name` (descending
+    /// when `desc`; unset last; ties by event ID): the workers hand out, of each batch
+    /// stored in columns, only the `n` matches that come first that way, the only ones of
+    /// the batch that can be among the consumer's `n` (each of the others has `n` before it
+    /// in its own batch), and rebuild only their rows. A field of another type leaves every
+    /// match. Call before the first result.
+    pub(crate) fn keep_first(&mut self, name: &str, desc: bool, n: usize) {
+        self.first = Some(Arc::new(KeepFirst {
+            name: name.to_string(),
+            desc,
+            n,
+        }));
     }
 
     /// What [`Search::project`] keeps of `schema` for `program` (`None`: every field).
@@ -990,6 +1099,7 @@ impl<'a> Search<'a> {
             count_only: self.count_only,
             defer_columns: self.defer_columns,
             aggregate: self.aggregate.clone(),
+            first: self.first.clone(),
         })
     }
 
@@ -1020,6 +1130,7 @@ impl<'a> Search<'a> {
                 count_only: self.count_only,
                 defer_columns: false,
                 aggregate: None,
+                first: None,
             }));
         }
     }

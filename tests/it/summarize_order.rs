@@ -525,5 +525,39 @@ fn summarize_top_and_rare_give_the_groups_of_a_row_by_row_pass_in_id_order() {
         "summarize n=count(), s=sum(orig_bytes) by id.orig_h, id.orig_p",
         &pairs,
     );
+    // `sort F | head N` of events: the workers hand out only the first N of each batch
+    // (`Search::keep_first`). Against a stable sort of every event in ID order: service
+    // ports tie by the thousand, an eighth of the byte counts is unset (last either way),
+    // `head` cuts inside ties and past a batch's events, with and without a filter.
+    for (field, desc, n) in [
+        ("id.resp_p", false, 50),
+        ("id.resp_p", true, 333),
+        ("orig_bytes", false, 20),
+        ("orig_bytes", true, 9_000),
+        ("id.orig_p", true, 1),
+        ("ts", true, 5),
+        ("ts", false, 12_000),
+    ] {
+        let dir = if desc { " desc" } else { "" };
+        let chain = format!("sort {field}{dir} | head {n}");
+        let want = sort_head(&events, &[(field, desc)], n);
+        if (field, desc) == ("id.resp_p", false) {
+            let cut = &want[n - 1][field];
+            let tied = events.iter().filter(|e| &e[field] == cut).count();
+            let kept = want.iter().filter(|e| &e[field] == cut).count();
+            assert!(tied > kept, "{chain}: a tie at the cut");
+        }
+        check(&db, &chain, &want);
+    }
+    let udp: Vec<J> = events
+        .iter()
+        .filter(|e| e["proto"] == "udp")
+        .cloned()
+        .collect();
+    for (field, desc, n) in [("orig_bytes", true, 40), ("id.resp_p", false, 700)] {
+        let dir = if desc { " desc" } else { "" };
+        let chain = format!("proto == \"udp\" | sort {field}{dir} | head {n}");
+        check(&db, &chain, &sort_head(&udp, &[(field, desc)], n));
+    }
     drop(writer);
 }

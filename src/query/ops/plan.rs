@@ -471,6 +471,9 @@ impl Chain {
         let ordered = stages.visit_order();
         if let Some((name, desc)) = &ordered {
             search.order_by(name, *desc);
+            if let Some(n) = stages.visit_limit() {
+                search.keep_first(name, *desc, n);
+            }
         }
         if let Some(plan) = stages.agg_plan() {
             // The workers aggregate the groups of each batch on its columns.

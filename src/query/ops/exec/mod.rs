@@ -49,6 +49,12 @@ pub(crate) trait Operator: Send {
     fn visit_order(&mut self) -> Option<(String, bool)> {
         None
     }
+    /// After [`Operator::visit_order`]: how many events it keeps when it orders them by
+    /// that field alone (ties by event ID), so that the search hands out only as many of
+    /// each batch (`None`: it orders by more keys, or keeps all).
+    fn visit_limit(&self) -> Option<usize> {
+        None
+    }
     /// After [`Operator::visit_order`]: once it holds all it keeps, the value of that field
     /// of the last event kept (`None`: it has none) and its ID; an event that comes after it
     /// cannot change the output.
@@ -141,6 +147,11 @@ impl Stages {
     /// [`Operator::visit_order`] of the first stage.
     pub fn visit_order(&mut self) -> Option<(String, bool)> {
         self.ops.first_mut()?.visit_order()
+    }
+
+    /// [`Operator::visit_limit`] of the first stage.
+    pub fn visit_limit(&self) -> Option<usize> {
+        self.ops.first()?.visit_limit()
     }
 
     /// [`Operator::cutoff`] of the first stage.

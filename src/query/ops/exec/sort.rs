@@ -198,6 +198,10 @@ impl Operator for Sort {
         Some((name.clone(), *desc))
     }
 
+    fn visit_limit(&self) -> Option<usize> {
+        self.limit.filter(|_| self.by_id && self.keys.len() == 1)
+    }
+
     fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
         let limit = self.limit?;
         if limit == 0 || self.entries.len() < limit {
