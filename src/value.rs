@@ -688,6 +688,32 @@ pub fn decode_row(row: &[u8], types: &[Type]) -> Result<Vec<Value>, DecodeError>
     types.iter().map(|t| Ok(c.read(t)?.to_owned())).collect()
 }
 
+/// The integers at the edges of msgpack's integer forms (fixints, 8 to 64 bits, signed and
+/// unsigned), for the tests of every reader of them.
+#[cfg(test)]
+pub(crate) const INT_EDGES: [i64; 20] = [
+    0,
+    127,
+    128,
+    255,
+    256,
+    65535,
+    65536,
+    u32::MAX as i64,
+    u32::MAX as i64 + 1,
+    i64::MAX,
+    -1,
+    -32,
+    -33,
+    -128,
+    -129,
+    -32768,
+    -32769,
+    i32::MIN as i64,
+    i32::MIN as i64 - 1,
+    i64::MIN,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,26 +841,7 @@ mod tests {
 
     #[test]
     fn integers_round_trip_at_every_width_boundary() {
-        let edges: Vec<i64> = vec![
-            0,
-            127,
-            128,
-            255,
-            256,
-            65535,
-            65536,
-            -1,
-            -32,
-            -33,
-            -128,
-            -129,
-            -32768,
-            -32769,
-            i32::MIN as i64,
-            i32::MIN as i64 - 1,
-            i64::MAX,
-        ];
-        for v in edges {
+        for v in INT_EDGES {
             let mut buf = Vec::new();
             encode_row(&[Value::Int(v)], &mut buf);
             assert_eq!(decode_row(&buf, &[Type::Int]).unwrap(), vec![Value::Int(v)]);

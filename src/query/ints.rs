@@ -168,6 +168,22 @@ pub(crate) fn decode(
     (pos == column.len()).then_some(())
 }
 
+/// Every row's number of `column` (see [`decode`]) in one array, and the words of the
+/// bitmap of the rows that have one; `None` as for [`decode`].
+pub(crate) fn decode_all(
+    column: Numbers<'_>,
+    rows: usize,
+    signed: bool,
+) -> Option<(Vec<u64>, Vec<u64>)> {
+    let mut values = Vec::with_capacity(rows);
+    let mut set = Vec::with_capacity(rows.div_ceil(WORD));
+    decode(column, rows, signed, |w| {
+        values.extend_from_slice(&w.values[..w.len]);
+        set.push(w.set);
+    })?;
+    Some((values, set))
+}
+
 /// The rows of `column` (see [`decode`]) whose number lies in `lo..=hi` (as `T`: `u64`, or
 /// `i64` for signed types), or outside it when `negate`, as bitmap words; an unset row never
 /// matches. The comparisons of a word have no branch.
@@ -222,28 +238,7 @@ mod tests {
 
     #[test]
     fn every_width_and_sign_decodes() {
-        let edges: Vec<i64> = vec![
-            0,
-            127,
-            128,
-            255,
-            256,
-            65535,
-            65536,
-            u32::MAX as i64,
-            u32::MAX as i64 + 1,
-            i64::MAX,
-            -1,
-            -32,
-            -33,
-            -128,
-            -129,
-            -32768,
-            -32769,
-            i32::MIN as i64,
-            i32::MIN as i64 - 1,
-            i64::MIN,
-        ];
+        let edges = crate::value::INT_EDGES;
         // More than a word, unset values among them.
         let mut vals: Vec<Value> = Vec::new();
         for k in 0..5 {

@@ -518,12 +518,7 @@ fn first_rows(
         (None, None) => Numbers::Msgpack(cols.column(f)),
     };
     let n = cols.rows();
-    let mut values = Vec::with_capacity(n);
-    let mut set = Vec::with_capacity(n.div_ceil(super::ints::WORD));
-    super::ints::decode(source, n, signed, |w| {
-        values.extend_from_slice(&w.values[..w.len]);
-        set.push(w.set);
-    })?;
+    let (values, set) = super::ints::decode_all(source, n, signed)?;
     let has = |r: usize| set[r / super::ints::WORD] >> (r % super::ints::WORD) & 1 == 1;
     let all: Vec<usize>;
     let rows = match rows {
@@ -533,7 +528,7 @@ fn first_rows(
             &all
         }
     };
-    if rows.len() <= k.n {
+    if rows.len() <= k.n || k.n == 0 {
         return None;
     }
     // The set values by order (as `i64` for signed columns), ties by row; then unset rows.

@@ -340,30 +340,7 @@ mod tests {
     }
 
     fn edges() -> Vec<Value> {
-        let mut v: Vec<Value> = [
-            0i64,
-            127,
-            128,
-            255,
-            256,
-            65535,
-            65536,
-            u32::MAX as i64,
-            u32::MAX as i64 + 1,
-            i64::MAX,
-            -1,
-            -32,
-            -33,
-            -128,
-            -129,
-            -32768,
-            -32769,
-            i32::MIN as i64,
-            i32::MIN as i64 - 1,
-            i64::MIN,
-        ]
-        .map(Value::Int)
-        .to_vec();
+        let mut v: Vec<Value> = crate::value::INT_EDGES.map(Value::Int).to_vec();
         v.extend([0, 1, 200, 70_000, u64::MAX].map(Value::Count));
         for k in 0..6 {
             v.insert(k * 5, Value::Null);

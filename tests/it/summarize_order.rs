@@ -554,6 +554,8 @@ fn summarize_top_and_rare_give_the_groups_of_a_row_by_row_pass_in_id_order() {
         .filter(|e| e["proto"] == "udp")
         .cloned()
         .collect();
+    // `head 0` keeps nothing (and hands out nothing of a batch).
+    check(&db, "sort orig_bytes desc | head 0", &[]);
     for (field, desc, n) in [("orig_bytes", true, 40), ("id.resp_p", false, 700)] {
         let dir = if desc { " desc" } else { "" };
         let chain = format!("proto == \"udp\" | sort {field}{dir} | head {n}");

@@ -422,15 +422,9 @@ impl AggPlan {
                     let Some(signed) = ints::signedness(ty) else {
                         return Ok(false);
                     };
-                    let mut values = Vec::with_capacity(n);
-                    let mut set = Vec::with_capacity(n.div_ceil(ints::WORD));
-                    let decoded = ints::decode(column, n, signed, |w| {
-                        values.extend_from_slice(&w.values[..w.len]);
-                        set.push(w.set);
-                    });
-                    if decoded.is_none() {
+                    let Some((values, set)) = ints::decode_all(column, n, signed) else {
                         return Ok(false);
-                    }
+                    };
                     Some((values, set, ty))
                 }
                 Some(_) => return Ok(false),

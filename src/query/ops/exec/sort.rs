@@ -199,7 +199,8 @@ impl Operator for Sort {
     }
 
     fn visit_limit(&self) -> Option<usize> {
-        self.limit.filter(|_| self.by_id && self.keys.len() == 1)
+        self.limit
+            .filter(|&n| n > 0 && self.by_id && self.keys.len() == 1)
     }
 
     fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
