@@ -688,6 +688,20 @@ pub fn decode_row(row: &[u8], types: &[Type]) -> Result<Vec<Value>, DecodeError>
     types.iter().map(|t| Ok(c.read(t)?.to_owned())).collect()
 }
 
+/// The msgpack of `values` back to back, as a column of a batch holds them (each row's
+/// array header left out), for the tests of column readers.
+#[cfg(test)]
+pub(crate) fn column_of(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        // A row of one value is its array header (one byte) and the value.
+        let mut row = Vec::new();
+        encode_row(std::slice::from_ref(v), &mut row);
+        out.extend_from_slice(&row[1..]);
+    }
+    out
+}
+
 /// The integers at the edges of msgpack's integer forms (fixints, 8 to 64 bits, signed and
 /// unsigned), for the tests of every reader of them.
 #[cfg(test)]

@@ -212,18 +212,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::value::{encode_row, Value};
-
-    fn column(values: &[Value]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for v in values {
-            // A row of one value is its array header (one byte) and the value.
-            let mut row = Vec::new();
-            encode_row(std::slice::from_ref(v), &mut row);
-            out.extend_from_slice(&row[1..]);
-        }
-        out
-    }
+    use crate::value::{column_of as column, Value};
 
     /// Every row's number (`None`: unset), or `None` for a column left to the reader.
     fn all(column: &[u8], rows: usize, signed: bool) -> Option<Vec<Option<u64>>> {

@@ -518,19 +518,11 @@ fn first_rows(
         (None, None) => Numbers::Msgpack(cols.column(f)),
     };
     let n = cols.rows();
-    let (values, set) = super::ints::decode_all(source, n, signed)?;
-    let has = |r: usize| set[r / super::ints::WORD] >> (r % super::ints::WORD) & 1 == 1;
-    let all: Vec<usize>;
-    let rows = match rows {
-        Some(r) => r,
-        None => {
-            all = (0..n).collect();
-            &all
-        }
-    };
-    if rows.len() <= k.n || k.n == 0 {
+    if rows.map_or(n, <[usize]>::len) <= k.n || k.n == 0 {
         return None;
     }
+    let (values, set) = super::ints::decode_all(source, n, signed)?;
+    let has = |r: usize| set[r / super::ints::WORD] >> (r % super::ints::WORD) & 1 == 1;
     // The set values by order (as `i64` for signed columns), ties by row; then unset rows.
     let key = |r: usize| -> i128 {
         let v = if signed {
@@ -544,7 +536,10 @@ fn first_rows(
             v
         }
     };
-    let (mut with, without): (Vec<usize>, Vec<usize>) = rows.iter().partition(|&&r| has(r));
+    let (mut with, without): (Vec<usize>, Vec<usize>) = match rows {
+        Some(rows) => rows.iter().partition(|&&r| has(r)),
+        None => (0..n).partition(|&r| has(r)),
+    };
     if with.len() > k.n {
         with.select_nth_unstable_by_key(k.n - 1, |&r| (key(r), r));
         with.truncate(k.n);

@@ -318,17 +318,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::value::{encode_row, Value};
-
-    fn column(values: &[Value]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for v in values {
-            let mut row = Vec::new();
-            encode_row(std::slice::from_ref(v), &mut row);
-            out.extend_from_slice(&row[1..]);
-        }
-        out
-    }
+    use crate::value::{column_of as column, Value};
 
     /// Every row's number and kind, read with [`value`].
     fn numbers(enc: &[u8], rows: usize) -> Result<Vec<(u64, u8)>, String> {
