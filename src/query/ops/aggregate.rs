@@ -99,12 +99,15 @@ pub fn push_key(key: &mut Vec<u8>, v: &ValueRef<'_>) {
 #[derive(Debug, Clone, Default)]
 pub struct Sum {
     /// The integers' sum, an i128 as its low and high halves: an `i128` field would align
-    /// the accumulator, and so every group's, to 16 bytes.
-    lo: u64,
-    hi: i64,
-    float: f64,
-    floats: bool,
-    set: bool,
+    /// the accumulator to 16 bytes.
+    pub(super) lo: u64,
+    pub(super) hi: i64,
+    /// The doubles' sum.
+    pub(super) float: f64,
+    /// Whether a double was added.
+    pub(super) floats: bool,
+    /// Whether any value was added.
+    pub(super) set: bool,
 }
 
 impl Sum {
@@ -136,7 +139,7 @@ impl Sum {
         true
     }
 
-    fn merge(&mut self, other: &Sum) {
+    pub(super) fn merge(&mut self, other: &Sum) {
         self.add_int(other.int());
         self.float += other.float;
         self.floats |= other.floats;

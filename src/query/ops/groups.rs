@@ -1,9 +1,12 @@
 //! The groups of an aggregation, flat: what a `summarize` holds (`exec/summarize.rs`) and what
 //! the search's workers make of each batch (`partial.rs`).
 //!
-//! Group `g`'s `by` values and its accumulators are the `g`-th of their arrays (in chunks of
-//! [`CHUNK`] groups, [`PerGroup`]), in the order the groups were made: no allocation per
-//! group, and merging a group touches its accumulators and its index entry alone. A group is
+//! Group `g`'s `by` values and its accumulators are the `g`-th of their columns
+//! (`per_group.rs`), in the order the groups were made: no allocation per group, and merging
+//! a group touches its accumulators and its index entry alone. A column keeps a `by` field's
+//! values compact (`group_values.rs`: 9 bytes for a number or an IPv4 address), and an
+//! aggregation's accumulators (`group_accs.rs`: 8 bytes for a count, 9 for a sum); a table
+//! of one address and a sum of integers takes about 40 bytes per group with its index. A group is
 //! found by its hash in one index of 8-byte entries (the group and the low half of the
 //! hash), and compared:
 //! - a single `by` value that is a number, time, address, bool or unset by its kind and bits
@@ -21,36 +24,12 @@
 use hashbrown::HashTable;
 
 use super::aggregate::{push_key, Acc, KeyHasher};
+use super::group_accs::AccColumn;
+use super::group_values::{scalar_key, GroupValues};
+use super::per_group::PerGroup;
 use super::syntax::AggFunc;
+use crate::types::Type;
 use crate::value::{Value, ValueRef};
-
-/// A single `by` value that is a number, time, address, bool or unset, as its kind and bits:
-/// a group is looked up by these without building its key. Values of different kinds or bits
-/// get different scalar keys.
-fn scalar_key(values: &[ValueRef<'_>]) -> Option<(u8, u128)> {
-    let [v] = values else { return None };
-    Some(match v {
-        ValueRef::Null => (0, 0),
-        ValueRef::Bool(b) => (1, u128::from(*b)),
-        ValueRef::Count(x) => (2, u128::from(*x)),
-        ValueRef::Port(x) => (3, u128::from(*x)),
-        ValueRef::Int(x) => (4, *x as u64 as u128),
-        ValueRef::Time(x) => (5, *x as u64 as u128),
-        ValueRef::Interval(x) => (6, *x as u64 as u128),
-        ValueRef::Addr(std::net::IpAddr::V4(a)) => (7, u128::from(u32::from(*a))),
-        ValueRef::Addr(std::net::IpAddr::V6(a)) => (8, u128::from(*a)),
-        _ => return None,
-    })
-}
-
-/// [`scalar_key`] of a group's values.
-fn scalar_of(values: &[Value]) -> Option<(u8, u128)> {
-    match values {
-        // (A list is no scalar; borrowing it would copy its items.)
-        [v] if !matches!(v, Value::List(_)) => scalar_key(&[v.borrowed()]),
-        _ => None,
-    }
-}
 
 /// An index entry: the group, and the low half of its hash (see [`spread`]).
 type Entry = (u32, u32);
@@ -62,76 +41,14 @@ fn spread(low: u32) -> u64 {
     u64::from(low).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// How many groups a chunk of [`PerGroup`] holds.
-const CHUNK: usize = 4096;
-
-/// `width` items per group, in chunks of [`CHUNK`] groups: growing moves nothing, and only
-/// the last chunk has room to spare (a table of millions of groups in `Vec`s that double
-/// had up to half of it unused, and copied all of it at each doubling). The first chunk
-/// grows as a `Vec` does, so a small table stays small.
-#[derive(Debug, Clone)]
-struct PerGroup<T> {
-    width: usize,
-    chunks: Vec<Vec<T>>,
-    /// How many groups' items there are.
-    len: usize,
-}
-
-impl<T> PerGroup<T> {
-    fn new(width: usize) -> Self {
-        PerGroup {
-            width,
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
-
-    /// Appends one group's items (`width` of them).
-    fn push(&mut self, items: impl IntoIterator<Item = T>) {
-        self.len += 1;
-        if self.width == 0 {
-            return;
-        }
-        let full = CHUNK * self.width;
-        match self.chunks.last_mut() {
-            Some(last) if last.len() < full => last.extend(items),
-            _ => {
-                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { full });
-                chunk.extend(items);
-                self.chunks.push(chunk);
-            }
-        }
-    }
-
-    fn get(&self, g: usize) -> &[T] {
-        if self.width == 0 {
-            return &[];
-        }
-        let at = g % CHUNK * self.width;
-        self.chunks
-            .get(g / CHUNK)
-            .map_or(&[], |c| &c[at..at + self.width])
-    }
-
-    fn get_mut(&mut self, g: usize) -> &mut [T] {
-        if self.width == 0 {
-            return &mut [];
-        }
-        let at = g % CHUNK * self.width;
-        match self.chunks.get_mut(g / CHUNK) {
-            Some(c) => &mut c[at..at + self.width],
-            None => &mut [],
-        }
-    }
-}
-
 /// See the [module docs](self).
 #[derive(Debug, Clone)]
 pub(crate) struct GroupTable {
-    funcs: Vec<AggFunc>,
     hasher: KeyHasher,
-    values: PerGroup<Value>,
-    accs: PerGroup<Acc>,
+    /// One column per `by` field.
+    values: Vec<GroupValues>,
+    /// One column per aggregation.
+    accs: Vec<AccColumn>,
     /// Every group, by its hash: 8 bytes an entry (and a byte of tag).
     index: HashTable<Entry>,
     /// The keys of the groups that have one (not a scalar), one after the other;
@@ -155,16 +72,15 @@ impl GroupTable {
     pub(crate) fn new(by: usize, funcs: Vec<AggFunc>, hasher: KeyHasher) -> GroupTable {
         GroupTable {
             hasher,
-            values: PerGroup::new(by),
-            accs: PerGroup::new(funcs.len()),
+            values: vec![GroupValues::default(); by],
+            accs: funcs.iter().map(|&f| AccColumn::new(f)).collect(),
             index: HashTable::new(),
             keys: Vec::new(),
-            key_ends: PerGroup::new(1),
-            first: PerGroup::new(1),
+            key_ends: PerGroup::default(),
+            first: PerGroup::default(),
             len: 0,
             listing: false,
             key: Vec::new(),
-            funcs,
         }
     }
 
@@ -173,35 +89,53 @@ impl GroupTable {
         self.len
     }
 
-    /// Group `g`'s accumulators.
-    pub(crate) fn accs_mut(&mut self, g: usize) -> &mut [Acc] {
-        self.accs.get_mut(g)
+    /// Group `g`'s value of the `i`-th `by` field.
+    pub(crate) fn value(&self, g: usize, i: usize) -> Value {
+        self.values.get(i).map_or(Value::Null, |c| c.get(g))
     }
 
-    /// Group `g`'s `by` values.
-    pub(crate) fn values(&self, g: usize) -> &[Value] {
-        self.values.get(g)
+    /// Group `g`'s value of the `i`-th `by` field, taken (left unset).
+    pub(crate) fn take_value(&mut self, g: usize, i: usize) -> Value {
+        self.values.get_mut(i).map_or(Value::Null, |c| c.take(g))
     }
 
-    /// Group `g`'s accumulators.
-    pub(crate) fn accs(&self, g: usize) -> &[Acc] {
-        self.accs.get(g)
+    /// Applies `change` to group `g`'s accumulator of the `k`-th aggregation.
+    #[inline]
+    pub(crate) fn update(&mut self, g: usize, k: usize, change: impl FnOnce(&mut Acc)) {
+        if let Some(c) = self.accs.get_mut(k) {
+            c.update(g, change);
+        }
     }
 
-    /// Group `g`'s `by` values and accumulators, its values to be taken.
-    pub(crate) fn group_mut(&mut self, g: usize) -> (&mut [Value], &[Acc]) {
-        (self.values.get_mut(g), self.accs.get(g))
+    /// Applies `change` to each of group `g`'s accumulators.
+    pub(crate) fn update_all(&mut self, g: usize, mut change: impl FnMut(&mut Acc)) {
+        for c in &mut self.accs {
+            c.update(g, &mut change);
+        }
+    }
+
+    /// Group `g`'s result of the `k`-th aggregation, of type `ty` ([`Acc::finish`]).
+    pub(crate) fn finish(&self, g: usize, k: usize, ty: &Type) -> Value {
+        self.accs.get(k).map_or(Value::Null, |c| c.finish(g, ty))
     }
 
     /// The position of group `g`'s first event (see the module docs).
     pub(crate) fn first(&self, g: usize) -> u64 {
-        self.first.get(g)[0]
+        self.first.get(g).copied().unwrap_or(u64::MAX)
+    }
+
+    /// Group `g`'s [`scalar_key`], when it has one `by` value that has one.
+    fn scalar(&self, g: usize) -> Option<(u8, u128)> {
+        match self.values.as_slice() {
+            [column] => column.scalar(g),
+            _ => None,
+        }
     }
 
     /// The hash by which group `g` is indexed: equal in every table (of one hasher) for
     /// equal values.
     pub(crate) fn hash(&self, g: usize) -> u64 {
-        if let Some(key) = scalar_of(self.values(g)) {
+        if let Some(key) = self.scalar(g) {
             return self.hasher.hash_one(key);
         }
         // Any other group's key is kept (empty without `by` fields).
@@ -227,9 +161,13 @@ impl GroupTable {
             return None;
         }
         let g = self.len();
-        self.values.push(values.iter().map(ValueRef::to_owned));
-        self.accs.push(self.funcs.iter().map(|&f| Acc::new(f)));
-        self.first.push([g as u64]);
+        for (column, v) in self.values.iter_mut().zip(values) {
+            column.push(v);
+        }
+        for column in &mut self.accs {
+            column.push_new();
+        }
+        self.first.push(g as u64);
         self.add(g, keyed, low);
         Some(g)
     }
@@ -262,7 +200,7 @@ impl GroupTable {
         let found = self.index.find(spread(low), |&(g, h)| {
             h == low
                 && match scalar {
-                    Some(key) => scalar_of(self.values(g as usize)) == Some(key),
+                    Some(key) => self.scalar(g as usize) == Some(key),
                     None => self.keys[self.key_range(g as usize)] == self.key[..],
                 }
         });
@@ -291,13 +229,13 @@ impl GroupTable {
     fn add_key(&mut self, keyed: bool, g: usize) {
         if keyed {
             // The first group with a key: the scalar ones before it end where keys start.
-            while self.key_ends.len < g {
-                self.key_ends.push([0]);
+            while self.key_ends.len() < g {
+                self.key_ends.push(0);
             }
             self.keys.extend_from_slice(&self.key);
         }
-        if keyed || self.key_ends.len > 0 {
-            self.key_ends.push([self.keys.len()]);
+        if keyed || self.key_ends.len() > 0 {
+            self.key_ends.push(self.keys.len());
         }
     }
 
@@ -328,35 +266,32 @@ impl GroupTable {
         hash: u64,
         first: u64,
     ) -> Option<u64> {
-        let scalar = scalar_of(other.values(g));
+        let scalar = other.scalar(g);
         if scalar.is_none() {
             self.key.clear();
             self.key.extend_from_slice(&other.keys[other.key_range(g)]);
         }
-        let found = self.find_hashed(scalar, hash);
-        let group = other.values.get_mut(g);
         // (Taken, not copied: the batch's table is dropped after its merge.)
-        let accs = other
-            .accs
-            .get_mut(g)
-            .iter_mut()
-            .map(|a| std::mem::replace(a, Acc::Count(0)));
-        match found {
+        match self.find_hashed(scalar, hash) {
             Ok(h) => {
-                for (acc, o) in self.accs.get_mut(h).iter_mut().zip(accs) {
-                    acc.merge(o);
+                for (column, from) in self.accs.iter_mut().zip(&mut other.accs) {
+                    column.merge_taken(h, from, g);
                 }
-                let at = &mut self.first.get_mut(h)[0];
-                let before = *at;
-                *at = before.min(first);
+                let before = self.first(h);
+                if let Some(at) = self.first.get_mut(h) {
+                    *at = before.min(first);
+                }
                 Some(before)
             }
             Err(slot) => {
                 let h = self.len();
-                self.values
-                    .push(group.iter_mut().map(|v| std::mem::replace(v, Value::Null)));
-                self.accs.push(accs);
-                self.first.push([first]);
+                for (column, from) in self.values.iter_mut().zip(&mut other.values) {
+                    column.push_taken(from, g);
+                }
+                for (column, from) in self.accs.iter_mut().zip(&mut other.accs) {
+                    column.push_taken(from, g);
+                }
+                self.first.push(first);
                 self.add(h, slot.keyed, Some(slot.low));
                 None
             }
@@ -366,15 +301,15 @@ impl GroupTable {
 
 /// Where group `g`'s key is in the keys, by their ends.
 fn key_range(ends: &PerGroup<usize>, g: usize) -> std::ops::Range<usize> {
-    if g >= ends.len {
+    if g >= ends.len() {
         // No group has a key.
         return 0..0;
     }
     let start = match g.checked_sub(1) {
-        Some(before) => ends.get(before)[0],
+        Some(before) => ends.get(before).copied().unwrap_or(0),
         None => 0,
     };
-    start..ends.get(g)[0]
+    start..ends.get(g).copied().unwrap_or(start)
 }
 
 /// Where a group not found goes: the low half of its hash, and whether it has a key (in
@@ -396,13 +331,9 @@ mod tests {
     }
 
     /// Every group's values, count and first position.
-    fn groups(t: &mut GroupTable) -> Vec<(Value, Value, u64)> {
+    fn groups(t: &GroupTable) -> Vec<(Value, Value, u64)> {
         (0..t.len())
-            .map(|g| {
-                let first = t.first(g);
-                let (v, a) = t.group_mut(g);
-                (v[0].clone(), a[0].finish(&crate::types::Type::Count), first)
-            })
+            .map(|g| (t.value(g, 0), t.finish(g, 0, &Type::Count), t.first(g)))
             .collect()
     }
 
@@ -419,19 +350,19 @@ mod tests {
             let mut part = table();
             for v in input {
                 let g = part.group(&[v.borrowed()], usize::MAX).unwrap();
-                part.accs_mut(g)[0].add_event();
+                part.update(g, 0, Acc::add_event);
                 let g = whole.group(&[v.borrowed()], usize::MAX).unwrap();
-                whole.accs_mut(g)[0].add_event();
+                whole.update(g, 0, Acc::add_event);
             }
             for g in 0..part.len() {
                 // Each part's groups hash as the whole's do.
-                let same = (0..whole.len()).find(|&w| whole.values(w) == part.values(g));
+                let same = (0..whole.len()).find(|&w| whole.value(w, 0) == part.value(g, 0));
                 assert_eq!(part.hash(g), whole.hash(same.unwrap()));
                 let hash = part.hash(g);
                 merged.absorb(&mut part, g, hash, 10 * i as u64 + g as u64);
             }
         }
-        let (w, m) = (groups(&mut whole), groups(&mut merged));
+        let (w, m) = (groups(&whole), groups(&merged));
         let c = Value::Count;
         assert_eq!(
             w,
@@ -457,7 +388,7 @@ mod tests {
         for first in [7, 3, 9] {
             let mut part = table();
             let g = part.group(&[ValueRef::Count(5)], usize::MAX).unwrap();
-            part.accs_mut(g)[0].add_event();
+            part.update(g, 0, Acc::add_event);
             let hash = part.hash(g);
             let before = match first {
                 7 => None,
@@ -466,21 +397,21 @@ mod tests {
             };
             assert_eq!(t.absorb(&mut part, g, hash, first), before, "new only once");
         }
-        assert_eq!(groups(&mut t), [(Value::Count(5), Value::Count(3), 3)]);
+        assert_eq!(groups(&t), [(Value::Count(5), Value::Count(3), 3)]);
     }
 
     #[test]
     fn groups_past_a_chunk_keep_their_values_counts_and_positions() {
-        let n = 2 * CHUNK + 5;
+        let n = 2 * super::super::per_group::CHUNK + 5;
         let mut t = table();
         for round in 0..2 {
             for i in 0..n as u64 {
                 let g = t.group(&[ValueRef::Count(i * 3)], usize::MAX).unwrap();
                 assert_eq!(g, i as usize, "round {round}");
-                t.accs_mut(g)[0].add_event();
+                t.update(g, 0, Acc::add_event);
             }
         }
-        let got = groups(&mut t);
+        let got = groups(&t);
         assert_eq!(got.len(), n);
         for (i, g) in got.iter().enumerate() {
             assert_eq!(g, &(Value::Count(i as u64 * 3), Value::Count(2), i as u64));
@@ -489,12 +420,11 @@ mod tests {
         let mut none = GroupTable::new(0, vec![AggFunc::Count], KeyHasher::with_seeds(1, 2, 3, 4));
         for _ in 0..3 {
             let g = none.group(&[], usize::MAX).unwrap();
-            none.accs_mut(g)[0].add_event();
+            none.update(g, 0, Acc::add_event);
         }
         assert_eq!(none.len(), 1);
-        let (values, accs) = none.group_mut(0);
-        assert!(values.is_empty());
-        assert_eq!(accs[0].finish(&crate::types::Type::Count), Value::Count(3));
+        assert_eq!(none.value(0, 0), Value::Null, "no values");
+        assert_eq!(none.finish(0, 0, &Type::Count), Value::Count(3));
     }
 
     #[test]

@@ -44,6 +44,9 @@
 //! | `slice.rs` | [`Slice`], field names resolved in a schema |
 //! | `order.rs` | the order of values across types |
 //! | `aggregate.rs` | aggregation functions and accumulators |
+//! | `per_group.rs` | one item per group, in chunks: a column of a table of groups |
+//! | `group_values.rs` | a `by` field's values of a table's groups, compact |
+//! | `group_accs.rs` | an aggregation's accumulators of a table's groups, compact |
 //! | `groups.rs` | the groups of an aggregation, flat: values, accumulators, the two indexes |
 //! | `partitions.rs` | a `summarize`'s groups in tables by hash, merged by any thread, in order |
 //! | `partial.rs` | a `summarize` aggregated by the search's workers on a batch's columns |
@@ -53,10 +56,13 @@
 
 mod aggregate;
 mod exec;
+mod group_accs;
+mod group_values;
 mod groups;
 pub(crate) mod order;
 pub(crate) mod partial;
 mod partitions;
+mod per_group;
 mod plan;
 pub(crate) mod slice;
 mod syntax;

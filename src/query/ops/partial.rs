@@ -376,11 +376,11 @@ impl AggPlan {
             let Some(g) = acc.group(&values) else {
                 continue;
             };
-            for (a, v) in acc.accs(g).iter_mut().zip(&read) {
-                match v {
+            for (k, v) in read.iter().enumerate() {
+                acc.table.update(g, k, |a| match v {
                     None => a.add_event(),
                     Some(v) => a.add(v, &mut scratch),
-                }
+                });
             }
         }
         for r in by.iter().chain(aggs.iter().flatten()) {
@@ -510,7 +510,7 @@ impl AggPlan {
                 }
                 for (g, &(total, count)) in totals.iter().enumerate() {
                     if count > 0 {
-                        acc.accs(g)[k].add_integers(ty, total, count);
+                        acc.table.update(g, k, |a| a.add_integers(ty, total, count));
                     }
                 }
                 continue;
@@ -519,12 +519,12 @@ impl AggPlan {
                 if g == SKIP {
                     continue;
                 }
-                let a = &mut acc.accs(g)[k];
                 match column {
-                    None => a.add_event(),
+                    None => acc.table.update(g, k, Acc::add_event),
                     Some((values, set, ty)) => {
                         if set[r / ints::WORD] >> (r % ints::WORD) & 1 == 1 {
-                            a.add(&number(ty, values[r]), &mut scratch);
+                            let v = number(ty, values[r]);
+                            acc.table.update(g, k, |a| a.add(&v, &mut scratch));
                         }
                     }
                 }
@@ -784,16 +784,9 @@ impl<'p> Groups<'p> {
         self.table.len()
     }
 
-    /// Group `g`'s accumulators.
-    fn accs(&mut self, g: usize) -> &mut [Acc] {
-        self.table.accs_mut(g)
-    }
-
     /// Adds `n` events to group `g` (`count()` alone).
     fn add_events(&mut self, g: usize, n: u64) {
-        for a in self.accs(g) {
-            a.add_events(n);
-        }
+        self.table.update_all(g, |a| a.add_events(n));
     }
 
     fn finish(self) -> GroupTable {

@@ -22,10 +22,9 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::aggregate::{Acc, KeyHasher};
+use super::aggregate::KeyHasher;
 use super::groups::GroupTable;
 use super::syntax::AggFunc;
-use crate::value::Value;
 
 /// How many tables the groups are spread over: enough that two threads rarely want the same
 /// one, few enough that a batch's groups fill each with a run.
@@ -211,8 +210,8 @@ impl Ordered {
         }
     }
 
-    /// The next group's `by` values (to be taken) and accumulators.
-    pub(crate) fn next_group(&mut self) -> Option<(&mut [Value], &[Acc])> {
+    /// The next group: its table, and its place there (its values to be taken).
+    pub(crate) fn next_group(&mut self) -> Option<(&mut GroupTable, usize)> {
         let (p, g) = match &mut self.order {
             Order::Merge { orders, heads } => {
                 let Reverse((_, p, at)) = heads.pop()?;
@@ -228,7 +227,7 @@ impl Ordered {
                 (p as usize, g as usize)
             }
         };
-        Some(self.tables.get_mut(p)?.group_mut(g))
+        Some((self.tables.get_mut(p)?, g))
     }
 }
 
@@ -236,16 +235,17 @@ impl Ordered {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use super::super::aggregate::Acc;
     use super::*;
     use crate::types::Type;
-    use crate::value::ValueRef;
+    use crate::value::{Value, ValueRef};
 
     /// A batch's table of `count()` by one value, from rows.
     fn batch(p: &Partitions, rows: &[u64]) -> GroupTable {
         let mut t = p.table();
         for &r in rows {
             let g = t.group(&[ValueRef::Count(r)], usize::MAX).unwrap();
-            t.accs_mut(g)[0].add_event();
+            t.update(g, 0, Acc::add_event);
         }
         t
     }
@@ -253,8 +253,8 @@ mod tests {
     fn drain(p: &Partitions) -> Vec<(Value, Value)> {
         let mut o = Ordered::new(p.take_tables());
         let mut out = Vec::new();
-        while let Some((v, a)) = o.next_group() {
-            out.push((v[0].clone(), a[0].finish(&Type::Count)));
+        while let Some((t, g)) = o.next_group() {
+            out.push((t.value(g, 0), t.finish(g, 0, &Type::Count)));
         }
         out
     }
@@ -295,7 +295,7 @@ mod tests {
             let mut t = listed.table().listing();
             for &x in *r {
                 let g = t.group(&[ValueRef::Count(x)], usize::MAX).unwrap();
-                t.accs_mut(g)[0].add_event();
+                t.update(g, 0, Acc::add_event);
             }
             assert_eq!(t.len(), r.len(), "a group per row");
             repeats.push(listed.merge(t, 100 * i as u64));

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use super::super::aggregate::{bucket, coerce, result_type, unify, KeyHasher};
+use super::super::aggregate::{bucket, coerce, result_type, unify, Acc, KeyHasher};
 use super::super::groups::GroupTable;
 use super::super::partial::{AggPlan, Partial};
 use super::super::partitions::{Ordered, Partitions};
@@ -209,18 +209,17 @@ fn first_groups(
     let mut cutoff: Option<Candidate> = None;
     for (p, t) in tables.iter().enumerate() {
         for g in 0..t.len() {
-            let (values, accs) = (t.values(g), t.accs(g));
             let key = sources
                 .iter()
                 .map(|s| {
                     let v = match s {
                         None => return None,
                         Some(Source::SchemaName) => Value::String(schema.name.clone().into()),
-                        Some(Source::Field(i, _)) => match values.get(*i) {
-                            Some(v) => coerce(v.clone(), &by_types[*i]),
+                        Some(Source::Field(i, _)) => match by_types.get(*i) {
+                            Some(ty) => coerce(t.value(g, *i), ty),
                             None => {
-                                let a = *i - values.len();
-                                accs.get(a)?.finish(agg_types.get(a)?)
+                                let a = *i - by_types.len();
+                                t.finish(g, a, agg_types.get(a)?)
                             }
                         },
                     };
@@ -299,14 +298,14 @@ impl Operator for Summarize {
             let g = groups
                 .group(&values, MAX_GROUPS)
                 .ok_or_else(too_many_groups)?;
-            let accs = groups.accs_mut(g);
-            for ((acc, spec), f) in accs.iter_mut().zip(&self.aggs).zip(&binding.aggs) {
+            for (k, (spec, f)) in self.aggs.iter().zip(&binding.aggs).enumerate() {
                 match (f, &spec.field) {
-                    (_, None) => acc.add_event(),
+                    (_, None) => groups.update(g, k, Acc::add_event),
                     (None, Some(_)) => {}
                     (Some(src), Some(_)) => {
                         let v = src.read(schema, row)?;
-                        acc.add(&v, &mut self.scratch);
+                        let scratch = &mut self.scratch;
+                        groups.update(g, k, |a| a.add(&v, scratch));
                     }
                 }
             }
@@ -328,18 +327,17 @@ impl Operator for Summarize {
         let mut slice = Slice::new(emit.schema.clone());
         // In the order of the groups' first events: `by` values, then accumulators.
         while slice.len() < EMIT_GROUPS {
-            let Some((values, accs)) = emit.groups.next_group() else {
+            let Some((table, g)) = emit.groups.next_group() else {
                 break;
             };
             slice.push_with(None, |buf| {
                 let mut e = RowEncoder::new(buf);
                 e.array(width);
-                for (t, v) in emit.by_types.iter().zip(values) {
-                    let v = std::mem::replace(v, Value::Null);
-                    e.value(&coerce(v, t));
+                for (i, t) in emit.by_types.iter().enumerate() {
+                    e.value(&coerce(table.take_value(g, i), t));
                 }
-                for (t, acc) in emit.agg_types.iter().zip(accs) {
-                    e.value(&acc.finish(t));
+                for (k, t) in emit.agg_types.iter().enumerate() {
+                    e.value(&table.finish(g, k, t));
                 }
             });
         }
