@@ -216,6 +216,11 @@ pub(crate) const DICT: usize = 2;
 pub(crate) const MARKED: usize = 3;
 
 impl Header {
+    /// Where each column's stored bytes are, in column order.
+    pub(crate) fn spans(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        self.cols.iter().map(|c| c.at..c.at + c.stored)
+    }
+
     /// The length of column `c`'s stored bytes (0 past the last column).
     #[cfg(test)]
     pub(crate) fn stored_len(&self, c: usize) -> usize {

@@ -217,6 +217,7 @@ mod planes;
 mod prepare;
 mod reader;
 pub mod sketch;
+mod stored;
 mod writer;
 
 pub(crate) use codec::{from_stored_byte, stored_byte, unpack};

@@ -1,5 +1,7 @@
 //! Reading segments: memory-mapped, the index verified at open (or read from the segment's
 //! index file, `index.rs`), each batch's rows verified on its first access, then zero-copy.
+//! The columns of a batch stored in columns (format 9 on) are read with positioned reads
+//! instead, header and wanted columns alone (`stored.rs` says why).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -65,6 +67,8 @@ pub(super) struct Parts {
 #[derive(Debug)]
 pub struct Segment {
     path: PathBuf,
+    /// The file, for positioned reads of batches in columns (`stored.rs`).
+    file: std::fs::File,
     map: Mmap,
     parts: Parts,
     /// Whether the parts come from the segment's index file rather than the verifier.
@@ -152,6 +156,7 @@ impl Segment {
             if let Some(parts) = Self::indexed(path, map.len()) {
                 return Ok(Segment {
                     path: path.to_path_buf(),
+                    file,
                     map,
                     parts,
                     from_index: true,
@@ -162,6 +167,7 @@ impl Segment {
         let (parts, checkpoints) = Self::index(&map, path)?;
         Ok(Segment {
             path: path.to_path_buf(),
+            file,
             map,
             parts,
             from_index: false,
@@ -693,20 +699,19 @@ impl Segment {
         if m.layout != Layout::Columns || want.is_some_and(|w| w.len() != fields) {
             return self.batch(i);
         }
-        if let Err(e) = self.checked(i)? {
-            return Some(Err(e));
-        }
+        let made = self.read_stored(i, want, |stored| {
+            let (buf, data_len) = super::columns::assemble(
+                m.codec,
+                stored,
+                m.raw_size,
+                m.rows as usize,
+                want,
+                select,
+            )?;
+            Ok((buf, data_len))
+        })?;
         let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
-        let made = super::columns::assemble(
-            m.codec,
-            &self.map[m.data.clone()],
-            m.raw_size,
-            m.rows as usize,
-            want,
-            select,
-        )
-        .and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len));
-        Some(made.map_err(bad))
+        Some(made.and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len).map_err(bad)))
     }
 
     /// The inflated columns of batch `i` when it is stored in columns (`None` past the end or
@@ -743,20 +748,47 @@ impl Segment {
         if m.layout != Layout::Columns {
             return None;
         }
-        if let Err(e) = self.checked(i)? {
-            return Some(Err(e));
-        }
-        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
-        Some(
+        self.read_stored(i, want, |stored| {
             super::columns::read_columns(
                 m.codec,
-                &self.map[m.data.clone()],
+                stored,
                 m.raw_size,
                 m.rows as usize,
                 want,
                 (as_dicts, as_ints),
             )
-            .map_err(bad),
+        })
+    }
+
+    /// `f` of the stored bytes of batch `i`, stored in columns, of which those of the
+    /// columns `want` marks (all without it) are read, the batch checked on its first
+    /// access as by [`Segment::check`]: read with positioned reads in format 9 and later
+    /// (`stored.rs`), else through the map. `None` past the end; an error names the batch.
+    fn read_stored<T>(
+        &self,
+        i: usize,
+        want: Option<&[bool]>,
+        f: impl FnOnce(&[u8]) -> std::result::Result<T, String>,
+    ) -> Option<Result<T>> {
+        let m = self.parts.batches.get(i)?;
+        let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
+        if self.parts.version < 9 {
+            if let Err(e) = self.checked(i)? {
+                return Some(Err(e));
+            }
+            return Some(f(&self.map[m.data.clone()]).map_err(bad));
+        }
+        let check = |bytes: &[u8], header: &super::columns::Header| {
+            if m.state.load(Ordering::Acquire) != GOOD {
+                check_header(m, bytes, header)?;
+                m.state.store(GOOD, Ordering::Release);
+            }
+            Ok(())
+        };
+        let size = (m.raw_size, m.rows as usize);
+        Some(
+            super::stored::with_stored(&self.file, m.data.clone(), size, want, check, f)
+                .map_err(bad),
         )
     }
 
@@ -876,17 +908,7 @@ impl Segment {
             // The checksum covers the header, which holds each column's checksum: a column
             // is checked when it is inflated, and the pages of the others are not read.
             let header = super::columns::header(data, m.raw_size, m.rows as usize)?;
-            if !header.checksummed {
-                return Err("a batch in columns without column checksums in format 9".into());
-            }
-            let sum = crc32fast::hash(&data[..header.len]);
-            if sum != m.checksum {
-                return Err(format!(
-                    "header checksum mismatch: stored {:08x}, computed {sum:08x}",
-                    m.checksum
-                ));
-            }
-            return Ok(());
+            return check_header(m, &data[..header.len], &header);
         }
         let offsets: Vec<u32> = self.map[m.offsets.clone()]
             .chunks_exact(4)
@@ -1025,6 +1047,27 @@ impl OffsetsRef<'_> {
             OffsetsRef::Native(o) => o.get(i).copied().unwrap_or(0),
         }
     }
+}
+
+/// Checks batch `m`, stored in columns in format 9 or later, by its header (`bytes`, read as
+/// `header`): it has column checksums, and its own checksum is the batch's. (Each column is
+/// checked against its checksum when it is read.)
+fn check_header(
+    m: &BatchMeta,
+    bytes: &[u8],
+    header: &super::columns::Header,
+) -> std::result::Result<(), String> {
+    if !header.checksummed {
+        return Err("a batch in columns without column checksums in format 9".into());
+    }
+    let sum = crc32fast::hash(bytes);
+    if sum != m.checksum {
+        return Err(format!(
+            "header checksum mismatch: stored {:08x}, computed {sum:08x}",
+            m.checksum
+        ));
+    }
+    Ok(())
 }
 
 /// Row offsets must start at 0 and increase strictly within `data_len` bytes.
