@@ -467,15 +467,16 @@ pub fn collapse_front(file: &File, len: usize) -> bool {
 /// Maps `file` (at `path`) into memory, read-only.
 ///
 /// The caller promises what makes this sound: nobody writes or truncates the file while the
-/// map lives. The storage engine maps only sealed segment files, which it never opens for
-/// writing again.
+/// map lives. The storage engine maps only sealed segment files and their index files, which
+/// it never opens for writing again.
 #[expect(
     unsafe_code,
     reason = "memory-mapping a file is unsafe in Rust; weir maps only immutable segment files"
 )]
 pub fn map_readonly(file: &File, path: &Path) -> Result<Mmap> {
-    // SAFETY: segment files are immutable once written: weir writes them under a temporary
-    // name, renames them into place and never opens them for writing again (the store only
+    // SAFETY: segment files (and their index files, `segment/index.rs`) are immutable once
+    // written: weir writes them under a temporary name, renames them into place and never
+    // opens them for writing again (the store only
     // deletes orphaned segments that are not in the catalog, at writer start-up, and unlinking
     // a file keeps existing maps valid). The map is read-only, and every read goes through
     // bounds-checked slices after verification, so a file changed behind weir's back by

@@ -371,10 +371,12 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                         let width = r.u64()? as i64;
                         let first = r.u64()? as i64;
                         let nc = r.count(4)?;
-                        let mut counts = Vec::with_capacity(nc);
-                        for _ in 0..nc {
-                            counts.push(r.u32()?);
-                        }
+                        // (All at once: a histogram has up to a few hundred.)
+                        let counts = r
+                            .take(4 * nc)?
+                            .chunks_exact(4)
+                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                            .collect();
                         let t = TimeHistogram {
                             field,
                             width,

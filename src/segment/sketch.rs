@@ -245,10 +245,70 @@ pub struct Sketch {
     pub times: Option<TimeHistogram>,
 }
 
+/// Where a [`SketchRef`]'s Bloom filter is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Bloom<'a> {
+    /// Its bytes (a sketch being built, in the tests).
+    #[cfg(test)]
+    Bytes(&'a [u8]),
+    /// Bytes `range` of `file` (a segment's), read at each probe: a filter probed through
+    /// the segment's map faulted in the pages around each probe, about three faults and 48
+    /// pages mapped per batch, for a few bits (W1000 `uid == "nope"`: 22 ms, most of it
+    /// faults); a read of its 10 KiB costs a small part of that. A filter that cannot be
+    /// read may hold anything: the batch is then read, and its read reports the error.
+    File {
+        file: &'a std::fs::File,
+        range: &'a std::ops::Range<usize>,
+    },
+}
+
+thread_local! {
+    /// The last Bloom filter read from a file (reused: no allocation per probe).
+    static BLOOM: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Bloom<'_> {
+    fn may_contain(&self, k: u8, h: u64) -> bool {
+        match *self {
+            #[cfg(test)]
+            Bloom::Bytes(b) => bloom_may_contain(b, k, h),
+            Bloom::File { file, range } => BLOOM.with(|cell| {
+                let mut buf = cell.borrow_mut();
+                buf.resize(range.len(), 0);
+                match crate::fs::read_exact_at(file, &mut buf, range.start as u64) {
+                    Ok(()) => bloom_may_contain(&buf, k, h),
+                    Err(_) => true,
+                }
+            }),
+        }
+    }
+
+    /// Its bytes (`None`: they cannot be read).
+    fn to_vec(self) -> Option<Vec<u8>> {
+        match self {
+            #[cfg(test)]
+            Bloom::Bytes(b) => Some(b.to_vec()),
+            Bloom::File { file, range } => {
+                let mut buf = vec![0; range.len()];
+                crate::fs::read_exact_at(file, &mut buf, range.start as u64).ok()?;
+                Some(buf)
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            #[cfg(test)]
+            Bloom::Bytes(b) => b.len(),
+            Bloom::File { range, .. } => range.len(),
+        }
+    }
+}
+
 /// A sketch borrowed from a segment.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct SketchRef<'a> {
-    pub(crate) bloom: &'a [u8],
+    pub(crate) bloom: Bloom<'a>,
     pub(crate) hashes: u8,
     pub(crate) ranges: &'a [RangeOf],
     pub(crate) times: Option<&'a TimeHistogram>,
@@ -267,11 +327,21 @@ pub struct RangeOf {
     pub present: Option<u32>,
 }
 
+impl PartialEq for SketchRef<'_> {
+    /// The same probes, ranges and histogram, and filters of the same bytes.
+    fn eq(&self, other: &SketchRef<'_>) -> bool {
+        self.hashes == other.hashes
+            && self.ranges == other.ranges
+            && self.times == other.times
+            && self.bloom.to_vec() == other.bloom.to_vec()
+    }
+}
+
 impl SketchRef<'_> {
     /// Whether some row may hold the string-like or address value hashed by
     /// [`value_hash`] (false positives possible, false negatives not).
     pub fn may_contain(&self, h: u64) -> bool {
-        bloom_may_contain(self.bloom, self.hashes, h)
+        self.bloom.may_contain(self.hashes, h)
     }
 
     /// The range of field `field`, or `None` when no row has a value there (or the field has
@@ -951,7 +1021,7 @@ mod tests {
             b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
         ] {
             let r = SketchRef {
-                bloom: &sk.bloom,
+                bloom: Bloom::Bytes(&sk.bloom),
                 hashes: sk.hashes,
                 ranges: &[],
                 times: None,
@@ -1220,7 +1290,7 @@ mod tests {
             .build_columns(&schema, &cols[..4], &[], 1000, None)
             .is_err());
         let r = SketchRef {
-            bloom: &sk.bloom,
+            bloom: Bloom::Bytes(&sk.bloom),
             hashes: sk.hashes,
             ranges: &[],
             times: None,
@@ -1279,5 +1349,55 @@ mod tests {
             value_hash(TAG_ADDR, &[10, 0, 0, 1]),
             fmix(fnv(&[b'a', 10, 0, 0, 1]))
         );
+    }
+}
+
+#[cfg(test)]
+mod bloom_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write;
+
+    use super::*;
+
+    /// A filter read from its file answers as its bytes do; one that cannot be read (a file
+    /// cut short) may hold anything, so its batch is read rather than skipped.
+    #[test]
+    fn a_filter_in_a_file_answers_as_its_bytes_and_an_unreadable_one_as_full() {
+        let mut bloom = vec![0u8; 512];
+        for v in 0..40u64 {
+            let h = value_hash(TAG_STRING, &v.to_le_bytes());
+            for j in probes(h, 5, 8 * bloom.len() as u64) {
+                bloom[(j / 8) as usize] |= 1 << (j % 8);
+            }
+        }
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[7; 100]).unwrap();
+        file.write_all(&bloom).unwrap();
+        let range = 100..100 + bloom.len();
+        let read = Bloom::File {
+            file: &file,
+            range: &range,
+        };
+        let (mut hits, mut misses) = (0, 0);
+        for v in 0..1000u64 {
+            let h = value_hash(TAG_STRING, &v.to_le_bytes());
+            let want = Bloom::Bytes(&bloom).may_contain(5, h);
+            assert_eq!(read.may_contain(5, h), want, "{v}");
+            assert!(want || v >= 40, "no false negative");
+            if want {
+                hits += 1
+            } else {
+                misses += 1
+            }
+        }
+        assert!(misses > 500 && hits >= 40, "{hits} {misses}");
+        file.set_len(300).unwrap();
+        let absent = (40..1000u64)
+            .map(|v| value_hash(TAG_STRING, &v.to_le_bytes()))
+            .find(|&h| !Bloom::Bytes(&bloom).may_contain(5, h))
+            .unwrap();
+        assert!(read.may_contain(5, absent), "unreadable: may hold anything");
+        assert_eq!(read.to_vec(), None);
     }
 }

@@ -28,7 +28,6 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 
 use super::columns::Header;
 
@@ -82,7 +81,7 @@ fn read(
     let stored = &mut buf[..len];
     let at = data.start as u64;
     let read_at = |bytes: &mut [u8], from: usize| {
-        file.read_exact_at(bytes, at + from as u64).map_err(|e| {
+        crate::fs::read_exact_at(file, bytes, at + from as u64).map_err(|e| {
             format!(
                 "reading {} stored bytes at offset {}: {e}",
                 bytes.len(),
@@ -204,8 +203,7 @@ mod tests {
         let span = header.spans().nth(10).unwrap();
         let mut damaged = stored.clone();
         damaged[span.start] ^= 0xff;
-        use std::os::unix::fs::FileExt;
-        file.write_all_at(&damaged, 1000).unwrap();
+        crate::fs::write_all_at(&file, &damaged, 1000).unwrap();
         let got = read(Some(&want)).unwrap();
         assert_eq!(column(&got, 598), column(&whole, 598));
         // (Not read: the buffer still holds that byte as the whole read before left it.)
