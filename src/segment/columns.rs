@@ -352,6 +352,9 @@ pub struct Columns {
     /// The marked columns kept so (their span holds the encoded bytes, checked), by column;
     /// empty when none is.
     marked: Vec<bool>,
+    /// The columns of integer planes kept encoded for [`assemble_selected`] (their span
+    /// holds the encoded bytes), by column; empty when none is.
+    planes: Vec<bool>,
     rows: usize,
     raw_size: usize,
 }
@@ -439,6 +442,7 @@ impl Columns {
             dicts,
             ints: Vec::new(),
             marked: Vec::new(),
+            planes: Vec::new(),
             rows: offsets.len(),
             raw_size: data.len(),
         })
@@ -494,8 +498,9 @@ enum Keep<'a> {
         dicts: Option<&'a [bool]>,
         ints: Option<&'a [bool]>,
     },
-    /// Every dictionary (rows picked by their codes: [`assemble_selected`]) and marked
-    /// column (rows' values found by the markers before them); no planes.
+    /// Every dictionary (rows picked by their codes: [`assemble_selected`]), marked column
+    /// (rows' values found by the markers before them) and column of planes (the values
+    /// up to the last row picked decoded, only theirs rebuilt).
     All,
 }
 
@@ -513,6 +518,10 @@ impl Keep<'_> {
             Keep::All => true,
             Keep::Marked { .. } => self.ints(c),
         }
+    }
+
+    fn planes(&self) -> bool {
+        matches!(self, Keep::All)
     }
 
     fn ints(&self, c: usize) -> bool {
@@ -560,6 +569,7 @@ fn inflate_columns(
     let mut dicts = Vec::new();
     let mut ints = Vec::new();
     let mut marked = Vec::new();
+    let mut planes = Vec::new();
     let mut at = 0;
     for (c, col) in cols.iter().enumerate() {
         if !wanted(c) {
@@ -606,6 +616,21 @@ fn inflate_columns(
             at += col.raw;
             continue;
         }
+        if col.encoding == PLANES && keep.planes() {
+            // The encoded bytes (at most the raw length, checked by `header`), as they are;
+            // checked when rows are picked from them.
+            let dst = &mut dst[..col.plain];
+            if col.stored == col.plain {
+                dst.copy_from_slice(src);
+            } else {
+                inflate_into(codec, src, dst).map_err(|e| format!("column {c}: {e}"))?;
+            }
+            planes.resize(n, false);
+            planes[c] = true;
+            spans.push(at..at + col.plain);
+            at += col.raw;
+            continue;
+        }
         if col.encoding == PLANES && keep.ints(c) {
             let numbers = with_plain(codec, src, col.plain, |p| super::planes::ints(p, rows))
                 .map_err(|e| format!("column {c}: {e}"))?;
@@ -636,6 +661,7 @@ fn inflate_columns(
         dicts,
         ints,
         marked,
+        planes,
         rows,
         raw_size,
     })
@@ -857,6 +883,18 @@ fn assemble_selected(
                 side.extend_from_slice(payload);
                 spans.push((at, v.len() + side.len()));
                 (r, pos) = (s + 1, pos + n);
+            }
+            continue;
+        }
+        if columns.planes.get(c) == Some(&true) {
+            let at = v.len() + side.len();
+            let ends =
+                super::planes::selected(&v[columns.spans[c].clone()], rows, select, &mut side)
+                    .map_err(|e| format!("column {c}: {e}"))?;
+            let mut start = at;
+            for end in ends {
+                spans.push((start, v.len() + end));
+                start = v.len() + end;
             }
             continue;
         }
