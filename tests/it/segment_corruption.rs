@@ -207,3 +207,50 @@ proptest! {
         prop_assert!(e.is_corruption(), "{}", e);
     }
 }
+
+/// A segment cut short behind weir's back while it is open: the columns of a batch (read
+/// with positioned reads, not through the map, which would have raised SIGBUS) and its Bloom
+/// filter give an error naming the file and batch, or leave the batch to be read; no panic.
+#[test]
+fn a_segment_cut_short_while_open_fails_its_reads_with_the_file_and_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = schema("conn", 6);
+    let (mut store, _) = Store::open_writer(dir.path(), StoreOptions::default()).unwrap();
+    for i in 0..4u64 {
+        store.append(batch(&s, 400, 12, i * 1000)).unwrap();
+    }
+    store.close().unwrap();
+    let a = Archive::open(dir.path()).unwrap();
+    let path = dir.path().join(&a.catalog().segments[0].file);
+    let seg = Segment::open(&path).unwrap();
+    let last = seg.len() - 1;
+    assert_eq!(seg.batch_layout(last), Some(weir::segment::Layout::Columns));
+    let whole = seg.batch_columns(last).unwrap().unwrap();
+    assert!(whole.rows() == 400);
+    // A string no batch holds: the filter says so, until it cannot be read.
+    use weir::segment::sketch::{value_hash, TAG_STRING};
+    let absent = (0..100u32)
+        .map(|i| value_hash(TAG_STRING, format!("absent {i}").as_bytes()))
+        .find(|&h| !seg.sketch(last).unwrap().may_contain(h))
+        .expect("some string the filter rules out");
+    // Cut short before any batch's stored bytes.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(64)
+        .unwrap();
+    let err = match seg.batch_columns(last).unwrap() {
+        Ok(_) => panic!("batch {last} read from a file cut short"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains(&format!("batch {last}")),
+        "{err}"
+    );
+    assert!(
+        seg.sketch(last).unwrap().may_contain(absent),
+        "an unread filter holds anything"
+    );
+    assert!(err.contains("reading"), "{err}");
+}
