@@ -843,6 +843,7 @@ impl Segment {
         let (bloom, hashes, ranges, times) = self.parts.batches.get(i)?.sketch.as_ref()?;
         Some(SketchRef {
             bloom: super::sketch::Bloom::File {
+                segment: self.parts.uuid.as_u128(),
                 file: &self.file,
                 range: bloom,
             },

@@ -257,14 +257,21 @@ pub(crate) enum Bloom<'a> {
     /// faults); a read of its 10 KiB costs a small part of that. A filter that cannot be
     /// read may hold anything: the batch is then read, and its read reports the error.
     File {
+        /// The segment's uuid: with `range`, which filter this is (segments are never
+        /// modified and uuids never reused).
+        segment: u128,
         file: &'a std::fs::File,
         range: &'a std::ops::Range<usize>,
     },
 }
 
+/// The last Bloom filter a thread read: its segment, where it starts, and its bytes. A
+/// query probes a batch's filter once per value and form (an address in two fields: four
+/// probes) before it moves on: read once, probed from here.
+type LastBloom = Option<(u128, usize, Vec<u8>)>;
+
 thread_local! {
-    /// The last Bloom filter read from a file (reused: no allocation per probe).
-    static BLOOM: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static BLOOM: std::cell::RefCell<LastBloom> = const { std::cell::RefCell::new(None) };
 }
 
 impl Bloom<'_> {
@@ -272,13 +279,24 @@ impl Bloom<'_> {
         match *self {
             #[cfg(test)]
             Bloom::Bytes(b) => bloom_may_contain(b, k, h),
-            Bloom::File { file, range } => BLOOM.with(|cell| {
-                let mut buf = cell.borrow_mut();
-                buf.resize(range.len(), 0);
-                match crate::fs::read_exact_at(file, &mut buf, range.start as u64) {
-                    Ok(()) => bloom_may_contain(&buf, k, h),
-                    Err(_) => true,
+            Bloom::File {
+                segment,
+                file,
+                range,
+            } => BLOOM.with(|cell| {
+                let mut last = cell.borrow_mut();
+                let hit = matches!(&*last, Some((s, at, b))
+                    if *s == segment && *at == range.start && b.len() == range.len());
+                if !hit {
+                    let mut buf = last.take().map(|(_, _, b)| b).unwrap_or_default();
+                    buf.resize(range.len(), 0);
+                    if crate::fs::read_exact_at(file, &mut buf, range.start as u64).is_err() {
+                        return true;
+                    }
+                    *last = Some((segment, range.start, buf));
                 }
+                last.as_ref()
+                    .is_none_or(|(_, _, b)| bloom_may_contain(b, k, h))
             }),
         }
     }
@@ -288,7 +306,7 @@ impl Bloom<'_> {
         match self {
             #[cfg(test)]
             Bloom::Bytes(b) => Some(b.to_vec()),
-            Bloom::File { file, range } => {
+            Bloom::File { file, range, .. } => {
                 let mut buf = vec![0; range.len()];
                 crate::fs::read_exact_at(file, &mut buf, range.start as u64).ok()?;
                 Some(buf)
@@ -1376,6 +1394,7 @@ mod bloom_tests {
         file.write_all(&bloom).unwrap();
         let range = 100..100 + bloom.len();
         let read = Bloom::File {
+            segment: 1,
             file: &file,
             range: &range,
         };
@@ -1393,6 +1412,14 @@ mod bloom_tests {
         }
         assert!(misses > 500 && hits >= 40, "{hits} {misses}");
         file.set_len(300).unwrap();
+        // (A filter of another segment past the end: unreadable, and the one read before is
+        // no longer kept, so the next probe reads again.)
+        let other = Bloom::File {
+            segment: 2,
+            file: &file,
+            range: &(400..410),
+        };
+        assert!(other.may_contain(5, 1));
         let absent = (40..1000u64)
             .map(|v| value_hash(TAG_STRING, &v.to_le_bytes()))
             .find(|&h| !Bloom::Bytes(&bloom).may_contain(5, h))
