@@ -182,20 +182,17 @@ impl Segment {
         let idx = super::index::index_path(path);
         // Mapped, not read: a read copied the file into fresh memory, every page of it a
         // fault (W1000's index is 1.6 MB, 400 pages); the map's pages come in 16 at a time.
-        let file = match File::open(&idx) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                tracing::warn!(index = %idx.display(), error = %e, "cannot read segment index; verifying the segment instead");
-                return None;
-            }
+        let unreadable = |e: &dyn std::fmt::Display| -> Option<Parts> {
+            tracing::warn!(index = %idx.display(), error = %e, "cannot read segment index; verifying the segment instead");
+            None
         };
-        let bytes = match crate::fs::map_readonly(&file, &idx) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(index = %idx.display(), error = %e, "cannot read segment index; verifying the segment instead");
-                return None;
-            }
+        let bytes = match File::open(&idx) {
+            Ok(f) => match crate::fs::map_readonly(&f, &idx) {
+                Ok(b) => b,
+                Err(e) => return unreadable(&e),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return unreadable(&e),
         };
         match super::index::decode(&bytes, file_len) {
             Ok(parts) => Some(parts),
@@ -710,15 +707,7 @@ impl Segment {
             return self.batch(i);
         }
         let made = self.read_stored(i, want, |stored| {
-            let (buf, data_len) = super::columns::assemble(
-                m.codec,
-                stored,
-                m.raw_size,
-                m.rows as usize,
-                want,
-                select,
-            )?;
-            Ok((buf, data_len))
+            super::columns::assemble(m.codec, stored, m.raw_size, m.rows as usize, want, select)
         })?;
         let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
         Some(made.and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len).map_err(bad)))
