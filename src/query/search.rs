@@ -254,6 +254,9 @@ struct KeepFirst {
     name: String,
     desc: bool,
     n: usize,
+    /// [`Search::set_cutoff`]'s last word, shared with the workers: no event that cannot
+    /// beat it is handed out (so its row is never rebuilt).
+    cutoff: std::sync::Mutex<Option<(Option<Value>, u64)>>,
 }
 
 enum JobBatch {
@@ -464,7 +467,11 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     }
     let mut rows = (!sel.is_all()).then(|| sel.indices());
     if let Some((k, f, signed)) = keep_first {
-        if let Some(kept) = first_rows(&cols, f, signed, k, rows.as_deref()) {
+        let ty = &p.schema.fields[f].ty;
+        if let Some(kept) = first_rows(&cols, (f, ty, signed), k, rows.as_deref(), first) {
+            if kept.is_empty() {
+                return done;
+            }
             rows = Some(kept);
         }
     }
@@ -502,15 +509,17 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
     done
 }
 
-/// Of the rows `rows` (all: `None`) of a batch's columns, the first `k.n` by the integer
-/// column `f` (signed or not), as [`Search::keep_first`] orders them, ascending; `None` when
-/// the column does not decode as numbers (every row is then kept).
+/// Of the rows `rows` (all: `None`) of a batch's columns whose first event ID is `first`, the
+/// first `k.n` by the integer column `f` (of type `ty`, signed or not), as
+/// [`Search::keep_first`] orders them, ascending, and of those only the ones that beat the
+/// consumer's cutoff (`k.cutoff`); `None` when the column does not decode as numbers (every
+/// row is then kept).
 fn first_rows(
     cols: &Columns,
-    f: usize,
-    signed: bool,
+    (f, ty, signed): (usize, &crate::types::Type, bool),
     k: &KeepFirst,
     rows: Option<&[usize]>,
+    first: u64,
 ) -> Option<Vec<usize>> {
     let source = match (cols.ints(f), cols.marked(f)) {
         (Some(ints), _) => Numbers::Decoded(ints),
@@ -518,36 +527,70 @@ fn first_rows(
         (None, None) => Numbers::Msgpack(cols.column(f)),
     };
     let n = cols.rows();
-    if rows.map_or(n, <[usize]>::len) <= k.n || k.n == 0 {
+    let cutoff = k
+        .cutoff
+        .lock()
+        .ok()
+        .and_then(|c| c.clone())
+        .and_then(|(v, id)| match v {
+            None => Some((None, id)),
+            Some(v) => Some((Some(number_of(&v, ty)?), id)),
+        });
+    if k.n == 0 || (cutoff.is_none() && rows.map_or(n, <[usize]>::len) <= k.n) {
         return None;
     }
     let (values, set) = super::ints::decode_all(source, n, signed)?;
     let has = |r: usize| set[r / super::ints::WORD] >> (r % super::ints::WORD) & 1 == 1;
     // The set values by order (as `i64` for signed columns), ties by row; then unset rows.
-    let key = |r: usize| -> i128 {
-        let v = if signed {
+    let number = |r: usize| -> i128 {
+        if signed {
             i128::from(values[r] as i64)
         } else {
             i128::from(values[r])
-        };
-        if k.desc {
-            -v
-        } else {
-            v
         }
     };
-    let (mut with, without): (Vec<usize>, Vec<usize>) = match rows {
+    let key = |v: i128| if k.desc { -v } else { v };
+    let (mut with, mut without): (Vec<usize>, Vec<usize>) = match rows {
         Some(rows) => rows.iter().partition(|&&r| has(r)),
         None => (0..n).partition(|&r| has(r)),
     };
+    // Only what beats the consumer's last kept event (ties by event ID): a set value beats
+    // an unset one; an unset value beats nothing set.
+    if let Some((cut, cut_id)) = cutoff {
+        let before = |r: usize| first + (r as u64) < cut_id;
+        match cut {
+            Some(c) => {
+                let c = key(c);
+                with.retain(|&r| {
+                    let v = key(number(r));
+                    v < c || (v == c && before(r))
+                });
+                without.clear();
+            }
+            None => without.retain(|&r| before(r)),
+        }
+    }
     if with.len() > k.n {
-        with.select_nth_unstable_by_key(k.n - 1, |&r| (key(r), r));
+        with.select_nth_unstable_by_key(k.n - 1, |&r| (key(number(r)), r));
         with.truncate(k.n);
     }
     let more = k.n - with.len();
     with.extend(without.into_iter().take(more));
     with.sort_unstable();
     Some(with)
+}
+
+/// The number `v` holds when it is a value of the integer type `ty` (`None` for any other:
+/// a cutoff of another type rules nothing out).
+fn number_of(v: &Value, ty: &crate::types::Type) -> Option<i128> {
+    use crate::types::Type;
+    match (v, ty) {
+        (Value::Count(x), Type::Count) | (Value::Port(x), Type::Port) => Some(i128::from(*x)),
+        (Value::Int(x), Type::Int)
+        | (Value::Time(x), Type::Time)
+        | (Value::Interval(x), Type::Interval) => Some(i128::from(*x)),
+        _ => None,
+    }
 }
 
 /// The matching rows of a batch slice (or their number).
@@ -861,6 +904,7 @@ impl<'a> Search<'a> {
             name: name.to_string(),
             desc,
             n,
+            cutoff: std::sync::Mutex::new(None),
         }));
     }
 
@@ -1212,6 +1256,9 @@ impl<'a> Search<'a> {
     /// has (`None`: it has none) and its ID, when the consumer has all it keeps; batches
     /// that cannot beat it are not read.
     pub(crate) fn set_cutoff(&mut self, cutoff: Option<(Option<Value>, u64)>) {
+        if let Some(mut shared) = self.first.as_ref().and_then(|k| k.cutoff.lock().ok()) {
+            shared.clone_from(&cutoff);
+        }
         if let Some(o) = &mut self.ordered {
             o.cutoff = cutoff;
         }
@@ -1317,5 +1364,73 @@ impl Iterator for Search<'_> {
     type Item = Result<Hits, QueryError>;
     fn next(&mut self) -> Option<Result<Hits, QueryError>> {
         self.step()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::types::Type;
+
+    /// Columns of one `time` field (`None`: unset) per row.
+    fn times(values: &[Option<i64>]) -> Columns {
+        let (mut data, mut offsets) = (Vec::new(), Vec::new());
+        for v in values {
+            offsets.push(data.len() as u32);
+            let v = v.map_or(Value::Null, Value::Time);
+            crate::value::encode_row(&[v], &mut data);
+        }
+        Columns::split_rows(&data, &offsets, 1, &[]).unwrap()
+    }
+
+    fn keep(desc: bool, n: usize, cutoff: Option<(Option<Value>, u64)>) -> KeepFirst {
+        KeepFirst {
+            name: "ts".into(),
+            desc,
+            n,
+            cutoff: std::sync::Mutex::new(cutoff),
+        }
+    }
+
+    /// Of a batch, the workers hand out its first `n` rows by the field, and of those only
+    /// the ones that beat the consumer's cutoff (a larger value, or an equal one of a smaller
+    /// ID, with `desc`; unset last): the others could never be among the consumer's `n`.
+    #[test]
+    fn a_batch_hands_out_only_rows_that_beat_the_cutoff() {
+        let cols = times(&[Some(5), Some(9), None, Some(7), Some(9), Some(1), None]);
+        let f = (0, &Type::Time, true);
+        let first = 100;
+        let rows = |k: &KeepFirst, sel: Option<&[usize]>| first_rows(&cols, f, k, sel, first);
+        // No cutoff yet: the first three by value (ties by row).
+        assert_eq!(rows(&keep(true, 3, None), None), Some(vec![1, 3, 4]));
+        assert_eq!(rows(&keep(false, 2, None), None), Some(vec![0, 5]));
+        // Fewer matches than kept: all of them, unset ones too.
+        assert_eq!(rows(&keep(true, 3, None), Some(&[2, 5])), None);
+        // A cutoff of 9 at ID 101 (row 1 itself): no row beats it.
+        let nine = |id| Some((Some(Value::Time(9)), id));
+        assert_eq!(rows(&keep(true, 3, nine(101)), None), Some(vec![]));
+        // At ID 104 (row 4): row 1 (9 at ID 101) beats it.
+        assert_eq!(rows(&keep(true, 3, nine(104)), None), Some(vec![1]));
+        // A cutoff of 7 at ID 50: 9 beats it, 7 of a larger ID does not.
+        let seven = Some((Some(Value::Time(7)), 50));
+        assert_eq!(rows(&keep(true, 3, seven.clone()), None), Some(vec![1, 4]));
+        // Ascending: below 7 beats it; unset never does.
+        assert_eq!(rows(&keep(false, 9, seven), None), Some(vec![0, 5]));
+        // The cutoff is unset: every set value beats it, and an unset one of a smaller ID.
+        let unset = Some((None, 103));
+        assert_eq!(
+            rows(&keep(true, 9, unset.clone()), None),
+            Some(vec![0, 1, 2, 3, 4, 5])
+        );
+        // With a selection: only selected rows.
+        assert_eq!(
+            rows(&keep(true, 9, unset), Some(&[2, 5, 6])),
+            Some(vec![2, 5])
+        );
+        // A cutoff of another type rules nothing out.
+        let other = Some((Some(Value::Count(7)), 0));
+        assert_eq!(rows(&keep(true, 2, other), None), Some(vec![1, 4]));
     }
 }
