@@ -229,7 +229,7 @@ fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
         (Op::Lt | Op::Le | Op::Gt | Op::Ge, lit) if !container => match sk.range(t.field) {
             None => !has_range(&t.ty),
             Some(r) => {
-                let (lo, hi) = (compare(&r.lo, lit), compare(&r.hi, lit));
+                let (lo, hi) = (compare(&r.lo(), lit), compare(&r.hi(), lit));
                 match t.op {
                     Op::Lt => lo.is_none_or(|o| o == Ordering::Less),
                     Op::Le => lo.is_none_or(|o| o != Ordering::Greater),
@@ -337,16 +337,16 @@ fn fast_range(
     let Some(r) = sk.range(t.field) else {
         return Some((want, None));
     };
-    let got = match (signed, &r.lo, &r.hi) {
-        (false, V::Count(a) | V::Port(a), V::Count(b) | V::Port(b)) => (*a as i128, *b as i128),
+    let got = match (signed, r.lo(), r.hi()) {
+        (false, V::Count(a) | V::Port(a), V::Count(b) | V::Port(b)) => (a as i128, b as i128),
         (
             true,
             V::Int(a) | V::Time(a) | V::Interval(a),
             V::Int(b) | V::Time(b) | V::Interval(b),
-        ) => (*a as i128, *b as i128),
+        ) => (a as i128, b as i128),
         _ => return None,
     };
-    Some((want, Some((got.0, got.1, r.present))))
+    Some((want, Some((got.0, got.1, r.present()))))
 }
 
 /// Whether the field of `t` (an element of it, for a container) may equal `lit`.
@@ -366,8 +366,8 @@ fn eq_may(t: &Test, lit: &Literal, sk: &SketchRef<'_>) -> bool {
         _ => match sk.range(t.field) {
             None => !has_range(&t.ty),
             Some(r) => {
-                compare(&r.lo, lit).is_none_or(|o| o != Ordering::Greater)
-                    && compare(&r.hi, lit).is_none_or(|o| o != Ordering::Less)
+                compare(&r.lo(), lit).is_none_or(|o| o != Ordering::Greater)
+                    && compare(&r.hi(), lit).is_none_or(|o| o != Ordering::Less)
             }
         },
     }

@@ -810,8 +810,8 @@ impl Best {
             return Best::Unknown;
         };
         match sketch.range(f) {
-            Some(r) if r.present != Some(0) => {
-                Best::Value(if desc { &r.hi } else { &r.lo }.to_owned())
+            Some(r) if r.present() != Some(0) => {
+                Best::Value(if desc { r.hi() } else { r.lo() }.to_owned())
             }
             _ => Best::Unset,
         }

@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use super::codec::{from_stored_byte, stored_byte, Codec};
 use super::reader::{check_times, BatchMeta, Parts, UNCHECKED};
-use super::sketch::{range_bits, range_value, RangeKind, RangeOf, TimeHistogram};
+use super::sketch::{RangeKind, RangeOf, TimeHistogram};
 use super::Segment;
 use crate::types::{Field, Schema, Type};
 
@@ -229,7 +229,7 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
                     hashes: *hashes,
                     ranges: ranges
                         .iter()
-                        .map(|r| (r.field, range_bits(&r.lo), range_bits(&r.hi), r.present))
+                        .map(|r| (r.field(), r.bits().0, r.bits().1, r.present()))
                         .collect(),
                     times: times.clone(),
                 }),
@@ -357,12 +357,7 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                         false => None,
                         true => Some(r.u32()?),
                     };
-                    ranges.push(RangeOf {
-                        field,
-                        lo: range_value(ty, lo),
-                        hi: range_value(ty, hi),
-                        present,
-                    });
+                    ranges.push(RangeOf::new(field, ty, lo, hi, present));
                 }
                 let times = match r.flag()? {
                     false => None,

@@ -14,9 +14,7 @@ use memmap2::Mmap;
 use super::codec::{from_stored_byte, stored_byte, unpack, Codec, Layout, RowBuf};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
-use super::sketch::{
-    range_value, RangeKind, RangeOf, SketchRef, TimeHistogram, MAX_TIME_BUCKETS, TIME_WIDTHS,
-};
+use super::sketch::{RangeKind, RangeOf, SketchRef, TimeHistogram, MAX_TIME_BUCKETS, TIME_WIDTHS};
 use super::writer::batch_checksum;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
@@ -486,12 +484,8 @@ impl Segment {
                                     r.kind()
                                 ))
                             })?;
-                        ranges.push(RangeOf {
-                            field: r.field(),
-                            lo: range_value(ty, r.lo()),
-                            hi: range_value(ty, r.hi()),
-                            present: present.as_ref().and_then(|p| p.get(j).copied()),
-                        });
+                        let present = present.as_ref().and_then(|p| p.get(j).copied());
+                        ranges.push(RangeOf::new(r.field(), ty, r.lo(), r.hi(), present));
                     }
                     let times = match sk.times() {
                         None => None,
@@ -1266,9 +1260,12 @@ pub(super) fn check_times(
             t.first
         )
     };
-    let range = ranges.iter().find(|r| r.field == t.field).ok_or_else(bad)?;
+    let range = ranges
+        .iter()
+        .find(|r| r.field() == t.field)
+        .ok_or_else(bad)?;
     let (ValueRef::Time(lo), ValueRef::Time(hi), Some(present)) =
-        (&range.lo, &range.hi, range.present)
+        (range.lo(), range.hi(), range.present())
     else {
         return Err(bad());
     };
