@@ -50,6 +50,9 @@
 //!   segment is used, and each batch's stored bytes are still checked against their checksum on
 //!   the batch's first access, so a wrong index can make a read fail, never read outside the
 //!   map or return unchecked rows. `weir verify` compares each index with its segment.
+//! - An open segment keeps its index mapped, and its batches' field ranges are read from the
+//!   records there when they are asked for (`sketch::Ranges`), checked here when it is opened:
+//!   decoded, they were a third of the memory a fresh process faulted in to open a segment.
 //! - Index files go with their segment: written after it, deleted before it (so a crash in
 //!   between leaves a segment without an index, never an index for a later segment), and a
 //!   writer removes an index whose segment is gone (`crate::store`).
@@ -60,8 +63,8 @@ use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 
 use super::codec::{from_stored_byte, stored_byte, Codec};
-use super::reader::{check_times, BatchMeta, Parts, UNCHECKED};
-use super::sketch::{RangeKind, RangeOf, TimeHistogram};
+use super::reader::{check_times, BatchMeta, Parts, StoredRanges, UNCHECKED};
+use super::sketch::{read_range_record, RangeKind, RangeOf, RangeRecord, TimeHistogram};
 use super::Segment;
 use crate::types::{Field, Schema, Type};
 
@@ -103,7 +106,7 @@ pub(crate) struct BatchRecord {
 pub(crate) struct SketchRecord {
     pub(crate) bloom: (u64, u32),
     pub(crate) hashes: u8,
-    pub(crate) ranges: Vec<(u32, u64, u64, Option<u32>)>,
+    pub(crate) ranges: Vec<RangeRecord>,
     pub(crate) times: Option<TimeHistogram>,
 }
 
@@ -211,7 +214,8 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
     let batches: Vec<BatchRecord> = p
         .batches
         .iter()
-        .map(|b| BatchRecord {
+        .enumerate()
+        .map(|(i, b)| BatchRecord {
             schema: b.schema,
             first_id: b.first_id,
             rows: b.rows,
@@ -224,11 +228,13 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
             sketch: b
                 .sketch
                 .as_ref()
-                .map(|(bloom, hashes, ranges, times)| SketchRecord {
+                .map(|(bloom, hashes, _, times)| SketchRecord {
                     bloom: pos(bloom),
                     hashes: *hashes,
-                    ranges: ranges
-                        .iter()
+                    ranges: seg
+                        .sketch(i)
+                        .into_iter()
+                        .flat_map(|sk| sk.ranges.iter())
                         .map(|r| (r.field(), r.bits().0, r.bits().1, r.present()))
                         .collect(),
                     times: times.clone(),
@@ -302,6 +308,8 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
     let mut batches = Vec::with_capacity(n);
     let mut total = 0u64;
     let mut merged: Vec<Range<u64>> = Vec::new();
+    // One batch's ranges at a time, for its checks.
+    let mut ranges: Vec<RangeOf> = Vec::new();
     for i in 0..n {
         let bad = |what: &str| format!("batch {i}: {what}");
         let schema = r.u32()?;
@@ -344,19 +352,19 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                 let bloom = r.range(file_len)?;
                 let hashes = r.u8()?;
                 let nr = r.count(21)?;
-                let mut ranges = Vec::with_capacity(nr);
+                // The records stay in the index (the segment keeps it mapped), checked here;
+                // decoded only for the time histogram's check.
+                let at = r.pos;
+                ranges.clear();
                 for _ in 0..nr {
-                    let field = r.u32()?;
+                    let ((field, lo, hi, present), next) =
+                        read_range_record(r.buf, r.pos).ok_or_else(|| bad("sketch range"))?;
+                    r.pos = next;
                     let ty = fields
                         .get(field as usize)
                         .map(|f| &f.ty)
                         .filter(|ty| RangeKind::of(ty).is_some())
                         .ok_or_else(|| bad("sketch range of a field without one"))?;
-                    let (lo, hi) = (r.u64()?, r.u64()?);
-                    let present = match r.flag()? {
-                        false => None,
-                        true => Some(r.u32()?),
-                    };
                     ranges.push(RangeOf::new(field, ty, lo, hi, present));
                 }
                 let times = match r.flag()? {
@@ -384,7 +392,8 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                         )
                     }
                 };
-                Some((bloom, hashes, ranges, times))
+                let stored = StoredRanges::Records { at, count: nr };
+                Some((bloom, hashes, stored, times))
             }
         };
         batches.push(BatchMeta {

@@ -47,8 +47,17 @@ pub(super) struct BatchMeta {
 }
 
 /// A batch's sketch as read at open: the Bloom filter (where it is in the map), its probes,
-/// the decoded field ranges and the time histogram.
-type StoredSketch = (Range<usize>, u8, Vec<RangeOf>, Option<TimeHistogram>);
+/// the field ranges and the time histogram.
+type StoredSketch = (Range<usize>, u8, StoredRanges, Option<TimeHistogram>);
+
+/// A batch's field ranges as read at open: decoded by the verifier, or where their records
+/// are in the segment's index file (`index.rs`; checked when it was opened), which the
+/// segment keeps mapped ([`super::sketch::Ranges`]).
+#[derive(Debug)]
+pub(super) enum StoredRanges {
+    Decoded(Vec<RangeOf>),
+    Records { at: usize, count: usize },
+}
 
 /// What opening a segment finds in it (by verifying it, or from its index file, `index.rs`).
 #[derive(Debug)]
@@ -72,6 +81,9 @@ pub struct Segment {
     parts: Parts,
     /// Whether the parts come from the segment's index file rather than the verifier.
     from_index: bool,
+    /// The index file, mapped, when the parts come from it: the batches' field ranges are
+    /// read from it ([`StoredRanges::Records`]).
+    index: Option<Mmap>,
     /// Where the checkpoints of format 8 are in the map (verified with the metadata checksum;
     /// `None` before format 8, or when opened from the index file).
     checkpoints: Option<Range<usize>>,
@@ -152,13 +164,14 @@ impl Segment {
         }
         let map = crate::fs::map_readonly(&file, path)?;
         if use_index {
-            if let Some(parts) = Self::indexed(path, map.len()) {
+            if let Some((parts, index)) = Self::indexed(path, map.len()) {
                 return Ok(Segment {
                     path: path.to_path_buf(),
                     file,
                     map,
                     parts,
                     from_index: true,
+                    index: Some(index),
                     checkpoints: None,
                 });
             }
@@ -170,17 +183,18 @@ impl Segment {
             map,
             parts,
             from_index: false,
+            index: None,
             checkpoints,
         })
     }
 
     /// The parts from the segment's index file, if it has a usable one (see `index.rs`): a
     /// missing one is normal (older archives), a damaged one is logged and passed over.
-    fn indexed(path: &Path, file_len: usize) -> Option<Parts> {
+    fn indexed(path: &Path, file_len: usize) -> Option<(Parts, Mmap)> {
         let idx = super::index::index_path(path);
         // Mapped, not read: a read copied the file into fresh memory, every page of it a
         // fault (W1000's index is 1.6 MB, 400 pages); the map's pages come in 16 at a time.
-        let unreadable = |e: &dyn std::fmt::Display| -> Option<Parts> {
+        let unreadable = |e: &dyn std::fmt::Display| -> Option<(Parts, Mmap)> {
             tracing::warn!(index = %idx.display(), error = %e, "cannot read segment index; verifying the segment instead");
             None
         };
@@ -193,7 +207,7 @@ impl Segment {
             Err(e) => return unreadable(&e),
         };
         match super::index::decode(&bytes, file_len) {
-            Ok(parts) => Some(parts),
+            Ok(parts) => Some((parts, bytes)),
             Err(reason) => {
                 tracing::warn!(index = %idx.display(), %reason, "segment index unusable; verifying the segment instead");
                 None
@@ -511,7 +525,7 @@ impl Segment {
                     Some((
                         range_in(buf, sk.bloom().bytes()),
                         sk.bloom_hashes(),
-                        ranges,
+                        StoredRanges::Decoded(ranges),
                         times,
                     ))
                 }
@@ -823,7 +837,17 @@ impl Segment {
     /// The sketch of batch `i` (format 3; `None` for older segments), covered by the metadata
     /// checksum checked at open: usable without verifying the batch's rows.
     pub fn sketch(&self, i: usize) -> Option<SketchRef<'_>> {
-        let (bloom, hashes, ranges, times) = self.parts.batches.get(i)?.sketch.as_ref()?;
+        let m = self.parts.batches.get(i)?;
+        let (bloom, hashes, ranges, times) = m.sketch.as_ref()?;
+        let ranges = match (ranges, &self.index) {
+            (StoredRanges::Decoded(r), _) => super::sketch::Ranges::Decoded(r),
+            (&StoredRanges::Records { at, count }, Some(index)) => super::sketch::Ranges::Records {
+                bytes: index.get(at..).unwrap_or_default(),
+                count,
+                fields: &self.parts.schemas.get(m.schema as usize)?.fields,
+            },
+            (StoredRanges::Records { .. }, None) => super::sketch::Ranges::Decoded(&[]),
+        };
         Some(SketchRef {
             bloom: super::sketch::Bloom::File {
                 segment: self.parts.uuid.as_u128(),

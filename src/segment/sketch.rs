@@ -328,14 +328,78 @@ impl Bloom<'_> {
 pub struct SketchRef<'a> {
     pub(crate) bloom: Bloom<'a>,
     pub(crate) hashes: u8,
-    pub(crate) ranges: &'a [RangeOf],
+    pub(crate) ranges: Ranges<'a>,
     pub(crate) times: Option<&'a TimeHistogram>,
 }
 
+/// The field ranges of a batch's sketch: decoded (a segment opened by the verifier), or the
+/// records of its segment's index file (`index.rs`), decoded one at a time when asked for,
+/// so that a segment opened from its index keeps no copy of them (see [`RangeOf`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ranges<'a> {
+    Decoded(&'a [RangeOf]),
+    /// `count` records from the start of `bytes` (checked when the index was opened), of
+    /// fields of `fields`.
+    Records {
+        bytes: &'a [u8],
+        count: usize,
+        fields: &'a [crate::types::Field],
+    },
+}
+
+impl<'a> Ranges<'a> {
+    /// Every range, in field order as stored.
+    pub(crate) fn iter(self) -> impl Iterator<Item = RangeOf> + 'a {
+        let (mut at, mut left) = (0, self.len());
+        std::iter::from_fn(move || {
+            left = left.checked_sub(1)?;
+            match self {
+                Ranges::Decoded(r) => {
+                    at += 1;
+                    r.get(at - 1).copied()
+                }
+                Ranges::Records { bytes, fields, .. } => {
+                    let ((field, lo, hi, present), next) = read_range_record(bytes, at)?;
+                    at = next;
+                    let ty = &fields.get(field as usize)?.ty;
+                    Some(RangeOf::new(field, ty, lo, hi, present))
+                }
+            }
+        })
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Ranges::Decoded(r) => r.len(),
+            Ranges::Records { count, .. } => count,
+        }
+    }
+}
+
+/// A field range as an index file (`index.rs`) records it: the field, `lo` and `hi` as
+/// stored, and the rows with a value (`None`: not recorded, format 3).
+pub(crate) type RangeRecord = (u32, u64, u64, Option<u32>);
+
+/// A field range of an index file (`index.rs`) read at `pos` of `bytes`: its field (u32),
+/// `lo` and `hi` as stored (u64), and a flag with its `present` count (u32), all
+/// little-endian; and the position after it. `None` when it runs past the end or its flag is
+/// neither 0 nor 1.
+pub(crate) fn read_range_record(bytes: &[u8], pos: usize) -> Option<(RangeRecord, usize)> {
+    let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+    let (field, lo, hi) = (u32_at(pos)?, u64_at(pos + 4)?, u64_at(pos + 12)?);
+    match bytes.get(pos + 20)? {
+        0 => Some(((field, lo, hi, None), pos + 21)),
+        1 => Some(((field, lo, hi, Some(u32_at(pos + 21)?)), pos + 25)),
+        _ => None,
+    }
+}
+
 /// One decoded range of a [`SketchRef`]: a field index and its minimum and maximum. Kept as
-/// their stored bits and the type of value they are, in 32 bytes (as [`ValueRef`]s, 80): an
-/// open segment holds one per ranged field of every batch (W1000: 21,769), decoded from its
-/// index into fresh memory, each page of which a fresh process faults in.
+/// their stored bits and the type of value they are, in 32 bytes (as [`ValueRef`]s, 80): a
+/// segment opened by the verifier holds one per ranged field of every batch (W1000: 21,769)
+/// in fresh memory, each page of which a fresh process faults in. (One opened from its index
+/// holds none: [`Ranges::Records`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeOf {
     field: u32,
@@ -409,7 +473,7 @@ impl PartialEq for SketchRef<'_> {
     /// The same probes, ranges and histogram, and filters of the same bytes.
     fn eq(&self, other: &SketchRef<'_>) -> bool {
         self.hashes == other.hashes
-            && self.ranges == other.ranges
+            && self.ranges.iter().eq(other.ranges.iter())
             && self.times == other.times
             && self.bloom.to_vec() == other.bloom.to_vec()
     }
@@ -424,7 +488,7 @@ impl SketchRef<'_> {
 
     /// The range of field `field`, or `None` when no row has a value there (or the field has
     /// no range).
-    pub fn range(&self, field: usize) -> Option<&RangeOf> {
+    pub fn range(&self, field: usize) -> Option<RangeOf> {
         self.ranges.iter().find(|r| r.field as usize == field)
     }
 
@@ -1128,7 +1192,7 @@ mod tests {
             let r = SketchRef {
                 bloom: Bloom::Bytes(&sk.bloom),
                 hashes: sk.hashes,
-                ranges: &[],
+                ranges: Ranges::Decoded(&[]),
                 times: None,
             };
             for i in 0..20_000u64 {
@@ -1397,7 +1461,7 @@ mod tests {
         let r = SketchRef {
             bloom: Bloom::Bytes(&sk.bloom),
             hashes: sk.hashes,
-            ranges: &[],
+            ranges: Ranges::Decoded(&[]),
             times: None,
         };
         // About 5000 + 7 + 51 distinct values at 10 bits each.
