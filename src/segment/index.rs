@@ -63,8 +63,8 @@ use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 
 use super::codec::{from_stored_byte, stored_byte, Codec};
-use super::reader::{check_times, BatchMeta, Parts, StoredRanges, UNCHECKED};
-use super::sketch::{read_range_record, RangeKind, RangeOf, RangeRecord, TimeHistogram};
+use super::reader::{check_times, BatchMeta, Parts, StoredRanges, StoredTimes, UNCHECKED};
+use super::sketch::{read_range_record, RangeKind, RangeOf, RangeRecord, TimeHistogram, TimesRef};
 use super::Segment;
 use crate::types::{Field, Schema, Type};
 
@@ -225,20 +225,19 @@ pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
             checksum: b.checksum,
             stored: stored_byte(b.codec, b.layout),
             raw_size: b.raw_size as u32,
-            sketch: b
-                .sketch
-                .as_ref()
-                .map(|(bloom, hashes, _, times)| SketchRecord {
+            sketch: b.sketch.as_ref().map(|(bloom, hashes, _, _)| {
+                let sk = seg.sketch(i);
+                SketchRecord {
                     bloom: pos(bloom),
                     hashes: *hashes,
-                    ranges: seg
-                        .sketch(i)
-                        .into_iter()
+                    ranges: sk
+                        .iter()
                         .flat_map(|sk| sk.ranges.iter())
                         .map(|r| (r.field(), r.bits().0, r.bits().1, r.present()))
                         .collect(),
-                    times: times.clone(),
-                }),
+                    times: sk.and_then(|sk| sk.times()).map(|t| t.to_owned()),
+                }
+            }),
         })
         .collect();
     let header = Header {
@@ -374,22 +373,18 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                         let width = r.u64()? as i64;
                         let first = r.u64()? as i64;
                         let nc = r.count(4)?;
-                        // (All at once: a histogram has up to a few hundred.)
-                        let counts = r
-                            .take(4 * nc)?
-                            .chunks_exact(4)
-                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                            .collect();
-                        let t = TimeHistogram {
+                        // The counts stay in the index too.
+                        let at = r.pos;
+                        let counts = r.take(4 * nc)?;
+                        let t = TimesRef::of_record(field, width, first, counts);
+                        check_times(t, &schemas[schema as usize], &ranges).map_err(|e| bad(&e))?;
+                        let counts = at..at + 4 * nc;
+                        Some(StoredTimes::Record {
                             field,
                             width,
                             first,
                             counts,
-                        };
-                        Some(
-                            check_times(t, &schemas[schema as usize], &ranges)
-                                .map_err(|e| bad(&e))?,
-                        )
+                        })
                     }
                 };
                 let stored = StoredRanges::Records { at, count: nr };

@@ -92,7 +92,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
             time_buckets: sketch
                 .as_ref()
                 .and_then(|s| s.times())
-                .map(|t| (t.counts.len() as u64, (t.width / 1_000_000_000) as u64)),
+                .map(|t| (t.len() as u64, (t.width / 1_000_000_000) as u64)),
             schema: b.schema().name.clone(),
             fields: b
                 .schema()

@@ -14,7 +14,9 @@ use memmap2::Mmap;
 use super::codec::{from_stored_byte, stored_byte, unpack, Codec, Layout, RowBuf};
 use super::generated as fbs;
 use super::meta::{MetaHasher, V1_FIELDS};
-use super::sketch::{RangeKind, RangeOf, SketchRef, TimeHistogram, MAX_TIME_BUCKETS, TIME_WIDTHS};
+use super::sketch::{
+    RangeKind, RangeOf, SketchRef, TimeHistogram, TimesRef, MAX_TIME_BUCKETS, TIME_WIDTHS,
+};
 use super::writer::batch_checksum;
 use super::{Result, SegmentError};
 use crate::batch::Batch;
@@ -48,7 +50,20 @@ pub(super) struct BatchMeta {
 
 /// A batch's sketch as read at open: the Bloom filter (where it is in the map), its probes,
 /// the field ranges and the time histogram.
-type StoredSketch = (Range<usize>, u8, StoredRanges, Option<TimeHistogram>);
+type StoredSketch = (Range<usize>, u8, StoredRanges, Option<StoredTimes>);
+
+/// A batch's time histogram as read at open: decoded by the verifier, or where its counts
+/// are in the segment's index file (as [`StoredRanges`]).
+#[derive(Debug)]
+pub(super) enum StoredTimes {
+    Decoded(TimeHistogram),
+    Record {
+        field: u32,
+        width: i64,
+        first: i64,
+        counts: Range<usize>,
+    },
+}
 
 /// A batch's field ranges as read at open: decoded by the verifier, or where their records
 /// are in the segment's index file (`index.rs`; checked when it was opened), which the
@@ -516,10 +531,9 @@ impl Segment {
                                 first: t.first(),
                                 counts: t.counts().iter().collect(),
                             };
-                            Some(
-                                check_times(t, &schemas[b.schema() as usize], &ranges)
-                                    .map_err(bad)?,
-                            )
+                            check_times(t.as_ref(), &schemas[b.schema() as usize], &ranges)
+                                .map_err(bad)?;
+                            Some(StoredTimes::Decoded(t))
                         }
                     };
                     Some((
@@ -848,6 +862,18 @@ impl Segment {
             },
             (StoredRanges::Records { .. }, None) => super::sketch::Ranges::Decoded(&[]),
         };
+        let times = times.as_ref().and_then(|t| match t {
+            StoredTimes::Decoded(t) => Some(t.as_ref()),
+            StoredTimes::Record {
+                field,
+                width,
+                first,
+                counts,
+            } => {
+                let counts = self.index.as_ref()?.get(counts.clone())?;
+                Some(TimesRef::of_record(*field, *width, *first, counts))
+            }
+        });
         Some(SketchRef {
             bloom: super::sketch::Bloom::File {
                 segment: self.parts.uuid.as_u128(),
@@ -856,7 +882,7 @@ impl Segment {
             },
             hashes: *hashes,
             ranges,
-            times: times.as_ref(),
+            times,
         })
     }
 
@@ -1270,16 +1296,16 @@ impl ExactSizeIterator for RowIter<'_> {}
 /// [`TIME_WIDTHS`]; there are 1 to [`MAX_TIME_BUCKETS`] buckets, and the first and the last
 /// hold the range's ends.
 pub(super) fn check_times(
-    t: TimeHistogram,
+    t: TimesRef<'_>,
     schema: &crate::types::Schema,
     ranges: &[RangeOf],
-) -> std::result::Result<TimeHistogram, String> {
+) -> std::result::Result<(), String> {
     use crate::value::ValueRef;
     let bad = || {
         format!(
             "time histogram of field {} ({} buckets of {} ns from {}) does not fit the batch",
             t.field,
-            t.counts.len(),
+            t.len(),
             t.width,
             t.first
         )
@@ -1294,21 +1320,21 @@ pub(super) fn check_times(
         return Err(bad());
     };
     let width = t.width;
-    let counts = &t.counts;
-    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    let n = t.len();
+    let total: u64 = t.counts().map(u64::from).sum();
     if schema.ts_index() != Some(t.field as usize)
         || !TIME_WIDTHS.contains(&width)
-        || counts.is_empty()
-        || counts.len() > MAX_TIME_BUCKETS
-        || counts.first() == Some(&0)
-        || counts.last() == Some(&0)
+        || n == 0
+        || n > MAX_TIME_BUCKETS
+        || t.counts().next() == Some(0)
+        || t.counts().last() == Some(0)
         || lo.div_euclid(width) != t.first
-        || hi.div_euclid(width) != t.first + counts.len() as i64 - 1
+        || hi.div_euclid(width) != t.first + n as i64 - 1
         || total != u64::from(present)
     {
         return Err(bad());
     }
-    Ok(t)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -121,13 +121,94 @@ impl TimeHistogram {
         })
     }
 
+    /// This histogram as a sketch gives it.
+    pub fn as_ref(&self) -> TimesRef<'_> {
+        TimesRef {
+            field: self.field,
+            width: self.width,
+            first: self.first,
+            counts: Counts::Decoded(&self.counts),
+        }
+    }
+}
+
+/// A batch's time histogram as its sketch gives it ([`SketchRef::times`]): its counts
+/// decoded, or, for a segment opened from its index file, the index's record of them
+/// (`index.rs`), read when asked for, so that an open segment keeps no copy of them.
+#[derive(Debug, Clone, Copy)]
+pub struct TimesRef<'a> {
+    /// The `ts` field's index in the schema.
+    pub field: u32,
+    /// Bucket width in nanoseconds (one of [`TIME_WIDTHS`]).
+    pub width: i64,
+    /// The first bucket's index: bucket k covers `[(first + k) * width, (first + k + 1) *
+    /// width)`.
+    pub first: i64,
+    counts: Counts<'a>,
+}
+
+/// [`TimesRef`]'s counts.
+#[derive(Debug, Clone, Copy)]
+enum Counts<'a> {
+    Decoded(&'a [u32]),
+    /// Little-endian u32s (checked when the index was opened).
+    Records(&'a [u8]),
+}
+
+impl<'a> TimesRef<'a> {
+    /// The histogram of an index record: `counts` holds the buckets' counts as
+    /// little-endian u32s.
+    pub(crate) fn of_record(field: u32, width: i64, first: i64, counts: &'a [u8]) -> Self {
+        TimesRef {
+            field,
+            width,
+            first,
+            counts: Counts::Records(counts),
+        }
+    }
+
+    /// How many buckets there are.
+    pub fn len(&self) -> usize {
+        match self.counts {
+            Counts::Decoded(c) => c.len(),
+            Counts::Records(b) => b.len() / 4,
+        }
+    }
+
+    /// Whether there is no bucket (never in a stored histogram).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Rows per bucket.
+    pub fn counts(&self) -> impl Iterator<Item = u32> + 'a {
+        let (decoded, records) = match self.counts {
+            Counts::Decoded(c) => (c, &[][..]),
+            Counts::Records(b) => (&[][..], b),
+        };
+        let records = records
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        decoded.iter().copied().chain(records)
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> TimeHistogram {
+        TimeHistogram {
+            field: self.field,
+            width: self.width,
+            first: self.first,
+            counts: self.counts().collect(),
+        }
+    }
+
     /// The rows whose `ts` lies in `lo..=hi`, when the histogram tells exactly: each bucket
     /// that holds rows, narrowed to the batch's `ts` range (`min..=max`), lies wholly inside
     /// or wholly outside `lo..=hi`. `None`: some bucket is cut by an end of the range.
     pub fn count_in(&self, lo: i128, hi: i128, min: i128, max: i128) -> Option<u64> {
         let mut n = 0u64;
         let width = self.width as i128;
-        for (k, &c) in self.counts.iter().enumerate() {
+        for (k, c) in self.counts().enumerate() {
             if c == 0 {
                 continue;
             }
@@ -142,6 +223,13 @@ impl TimeHistogram {
             n += u64::from(c);
         }
         Some(n)
+    }
+}
+
+impl PartialEq for TimesRef<'_> {
+    fn eq(&self, other: &TimesRef<'_>) -> bool {
+        (self.field, self.width, self.first) == (other.field, other.width, other.first)
+            && self.counts().eq(other.counts())
     }
 }
 
@@ -329,7 +417,7 @@ pub struct SketchRef<'a> {
     pub(crate) bloom: Bloom<'a>,
     pub(crate) hashes: u8,
     pub(crate) ranges: Ranges<'a>,
-    pub(crate) times: Option<&'a TimeHistogram>,
+    pub(crate) times: Option<TimesRef<'a>>,
 }
 
 /// The field ranges of a batch's sketch: decoded (a segment opened by the verifier), or the
@@ -479,7 +567,7 @@ impl PartialEq for SketchRef<'_> {
     }
 }
 
-impl SketchRef<'_> {
+impl<'a> SketchRef<'a> {
     /// Whether some row may hold the string-like or address value hashed by
     /// [`value_hash`] (false positives possible, false negatives not).
     pub fn may_contain(&self, h: u64) -> bool {
@@ -503,7 +591,7 @@ impl SketchRef<'_> {
     }
 
     /// The batch's time histogram (format 5), if it has one.
-    pub fn times(&self) -> Option<&TimeHistogram> {
+    pub fn times(&self) -> Option<TimesRef<'a>> {
         self.times
     }
 }
@@ -1019,6 +1107,38 @@ fn widen(acc: &mut Acc, v: &ValueRef<'_>) {
 mod tests {
     use super::*;
 
+    /// A histogram read from an index record gives what the decoded one gives: its counts,
+    /// their number, the rows in a time range, and an owned copy.
+    #[test]
+    fn a_histogram_from_its_record_is_the_decoded_one() {
+        let h = TimeHistogram {
+            field: 0,
+            width: 600,
+            first: 10,
+            counts: vec![3, 0, 7, 1],
+        };
+        let bytes: Vec<u8> = h.counts.iter().flat_map(|c| c.to_le_bytes()).collect();
+        let r = TimesRef::of_record(0, 600, 10, &bytes);
+        assert_eq!(r, h.as_ref());
+        assert_eq!(
+            (r.len(), r.counts().collect::<Vec<_>>()),
+            (4, h.counts.clone())
+        );
+        assert_eq!(r.to_owned(), h);
+        let (lo, hi) = (6_000, 8_399);
+        for (a, b) in [
+            (6_000, 6_599),
+            (6_000, 7_799),
+            (7_200, 8_399),
+            (6_100, 8_399),
+        ] {
+            assert_eq!(r.count_in(a, b, lo, hi), h.as_ref().count_in(a, b, lo, hi));
+        }
+        assert_eq!(r.count_in(6_000, 7_799, lo, hi), Some(10));
+        let other = TimesRef::of_record(0, 600, 10, &bytes[..12]);
+        assert_ne!(other, h.as_ref());
+    }
+
     /// A range keeps the bits of its values and gives them back as values of its field's
     /// type; a type without ranges gives unset values. In 32 bytes.
     #[test]
@@ -1360,7 +1480,7 @@ mod tests {
         );
         assert!(h.counts.iter().all(|&c| c == 1));
         let (lo, hi) = (ts[0] as i128, ts[99] as i128);
-        let count = |a: i64, b: i64| h.count_in(a as i128, b as i128, lo, hi);
+        let count = |a: i64, b: i64| h.as_ref().count_in(a as i128, b as i128, lo, hi);
         assert_eq!(count(1_010 * S, 1_020 * S - 1), Some(10));
         assert_eq!(count(i64::MIN, i64::MAX), Some(100));
         assert_eq!(count(0, 1_010 * S - 1), Some(10), "from before the batch");
