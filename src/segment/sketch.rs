@@ -487,7 +487,7 @@ pub(crate) fn read_range_record(bytes: &[u8], pos: usize) -> Option<(RangeRecord
 /// their stored bits and the type of value they are, in 32 bytes (as [`ValueRef`]s, 80): a
 /// segment opened by the verifier holds one per ranged field of every batch (W1000: 21,769)
 /// in fresh memory, each page of which a fresh process faults in. (One opened from its index
-/// holds none: [`Ranges::Records`].)
+/// holds none: `Ranges::Records`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeOf {
     field: u32,
