@@ -50,9 +50,11 @@
 //!   segment is used, and each batch's stored bytes are still checked against their checksum on
 //!   the batch's first access, so a wrong index can make a read fail, never read outside the
 //!   map or return unchecked rows. `weir verify` compares each index with its segment.
-//! - An open segment keeps its index mapped, and its batches' field ranges are read from the
-//!   records there when they are asked for (`sketch::Ranges`), checked here when it is opened:
-//!   decoded, they were a third of the memory a fresh process faulted in to open a segment.
+//! - An open segment keeps its index mapped, and its batches' field ranges and time
+//!   histograms are read from the records there when they are asked for (`sketch::Ranges`,
+//!   `sketch::TimesRef`; a range record is read by `sketch::read_range_record`), checked here
+//!   when it is opened: decoded, they were most of the memory a fresh process faulted in to
+//!   open a segment.
 //! - Index files go with their segment: written after it, deleted before it (so a crash in
 //!   between leaves a segment without an index, never an index for a later segment), and a
 //!   writer removes an index whose segment is gone (`crate::store`).

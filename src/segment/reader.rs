@@ -96,8 +96,8 @@ pub struct Segment {
     parts: Parts,
     /// Whether the parts come from the segment's index file rather than the verifier.
     from_index: bool,
-    /// The index file, mapped, when the parts come from it: the batches' field ranges are
-    /// read from it ([`StoredRanges::Records`]).
+    /// The index file, mapped, when the parts come from it: the batches' field ranges and
+    /// time histograms are read from it ([`StoredRanges::Records`], [`StoredTimes::Record`]).
     index: Option<Mmap>,
     /// Where the checkpoints of format 8 are in the map (verified with the metadata checksum;
     /// `None` before format 8, or when opened from the index file).
