@@ -142,6 +142,54 @@ fn small_segments_rotate_and_keep_every_event() {
     assert!(inspect["batches"][0]["rows"].as_u64().unwrap() <= 100);
 }
 
+/// A log of several read chunks (1 MiB) is stored in batches of the batch size, whatever
+/// the chunks: each chunk's parse fills up the batch the chunk before left partial (a
+/// regression: W1000 was stored in 1,979 batches of 8,192 and ~450 rows alternately).
+#[test]
+fn a_log_of_many_chunks_is_stored_in_full_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let log = dir.path().join("num.log");
+    let events = 60_000u64;
+    let text = tsv_log(events);
+    assert!(
+        text.len() > 2 << 20,
+        "{} bytes: not several chunks",
+        text.len()
+    );
+    std::fs::write(&log, text).unwrap();
+    ok(
+        &run(&[
+            "import",
+            "--quiet",
+            "--db",
+            db.to_str().unwrap(),
+            log.to_str().unwrap(),
+        ]),
+        "weir import",
+    );
+    let mut rows = Vec::new();
+    for seg in common::cli::segment_files(&db) {
+        let inspect = ok(
+            &run(&["inspect", "--json", seg.to_str().unwrap()]),
+            "weir inspect",
+        );
+        let inspect: serde_json::Value = serde_json::from_str(&inspect).unwrap();
+        for b in inspect["batches"].as_array().unwrap() {
+            rows.push((b["first_id"].as_u64().unwrap(), b["rows"].as_u64().unwrap()));
+        }
+    }
+    rows.sort();
+    let rows: Vec<u64> = rows.into_iter().map(|(_, n)| n).collect();
+    let full = (events / 8192) as usize;
+    assert_eq!(rows[..full], vec![8192; full][..], "{rows:?}");
+    assert_eq!(rows[full..], [events % 8192], "{rows:?}");
+    assert_eq!(
+        numbers(&export_json_text(&db)),
+        (0..events).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn segment_size_limit_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();

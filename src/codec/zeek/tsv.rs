@@ -333,6 +333,9 @@ pub struct TsvDecoder {
     scratch: Vec<u8>,
     /// Bytes and rows to reserve in a new batch (see [`TsvDecoder::expect`]).
     expected: (usize, usize),
+    /// Rows at which the first batch is cut, when not `batch_rows` (see
+    /// [`TsvDecoder::first_batch`]); 0 once that batch is out.
+    first_cut: usize,
 }
 
 impl TsvDecoder {
@@ -356,6 +359,7 @@ impl TsvDecoder {
             elems: Vec::new(),
             scratch: Vec::new(),
             expected: (0, 0),
+            first_cut: 0,
         }
     }
 
@@ -413,11 +417,11 @@ impl TsvDecoder {
             if self.scanned == 0 {
                 // Fast loop over consecutive plain data lines of the current schema; anything
                 // else (and any line it does not accept) goes the general way below.
+                let batch_rows = self.batch_limit();
                 if let (false, Some(plan), Some(b)) = (self.dirty, &self.plan, &mut self.builder) {
                     if let (true, Splitter::Byte(sep)) =
                         (Arc::ptr_eq(b.schema(), &plan.schema), &plan.sep)
                     {
-                        let batch_rows = self.opts.batch_rows.max(1);
                         let stats = self.opts.column_stats;
                         while let Some(nl) = memchr(b'\n', &buf[pos..]) {
                             let mut line = &buf[pos..pos + nl];
@@ -433,6 +437,7 @@ impl TsvDecoder {
                             self.line_no += 1;
                             pos += nl + 1;
                             if b.len() >= batch_rows {
+                                self.first_cut = 0;
                                 return (pos, Ok(Some(b.finish())));
                             }
                         }
@@ -485,11 +490,8 @@ impl TsvDecoder {
                 Ok(Step::Done) => {
                     self.line_no = ln;
                     pos += used;
-                    if self
-                        .builder
-                        .as_ref()
-                        .is_some_and(|b| b.len() >= self.opts.batch_rows.max(1))
-                    {
+                    let limit = self.batch_limit();
+                    if self.builder.as_ref().is_some_and(|b| b.len() >= limit) {
                         return (pos, Ok(self.take_pending()));
                     }
                 }
@@ -528,10 +530,23 @@ impl TsvDecoder {
     }
 
     fn take_pending(&mut self) -> Option<Batch> {
-        self.builder
+        let batch = self
+            .builder
             .as_mut()
             .filter(|b| !b.is_empty())
-            .map(BatchBuilder::finish)
+            .map(BatchBuilder::finish);
+        if batch.is_some() {
+            self.first_cut = 0;
+        }
+        batch
+    }
+
+    /// Rows at which the batch being filled is cut.
+    fn batch_limit(&self) -> usize {
+        match self.first_cut {
+            0 => self.opts.batch_rows.max(1),
+            n => n,
+        }
     }
 
     fn err(&self, line: u64, field: Option<&str>, message: String) -> ParseError {
@@ -815,6 +830,19 @@ impl TsvDecoder {
         let rows = lines.clamp(1, self.opts.batch_rows.max(1));
         let text = bytes / lines.max(1) * rows;
         self.expected = (text + text / 8, rows);
+    }
+
+    /// Cuts the first batch this decoder returns at `rows` rows (at least 1, at most
+    /// `batch_rows`), the later ones at `batch_rows` as usual. The parallel reader has each
+    /// piece's first batch fill up the batch the piece before left partial, so that the
+    /// batcher downstream joins the two into one full batch (see [`super::parallel`]).
+    pub fn first_batch(&mut self, rows: usize) {
+        let batch_rows = self.opts.batch_rows.max(1);
+        self.first_cut = if rows.clamp(1, batch_rows) == batch_rows {
+            0
+        } else {
+            rows.max(1)
+        };
     }
 
     /// Builds the schema for data that starts with `first_line` (line `line_no`), if a header
