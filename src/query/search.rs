@@ -36,7 +36,7 @@
 //! has opened the segments its window reached): the tests check pruning with it.
 
 use std::cmp::Ordering;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::bind::Program;
@@ -550,32 +550,55 @@ fn first_rows(
         }
     };
     let key = |v: i128| if k.desc { -v } else { v };
-    let (mut with, mut without): (Vec<usize>, Vec<usize>) = match rows {
-        Some(rows) => rows.iter().partition(|&&r| has(r)),
-        None => (0..n).partition(|&r| has(r)),
-    };
     // Only what beats the consumer's last kept event (ties by event ID): a set value beats
     // an unset one; an unset value beats nothing set.
-    if let Some((cut, cut_id)) = cutoff {
-        let before = |r: usize| first + (r as u64) < cut_id;
-        match cut {
-            Some(c) => {
-                let c = key(c);
-                with.retain(|&r| {
-                    let v = key(number(r));
-                    v < c || (v == c && before(r))
-                });
-                without.clear();
-            }
-            None => without.retain(|&r| before(r)),
+    let before = |r: usize, cut_id: u64| first + (r as u64) < cut_id;
+    let beats = |r: usize, v: i128| match cutoff {
+        None | Some((None, _)) => true,
+        Some((Some(c), cut_id)) => {
+            let c = key(c);
+            v < c || (v == c && before(r, cut_id))
+        }
+    };
+    // The best `k.n` set rows so far, by (key, row), the worst on top: a row that does not
+    // beat it costs a compare, and nothing of the batch's size is allocated.
+    let mut best: BinaryHeap<(i128, usize)> = BinaryHeap::with_capacity(k.n.min(n) + 1);
+    let mut consider = |r: usize| {
+        if !has(r) {
+            return;
+        }
+        let v = key(number(r));
+        if !beats(r, v) {
+            return;
+        }
+        if best.len() < k.n {
+            best.push((v, r));
+        } else if best.peek().is_some_and(|&worst| (v, r) < worst) {
+            best.pop();
+            best.push((v, r));
+        }
+    };
+    match rows {
+        Some(rows) => rows.iter().for_each(|&r| consider(r)),
+        None => (0..n).for_each(consider),
+    }
+    let mut with: Vec<usize> = best.into_iter().map(|(_, r)| r).collect();
+    // Then unset rows, in row order, where fewer than `k.n` set ones beat the cutoff.
+    let more = k.n - with.len();
+    if more > 0 {
+        let unset = |r: &usize| {
+            !has(*r)
+                && match cutoff {
+                    None => true,
+                    Some((Some(_), _)) => false,
+                    Some((None, cut_id)) => before(*r, cut_id),
+                }
+        };
+        match rows {
+            Some(rows) => with.extend(rows.iter().copied().filter(unset).take(more)),
+            None => with.extend((0..n).filter(unset).take(more)),
         }
     }
-    if with.len() > k.n {
-        with.select_nth_unstable_by_key(k.n - 1, |&r| (key(number(r)), r));
-        with.truncate(k.n);
-    }
-    let more = k.n - with.len();
-    with.extend(without.into_iter().take(more));
     with.sort_unstable();
     Some(with)
 }
