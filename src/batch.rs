@@ -412,6 +412,15 @@ impl Batch {
         tail
     }
 
+    /// Gives back the room its buffers have beyond its rows.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.data.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        for c in self.cols.iter_mut().flat_map(|c| c.iter_mut()) {
+            c.shrink_to_fit();
+        }
+    }
+
     fn compute_ts(&self) -> Option<(i64, i64)> {
         let idx = self.schema.ts_index()?;
         let mut ts = None;
