@@ -548,12 +548,8 @@ where
 mod tests {
     use super::*;
 
-    /// Every batch's span places its rows exactly: the data lines before its line start
-    /// plus its `rows_before` are the rows before it, and its `end` (when given) is a line
-    /// start before which every row is out; with pieces and chunks cut anywhere and a header
-    /// block in the middle.
-    #[test]
-    fn spans_place_every_batch_exactly() {
+    /// A log of the numbers 0 to 299, its header repeated before 170.
+    fn numbers_log() -> Vec<u8> {
         let mut text = String::from("#fields\tn\n#types\tcount\n");
         for i in 0..300 {
             if i == 170 {
@@ -561,7 +557,16 @@ mod tests {
             }
             text.push_str(&format!("{i}\n"));
         }
-        let text = text.into_bytes();
+        text.into_bytes()
+    }
+
+    /// Every batch's span places its rows exactly: the data lines before its line start
+    /// plus its `rows_before` are the rows before it, and its `end` (when given) is a line
+    /// start before which every row is out; with pieces and chunks cut anywhere and a header
+    /// block in the middle.
+    #[test]
+    fn spans_place_every_batch_exactly() {
+        let text = numbers_log();
         let rows_before = |at: u64| {
             text[..at as usize]
                 .split(|&b| b == b'\n')
@@ -598,14 +603,7 @@ mod tests {
     /// batch (some batches are short), or this would prove nothing.
     #[test]
     fn batch_cuts_fall_on_multiples_of_the_batch_size_across_pieces() {
-        let mut text = String::from("#fields\tn\n#types\tcount\n");
-        for i in 0..300 {
-            if i == 170 {
-                text.push_str("#fields\tn\n#types\tcount\n");
-            }
-            text.push_str(&format!("{i}\n"));
-        }
-        let text = text.into_bytes();
+        let text = numbers_log();
         for (chunk, piece) in [(7, 40), (64, 100), (1000, 3), (1000, 1000)] {
             let chunks: Vec<io::Result<Vec<u8>>> =
                 text.chunks(chunk).map(|c| Ok(c.to_vec())).collect();

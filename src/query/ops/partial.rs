@@ -708,14 +708,20 @@ impl Counter {
             if v >= self.dense.len() {
                 self.dense.resize((v + 1).next_power_of_two(), 0);
             }
-            let c = &mut self.dense[v];
-            if *c == 0 {
-                self.seen.push(v as u64);
-            }
-            *c += 1;
+            self.add_dense(v);
         } else {
             self.add_sparse(v);
         }
+    }
+
+    /// Counts a row of value `v`, below the length of [`Counter::dense`].
+    #[inline(always)]
+    fn add_dense(&mut self, v: usize) {
+        let c = &mut self.dense[v];
+        if *c == 0 {
+            self.seen.push(v as u64);
+        }
+        *c += 1;
     }
 
     /// Counts a row of each value of `values`.
@@ -730,11 +736,7 @@ impl Counter {
             self.dense.resize((max as usize + 1).next_power_of_two(), 0);
         }
         for &v in values {
-            let c = &mut self.dense[v as usize];
-            if *c == 0 {
-                self.seen.push(v);
-            }
-            *c += 1;
+            self.add_dense(v as usize);
         }
     }
 
