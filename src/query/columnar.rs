@@ -51,6 +51,14 @@ impl Selection {
         s
     }
 
+    /// The rows selected here and in `words` (bit `r % 64` of word `r / 64` for row `r`).
+    pub(crate) fn and_words(mut self, words: &[u64]) -> Selection {
+        for (i, w) in self.words.iter_mut().enumerate() {
+            *w &= words.get(i).copied().unwrap_or(0);
+        }
+        self
+    }
+
     /// Number of selected rows.
     pub(crate) fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()

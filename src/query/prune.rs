@@ -243,6 +243,47 @@ fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
 }
 
 impl Program {
+    /// Whether a block of rows of a batch's blocked columns (segment format 11) can hold a
+    /// match, from the blocks' filters: `probe(field, hash)` says whether the block of
+    /// `field` may hold a value of that [`value_hash`] (`None`: the field has no filter).
+    /// Only `==` and `in [list]` with a string or address decide; `true` when unsure.
+    pub(crate) fn block_may_match(&self, probe: &dyn Fn(usize, u64) -> Option<bool>) -> bool {
+        block_may(&self.bound, probe)
+    }
+}
+
+fn block_may(b: &Bound, probe: &dyn Fn(usize, u64) -> Option<bool>) -> bool {
+    match b {
+        Bound::Const(b) => *b,
+        Bound::Id(_) => true,
+        Bound::And(v) => v.iter().all(|b| block_may(b, probe)),
+        Bound::Or(v) => v.iter().any(|b| block_may(b, probe)),
+        Bound::Test(t) if t.ty.is_container() => true,
+        Bound::Test(t) => match (t.op, &t.lit) {
+            (Op::In, Literal::List(items)) => items.iter().any(|x| block_eq_may(t, x, probe)),
+            (Op::Eq, Literal::List(_)) => true,
+            (Op::Eq, lit) => block_eq_may(t, lit, probe),
+            _ => true,
+        },
+    }
+}
+
+/// Whether the block of the (scalar) field of `t` may hold `lit`, as [`eq_may`] asks a sketch.
+fn block_eq_may(t: &Test, lit: &Literal, probe: &dyn Fn(usize, u64) -> Option<bool>) -> bool {
+    let may = |tag, bytes: &[u8]| probe(t.field, value_hash(tag, bytes)).unwrap_or(true);
+    match (&t.ty, lit) {
+        (Type::String | Type::Enum | Type::Pattern | Type::File, Literal::String(s)) => {
+            may(TAG_STRING, s)
+        }
+        (Type::Addr, Literal::Addr(a)) => {
+            may(TAG_ADDR, &addr_bits(*a).to_be_bytes())
+                || v4_of(*a).is_some_and(|v4| may(TAG_ADDR, &v4.octets()))
+        }
+        _ => true,
+    }
+}
+
+impl Program {
     /// The number of rows of a batch of `rows` rows with this sketch that match, when the
     /// sketch tells it exactly (see the module docs); `None` when unsure.
     pub fn sketch_count(&self, sketch: &SketchRef<'_>, rows: u32) -> Option<u64> {

@@ -423,11 +423,6 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
             *w = true;
         }
     }
-    let cols = match seg.batch_columns_keeping(i, Some(&want), Some(&as_dicts), Some(&as_ints)) {
-        Some(Ok(c)) => c,
-        Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
-        None => return Done::nothing(),
-    };
     let none = if job.count_only {
         Outcome::Count(0)
     } else {
@@ -439,6 +434,17 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         rows_evaluated: 0,
         damaged: (0, 0),
     };
+    // Blocked columns (segment format 11) inflate only the blocks whose filters may hold a
+    // match; the rows of the others are out of the selection.
+    let keeping = (Some(&as_dicts[..]), Some(&as_ints[..]));
+    let rows = seg.batch_ids(i).map_or(0, |r| (r.end - r.start) as usize);
+    let (cols, needed) =
+        match seg.batch_columns_chosen(i, &want, keeping, |dirs| blocks_needed(p, dirs, rows)) {
+            Some(Ok(Some(c))) => c,
+            Some(Ok(None)) => return done,
+            Some(Err(e)) => return Done::damaged(StoreError::from(e), 1, events),
+            None => return Done::nothing(),
+        };
     // The bytes every match needs are not in the columns it reads.
     if !p.may_hold(cols.inflated()) {
         return done;
@@ -457,6 +463,10 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
                 }
             }
         }
+    };
+    let sel = match needed {
+        Some(words) => sel.and_words(&words),
+        None => sel,
     };
     if job.count_only {
         done.outcome = Ok(Outcome::Count(sel.count() as u64));
@@ -507,6 +517,40 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         partial: None,
     })));
     done
+}
+
+/// The rows of a batch of `rows` rows that may match `p` (one bit per row), by the filters
+/// of its blocked columns `dirs` (by field): those of the blocks that may hold a match;
+/// `None` when that is every row, or when the columns' blocks are not of one size.
+fn blocks_needed(
+    p: &Program,
+    dirs: &[Option<crate::segment::blocks::Directory<'_>>],
+    rows: usize,
+) -> Option<Vec<u64>> {
+    if p.constant().is_some() {
+        return None;
+    }
+    let mut filtered = dirs.iter().flatten().filter(|d| d.filtered());
+    let first = filtered.next()?;
+    if filtered.any(|d| d.rows_per_block != first.rows_per_block) {
+        return None;
+    }
+    let mut words = vec![0u64; rows.div_ceil(64)];
+    let mut all = true;
+    for b in 0..first.blocks.len() {
+        let probe = |field: usize, h: u64| {
+            let d = dirs.get(field)?.as_ref().filter(|d| d.filtered())?;
+            Some(d.may_contain(b, h))
+        };
+        if !p.block_may_match(&probe) {
+            all = false;
+            continue;
+        }
+        for r in first.rows_of(b, rows) {
+            words[r / 64] |= 1 << (r % 64);
+        }
+    }
+    (!all).then_some(words)
 }
 
 /// Of the rows `rows` (all: `None`) of a batch's columns whose first event ID is `first`, the

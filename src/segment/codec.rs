@@ -182,6 +182,9 @@ pub(crate) struct SplitRows<'a> {
     /// Per column: its encoded bytes as a dictionary (`dict.rs`), which the preparer made
     /// before (empty or missing: not a dictionary).
     pub(crate) dicts: &'a [Vec<u8>],
+    /// Per column: the hash tag of its values if it may be cut into blocks (`blocks::plan`;
+    /// missing: no).
+    pub(crate) blocked: &'a [Option<u8>],
 }
 
 /// Compresses batches; keeps its zstd context between them.
@@ -198,6 +201,9 @@ pub(crate) struct Packer {
     /// Integer planes of one column (`planes.rs`) and their encoder.
     planes: super::planes::Encoder,
     encoded: Vec<u8>,
+    /// A column's blocks (`blocks.rs`) and their stored bytes.
+    cutter: super::blocks::Cutter,
+    blocks: Vec<u8>,
 }
 
 impl std::fmt::Debug for Packer {
@@ -220,6 +226,8 @@ impl Packer {
             header: Vec::new(),
             planes: super::planes::Encoder::default(),
             encoded: Vec::new(),
+            cutter: super::blocks::Cutter::default(),
+            blocks: Vec::new(),
         }
     }
 
@@ -282,6 +290,29 @@ impl Packer {
             planes: plans,
             marked,
             dicts: &encoded,
+            blocked: &[],
+        });
+        self.pack_split(data.len(), || data, offsets, split)
+    }
+
+    /// [`Packer::pack`] with the columns `blocked` gives a hash tag cut into blocks of rows
+    /// (`blocks.rs`) where they are large enough, as the preparer asks.
+    #[cfg(test)]
+    pub(crate) fn pack_blocked(
+        &mut self,
+        data: &[u8],
+        offsets: &[u32],
+        fields: usize,
+        blocked: &[Option<u8>],
+    ) -> Option<(Layout, &[u8], usize)> {
+        let mut cols = Vec::new();
+        let split = columns::split(data, offsets, fields, &mut cols);
+        let split = split.then_some(SplitRows {
+            cols: &cols,
+            planes: &[],
+            marked: &[],
+            dicts: &[],
+            blocked,
         });
         self.pack_split(data.len(), || data, offsets, split)
     }
@@ -343,6 +374,7 @@ impl Packer {
             planes: plans,
             marked,
             dicts,
+            blocked,
         } = split;
         self.header.clear();
         self.frames.clear();
@@ -353,8 +385,11 @@ impl Packer {
         columns::push_varint(&mut self.header, cols.len());
         // Out of `self` while a column borrows it.
         let mut encoded = std::mem::take(&mut self.encoded);
+        let mut cutter = std::mem::take(&mut self.cutter);
         for (c, raw) in cols.iter().enumerate() {
             columns::push_varint(&mut self.header, raw.len());
+            // The bytes of a blocked column's directory, which its checksum covers.
+            let mut directory = None;
             let delta = plans.get(c).copied().flatten();
             let dict = dicts.get(c).filter(|d| !d.is_empty());
             let col = match (dict, delta) {
@@ -376,12 +411,30 @@ impl Packer {
                     columns::push_varint(&mut self.header, encoded.len());
                     &encoded
                 }
+                (None, None)
+                    if blocked.get(c).copied().flatten().is_some_and(|tag| {
+                        super::blocks::wanted(raw.len(), rows) && cutter.cut(raw, rows, tag)
+                    }) =>
+                {
+                    directory = Some(self.pack_blocks(raw, &cutter, &mut encoded));
+                    columns::push_varint(&mut self.header, columns::BLOCKS);
+                    columns::push_varint(&mut self.header, encoded.len());
+                    &encoded
+                }
                 _ => {
                     columns::push_varint(&mut self.header, columns::VALUES);
                     raw
                 }
             };
             let at = self.frames.len();
+            if let Some(dir) = directory {
+                // Its blocks are compressed each on its own; the column is stored as it is.
+                self.frames.extend_from_slice(col);
+                columns::push_varint(&mut self.header, col.len());
+                let crc = crc32fast::hash(&col[..dir]);
+                self.header.extend_from_slice(&crc.to_le_bytes());
+                continue;
+            }
             let compress = col.len() >= columns::MIN_COMPRESS;
             let packed = match self.compression.codec {
                 // zstd writes its frame right after the columns before it (no copy).
@@ -411,12 +464,46 @@ impl Packer {
             self.header.extend_from_slice(&crc.to_le_bytes());
         }
         self.encoded = encoded;
+        self.cutter = cutter;
         self.out.clear();
         self.out
             .reserve_exact(self.header.len() + self.frames.len());
         self.out.extend_from_slice(&self.header);
         self.out.extend_from_slice(&self.frames);
         Some(self.out.len())
+    }
+
+    /// The blocked column (`blocks.rs`) of the values `raw`, cut by `cutter`, into `out`
+    /// (cleared): its directory, then each block compressed where that makes it smaller.
+    /// Returns the directory's length.
+    fn pack_blocks(
+        &mut self,
+        raw: &[u8],
+        cutter: &super::blocks::Cutter,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let mut blocks = std::mem::take(&mut self.blocks);
+        blocks.clear();
+        let mut entries = Vec::with_capacity(cutter.bounds.len());
+        for w in cutter.bounds.windows(2) {
+            let src = &raw[w[0]..w[1]];
+            let at = blocks.len();
+            if src.len() >= columns::MIN_COMPRESS
+                && self.compress(src).is_some()
+                && self.frame.len() < src.len()
+            {
+                blocks.extend_from_slice(&self.frame);
+            } else {
+                blocks.extend_from_slice(src);
+            }
+            entries.push((blocks.len() - at, crc32fast::hash(&blocks[at..])));
+        }
+        out.clear();
+        cutter.push_directory(&entries, out);
+        let dir = out.len();
+        out.extend_from_slice(&blocks);
+        self.blocks = blocks;
+        dir
     }
 
     /// The stored bytes of the last [`Packer::pack_split`], taken out of the packer (which

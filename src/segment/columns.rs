@@ -46,6 +46,14 @@
 //! equals the raw length (a reader refuses any other). A reader that wants a marked
 //! column's numbers keeps it so ([`Columns::marked`]); any other rebuilds its values.
 //!
+//! Format 11 adds encoding [`BLOCKS`] 4 (`blocks.rs`): the values cut into blocks of rows,
+//! each block compressed on its own (the column as a whole is not: its encoded length equals
+//! its stored length, and the header must be checksummed), behind a directory whose bytes
+//! alone the column's CRC covers; every block has its own. A reader that inflates the column
+//! gets its values as written; one that needs some rows only ([`read_rows_of_columns`], and
+//! [`assemble`] for selected rows) inflates only their blocks and gets nil for the rows of
+//! the others.
+//!
 //! The batch's `raw_size` is the length of its rows back to back (so `raw_size` = rows ×
 //! header length + the sum of the columns' raw lengths, which a reader checks before it
 //! inflates anything), its `offsets` vector is empty and its `checksum` is the CRC-32 of the
@@ -214,6 +222,9 @@ pub(crate) const PLANES: usize = 1;
 pub(crate) const DICT: usize = 2;
 /// Column encoding (format 10): the values' markers, then their payloads (`marked.rs`).
 pub(crate) const MARKED: usize = 3;
+/// Column encoding (format 11): the values in blocks of rows, each compressed on its own
+/// behind a Bloom filter (`blocks.rs`).
+pub(crate) const BLOCKS: usize = 4;
 
 impl Header {
     /// Where each column's stored bytes are, in column order.
@@ -258,7 +269,7 @@ pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Head
         };
         let plain = match encoding {
             VALUES => raw,
-            PLANES | DICT | MARKED => read_varint(stored, &mut pos)?,
+            PLANES | DICT | MARKED | BLOCKS => read_varint(stored, &mut pos)?,
             e => return Err(format!("a column of unknown encoding {e}")),
         };
         if encoding == MARKED && plain != raw {
@@ -276,7 +287,12 @@ pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Head
         } else {
             None
         };
-        if plain > raw || len > plain {
+        if encoding == BLOCKS && (plain != len || !checksummed) {
+            return Err(format!(
+                "a blocked column of {plain} encoded bytes stored in {len}"
+            ));
+        }
+        if encoding != BLOCKS && (plain > raw || len > plain) {
             return Err(format!(
                 "a column of {raw} raw bytes encoded in {plain} and stored in {len}"
             ));
@@ -543,11 +559,11 @@ impl Keep<'_> {
 fn inflate_columns(
     codec: Codec,
     stored: &[u8],
-    raw_size: usize,
-    rows: usize,
+    (raw_size, rows): (usize, usize),
     want: Option<&[bool]>,
     keep: Keep<'_>,
     slack: usize,
+    needed: Option<&[u64]>,
 ) -> Result<Columns, String> {
     let cols = header(stored, raw_size, rows)?.cols;
     let n = cols.len();
@@ -591,8 +607,17 @@ fn inflate_columns(
             continue;
         }
         let src = &stored[col.at..col.at + col.stored];
+        // A blocked column's checksum covers its directory; each block has its own.
+        let dir = if col.encoding == BLOCKS {
+            Some(
+                super::blocks::Directory::read(src, rows, col.raw)
+                    .map_err(|e| format!("column {c}: {e}"))?,
+            )
+        } else {
+            None
+        };
         if let Some(want) = col.crc {
-            let sum = crc32fast::hash(src);
+            let sum = crc32fast::hash(&src[..dir.as_ref().map_or(src.len(), |d| d.len)]);
             if sum != want {
                 return Err(format!(
                     "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
@@ -601,6 +626,16 @@ fn inflate_columns(
         }
         let len = room(c, col);
         let dst = &mut v[at..at + len];
+        if let Some(dir) = dir {
+            let any = |r: std::ops::Range<usize>| needed.is_none_or(|w| any_set(w, r));
+            let n = super::blocks::decode(src, &dir, rows, dst, Some(&any), |s, d| {
+                inflate_into(codec, s, d)
+            })
+            .map_err(|e| format!("column {c}: {e}"))?;
+            spans.push(at..at + n);
+            at += len;
+            continue;
+        }
         if col.encoding == DICT && keep.dict(c) {
             // The encoded bytes (at most the raw length, checked by `columns`), as they are.
             if col.stored == col.plain {
@@ -680,6 +715,21 @@ fn inflate_columns(
     })
 }
 
+/// Whether any of the rows `r` is set in the bitmap `words` (bit `i % 64` of word `i / 64`
+/// for row `i`; rows past its end are not set).
+pub(crate) fn any_set(words: &[u64], r: std::ops::Range<usize>) -> bool {
+    if r.is_empty() {
+        return false;
+    }
+    let (first, last) = (r.start / 64, (r.end - 1) / 64);
+    (first..=last).any(|k| {
+        let lo = if k == first { r.start % 64 } else { 0 };
+        let hi = if k == last { (r.end - 1) % 64 } else { 63 };
+        let mask = (u64::MAX << lo) & (u64::MAX >> (63 - hi));
+        words.get(k).is_some_and(|w| w & mask != 0)
+    })
+}
+
 thread_local! {
     /// The plain bytes of the column being decoded (reused: a fresh buffer per column
     /// faulted in its pages every time).
@@ -710,30 +760,78 @@ fn with_plain<T>(
     })
 }
 
+/// The directories of the blocked columns (`blocks.rs`) among those `want` marks of a
+/// columnar batch, by column (`None` for the others), each checked against its column's
+/// checksum.
+pub(crate) fn block_directories<'a>(
+    stored: &'a [u8],
+    raw_size: usize,
+    rows: usize,
+    want: &[bool],
+) -> Result<Vec<Option<super::blocks::Directory<'a>>>, String> {
+    let cols = header(stored, raw_size, rows)?.cols;
+    let mut out = Vec::with_capacity(cols.len());
+    for (c, col) in cols.iter().enumerate() {
+        if col.encoding != BLOCKS || want.get(c) != Some(&true) {
+            out.push(None);
+            continue;
+        }
+        let src = &stored[col.at..col.at + col.stored];
+        let dir = super::blocks::Directory::read(src, rows, col.raw)
+            .map_err(|e| format!("column {c}: {e}"))?;
+        if let Some(want) = col.crc {
+            let sum = crc32fast::hash(&src[..dir.len]);
+            if sum != want {
+                return Err(format!(
+                    "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
+                ));
+            }
+        }
+        out.push(Some(dir));
+    }
+    Ok(out)
+}
+
 /// The columns of a columnar batch (see the module docs): every one inflated, or those
 /// `want` marks (one flag per column; the others are empty). Of those, the columns stored as
 /// dictionaries that `as_dicts` marks are kept so ([`Columns::dict`]), checked but not
 /// rebuilt, and the columns of integer planes that `as_ints` marks are kept as their numbers
 /// ([`Columns::ints`]), their msgpack not rebuilt.
+#[cfg(test)]
 pub(crate) fn read_columns(
     codec: Codec,
     stored: &[u8],
     raw_size: usize,
     rows: usize,
     want: Option<&[bool]>,
+    keeping: (Option<&[bool]>, Option<&[bool]>),
+) -> Result<Columns, String> {
+    read_rows_of_columns(codec, stored, raw_size, rows, want, keeping, None)
+}
+
+/// [`read_columns`] for the rows `needed` marks alone (bit `r % 64` of word `r / 64` for row
+/// `r`): a blocked column (`blocks.rs`) inflates only the blocks that hold one of them and
+/// gives the other rows nil, which its consumer must not read. Every other column is whole.
+pub(crate) fn read_rows_of_columns(
+    codec: Codec,
+    stored: &[u8],
+    raw_size: usize,
+    rows: usize,
+    want: Option<&[bool]>,
     (as_dicts, as_ints): (Option<&[bool]>, Option<&[bool]>),
+    needed: Option<&[u64]>,
 ) -> Result<Columns, String> {
     inflate_columns(
         codec,
         stored,
-        raw_size,
-        rows,
+        (raw_size, rows),
         want,
         Keep::Marked {
             dicts: as_dicts,
             ints: as_ints,
         },
         0,
+        needed,
     )
 }
 
@@ -769,7 +867,25 @@ pub(crate) fn assemble(
             ints: None,
         },
     };
-    let columns = inflate_columns(codec, stored, raw_size, rows, want, keep, SLACK)?;
+    // For selected rows, a blocked column inflates only the blocks that hold one.
+    let needed = select.map(|select| {
+        let mut words = vec![0u64; rows.div_ceil(64)];
+        for &r in select {
+            if let Some(w) = words.get_mut(r / 64) {
+                *w |= 1 << (r % 64);
+            }
+        }
+        words
+    });
+    let columns = inflate_columns(
+        codec,
+        stored,
+        (raw_size, rows),
+        want,
+        keep,
+        SLACK,
+        needed.as_deref(),
+    )?;
     let n = columns.len();
     let wanted = |c: usize| want.is_none_or(|w| w[c]);
     let starts: Vec<usize> = columns.spans.iter().map(|r| r.start).collect();
@@ -1107,6 +1223,102 @@ mod tests {
         let cols = header(&stored, raw, offsets.len()).unwrap().cols;
         let encodings = cols.iter().map(|c| c.encoding).collect();
         (layout, stored, raw, encodings)
+    }
+
+    /// A batch whose uid-like and address columns are large: stored in blocks of rows
+    /// (format 11), read back whole, in projection, as selected rows (only their blocks
+    /// inflated) and for the rows some blocks hold (the others nil); damage to a block is
+    /// named.
+    #[test]
+    fn large_string_columns_are_stored_in_blocks_and_read_back_as_written() {
+        use super::super::blocks::BLOCK_ROWS;
+        use super::super::sketch::{TAG_ADDR, TAG_STRING};
+        let n = 2 * BLOCK_ROWS + 300;
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for r in 0..n {
+            offsets.push(data.len() as u32);
+            let row = [
+                if r % 97 == 5 {
+                    Value::Null
+                } else {
+                    Value::String(format!("C{:017x}", r * 7_919).into_bytes())
+                },
+                Value::Count(r as u64),
+                Value::Addr(std::net::IpAddr::from([
+                    0x2001, 0xdb8, 0, 0, 0, 0, 1, r as u16,
+                ])),
+                Value::String(b"S".to_vec()),
+            ];
+            encode_row(&row, &mut data);
+        }
+        let tags = [Some(TAG_STRING), None, Some(TAG_ADDR), Some(TAG_STRING)];
+        let mut split_cols = Vec::new();
+        assert!(split(&data, &offsets, 4, &mut split_cols));
+        for codec in [Codec::Zstd, Codec::Lz4] {
+            let mut p = Packer::new(Compression::new(codec));
+            let (layout, stored, raw) = p.pack_blocked(&data, &offsets, 4, &tags).unwrap();
+            let stored = stored.to_vec();
+            assert_eq!(layout, Layout::Columns);
+            let h = header(&stored, raw, n).unwrap();
+            let encodings: Vec<usize> = h.cols.iter().map(|c| c.encoding).collect();
+            // The small string column stays whole.
+            assert_eq!(encodings, [BLOCKS, VALUES, BLOCKS, VALUES], "{codec:?}");
+            let (got, _) = unpack(codec, layout, &stored, raw, n).unwrap();
+            assert_eq!(&got[..], &with_offsets(&data, &offsets)[..], "{codec:?}");
+            let all = read_columns(codec, &stored, raw, n, None, (None, None)).unwrap();
+            for (c, col) in split_cols.iter().enumerate() {
+                assert_eq!(all.column(c), &col[..], "column {c}");
+            }
+            let want = [true, false, true, false];
+            let (proj, _) = assemble(codec, &stored, raw, n, Some(&want), None).unwrap();
+            let (sel, _) = assemble(codec, &stored, raw, n, None, Some(&[3, 2_000])).unwrap();
+            let whole = unpack(codec, layout, &stored, raw, n).unwrap().0;
+            let row = |buf: &[u8], len: usize, r: usize| {
+                let off = |i: usize| {
+                    let at = len + 4 * i;
+                    u32::from_le_bytes(buf[at..at + 4].try_into().unwrap()) as usize
+                };
+                let end = if r + 1 < n { off(r + 1) } else { len };
+                buf[off(r)..end].to_vec()
+            };
+            let whole_len = data.len();
+            let sel_len = sel.len() - 4 * n;
+            assert_eq!(row(&sel, sel_len, 3), row(&whole, whole_len, 3));
+            assert_eq!(row(&sel, sel_len, 2_000), row(&whole, whole_len, 2_000));
+            assert_eq!(row(&sel, sel_len, 4), vec![UNSELECTED_ROW]);
+            assert!(!proj.is_empty());
+            // Rows of the second block alone: its values, nil for the others.
+            let mut needed = vec![0u64; n.div_ceil(64)];
+            needed[BLOCK_ROWS / 64] = 1;
+            let some =
+                read_rows_of_columns(codec, &stored, raw, n, None, (None, None), Some(&needed))
+                    .unwrap();
+            let mut cur = RowCursor::new(some.column(0));
+            let mut exp = RowCursor::new(&split_cols[0]);
+            for r in 0..n {
+                let (a, b) = (cur.position(), exp.position());
+                cur.skip().unwrap();
+                exp.skip().unwrap();
+                let got = &some.column(0)[a..cur.position()];
+                if (BLOCK_ROWS..2 * BLOCK_ROWS).contains(&r) {
+                    assert_eq!(got, &split_cols[0][b..exp.position()], "row {r}");
+                } else {
+                    assert_eq!(got, &[0xc0], "row {r}");
+                }
+            }
+            assert_eq!(some.column(1), &split_cols[1][..]);
+            // A damaged byte of the last block: named when that block is read, not before.
+            let mut bad = stored.clone();
+            let end = h.spans().next().unwrap().end;
+            bad[end - 1] ^= 0x40;
+            let err = read_columns(codec, &bad, raw, n, None, (None, None)).unwrap_err();
+            assert!(err.contains("column 0: block 2"), "{err}");
+            assert!(
+                read_rows_of_columns(codec, &bad, raw, n, None, (None, None), Some(&needed))
+                    .is_ok()
+            );
+        }
     }
 
     /// Rows of a count (every width, some unset), a port, an int (negative too), a string

@@ -53,6 +53,8 @@ pub struct BatchInfo {
     /// The fields stored marked (format 10: markers, then payloads) rather than as their
     /// values.
     pub marked: Vec<String>,
+    /// The fields stored in blocks of rows (format 11) rather than as one frame.
+    pub blocked: Vec<String>,
     /// Bytes the batch's rows and row offsets take in the segment (compressed or not).
     pub stored_bytes: u64,
     /// Bytes of the batch's sketch's Bloom filter (0 without a sketch).
@@ -86,6 +88,7 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<SegmentInfo> {
             planes: names(seg.batch_planes(i)),
             dicts: names(seg.batch_dicts(i)),
             marked: names(seg.batch_marked(i)),
+            blocked: names(seg.batch_blocked(i)),
             stored_bytes: stored as u64,
             bloom_bytes: sketch.as_ref().map_or(0, |s| s.bloom_bytes() as u64),
             ranges: sketch.as_ref().map_or(0, |s| s.range_count() as u64),
@@ -153,6 +156,7 @@ impl fmt::Display for SegmentInfo {
                         ("planes", &b.planes),
                         ("dicts", &b.dicts),
                         ("marked", &b.marked),
+                        ("blocks", &b.blocked),
                     ] {
                         if !cols.is_empty() {
                             s.push_str(&format!("; {what}: {}", cols.join(" ")));

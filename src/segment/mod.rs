@@ -6,8 +6,8 @@
 //! size of the rest of the file (so truncation is always detected), then the buffer with file
 //! identifier `WSEG` at file bytes 8..12, built from `schemas/segment.fbs` (the source of truth; the Rust code in
 //! `generated` is generated from it by `schemas/regen.sh`). The root table `Segment` holds a
-//! union `SegmentVersion` whose type is the format version. weir writes version 10
-//! (`SegmentV10`, [`FORMAT_VERSION`]) and reads versions 1 to 10. All have:
+//! union `SegmentVersion` whose type is the format version. weir writes version 11
+//! (`SegmentV11`, [`FORMAT_VERSION`]) and reads versions 1 to 11. All have:
 //!
 //! - `uuid`: 16 bytes; the file is named `<uuid>.seg` (hyphenated lowercase);
 //! - `intervals`: the event IDs held, as ascending half-open `[begin, end)` ranges;
@@ -122,6 +122,17 @@
 //! with 10 as the version. Readers of version 9 refuse version 10 (an unknown union type),
 //! which would otherwise meet a column of an unknown encoding.
 //!
+//! Version 11 has the fields of version 10; a column of a batch stored in columns may also be
+//! *blocked* (`blocks.rs`, encoding 4 of the column header: a directory, then the values cut
+//! into blocks of rows, each compressed on its own, with a Bloom filter of each block's
+//! values), which the writer uses for string and address columns stored as their values
+//! (not dictionaries) of at least 32 KiB and more than one block of rows: a needle inflates
+//! only the blocks whose filters may hold it, and a printed row only its block. The column's
+//! checksum covers its directory and each block has its own. The metadata checksum of
+//! version 11 is that of version 10 with 11 as the version. Readers of version 10 refuse
+//! version 11 (an unknown union type), which would otherwise meet a column of an unknown
+//! encoding.
+//!
 //! The metadata checksum of version 3 is computed as for version 2 (with 3 as the version),
 //! and after each batch's `checksum` it also encodes `codec` as u8, `raw_size` as u32, then
 //! the sketch: one byte 0 (absent) or 1 followed by `bloom_hashes` as u8, the Bloom filter as a
@@ -205,6 +216,7 @@ pub(crate) mod generated {
     pub use super::segment_generated::weir::fbs::*;
 }
 
+pub(crate) mod blocks;
 mod codec;
 pub(crate) mod columns;
 mod dict;

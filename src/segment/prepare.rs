@@ -78,6 +78,8 @@ pub struct Preparer {
     plans: Vec<Option<bool>>,
     /// Which of its columns may be marked (`marked::plan`).
     marked: Vec<bool>,
+    /// Which of its columns may be cut into blocks (`blocks::plan`).
+    blocked: Vec<Option<u8>>,
     /// Its columns encoded as dictionaries (`dict.rs`; empty: not one), and their encoder.
     dicts: Vec<Vec<u8>>,
     dict: super::dict::Encoder,
@@ -100,6 +102,7 @@ impl Preparer {
             cols: Vec::new(),
             plans: Vec::new(),
             marked: Vec::new(),
+            blocked: Vec::new(),
             dicts: Vec::new(),
             dict: super::dict::Encoder::default(),
             split: true,
@@ -161,6 +164,15 @@ impl Preparer {
                 .map(|f| super::marked::plan(&f.ty)),
         );
         let marked = &self.marked[..];
+        self.blocked.clear();
+        self.blocked.extend(
+            batch
+                .schema()
+                .fields
+                .iter()
+                .map(|f| super::blocks::plan(&f.ty)),
+        );
+        let blocked = &self.blocked[..];
         // The string and address columns with few distinct values, as dictionaries: made once
         // here, stored by the packer and read by the sketch (which then hashes each distinct
         // value once instead of walking the column).
@@ -188,6 +200,7 @@ impl Preparer {
                 planes: plans,
                 marked,
                 dicts,
+                blocked,
             });
             let (layout, raw) = packer
                 .pack_split(batch.byte_size(), || batch.data(), scratch, split)

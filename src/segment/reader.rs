@@ -377,6 +377,15 @@ impl Segment {
                     ..checksummed_root!(v10, 10)
                 }
             }
+            fbs::SegmentVersion::SegmentV11 => {
+                let v11 = root
+                    .segment_as_segment_v11()
+                    .ok_or_else(|| corrupt(path, "segment version 11 table missing"))?;
+                Root {
+                    checkpoints: v11.checkpoints().map(|c| c.bytes()),
+                    ..checksummed_root!(v11, 11)
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -765,19 +774,74 @@ impl Segment {
         as_dicts: Option<&[bool]>,
         as_ints: Option<&[bool]>,
     ) -> Option<Result<super::Columns>> {
+        self.batch_columns_needed(i, want, (as_dicts, as_ints), None)
+    }
+
+    /// [`Segment::batch_columns_keeping`] for the rows `needed` marks (one bit per row)
+    /// alone: a blocked column (format 11) inflates only the blocks that hold one of them,
+    /// and its other rows read as nil (see `columns::read_rows_of_columns`).
+    pub(crate) fn batch_columns_needed(
+        &self,
+        i: usize,
+        want: Option<&[bool]>,
+        keeping: (Option<&[bool]>, Option<&[bool]>),
+        needed: Option<&[u64]>,
+    ) -> Option<Result<super::Columns>> {
         let m = self.parts.batches.get(i)?;
         if m.layout != Layout::Columns {
             return None;
         }
         self.read_stored(i, want, |stored| {
-            super::columns::read_columns(
+            super::columns::read_rows_of_columns(
                 m.codec,
                 stored,
                 m.raw_size,
                 m.rows as usize,
                 want,
-                (as_dicts, as_ints),
+                keeping,
+                needed,
             )
+        })
+    }
+
+    /// [`Segment::batch_columns_needed`] with the rows needed chosen by `choose` from the
+    /// directories of the wanted blocked columns (format 11, `blocks.rs`; by column, `None`
+    /// for a column not blocked or not wanted), read and checked first. `choose` returns the
+    /// rows needed (`None`: all), which are returned with the columns; an empty set of rows
+    /// reads no column (`Ok(None)`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn batch_columns_chosen(
+        &self,
+        i: usize,
+        want: &[bool],
+        keeping: (Option<&[bool]>, Option<&[bool]>),
+        choose: impl FnOnce(&[Option<super::blocks::Directory<'_>>]) -> Option<Vec<u64>>,
+    ) -> Option<Result<Option<(super::Columns, Option<Vec<u64>>)>>> {
+        let m = self.parts.batches.get(i)?;
+        if m.layout != Layout::Columns {
+            return None;
+        }
+        let rows = m.rows as usize;
+        self.read_stored(i, Some(want), |stored| {
+            let dirs = super::columns::block_directories(stored, m.raw_size, rows, want)?;
+            let needed = if dirs.iter().any(Option::is_some) {
+                choose(&dirs)
+            } else {
+                None
+            };
+            if needed.as_ref().is_some_and(|w| w.iter().all(|&w| w == 0)) {
+                return Ok(None);
+            }
+            let cols = super::columns::read_rows_of_columns(
+                m.codec,
+                stored,
+                m.raw_size,
+                rows,
+                Some(want),
+                keeping,
+                needed.as_deref(),
+            )?;
+            Ok(Some((cols, needed)))
         })
     }
 
@@ -922,6 +986,12 @@ impl Segment {
     /// [`Segment::batch_planes`] gives those stored as planes.
     pub fn batch_marked(&self, i: usize) -> Option<Vec<usize>> {
         self.batch_encoded(i, super::columns::MARKED)
+    }
+
+    /// The fields of batch `i` stored in blocks of rows (format 11, `blocks.rs`), as
+    /// [`Segment::batch_planes`] gives those stored as planes.
+    pub fn batch_blocked(&self, i: usize) -> Option<Vec<usize>> {
+        self.batch_encoded(i, super::columns::BLOCKS)
     }
 
     /// The columns of batch `i` of encoding `encoding`, from its column header.
@@ -1377,7 +1447,7 @@ mod tests {
     fn places(path: &Path) -> (Range<usize>, Vec<Range<usize>>) {
         let seg = Segment::open(path).unwrap();
         let m = &seg.parts.batches[0];
-        assert_eq!((seg.version(), m.layout), (10, Layout::Columns));
+        assert_eq!((seg.version(), m.layout), (11, Layout::Columns));
         let data = &seg.map[m.data.clone()];
         let header = super::super::columns::header(data, m.raw_size, m.rows as usize).unwrap();
         assert!(header.checksummed);

@@ -315,6 +315,15 @@ pub fn bloom_may_contain(bloom: &[u8], k: u8, h: u64) -> bool {
     probes(h, k, m).all(|j| bloom[(j / 8) as usize] & (1 << (j % 8)) != 0)
 }
 
+/// Sets the bits of the value hashed to `h` in a Bloom filter (`bloom`, not empty; `k`
+/// probes), as [`bloom_may_contain`] probes them.
+pub(crate) fn bloom_insert(bloom: &mut [u8], k: u8, h: u64) {
+    let m = 8 * bloom.len() as u64;
+    for j in probes(h, k, m) {
+        bloom[(j / 8) as usize] |= 1 << (j % 8);
+    }
+}
+
 /// The range of one field: field index, kind, `lo` and `hi` bits.
 pub type FieldRange = (u32, RangeKind, u64, u64);
 
@@ -997,11 +1006,8 @@ impl SketchBuilder {
         if distinct > 0 {
             let bits = (distinct * BITS_PER_VALUE).min(8 * max_bloom).div_ceil(64) * 64;
             sketch.bloom = vec![0u8; bits / 8];
-            let m = bits as u64;
             for &h in &self.hashes {
-                for j in probes(h, HASHES, m) {
-                    sketch.bloom[(j / 8) as usize] |= 1 << (j % 8);
-                }
+                bloom_insert(&mut sketch.bloom, HASHES, h);
             }
         }
         sketch

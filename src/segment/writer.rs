@@ -838,9 +838,9 @@ impl SegmentBuilder {
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
         let checkpoints = self.checkpoints.as_ref().map(|c| fbb.create_vector(&c[..]));
-        let v10 = fbs::SegmentV10::create(
+        let v11 = fbs::SegmentV11::create(
             &mut fbb,
-            &fbs::SegmentV10Args {
+            &fbs::SegmentV11Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -853,8 +853,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV10,
-                segment: Some(v10.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV11,
+                segment: Some(v11.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which

@@ -111,10 +111,10 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Codec {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_SEGMENT_VERSION: u8 = 10;
+pub const ENUM_MAX_SEGMENT_VERSION: u8 = 11;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 11] = [
+pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 12] = [
   SegmentVersion::NONE,
   SegmentVersion::SegmentV1,
   SegmentVersion::SegmentV2,
@@ -126,6 +126,7 @@ pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 11] = [
   SegmentVersion::SegmentV8,
   SegmentVersion::SegmentV9,
   SegmentVersion::SegmentV10,
+  SegmentVersion::SegmentV11,
 ];
 
 /// All segment layouts; new versions are appended, never reordered.
@@ -145,9 +146,10 @@ impl SegmentVersion {
   pub const SegmentV8: Self = Self(8);
   pub const SegmentV9: Self = Self(9);
   pub const SegmentV10: Self = Self(10);
+  pub const SegmentV11: Self = Self(11);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 10;
+  pub const ENUM_MAX: u8 = 11;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::SegmentV1,
@@ -160,6 +162,7 @@ impl SegmentVersion {
     Self::SegmentV8,
     Self::SegmentV9,
     Self::SegmentV10,
+    Self::SegmentV11,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -175,6 +178,7 @@ impl SegmentVersion {
       Self::SegmentV8 => Some("SegmentV8"),
       Self::SegmentV9 => Some("SegmentV9"),
       Self::SegmentV10 => Some("SegmentV10"),
+      Self::SegmentV11 => Some("SegmentV11"),
       _ => None,
     }
   }
@@ -3580,6 +3584,226 @@ impl ::core::fmt::Debug for SegmentV10<'_> {
       ds.finish()
   }
 }
+pub enum SegmentV11Offset {}
+#[derive(Copy, Clone, PartialEq)]
+
+/// Version 11 of the segment layout: the fields of version 10; a column of a batch stored in
+/// columns may also be *blocked* (encoding 4: its values in blocks of rows, each compressed on
+/// its own behind a Bloom filter; see src/segment/blocks.rs), which readers of version 10 do
+/// not know.
+pub struct SegmentV11<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for SegmentV11<'a> {
+  type Inner = SegmentV11<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> SegmentV11<'a> {
+  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
+  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
+  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
+  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
+  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
+  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
+  pub const VT_CHECKPOINTS: ::flatbuffers::VOffsetT = 16;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    SegmentV11 { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args SegmentV11Args<'args>
+  ) -> ::flatbuffers::WIPOffset<SegmentV11<'bldr>> {
+    let mut builder = SegmentV11Builder::new(_fbb);
+    builder.add_events(args.events);
+    if let Some(x) = args.checkpoints { builder.add_checkpoints(x); }
+    builder.add_meta_checksum(args.meta_checksum);
+    if let Some(x) = args.batches { builder.add_batches(x); }
+    if let Some(x) = args.schemas { builder.add_schemas(x); }
+    if let Some(x) = args.intervals { builder.add_intervals(x); }
+    if let Some(x) = args.uuid { builder.add_uuid(x); }
+    builder.finish()
+  }
+
+
+  /// Identity of the segment; its file is named after it (`UUID.seg`).
+  #[inline]
+  pub fn uuid(&self) -> &'a Uuid {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<Uuid>(SegmentV11::VT_UUID, None).unwrap()}
+  }
+  /// The event IDs held, ascending, merged where adjacent.
+  #[inline]
+  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV11::VT_INTERVALS, None).unwrap()}
+  }
+  /// Total number of events.
+  #[inline]
+  pub fn events(&self) -> u64 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u64>(SegmentV11::VT_EVENTS, Some(0)).unwrap()}
+  }
+  /// Distinct schemas of the batches, referenced by index.
+  #[inline]
+  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV11::VT_SCHEMAS, None).unwrap()}
+  }
+  /// The batches in ID order.
+  #[inline]
+  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV11::VT_BATCHES, None).unwrap()}
+  }
+  /// CRC-32 (IEEE) over the canonical encoding, as for version 8 (with 11 as the version):
+  /// that of version 7, then one byte 0 (no checkpoints) or 1 followed by the checkpoints'
+  /// bytes as a string.
+  #[inline]
+  pub fn meta_checksum(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(SegmentV11::VT_META_CHECKSUM, Some(0)).unwrap()}
+  }
+  /// The full set of checkpoints of followed files as of the last event, encoded as the
+  /// write-ahead log encodes a record's checkpoints (src/wal.rs, flag bit 3: a u32 count,
+  /// then per file dev u64, inode u64, fingerprint length u32, fingerprint CRC-32 u32,
+  /// offset u64, skip u64, done u8, path as u32 length + UTF-8; little-endian); a count of 0
+  /// when nothing is followed. Absent: not known (the rewrite, by erase or compaction, of a
+  /// segment of an older format, which did not record them).
+  #[inline]
+  pub fn checkpoints(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(SegmentV11::VT_CHECKPOINTS, None)}
+  }
+}
+
+impl ::flatbuffers::Verifiable for SegmentV11<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
+     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
+     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("checkpoints", Self::VT_CHECKPOINTS, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct SegmentV11Args<'a> {
+    pub uuid: Option<&'a Uuid>,
+    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
+    pub events: u64,
+    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
+    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
+    pub meta_checksum: u32,
+    pub checkpoints: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
+}
+impl<'a> Default for SegmentV11Args<'a> {
+  #[inline]
+  fn default() -> Self {
+    SegmentV11Args {
+      uuid: None, // required field
+      intervals: None, // required field
+      events: 0,
+      schemas: None, // required field
+      batches: None, // required field
+      meta_checksum: 0,
+      checkpoints: None,
+    }
+  }
+}
+
+pub struct SegmentV11Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV11Builder<'a, 'b, A> {
+  #[inline]
+  pub fn add_uuid(&mut self, uuid: &Uuid) {
+    self.fbb_.push_slot_always::<&Uuid>(SegmentV11::VT_UUID, uuid);
+  }
+  #[inline]
+  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_INTERVALS, intervals);
+  }
+  #[inline]
+  pub fn add_events(&mut self, events: u64) {
+    self.fbb_.push_slot::<u64>(SegmentV11::VT_EVENTS, events, 0);
+  }
+  #[inline]
+  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_SCHEMAS, schemas);
+  }
+  #[inline]
+  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_BATCHES, batches);
+  }
+  #[inline]
+  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
+    self.fbb_.push_slot::<u32>(SegmentV11::VT_META_CHECKSUM, meta_checksum, 0);
+  }
+  #[inline]
+  pub fn add_checkpoints(&mut self, checkpoints: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u8>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_CHECKPOINTS, checkpoints);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV11Builder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    SegmentV11Builder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV11<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    self.fbb_.required(o, SegmentV11::VT_UUID,"uuid");
+    self.fbb_.required(o, SegmentV11::VT_INTERVALS,"intervals");
+    self.fbb_.required(o, SegmentV11::VT_SCHEMAS,"schemas");
+    self.fbb_.required(o, SegmentV11::VT_BATCHES,"batches");
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for SegmentV11<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("SegmentV11");
+      ds.field("uuid", &self.uuid());
+      ds.field("intervals", &self.intervals());
+      ds.field("events", &self.events());
+      ds.field("schemas", &self.schemas());
+      ds.field("batches", &self.batches());
+      ds.field("meta_checksum", &self.meta_checksum());
+      ds.field("checkpoints", &self.checkpoints());
+      ds.finish()
+  }
+}
 pub enum SegmentOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -3770,6 +3994,20 @@ impl<'a> Segment<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn segment_as_segment_v11(&self) -> Option<SegmentV11<'a>> {
+    if self.segment_type() == SegmentVersion::SegmentV11 {
+      let u = self.segment();
+      // Safety:
+      // Created from a valid Table for this object
+      // Which contains a valid union in this slot
+      Some(unsafe { SegmentV11::init_from_table(u) })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Segment<'_> {
@@ -3790,6 +4028,7 @@ impl ::flatbuffers::Verifiable for Segment<'_> {
           SegmentVersion::SegmentV8 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV8>>("SegmentVersion::SegmentV8", pos),
           SegmentVersion::SegmentV9 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV9>>("SegmentVersion::SegmentV9", pos),
           SegmentVersion::SegmentV10 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV10>>("SegmentVersion::SegmentV10", pos),
+          SegmentVersion::SegmentV11 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV11>>("SegmentVersion::SegmentV11", pos),
           _ => Ok(()),
         }
      })?
@@ -3910,6 +4149,13 @@ impl ::core::fmt::Debug for Segment<'_> {
         },
         SegmentVersion::SegmentV10 => {
           if let Some(x) = self.segment_as_segment_v10() {
+            ds.field("segment", &x)
+          } else {
+            ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        SegmentVersion::SegmentV11 => {
+          if let Some(x) = self.segment_as_segment_v11() {
             ds.field("segment", &x)
           } else {
             ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
