@@ -125,8 +125,8 @@
 //! Version 11 has the fields of version 10; a column of a batch stored in columns may also be
 //! *blocked* (`blocks.rs`, encoding 4 of the column header: a directory, then the values cut
 //! into blocks of rows, each compressed on its own, with a Bloom filter of each block's
-//! values), which the writer uses for string and address columns stored as their values
-//! (not dictionaries) of at least 32 KiB and more than one block of rows: a needle inflates
+//! values), which the writer uses for string columns stored as their values (not
+//! dictionaries) of at least 32 KiB and more than one block of rows: a needle inflates
 //! only the blocks whose filters may hold it, and a printed row only its block. The column's
 //! checksum covers its directory and each block has its own. The metadata checksum of
 //! version 11 is that of version 10 with 11 as the version. Readers of version 10 refuse
