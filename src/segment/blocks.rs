@@ -59,7 +59,7 @@ const FILTER_BITS_PER_VALUE: usize = 6;
 const FILTER_HASHES: u8 = 4;
 
 /// Bytes of the directory before its per-block entries.
-const FIXED: usize = 13;
+pub(crate) const FIXED: usize = 13;
 /// Bytes of one block's entry in the directory.
 const ENTRY: usize = 12;
 /// The value of a row of a block left out.
@@ -183,6 +183,15 @@ fn u32_at(b: &[u8], at: usize) -> Result<usize, String> {
     b.get(at..at + 4)
         .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize)
         .ok_or_else(|| "a blocked column's directory runs past its bytes".to_string())
+}
+
+/// The length of a directory from its first [`FIXED`] bytes (`None` when they are fewer).
+pub(crate) fn directory_len(fixed: &[u8]) -> Option<usize> {
+    let count = u32_at(fixed, 4).ok()?;
+    let filter_len = u32_at(fixed, 9).ok()?;
+    count
+        .checked_mul(ENTRY + filter_len)
+        .and_then(|n| n.checked_add(FIXED))
 }
 
 impl<'a> Directory<'a> {

@@ -232,6 +232,32 @@ impl Header {
         self.cols.iter().map(|c| c.at..c.at + c.stored)
     }
 
+    /// The number of columns.
+    pub(crate) fn columns(&self) -> usize {
+        self.cols.len()
+    }
+
+    /// Whether column `c` is blocked (`blocks.rs`).
+    pub(crate) fn is_blocked(&self, c: usize) -> bool {
+        self.cols.get(c).is_some_and(|col| col.encoding == BLOCKS)
+    }
+
+    /// Where column `c`'s stored bytes are (`c` below [`Header::columns`]).
+    pub(crate) fn span(&self, c: usize) -> std::ops::Range<usize> {
+        let col = &self.cols[c];
+        col.at..col.at + col.stored
+    }
+
+    /// Column `c`'s checksum (format 9; `c` below [`Header::columns`]).
+    pub(crate) fn crc(&self, c: usize) -> Option<u32> {
+        self.cols[c].crc
+    }
+
+    /// Column `c`'s raw length (`c` below [`Header::columns`]).
+    pub(crate) fn raw(&self, c: usize) -> usize {
+        self.cols[c].raw
+    }
+
     /// The length of column `c`'s stored bytes (0 past the last column).
     #[cfg(test)]
     pub(crate) fn stored_len(&self, c: usize) -> usize {
@@ -608,6 +634,21 @@ fn inflate_columns(
         }
         let src = &stored[col.at..col.at + col.stored];
         // A blocked column's checksum covers its directory; each block has its own.
+        // (Checked before the directory is read, so that damage is named as such.)
+        let covered = match col.encoding {
+            BLOCKS => super::blocks::directory_len(src)
+                .filter(|&l| l <= src.len())
+                .ok_or_else(|| format!("column {c}: a directory runs past the column"))?,
+            _ => src.len(),
+        };
+        if let Some(want) = col.crc {
+            let sum = crc32fast::hash(&src[..covered]);
+            if sum != want {
+                return Err(format!(
+                    "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
+                ));
+            }
+        }
         let dir = if col.encoding == BLOCKS {
             Some(
                 super::blocks::Directory::read(src, rows, col.raw)
@@ -616,14 +657,6 @@ fn inflate_columns(
         } else {
             None
         };
-        if let Some(want) = col.crc {
-            let sum = crc32fast::hash(&src[..dir.as_ref().map_or(src.len(), |d| d.len)]);
-            if sum != want {
-                return Err(format!(
-                    "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
-                ));
-            }
-        }
         let len = room(c, col);
         let dst = &mut v[at..at + len];
         if let Some(dir) = dir {
@@ -758,38 +791,6 @@ fn with_plain<T>(
         *buf.borrow_mut() = p;
         out
     })
-}
-
-/// The directories of the blocked columns (`blocks.rs`) among those `want` marks of a
-/// columnar batch, by column (`None` for the others), each checked against its column's
-/// checksum.
-pub(crate) fn block_directories<'a>(
-    stored: &'a [u8],
-    raw_size: usize,
-    rows: usize,
-    want: &[bool],
-) -> Result<Vec<Option<super::blocks::Directory<'a>>>, String> {
-    let cols = header(stored, raw_size, rows)?.cols;
-    let mut out = Vec::with_capacity(cols.len());
-    for (c, col) in cols.iter().enumerate() {
-        if col.encoding != BLOCKS || want.get(c) != Some(&true) {
-            out.push(None);
-            continue;
-        }
-        let src = &stored[col.at..col.at + col.stored];
-        let dir = super::blocks::Directory::read(src, rows, col.raw)
-            .map_err(|e| format!("column {c}: {e}"))?;
-        if let Some(want) = col.crc {
-            let sum = crc32fast::hash(&src[..dir.len]);
-            if sum != want {
-                return Err(format!(
-                    "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
-                ));
-            }
-        }
-        out.push(Some(dir));
-    }
-    Ok(out)
 }
 
 /// The columns of a columnar batch (see the module docs): every one inflated, or those
@@ -1318,6 +1319,22 @@ mod tests {
                 read_rows_of_columns(codec, &bad, raw, n, None, (None, None), Some(&needed))
                     .is_ok()
             );
+            // Every byte of a blocked column is covered: its directory (and filters) by the
+            // column's checksum, each block by its own.
+            let span = h.spans().next().unwrap();
+            let dir =
+                super::super::blocks::Directory::read(&stored[span.clone()], n, h.cols[0].raw)
+                    .unwrap()
+                    .len;
+            for at in (span.start..span.start + dir).chain((span.start + dir..span.end).step_by(61))
+            {
+                let mut bad = stored.clone();
+                bad[at] ^= 0x10;
+                assert!(
+                    read_columns(codec, &bad, raw, n, None, (None, None)).is_err(),
+                    "{codec:?}: byte {at} of the column"
+                );
+            }
         }
     }
 

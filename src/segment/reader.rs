@@ -737,8 +737,18 @@ impl Segment {
         if m.layout != Layout::Columns || want.is_some_and(|w| w.len() != fields) {
             return self.batch(i);
         }
-        let made = self.read_stored(i, want, |stored| {
-            super::columns::assemble(m.codec, stored, m.raw_size, m.rows as usize, want, select)
+        // Selected rows: a blocked column's blocks that hold none are not read.
+        let rows = m.rows as usize;
+        let mut pick = |_: &[Option<super::blocks::Directory<'_>>]| {
+            let mut words = vec![0u64; rows.div_ceil(64)];
+            for &r in select? {
+                *words.get_mut(r / 64)? |= 1 << (r % 64);
+            }
+            Some(words)
+        };
+        let choose = select.map(|_| &mut pick as super::stored::Choose<'_>);
+        let made = self.read_stored(i, want, choose, |stored, _| {
+            super::columns::assemble(m.codec, stored, m.raw_size, rows, want, select)
         })?;
         let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
         Some(made.and_then(|(buf, data_len)| self.unpacked_batch(m, buf, data_len).map_err(bad)))
@@ -774,41 +784,30 @@ impl Segment {
         as_dicts: Option<&[bool]>,
         as_ints: Option<&[bool]>,
     ) -> Option<Result<super::Columns>> {
-        self.batch_columns_needed(i, want, (as_dicts, as_ints), None)
-    }
-
-    /// [`Segment::batch_columns_keeping`] for the rows `needed` marks (one bit per row)
-    /// alone: a blocked column (format 11) inflates only the blocks that hold one of them,
-    /// and its other rows read as nil (see `columns::read_rows_of_columns`).
-    pub(crate) fn batch_columns_needed(
-        &self,
-        i: usize,
-        want: Option<&[bool]>,
-        keeping: (Option<&[bool]>, Option<&[bool]>),
-        needed: Option<&[u64]>,
-    ) -> Option<Result<super::Columns>> {
         let m = self.parts.batches.get(i)?;
         if m.layout != Layout::Columns {
             return None;
         }
-        self.read_stored(i, want, |stored| {
+        self.read_stored(i, want, None, |stored, _| {
             super::columns::read_rows_of_columns(
                 m.codec,
                 stored,
                 m.raw_size,
                 m.rows as usize,
                 want,
-                keeping,
-                needed,
+                (as_dicts, as_ints),
+                None,
             )
         })
     }
 
-    /// [`Segment::batch_columns_needed`] with the rows needed chosen by `choose` from the
+    /// [`Segment::batch_columns_keeping`] for the rows chosen by `choose` from the
     /// directories of the wanted blocked columns (format 11, `blocks.rs`; by column, `None`
-    /// for a column not blocked or not wanted), read and checked first. `choose` returns the
-    /// rows needed (`None`: all), which are returned with the columns; an empty set of rows
-    /// reads no column (`Ok(None)`).
+    /// for a column not blocked or not wanted), read and checked first: a blocked column
+    /// reads and inflates only the blocks that hold one of them, and its other rows read as
+    /// nil (see `columns::read_rows_of_columns`). `choose` returns the rows needed (`None`:
+    /// all), which are returned with the columns; an empty set of rows reads no column
+    /// (`Ok(None)`).
     #[allow(clippy::type_complexity)]
     pub(crate) fn batch_columns_chosen(
         &self,
@@ -822,14 +821,10 @@ impl Segment {
             return None;
         }
         let rows = m.rows as usize;
-        self.read_stored(i, Some(want), |stored| {
-            let dirs = super::columns::block_directories(stored, m.raw_size, rows, want)?;
-            let needed = if dirs.iter().any(Option::is_some) {
-                choose(&dirs)
-            } else {
-                None
-            };
-            if needed.as_ref().is_some_and(|w| w.iter().all(|&w| w == 0)) {
+        let mut choose = Some(choose);
+        let mut pick = |dirs: &[Option<super::blocks::Directory<'_>>]| choose.take()?(dirs);
+        self.read_stored(i, Some(want), Some(&mut pick), |stored, needed| {
+            if needed.is_some_and(|w| w.iter().all(|&w| w == 0)) {
                 return Ok(None);
             }
             let cols = super::columns::read_rows_of_columns(
@@ -839,9 +834,9 @@ impl Segment {
                 rows,
                 Some(want),
                 keeping,
-                needed.as_deref(),
+                needed,
             )?;
-            Ok(Some((cols, needed)))
+            Ok(Some((cols, needed.map(<[u64]>::to_vec))))
         })
     }
 
@@ -849,11 +844,14 @@ impl Segment {
     /// columns `want` marks (all without it) are read, the batch checked on its first
     /// access as by [`Segment::check`]: read with positioned reads in format 9 and later
     /// (`stored.rs`), else through the map. `None` past the end; an error names the batch.
+    /// With `choose`, a wanted blocked column is read as the blocks that hold the rows it
+    /// chooses (`stored::with_stored`), which `f` is given.
     fn read_stored<T>(
         &self,
         i: usize,
         want: Option<&[bool]>,
-        f: impl FnOnce(&[u8]) -> std::result::Result<T, String>,
+        choose: Option<super::stored::Choose<'_>>,
+        f: impl FnOnce(&[u8], Option<&[u64]>) -> std::result::Result<T, String>,
     ) -> Option<Result<T>> {
         let m = self.parts.batches.get(i)?;
         let bad = |reason: String| corrupt(&self.path, format!("batch {i}: {reason}"));
@@ -861,7 +859,7 @@ impl Segment {
             if let Err(e) = self.checked(i)? {
                 return Some(Err(e));
             }
-            return Some(f(&self.map[m.data.clone()]).map_err(bad));
+            return Some(f(&self.map[m.data.clone()], None).map_err(bad));
         }
         let check = |bytes: &[u8], header: &super::columns::Header| {
             if m.state.load(Ordering::Acquire) != GOOD {
@@ -872,7 +870,7 @@ impl Segment {
         };
         let size = (m.raw_size, m.rows as usize);
         Some(
-            super::stored::with_stored(&self.file, m.data.clone(), size, want, check, f)
+            super::stored::with_stored(&self.file, m.data.clone(), size, want, check, choose, f)
                 .map_err(bad),
         )
     }

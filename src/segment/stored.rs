@@ -29,6 +29,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::ops::Range;
 
+use super::blocks::Directory;
 use super::columns::Header;
 
 /// Header bytes read at first: enough for a schema of a few hundred fields; a longer header
@@ -43,37 +44,48 @@ thread_local! {
     static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Chooses the rows a reader needs (one bit per row; `None`: all) from the directories of
+/// the wanted blocked columns (by column; `None` for the others).
+pub(super) type Choose<'c> = &'c mut dyn FnMut(&[Option<Directory<'_>>]) -> Option<Vec<u64>>;
+
 /// `f` of the stored bytes of the batch at `data` in `file` (of `raw_size` bytes of rows in
 /// `rows` rows) with its header and the columns `want` marks (all without it) read, once
-/// `check` accepted the header (its bytes and what they say).
+/// `check` accepted the header (its bytes and what they say). With `choose`, a wanted
+/// blocked column (format 11, `blocks.rs`) is read as its directory, checked against the
+/// column's checksum, and the blocks that hold a row `choose` needs (all blocks when its
+/// directory is damaged: the column reader then names the damage); `f` is given those rows.
 pub(super) fn with_stored<T>(
     file: &File,
     data: Range<usize>,
     (raw_size, rows): (usize, usize),
     want: Option<&[bool]>,
     check: impl FnOnce(&[u8], &Header) -> Result<(), String>,
-    f: impl FnOnce(&[u8]) -> Result<T, String>,
+    choose: Option<Choose<'_>>,
+    f: impl FnOnce(&[u8], Option<&[u64]>) -> Result<T, String>,
 ) -> Result<T, String> {
     STORED.with(|cell| {
         // Taken out while in use: a nested call (there is none) would allocate, not fail.
         let mut buf = std::mem::take(&mut *cell.borrow_mut());
-        let out = read(file, &data, (raw_size, rows), want, check, &mut buf).and_then(|()| {
+        let sizes = (raw_size, rows);
+        let out = read(file, &data, sizes, want, check, choose, &mut buf).and_then(|needed| {
             let stored = buf.get(..data.len()).ok_or("no stored bytes")?;
-            f(stored)
+            f(stored, needed.as_deref())
         });
         *cell.borrow_mut() = buf;
         out
     })
 }
 
+/// Reads what [`with_stored`] describes into `buf`; returns the rows `choose` needs.
 fn read(
     file: &File,
     data: &Range<usize>,
     (raw_size, rows): (usize, usize),
     want: Option<&[bool]>,
     check: impl FnOnce(&[u8], &Header) -> Result<(), String>,
+    choose: Option<Choose<'_>>,
     buf: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<Option<Vec<u64>>, String> {
     let len = data.len();
     if buf.len() < len {
         // A new buffer of zeros rather than the old one grown: nothing of it is copied or
@@ -109,15 +121,37 @@ fn read(
         head = more;
     };
     check(&stored[..header.len], &header)?;
-    // The wanted columns past what was read, adjacent ones in one call.
+    let wanted = |c: usize| want.is_none_or(|w| w.get(c) == Some(&true));
+    // The wanted blocked columns' directories, and the blocks that hold the rows needed.
+    let mut blocked: Vec<Option<Vec<Range<usize>>>> = Vec::new();
+    let mut needed = None;
+    if let Some(choose) = choose {
+        let (dirs, narrowed) = directories(&header, stored, &wanted, rows, read_at)?;
+        if dirs.iter().any(Option::is_some) {
+            needed = choose(&dirs);
+        }
+        if let Some(words) = &needed {
+            if words.iter().all(|&w| w == 0) {
+                // No row needed: nothing more to read.
+                return Ok(needed);
+            }
+            blocked = narrowed(&dirs, words);
+        }
+    }
+    // The wanted columns past what was read (of a blocked column, the blocks needed),
+    // adjacent ones in one call.
     let mut spans = header
         .spans()
         .enumerate()
-        .filter(|(c, _)| want.is_none_or(|w| w.get(*c) == Some(&true)))
-        .map(|(_, r)| r.start.max(head)..r.end)
+        .filter(|&(c, _)| wanted(c))
+        .flat_map(|(c, r)| match blocked.get(c) {
+            Some(Some(blocks)) => blocks.clone(),
+            _ => vec![r],
+        })
+        .map(|r| r.start.max(head)..r.end)
         .filter(|r| !r.is_empty());
     let Some(mut run) = spans.next() else {
-        return Ok(());
+        return Ok(needed);
     };
     for r in spans {
         if r.start <= run.end + GAP {
@@ -127,7 +161,76 @@ fn read(
             run = r;
         }
     }
-    read_at(&mut stored[run.clone()], run.start)
+    read_at(&mut stored[run.clone()], run.start)?;
+    Ok(needed)
+}
+
+/// The directories of the wanted blocked columns of a batch whose header is `header`, read
+/// into `stored` with `read_at` (by column; `None` for the others and for a directory that
+/// does not read back or check against its column's checksum), and a function of the rows
+/// needed that gives, per column, the byte ranges of the blocks that hold one of them.
+#[allow(clippy::type_complexity)]
+fn directories<'s>(
+    header: &Header,
+    stored: &'s mut [u8],
+    wanted: &dyn Fn(usize) -> bool,
+    rows: usize,
+    read_at: impl Fn(&mut [u8], usize) -> Result<(), String>,
+) -> Result<
+    (
+        Vec<Option<Directory<'s>>>,
+        impl Fn(&[Option<Directory<'s>>], &[u64]) -> Vec<Option<Vec<Range<usize>>>>,
+    ),
+    String,
+> {
+    let blocked: Vec<usize> = (0..header.columns())
+        .filter(|&c| wanted(c) && header.is_blocked(c))
+        .collect();
+    let mut lens = Vec::with_capacity(blocked.len());
+    for &c in &blocked {
+        let span = header.span(c);
+        let fixed = span.len().min(super::blocks::FIXED);
+        read_at(&mut stored[span.start..span.start + fixed], span.start)?;
+        let len = super::blocks::directory_len(&stored[span.start..span.start + fixed])
+            .unwrap_or(span.len())
+            .min(span.len());
+        read_at(
+            &mut stored[span.start + fixed..span.start + len],
+            span.start + fixed,
+        )?;
+        lens.push(len);
+    }
+    let stored: &'s [u8] = stored;
+    let mut dirs: Vec<Option<Directory<'s>>> = (0..header.columns()).map(|_| None).collect();
+    for (&c, &len) in blocked.iter().zip(&lens) {
+        let span = header.span(c);
+        let col = &stored[span.clone()];
+        let sound = header
+            .crc(c)
+            .is_none_or(|crc| crc32fast::hash(&col[..len]) == crc);
+        if sound {
+            dirs[c] = Directory::read(col, rows, header.raw(c)).ok();
+        }
+    }
+    let spans: Vec<Range<usize>> = header.spans().collect();
+    let narrowed = move |dirs: &[Option<Directory<'s>>], words: &[u64]| {
+        dirs.iter()
+            .enumerate()
+            .map(|(c, d)| {
+                let d = d.as_ref()?;
+                let start = spans[c].start;
+                let mut out = Vec::with_capacity(d.blocks.len() + 1);
+                out.push(start..start + d.len);
+                for (b, block) in d.blocks.iter().enumerate() {
+                    if super::columns::any_set(words, d.rows_of(b, rows)) {
+                        out.push(start + block.at..start + block.at + block.stored);
+                    }
+                }
+                Some(out)
+            })
+            .collect()
+    };
+    Ok((dirs, narrowed))
 }
 
 #[cfg(test)]
@@ -193,7 +296,8 @@ mod tests {
                     assert_eq!(bytes, &stored[..h.len], "the header's bytes");
                     Ok(())
                 },
-                |s| read_columns(Codec::Zstd, s, raw, n, want, (None, None)),
+                None,
+                |s, _| read_columns(Codec::Zstd, s, raw, n, want, (None, None)),
             )
         };
         let got = read(Some(&want)).unwrap();
@@ -220,11 +324,109 @@ mod tests {
             (raw, n),
             None,
             |_, _| Err("no".into()),
-            |_| Ok(()),
+            None,
+            |_, _| Ok(()),
         );
         assert_eq!(refused.unwrap_err(), "no");
         file.set_len(1000 + stored.len() as u64 / 2).unwrap();
         let short = read(None).unwrap_err();
         assert!(short.starts_with("reading"), "{short}");
+    }
+
+    /// A blocked column (format 11) read for the rows of its first block: its directory and
+    /// that block are read, the other blocks not (damage there fails only a read that needs
+    /// them); with its directory damaged, `choose` does not see it and the column reader
+    /// names the damage.
+    #[test]
+    fn a_blocked_column_is_read_as_the_blocks_that_hold_the_rows_needed() {
+        use super::super::blocks::BLOCK_ROWS;
+        use super::super::columns::read_rows_of_columns;
+        let n = 3 * BLOCK_ROWS;
+        let (mut data, mut offsets) = (Vec::new(), Vec::new());
+        for r in 0..n {
+            offsets.push(data.len() as u32);
+            let uid = format!("C{:017x}", (r as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            encode_row(
+                &[Value::Count(r as u64), Value::String(uid.into_bytes())],
+                &mut data,
+            );
+        }
+        let mut p = Packer::new(Compression::new(Codec::Zstd));
+        let tags = [None, Some(super::super::sketch::TAG_STRING)];
+        let (_, stored, raw) = p.pack_blocked(&data, &offsets, 2, &tags).unwrap();
+        let stored = stored.to_vec();
+        let header = super::super::columns::header(&stored, raw, n).unwrap();
+        assert!(header.is_blocked(1));
+        let whole = read_columns(Codec::Zstd, &stored, raw, n, None, (None, None)).unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&stored).unwrap();
+        let mut first = vec![0u64; n.div_ceil(64)];
+        first[0] = 1;
+        let read = |file: &File| {
+            let mut seen = 0;
+            let mut choose = |dirs: &[Option<Directory<'_>>]| {
+                seen = dirs.iter().flatten().count();
+                Some(first.clone())
+            };
+            let got = with_stored(
+                file,
+                0..stored.len(),
+                (raw, n),
+                None,
+                |_, _| Ok(()),
+                Some(&mut choose),
+                |s, needed| {
+                    let words = needed.ok_or("no rows chosen")?;
+                    read_rows_of_columns(Codec::Zstd, s, raw, n, None, (None, None), Some(words))
+                },
+            );
+            (got, seen)
+        };
+        let (got, seen) = read(&file);
+        let got = got.unwrap();
+        assert_eq!(seen, 1);
+        assert_eq!(column(&got, 0), column(&whole, 0));
+        let value_end = |col: &[u8], rows: usize| {
+            let mut c = crate::value::RowCursor::new(col);
+            c.skip_many(rows).unwrap();
+            c.position()
+        };
+        let end = value_end(whole.column(1), BLOCK_ROWS);
+        assert_eq!(&got.column(1)[..end], &whole.column(1)[..end]);
+        // The last block damaged: not read, so not noticed; a whole read names it.
+        let span = header.span(1);
+        let mut damaged = stored.clone();
+        damaged[span.end - 1] ^= 0xff;
+        crate::fs::write_all_at(&file, &damaged, 0).unwrap();
+        assert!(read(&file).0.is_ok());
+        let err = with_stored(
+            &file,
+            0..stored.len(),
+            (raw, n),
+            None,
+            |_, _| Ok(()),
+            None,
+            |s, _| read_columns(Codec::Zstd, s, raw, n, None, (None, None)),
+        )
+        .unwrap_err();
+        assert!(err.contains("column 1: block 2"), "{err}");
+        // The directory damaged: not chosen from, and named.
+        let mut damaged = stored.clone();
+        damaged[span.start + 20] ^= 0xff;
+        crate::fs::write_all_at(&file, &damaged, 0).unwrap();
+        let (got, seen) = read(&file);
+        assert_eq!(seen, 0);
+        assert!(got.unwrap_err().contains("no rows chosen"));
+        let err = with_stored(
+            &file,
+            0..stored.len(),
+            (raw, n),
+            None,
+            |_, _| Ok(()),
+            None,
+            |s, _| read_columns(Codec::Zstd, s, raw, n, None, (None, None)),
+        )
+        .unwrap_err();
+        assert!(err.contains("column 1: checksum mismatch"), "{err}");
     }
 }
