@@ -278,18 +278,21 @@ impl<'a> Directory<'a> {
 /// Inflates the blocked column `col` (its stored bytes, its directory `dir`) of `rows` rows
 /// into `dst` (room for its raw length): every block, or those `needed` says yes to (by their
 /// rows), the others one nil per row. `inflate` decompresses one frame into exactly its
-/// output. Each block inflated is checked against its CRC first. Returns the bytes written.
+/// output. Each block inflated is checked against its CRC first. Returns the bytes written;
+/// `starts` is given each block's first row and where its values start in `dst`.
 pub(crate) fn decode(
     col: &[u8],
     dir: &Directory<'_>,
     rows: usize,
-    dst: &mut [u8],
+    (dst, starts): (&mut [u8], &mut Vec<(usize, usize)>),
     needed: Option<&dyn Fn(Range<usize>) -> bool>,
     inflate: impl Fn(&[u8], &mut [u8]) -> Result<(), String>,
 ) -> Result<usize, String> {
     let mut w = 0;
+    starts.clear();
     for (b, block) in dir.blocks.iter().enumerate() {
         let range = dir.rows_of(b, rows);
+        starts.push((range.start, w));
         if needed.is_some_and(|n| !n(range.clone())) {
             let n = range.len();
             dst.get_mut(w..w + n)
@@ -363,11 +366,38 @@ mod tests {
         assert_eq!(dir.blocks.len(), 4);
         let no_inflate = |_: &[u8], _: &mut [u8]| -> Result<(), String> { unreachable!() };
         let mut dst = vec![0; col.len()];
-        let n = decode(&stored, &dir, rows, &mut dst, None, no_inflate).unwrap();
+        let mut starts = Vec::new();
+        let n = decode(
+            &stored,
+            &dir,
+            rows,
+            (&mut dst, &mut starts),
+            None,
+            no_inflate,
+        )
+        .unwrap();
         assert_eq!(&dst[..n], &col[..]);
+        // Where row `k`'s value starts in the column.
+        let at = |k: usize| {
+            let mut c = RowCursor::new(&col);
+            c.skip_many(k).unwrap();
+            c.position()
+        };
+        assert_eq!(starts[2], (2 * BLOCK_ROWS, at(2 * BLOCK_ROWS)));
         // Only the block of row 2,000: the others are nils, one per row.
         let only = |r: Range<usize>| r.contains(&2000);
-        let n = decode(&stored, &dir, rows, &mut dst, Some(&only), no_inflate).unwrap();
+        let n = decode(
+            &stored,
+            &dir,
+            rows,
+            (&mut dst, &mut starts),
+            Some(&only),
+            no_inflate,
+        )
+        .unwrap();
+        // Block 0 left out (a nil per row), block 1 whole.
+        let second = at(2 * BLOCK_ROWS) - at(BLOCK_ROWS);
+        assert_eq!(starts[2], (2 * BLOCK_ROWS, BLOCK_ROWS + second));
         let mut c = RowCursor::new(&dst[..n]);
         for r in 0..rows {
             let at = c.position();
@@ -404,7 +434,15 @@ mod tests {
         let mut damaged = stored.clone();
         *damaged.last_mut().unwrap() ^= 1;
         let mut dst = vec![0; col.len()];
-        let err = decode(&damaged, &dir, rows, &mut dst, None, |_, _| Ok(())).unwrap_err();
+        let err = decode(
+            &damaged,
+            &dir,
+            rows,
+            (&mut dst, &mut Vec::new()),
+            None,
+            |_, _| Ok(()),
+        )
+        .unwrap_err();
         assert!(err.contains("block 1: checksum mismatch"), "{err}");
     }
 }

@@ -397,6 +397,9 @@ pub struct Columns {
     /// The columns of integer planes kept encoded for [`assemble_selected`] (their span
     /// holds the encoded bytes), by column; empty when none is.
     planes: Vec<bool>,
+    /// Per blocked column (`blocks.rs`), each block's first row and where its values start
+    /// in the column's span (ascending); empty for the others, or when none is.
+    block_starts: Vec<Vec<(usize, usize)>>,
     rows: usize,
     raw_size: usize,
 }
@@ -485,6 +488,7 @@ impl Columns {
             ints: Vec::new(),
             marked: Vec::new(),
             planes: Vec::new(),
+            block_starts: Vec::new(),
             rows: offsets.len(),
             raw_size: data.len(),
         })
@@ -626,6 +630,7 @@ fn inflate_columns(
     let mut ints = Vec::new();
     let mut marked = Vec::new();
     let mut planes = Vec::new();
+    let mut block_starts = Vec::new();
     let mut at = 0;
     for (c, col) in cols.iter().enumerate() {
         if !wanted(c) {
@@ -661,6 +666,8 @@ fn inflate_columns(
         let dst = &mut v[at..at + len];
         if let Some(dir) = dir {
             let any = |r: std::ops::Range<usize>| needed.is_none_or(|w| any_set(w, r));
+            block_starts.resize_with(n, Vec::new);
+            let dst = (dst, &mut block_starts[c]);
             let n = super::blocks::decode(src, &dir, rows, dst, Some(&any), |s, d| {
                 inflate_into(codec, s, d)
             })
@@ -743,6 +750,7 @@ fn inflate_columns(
         ints,
         marked,
         planes,
+        block_starts,
         rows,
         raw_size,
     })
@@ -1037,17 +1045,30 @@ fn assemble_selected(
             }
             continue;
         }
-        let mut cur = RowCursor::new(&v[columns.spans[c].clone()]);
-        let mut next = select.iter().copied().peekable();
+        let col = &v[columns.spans[c].clone()];
+        if col.len() == rows {
+            // Every value is one byte (flags, unset sets): row `r`'s is byte `r`.
+            spans.extend(select.iter().map(|&r| (base + r, base + r + 1)));
+            continue;
+        }
+        // A blocked column is walked from the start of each selected row's block.
+        let starts = columns.block_starts.get(c).map_or(&[][..], |s| &s[..]);
+        let mut cur = RowCursor::new(col);
         let mut r = 0;
-        while next.peek().is_some() {
+        for &s in select {
+            let jump = starts.partition_point(|&(first, _)| first <= s);
+            if let Some(&(first, at)) = jump.checked_sub(1).and_then(|k| starts.get(k)) {
+                if first > r {
+                    (cur, r) = (RowCursor::at(col, at), first);
+                }
+            }
+            cur.skip_many(s - r)
+                .map_err(|e| format!("column {c} holds fewer than {rows} values: {e}"))?;
             let at = cur.position();
             cur.skip()
                 .map_err(|e| format!("column {c} holds fewer than {rows} values: {e}"))?;
-            while next.next_if_eq(&r).is_some() {
-                spans.push((base + at, base + cur.position()));
-            }
-            r += 1;
+            spans.push((base + at, base + cur.position()));
+            r = s + 1;
         }
     }
     let mut data_len = rows - picked + picked * header_len(width);
@@ -1273,7 +1294,8 @@ mod tests {
             }
             let want = [true, false, true, false];
             let (proj, _) = assemble(codec, &stored, raw, n, Some(&want), None).unwrap();
-            let (sel, _) = assemble(codec, &stored, raw, n, None, Some(&[3, 2_000])).unwrap();
+            let picked = [3, 1_023, 1_024, 1_030, 2_000, n - 1];
+            let (sel, _) = assemble(codec, &stored, raw, n, None, Some(&picked)).unwrap();
             let whole = unpack(codec, layout, &stored, raw, n).unwrap().0;
             let row = |buf: &[u8], len: usize, r: usize| {
                 let off = |i: usize| {
@@ -1285,8 +1307,9 @@ mod tests {
             };
             let whole_len = data.len();
             let sel_len = sel.len() - 4 * n;
-            assert_eq!(row(&sel, sel_len, 3), row(&whole, whole_len, 3));
-            assert_eq!(row(&sel, sel_len, 2_000), row(&whole, whole_len, 2_000));
+            for r in picked {
+                assert_eq!(row(&sel, sel_len, r), row(&whole, whole_len, r), "row {r}");
+            }
             assert_eq!(row(&sel, sel_len, 4), vec![UNSELECTED_ROW]);
             assert!(!proj.is_empty());
             // Rows of the second block alone: its values, nil for the others.
