@@ -19,9 +19,11 @@
 //!   checksum (checked here on the batch's first access, as `Segment::check` would through
 //!   the map) and so has every column (checked by the column reader before it is used).
 //! - The buffer is the thread's, as long as the largest batch read, and holds the header and
-//!   the wanted columns at their places in the stored bytes; between them lie bytes of an
-//!   earlier batch (or zeros), which nothing reads: `columns.rs` reads the header and the
-//!   wanted columns alone, each against its checksum.
+//!   the wanted columns at their places in the stored bytes (of a blocked column, format 11,
+//!   read for some rows only: its directory and the blocks that hold them); between them lie
+//!   bytes of an earlier batch (or zeros), which nothing reads: `columns.rs` reads the header
+//!   and the wanted columns alone, each against its checksum, and of a blocked column only
+//!   the blocks of the rows it was asked for, each against its own.
 //! - A read that fails or comes back short (a file shortened behind weir's back) is an error
 //!   naming what was read, never a panic (through the map it would have been a SIGBUS).
 
