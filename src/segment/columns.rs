@@ -639,27 +639,15 @@ fn inflate_columns(
         }
         let src = &stored[col.at..col.at + col.stored];
         // A blocked column's checksum covers its directory; each block has its own.
-        // (Checked before the directory is read, so that damage is named as such.)
-        let covered = match col.encoding {
-            BLOCKS => super::blocks::directory_len(src)
-                .filter(|&l| l <= src.len())
-                .ok_or_else(|| format!("column {c}: a directory runs past the column"))?,
-            _ => src.len(),
-        };
-        if let Some(want) = col.crc {
-            let sum = crc32fast::hash(&src[..covered]);
-            if sum != want {
-                return Err(format!(
-                    "column {c}: checksum mismatch: stored {want:08x}, computed {sum:08x}"
-                ));
-            }
-        }
         let dir = if col.encoding == BLOCKS {
             Some(
-                super::blocks::Directory::read(src, rows, col.raw)
+                checked_directory(src, col.crc, rows, col.raw)
                     .map_err(|e| format!("column {c}: {e}"))?,
             )
         } else {
+            if let Some(want) = col.crc {
+                check_crc(src, want).map_err(|e| format!("column {c}: {e}"))?;
+            }
             None
         };
         let len = room(c, col);
@@ -754,6 +742,47 @@ fn inflate_columns(
         rows,
         raw_size,
     })
+}
+
+/// The rows `select` of a batch of `rows` rows as a bitmap (bit `r % 64` of word `r / 64`
+/// for row `r`; a row past the batch is left out, and reported by whoever reads it).
+pub(crate) fn rows_bitmap(select: &[usize], rows: usize) -> Vec<u64> {
+    let mut words = vec![0u64; rows.div_ceil(64)];
+    for &r in select {
+        if let Some(w) = words.get_mut(r / 64) {
+            *w |= 1 << (r % 64);
+        }
+    }
+    words
+}
+
+/// Checks `bytes` against the CRC-32 `want`.
+fn check_crc(bytes: &[u8], want: u32) -> Result<(), String> {
+    let sum = crc32fast::hash(bytes);
+    if sum != want {
+        return Err(format!(
+            "checksum mismatch: stored {want:08x}, computed {sum:08x}"
+        ));
+    }
+    Ok(())
+}
+
+/// The directory of the blocked column whose stored bytes are `src` (of `rows` rows and `raw`
+/// raw bytes), checked against the column's checksum `crc` before it is parsed, so that
+/// damage there is named as a checksum mismatch.
+pub(crate) fn checked_directory(
+    src: &[u8],
+    crc: Option<u32>,
+    rows: usize,
+    raw: usize,
+) -> Result<super::blocks::Directory<'_>, String> {
+    let len = super::blocks::directory_len(src)
+        .filter(|&l| l <= src.len())
+        .ok_or("a directory runs past the column")?;
+    if let Some(want) = crc {
+        check_crc(&src[..len], want)?;
+    }
+    super::blocks::Directory::read(src, rows, raw)
 }
 
 /// Whether any of the rows `r` is set in the bitmap `words` (bit `i % 64` of word `i / 64`
@@ -877,15 +906,7 @@ pub(crate) fn assemble(
         },
     };
     // For selected rows, a blocked column inflates only the blocks that hold one.
-    let needed = select.map(|select| {
-        let mut words = vec![0u64; rows.div_ceil(64)];
-        for &r in select {
-            if let Some(w) = words.get_mut(r / 64) {
-                *w |= 1 << (r % 64);
-            }
-        }
-        words
-    });
+    let needed = select.map(|select| rows_bitmap(select, rows));
     let columns = inflate_columns(
         codec,
         stored,

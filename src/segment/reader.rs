@@ -740,11 +740,7 @@ impl Segment {
         // Selected rows: a blocked column's blocks that hold none are not read.
         let rows = m.rows as usize;
         let mut pick = |_: &[Option<super::blocks::Directory<'_>>]| {
-            let mut words = vec![0u64; rows.div_ceil(64)];
-            for &r in select? {
-                *words.get_mut(r / 64)? |= 1 << (r % 64);
-            }
-            Some(words)
+            Some(super::columns::rows_bitmap(select?, rows))
         };
         let choose = select.map(|_| &mut pick as super::stored::Choose<'_>);
         let made = self.read_stored(i, want, choose, |stored, _| {

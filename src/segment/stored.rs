@@ -32,7 +32,7 @@ use std::fs::File;
 use std::ops::Range;
 
 use super::blocks::Directory;
-use super::columns::Header;
+use super::columns::{any_set, checked_directory, Header};
 
 /// Header bytes read at first: enough for a schema of a few hundred fields; a longer header
 /// is read in a second step.
@@ -128,7 +128,7 @@ fn read(
     let mut blocked: Vec<Option<Vec<Range<usize>>>> = Vec::new();
     let mut needed = None;
     if let Some(choose) = choose {
-        let (dirs, narrowed) = directories(&header, stored, &wanted, rows, read_at)?;
+        let dirs = directories(&header, stored, &wanted, rows, read_at)?;
         if dirs.iter().any(Option::is_some) {
             needed = choose(&dirs);
         }
@@ -137,7 +137,7 @@ fn read(
                 // No row needed: nothing more to read.
                 return Ok(needed);
             }
-            blocked = narrowed(&dirs, words);
+            blocked = needed_blocks(&header, &dirs, words, rows);
         }
     }
     // The wanted columns past what was read (of a blocked column, the blocks needed),
@@ -169,26 +169,17 @@ fn read(
 
 /// The directories of the wanted blocked columns of a batch whose header is `header`, read
 /// into `stored` with `read_at` (by column; `None` for the others and for a directory that
-/// does not read back or check against its column's checksum), and a function of the rows
-/// needed that gives, per column, the byte ranges of the blocks that hold one of them.
-#[allow(clippy::type_complexity)]
+/// does not read back or check against its column's checksum).
 fn directories<'s>(
     header: &Header,
     stored: &'s mut [u8],
     wanted: &dyn Fn(usize) -> bool,
     rows: usize,
     read_at: impl Fn(&mut [u8], usize) -> Result<(), String>,
-) -> Result<
-    (
-        Vec<Option<Directory<'s>>>,
-        impl Fn(&[Option<Directory<'s>>], &[u64]) -> Vec<Option<Vec<Range<usize>>>>,
-    ),
-    String,
-> {
+) -> Result<Vec<Option<Directory<'s>>>, String> {
     let blocked: Vec<usize> = (0..header.columns())
         .filter(|&c| wanted(c) && header.is_blocked(c))
         .collect();
-    let mut lens = Vec::with_capacity(blocked.len());
     for &c in &blocked {
         let span = header.span(c);
         let fixed = span.len().min(super::blocks::FIXED);
@@ -200,39 +191,39 @@ fn directories<'s>(
             &mut stored[span.start + fixed..span.start + len],
             span.start + fixed,
         )?;
-        lens.push(len);
     }
     let stored: &'s [u8] = stored;
     let mut dirs: Vec<Option<Directory<'s>>> = (0..header.columns()).map(|_| None).collect();
-    for (&c, &len) in blocked.iter().zip(&lens) {
-        let span = header.span(c);
-        let col = &stored[span.clone()];
-        let sound = header
-            .crc(c)
-            .is_none_or(|crc| crc32fast::hash(&col[..len]) == crc);
-        if sound {
-            dirs[c] = Directory::read(col, rows, header.raw(c)).ok();
-        }
+    for c in blocked {
+        let col = &stored[header.span(c)];
+        dirs[c] = checked_directory(col, header.crc(c), rows, header.raw(c)).ok();
     }
-    let spans: Vec<Range<usize>> = header.spans().collect();
-    let narrowed = move |dirs: &[Option<Directory<'s>>], words: &[u64]| {
-        dirs.iter()
-            .enumerate()
-            .map(|(c, d)| {
-                let d = d.as_ref()?;
-                let start = spans[c].start;
-                let mut out = Vec::with_capacity(d.blocks.len() + 1);
-                out.push(start..start + d.len);
-                for (b, block) in d.blocks.iter().enumerate() {
-                    if super::columns::any_set(words, d.rows_of(b, rows)) {
-                        out.push(start + block.at..start + block.at + block.stored);
-                    }
+    Ok(dirs)
+}
+
+/// Per column of `dirs` (a batch's, of `rows` rows), the byte ranges of its directory and of
+/// the blocks that hold a row `words` marks; `None` for a column without a directory.
+fn needed_blocks(
+    header: &Header,
+    dirs: &[Option<Directory<'_>>],
+    words: &[u64],
+    rows: usize,
+) -> Vec<Option<Vec<Range<usize>>>> {
+    dirs.iter()
+        .enumerate()
+        .map(|(c, d)| {
+            let d = d.as_ref()?;
+            let start = header.span(c).start;
+            let mut out = Vec::with_capacity(d.blocks.len() + 1);
+            out.push(start..start + d.len);
+            for (b, block) in d.blocks.iter().enumerate() {
+                if any_set(words, d.rows_of(b, rows)) {
+                    out.push(start + block.at..start + block.at + block.stored);
                 }
-                Some(out)
-            })
-            .collect()
-    };
-    Ok((dirs, narrowed))
+            }
+            Some(out)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -401,16 +392,19 @@ mod tests {
         damaged[span.end - 1] ^= 0xff;
         crate::fs::write_all_at(&file, &damaged, 0).unwrap();
         assert!(read(&file).0.is_ok());
-        let err = with_stored(
-            &file,
-            0..stored.len(),
-            (raw, n),
-            None,
-            |_, _| Ok(()),
-            None,
-            |s, _| read_columns(Codec::Zstd, s, raw, n, None, (None, None)),
-        )
-        .unwrap_err();
+        // A read of every column, whole.
+        let whole_read = |file: &File| {
+            with_stored(
+                file,
+                0..stored.len(),
+                (raw, n),
+                None,
+                |_, _| Ok(()),
+                None,
+                |s, _| read_columns(Codec::Zstd, s, raw, n, None, (None, None)),
+            )
+        };
+        let err = whole_read(&file).unwrap_err();
         assert!(err.contains("column 1: block 2"), "{err}");
         // The directory damaged: not chosen from, and named.
         let mut damaged = stored.clone();
@@ -419,16 +413,7 @@ mod tests {
         let (got, seen) = read(&file);
         assert_eq!(seen, 0);
         assert!(got.unwrap_err().contains("no rows chosen"));
-        let err = with_stored(
-            &file,
-            0..stored.len(),
-            (raw, n),
-            None,
-            |_, _| Ok(()),
-            None,
-            |s, _| read_columns(Codec::Zstd, s, raw, n, None, (None, None)),
-        )
-        .unwrap_err();
+        let err = whole_read(&file).unwrap_err();
         assert!(err.contains("column 1: checksum mismatch"), "{err}");
     }
 }

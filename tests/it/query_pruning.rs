@@ -982,14 +982,7 @@ fn blocked_columns_answer_as_whole_rows_do() {
     assert_eq!(seg.version(), weir::segment::FORMAT_VERSION);
     assert_eq!(seg.batch_blocked(0), Some(vec![1]));
     assert_eq!(seg.batch_blocked(1), Some(vec![]));
-    // Rows by ID, as a scan gives them.
-    let mut whole = std::collections::HashMap::new();
-    for b in archive.scan() {
-        let b = b.unwrap();
-        for (i, row) in b.rows().enumerate() {
-            whole.insert(b.first_id() + i as u64, row.to_vec());
-        }
-    }
+    let whole = rows_by_id(&archive);
     for text in [
         format!("uid == \"{}\"", uid(123)),
         format!("uid == \"{}\"", uid(5_899)),
@@ -1008,16 +1001,38 @@ fn blocked_columns_answer_as_whole_rows_do() {
         "uid != \"nope\"".to_string(),
         "orig_bytes > 6450".to_string(),
     ] {
-        let q = Query::parse(&text).unwrap();
-        let want = brute_force(&q, &archive);
-        assert_eq!(ids(&q, &archive, true), want, "{text}");
-        assert_eq!(ids(&q, &archive, false), want, "{text} without pruning");
-        assert_eq!(q.count(&archive).unwrap().0, want.len() as u64, "{text}");
-        for hits in q.search(&archive).unwrap() {
-            let hits = hits.unwrap();
-            for (row, id) in hits.rows().zip(hits.ids()) {
-                assert_eq!(row, &whole[&id][..], "{text}: row {id}");
-            }
+        answers_as_brute_force(&text, &archive, &whole);
+    }
+}
+
+/// Every row of `archive` by its ID, as a scan gives them.
+fn rows_by_id(archive: &Archive) -> std::collections::HashMap<u64, Vec<u8>> {
+    let mut whole = std::collections::HashMap::new();
+    for b in archive.scan() {
+        let b = b.unwrap();
+        for (i, row) in b.rows().enumerate() {
+            whole.insert(b.first_id() + i as u64, row.to_vec());
+        }
+    }
+    whole
+}
+
+/// Asserts that the query `text` gives brute force's IDs on `archive` with and without
+/// pruning, counts them, and exports each as the row a scan gives (`whole`).
+fn answers_as_brute_force(
+    text: &str,
+    archive: &Archive,
+    whole: &std::collections::HashMap<u64, Vec<u8>>,
+) {
+    let q = Query::parse(text).unwrap();
+    let want = brute_force(&q, archive);
+    assert_eq!(ids(&q, archive, true), want, "{text}");
+    assert_eq!(ids(&q, archive, false), want, "{text} without pruning");
+    assert_eq!(q.count(archive).unwrap().0, want.len() as u64, "{text}");
+    for hits in q.search(archive).unwrap() {
+        let hits = hits.unwrap();
+        for (row, id) in hits.rows().zip(hits.ids()) {
+            assert_eq!(row, &whole[&id][..], "{text}: row {id}");
         }
     }
 }
@@ -1106,25 +1121,10 @@ proptest! {
         let archive = Archive::open(blocked_archive()).unwrap();
         let seg = archive.segment(&archive.catalog().segments[0]).unwrap();
         prop_assert_eq!(seg.batch_blocked(0), Some(vec![1]));
-        let mut whole = std::collections::HashMap::new();
-        for b in archive.scan() {
-            let b = b.unwrap();
-            for (i, row) in b.rows().enumerate() {
-                whole.insert(b.first_id() + i as u64, row.to_vec());
-            }
-        }
+        let whole = rows_by_id(&archive);
         for text in &exprs {
-            let q = Query::parse(text).unwrap();
-            let want = brute_force(&q, &archive);
-            prop_assert_eq!(&ids(&q, &archive, true), &want, "{}", text);
-            prop_assert_eq!(&ids(&q, &archive, false), &want, "{} without pruning", text);
-            prop_assert_eq!(q.count(&archive).unwrap().0, want.len() as u64, "{} count", text);
-            for hits in q.search(&archive).unwrap() {
-                let hits = hits.unwrap();
-                for (row, id) in hits.rows().zip(hits.ids()) {
-                    prop_assert_eq!(row, &whole[&id][..], "{}: row {}", text, id);
-                }
-            }
+            // (A failed assertion panics, which proptest reports and shrinks as a failure.)
+            answers_as_brute_force(text, &archive, &whole);
         }
     }
 }
