@@ -566,11 +566,28 @@ impl AggPlan {
                 let want = wanted.as_ref().map_or(u64::MAX, |v| v[k]);
                 k += 1;
                 let all = u64::MAX >> (ints::WORD - w.len.max(1));
-                if resolution.is_none() && want & all == all && w.set & all == all {
-                    // Every row wanted and set (most words of ports): no test per row but
-                    // the one for the array.
-                    counter.add_all(&w.values[..w.len]);
-                    return;
+                if want & all == all && w.set & all == all {
+                    let values = &w.values[..w.len];
+                    match resolution {
+                        // Every row wanted and set (most words of ports): no test per row
+                        // but the one for the array.
+                        None => {
+                            counter.add_all(values);
+                            return;
+                        }
+                        // Every row in the bucket of the row before (times in order): one
+                        // count for the word, after a compare per row the compiler
+                        // vectorizes.
+                        Some(_)
+                            if values.iter().fold(true, |inside, &v| {
+                                inside & (bucket.start <= v as i64) & ((v as i64) < bucket.end)
+                            }) =>
+                        {
+                            counter.add_many(bucket.start as u64, w.len as u64);
+                            return;
+                        }
+                        Some(_) => {}
+                    }
                 }
                 for (bit, &v) in w.values[..w.len].iter().enumerate() {
                     if want >> bit & 1 == 0 {
@@ -722,6 +739,24 @@ impl Counter {
             self.seen.push(v as u64);
         }
         *c += 1;
+    }
+
+    /// Counts `n` rows of value `v`.
+    fn add_many(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if v < DENSE {
+            let v = v as usize;
+            if v >= self.dense.len() {
+                self.dense.resize((v + 1).next_power_of_two(), 0);
+            }
+            self.add_dense(v);
+            self.dense[v] += n - 1;
+        } else {
+            self.add_sparse(v);
+            self.run += n - 1;
+        }
     }
 
     /// Counts a row of each value of `values`.
