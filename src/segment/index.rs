@@ -305,12 +305,23 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
         }
         schemas.push(Arc::new(Schema::new(&name, fields)));
     }
+    // Per schema, per field: whether a range of it may be recorded (looked up once per
+    // schema, not once per record: every batch has a range per number, time and address).
+    let ranged: Vec<Vec<bool>> = schemas
+        .iter()
+        .map(|s| {
+            s.fields
+                .iter()
+                .map(|f| RangeKind::of(&f.ty).is_some())
+                .collect()
+        })
+        .collect();
     let n = r.count(40)?;
     let mut batches = Vec::with_capacity(n);
     let mut total = 0u64;
     let mut merged: Vec<Range<u64>> = Vec::new();
-    // One batch's ranges at a time, for its checks.
-    let mut ranges: Vec<RangeOf> = Vec::new();
+    // One batch's range records at a time, for its checks.
+    let mut ranges: Vec<RangeRecord> = Vec::new();
     for i in 0..n {
         let bad = |what: &str| format!("batch {i}: {what}");
         let schema = r.u32()?;
@@ -357,16 +368,15 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                 // decoded only for the time histogram's check.
                 let at = r.pos;
                 ranges.clear();
+                let ranged = &ranged[schema as usize];
                 for _ in 0..nr {
-                    let ((field, lo, hi, present), next) =
+                    let (record, next) =
                         read_range_record(r.buf, r.pos).ok_or_else(|| bad("sketch range"))?;
                     r.pos = next;
-                    let ty = fields
-                        .get(field as usize)
-                        .map(|f| &f.ty)
-                        .filter(|ty| RangeKind::of(ty).is_some())
-                        .ok_or_else(|| bad("sketch range of a field without one"))?;
-                    ranges.push(RangeOf::new(field, ty, lo, hi, present));
+                    if ranged.get(record.0 as usize) != Some(&true) {
+                        return Err(bad("sketch range of a field without one"));
+                    }
+                    ranges.push(record);
                 }
                 let times = match r.flag()? {
                     false => None,
@@ -379,7 +389,15 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                         let at = r.pos;
                         let counts = r.take(4 * nc)?;
                         let t = TimesRef::of_record(field, width, first, counts);
-                        check_times(t, &schemas[schema as usize], &ranges).map_err(|e| bad(&e))?;
+                        // The histogram is checked against its field's range alone.
+                        let range = ranges.iter().find(|rec| rec.0 == field).and_then(
+                            |&(f, lo, hi, present)| {
+                                let ty = &fields.get(f as usize)?.ty;
+                                Some(RangeOf::new(f, ty, lo, hi, present))
+                            },
+                        );
+                        check_times(t, &schemas[schema as usize], range.as_slice())
+                            .map_err(|e| bad(&e))?;
                         let counts = at..at + 4 * nc;
                         Some(StoredTimes::Record {
                             field,

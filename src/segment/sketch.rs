@@ -481,6 +481,7 @@ pub(crate) type RangeRecord = (u32, u64, u64, Option<u32>);
 /// `lo` and `hi` as stored (u64), and a flag with its `present` count (u32), all
 /// little-endian; and the position after it. `None` when it runs past the end or its flag is
 /// neither 0 nor 1.
+#[inline]
 pub(crate) fn read_range_record(bytes: &[u8], pos: usize) -> Option<(RangeRecord, usize)> {
     let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
     let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
