@@ -28,6 +28,7 @@ mod archive;
 mod args;
 mod convert;
 mod csv_dir;
+mod deferred;
 mod docs;
 mod explore;
 mod import;
@@ -44,6 +45,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+
+use deferred::Deferred;
 
 use weir::pipeline::build::BuildError;
 use weir::pipeline::config::{ConfigError, ConfigErrorKind};
@@ -118,11 +121,11 @@ fn install_logger(filter: tracing_subscriber::EnvFilter, format: LogFormat) {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Convert Zeek logs (TSV or JSON, plain, gzip or zstd) to Zeek TSV (or as `--to` says) on stdout.
-    Convert(convert::ConvertArgs),
+    Convert(Deferred<convert::ConvertArgs>),
     /// Import Zeek logs into an archive (the pipeline of pipelines/zeek-to-archive.toml).
-    Import(import::ImportArgs),
+    Import(Deferred<import::ImportArgs>),
     /// Run a pipeline definition file (see pipelines/).
-    Run(import::RunArgs),
+    Run(Deferred<import::RunArgs>),
     /// Export the archive's events matching an expression (all without one) in ID order
     /// (import order): a table on a terminal, else Zeek TSV, or as `--to` says.
     ///
@@ -148,36 +151,36 @@ enum Command {
     ///
     /// See README, "Investigating", for more recipes.
     #[command(verbatim_doc_comment)]
-    Export(search::ExportArgs),
+    Export(Deferred<search::ExportArgs>),
     /// Count the archive's events matching an expression (all without one).
-    Count(search::CountArgs),
+    Count(Deferred<search::CountArgs>),
     /// Print the events with the given IDs.
-    Get(search::GetArgs),
+    Get(Deferred<search::GetArgs>),
     /// Print the events around each result of an expression (VAST's `explore`): within a
     /// time window (--before, --after, --context), with an equal field (--by), of some types
     /// (--for); each event once, in ID order.
-    Explore(explore::ExploreArgs),
+    Explore(Deferred<explore::ExploreArgs>),
     /// Print the events of TYPE related to the results of an expression (VAST's `pivot`): by
     /// community_id, else by Zeek's uid (also files.log's conn_uids); each once, in ID order.
-    Pivot(explore::PivotArgs),
+    Pivot(Deferred<explore::PivotArgs>),
     /// Run pipelines and serve the archive over HTTP: a JSON API under /api/v1/, Prometheus
     /// metrics, and a web page at / (see README, "Serving").
-    Serve(serve::ServeArgs),
+    Serve(Deferred<serve::ServeArgs>),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
-    Info(archive::InfoArgs),
+    Info(Deferred<archive::InfoArgs>),
     /// Describe segment files: uuid, ID intervals, events, batches.
-    Inspect(archive::InspectArgs),
+    Inspect(Deferred<archive::InspectArgs>),
     /// Check every segment and the write-ahead log; exit 1 with a line per problem.
-    Verify(archive::VerifyArgs),
+    Verify(Deferred<archive::VerifyArgs>),
     /// Erase events by time, age, ID range or expression (whole segments where possible,
     /// others rewritten without them; surviving events keep their IDs).
-    Erase(maintain::EraseArgs),
+    Erase(Deferred<maintain::EraseArgs>),
     /// Merge small segments (of short imports, restarts) into full-size ones, keeping IDs.
-    Compact(maintain::CompactArgs),
+    Compact(Deferred<maintain::CompactArgs>),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
-    Completions(docs::CompletionsArgs),
+    Completions(Deferred<docs::CompletionsArgs>),
     /// Print the man page (roff) of weir or of one command: `weir man import | man -l -`.
-    Man(docs::ManArgs),
+    Man(Deferred<docs::ManArgs>),
 }
 
 /// A usage error found after argument parsing: exit status 2.
@@ -282,22 +285,22 @@ pub fn main() -> ExitCode {
     // The commands that read an archive run on this thread and their own pools: no runtime
     // (its threads cost a query started from a shell about a millisecond).
     let result = match cli.command {
-        Command::Export(args) => search::export(args),
-        Command::Count(args) => search::count(args),
-        Command::Get(args) => search::get(args),
-        Command::Explore(args) => explore::explore(args),
-        Command::Pivot(args) => explore::pivot(args),
-        Command::Info(args) => archive::info(args),
-        Command::Inspect(args) => archive::inspect(args),
-        Command::Verify(args) => archive::verify(args),
-        Command::Erase(args) => maintain::erase(args),
-        Command::Compact(args) => maintain::compact(args),
-        Command::Completions(args) => docs::completions(args),
-        Command::Man(args) => docs::man(args),
-        Command::Convert(args) => on_runtime(convert::run(args)),
-        Command::Import(args) => on_runtime(import::import(args)),
-        Command::Run(args) => on_runtime(import::run(args)),
-        Command::Serve(args) => on_runtime(serve::serve(args)),
+        Command::Export(Deferred(args)) => search::export(args),
+        Command::Count(Deferred(args)) => search::count(args),
+        Command::Get(Deferred(args)) => search::get(args),
+        Command::Explore(Deferred(args)) => explore::explore(args),
+        Command::Pivot(Deferred(args)) => explore::pivot(args),
+        Command::Info(Deferred(args)) => archive::info(args),
+        Command::Inspect(Deferred(args)) => archive::inspect(args),
+        Command::Verify(Deferred(args)) => archive::verify(args),
+        Command::Erase(Deferred(args)) => maintain::erase(args),
+        Command::Compact(Deferred(args)) => maintain::compact(args),
+        Command::Completions(Deferred(args)) => docs::completions(args),
+        Command::Man(Deferred(args)) => docs::man(args),
+        Command::Convert(Deferred(args)) => on_runtime(convert::run(args)),
+        Command::Import(Deferred(args)) => on_runtime(import::import(args)),
+        Command::Run(Deferred(args)) => on_runtime(import::run(args)),
+        Command::Serve(Deferred(args)) => on_runtime(serve::serve(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
