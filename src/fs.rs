@@ -464,7 +464,9 @@ pub fn collapse_front(file: &File, len: usize) -> bool {
     }
 }
 
-/// Maps `file` (at `path`) into memory, read-only.
+/// Maps `file` (at `path`) into memory, read-only; with `whole`, every page at once (for a
+/// file read from end to end right away, such as a segment's index: one call maps them all
+/// instead of a page fault per run of pages).
 ///
 /// The caller promises what makes this sound: nobody writes or truncates the file while the
 /// map lives. The storage engine maps only sealed segment files and their index files, which
@@ -473,7 +475,11 @@ pub fn collapse_front(file: &File, len: usize) -> bool {
     unsafe_code,
     reason = "memory-mapping a file is unsafe in Rust; weir maps only immutable segment files"
 )]
-pub fn map_readonly(file: &File, path: &Path) -> Result<Mmap> {
+pub fn map_readonly(file: &File, path: &Path, whole: bool) -> Result<Mmap> {
+    let mut options = memmap2::MmapOptions::new();
+    if whole {
+        options.populate();
+    }
     // SAFETY: segment files (and their index files, `segment/index.rs`) are immutable once
     // written: weir writes them under a temporary name, renames them into place and never
     // opens them for writing again (the store only
@@ -482,7 +488,7 @@ pub fn map_readonly(file: &File, path: &Path) -> Result<Mmap> {
     // bounds-checked slices after verification, so a file changed behind weir's back by
     // another program can at worst yield wrong bytes or SIGBUS, which is outside what Rust can
     // guard against for any mmap.
-    unsafe { Mmap::map(file) }.map_err(|e| FsError::new("memory-map", path, e))
+    unsafe { options.map(file) }.map_err(|e| FsError::new("memory-map", path, e))
 }
 
 /// After this many bytes written since the last one, `Writeback` starts an `fdatasync` of

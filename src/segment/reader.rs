@@ -177,7 +177,7 @@ impl Segment {
                 format!("{len} bytes exceeds the 2 GiB limit"),
             ));
         }
-        let map = crate::fs::map_readonly(&file, path)?;
+        let map = crate::fs::map_readonly(&file, path, false)?;
         if use_index {
             if let Some((parts, index)) = Self::indexed(path, map.len()) {
                 return Ok(Segment {
@@ -214,7 +214,7 @@ impl Segment {
             None
         };
         let bytes = match File::open(&idx) {
-            Ok(f) => match crate::fs::map_readonly(&f, &idx) {
+            Ok(f) => match crate::fs::map_readonly(&f, &idx, true) {
                 Ok(b) => b,
                 Err(e) => return unreadable(&e),
             },
