@@ -636,4 +636,75 @@ mod tests {
         damaged[10] ^= 1;
         assert!(decode(&damaged, 4096).unwrap_err().contains("checksum"));
     }
+
+    /// A batch's sketch in an index: a range of a field that has none, or past the schema's
+    /// fields, is refused; the time histogram is checked against its field's range (and
+    /// refused without one).
+    #[test]
+    fn sketch_ranges_and_the_time_histogram_are_checked() {
+        let schema = Schema::new(
+            "zeek.t",
+            vec![
+                Field::new("ts", Type::Time),
+                Field::new("s", Type::String),
+                Field::new("n", Type::Count),
+            ],
+        )
+        .into_shared();
+        let schemas = [schema];
+        let hour = 3_600_000_000_000i64;
+        let (lo, hi) = (10 * hour + 5, 11 * hour + 7);
+        let encoded = |ranges: Vec<RangeRecord>, times: bool| {
+            let h = Header {
+                file_len: 4096,
+                version: super::super::FORMAT_VERSION,
+                uuid: uuid::Uuid::nil(),
+                events: 4,
+                intervals: &[0..4],
+                schemas: &schemas,
+            };
+            let times = times.then(|| TimeHistogram {
+                field: 0,
+                width: hour,
+                first: 10,
+                counts: vec![3, 1],
+            });
+            let batch = BatchRecord {
+                schema: 0,
+                first_id: 0,
+                rows: 4,
+                ts: Some((lo, hi)),
+                data: (1000, 100),
+                offsets: (900, 16),
+                checksum: 7,
+                stored: stored_byte(Codec::None, super::super::Layout::Rows),
+                raw_size: 0,
+                sketch: Some(SketchRecord {
+                    bloom: (500, 64),
+                    hashes: 3,
+                    ranges,
+                    times,
+                }),
+            };
+            encode_records(&h, &[batch])
+        };
+        let ts = (0, lo as u64, hi as u64, Some(4));
+        let n = (2, 1, 9, Some(2));
+        let parts = decode(&encoded(vec![ts, n], true), 4096).unwrap();
+        assert!(parts.batches[0].sketch.is_some());
+        assert!(decode(&encoded(vec![n, ts], false), 4096).is_ok());
+        for bad in [(1, 0, 0, Some(1)), (3, 0, 0, Some(1))] {
+            let e = decode(&encoded(vec![ts, bad], true), 4096).unwrap_err();
+            assert!(e.contains("sketch range of a field without one"), "{e}");
+        }
+        // No range of `ts`, a range that ends in another bucket, a count that disagrees.
+        for ranges in [
+            vec![n],
+            vec![(0, lo as u64, (hi + hour) as u64, Some(4)), n],
+            vec![(0, lo as u64, hi as u64, Some(5)), n],
+        ] {
+            let e = decode(&encoded(ranges, true), 4096).unwrap_err();
+            assert!(e.contains("time histogram"), "{e}");
+        }
+    }
 }
