@@ -641,6 +641,7 @@ mod tests {
     /// fields, is refused; the time histogram is checked against its field's range (and
     /// refused without one).
     #[test]
+    #[allow(clippy::single_range_in_vec_init)]
     fn sketch_ranges_and_the_time_histogram_are_checked() {
         let schema = Schema::new(
             "zeek.t",
