@@ -552,88 +552,78 @@ impl Chain {
     }
 }
 
-/// Where a whole row read by [`materialize`] was copied: its schema (an index) and bytes.
-type Copied = (usize, std::ops::Range<usize>);
-
 /// How many events late materialization gathers before it reads them: each stored batch
 /// they come from is decoded once per group.
 const MATERIALIZE_ROWS: usize = 4096;
 
 /// The events of `slices` read whole from `archive` by their IDs, in the same order, one
-/// slice per run of one schema (a slice without IDs is returned as it is). The IDs are
-/// visited in ascending order, so that each stored batch they fall in is decoded once; the
-/// rows are copied out before the next batch is read, so at most one batch is held. Also
-/// returns how many batches were decoded.
+/// slice per run of one schema (a slice without IDs is returned as it is). Also returns how
+/// many batches were decoded.
+///
+/// The IDs, ascending, are cut into runs, at most one per core, where they lie at least a
+/// full batch apart ([`runs_of`]): this thread reads the first ([`read_rows`]), a thread of
+/// its own each of the others. The rows of `sort ts desc | head 10` on W1000 come from ten
+/// batches, and decoding them one after the other was 40% of that query's CPU; IDs close
+/// together (G's ten latest events, in one batch) stay one run, read here. (A batch larger
+/// than the default could still hold IDs of two runs: both decode it.)
 fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64), QueryError> {
     let with_ids = |s: &Slice| s.ids().len() == s.len();
-    // (id, slice, row) of every event to read.
-    let mut wanted: Vec<(u64, usize, usize)> = Vec::new();
-    for (k, s) in slices.iter().enumerate().filter(|(_, s)| with_ids(s)) {
-        wanted.extend(s.ids().iter().enumerate().map(|(r, &id)| (id, k, r)));
-    }
-    wanted.sort_unstable();
-    // Per slice, per row: where its whole row was copied (schema, bytes), if found.
-    let mut found: Vec<Vec<Option<Copied>>> = slices
+    let mut ids: Vec<u64> = slices
         .iter()
-        .map(|s| vec![None; if with_ids(s) { s.len() } else { 0 }])
+        .filter(|s| with_ids(s))
+        .flat_map(|s| s.ids().iter().copied())
         .collect();
-    let mut schemas: Vec<crate::types::SchemaRef> = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    let mut ids: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+    ids.sort_unstable();
     ids.dedup();
-    let mut decoded = 0u64;
-    let mut next = wanted.iter().peekable();
-    // One pass over the batches that hold them, in ID order; a batch's rows are copied out
-    // before the next is read, so at most one is held.
-    for b in archive.scan_ids(&ids) {
-        let b = b?;
-        decoded += 1;
-        let range = b.id_range();
-        let schema = match schemas
-            .iter()
-            .position(|s| std::sync::Arc::ptr_eq(s, b.schema()) || **s == **b.schema())
-        {
-            Some(i) => i,
-            None => {
-                schemas.push(b.schema().clone());
-                schemas.len() - 1
-            }
-        };
-        // Wanted IDs before this batch were erased since the search saw them.
-        while next.next_if(|w| w.0 < range.start).is_some() {}
-        while let Some(&&(id, k, r)) = next.peek() {
-            if id >= range.end {
-                break;
-            }
-            next.next();
-            let Some(row) = b.rows().nth((id - range.start) as usize) else {
-                continue;
-            };
-            let start = data.len();
-            data.extend_from_slice(row);
-            found[k][r] = Some((schema, start..data.len()));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cuts = runs_of(&ids, threads);
+    let runs: Vec<Result<Rows, QueryError>> = std::thread::scope(|scope| {
+        let mut chunks = cuts.windows(2).map(|w| &ids[w[0]..w[1]]);
+        let first = chunks.next().unwrap_or_default();
+        let others: Vec<_> = chunks
+            .map(|run| scope.spawn(move || read_rows(archive, run)))
+            .collect();
+        let mut runs = vec![read_rows(archive, first)];
+        for h in others {
+            runs.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         }
-    }
+        runs
+    });
+    let runs = runs
+        .into_iter()
+        .collect::<Result<Vec<Rows>, QueryError>>()?;
+    let decoded = runs.iter().map(|r| r.decoded).sum();
+    // The row of `id`, if it was found (the runs are in ID order, and so are their rows).
+    let row_of = |id: u64| -> Option<(&crate::types::SchemaRef, &[u8])> {
+        let run = runs
+            .iter()
+            .rev()
+            .find(|r| r.rows.first().is_some_and(|f| f.0 <= id))?;
+        let at = run.rows.binary_search_by_key(&id, |r| r.0).ok()?;
+        let (_, schema, bytes) = &run.rows[at];
+        Some((&run.schemas[*schema], &run.data[bytes.clone()]))
+    };
     let mut out: Vec<Slice> = Vec::new();
-    for (k, s) in slices.iter().enumerate() {
+    for s in slices {
         if !with_ids(s) {
             out.push(s.clone());
             continue;
         }
-        for (r, &id) in s.ids().iter().enumerate() {
-            let Some((schema, bytes)) = &found[k][r] else {
+        for &id in s.ids() {
+            // (An ID erased since the search saw it is not found.)
+            let Some((schema, row)) = row_of(id) else {
                 continue;
             };
-            let row = &data[bytes.clone()];
             match out.last_mut() {
                 Some(s)
                     if s.ids().len() == s.len()
-                        && std::sync::Arc::ptr_eq(s.schema(), &schemas[*schema]) =>
+                        && (std::sync::Arc::ptr_eq(s.schema(), schema)
+                            || **s.schema() == **schema) =>
                 {
                     s.push(row, Some(id))
                 }
                 _ => {
-                    let mut s = Slice::new(schemas[*schema].clone());
+                    let mut s = Slice::new(schema.clone());
                     s.push(row, Some(id));
                     out.push(s);
                 }
@@ -641,6 +631,89 @@ fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64),
         }
     }
     Ok((out, decoded))
+}
+
+/// Where the IDs `ids` (ascending) are cut into at most `threads` runs: the positions `0 =
+/// c0 < c1 < ... = ids.len()`. IDs at least [`DEFAULT_BATCH_EVENTS`] apart are in different
+/// batches (of the default size), so the runs are cut there, each holding about as many such
+/// groups; IDs with no such gap are cut into equal runs only when each gets at least
+/// [`DENSE_RUN`] of them (a batch at a cut is then read twice, a small part of the work).
+///
+/// [`DEFAULT_BATCH_EVENTS`]: crate::batch::DEFAULT_BATCH_EVENTS
+fn runs_of(ids: &[u64], threads: usize) -> Vec<usize> {
+    let threads = threads.max(1);
+    let far: Vec<usize> = (1..ids.len())
+        .filter(|&i| ids[i] - ids[i - 1] >= crate::batch::DEFAULT_BATCH_EVENTS as u64)
+        .collect();
+    let mut cuts = vec![0];
+    for k in 1..threads {
+        let cut = if far.is_empty() {
+            (ids.len() / threads >= DENSE_RUN).then(|| ids.len() * k / threads)
+        } else {
+            // Group `g` starts at `far[g - 1]`.
+            let group = (far.len() + 1) * k / threads;
+            group.checked_sub(1).and_then(|g| far.get(g).copied())
+        };
+        if let Some(c) = cut.filter(|&c| c > cuts.last().copied().unwrap_or(0)) {
+            cuts.push(c);
+        }
+    }
+    cuts.push(ids.len());
+    cuts
+}
+
+/// The fewest IDs without a batch's distance between them that [`runs_of`] gives a run.
+const DENSE_RUN: usize = 256;
+
+/// The whole rows of some events, read by [`read_rows`].
+struct Rows {
+    schemas: Vec<crate::types::SchemaRef>,
+    /// The rows back to back.
+    data: Vec<u8>,
+    /// Per event found, ascending by ID: its ID, schema (an index) and bytes.
+    rows: Vec<(u64, usize, std::ops::Range<usize>)>,
+    /// Batches decoded.
+    decoded: u64,
+}
+
+/// The whole rows of the events `ids` (ascending, distinct): one pass over the batches that
+/// hold them, in ID order, each batch's rows copied out before the next is read, so that at
+/// most one batch is held.
+fn read_rows(archive: &Archive, ids: &[u64]) -> Result<Rows, QueryError> {
+    let mut out = Rows {
+        schemas: Vec::new(),
+        data: Vec::new(),
+        rows: Vec::with_capacity(ids.len()),
+        decoded: 0,
+    };
+    let mut next = ids.iter().copied().peekable();
+    for b in archive.scan_ids(ids) {
+        let b = b?;
+        out.decoded += 1;
+        let range = b.id_range();
+        let schema = match out
+            .schemas
+            .iter()
+            .position(|s| std::sync::Arc::ptr_eq(s, b.schema()) || **s == **b.schema())
+        {
+            Some(i) => i,
+            None => {
+                out.schemas.push(b.schema().clone());
+                out.schemas.len() - 1
+            }
+        };
+        // Wanted IDs before this batch were erased since the search saw them.
+        while next.next_if(|&id| id < range.start).is_some() {}
+        while let Some(id) = next.next_if(|&id| id < range.end) {
+            let Some(row) = b.rows().nth((id - range.start) as usize) else {
+                continue;
+            };
+            let start = out.data.len();
+            out.data.extend_from_slice(row);
+            out.rows.push((id, schema, start..out.data.len()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -658,6 +731,29 @@ mod tests {
         let c = Chain::parse("where x == 1 | where y == 2 | head | where z == 3").unwrap();
         assert_eq!(c.scan().text(), "(x == 1) && (y == 2)");
         assert_eq!(c.ops.len(), 2);
+    }
+
+    #[test]
+    fn late_materialization_cuts_runs_only_between_distant_ids() {
+        let far = crate::batch::DEFAULT_BATCH_EVENTS as u64;
+        // Ten IDs a batch apart: two runs of five on two cores, one on one core.
+        let spread: Vec<u64> = (0..10).map(|k| 7 + k * (far + 270)).collect();
+        assert_eq!(runs_of(&spread, 2), vec![0, 5, 10]);
+        assert_eq!(runs_of(&spread, 1), vec![0, 10]);
+        assert_eq!(runs_of(&spread, 4), vec![0, 2, 5, 7, 10]);
+        // Close together (one batch): one run, however many cores.
+        let close: Vec<u64> = (100..110).collect();
+        assert_eq!(runs_of(&close, 8), vec![0, 10]);
+        // One distant ID at the end: the only cut there is.
+        let mut tail = close.clone();
+        tail.push(200 + far);
+        assert_eq!(runs_of(&tail, 2), vec![0, 10, 11]);
+        assert_eq!(runs_of(&[], 2), vec![0, 0]);
+        assert_eq!(runs_of(&[5], 2), vec![0, 1]);
+        // Many close together: equal runs.
+        let dense: Vec<u64> = (0..1000).map(|k| k * 3).collect();
+        assert_eq!(runs_of(&dense, 2), vec![0, 500, 1000]);
+        assert_eq!(runs_of(&dense, 8), vec![0, 1000]);
     }
 
     #[test]
