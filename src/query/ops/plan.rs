@@ -635,9 +635,9 @@ fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64),
 
 /// Where the IDs `ids` (ascending) are cut into at most `threads` runs: the positions `0 =
 /// c0 < c1 < ... = ids.len()`. IDs at least [`DEFAULT_BATCH_EVENTS`] apart are in different
-/// batches (of the default size), so the runs are cut there, each holding about as many such
-/// groups; IDs with no such gap are cut into equal runs only when each gets at least
-/// [`DENSE_RUN`] of them (a batch at a cut is then read twice, a small part of the work).
+/// batches (of the default size), so the runs are cut there alone, each holding about as
+/// many such groups of IDs; IDs with no such gap stay one run, so that each batch is decoded
+/// once (`tests/it/query_pruning.rs`).
 ///
 /// [`DEFAULT_BATCH_EVENTS`]: crate::batch::DEFAULT_BATCH_EVENTS
 fn runs_of(ids: &[u64], threads: usize) -> Vec<usize> {
@@ -647,13 +647,9 @@ fn runs_of(ids: &[u64], threads: usize) -> Vec<usize> {
         .collect();
     let mut cuts = vec![0];
     for k in 1..threads {
-        let cut = if far.is_empty() {
-            (ids.len() / threads >= DENSE_RUN).then(|| ids.len() * k / threads)
-        } else {
-            // Group `g` starts at `far[g - 1]`.
-            let group = (far.len() + 1) * k / threads;
-            group.checked_sub(1).and_then(|g| far.get(g).copied())
-        };
+        // Group `g` of IDs starts at `far[g - 1]`.
+        let group = (far.len() + 1) * k / threads;
+        let cut = group.checked_sub(1).and_then(|g| far.get(g).copied());
         if let Some(c) = cut.filter(|&c| c > cuts.last().copied().unwrap_or(0)) {
             cuts.push(c);
         }
@@ -661,9 +657,6 @@ fn runs_of(ids: &[u64], threads: usize) -> Vec<usize> {
     cuts.push(ids.len());
     cuts
 }
-
-/// The fewest IDs without a batch's distance between them that [`runs_of`] gives a run.
-const DENSE_RUN: usize = 256;
 
 /// The whole rows of some events, read by [`read_rows`].
 struct Rows {
@@ -750,10 +743,9 @@ mod tests {
         assert_eq!(runs_of(&tail, 2), vec![0, 10, 11]);
         assert_eq!(runs_of(&[], 2), vec![0, 0]);
         assert_eq!(runs_of(&[5], 2), vec![0, 1]);
-        // Many close together: equal runs.
+        // Many close together (batches of another size may hold them): one run.
         let dense: Vec<u64> = (0..1000).map(|k| k * 3).collect();
-        assert_eq!(runs_of(&dense, 2), vec![0, 500, 1000]);
-        assert_eq!(runs_of(&dense, 8), vec![0, 1000]);
+        assert_eq!(runs_of(&dense, 2), vec![0, 1000]);
     }
 
     #[test]
