@@ -365,7 +365,7 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
                 let hashes = r.u8()?;
                 let nr = r.count(21)?;
                 // The records stay in the index (the segment keeps it mapped), checked here;
-                // decoded only for the time histogram's check.
+                // the time field's alone is made a range, for the time histogram's check.
                 let at = r.pos;
                 ranges.clear();
                 let ranged = &ranged[schema as usize];

@@ -746,16 +746,11 @@ impl Counter {
         if n == 0 {
             return;
         }
-        if v < DENSE {
-            let v = v as usize;
-            if v >= self.dense.len() {
-                self.dense.resize((v + 1).next_power_of_two(), 0);
-            }
-            self.add_dense(v);
-            self.dense[v] += n - 1;
-        } else {
-            self.add_sparse(v);
-            self.run += n - 1;
+        // The first as any row (a new value is listed), the others added to its count.
+        self.add(v);
+        match self.dense.get_mut(v as usize).filter(|_| v < DENSE) {
+            Some(c) => *c += n - 1,
+            None => self.run += n - 1,
         }
     }
 
