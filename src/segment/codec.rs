@@ -549,6 +549,21 @@ impl RowBuf {
         RowBuf(v)
     }
 
+    /// A buffer of exactly `len` bytes, from the pool when it has one (the one with the most
+    /// bytes), holding whatever its last user left there (zeros past that): for a caller
+    /// that writes every byte before it reads it, and would otherwise zero them all first (a
+    /// batch's every column, for one printed row: 7% of a W1000 uid export).
+    pub(crate) fn take_len(len: usize) -> RowBuf {
+        let reused = POOL.lock().ok().and_then(|mut p| {
+            let fullest = (0..p.len()).max_by_key(|&i| p[i].len())?;
+            Some(p.swap_remove(fullest))
+        });
+        let mut v = reused.unwrap_or_default();
+        v.truncate(len);
+        v.resize(len, 0);
+        RowBuf(v)
+    }
+
     /// The buffer, to fill.
     pub(crate) fn vec_mut(&mut self) -> &mut Vec<u8> {
         &mut self.0

@@ -622,9 +622,11 @@ fn inflate_columns(
         .filter(|&c| wanted(c))
         .map(|c| room(c, &cols[c]))
         .sum();
-    let mut buf = RowBuf::take(inflated + slack);
+    // Every byte of a column's room is written below before it is read (a blocked column's
+    // blocks left out are a nil per row): the buffer is not zeroed first, but its slack is.
+    let mut buf = RowBuf::take_len(inflated + slack);
     let v = buf.vec_mut();
-    v.resize(inflated + slack, 0);
+    v[inflated..].fill(0);
     let mut spans = Vec::with_capacity(n);
     let mut dicts = Vec::new();
     let mut ints = Vec::new();
@@ -1098,14 +1100,19 @@ fn assemble_selected(
     }
     let mut out = RowBuf::take(data_len + 4 * rows);
     let o = out.vec_mut();
-    let mut offsets = Vec::with_capacity(rows);
-    let mut j = 0;
-    for r in 0..rows {
-        offsets.push(o.len() as u32);
-        if select.get(j) != Some(&r) {
-            o.push(UNSELECTED_ROW);
-            continue;
-        }
+    // The offsets as little-endian u32, written after the rows.
+    let mut offsets: Vec<u8> = Vec::with_capacity(4 * rows);
+    // `n` rows not selected: an empty array each, written in one go (a row at a time, the
+    // 8,191 of a batch that a W1000 uid export leaves out cost 9% of its CPU).
+    let unselected = |o: &mut Vec<u8>, offsets: &mut Vec<u8>, n: usize| {
+        let at = o.len();
+        offsets.extend((at..at + n).flat_map(|off| (off as u32).to_le_bytes()));
+        o.resize(at + n, UNSELECTED_ROW);
+    };
+    let mut r = 0;
+    for (j, &s) in select.iter().enumerate() {
+        unselected(o, &mut offsets, s - r);
+        offsets.extend_from_slice(&(o.len() as u32).to_le_bytes());
         push_header(width, o);
         for k in 0..width {
             let (a, b) = spans[k * picked + j];
@@ -1114,17 +1121,16 @@ fn assemble_selected(
                 None => o.extend_from_slice(&v[a..b]),
             }
         }
-        j += 1;
+        r = s + 1;
     }
+    unselected(o, &mut offsets, rows - r);
     if o.len() != data_len {
         return Err(format!(
             "the rows take {} bytes, {data_len} expected",
             o.len()
         ));
     }
-    for off in offsets {
-        o.extend_from_slice(&off.to_le_bytes());
-    }
+    o.extend_from_slice(&offsets);
     Ok((out, data_len))
 }
 
