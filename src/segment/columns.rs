@@ -1274,6 +1274,151 @@ mod tests {
         (layout, stored, raw, encodings)
     }
 
+    /// The room of a batch's columns is taken as its last user left it (`RowBuf::take_len`,
+    /// not zeroed): a batch of every encoding (planes, a dictionary, marked counts, a
+    /// blocked string column, plain values) inflated after a buffer full of other bytes went
+    /// back to the pool reads back exactly, whole, in projection, as selected rows and for
+    /// the rows of one block; a branch that left a byte of its room unwritten would show it.
+    #[test]
+    fn columns_inflated_into_a_used_buffer_read_back_exactly() {
+        use super::super::blocks::BLOCK_ROWS;
+        use super::super::sketch::TAG_STRING;
+        let n = 2 * BLOCK_ROWS + 77;
+        let (mut data, mut offsets) = (Vec::new(), Vec::new());
+        for r in 0..n {
+            offsets.push(data.len() as u32);
+            let row = [
+                Value::Time(1_258_531_221_486_539_000 + r as i64 * 2_345_000),
+                Value::String([&b"tcp"[..], b"udp", b"icmp"][r % 3].to_vec()),
+                if r % 13 == 2 {
+                    Value::Null
+                } else {
+                    Value::Count((r as u64 * 7_919) % 70_000)
+                },
+                Value::String(format!("C{:017x}", r * 104_729).into_bytes()),
+                Value::Bool(r % 2 == 0),
+            ];
+            encode_row(&row, &mut data);
+        }
+        // Dirty buffers larger than the batch's room, back in the pool.
+        let dirty = || {
+            for _ in 0..4 {
+                let mut b = RowBuf::take_len(1 << 20);
+                b.vec_mut().fill(0xab);
+            }
+        };
+        let mut cols = Vec::new();
+        assert!(split(&data, &offsets, 5, &mut cols));
+        let whole = with_offsets(&data, &offsets);
+        for codec in [Codec::Zstd, Codec::Lz4] {
+            let mut p = Packer::new(Compression::new(codec));
+            let mut encoded = Vec::new();
+            super::super::dict::Encoder::default().encode_all(&cols, n, |c| c == 1, &mut encoded);
+            let split = super::super::codec::SplitRows {
+                cols: &cols,
+                planes: &[Some(true)],
+                marked: &[false, false, true],
+                dicts: &encoded,
+                blocked: &[None, None, None, Some(TAG_STRING)],
+            };
+            let (layout, stored, raw) = p
+                .pack_split(data.len(), || &data, &offsets, Some(split))
+                .unwrap();
+            let stored = stored.to_vec();
+            assert_eq!(layout, Layout::Columns);
+            let encodings: Vec<usize> = header(&stored, raw, n)
+                .unwrap()
+                .cols
+                .iter()
+                .map(|c| c.encoding)
+                .collect();
+            assert_eq!(
+                encodings,
+                [PLANES, DICT, MARKED, BLOCKS, VALUES],
+                "{codec:?}"
+            );
+            dirty();
+            let (all, len) = assemble(codec, &stored, raw, n, None, None).unwrap();
+            assert_eq!(&all[..], &whole[..], "{codec:?}");
+            assert_eq!(len, data.len());
+            dirty();
+            let got = read_columns(codec, &stored, raw, n, None, (None, None)).unwrap();
+            for (c, col) in cols.iter().enumerate() {
+                assert_eq!(got.column(c), &col[..], "{codec:?} column {c}");
+            }
+            dirty();
+            let want = [false, true, true, true, false];
+            let (proj, _) = assemble(codec, &stored, raw, n, Some(&want), None).unwrap();
+            let mut cur = RowCursor::new(&proj);
+            let mut expected = Vec::new();
+            for r in 0..n {
+                let at = cur.position();
+                cur.row_header(3).unwrap();
+                for _ in 0..3 {
+                    cur.skip().unwrap();
+                }
+                expected.clear();
+                push_header(3, &mut expected);
+                let row = &data
+                    [offsets[r] as usize..offsets.get(r + 1).map_or(data.len(), |&o| o as usize)];
+                let mut rc = RowCursor::at(row, 1);
+                for &wanted in &want {
+                    let from = rc.position();
+                    rc.skip().unwrap();
+                    if wanted {
+                        expected.extend_from_slice(&row[from..rc.position()]);
+                    }
+                }
+                assert_eq!(
+                    &proj[at..cur.position()],
+                    &expected[..],
+                    "{codec:?} row {r}"
+                );
+            }
+            dirty();
+            let picked = [0, 1_500, n - 1];
+            let (sel, sel_len) = assemble(codec, &stored, raw, n, None, Some(&picked)).unwrap();
+            let row = |buf: &[u8], len: usize, r: usize| {
+                let off = |i: usize| {
+                    let at = len + 4 * i;
+                    u32::from_le_bytes(buf[at..at + 4].try_into().unwrap()) as usize
+                };
+                let end = if r + 1 < n { off(r + 1) } else { len };
+                buf[off(r)..end].to_vec()
+            };
+            for r in 0..n {
+                let want = if picked.contains(&r) {
+                    row(&whole, data.len(), r)
+                } else {
+                    vec![UNSELECTED_ROW]
+                };
+                assert_eq!(row(&sel, sel_len, r), want, "{codec:?} row {r}");
+            }
+            dirty();
+            let mut needed = vec![0u64; n.div_ceil(64)];
+            needed[BLOCK_ROWS / 64] = 1;
+            let some =
+                read_rows_of_columns(codec, &stored, raw, n, None, (None, None), Some(&needed))
+                    .unwrap();
+            for c in [0, 1, 2, 4] {
+                assert_eq!(some.column(c), &cols[c][..], "{codec:?} column {c}");
+            }
+            // The blocked column: the rows of its second block, nil for the others.
+            let mut expected = Vec::new();
+            let mut cur = RowCursor::new(&cols[3]);
+            for r in 0..n {
+                let at = cur.position();
+                cur.skip().unwrap();
+                if (BLOCK_ROWS..2 * BLOCK_ROWS).contains(&r) {
+                    expected.extend_from_slice(&cols[3][at..cur.position()]);
+                } else {
+                    expected.push(0xc0);
+                }
+            }
+            assert_eq!(some.column(3), &expected[..], "{codec:?}");
+        }
+    }
+
     /// A batch whose uid-like and address columns are large: stored in blocks of rows
     /// (format 11), read back whole, in projection, as selected rows (only their blocks
     /// inflated) and for the rows some blocks hold (the others nil); damage to a block is
