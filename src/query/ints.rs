@@ -196,13 +196,15 @@ pub(crate) fn select<T: Copy + PartialOrd>(
 ) -> Option<Vec<u64>> {
     let mut words = Vec::with_capacity(rows.div_ceil(WORD));
     decode(column, rows, signed, |w| {
-        let mut bits = 0u64;
-        for (bit, &v) in w.values.iter().enumerate() {
+        // A byte per row first (a loop the compiler vectorizes), then into bits
+        // (`bits_of`): a bit per row shifted in place took a third of the loop's time.
+        let mut hit = [0u8; WORD];
+        for (h, &v) in hit.iter_mut().zip(&w.values) {
             let v = as_t(v);
             // (`&`, not `&&`: no branch, which random values mispredict.)
-            bits |= u64::from(((lo <= v) & (v <= hi)) != negate) << bit;
+            *h = u8::from(((lo <= v) & (v <= hi)) != negate);
         }
-        words.push(bits & w.set);
+        words.push(crate::segment::marked::bits_of(&hit) & w.set);
     })?;
     Some(words)
 }
