@@ -445,7 +445,9 @@ impl Columns {
     }
 
     /// The inflated columns' bytes, back to back (a search looks for the bytes a match
-    /// needs in them before it evaluates anything).
+    /// needs in them before it evaluates anything). After a blocked column read for some
+    /// rows lie bytes of no column (its room past its nils, left as the buffer's last user
+    /// left them): a search that finds a needle there only evaluates the batch for nothing.
     pub(crate) fn inflated(&self) -> &[u8] {
         &self.buf[..self.spans.iter().map(|r| r.end).max().unwrap_or(0)]
     }
