@@ -1271,9 +1271,25 @@ mod tests {
         assert_eq!(layout, Layout::Columns);
         assert!(stored.len() < plain_len, "{} >= {plain_len}", stored.len());
         let stored = stored.to_vec();
-        let cols = header(&stored, raw, offsets.len()).unwrap().cols;
-        let encodings = cols.iter().map(|c| c.encoding).collect();
+        let encodings = encodings_of(&stored, raw, offsets.len());
         (layout, stored, raw, encodings)
+    }
+
+    /// The encoding of each column of a batch's stored bytes (`raw` bytes of `rows` rows).
+    fn encodings_of(stored: &[u8], raw: usize, rows: usize) -> Vec<usize> {
+        let cols = header(stored, raw, rows).unwrap().cols;
+        cols.iter().map(|c| c.encoding).collect()
+    }
+
+    /// Row `r` of rows `buf` of a batch of `n` rows: `len` bytes of rows, then their offsets
+    /// as little-endian u32 (what `assemble` and `unpack` return).
+    fn row_of(buf: &[u8], len: usize, n: usize, r: usize) -> Vec<u8> {
+        let off = |i: usize| {
+            let at = len + 4 * i;
+            u32::from_le_bytes(buf[at..at + 4].try_into().unwrap()) as usize
+        };
+        let end = if r + 1 < n { off(r + 1) } else { len };
+        buf[off(r)..end].to_vec()
     }
 
     /// The room of a batch's columns is taken as its last user left it (`RowBuf::take_len`,
@@ -1328,12 +1344,7 @@ mod tests {
                 .unwrap();
             let stored = stored.to_vec();
             assert_eq!(layout, Layout::Columns);
-            let encodings: Vec<usize> = header(&stored, raw, n)
-                .unwrap()
-                .cols
-                .iter()
-                .map(|c| c.encoding)
-                .collect();
+            let encodings = encodings_of(&stored, raw, n);
             assert_eq!(
                 encodings,
                 [PLANES, DICT, MARKED, BLOCKS, VALUES],
@@ -1380,14 +1391,7 @@ mod tests {
             dirty();
             let picked = [0, 1_500, n - 1];
             let (sel, sel_len) = assemble(codec, &stored, raw, n, None, Some(&picked)).unwrap();
-            let row = |buf: &[u8], len: usize, r: usize| {
-                let off = |i: usize| {
-                    let at = len + 4 * i;
-                    u32::from_le_bytes(buf[at..at + 4].try_into().unwrap()) as usize
-                };
-                let end = if r + 1 < n { off(r + 1) } else { len };
-                buf[off(r)..end].to_vec()
-            };
+            let row = |buf: &[u8], len: usize, r: usize| row_of(buf, len, n, r);
             for r in 0..n {
                 let want = if picked.contains(&r) {
                     row(&whole, data.len(), r)
@@ -1457,7 +1461,7 @@ mod tests {
             let stored = stored.to_vec();
             assert_eq!(layout, Layout::Columns);
             let h = header(&stored, raw, n).unwrap();
-            let encodings: Vec<usize> = h.cols.iter().map(|c| c.encoding).collect();
+            let encodings = encodings_of(&stored, raw, n);
             // The small string column stays whole.
             assert_eq!(encodings, [BLOCKS, VALUES, BLOCKS, VALUES], "{codec:?}");
             let (got, _) = unpack(codec, layout, &stored, raw, n).unwrap();
@@ -1471,14 +1475,7 @@ mod tests {
             let picked = [3, 1_023, 1_024, 1_030, 2_000, n - 1];
             let (sel, _) = assemble(codec, &stored, raw, n, None, Some(&picked)).unwrap();
             let whole = unpack(codec, layout, &stored, raw, n).unwrap().0;
-            let row = |buf: &[u8], len: usize, r: usize| {
-                let off = |i: usize| {
-                    let at = len + 4 * i;
-                    u32::from_le_bytes(buf[at..at + 4].try_into().unwrap()) as usize
-                };
-                let end = if r + 1 < n { off(r + 1) } else { len };
-                buf[off(r)..end].to_vec()
-            };
+            let row = |buf: &[u8], len: usize, r: usize| row_of(buf, len, n, r);
             let whole_len = data.len();
             let sel_len = sel.len() - 4 * n;
             for r in picked {
@@ -1580,12 +1577,7 @@ mod tests {
                 .unwrap();
             let stored = stored.to_vec();
             assert_eq!(layout, Layout::Columns);
-            let encodings: Vec<usize> = header(&stored, raw, n)
-                .unwrap()
-                .cols
-                .iter()
-                .map(|c| c.encoding)
-                .collect();
+            let encodings = encodings_of(&stored, raw, n);
             assert_eq!(
                 encodings,
                 [MARKED, MARKED, MARKED, VALUES, VALUES],
