@@ -437,14 +437,6 @@ impl Checked {
     pub(crate) fn code_bytes<'a>(&self, enc: &'a [u8]) -> (&'a [u8], &'a [u8]) {
         enc[self.codes..].split_at(self.rows)
     }
-
-    /// Each row's code, in row order, of the bytes `enc` it checked (each names an entry).
-    pub(crate) fn codes<'a>(&self, enc: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-        let (lo, hi) = enc[self.codes..].split_at(self.rows);
-        lo.iter()
-            .enumerate()
-            .map(move |(r, &l)| usize::from(l) | hi.get(r).map_or(0, |&h| usize::from(h) << 8))
-    }
 }
 
 /// Bytes of an entry's slot in [`rebuild`]'s table: most entries fit, and a copy of this
