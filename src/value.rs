@@ -702,6 +702,18 @@ pub(crate) fn column_of(values: &[Value]) -> Vec<u8> {
     out
 }
 
+/// Numbers below `m`, the same sequence on every run (xorshift), for tests that build rows.
+#[cfg(test)]
+pub(crate) fn xorshift() -> impl FnMut(u64) -> u64 {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    move |m| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    }
+}
+
 /// The integers at the edges of msgpack's integer forms (fixints, 8 to 64 bits, signed and
 /// unsigned), for the tests of every reader of them.
 #[cfg(test)]

@@ -440,13 +440,7 @@ mod tests {
     fn rows(n: usize) -> (Vec<u8>, Vec<u32>) {
         let mut data = Vec::new();
         let mut offsets = Vec::new();
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::value::xorshift();
         for r in 0..n {
             offsets.push(data.len() as u32);
             let unset = |k: u64| k == 0;

@@ -979,13 +979,7 @@ mod tests {
             ],
         ));
         let (mut data, mut offsets) = (Vec::new(), Vec::new());
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::value::xorshift();
         for _ in 0..n {
             offsets.push(data.len() as u32);
             let host = match next(10) {
