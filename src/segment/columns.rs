@@ -1281,6 +1281,13 @@ mod tests {
         cols.iter().map(|c| c.encoding).collect()
     }
 
+    /// A packed batch's stored bytes (`raw` bytes of `rows` rows), which must be in columns,
+    /// and the encoding of each column.
+    fn in_columns(layout: Layout, stored: &[u8], raw: usize, rows: usize) -> (Vec<u8>, Vec<usize>) {
+        assert_eq!(layout, Layout::Columns);
+        (stored.to_vec(), encodings_of(stored, raw, rows))
+    }
+
     /// Row `r` of rows `buf` of a batch of `n` rows: `len` bytes of rows, then their offsets
     /// as little-endian u32 (what `assemble` and `unpack` return).
     fn row_of(buf: &[u8], len: usize, n: usize, r: usize) -> Vec<u8> {
@@ -1342,9 +1349,7 @@ mod tests {
             let (layout, stored, raw) = p
                 .pack_split(data.len(), || &data, &offsets, Some(split))
                 .unwrap();
-            let stored = stored.to_vec();
-            assert_eq!(layout, Layout::Columns);
-            let encodings = encodings_of(&stored, raw, n);
+            let (stored, encodings) = in_columns(layout, stored, raw, n);
             assert_eq!(
                 encodings,
                 [PLANES, DICT, MARKED, BLOCKS, VALUES],
@@ -1458,10 +1463,8 @@ mod tests {
         for codec in [Codec::Zstd, Codec::Lz4] {
             let mut p = Packer::new(Compression::new(codec));
             let (layout, stored, raw) = p.pack_blocked(&data, &offsets, 4, &tags).unwrap();
-            let stored = stored.to_vec();
-            assert_eq!(layout, Layout::Columns);
+            let (stored, encodings) = in_columns(layout, stored, raw, n);
             let h = header(&stored, raw, n).unwrap();
-            let encodings = encodings_of(&stored, raw, n);
             // The small string column stays whole.
             assert_eq!(encodings, [BLOCKS, VALUES, BLOCKS, VALUES], "{codec:?}");
             let (got, _) = unpack(codec, layout, &stored, raw, n).unwrap();
@@ -1575,9 +1578,7 @@ mod tests {
             let (layout, stored, raw) = p
                 .pack_encoded(&data, &offsets, 5, &[], &[], &marks)
                 .unwrap();
-            let stored = stored.to_vec();
-            assert_eq!(layout, Layout::Columns);
-            let encodings = encodings_of(&stored, raw, n);
+            let (stored, encodings) = in_columns(layout, stored, raw, n);
             assert_eq!(
                 encodings,
                 [MARKED, MARKED, MARKED, VALUES, VALUES],
