@@ -140,6 +140,15 @@ impl Codes<'_> {
     }
 }
 
+/// The `by` value of a slot of a dictionary of `entries` ([`Codes::slots`]): its entry,
+/// rounded down to `resolution`, or unset past the entries.
+fn slot_value<'c>(entries: &[ValueRef<'c>], slot: usize, resolution: Option<i64>) -> ValueRef<'c> {
+    match entries.get(slot) {
+        Some(v) => bucket(v.clone(), resolution),
+        None => ValueRef::Null,
+    }
+}
+
 /// The slots of `slots` (each below `len`) in the order of their first row. (A flag written
 /// once per slot, not a count written per row: rows of one slot in a row waited on each
 /// other's store.)
@@ -404,10 +413,7 @@ impl AggPlan {
             let slots = codes.slots(rows, codes.len().min(n), entries.len())?;
             let events = count_slots(&slots, entries.len() + 1);
             for slot in first_seen(&slots, entries.len() + 1) {
-                values[at] = match entries.get(slot) {
-                    Some(v) => bucket(v.clone(), self.resolution),
-                    None => ValueRef::Null,
-                };
+                values[at] = slot_value(entries, slot, self.resolution);
                 if let Some(g) = acc.group(&values) {
                     acc.add_events(g, events[slot]);
                 }
@@ -545,14 +551,8 @@ impl AggPlan {
         }
         let unset = entries.len();
         let slots = codes.slots(rows, n, unset)?;
-        let all: Vec<usize>;
-        let rows = match rows {
-            Some(r) => r,
-            None => {
-                all = (0..n).collect();
-                &all
-            }
-        };
+        // The row of the `i`-th slot.
+        let row = |i: usize| rows.map_or(i, |r| r[i]);
         // Each slot's group is made once, in the order of their first rows, as the row
         // reader would make them.
         let order = first_seen(&slots, unset + 1);
@@ -561,10 +561,6 @@ impl AggPlan {
             count_slots(&slots, unset + 1)
         } else {
             Vec::new()
-        };
-        let value_of = |slot: usize| match entries.get(slot) {
-            Some(v) => bucket(v.clone(), self.resolution),
-            None => ValueRef::Null,
         };
         let summed = columns.iter().zip(&self.aggs).all(|(c, a)| {
             c.is_none() || matches!(a.func, AggFunc::Count | AggFunc::Sum | AggFunc::Mean)
@@ -580,7 +576,8 @@ impl AggPlan {
                 };
                 let signed = ints::signedness(ty) == Some(true);
                 let mut t = vec![(0i128, 0u64); unset + 1];
-                for (&r, &s) in rows.iter().zip(&slots) {
+                for (i, &s) in slots.iter().enumerate() {
+                    let r = row(i);
                     if set[r / ints::WORD] >> (r % ints::WORD) & 1 == 1 {
                         let v = values[r];
                         let slot = &mut t[s as usize];
@@ -595,7 +592,7 @@ impl AggPlan {
                 totals.push(t);
             }
             for slot in order {
-                values[at] = value_of(slot);
+                values[at] = slot_value(entries, slot, self.resolution);
                 let Some(g) = acc.group(&values) else {
                     continue;
                 };
@@ -617,12 +614,13 @@ impl AggPlan {
         const SKIP: usize = usize::MAX;
         let mut group_of = vec![SKIP; unset + 1];
         for slot in order {
-            values[at] = value_of(slot);
+            values[at] = slot_value(entries, slot, self.resolution);
             group_of[slot] = acc.group(&values).unwrap_or(SKIP);
         }
         let mut scratch = Vec::new();
         for (k, column) in columns.iter().enumerate() {
-            for (&r, &s) in rows.iter().zip(&slots) {
+            for (i, &s) in slots.iter().enumerate() {
+                let r = row(i);
                 let g = group_of[s as usize];
                 if g == SKIP {
                     continue;
