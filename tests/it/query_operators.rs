@@ -1219,6 +1219,25 @@ fn operators_after_summarize_name_its_fields() {
     );
 }
 
+/// `summarize ... | sort AGG desc | head N` keeps what the whole sort would, ties in the
+/// order of the groups' first events, wherever the groups are held (their tables are weighed
+/// on all cores, each keeping its own first N): by `uid`, nearly every group counts 1, so the
+/// first uids of the archive win, spread over every table.
+#[test]
+fn summarize_sort_head_breaks_ties_by_first_event_across_tables() {
+    let Some(c) = corpus() else { return };
+    let groups = summarize(&c.events, &[("count()", Agg::Events)], &["uid"], None);
+    for n in [1, 7, 2000] {
+        let want = head(&sort(&groups, &[("count()", true)]), n);
+        assert_eq!(want.len(), n);
+        check(
+            c,
+            &format!("summarize count() by uid | sort count() desc | head {n}"),
+            &want,
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // top and rare
 // ---------------------------------------------------------------------------------------------
