@@ -33,9 +33,10 @@
 #   chdb new  the same in a new `python3 -c` process
 # Every engine's answer must agree (counts as integers; rows, pairs and times normalized,
 # timestamps as epoch microseconds, ties at a top-N cut by value only); a disagreement is
-# printed and the script exits 1. Prints the machine (cores, load) and versions, then per query
-# and dataset: the answer (count, or number of rows), the six medians of wall time and weir /
-# duck in (below 1: weir is faster).
+# printed and the script exits 1. Prints the machine (cores, load) and versions; what a fresh
+# process of `true` and of `weir --version` takes, timed as weir's queries are (the floor under
+# weir's column); then per query and dataset: the answer (count, or number of rows), the six
+# medians of wall time and weir / duck in (below 1: weir is faster).
 set -euo pipefail
 REPS=${REPS:-5}
 EVENTS=${EVENTS:-10000000}

@@ -220,6 +220,19 @@ def run(weir, reps, datasets):
         con.close()
         return dt, rows
 
+    # What any fresh process costs here, timed as weir's are: the floor under weir's column
+    # (a count that DuckDB answers in-process in about 1 ms cannot come out below it).
+    def spawn(argv):
+        t = time.perf_counter()
+        subprocess.run(argv, capture_output=True, text=True, check=True)
+        return time.perf_counter() - t
+
+    floor = {name: statistics.median(spawn(argv) for _ in range(21))
+             for name, argv in [("true", [shutil.which("true") or "/bin/true"]),
+                                ("weir --version", [weir, "--version"])]}
+    print("a fresh process, timed as weir's (median of 21): "
+          + ", ".join(f"{name} {t * 1000:.2f} ms" for name, t in floor.items()))
+
     engines = ["weir", "duck-in", "duck-fresh", "pq-in", "chdb-in", "chdb-fresh"]
     head = (f"{'dataset':<8} {'query':<24} {'answer':>10} {'weir':>9} {'duck in':>9} {'duck new':>9}"
             f" {'pq in':>9} {'chdb in':>9} {'chdb new':>9} {'weir/duck in':>12}")
