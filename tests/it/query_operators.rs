@@ -1220,9 +1220,9 @@ fn operators_after_summarize_name_its_fields() {
 }
 
 /// `summarize ... | sort AGG desc | head N` keeps what the whole sort would, ties in the
-/// order of the groups' first events, wherever the groups are held (their tables are weighed
-/// on all cores, each keeping its own first N): by `uid`, nearly every group counts 1, so the
-/// first uids of the archive win, spread over every table.
+/// order of the groups' first events, whichever table holds them: by `uid`, nearly every group
+/// counts 1, so the first uids of the archive win, spread over every table. (Tables of many
+/// groups are weighed on all cores: the unit test in `exec/summarize.rs` covers that.)
 #[test]
 fn summarize_sort_head_breaks_ties_by_first_event_across_tables() {
     let Some(c) = corpus() else { return };

@@ -215,8 +215,12 @@ fn first_groups(
         desc: &desc,
         n,
     };
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let per_thread = tables.len().div_ceil(threads.max(1)).max(1);
+    let groups: usize = tables.iter().map(GroupTable::len).sum();
+    let threads = match groups {
+        0..PARALLEL_GROUPS => 1,
+        _ => std::thread::available_parallelism().map_or(1, |t| t.get()),
+    };
+    let per_thread = tables.len().div_ceil(threads).max(1);
     let mut kept: Vec<Candidate> = std::thread::scope(|scope| {
         let top = &top;
         let mut chunks = tables.chunks(per_thread).enumerate();
@@ -236,6 +240,10 @@ fn first_groups(
     firsts.sort_unstable();
     firsts.into_iter().map(|(_, p, g)| (p, g)).collect()
 }
+
+/// Fewer groups than this are weighed by [`first_groups`] on one thread (a thread's start
+/// costs more than they do).
+const PARALLEL_GROUPS: usize = 1 << 16;
 
 /// A group as [`first_groups`] weighs it: its sort key, first position, table and index.
 type Candidate = (Vec<Option<Value>>, u64, u32, u32);
@@ -456,5 +464,56 @@ impl Summarize {
             by_types,
             agg_types,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::query::ops::syntax::AggFunc;
+
+    /// More groups than [`PARALLEL_GROUPS`], spread over every table, weighed on all cores:
+    /// the groups kept are those of one sort of all of them (by count, descending; ties by
+    /// first event), listed in the order of their first events, whatever thread weighed them.
+    #[test]
+    fn the_first_groups_weighed_on_all_cores_are_those_of_one_sort() {
+        let parts = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let values = 2 * PARALLEL_GROUPS as u64;
+        // Batches of 1,000 values; value x counted x % 13 + 1 times: ties everywhere.
+        for base in (0..values).step_by(1000) {
+            let mut t = parts.table();
+            for x in base..(base + 1000).min(values) {
+                let g = t.group(&[ValueRef::Count(x)], usize::MAX).unwrap();
+                t.update(g, 0, |a| a.add_events(x % 13 + 1));
+            }
+            parts.merge(t, base);
+        }
+        let tables = parts.take_tables();
+        assert!(tables.iter().all(|t| t.len() > 0), "groups in every table");
+        let schema = Arc::new(Schema::new(
+            "weir.summarize",
+            vec![Field::new("x", Type::Count), Field::new("n", Type::Count)],
+        ));
+        let keys = [("n".to_string(), true)];
+        for n in [1, 10, 3000] {
+            let got: Vec<Value> =
+                first_groups(&tables, &schema, &[Type::Count], &[Type::Count], &keys, n)
+                    .into_iter()
+                    .map(|(p, g)| tables[p as usize].value(g as usize, 0))
+                    .collect();
+            // By count descending, then by first event (here the value itself); then back in
+            // the order of first events.
+            let mut want: Vec<u64> = (0..values).collect();
+            want.sort_by_key(|&x| (std::cmp::Reverse(x % 13), x));
+            want.truncate(n);
+            want.sort_unstable();
+            assert_eq!(
+                got,
+                want.into_iter().map(Value::Count).collect::<Vec<_>>(),
+                "{n}"
+            );
+        }
     }
 }
