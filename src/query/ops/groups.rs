@@ -58,6 +58,10 @@ pub(crate) struct GroupTable {
     key_ends: PerGroup<usize>,
     /// Per group: the position of its first event (see the module docs).
     first: PerGroup<u64>,
+    /// No group's first position is above this (the largest any group was made with; they
+    /// only fall): a group found again with a later first event keeps its own without it
+    /// being read (batches mostly come in order, and reading it missed the cache).
+    latest: u64,
     /// How many groups there are.
     len: usize,
     /// Every [`GroupTable::group`] makes a new group, not indexed ([`GroupTable::listing`]).
@@ -78,6 +82,7 @@ impl GroupTable {
             keys: Vec::new(),
             key_ends: PerGroup::default(),
             first: PerGroup::default(),
+            latest: 0,
             len: 0,
             listing: false,
             key: Vec::new(),
@@ -168,6 +173,7 @@ impl GroupTable {
             column.push_new();
         }
         self.first.push(g as u64);
+        self.latest = g as u64;
         self.add(g, keyed, low);
         Some(g)
     }
@@ -256,16 +262,16 @@ impl GroupTable {
     /// Takes `other`'s group `g` (of the same `by` fields and aggregations, and the same
     /// hasher), whose [`GroupTable::hash`] is `hash` and whose first event is at `first`: a
     /// group already here takes its accumulators ([`Acc::merge`]) and the smaller first
-    /// position; a new one comes last. Returns the group's first position before (`None`:
-    /// it is new). `other`'s group is left with unset values and placeholder accumulators
-    /// (`count`s of 0), not to be used again.
+    /// position; a new one comes last. Returns the group found (`None`: it is new).
+    /// `other`'s group is left with unset values and placeholder accumulators (`count`s of
+    /// 0), not to be used again.
     pub(crate) fn absorb(
         &mut self,
         other: &mut GroupTable,
         g: usize,
         hash: u64,
         first: u64,
-    ) -> Option<u64> {
+    ) -> Option<usize> {
         let scalar = other.scalar(g);
         if scalar.is_none() {
             self.key.clear();
@@ -277,11 +283,12 @@ impl GroupTable {
                 for (column, from) in self.accs.iter_mut().zip(&mut other.accs) {
                     column.merge_taken(h, from, g);
                 }
-                let before = self.first(h);
-                if let Some(at) = self.first.get_mut(h) {
-                    *at = before.min(first);
+                if first < self.latest {
+                    if let Some(at) = self.first.get_mut(h) {
+                        *at = (*at).min(first);
+                    }
                 }
-                Some(before)
+                Some(h)
             }
             Err(slot) => {
                 let h = self.len();
@@ -292,6 +299,7 @@ impl GroupTable {
                     column.push_taken(from, g);
                 }
                 self.first.push(first);
+                self.latest = self.latest.max(first);
                 self.add(h, slot.keyed, Some(slot.low));
                 None
             }
@@ -385,17 +393,16 @@ mod tests {
     #[test]
     fn a_group_absorbed_again_keeps_its_smallest_first_position() {
         let mut t = table();
+        let mut smallest = u64::MAX;
         for first in [7, 3, 9] {
+            smallest = smallest.min(first);
             let mut part = table();
             let g = part.group(&[ValueRef::Count(5)], usize::MAX).unwrap();
             part.update(g, 0, Acc::add_event);
             let hash = part.hash(g);
-            let before = match first {
-                7 => None,
-                3 => Some(7),
-                _ => Some(3),
-            };
-            assert_eq!(t.absorb(&mut part, g, hash, first), before, "new only once");
+            let found = (first != 7).then_some(0);
+            assert_eq!(t.absorb(&mut part, g, hash, first), found, "new only once");
+            assert_eq!(t.first(0), smallest, "the smallest position");
         }
         assert_eq!(groups(&t), [(Value::Count(5), Value::Count(3), 3)]);
     }

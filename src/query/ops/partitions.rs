@@ -89,7 +89,6 @@ impl Partitions {
     /// module docs); returns how many of them found a group made by an earlier one of the
     /// batch (repeats: only in a table that lists its groups, [`GroupTable::listing`]).
     pub(crate) fn merge(&self, mut batch: GroupTable, base: u64) -> usize {
-        let ours = base..base.saturating_add(batch.len() as u64);
         // The groups by table, in their order within each (a counting sort).
         let hashes: Vec<u64> = (0..batch.len()).map(|g| batch.hash(g)).collect();
         let mut starts = [0usize; PARTS + 1];
@@ -113,12 +112,14 @@ impl Partitions {
                 continue;
             }
             let mut table = self.lock(p);
+            // Groups from here on are this batch's: one found among them is a repeat.
+            let ours = table.len();
             for &g in run {
                 let g = g as usize;
                 let first = batch.first(g).saturating_add(base);
                 match table.absorb(&mut batch, g, hashes[g], first) {
                     None => made += 1,
-                    Some(before) => repeats += usize::from(ours.contains(&before)),
+                    Some(h) => repeats += usize::from(h >= ours),
                 }
             }
         }
