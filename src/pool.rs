@@ -13,10 +13,33 @@
 //! A pool of `n` threads starts `n - 1` at the first job: the caller is the last one, running
 //! queued jobs while it waits for a result ([`OrderedPool::next`]). Dropping the pool waits
 //! for the jobs that are running (at most one per thread); queued ones are not started.
+//!
+//! For a few large pieces of work cut one per core, [`map_scoped`] runs them on scoped threads
+//! instead (no pool, no window).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+
+/// `f` of each of `parts`, in their order: the first on the caller's thread, each other on a
+/// scoped thread of its own (the parts are few and large, one per core; one part starts no
+/// thread). A panic on another thread is resumed on the caller's.
+pub(crate) fn map_scoped<T: Send, R: Send>(
+    parts: impl IntoIterator<Item = T>,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let f = &f;
+    std::thread::scope(|scope| {
+        let mut parts = parts.into_iter();
+        let first = parts.next();
+        let others: Vec<_> = parts.map(|p| scope.spawn(move || f(p))).collect();
+        let mut out: Vec<R> = first.map(f).into_iter().collect();
+        for h in others {
+            out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        out
+    })
+}
 
 /// The work function shared by the threads.
 type Work<J, R> = Arc<dyn Fn(J) -> R + Send + Sync>;

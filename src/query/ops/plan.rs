@@ -577,21 +577,11 @@ fn materialize(archive: &Archive, slices: &[Slice]) -> Result<(Vec<Slice>, u64),
     ids.dedup();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cuts = runs_of(&ids, threads);
-    let runs: Vec<Result<Rows, QueryError>> = std::thread::scope(|scope| {
-        let mut chunks = cuts.windows(2).map(|w| &ids[w[0]..w[1]]);
-        let first = chunks.next().unwrap_or_default();
-        let others: Vec<_> = chunks
-            .map(|run| scope.spawn(move || read_rows(archive, run)))
-            .collect();
-        let mut runs = vec![read_rows(archive, first)];
-        for h in others {
-            runs.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        }
-        runs
-    });
-    let runs = runs
-        .into_iter()
-        .collect::<Result<Vec<Rows>, QueryError>>()?;
+    let runs = crate::pool::map_scoped(cuts.windows(2).map(|w| &ids[w[0]..w[1]]), |run| {
+        read_rows(archive, run)
+    })
+    .into_iter()
+    .collect::<Result<Vec<Rows>, QueryError>>()?;
     let decoded = runs.iter().map(|r| r.decoded).sum();
     // The row of `id`, if it was found (the runs are in ID order, and so are their rows).
     let row_of = |id: u64| -> Option<(&crate::types::SchemaRef, &[u8])> {

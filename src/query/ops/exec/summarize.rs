@@ -221,19 +221,12 @@ fn first_groups(
         _ => std::thread::available_parallelism().map_or(1, |t| t.get()),
     };
     let per_thread = tables.len().div_ceil(threads).max(1);
-    let mut kept: Vec<Candidate> = std::thread::scope(|scope| {
-        let top = &top;
-        let mut chunks = tables.chunks(per_thread).enumerate();
-        let first = chunks.next();
-        let others: Vec<_> = chunks
-            .map(|(c, chunk)| scope.spawn(move || top.keep(chunk, c * per_thread)))
+    let chunks = tables.chunks(per_thread).enumerate();
+    let mut kept: Vec<Candidate> =
+        crate::pool::map_scoped(chunks, |(c, chunk)| top.keep(chunk, c * per_thread))
+            .into_iter()
+            .flatten()
             .collect();
-        let mut kept = first.map_or_else(Vec::new, |(_, chunk)| top.keep(chunk, 0));
-        for h in others {
-            kept.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        }
-        kept
-    });
     kept.sort_by(|a, b| top.order(a, b));
     kept.truncate(n);
     let mut firsts: Vec<(u64, u32, u32)> = kept.into_iter().map(|(_, f, p, g)| (f, p, g)).collect();
