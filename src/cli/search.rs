@@ -426,9 +426,11 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
     let mut out = stdout.lock();
     let mut buf = Vec::new();
     let mut missing = Vec::new();
-    for &id in &args.ids {
-        match archive.get(id)? {
-            Some(b) => writer.write_rows(b.schema(), &mut b.rows(), &mut buf)?,
+    for (id, found) in args.ids.iter().zip(archive.get_many(&args.ids)?) {
+        match found {
+            Some((schema, row)) => {
+                writer.write_rows(&schema, &mut std::iter::once(row.as_slice()), &mut buf)?
+            }
             None => missing.push(id.to_string()),
         }
         if buf.len() >= CHUNK {

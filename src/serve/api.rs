@@ -127,13 +127,13 @@ pub async fn get(
         let mut writer = writer_with(OutputFormat::Json, ts);
         let mut buf = Vec::new();
         let mut missing = Vec::new();
-        for &id in &req.ids {
-            let found = archive.get(id).map_err(|e| {
-                ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
-            })?;
+        let all = archive.get_many(&req.ids).map_err(|e| {
+            ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        })?;
+        for (id, found) in req.ids.iter().zip(all) {
             match found {
-                Some(b) => writer
-                    .write_rows(b.schema(), &mut b.rows(), &mut buf)
+                Some((schema, row)) => writer
+                    .write_rows(&schema, &mut std::iter::once(row.as_slice()), &mut buf)
                     .map_err(|e| {
                         ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
                     })?,

@@ -230,6 +230,36 @@ impl Archive {
         }
     }
 
+    /// The events with the IDs `ids`, in the order given (an ID given twice is there twice):
+    /// each its schema and its encoded row (one msgpack array, copied out of the batch),
+    /// `None` for an ID that no event has.
+    ///
+    /// One pass over the batches that hold them ([`Archive::scan_ids`]): each batch is read
+    /// once, and of a batch stored in columns only the wanted rows are rebuilt; a batch is
+    /// released once its rows are copied, so memory follows the rows asked for. Looking the
+    /// IDs up one by one ([`Archive::get`]) reads a batch per ID (10,000 IDs took 18 s).
+    pub fn get_many(&self, ids: &[u64]) -> Result<Vec<Option<(SchemaRef, Vec<u8>)>>> {
+        let mut wanted = ids.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut found = std::collections::HashMap::with_capacity(wanted.len());
+        for slice in self.scan_ids(&wanted) {
+            let slice = slice?;
+            let range = slice.id_range();
+            let lo = wanted.partition_point(|&id| id < range.start);
+            for &id in wanted[lo..].iter().take_while(|&&id| id < range.end) {
+                if let Some(row) = slice
+                    .row(id)
+                    .as_ref()
+                    .and_then(|r| r.rows().next().map(<[u8]>::to_vec))
+                {
+                    found.insert(id, (slice.schema().clone(), row));
+                }
+            }
+        }
+        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+    }
+
     /// The catalog to read together with `wal`, a WAL opened just now: the one read at open,
     /// or, if segments were sealed since (the WAL starts past its end), a fresh one. A seal
     /// writes the catalog before it replaces the WAL, so a catalog read after the WAL was
@@ -723,6 +753,17 @@ impl BatchRef {
     /// The IDs of the rows of this slice.
     pub fn id_range(&self) -> Range<u64> {
         self.first_id()..self.first_id() + self.len() as u64
+    }
+
+    /// The one-row slice of the event with ID `id`, if this slice holds it.
+    pub fn row(&self, id: u64) -> Option<BatchRef> {
+        if !self.id_range().contains(&id) {
+            return None;
+        }
+        let i = (id - self.parts().1) as usize;
+        let mut one = self.clone();
+        one.rows = i..i + 1;
+        Some(one)
     }
 
     /// Number of rows.

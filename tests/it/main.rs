@@ -56,6 +56,7 @@ mod store_concurrent;
 mod store_concurrent_scan;
 mod store_crash;
 mod store_erase;
+mod store_get;
 mod store_many;
 mod store_memory;
 mod store_roundtrip;
