@@ -390,6 +390,31 @@ pub fn create_dirs(root: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The mode of an archive directory that weir creates: only its owner may enter it, since
+/// the segments, the WAL and the catalog inside hold the events (and `serve.token` lies
+/// there). The files inside keep the process's umask; the directory guards them all. An
+/// existing directory keeps its mode (`chmod 750 DIR` shares an archive with a group).
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// Creates `dir` with [`PRIVATE_DIR_MODE`] when it does not exist (its missing parents as
+/// `create_dir_all` makes them); an existing directory is left as it is.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| FsError::new("create directory", parent, e))?;
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    match builder.create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(FsError::new("create directory", dir, e)),
+    }
+}
+
 /// Fsyncs a directory so that renames and creations in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     fault::hit(fault::Op::Sync)

@@ -477,6 +477,7 @@ impl Store {
         let mut builder = SegmentBuilder::in_dir(opts.max_segment_size, &seg_dir)?;
         builder.set_compression(opts.compression);
         builder.set_sketches(opts.sketches);
+        crate::fs::create_private_dir(&dir)?;
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
         let lock = take_lock(&dir)?;
         let catalog = Catalog::load(&dir)?;

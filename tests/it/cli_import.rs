@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cli::{export_json_text, ok, run, text, wait_for, weir};
+use common::cli::{export_json_text, ok, run, s, text, wait_for, weir};
 use common::gz::gzip;
 
 /// A fixture of the CLI tests, as an argument.
@@ -668,4 +668,28 @@ fn the_directory_sink_creates_its_directory() {
         )),
         "{err}"
     );
+}
+
+/// An archive directory that `weir import` creates is its owner's alone (0700): the events in
+/// it are not readable by other users under a umask of 022. An existing directory keeps its
+/// mode.
+#[cfg(unix)]
+#[test]
+fn a_new_archive_directory_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("conn.log");
+    std::fs::write(&log, common::conn_log::log(0..10)).unwrap();
+    let db = tmp.path().join("a/b/db");
+    ok(&run(&["import", "--db", s(&db), "-q", s(&log)]), "import");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&db), 0o700, "{}", db.display());
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o750)).unwrap();
+    ok(
+        &run(&["import", "--db", s(&shared), "-q", s(&log)]),
+        "import",
+    );
+    assert_eq!(mode(&shared), 0o750);
 }
