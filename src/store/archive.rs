@@ -238,7 +238,7 @@ impl Archive {
     /// once, and of a batch stored in columns only the wanted rows are rebuilt; a batch is
     /// released once its rows are copied, so memory follows the rows asked for. Looking the
     /// IDs up one by one ([`Archive::get`]) reads a batch per ID (10,000 IDs took 18 s).
-    pub fn get_many(&self, ids: &[u64]) -> Result<Vec<Option<(SchemaRef, Vec<u8>)>>> {
+    pub fn get_many(&self, ids: &[u64]) -> Result<Vec<Option<FoundRow>>> {
         let mut wanted = ids.to_vec();
         wanted.sort_unstable();
         wanted.dedup();
@@ -590,6 +590,10 @@ enum Source {
 /// Rows rebuilt from a deferred batch: the rows followed by their offsets, the length of the
 /// rows (`None`: rebuilding failed; see [`BatchRef::deferred`]).
 type Unpacked = Option<(Arc<crate::segment::RowBuf>, usize)>;
+
+/// An event found by its ID ([`Archive::get_many`]): its schema and its encoded row (one
+/// msgpack array, see [`crate::value`]).
+pub type FoundRow = (SchemaRef, Vec<u8>);
 
 /// A slice of a batch found by a scan: zero-copy rows of a mapped segment (kept mapped while
 /// this exists), the decompressed rows of a compressed batch (held while this exists), or of
