@@ -17,7 +17,11 @@ on another loopback port; Chromium resolves the attacker's name `attacker.test` 
 2. `no_cors`: a page of another origin POSTs queries with `mode: "no-cors"`, as text/plain
    and as a form; the server's `queries.started` (GET /api/v1/status) before and after.
 3. `framed`: whether the server's page rendered inside an iframe of the attacker's page.
-4. `page`: the server's own page, opened normally, runs its first search (`searched`)
+4. `opened`: the attacker's page navigates the browser to the server's page with a query of
+   its choosing (`?q=`): whether that query ran (`started` before and after, the page's
+   `searches`), what the query box holds, and the note shown; then the person presses
+   Search (`searches_after_click`).
+5. `page`: the server's own page, opened normally, runs its first search (`searched`)
    without being blocked by its Content-Security-Policy (`csp_errors`: console messages
    about it; `page_errors`).
 Used by tests/it/serve_guard.rs (web_pages_cannot_drive_the_server).
@@ -89,8 +93,18 @@ go();
 </script>"""
 
 
+# Another site's page that sends the browser to the server's page with its own query.
+OPEN = """<!doctype html><title>open</title><script>
+location.href = "http://127.0.0.1:%(port)d/?q=" + encodeURIComponent("summarize count() by uid");
+</script>"""
+
+
 def attacker_server(port):
-    pages = {"/rebind": REBIND, "/no-cors": NO_CORS % {"port": port}}
+    pages = {
+        "/rebind": REBIND,
+        "/no-cors": NO_CORS % {"port": port},
+        "/open": OPEN % {"port": port},
+    }
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -154,7 +168,29 @@ def main():
         out["framed"] = framed
         page.close()
 
-        # 4. The server's own page under its policy.
+        # 4. Another site opens the server's page with its query.
+        before = started(port)
+        page = browser.new_page()
+        page.goto(f"http://attacker.test:{evil_port}/open")
+        page.wait_for_url(f"http://127.0.0.1:{port}/**", timeout=WAIT_MS)
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(1500)  # time for a search it should not start
+        held = {
+            "started_before": before,
+            "started_after": started(port),
+            "searches": page.evaluate("() => document.body.dataset.searches || '0'"),
+            "query": page.input_value("#q"),
+            "note": page.text_content("#error"),
+        }
+        page.click("#run")
+        page.wait_for_function(
+            "() => Number(document.body.dataset.searches || 0) >= 1", timeout=WAIT_MS
+        )
+        held["searches_after_click"] = page.evaluate("() => document.body.dataset.searches")
+        out["opened"] = held
+        page.close()
+
+        # 5. The server's own page under its policy.
         page = browser.new_page()
         csp, errors = [], []
         page.on(

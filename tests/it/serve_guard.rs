@@ -485,6 +485,23 @@ fn web_pages_cannot_drive_the_server() {
         "{no_cors}"
     );
     assert_eq!(seen["framed"], false, "{seen}");
+    // Sent to the server's page with a query of its choosing, the browser shows the query
+    // and runs nothing until the person presses Search.
+    let opened = &seen["opened"];
+    assert_eq!(opened["query"], "summarize count() by uid", "{opened}");
+    assert_eq!(opened["searches"], "0", "{opened}");
+    assert_eq!(
+        opened["started_after"], opened["started_before"],
+        "{opened}"
+    );
+    assert!(
+        opened["note"]
+            .as_str()
+            .unwrap()
+            .contains("opened from another site"),
+        "{opened}"
+    );
+    assert_eq!(opened["searches_after_click"], "1", "{opened}");
     // The server's own page works under its policy: its first search ran, its legend is
     // colored, and nothing was blocked.
     let page = &seen["page"];
