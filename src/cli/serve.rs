@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use weir::http_server::HttpServer;
 use weir::pipeline::build::build;
 use weir::pipeline::config::{LoadOptions, PipelineSpec};
-use weir::serve::{auth, limits, tls, AppState, PipelineStatus, ServeLimits};
+use weir::serve::{auth, limits, tls, AppState, Guard, PipelineStatus, ServeLimits};
 
 use super::args::{DbArg, DurationText, SizeText};
 use super::signals;
@@ -29,10 +29,16 @@ pub struct ServeArgs {
     /// --token-file).
     #[arg(long, value_name = "ADDR", default_value = weir::serve::DEFAULT_LISTEN)]
     listen: SocketAddr,
-    /// The bearer token's file, made with a new token (mode 0600) when missing [default:
-    /// DIR/serve.token]; only used when --listen is not a loopback address.
+    /// The bearer token's file, made with a new token (mode 0600) when missing; required on
+    /// any address when given. Without it: DIR/serve.token off loopback, no token on
+    /// loopback. Refused when group or others may read it or its token is under 32 bytes.
     #[arg(long = "token-file", value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Host names the server answers to besides its address and localhost (the Host header
+    /// of requests through a reverse proxy or DNS); other names are refused (403), which
+    /// keeps DNS-rebinding web pages out.
+    #[arg(long = "allowed-hosts", value_name = "NAME,...", value_delimiter = ',')]
+    allowed_hosts: Vec<String>,
     /// Most queries running at once; one more is answered 503.
     #[arg(long = "max-queries", value_name = "N", default_value_t = limits::MAX_QUERIES)]
     max_queries: usize,
@@ -102,18 +108,21 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // Nothing will create it: a missing archive is an error now, not at the first query.
         weir::store::Archive::open(&args.db.path)?;
     }
-    let token = if args.listen.ip().is_loopback() {
-        None
-    } else {
-        let path = args
-            .token_file
-            .clone()
-            .unwrap_or_else(|| args.db.path.join(auth::TOKEN_FILE));
-        let (token, made) = auth::load_or_create(&path)?;
-        if made {
-            say!("weir: wrote a new bearer token to {}", path.display());
+    // --token-file is honoured on every address; off loopback a token is required anyway.
+    let token_file = match &args.token_file {
+        Some(path) => Some(path.clone()),
+        None if args.listen.ip().is_loopback() => None,
+        None => Some(args.db.path.join(auth::TOKEN_FILE)),
+    };
+    let token = match token_file {
+        None => None,
+        Some(path) => {
+            let (token, made) = auth::load_or_create(&path)?;
+            if made {
+                say!("weir: wrote a new bearer token to {}", path.display());
+            }
+            Some(token)
         }
-        Some(token)
     };
     let limits = ServeLimits {
         max_queries: args.max_queries,
@@ -128,7 +137,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let router = weir::serve::router(state, token);
+    let port = listener
+        .local_addr()
+        .map_or(args.listen.port(), |a| a.port());
+    let guard = Guard::new(port, tls.is_some(), &args.allowed_hosts)?;
+    let router = weir::serve::router(state, token, guard);
     let (server, scheme) = match tls {
         None => (
             HttpServer::serve(listener, router, limits.connections()),

@@ -202,6 +202,7 @@ pub async fn status(State(state): State<AppState>) -> Json<Value> {
             json!({
                 "running": state.queries_running(),
                 "max": state.limits.max_queries,
+                "started": state.queries_started(),
             }),
         );
     }

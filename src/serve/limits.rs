@@ -11,8 +11,13 @@
 //! - An answer is at most [`MAX_RESPONSE_BYTES`]: the stream ends there with an error.
 //! - A request body is at most [`MAX_BODY_BYTES`] (`413`), a `get` at most [`MAX_GET_IDS`]
 //!   IDs.
-//! - Connections: at most [`MAX_CONNECTIONS`] at once, a request head within
-//!   [`HEADER_TIMEOUT`] and at most [`MAX_HEAD_BYTES`] (see [`crate::http_server`]).
+//! - Connections: at most [`MAX_CONNECTIONS`] at once, many more than query slots, so that
+//!   clients that connect and send nothing (or trickle) cannot take every connection. A
+//!   connection must send each request head within [`HEADER_TIMEOUT`] and at most
+//!   [`MAX_HEAD_BYTES`] (see [`crate::http_server`]): the clock runs from the connection's
+//!   start and again after each answer, so an idle connection, new or kept alive, is closed
+//!   after [`HEADER_TIMEOUT`]. A request body must arrive whole within [`BODY_TIMEOUT`], else
+//!   it is answered `408` and the connection is closed ([`crate::serve::guard`]).
 
 use std::time::Duration;
 
@@ -26,10 +31,14 @@ pub const MAX_RESPONSE_BYTES: u64 = 256 << 20;
 pub const MAX_BODY_BYTES: usize = 64 << 10;
 /// Most IDs in one `get`.
 pub const MAX_GET_IDS: usize = 10_000;
-/// Most connections served at once.
-pub const MAX_CONNECTIONS: usize = 64;
-/// Longest time a client may take to send a request head.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most connections served at once: a connection costs a task and a few KiB, a query slot
+/// a thread and its memory, so there are many more of these than of those.
+pub const MAX_CONNECTIONS: usize = 512;
+/// Longest time a client may take to send a request head, counted from the connection's
+/// start or the end of its last answer: an idle connection is closed then.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest time a client may take to send a request body (`408` then).
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest request head.
 pub const MAX_HEAD_BYTES: usize = 16 << 10;
 /// A streamed answer is handed to the connection in pieces of about this size.

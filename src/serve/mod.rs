@@ -2,7 +2,8 @@
 //!
 //! The library side of the command: the router ([`router::router`]), its state
 //! ([`AppState`]), the handlers ([`api`]), the streamed queries ([`query`]), the limits
-//! ([`limits`]) and the bearer token ([`auth`]). The command (`src/cli/serve.rs`) runs the
+//! ([`limits`]), the bearer token ([`auth`]) and the checks that keep web pages from using
+//! the server ([`guard`]). The command (`src/cli/serve.rs`) runs the
 //! pipelines and the server in one process; the endpoints are documented in the README,
 //! "Serving".
 //!
@@ -13,6 +14,7 @@
 //! | `limits.rs` | every limit of the server, and [`ServeLimits`] |
 //! | `error.rs` | [`ApiError`]: the JSON error answers |
 //! | `auth.rs` | the token file and the bearer-token middleware |
+//! | `guard.rs` | what keeps web pages out: `Host`, `Origin`, JSON POSTs, body deadline, CSP |
 //! | `status.rs` | [`PipelineStatus`]: the pipelines' live status and metrics |
 //! | `state.rs` | [`AppState`]: what the handlers share, the query slots |
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
@@ -29,6 +31,7 @@ pub mod api;
 pub mod auth;
 pub mod context;
 pub mod error;
+pub mod guard;
 pub mod limits;
 pub mod query;
 pub mod router;
@@ -37,6 +40,7 @@ pub mod status;
 pub mod tls;
 
 pub use error::ApiError;
+pub use guard::Guard;
 pub use limits::ServeLimits;
 pub use router::router;
 pub use state::AppState;

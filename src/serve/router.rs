@@ -1,27 +1,56 @@
 //! The routes of `weir serve` and what guards them.
 //!
-//! `GET /` (the page) and `GET /health` are open; everything else (`/api/v1/*`, `/metrics`)
-//! requires the bearer token when the server has one ([`super::auth`]). Request bodies are
-//! limited to [`MAX_BODY_BYTES`]. An unknown path is `404` with a JSON error; a known path
-//! with another method `405`.
+//! Every request must name this server in `Host` and, when it has an `Origin`, come from
+//! this server's page ([`super::guard`], `403`). `GET /` (the page) and `GET /health` are
+//! otherwise open; everything else (`/api/v1/*`, `/metrics`) requires the bearer token when
+//! the server has one ([`super::auth`]), and a POST a JSON body ([`super::guard`]) of at
+//! most [`MAX_BODY_BYTES`] that arrives within the body deadline. An unknown path is `404`
+//! with a JSON error; a known path with another method `405`. Every answer carries the
+//! headers of [`super::guard::security_headers`]; the page its own policy
+//! ([`super::guard::page_csp`]); opened by another site, the page runs nothing until the
+//! person asks ([`page`]).
+
+use std::sync::LazyLock;
 
 use axum::extract::DefaultBodyLimit;
-use axum::http::{header, StatusCode};
-use axum::middleware::from_fn_with_state;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
 
 use super::api;
 use super::error::ApiError;
+use super::guard::{self, Guard};
 use super::limits::MAX_BODY_BYTES;
 use super::state::AppState;
 
 /// The web page: one file, its script and style inline, nothing fetched from elsewhere.
 pub const PAGE: &str = include_str!("page.html");
 
-/// The router of a server with `state`; `token`: the bearer token the API requires.
-pub fn router(state: AppState, token: Option<String>) -> Router {
+/// The page as served for a request with `headers`: held (`<body data-held>`: it runs no
+/// query until the person presses Search) when another site opened it, by a link or a
+/// script (`Sec-Fetch-Site: cross-site` or `same-site`), so that no web page can make it run
+/// a query of its choosing (`?q=`). Typed, bookmarked and reloaded pages run at once.
+pub fn page(headers: &HeaderMap) -> &'static str {
+    static HELD: LazyLock<String> =
+        LazyLock::new(|| PAGE.replacen("<body>", "<body data-held>", 1));
+    let from_elsewhere = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.eq_ignore_ascii_case("cross-site") || v.eq_ignore_ascii_case("same-site")
+        });
+    if from_elsewhere {
+        &HELD
+    } else {
+        PAGE
+    }
+}
+
+/// The router of a server with `state`; `token`: the bearer token the API requires;
+/// `guard`: the `Host` and `Origin` the server answers.
+pub fn router(state: AppState, token: Option<String>, guard: Guard) -> Router {
     let api = Router::new()
         .route("/api/v1/query", post(api::query))
         .route("/api/v1/count", post(api::count))
@@ -33,7 +62,9 @@ pub fn router(state: AppState, token: Option<String>) -> Router {
         .route("/metrics", get(api::metrics))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such endpoint") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state);
+        .with_state(state)
+        .layer(from_fn(guard::read_body));
+    // The token before the body: an unauthenticated client's body is never waited for.
     let api = match token {
         Some(t) => api.layer(from_fn_with_state(t, super::auth::require_token)),
         None => api,
@@ -42,16 +73,45 @@ pub fn router(state: AppState, token: Option<String>) -> Router {
         .route("/health", get(api::health))
         .route(
             "/",
-            get(|| async {
+            get(|headers: HeaderMap| async move {
                 (
                     [
                         (header::CONTENT_TYPE, "text/html; charset=utf-8"),
                         (header::CACHE_CONTROL, "no-cache"),
+                        (header::CONTENT_SECURITY_POLICY, guard::page_csp()),
+                        (header::VARY, "Sec-Fetch-Site"),
                     ],
-                    PAGE,
+                    page(&headers),
                 )
                     .into_response()
             }),
         )
         .merge(api)
+        .layer(from_fn_with_state(guard, guard::check_origin))
+        .layer(from_fn(guard::security_headers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_opened_by_another_site_is_held() {
+        let mut h = HeaderMap::new();
+        assert_eq!(page(&h), PAGE);
+        for (site, held) in [
+            ("none", false),
+            ("same-origin", false),
+            ("same-site", true),
+            ("cross-site", true),
+        ] {
+            h.insert("sec-fetch-site", site.parse().unwrap());
+            assert_eq!(page(&h).contains("<body data-held>"), held, "{site}");
+            // The same inline script and style: the policy's hashes hold for both.
+            assert_eq!(
+                page(&h).split_once("<script>").unwrap().1,
+                PAGE.split_once("<script>").unwrap().1
+            );
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! query slots, and the pipelines' live reports.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -19,6 +20,8 @@ pub struct AppState {
     pub limits: ServeLimits,
     /// One permit per query that may run.
     slots: Arc<Semaphore>,
+    /// Queries started (slots taken) since the server started.
+    started: Arc<AtomicU64>,
     /// The pipelines run beside the server.
     pub pipelines: Arc<[Arc<PipelineStatus>]>,
 }
@@ -39,13 +42,14 @@ impl AppState {
             db,
             limits,
             slots: Arc::new(Semaphore::new(limits.max_queries)),
+            started: Arc::new(AtomicU64::new(0)),
             pipelines: pipelines.into(),
         }
     }
 
     /// A query slot, or `503` when all are taken.
     pub fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        self.slots.clone().try_acquire_owned().map_err(|_| {
+        let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
             ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -53,7 +57,14 @@ impl AppState {
                     self.limits.max_queries
                 ),
             )
-        })
+        })?;
+        self.started.fetch_add(1, Ordering::Relaxed);
+        Ok(permit)
+    }
+
+    /// Queries started since the server started.
+    pub fn queries_started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
     }
 
     /// Queries running now.

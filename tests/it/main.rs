@@ -51,6 +51,7 @@ mod segment_corruption;
 mod segment_format;
 mod segment_index;
 mod serve;
+mod serve_guard;
 mod source_read;
 mod store_concurrent;
 mod store_concurrent_scan;

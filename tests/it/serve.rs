@@ -17,15 +17,15 @@ use common::follow::{append, sigterm};
 use serde_json::{json, Value};
 
 /// A running `weir serve` and the address it printed.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     _stderr: std::thread::JoinHandle<String>,
 }
 
 /// Starts `weir serve --db DB ARGS` and reads the address from its first stderr line
 /// (`weir: serving http://ADDR/`); the rest of stderr is drained by a thread.
-fn serve(db: &Path, args: &[&str]) -> Server {
+pub(crate) fn serve(db: &Path, args: &[&str]) -> Server {
     let mut child = weir()
         .args(["serve", "--db", s(db)])
         .args(args)
@@ -76,39 +76,49 @@ impl Drop for Server {
 
 impl Server {
     /// SIGTERM, and the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
+    pub(crate) fn stop(mut self) -> std::process::ExitStatus {
         sigterm(&self.child);
         self.child.wait().unwrap()
     }
 }
 
 /// An answer: status, headers (lowercase names), body.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", text(&self.body)))
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         text(&self.body)
     }
 }
 
-/// One HTTP/1.0 request (the server closes after the answer).
-fn request(addr: SocketAddr, method: &str, path: &str, headers: &[&str], body: &str) -> Answer {
+/// One HTTP/1.0 request (the server closes after the answer), with the `Host` a browser
+/// sends and, for a POST, a JSON body's `Content-Type`.
+pub(crate) fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> Answer {
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: x\r\n");
+    let mut req = format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\n");
+    if method == "POST" {
+        req.push_str("Content-Type: application/json\r\n");
+    }
     for h in headers {
         req.push_str(h);
         req.push_str("\r\n");
@@ -122,7 +132,7 @@ fn request(addr: SocketAddr, method: &str, path: &str, headers: &[&str], body: &
 }
 
 /// The status, headers and body of a whole HTTP/1.0 answer.
-fn answer(out: &[u8]) -> Answer {
+pub(crate) fn answer(out: &[u8]) -> Answer {
     let end = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
     let head = text(&out[..end]);
     let mut lines = head.lines();
@@ -147,16 +157,16 @@ fn answer(out: &[u8]) -> Answer {
     }
 }
 
-fn post(addr: SocketAddr, path: &str, body: &Value) -> Answer {
+pub(crate) fn post(addr: SocketAddr, path: &str, body: &Value) -> Answer {
     request(addr, "POST", path, &[], &body.to_string())
 }
 
-fn get(addr: SocketAddr, path: &str) -> Answer {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> Answer {
     request(addr, "GET", path, &[], "")
 }
 
 /// An archive of `n` generated conn events.
-fn archive(dir: &Path, n: u64) -> std::path::PathBuf {
+pub(crate) fn archive(dir: &Path, n: u64) -> std::path::PathBuf {
     let db = dir.join("db");
     let out = run_with_stdin(
         &["import", "-q", "--db", s(&db)],
@@ -603,7 +613,7 @@ fn a_client_that_goes_away_stops_its_query() {
     let body = json!({"query": ""}).to_string();
     write!(
         c,
-        "POST /api/v1/query HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /api/v1/query HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -713,7 +723,8 @@ fn serves_https_with_its_certificate() {
         let method = if body.is_empty() { "GET" } else { "POST" };
         write!(
             tls,
-            "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.0\r\nHost: localhost:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            srv.addr.port(),
             body.len()
         )
         .unwrap();
@@ -781,7 +792,7 @@ fn serves_https_with_its_certificate() {
 }
 
 /// The system's headless Chromium, if installed (Debian's `chromium`).
-fn chromium() -> Option<std::path::PathBuf> {
+pub(crate) fn chromium() -> Option<std::path::PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(std::path::PathBuf::from)
