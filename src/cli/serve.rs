@@ -50,6 +50,15 @@ pub struct ServeArgs {
     #[arg(long = "max-response", value_name = "SIZE",
           default_value_t = SizeText(limits::MAX_RESPONSE_BYTES))]
     max_response: SizeText,
+    /// The memory all running queries may take together, beyond a reserve for the
+    /// pipelines' ingest; past it the query started last is stopped (503).
+    #[arg(long = "max-query-memory", value_name = "SIZE",
+          default_value_t = SizeText(limits::MAX_QUERY_MEMORY))]
+    max_query_memory: SizeText,
+    /// The memory kept for the pipelines' ingest, which queries cannot take.
+    #[arg(long = "ingest-reserve", value_name = "SIZE",
+          default_value_t = SizeText(limits::INGEST_RESERVE))]
+    ingest_reserve: SizeText,
     /// Serve HTTPS with this certificate (PEM: the server's, then the intermediates).
     #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -128,6 +137,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_queries: args.max_queries,
         query_timeout: args.query_timeout.0,
         max_response_bytes: args.max_response.0,
+        max_query_memory: args.max_query_memory.0,
+        ingest_reserve: args.ingest_reserve.0,
     };
     let state = AppState::new(
         args.db.path.clone(),

@@ -1,5 +1,6 @@
 //! The limits of `weir serve`, each a constant here and a field of [`ServeLimits`] that the
-//! command line overrides (`--max-queries`, `--query-timeout`, `--max-response`).
+//! command line overrides (`--max-queries`, `--query-timeout`, `--max-response`,
+//! `--max-query-memory`, `--ingest-reserve`).
 //!
 //! - At most [`MAX_QUERIES`] queries (`/api/v1/query`, `count`, `get`) run at once; one more
 //!   is answered `503` with a JSON error at once, never queued. Queries run on tokio's
@@ -9,6 +10,8 @@
 //!   [`crate::serve::query`]). The search stops then at its next batch, also one that has
 //!   emitted nothing yet (an aggregation, a search with few hits), and frees its slot.
 //! - An answer is at most [`MAX_RESPONSE_BYTES`]: the stream ends there with an error.
+//! - The running queries together take at most [`MAX_QUERY_MEMORY`] of memory beyond
+//!   [`INGEST_RESERVE`], the pipelines' (`--max-query-memory`, see [`crate::serve::memory`]).
 //! - A request body is at most [`MAX_BODY_BYTES`] (`413`), a `get` at most [`MAX_GET_IDS`]
 //!   IDs.
 //! - Connections: at most [`MAX_CONNECTIONS`] at once, many more than query slots, so that
@@ -49,6 +52,15 @@ pub const CHUNK_BYTES: usize = 64 << 10;
 pub const NDJSON_ROWS_PER_WRITE: usize = 256;
 /// Pieces of an answer waiting for a slow client, per query (then the search waits).
 pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// The memory all running queries of a server may take together, by default
+/// (`--max-query-memory`; see [`crate::serve::memory`]).
+pub const MAX_QUERY_MEMORY: u64 = 2 << 30;
+/// The memory kept for the ingest of the pipelines that run beside the server: queries are
+/// stopped before the process holds more than this plus `--max-query-memory`
+/// (`--ingest-reserve`).
+pub const INGEST_RESERVE: u64 = 512 << 20;
+/// How often the process's memory is sampled while a query runs.
+pub const MEMORY_POLL: Duration = Duration::from_millis(10);
 
 /// The limits of one server (the constants above unless overridden).
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +71,10 @@ pub struct ServeLimits {
     pub query_timeout: Duration,
     /// Largest answer of a query ([`MAX_RESPONSE_BYTES`]).
     pub max_response_bytes: u64,
+    /// The memory all running queries may take together ([`MAX_QUERY_MEMORY`]).
+    pub max_query_memory: u64,
+    /// The memory kept for the pipelines' ingest ([`INGEST_RESERVE`]).
+    pub ingest_reserve: u64,
 }
 
 impl Default for ServeLimits {
@@ -67,6 +83,8 @@ impl Default for ServeLimits {
             max_queries: MAX_QUERIES,
             query_timeout: QUERY_TIMEOUT,
             max_response_bytes: MAX_RESPONSE_BYTES,
+            max_query_memory: MAX_QUERY_MEMORY,
+            ingest_reserve: INGEST_RESERVE,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! | `error.rs` | [`ApiError`]: the JSON error answers |
 //! | `auth.rs` | the token file and the bearer-token middleware |
 //! | `guard.rs` | what keeps web pages out: `Host`, `Origin`, JSON POSTs, body deadline, CSP |
+//! | `memory.rs` | [`memory::QueryMemory`]: the running queries' share of memory |
 //! | `status.rs` | [`PipelineStatus`]: the pipelines' live status and metrics |
 //! | `state.rs` | [`AppState`]: what the handlers share, the query slots |
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
@@ -33,6 +34,7 @@ pub mod context;
 pub mod error;
 pub mod guard;
 pub mod limits;
+pub mod memory;
 pub mod query;
 pub mod router;
 pub mod state;

@@ -10,7 +10,9 @@
 //! Every query's archive carries a cancellation token ([`Archive::cancel_on`]), cancelled at
 //! the query timeout and when the answer is dropped (sent, or its client gone): the search
 //! stops reading at its next batch even when it has produced no output yet (an aggregation,
-//! a search with few hits), and frees its query slot.
+//! a search with few hits), and frees its query slot. It is also cancelled when the running
+//! queries pass the server's memory cap and it started last ([`super::memory`]): it is then
+//! answered `503`, or its answer ends with that error.
 //!
 //! Errors before the first byte (an expression that does not parse or type-check, an archive
 //! that cannot be opened, the timeout) are the answer's status and JSON body. An error after
@@ -28,7 +30,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::ApiError;
+use super::limits::ServeLimits;
 use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
+use super::memory::Watched;
 use super::state::AppState;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use crate::query::{Chain, Flow, Query, QueryError};
@@ -83,9 +87,14 @@ fn timeout_error(state_timeout: std::time::Duration) -> ApiError {
     )
 }
 
-/// A token cancelled at `deadline`, or when the guard returned with it is dropped.
-fn cancel_at(deadline: tokio::time::Instant) -> (CancellationToken, DropGuard) {
+/// A token cancelled at `deadline`, when the guard returned with it is dropped, or when the
+/// queries pass the memory cap and this one started last ([`Watched::over`] then).
+fn cancel_at(
+    state: &AppState,
+    deadline: tokio::time::Instant,
+) -> (CancellationToken, DropGuard, Watched) {
     let token = CancellationToken::new();
+    let watched = state.memory.watch(token.clone());
     let timer = token.clone();
     tokio::spawn(async move {
         tokio::select! {
@@ -93,7 +102,7 @@ fn cancel_at(deadline: tokio::time::Instant) -> (CancellationToken, DropGuard) {
             _ = timer.cancelled() => {}
         }
     });
-    (token.clone(), token.drop_guard())
+    (token.clone(), token.drop_guard(), watched)
 }
 
 /// Runs `job` and answers with its output, streamed (see the module docs).
@@ -103,14 +112,14 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
     let timeout = state.limits.query_timeout;
     let deadline = Instant::now() + timeout;
     let db = state.db.clone();
-    let cap = state.limits.max_response_bytes;
+    let limits = state.limits;
     let ndjson = job.format != OutputFormat::Arrow;
     let deadline_at = tokio::time::Instant::from_std(deadline);
     // Cancelled at the deadline, or when this function returns an error or the answer's
     // body is dropped (the guard goes with it).
-    let (cancel, guard) = cancel_at(deadline_at);
+    let (cancel, guard, watched) = cancel_at(state, deadline_at);
     tokio::task::spawn_blocking(move || {
-        run(&db, &job, deadline, cap, timeout, cancel, &tx);
+        run(&db, &job, deadline, limits, cancel, &watched, &tx);
         drop(permit);
     });
     let deadline = deadline_at;
@@ -155,11 +164,12 @@ fn run(
     db: &PathBuf,
     job: &QueryJob,
     deadline: Instant,
-    cap: u64,
-    timeout: std::time::Duration,
+    limits: ServeLimits,
     cancel: CancellationToken,
+    watched: &Watched,
     tx: &mpsc::Sender<Piece>,
 ) {
+    let (cap, timeout) = (limits.max_response_bytes, limits.query_timeout);
     let fail = |e: ApiError| {
         let _ = tx.blocking_send(Piece::Fail(e));
     };
@@ -173,9 +183,11 @@ fn run(
         }
     };
     archive.cancel_on(cancel.clone());
-    // Cancelled: at the deadline a timeout, else the client went away.
+    // Cancelled: for memory, at the deadline a timeout, else the client went away.
     let stopped = || {
-        if Instant::now() >= deadline {
+        if watched.over() {
+            Stop::Fail(watched.error())
+        } else if Instant::now() >= deadline {
             Stop::Fail(timeout_error(timeout))
         } else {
             Stop::Gone
@@ -285,8 +297,9 @@ pub async fn blocking<T: Send + 'static>(
     let permit = state.slot()?;
     let db = state.db.clone();
     let deadline = tokio::time::Instant::now() + state.limits.query_timeout;
-    // Cancelled at the deadline, or when this future is dropped (its client went away).
-    let (cancel, _guard) = cancel_at(deadline);
+    // Cancelled at the deadline, for memory, or when this future is dropped (its client
+    // went away).
+    let (cancel, _guard, watched) = cancel_at(state, deadline);
     let task = tokio::task::spawn_blocking(move || {
         let out = Archive::open(&db)
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
@@ -297,7 +310,11 @@ pub async fn blocking<T: Send + 'static>(
         drop(permit);
         out
     });
-    match tokio::time::timeout_at(deadline, task).await {
+    let answer = tokio::time::timeout_at(deadline, task).await;
+    if watched.over() {
+        return Err(watched.error());
+    }
+    match answer {
         Err(_) => Err(timeout_error(state.limits.query_timeout)),
         Ok(Err(_)) => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -9,6 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::ApiError;
 use super::limits::ServeLimits;
+use super::memory::QueryMemory;
 use super::status::PipelineStatus;
 
 /// The state of the router.
@@ -24,6 +25,8 @@ pub struct AppState {
     started: Arc<AtomicU64>,
     /// The pipelines run beside the server.
     pub pipelines: Arc<[Arc<PipelineStatus>]>,
+    /// The running queries' share of memory.
+    pub memory: Arc<QueryMemory>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -44,6 +47,7 @@ impl AppState {
             slots: Arc::new(Semaphore::new(limits.max_queries)),
             started: Arc::new(AtomicU64::new(0)),
             pipelines: pipelines.into(),
+            memory: QueryMemory::new(limits.max_query_memory, limits.ingest_reserve),
         }
     }
 

@@ -52,6 +52,7 @@ mod segment_format;
 mod segment_index;
 mod serve;
 mod serve_guard;
+mod serve_memory;
 mod source_read;
 mod store_concurrent;
 mod store_concurrent_scan;

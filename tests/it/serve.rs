@@ -75,6 +75,11 @@ impl Drop for Server {
 }
 
 impl Server {
+    /// The server's process ID.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, and the exit status.
     pub(crate) fn stop(mut self) -> std::process::ExitStatus {
         sigterm(&self.child);
