@@ -60,16 +60,17 @@
 //! header, schemas and every batch's metadata, positions and checksum, for the segment's
 //! exact file length), so repair does too, and keeps what readers read:
 //!
-//! 1. With a usable index file naming the segment's uuid, the segment is opened from it; its
-//!    batches are checked one by one against their own checksums (and rows against their
-//!    schema), and salvaged as in step 3: only the batches that fail are lost. The
-//!    checkpoints of followed files it records cannot be verified without its metadata, so
-//!    its salvage records none (not known, as for a segment of format 7).
-//! 2. Without one, the bytes that every segment of its length has alike, the size prefix
-//!    (the length less 4) and the file identifier `WSEG` (bytes 8 to 12), are restored in a
-//!    copy `staging/restored-<uuid>.seg`; if that copy verifies whole (header, metadata and
-//!    its checksum) and names the same uuid, it is salvaged as in step 3. The copy is
-//!    derived, and removed with `staging/`.
+//! 1. When its size prefix (the file's length less 4) or file identifier (`WSEG`, bytes 8
+//!    to 12), the only bytes every segment of its length has alike, are damaged, they are
+//!    restored in a copy `staging/restored-<uuid>.seg`; if that copy verifies whole (header,
+//!    metadata and its checksum) and names the same uuid, it is salvaged as in step 3. The
+//!    copy is derived, and removed with `staging/`.
+//! 2. Otherwise, with a usable index file naming the segment's uuid, the segment is opened
+//!    from it; its batches are checked one by one against their own checksums (and rows
+//!    against their schema), and salvaged as in step 3: only the batches that fail are lost.
+//!    The checkpoints of followed files it records cannot be verified without its metadata,
+//!    so its salvage records none (not known, as for a segment of format 7; a catalog that
+//!    loaded keeps its own).
 //! 3. Otherwise the segment is moved aside whole. Without an index, damage the metadata
 //!    checksum finds cannot be located: a damaged field name would rename a field of every
 //!    event, so nothing is read from such a metadata (no reader reads it either).
@@ -770,30 +771,55 @@ fn recover_segment(
         .ok_or("not a segment file name")?
         .to_string();
     let named = |seg: &Segment| crate::segment::file_name(&seg.uuid()) == name;
-    if let Ok(seg) = Segment::open(path) {
-        if seg.opened_from_index() && named(&seg) {
-            let idx = crate::segment::index_path(path);
-            return Ok((seg, format!("its index file {}", idx.display())));
+    // The restored copy first: verified whole, it keeps the checkpoints it records, which
+    // the index file has no copy of.
+    let restored = restore_constant_bytes(dir, path, &name, staged);
+    if let Ok((seg, how)) = restored {
+        if named(&seg) {
+            return Ok((seg, how));
         }
     }
-    let mut bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let (Some(size), true) = (bytes.len().checked_sub(4), bytes.len() >= 16) else {
-        return Err(format!("only {} bytes", bytes.len()));
-    };
-    let size = u32::try_from(size).map_err(|_| format!("{} bytes", bytes.len()))?;
+    match Segment::open(path) {
+        Ok(seg) if seg.opened_from_index() && named(&seg) => {
+            let idx = crate::segment::index_path(path);
+            Ok((seg, format!("its index file {}", idx.display())))
+        }
+        _ => Err("no usable index file, and restoring its size prefix and file identifier does not make it verify".into()),
+    }
+}
+
+/// Copies the segment at `path` (named `name`) to `staging/restored-<name>` with its size
+/// prefix and file identifier restored, when either differs from what a segment of its
+/// length has, and opens the copy with the verifier.
+fn restore_constant_bytes(
+    dir: &Path,
+    path: &Path,
+    name: &str,
+    staged: &mut Option<Staged>,
+) -> std::result::Result<(Segment, String), String> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 12];
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    f.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let size = u32::try_from(len.saturating_sub(4)).map_err(|_| format!("{len} bytes"))?;
     let ident = crate::segment::generated::SEGMENT_IDENTIFIER.as_bytes();
-    if bytes[..4] == size.to_le_bytes() && &bytes[8..12] == ident {
+    if head[..4] == size.to_le_bytes() && &head[8..12] == ident {
         return Err("its size prefix and file identifier are intact".into());
     }
-    bytes[..4].copy_from_slice(&size.to_le_bytes());
-    bytes[8..12].copy_from_slice(ident);
     let staging = stage(dir, staged).map_err(|e| e.to_string())?;
     let copy = staging.join(format!("{RESTORED_PREFIX}{name}"));
-    std::fs::write(&copy, &bytes).map_err(|e| e.to_string())?;
+    std::fs::copy(path, &copy).map_err(|e| e.to_string())?;
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&copy)
+        .map_err(|e| e.to_string())?;
+    out.write_all_at(&size.to_le_bytes(), 0)
+        .and_then(|()| out.write_all_at(ident, 8))
+        .map_err(|e| e.to_string())?;
+    drop(out);
     let seg = Segment::open_verified(&copy).map_err(|e| e.to_string())?;
-    if !named(&seg) {
-        return Err(format!("its header names uuid {}", seg.uuid()));
-    }
     Ok((
         seg,
         format!(

@@ -285,7 +285,7 @@ fn repaired(db: &Path) -> (Vec<String>, BTreeMap<u64, Event>) {
 
 /// Each of the first 64 bytes of a segment (size prefix, root offset, file identifier, root
 /// tables) flipped in turn: the segment does not verify, but its index file holds its
-/// metadata, so readers read every event, and so does the archive after the repair, which
+/// metadata (and its size prefix and identifier are known), so readers read every event, and so does the archive after the repair, which
 /// rewrites the segment from its batches (each checked against its own checksum) and moves
 /// the original aside.
 #[test]
@@ -313,10 +313,14 @@ fn a_segment_with_damaged_metadata_is_read_with_its_index_file() {
         );
         if damaged {
             broken += 1;
+            // The size prefix and file identifier are restored (which keeps the segment's
+            // checkpoints); other damage is read around with the index file.
+            let how = match at {
+                0..4 | 8..12 => "with its size prefix and file identifier restored",
+                _ => "with the metadata of its index file",
+            };
             assert!(
-                actions
-                    .iter()
-                    .any(|a| a.contains("with the metadata of its index file")),
+                actions.iter().any(|a| a.contains(how)),
                 "byte {at}: {actions:?}"
             );
             assert_eq!(
@@ -370,5 +374,52 @@ fn a_damaged_size_prefix_or_identifier_is_restored_without_an_index() {
             "byte {at}: staging/ left behind"
         );
         fs::remove_dir_all(&db).unwrap();
+    }
+}
+
+/// The case through the binary: the corpus's conn.log in a default archive (one
+/// segment), one byte of the segment's size prefix or of a field name in its schema flipped:
+/// `export` still returns every event, identical (read with the index file), and after
+/// `weir verify --repair` it returns them all again, identical, where the old repair moved
+/// the segment aside and left none; `verify` is then clean and the original is in
+/// `damaged/`, unchanged.
+#[test]
+fn repair_of_a_default_archive_keeps_every_event_export_returned() {
+    use crate::common::cli::{export_json_text, ok, run, s};
+    let Some(corpus) = crate::common::corpus::dir() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    let conn = corpus.join("conn.log.gz");
+    ok(
+        &run(&["import", "--quiet", "--db", s(&template), s(&conn)]),
+        "import",
+    );
+    let want = export_json_text(&template);
+    let segs = segment_files(&template);
+    assert_eq!(segs.len(), 1);
+    let rel = segs[0].strip_prefix(&template).unwrap().to_path_buf();
+    let bytes = fs::read(&segs[0]).unwrap();
+    let field = bytes.windows(9).position(|w| w == b"id.orig_h").unwrap();
+    for at in [0, field + 3] {
+        let db = tmp.path().join(format!("flip{at}"));
+        copy_dir(&template, &db);
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x04;
+        fs::write(db.join(&rel), &damaged).unwrap();
+        assert!(weir::segment::Segment::open_verified(db.join(&rel)).is_err());
+        assert!(
+            export_json_text(&db) == want,
+            "byte {at}: export before repair"
+        );
+        let out = ok(&run(&["verify", "--repair", "--db", s(&db)]), "repair");
+        assert!(
+            export_json_text(&db) == want,
+            "byte {at}: export after repair differs\n{out}"
+        );
+        ok(&run(&["verify", "--db", s(&db)]), "verify");
+        let moved = db.join("damaged").join(rel.file_name().unwrap());
+        assert_eq!(fs::read(moved).unwrap(), damaged, "byte {at}");
     }
 }
