@@ -200,6 +200,13 @@ fn flip_and_repair(flips: u64) {
                     "{what}: event {id} is gone but not reported lost\n{report:?}"
                 );
             }
+            for r in &report.lost {
+                let held: Vec<u64> = after.range(r.clone()).map(|(id, _)| *id).collect();
+                assert!(
+                    held.is_empty(),
+                    "{what}: events {held:?} are reported lost but are there\n{report:?}"
+                );
+            }
             // Beyond what was readable: a flip in the catalog (derived, rebuilt) or an index
             // file (a copy) loses nothing, and one in a segment with its index file at most
             // the batch it hit (at most 40 events, consecutive IDs).
