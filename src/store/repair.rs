@@ -754,10 +754,10 @@ fn show_count(ranges: &[Range<u64>]) -> String {
 const RESTORED_PREFIX: &str = "restored-";
 
 /// Reads a segment that [`check_segment`] refused for its header or metadata (see the module
-/// docs, "Recovering a segment"): from its index file, which holds a checksummed copy of its
-/// metadata; or, without a usable one, from a copy in `staging/` with its size prefix and
-/// file identifier (the only bytes of a segment that are the same in every one of its size)
-/// restored, verified as a whole. `Ok`: the open segment (whose batches are each still
+/// docs, "Recovering a segment"): from a copy in `staging/` with its size prefix and file
+/// identifier (the only bytes that every segment of its length has alike) restored, if they
+/// are damaged and the copy then verifies whole; else from its index file, which holds a
+/// checksummed copy of its metadata. `Ok`: the open segment (whose batches are each still
 /// checked against their own checksum when read) and where its metadata came from; `Err`
 /// when neither holds (the segment is moved aside whole, as before).
 fn recover_segment(
