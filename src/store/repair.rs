@@ -907,6 +907,8 @@ fn recovered(
 ) -> std::result::Result<Checked, String> {
     let (seg, how) = recover_segment(dir, path, staged).map_err(|_| why.clone())?;
     let damaged = damaged_batches(&seg);
+    // On one line: the verifier's message spans several.
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
     report.actions.push(format!(
         "segment {} cannot be verified ({why}): read its {} batches with the metadata of {how}, {} of them damaged",
         path.display(),
