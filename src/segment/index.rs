@@ -55,6 +55,9 @@
 //!   `sketch::TimesRef`; a range record is read by `sketch::read_range_record`), checked here
 //!   when it is opened: decoded, they were most of the memory a fresh process faulted in to
 //!   open a segment.
+//! - An index is also the second copy of its segment's metadata: `weir verify --repair`
+//!   reads the batches of a segment whose metadata is damaged with its index, as
+//!   [`Segment::open`] does, and rewrites them (`crate::store`'s `repair.rs`).
 //! - Index files go with their segment: written after it, deleted before it (so a crash in
 //!   between leaves a segment without an index, never an index for a later segment), and a
 //!   writer removes an index whose segment is gone (`crate::store`).

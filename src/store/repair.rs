@@ -9,25 +9,31 @@
 //!    event count; its batches give the schemas and `ts` range).
 //! 3. Checks every listed segment: the verifier and its metadata checksum, agreement with its
 //!    entry, then every batch (its checksum, and that its rows decode with its schema). One
-//!    whose header or metadata is damaged, or that does not match its entry, is moved aside to
-//!    `damaged/`, its entry dropped and its IDs recorded as lost. One with damaged *batches*
-//!    only is **salvaged**: its intact batches are rewritten into new segments by the rewrite
+//!    whose header or metadata is damaged is **recovered** if it can be (below) and then
+//!    salvaged whole; one that cannot be is moved aside to `damaged/`, its entry dropped and
+//!    its IDs recorded as lost. One that reads but does not match its entry (the catalog has
+//!    no checksum; the segment's header does) keeps its file: the entry is dropped and the
+//!    file checked in step 4 as one the catalog does not list. One with damaged *batches* is
+//!    **salvaged**: its intact batches are rewritten into new segments by the rewrite
 //!    machinery of `rewrite.rs` (staged in `staging/`, like an erase's; each batch keeps its
 //!    first ID, so every intact event keeps its ID), the damaged batches' IDs are recorded as
 //!    lost, and the original is moved aside to `damaged/` once the catalog lists its salvage.
 //!    An entry whose file is missing is dropped and its IDs recorded as lost.
 //! 4. Checks every segment file the catalog does not list. One the write-ahead log points into
 //!    is left alone (an interrupted seal: the next writer replays and removes it). One whose
-//!    header or metadata is damaged, or whose IDs overlap a listed segment or a salvage (a
-//!    duplicate, e.g. the original of a salvage that a crash left in place), is moved aside to
-//!    `damaged/`; one with damaged batches is salvaged as in step 3; a valid one is added to
-//!    the catalog (and its IDs are no longer lost, if they were: a segment put back).
+//!    header or metadata is damaged and cannot be recovered, or whose IDs overlap a listed
+//!    segment or a salvage (a duplicate, e.g. the original of a salvage that a crash left in
+//!    place), is moved aside to `damaged/`; a recovered one, or one with damaged batches, is
+//!    salvaged as in step 3; a valid one is added to the catalog (and its IDs are no longer
+//!    lost, if they were: a segment put back).
 //!    Files the catalog lists under `pending_deletion` (erased, or replaced by compaction) are
 //!    not segments of the archive and are left alone (the next writer deletes them); a
 //!    rebuilt catalog (lost or corrupt) no longer knows them, so they would be added back.
 //!    Each segment that stays gets its index file (`crate::segment`'s index files) if it has
 //!    none (an archive written before them) or one that does not match it.
-//! 5. Commits: the salvaged segments are announced in the catalog as it was (under
+//! 5. Commits: the salvaged segments, each verified whole first (header, metadata, every
+//!    batch and row, and the events its entry names; one that does not read back fails the
+//!    repair, changing nothing), are announced in the catalog as it was (under
 //!    `pending_deletion`) and moved into `segments/` (`rewrite.rs`, step 2); then the catalog
 //!    is written atomically if anything changed, and only then are the salvaged originals
 //!    moved aside. `next_id` is the largest of the end of the last listed interval, the old
@@ -42,7 +48,35 @@
 //! does not record them, the catalog says `"checkpoints_lost": true` and the report says so.
 //! A catalog that loaded keeps its checkpoints.
 //!
-//! The report names every ID range lost, with its number of events ([`RepairReport::lost`]).
+//! The report names every ID range lost, with its number of events ([`RepairReport::lost`]):
+//! the IDs of damaged batches, of segments moved aside, of entries without a file, and gaps,
+//! less those a listed segment holds after the repair.
+//!
+//! # Recovering a segment
+//!
+//! The events of a segment whose header or metadata fails verification are usually all
+//! there: each batch's rows carry their own checksum. Readers read such a segment with the
+//! metadata of its index file (`crate::segment`'s index files: a CRC-checked copy of the
+//! header, schemas and every batch's metadata, positions and checksum, for the segment's
+//! exact file length), so repair does too, and keeps what readers read:
+//!
+//! 1. When its size prefix (the file's length less 4) or file identifier (`WSEG`, bytes 8
+//!    to 12), the only bytes every segment of its length has alike, are damaged, they are
+//!    restored in a copy `staging/restored-<uuid>.seg`; if that copy verifies whole (header,
+//!    metadata and its checksum) and names the same uuid, it is salvaged as in step 3. The
+//!    copy is derived, and removed with `staging/`.
+//! 2. Otherwise, with a usable index file naming the segment's uuid, the segment is opened
+//!    from it; its batches are checked one by one against their own checksums (and rows
+//!    against their schema), and salvaged as in step 3: only the batches that fail are lost.
+//!    The checkpoints of followed files it records cannot be verified without its metadata,
+//!    so its salvage records none (not known, as for a segment of format 7; a catalog that
+//!    loaded keeps its own).
+//! 3. Otherwise the segment is moved aside whole. Without an index, damage the metadata
+//!    checksum finds cannot be located: a damaged field name would rename a field of every
+//!    event, so nothing is read from such a metadata (no reader reads it either).
+//!
+//! `tests/it/repair_flips.rs` flips random single bytes of random archives and checks that
+//! every event readable before a repair is there after it, with its ID, once and unchanged.
 //!
 //! # Invariants
 //!
@@ -157,17 +191,25 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             ));
             continue;
         }
-        let checked = check_segment(&path).and_then(|c| {
+        let checked = check_segment(&path)
+            .or_else(|why| recovered(dir, &path, why, &mut staged, &mut report));
+        if let Ok(c) = &checked {
             let (uuid, intervals, events) = c.identity();
-            if uuid == entry.uuid && intervals == entry.intervals && events == entry.events {
-                Ok(c)
-            } else {
-                Err(format!(
-                    "does not match its catalog entry (uuid {uuid}, intervals {intervals:?}; catalog: uuid {}, intervals {:?})",
-                    entry.uuid, entry.intervals
-                ))
+            if uuid != entry.uuid || intervals != entry.intervals || events != entry.events {
+                // The segment reads (its header and metadata are checksummed, the catalog is
+                // not): the entry is what is wrong. Dropped, and the file checked below as
+                // one the catalog does not list (added back unless it overlaps another).
+                changed = true;
+                report.actions.push(format!(
+                    "dropped the catalog entry of segment {}: it does not match the segment (uuid {uuid}, intervals {intervals:?}, {events} events; catalog: uuid {}, intervals {:?}, {} events)",
+                    path.display(),
+                    entry.uuid,
+                    entry.intervals,
+                    entry.events
+                ));
+                continue;
             }
-        });
+        }
         match checked {
             Ok(Checked::Intact(_, seg)) => {
                 report.actions.extend(repair_index(&seg));
@@ -176,6 +218,7 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             Ok(Checked::Batches(seg, damaged)) => {
                 changed = true;
                 salvage(dir, &seg, damaged, &mut staged, &mut salvages)?;
+                salvaged_from(&mut salvages, &path);
             }
             Err(why) => {
                 changed = true;
@@ -209,17 +252,23 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
         }
         // Its IDs first (the header and metadata are checksummed): a copy of events that a
         // listed segment, or the salvage of one, holds is a duplicate, whatever its batches.
+        // One whose header or metadata fails verification may still be read (see
+        // "Recovering a segment" in the module docs): its IDs are then those recovered.
+        let mut rescued = None;
         let intervals = match Segment::open_verified(&path) {
             Ok(seg) => seg.intervals().to_vec(),
-            Err(e) => {
-                let to = move_aside(dir, &path)?;
-                report.actions.push(format!(
-                    "moved damaged segment {} to {} ({e})",
-                    path.display(),
-                    to.display()
-                ));
-                continue;
-            }
+            Err(e) => match recovered(dir, &path, e.to_string(), &mut staged, &mut report) {
+                Ok(c) => rescued.insert(c).segment().intervals().to_vec(),
+                Err(_) => {
+                    let to = move_aside(dir, &path)?;
+                    report.actions.push(format!(
+                        "moved damaged segment {} to {} ({e})",
+                        path.display(),
+                        to.display()
+                    ));
+                    continue;
+                }
+            },
         };
         let salvaged = staged.as_ref().map_or(&[][..], |s| &s.entries[..]);
         let overlaps = entries.iter().chain(salvaged).find(|e| {
@@ -237,7 +286,7 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             ));
             continue;
         }
-        match check_segment(&path) {
+        match rescued.map_or_else(|| check_segment(&path), Ok) {
             Ok(Checked::Intact(mut entry, seg)) => {
                 report.actions.extend(repair_index(&seg));
                 entry.index_bytes =
@@ -251,6 +300,7 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             }
             Ok(Checked::Batches(seg, damaged)) => {
                 salvage(dir, &seg, damaged, &mut staged, &mut salvages)?;
+                salvaged_from(&mut salvages, &path);
             }
             Err(why) => {
                 let to = move_aside(dir, &path)?;
@@ -271,6 +321,7 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
         None => Vec::new(),
     };
     if !added.is_empty() {
+        verify_staged(dir, &added)?;
         let mut announced = old.clone();
         move_in(dir, &mut announced, &added, true)?;
     }
@@ -333,14 +384,21 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
                 .map(|e| e.file.as_str())
                 .collect();
             report.actions.push(format!(
-                "salvaged damaged segment {}: moved it to {}, its {} intact events kept their IDs in {}; events {} of {} damaged batches are lost ({})",
+                "salvaged damaged segment {}: moved it to {}, its {} intact events kept their IDs in {}; {}",
                 sv.path.display(),
                 to.display(),
                 sv.kept,
                 if new.is_empty() { "no segment".to_string() } else { new.join(", ") },
-                show_count(&sv.lost),
-                sv.damaged.len(),
-                sv.damaged.join("; ")
+                if sv.damaged.is_empty() {
+                    "no batch is damaged, no event is lost".to_string()
+                } else {
+                    format!(
+                        "events {} of {} damaged batches are lost ({})",
+                        show_count(&sv.lost),
+                        sv.damaged.len(),
+                        sv.damaged.join("; ")
+                    )
+                }
             ));
         }
         clean_staging(dir)?;
@@ -351,7 +409,8 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             cat.next_id
         ));
     }
-    report.lost = merged(lost);
+    // IDs a listed segment holds (one put back, or salvaged) are not lost.
+    report.lost = subtract(&merged(lost), &merged(held));
     Ok(report)
 }
 
@@ -421,7 +480,12 @@ fn salvage(
         )?),
     };
     // The salvage records the checkpoints the original recorded (its metadata is intact).
-    staged.set_checkpoints(seg.checkpoints()?)?;
+    // Those of a segment read with its index file's metadata cannot be verified: not known.
+    let checkpoints = match seg.opened_from_index() {
+        true => None,
+        false => seg.checkpoints()?,
+    };
+    staged.set_checkpoints(checkpoints)?;
     let first = staged.entries.len();
     let mut lost = Vec::new();
     let mut kept = 0u64;
@@ -481,6 +545,24 @@ fn merged(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
         match out.last_mut() {
             Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
             _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// The IDs of `a` not in `b` (both sorted and merged).
+fn subtract(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    for r in a {
+        let mut start = r.start;
+        for h in b.iter().filter(|h| h.start < r.end && r.start < h.end) {
+            if h.start > start {
+                out.push(start..h.start);
+            }
+            start = start.max(h.end);
+        }
+        if start < r.end {
+            out.push(start..r.end);
         }
     }
     out
@@ -558,11 +640,16 @@ enum Checked {
 }
 
 impl Checked {
+    /// The open segment.
+    fn segment(&self) -> &Segment {
+        match self {
+            Checked::Intact(_, seg) | Checked::Batches(seg, _) => seg,
+        }
+    }
+
     /// The uuid, intervals and event count its header gives.
     fn identity(&self) -> (String, Vec<[u64; 2]>, u64) {
-        let seg = match self {
-            Checked::Intact(_, seg) | Checked::Batches(seg, _) => seg,
-        };
+        let seg = self.segment();
         (
             seg.uuid().hyphenated().to_string(),
             seg.intervals().iter().map(|r| [r.start, r.end]).collect(),
@@ -660,4 +747,181 @@ fn show(ranges: &[Range<u64>]) -> String {
 fn show_count(ranges: &[Range<u64>]) -> String {
     let n: u64 = ranges.iter().map(|r| r.end - r.start).sum();
     format!("{} ({n} events)", show(ranges))
+}
+
+/// The prefix of the copy of a segment whose size prefix or file identifier was restored
+/// ([`recover_segment`]), in `staging/` (emptied when the repair ends, as every change's).
+const RESTORED_PREFIX: &str = "restored-";
+
+/// Reads a segment that [`check_segment`] refused for its header or metadata (see the module
+/// docs, "Recovering a segment"): from a copy in `staging/` with its size prefix and file
+/// identifier (the only bytes that every segment of its length has alike) restored, if they
+/// are damaged and the copy then verifies whole; else from its index file, which holds a
+/// checksummed copy of its metadata. `Ok`: the open segment (whose batches are each still
+/// checked against their own checksum when read) and where its metadata came from; `Err`
+/// when neither holds (the segment is moved aside whole, as before).
+fn recover_segment(
+    dir: &Path,
+    path: &Path,
+    staged: &mut Option<Staged>,
+) -> std::result::Result<(Segment, String), String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or("not a segment file name")?
+        .to_string();
+    let named = |seg: &Segment| crate::segment::file_name(&seg.uuid()) == name;
+    // The restored copy first: verified whole, it keeps the checkpoints it records, which
+    // the index file has no copy of.
+    let restored = restore_constant_bytes(dir, path, &name, staged);
+    if let Ok((seg, how)) = restored {
+        if named(&seg) {
+            return Ok((seg, how));
+        }
+    }
+    match Segment::open(path) {
+        Ok(seg) if seg.opened_from_index() && named(&seg) => {
+            let idx = crate::segment::index_path(path);
+            Ok((seg, format!("its index file {}", idx.display())))
+        }
+        _ => Err("no usable index file, and restoring its size prefix and file identifier does not make it verify".into()),
+    }
+}
+
+/// Copies the segment at `path` (named `name`) to `staging/restored-<name>` with its size
+/// prefix and file identifier restored, when either differs from what a segment of its
+/// length has, and opens the copy with the verifier.
+fn restore_constant_bytes(
+    dir: &Path,
+    path: &Path,
+    name: &str,
+    staged: &mut Option<Staged>,
+) -> std::result::Result<(Segment, String), String> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 12];
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    f.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let size = u32::try_from(len.saturating_sub(4)).map_err(|_| format!("{len} bytes"))?;
+    let ident = crate::segment::generated::SEGMENT_IDENTIFIER.as_bytes();
+    if head[..4] == size.to_le_bytes() && &head[8..12] == ident {
+        return Err("its size prefix and file identifier are intact".into());
+    }
+    let staging = stage(dir, staged).map_err(|e| e.to_string())?;
+    let copy = staging.join(format!("{RESTORED_PREFIX}{name}"));
+    std::fs::copy(path, &copy).map_err(|e| e.to_string())?;
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&copy)
+        .map_err(|e| e.to_string())?;
+    out.write_all_at(&size.to_le_bytes(), 0)
+        .and_then(|()| out.write_all_at(ident, 8))
+        .map_err(|e| e.to_string())?;
+    drop(out);
+    let seg = Segment::open_verified(&copy).map_err(|e| e.to_string())?;
+    Ok((
+        seg,
+        format!(
+            "a copy {} with its size prefix and file identifier restored",
+            copy.display()
+        ),
+    ))
+}
+
+/// The salvage's staging of new segments, created (and `staging/` emptied) on first use;
+/// returns the `staging/` directory.
+fn stage(dir: &Path, staged: &mut Option<Staged>) -> Result<PathBuf> {
+    if staged.is_none() {
+        *staged = Some(Staged::new(
+            dir,
+            DEFAULT_MAX_SEGMENT_SIZE,
+            Compression::default(),
+            true,
+            true,
+        )?);
+    }
+    Ok(dir.join(super::rewrite::STAGING_DIR))
+}
+
+/// The batches of `seg` that cannot be read: their checksum fails, or their rows do not
+/// decode with their schema (as [`check_segment`] checks them).
+fn damaged_batches(seg: &Segment) -> Vec<(usize, String)> {
+    let mut damaged = Vec::new();
+    for i in 0..seg.len() {
+        match seg.batch(i) {
+            Some(Ok(b)) => {
+                if let Err(why) = super::archive::check_rows(b.schema(), b.rows()) {
+                    damaged.push((i, format!("batch {i}: {why}")));
+                }
+            }
+            Some(Err(e)) => damaged.push((i, e.to_string())),
+            None => damaged.push((i, format!("batch {i}: missing"))),
+        }
+    }
+    damaged
+}
+
+/// Checks the salvage's new segments in `staging/` before they join the archive: each one
+/// verified whole (header, metadata, every batch and row) and holding the events its entry
+/// says. A salvage that does not read back is an error, and the archive is left as it was.
+fn verify_staged(dir: &Path, added: &[CatalogEntry]) -> Result<()> {
+    let staging = dir.join(super::rewrite::STAGING_DIR);
+    for e in added {
+        let name = e.file.rsplit('/').next().unwrap_or(&e.file);
+        let path = staging.join(name);
+        let bad = |why: String| {
+            StoreError::Segment(crate::segment::SegmentError::Corrupt {
+                path: path.clone(),
+                reason: format!("the salvage does not read back: {why}"),
+            })
+        };
+        match check_segment(&path) {
+            Ok(Checked::Intact(found, _))
+                if found.events == e.events && found.intervals == e.intervals => {}
+            Ok(Checked::Intact(found, _)) => {
+                return Err(bad(format!(
+                    "it holds {} events in {:?}, not {} in {:?}",
+                    found.events, found.intervals, e.events, e.intervals
+                )))
+            }
+            Ok(Checked::Batches(_, damaged)) => {
+                let what: Vec<String> = damaged.into_iter().map(|(_, w)| w).collect();
+                return Err(bad(what.join("; ")));
+            }
+            Err(why) => return Err(bad(why)),
+        }
+    }
+    Ok(())
+}
+
+/// [`check_segment`] found the header or metadata of the segment at `path` damaged (`why`):
+/// reads it as [`recover_segment`] can, reporting how, with the batches that cannot be read
+/// (none, mostly: the damage is elsewhere); `Err(why)` when it cannot.
+fn recovered(
+    dir: &Path,
+    path: &Path,
+    why: String,
+    staged: &mut Option<Staged>,
+    report: &mut RepairReport,
+) -> std::result::Result<Checked, String> {
+    let (seg, how) = recover_segment(dir, path, staged).map_err(|_| why.clone())?;
+    let damaged = damaged_batches(&seg);
+    // On one line: the verifier's message spans several.
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    report.actions.push(format!(
+        "segment {} cannot be verified ({why}): read its {} batches with the metadata of {how}, {} of them damaged",
+        path.display(),
+        seg.len(),
+        damaged.len()
+    ));
+    Ok(Checked::Batches(seg, damaged))
+}
+
+/// The last salvage is that of the segment at `path` (read from a restored copy in
+/// `staging/`, see [`recover_segment`]): the original is the file moved aside.
+fn salvaged_from(salvages: &mut [Salvage], path: &Path) {
+    if let Some(sv) = salvages.last_mut() {
+        sv.path = path.to_path_buf();
+    }
 }

@@ -650,9 +650,11 @@ fn repair_salvages_the_intact_batches_of_a_damaged_segment() {
     ok(&run(&["verify", "--db", s(db)]), "verify");
 }
 
-/// A segment whose header (not a batch) is damaged cannot be salvaged: it is moved aside
-/// into `damaged/` whole, its IDs are reported and recorded as lost, the other segments keep
-/// every event, `verify` is clean and a second repair changes nothing.
+/// A segment whose metadata (not a batch) is damaged and that has no index file to read its
+/// batches with (an archive written before them) cannot be salvaged: it is moved aside into
+/// `damaged/` whole, its IDs are reported and recorded as lost, the other segments keep
+/// every event, `verify` is clean and a second repair changes nothing. (With its index file
+/// it is salvaged whole: `repair_flips`.)
 #[test]
 fn repair_moves_a_segment_with_a_damaged_header_aside_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -667,8 +669,10 @@ fn repair_moves_a_segment_with_a_damaged_header_aside_whole() {
         entry["intervals"][0][1].as_u64().unwrap(),
     ];
     let mut bytes = fs::read(&victim).unwrap();
-    bytes[9] ^= 0x01; // the file identifier `WSEG`
+    let at = bytes.windows(9).position(|w| w == b"zeek.conn").unwrap();
+    bytes[at + 5] ^= 0x01; // the schema's name
     fs::write(&victim, &bytes).unwrap();
+    fs::remove_file(victim.with_extension("idx")).unwrap();
     let lines = repair(db, true);
     assert!(
         lines[0].starts_with(&format!("repair: moved damaged segment {}", s(&victim)))

@@ -47,6 +47,7 @@ mod query_language;
 mod query_operators;
 mod query_pruning;
 mod recipes;
+mod repair_flips;
 mod segment_corruption;
 mod segment_format;
 mod segment_index;
