@@ -89,6 +89,13 @@
 //!   (the log is never truncated past an intact record); `weir verify` reports it. A length
 //!   field damaged into a large value therefore does not hide the records after it, and
 //!   neither does a bit flipped in the rows of a middle record.
+//! - Readers of the archive (`crate::store::Archive`) never fail on the log: at damage (or a
+//!   header that does not decode, an empty file) they stop reading it and warn
+//!   (`Archive::wal_warnings`), having read the sealed segments and the records before it.
+//! - `weir verify --repair` (`crate::store`'s `wal_repair.rs`) is the only thing that cuts
+//!   a damaged log: it reads on past the damage ([`WalReader::resync`]; a damaged header
+//!   with [`WalReader::open_headless`]), seals every intact record into segments, copies the
+//!   log into `damaged/` and only then replaces it with an empty one.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};

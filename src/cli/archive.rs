@@ -38,7 +38,9 @@ pub struct VerifyArgs {
     db: DbArg,
     /// Repair first (takes the writer lock): move damaged segments (and a corrupt catalog)
     /// aside into DB/damaged/, add valid segments the catalog lost back to it, rebuild a lost
-    /// catalog from the segment files; prints one line per action. Deletes nothing.
+    /// catalog from the segment files; repair a damaged write-ahead log (its intact records
+    /// are sealed, the original copied into DB/damaged/); prints one line per action.
+    /// Deletes nothing.
     #[arg(long)]
     repair: bool,
 }

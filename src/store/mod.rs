@@ -18,7 +18,12 @@
 //!                      (see `rewrite.rs`); emptied by the next writer
 //!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
 //!                      while it is being written (sparse; see [`crate::segment`]'s writer),
-//!                      removed by the next writer
+//!                      removed by the next writer when the WAL does not point into them. An
+//!                      active segment's file that holds rows while the WAL is missing is
+//!                      never removed: the writer refuses to open
+//!                      ([`StoreError::OrphanedActiveSegment`]) and `weir verify --repair`
+//!                      deals with it (`wal_repair.rs`); a writer that fails to open removes
+//!                      the active segment file it made while replaying
 //! ```
 //!
 //! # Changing what the archive holds
