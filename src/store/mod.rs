@@ -83,6 +83,7 @@ mod compact;
 mod config;
 mod erase;
 mod error;
+mod orphan;
 pub mod readers;
 mod repair;
 mod retention;

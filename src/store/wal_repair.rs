@@ -20,18 +20,24 @@
 //!    catalog is committed: the new segments listed, `next_id` past the last intact record,
 //!    the damaged records' IDs recorded as lost (see [`super::catalog`]), the checkpoints of
 //!    followed files moved by the intact records' marks.
-//! 4. If anything was lost, the active segment files the log pointed into (and, when the
-//!    log's header was unreadable, every active segment file) are moved into `damaged/`:
-//!    they may hold the rows of the damaged records. If nothing was lost they are left, and
-//!    the next writer removes them: every row in them that a record named is in a sealed
-//!    segment now, and the new log names none of them.
+//! 4. The damaged records' rows are usually intact in the active segment file the log
+//!    pointed into (a record points at its rows; they carry their own checksum): the file is
+//!    scanned for its batches (`orphan.rs`), and those of the damaged records' IDs are
+//!    sealed with the intact records (their schema: the one of the log's records and the
+//!    sealed segments that decodes their rows). What is still lost is recorded in the
+//!    catalog and reported. If anything is still lost, the active segment files the log
+//!    pointed into (and, when its header was unreadable, every active segment file) are then
+//!    moved into `damaged/`; if nothing is, they are left, and the next writer removes them:
+//!    every row in them that a record named is in a sealed segment now, and the new log names
+//!    none of them.
 //! 5. The log is replaced (atomically) by an empty one starting at the new `next_id`.
 //!
 //! A missing log (or one without a single intact record) beside an active segment file that
-//! holds rows ([`StoreError::OrphanedActiveSegment`]): those rows' schemas were in the lost
-//! records (a segment's schemas are written when it is sealed), so they cannot be rebuilt;
-//! the file is moved into `damaged/` (never deleted) and the report says so and from which ID
-//! the events are lost. The writer can then open again.
+//! holds rows ([`StoreError::OrphanedActiveSegment`]): the file's batches are recovered the
+//! same way (`orphan.rs`; their schemas from the sealed segments), sealed under their IDs,
+//! and the catalog's `next_id` goes past the last batch found; batches whose schema is not
+//! certain are recorded as lost. The file is then moved into `damaged/` (never deleted), and
+//! the writer can open again.
 //!
 //! # Crash safety
 //!
@@ -158,10 +164,39 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
             report,
         );
     }
-    let found = scan(&path, cat.next_id, |_| Ok(()))?;
+    let mut schemas: Vec<crate::types::SchemaRef> = Vec::new();
+    let found = scan(&path, cat.next_id, |b| {
+        if !b.is_empty() && !schemas.iter().any(|s| s == b.schema()) {
+            schemas.push(b.schema().clone());
+        }
+        Ok(())
+    })?;
     if !found.is_damaged() {
         return Ok(());
     }
+    // The damaged records' rows may be intact in the active segment files the log points
+    // into (their chunks carry their own checksums: `orphan.rs`).
+    let mut rescued: Vec<crate::batch::Batch> = Vec::new();
+    if !found.lost.is_empty() {
+        for u in &found.named {
+            let p = dir
+                .join(SEGMENTS_DIR)
+                .join(format!(".{}.tmp", crate::segment::file_name(u)));
+            if let Ok(r) = super::orphan::recover(dir, &p, &cat, cat.next_id, &schemas) {
+                rescued.extend(r.batches.into_iter().filter(|b| {
+                    let ids = b.id_range();
+                    found
+                        .lost
+                        .iter()
+                        .any(|l| l.start <= ids.start && ids.end <= l.end)
+                }));
+            }
+        }
+        rescued.sort_by_key(|b| b.id());
+        rescued.dedup_by_key(|b| b.id());
+    }
+    let rescued_ids: Vec<Range<u64>> = rescued.iter().map(|b| b.id_range()).collect();
+    let mut rescued = rescued.into_iter().peekable();
     if found.records == 0 && found.header.is_some() {
         // Nothing of the log is left: as if it were missing, but keep its bytes.
         let to = copy_aside(dir, &path)?;
@@ -181,6 +216,8 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
             ),
             report,
         )?;
+        // The recovery may have moved the catalog's end.
+        let cat = Catalog::load(dir)?;
         Wal::create(&path, cat.next_id, crate::wal::SyncPolicy::Always)?;
         report.actions.push(format!(
             "started a new write-ahead log {} at event ID {}",
@@ -194,12 +231,8 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
     let mut staged: Option<Staged> = None;
     let mut checkpoints = Checkpoints::default();
     checkpoints.extend(cat.checkpoints.iter().cloned());
-    let found = scan(&path, cat.next_id, |b| {
-        checkpoints.apply_marks(b.marks());
-        if b.is_empty() {
-            return Ok(());
-        }
-        let s = match &mut staged {
+    let add = |staged: &mut Option<Staged>, b: crate::batch::Batch| -> Result<()> {
+        let s = match staged {
             Some(s) => s,
             None => staged.insert(Staged::new(
                 dir,
@@ -210,7 +243,21 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
             )?),
         };
         s.add(b)
+    };
+    let found = scan(&path, cat.next_id, |b| {
+        checkpoints.apply_marks(b.marks());
+        if b.is_empty() {
+            return Ok(());
+        }
+        // The batches rescued from the segment files go in ID order among the records'.
+        while let Some(r) = rescued.next_if(|r| r.id() < b.id()) {
+            add(&mut staged, r)?;
+        }
+        add(&mut staged, b)
     })?;
+    for r in rescued {
+        add(&mut staged, r)?;
+    }
     let list = checkpoints.to_vec();
     let added = match staged {
         Some(mut s) => {
@@ -226,7 +273,7 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
     }
     // Step 3.
     let to = copy_aside(dir, &path)?;
-    let mut lost = found.lost.clone();
+    let mut lost = cut(&found.lost, &rescued_ids);
     for (offset, reason) in &found.damage {
         report.actions.push(format!(
             "write-ahead log {}: damaged record at offset {offset} ({reason})",
@@ -264,6 +311,13 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
             files.join(", ")
         }
     ));
+    if !rescued_ids.is_empty() {
+        let n: u64 = rescued_ids.iter().map(|r| r.end - r.start).sum();
+        report.actions.push(format!(
+            "recovered events {} ({n} events) of damaged records from their rows in the active segment file (their batches' checksums hold)",
+            show_ranges(&rescued_ids)
+        ));
+    }
     if !lost.is_empty() {
         let n: u64 = lost.iter().map(|r| r.end - r.start).sum();
         report.actions.push(format!(
@@ -315,7 +369,10 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
     Ok(())
 }
 
-/// Moves the active segment files `files`, whose log is gone (`why`), into `damaged/`.
+/// Recovers what it can of the active segment files `files`, whose log is gone (`why`), and
+/// moves them into `damaged/` (see `orphan.rs`): the batches whose rows match their checksum
+/// and whose schema is certain are sealed into new segments under their IDs, and the
+/// catalog's `next_id` goes past them.
 fn move_orphans(
     dir: &Path,
     cat: &Catalog,
@@ -323,15 +380,78 @@ fn move_orphans(
     why: &str,
     report: &mut RepairReport,
 ) -> Result<()> {
+    let mut cat = cat.clone();
     for p in files {
+        let from = cat.next_id;
+        let found = super::orphan::recover(dir, p, &cat, from, &[]);
+        let mut kept = 0u64;
+        let mut lost: Vec<Range<u64>> = Vec::new();
+        let mut added = Vec::new();
+        match &found {
+            Ok(r) => {
+                report.actions.extend(
+                    r.matched
+                        .iter()
+                        .map(|m| format!("active segment file {}: {m}", p.display())),
+                );
+                if r.end > from {
+                    let mut staged = Staged::new(
+                        dir,
+                        DEFAULT_MAX_SEGMENT_SIZE,
+                        Compression::default(),
+                        true,
+                        true,
+                    )?;
+                    staged.set_checkpoints(Some(cat.checkpoints.clone()))?;
+                    let mut next = from;
+                    for b in &r.batches {
+                        let ids = b.id_range();
+                        if ids.start > next {
+                            lost.push(next..ids.start);
+                        }
+                        next = ids.end;
+                        kept += ids.end - ids.start;
+                        staged.add(b.clone())?;
+                    }
+                    // Batches without a certain schema, between and after: lost, not
+                    // given to new events.
+                    if r.end > next {
+                        lost.push(next..r.end);
+                        next = r.end;
+                    }
+                    added = staged.finish()?;
+                    let mut announced = cat.clone();
+                    move_in(dir, &mut announced, &added, true)?;
+                    for e in &added {
+                        cat.push(e.clone());
+                    }
+                    cat.next_id = cat.next_id.max(next);
+                    lost.retain(|r| !r.is_empty());
+                    cat.add_lost(&lost);
+                    cat.reindex(dir)?;
+                    cat.save(dir, true)?;
+                }
+            }
+            Err(e) => report.actions.push(format!(
+                "active segment file {} cannot be read: {e}",
+                p.display()
+            )),
+        }
         let to = move_aside(dir, p)?;
+        let unknown = found.as_ref().map_or(&[][..], |r| &r.unknown[..]);
+        let files: Vec<&str> = added.iter().map(|e| e.file.as_str()).collect();
         report.actions.push(format!(
-            "moved active segment file {} to {}: it holds rows of acknowledged events, but {why}, and its rows' schemas were in it: events from ID {} on are lost",
+            "moved active segment file {} to {} ({why}): recovered {kept} events of acknowledged batches from it{}{}{}; the IDs of batches after the last one found are not known, and {} is given to the next event",
             p.display(),
             to.display(),
+            if files.is_empty() { String::new() } else { format!(" into {}", files.join(", ")) },
+            if lost.is_empty() { String::new() } else { format!("; events {} are lost", show_ranges(&lost)) },
+            if unknown.is_empty() { String::new() } else { format!(" (events {} are in batches whose schema is not certain)", show_ranges(unknown)) },
             cat.next_id
         ));
+        report.lost.extend(lost);
     }
+    report.lost = merge(std::mem::take(&mut report.lost));
     Ok(())
 }
 
@@ -364,6 +484,29 @@ fn copy_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
         &final_name,
         true,
     )?)
+}
+
+/// The IDs of `ranges` not in `holes`.
+fn cut(ranges: &[Range<u64>], holes: &[Range<u64>]) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    for r in ranges {
+        let mut at = r.start;
+        let mut inside: Vec<&Range<u64>> = holes
+            .iter()
+            .filter(|h| h.start < r.end && r.start < h.end)
+            .collect();
+        inside.sort_by_key(|h| h.start);
+        for h in inside {
+            if h.start > at {
+                out.push(at..h.start);
+            }
+            at = at.max(h.end);
+        }
+        if at < r.end {
+            out.push(at..r.end);
+        }
+    }
+    out
 }
 
 /// `ranges` sorted and merged.
