@@ -298,6 +298,9 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
     lost.sort_by_key(|r| r.start);
     cat.add_lost(&lost);
     cat.checkpoints = list;
+    if !rescued_ids.is_empty() {
+        flag_checkpoints(&mut cat, report);
+    }
     cat.reindex(dir)?;
     cat.save(dir, true)?;
     let files: Vec<&str> = added.iter().map(|e| e.file.as_str()).collect();
@@ -428,6 +431,9 @@ fn move_orphans(
                     cat.next_id = cat.next_id.max(next);
                     lost.retain(|r| !r.is_empty());
                     cat.add_lost(&lost);
+                    if kept > 0 {
+                        flag_checkpoints(&mut cat, report);
+                    }
                     cat.reindex(dir)?;
                     cat.save(dir, true)?;
                 }
@@ -453,6 +459,21 @@ fn move_orphans(
     }
     report.lost = merge(std::mem::take(&mut report.lost));
     Ok(())
+}
+
+/// Batches recovered from an active segment file come without the checkpoints of followed
+/// (or resumed) files that their log records held: the catalog's are then older than the
+/// archive's events. If it has any, they are marked lost (see [`super::catalog`]), so that a
+/// followed import asks where to start (`--from-start`, `--from-end`) rather than import
+/// those lines again.
+fn flag_checkpoints(cat: &mut Catalog, report: &mut RepairReport) {
+    if cat.checkpoints.is_empty() || cat.checkpoints_lost {
+        return;
+    }
+    cat.checkpoints_lost = true;
+    report.actions.push(
+        "the checkpoints of followed files of the recovered events were in the lost log records: marked lost; `weir import --follow` refuses to start until you choose --from-start or --from-end".into(),
+    );
 }
 
 /// Copies `path` into `dir/damaged/` (its name, with `.1`, `.2`, … if taken); returns the copy.

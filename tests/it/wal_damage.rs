@@ -394,3 +394,52 @@ fn deleted_with_ambiguous_schemas_recovers_nothing_it_cannot_be_sure_of() {
     store.close().unwrap();
     assert_eq!(ids.start, first + ROWS as u64);
 }
+
+/// Batches recovered from an active segment file come without the positions of the files
+/// they were read from (those were in the lost records): an archive that tracks files has
+/// its checkpoints marked lost, so that a followed import asks where to start rather than
+/// import those lines again.
+#[test]
+fn recovered_events_mark_the_checkpoints_lost() {
+    use weir::checkpoint::{FileCheckpoint, FileId, Mark, Position};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let marked = |mut b: Batch, offset: u64| {
+        let rows = b.len();
+        b.push_mark(Mark {
+            row_start: 0,
+            row_end: rows,
+            start: None,
+            end: FileCheckpoint {
+                id: FileId {
+                    dev: 1,
+                    ino: 2,
+                    fp_len: 10,
+                    fp_crc: 3,
+                },
+                path: "/logs/conn.log".into(),
+                pos: Position { offset, skip: 0 },
+                done: false,
+                raw: 0,
+            },
+        });
+        b
+    };
+    let all = batches();
+    let (mut store, _) = Store::open_writer(db, opts()).unwrap();
+    store.append(marked(all[0].clone(), 100)).unwrap();
+    store.close().unwrap();
+    assert!(!Archive::open(db).unwrap().catalog().checkpoints.is_empty());
+    let (mut store, _) = Store::open_writer(db, opts()).unwrap();
+    store.append(marked(all[2].clone(), 200)).unwrap();
+    drop(store);
+    fs::remove_file(db.join("wal")).unwrap();
+    let report = weir::store::repair(db).unwrap();
+    assert!(
+        report.actions.iter().any(|a| a.contains("--from-start")),
+        "{report:?}"
+    );
+    let archive = Archive::open(db).unwrap();
+    assert!(archive.catalog().checkpoints_lost);
+    assert_eq!(read_all(db), expected(&[all[0].clone(), all[2].clone()]));
+}
