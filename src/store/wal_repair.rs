@@ -124,11 +124,8 @@ fn scan(
                 keep(b)?;
             }
             Ok(None) => break,
-            Err(e @ WalError::Corrupt { .. }) => {
-                let WalError::Corrupt { offset, reason, .. } = &e else {
-                    break;
-                };
-                out.damage.push((*offset, reason.clone()));
+            Err(WalError::Corrupt { offset, reason, .. }) => {
+                out.damage.push((offset, reason));
                 let from = reader.end_id().max(next_id);
                 match reader.resync()? {
                     Some((_, skipped)) => {
@@ -138,7 +135,7 @@ fn scan(
                         }
                     }
                     None => {
-                        out.lost_tail = Some((*offset, from));
+                        out.lost_tail = Some((offset, from));
                         break;
                     }
                 }

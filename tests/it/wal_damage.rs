@@ -1,5 +1,5 @@
 //! The write-ahead log damage matrix: a log flipped in a middle record or in its header, cut
-//! in a record, emptied or deleted, against `count`, `export`, the server's count, `verify`,
+//! in a record, emptied or deleted, against `count`, `export`, `info`, the server's count, `verify`,
 //! `verify --repair` and the next import. Sealed events are always readable; a repair exits 0
 //! with every intact record's events under their IDs; the next import succeeds and leaves no
 //! active segment file behind; nothing acknowledged is deleted on the way.
@@ -197,6 +197,15 @@ fn matrix_row(d: Damage) {
         readable,
         "{d:?} export"
     );
+    // info: exit 0, the events readable, the log's problem in its JSON.
+    let out = run(&["info", "--db", s(db), "--json"]);
+    assert!(out.status.success(), "{d:?} info: {}", text(&out.stderr));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["events"], readable, "{d:?} info");
+    if d != Damage::Truncate {
+        assert!(info["wal"]["problem"].is_string(), "{d:?} info: {info}");
+        assert!(text(&out.stderr).contains("warning"), "{d:?} info");
+    }
     // The server's count (the function `POST /api/v1/count` runs on its archive).
     let archive = Archive::open(db).unwrap();
     let n = weir::serve::query::count(&archive, "").unwrap();
