@@ -440,6 +440,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         }
     }
     finish(&mut out, writer.as_mut(), &mut buf)?;
+    warn_wal(&archive);
     if !missing.is_empty() {
         anyhow::bail!("no event with ID {}", missing.join(", "));
     }
