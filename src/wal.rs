@@ -89,6 +89,13 @@
 //!   (the log is never truncated past an intact record); `weir verify` reports it. A length
 //!   field damaged into a large value therefore does not hide the records after it, and
 //!   neither does a bit flipped in the rows of a middle record.
+//! - Readers of the archive (`crate::store::Archive`) never fail on the log: at damage (or a
+//!   header that does not decode, an empty file) they stop reading it and warn
+//!   (`Archive::wal_warnings`), having read the sealed segments and the records before it.
+//! - `weir verify --repair` (`crate::store`'s `wal_repair.rs`) is the only thing that cuts
+//!   a damaged log: it reads on past the damage ([`WalReader::resync`]; a damaged header
+//!   with [`WalReader::open_headless`]), seals every intact record into segments, copies the
+//!   log into `damaged/` and only then replaces it with an empty one.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
@@ -890,6 +897,66 @@ impl WalReader {
         })
     }
 
+    /// Opens the WAL at `path` without trusting its header (damaged, or cut short): records
+    /// are read from where the header ends (or the end of a shorter file), the first expected
+    /// at `expected_id` or later (see [`WalReader::resync`]). For `weir verify --repair`
+    /// (`crate::store`), which takes `expected_id` from the catalog.
+    pub fn open_headless(path: &Path, expected_id: u64) -> Result<WalReader> {
+        let (file, end) = fs::open_with_len(path)?;
+        let pos = WAL_HEADER_LEN.min(end);
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        reader
+            .seek(SeekFrom::Start(pos))
+            .map_err(|e| WalError::io("seek", path, e))?;
+        let segments = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(crate::segment::SEGMENTS_DIR);
+        Ok(WalReader {
+            path: path.to_path_buf(),
+            segments,
+            referenced: Vec::new(),
+            named: Vec::new(),
+            reader,
+            base_id: expected_id,
+            pos,
+            end,
+            expected_id,
+            torn: None,
+            done: false,
+            last_schema: None,
+            payload: Vec::new(),
+        })
+    }
+
+    /// After [`WalReader::next_entry`] found a damaged record (an error), goes on at the next
+    /// intact record after it (the module docs say what intact means; its first event ID at
+    /// or after the one expected), so that reading keeps the records that follow a damaged
+    /// one. Returns the offset it goes on at and the event IDs skipped (those of the damaged
+    /// records: from the end of the last good record to the start of the intact one), or
+    /// `None` when no intact record follows: the rest of the file is damage, and reading is
+    /// at its end. A header that does not decode is not skipped this way (see
+    /// [`WalReader::open_headless`]).
+    pub fn resync(&mut self) -> Result<Option<(u64, std::ops::Range<u64>)>> {
+        let Some(next) = self.intact_record_from(self.pos + 1)? else {
+            self.done = true;
+            return Ok(None);
+        };
+        let mut id = [0u8; 8];
+        fs::read_exact_at(self.reader.get_ref(), &mut id, next + RECORD_HEADER_LEN)
+            .map_err(|e| WalError::io("read", &self.path, e))?;
+        let first = u64::from_le_bytes(id);
+        self.reader
+            .seek(SeekFrom::Start(next))
+            .map_err(|e| WalError::io("seek", &self.path, e))?;
+        let skipped = self.expected_id..first.max(self.expected_id);
+        self.pos = next;
+        self.expected_id = first;
+        self.torn = None;
+        self.done = false;
+        Ok(Some((next, skipped)))
+    }
+
     /// The first event ID of the log.
     pub fn base_id(&self) -> u64 {
         self.base_id
@@ -938,7 +1005,7 @@ impl WalReader {
         match self.intact_record_from(from)? {
             None => self.torn_at(reason),
             Some(next) => Err(self.corrupt_at(format!(
-                "{reason}, but an intact record follows at offset {next}: the log is damaged, not torn"
+                "{reason}, but an intact record follows at offset {next}: the log is damaged, not torn (`weir verify --repair` keeps the intact records)"
             ))),
         }
     }

@@ -38,7 +38,9 @@ pub struct VerifyArgs {
     db: DbArg,
     /// Repair first (takes the writer lock): move damaged segments (and a corrupt catalog)
     /// aside into DB/damaged/, add valid segments the catalog lost back to it, rebuild a lost
-    /// catalog from the segment files; prints one line per action. Deletes nothing.
+    /// catalog from the segment files; repair a damaged write-ahead log (its intact records
+    /// are sealed, the original copied into DB/damaged/); prints one line per action.
+    /// Deletes nothing.
     #[arg(long)]
     repair: bool,
 }
@@ -79,11 +81,20 @@ pub(super) fn warn_unlisted(archive: &Archive) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Warns about what reading the write-ahead log found wrong (the command still answered
+/// from the sealed segments and the log's intact records; see `Archive::wal_warnings`).
+pub(super) fn warn_wal(archive: &Archive) {
+    for w in archive.wal_warnings() {
+        say!("weir: warning: {w}");
+    }
+}
+
 /// `weir info`.
 pub fn info(args: InfoArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let info = archive.info()?;
+    warn_wal(&archive);
     let time = info.ts.map(|[a, z]| [rfc3339(a), rfc3339(z)]);
     if args.json {
         let mut value = serde_json::to_value(&info)?;

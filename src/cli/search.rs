@@ -10,7 +10,7 @@ use weir::codec::StdoutSinkConfig;
 use weir::query::{Chain, Flow, Query, QueryError, Search};
 use weir::store::Archive;
 
-use super::archive::{warn_unlisted, write_out};
+use super::archive::{warn_unlisted, warn_wal, write_out};
 use super::args::{choice, DbArg};
 use super::lake::LakeArgs;
 use super::UsageError;
@@ -230,6 +230,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         log_stats(search.stats(), None, started);
     }
     finish(&mut out, writer.as_mut(), &mut buf)?;
+    warn_wal(&archive);
     if let Some(stats) = damaged {
         let batches = stats.batches_damaged;
         anyhow::bail!(
@@ -297,6 +298,7 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
         finish(&mut out, writer.as_mut(), &mut buf)?;
         damaged
     };
+    warn_wal(&archive);
     damaged_error(damaged)
 }
 
@@ -388,6 +390,7 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
         for w in &stats.warnings {
             say!("weir: warning: {w}");
         }
+        warn_wal(&archive);
         if let Some(e) = failed {
             return Err(e.into());
         }
@@ -403,6 +406,7 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     warn(&search);
     let (n, stats) = search.count().map_err(query_error)?;
     log_stats(&stats, None, started);
+    warn_wal(&archive);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut buf = format!("{n}\n").into_bytes();
@@ -438,6 +442,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         }
     }
     finish(&mut out, writer.as_mut(), &mut buf)?;
+    warn_wal(&archive);
     if !missing.is_empty() {
         anyhow::bail!("no event with ID {}", missing.join(", "));
     }

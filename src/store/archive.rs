@@ -62,6 +62,8 @@ pub struct Archive {
     _registered: Option<super::readers::ReaderLock>,
     /// [`Archive::cancel_on`]: searches over this archive stop once it is cancelled.
     cancel: Option<tokio_util::sync::CancellationToken>,
+    /// What scans found wrong with the write-ahead log (see [`Archive::wal_warnings`]).
+    wal_warnings: Mutex<Vec<String>>,
 }
 
 impl Archive {
@@ -90,6 +92,7 @@ impl Archive {
             }),
             _registered: registered,
             cancel: None,
+            wal_warnings: Mutex::new(Vec::new()),
         })
     }
 
@@ -103,6 +106,47 @@ impl Archive {
     /// Whether the token of [`Archive::cancel_on`] was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|t| t.is_cancelled())
+    }
+
+    /// What reading the write-ahead log found wrong so far (each once): a damaged record, a
+    /// log that is empty or whose header is damaged, one that does not follow the catalog,
+    /// or a missing log beside an active segment's file that holds rows. Readers do not fail
+    /// on these: a scan reads the sealed segments and the log's intact records up to the
+    /// damage, and the command tells the user these warnings (`weir verify` reports them as
+    /// problems, `weir verify --repair` repairs the log).
+    pub fn wal_warnings(&self) -> Vec<String> {
+        self.wal_warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records a problem of the write-ahead log (once), and logs it.
+    fn note_wal(&self, warning: String) {
+        let mut w = self.wal_warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !w.contains(&warning) {
+            tracing::warn!("{warning}");
+            w.push(warning);
+        }
+    }
+
+    /// The warning for a missing write-ahead log, if an active segment's file holds rows
+    /// (acknowledged events no log names; see [`StoreError::OrphanedActiveSegment`]).
+    fn missing_wal_warning(&self) -> Option<String> {
+        let files = super::active_segment_files(&self.dir).ok()?;
+        let first = files.first()?;
+        Some(format!(
+            "the write-ahead log {} is missing, but active segment file {} holds rows of acknowledged events that are not read; run `weir verify --repair`",
+            self.dir.join(WAL_FILE).display(),
+            first.display()
+        ))
+    }
+
+    /// The warning for a write-ahead log that cannot be read past `e`.
+    fn damaged_wal_warning(e: &WalError) -> String {
+        format!(
+            "{e}; only the sealed segments and the log's records before the damage are read (`weir verify --repair` repairs it)"
+        )
     }
 
     /// Sets how many segments stay mapped (0 disables caching).
@@ -327,11 +371,15 @@ impl Archive {
     /// Segments, events, bytes, ID ranges and events per schema (sealed and in the WAL).
     pub fn info(&self) -> Result<ArchiveInfo> {
         let wal_path = self.dir.join(WAL_FILE);
-        let mut wal_reader = if wal_path.exists() {
-            Some(WalReader::open(&wal_path)?)
-        } else {
-            None
-        };
+        let mut wal_reader = None;
+        if wal_path.exists() {
+            match WalReader::open(&wal_path) {
+                Ok(r) => wal_reader = Some(r),
+                Err(e) => self.note_wal(Archive::damaged_wal_warning(&e)),
+            }
+        } else if let Some(w) = self.missing_wal_warning() {
+            self.note_wal(w);
+        }
         let cat = &self.catalog_for(wal_reader.as_ref())?;
         let mut schemas: BTreeMap<String, u64> = BTreeMap::new();
         let mut ranges: Vec<[u64; 2]> = Vec::new();
@@ -356,7 +404,15 @@ impl Archive {
         }
         let mut wal = WalInfo::default();
         if let Some(mut r) = wal_reader.take() {
-            while let Some((_, b)) = r.next_record()? {
+            loop {
+                let b = match r.next_record() {
+                    Ok(Some((_, b))) => b,
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.note_wal(Archive::damaged_wal_warning(&e));
+                        break;
+                    }
+                };
                 let ids = b.id_range();
                 if ids.end <= cat.next_id {
                     continue;
@@ -369,6 +425,7 @@ impl Archive {
             }
             wal.bytes = r.good_len();
         }
+        wal.problem = self.wal_warnings().first().cloned();
         let segment_events = cat.events();
         // Each segment's index (not its rows) for the raw size of its batches.
         let mut raw_bytes = 0u64;
@@ -556,6 +613,18 @@ impl Archive {
                         report.warnings.push(t.to_string());
                     }
                 }
+            }
+        } else if let Ok(files) = super::active_segment_files(&self.dir) {
+            // Rows written for the records of a log that is gone: acknowledged events that
+            // no reader sees and that the writer refuses to overwrite.
+            for path in files {
+                report.problem(
+                    &path,
+                    format!(
+                        "an active segment's file that holds rows, but the write-ahead log {} is missing: its acknowledged events are not visible (`weir verify --repair` recovers what it can)",
+                        wal_path.display()
+                    ),
+                );
             }
         }
         report
@@ -938,8 +1007,11 @@ impl Scan<'_> {
             if let Some(wal) = &mut self.wal {
                 return match wal.next_record() {
                     Err(e) => {
+                        // The sealed segments and the records before the damage were read:
+                        // a warning, not a failure of the whole read.
                         self.done = true;
-                        Some(Err(e.into()))
+                        self.archive.note_wal(Archive::damaged_wal_warning(&e));
+                        None
                     }
                     // The end, or a torn tail: a record a running writer has not finished.
                     Ok(None) => {
@@ -980,10 +1052,17 @@ impl Scan<'_> {
             let path = self.archive.dir.join(WAL_FILE);
             let reader = match WalReader::open(&path) {
                 Ok(r) => r,
-                Err(WalError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(WalError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.done = true;
+                    if let Some(w) = self.archive.missing_wal_warning() {
+                        self.archive.note_wal(w);
+                    }
+                    return None;
+                }
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(e.into()));
+                    self.archive.note_wal(Archive::damaged_wal_warning(&e));
+                    return None;
                 }
             };
             if reader.base_id() > self.next.max(self.catalog.next_id) {
@@ -993,7 +1072,7 @@ impl Scan<'_> {
                     Ok(c) if c.next_id > self.catalog.next_id => self.catalog = Arc::new(c),
                     Ok(_) => {
                         self.done = true;
-                        return Some(Err(WalError::Corrupt {
+                        let e = WalError::Corrupt {
                             path,
                             offset: 0,
                             reason: format!(
@@ -1001,8 +1080,9 @@ impl Scan<'_> {
                                 reader.base_id(),
                                 self.catalog.next_id
                             ),
-                        }
-                        .into()));
+                        };
+                        self.archive.note_wal(Archive::damaged_wal_warning(&e));
+                        return None;
                     }
                     Err(e) => {
                         self.done = true;
@@ -1059,6 +1139,9 @@ pub struct WalInfo {
     pub events: u64,
     /// Bytes of the log (up to its last complete record).
     pub bytes: u64,
+    /// What is wrong with the log, if anything (the events above are those of its records
+    /// before the damage; see [`Archive::wal_warnings`]).
+    pub problem: Option<String>,
 }
 
 /// The result of [`Archive::unlisted_segments`].

@@ -52,6 +52,17 @@ pub enum StoreError {
         /// What it holds and what to do.
         reason: String,
     },
+    /// The write-ahead log is missing or its header is unreadable, but the file of an active
+    /// segment holds rows that were written for it: acknowledged events that no log names.
+    /// The writer refuses to open (it would assign their IDs again and remove the file);
+    /// the file is kept untouched.
+    #[error("active segment file {} holds rows of acknowledged events but {reason}; the file is kept: run `weir verify --repair`", path.display())]
+    OrphanedActiveSegment {
+        /// The active segment's file (`segments/.<uuid>.seg.tmp`).
+        path: PathBuf,
+        /// What is wrong with the log.
+        reason: String,
+    },
     /// Event IDs are u64: a batch that would take IDs past `u64::MAX` is refused before
     /// anything is written (the archive stays as it was).
     #[error("event ID space exhausted: a batch of {events} events cannot start at ID {next_id} (IDs end at {})", u64::MAX)]
@@ -167,7 +178,8 @@ impl StoreError {
             StoreError::Wal(e) => e.is_corruption(),
             StoreError::CorruptCatalog { .. }
             | StoreError::CatalogJson { .. }
-            | StoreError::Unlisted { .. } => true,
+            | StoreError::Unlisted { .. }
+            | StoreError::OrphanedActiveSegment { .. } => true,
             _ => false,
         }
     }

@@ -18,7 +18,12 @@
 //!                      (see `rewrite.rs`); emptied by the next writer
 //!   .*.tmp, segments/.*.tmp  temporaries of atomic writes, and the active segment's file
 //!                      while it is being written (sparse; see [`crate::segment`]'s writer),
-//!                      removed by the next writer
+//!                      removed by the next writer when the WAL does not point into them. An
+//!                      active segment's file that holds rows while the WAL is missing is
+//!                      never removed: the writer refuses to open
+//!                      ([`StoreError::OrphanedActiveSegment`]) and `weir verify --repair`
+//!                      deals with it (`wal_repair.rs`); a writer that fails to open removes
+//!                      the active segment file it made while replaying
 //! ```
 //!
 //! # Changing what the archive holds
@@ -78,11 +83,13 @@ mod compact;
 mod config;
 mod erase;
 mod error;
+mod orphan;
 pub mod readers;
 mod repair;
 mod retention;
 mod rewrite;
 mod sink;
+mod wal_repair;
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -324,6 +331,58 @@ fn remove_temporaries(dir: &Path, keep: &HashSet<String>) -> Result<()> {
     Ok(())
 }
 
+/// The files of active segments in `segments/` (`.<uuid>.seg.tmp`, see
+/// [`crate::segment`]'s writer) that hold written bytes: allocated blocks, since the file is
+/// sparse and a segment's first chunk allocates some. A file created for a segment that
+/// never got a batch holds none, and nothing can depend on it.
+pub(crate) fn active_segment_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let d = dir.join(SEGMENTS_DIR);
+    let entries = match std::fs::read_dir(&d) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io("list", &d, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("list", &d, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(uuid) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".seg.tmp"))
+        else {
+            continue;
+        };
+        if uuid::Uuid::parse_str(uuid).is_err() {
+            continue;
+        }
+        let held = entry
+            .metadata()
+            .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) > 0)
+            .unwrap_or(false);
+        if held {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Adds to a corrupt write-ahead log's error what to run (`weir verify --repair`).
+fn with_repair_hint(e: StoreError) -> StoreError {
+    match e {
+        StoreError::Wal(WalError::Corrupt {
+            path,
+            offset,
+            reason,
+        }) if !reason.contains("verify --repair") => StoreError::Wal(WalError::Corrupt {
+            path,
+            offset,
+            reason: format!("{reason} (`weir verify --repair` repairs the log)"),
+        }),
+        other => other,
+    }
+}
+
 /// Removes a segment file and, first, its index file (see `crate::segment`'s index files).
 fn remove_segment_file(path: &Path) -> Result<()> {
     crate::segment::remove_index(path)
@@ -490,6 +549,16 @@ impl Store {
                 .len();
             Wal::open_append(&wal_path, catalog.next_id, len, opts.sync)?
         } else {
+            // Rows in an active segment's file were written for records of a log that is
+            // gone: acknowledged events. Creating a log here would give their IDs to new
+            // events, and the clean-up below would remove the file (see
+            // [`StoreError::OrphanedActiveSegment`]).
+            if let Some(path) = active_segment_files(&dir)?.into_iter().next() {
+                return Err(StoreError::OrphanedActiveSegment {
+                    path,
+                    reason: format!("the write-ahead log {} is missing", wal_path.display()),
+                });
+            }
             Wal::create(&wal_path, catalog.next_id, opts.sync)?
         };
         let next_id = catalog.next_id;
@@ -513,7 +582,13 @@ impl Store {
             checkpoints,
         };
         let sealed_at_open = store.catalog.next_id;
-        let referenced = store.replay(&mut report)?;
+        let referenced = match store.replay(&mut report) {
+            Ok(r) => r,
+            Err(e) => {
+                store.abandon_active_file();
+                return Err(with_repair_hint(e));
+            }
+        };
         // Leftovers go only now: the WAL may point into a temporary segment file of an earlier
         // life (or into a segment renamed just before a crash), which replay has read. Those
         // stay while the WAL points into them, until the next seal replaces it.
@@ -531,9 +606,13 @@ impl Store {
         store.sweep();
         store.sealed_bytes = store.catalog.segments.iter().map(|s| s.disk_bytes()).sum();
         let wal_ids = sealed_at_open..store.next_id;
-        report
-            .warnings
-            .extend(check_unlisted(&store.dir, &store.catalog, &keep, wal_ids)?);
+        match check_unlisted(&store.dir, &store.catalog, &keep, wal_ids) {
+            Ok(w) => report.warnings.extend(w),
+            Err(e) => {
+                store.abandon_active_file();
+                return Err(e);
+            }
+        }
         let known: HashSet<&str> = store
             .catalog
             .segments
@@ -577,6 +656,19 @@ impl Store {
             });
         }
         Store::open_writer(dir, opts)
+    }
+
+    /// Removes the active segment's file of a writer that fails to open: replay wrote into
+    /// it copies of rows that the log's records point at elsewhere, and no record names it
+    /// (replay logs nothing), so nothing acknowledged depends on it. Without this, every
+    /// refused open (a damaged log) left another sparse file of the maximum segment size.
+    fn abandon_active_file(&mut self) {
+        if let Some(name) = self.builder.active_file_name() {
+            let path = self.dir.join(SEGMENTS_DIR).join(name);
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(file = %path.display(), error = %e, "cannot remove the active segment's file of a failed open");
+            }
+        }
     }
 
     /// Replays the WAL into the active segment; returns the segments whose files its records

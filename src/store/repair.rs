@@ -91,7 +91,9 @@
 //!   salvaged segments are pending deletion until the catalog lists them, and a salvaged
 //!   original still in `segments/` after the commit is an unlisted duplicate, which readers
 //!   warn about and the next repair moves aside.
-//! - The write-ahead log is not touched.
+//! - The write-ahead log is repaired last, by `wal_repair.rs` (its module docs say how): an
+//!   intact one (or one ending in a torn last record, which the writer cuts off) is not
+//!   touched; a damaged one is copied into `damaged/` before it is replaced.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -411,6 +413,8 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
     }
     // IDs a listed segment holds (one put back, or salvaged) are not lost.
     report.lost = subtract(&merged(lost), &merged(held));
+    // The write-ahead log last, against the catalog committed above.
+    super::wal_repair::repair_wal(dir, &mut report)?;
     Ok(report)
 }
 
@@ -709,7 +713,7 @@ fn check_segment(path: &Path) -> std::result::Result<Checked, String> {
 
 /// Moves `path` into `dir/damaged/` (same name, with a numeric suffix if taken); returns the
 /// new path. A rename within the database: never a copy, never a deletion.
-fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
+pub(super) fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
     let damaged = dir.join(DAMAGED_DIR);
     std::fs::create_dir_all(&damaged).map_err(|e| StoreError::io("create", &damaged, e))?;
     let name = path

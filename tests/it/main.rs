@@ -65,6 +65,7 @@ mod store_memory;
 mod store_roundtrip;
 mod store_sink;
 mod summarize_order;
+mod wal_damage;
 mod wal_recovery;
 mod zeek_json_reader;
 mod zeek_json_typed;
