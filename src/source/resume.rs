@@ -303,6 +303,7 @@ impl Marker {
             pos,
             done,
             raw: if compressed && done { self.file.len } else { 0 },
+            header: String::new(),
         }
     }
 

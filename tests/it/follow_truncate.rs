@@ -7,10 +7,15 @@
 
 use crate::common;
 
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 use common::cli::{export_json, run, s, text};
 use common::conn_log::{self, check_event, numbers, row};
+use common::follow::{append, count, follow, log_header, stop, streams, CATCH_UP};
 
 /// The events of the archive (their numbers), each checked for its values.
 fn events(db: &Path) -> Vec<u64> {
@@ -54,4 +59,190 @@ fn batch_import_waits_for_an_unterminated_last_line() {
     // Read whole now: the next run skips it.
     let err = import(&db, &file);
     assert!(err.contains("imported whole before; skipped"), "{err}");
+}
+
+/// Uids of log `k` start at `k * STRIDE`.
+const STRIDE: u64 = 1_000_000;
+
+/// Rows `range` of log `k`.
+fn rows(k: u64, range: std::ops::Range<u64>) -> String {
+    range.map(|i| row(k * STRIDE + i)).collect()
+}
+
+/// Waits until the archive holds `n` events; fails at once if `child` exited (with its
+/// stderr), and after [`CATCH_UP`] otherwise.
+fn wait_running(db: &Path, n: u64, child: &mut Child) {
+    let t0 = Instant::now();
+    loop {
+        let got = count(db);
+        if got >= n {
+            assert_eq!(count(db), n, "more events than written");
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("weir import --follow exited ({status}) with {got} of {n} events: {err}");
+        }
+        assert!(
+            t0.elapsed() < CATCH_UP,
+            "timed out waiting for {n} events: {got} after {CATCH_UP:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Checks that log `name_k` holds exactly rows `0..n` of log `k`, in order, for each `(k, n)`.
+fn check(db: &Path, expected: &[(u64, u64)]) {
+    let got = streams(db);
+    let want: BTreeMap<String, Vec<u64>> = expected
+        .iter()
+        .map(|&(k, n)| (format!("f{k}"), (0..n).map(|i| k * STRIDE + i).collect()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Copies `path` aside (as logrotate's `copytruncate` does) and truncates it to 0.
+fn copy_truncate(path: &Path, to: &Path) {
+    std::fs::copy(path, to).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+}
+
+/// Two followed logs; `f0.log` is copied aside and truncated, and Zeek writes on into it
+/// (rows without a header): they are read with the header it had, under `--on-error fail`
+/// (the default) and `skip`, and `f1.log` flows on all along.
+#[test]
+fn copy_and_truncate_keeps_the_header_under_fail_and_skip() {
+    for on_error in ["fail", "skip"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let logs = tmp.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        let db = tmp.path().join("db");
+        let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+        append(&a, &(log_header("f0") + &rows(0, 0..10)));
+        append(&b, &(log_header("f1") + &rows(1, 0..10)));
+        let pattern = format!("{}/*.log", s(&logs));
+        let mut child = follow(&db, &[&pattern], &["--on-error", on_error]);
+        wait_running(&db, 20, &mut child);
+        copy_truncate(&a, &logs.join("f0.log.1"));
+        append(&a, &rows(0, 10..20));
+        append(&b, &rows(1, 10..20));
+        wait_running(&db, 40, &mut child);
+        append(&a, &rows(0, 20..25));
+        append(&b, &rows(1, 20..25));
+        wait_running(&db, 50, &mut child);
+        let err = stop(child);
+        assert!(!err.contains("header"), "{on_error}: {err}");
+        check(&db, &[(0, 25), (1, 25)]);
+    }
+}
+
+/// Copy-and-truncate while weir runs, then a restart; and while weir is down: the rows after
+/// each truncation are read with the header the file had, once each.
+#[test]
+fn copy_and_truncate_across_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 20, &mut child);
+    copy_truncate(&a, &logs.join("f0.log.1"));
+    append(&a, &rows(0, 10..20));
+    wait_running(&db, 30, &mut child);
+    stop(child);
+    // Rows written while weir is down, after the truncation it saw.
+    append(&a, &rows(0, 20..30));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 40, &mut child);
+    stop(child);
+    // A truncation while weir is down.
+    copy_truncate(&a, &logs.join("f0.log.2"));
+    append(&a, &rows(0, 30..40));
+    append(&b, &rows(1, 10..15));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 55, &mut child);
+    append(&a, &rows(0, 40..45));
+    wait_running(&db, 60, &mut child);
+    let err = stop(child);
+    assert!(!err.contains("header"), "{err}");
+    check(&db, &[(0, 45), (1, 15)]);
+}
+
+/// A writer without `O_APPEND` writes on at its old offset after copy-and-truncate, leaving a
+/// hole of NUL bytes before its new rows, twice: the holes are skipped with a warning, the
+/// rows read with the file's header, once each, and the other log flows on.
+#[test]
+fn nul_holes_of_a_writer_without_o_append_are_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    // Zeek's writer: its own offset, no O_APPEND.
+    let mut w = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&a)
+        .unwrap();
+    w.write_all((log_header("f0") + &rows(0, 0..10)).as_bytes())
+        .unwrap();
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 20, &mut child);
+    copy_truncate(&a, &logs.join("f0.log.1"));
+    w.write_all(rows(0, 10..20).as_bytes()).unwrap();
+    append(&b, &rows(1, 10..20));
+    wait_running(&db, 40, &mut child);
+    copy_truncate(&a, &logs.join("f0.log.2"));
+    w.write_all(rows(0, 20..30).as_bytes()).unwrap();
+    wait_running(&db, 50, &mut child);
+    let err = stop(child);
+    assert!(err.contains("NUL bytes"), "{err}");
+    check(&db, &[(0, 30), (1, 20)]);
+}
+
+/// Under `--on-error fail`, a bad line stops its own file only: the error is reported, the
+/// other log flows on, the process exits 0 at SIGTERM, and a restart does not fail on it.
+#[test]
+fn an_error_stops_only_its_own_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 20, &mut child);
+    append(&a, &("not\ta\trow\n".to_string() + &rows(0, 10..20)));
+    append(&b, &rows(1, 10..20));
+    wait_running(&db, 30, &mut child);
+    let err = stop(child);
+    assert!(
+        err.contains("f0.log") && err.contains("tried again"),
+        "{err}"
+    );
+    let mut child = follow(&db, &[&pattern], &[]);
+    append(&b, &rows(1, 20..30));
+    wait_running(&db, 40, &mut child);
+    stop(child);
+    check(&db, &[(0, 10), (1, 30)]);
 }

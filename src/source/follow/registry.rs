@@ -109,6 +109,35 @@ impl Registry {
         best
     }
 
+    /// The header recorded in the checkpoints of `path` (see
+    /// [`crate::checkpoint::FileCheckpoint::header`]), or else in those of a file whose name
+    /// starts `path`'s file name (`conn.log` for its copy `conn.log.1`, the longest such name
+    /// first): of those with device and inode `key` first, then of those not read to their
+    /// end, then of the furthest.
+    pub fn header_for(&self, path: &str, key: (u64, u64)) -> Option<&str> {
+        let name = |p: &str| {
+            std::path::Path::new(p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let mine = name(path);
+        self.by_fp
+            .values()
+            .filter(|k| !k.cp.header.is_empty())
+            .filter_map(|k| {
+                let theirs = name(&k.cp.path);
+                let related =
+                    k.cp.path == path || (!theirs.is_empty() && mine.starts_with(&theirs));
+                related.then_some((k, k.cp.path == path, theirs.len()))
+            })
+            .max_by_key(|(k, exact, len)| {
+                let same = (k.cp.id.dev, k.cp.id.ino) == key;
+                (*exact, same, *len, !k.cp.done, k.cp.pos, k.cp.id)
+            })
+            .map(|(k, ..)| k.cp.header.as_str())
+    }
+
     /// The checkpoints not read to their end whose identity no file has claimed.
     pub fn unclaimed_open(&self) -> Vec<FileCheckpoint> {
         let mut out: Vec<FileCheckpoint> = self
@@ -140,6 +169,7 @@ mod tests {
             pos: Position { offset, skip: 0 },
             done: false,
             raw: 0,
+            header: String::new(),
         }
     }
 
@@ -148,6 +178,7 @@ mod tests {
             raw: text.to_vec(),
             text: text.to_vec(),
             compression: Compression::None,
+            hole: 0,
         }
     }
 
