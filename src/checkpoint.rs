@@ -113,7 +113,8 @@ pub struct FileCheckpoint {
     /// its `#separator` line through its `#types` line, as the file has it or as it was
     /// inherited; see [`crate::source::follow`]), so that after copy-and-truncate, which
     /// leaves rows without a header, the file is read on with it, also after a restart. Empty
-    /// for other files and in checkpoints written before it was recorded.
+    /// for other files, for files read to their end (`done`), and in checkpoints written
+    /// before it was recorded.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub header: String,
 }

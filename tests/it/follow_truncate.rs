@@ -3,6 +3,12 @@
 //! rotation (the rows after the truncation keep the header the file was read with, also
 //! across restarts), NUL holes left by writers without `O_APPEND`, and errors kept to the
 //! file they happen in (see `src/source/follow/mod.rs` and `src/source/resume.rs`).
+//!
+//! **Kill loop.** [`follow_kill_loop_with_copy_truncate_and_holes`] kills a followed import
+//! at random moments while logs are appended to, rotated by rename, and copied and truncated
+//! (under writers with and without `O_APPEND`), [`KILLS`] times by default;
+//! `WEIR_TRUNC_KILLS=N` runs N kills (at least 200 in the long mode) and `WEIR_TRUNC_SEED`
+//! replays a run.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use crate::common;
@@ -16,6 +22,7 @@ use std::time::{Duration, Instant};
 use common::cli::{export_json, run, s, text};
 use common::conn_log::{self, check_event, numbers, row};
 use common::follow::{append, count, follow, log_header, stop, streams, CATCH_UP};
+use common::rng::Rng;
 
 /// The events of the archive (their numbers), each checked for its values.
 fn events(db: &Path) -> Vec<u64> {
@@ -89,10 +96,17 @@ fn wait_running(db: &Path, n: u64, child: &mut Child) {
                 .unwrap();
             panic!("weir import --follow exited ({status}) with {got} of {n} events: {err}");
         }
-        assert!(
-            t0.elapsed() < CATCH_UP,
-            "timed out waiting for {n} events: {got} after {CATCH_UP:?}"
-        );
+        if t0.elapsed() > CATCH_UP {
+            child.kill().unwrap();
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("timed out waiting for {n} events: {got} after {CATCH_UP:?}: {err}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -245,4 +259,149 @@ fn an_error_stops_only_its_own_file() {
     wait_running(&db, 40, &mut child);
     stop(child);
     check(&db, &[(0, 10), (1, 30)]);
+}
+
+/// Kills in the loop by default (CI); `WEIR_TRUNC_KILLS` overrides it (at least 200 in the
+/// long mode: `WEIR_TRUNC_KILLS=200 cargo test --release --test it follow_truncate::follow_kill_loop`).
+const KILLS: u64 = 25;
+
+/// The logs of the kill loop: `f0.log` rotated by rename, `f1.log` copied and truncated under
+/// a writer without `O_APPEND` (holes), `f2.log` copied and truncated under an appending
+/// writer. Rotated files and copies stay where the pattern matches them.
+struct Writers {
+    logs: std::path::PathBuf,
+    written: [u64; 3],
+    /// The writer of `f1.log`, with its own offset.
+    holed: std::fs::File,
+    /// Rows in the current generation of each file (since its creation or truncation).
+    fresh: [u64; 3],
+    turn: u64,
+}
+
+impl Writers {
+    fn new(logs: &Path) -> Writers {
+        let mut w = Writers {
+            logs: logs.to_path_buf(),
+            written: [0; 3],
+            holed: std::fs::File::create(logs.join("f1.log")).unwrap(),
+            fresh: [0; 3],
+            turn: 0,
+        };
+        for k in 0..3u64 {
+            w.write(k, &log_header(&format!("f{k}")));
+            w.rows(k, 5);
+        }
+        w
+    }
+
+    fn path(&self, k: u64) -> std::path::PathBuf {
+        self.logs.join(format!("f{k}.log"))
+    }
+
+    fn write(&mut self, k: u64, text: &str) {
+        match k {
+            1 => self.holed.write_all(text.as_bytes()).unwrap(),
+            _ => append(&self.path(k), text),
+        }
+    }
+
+    fn rows(&mut self, k: u64, n: u64) {
+        let w = self.written[k as usize];
+        self.write(k, &rows(k, w..w + n));
+        self.written[k as usize] += n;
+        self.fresh[k as usize] += n;
+    }
+
+    /// One random step: rows, or a rotation of a file that has rows since its last one.
+    fn step(&mut self, rng: &mut Rng) {
+        let k = rng.below(3);
+        self.turn += 1;
+        let rotate = rng.below(16) == 0 && self.fresh[k as usize] > 0;
+        if rotate {
+            let aside = self.logs.join(format!("f{k}.log.{}", self.turn));
+            if k == 0 {
+                std::fs::rename(self.path(k), &aside).unwrap();
+                self.write(k, &log_header("f0"));
+            } else {
+                copy_truncate(&self.path(k), &aside);
+            }
+            self.fresh[k as usize] = 0;
+        }
+        self.rows(k, 1 + rng.below(20));
+    }
+
+    fn total(&self) -> u64 {
+        self.written.iter().sum()
+    }
+}
+
+/// Each log's events, sorted (copies and the truncated file may interleave): each at most
+/// once, and none that was not written; with `all`, exactly those written.
+fn check_once(db: &Path, written: &[u64; 3], all: bool, seed: u64) {
+    let got = streams(db);
+    for k in 0..3u64 {
+        let mut uids = got.get(&format!("f{k}")).cloned().unwrap_or_default();
+        uids.sort_unstable();
+        let n = uids.len();
+        uids.dedup();
+        assert_eq!(uids.len(), n, "f{k}: events twice (seed {seed})");
+        let want: Vec<u64> = (0..written[k as usize]).map(|i| k * STRIDE + i).collect();
+        if all {
+            assert_eq!(uids, want, "f{k}: not every event once (seed {seed})");
+        } else {
+            assert!(
+                uids.iter().all(|u| want.binary_search(u).is_ok()),
+                "f{k}: events never written (seed {seed})"
+            );
+        }
+    }
+}
+
+/// `kill -9` at random moments while the writers append, rotate by rename, copy and truncate
+/// (with and without `O_APPEND`, so with NUL holes), also while weir is down; after the last
+/// run, every written event is in the archive exactly once.
+#[test]
+fn follow_kill_loop_with_copy_truncate_and_holes() {
+    let kills: u64 = std::env::var("WEIR_TRUNC_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(KILLS);
+    let mut rng = Rng::from_env("WEIR_TRUNC_SEED");
+    let seed = rng.0;
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let pattern = format!("{}/*", s(&logs));
+    let args = [
+        "--batch-size",
+        "7",
+        "--batch-timeout",
+        "20ms",
+        "--max-segment-size",
+        "256KiB",
+    ];
+    let mut w = Writers::new(&logs);
+    // The first run reads every header before anything is truncated.
+    let mut child = follow(&db, &[&pattern], &args);
+    wait_running(&db, w.total(), &mut child);
+    for _ in 0..kills {
+        for _ in 0..rng.below(30) {
+            w.step(&mut rng);
+            std::thread::sleep(Duration::from_millis(rng.below(20)));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        check_once(&db, &w.written, false, seed);
+        // Steps while weir is down.
+        for _ in 0..rng.below(4) {
+            w.step(&mut rng);
+        }
+        child = follow(&db, &[&pattern], &args);
+    }
+    wait_running(&db, w.total(), &mut child);
+    let err = stop(child);
+    assert!(!err.contains("tried again"), "seed {seed}: {err}");
+    check_once(&db, &w.written, true, seed);
+    eprintln!("{kills} kills, {} events (seed {seed})", w.total());
 }

@@ -179,9 +179,11 @@ impl Tracked {
                 Some(i) if done => i.raw_done,
                 _ => 0,
             },
+            // A file read to its end is not read on with it: not recorded (they add up).
             header: self
                 .header
                 .as_deref()
+                .filter(|_| !done)
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .unwrap_or_default()
                 .to_string(),

@@ -29,7 +29,9 @@
 //!   `#`, not `{`) is read with the header it had: its identity's, as recorded in its
 //!   checkpoint ([`FileCheckpoint::header`]: every checkpoint records the header block its
 //!   lines are read with), else that of the file given up as truncated at its path in this
-//!   run, else the one the checkpoints of its path recorded (truncated while weir was down).
+//!   run, else the one the checkpoints of its path recorded (truncated while weir was down),
+//!   else that of a file of the same log name (its file name up to the first dot: `conn`
+//!   for `conn.log` and its copy `conn.log.1`).
 //! - **Holes.** A writer without `O_APPEND` writes on at its old offset after a truncation:
 //!   NUL bytes before its new rows. They are not content (the identity is taken after them,
 //!   see [`crate::source::identity`]); NUL bytes where a line starts are skipped, with one
@@ -600,9 +602,10 @@ impl Follower {
 
     /// The header a file without header lines of its own is read with: its identity's, as its
     /// checkpoint recorded it; else that of the file given up as truncated at its path in this
-    /// run; else the one recorded in the checkpoints of its path (truncated while weir was
-    /// down), those of the same device and inode first. Empty if there is none: its first
-    /// line is then an error of that file (see [`Follower::fail`]).
+    /// run; else the one recorded in the checkpoints of its path or of a file of the same log
+    /// name (truncated while weir was down, or a copy; see [`Registry::header_for`]). Empty
+    /// if there is none: its first line is then an error of that file (see
+    /// [`Follower::fail`]).
     fn inherited_header(
         &self,
         fp: &registry::Fp,

@@ -110,32 +110,32 @@ impl Registry {
     }
 
     /// The header recorded in the checkpoints of `path` (see
-    /// [`crate::checkpoint::FileCheckpoint::header`]), or else in those of a file whose name
-    /// starts `path`'s file name (`conn.log` for its copy `conn.log.1`, the longest such name
-    /// first): of those with device and inode `key` first, then of those not read to their
-    /// end, then of the furthest.
+    /// [`crate::checkpoint::FileCheckpoint::header`]), or else in those of a file of the same
+    /// log name: its file name up to the first dot, as Zeek and rotation tools name logs
+    /// (`conn` for `conn.log`, its copy `conn.log.1`, `conn.08:00:00-09:00:00.log.gz`). Of
+    /// those, the ones with device and inode `key` first, then those not read to their end,
+    /// then the furthest.
     pub fn header_for(&self, path: &str, key: (u64, u64)) -> Option<&str> {
-        let name = |p: &str| {
-            std::path::Path::new(p)
+        let stem = |p: &str| {
+            let name = std::path::Path::new(p)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
+                .unwrap_or_default();
+            match name.split_once('.') {
+                Some((stem, _)) => stem.to_string(),
+                None => name,
+            }
         };
-        let mine = name(path);
+        let mine = stem(path);
         self.by_fp
             .values()
             .filter(|k| !k.cp.header.is_empty())
-            .filter_map(|k| {
-                let theirs = name(&k.cp.path);
-                let related =
-                    k.cp.path == path || (!theirs.is_empty() && mine.starts_with(&theirs));
-                related.then_some((k, k.cp.path == path, theirs.len()))
-            })
-            .max_by_key(|(k, exact, len)| {
+            .filter(|k| k.cp.path == path || (!mine.is_empty() && stem(&k.cp.path) == mine))
+            .max_by_key(|k| {
                 let same = (k.cp.id.dev, k.cp.id.ino) == key;
-                (*exact, same, *len, !k.cp.done, k.cp.pos, k.cp.id)
+                (k.cp.path == path, same, !k.cp.done, k.cp.pos, k.cp.id)
             })
-            .map(|(k, ..)| k.cp.header.as_str())
+            .map(|k| k.cp.header.as_str())
     }
 
     /// The checkpoints not read to their end whose identity no file has claimed.
