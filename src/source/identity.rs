@@ -212,6 +212,30 @@ mod tests {
         assert_eq!(fingerprint_len(&text, false), Some(cap));
     }
 
+    /// NUL bytes at the start (a hole) are not content: the fingerprint is taken after them,
+    /// so two holed files with different first rows differ, and a holed file is the file
+    /// without its hole.
+    #[test]
+    fn a_hole_is_not_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = |name: &str, hole: usize, text: &[u8]| {
+            let path = dir.path().join(name);
+            let mut bytes = vec![0u8; hole];
+            bytes.extend_from_slice(text);
+            std::fs::write(&path, bytes).unwrap();
+            read_head(&File::open(&path).unwrap(), Compression::Auto).unwrap()
+        };
+        let plain = head("a", 0, b"row one\nrow two\n");
+        let holed = head("b", 70_000, b"row one\nrow two\n");
+        let other = head("c", 70_000, b"row six\nrow two\n");
+        assert_eq!(holed.hole, 70_000);
+        assert_eq!(holed.compression, Compression::None);
+        assert!(holed.fingerprint().is_some());
+        assert_eq!(holed.fingerprint(), plain.fingerprint());
+        assert_ne!(holed.fingerprint(), other.fingerprint());
+        assert_eq!(head("d", 5, b"").hole, 5);
+    }
+
     /// A gzip file is known by its text: its fingerprint is the plain file's.
     #[test]
     fn compressed_and_plain_share_a_fingerprint() {

@@ -405,3 +405,38 @@ fn follow_kill_loop_with_copy_truncate_and_holes() {
     check_once(&db, &w.written, true, seed);
     eprintln!("{kills} kills, {} events (seed {seed})", w.total());
 }
+
+/// A file truncated to 0, seen empty, then written again from its start with the same header
+/// and first row (a look-alike of what it held): read again from its start, not on from the
+/// old position in the middle of a line.
+#[test]
+fn a_file_rewritten_with_the_same_first_row_is_read_from_its_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let a = logs.join("f0.log");
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 10, &mut child);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    append(
+        &a,
+        &(log_header("f0") + &rows(0, 0..1) + &rows(0, 100..150)),
+    );
+    wait_running(&db, 61, &mut child);
+    let err = stop(child);
+    assert!(err.contains("read again from its start"), "{err}");
+    let mut want: Vec<u64> = (0..10).chain(0..1).chain(100..150).collect();
+    want.sort_unstable();
+    let mut got = streams(&db).remove("f0").unwrap();
+    got.sort_unstable();
+    assert_eq!(got, want);
+}

@@ -23,7 +23,9 @@
 //!   bytes changed (compared after every read, so that bytes read from a rewrite that came
 //!   between a check and the read are dropped, not taken as the old file's); its old
 //!   identity keeps its position (so the copy, if a pattern matches it, is read on from
-//!   there) and the file is read again as a new one once trusted.
+//!   there) and the file is read again as a new one once trusted; if the same inode then
+//!   shows the same identity again (rewritten from its start with the same first lines), it
+//!   is read from its start, with a warning, not on from the old position.
 //! - **The header stays** after copy-and-truncate: Zeek writes a log's header once, so the
 //!   truncated file holds rows without one. A file whose text starts with a data line (not
 //!   `#`, not `{`) is read with the header it had: its identity's, as recorded in its
@@ -219,6 +221,9 @@ struct Follower {
     /// The header block of each file given up as truncated, by path: a file without header
     /// lines of its own found there next inherits it (see [`Follower::inherited_header`]).
     inherit: HashMap<PathBuf, Vec<u8>>,
+    /// The identity each file given up as truncated had, by device and inode: found again
+    /// there, it is the file rewritten from its start (see [`Follower::look_at`]).
+    truncated: HashMap<(u64, u64), registry::Fp>,
     /// Time spent waiting for the channel to admit batches (backpressure), since last taken.
     blocked: Duration,
     /// Descriptors held at most (see [`MAX_OPEN`]).
@@ -252,6 +257,7 @@ impl Follower {
             reported: HashSet::new(),
             retry: HashMap::new(),
             inherit: HashMap::new(),
+            truncated: HashMap::new(),
             blocked: Duration::ZERO,
             max_open: max_open(),
             opened: 0,
@@ -483,7 +489,17 @@ impl Follower {
                     if cp.path != name {
                         tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
                     }
-                    (fp, Some(cp.pos))
+                    if !compressed && self.truncated.get(&key) == Some(&fp) {
+                        // Seen shorter than its position, in the same inode: rewritten from
+                        // its start with the same first lines, not the file read before.
+                        self.truncated.remove(&key);
+                        self.warn(format!(
+                            "{name}: truncated, then written again with the same first lines as before; read again from its start"
+                        ));
+                        (fp, None)
+                    } else {
+                        (fp, Some(cp.pos))
+                    }
                 }
             }
             // `--from-end`: a file present at the first scan starts at its last complete line
@@ -826,6 +842,9 @@ impl Follower {
         tracing::info!(file = %f.name, "followed file truncated; reading it again as a new file");
         if let Some(h) = f.header.clone().filter(|h| !h.is_empty()) {
             self.inherit.insert(f.path.clone(), h);
+        }
+        if f.inflating.is_none() {
+            self.truncated.insert(f.key, f.fp);
         }
         let cp = f.checkpoint(f.resume_position(), false);
         self.registry.release(&f.fp, cp);

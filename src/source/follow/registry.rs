@@ -197,6 +197,34 @@ mod tests {
         assert_eq!(r.unclaimed_open().len(), 3);
     }
 
+    /// The header for a file without one: its path's, those of its device and inode first;
+    /// else one of a file of the same log name (a copy); never another log's.
+    #[test]
+    fn headers_by_path_then_log_name() {
+        let with = |path: &str, ino: u64, crc: u32, header: &str| {
+            let mut c = cp(b"x\n", 2, 2);
+            c.path = path.into();
+            c.id.ino = ino;
+            c.id.fp_crc = crc;
+            c.header = header.into();
+            c
+        };
+        let r = Registry::new(vec![
+            with("/l/conn.log", 1, 1, "#a\n"),
+            with("/l/conn.log", 2, 2, "#b\n"),
+            with("/old/conn.log.1", 3, 3, "#c\n"),
+            with("/l/dns.log", 4, 4, "#d\n"),
+        ]);
+        assert_eq!(r.header_for("/l/conn.log", (1, 2)), Some("#b\n"));
+        assert_eq!(r.header_for("/l/conn.log", (1, 1)), Some("#a\n"));
+        assert!(matches!(
+            r.header_for("/l/conn.log.7", (1, 9)),
+            Some("#a\n" | "#b\n" | "#c\n")
+        ));
+        assert_eq!(r.header_for("/l/http.log", (1, 9)), None);
+        assert_eq!(r.header_for("/x/dns.log.gz", (1, 9)), Some("#d\n"));
+    }
+
     /// Two checkpoints of one identity (the file under two inodes): the furthest wins.
     #[test]
     fn the_furthest_checkpoint_of_an_identity_wins() {
