@@ -44,28 +44,32 @@ fn import(db: &Path, file: &Path) -> String {
 
 /// A batch import of a file whose last line is being written: that line is not stored cut
 /// but left for later with a warning; once the writer finished it (and wrote 49 more), a
-/// rerun imports it and the rest, each event once.
+/// rerun imports it and the rest, each event once. A small file (the sequential parser) and
+/// one of more than 1 MiB (the parallel one).
 #[test]
 fn batch_import_waits_for_an_unterminated_last_line() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("conn.log");
-    let db = tmp.path().join("db");
-    let last = row(10);
-    let cut = last.len() - 9;
-    std::fs::write(&file, conn_log::log(0..10) + &last[..cut]).unwrap();
-    let err = import(&db, &file);
-    assert!(err.contains("has no newline yet"), "{err}");
-    assert_eq!(events(&db), (0..10).collect::<Vec<_>>());
-    common::follow::append(
-        &file,
-        &(last[cut..].to_string() + &conn_log::log(11..60)[conn_log::header().len()..]),
-    );
-    let err = import(&db, &file);
-    assert!(!err.contains("has no newline yet"), "{err}");
-    assert_eq!(events(&db), (0..60).collect::<Vec<_>>());
-    // Read whole now: the next run skips it.
-    let err = import(&db, &file);
-    assert!(err.contains("imported whole before; skipped"), "{err}");
+    for n in [10, 12_000] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("conn.log");
+        let db = tmp.path().join("db");
+        let last = row(n);
+        let cut = last.len() - 9;
+        std::fs::write(&file, conn_log::log(0..n) + &last[..cut]).unwrap();
+        let err = import(&db, &file);
+        assert!(err.contains("has no newline yet"), "{n}: {err}");
+        assert_eq!(events(&db), (0..n).collect::<Vec<_>>());
+        let rest = conn_log::log(n + 1..n + 50);
+        append(
+            &file,
+            &(last[cut..].to_string() + &rest[conn_log::header().len()..]),
+        );
+        let err = import(&db, &file);
+        assert!(!err.contains("has no newline yet"), "{n}: {err}");
+        assert_eq!(events(&db), (0..n + 50).collect::<Vec<_>>());
+        // Read whole now: the next run skips it.
+        let err = import(&db, &file);
+        assert!(err.contains("imported whole before; skipped"), "{n}: {err}");
+    }
 }
 
 /// Uids of log `k` start at `k * STRIDE`.
