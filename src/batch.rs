@@ -1071,6 +1071,7 @@ mod tests {
                 },
                 done: false,
                 raw: 0,
+                header: String::new(),
             },
         };
         let mut a = batch(&[1, 2]);

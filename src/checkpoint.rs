@@ -109,6 +109,14 @@ pub struct FileCheckpoint {
     /// recorded (a compressed file marked done then is taken as finished for good).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raw: u64,
+    /// For a followed Zeek TSV file: the header block its lines at `pos` are read with (from
+    /// its `#separator` line through its `#types` line, as the file has it or as it was
+    /// inherited; see [`crate::source::follow`]), so that after copy-and-truncate, which
+    /// leaves rows without a header, the file is read on with it, also after a restart. Empty
+    /// for other files, for files read to their end (`done`), and in checkpoints written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub header: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -285,6 +293,7 @@ mod tests {
             pos: Position { offset, skip: 0 },
             done: false,
             raw: 0,
+            header: String::new(),
         }
     }
 

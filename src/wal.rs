@@ -26,6 +26,7 @@
 //!                                          | offset u64 | skip u64 | done u8
 //!                                          | flags bit 4 set: raw u64 (compressed length)
 //!                                          | path (u32 length + UTF-8)
+//!                                          | count bit 31 set: header (u32 length + UTF-8)
 //!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
 //!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
 //!                       and with bit 2:    codec u8 | stored_len u32 | raw_size u32
@@ -47,6 +48,13 @@
 //! Bit 4 (since checkpoints record a compressed file's `raw` length,
 //! [`crate::checkpoint::FileCheckpoint::raw`]): written with every record that has bit 3.
 //! Records without it read with `raw` 0, as before.
+//!
+//! Bit 31 of the checkpoint count (since followed files keep their Zeek header across
+//! copy-and-truncate, [`crate::checkpoint::FileCheckpoint::header`]): each checkpoint ends
+//! with its header block; written with every non-empty list, in records and in segments'
+//! checkpoints alike. A
+//! count without it (written before) reads with empty headers; a weir that predates it
+//! refuses the count as too large (damaged) rather than misread it.
 //!
 //! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
 //! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
@@ -508,7 +516,13 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
 /// and 4 in the module docs, `raw` included). Segments of format 8 store their checkpoints
 /// the same way ([`crate::segment`]).
 fn put_checkpoints(out: &mut Vec<u8>, list: &[FileCheckpoint]) {
-    out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+    // An empty list is encoded as before (no checkpoint to hold a header).
+    let flag = if list.is_empty() {
+        0
+    } else {
+        CHECKPOINT_HEADERS
+    };
+    out.extend_from_slice(&(list.len() as u32 | flag).to_le_bytes());
     for m in list {
         out.extend_from_slice(&m.id.dev.to_le_bytes());
         out.extend_from_slice(&m.id.ino.to_le_bytes());
@@ -519,8 +533,13 @@ fn put_checkpoints(out: &mut Vec<u8>, list: &[FileCheckpoint]) {
         out.push(m.done as u8);
         out.extend_from_slice(&m.raw.to_le_bytes());
         put_str(out, &m.path);
+        put_str(out, &m.header);
     }
 }
+
+/// Set in the count of an encoding of checkpoints whose each checkpoint ends with its header
+/// (see the module docs).
+const CHECKPOINT_HEADERS: u32 = 1 << 31;
 
 /// The encoding of `list` as a record with flag bits 3 and 4 holds it (see the module docs).
 pub fn encode_checkpoints(list: &[FileCheckpoint]) -> Vec<u8> {
@@ -531,7 +550,7 @@ pub fn encode_checkpoints(list: &[FileCheckpoint]) -> Vec<u8> {
 
 /// The encoded length of one checkpoint (see [`encode_checkpoints`]).
 pub fn checkpoint_len(c: &FileCheckpoint) -> usize {
-    8 + 8 + 4 + 4 + 8 + 8 + 1 + 8 + 4 + c.path.len()
+    8 + 8 + 4 + 4 + 8 + 8 + 1 + 8 + 4 + c.path.len() + 4 + c.header.len()
 }
 
 /// Decodes what [`encode_checkpoints`] wrote; every byte must be used.
@@ -556,7 +575,9 @@ fn decode_marks(
     rows: usize,
     with_raw: bool,
 ) -> std::result::Result<Vec<Mark>, String> {
-    let n = c.u32()? as usize;
+    let count = c.u32()?;
+    let headers = count & CHECKPOINT_HEADERS != 0;
+    let n = (count & !CHECKPOINT_HEADERS) as usize;
     if n > c.buf.len() {
         return Err(format!("{n} checkpoints cannot fit in the record"));
     }
@@ -579,6 +600,11 @@ fn decode_marks(
         };
         let raw = if with_raw { c.u64()? } else { 0 };
         let path = c.str()?.to_string();
+        let header = if headers {
+            c.str()?.to_string()
+        } else {
+            String::new()
+        };
         out.push(Mark {
             row_start: rows,
             row_end: rows,
@@ -589,6 +615,7 @@ fn decode_marks(
                 pos,
                 done,
                 raw,
+                header,
             },
         });
     }
@@ -1270,6 +1297,7 @@ mod tests {
             pos: Position { offset, skip: 3 },
             done,
             raw: if done { offset / 3 } else { 0 },
+            header: String::new(),
         }
     }
 
@@ -1302,6 +1330,33 @@ mod tests {
         assert_eq!(record("computed", None), given);
         // And the CRC is in it: another one makes another record.
         assert_ne!(record("wrong", Some(0)), given);
+    }
+
+    /// A checkpoint's header is encoded with it; an encoding from before headers were recorded
+    /// (no bit 31 in the count) reads with empty headers.
+    #[test]
+    fn checkpoint_headers_round_trip_and_old_encodings_read() {
+        let mut a = checkpoint(1, 10, false);
+        a.header = "#separator \\x09\n#fields\tts\n#types\ttime\n".to_string();
+        let b = checkpoint(2, 20, true);
+        let list = vec![a.clone(), b.clone()];
+        let bytes = encode_checkpoints(&list);
+        assert_eq!(bytes.len(), 4 + checkpoint_len(&a) + checkpoint_len(&b));
+        assert_eq!(decode_checkpoints(&bytes), Ok(list));
+        assert_eq!(encode_checkpoints(&[]), 0u32.to_le_bytes());
+        // The encoding before: the count without bit 31, no header lengths.
+        let mut old = 1u32.to_le_bytes().to_vec();
+        for n in [7u64, 2] {
+            old.extend_from_slice(&n.to_le_bytes());
+        }
+        old.extend_from_slice(&4096u32.to_le_bytes());
+        old.extend_from_slice(&0xdead_beefu32.to_le_bytes());
+        old.extend_from_slice(&20u64.to_le_bytes());
+        old.extend_from_slice(&3u64.to_le_bytes());
+        old.push(1);
+        old.extend_from_slice(&(20u64 / 3).to_le_bytes());
+        put_str(&mut old, "/logs/f2.log");
+        assert_eq!(decode_checkpoints(&old), Ok(vec![b]));
     }
 
     /// Checkpoints are written in the record of their rows (the last one per file), read

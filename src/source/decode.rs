@@ -170,12 +170,15 @@ async fn decode_input(
             tx: &tx,
             shared: &shared,
         };
+        // A plain file read with checkpoints may still be written: its last line without a
+        // newline waits for the next import (see `crate::source::resume`).
+        let hold = marker.as_ref().is_some_and(Marker::plain);
         let result = if format == Format::ZeekTsv && config.parallel_tsv > 1 && !small {
-            decode_parallel_tsv(&name, reader, options, &config, out, &mut marker).await
+            decode_parallel_tsv(&name, reader, options, &config, out, &mut marker, hold).await
         } else {
             let max_partial = options.max_line_len.saturating_add(2);
             let decoder = (config.decoders)(format, options);
-            decode_sequential(&name, reader, decoder, max_partial, out, &mut marker).await
+            decode_sequential(&name, reader, decoder, max_partial, out, &mut marker, hold).await
         };
         // Rows read before an error or a shutdown are sent, with their positions.
         let end = match result {
@@ -189,9 +192,20 @@ async fn decode_input(
         };
         if let Some(m) = marker.as_mut() {
             let last = match end {
-                Some(len) => {
+                Some((len, 0)) => {
                     tracing::info!(input = %m.name(), "read to its end");
-                    Some(m.finish(len))
+                    Some(m.finish(len, true))
+                }
+                Some((len, held)) => {
+                    let at = m.file_offset(len);
+                    warn(
+                        &shared,
+                        format!(
+                            "{}: the last line (byte {at}, {held} bytes so far) has no newline yet: left for a later import, which reads it once it is complete",
+                            m.name()
+                        ),
+                    );
+                    Some(m.finish(len, false))
                 }
                 None => m.flush(),
             };
@@ -308,8 +322,9 @@ impl Out<'_> {
 
 /// Decodes an input with one decoder on this thread, in runs of whole lines (each read is cut
 /// after its last newline; the rest waits for the next read), so that each run's last batch
-/// ends at a known line start. Returns the length of the text when it was read to its end
-/// (`None` when shutdown cut it short).
+/// ends at a known line start. Returns the length of the text decoded when it was read to its
+/// end (`None` when shutdown cut it short), with the length of its last line when `hold` kept
+/// that line back because it has no newline (0 otherwise).
 async fn decode_sequential(
     name: &str,
     mut reader: BoxReader,
@@ -317,7 +332,8 @@ async fn decode_sequential(
     max_partial: usize,
     out: Out<'_>,
     marker: &mut Option<Marker>,
-) -> Result<Option<u64>, ReadError> {
+    hold: bool,
+) -> Result<Option<(u64, u64)>, ReadError> {
     let shared = out.shared;
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     // Text offset of buf[0], and the line start the rows are counted from.
@@ -325,6 +341,7 @@ async fn decode_sequential(
     let mut line_start = 0u64;
     let mut rows = 0u64;
     let mut ended = true;
+    let held;
     loop {
         if buf.capacity() - buf.len() < READ_SIZE / 4 {
             buf.reserve(READ_SIZE);
@@ -346,9 +363,9 @@ async fn decode_sequential(
         let eof = n == 0;
         let stopped = eof && shared.cancel.is_cancelled();
         // A run of whole lines; at the end, the last line without its newline (unless
-        // shutdown cut the input short: then it is dropped).
+        // shutdown cut the input short: then it is dropped; or it is held back).
         let cut = if eof {
-            if stopped {
+            if stopped || hold {
                 memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1)
             } else {
                 buf.len()
@@ -415,13 +432,14 @@ async fn decode_sequential(
                 );
             }
             ended &= !stopped;
+            held = buf.len() as u64;
             break;
         }
     }
     if let Ok(mut s) = shared.skips.lock() {
         s.merge(&decoder.skip_report());
     }
-    Ok(ended.then_some(at))
+    Ok(ended.then_some((at, held)))
 }
 
 /// Decodes a Zeek TSV input on several threads.
@@ -432,9 +450,11 @@ async fn decode_parallel_tsv(
     config: &SourceConfig,
     out: Out<'_>,
     marker: &mut Option<Marker>,
-) -> Result<Option<u64>, ReadError> {
+    hold: bool,
+) -> Result<Option<(u64, u64)>, ReadError> {
     let shared = out.shared;
     let dropped = Arc::new(AtomicUsize::new(0));
+    let held = Arc::new(AtomicU64::new(0));
     let text = Arc::new(AtomicU64::new(0));
     let mut ended = true;
     let chunks = ChunkIter {
@@ -446,6 +466,7 @@ async fn decode_parallel_tsv(
         tail: Vec::new(),
         done: false,
         dropped: dropped.clone(),
+        hold: hold.then(|| held.clone()),
     };
     let mut par = ParallelTsvReader::new(chunks, options, config.parallel_tsv);
     loop {
@@ -485,7 +506,7 @@ async fn decode_parallel_tsv(
         s.merge(par.skip_report());
     }
     let ended = ended && dropped == 0 && !shared.cancel.is_cancelled();
-    Ok(ended.then(|| text.load(Ordering::Relaxed)))
+    Ok(ended.then(|| (text.load(Ordering::Relaxed), held.load(Ordering::Relaxed))))
 }
 
 /// The decompressed bytes of an input as blocking chunks for [`ParallelTsvReader`]. Each
@@ -503,6 +524,8 @@ struct ChunkIter {
     tail: Vec<u8>,
     done: bool,
     dropped: Arc<AtomicUsize>,
+    /// Hold back a last line without a newline (not handed over); its length goes here.
+    hold: Option<Arc<AtomicU64>>,
 }
 
 impl ChunkIter {
@@ -540,6 +563,12 @@ impl Iterator for ChunkIter {
                 if self.stop.is_cancelled() {
                     self.dropped.fetch_add(buf.len(), Ordering::Relaxed);
                     return None;
+                }
+                if let Some(held) = &self.hold {
+                    if buf.last() != Some(&b'\n') {
+                        held.store(buf.len() as u64, Ordering::Relaxed);
+                        return None;
+                    }
                 }
                 self.text.fetch_add(buf.len() as u64, Ordering::Relaxed);
                 return Some(Ok(buf));

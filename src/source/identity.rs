@@ -26,6 +26,11 @@
 //!   when their fingerprints are equal; a reused inode with new content is a new file, and a
 //!   copy is the same file.
 //!
+//! - **A hole is not content.** A plain file that starts with NUL bytes (a writer without
+//!   `O_APPEND` writes on at its old offset after copy-and-truncate, leaving a hole before
+//!   the new rows) is fingerprinted from its first byte after them ([`Head::hole`]), as if
+//!   they were not there; the follower skips them with a warning.
+//!
 //! A checkpoint matches a file when the file's first (decompressed) bytes reproduce the
 //! checkpoint's fingerprint: at least `fp_len` bytes whose CRC-32 is `fp_crc`
 //! ([`Head::matches`]). Checkpoints written before this rule covered the first 4096 bytes *as
@@ -50,6 +55,11 @@ pub struct Head {
     pub text: Vec<u8>,
     /// How the file is compressed (by its magic bytes, unless the source names one).
     pub compression: Compression,
+    /// NUL bytes at the start of a plain file: a *hole*, as a writer without `O_APPEND`
+    /// leaves after copy-and-truncate (it writes on at its old offset). [`Self::text`] starts
+    /// after them, so the fingerprint is that of the first line written after the hole, and
+    /// files that differ only there are not taken for one another (see the module docs).
+    pub hole: u64,
 }
 
 /// Reads `file`'s head. `compression` is the source's setting: [`Compression::Auto`] decides
@@ -61,7 +71,14 @@ pub fn read_head(file: &File, compression: Compression) -> io::Result<Head> {
         Compression::Auto => Compression::detect(&raw),
         c => c,
     };
+    let mut hole = 0;
     let text = match compression {
+        _ if raw.first() == Some(&0)
+            && !matches!(compression, Compression::Gzip | Compression::Zstd) =>
+        {
+            hole = hole_len(file)?;
+            read_at_most(file, hole, want)?
+        }
         Compression::Gzip | Compression::Zstd => {
             let mut at = 0u64;
             let mut read = |buf: &mut [u8]| -> io::Result<usize> {
@@ -77,7 +94,22 @@ pub fn read_head(file: &File, compression: Compression) -> io::Result<Head> {
         raw,
         text,
         compression,
+        hole,
     })
+}
+
+/// How many NUL bytes `file` starts with.
+fn hole_len(file: &File) -> io::Result<u64> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0u64;
+    loop {
+        let n = read_full(file, at, &mut buf)?;
+        match buf[..n].iter().position(|&b| b != 0) {
+            Some(i) => return Ok(at + i as u64),
+            None if n < buf.len() => return Ok(at + n as u64),
+            None => at += n as u64,
+        }
+    }
 }
 
 impl Head {
@@ -178,6 +210,30 @@ mod tests {
         assert_eq!(fingerprint_len(&text[..cap - 1], false), None);
         assert_eq!(fingerprint_len(&text[..cap], false), Some(cap));
         assert_eq!(fingerprint_len(&text, false), Some(cap));
+    }
+
+    /// NUL bytes at the start (a hole) are not content: the fingerprint is taken after them,
+    /// so two holed files with different first rows differ, and a holed file is the file
+    /// without its hole.
+    #[test]
+    fn a_hole_is_not_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = |name: &str, hole: usize, text: &[u8]| {
+            let path = dir.path().join(name);
+            let mut bytes = vec![0u8; hole];
+            bytes.extend_from_slice(text);
+            std::fs::write(&path, bytes).unwrap();
+            read_head(&File::open(&path).unwrap(), Compression::Auto).unwrap()
+        };
+        let plain = head("a", 0, b"row one\nrow two\n");
+        let holed = head("b", 70_000, b"row one\nrow two\n");
+        let other = head("c", 70_000, b"row six\nrow two\n");
+        assert_eq!(holed.hole, 70_000);
+        assert_eq!(holed.compression, Compression::None);
+        assert!(holed.fingerprint().is_some());
+        assert_eq!(holed.fingerprint(), plain.fingerprint());
+        assert_ne!(holed.fingerprint(), other.fingerprint());
+        assert_eq!(head("d", 5, b"").hole, 5);
     }
 
     /// A gzip file is known by its text: its fingerprint is the plain file's.

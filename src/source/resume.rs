@@ -25,6 +25,15 @@
 //! twice, as before). Inputs that are not regular files (stdin, pipes), files without a fingerprint yet (no
 //! complete data line) and inputs in a binary format carry no checkpoints.
 //!
+//! # A file still being written
+//!
+//! A plain file read with checkpoints may still be written (a Zeek log imported while Zeek
+//! writes it): a last line without its newline is not decoded, as a followed file's is not.
+//! A warning names it; the file's checkpoint ends at the last complete line and is not `done`,
+//! so a later import reads on from there and takes the line once it is complete. (A file that
+//! truly ends without a newline needs one appended; compressed files, which end with their
+//! last complete member, and inputs without checkpoints take their last line as it is.)
+//!
 //! # Reading from a position
 //!
 //! A position is a line start in the decompressed text plus rows to skip after it. The lines
@@ -294,6 +303,7 @@ impl Marker {
             pos,
             done,
             raw: if compressed && done { self.file.len } else { 0 },
+            header: String::new(),
         }
     }
 
@@ -342,15 +352,26 @@ impl Marker {
         self.held.take()
     }
 
-    /// The end of the file, at text offset `text_len`: the batch held back with the file's
-    /// `done` checkpoint, or a rows-free batch carrying it.
-    pub fn finish(&mut self, text_len: u64) -> Batch {
+    /// Whether the file is plain (not compressed): one that may still be written.
+    pub fn plain(&self) -> bool {
+        self.file.compression == Compression::None
+    }
+
+    /// The file offset of text offset `at` (for messages).
+    pub fn file_offset(&self, at: u64) -> u64 {
+        self.offset(at)
+    }
+
+    /// The end of the lines read, at text offset `text_len`: the batch held back with the
+    /// file's checkpoint there, or a rows-free batch carrying it. `done`: the file was read to
+    /// its end (otherwise an unterminated last line after `text_len` waits for a later import).
+    pub fn finish(&mut self, text_len: u64, done: bool) -> Batch {
         let done = self.checkpoint(
             Position {
                 offset: self.offset(text_len),
                 skip: 0,
             },
-            true,
+            done,
         );
         match self.held.take() {
             Some(mut b) => {

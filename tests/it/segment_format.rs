@@ -756,6 +756,7 @@ fn checkpoint(ino: u64, offset: u64) -> weir::checkpoint::FileCheckpoint {
         pos: weir::checkpoint::Position { offset, skip: 0 },
         done: false,
         raw: offset / 3,
+        header: String::new(),
     }
 }
 

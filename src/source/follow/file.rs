@@ -90,6 +90,9 @@ pub(super) struct Tracked {
     pub key: (u64, u64),
     /// Its identity (see [`crate::source::identity`]).
     pub fp: Fp,
+    /// NUL bytes at its start (a hole, see [`crate::source::identity::Head::hole`]): its
+    /// fingerprint covers the text after them.
+    pub hole: u64,
     /// `None` while closed (see the follower's descriptor budget).
     pub file: Option<File>,
     pub inflating: Option<Inflating>,
@@ -104,8 +107,13 @@ pub(super) struct Tracked {
     pub discard: u64,
     /// Text after `pos + discard` not yet a complete line.
     pub partial: Vec<u8>,
+    /// NUL bytes of a hole skipped just before `pos`, not reported yet (reported when the
+    /// hole ends).
+    pub nuls: u64,
     /// The lines of the current header block (from its `#separator`), to rebuild the
-    /// decoder of a closed file; `None` if it grew past [`MAX_HEADER`].
+    /// decoder of a closed file, and recorded in its checkpoints; `None` if it grew past
+    /// [`MAX_HEADER`]. A file without header lines of its own (after copy-and-truncate)
+    /// starts with the header it inherited.
     pub header: Option<Vec<u8>>,
     pub decoder: Option<Box<dyn BatchDecoder>>,
     /// No longer at any matched path: read to its end, then finished.
@@ -143,6 +151,15 @@ impl Tracked {
         }
     }
 
+    /// Where a file given up now is read on from: its position, or, while it is still
+    /// skipping lines already in the archive, the end of those.
+    pub fn resume_position(&self) -> Position {
+        match self.target {
+            Some(t) => t.max(self.position()),
+            None => self.position(),
+        }
+    }
+
     pub fn id(&self) -> FileId {
         FileId {
             dev: self.key.0,
@@ -162,6 +179,14 @@ impl Tracked {
                 Some(i) if done => i.raw_done,
                 _ => 0,
             },
+            // A file read to its end is not read on with it: not recorded (they add up).
+            header: self
+                .header
+                .as_deref()
+                .filter(|_| !done)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .unwrap_or_default()
+                .to_string(),
         }
     }
 

@@ -23,7 +23,27 @@
 //!   bytes changed (compared after every read, so that bytes read from a rewrite that came
 //!   between a check and the read are dropped, not taken as the old file's); its old
 //!   identity keeps its position (so the copy, if a pattern matches it, is read on from
-//!   there) and the file is read again as a new one once trusted.
+//!   there) and the file is read again as a new one once trusted; if the same inode then
+//!   shows the same identity again (rewritten from its start with the same first lines), it
+//!   is read from its start, with a warning, not on from the old position.
+//! - **The header stays** after copy-and-truncate: Zeek writes a log's header once, so the
+//!   truncated file holds rows without one. A file whose text starts with a data line (not
+//!   `#`, not `{`) is read with the header it had: its identity's, as recorded in its
+//!   checkpoint ([`FileCheckpoint::header`]: every checkpoint records the header block its
+//!   lines are read with), else that of the file given up as truncated at its path in this
+//!   run, else the one the checkpoints of its path recorded (truncated while weir was down),
+//!   else that of a file of the same log name (its file name up to the first dot: `conn`
+//!   for `conn.log` and its copy `conn.log.1`).
+//! - **Holes.** A writer without `O_APPEND` writes on at its old offset after a truncation:
+//!   NUL bytes before its new rows. They are not content (the identity is taken after them,
+//!   see [`crate::source::identity`]); NUL bytes where a line starts are skipped, with one
+//!   warning per hole.
+//! - **Errors stay in their file.** An error of one file (a line its decoder refuses under
+//!   `--on-error fail`, a line over the maximum, an unreadable file) is reported once; the
+//!   file stops before the line (its identity released at its position) and is looked at
+//!   again, as at a start, after [`RETRY_FIRST`], doubled at each failure up to
+//!   [`RETRY_MAX`]. The other files and the process go on, and a restart meets the same
+//!   error the same way.
 //! - **Compressed files** (gzip, zstd) are decoded member by member (`file.rs`): only complete
 //!   members or frames are taken; a file that ends inside one is waited for (with a warning
 //!   after [`PARTIAL_WARN_AFTER`]) and never ends the import. A compressed file read through
@@ -80,6 +100,13 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// How long a compressed file may end inside a member before that is reported (it is still
 /// waited for).
 pub const PARTIAL_WARN_AFTER: Duration = Duration::from_secs(60);
+
+/// How long a followed file that failed (see [`Follower::fail`]) waits before it is tried
+/// again, the first time; each further failure doubles the wait, up to [`RETRY_MAX`].
+pub const RETRY_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait before a failed file is tried again.
+pub const RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Bounds of the descriptors held open for followed files: a quarter of the soft
 /// `RLIMIT_NOFILE` (the rest is left to the archive, its segments and the other sources),
@@ -164,6 +191,13 @@ fn max_open() -> usize {
     quarter.clamp(MAX_OPEN.0, MAX_OPEN.1)
 }
 
+/// When a file that failed is tried again.
+struct Retry {
+    at: Instant,
+    /// The wait before `at`, doubled at the next failure.
+    wait: Duration,
+}
+
 /// A file seen in a scan.
 struct Seen {
     path: PathBuf,
@@ -180,8 +214,16 @@ struct Follower {
     /// Files looked at and left alone (not trusted yet, or read to their end), by device
     /// and inode: not looked at again while their size and modification time stay.
     idle: HashMap<(u64, u64), Stat>,
-    /// Scan problems already reported (each once).
+    /// Scan problems and file errors already reported (each once).
     reported: HashSet<String>,
+    /// Files that failed, by device and inode: not looked at until their retry time.
+    retry: HashMap<(u64, u64), Retry>,
+    /// The header block of each file given up as truncated, by path: a file without header
+    /// lines of its own found there next inherits it (see [`Follower::inherited_header`]).
+    inherit: HashMap<PathBuf, Vec<u8>>,
+    /// The identity each file given up as truncated had, by device and inode: found again
+    /// there, it is the file rewritten from its start (see [`Follower::look_at`]).
+    truncated: HashMap<(u64, u64), registry::Fp>,
     /// Time spent waiting for the channel to admit batches (backpressure), since last taken.
     blocked: Duration,
     /// Descriptors held at most (see [`MAX_OPEN`]).
@@ -213,6 +255,9 @@ impl Follower {
             registry: Registry::new(resume),
             idle: HashMap::new(),
             reported: HashSet::new(),
+            retry: HashMap::new(),
+            inherit: HashMap::new(),
+            truncated: HashMap::new(),
             blocked: Duration::ZERO,
             max_open: max_open(),
             opened: 0,
@@ -342,13 +387,20 @@ impl Follower {
             }
         }
         self.idle.retain(|k, _| keys.contains_key(k));
+        self.retry.retain(|k, _| keys.contains_key(k));
         let followed: HashSet<(u64, u64)> = self.files.iter().map(|f| f.key).collect();
+        let now = Instant::now();
         for s in &seen {
             let key = (s.meta.dev(), s.meta.ino());
             if followed.contains(&key) || self.idle.get(&key) == Some(&Stat::of(&s.meta)) {
                 continue;
             }
-            self.look_at(&s.path, &s.meta, false)?;
+            if self.retry.get(&key).is_some_and(|r| now < r.at) {
+                continue;
+            }
+            if let Err(e) = self.look_at(&s.path, &s.meta, false) {
+                self.report_failure(key, &e, 0);
+            }
         }
         // Closed files rotated away cannot be read to their end.
         for f in &mut self.files {
@@ -410,6 +462,9 @@ impl Follower {
                     let f = self.files.remove(i);
                     self.shared.metrics.remove_file(&f.name);
                     tracing::info!(file = %name, was = %f.name, "found a rotated followed file by its content");
+                    if let Some(h) = f.header.filter(|h| !h.is_empty()) {
+                        self.inherit.insert(path.to_path_buf(), h);
+                    }
                     (
                         fp,
                         Some(Position {
@@ -434,7 +489,17 @@ impl Follower {
                     if cp.path != name {
                         tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
                     }
-                    (fp, Some(cp.pos))
+                    if !compressed && self.truncated.get(&key) == Some(&fp) {
+                        // Seen shorter than its position, in the same inode: rewritten from
+                        // its start with the same first lines, not the file read before.
+                        self.truncated.remove(&key);
+                        self.warn(format!(
+                            "{name}: truncated, then written again with the same first lines as before; read again from its start"
+                        ));
+                        (fp, None)
+                    } else {
+                        (fp, Some(cp.pos))
+                    }
                 }
             }
             // `--from-end`: a file present at the first scan starts at its last complete line
@@ -489,6 +554,7 @@ impl Follower {
             pos: start.unwrap_or_default(),
             done: false,
             raw: 0,
+            header: String::new(),
         };
         match self.registry.get_mut(&fp) {
             Some(k) => {
@@ -504,19 +570,33 @@ impl Follower {
         }
         tracing::info!(file = %name, checkpoint = ?start, "following file");
         let target = start.filter(|p| *p != Position::default());
+        // A hole at its start (see `identity`) is not read: it holds no line.
+        let hole = if inflating.is_none() { head.hole } else { 0 };
+        let pos = target.map_or(hole, |t| t.offset.min(hole));
+        if hole > 0 && target.is_none_or(|t| t.offset <= hole) {
+            self.warn(format!(
+                "{name}: starts with {hole} NUL bytes (a hole: a writer without O_APPEND wrote on at its old offset after the file was truncated); skipped"
+            ));
+        }
+        let header = match self.headerless(&head) {
+            true => self.inherited_header(&fp, path, key, &name),
+            false => Vec::new(),
+        };
         self.files.push(Tracked {
             path: path.to_path_buf(),
             name,
             key,
             fp,
+            hole,
             file,
             inflating,
-            pos: 0,
+            pos,
             skip: 0,
             target,
             discard: 0,
             partial: Vec::new(),
-            header: Some(Vec::new()),
+            nuls: 0,
+            header: Some(header),
             decoder: None,
             rotated,
             finished: false,
@@ -526,6 +606,87 @@ impl Follower {
             caught_up: false,
         });
         Ok(())
+    }
+
+    /// Whether a file's text starts with a data line of Zeek TSV, without header lines of its
+    /// own: what copy-and-truncate leaves (Zeek writes the header once).
+    fn headerless(&self, head: &Head) -> bool {
+        let first = head.text.iter().find(|b| !b.is_ascii_whitespace());
+        matches!(self.config.format, Format::Auto | Format::ZeekTsv)
+            && first.is_some_and(|&b| b != b'#' && b != b'{')
+    }
+
+    /// The header a file without header lines of its own is read with: its identity's, as its
+    /// checkpoint recorded it; else that of the file given up as truncated at its path in this
+    /// run; else the one recorded in the checkpoints of its path or of a file of the same log
+    /// name (truncated while weir was down, or a copy; see [`Registry::header_for`]). Empty
+    /// if there is none: its first line is then an error of that file (see
+    /// [`Follower::fail`]).
+    fn inherited_header(
+        &self,
+        fp: &registry::Fp,
+        path: &Path,
+        key: (u64, u64),
+        name: &str,
+    ) -> Vec<u8> {
+        let own = self
+            .registry
+            .get(fp)
+            .map(|k| k.cp.header.as_bytes().to_vec())
+            .filter(|h| !h.is_empty());
+        let header = own
+            .or_else(|| self.inherit.get(path).cloned())
+            .or_else(|| {
+                self.registry
+                    .header_for(name, key)
+                    .map(|h| h.as_bytes().to_vec())
+            })
+            .unwrap_or_default();
+        if !header.is_empty() {
+            tracing::info!(file = %name, "no header lines of its own (copy-and-truncate): read with the header it had before");
+        }
+        header
+    }
+
+    /// Reports a file's error (each distinct one once) and sets when it is tried again.
+    fn report_failure(&mut self, key: (u64, u64), e: &ReadError, at: u64) {
+        let wait = self
+            .retry
+            .get(&key)
+            .map_or(RETRY_FIRST, |r| (r.wait * 2).min(RETRY_MAX));
+        self.retry.insert(
+            key,
+            Retry {
+                at: Instant::now() + wait,
+                wait,
+            },
+        );
+        let text = e.to_string();
+        if self.reported.insert(text.clone()) {
+            self.warn(format!(
+                "{text}; this file stops at byte {at} and is tried again after a pause (up to {} s); the other files go on",
+                RETRY_MAX.as_secs()
+            ));
+        }
+    }
+
+    /// Gives up a file after an error, for now: the error is reported, the lines before it
+    /// are kept (its identity is released at its position) and the file is looked at again,
+    /// as at a start, after a wait that grows with each failure ([`RETRY_FIRST`] to
+    /// [`RETRY_MAX`]). The other files go on.
+    fn fail(&mut self, f: &mut Tracked, e: ReadError) {
+        let pos = f.resume_position();
+        self.report_failure(f.key, &e, pos.offset);
+        if let Some(d) = f.decoder.take() {
+            if let Ok(mut s) = self.shared.skips.lock() {
+                s.merge(&d.skip_report());
+            }
+        }
+        let cp = f.checkpoint(pos, false);
+        self.registry.release(&f.fp, cp);
+        self.idle.remove(&f.key);
+        f.file = None;
+        f.finished = true;
     }
 
     /// After the first scan: the archive's checkpoints that no matching file took, looked for
@@ -612,9 +773,20 @@ impl Follower {
             Some(f) if !f.finished => std::mem::replace(f, placeholder()),
             _ => return Ok(false),
         };
-        let r = self.step_file(&mut f).await;
+        let r = match self.step_file(&mut f).await {
+            Ok(progressed) => {
+                if progressed {
+                    self.retry.remove(&f.key);
+                }
+                progressed
+            }
+            Err(e) => {
+                self.fail(&mut f, e);
+                true
+            }
+        };
         self.files[i] = f;
-        r
+        Ok(r)
     }
 
     /// Reopens a closed file that changed; whether it is open.
@@ -660,7 +832,7 @@ impl Follower {
             return Ok(false);
         }
         let mut head = vec![0u8; f.fp.0 as usize];
-        let n = super::identity::read_full(file, 0, &mut head)?;
+        let n = super::identity::read_full(file, f.hole, &mut head)?;
         Ok(n < head.len() || crc32fast::hash(&head) != f.fp.1)
     }
 
@@ -668,7 +840,13 @@ impl Follower {
     /// it is read on from there); the file is looked at again as a new one at the next scan.
     fn drop_rewritten(&mut self, f: &mut Tracked) -> bool {
         tracing::info!(file = %f.name, "followed file truncated; reading it again as a new file");
-        let cp = f.checkpoint(f.position(), false);
+        if let Some(h) = f.header.clone().filter(|h| !h.is_empty()) {
+            self.inherit.insert(f.path.clone(), h);
+        }
+        if f.inflating.is_none() {
+            self.truncated.insert(f.key, f.fp);
+        }
+        let cp = f.checkpoint(f.resume_position(), false);
         self.registry.release(&f.fp, cp);
         self.idle.remove(&f.key);
         f.finished = true;
@@ -744,8 +922,46 @@ impl Follower {
     }
 
     /// Decodes the complete lines of `f.partial` (all of it with `eof`), handling lines
-    /// already in the archive (before `f.target`) and over-long lines; sends the batches.
+    /// already in the archive (before `f.target`), over-long lines and NUL bytes where a line
+    /// starts (a hole, see [`crate::source::identity`]: skipped, with a warning when it ends);
+    /// sends the batches.
     async fn take_lines(&mut self, f: &mut Tracked, eof: bool) -> Result<(), ReadError> {
+        loop {
+            if f.discard == 0 {
+                let nuls = f
+                    .partial
+                    .iter()
+                    .position(|&b| b != 0)
+                    .unwrap_or(f.partial.len());
+                if nuls > 0 {
+                    f.partial.drain(..nuls);
+                    f.pos += nuls as u64;
+                    f.nuls += nuls as u64;
+                }
+                if f.nuls > 0 && !f.partial.is_empty() {
+                    self.warn(format!(
+                        "{}: skipped {} NUL bytes before byte {} (a hole: a writer without O_APPEND wrote on at its old offset after the file was truncated)",
+                        f.name, f.nuls, f.pos
+                    ));
+                    f.nuls = 0;
+                }
+            }
+            // Lines up to a hole that starts after one of them; the hole is skipped next.
+            let upto = memchr::memmem::find(&f.partial, b"\n\0").map(|i| i + 1);
+            let rest = upto.map(|i| f.partial.split_off(i));
+            let r = self.take_lines_before(f, eof && rest.is_none()).await;
+            if let Some(rest) = rest {
+                f.partial.extend_from_slice(&rest);
+            }
+            r?;
+            if upto.is_none() || self.shared.cancel.is_cancelled() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`Follower::take_lines`] without holes.
+    async fn take_lines_before(&mut self, f: &mut Tracked, eof: bool) -> Result<(), ReadError> {
         // An over-long line being skipped: drop it through its newline.
         if f.discard > 0 {
             match memchr::memchr(b'\n', &f.partial) {
@@ -1031,6 +1247,7 @@ fn placeholder() -> Tracked {
         name: String::new(),
         key: (0, 0),
         fp: (0, 0),
+        hole: 0,
         file: None,
         inflating: None,
         pos: 0,
@@ -1038,6 +1255,7 @@ fn placeholder() -> Tracked {
         target: None,
         discard: 0,
         partial: Vec::new(),
+        nuls: 0,
         header: None,
         decoder: None,
         rotated: false,

@@ -109,6 +109,35 @@ impl Registry {
         best
     }
 
+    /// The header recorded in the checkpoints of `path` (see
+    /// [`crate::checkpoint::FileCheckpoint::header`]), or else in those of a file of the same
+    /// log name: its file name up to the first dot, as Zeek and rotation tools name logs
+    /// (`conn` for `conn.log`, its copy `conn.log.1`, `conn.08:00:00-09:00:00.log.gz`). Of
+    /// those, the ones with device and inode `key` first, then those not read to their end,
+    /// then the furthest.
+    pub fn header_for(&self, path: &str, key: (u64, u64)) -> Option<&str> {
+        let stem = |p: &str| {
+            let name = std::path::Path::new(p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match name.split_once('.') {
+                Some((stem, _)) => stem.to_string(),
+                None => name,
+            }
+        };
+        let mine = stem(path);
+        self.by_fp
+            .values()
+            .filter(|k| !k.cp.header.is_empty())
+            .filter(|k| k.cp.path == path || (!mine.is_empty() && stem(&k.cp.path) == mine))
+            .max_by_key(|k| {
+                let same = (k.cp.id.dev, k.cp.id.ino) == key;
+                (k.cp.path == path, same, !k.cp.done, k.cp.pos, k.cp.id)
+            })
+            .map(|k| k.cp.header.as_str())
+    }
+
     /// The checkpoints not read to their end whose identity no file has claimed.
     pub fn unclaimed_open(&self) -> Vec<FileCheckpoint> {
         let mut out: Vec<FileCheckpoint> = self
@@ -140,6 +169,7 @@ mod tests {
             pos: Position { offset, skip: 0 },
             done: false,
             raw: 0,
+            header: String::new(),
         }
     }
 
@@ -148,6 +178,7 @@ mod tests {
             raw: text.to_vec(),
             text: text.to_vec(),
             compression: Compression::None,
+            hole: 0,
         }
     }
 
@@ -164,6 +195,34 @@ mod tests {
         r.insert(cp(b"other\n", 6, 0));
         assert_eq!(r.find(&head(b"other\nmore\n")).map(|f| f.0), Some(6));
         assert_eq!(r.unclaimed_open().len(), 3);
+    }
+
+    /// The header for a file without one: its path's, those of its device and inode first;
+    /// else one of a file of the same log name (a copy); never another log's.
+    #[test]
+    fn headers_by_path_then_log_name() {
+        let with = |path: &str, ino: u64, crc: u32, header: &str| {
+            let mut c = cp(b"x\n", 2, 2);
+            c.path = path.into();
+            c.id.ino = ino;
+            c.id.fp_crc = crc;
+            c.header = header.into();
+            c
+        };
+        let r = Registry::new(vec![
+            with("/l/conn.log", 1, 1, "#a\n"),
+            with("/l/conn.log", 2, 2, "#b\n"),
+            with("/old/conn.log.1", 3, 3, "#c\n"),
+            with("/l/dns.log", 4, 4, "#d\n"),
+        ]);
+        assert_eq!(r.header_for("/l/conn.log", (1, 2)), Some("#b\n"));
+        assert_eq!(r.header_for("/l/conn.log", (1, 1)), Some("#a\n"));
+        assert!(matches!(
+            r.header_for("/l/conn.log.7", (1, 9)),
+            Some("#a\n" | "#b\n" | "#c\n")
+        ));
+        assert_eq!(r.header_for("/l/http.log", (1, 9)), None);
+        assert_eq!(r.header_for("/x/dns.log.gz", (1, 9)), Some("#d\n"));
     }
 
     /// Two checkpoints of one identity (the file under two inodes): the furthest wins.

@@ -1,0 +1,446 @@
+//! Files that do not only grow: a batch import of a file still being written (its last line
+//! without a newline waits for a later import), and, under `--follow`, copy-and-truncate
+//! rotation (the rows after the truncation keep the header the file was read with, also
+//! across restarts), NUL holes left by writers without `O_APPEND`, and errors kept to the
+//! file they happen in (see `src/source/follow/mod.rs` and `src/source/resume.rs`).
+//!
+//! **Kill loop.** [`follow_kill_loop_with_copy_truncate_and_holes`] kills a followed import
+//! at random moments while logs are appended to, rotated by rename, and copied and truncated
+//! (under writers with and without `O_APPEND`), [`KILLS`] times by default;
+//! `WEIR_TRUNC_KILLS=N` runs N kills (at least 200 in the long mode) and `WEIR_TRUNC_SEED`
+//! replays a run.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use common::cli::{export_json, run, s, text};
+use common::conn_log::{self, check_event, numbers, row};
+use common::follow::{append, count, follow, log_header, stop, streams, CATCH_UP};
+use common::rng::Rng;
+
+/// The events of the archive (their numbers), each checked for its values.
+fn events(db: &Path) -> Vec<u64> {
+    let events = export_json(db);
+    let n = numbers(&events);
+    for (i, e) in n.iter().zip(&events) {
+        check_event(*i, e);
+    }
+    n
+}
+
+/// `weir import` of `file` into `db`; its stderr after checking it exited 0.
+fn import(db: &Path, file: &Path) -> String {
+    let out = run(&["import", "--db", s(db), s(file)]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "weir import failed: {err}");
+    err
+}
+
+/// A batch import of a file whose last line is being written: that line is not stored cut
+/// but left for later with a warning; once the writer finished it (and wrote 49 more), a
+/// rerun imports it and the rest, each event once. A small file (the sequential parser) and
+/// one of more than 1 MiB (the parallel one).
+#[test]
+fn batch_import_waits_for_an_unterminated_last_line() {
+    for n in [10, 12_000] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("conn.log");
+        let db = tmp.path().join("db");
+        let last = row(n);
+        let cut = last.len() - 9;
+        std::fs::write(&file, conn_log::log(0..n) + &last[..cut]).unwrap();
+        let err = import(&db, &file);
+        assert!(err.contains("has no newline yet"), "{n}: {err}");
+        assert_eq!(events(&db), (0..n).collect::<Vec<_>>());
+        let rest = conn_log::log(n + 1..n + 50);
+        append(
+            &file,
+            &(last[cut..].to_string() + &rest[conn_log::header().len()..]),
+        );
+        let err = import(&db, &file);
+        assert!(!err.contains("has no newline yet"), "{n}: {err}");
+        assert_eq!(events(&db), (0..n + 50).collect::<Vec<_>>());
+        // Read whole now: the next run skips it.
+        let err = import(&db, &file);
+        assert!(err.contains("imported whole before; skipped"), "{n}: {err}");
+    }
+}
+
+/// Uids of log `k` start at `k * STRIDE`.
+const STRIDE: u64 = 1_000_000;
+
+/// Rows `range` of log `k`.
+fn rows(k: u64, range: std::ops::Range<u64>) -> String {
+    range.map(|i| row(k * STRIDE + i)).collect()
+}
+
+/// Waits until the archive holds `n` events; fails at once if `child` exited (with its
+/// stderr), and after [`CATCH_UP`] otherwise.
+fn wait_running(db: &Path, n: u64, child: &mut Child) {
+    let t0 = Instant::now();
+    loop {
+        let got = count(db);
+        if got >= n {
+            assert_eq!(count(db), n, "more events than written");
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("weir import --follow exited ({status}) with {got} of {n} events: {err}");
+        }
+        if t0.elapsed() > CATCH_UP {
+            child.kill().unwrap();
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("timed out waiting for {n} events: {got} after {CATCH_UP:?}: {err}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Checks that log `name_k` holds exactly rows `0..n` of log `k`, in order, for each `(k, n)`.
+fn check(db: &Path, expected: &[(u64, u64)]) {
+    let got = streams(db);
+    let want: BTreeMap<String, Vec<u64>> = expected
+        .iter()
+        .map(|&(k, n)| (format!("f{k}"), (0..n).map(|i| k * STRIDE + i).collect()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Copies `path` aside (as logrotate's `copytruncate` does) and truncates it to 0.
+fn copy_truncate(path: &Path, to: &Path) {
+    std::fs::copy(path, to).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+}
+
+/// Two followed logs; `f0.log` is copied aside and truncated, and Zeek writes on into it
+/// (rows without a header): they are read with the header it had, under `--on-error fail`
+/// (the default) and `skip`, and `f1.log` flows on all along.
+#[test]
+fn copy_and_truncate_keeps_the_header_under_fail_and_skip() {
+    for on_error in ["fail", "skip"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let logs = tmp.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        let db = tmp.path().join("db");
+        let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+        append(&a, &(log_header("f0") + &rows(0, 0..10)));
+        append(&b, &(log_header("f1") + &rows(1, 0..10)));
+        let pattern = format!("{}/*.log", s(&logs));
+        let mut child = follow(&db, &[&pattern], &["--on-error", on_error]);
+        wait_running(&db, 20, &mut child);
+        copy_truncate(&a, &logs.join("f0.log.1"));
+        append(&a, &rows(0, 10..20));
+        append(&b, &rows(1, 10..20));
+        wait_running(&db, 40, &mut child);
+        append(&a, &rows(0, 20..25));
+        append(&b, &rows(1, 20..25));
+        wait_running(&db, 50, &mut child);
+        let err = stop(child);
+        assert!(!err.contains("header"), "{on_error}: {err}");
+        check(&db, &[(0, 25), (1, 25)]);
+    }
+}
+
+/// Copy-and-truncate while weir runs, then a restart; and while weir is down: the rows after
+/// each truncation are read with the header the file had, once each.
+#[test]
+fn copy_and_truncate_across_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 20, &mut child);
+    copy_truncate(&a, &logs.join("f0.log.1"));
+    append(&a, &rows(0, 10..20));
+    wait_running(&db, 30, &mut child);
+    stop(child);
+    // Rows written while weir is down, after the truncation it saw.
+    append(&a, &rows(0, 20..30));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 40, &mut child);
+    stop(child);
+    // A truncation while weir is down.
+    copy_truncate(&a, &logs.join("f0.log.2"));
+    append(&a, &rows(0, 30..40));
+    append(&b, &rows(1, 10..15));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 55, &mut child);
+    append(&a, &rows(0, 40..45));
+    wait_running(&db, 60, &mut child);
+    let err = stop(child);
+    assert!(!err.contains("header"), "{err}");
+    check(&db, &[(0, 45), (1, 15)]);
+}
+
+/// A writer without `O_APPEND` writes on at its old offset after copy-and-truncate, leaving a
+/// hole of NUL bytes before its new rows, twice: the holes are skipped with a warning, the
+/// rows read with the file's header, once each, and the other log flows on.
+#[test]
+fn nul_holes_of_a_writer_without_o_append_are_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    // Zeek's writer: its own offset, no O_APPEND.
+    let mut w = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&a)
+        .unwrap();
+    w.write_all((log_header("f0") + &rows(0, 0..10)).as_bytes())
+        .unwrap();
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 20, &mut child);
+    copy_truncate(&a, &logs.join("f0.log.1"));
+    w.write_all(rows(0, 10..20).as_bytes()).unwrap();
+    append(&b, &rows(1, 10..20));
+    wait_running(&db, 40, &mut child);
+    copy_truncate(&a, &logs.join("f0.log.2"));
+    w.write_all(rows(0, 20..30).as_bytes()).unwrap();
+    wait_running(&db, 50, &mut child);
+    let err = stop(child);
+    assert!(err.contains("NUL bytes"), "{err}");
+    check(&db, &[(0, 30), (1, 20)]);
+}
+
+/// Under `--on-error fail`, a bad line stops its own file only: the error is reported, the
+/// other log flows on, the process exits 0 at SIGTERM, and a restart does not fail on it.
+#[test]
+fn an_error_stops_only_its_own_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 20, &mut child);
+    append(&a, &("not\ta\trow\n".to_string() + &rows(0, 10..20)));
+    append(&b, &rows(1, 10..20));
+    wait_running(&db, 30, &mut child);
+    let err = stop(child);
+    assert!(
+        err.contains("f0.log") && err.contains("tried again"),
+        "{err}"
+    );
+    let mut child = follow(&db, &[&pattern], &[]);
+    append(&b, &rows(1, 20..30));
+    wait_running(&db, 40, &mut child);
+    stop(child);
+    check(&db, &[(0, 10), (1, 30)]);
+}
+
+/// Kills in the loop by default (CI); `WEIR_TRUNC_KILLS` overrides it (at least 200 in the
+/// long mode: `WEIR_TRUNC_KILLS=200 cargo test --release --test it follow_truncate::follow_kill_loop`).
+const KILLS: u64 = 25;
+
+/// The logs of the kill loop: `f0.log` rotated by rename, `f1.log` copied and truncated under
+/// a writer without `O_APPEND` (holes), `f2.log` copied and truncated under an appending
+/// writer. Rotated files and copies stay where the pattern matches them.
+struct Writers {
+    logs: std::path::PathBuf,
+    written: [u64; 3],
+    /// The writer of `f1.log`, with its own offset.
+    holed: std::fs::File,
+    /// Rows in the current generation of each file (since its creation or truncation).
+    fresh: [u64; 3],
+    turn: u64,
+}
+
+impl Writers {
+    fn new(logs: &Path) -> Writers {
+        let mut w = Writers {
+            logs: logs.to_path_buf(),
+            written: [0; 3],
+            holed: std::fs::File::create(logs.join("f1.log")).unwrap(),
+            fresh: [0; 3],
+            turn: 0,
+        };
+        for k in 0..3u64 {
+            w.write(k, &log_header(&format!("f{k}")));
+            w.rows(k, 5);
+        }
+        w
+    }
+
+    fn path(&self, k: u64) -> std::path::PathBuf {
+        self.logs.join(format!("f{k}.log"))
+    }
+
+    fn write(&mut self, k: u64, text: &str) {
+        match k {
+            1 => self.holed.write_all(text.as_bytes()).unwrap(),
+            _ => append(&self.path(k), text),
+        }
+    }
+
+    fn rows(&mut self, k: u64, n: u64) {
+        let w = self.written[k as usize];
+        self.write(k, &rows(k, w..w + n));
+        self.written[k as usize] += n;
+        self.fresh[k as usize] += n;
+    }
+
+    /// One random step: rows, or a rotation of a file that has rows since its last one.
+    fn step(&mut self, rng: &mut Rng) {
+        let k = rng.below(3);
+        self.turn += 1;
+        let rotate = rng.below(16) == 0 && self.fresh[k as usize] > 0;
+        if rotate {
+            let aside = self.logs.join(format!("f{k}.log.{}", self.turn));
+            if k == 0 {
+                std::fs::rename(self.path(k), &aside).unwrap();
+                self.write(k, &log_header("f0"));
+            } else {
+                copy_truncate(&self.path(k), &aside);
+            }
+            self.fresh[k as usize] = 0;
+        }
+        self.rows(k, 1 + rng.below(20));
+    }
+
+    fn total(&self) -> u64 {
+        self.written.iter().sum()
+    }
+}
+
+/// Each log's events, sorted (copies and the truncated file may interleave): each at most
+/// once, and none that was not written; with `all`, exactly those written.
+fn check_once(db: &Path, written: &[u64; 3], all: bool, seed: u64) {
+    let got = streams(db);
+    for k in 0..3u64 {
+        let mut uids = got.get(&format!("f{k}")).cloned().unwrap_or_default();
+        uids.sort_unstable();
+        let n = uids.len();
+        uids.dedup();
+        assert_eq!(uids.len(), n, "f{k}: events twice (seed {seed})");
+        let want: Vec<u64> = (0..written[k as usize]).map(|i| k * STRIDE + i).collect();
+        if all {
+            assert_eq!(uids, want, "f{k}: not every event once (seed {seed})");
+        } else {
+            assert!(
+                uids.iter().all(|u| want.binary_search(u).is_ok()),
+                "f{k}: events never written (seed {seed})"
+            );
+        }
+    }
+}
+
+/// `kill -9` at random moments while the writers append, rotate by rename, copy and truncate
+/// (with and without `O_APPEND`, so with NUL holes), also while weir is down; after the last
+/// run, every written event is in the archive exactly once.
+#[test]
+fn follow_kill_loop_with_copy_truncate_and_holes() {
+    let kills: u64 = std::env::var("WEIR_TRUNC_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(KILLS);
+    let mut rng = Rng::from_env("WEIR_TRUNC_SEED");
+    let seed = rng.0;
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let pattern = format!("{}/*", s(&logs));
+    let args = [
+        "--batch-size",
+        "7",
+        "--batch-timeout",
+        "20ms",
+        "--max-segment-size",
+        "256KiB",
+    ];
+    let mut w = Writers::new(&logs);
+    // The first run reads every header before anything is truncated.
+    let mut child = follow(&db, &[&pattern], &args);
+    wait_running(&db, w.total(), &mut child);
+    for _ in 0..kills {
+        for _ in 0..rng.below(30) {
+            w.step(&mut rng);
+            std::thread::sleep(Duration::from_millis(rng.below(20)));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        check_once(&db, &w.written, false, seed);
+        // Steps while weir is down.
+        for _ in 0..rng.below(4) {
+            w.step(&mut rng);
+        }
+        child = follow(&db, &[&pattern], &args);
+    }
+    wait_running(&db, w.total(), &mut child);
+    let err = stop(child);
+    assert!(!err.contains("tried again"), "seed {seed}: {err}");
+    check_once(&db, &w.written, true, seed);
+    eprintln!("{kills} kills, {} events (seed {seed})", w.total());
+}
+
+/// A file truncated to 0, seen empty, then written again from its start with the same header
+/// and first row (a look-alike of what it held): read again from its start, not on from the
+/// old position in the middle of a line.
+#[test]
+fn a_file_rewritten_with_the_same_first_row_is_read_from_its_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let a = logs.join("f0.log");
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 10, &mut child);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    append(
+        &a,
+        &(log_header("f0") + &rows(0, 0..1) + &rows(0, 100..150)),
+    );
+    wait_running(&db, 61, &mut child);
+    let err = stop(child);
+    assert!(err.contains("read again from its start"), "{err}");
+    let mut want: Vec<u64> = (0..10).chain(0..1).chain(100..150).collect();
+    want.sort_unstable();
+    let mut got = streams(&db).remove("f0").unwrap();
+    got.sort_unstable();
+    assert_eq!(got, want);
+}
