@@ -430,6 +430,7 @@ fn recovered_events_mark_the_checkpoints_lost() {
                 pos: Position { offset, skip: 0 },
                 done: false,
                 raw: 0,
+                header: String::new(),
             },
         });
         b
