@@ -170,9 +170,11 @@ async fn decode_input(
             tx: &tx,
             shared: &shared,
         };
-        // A plain file read with checkpoints may still be written: its last line without a
-        // newline waits for the next import (see `crate::source::resume`).
-        let hold = marker.as_ref().is_some_and(Marker::plain);
+        // A plain file of lines read with checkpoints may still be written: its last line
+        // without a newline waits for the next import (see `crate::source::resume`). Parquet
+        // and Arrow are not lines: their last bytes are their footer.
+        let lines = matches!(format, Format::ZeekTsv | Format::ZeekJson);
+        let hold = lines && marker.as_ref().is_some_and(Marker::plain);
         let result = if format == Format::ZeekTsv && config.parallel_tsv > 1 && !small {
             decode_parallel_tsv(&name, reader, options, &config, out, &mut marker, hold).await
         } else {
