@@ -542,7 +542,7 @@ fn gaps(cat: &Catalog) -> Vec<Range<u64>> {
 }
 
 /// `ranges` sorted and merged.
-fn merged(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+pub(super) fn merged(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
     ranges.sort_by_key(|r| r.start);
     let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
     for r in ranges.into_iter().filter(|r| r.start < r.end) {
@@ -555,7 +555,7 @@ fn merged(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
 }
 
 /// The IDs of `a` not in `b` (both sorted and merged).
-fn subtract(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
+pub(super) fn subtract(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
     let mut out = Vec::new();
     for r in a {
         let mut start = r.start;

@@ -51,7 +51,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::catalog::Catalog;
-use super::repair::{move_aside, RepairReport, DAMAGED_DIR};
+use super::repair::{merged, move_aside, subtract, RepairReport, DAMAGED_DIR};
 use super::rewrite::{move_in, Staged};
 use super::{active_segment_files, show_ranges, Result, StoreError, SEGMENTS_DIR, WAL_FILE};
 use crate::checkpoint::Checkpoints;
@@ -365,7 +365,7 @@ pub(super) fn repair_wal(dir: &Path, report: &mut RepairReport) -> Result<()> {
         cat.next_id
     ));
     report.lost.extend(lost);
-    report.lost = merge(std::mem::take(&mut report.lost));
+    report.lost = merged(std::mem::take(&mut report.lost));
     Ok(())
 }
 
@@ -454,7 +454,7 @@ fn move_orphans(
         ));
         report.lost.extend(lost);
     }
-    report.lost = merge(std::mem::take(&mut report.lost));
+    report.lost = merged(std::mem::take(&mut report.lost));
     Ok(())
 }
 
@@ -506,36 +506,5 @@ fn copy_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
 
 /// The IDs of `ranges` not in `holes`.
 fn cut(ranges: &[Range<u64>], holes: &[Range<u64>]) -> Vec<Range<u64>> {
-    let mut out = Vec::new();
-    for r in ranges {
-        let mut at = r.start;
-        let mut inside: Vec<&Range<u64>> = holes
-            .iter()
-            .filter(|h| h.start < r.end && r.start < h.end)
-            .collect();
-        inside.sort_by_key(|h| h.start);
-        for h in inside {
-            if h.start > at {
-                out.push(at..h.start);
-            }
-            at = at.max(h.end);
-        }
-        if at < r.end {
-            out.push(at..r.end);
-        }
-    }
-    out
-}
-
-/// `ranges` sorted and merged.
-fn merge(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
-    ranges.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
-    for r in ranges.into_iter().filter(|r| r.start < r.end) {
-        match out.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => out.push(r),
-        }
-    }
-    out
+    subtract(&merged(ranges.to_vec()), &merged(holes.to_vec()))
 }
