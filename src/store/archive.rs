@@ -27,6 +27,10 @@ struct SegmentCache {
     entries: Vec<(String, String, Arc<Segment>)>,
     /// Segments mapped (opened and checked against their catalog entry) through this cache.
     mapped: u64,
+    /// The newest catalog generation it was pruned for ([`SegmentCache::keep_listed`]): a
+    /// reader of an older one (a query that started before an erase) does not add to it, as
+    /// what it maps may be a segment the erase dropped.
+    generation: u64,
 }
 
 impl SegmentCache {
@@ -55,6 +59,7 @@ impl SegmentCache {
     /// Unmaps the segments that `catalog` does not list (erased, compacted away): a reader
     /// of a later catalog never reads them, and a mapping would keep a deleted file's blocks.
     fn keep_listed(&mut self, catalog: &Catalog) {
+        self.generation = self.generation.max(catalog.generation);
         let listed: std::collections::HashSet<(&str, &str)> = catalog
             .segments
             .iter()
@@ -100,6 +105,7 @@ impl Archive {
         }
         let (catalog, registered) = super::readers::register(&dir)?;
         let catalog = Arc::new(catalog);
+        let generation = catalog.generation;
         tracing::debug!(
             dir = %dir.display(),
             segments = catalog.segments.len(),
@@ -112,6 +118,7 @@ impl Archive {
                 capacity: DEFAULT_SEGMENT_CACHE,
                 entries: Vec::new(),
                 mapped: 0,
+                generation,
             })),
             _registered: registered.map(Arc::new),
             cancel: None,
@@ -213,7 +220,9 @@ impl Archive {
         if let Some(first) = cache.get(entry) {
             return Ok(first);
         }
-        cache.put(entry, seg.clone());
+        if self.catalog.generation >= cache.generation {
+            cache.put(entry, seg.clone());
+        }
         Ok(seg)
     }
 
