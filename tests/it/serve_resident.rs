@@ -4,7 +4,10 @@
 //! the next query sees, without keeping erased segments on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -125,4 +128,90 @@ fn an_erase_while_it_runs_is_seen_and_frees_the_segment() {
         first.display()
     );
     assert_eq!(count(a, "n >= 0"), 2010);
+}
+
+#[test]
+fn a_query_from_before_an_erase_leaves_its_segments_out_of_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 30_000);
+    import(&db, 30_000..60_000);
+    import(&db, 60_000..90_000);
+    let catalog: Value =
+        serde_json::from_slice(&std::fs::read(db.join("catalog.json")).unwrap()).unwrap();
+    assert_eq!(
+        catalog["segments"].as_array().unwrap().len(),
+        3,
+        "{catalog}"
+    );
+    let last = db.join(catalog["segments"][2]["file"].as_str().unwrap());
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let a = srv.addr;
+
+    // Every event, streamed to a client that reads nothing more for now: the search waits in
+    // the first segments, far more output than the socket buffers hold ahead of it.
+    let mut c = TcpStream::connect(a).unwrap();
+    let body = json!({"query": ""}).to_string();
+    write!(
+        c,
+        "POST /api/v1/query HTTP/1.0\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 64];
+    c.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"HTTP/1.0 200"), "{:?}", first);
+    std::thread::sleep(Duration::from_millis(500));
+
+    // The last segment erased meanwhile: the next query reads the new catalog.
+    ok(
+        &run(&["erase", "--db", s(&db), "--ids", "60000-89999"]),
+        "erase",
+    );
+    assert_eq!(count(a, "n >= 0"), 60_000);
+    // The streamed query reads the catalog it started with to its end, the erased segment
+    // too (kept on disk for it)...
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).unwrap();
+    let text = String::from_utf8_lossy(&rest);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(lines.len(), 90_000, "{}", lines.last().unwrap_or(&""));
+    assert!(
+        !text.contains("\"error\""),
+        "{}",
+        lines.last().unwrap_or(&"")
+    );
+    // ... without leaving it mapped in the shared cache.
+    let r = reader(a);
+    assert!(r["segments_cached"].as_u64().unwrap() <= 2, "{r}");
+    // Nothing holds the old catalog now: the writer's next open deletes the segment.
+    import(&db, 90_000..90_010);
+    assert!(!last.exists(), "{} is still on disk", last.display());
+    assert_eq!(count(a, ""), 60_010);
+}
+
+/// The guard behind the server's shared cache, through the library: a reader of the catalog
+/// from before an erase (a query that started before it) maps a segment the erase dropped
+/// after a reader of the new catalog was made from it; the shared cache does not keep it.
+#[test]
+fn a_reader_of_an_older_catalog_adds_nothing_to_the_shared_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 3000);
+    import(&db, 3000..5000);
+    let old = weir::store::Archive::open(&db).unwrap();
+    assert_eq!(old.catalog().segments.len(), 2);
+    ok(
+        &run(&["erase", "--db", s(&db), "--ids", "3000-4999"]),
+        "erase",
+    );
+    let new = old.refreshed().unwrap();
+    assert_eq!(new.catalog().segments.len(), 1);
+    // The old reader still reads the dropped segment (its registration keeps it)...
+    let dropped = old.segment(&old.catalog().segments[1]).unwrap();
+    assert_eq!(dropped.events(), 2000);
+    assert_eq!(new.segments_mapped(), 1);
+    // ... but leaves it out of the cache the new reader shares.
+    assert_eq!(new.cached_segments(), 0);
+    // What the new reader maps is cached for both.
+    new.segment(&new.catalog().segments[0]).unwrap();
+    assert_eq!((new.cached_segments(), old.cached_segments()), (1, 1));
 }
