@@ -193,7 +193,8 @@ pub async fn info(State(state): State<AppState>) -> Result<Json<Value>, ApiError
     Ok(Json(value))
 }
 
-/// `GET /api/v1/status`: the pipelines' status and the server's queries.
+/// `GET /api/v1/status`: the pipelines' status, the server's queries and its resident
+/// reader ([`super::reader::ReaderStats`]).
 pub async fn status(State(state): State<AppState>) -> Json<Value> {
     let mut v = super::status::status_json(&state.pipelines);
     if let Some(o) = v.as_object_mut() {
@@ -205,6 +206,7 @@ pub async fn status(State(state): State<AppState>) -> Json<Value> {
                 "started": state.queries_started(),
             }),
         );
+        o.insert("reader".into(), json!(state.reader.stats()));
     }
     Json(v)
 }

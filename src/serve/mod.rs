@@ -17,6 +17,7 @@
 //! | `guard.rs` | what keeps web pages out: `Host`, `Origin`, JSON POSTs, body deadline, CSP |
 //! | `memory.rs` | [`memory::QueryMemory`]: the running queries' share of memory |
 //! | `status.rs` | [`PipelineStatus`]: the pipelines' live status and metrics |
+//! | `reader.rs` | [`reader::Resident`]: the archive reader all queries share |
 //! | `state.rs` | [`AppState`]: what the handlers share, the query slots |
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
 //! | `api.rs` | the handlers |
@@ -24,8 +25,10 @@
 //! | `router.rs` | the routes and the page (`page.html`) |
 //! | `tls.rs` | the certificate and key of `--tls-cert`/`--tls-key` |
 //!
-//! The server reads the archive as `weir export` does (each query opens it anew, so it sees
-//! what the pipelines committed up to then); nothing reachable over HTTP changes it. With a
+//! The server reads the archive as `weir export` does, through one resident reader whose
+//! segment cache stays warm across queries and which moves to each new catalog before the
+//! next query starts ([`reader`]), so a query sees what the pipelines committed up to then;
+//! nothing reachable over HTTP changes the archive. With a
 //! certificate and key it serves HTTPS ([`tls`]).
 
 pub mod api;
@@ -36,6 +39,7 @@ pub mod guard;
 pub mod limits;
 pub mod memory;
 pub mod query;
+pub mod reader;
 pub mod router;
 pub mod state;
 pub mod status;

@@ -7,7 +7,8 @@
 //! search down, and a client that goes away (the channel's receiver dropped with the
 //! response body) stops it.
 //!
-//! Every query's archive carries a cancellation token ([`Archive::cancel_on`]), cancelled at
+//! Every query reads through its own handle of the server's resident reader
+//! ([`super::reader`]), which carries the query's cancellation token ([`Archive::cancel_on`]), cancelled at
 //! the query timeout and when the answer is dropped (sent, or its client gone): the search
 //! stops reading at its next batch even when it has produced no output yet (an aggregation,
 //! a search with few hits), and frees its query slot. It is also cancelled when the running
@@ -15,12 +16,11 @@
 //! answered `503`, or its answer ends with that error.
 //!
 //! Errors before the first byte (an expression that does not parse or type-check, an archive
-//! that cannot be opened, the timeout) are the answer's status and JSON body. An error after
+//! that cannot be opened or whose catalog cannot be read, the timeout) are the answer's status and JSON body. An error after
 //! the first byte (the timeout, the response cap, damaged batches) ends an NDJSON answer
 //! with one last line `{"error": MESSAGE}`, and aborts an Arrow answer (the chunked transfer
 //! ends without its last chunk, so that the client sees a failed read).
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
@@ -33,6 +33,7 @@ use super::error::ApiError;
 use super::limits::ServeLimits;
 use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
 use super::memory::Watched;
+use super::reader::Resident;
 use super::state::AppState;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use crate::query::{Chain, Flow, Query, QueryError};
@@ -111,7 +112,7 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
     let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_IN_FLIGHT);
     let timeout = state.limits.query_timeout;
     let deadline = Instant::now() + timeout;
-    let db = state.db.clone();
+    let reader = state.reader.clone();
     let limits = state.limits;
     let ndjson = job.format != OutputFormat::Arrow;
     let deadline_at = tokio::time::Instant::from_std(deadline);
@@ -119,7 +120,7 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
     // body is dropped (the guard goes with it).
     let (cancel, guard, watched) = cancel_at(state, deadline_at);
     tokio::task::spawn_blocking(move || {
-        run(&db, &job, deadline, limits, cancel, &watched, &tx);
+        run(&reader, &job, deadline, limits, cancel, &watched, &tx);
         drop(permit);
     });
     let deadline = deadline_at;
@@ -161,7 +162,7 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
 
 /// The search thread: runs the chain and sends its output (see the module docs).
 fn run(
-    db: &PathBuf,
+    reader: &Resident,
     job: &QueryJob,
     deadline: Instant,
     limits: ServeLimits,
@@ -173,7 +174,7 @@ fn run(
     let fail = |e: ApiError| {
         let _ = tx.blocking_send(Piece::Fail(e));
     };
-    let mut archive = match Archive::open(db) {
+    let mut archive = match reader.handle() {
         Ok(a) => a,
         Err(e) => {
             return fail(ApiError::new(
@@ -288,20 +289,21 @@ fn damaged_error(damaged: u64) -> ApiError {
     )
 }
 
-/// Runs `f` on a blocking thread with a query slot, within the query timeout (its archive is
-/// cancelled then).
+/// Runs `f` on a blocking thread with a query slot, within the query timeout, on a handle of
+/// the resident reader (cancelled at the timeout).
 pub async fn blocking<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(Archive) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let permit = state.slot()?;
-    let db = state.db.clone();
+    let reader = state.reader.clone();
     let deadline = tokio::time::Instant::now() + state.limits.query_timeout;
     // Cancelled at the deadline, for memory, or when this future is dropped (its client
     // went away).
     let (cancel, _guard, watched) = cancel_at(state, deadline);
     let task = tokio::task::spawn_blocking(move || {
-        let out = Archive::open(&db)
+        let out = reader
+            .handle()
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
             .and_then(|mut archive| {
                 archive.cancel_on(cancel);

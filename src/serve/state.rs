@@ -1,5 +1,5 @@
-//! What every handler of `weir serve` shares: the archive directory, the limits and their
-//! query slots, and the pipelines' live reports.
+//! What every handler of `weir serve` shares: the archive directory and its resident reader,
+//! the limits and their query slots, and the pipelines' live reports.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::ApiError;
 use super::limits::ServeLimits;
 use super::memory::QueryMemory;
+use super::reader::Resident;
 use super::status::PipelineStatus;
 
 /// The state of the router.
@@ -17,6 +18,8 @@ use super::status::PipelineStatus;
 pub struct AppState {
     /// The archive directory served.
     pub db: PathBuf,
+    /// Its reader, shared by the queries ([`super::reader`]).
+    pub reader: Arc<Resident>,
     /// The limits.
     pub limits: ServeLimits,
     /// One permit per query that may run.
@@ -40,9 +43,15 @@ impl std::fmt::Debug for AppState {
 
 impl AppState {
     /// The state of a server of `db` with `limits`, beside `pipelines`.
+    ///
+    /// Called on a tokio runtime, it starts the reader's periodic check there
+    /// ([`Resident::refresh_in_background`]).
     pub fn new(db: PathBuf, limits: ServeLimits, pipelines: Vec<Arc<PipelineStatus>>) -> AppState {
+        let reader = Arc::new(Resident::new(db.clone()));
+        Resident::refresh_in_background(&reader);
         AppState {
             db,
+            reader,
             limits,
             slots: Arc::new(Semaphore::new(limits.max_queries)),
             started: Arc::new(AtomicU64::new(0)),

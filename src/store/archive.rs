@@ -23,27 +23,50 @@ pub const DEFAULT_SEGMENT_CACHE: usize = 10;
 #[derive(Debug)]
 struct SegmentCache {
     capacity: usize,
-    /// Most recently used last.
-    entries: Vec<(String, Arc<Segment>)>,
+    /// Most recently used last: the catalog entry's file and UUID, and the segment.
+    entries: Vec<(String, String, Arc<Segment>)>,
+    /// Segments mapped (opened and checked against their catalog entry) through this cache.
+    mapped: u64,
+    /// The newest catalog generation it was pruned for ([`SegmentCache::keep_listed`]): a
+    /// reader of an older one (a query that started before an erase) does not add to it, as
+    /// what it maps may be a segment the erase dropped.
+    generation: u64,
 }
 
 impl SegmentCache {
-    fn get(&mut self, file: &str) -> Option<Arc<Segment>> {
-        let i = self.entries.iter().position(|(f, _)| f == file)?;
+    fn get(&mut self, entry: &CatalogEntry) -> Option<Arc<Segment>> {
+        let i = self
+            .entries
+            .iter()
+            .position(|(f, u, _)| *f == entry.file && *u == entry.uuid)?;
         let e = self.entries.remove(i);
-        let seg = e.1.clone();
+        let seg = e.2.clone();
         self.entries.push(e);
         Some(seg)
     }
 
-    fn put(&mut self, file: String, seg: Arc<Segment>) {
+    fn put(&mut self, entry: &CatalogEntry, seg: Arc<Segment>) {
         if self.capacity == 0 {
             return;
         }
         while self.entries.len() >= self.capacity {
             self.entries.remove(0);
         }
-        self.entries.push((file, seg));
+        self.entries
+            .push((entry.file.clone(), entry.uuid.clone(), seg));
+    }
+
+    /// Unmaps the segments that `catalog` does not list (erased, compacted away): a reader
+    /// of a later catalog never reads them, and a mapping would keep a deleted file's blocks.
+    fn keep_listed(&mut self, catalog: &Catalog) {
+        self.generation = self.generation.max(catalog.generation);
+        let listed: std::collections::HashSet<(&str, &str)> = catalog
+            .segments
+            .iter()
+            .map(|e| (e.file.as_str(), e.uuid.as_str()))
+            .collect();
+        self.entries
+            .retain(|(f, u, _)| listed.contains(&(f.as_str(), u.as_str())));
     }
 }
 
@@ -52,14 +75,20 @@ impl SegmentCache {
 /// Opening reads only the catalog; segments are mapped and verified lazily when first read,
 /// and kept in an LRU of [`DEFAULT_SEGMENT_CACHE`] segments. Scans also read the WAL, so events
 /// of the active segment of a running import are visible.
+///
+/// [`Archive::handle`] gives another reader of the same catalog that shares the segment
+/// cache (a long-lived reader hands one to each query, with its own cancellation token), and
+/// [`Archive::refreshed`] one of the current catalog that shares it too.
 #[derive(Debug)]
 pub struct Archive {
     dir: PathBuf,
     catalog: Arc<Catalog>,
-    cache: Mutex<SegmentCache>,
+    /// Shared by the handles and refreshed readers of one opened archive.
+    cache: Arc<Mutex<SegmentCache>>,
     /// This reader's registration, which keeps the segments of its catalog on disk while it
-    /// lives, even if an erase or compaction drops them (see [`super::readers`]).
-    _registered: Option<super::readers::ReaderLock>,
+    /// (or a handle of it) lives, even if an erase or compaction drops them (see
+    /// [`super::readers`]).
+    _registered: Option<Arc<super::readers::ReaderLock>>,
     /// [`Archive::cancel_on`]: searches over this archive stop once it is cancelled.
     cancel: Option<tokio_util::sync::CancellationToken>,
     /// What scans found wrong with the write-ahead log (see [`Archive::wal_warnings`]).
@@ -78,6 +107,7 @@ impl Archive {
         }
         let (catalog, registered) = super::readers::register(&dir)?;
         let catalog = Arc::new(catalog);
+        let generation = catalog.generation;
         tracing::debug!(
             dir = %dir.display(),
             segments = catalog.segments.len(),
@@ -86,14 +116,53 @@ impl Archive {
         Ok(Archive {
             dir,
             catalog,
-            cache: Mutex::new(SegmentCache {
+            cache: Arc::new(Mutex::new(SegmentCache {
                 capacity: DEFAULT_SEGMENT_CACHE,
                 entries: Vec::new(),
-            }),
-            _registered: registered,
+                mapped: 0,
+                generation,
+            })),
+            _registered: registered.map(Arc::new),
             cancel: None,
             wal_warnings: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Another reader of this archive's catalog, sharing its segment cache and registration,
+    /// without a cancellation token: cheap (no file is read).
+    pub fn handle(&self) -> Archive {
+        Archive {
+            dir: self.dir.clone(),
+            catalog: self.catalog.clone(),
+            cache: self.cache.clone(),
+            _registered: self._registered.clone(),
+            cancel: None,
+        }
+    }
+
+    /// A reader of the current catalog (registered for it, as [`Archive::open`] does) that
+    /// shares this one's segment cache, from which the segments the new catalog no longer
+    /// lists are dropped. This reader, and handles of it, keep reading their own catalog.
+    pub fn refreshed(&self) -> Result<Archive> {
+        let (catalog, registered) = super::readers::register(&self.dir)?;
+        self.lock_cache().keep_listed(&catalog);
+        Ok(Archive {
+            dir: self.dir.clone(),
+            catalog: Arc::new(catalog),
+            cache: self.cache.clone(),
+            _registered: registered.map(Arc::new),
+            cancel: None,
+        })
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, SegmentCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Segments mapped through this archive's cache (shared with its handles) since it was
+    /// opened: a segment read again from the cache does not count.
+    pub fn segments_mapped(&self) -> u64 {
+        self.lock_cache().mapped
     }
 
     /// Searches over this archive stop early once `token` is cancelled: no further batch is
@@ -151,7 +220,7 @@ impl Archive {
 
     /// Sets how many segments stay mapped (0 disables caching).
     pub fn set_cache_capacity(&mut self, capacity: usize) {
-        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.lock_cache();
         c.capacity = capacity;
         let excess = c.entries.len().saturating_sub(capacity);
         c.entries.drain(..excess);
@@ -159,19 +228,15 @@ impl Archive {
 
     /// Number of segments currently mapped.
     pub fn cached_segments(&self) -> usize {
-        self.cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .len()
+        self.lock_cache().entries.len()
     }
 
     /// Re-reads the catalog (to see segments sealed, erased or compacted since opening), and
     /// registers this reader for it.
     pub fn reload(&mut self) -> Result<()> {
-        let (catalog, registered) = super::readers::register(&self.dir)?;
-        self.catalog = Arc::new(catalog);
-        self._registered = registered;
+        let mut next = self.refreshed()?;
+        next.cancel = self.cancel.take();
+        *self = next;
         Ok(())
     }
 
@@ -186,13 +251,22 @@ impl Archive {
     }
 
     /// The open segment of a catalog entry, from the cache or mapped and verified now.
+    /// The cache is not locked while the segment is mapped: concurrent readers sharing it
+    /// (handles) do not wait on each other's reads.
     pub fn segment(&self, entry: &CatalogEntry) -> Result<Arc<Segment>> {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(seg) = cache.get(&entry.file) {
+        if let Some(seg) = self.lock_cache().get(entry) {
             return Ok(seg);
         }
         let seg = Arc::new(self.open_entry(entry, false)?);
-        cache.put(entry.file.clone(), seg.clone());
+        let mut cache = self.lock_cache();
+        cache.mapped += 1;
+        // Another handle may have mapped it meanwhile: keep one.
+        if let Some(first) = cache.get(entry) {
+            return Ok(first);
+        }
+        if self.catalog.generation >= cache.generation {
+            cache.put(entry, seg.clone());
+        }
         Ok(seg)
     }
 

@@ -55,6 +55,7 @@ mod segment_index;
 mod serve;
 mod serve_guard;
 mod serve_memory;
+mod serve_resident;
 mod source_read;
 mod store_concurrent;
 mod store_concurrent_scan;
