@@ -137,6 +137,7 @@ impl Archive {
             cache: self.cache.clone(),
             _registered: self._registered.clone(),
             cancel: None,
+            wal_warnings: Mutex::new(Vec::new()),
         }
     }
 
@@ -152,6 +153,7 @@ impl Archive {
             cache: self.cache.clone(),
             _registered: registered.map(Arc::new),
             cancel: None,
+            wal_warnings: Mutex::new(Vec::new()),
         })
     }
 
