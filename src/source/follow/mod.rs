@@ -61,7 +61,11 @@
 //!   the archive's checkpoints fill the registry; a checkpoint whose content no matching file
 //!   has is looked for in the directory it was last seen in (by device and inode, its content
 //!   checked), else reported with a warning that names the file and the kind of pattern that
-//!   would have found it.
+//!   would have found it. Files of that file's log name (`conn` for `conn.log`) that no
+//!   pattern matches, in its directory or a sibling of it (zeekctl's dated directories beside
+//!   `current/`), were rotated there while weir was down and never seen (a whole hour may
+//!   have come and gone): warned of once, with the pattern that would have found them
+//!   ([`Follower::warn_unseen`]).
 //!
 //! A finished file is marked done with a batch without rows that carries only its checkpoint
 //! when its last batch has no rows to carry it, so that a restart does not look for it.
@@ -235,6 +239,8 @@ struct Follower {
     /// Until the first scan is done: files without a checkpoint start at their end
     /// ([`StartFrom::End`]).
     start_at_end: bool,
+    /// The files (device and inode) that the patterns matched at the last scan.
+    matched: HashSet<(u64, u64)>,
 }
 
 impl Follower {
@@ -263,6 +269,7 @@ impl Follower {
             opened: 0,
             scratch: Vec::new(),
             start_at_end,
+            matched: HashSet::new(),
         }
     }
 
@@ -388,6 +395,7 @@ impl Follower {
         }
         self.idle.retain(|k, _| keys.contains_key(k));
         self.retry.retain(|k, _| keys.contains_key(k));
+        self.matched = keys.keys().copied().collect();
         let followed: HashSet<(u64, u64)> = self.files.iter().map(|f| f.key).collect();
         let now = Instant::now();
         for s in &seen {
@@ -720,6 +728,7 @@ impl Follower {
                         "{}: a followed file (device {}, inode {}) is not found any more; its lines after byte {} are not imported. If it was rotated into another directory or compressed, a pattern that matches it there (for example {}/../**/*.log*) finds it by its content",
                         c.path, c.id.dev, c.id.ino, c.pos.offset, dir
                     ));
+                    self.warn_unseen(&c.path);
                     let mut done = c.clone();
                     done.done = true;
                     lost.push(checkpoint_batch(done.clone()));
@@ -730,6 +739,81 @@ impl Follower {
             }
         }
         Ok(lost)
+    }
+
+    /// After a followed file was found gone (rotated while weir was down): files of its log
+    /// name that no pattern matches, beside it (in its directory or a sibling of it, as
+    /// zeekctl's dated directories are beside `current/`), are files rotated there that weir
+    /// never saw, or the rest of the file gone: warned of once per pattern that would have
+    /// found them (see [`unseen_pattern`]).
+    fn warn_unseen(&mut self, gone: &str) {
+        let gone = Path::new(gone);
+        let (Some(dir), Some(name)) = (gone.parent(), gone.file_name()) else {
+            return;
+        };
+        let name = name.to_string_lossy();
+        let stem = log_name(&name);
+        if stem.is_empty() {
+            return;
+        }
+        let mut dirs = vec![dir.to_path_buf()];
+        if let Some(parent) = dir.parent() {
+            if let Ok(rd) = std::fs::read_dir(parent) {
+                let mut sub: Vec<PathBuf> = rd
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir() && p != dir)
+                    .collect();
+                sub.sort();
+                dirs.extend(sub);
+            }
+        }
+        let mut unseen: Vec<(String, PathBuf)> = Vec::new();
+        for d in &dirs {
+            let Ok(rd) = std::fs::read_dir(d) else {
+                continue;
+            };
+            let mut found: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| log_name(&n.to_string_lossy()) == stem)
+                })
+                .filter(|p| {
+                    std::fs::metadata(p)
+                        .is_ok_and(|m| m.is_file() && !self.matched.contains(&(m.dev(), m.ino())))
+                })
+                .collect();
+            found.sort();
+            for p in found {
+                unseen.push((unseen_pattern(&p, d == dir), p));
+            }
+        }
+        let mut patterns: Vec<&String> = unseen.iter().map(|(p, _)| p).collect();
+        patterns.sort();
+        patterns.dedup();
+        for pattern in patterns {
+            let files: Vec<String> = unseen
+                .iter()
+                .filter(|(p, _)| p == pattern)
+                .map(|(_, f)| f.display().to_string())
+                .collect();
+            let key = format!("unseen {pattern}");
+            if !self.reported.insert(key) {
+                continue;
+            }
+            let more = match files.len() {
+                1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            };
+            self.warn(format!(
+                "{}{more}: no pattern matches {} beside the followed {} that is gone (rotated while weir was down?): files rotated there were never read; to read them, add the pattern {pattern}",
+                files[0],
+                if files.len() == 1 { "this file" } else { "these files" },
+                gone.display()
+            ));
+        }
     }
 
     /// Makes room for one more descriptor: at the budget, closes the files idle longest down
@@ -1228,6 +1312,44 @@ fn end_of_last_line(file: &File, size: u64) -> io::Result<u64> {
     Ok(0)
 }
 
+/// A log's name: its file name up to the first dot (`conn` for `conn.log`, `conn.log.1` and
+/// `conn.08:00:00-09:00:00.log.gz`), as Zeek and rotation tools name logs.
+fn log_name(file_name: &str) -> &str {
+    file_name
+        .split_once('.')
+        .map_or(file_name, |(stem, _)| stem)
+}
+
+/// The pattern that matches `path` and the other files of its log name rotated like it:
+/// `DIR/conn.*.log.gz` in the followed file's own directory (`same_dir`), else
+/// `PARENT/*/conn.*.log.gz` (any sibling directory, as zeekctl's dated ones). The end kept is
+/// from the name's last `.log` on (else its last extension); a name without a middle
+/// (`conn.log.1`) gives `conn.log*`.
+fn unseen_pattern(path: &Path, same_dir: bool) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = log_name(&name);
+    let rest = &name[stem.len()..];
+    let ext = match rest.rfind(".log") {
+        Some(i) => &rest[i..],
+        None => rest.rfind('.').map_or("", |i| &rest[i..]),
+    };
+    let file = if rest == ext {
+        // No middle (`conn.log.1`): the first extension on, numbered or compressed alike.
+        let first = rest[1.min(rest.len())..].split('.').next().unwrap_or("");
+        format!("{stem}.{first}*")
+    } else {
+        format!("{stem}.*{ext}")
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match (same_dir, dir.parent()) {
+        (false, Some(parent)) => format!("{}/*/{file}", parent.display()),
+        _ => format!("{}/{file}", dir.display()),
+    }
+}
+
 /// A batch without rows that only moves `cp`'s file to its position.
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
@@ -1267,5 +1389,35 @@ fn placeholder() -> Tracked {
         },
         wake: false,
         caught_up: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pattern suggested for files never seen: the log name, any middle, the end from
+    /// `.log` on; in a sibling directory, any sibling.
+    #[test]
+    fn patterns_for_unseen_files() {
+        let p = |path: &str, same: bool| unseen_pattern(Path::new(path), same);
+        assert_eq!(
+            p("/z/logs/2009-11-18/conn.08:00:00-09:00:00.log.gz", false),
+            "/z/logs/*/conn.*.log.gz"
+        );
+        assert_eq!(
+            p("/z/logs/current/conn.2009-11-18-08-00-00.log", true),
+            "/z/logs/current/conn.*.log"
+        );
+        assert_eq!(
+            p("/z/logs/current/conn.log.1", true),
+            "/z/logs/current/conn.log*"
+        );
+        assert_eq!(
+            p("/z/logs/current/conn.log", true),
+            "/z/logs/current/conn.log*"
+        );
+        assert_eq!(log_name("conn.08:00:00-09:00:00.log.gz"), "conn");
+        assert_eq!(log_name("conn"), "conn");
     }
 }

@@ -1,0 +1,79 @@
+//! Following files that weir could take for others, or never sees (issue 55 items 9 and 10):
+//! files rotated away while weir was down, beside a `current/`-only pattern, and look-alike
+//! files (the same header and first rows) in different directories.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use common::cli::s;
+use common::conn_log::{header, row};
+use common::follow::{append, follow, stop, streams, wait_count};
+
+const STRIDE: u64 = 1_000_000;
+
+/// The header of a conn log opened at `open` (its `#open` line).
+fn log_header(open: &str) -> String {
+    header().replace("#path\tconn\n", &format!("#path\tconn\n#open\t{open}\n"))
+}
+
+fn rows(k: u64, range: std::ops::Range<u64>) -> String {
+    range.map(|i| row(k * STRIDE + i)).collect()
+}
+
+/// Item 10: with a `current/`-only pattern, weir is down while zeekctl rotates the followed
+/// `conn.log` into a dated directory, and a whole further hour is created and rotated too.
+/// The restart warns of the checkpointed file that is gone (as before) and, once, of the
+/// files beside it that no pattern matches, naming the pattern that would have found them.
+#[test]
+fn files_rotated_while_down_beside_a_current_only_pattern_are_warned_of() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    let current = logs.join("current");
+    std::fs::create_dir_all(&current).unwrap();
+    let db = tmp.path().join("db");
+    let conn = current.join("conn.log");
+    let first = log_header("2009-11-18-08-00-00") + &rows(0, 0..100);
+    append(&conn, &first);
+    let pattern = format!("{}/*.log", s(&current));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 100);
+    stop(child);
+    // While weir is down: two rotations into a dated directory (gzipped).
+    let dated = logs.join("2009-11-18");
+    std::fs::create_dir(&dated).unwrap();
+    let whole = first + &rows(0, 100..150);
+    let gz = |text: &str| common::gz::gzip(&[text.as_bytes()]);
+    std::fs::write(dated.join("conn.08:00:00-09:00:00.log.gz"), gz(&whole)).unwrap();
+    std::fs::remove_file(&conn).unwrap();
+    let second = log_header("2009-11-18-09-00-00") + &rows(1, 0..40);
+    std::fs::write(dated.join("conn.09:00:00-10:00:00.log.gz"), gz(&second)).unwrap();
+    append(
+        &conn,
+        &(log_header("2009-11-18-10-00-00") + &rows(2, 0..30)),
+    );
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 130);
+    let err = stop(child);
+    assert!(err.contains("is not found any more"), "{err}");
+    let hint: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("no pattern matches"))
+        .collect();
+    assert_eq!(hint.len(), 1, "one warning of the unseen files: {err}");
+    let want = format!("add the pattern {}/*/conn.*.log.gz", s(&logs));
+    assert!(hint[0].contains(&want), "{}", hint[0]);
+    assert!(
+        hint[0].contains("conn.08:00:00-09:00:00.log.gz and 1 more"),
+        "{}",
+        hint[0]
+    );
+    // The pattern it names finds them: the rest of the first hour and the whole second.
+    let found = format!("{}/*/conn.*.log.gz", s(&logs));
+    let child = follow(&db, &[&pattern, &found], &[]);
+    wait_count(&db, 220);
+    let err = stop(child);
+    assert!(!err.contains("no pattern matches"), "{err}");
+    let got = streams(&db);
+    assert_eq!(got["conn"].len(), 220);
+}
