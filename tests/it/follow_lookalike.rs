@@ -77,3 +77,49 @@ fn files_rotated_while_down_beside_a_current_only_pattern_are_warned_of() {
     let got = streams(&db);
     assert_eq!(got["conn"].len(), 220);
 }
+
+/// Item 9: two growing files in different directories with the same header and the same
+/// first rows, both followed: every row of both is imported once (the second's rows were
+/// ignored without a warning, taken for the first file), with a note naming both; and a
+/// restart reads each on from its own position.
+#[test]
+fn lookalike_files_in_two_directories_are_both_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    let (a, b) = (logs.join("a"), logs.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let db = tmp.path().join("db");
+    let (fa, fb) = (a.join("conn.log"), b.join("conn.log"));
+    let common = log_header("2009-11-18-08-00-00") + &rows(0, 0..2);
+    append(&fa, &common);
+    append(&fb, &common);
+    let pattern = format!("{}/*/conn.log", s(&logs));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 2);
+    // Both grow, each with rows of its own, in pieces.
+    for i in 0..4 {
+        append(&fa, &rows(0, 2 + i * 15..2 + (i + 1) * 15));
+        append(&fb, &rows(1, 2 + i * 10..2 + (i + 1) * 10));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    wait_count(&db, 62 + 42);
+    let err = stop(child);
+    assert!(
+        err.contains("but is another file; both are read"),
+        "a note names the look-alike: {err}"
+    );
+    // A restart reads each on from its own position.
+    append(&fa, &rows(0, 62..70));
+    append(&fb, &rows(1, 42..50));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 70 + 50);
+    stop(child);
+    let mut got = streams(&db)["conn"].clone();
+    got.sort_unstable();
+    let mut want: Vec<u64> = (0..70)
+        .chain((0..2).chain(STRIDE + 2..STRIDE + 50))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(got, want, "every row of both files once");
+}

@@ -11,7 +11,12 @@
 //!   known is read on from its position under whatever name and compression it has now (`conn.log`
 //!   rotated into `2009-11-18/conn.08:00:00-09:00:00.log.gz` while weir was down is read on
 //!   inside the decompressed text), a file read to its end is not read again under any name
-//!   unless it grew, and a second name for a file being read is left alone.
+//!   unless it grew, and a second name for a file being read is left alone. A plain file in
+//!   another inode that reproduces a live file's identity but whose head differs from that
+//!   file's further on (a look-alike: the same header and first rows) is another file, read
+//!   from its start with a note under a longer fingerprint
+//!   ([`crate::source::identity::distinguish`]); one that does not differ yet is looked at
+//!   again at the next scan.
 //! - **Lines** are taken only when complete: the bytes after the last newline wait for the
 //!   rest. Each file has its own decoder (its own Zeek header state) and its batches
 //!   interleave with those of the other files into one stream. A line longer than the
@@ -88,7 +93,7 @@ use futures::StreamExt;
 use self::file::{Inflating, Read, Stat, Tracked};
 use self::registry::Registry;
 use super::decode::{BatchDecoder, SourceConfig, SourceShared};
-use super::identity::{read_head, Head};
+use super::identity::{distinguish, read_head, Head, Lookalike};
 use super::verify::Verifier;
 use super::{expand_pattern, Compression, Format, SourceError};
 use crate::batch::{Batch, BatchBuilder};
@@ -452,7 +457,26 @@ impl Follower {
         };
         let head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
         let compressed = head.compression != Compression::None;
-        let (fp, start) = match self.registry.find(&head) {
+        // A different file that starts as a live file of a known identity does (see
+        // `identity::distinguish`) is read as a file of its own.
+        let mut lookalike = None;
+        let found = match self.registry.find(&head) {
+            Some(fp) => match self.lookalike(&head, key, fp) {
+                Lookalike::Same => Some(fp),
+                Lookalike::Undecided => return Ok(()),
+                Lookalike::Differs(own) => {
+                    let other = self.registry.get(&fp).map(|k| k.cp.path.clone());
+                    self.warn(format!(
+                        "{name}: starts as {} does (the same header and first lines) but is another file; both are read",
+                        other.unwrap_or_default()
+                    ));
+                    lookalike = Some(own);
+                    None
+                }
+            },
+            None => None,
+        };
+        let (fp, start) = match found {
             Some(fp) => {
                 let Some(known) = self.registry.get(&fp) else {
                     return Ok(());
@@ -512,7 +536,7 @@ impl Follower {
             }
             // `--from-end`: a file present at the first scan starts at its last complete line
             // (a compressed one, which does not grow, is left alone).
-            None if self.start_at_end => match head.fingerprint() {
+            None if self.start_at_end => match lookalike.or(head.fingerprint()) {
                 Some(_) if compressed => {
                     self.idle.insert(key, stat);
                     return Ok(());
@@ -527,7 +551,7 @@ impl Follower {
                     return Ok(());
                 }
             },
-            None => match head.fingerprint() {
+            None => match lookalike.or(head.fingerprint()) {
                 Some(fp) => (fp, None),
                 None => {
                     // Not trusted yet (or no data line at all): looked at again when it changes.
@@ -614,6 +638,43 @@ impl Follower {
             caught_up: false,
         });
         Ok(())
+    }
+
+    /// What a plain file at `key` whose head reproduces identity `fp` is to the live file of
+    /// that identity (the one being read, else the one at its checkpoint's path and inode):
+    /// the same file, or a look-alike (see [`crate::source::identity::distinguish`]). A
+    /// compressed file, or one at the identity's own inode, is the same file.
+    fn lookalike(&self, head: &Head, key: (u64, u64), fp: registry::Fp) -> Lookalike {
+        if head.compression != Compression::None {
+            return Lookalike::Same;
+        }
+        let Some(known) = self.registry.get(&fp) else {
+            return Lookalike::Same;
+        };
+        let (path, other_key) = match self.files.iter().find(|f| f.fp == fp && !f.finished) {
+            Some(f) if f.inflating.is_some() => return Lookalike::Same,
+            Some(f) => (f.path.clone(), f.key),
+            None if known.claimed => return Lookalike::Same,
+            None => (
+                PathBuf::from(&known.cp.path),
+                (known.cp.id.dev, known.cp.id.ino),
+            ),
+        };
+        if other_key == key {
+            return Lookalike::Same;
+        }
+        let Ok(file) = File::open(&path) else {
+            return Lookalike::Same;
+        };
+        let same_inode = file
+            .metadata()
+            .is_ok_and(|m| (m.dev(), m.ino()) == other_key);
+        match read_head(&file, self.config.compression) {
+            Ok(other) if same_inode && other.compression == Compression::None => {
+                distinguish(&head.text, &other.text, fp.0 as usize)
+            }
+            _ => Lookalike::Same,
+        }
     }
 
     /// Whether a file's text starts with a data line of Zeek TSV, without header lines of its
