@@ -123,3 +123,60 @@ fn lookalike_files_in_two_directories_are_both_read() {
     want.sort_unstable();
     assert_eq!(got, want, "every row of both files once");
 }
+
+/// Item 10, a pause: weir is stopped (SIGSTOP) while zeekctl rotates the followed file and a
+/// whole further hour is created and rotated too. Back (SIGCONT), the rotated file is read to
+/// its end through its descriptor, and the hour never seen is warned of once, with the
+/// pattern that would have found it; the file being read on is not named.
+#[test]
+fn files_rotated_during_a_pause_beside_a_current_only_pattern_are_warned_of() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    let current = logs.join("current");
+    let dated = logs.join("2009-11-18");
+    std::fs::create_dir_all(&current).unwrap();
+    std::fs::create_dir_all(&dated).unwrap();
+    let db = tmp.path().join("db");
+    let conn = current.join("conn.log");
+    append(
+        &conn,
+        &(log_header("2009-11-18-08-00-00") + &rows(0, 0..100)),
+    );
+    let pattern = format!("{}/*.log", s(&current));
+    let child = follow(&db, &[&pattern], &[]);
+    wait_count(&db, 100);
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    signal("-STOP");
+    append(&conn, &rows(0, 100..120));
+    let first = dated.join("conn.08:00:00-09:00:00.log");
+    std::fs::rename(&conn, &first).unwrap();
+    append(
+        &conn,
+        &(log_header("2009-11-18-09-00-00") + &rows(1, 0..40)),
+    );
+    let unseen = dated.join("conn.09:00:00-10:00:00.log");
+    std::fs::rename(&conn, &unseen).unwrap();
+    append(
+        &conn,
+        &(log_header("2009-11-18-10-00-00") + &rows(2, 0..30)),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    signal("-CONT");
+    wait_count(&db, 150);
+    let err = stop(child);
+    let hint: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("no pattern matches"))
+        .collect();
+    assert_eq!(hint.len(), 1, "one warning of the unseen file: {err}");
+    assert!(hint[0].contains(s(&unseen)), "{}", hint[0]);
+    assert!(!hint[0].contains(s(&first)), "{}", hint[0]);
+    let want = format!("add the pattern {}/*/conn.*.log", s(&logs));
+    assert!(hint[0].contains(&want), "{}", hint[0]);
+}

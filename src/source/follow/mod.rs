@@ -70,7 +70,9 @@
 //!   pattern matches, in its directory or a sibling of it (zeekctl's dated directories beside
 //!   `current/`), were rotated there while weir was down and never seen (a whole hour may
 //!   have come and gone): warned of once, with the pattern that would have found them
-//!   ([`Follower::warn_unseen`]).
+//!   ([`Follower::warn_unseen`]). The same after a pause of the process ([`PAUSE_GAP`]
+//!   between two scans, as under SIGSTOP) for a followed file rotated away during it, with
+//!   the files modified since the pause began.
 //!
 //! A finished file is marked done with a batch without rows that carries only its checkpoint
 //! when its last batch has no rows to carry it, so that a restart does not look for it.
@@ -188,6 +190,11 @@ pub(crate) fn follow_stream(
     }
 }
 
+/// A scan this long after the one before follows a pause (weir was stopped with SIGSTOP, or
+/// the machine slept): followed files rotated away during it may have had successors that
+/// were created and rotated away unseen (see [`Follower::warn_unseen`]).
+pub const PAUSE_GAP: Duration = Duration::from_secs(2);
+
 /// The descriptors this process may hold for followed files (see [`MAX_OPEN`]).
 fn max_open() -> usize {
     #[cfg(target_os = "linux")]
@@ -246,6 +253,10 @@ struct Follower {
     start_at_end: bool,
     /// The files (device and inode) that the patterns matched at the last scan.
     matched: HashSet<(u64, u64)>,
+    /// When the last scan was made.
+    last_scan: Option<(Instant, std::time::SystemTime)>,
+    /// The scan being made follows a pause ([`PAUSE_GAP`]) that began then.
+    paused_since: Option<std::time::SystemTime>,
 }
 
 impl Follower {
@@ -275,6 +286,8 @@ impl Follower {
             scratch: Vec::new(),
             start_at_end,
             matched: HashSet::new(),
+            last_scan: None,
+            paused_since: None,
         }
     }
 
@@ -292,6 +305,11 @@ impl Follower {
                 break;
             }
             let t0 = Instant::now();
+            self.paused_since = self
+                .last_scan
+                .filter(|(at, _)| at.elapsed() >= PAUSE_GAP)
+                .map(|(_, wall)| wall);
+            self.last_scan = Some((t0, std::time::SystemTime::now()));
             let seen = self.scan();
             self.track(seen)?;
             if first {
@@ -373,6 +391,7 @@ impl Follower {
             .iter()
             .map(|s| ((s.meta.dev(), s.meta.ino()), s))
             .collect();
+        let mut gone = Vec::new();
         for f in &mut self.files {
             match keys.get(&f.key) {
                 Some(s) => {
@@ -394,6 +413,9 @@ impl Follower {
                 None if !f.rotated => {
                     tracing::info!(file = %f.name, "followed file rotated away; reading it to its end");
                     f.rotated = true;
+                    if self.paused_since.is_some() {
+                        gone.push(f.name.clone());
+                    }
                 }
                 None => {}
             }
@@ -401,6 +423,9 @@ impl Follower {
         self.idle.retain(|k, _| keys.contains_key(k));
         self.retry.retain(|k, _| keys.contains_key(k));
         self.matched = keys.keys().copied().collect();
+        for name in gone {
+            self.warn_unseen(&name, self.paused_since);
+        }
         let followed: HashSet<(u64, u64)> = self.files.iter().map(|f| f.key).collect();
         let now = Instant::now();
         for s in &seen {
@@ -789,7 +814,7 @@ impl Follower {
                         "{}: a followed file (device {}, inode {}) is not found any more; its lines after byte {} are not imported. If it was rotated into another directory or compressed, a pattern that matches it there (for example {}/../**/*.log*) finds it by its content",
                         c.path, c.id.dev, c.id.ino, c.pos.offset, dir
                     ));
-                    self.warn_unseen(&c.path);
+                    self.warn_unseen(&c.path, None);
                     let mut done = c.clone();
                     done.done = true;
                     lost.push(checkpoint_batch(done.clone()));
@@ -802,12 +827,13 @@ impl Follower {
         Ok(lost)
     }
 
-    /// After a followed file was found gone (rotated while weir was down): files of its log
-    /// name that no pattern matches, beside it (in its directory or a sibling of it, as
-    /// zeekctl's dated directories are beside `current/`), are files rotated there that weir
-    /// never saw, or the rest of the file gone: warned of once per pattern that would have
-    /// found them (see [`unseen_pattern`]).
-    fn warn_unseen(&mut self, gone: &str) {
+    /// After a followed file was found gone (rotated while weir was down, or during a pause:
+    /// modified `since` it began): files of its log name that no pattern matches, beside it
+    /// (in its directory or a sibling of it, as zeekctl's dated directories are beside
+    /// `current/`), whose content is not a file being read or read to its end, are files
+    /// rotated there that weir never saw, or the rest of the file gone: warned of once per
+    /// pattern that would have found them (see [`unseen_pattern`]).
+    fn warn_unseen(&mut self, gone: &str, since: Option<std::time::SystemTime>) {
         let gone = Path::new(gone);
         let (Some(dir), Some(name)) = (gone.parent(), gone.file_name()) else {
             return;
@@ -842,9 +868,13 @@ impl Follower {
                         .is_some_and(|n| log_name(&n.to_string_lossy()) == stem)
                 })
                 .filter(|p| {
-                    std::fs::metadata(p)
-                        .is_ok_and(|m| m.is_file() && !self.matched.contains(&(m.dev(), m.ino())))
+                    std::fs::metadata(p).is_ok_and(|m| {
+                        m.is_file()
+                            && !self.matched.contains(&(m.dev(), m.ino()))
+                            && since.is_none_or(|t| m.modified().is_ok_and(|w| w >= t))
+                    })
                 })
+                .filter(|p| !self.read_or_reading(p))
                 .collect();
             found.sort();
             for p in found {
@@ -875,6 +905,17 @@ impl Follower {
                 gone.display()
             ));
         }
+    }
+
+    /// Whether the file at `path` has the content of a file being read or read to its end.
+    fn read_or_reading(&self, path: &Path) -> bool {
+        let Ok(head) = File::open(path).and_then(|f| read_head(&f, self.config.compression)) else {
+            return false;
+        };
+        self.registry
+            .find(&head)
+            .and_then(|fp| self.registry.get(&fp))
+            .is_some_and(|k| k.claimed || k.cp.done)
     }
 
     /// Makes room for one more descriptor: at the budget, closes the files idle longest down
