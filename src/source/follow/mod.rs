@@ -668,7 +668,8 @@ impl Follower {
     /// What a plain file at `key` whose head reproduces identity `fp` is to the live file of
     /// that identity (the one being read, else the one at its checkpoint's path and inode):
     /// the same file, or a look-alike (see [`crate::source::identity::distinguish`]). A
-    /// compressed file, or one at the identity's own inode, is the same file.
+    /// compressed file, one at the identity's own inode, or one beside a live file now
+    /// shorter than what was read of it (truncated: this may be its copy) is the same file.
     fn lookalike(&self, head: &Head, key: (u64, u64), fp: registry::Fp) -> Lookalike {
         if head.compression != Compression::None {
             return Lookalike::Same;
@@ -676,13 +677,16 @@ impl Follower {
         let Some(known) = self.registry.get(&fp) else {
             return Lookalike::Same;
         };
-        let (path, other_key) = match self.files.iter().find(|f| f.fp == fp && !f.finished) {
+        // The other file, and how long it was when last read: a file now shorter was
+        // truncated (it is not the file of that identity any more; its copy may be this file).
+        let (path, other_key, read) = match self.files.iter().find(|f| f.fp == fp && !f.finished) {
             Some(f) if f.inflating.is_some() => return Lookalike::Same,
-            Some(f) => (f.path.clone(), f.key),
+            Some(f) => (f.path.clone(), f.key, f.text_read()),
             None if known.claimed => return Lookalike::Same,
             None => (
                 PathBuf::from(&known.cp.path),
                 (known.cp.id.dev, known.cp.id.ino),
+                known.cp.pos.offset,
             ),
         };
         if other_key == key {
@@ -693,7 +697,7 @@ impl Follower {
         };
         let same_inode = file
             .metadata()
-            .is_ok_and(|m| (m.dev(), m.ino()) == other_key);
+            .is_ok_and(|m| (m.dev(), m.ino()) == other_key && m.len() >= read);
         match read_head(&file, self.config.compression) {
             Ok(other) if same_inode && other.compression == Compression::None => {
                 distinguish(&head.text, &other.text, fp.0 as usize)
