@@ -24,7 +24,13 @@
 //! - **Device and inode are hints.** They are recorded (to find a rotated file in the
 //!   directory it was last seen in, and for messages) but two files are the same file exactly
 //!   when their fingerprints are equal; a reused inode with new content is a new file, and a
-//!   copy is the same file.
+//!   copy is the same file. One exception: a *look-alike*, a plain file in another inode
+//!   whose head reproduces the fingerprint of a live file (being read, or still at its
+//!   checkpoint's path and inode) but differs from that file's head further on (two sensors'
+//!   logs with the same header and first rows), is another file: its fingerprint is taken
+//!   through its first line that differs ([`distinguish`]), longer than the other's, so it
+//!   is read from its start and found again by that identity after a restart. Files alike
+//!   through the first [`FileId::FINGERPRINT_BYTES`] bytes are taken for one file.
 //!
 //! - **A hole is not content.** A plain file that starts with NUL bytes (a writer without
 //!   `O_APPEND` writes on at its old offset after copy-and-truncate, leaving a hole before
@@ -132,6 +138,43 @@ impl Head {
         let prefix = |b: &[u8]| n > 0 && b.len() >= n && crc32fast::hash(&b[..n]) == id.fp_crc;
         prefix(&self.text) || (self.compression != Compression::None && prefix(&self.raw))
     }
+}
+
+/// What a file whose head reproduces another live file's fingerprint is to that file (see
+/// [`distinguish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookalike {
+    /// Its text is the other's as far as both go: another name for it, or a copy.
+    Same,
+    /// A different file that starts alike: its own, longer fingerprint (length, CRC-32),
+    /// through the end of its first line that differs from the other's.
+    Differs((u32, u32)),
+    /// It differs, but that line is not complete yet: looked at again later.
+    Undecided,
+}
+
+/// Tells a file (`mine`, its first text bytes) from another live file of the same
+/// fingerprint (`other`, the first `fp_len` bytes of both reproduce it): a *look-alike*, two
+/// logs with the same header and first rows (two sensors, two directories), differs from
+/// the other within the fingerprint's [`FileId::FINGERPRINT_BYTES`]; its identity is then the
+/// longer fingerprint through its first differing line, which the other does not reproduce
+/// (the registry takes the longest fingerprint a file reproduces), so each keeps its own
+/// position, across restarts too. Files alike through all the bytes compared are one file.
+pub fn distinguish(mine: &[u8], other: &[u8], fp_len: usize) -> Lookalike {
+    let cap = FileId::FINGERPRINT_BYTES as usize;
+    let Some(d) = mine.iter().zip(other).position(|(a, b)| a != b) else {
+        return Lookalike::Same;
+    };
+    if d < fp_len {
+        // The other does not reproduce the fingerprint (it is no longer that file).
+        return Lookalike::Same;
+    }
+    let end = match memchr::memchr(b'\n', &mine[d..]) {
+        Some(i) => (d + i + 1).min(cap),
+        None if mine.len() >= cap => cap,
+        None => return Lookalike::Undecided,
+    };
+    Lookalike::Differs((end as u32, crc32fast::hash(&mine[..end])))
 }
 
 /// How many bytes of `text` the fingerprint covers, `None` while not trusted. With `whole`,
@@ -271,5 +314,44 @@ mod tests {
         };
         assert!(b.matches(&legacy));
         assert!(!a.matches(&legacy));
+    }
+
+    /// A look-alike (same header and first row, another second row) gets the fingerprint
+    /// through its differing line; a copy, or a file not differing yet, is the same file.
+    #[test]
+    fn lookalikes_are_told_apart() {
+        let mut a = HEADER.to_vec();
+        a.extend_from_slice(b"1.0\tC1\n");
+        let fp = fingerprint_len(&a, false).unwrap();
+        let mut b = a.clone();
+        a.extend_from_slice(b"2.0\tC2\n3.0\tC3\n");
+        assert_eq!(distinguish(&a[..fp + 4], &a, fp), Lookalike::Same);
+        b.extend_from_slice(b"2.0\tX2");
+        assert_eq!(distinguish(&b, &a, fp), Lookalike::Undecided);
+        b.extend_from_slice(b"\n");
+        let end = b.len();
+        let got = distinguish(&b, &a, fp);
+        assert_eq!(got, Lookalike::Differs((end as u32, crc32fast::hash(&b))));
+        // The other does not reproduce it; both reproduce the short one.
+        let head = |t: &[u8]| Head {
+            raw: t.to_vec(),
+            text: t.to_vec(),
+            compression: Compression::None,
+            hole: 0,
+        };
+        let id = |(fp_len, fp_crc)| FileId {
+            dev: 0,
+            ino: 0,
+            fp_len,
+            fp_crc,
+        };
+        let Lookalike::Differs(long) = got else {
+            unreachable!()
+        };
+        assert!(head(&b).matches(&id(long)) && !head(&a).matches(&id(long)));
+        // Different within the fingerprint: not this identity any more.
+        let mut c = HEADER.to_vec();
+        c.extend_from_slice(b"9.0\tC9\n2.0\tC2\n");
+        assert_eq!(distinguish(&a, &c, fp), Lookalike::Same);
     }
 }

@@ -33,6 +33,7 @@ mod fault_input;
 mod fault_misc;
 mod fault_store;
 mod follow_identity;
+mod follow_lookalike;
 mod follow_truncate;
 mod follow_zeekctl;
 mod fuzz_regressions;

@@ -11,7 +11,12 @@
 //!   known is read on from its position under whatever name and compression it has now (`conn.log`
 //!   rotated into `2009-11-18/conn.08:00:00-09:00:00.log.gz` while weir was down is read on
 //!   inside the decompressed text), a file read to its end is not read again under any name
-//!   unless it grew, and a second name for a file being read is left alone.
+//!   unless it grew, and a second name for a file being read is left alone. A plain file in
+//!   another inode that reproduces a live file's identity but whose head differs from that
+//!   file's further on (a look-alike: the same header and first rows) is another file, read
+//!   from its start with a note under a longer fingerprint
+//!   ([`crate::source::identity::distinguish`]); one that does not differ yet is looked at
+//!   again at the next scan.
 //! - **Lines** are taken only when complete: the bytes after the last newline wait for the
 //!   rest. Each file has its own decoder (its own Zeek header state) and its batches
 //!   interleave with those of the other files into one stream. A line longer than the
@@ -61,7 +66,13 @@
 //!   the archive's checkpoints fill the registry; a checkpoint whose content no matching file
 //!   has is looked for in the directory it was last seen in (by device and inode, its content
 //!   checked), else reported with a warning that names the file and the kind of pattern that
-//!   would have found it.
+//!   would have found it. Files of that file's log name (`conn` for `conn.log`) that no
+//!   pattern matches, in its directory or a sibling of it (zeekctl's dated directories beside
+//!   `current/`), were rotated there while weir was down and never seen (a whole hour may
+//!   have come and gone): warned of once, with the pattern that would have found them
+//!   ([`Follower::warn_unseen`]). The same after a pause of the process ([`PAUSE_GAP`]
+//!   between two scans, as under SIGSTOP) for a followed file rotated away during it, with
+//!   the files modified since the pause began.
 //!
 //! A finished file is marked done with a batch without rows that carries only its checkpoint
 //! when its last batch has no rows to carry it, so that a restart does not look for it.
@@ -84,7 +95,7 @@ use futures::StreamExt;
 use self::file::{Inflating, Read, Stat, Tracked};
 use self::registry::Registry;
 use super::decode::{BatchDecoder, SourceConfig, SourceShared};
-use super::identity::{read_head, Head};
+use super::identity::{distinguish, read_head, Head, Lookalike};
 use super::verify::Verifier;
 use super::{expand_pattern, Compression, Format, SourceError};
 use crate::batch::{Batch, BatchBuilder};
@@ -179,6 +190,11 @@ pub(crate) fn follow_stream(
     }
 }
 
+/// A scan this long after the one before follows a pause (weir was stopped with SIGSTOP, or
+/// the machine slept): followed files rotated away during it may have had successors that
+/// were created and rotated away unseen (see [`Follower::warn_unseen`]).
+pub const PAUSE_GAP: Duration = Duration::from_secs(2);
+
 /// The descriptors this process may hold for followed files (see [`MAX_OPEN`]).
 fn max_open() -> usize {
     #[cfg(target_os = "linux")]
@@ -235,6 +251,12 @@ struct Follower {
     /// Until the first scan is done: files without a checkpoint start at their end
     /// ([`StartFrom::End`]).
     start_at_end: bool,
+    /// The files (device and inode) that the patterns matched at the last scan.
+    matched: HashSet<(u64, u64)>,
+    /// When the last scan was made.
+    last_scan: Option<(Instant, std::time::SystemTime)>,
+    /// The scan being made follows a pause ([`PAUSE_GAP`]) that began then.
+    paused_since: Option<std::time::SystemTime>,
 }
 
 impl Follower {
@@ -263,6 +285,9 @@ impl Follower {
             opened: 0,
             scratch: Vec::new(),
             start_at_end,
+            matched: HashSet::new(),
+            last_scan: None,
+            paused_since: None,
         }
     }
 
@@ -280,6 +305,11 @@ impl Follower {
                 break;
             }
             let t0 = Instant::now();
+            self.paused_since = self
+                .last_scan
+                .filter(|(at, _)| at.elapsed() >= PAUSE_GAP)
+                .map(|(_, wall)| wall);
+            self.last_scan = Some((t0, std::time::SystemTime::now()));
             let seen = self.scan();
             self.track(seen)?;
             if first {
@@ -361,6 +391,7 @@ impl Follower {
             .iter()
             .map(|s| ((s.meta.dev(), s.meta.ino()), s))
             .collect();
+        let mut gone = Vec::new();
         for f in &mut self.files {
             match keys.get(&f.key) {
                 Some(s) => {
@@ -382,12 +413,19 @@ impl Follower {
                 None if !f.rotated => {
                     tracing::info!(file = %f.name, "followed file rotated away; reading it to its end");
                     f.rotated = true;
+                    if self.paused_since.is_some() {
+                        gone.push(f.name.clone());
+                    }
                 }
                 None => {}
             }
         }
         self.idle.retain(|k, _| keys.contains_key(k));
         self.retry.retain(|k, _| keys.contains_key(k));
+        self.matched = keys.keys().copied().collect();
+        for name in gone {
+            self.warn_unseen(&name, self.paused_since);
+        }
         let followed: HashSet<(u64, u64)> = self.files.iter().map(|f| f.key).collect();
         let now = Instant::now();
         for s in &seen {
@@ -444,7 +482,26 @@ impl Follower {
         };
         let head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
         let compressed = head.compression != Compression::None;
-        let (fp, start) = match self.registry.find(&head) {
+        // A different file that starts as a live file of a known identity does (see
+        // `identity::distinguish`) is read as a file of its own.
+        let mut lookalike = None;
+        let found = match self.registry.find(&head) {
+            Some(fp) => match self.lookalike(&head, key, fp) {
+                Lookalike::Same => Some(fp),
+                Lookalike::Undecided => return Ok(()),
+                Lookalike::Differs(own) => {
+                    let other = self.registry.get(&fp).map(|k| k.cp.path.clone());
+                    self.warn(format!(
+                        "{name}: starts as {} does (the same header and first lines) but is another file; both are read",
+                        other.unwrap_or_default()
+                    ));
+                    lookalike = Some(own);
+                    None
+                }
+            },
+            None => None,
+        };
+        let (fp, start) = match found {
             Some(fp) => {
                 let Some(known) = self.registry.get(&fp) else {
                     return Ok(());
@@ -504,7 +561,7 @@ impl Follower {
             }
             // `--from-end`: a file present at the first scan starts at its last complete line
             // (a compressed one, which does not grow, is left alone).
-            None if self.start_at_end => match head.fingerprint() {
+            None if self.start_at_end => match lookalike.or(head.fingerprint()) {
                 Some(_) if compressed => {
                     self.idle.insert(key, stat);
                     return Ok(());
@@ -519,7 +576,7 @@ impl Follower {
                     return Ok(());
                 }
             },
-            None => match head.fingerprint() {
+            None => match lookalike.or(head.fingerprint()) {
                 Some(fp) => (fp, None),
                 None => {
                     // Not trusted yet (or no data line at all): looked at again when it changes.
@@ -606,6 +663,47 @@ impl Follower {
             caught_up: false,
         });
         Ok(())
+    }
+
+    /// What a plain file at `key` whose head reproduces identity `fp` is to the live file of
+    /// that identity (the one being read, else the one at its checkpoint's path and inode):
+    /// the same file, or a look-alike (see [`crate::source::identity::distinguish`]). A
+    /// compressed file, one at the identity's own inode, or one beside a live file now
+    /// shorter than what was read of it (truncated: this may be its copy) is the same file.
+    fn lookalike(&self, head: &Head, key: (u64, u64), fp: registry::Fp) -> Lookalike {
+        if head.compression != Compression::None {
+            return Lookalike::Same;
+        }
+        let Some(known) = self.registry.get(&fp) else {
+            return Lookalike::Same;
+        };
+        // The other file, and how long it was when last read: a file now shorter was
+        // truncated (it is not the file of that identity any more; its copy may be this file).
+        let (path, other_key, read) = match self.files.iter().find(|f| f.fp == fp && !f.finished) {
+            Some(f) if f.inflating.is_some() => return Lookalike::Same,
+            Some(f) => (f.path.clone(), f.key, f.text_read()),
+            None if known.claimed => return Lookalike::Same,
+            None => (
+                PathBuf::from(&known.cp.path),
+                (known.cp.id.dev, known.cp.id.ino),
+                known.cp.pos.offset,
+            ),
+        };
+        if other_key == key {
+            return Lookalike::Same;
+        }
+        let Ok(file) = File::open(&path) else {
+            return Lookalike::Same;
+        };
+        let same_inode = file
+            .metadata()
+            .is_ok_and(|m| (m.dev(), m.ino()) == other_key && m.len() >= read);
+        match read_head(&file, self.config.compression) {
+            Ok(other) if same_inode && other.compression == Compression::None => {
+                distinguish(&head.text, &other.text, fp.0 as usize)
+            }
+            _ => Lookalike::Same,
+        }
     }
 
     /// Whether a file's text starts with a data line of Zeek TSV, without header lines of its
@@ -720,6 +818,7 @@ impl Follower {
                         "{}: a followed file (device {}, inode {}) is not found any more; its lines after byte {} are not imported. If it was rotated into another directory or compressed, a pattern that matches it there (for example {}/../**/*.log*) finds it by its content",
                         c.path, c.id.dev, c.id.ino, c.pos.offset, dir
                     ));
+                    self.warn_unseen(&c.path, None);
                     let mut done = c.clone();
                     done.done = true;
                     lost.push(checkpoint_batch(done.clone()));
@@ -730,6 +829,97 @@ impl Follower {
             }
         }
         Ok(lost)
+    }
+
+    /// After a followed file was found gone (rotated while weir was down, or during a pause:
+    /// modified `since` it began): files of its log name that no pattern matches, beside it
+    /// (in its directory or a sibling of it, as zeekctl's dated directories are beside
+    /// `current/`), whose content is not a file being read or read to its end, are files
+    /// rotated there that weir never saw, or the rest of the file gone: warned of once per
+    /// pattern that would have found them (see [`unseen_pattern`]).
+    fn warn_unseen(&mut self, gone: &str, since: Option<std::time::SystemTime>) {
+        let gone = Path::new(gone);
+        let (Some(dir), Some(name)) = (gone.parent(), gone.file_name()) else {
+            return;
+        };
+        let name = name.to_string_lossy();
+        let stem = log_name(&name);
+        if stem.is_empty() {
+            return;
+        }
+        let mut dirs = vec![dir.to_path_buf()];
+        if let Some(parent) = dir.parent() {
+            if let Ok(rd) = std::fs::read_dir(parent) {
+                let mut sub: Vec<PathBuf> = rd
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir() && p != dir)
+                    .collect();
+                sub.sort();
+                dirs.extend(sub);
+            }
+        }
+        let mut unseen: Vec<(String, PathBuf)> = Vec::new();
+        for d in &dirs {
+            let Ok(rd) = std::fs::read_dir(d) else {
+                continue;
+            };
+            let mut found: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| log_name(&n.to_string_lossy()) == stem)
+                })
+                .filter(|p| {
+                    std::fs::metadata(p).is_ok_and(|m| {
+                        m.is_file()
+                            && !self.matched.contains(&(m.dev(), m.ino()))
+                            && since.is_none_or(|t| m.modified().is_ok_and(|w| w >= t))
+                    })
+                })
+                .filter(|p| !self.read_or_reading(p))
+                .collect();
+            found.sort();
+            for p in found {
+                unseen.push((unseen_pattern(&p, d == dir), p));
+            }
+        }
+        let mut patterns: Vec<&String> = unseen.iter().map(|(p, _)| p).collect();
+        patterns.sort();
+        patterns.dedup();
+        for pattern in patterns {
+            let files: Vec<String> = unseen
+                .iter()
+                .filter(|(p, _)| p == pattern)
+                .map(|(_, f)| f.display().to_string())
+                .collect();
+            let key = format!("unseen {pattern}");
+            if !self.reported.insert(key) {
+                continue;
+            }
+            let more = match files.len() {
+                1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            };
+            self.warn(format!(
+                "{}{more}: no pattern matches {} beside the followed {} that is gone (rotated while weir was down?): files rotated there were never read; to read them, add the pattern {pattern}",
+                files[0],
+                if files.len() == 1 { "this file" } else { "these files" },
+                gone.display()
+            ));
+        }
+    }
+
+    /// Whether the file at `path` has the content of a file being read or read to its end.
+    fn read_or_reading(&self, path: &Path) -> bool {
+        let Ok(head) = File::open(path).and_then(|f| read_head(&f, self.config.compression)) else {
+            return false;
+        };
+        self.registry
+            .find(&head)
+            .and_then(|fp| self.registry.get(&fp))
+            .is_some_and(|k| k.claimed || k.cp.done)
     }
 
     /// Makes room for one more descriptor: at the budget, closes the files idle longest down
@@ -1228,6 +1418,44 @@ fn end_of_last_line(file: &File, size: u64) -> io::Result<u64> {
     Ok(0)
 }
 
+/// A log's name: its file name up to the first dot (`conn` for `conn.log`, `conn.log.1` and
+/// `conn.08:00:00-09:00:00.log.gz`), as Zeek and rotation tools name logs.
+fn log_name(file_name: &str) -> &str {
+    file_name
+        .split_once('.')
+        .map_or(file_name, |(stem, _)| stem)
+}
+
+/// The pattern that matches `path` and the other files of its log name rotated like it:
+/// `DIR/conn.*.log.gz` in the followed file's own directory (`same_dir`), else
+/// `PARENT/*/conn.*.log.gz` (any sibling directory, as zeekctl's dated ones). The end kept is
+/// from the name's last `.log` on (else its last extension); a name without a middle
+/// (`conn.log.1`) gives `conn.log*`.
+fn unseen_pattern(path: &Path, same_dir: bool) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = log_name(&name);
+    let rest = &name[stem.len()..];
+    let ext = match rest.rfind(".log") {
+        Some(i) => &rest[i..],
+        None => rest.rfind('.').map_or("", |i| &rest[i..]),
+    };
+    let file = if rest == ext {
+        // No middle (`conn.log.1`): the first extension on, numbered or compressed alike.
+        let first = rest[1.min(rest.len())..].split('.').next().unwrap_or("");
+        format!("{stem}.{first}*")
+    } else {
+        format!("{stem}.*{ext}")
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match (same_dir, dir.parent()) {
+        (false, Some(parent)) => format!("{}/*/{file}", parent.display()),
+        _ => format!("{}/{file}", dir.display()),
+    }
+}
+
 /// A batch without rows that only moves `cp`'s file to its position.
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
@@ -1267,5 +1495,35 @@ fn placeholder() -> Tracked {
         },
         wake: false,
         caught_up: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pattern suggested for files never seen: the log name, any middle, the end from
+    /// `.log` on; in a sibling directory, any sibling.
+    #[test]
+    fn patterns_for_unseen_files() {
+        let p = |path: &str, same: bool| unseen_pattern(Path::new(path), same);
+        assert_eq!(
+            p("/z/logs/2009-11-18/conn.08:00:00-09:00:00.log.gz", false),
+            "/z/logs/*/conn.*.log.gz"
+        );
+        assert_eq!(
+            p("/z/logs/current/conn.2009-11-18-08-00-00.log", true),
+            "/z/logs/current/conn.*.log"
+        );
+        assert_eq!(
+            p("/z/logs/current/conn.log.1", true),
+            "/z/logs/current/conn.log*"
+        );
+        assert_eq!(
+            p("/z/logs/current/conn.log", true),
+            "/z/logs/current/conn.log*"
+        );
+        assert_eq!(log_name("conn.08:00:00-09:00:00.log.gz"), "conn");
+        assert_eq!(log_name("conn"), "conn");
     }
 }

@@ -6,7 +6,10 @@
 //! all, when it was read to its end and did not grow), whatever the file's name, inode or
 //! compression; an unknown one is a new file. An identity is *claimed* while a file of that
 //! content is being read, so that a second name for it (a hard link, the `.gz` made of it
-//! while it is still being read, a copy) is not read a second time.
+//! while it is still being read, a copy) is not read a second time. A look-alike file (see
+//! [`crate::source::identity::distinguish`]) has a longer fingerprint of its own, which the
+//! file it looks like does not reproduce: [`Registry::find`] takes the longest, so each is
+//! found as itself.
 
 use std::collections::{BTreeMap, HashMap};
 
