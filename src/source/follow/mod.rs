@@ -70,7 +70,7 @@
 //!   pattern matches, in its directory or a sibling of it (zeekctl's dated directories beside
 //!   `current/`), were rotated there while weir was down and never seen (a whole hour may
 //!   have come and gone): warned of once, with the pattern that would have found them
-//!   ([`Follower::warn_unseen`]). The same after a pause of the process ([`PAUSE_GAP`]
+//!   (`Follower::warn_unseen`). The same after a pause of the process ([`PAUSE_GAP`]
 //!   between two scans, as under SIGSTOP) for a followed file rotated away during it, with
 //!   the files modified since the pause began.
 //!
@@ -112,7 +112,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// waited for).
 pub const PARTIAL_WARN_AFTER: Duration = Duration::from_secs(60);
 
-/// How long a followed file that failed (see [`Follower::fail`]) waits before it is tried
+/// How long a followed file that failed (see `Follower::fail`) waits before it is tried
 /// again, the first time; each further failure doubles the wait, up to [`RETRY_MAX`].
 pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 
@@ -192,7 +192,7 @@ pub(crate) fn follow_stream(
 
 /// A scan this long after the one before follows a pause (weir was stopped with SIGSTOP, or
 /// the machine slept): followed files rotated away during it may have had successors that
-/// were created and rotated away unseen (see [`Follower::warn_unseen`]).
+/// were created and rotated away unseen (see `Follower::warn_unseen`).
 pub const PAUSE_GAP: Duration = Duration::from_secs(2);
 
 /// The descriptors this process may hold for followed files (see [`MAX_OPEN`]).
@@ -719,7 +719,7 @@ impl Follower {
     /// run; else the one recorded in the checkpoints of its path or of a file of the same log
     /// name (truncated while weir was down, or a copy; see [`Registry::header_for`]). Empty
     /// if there is none: its first line is then an error of that file (see
-    /// [`Follower::fail`]).
+    /// `Follower::fail`).
     fn inherited_header(
         &self,
         fp: &registry::Fp,
