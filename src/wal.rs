@@ -15,7 +15,7 @@
 //! # Format
 //!
 //! ```text
-//! header (20 bytes):  magic "WEIRWAL1" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
+//! header (20 bytes):  magic "WEIRWAL2" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
 //! record:             payload_len u32 LE | CRC-32 of payload u32 LE | payload
 //! payload:            first_id u64 | rows u32 | flags u8 | ts_min i64 | ts_max i64
 //!                     | schema name (u32 length + UTF-8) | field count u32
@@ -54,7 +54,11 @@
 //! with its header block; written with every non-empty list, in records and in segments'
 //! checkpoints alike. A
 //! count without it (written before) reads with empty headers; a weir that predates it
-//! refuses the count as too large (damaged) rather than misread it.
+//! refuses the count as too large (damaged) rather than misread it. Logs that may hold such
+//! records are of version 2 (magic "WEIRWAL2"): a log of version 1 ("WEIRWAL1", written
+//! before) is read as before, and its header is rewritten to version 2 when a writer opens
+//! it to append ([`Wal::open_append`]), so that a weir of version 1 refuses the whole log
+//! instead of cutting a last record it cannot read as a torn tail.
 //!
 //! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
 //! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
@@ -168,8 +172,12 @@ const FLAG_MARKS: u8 = 8;
 const FLAG_RAW: u8 = 16;
 const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS | FLAG_RAW;
 
-/// The magic bytes at the start of every WAL file.
-pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL1";
+/// The magic bytes at the start of every WAL file weir writes: version 2, whose records may
+/// hold checkpoint counts with bit 31 (headers of followed files).
+pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL2";
+/// The magic bytes of a WAL of version 1 (before bit 31 of the checkpoint count): still read,
+/// and upgraded to [`WAL_MAGIC`] in place before anything is appended to it.
+pub const WAL_MAGIC_V1: [u8; 8] = *b"WEIRWAL1";
 /// Size of the WAL file header.
 pub const WAL_HEADER_LEN: u64 = 20;
 const RECORD_HEADER_LEN: u64 = 8;
@@ -245,8 +253,13 @@ impl std::fmt::Display for TornTail {
 }
 
 fn header_bytes(base_id: u64) -> [u8; WAL_HEADER_LEN as usize] {
+    header_bytes_of(WAL_MAGIC, base_id)
+}
+
+/// The header of a WAL of version `magic` that starts at `base_id`.
+fn header_bytes_of(magic: [u8; 8], base_id: u64) -> [u8; WAL_HEADER_LEN as usize] {
     let mut h = [0u8; WAL_HEADER_LEN as usize];
-    h[..8].copy_from_slice(&WAL_MAGIC);
+    h[..8].copy_from_slice(&magic);
     h[8..16].copy_from_slice(&base_id.to_le_bytes());
     let crc = crc32fast::hash(&h[..16]);
     h[16..].copy_from_slice(&crc.to_le_bytes());
@@ -307,6 +320,7 @@ impl Wal {
         policy: SyncPolicy,
     ) -> Result<Wal> {
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .open(path)
             .map_err(|e| WalError::io("open", path, e))?;
@@ -318,6 +332,24 @@ impl Wal {
             fault::hit(Op::Allocate)
                 .and_then(|()| file.set_len(good_len))
                 .map_err(|e| WalError::io("truncate", path, e))?;
+            if policy.sync_segments() {
+                fault::hit(Op::Sync)
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| WalError::io("fsync", path, e))?;
+            }
+        }
+        // A log of version 1 becomes one of version 2 before a record of version 2 joins it:
+        // a weir of version 1 then refuses it as a whole rather than take a new record for a
+        // torn tail. The header is one write of 20 bytes within the first sector; a torn one
+        // fails its checksum, and `weir verify --repair` reads the records around it.
+        let mut magic = [0u8; 8];
+        if good_len >= WAL_HEADER_LEN {
+            fs::read_exact_at(&file, &mut magic, 0).map_err(|e| WalError::io("read", path, e))?;
+        }
+        if magic == WAL_MAGIC_V1 {
+            fault::hit(Op::Write)
+                .and_then(|()| fs::write_all_at(&file, &header_bytes(base_id), 0))
+                .map_err(|e| WalError::io("write", path, e))?;
             if policy.sync_segments() {
                 fault::hit(Op::Sync)
                     .and_then(|()| file.sync_all())
@@ -896,10 +928,15 @@ impl WalReader {
         reader
             .read_exact(&mut h)
             .map_err(|e| WalError::io("read", path, e))?;
-        if h[..8] != WAL_MAGIC {
-            return Err(corrupt("not a weir write-ahead log (bad magic)".into()));
-        }
-        if header_bytes(u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]))) != h {
+        let magic = match h[..8].try_into() {
+            Ok(m) if m == WAL_MAGIC || m == WAL_MAGIC_V1 => m,
+            _ => return Err(corrupt("not a weir write-ahead log (bad magic)".into())),
+        };
+        if header_bytes_of(
+            magic,
+            u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8])),
+        ) != h
+        {
             return Err(corrupt("header checksum mismatch".into()));
         }
         let base_id = u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]));
@@ -1362,6 +1399,53 @@ mod tests {
     /// Checkpoints are written in the record of their rows (the last one per file), read
     /// back with it, and a record of checkpoints alone is read by replay (`next_entry`) but
     /// holds no event for readers (`next_record`).
+    /// A log of version 1 reads as before, and becomes version 2 when a writer opens it to
+    /// append: its records and the new ones all read back.
+    #[test]
+    fn a_version_1_log_reads_and_is_upgraded_before_an_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("wal");
+        let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
+        let batch = |id: u64, v: &[u8]| {
+            let mut b = BatchBuilder::new(schema.clone());
+            b.begin_row().bytes(v);
+            b.finish_row(None);
+            let mut b = b.finish();
+            b.set_id(id);
+            b
+        };
+        let mut wal = Wal::create(&path, 5, SyncPolicy::Batch).expect("create");
+        wal.append(&batch(5, b"old")).expect("append");
+        wal.sync().expect("sync");
+        drop(wal);
+        let mut bytes = std::fs::read(&path).expect("read");
+        assert_eq!(&bytes[..8], b"WEIRWAL2");
+        bytes[..20].copy_from_slice(&header_bytes_of(WAL_MAGIC_V1, 5));
+        std::fs::write(&path, &bytes).expect("write");
+        let rows = |path: &Path| {
+            let mut r = WalReader::open(path).expect("open");
+            let mut ids = Vec::new();
+            while let Some((_, b)) = r.next_record().expect("record") {
+                ids.push(b.id());
+            }
+            ids
+        };
+        assert_eq!(rows(&path), [5]);
+        let len = bytes.len() as u64;
+        let mut wal = Wal::open_append(&path, 5, len, SyncPolicy::Batch).expect("open_append");
+        wal.append(&batch(6, b"new")).expect("append");
+        wal.sync().expect("sync");
+        drop(wal);
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(&bytes[..20], &header_bytes(5));
+        assert_eq!(rows(&path), [5, 6]);
+        // Anything else is not a log.
+        let mut bad = bytes.clone();
+        bad[..20].copy_from_slice(&header_bytes_of(*b"WEIRWAL3", 5));
+        std::fs::write(&path, &bad).expect("write");
+        assert!(WalReader::open(&path).is_err());
+    }
+
     #[test]
     fn checkpoints_travel_in_the_record_of_their_rows() {
         let dir = tempfile::tempdir().expect("tempdir");
