@@ -940,25 +940,31 @@ impl WalReader {
             return Err(corrupt("header checksum mismatch".into()));
         }
         let base_id = u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]));
+        Ok(WalReader::at(path, reader, base_id, WAL_HEADER_LEN, end))
+    }
+
+    /// A reader of the log at `path` through `reader`, positioned at `pos` of its `end`
+    /// bytes, whose next record is expected at event `base_id`.
+    fn at(path: &Path, reader: BufReader<File>, base_id: u64, pos: u64, end: u64) -> WalReader {
         let segments = path
             .parent()
             .unwrap_or(Path::new("."))
             .join(crate::segment::SEGMENTS_DIR);
-        Ok(WalReader {
+        WalReader {
             path: path.to_path_buf(),
             segments,
             referenced: Vec::new(),
             named: Vec::new(),
             reader,
             base_id,
-            pos: WAL_HEADER_LEN,
+            pos,
             end,
             expected_id: base_id,
             torn: None,
             done: false,
             last_schema: None,
             payload: Vec::new(),
-        })
+        }
     }
 
     /// Opens the WAL at `path` without trusting its header (damaged, or cut short): records
@@ -972,25 +978,7 @@ impl WalReader {
         reader
             .seek(SeekFrom::Start(pos))
             .map_err(|e| WalError::io("seek", path, e))?;
-        let segments = path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(crate::segment::SEGMENTS_DIR);
-        Ok(WalReader {
-            path: path.to_path_buf(),
-            segments,
-            referenced: Vec::new(),
-            named: Vec::new(),
-            reader,
-            base_id: expected_id,
-            pos,
-            end,
-            expected_id,
-            torn: None,
-            done: false,
-            last_schema: None,
-            payload: Vec::new(),
-        })
+        Ok(WalReader::at(path, reader, expected_id, pos, end))
     }
 
     /// After [`WalReader::next_entry`] found a damaged record (an error), goes on at the next

@@ -740,9 +740,9 @@ fn through_index(
     (fewer.len() < damaged).then_some((idx, fewer))
 }
 
-/// Moves `path` into `dir/damaged/` (same name, with a numeric suffix if taken); returns the
-/// new path. A rename within the database: never a copy, never a deletion.
-pub(super) fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
+/// A free place for `path` in `dir/damaged/` (created if missing): its name, or with `.1`,
+/// `.2`, … when taken.
+pub(super) fn damaged_place(dir: &Path, path: &Path) -> Result<PathBuf> {
     let damaged = dir.join(DAMAGED_DIR);
     std::fs::create_dir_all(&damaged).map_err(|e| StoreError::io("create", &damaged, e))?;
     let name = path
@@ -755,6 +755,14 @@ pub(super) fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
         to = damaged.join(format!("{name}.{n}"));
         n += 1;
     }
+    Ok(to)
+}
+
+/// Moves `path` into `dir/damaged/` (same name, with a numeric suffix if taken); returns the
+/// new path. A rename within the database: never a copy, never a deletion.
+pub(super) fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
+    let to = damaged_place(dir, path)?;
+    let damaged = dir.join(DAMAGED_DIR);
     std::fs::rename(path, &to)
         .map_err(|e| StoreError::io(format!("move to {}", to.display()), path, e))?;
     // A segment's index goes with it (an index without its segment is removed by writers).

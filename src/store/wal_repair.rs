@@ -51,7 +51,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::catalog::Catalog;
-use super::repair::{merged, move_aside, subtract, RepairReport, DAMAGED_DIR};
+use super::repair::{damaged_place, merged, move_aside, subtract, RepairReport, DAMAGED_DIR};
 use super::rewrite::{move_in, Staged};
 use super::{active_segment_files, show_ranges, Result, StoreError, SEGMENTS_DIR, WAL_FILE};
 use crate::checkpoint::Checkpoints;
@@ -475,18 +475,12 @@ fn flag_checkpoints(cat: &mut Catalog, report: &mut RepairReport) {
 
 /// Copies `path` into `dir/damaged/` (its name, with `.1`, `.2`, … if taken); returns the copy.
 fn copy_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
+    let to = damaged_place(dir, path)?;
     let damaged = dir.join(DAMAGED_DIR);
-    std::fs::create_dir_all(&damaged).map_err(|e| StoreError::io("create", &damaged, e))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".into());
-    let mut to = damaged.join(&name);
-    let mut n = 1;
-    while to.exists() {
-        to = damaged.join(format!("{name}.{n}"));
-        n += 1;
-    }
     let copied = damaged.join(format!(".{name}.copy.tmp"));
     std::fs::copy(path, &copied)
         .map_err(|e| StoreError::io(format!("copy to {}", copied.display()), path, e))?;
