@@ -15,7 +15,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -136,6 +136,22 @@ fn copy_truncate(path: &Path, to: &Path) {
         .unwrap();
 }
 
+/// Two followed logs `f0.log` and `f1.log` in `tmp/logs`, 10 rows each, and `weir import
+/// --follow ARGS` of them into `tmp/db`, waited for until it holds all 20 events: the
+/// directory, the archive, both logs and the process.
+fn follow_two_logs(tmp: &Path, args: &[&str]) -> (PathBuf, PathBuf, PathBuf, PathBuf, Child) {
+    let logs = tmp.join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.join("db");
+    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
+    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], args);
+    wait_running(&db, 20, &mut child);
+    (logs, db, a, b, child)
+}
+
 /// Two followed logs; `f0.log` is copied aside and truncated, and Zeek writes on into it
 /// (rows without a header): they are read with the header it had, under `--on-error fail`
 /// (the default) and `skip`, and `f1.log` flows on all along.
@@ -143,15 +159,7 @@ fn copy_truncate(path: &Path, to: &Path) {
 fn copy_and_truncate_keeps_the_header_under_fail_and_skip() {
     for on_error in ["fail", "skip"] {
         let tmp = tempfile::tempdir().unwrap();
-        let logs = tmp.path().join("logs");
-        std::fs::create_dir(&logs).unwrap();
-        let db = tmp.path().join("db");
-        let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
-        append(&a, &(log_header("f0") + &rows(0, 0..10)));
-        append(&b, &(log_header("f1") + &rows(1, 0..10)));
-        let pattern = format!("{}/*.log", s(&logs));
-        let mut child = follow(&db, &[&pattern], &["--on-error", on_error]);
-        wait_running(&db, 20, &mut child);
+        let (logs, db, a, b, mut child) = follow_two_logs(tmp.path(), &["--on-error", on_error]);
         copy_truncate(&a, &logs.join("f0.log.1"));
         append(&a, &rows(0, 10..20));
         append(&b, &rows(1, 10..20));
@@ -170,15 +178,8 @@ fn copy_and_truncate_keeps_the_header_under_fail_and_skip() {
 #[test]
 fn copy_and_truncate_across_restarts() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
-    append(&a, &(log_header("f0") + &rows(0, 0..10)));
-    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let (logs, db, a, b, mut child) = follow_two_logs(tmp.path(), &[]);
     let pattern = format!("{}/*.log", s(&logs));
-    let mut child = follow(&db, &[&pattern], &[]);
-    wait_running(&db, 20, &mut child);
     copy_truncate(&a, &logs.join("f0.log.1"));
     append(&a, &rows(0, 10..20));
     wait_running(&db, 30, &mut child);
@@ -241,15 +242,8 @@ fn nul_holes_of_a_writer_without_o_append_are_skipped() {
 #[test]
 fn an_error_stops_only_its_own_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let (a, b) = (logs.join("f0.log"), logs.join("f1.log"));
-    append(&a, &(log_header("f0") + &rows(0, 0..10)));
-    append(&b, &(log_header("f1") + &rows(1, 0..10)));
+    let (logs, db, a, b, mut child) = follow_two_logs(tmp.path(), &[]);
     let pattern = format!("{}/*.log", s(&logs));
-    let mut child = follow(&db, &[&pattern], &[]);
-    wait_running(&db, 20, &mut child);
     append(&a, &("not\ta\trow\n".to_string() + &rows(0, 10..20)));
     append(&b, &rows(1, 10..20));
     wait_running(&db, 30, &mut child);
