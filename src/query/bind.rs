@@ -21,7 +21,8 @@
 
 use super::eval::{Fast, Needles};
 use super::literal::Literal;
-use super::parser::{Expr, Extractor, Meta, Op, Predicate, TypeName};
+use super::op::Op;
+use super::parser::{Expr, Extractor, Meta, Predicate, TypeName};
 use crate::types::{Schema, SchemaRef, Type};
 
 /// A bound expression: constants and comparisons on field indices, negations already pushed

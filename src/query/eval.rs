@@ -19,7 +19,7 @@ use std::cmp::Ordering;
 
 use super::bind::{Bound, Program, Test};
 use super::literal::{addr_bits, in_subnet, net_bits, subnet_in, v4_of, Literal, Number};
-use super::parser::Op;
+use super::op::Op;
 use crate::types::Type;
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 

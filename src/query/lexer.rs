@@ -30,7 +30,7 @@ pub enum Tok {
     /// `!` (negation)
     Not,
     /// A comparison operator.
-    Op(super::parser::Op),
+    Op(super::op::Op),
     /// A quoted string, escapes resolved.
     Str(Vec<u8>),
     /// A `/pattern/`, its text between the slashes (`\/` resolved).
@@ -60,7 +60,7 @@ fn is_word_byte(c: u8) -> bool {
 
 /// The tokens of `text`.
 pub fn lex(text: &str) -> Result<Vec<Token>, ParseError> {
-    use super::parser::Op;
+    use super::op::Op;
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

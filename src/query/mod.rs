@@ -125,6 +125,7 @@ pub(crate) mod ints;
 mod lexer;
 mod literal;
 mod names;
+mod op;
 pub mod ops;
 mod parser;
 mod prune;
@@ -138,8 +139,9 @@ pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
 pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
+pub use op::Op;
 pub use ops::{is_chain, Chain, ChainStats, Flow, QueryConfig, QueryTransform, Slice};
-pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName, MAX_DEPTH};
+pub use parser::{Expr, Extractor, Meta, Predicate, TypeName, MAX_DEPTH};
 pub use prune::Tri;
 pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};
 

@@ -17,7 +17,7 @@
 use super::bind::{names_field, well_typed};
 use super::error::ExprError;
 use super::literal::{parse_word, Literal};
-use super::parser::Op;
+use super::op::Op;
 use crate::types::{SchemaRef, Type};
 
 /// Suggestions in a message, at most.
