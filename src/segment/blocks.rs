@@ -45,7 +45,7 @@
 
 use std::ops::Range;
 
-use super::sketch::{bloom_insert, bloom_may_contain, value_hash, TAG_ADDR, TAG_STRING};
+use super::bloom::{bloom_insert, bloom_may_contain, value_hash, TAG_ADDR, TAG_STRING};
 use crate::types::Type;
 use crate::value::RowCursor;
 

@@ -71,39 +71,13 @@
 //! used, and a column that does not hold exactly one value per row is an error (a string
 //! saying what is wrong), never a panic.
 
-use super::codec::{inflate_into, Codec, RowBuf};
+use super::compress::{inflate_into, Codec, RowBuf};
+use super::planes::Ints;
 use crate::batch::{header_len, push_header};
 use crate::value::RowCursor;
 
 /// Columns of fewer raw bytes are stored as they are (a frame's header would eat the gain).
 pub(crate) const MIN_COMPRESS: usize = 64;
-
-/// Appends `v` as an unsigned LEB128 varint.
-pub(crate) fn push_varint(out: &mut Vec<u8>, mut v: usize) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads an unsigned LEB128 varint of at most 32 bits at `*pos`.
-pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<usize, String> {
-    let mut v = 0usize;
-    let mut shift = 0;
-    loop {
-        let b = *buf.get(*pos).ok_or("a length runs past the stored bytes")?;
-        *pos += 1;
-        if shift > 28 {
-            return Err("a length does not fit in 32 bits".into());
-        }
-        v |= ((b & 0x7f) as usize) << shift;
-        shift += 7;
-        if b < 0x80 {
-            return Ok(v);
-        }
-    }
-}
 
 /// Values up to this long (most: numbers, addresses, states, Zeek's 18-character uids with
 /// their marker) are copied as this many bytes at once, a constant length: no call per value.
@@ -268,16 +242,16 @@ impl Header {
 /// Reads and checks the header of a columnar batch of `rows` rows and `raw_size` bytes of rows.
 pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Header, String> {
     let mut pos = 0;
-    let mut n = read_varint(stored, &mut pos)?;
+    let mut n = super::varint::read_varint(stored, &mut pos)?;
     // Format 6: a 0 (never a column count) and the count, then each column's encoding.
     let typed = n == 0;
     if typed {
-        n = read_varint(stored, &mut pos)?;
+        n = super::varint::read_varint(stored, &mut pos)?;
     }
     // Format 9: a second 0, then the count, and each column's checksum.
     let checksummed = typed && n == 0;
     if checksummed {
-        n = read_varint(stored, &mut pos)?;
+        n = super::varint::read_varint(stored, &mut pos)?;
     }
     // Every column takes at least two bytes of the header.
     if n == 0 || n > u16::MAX as usize || 2 * n > stored.len() {
@@ -287,15 +261,15 @@ pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Head
     let mut raw_total = rows.checked_mul(header_len(n)).ok_or("too many rows")?;
     let mut stored_total = 0usize;
     for _ in 0..n {
-        let raw = read_varint(stored, &mut pos)?;
+        let raw = super::varint::read_varint(stored, &mut pos)?;
         let encoding = if typed {
-            read_varint(stored, &mut pos)?
+            super::varint::read_varint(stored, &mut pos)?
         } else {
             VALUES
         };
         let plain = match encoding {
             VALUES => raw,
-            PLANES | DICT | MARKED | BLOCKS => read_varint(stored, &mut pos)?,
+            PLANES | DICT | MARKED | BLOCKS => super::varint::read_varint(stored, &mut pos)?,
             e => return Err(format!("a column of unknown encoding {e}")),
         };
         if encoding == MARKED && plain != raw {
@@ -303,7 +277,7 @@ pub(crate) fn header(stored: &[u8], raw_size: usize, rows: usize) -> Result<Head
                 "a marked column of {raw} raw bytes encoded in {plain}"
             ));
         }
-        let len = read_varint(stored, &mut pos)?;
+        let len = super::varint::read_varint(stored, &mut pos)?;
         let crc = if checksummed {
             let b = stored
                 .get(pos..pos + 4)
@@ -402,25 +376,6 @@ pub struct Columns {
     block_starts: Vec<Vec<(usize, usize)>>,
     rows: usize,
     raw_size: usize,
-}
-
-/// A column of integer planes as its numbers ([`read_columns`]'s `as_ints`): row `r`'s number
-/// (the bits of an `i64`; 0 when unset) is `values[r]`, and bit `r % 64` of `set[r / 64]`
-/// says whether it has one (the bits past the rows are 0). `negative`: some number is below
-/// 0 (which no count or port holds).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ints {
-    pub values: Vec<u64>,
-    pub set: Vec<u64>,
-    pub negative: bool,
-}
-
-impl Ints {
-    /// Whether every number fits a signed (`int`, `time`, `interval`) or unsigned (`count`,
-    /// `port`) type.
-    pub(crate) fn fit(&self, signed: bool) -> bool {
-        signed || !self.negative
-    }
 }
 
 impl Columns {
@@ -1138,7 +1093,8 @@ fn assemble_selected(
 
 #[cfg(test)]
 mod tests {
-    use super::super::codec::{unpack, Compression, Layout, Packer};
+    use super::super::codec::{unpack, Packer};
+    use super::super::compress::{Compression, Layout};
     use super::*;
     use crate::value::{encode_row, Value};
 

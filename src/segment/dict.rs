@@ -109,7 +109,7 @@ fn long_key(v: &[u8]) -> u64 {
         let h = (a ^ (v.len() as u64) << 59).wrapping_mul(0xff51_afd7_ed55_8ccd) ^ b;
         h.wrapping_mul(0xc4ce_b9fe_1a85_ec53).rotate_left(29)
     } else {
-        super::sketch::value_hash(0, v)
+        super::bloom::value_hash(0, v)
     };
     h | 1 << 63
 }
@@ -165,7 +165,7 @@ impl Encoder {
         }
         out.clear();
         out.reserve(len);
-        super::columns::push_varint(out, d);
+        super::varint::push_varint(out, d);
         out.extend_from_slice(&self.entries);
         out.extend(self.codes.iter().map(|&c| c as u8));
         if wide {
@@ -327,7 +327,7 @@ fn varint_len(mut v: usize) -> usize {
 /// (nothing, past the first that does not read).
 pub(crate) fn entries(enc: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut pos = 0;
-    let d = super::columns::read_varint(enc, &mut pos).unwrap_or(0);
+    let d = super::varint::read_varint(enc, &mut pos).unwrap_or(0);
     (0..d).map_while(move |_| {
         let n = value_len(enc.get(pos..)?)?;
         let v = &enc[pos..pos + n];
@@ -340,7 +340,7 @@ pub(crate) fn entries(enc: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// their lengths checked against `rows`.
 fn layout(enc: &[u8], rows: usize) -> Result<(Vec<usize>, &[u8]), String> {
     let mut pos = 0;
-    let d = super::columns::read_varint(enc, &mut pos)?;
+    let d = super::varint::read_varint(enc, &mut pos)?;
     if d == 0 || d > MAX_ENTRIES {
         return Err(format!("a dictionary of {d} entries"));
     }

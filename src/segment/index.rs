@@ -67,10 +67,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 
-use super::codec::{from_stored_byte, stored_byte, Codec};
-use super::reader::{check_times, BatchMeta, Parts, StoredRanges, StoredTimes, UNCHECKED};
+use super::compress::{from_stored_byte, Codec};
+use super::parts::{check_times, BatchMeta, Parts, StoredRanges, StoredTimes, UNCHECKED};
 use super::sketch::{read_range_record, RangeKind, RangeOf, RangeRecord, TimeHistogram, TimesRef};
-use super::Segment;
 use crate::types::{Field, Schema, Type};
 
 /// The first bytes of an index file.
@@ -209,51 +208,6 @@ pub(crate) fn encode_records(h: &Header<'_>, batches: &[BatchRecord]) -> Vec<u8>
     let crc = crc32fast::hash(&w);
     put32(&mut w, crc);
     w
-}
-
-/// The encoding of `seg`'s index, from what opening it found.
-pub(crate) fn encode(seg: &Segment) -> Vec<u8> {
-    let p = seg.parts();
-    let file_len = seg.byte_size();
-    let pos = |r: &Range<usize>| ((file_len - r.start) as u64, r.len() as u32);
-    let batches: Vec<BatchRecord> = p
-        .batches
-        .iter()
-        .enumerate()
-        .map(|(i, b)| BatchRecord {
-            schema: b.schema,
-            first_id: b.first_id,
-            rows: b.rows,
-            ts: b.ts,
-            data: pos(&b.data),
-            offsets: pos(&b.offsets),
-            checksum: b.checksum,
-            stored: stored_byte(b.codec, b.layout),
-            raw_size: b.raw_size as u32,
-            sketch: b.sketch.as_ref().map(|(bloom, hashes, _, _)| {
-                let sk = seg.sketch(i);
-                SketchRecord {
-                    bloom: pos(bloom),
-                    hashes: *hashes,
-                    ranges: sk
-                        .iter()
-                        .flat_map(|sk| sk.ranges.iter())
-                        .map(|r| (r.field(), r.bits().0, r.bits().1, r.present()))
-                        .collect(),
-                    times: sk.and_then(|sk| sk.times()).map(|t| t.to_owned()),
-                }
-            }),
-        })
-        .collect();
-    let header = Header {
-        file_len,
-        version: p.version,
-        uuid: p.uuid,
-        events: p.events,
-        intervals: &p.intervals,
-        schemas: &p.schemas,
-    };
-    encode_records(&header, &batches)
 }
 
 /// Decodes an index for a segment file of `file_len` bytes. `Err`: why it cannot be used.
@@ -447,12 +401,6 @@ pub(crate) fn decode(bytes: &[u8], file_len: usize) -> Result<Parts, String> {
     })
 }
 
-/// Writes the index of `seg` (opened with the verifier) next to it, atomically; returns its
-/// path and size.
-pub fn write_index(seg: &Segment, sync: bool) -> Result<(PathBuf, u64), crate::fs::FsError> {
-    write_index_bytes(seg.path(), &encode(seg), sync)
-}
-
 /// Writes the index `bytes` of the segment at `segment` next to it, atomically; returns its
 /// path and size.
 pub(crate) fn write_index_bytes(
@@ -476,27 +424,6 @@ pub fn remove_index(segment: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
-}
-
-/// Checks the index file of `seg` (opened with the verifier) against it: `Ok(false)` when
-/// there is none, `Err` when it exists and is not exactly the index of `seg`.
-pub fn check_index(seg: &Segment) -> Result<bool, String> {
-    let path = index_path(seg.path());
-    let stored = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    if let Err(reason) = decode(&stored, seg.byte_size()) {
-        return Err(format!("index {} is damaged: {reason}", path.display()));
-    }
-    if stored != encode(seg) {
-        return Err(format!(
-            "index {} does not describe its segment",
-            path.display()
-        ));
-    }
-    Ok(true)
 }
 
 fn put32(w: &mut Vec<u8>, v: u32) {
@@ -590,6 +517,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::segment::compress::stored_byte;
     use crate::types::{Field, Schema, Type};
 
     /// An index of two batches (3 and 2 rows), the second's offsets `extra` bytes too long.

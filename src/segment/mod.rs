@@ -217,31 +217,37 @@ pub(crate) mod generated {
 }
 
 pub(crate) mod blocks;
+mod bloom;
+mod checksum;
 mod codec;
 pub(crate) mod columns;
+mod compress;
 mod dict;
 mod error;
 mod index;
+mod index_of;
 mod inspect;
 pub(crate) mod marked;
 mod meta;
+mod parts;
 mod planes;
 mod prepare;
 mod reader;
 pub mod sketch;
 mod stored;
+mod varint;
 mod writer;
 
-pub(crate) use codec::{from_stored_byte, stored_byte, unpack};
-pub use codec::{Codec, Compression, Layout, RowBuf};
+pub(crate) use codec::unpack;
 pub use columns::Columns;
-pub(crate) use columns::Ints;
+pub(crate) use compress::{from_stored_byte, stored_byte};
+pub use compress::{Codec, Compression, Layout, RowBuf};
 pub use error::{Result, SegmentError};
-pub use index::{
-    check_index, index_path, remove_index, write_index, INDEX_EXTENSION, INDEX_VERSION,
-};
+pub use index::{index_path, remove_index, INDEX_EXTENSION, INDEX_VERSION};
+pub use index_of::{check_index, write_index};
 pub use inspect::{inspect, BatchInfo, SegmentInfo};
 pub use meta::FORMAT_VERSION;
+pub(crate) use planes::Ints;
 pub use prepare::{PreparedBatch, Preparer};
 pub use reader::{OffsetsRef, RowIter, Segment, SegmentBatch};
 pub use writer::{

@@ -417,7 +417,7 @@ pub(crate) fn decode(enc: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Stri
 /// `set[r / 64]` says whether it has one (the bits past `rows` are 0). For the loops that
 /// compare or count numbers (`crate::query::ints`), which would otherwise decode the msgpack
 /// this rebuilds.
-pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
+pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<Ints, String> {
     let c = parse(enc, rows)?;
     let mut stored = Vec::new();
     numbers(&c, &mut stored);
@@ -429,7 +429,7 @@ pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
             *last = (1 << (rows % 64)) - 1;
         }
         let negative = stored.iter().any(|&v| (v as i64) < 0);
-        return Ok(super::Ints {
+        return Ok(Ints {
             values: stored,
             set,
             negative,
@@ -446,7 +446,7 @@ pub(crate) fn ints(enc: &[u8], rows: usize) -> Result<super::Ints, String> {
     }
     // Unset rows hold 0.
     let negative = values.iter().any(|&v| (v as i64) < 0);
-    Ok(super::Ints {
+    Ok(Ints {
         values,
         set,
         negative,
@@ -543,6 +543,25 @@ fn rebuild(values: &[u64], bitmap: &[u8], rows: usize, out: &mut [u8]) -> Result
         ));
     }
     Ok(())
+}
+
+/// A column of integer planes as its numbers (`columns::read_columns`'s `as_ints`): row `r`'s number
+/// (the bits of an `i64`; 0 when unset) is `values[r]`, and bit `r % 64` of `set[r / 64]`
+/// says whether it has one (the bits past the rows are 0). `negative`: some number is below
+/// 0 (which no count or port holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ints {
+    pub values: Vec<u64>,
+    pub set: Vec<u64>,
+    pub negative: bool,
+}
+
+impl Ints {
+    /// Whether every number fits a signed (`int`, `time`, `interval`) or unsigned (`count`,
+    /// `port`) type.
+    pub(crate) fn fit(&self, signed: bool) -> bool {
+        signed || !self.negative
+    }
 }
 
 #[cfg(test)]

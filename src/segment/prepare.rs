@@ -16,7 +16,8 @@
 //! [`SegmentBuilder`]: super::SegmentBuilder
 //! [`SegmentBuilder::add_prepared`]: super::SegmentBuilder::add_prepared
 
-use super::codec::{Codec, Compression, Layout, Packer, SplitRows};
+use super::codec::{Packer, SplitRows};
+use super::compress::{Codec, Compression, Layout};
 use super::sketch::{Sketch, SketchBuilder};
 use crate::batch::Batch;
 

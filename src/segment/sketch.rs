@@ -45,6 +45,8 @@
 //! - A sketch is covered by the segment's metadata checksum, so a query can trust it without
 //!   verifying the batch's rows.
 
+use super::bloom::{bloom_insert, le_short, le_u64};
+pub use super::bloom::{bloom_may_contain, value_hash, TAG_ADDR, TAG_STRING};
 use crate::batch::{ColumnStats, StatKind};
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
@@ -54,11 +56,6 @@ pub const BITS_PER_VALUE: usize = 10;
 /// Bloom filter probes per value (with [`BITS_PER_VALUE`]: about 0.9% false positives; 7 would
 /// give 0.8% for 40% more work at import).
 pub const HASHES: u8 = 5;
-
-/// The tag of a string-like value in [`value_hash`].
-pub const TAG_STRING: u8 = b's';
-/// The tag of an address value in [`value_hash`].
-pub const TAG_ADDR: u8 = b'a';
 
 /// The widths a time histogram's buckets may have, in nanoseconds, narrowest first: each
 /// divides the next, so an edge of a wider bucket is an edge of every narrower one.
@@ -253,74 +250,6 @@ impl RangeKind {
             Type::Double => Some(RangeKind::Real),
             _ => None,
         }
-    }
-}
-
-/// The hash of a value in a sketch's Bloom filter (see the module docs): 8 bytes per step.
-pub fn value_hash(tag: u8, bytes: &[u8]) -> u64 {
-    const M: u64 = 0xff51_afd7_ed55_8ccd;
-    let mut h = 0x9e37_79b9_7f4a_7c15 ^ tag as u64 ^ ((bytes.len() as u64) << 8);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in chunks.by_ref() {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h ^ w).wrapping_mul(M).rotate_left(29);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        // The last bytes, zero-padded: from an 8-byte load that ends with them when the value
-        // has that many bytes (no copy of a variable length), else byte by byte.
-        let w = match bytes.len().checked_sub(8).and_then(|at| bytes.get(at..)) {
-            Some(tail) => le_u64(tail) >> (8 * (8 - rest.len())),
-            None => le_short(rest),
-        };
-        h = (h ^ w).wrapping_mul(M).rotate_left(29);
-    }
-    // MurmurHash3's fmix64.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
-/// The first 8 bytes of `b` (at least 8) as a little-endian u64.
-#[inline(always)]
-fn le_u64(b: &[u8]) -> u64 {
-    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-}
-
-/// The bytes of `b` (under 8) as a little-endian u64, zero-padded.
-#[inline(always)]
-fn le_short(b: &[u8]) -> u64 {
-    b.iter()
-        .enumerate()
-        .fold(0u64, |k, (i, &x)| k | (x as u64) << (8 * i))
-}
-
-/// The bit positions of probe `0..k` of hash `h` in a filter of `m` bits.
-#[inline(always)]
-fn probes(h: u64, k: u8, m: u64) -> impl Iterator<Item = u64> {
-    let h1 = h as u32;
-    let h2 = (h >> 32) as u32 | 1;
-    (0..k as u32).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) as u64 * m) >> 32)
-}
-
-/// Whether a Bloom filter (`bloom`, `k` probes) may hold the value hashed to `h`; an empty
-/// filter holds nothing.
-pub fn bloom_may_contain(bloom: &[u8], k: u8, h: u64) -> bool {
-    let m = 8 * bloom.len() as u64;
-    if m == 0 {
-        return false;
-    }
-    probes(h, k, m).all(|j| bloom[(j / 8) as usize] & (1 << (j % 8)) != 0)
-}
-
-/// Sets the bits of the value hashed to `h` in a Bloom filter (`bloom`, not empty; `k`
-/// probes), as [`bloom_may_contain`] probes them.
-pub(crate) fn bloom_insert(bloom: &mut [u8], k: u8, h: u64) {
-    let m = 8 * bloom.len() as u64;
-    for j in probes(h, k, m) {
-        bloom[(j / 8) as usize] |= 1 << (j % 8);
     }
 }
 
@@ -1655,6 +1584,7 @@ mod bloom_tests {
     use std::io::Write;
 
     use super::*;
+    use crate::segment::bloom::probes;
 
     /// A filter read from its file answers as its bytes do; one that cannot be read (a file
     /// cut short) may hold anything, so its batch is read rather than skipped.

@@ -232,8 +232,9 @@ mod tests {
 
     use std::io::Write;
 
-    use super::super::codec::{Codec, Compression, Layout, Packer};
+    use super::super::codec::Packer;
     use super::super::columns::{read_columns, Columns};
+    use super::super::compress::{Codec, Compression, Layout};
     use super::*;
     use crate::value::{encode_row, Value};
 

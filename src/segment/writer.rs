@@ -39,7 +39,8 @@ use std::path::{Path, PathBuf};
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
-use super::codec::{stored_byte, Codec, Compression, Layout};
+use super::checksum::checksum_with_data_crc;
+use super::compress::{stored_byte, Codec, Compression, Layout};
 use super::generated as fbs;
 use super::index::{BatchRecord, SketchRecord};
 use super::meta::{MetaHasher, FORMAT_VERSION};
@@ -1123,24 +1124,6 @@ fn display_len(v: &impl std::fmt::Display) -> usize {
     let mut c = Count(0);
     let _ = std::fmt::write(&mut c, format_args!("{v}"));
     c.0
-}
-
-/// CRC-32 of a batch: over `data`, then the offsets as little-endian u32.
-pub(crate) fn batch_checksum(data: &[u8], offsets: &[u32]) -> u32 {
-    checksum_with_data_crc(crc32fast::hash(data), data.len(), offsets)
-}
-
-/// [`batch_checksum`] continuing from the CRC of the data.
-fn checksum_with_data_crc(data_crc: u32, data_len: usize, offsets: &[u32]) -> u32 {
-    let mut h = crc32fast::Hasher::new_with_initial_len(data_crc, data_len as u64);
-    let mut buf = [0u8; 4096];
-    for chunk in offsets.chunks(1024) {
-        for (o, out) in chunk.iter().zip(buf.chunks_exact_mut(4)) {
-            out.copy_from_slice(&o.to_le_bytes());
-        }
-        h.update(&buf[..chunk.len() * 4]);
-    }
-    h.finalize()
 }
 
 #[cfg(test)]
