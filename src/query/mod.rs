@@ -138,10 +138,10 @@ pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
 pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
-pub use ops::{is_chain, Chain, ChainStats, Flow, QueryConfig, QueryTransform, Slice};
+pub use ops::{is_chain, Chain, ChainStats, Explain, Flow, QueryConfig, QueryTransform, Slice};
 pub use parser::{Expr, Extractor, Meta, Op, Predicate, TypeName, MAX_DEPTH};
 pub use prune::Tri;
-pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};
+pub use search::{HitRows, Hits, Pruning, Search, SearchOptions, SearchStats};
 
 use crate::store::Archive;
 use crate::types::{SchemaRef, Type};
