@@ -144,7 +144,11 @@ impl fmt::Display for Plan {
                 } else {
                     ""
                 };
-                writeln!(f, "  columns: {}{late}", c.join(", "))?
+                let names = match c.as_slice() {
+                    [] => "none (event IDs only)".to_string(),
+                    c => c.join(", "),
+                };
+                writeln!(f, "  columns: {names}{late}")?
             }
         }
         if let Some(t) = &s.top {
