@@ -5,13 +5,14 @@
 //!
 //! The analysis makes the plan as written (the scan reads every event whole; each operator
 //! a node, `top`/`rare` as `summarize | sort | head`), then applies the pushdown rules of
-//! `rules.rs`, each a function from plan to plan, in order:
+//! `rules.rs`, each a function from plan to plan, in order (the first two, between operators,
+//! also for a pipeline's `query` transform, whose input is no archive search):
 //!
 //! | rule | what it pushes |
 //! | --- | --- |
-//! | `filter_into_scan` | the leading `where`s into the scan's predicate (pruned, on all cores) |
 //! | `limit_into_sort` | a `head N` into the `sort` before it (it keeps `N` events) |
 //! | `topn_into_aggregate` | a `sort ... \| head N` into the `summarize` before it (it emits only the groups that can be kept) |
+//! | `filter_into_scan` | the leading `where`s into the scan's predicate (pruned, on all cores) |
 //! | `topn_into_scan` | a first `sort F \| head N` or `tail N` into the scan: batches best first, at most `N` per batch, none past the operator's cut-off ([`Cutoff`], which the operator publishes as it fills) |
 //! | `partial_aggregation` | a first `summarize` into the scan's workers, batch by batch; the operator merges (final aggregation) |
 //! | `projection` | the fields the operators read into the scan; for a bounded output of whole events, those read again by ID (late materialization) |
