@@ -41,6 +41,11 @@ pub struct ExportArgs {
     output: Option<std::path::PathBuf>,
     #[command(flatten)]
     lake: LakeArgs,
+    /// Print the plan (the scan spec and the operators, with what is pushed into the scan)
+    /// and the segments and batches that the catalog and the sketches keep, without running
+    /// the query.
+    #[arg(long)]
+    explain: bool,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
     /// (see README, "Searching"), optionally followed by operators ('... | top id.resp_p',
     /// see above); none: every event.
@@ -52,6 +57,11 @@ pub struct ExportArgs {
 pub struct CountArgs {
     #[command(flatten)]
     db: DbArg,
+    /// Print the plan (the scan spec and the operators, with what is pushed into the scan)
+    /// and the segments and batches that the catalog and the sketches keep, without running
+    /// the query.
+    #[arg(long)]
+    explain: bool,
     /// The expression events must match; none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
@@ -164,6 +174,9 @@ pub(super) fn finish(
 /// `weir export`: the matching events in ID order, stopping after `-n` events (touching no
 /// more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    if args.explain {
+        return explain(&args.db, args.expr.as_deref());
+    }
     if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
         let chain =
             Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
@@ -369,6 +382,9 @@ impl weir::codec::arrow::SchemaRows for SliceRows {
 /// `weir count`: one number, from the catalog and batch metadata where the expression
 /// allows.
 pub fn count(args: CountArgs) -> anyhow::Result<()> {
+    if args.explain {
+        return explain(&args.db, args.expr.as_deref());
+    }
     if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
         // The events that come out of the operators.
         let chain =
@@ -411,6 +427,23 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     let mut out = stdout.lock();
     let mut buf = format!("{n}\n").into_bytes();
     write_out(&mut out, &mut buf)?;
+    Ok(())
+}
+
+/// `--explain`: the plan of EXPR (an expression, operators or both; none: every event) and
+/// the pruning it will do over the archive, as text.
+fn explain(db: &DbArg, expr: Option<&str>) -> anyhow::Result<()> {
+    let chain = match expr {
+        None => Chain::all(),
+        Some(text) => {
+            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?
+        }
+    };
+    let archive = Archive::open(&db.path)?;
+    warn_unlisted(&archive)?;
+    let explained = chain.explain(&archive).map_err(query_error)?;
+    let mut buf = explained.to_string().into_bytes();
+    write_out(&mut std::io::stdout().lock(), &mut buf)?;
     Ok(())
 }
 

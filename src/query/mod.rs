@@ -140,10 +140,10 @@ pub use filter::{Filter, FilterConfig};
 pub use literal::{Literal, Pattern};
 pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
 pub use op::Op;
-pub use ops::{is_chain, Chain, ChainStats, Flow, QueryConfig, QueryTransform, Slice};
+pub use ops::{is_chain, Chain, ChainStats, Explain, Flow, QueryConfig, QueryTransform, Slice};
 pub use parser::{Expr, Extractor, Meta, Predicate, TypeName, MAX_DEPTH};
 pub use prune::Tri;
-pub use search::{HitRows, Hits, Search, SearchOptions, SearchStats};
+pub use search::{HitRows, Hits, Pruning, Search, SearchOptions, SearchStats};
 
 use crate::store::Archive;
 use crate::types::{SchemaRef, Type};

@@ -20,7 +20,7 @@
 //!    access) and evaluates it: a batch stored in columns on the columns the expression reads
 //!    alone, a comparison a column at a time, a dictionary column once per distinct value
 //!    (`columnar.rs`), its rows rebuilt only when some match and are wanted (whole, or only the
-//!    fields of [`Search::project`]); a batch of rows (the write-ahead log's, older formats)
+//!    fields of [`ScanSpec::columns`]); a batch of rows (the write-ahead log's, older formats)
 //!    row by row in place ([`Program::matches`]). A batch whose schema matches as a whole is
 //!    taken without evaluating anything. The results come back in ID order
 //!    through a bounded reorder window (a few batches per thread), so memory stays bounded
@@ -44,6 +44,7 @@ use super::columnar::Selection;
 use super::ints::Numbers;
 use super::ops::order::compare;
 use super::ops::partial::{AggPlan, Partial};
+use super::ops::physical::{Cutoff, ScanSpec};
 use super::prune::{self, Tri};
 use super::{Query, QueryError};
 use crate::pool::{OrderedPool, WorkerLost};
@@ -105,6 +106,30 @@ pub struct SearchStats {
     pub events_damaged: u64,
 }
 
+/// What the catalog and the batches' metadata keep of an archive for a search's
+/// expression, found without evaluating a row ([`Search::pruning`], for `--explain`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pruning {
+    /// Sealed segments in the catalog.
+    pub segments: u64,
+    /// Segments that their catalog entry rules out (not opened).
+    pub segments_pruned: u64,
+    /// Segments that could not be opened (the search reports each).
+    pub segments_damaged: u64,
+    /// Batches of the segments opened.
+    pub batches: u64,
+    /// Of those, batches that their metadata (schema, `ts` range, sketch) rules out.
+    pub batches_pruned: u64,
+    /// Batches the search reads.
+    pub batches_kept: u64,
+    /// Events of those batches.
+    pub events_kept: u64,
+    /// Batches of the write-ahead log.
+    pub wal_batches: u64,
+    /// Of those, batches that its pruning (schema, IDs) rules out.
+    pub wal_batches_pruned: u64,
+}
+
 /// The matching events of one batch slice.
 #[derive(Debug, Clone)]
 pub struct Hits {
@@ -112,7 +137,7 @@ pub struct Hits {
     /// Row indices within the slice, ascending; `None`: all of them.
     rows: Option<Vec<usize>>,
     /// The groups of the matching events, when the search aggregates them
-    /// (`Search::aggregate`) and this batch was aggregated where it is (its rows are then
+    /// (`Search::planned`) and this batch was aggregated where it is (its rows are then
     /// not read).
     partial: Option<Partial>,
 }
@@ -148,7 +173,7 @@ impl Hits {
     }
 
     /// The groups of the matching events, aggregated by the search's worker
-    /// (`Search::aggregate`); `None` when the batch's rows are to be read.
+    /// (`Search::planned`); `None` when the batch's rows are to be read.
     pub(crate) fn take_partial(&mut self) -> Option<Partial> {
         self.partial.take()
     }
@@ -225,7 +250,7 @@ impl Programs {
     }
 }
 
-/// The fields a consumer reads of one schema (see [`Search::project`]): their indices
+/// The fields a consumer reads of one schema (see [`ScanSpec::columns`]): their indices
 /// (ascending) and the schema of those fields alone.
 #[derive(Debug)]
 struct Keep {
@@ -242,21 +267,21 @@ struct Job {
     count_only: bool,
     /// [`SearchOptions::defer_columns`].
     defer_columns: bool,
-    /// [`Search::aggregate`].
+    /// [`Search::planned`]'s partial aggregation.
     aggregate: Option<Arc<AggPlan>>,
-    /// [`Search::keep_first`].
+    /// `TopN::per_batch`.
     first: Option<Arc<KeepFirst>>,
 }
 
-/// [`Search::keep_first`]: the consumer keeps only the first `n` events by one field.
+/// `TopN::per_batch`: the consumer keeps only the first `n` events by one field.
 #[derive(Debug)]
 struct KeepFirst {
     name: String,
     desc: bool,
     n: usize,
-    /// [`Search::set_cutoff`]'s last word, shared with the workers: no event that cannot
-    /// beat it is handed out (so its row is never rebuilt).
-    cutoff: std::sync::Mutex<Option<(Option<Value>, u64)>>,
+    /// The consumer's cut-off, shared with it and the workers: no event that cannot beat it
+    /// is handed out (so its row is never rebuilt).
+    cutoff: Arc<Cutoff>,
 }
 
 enum JobBatch {
@@ -555,7 +580,7 @@ fn blocks_needed(
 
 /// Of the rows `rows` (all: `None`) of a batch's columns whose first event ID is `first`, the
 /// first `k.n` by the integer column `f` (of type `ty`, signed or not), as
-/// [`Search::keep_first`] orders them, ascending, and of those only the ones that beat the
+/// `TopN::per_batch` orders them, ascending, and of those only the ones that beat the
 /// consumer's cutoff (`k.cutoff`); `None` when the column does not decode as numbers (every
 /// row is then kept).
 fn first_rows(
@@ -571,15 +596,10 @@ fn first_rows(
         (None, None) => Numbers::Msgpack(cols.column(f)),
     };
     let n = cols.rows();
-    let cutoff = k
-        .cutoff
-        .lock()
-        .ok()
-        .and_then(|c| c.clone())
-        .and_then(|(v, id)| match v {
-            None => Some((None, id)),
-            Some(v) => Some((Some(number_of(&v, ty)?), id)),
-        });
+    let cutoff = k.cutoff.get().and_then(|(v, id)| match v {
+        None => Some((None, id)),
+        Some(v) => Some((Some(number_of(&v, ty)?), id)),
+    });
     if k.n == 0 || (cutoff.is_none() && rows.map_or(n, <[usize]>::len) <= k.n) {
         return None;
     }
@@ -778,12 +798,12 @@ pub struct Search<'a> {
     /// Nothing more to submit.
     exhausted: bool,
     programs: Programs,
-    /// [`Search::project`]: the field names read, and per schema met what they keep.
+    /// [`ScanSpec::columns`]: the field names read, and per schema met what they keep.
     projection: Option<Vec<String>>,
     keeps: Vec<(SchemaRef, Option<Arc<Keep>>)>,
-    /// [`Search::aggregate`].
+    /// [`Search::planned`]'s partial aggregation.
     aggregate: Option<Arc<AggPlan>>,
-    /// [`Search::keep_first`].
+    /// `TopN::per_batch`.
     first: Option<Arc<KeepFirst>>,
     opened: HashSet<usize>,
     stats: SearchStats,
@@ -792,7 +812,7 @@ pub struct Search<'a> {
     pool: OrderedPool<Job, Done>,
     /// [`Search::warnings`].
     warnings: Vec<String>,
-    /// [`Search::order_by`].
+    /// [`ScanSpec::top`]: the batches best first.
     ordered: Option<Ordered>,
 }
 
@@ -801,8 +821,8 @@ pub struct Search<'a> {
 struct Ordered {
     queue: VecDeque<Planned>,
     desc: bool,
-    /// [`Search::set_cutoff`].
-    cutoff: Option<(Option<Value>, u64)>,
+    /// The consumer's cut-off (`TopN::cutoff`).
+    cutoff: Arc<Cutoff>,
     /// The write-ahead log's batches were all submitted.
     wal_done: bool,
 }
@@ -812,16 +832,16 @@ impl Ordered {
     /// `first` can come before the consumer's cutoff: its best is worse, or equal and its
     /// IDs all larger (ties go by ID).
     fn beaten(&self, best: &Best, first: u64) -> bool {
-        let Some((Some(cut), cut_id)) = &self.cutoff else {
+        let Some((Some(cut), cut_id)) = self.cutoff.get() else {
             return false;
         };
         let o = match best {
             Best::Unknown => return false,
             Best::Unset => return true,
-            Best::Value(v) if self.desc => compare(cut, v),
-            Best::Value(v) => compare(v, cut),
+            Best::Value(v) if self.desc => compare(&cut, v),
+            Best::Value(v) => compare(v, &cut),
         };
-        o == Ordering::Greater || (o == Ordering::Equal && first > *cut_id)
+        o == Ordering::Greater || (o == Ordering::Equal && first > cut_id)
     }
 }
 
@@ -942,40 +962,47 @@ impl<'a> Search<'a> {
         Ok(s)
     }
 
-    /// Reads only the fields `names` name (as the operators resolve names: full, suffix,
-    /// qualified, or a record's fields) of batches stored in columns, besides those the
-    /// expression reads: their hits have narrow rows, of a schema of those fields alone
-    /// (same name). Other batches (the write-ahead log's, rows) come whole. Call before the
-    /// first result.
-    pub fn project(&mut self, names: Vec<String>) {
-        self.projection = Some(names);
-        self.keeps.clear();
+    /// A search configured by a plan's scan spec (`ops/physical/`): its predicate, the
+    /// columns it reads, its top-N and its partial aggregation into `aggregate`'s groups.
+    ///
+    /// Columns: only the fields `spec.columns` name (as the operators resolve names: full,
+    /// suffix, qualified, or a record's fields) of batches stored in columns are read,
+    /// besides those the expression reads: their hits have narrow rows, of a schema of those
+    /// fields alone (same name). Other batches (the write-ahead log's, rows) come whole.
+    ///
+    /// Partial aggregation: the workers aggregate the matching events of each batch stored
+    /// in columns into `aggregate`'s groups (`partial.rs`), on the batch's columns: its
+    /// [`Hits`] then carry the marker ([`Hits::take_partial`]) instead of rows. Other
+    /// batches come as rows.
+    ///
+    /// Top-N: see [`Search::order_by`]; with `TopN::per_batch` `n`, the workers hand out,
+    /// of each batch stored in columns, only the `n` matches that come first by the integer
+    /// field (unset last; ties by event ID), the only ones of the batch that can be among
+    /// the consumer's `n` (each of the others has `n` before it in its own batch), and
+    /// rebuild only their rows. A field of another type leaves every match.
+    pub(crate) fn planned(
+        archive: &'a Archive,
+        spec: &'a ScanSpec,
+        aggregate: Option<AggPlan>,
+    ) -> Result<Search<'a>, QueryError> {
+        let mut s = Search::new(archive, &spec.predicate, SearchOptions::default())?;
+        s.projection = spec.columns.clone();
+        s.aggregate = aggregate.map(Arc::new);
+        if let Some(top) = &spec.top {
+            s.order_by(&top.field, top.desc, top.cutoff.clone());
+            s.first = top.per_batch.map(|n| {
+                Arc::new(KeepFirst {
+                    name: top.field.clone(),
+                    desc: top.desc,
+                    n,
+                    cutoff: top.cutoff.clone(),
+                })
+            });
+        }
+        Ok(s)
     }
 
-    /// Has the workers aggregate the matching events of each batch stored in columns by
-    /// the plan (`partial.rs`), on the batch's columns: its [`Hits`] then carry the groups
-    /// ([`Hits::take_partial`]) instead of rows. Other batches come as rows. Call before the
-    /// first result.
-    pub(crate) fn aggregate(&mut self, plan: AggPlan) {
-        self.aggregate = Some(Arc::new(plan));
-    }
-
-    /// The consumer keeps only the first `n` events by the integer field `name` (descending
-    /// when `desc`; unset last; ties by event ID): the workers hand out, of each batch
-    /// stored in columns, only the `n` matches that come first that way, the only ones of
-    /// the batch that can be among the consumer's `n` (each of the others has `n` before it
-    /// in its own batch), and rebuild only their rows. A field of another type leaves every
-    /// match. Call before the first result.
-    pub(crate) fn keep_first(&mut self, name: &str, desc: bool, n: usize) {
-        self.first = Some(Arc::new(KeepFirst {
-            name: name.to_string(),
-            desc,
-            n,
-            cutoff: std::sync::Mutex::new(None),
-        }));
-    }
-
-    /// What [`Search::project`] keeps of `schema` for `program` (`None`: every field).
+    /// What [`ScanSpec::columns`] keeps of `schema` for `program` (`None`: every field).
     fn keep(&mut self, schema: &SchemaRef, program: &Program) -> Option<Arc<Keep>> {
         let names = self.projection.as_ref()?;
         if let Some((_, k)) = self
@@ -1003,6 +1030,60 @@ impl<'a> Search<'a> {
         });
         self.keeps.push((schema.clone(), keep.clone()));
         keep
+    }
+
+    /// What the catalog and the batches' metadata keep for the expression, as the search
+    /// would prune (segments by their catalog entry, then batches by theirs; the
+    /// write-ahead log's batches by their rows' schema and IDs), without evaluating a row.
+    /// Opens (maps) the segments that are kept; call instead of searching.
+    pub fn pruning(&mut self) -> Pruning {
+        let mut p = Pruning::default();
+        for k in 0..self.order.len() {
+            let idx = self.order[k];
+            let entry = self.entry(idx);
+            p.segments += 1;
+            if !entry.schemas.is_empty()
+                && entry
+                    .schemas
+                    .keys()
+                    .all(|n| self.name_tri(entry, n) == Tri::False)
+            {
+                p.segments_pruned += 1;
+                continue;
+            }
+            let Ok(seg) = self.open(idx) else {
+                p.segments_damaged += 1;
+                continue;
+            };
+            for i in 0..seg.len() {
+                p.batches += 1;
+                let Some((schema, ids, _)) = seg.batch_meta(i) else {
+                    continue;
+                };
+                let mut program = self.programs.get(self.query, schema).clone();
+                if let (true, Some(narrow)) = (self.prune, program.for_ids(&ids)) {
+                    program = Arc::new(narrow);
+                }
+                if self.prune && !prune::segment_batch(&program, &seg, i) {
+                    p.batches_pruned += 1;
+                } else {
+                    p.batches_kept += 1;
+                    p.events_kept += ids.end - ids.start;
+                }
+            }
+        }
+        let next = self.archive.catalog().next_id;
+        for b in self.archive.scan_range(next..u64::MAX).flatten() {
+            p.wal_batches += 1;
+            let mut program = self.programs.get(self.query, b.schema()).clone();
+            if let (true, Some(narrow)) = (self.prune, program.for_ids(&b.id_range())) {
+                program = Arc::new(narrow);
+            }
+            if self.prune && !prune::wal_batch(&program, &b) {
+                p.wal_batches_pruned += 1;
+            }
+        }
+        p
     }
 
     /// What the search has touched so far.
@@ -1270,10 +1351,10 @@ impl<'a> Search<'a> {
     /// batches first (they have no sketch), then the sealed batches by the best value of
     /// `name` their metadata allows (the largest with `desc`, else the smallest; batches
     /// whose bound is unknown first, batches without a value last), and, once
-    /// [`Search::set_cutoff`] says what the consumer keeps no longer changes, none of the
-    /// batches that cannot beat it. Results then come in that order, not in ID order. Call
-    /// before the first result; the segments are opened (mapped) now.
-    pub(crate) fn order_by(&mut self, name: &str, desc: bool) {
+    /// `cutoff` says what the consumer keeps no longer changes, none of the batches that
+    /// cannot beat it. Results then come in that order, not in ID order. Called before the
+    /// first result; the segments are opened (mapped) now.
+    fn order_by(&mut self, name: &str, desc: bool, cutoff: Arc<Cutoff>) {
         let mut damaged = Vec::new();
         let mut planned: Vec<(Best, usize, usize, Arc<Segment>)> = Vec::new();
         for k in 0..self.order.len() {
@@ -1314,21 +1395,9 @@ impl<'a> Search<'a> {
         self.ordered = Some(Ordered {
             queue,
             desc,
-            cutoff: None,
+            cutoff,
             wal_done: false,
         });
-    }
-
-    /// For [`Search::order_by`]: the value of its field that the consumer's last kept event
-    /// has (`None`: it has none) and its ID, when the consumer has all it keeps; batches
-    /// that cannot beat it are not read.
-    pub(crate) fn set_cutoff(&mut self, cutoff: Option<(Option<Value>, u64)>) {
-        if let Some(mut shared) = self.first.as_ref().and_then(|k| k.cutoff.lock().ok()) {
-            shared.clone_from(&cutoff);
-        }
-        if let Some(o) = &mut self.ordered {
-            o.cutoff = cutoff;
-        }
     }
 
     /// [`Search::next_work`] in the order of [`Search::order_by`].
@@ -1457,7 +1526,7 @@ mod tests {
             name: "ts".into(),
             desc,
             n,
-            cutoff: std::sync::Mutex::new(cutoff),
+            cutoff: Arc::new(Cutoff::at(cutoff)),
         }
     }
 

@@ -42,6 +42,9 @@ struct QueryRequest {
     format: Option<String>,
     /// How NDJSON writes times: `iso8601` (default), `epoch`, `millis`.
     timestamps: Option<String>,
+    /// Answer the plan and its pruning instead of running the query.
+    #[serde(default)]
+    explain: bool,
 }
 
 /// `POST /api/v1/count`.
@@ -50,6 +53,9 @@ struct QueryRequest {
 struct CountRequest {
     #[serde(default)]
     query: String,
+    /// Answer the plan and its pruning instead of counting.
+    #[serde(default)]
+    explain: bool,
 }
 
 /// `POST /api/v1/get`.
@@ -86,8 +92,13 @@ pub async fn query(
             )))
         }
     };
+    let chain = query::parse_chain(&req.query)?;
+    if req.explain {
+        let plan = query::blocking(&state, move |archive| query::explain(&archive, &chain)).await?;
+        return Ok(Json(plan).into_response());
+    }
     let job = QueryJob {
-        chain: query::parse_chain(&req.query)?,
+        chain,
         limit: req.limit,
         format,
         timestamps: timestamps(req.timestamps.as_deref())?,
@@ -102,8 +113,10 @@ pub async fn count(
 ) -> Result<Json<Value>, ApiError> {
     let req: CountRequest = body(raw)?;
     // Parse errors before taking a slot.
-    if !req.query.trim().is_empty() {
-        query::parse_chain(&req.query)?;
+    let chain = query::parse_chain(&req.query)?;
+    if req.explain {
+        let plan = query::blocking(&state, move |archive| query::explain(&archive, &chain)).await?;
+        return Ok(Json(plan));
     }
     let n = query::blocking(&state, move |archive| query::count(&archive, &req.query)).await?;
     Ok(Json(json!({ "count": n })))

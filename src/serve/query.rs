@@ -326,6 +326,16 @@ pub async fn blocking<T: Send + 'static>(
     }
 }
 
+/// `"explain": true`: the chain's plan and the pruning it will do over `archive`, without
+/// running it: `{"plan": ..., "pruning": ..., "warnings": [...], "text": "..."}` (`text`: as
+/// `weir export --explain` prints it; the rest as `Explain::to_json` writes it).
+pub fn explain(archive: &Archive, chain: &Chain) -> Result<serde_json::Value, ApiError> {
+    let explained = chain.explain(archive).map_err(ApiError::query)?;
+    let mut out = explained.to_json();
+    out["text"] = serde_json::Value::String(explained.to_string());
+    Ok(out)
+}
+
 /// The number of events of `text`, as `weir count` counts them: from the catalog and batch
 /// metadata for an expression, the events that come out for a chain with operators.
 pub fn count(archive: &Archive, text: &str) -> Result<u64, ApiError> {

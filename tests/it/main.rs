@@ -45,6 +45,7 @@ mod output_formats;
 mod pipeline_config;
 mod pipeline_graph;
 mod query_errors;
+mod query_explain;
 mod query_language;
 mod query_operators;
 mod query_pruning;

@@ -51,11 +51,14 @@
 //! | `partitions.rs` | a `summarize`'s groups in tables by hash, merged by any thread, in order |
 //! | `partial.rs` | a `summarize` aggregated by the search's workers on a batch's columns |
 //! | `exec/` | the operators and the stages that run them |
-//! | `plan.rs` | [`Chain`]: parsing, planning, running over an archive |
+//! | `physical/` | the physical plan: the scan spec, the operator nodes, the pushdown rules |
+//! | `explain.rs` | [`Explain`]: a chain's plan and its pruning, without running it |
+//! | `plan.rs` | [`Chain`]: parsing, running its plan over an archive |
 //! | `transform.rs` | the pipeline's `query` transform ([`QueryConfig`]) |
 
 mod aggregate;
 mod exec;
+mod explain;
 mod group_accs;
 mod group_values;
 mod groups;
@@ -63,12 +66,14 @@ pub(crate) mod order;
 pub(crate) mod partial;
 mod partitions;
 mod per_group;
+pub(crate) mod physical;
 mod plan;
 pub(crate) mod slice;
 mod syntax;
 mod transform;
 
 pub use exec::{Flow, MAX_GROUPS, MAX_SORT_BYTES};
+pub use explain::Explain;
 pub use plan::{Chain, ChainStats};
 pub use slice::Slice;
 pub use syntax::{is_chain, DEFAULT_LIMIT};

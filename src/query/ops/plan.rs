@@ -3,10 +3,12 @@
 //! only `N` events; `top F N` is `summarize count() by F | sort count desc, F | head N` over
 //! the events where `F` is set (`rare` sorts ascending).
 
-use super::exec::{Flow, Head, Operator, Project, Sort, Stages, Summarize, Tail, Where};
+use super::exec::{Flow, Stages};
+use super::explain::Explain;
+use super::physical::{self, Plan};
 use super::slice::Slice;
-use super::syntax::{self, AggFunc, AggSpec, OpSpec};
-use crate::query::{ExprError, Query, QueryError, SearchStats};
+use super::syntax::{self, parse_where, OpSpec};
+use crate::query::{ExprError, Query, QueryError, Search, SearchStats};
 use crate::store::Archive;
 
 /// An expression followed by operators (`EXPR | OP | OP`), or operators alone.
@@ -31,15 +33,6 @@ pub struct ChainStats {
     /// only some fields (late materialization): at most one per batch and group of
     /// 4,096 events (`MATERIALIZE_ROWS`).
     pub batches_materialized: u64,
-}
-
-/// Parses the expression of a `where` at byte `pos` of the chain `whole`; errors point into
-/// the whole chain.
-fn parse_where(whole: &str, text: &str, pos: usize) -> Result<Query, ExprError> {
-    Query::parse(text.trim()).map_err(|e| {
-        let lead = text.len() - text.trim_start().len();
-        ExprError::new(whole, pos + lead + e.pos, e.message)
-    })
 }
 
 impl Chain {
@@ -253,162 +246,32 @@ impl Chain {
         Ok(())
     }
 
-    /// For a chain whose output is a bounded number of whole events (`sort ... | head N`,
-    /// `tail N`, with `where`s of field predicates): the fields its operators read. The
-    /// search then reads only those; the events that come out are read whole by their IDs
-    /// (late materialization). `None` for any other chain.
-    fn late_fields(&self) -> Option<Vec<String>> {
-        let mut bounded = false;
-        let mut names: Vec<String> = Vec::new();
-        for (k, op) in self.ops.iter().enumerate() {
-            match op {
-                OpSpec::Where { text, pos } => {
-                    let q = parse_where(&self.text, text, *pos).ok()?;
-                    for p in q.expr().map(|e| e.predicates()).unwrap_or_default() {
-                        match &p.extractor {
-                            crate::query::Extractor::Field(n) => names.push(n.clone()),
-                            crate::query::Extractor::Meta(crate::query::Meta::Type) => {}
-                            _ => return None,
-                        }
-                    }
-                }
-                OpSpec::Sort(keys) => {
-                    names.extend(keys.iter().map(|(f, _)| f.name.clone()));
-                    bounded |= matches!(self.ops.get(k + 1), Some(OpSpec::Head(_)));
-                }
-                OpSpec::Tail(_) => bounded = true,
-                OpSpec::Head(_) => {}
-                _ => return None,
-            }
-        }
-        names.retain(|n| n != "#type");
-        names.dedup();
-        bounded.then_some(names)
-    }
-
-    /// The field names the operators read of the searched events, when they read only
-    /// some: up to the first operator that makes events of its own (`select`, `summarize`,
-    /// `top`, `rare`), the fields its predecessors and it name; `None` when the events come
-    /// out whole (no such operator, or a `drop`, or a `where` with a type extractor).
-    pub fn fields_read(&self) -> Option<Vec<String>> {
-        let mut names: Vec<String> = Vec::new();
-        let add = |n: &str, names: &mut Vec<String>| {
-            if n != "#type" && !names.iter().any(|x| x == n) {
-                names.push(n.to_string());
-            }
-        };
-        for op in &self.ops {
-            match op {
-                OpSpec::Where { text, pos } => {
-                    let q = parse_where(&self.text, text, *pos).ok()?;
-                    for p in q.expr().map(|e| e.predicates()).unwrap_or_default() {
-                        match &p.extractor {
-                            crate::query::Extractor::Field(n) => add(n, &mut names),
-                            crate::query::Extractor::Meta(crate::query::Meta::Type) => {}
-                            _ => return None,
-                        }
-                    }
-                }
-                OpSpec::Sort(keys) => keys.iter().for_each(|(f, _)| add(&f.name, &mut names)),
-                OpSpec::Head(_) | OpSpec::Tail(_) => {}
-                OpSpec::Drop(_) => return None,
-                OpSpec::Select(fields) => {
-                    fields.iter().for_each(|f| add(&f.name, &mut names));
-                    return Some(names);
-                }
-                OpSpec::Summarize { aggs, by, .. } => {
-                    by.iter().for_each(|f| add(&f.name, &mut names));
-                    aggs.iter()
-                        .filter_map(|a| a.field.as_deref())
-                        .for_each(|f| add(f, &mut names));
-                    return Some(names);
-                }
-                OpSpec::Top { field, .. } => {
-                    add(&field.name, &mut names);
-                    return Some(names);
-                }
-            }
-        }
-        None
-    }
-
     /// The operators, with the leading expression as a `where` (for input that is no
-    /// archive search: a pipeline's batches).
+    /// archive search: a pipeline's batches): the plan as written.
     pub(crate) fn stages_with_scan(&self) -> Result<Stages, ExprError> {
-        let mut stages = self.stages()?;
-        if self.scan.expr().is_some() {
-            stages.prepend(Box::new(Where::new(self.scan.clone())));
-        }
-        Ok(stages)
+        let plan = physical::written(&self.text, &self.scan, &self.ops)?;
+        Ok(plan.operators().0)
     }
 
-    /// The operators, ready to run.
-    pub(crate) fn stages(&self) -> Result<Stages, ExprError> {
-        let mut ops: Vec<Box<dyn Operator>> = Vec::new();
-        for (k, op) in self.ops.iter().enumerate() {
-            let next_head = match self.ops.get(k + 1) {
-                Some(OpSpec::Head(n)) => Some(*n),
-                _ => None,
-            };
-            match op {
-                OpSpec::Where { text, pos } => {
-                    ops.push(Box::new(Where::new(parse_where(&self.text, text, *pos)?)))
-                }
-                OpSpec::Select(f) => ops.push(Box::new(Project::new(
-                    f.iter().map(|f| f.name.clone()).collect(),
-                    true,
-                ))),
-                OpSpec::Drop(f) => ops.push(Box::new(Project::new(
-                    f.iter().map(|f| f.name.clone()).collect(),
-                    false,
-                ))),
-                OpSpec::Sort(keys) => ops.push(Box::new(Sort::new(
-                    keys.iter().map(|(f, d)| (f.name.clone(), *d)).collect(),
-                    next_head,
-                ))),
-                OpSpec::Head(n) => ops.push(Box::new(Head::new(*n))),
-                OpSpec::Tail(n) => ops.push(Box::new(Tail::new(*n))),
-                OpSpec::Summarize {
-                    aggs,
-                    by,
-                    resolution,
-                } => ops.push(Box::new(Summarize::new(
-                    "weir.summarize",
-                    aggs.clone(),
-                    by.iter().map(|f| f.name.clone()).collect(),
-                    *resolution,
-                    false,
-                ))),
-                OpSpec::Top {
-                    field,
-                    limit,
-                    descending,
-                } => {
-                    let name = if *descending { "weir.top" } else { "weir.rare" };
-                    let count = AggSpec {
-                        name: "count".into(),
-                        func: AggFunc::Count,
-                        field: None,
-                        field_pos: field.pos,
-                        pos: field.pos,
-                    };
-                    ops.push(Box::new(Summarize::new(
-                        name,
-                        vec![count],
-                        vec![field.name.clone()],
-                        None,
-                        true,
-                    )));
-                    // Summarize names its output fields as written: sort by those names.
-                    ops.push(Box::new(Sort::new(
-                        vec![("count".into(), *descending), (field.name.clone(), false)],
-                        Some(*limit),
-                    )));
-                    ops.push(Box::new(Head::new(*limit)));
-                }
-            }
-        }
-        Ok(Stages::new(ops))
+    /// The physical plan of the chain over an archive: the scan spec and the operators,
+    /// with the pushdown rules applied (`physical/`).
+    pub(crate) fn plan(&self) -> Result<Plan, ExprError> {
+        physical::optimized(&self.text, &self.scan, &self.ops)
+    }
+
+    /// What the chain will do over `archive`, without running it: its plan and what the
+    /// catalog and the sketches keep of the archive for its predicate.
+    pub fn explain(&self, archive: &Archive) -> Result<Explain, QueryError> {
+        let plan = self.plan()?;
+        let mut search = plan.scan.predicate.search(archive)?;
+        self.check_names(archive)?;
+        let warnings = search.warnings().to_vec();
+        let pruning = search.pruning();
+        Ok(Explain {
+            plan,
+            pruning,
+            warnings,
+        })
     }
 
     /// Runs the chain over `archive`: `output` gets each slice that comes out (and says
@@ -420,9 +283,10 @@ impl Chain {
         output: &mut dyn FnMut(Slice) -> Result<Flow, QueryError>,
         damaged: &mut dyn FnMut(QueryError),
     ) -> Result<ChainStats, QueryError> {
-        let mut stages = self.stages()?;
+        let plan = self.plan()?;
+        let (mut stages, aggregate) = plan.operators();
         let mut emitted = 0u64;
-        let late = self.late_fields();
+        let late = plan.scan.late;
         // Late materialization: the few events that come out, read whole by ID, gathered
         // into groups so that each stored batch is decoded once per group, not once per
         // event.
@@ -444,7 +308,7 @@ impl Chain {
         let mut finished = false;
         let mut out = |s: Slice| {
             emitted += s.len() as u64;
-            if late.is_none() {
+            if !late {
                 return output(s);
             }
             if finished {
@@ -460,25 +324,9 @@ impl Chain {
             finished = flow == Flow::Done;
             Ok(flow)
         };
-        let mut search = self.scan.search(archive)?;
+        let mut search = Search::planned(archive, &plan.scan, aggregate)?;
         self.check_names(archive)?;
         let warnings = search.warnings().to_vec();
-        if let Some(names) = self.fields_read().or_else(|| late.clone()) {
-            search.project(names);
-        }
-        // `sort F | head N` first: the batches best first by F, and none that cannot beat
-        // the N-th event kept.
-        let ordered = stages.visit_order();
-        if let Some((name, desc)) = &ordered {
-            search.order_by(name, *desc);
-            if let Some(n) = stages.visit_limit() {
-                search.keep_first(name, *desc, n);
-            }
-        }
-        if let Some(plan) = stages.agg_plan() {
-            // The workers aggregate the groups of each batch on its columns.
-            search.aggregate(plan);
-        }
         while stages.wants_input() {
             let Some(hits) = search.next() else { break };
             let mut hits = match hits {
@@ -497,9 +345,6 @@ impl Chain {
                 slice.push(row, Some(id));
             }
             stages.push(slice, &mut out)?;
-            if ordered.is_some() {
-                search.set_cutoff(stages.cutoff());
-            }
         }
         stages.finish(&mut out)?;
         if !finished && !pending.is_empty() {

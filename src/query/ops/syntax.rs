@@ -100,6 +100,19 @@ pub enum OpSpec {
     },
 }
 
+/// Parses the expression of a `where` at byte `pos` of the chain `whole`; errors point into
+/// the whole chain.
+pub(crate) fn parse_where(
+    whole: &str,
+    text: &str,
+    pos: usize,
+) -> Result<crate::query::Query, ExprError> {
+    crate::query::Query::parse(text.trim()).map_err(|e| {
+        let lead = text.len() - text.trim_start().len();
+        ExprError::new(whole, pos + lead + e.pos, e.message)
+    })
+}
+
 /// Cuts `text` at its operator bars: each part's text and byte offset.
 pub(crate) fn split(text: &str) -> Result<Vec<(&str, usize)>, ExprError> {
     let b = text.as_bytes();

@@ -3,7 +3,9 @@
 //! more is an error that says to take fewer).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use super::super::physical::Cutoff;
 use super::super::slice::Slice;
 use super::sort::{cut_at, MAX_SORT_BYTES};
 use super::{Flow, Operator};
@@ -47,9 +49,11 @@ impl Operator for Head {
 pub(crate) struct Tail {
     n: usize,
     last: VecDeque<(SchemaRef, Vec<u8>, Option<u64>)>,
-    /// The input comes in any order of batches ([`Operator::visit_order`]): the events
-    /// with the largest IDs are kept, not the last to arrive.
+    /// The input comes in any order of batches ([`Tail::publish_to`]): the events with the
+    /// largest IDs are kept, not the last to arrive.
     by_id: bool,
+    /// Where it publishes its cut-off for the scan.
+    publish: Option<Arc<Cutoff>>,
     /// Bytes of the rows in `last`.
     bytes: usize,
     /// [`MAX_SORT_BYTES`] (smaller in unit tests).
@@ -62,9 +66,28 @@ impl Tail {
             n: usize::try_from(n).unwrap_or(usize::MAX),
             last: VecDeque::new(),
             by_id: false,
+            publish: None,
             bytes: 0,
             max_bytes: MAX_SORT_BYTES,
         }
+    }
+
+    /// Fed by the scan's top-N by `#id` (`physical/rules.rs`): batches come largest IDs
+    /// first, and once it holds `n` events it publishes the smallest ID it keeps to
+    /// `cutoff`, so that the scan reads no batch of smaller IDs.
+    pub fn publish_to(&mut self, cutoff: Arc<Cutoff>) {
+        self.by_id = true;
+        self.publish = Some(cutoff);
+    }
+
+    /// The smallest ID kept, once it holds `n` events taken by ID.
+    fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
+        if !self.by_id || self.last.len() < self.n {
+            return None;
+        }
+        self.cut();
+        let id = self.last.front()?.2?;
+        Some((Some(Value::Count(id)), id))
     }
 }
 
@@ -74,7 +97,11 @@ impl Operator for Tail {
             return Ok(Flow::Done);
         }
         if self.by_id {
-            return self.push_by_id(&slice);
+            let flow = self.push_by_id(&slice)?;
+            if let Some(publish) = self.publish.clone() {
+                publish.set(self.cutoff());
+            }
+            return Ok(flow);
         }
         let skip = slice.len().saturating_sub(self.n);
         for i in skip..slice.len() {
@@ -92,23 +119,6 @@ impl Operator for Tail {
             }
         }
         Ok(Flow::More)
-    }
-
-    fn visit_order(&mut self) -> Option<(String, bool)> {
-        if self.n == 0 {
-            return None;
-        }
-        self.by_id = true;
-        Some(("#id".to_string(), true))
-    }
-
-    fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
-        if !self.by_id || self.last.len() < self.n {
-            return None;
-        }
-        self.cut();
-        let id = self.last.front()?.2?;
-        Some((Some(Value::Count(id)), id))
     }
 
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError> {

@@ -16,7 +16,7 @@ pub use sort::MAX_SORT_BYTES;
 pub(crate) use summarize::Summarize;
 pub use summarize::MAX_GROUPS;
 
-use super::partial::{AggPlan, Partial};
+use super::partial::Partial;
 use super::slice::Slice;
 use crate::query::QueryError;
 use crate::types::SchemaRef;
@@ -37,40 +37,8 @@ pub(crate) trait Operator: Send {
     /// The input ended: appends what is left to emit, or a part of it: returns `true` when
     /// more is left (it is called again once `out` has been passed on).
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError>;
-    /// What the search's workers can aggregate for this operator, batch by batch
-    /// (`partial.rs`), when it is the first: `None` for all but `summarize`.
-    fn agg_plan(&mut self) -> Option<AggPlan> {
-        None
-    }
-    /// When it is the first and keeps only the first events by a field (`sort F | head N`):
-    /// that field and whether descending. The operator then takes its input in any order
-    /// of batches (it orders ties by event ID, not by arrival), so that the search can
-    /// visit the batches best first ([`Operator::cutoff`]).
-    fn visit_order(&mut self) -> Option<(String, bool)> {
-        None
-    }
-    /// After [`Operator::visit_order`]: how many events it keeps when it orders them by
-    /// that field alone (ties by event ID), so that the search hands out only as many of
-    /// each batch (`None`: it orders by more keys, or keeps all).
-    fn visit_limit(&self) -> Option<usize> {
-        None
-    }
-    /// After [`Operator::visit_order`]: once it holds all it keeps, the value of that field
-    /// of the last event kept (`None`: it has none) and its ID; an event that comes after it
-    /// cannot change the output.
-    fn cutoff(&mut self) -> Option<(Option<crate::value::Value>, u64)> {
-        None
-    }
-    /// When it keeps only its first `N` events by keys (`sort K, ... | head N`), and ties by
-    /// their arrival: the keys (name, descending) and `N`.
-    fn keeps_first(&self) -> Option<(Vec<(String, bool)>, usize)> {
-        None
-    }
-    /// The next stage keeps only its first `n` events by `keys` ([`Operator::keeps_first`]):
-    /// an operator that emits at the end may emit only those of its events that can be
-    /// among them, in the order it would have emitted them.
-    fn feeds_first(&mut self, _keys: Vec<(String, bool)>, _n: usize) {}
-    /// Takes the groups of one batch of `schema`, aggregated by [`Operator::agg_plan`].
+    /// Takes the groups of one batch of `schema`, which the scan's workers aggregated into
+    /// this operator's groups (the plan's partial aggregation: `physical/rules.rs`).
     fn merge_partial(&mut self, _schema: &SchemaRef, _partial: Partial) -> Result<(), QueryError> {
         Err(QueryError::Limit(
             "internal: batch groups given to an operator that aggregates nothing".into(),
@@ -88,22 +56,12 @@ pub(crate) struct Stages {
 }
 
 impl Stages {
-    pub fn new(mut ops: Vec<Box<dyn Operator>>) -> Stages {
-        for k in 1..ops.len() {
-            if let Some((keys, n)) = ops[k].keeps_first() {
-                ops[k - 1].feeds_first(keys, n);
-            }
-        }
+    pub fn new(ops: Vec<Box<dyn Operator>>) -> Stages {
         Stages {
             ops,
             done: None,
             closed: false,
         }
-    }
-
-    /// Puts `op` before the first stage (before any input).
-    pub fn prepend(&mut self, op: Box<dyn Operator>) {
-        self.ops.insert(0, op);
     }
 
     /// Whether more input can change the output.
@@ -138,29 +96,8 @@ impl Stages {
         Ok(())
     }
 
-    /// What the search's workers can aggregate for the first stage (`None`: nothing; the
-    /// events must come as slices).
-    pub fn agg_plan(&mut self) -> Option<AggPlan> {
-        self.ops.first_mut()?.agg_plan()
-    }
-
-    /// [`Operator::visit_order`] of the first stage.
-    pub fn visit_order(&mut self) -> Option<(String, bool)> {
-        self.ops.first_mut()?.visit_order()
-    }
-
-    /// [`Operator::visit_limit`] of the first stage.
-    pub fn visit_limit(&self) -> Option<usize> {
-        self.ops.first()?.visit_limit()
-    }
-
-    /// [`Operator::cutoff`] of the first stage.
-    pub fn cutoff(&mut self) -> Option<(Option<crate::value::Value>, u64)> {
-        self.ops.first_mut()?.cutoff()
-    }
-
-    /// Gives the first stage the groups of one batch, aggregated by its
-    /// [`Stages::agg_plan`] (in ID order among the slices).
+    /// Gives the first stage the groups of one batch, aggregated by the scan's workers (in
+    /// ID order among the slices).
     pub fn merge_partial(
         &mut self,
         schema: &SchemaRef,

@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::super::order::compare;
+use super::super::physical::Cutoff;
 use super::super::slice::{Slice, Source};
 use super::limit::emit_runs;
 use super::{Flow, Operator};
@@ -50,8 +51,10 @@ pub(crate) struct Sort {
     cutoff: Option<(Vec<Option<Value>>, u64)>,
     /// The keys' directions.
     desc: Vec<bool>,
-    /// Ties go by event ID, not by arrival ([`Operator::visit_order`]).
+    /// Ties go by event ID, not by arrival: the scan's top-N feeds it ([`Sort::publish_to`]).
     by_id: bool,
+    /// Where it publishes its cut-off for the scan.
+    publish: Option<Arc<Cutoff>>,
 }
 
 impl Sort {
@@ -67,8 +70,31 @@ impl Sort {
             cutoff: None,
             desc: keys.iter().map(|k| k.1).collect(),
             by_id: false,
+            publish: None,
             keys,
         }
+    }
+
+    /// Fed by the scan's top-N (`physical/rules.rs`): its input comes in any order of
+    /// batches, best first by its first key, so ties go by event ID; after each slice, once
+    /// it holds all it keeps, it publishes to `cutoff` the first key and ID of the last
+    /// event kept, so that the scan reads no batch that cannot beat it.
+    pub fn publish_to(&mut self, cutoff: Arc<Cutoff>) {
+        self.by_id = true;
+        self.publish = Some(cutoff);
+    }
+
+    /// The first key and ID of the last event kept, once it holds all it keeps.
+    fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
+        let limit = self.limit?;
+        if limit == 0 || self.entries.len() < limit {
+            return None;
+        }
+        if self.entries.len() > limit || self.cutoff.is_none() {
+            self.cut(limit);
+        }
+        let (keys, seq) = self.cutoff.as_ref()?;
+        Some((keys.first()?.clone(), *seq))
     }
 
     fn fields(&mut self, schema: &SchemaRef) -> usize {
@@ -130,10 +156,6 @@ impl Sort {
 }
 
 impl Operator for Sort {
-    fn keeps_first(&self) -> Option<(Vec<(String, bool)>, usize)> {
-        Some((self.keys.clone(), self.limit?)).filter(|_| !self.by_id)
-    }
-
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
         if self.limit == Some(0) {
             return Ok(Flow::Done);
@@ -186,33 +208,10 @@ impl Operator for Sort {
                 )));
             }
         }
+        if let Some(publish) = self.publish.clone() {
+            publish.set(self.cutoff());
+        }
         Ok(Flow::More)
-    }
-
-    fn visit_order(&mut self) -> Option<(String, bool)> {
-        let (name, desc) = self.keys.first()?;
-        if self.limit.is_none() || name.starts_with('#') {
-            return None;
-        }
-        self.by_id = true;
-        Some((name.clone(), *desc))
-    }
-
-    fn visit_limit(&self) -> Option<usize> {
-        self.limit
-            .filter(|&n| n > 0 && self.by_id && self.keys.len() == 1)
-    }
-
-    fn cutoff(&mut self) -> Option<(Option<Value>, u64)> {
-        let limit = self.limit?;
-        if limit == 0 || self.entries.len() < limit {
-            return None;
-        }
-        if self.entries.len() > limit || self.cutoff.is_none() {
-            self.cut(limit);
-        }
-        let (keys, seq) = self.cutoff.as_ref()?;
-        Some((keys.first()?.clone(), *seq))
     }
 
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError> {

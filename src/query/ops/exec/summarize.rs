@@ -78,7 +78,7 @@ pub(crate) struct Summarize {
     /// Once the input ended, the groups being emitted.
     emitting: Option<Emitting>,
     /// The next stage keeps only its first events by these keys (name, descending), this
-    /// many ([`Operator::feeds_first`]).
+    /// many ([`Summarize::feeds_first`]).
     top: Option<(Vec<(String, bool)>, usize)>,
 }
 
@@ -160,6 +160,12 @@ impl Summarize {
     ) -> Result<(), QueryError> {
         self.binding(schema);
         self.check_full()
+    }
+
+    /// The next stage keeps only its first `n` events by `keys` (`sort K, ... | head n`, ties
+    /// by arrival): it emits only the groups that can be among them ([`first_groups`]).
+    pub(crate) fn feeds_first(&mut self, keys: Vec<(String, bool)>, n: usize) {
+        self.top = Some((keys, n));
     }
 
     /// What the search's workers aggregate for this operator on their own (`partial.rs`):
@@ -312,14 +318,6 @@ fn too_many_groups() -> QueryError {
 impl Operator for Summarize {
     fn merge_partial(&mut self, schema: &SchemaRef, partial: Partial) -> Result<(), QueryError> {
         Summarize::merge_partial(self, schema, partial)
-    }
-
-    fn agg_plan(&mut self) -> Option<AggPlan> {
-        Some(Summarize::agg_plan(self))
-    }
-
-    fn feeds_first(&mut self, keys: Vec<(String, bool)>, n: usize) {
-        self.top = Some((keys, n));
     }
 
     fn push(&mut self, slice: Slice, _out: &mut Vec<Slice>) -> Result<Flow, QueryError> {
