@@ -6,6 +6,29 @@ use crate::query::QueryError;
 use crate::store::StoreError;
 
 /// Why a [`crate::Db`] call failed.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let dir = tmp.path().join("db");
+/// # let log = "#separator \\x09\n#path\tconn\n#fields\tts\tuid\tid.orig_h\n#types\ttime\tstring\taddr\n1258531221.486539\tPii6cUUq1v4\t192.168.1.102\n1258531680.237254\tnkCxlvNN8pi\tfe80::1\n";
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// #     let mut pipeline = weir::Pipeline::default();
+/// #     let config = weir::SourceConfig::zeek(weir::ReaderOptions::default(), 1 << 20);
+/// #     let source = pipeline.add_source("logs", vec![weir::Input::bytes("memory", log)], config)?;
+/// #     let batches = pipeline.add_batcher("batch", &[source], Default::default())?;
+/// #     let (sink, _) = weir::ArchiveSink::open(&dir, Default::default())?;
+/// #     pipeline.add_sink("archive", &[batches], sink)?;
+/// #     pipeline.run().await?;
+/// #     Ok::<_, Box<dyn std::error::Error>>(())
+/// # })?;
+/// let db = weir::Db::open(&dir)?;
+/// let err = db.query("id.orig_h ==").unwrap_err();
+/// assert!(matches!(err, weir::Error::Query(_)));
+/// assert!(err.to_string().starts_with("invalid expression"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

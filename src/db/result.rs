@@ -24,6 +24,32 @@ const WRITE_CHUNK: usize = 256 << 10;
 /// keeps them on disk while it lives, even if an erase drops them), and the write-ahead
 /// log's events as they are when it runs: so at least every event committed before it was
 /// made.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let dir = tmp.path().join("db");
+/// # let log = "#separator \\x09\n#path\tconn\n#fields\tts\tuid\tid.orig_h\n#types\ttime\tstring\taddr\n1258531221.486539\tPii6cUUq1v4\t192.168.1.102\n1258531680.237254\tnkCxlvNN8pi\tfe80::1\n";
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// #     let mut pipeline = weir::Pipeline::default();
+/// #     let config = weir::SourceConfig::zeek(weir::ReaderOptions::default(), 1 << 20);
+/// #     let source = pipeline.add_source("logs", vec![weir::Input::bytes("memory", log)], config)?;
+/// #     let batches = pipeline.add_batcher("batch", &[source], Default::default())?;
+/// #     let (sink, _) = weir::ArchiveSink::open(&dir, Default::default())?;
+/// #     pipeline.add_sink("archive", &[batches], sink)?;
+/// #     pipeline.run().await?;
+/// #     Ok::<_, Box<dyn std::error::Error>>(())
+/// # })?;
+/// let db = weir::Db::open(&dir)?;
+/// let mut tsv = Vec::new();
+/// let n = db.query("id.orig_h == 192.168.1.102")?.write(weir::OutputFormat::ZeekTsv, &mut tsv)?;
+/// assert_eq!(n, 1);
+/// assert!(String::from_utf8(tsv)?.contains("\tPii6cUUq1v4\t"));
+/// assert_eq!(db.query("")?.count()?, 2);
+/// assert_eq!(db.query("")?.limit(1).count()?, 1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct QueryResult {
     archive: Archive,
