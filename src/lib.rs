@@ -96,7 +96,7 @@ pub mod wal;
 
 pub use batch::{Batch, BatchBuilder, ColumnStats};
 pub use batcher::{BatchConfig, Batcher};
-pub use codec::writer::{EventWriter, OutputFormat, WriteError, WriterSink};
+pub use codec::writer::{writer_for, EventWriter, OutputFormat, WriteError, WriterSink};
 pub use codec::{FileSinkConfig, ReaderOptions, StdoutSinkConfig};
 pub use db::{BatchStream, Batches, Db, DbStats, Error, QueryResult, BATCHES_IN_FLIGHT};
 pub use error::{OnError, ParseError, ReadError, SkipReport};
