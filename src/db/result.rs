@@ -123,7 +123,7 @@ impl QueryResult {
         Batches::new(rx, producer)
     }
 
-    /// The events as a [`futures::Stream`] of record batches (see [`BatchStream`]). When
+    /// The events as a [`Stream`](futures::Stream) of record batches (see [`BatchStream`]). When
     /// the query's thread cannot be started, the stream's one item is that error.
     pub fn stream(self) -> BatchStream {
         let (tx, rx) = tokio::sync::mpsc::channel(BATCHES_IN_FLIGHT);

@@ -8,7 +8,7 @@ use arrow_array::RecordBatch;
 use super::error::Result;
 use super::producer::Producer;
 
-/// The record batches of a query as a [`futures::Stream`] of `Result<RecordBatch>`, made by
+/// The record batches of a query as a [`Stream`](futures::Stream) of `Result<RecordBatch>`, made by
 /// [`crate::QueryResult::stream`]: the same items as [`crate::Batches`], read without
 /// blocking the runtime (the search runs on a thread of its own, not on the runtime's).
 ///
