@@ -7,11 +7,11 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use weir::batch::{Batch, BatchBuilder};
-use weir::segment::SegmentBuilder;
-use weir::store::{Archive, Catalog, CatalogEntry, Store, StoreOptions};
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::wal::SyncPolicy;
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::segment::SegmentBuilder;
+use weir::unstable::store::{Archive, Catalog, CatalogEntry, Store, StoreOptions};
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::wal::SyncPolicy;
 
 /// A conn.log-like schema.
 fn conn_schema() -> SchemaRef {

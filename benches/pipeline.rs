@@ -7,13 +7,13 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use weir::batch::{Batch, BatchBuilder};
-use weir::batcher::BatchConfig;
-use weir::channel;
-use weir::codec::ReaderOptions;
-use weir::pipeline::{Pipeline, PipelineOptions};
-use weir::source::{Input, SourceConfig};
-use weir::types::{Field, Schema, Type};
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::batcher::BatchConfig;
+use weir::unstable::channel;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::pipeline::{Pipeline, PipelineOptions};
+use weir::unstable::source::{Input, SourceConfig};
+use weir::unstable::types::{Field, Schema, Type};
 
 /// About 20 MB of conn-like Zeek TSV.
 fn text() -> (Vec<u8>, u64) {

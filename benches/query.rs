@@ -9,9 +9,9 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use weir::codec::zeek::tsv::read_all;
-use weir::codec::ReaderOptions;
-use weir::query::Query;
+use weir::unstable::codec::zeek::tsv::read_all;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::query::Query;
 
 fn bench(c: &mut Criterion) {
     let Some(text) = common::conn_log() else {

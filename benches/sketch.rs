@@ -17,10 +17,10 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use weir::codec::zeek::tsv::read_all;
-use weir::codec::ReaderOptions;
-use weir::segment::{Compression, Preparer};
-use weir::Batch;
+use weir::unstable::codec::zeek::tsv::read_all;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::segment::{Compression, Preparer};
+use weir::unstable::Batch;
 
 /// The batches of `text`, with column stats when `stats`.
 fn parse(text: &[u8], stats: bool) -> Vec<Batch> {

@@ -7,8 +7,8 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use weir::codec::zeek::tsv::read_all;
-use weir::codec::ReaderOptions;
+use weir::unstable::codec::zeek::tsv::read_all;
+use weir::unstable::codec::ReaderOptions;
 
 fn events(text: &[u8]) -> u64 {
     let (batches, _) = read_all(text, ReaderOptions::new("conn.log")).expect("conn.log parses");

@@ -15,11 +15,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use tokio_util::codec::Decoder;
-use weir::batch::{Batch, BatchBuilder};
-use weir::codec::writer::{writer_for, OutputFormat};
-use weir::codec::zeek::json::{read_all, JsonDecoder};
-use weir::codec::ReaderOptions;
-use weir::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::codec::writer::{writer_for, OutputFormat};
+use weir::unstable::codec::zeek::json::{read_all, JsonDecoder};
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
 
 const EVENTS: usize = 20_000;
 const PER_BATCH: usize = 1024;

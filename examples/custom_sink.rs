@@ -10,10 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures::Sink;
-use weir::batch::Batch;
-use weir::codec::ReaderOptions;
-use weir::pipeline::Pipeline;
-use weir::source::{expand_inputs, SourceConfig};
+use weir::{Batch, Input, Pipeline, ReaderOptions, SourceConfig};
 
 /// Counts events per schema name. Sinks see batches of one schema each.
 #[derive(Clone, Default)]
@@ -51,14 +48,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // Without arguments, count a small built-in sample instead of waiting on stdin.
     let inputs = if args.is_empty() {
-        vec![weir::source::Input::bytes(
+        vec![Input::bytes(
             "sample",
             "#separator \\x09\n#path\tconn\n#fields\tts\tuid\n#types\ttime\tstring\n\
              1.0\ta\n2.0\tb\n#separator \\x09\n#path\tdns\n#fields\tts\tquery\n\
              #types\ttime\tstring\n3.0\texample.com\n",
         )]
     } else {
-        expand_inputs(&args)?
+        args.iter().map(|a| Input::Path(a.into())).collect()
     };
     let mut pipeline = Pipeline::default();
     let source = pipeline.add_source(

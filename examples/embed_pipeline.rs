@@ -10,12 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::SinkExt;
-use weir::batch::Batch;
-use weir::batcher::BatchConfig;
-use weir::codec::writer::{writer_for, OutputFormat, WriterSink};
-use weir::codec::ReaderOptions;
-use weir::pipeline::{Pipeline, PipelineOptions};
-use weir::source::{Input, SourceConfig};
+use weir::{
+    writer_for, Batch, BatchConfig, Input, OutputFormat, Pipeline, PipelineOptions, ReaderOptions,
+    SourceConfig, WriterSink,
+};
 
 const CONN: &str = "#separator \\x09
 #set_separator\t,

@@ -1,4 +1,5 @@
-//! Opens an archive and iterates its events in ID order, decoding each row to values.
+//! Opens an archive with the embedding API (`weir::Db`) and iterates its events in ID order,
+//! as Arrow record batches.
 //!
 //! ```sh
 //! weir import --db /tmp/weir.db conn.log.gz
@@ -8,20 +9,48 @@
 
 use std::io::Write as _;
 
-use weir::store::Archive;
-use weir::types::Type;
-use weir::value::{decode_row, Value};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
 
-/// A value as text: strings as (lossy UTF-8) text, not as a list of bytes.
-fn show(v: &Value) -> String {
-    match v {
-        Value::String(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
-        Value::List(items) => {
-            let items: Vec<String> = items.iter().map(show).collect();
+/// Value `i` of `column` as text: strings quoted, lists in brackets, unset as `-`.
+fn show(column: &dyn Array, i: usize) -> String {
+    if column.is_null(i) {
+        return "-".into();
+    }
+    match column.data_type() {
+        DataType::Utf8 => format!("{:?}", column.as_string::<i32>().value(i)),
+        DataType::UInt64 => column.as_primitive::<UInt64Type>().value(i).to_string(),
+        DataType::Int64 => column.as_primitive::<Int64Type>().value(i).to_string(),
+        DataType::UInt16 => column.as_primitive::<UInt16Type>().value(i).to_string(),
+        DataType::Float64 => column.as_primitive::<Float64Type>().value(i).to_string(),
+        DataType::Boolean => column.as_boolean().value(i).to_string(),
+        DataType::Timestamp(..) => {
+            let ns = column.as_primitive::<TimestampNanosecondType>().value(i);
+            format!(
+                "{}.{:09}",
+                ns.div_euclid(1_000_000_000),
+                ns.rem_euclid(1_000_000_000)
+            )
+        }
+        DataType::List(_) => {
+            let items = column.as_list::<i32>().value(i);
+            let items: Vec<String> = (0..items.len()).map(|j| show(&items, j)).collect();
             format!("[{}]", items.join(", "))
         }
-        other => format!("{other:?}"),
+        other => format!("<{other}>"),
     }
+}
+
+/// The weir schema name of a batch (`zeek.conn`), kept in its Arrow schema's metadata.
+fn schema_name(batch: &RecordBatch) -> String {
+    let schema = batch.schema();
+    schema
+        .metadata()
+        .get("zeek.schema")
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -50,29 +79,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             d
         }
     };
-    let archive = Archive::open(&dir)?;
+    let db = weir::Db::open(&dir)?;
     let mut shown = 0;
-    for batch in archive.scan() {
+    // Every event (an empty query), as Arrow record batches read as the search goes.
+    for batch in db.query("")? {
         let batch = batch?;
-        let types: Vec<Type> = batch.schema().fields.iter().map(|f| f.ty.clone()).collect();
-        for (i, row) in batch.rows().enumerate() {
-            let values = decode_row(row, &types)?;
+        let name = schema_name(&batch);
+        for i in 0..batch.num_rows() {
             if shown < 10 {
-                let values: Vec<String> = values.iter().map(show).collect();
-                writeln!(
-                    out,
-                    "#{} {} [{}]",
-                    batch.first_id() + i as u64,
-                    batch.schema().name,
-                    values.join(", ")
-                )?;
+                let values: Vec<String> = batch.columns().iter().map(|c| show(c, i)).collect();
+                writeln!(out, "{name} [{}]", values.join(", "))?;
             }
             shown += 1;
         }
     }
     writeln!(out, "{shown} events")?;
     out.flush()?;
-    drop(archive);
+    drop(db);
     if let Some(d) = tmp {
         std::fs::remove_dir_all(d)?;
     }
@@ -81,9 +104,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Imports a few events with the library's pipeline (what `weir import` does).
 fn sample_archive(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    use weir::pipeline::config::{ImportConfig, PipelineSpec};
-    use weir::source::FileSourceConfig;
-    use weir::store::ArchiveSinkConfig;
+    use weir::{ArchiveSinkConfig, FileSourceConfig, ImportConfig, PipelineSpec};
     let log = dir.with_extension("log");
     std::fs::write(
         &log,
@@ -97,7 +118,7 @@ fn sample_archive(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error
     });
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
-        let (pipeline, _) = weir::pipeline::build::build(&spec).await?;
+        let (pipeline, _) = weir::build(&spec).await?;
         pipeline.run().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;

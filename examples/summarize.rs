@@ -1,4 +1,4 @@
-//! Runs a chain of operators over an archive from Rust: the events per host and protocol,
+//! Runs a chain of operators over an archive from Rust with the embedding API (`weir::Db`): the events per host and protocol,
 //! the busiest first, as `weir export` would with the same text.
 //!
 //! ```sh
@@ -9,11 +9,6 @@
 //! `id.orig_h`.
 
 use std::io::Write as _;
-
-use weir::query::{Chain, Flow};
-use weir::store::Archive;
-use weir::types::Type;
-use weir::value::decode_row;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -30,51 +25,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = args
         .next()
         .unwrap_or_else(|| "summarize n=count(), distinct(uid) by id.orig_h | sort n desc".into());
-    let chain = Chain::parse(&text)?;
-    let archive = Archive::open(&dir)?;
+    let db = weir::Db::open(&dir)?;
+    // The output as `weir export --to zeek-tsv` writes it: a `#fields` line naming the
+    // columns, then one line per group, its values separated by tabs (escaped inside).
+    let mut tsv = Vec::new();
+    db.query(&text)?
+        .write(weir::OutputFormat::ZeekTsv, &mut tsv)?;
+    let tsv = String::from_utf8(tsv)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut failed = None;
-    chain.run(
-        &archive,
-        &mut |slice| {
-            // Each slice is events of one schema (here `weir.summarize`), as msgpack rows.
-            let types: Vec<Type> = slice.schema().fields.iter().map(|f| f.ty.clone()).collect();
-            for row in slice.rows() {
-                let line = decode_row(row, &types).map(|values| {
-                    let cells: Vec<String> = slice
-                        .schema()
-                        .fields
-                        .iter()
-                        .zip(values)
-                        .map(|(f, v)| format!("{}={v:?}", f.name))
-                        .collect();
-                    format!("{} {}", slice.schema().name, cells.join(" "))
-                });
-                match line.map(|l| writeln!(out, "{l}")) {
-                    Ok(Ok(())) => {}
-                    // `| head` or `grep -q` closed the pipe: stop quietly, as `weir` does.
-                    Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                        return Ok(Flow::Done);
-                    }
-                    Ok(Err(e)) => {
-                        failed = Some(e.to_string());
-                        return Ok(Flow::Done);
-                    }
-                    Err(e) => {
-                        failed = Some(e.to_string());
-                        return Ok(Flow::Done);
-                    }
-                }
-            }
-            Ok(Flow::More)
-        },
-        &mut |damaged| eprintln!("skipped: {damaged}"),
-    )?;
-    if let Some(e) = failed {
-        return Err(e.into());
+    let mut header: Vec<&str> = Vec::new();
+    for line in tsv.lines() {
+        if let Some(fields) = line.strip_prefix("#fields\t") {
+            header = fields.split('\t').collect();
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let cells: Vec<String> = header
+            .iter()
+            .zip(line.split('\t'))
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        match writeln!(out, "{}", cells.join(" ")) {
+            Ok(()) => {}
+            // `| head` or `grep -q` closed the pipe: stop quietly, as `weir` does.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(e.into()),
+        }
     }
-    drop(archive);
+    drop(db);
     if let Some(d) = tmp {
         std::fs::remove_dir_all(d)?;
     }
@@ -83,9 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Imports a few events with the library's pipeline (what `weir import` does).
 fn sample_archive(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    use weir::pipeline::config::{ImportConfig, PipelineSpec};
-    use weir::source::FileSourceConfig;
-    use weir::store::ArchiveSinkConfig;
+    use weir::{ArchiveSinkConfig, FileSourceConfig, ImportConfig, PipelineSpec};
     let log = dir.with_extension("log");
     std::fs::write(
         &log,
@@ -100,7 +78,7 @@ fn sample_archive(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error
     });
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
-        let (pipeline, _) = weir::pipeline::build::build(&spec).await?;
+        let (pipeline, _) = weir::build(&spec).await?;
         pipeline.run().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;

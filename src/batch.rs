@@ -509,8 +509,8 @@ fn merge_ts(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> 
 /// Builds a [`Batch`] row by row, encoding in place.
 ///
 /// ```
-/// use weir::batch::BatchBuilder;
-/// use weir::types::{Field, Schema, Type};
+/// use weir::unstable::batch::BatchBuilder;
+/// use weir::unstable::types::{Field, Schema, Type};
 ///
 /// let schema = Schema::new("zeek.x", vec![Field::new("n", Type::Count)]).into_shared();
 /// let mut b = BatchBuilder::new(schema);

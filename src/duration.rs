@@ -65,7 +65,7 @@ enum Plain {
 ///
 /// ```
 /// use std::time::Duration;
-/// use weir::duration::parse_duration;
+/// use weir::unstable::duration::parse_duration;
 /// assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
 /// assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
 /// assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
@@ -81,7 +81,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use weir::duration::parse_period;
+/// use weir::unstable::duration::parse_period;
 /// assert_eq!(parse_period("90d").unwrap(), Duration::from_secs(90 * 86400));
 /// assert!(parse_period("90").unwrap_err().to_string().contains("(s, m, h, d)"));
 /// ```
@@ -142,8 +142,8 @@ fn parse(text: &str, plain: Plain) -> Result<Duration, DurationError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// assert_eq!(weir::duration::format_duration(Duration::from_secs(90 * 86_400)), "90d");
-/// assert_eq!(weir::duration::format_duration(Duration::from_millis(1500)), "1500ms");
+/// assert_eq!(weir::unstable::duration::format_duration(Duration::from_secs(90 * 86_400)), "90d");
+/// assert_eq!(weir::unstable::duration::format_duration(Duration::from_millis(1500)), "1500ms");
 /// ```
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();

@@ -44,8 +44,8 @@ enum Plain {
 /// Parses a size such as `512MiB`, `1GiB`, `4096KiB`, `100` (= 100 MiB) into bytes.
 ///
 /// ```
-/// assert_eq!(weir::size::parse_size("1GiB").unwrap(), 1 << 30);
-/// assert_eq!(weir::size::parse_size("128").unwrap(), 128 << 20);
+/// assert_eq!(weir::unstable::size::parse_size("1GiB").unwrap(), 1 << 30);
+/// assert_eq!(weir::unstable::size::parse_size("128").unwrap(), 128 << 20);
 /// ```
 pub fn parse_size(input: &str) -> Result<u64, SizeError> {
     parse(input, Plain::Mib)
@@ -55,8 +55,8 @@ pub fn parse_size(input: &str) -> Result<u64, SizeError> {
 /// number, which [`parse_size`] reads as MiB, is refused with the units there are.
 ///
 /// ```
-/// assert_eq!(weir::size::parse_size_with_unit("2GiB").unwrap(), 2 << 30);
-/// assert!(weir::size::parse_size_with_unit("500").is_err());
+/// assert_eq!(weir::unstable::size::parse_size_with_unit("2GiB").unwrap(), 2 << 30);
+/// assert!(weir::unstable::size::parse_size_with_unit("500").is_err());
 /// ```
 pub fn parse_size_with_unit(input: &str) -> Result<u64, SizeError> {
     parse(input, Plain::Refused)

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use weir::store::{Archive, Catalog};
+use weir::unstable::store::{Archive, Catalog};
 
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();

@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use tokio::io::AsyncReadExt;
-use weir::source::inflate::ParallelGunzip;
-use weir::source::{open, Compression, Input, SourceCounters};
+use weir::unstable::source::inflate::ParallelGunzip;
+use weir::unstable::source::{open, Compression, Input, SourceCounters};
 
 /// Most output bytes read from one input.
 const CAP: usize = 32 << 20;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use weir::pipeline::config::{LoadOptions, PipelineSpec};
+use weir::unstable::pipeline::config::{LoadOptions, PipelineSpec};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use weir::query::Query;
-use weir::value::{encode_row, Value};
-use weir::{Field, Schema, Type};
+use weir::unstable::query::Query;
+use weir::unstable::value::{encode_row, Value};
+use weir::unstable::{Field, Schema, Type};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

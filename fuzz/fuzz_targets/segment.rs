@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use weir::segment::{inspect, Segment};
-use weir::value::{check_row, decode_row};
+use weir::unstable::segment::{inspect, Segment};
+use weir::unstable::value::{check_row, decode_row};
 
 fn path() -> &'static PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();

@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weir::store::{Archive, Store, StoreOptions};
-use weir::wal::{Entry, SyncPolicy, WalReader};
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::wal::{Entry, SyncPolicy, WalReader};
 
 fuzz_target!(|data: &[u8]| {
     let [a, b, rest @ ..] = data else { return };
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let db = dir.path();
     let wal_path = db.join("wal");
     std::fs::write(&wal_path, wal).expect("write the log");
-    let segments = db.join(weir::store::SEGMENTS_DIR);
+    let segments = db.join(weir::unstable::store::SEGMENTS_DIR);
     std::fs::create_dir(&segments).expect("mkdir");
 
     let Ok(mut r) = WalReader::open(&wal_path) else {
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     };
     while let Ok(Some(_)) = r.next_entry(u64::MAX) {}
     if let Some(uuid) = r.named_segments().first() {
-        let name = format!(".{}.tmp", weir::segment::file_name(uuid));
+        let name = format!(".{}.tmp", weir::unstable::segment::file_name(uuid));
         std::fs::write(segments.join(name), seg).expect("write the segment");
     }
 

@@ -4,10 +4,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weir::codec::zeek::json::JsonDecoder;
-use weir::codec::{decode_chunks, ReaderOptions};
-use weir::error::{OnError, SkipReport};
-use weir::value::Value;
+use weir::unstable::codec::zeek::json::JsonDecoder;
+use weir::unstable::codec::{decode_chunks, ReaderOptions};
+use weir::unstable::error::{OnError, SkipReport};
+use weir::unstable::value::Value;
 
 type Outcome = (Vec<(String, usize, Vec<Value>)>, Option<String>, SkipReport);
 

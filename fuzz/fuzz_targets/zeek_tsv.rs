@@ -5,12 +5,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weir::batch::Batch;
-use weir::codec::zeek::parallel::ParallelTsvReader;
-use weir::codec::zeek::tsv::TsvDecoder;
-use weir::codec::{collect_batches, decode_chunks, ReaderOptions};
-use weir::error::{OnError, SkipReport};
-use weir::value::Value;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::zeek::parallel::ParallelTsvReader;
+use weir::unstable::codec::zeek::tsv::TsvDecoder;
+use weir::unstable::codec::{collect_batches, decode_chunks, ReaderOptions};
+use weir::unstable::error::{OnError, SkipReport};
+use weir::unstable::value::Value;
 
 type Rows = Vec<(String, usize, Vec<Value>)>;
 type Outcome = (Rows, Option<String>, SkipReport);

@@ -1,5 +1,5 @@
 //! The archive commands: `weir info`, `weir inspect`, `weir verify` (with `--repair`,
-//! [`weir::store::repair`]). The search commands (`export`, `count`, `get`) are in
+//! [`weir::unstable::store::repair`]). The search commands (`export`, `count`, `get`) are in
 //! `search.rs`.
 
 use std::io::Write;
@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use weir::codec::writer::WriteError;
-use weir::segment::SegmentInfo;
-use weir::store::Archive;
+use weir::unstable::codec::writer::WriteError;
+use weir::unstable::segment::SegmentInfo;
+use weir::unstable::store::Archive;
 
 use super::args::DbArg;
 
@@ -123,7 +123,7 @@ pub fn info(args: InfoArgs) -> anyhow::Result<()> {
 /// A time in nanoseconds since the epoch as RFC 3339 (`2009-11-18T08:00:21.486539Z`).
 fn rfc3339(ns: i64) -> String {
     let mut out = Vec::new();
-    weir::codec::zeek::scalar::push_rfc3339(&mut out, ns);
+    weir::unstable::codec::zeek::scalar::push_rfc3339(&mut out, ns);
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -132,15 +132,15 @@ fn rfc3339(ns: i64) -> String {
 fn inspect_one(path: &Path) -> anyhow::Result<SegmentInfo> {
     if path
         .extension()
-        .is_some_and(|x| x == weir::segment::INDEX_EXTENSION)
+        .is_some_and(|x| x == weir::unstable::segment::INDEX_EXTENSION)
     {
         anyhow::bail!(
             "{} is a segment's index file, not a segment: inspect {} (`weir verify` checks indexes)",
             path.display(),
-            path.with_extension(weir::segment::SEGMENT_EXTENSION).display()
+            path.with_extension(weir::unstable::segment::SEGMENT_EXTENSION).display()
         );
     }
-    weir::segment::inspect(path).map_err(|e| {
+    weir::unstable::segment::inspect(path).map_err(|e| {
         if e.is_corruption() {
             let reason = e.corruption_reason().unwrap_or_else(|| e.to_string());
             match reason.strip_prefix("not a weir segment") {
@@ -167,8 +167,8 @@ pub fn inspect(mut args: InspectArgs) -> anyhow::Result<()> {
     args.segments.retain(|p| {
         let is_index = p
             .extension()
-            .is_some_and(|x| x == weir::segment::INDEX_EXTENSION);
-        !(is_index && given.contains(&p.with_extension(weir::segment::SEGMENT_EXTENSION)))
+            .is_some_and(|x| x == weir::unstable::segment::INDEX_EXTENSION);
+        !(is_index && given.contains(&p.with_extension(weir::unstable::segment::SEGMENT_EXTENSION)))
     });
     if let [one] = args.segments.as_slice() {
         let info = inspect_one(one)?;
@@ -208,7 +208,7 @@ pub fn inspect(mut args: InspectArgs) -> anyhow::Result<()> {
 /// `weir verify`: a line per problem and exit 1, or a line saying all is well.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<()> {
     if args.repair {
-        let repaired = weir::store::repair(&args.db.path)?;
+        let repaired = weir::unstable::store::repair(&args.db.path)?;
         let mut text = String::new();
         for a in &repaired.actions {
             text.push_str(&format!("repair: {a}\n"));

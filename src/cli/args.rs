@@ -9,9 +9,9 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Args;
 
-use weir::error::OnError;
-use weir::setting::Choice;
-use weir::source::{FileSourceConfig, Format};
+use weir::unstable::error::OnError;
+use weir::unstable::setting::Choice;
+use weir::unstable::source::{FileSourceConfig, Format};
 
 /// `--db DIR`: the archive directory.
 #[derive(Debug, Clone, Args)]
@@ -116,29 +116,29 @@ impl<T: Choice + Send + Sync> TypedValueParser for ChoiceParser<T> {
 }
 
 /// A byte size as a flag takes and shows it (`1GiB`, `512MiB`, `1500B`): its `Display` is
-/// the exact largest binary unit, which [`weir::size::parse_size`] reads back, so that
+/// the exact largest binary unit, which [`weir::unstable::size::parse_size`] reads back, so that
 /// `--help` shows a default taken from the library's constant (`[default: 1GiB]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SizeText(pub u64);
 
 impl std::str::FromStr for SizeText {
-    type Err = weir::size::SizeError;
+    type Err = weir::unstable::size::SizeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        weir::size::parse_size(s).map(SizeText)
+        weir::unstable::size::parse_size(s).map(SizeText)
     }
 }
 
 /// A size that must have a unit (`500GiB`; a plain number is refused): the disk budget of
-/// retention ([`weir::size::parse_size_with_unit`]).
+/// retention ([`weir::unstable::size::parse_size_with_unit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetText(pub u64);
 
 impl std::str::FromStr for BudgetText {
-    type Err = weir::size::SizeError;
+    type Err = weir::unstable::size::SizeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        weir::size::parse_size_with_unit(s).map(BudgetText)
+        weir::unstable::size::parse_size_with_unit(s).map(BudgetText)
     }
 }
 
@@ -161,34 +161,34 @@ impl std::fmt::Display for SizeText {
 }
 
 /// A duration as a flag takes and shows it (`1s`, `250ms`, `2m`): its `Display` is the
-/// exact largest unit, which [`weir::duration::parse_duration`] reads back.
+/// exact largest unit, which [`weir::unstable::duration::parse_duration`] reads back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationText(pub std::time::Duration);
 
 impl std::str::FromStr for DurationText {
-    type Err = weir::duration::DurationError;
+    type Err = weir::unstable::duration::DurationError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        weir::duration::parse_duration(s).map(DurationText)
+        weir::unstable::duration::parse_duration(s).map(DurationText)
     }
 }
 
 /// A duration that must have a unit (`90d`; a plain number is refused): a retention period
-/// or an age to erase ([`weir::duration::parse_period`]).
+/// or an age to erase ([`weir::unstable::duration::parse_period`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeriodText(pub std::time::Duration);
 
 impl std::str::FromStr for PeriodText {
-    type Err = weir::duration::DurationError;
+    type Err = weir::unstable::duration::DurationError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        weir::duration::parse_period(s).map(PeriodText)
+        weir::unstable::duration::parse_period(s).map(PeriodText)
     }
 }
 
 impl std::fmt::Display for DurationText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&weir::duration::format_duration(self.0))
+        f.write_str(&weir::unstable::duration::format_duration(self.0))
     }
 }
 

@@ -3,12 +3,12 @@
 
 use clap::Args;
 
-use weir::codec::writer::{JsonTimestamps, OutputFormat};
-use weir::codec::{DirSinkConfig, StdoutSinkConfig};
-use weir::pipeline::build::build;
-use weir::pipeline::config::{PipelineSpec, Stage, StageConfig};
-use weir::pipeline::PipelineOptions;
-use weir::query::FilterConfig;
+use weir::unstable::codec::writer::{JsonTimestamps, OutputFormat};
+use weir::unstable::codec::{DirSinkConfig, StdoutSinkConfig};
+use weir::unstable::pipeline::build::build;
+use weir::unstable::pipeline::config::{PipelineSpec, Stage, StageConfig};
+use weir::unstable::pipeline::PipelineOptions;
+use weir::unstable::query::FilterConfig;
 
 use super::args::{choice, SourceArgs};
 use super::lake::LakeArgs;

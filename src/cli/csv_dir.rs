@@ -1,5 +1,5 @@
 //! `weir export --to csv --output DIR`: one CSV file per schema, `DIR/zeek.conn.csv`, each
-//! with its header line (see [`weir::codec::csv_writer`]).
+//! with its header line (see [`weir::unstable::codec::csv_writer`]).
 //!
 //! The directory is created when missing. A file is created when the first event of its
 //! schema arrives, and never overwritten: an existing file is an error naming it (the files
@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use weir::codec::csv_writer::CsvWriter;
-use weir::codec::writer::EventWriter;
-use weir::query::Query;
-use weir::store::Archive;
-use weir::types::SchemaRef;
+use weir::unstable::codec::csv_writer::CsvWriter;
+use weir::unstable::codec::writer::EventWriter;
+use weir::unstable::query::Query;
+use weir::unstable::store::Archive;
+use weir::unstable::types::SchemaRef;
 
 /// A file's pending text is written once it reaches this size.
 const CHUNK: usize = 256 << 10;
@@ -198,7 +198,7 @@ pub fn export(
 /// per schema (`DIR/weir.summarize.csv` for an aggregation), at most `limit` events.
 pub fn export_chain(
     archive: &Archive,
-    chain: &weir::query::Chain,
+    chain: &weir::unstable::query::Chain,
     limit: Option<u64>,
     dir: &Path,
 ) -> anyhow::Result<()> {

@@ -1,16 +1,16 @@
 //! `weir explore` and `weir pivot`: VAST's context commands (the semantics are
-//! [`weir::query::context`]'s), printed with `weir export`'s output options.
+//! [`weir::unstable::query::context`]'s), printed with `weir export`'s output options.
 
 use clap::Args;
 
-use weir::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
-use weir::codec::StdoutSinkConfig;
-use weir::query::context::{
+use weir::unstable::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use weir::unstable::codec::StdoutSinkConfig;
+use weir::unstable::query::context::{
     ContextError, Explore, ExploreOptions, Pivot, PivotOptions, Related,
     DEFAULT_MAX_EVENTS_CONTEXT, DEFAULT_MAX_EVENTS_QUERY, DEFAULT_MAX_PIVOT_KEYS,
 };
-use weir::query::{Query, QueryError};
-use weir::store::Archive;
+use weir::unstable::query::{Query, QueryError};
+use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
 use super::args::{choice, DbArg};
@@ -112,7 +112,7 @@ pub struct PivotArgs {
 
 /// A duration of the expression language (`30s`, `5min`, `1.5h`).
 fn span(text: &str) -> Result<i64, String> {
-    match weir::query::context::parse_span(text) {
+    match weir::unstable::query::context::parse_span(text) {
         Some(ns) if ns >= 0 => Ok(ns),
         Some(_) => Err("a duration of 0 or more is needed".into()),
         None => Err("expected a duration with a unit, such as 30s, 5min, 2h or 1d".into()),

@@ -4,7 +4,7 @@
 //! a summary line and optional metrics. A run that fails says, for each archive, how many
 //! events it committed before the error and their IDs: they stay in the archive, with the
 //! position in each file they came from, so that the same command run again imports exactly
-//! the part that is missing (see [`weir::source::resume`]); what was read from stdin cannot be
+//! the part that is missing (see [`weir::unstable::source::resume`]); what was read from stdin cannot be
 //! resumed.
 
 use std::path::PathBuf;
@@ -14,13 +14,13 @@ use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use weir::batcher::BatchConfig;
-use weir::pipeline::build::{build, ArchiveHandle};
-use weir::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
-use weir::segment::Codec;
-use weir::source::{total_size, Input};
-use weir::store::{Archive, ArchiveSinkConfig};
-use weir::SyncPolicy;
+use weir::unstable::batcher::BatchConfig;
+use weir::unstable::pipeline::build::{build, ArchiveHandle};
+use weir::unstable::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+use weir::unstable::segment::Codec;
+use weir::unstable::source::{total_size, Input};
+use weir::unstable::store::{Archive, ArchiveSinkConfig};
+use weir::unstable::SyncPolicy;
 
 use super::args::{choice, BudgetText, DbArg, DurationText, PeriodText, SizeText, SourceArgs};
 use super::progress::Progress;
@@ -176,9 +176,9 @@ impl ImportArgs {
         c.source.follow = self.follow;
         c.source.again = self.again;
         if self.from_start {
-            c.source.from = weir::checkpoint::StartFrom::Start;
+            c.source.from = weir::unstable::checkpoint::StartFrom::Start;
         } else if self.from_end {
-            c.source.from = weir::checkpoint::StartFrom::End;
+            c.source.from = weir::unstable::checkpoint::StartFrom::End;
         }
         c
     }
@@ -250,7 +250,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
 /// alone; a failure to remove is not reported (the import's error is what matters). Returns
 /// whether the directory is gone.
 fn remove_unused_archive(db: &std::path::Path) -> bool {
-    use weir::store::{readers::READERS_DIR, LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
+    use weir::unstable::store::{readers::READERS_DIR, LOCK_FILE, SEGMENTS_DIR, WAL_FILE};
     const CATALOG: &str = "catalog.json";
     let Ok(entries) = std::fs::read_dir(db) else {
         return false;
@@ -334,7 +334,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             &spec.options.metrics_tls_cert,
             &spec.options.metrics_tls_key,
         ) {
-            weir::serve::tls::acceptor(cert, key)?;
+            weir::unstable::serve::tls::acceptor(cert, key)?;
         }
         for w in spec.query_warnings() {
             say!("weir: warning: {w}");

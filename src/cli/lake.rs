@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use weir::codec::arrow::SchemaRows;
-use weir::codec::ParquetSinkConfig;
+use weir::unstable::codec::arrow::SchemaRows;
+use weir::unstable::codec::ParquetSinkConfig;
 
 use super::args::SizeText;
 use super::UsageError;
@@ -47,10 +47,10 @@ impl LakeArgs {
 }
 
 /// A search's hits as rows for the lake's converting threads.
-struct HitRows(weir::query::Hits);
+struct HitRows(weir::unstable::query::Hits);
 
 impl SchemaRows for HitRows {
-    fn schema(&self) -> &weir::types::SchemaRef {
+    fn schema(&self) -> &weir::unstable::types::SchemaRef {
         self.0.schema()
     }
     fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
@@ -58,7 +58,8 @@ impl SchemaRows for HitRows {
     }
     fn columns(
         &self,
-    ) -> Option<Result<weir::segment::Columns, Box<dyn std::error::Error + Send + Sync>>> {
+    ) -> Option<Result<weir::unstable::segment::Columns, Box<dyn std::error::Error + Send + Sync>>>
+    {
         Some(self.0.columns()?.map_err(Into::into))
     }
 }
@@ -83,8 +84,10 @@ fn keep_freed_memory() {
 
 /// The schemas of the archive's segments, each once. A segment that cannot be opened is left
 /// out here (the search reports it).
-fn archive_schemas(archive: &weir::store::Archive) -> Vec<weir::types::SchemaRef> {
-    let mut out: Vec<weir::types::SchemaRef> = Vec::new();
+fn archive_schemas(
+    archive: &weir::unstable::store::Archive,
+) -> Vec<weir::unstable::types::SchemaRef> {
+    let mut out: Vec<weir::unstable::types::SchemaRef> = Vec::new();
     for entry in &archive.catalog().segments {
         let Ok(seg) = archive.segment(entry) else {
             continue;
@@ -104,8 +107,8 @@ fn archive_schemas(archive: &weir::store::Archive) -> Vec<weir::types::SchemaRef
 /// `weir export --to parquet --output DIR`: the matching events into a lake, stopping after
 /// `limit` events; a one-line summary on stderr.
 pub fn export(
-    archive: &weir::store::Archive,
-    query: &weir::query::Query,
+    archive: &weir::unstable::store::Archive,
+    query: &weir::unstable::query::Query,
     limit: Option<u64>,
     config: &ParquetSinkConfig,
 ) -> anyhow::Result<()> {
@@ -116,13 +119,13 @@ pub fn export(
         say!("weir: warning: the schemas of {name} cannot share one Parquet schema: {conflict}");
     }
     // Record batches are built on a thread per core, in the search's order.
-    let mut lake = weir::codec::arrow::ParallelLakeWriter::new(writer, 0);
+    let mut lake = weir::unstable::codec::arrow::ParallelLakeWriter::new(writer, 0);
     let mut left = limit.unwrap_or(u64::MAX);
     let mut damaged = None;
     // Batches taken whole are converted from their columns, not rebuilt as rows.
-    let options = weir::query::SearchOptions {
+    let options = weir::unstable::query::SearchOptions {
         defer_columns: true,
-        ..weir::query::SearchOptions::default()
+        ..weir::unstable::query::SearchOptions::default()
     };
     let mut search = query
         .search_with(archive, options)
@@ -152,7 +155,7 @@ pub fn export(
         "weir: wrote {} in {} ({}) to {}",
         super::plural(summary.events, "event"),
         super::plural(summary.files, "file"),
-        weir::size::Size(summary.bytes),
+        weir::unstable::size::Size(summary.bytes),
         config.dir.display()
     );
     if let Some(stats) = damaged {

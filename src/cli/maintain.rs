@@ -1,12 +1,14 @@
 //! The commands that change an archive's contents: `weir erase` and `weir compact`. Both take
 //! the writer lock (refused while an import runs), refuse a directory that is not an archive,
-//! and make their change atomically ([`weir::store`]'s *rewrite* transaction).
+//! and make their change atomically ([`weir::unstable::store`]'s *rewrite* transaction).
 
 use clap::Args;
 
-use weir::query::{Query, QueryError, QuerySelector};
-use weir::size::Size;
-use weir::store::{Archive, ArchiveSinkConfig, EventSelector, IdSelector, Store, StoreOptions};
+use weir::unstable::query::{Query, QueryError, QuerySelector};
+use weir::unstable::size::Size;
+use weir::unstable::store::{
+    Archive, ArchiveSinkConfig, EventSelector, IdSelector, Store, StoreOptions,
+};
 
 use super::archive::print_out;
 use super::args::{DbArg, PeriodText, SizeText};
@@ -156,7 +158,7 @@ pub fn erase(args: EraseArgs) -> anyhow::Result<()> {
 
 /// `weir compact`.
 pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
-    if let Err(e) = weir::segment::check_max_segment_size(args.max_segment_size.0) {
+    if let Err(e) = weir::unstable::segment::check_max_segment_size(args.max_segment_size.0) {
         return Err(UsageError(format!("--max-segment-size: {e}")).into());
     }
     let mut store = open(&args.db.path, args.max_segment_size.0)?;

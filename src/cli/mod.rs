@@ -48,9 +48,9 @@ use clap::{Parser, Subcommand};
 
 use deferred::Deferred;
 
-use weir::pipeline::build::BuildError;
-use weir::pipeline::config::{ConfigError, ConfigErrorKind};
-use weir::store::StoreError;
+use weir::unstable::pipeline::build::BuildError;
+use weir::unstable::pipeline::config::{ConfigError, ConfigErrorKind};
+use weir::unstable::store::StoreError;
 
 /// weir: ingest Zeek logs through a backpressured pipeline into a segment archive.
 #[derive(Debug, Parser)]
@@ -304,7 +304,7 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if weir::codec::writer::is_output_closed(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) if weir::unstable::codec::writer::is_output_closed(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             say!("weir: error: {}", render(&e));
             if is_usage_error(&e) {
@@ -350,7 +350,7 @@ pub(crate) fn plural(n: u64, one: &str) -> String {
 }
 
 /// Prints the rows skipped under `--on-error skip`, if any.
-fn report_skips(skipped: &weir::error::SkipReport) {
+fn report_skips(skipped: &weir::unstable::error::SkipReport) {
     if skipped.skipped == 0 {
         return;
     }

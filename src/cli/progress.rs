@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
-use weir::metrics::Metrics;
-use weir::size::Size;
-use weir::source::SourceCounters;
+use weir::unstable::metrics::Metrics;
+use weir::unstable::size::Size;
+use weir::unstable::source::SourceCounters;
 
 /// The progress bar being drawn, if any: [`suspend`] hides it around a message.
 static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);

@@ -1,14 +1,16 @@
 //! The search commands: `weir export [EXPR]`, `weir count [EXPR]`, `weir get ID...`
-//! (the language is [`weir::query`]'s).
+//! (the language is [`weir::unstable::query`]'s).
 
 use std::io::{IsTerminal, Write};
 
 use clap::Args;
 
-use weir::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError};
-use weir::codec::StdoutSinkConfig;
-use weir::query::{Chain, Flow, Query, QueryError, Search};
-use weir::store::Archive;
+use weir::unstable::codec::writer::{
+    writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError,
+};
+use weir::unstable::codec::StdoutSinkConfig;
+use weir::unstable::query::{Chain, Flow, Query, QueryError, Search};
+use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
 use super::args::{choice, DbArg};
@@ -135,7 +137,7 @@ pub(super) fn query_error(e: QueryError) -> anyhow::Error {
 /// `chain`: the events that came out of the operators and the batches decoded to read them
 /// whole.
 fn log_stats(
-    stats: &weir::query::SearchStats,
+    stats: &weir::unstable::query::SearchStats,
     chain: Option<(u64, u64)>,
     started: std::time::Instant,
 ) {
@@ -177,7 +179,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
+    if let Some(text) = args.expr.as_deref().filter(|t| weir::unstable::query::is_chain(t)) {
         let chain =
             Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
         return export_chain(&args, &chain);
@@ -258,7 +260,9 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 
 /// The lake configuration of `--to parquet --output DIR`; a usage error without `--output`
 /// (or with it for another format).
-fn lake_config(args: &ExportArgs) -> anyhow::Result<Option<weir::codec::ParquetSinkConfig>> {
+fn lake_config(
+    args: &ExportArgs,
+) -> anyhow::Result<Option<weir::unstable::codec::ParquetSinkConfig>> {
     match (stdout_format(args.to), args.output.clone()) {
         (OutputFormat::Parquet, Some(dir)) => Ok(Some(args.lake.config(dir)?)),
         (OutputFormat::Parquet, None) => {
@@ -283,7 +287,7 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
         return super::csv_dir::export_chain(&archive, chain, args.limit, dir);
     }
     let damaged = if let Some(config) = lake {
-        let mut lake = weir::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
+        let mut lake = weir::unstable::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
         let damaged = run_chain(&archive, chain, args.limit, |slice, take| {
             Ok(lake.write(SliceRows(slice), take)?)
         })?;
@@ -292,7 +296,7 @@ fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
             "weir: wrote {} in {} ({}) to {}",
             super::plural(summary.events, "event"),
             super::plural(summary.files, "file"),
-            weir::size::Size(summary.bytes),
+            weir::unstable::size::Size(summary.bytes),
             config.dir.display()
         );
         damaged
@@ -323,7 +327,7 @@ pub(super) fn run_chain(
     archive: &Archive,
     chain: &Chain,
     limit: Option<u64>,
-    mut write: impl FnMut(weir::query::Slice, usize) -> anyhow::Result<()>,
+    mut write: impl FnMut(weir::unstable::query::Slice, usize) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let mut damaged = 0u64;
     if limit == Some(0) {
@@ -368,10 +372,10 @@ pub(super) fn damaged_error(damaged: u64) -> anyhow::Result<()> {
 }
 
 /// A slice of a chain's output as rows for the lake writer.
-struct SliceRows(weir::query::Slice);
+struct SliceRows(weir::unstable::query::Slice);
 
-impl weir::codec::arrow::SchemaRows for SliceRows {
-    fn schema(&self) -> &weir::types::SchemaRef {
+impl weir::unstable::codec::arrow::SchemaRows for SliceRows {
+    fn schema(&self) -> &weir::unstable::types::SchemaRef {
         self.0.schema()
     }
     fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
@@ -385,7 +389,7 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
+    if let Some(text) = args.expr.as_deref().filter(|t| weir::unstable::query::is_chain(t)) {
         // The events that come out of the operators.
         let chain =
             Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;

@@ -1,5 +1,5 @@
 //! `weir serve --db DIR [--listen ADDR] [PIPELINE.toml ...]`: runs the pipelines and serves
-//! the archive over HTTP in one process (the server is [`weir::serve`]).
+//! the archive over HTTP in one process (the server is [`weir::unstable::serve`]).
 //!
 //! At start it prints one line on stderr, `weir: serving http://ADDR/` (`https://` with
 //! `--tls-cert`; with the port chosen for `:0`), once the listener is bound: scripts and tests read the address from it. The
@@ -13,10 +13,10 @@ use std::sync::Arc;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use weir::http_server::HttpServer;
-use weir::pipeline::build::build;
-use weir::pipeline::config::{LoadOptions, PipelineSpec};
-use weir::serve::{auth, limits, tls, AppState, Guard, PipelineStatus, ServeLimits};
+use weir::unstable::http_server::HttpServer;
+use weir::unstable::pipeline::build::build;
+use weir::unstable::pipeline::config::{LoadOptions, PipelineSpec};
+use weir::unstable::serve::{auth, limits, tls, AppState, Guard, PipelineStatus, ServeLimits};
 
 use super::args::{DbArg, DurationText, SizeText};
 use super::signals;
@@ -27,7 +27,7 @@ pub struct ServeArgs {
     db: DbArg,
     /// The address to listen on. Off loopback, requests need the bearer token (see
     /// --token-file).
-    #[arg(long, value_name = "ADDR", default_value = weir::serve::DEFAULT_LISTEN)]
+    #[arg(long, value_name = "ADDR", default_value = weir::unstable::serve::DEFAULT_LISTEN)]
     listen: SocketAddr,
     /// The bearer token's file, made with a new token (mode 0600) when missing; required on
     /// any address when given. Without it: DIR/serve.token off loopback, no token on
@@ -115,7 +115,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if pipelines.is_empty() {
         // Nothing will create it: a missing archive is an error now, not at the first query.
-        weir::store::Archive::open(&args.db.path)?;
+        weir::unstable::store::Archive::open(&args.db.path)?;
     }
     // --token-file is honoured on every address; off loopback a token is required anyway.
     let token_file = match &args.token_file {
@@ -152,7 +152,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .local_addr()
         .map_or(args.listen.port(), |a| a.port());
     let guard = Guard::new(port, tls.is_some(), &args.allowed_hosts)?;
-    let router = weir::serve::router(state, token, guard);
+    let router = weir::unstable::serve::router(state, token, guard);
     let (server, scheme) = match tls {
         None => (
             HttpServer::serve(listener, router, limits.connections()),

@@ -47,7 +47,7 @@ pub struct ReaderOptions {
     /// (a source's `validate()` refuses it).
     pub json_schema: Option<String>,
     /// Record the range of each integer and time column as rows are encoded
-    /// ([`crate::ColumnStats`], which the segment writer's sketches take instead of decoding
+    /// ([`crate::unstable::ColumnStats`], which the segment writer's sketches take instead of decoding
     /// those columns). On by default; off when nothing downstream builds sketches
     /// (`weir import --no-sketches`), where it would only cost time.
     pub column_stats: bool,

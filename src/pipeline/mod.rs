@@ -24,9 +24,9 @@
 //!
 //! ```
 //! use futures::StreamExt;
-//! use weir::codec::ReaderOptions;
-//! use weir::pipeline::Pipeline;
-//! use weir::source::{Input, SourceConfig};
+//! use weir::unstable::codec::ReaderOptions;
+//! use weir::unstable::pipeline::Pipeline;
+//! use weir::unstable::source::{Input, SourceConfig};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

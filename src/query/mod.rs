@@ -7,7 +7,7 @@
 //! `filter` transform ([`FilterConfig`]) uses it on batches.
 //!
 //! ```
-//! use weir::query::Query;
+//! use weir::unstable::query::Query;
 //! let q = Query::parse("#type == \"zeek.conn\" && id.resp_p == 53 && duration > 1s").unwrap();
 //! assert_eq!(q.text(), "#type == \"zeek.conn\" && id.resp_p == 53 && duration > 1s");
 //! let e = Query::parse("ts == && x").unwrap_err();

@@ -836,7 +836,7 @@ impl Segment {
     }
 
     /// The schema, event IDs and `ts` range of batch `i`, known without verifying its rows
-    /// (what a query prunes by, see `weir::query`).
+    /// (what a query prunes by, see `weir::unstable::query`).
     #[allow(clippy::type_complexity)]
     pub fn batch_meta(&self, i: usize) -> Option<(&SchemaRef, Range<u64>, Option<(i64, i64)>)> {
         let m = self.parts.batches.get(i)?;

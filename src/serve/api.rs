@@ -207,7 +207,7 @@ pub async fn info(State(state): State<AppState>) -> Result<Json<Value>, ApiError
 }
 
 /// `GET /api/v1/status`: the pipelines' status, the server's queries and its resident
-/// reader ([`super::reader::ReaderStats`]).
+/// reader ([`crate::DbStats`]).
 pub async fn status(State(state): State<AppState>) -> Json<Value> {
     let mut v = super::status::status_json(&state.pipelines);
     if let Some(o) = v.as_object_mut() {

@@ -17,7 +17,6 @@
 //! | `guard.rs` | what keeps web pages out: `Host`, `Origin`, JSON POSTs, body deadline, CSP |
 //! | `memory.rs` | [`memory::QueryMemory`]: the running queries' share of memory |
 //! | `status.rs` | [`PipelineStatus`]: the pipelines' live status and metrics |
-//! | `reader.rs` | [`reader::Resident`]: the archive reader all queries share |
 //! | `state.rs` | [`AppState`]: what the handlers share, the query slots |
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
 //! | `api.rs` | the handlers |
@@ -27,7 +26,7 @@
 //!
 //! The server reads the archive as `weir export` does, through one resident reader whose
 //! segment cache stays warm across queries and which moves to each new catalog before the
-//! next query starts ([`reader`]), so a query sees what the pipelines committed up to then;
+//! next query starts ([`crate::Db`]), so a query sees what the pipelines committed up to then;
 //! nothing reachable over HTTP changes the archive. With a
 //! certificate and key it serves HTTPS ([`tls`]).
 
@@ -39,7 +38,6 @@ pub mod guard;
 pub mod limits;
 pub mod memory;
 pub mod query;
-pub mod reader;
 pub mod router;
 pub mod state;
 pub mod status;

@@ -8,7 +8,7 @@
 //! response body) stops it.
 //!
 //! Every query reads through its own handle of the server's resident reader
-//! ([`super::reader`]), which carries the query's cancellation token ([`Archive::cancel_on`]), cancelled at
+//! (a handle of its [`crate::Db`]), which carries the query's cancellation token ([`Archive::cancel_on`]), cancelled at
 //! the query timeout and when the answer is dropped (sent, or its client gone): the search
 //! stops reading at its next batch even when it has produced no output yet (an aggregation,
 //! a search with few hits), and frees its query slot. It is also cancelled when the running
@@ -33,10 +33,9 @@ use super::error::ApiError;
 use super::limits::ServeLimits;
 use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
 use super::memory::Watched;
-use super::reader::Resident;
 use super::state::AppState;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
-use crate::query::{Chain, Flow, Query, QueryError};
+use crate::query::{Chain, Flow, QueryError};
 use crate::store::Archive;
 
 /// The content type of an NDJSON answer.
@@ -162,7 +161,7 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
 
 /// The search thread: runs the chain and sends its output (see the module docs).
 fn run(
-    reader: &Resident,
+    reader: &crate::Db,
     job: &QueryJob,
     deadline: Instant,
     limits: ServeLimits,
@@ -339,25 +338,5 @@ pub fn explain(archive: &Archive, chain: &Chain) -> Result<serde_json::Value, Ap
 /// The number of events of `text`, as `weir count` counts them: from the catalog and batch
 /// metadata for an expression, the events that come out for a chain with operators.
 pub fn count(archive: &Archive, text: &str) -> Result<u64, ApiError> {
-    if text.trim().is_empty() || !crate::query::is_chain(text) {
-        let query = if text.trim().is_empty() {
-            Query::all()
-        } else {
-            Query::parse(text).map_err(ApiError::expr)?
-        };
-        let search = query.search(archive).map_err(ApiError::query)?;
-        let (n, _) = search.count().map_err(ApiError::query)?;
-        return Ok(n);
-    }
-    let chain = parse_chain(text)?;
-    let mut failed: Option<QueryError> = None;
-    let stats = chain
-        .run(archive, &mut |_| Ok(Flow::More), &mut |e| {
-            failed.get_or_insert(e);
-        })
-        .map_err(ApiError::query)?;
-    match failed {
-        Some(e) => Err(ApiError::query(e)),
-        None => Ok(stats.emitted),
-    }
+    crate::db::count(archive, text).map_err(ApiError::query)
 }

@@ -10,7 +10,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::ApiError;
 use super::limits::ServeLimits;
 use super::memory::QueryMemory;
-use super::reader::Resident;
 use super::status::PipelineStatus;
 
 /// The state of the router.
@@ -18,8 +17,9 @@ use super::status::PipelineStatus;
 pub struct AppState {
     /// The archive directory served.
     pub db: PathBuf,
-    /// Its reader, shared by the queries ([`super::reader`]).
-    pub reader: Arc<Resident>,
+    /// Its one resident [`crate::Db`], shared by the queries (segment cache warm, refreshed
+    /// on commit).
+    pub reader: crate::Db,
     /// The limits.
     pub limits: ServeLimits,
     /// One permit per query that may run.
@@ -45,10 +45,10 @@ impl AppState {
     /// The state of a server of `db` with `limits`, beside `pipelines`.
     ///
     /// Called on a tokio runtime, it starts the reader's periodic check there
-    /// ([`Resident::refresh_in_background`]).
+    /// (the `Db`'s refresh in the background).
     pub fn new(db: PathBuf, limits: ServeLimits, pipelines: Vec<Arc<PipelineStatus>>) -> AppState {
-        let reader = Arc::new(Resident::new(db.clone()));
-        Resident::refresh_in_background(&reader);
+        let reader = crate::Db::lazy(db.clone());
+        reader.refresh_in_background();
         AppState {
             db,
             reader,

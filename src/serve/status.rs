@@ -2,7 +2,7 @@
 //!
 //! `GET /api/v1/status` answers
 //! `{"pipelines": [{"file", "name", "state", "error", "warnings", "report"}], "queries": {...},
-//! "reader": {...}}` (`reader`: [`super::reader::ReaderStats`]):
+//! "reader": {...}}` (`reader`: [`crate::DbStats`]):
 //! `state` is `running`, `finished` or `failed` (`error` the message then), `warnings` what
 //! the pipeline warned about so far, and `report` its metrics report as `--metrics` writes
 //! it ([`crate::metrics::Metrics::to_json`]: stages, edges, and per followed file its

@@ -149,7 +149,7 @@ fn decode_exact(dec: &mut Decompressor, slice: &[u8], pool: &BufferPool) -> Opti
 ///     e.write_all(part).unwrap();
 ///     gz.extend(e.finish().unwrap());
 /// }
-/// let out: Vec<u8> = weir::source::inflate::ParallelGunzip::new(&gz[..], 2)
+/// let out: Vec<u8> = weir::unstable::source::inflate::ParallelGunzip::new(&gz[..], 2)
 ///     .collect::<std::io::Result<Vec<_>>>()
 ///     .unwrap()
 ///     .concat();

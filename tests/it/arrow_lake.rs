@@ -10,15 +10,15 @@ use std::path::{Path, PathBuf};
 use common::cli::{ok, run, run_with_stdin};
 use common::events::{addr, batch_of, events, s, ty};
 use tokio_util::codec::Decoder;
-use weir::batch::Batch;
-use weir::codec::arrow::{
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::arrow::{
     push_escaped_utf8, ArrowIpcDecoder, ArrowIpcWriter, LakeWriter, ParallelLakeWriter,
     ParquetDecoder,
 };
-use weir::codec::writer::EventWriter;
-use weir::codec::{decode_chunks, ParquetSinkConfig, ReaderOptions};
-use weir::types::{Field, Schema, SchemaRef};
-use weir::value::Value;
+use weir::unstable::codec::writer::EventWriter;
+use weir::unstable::codec::{decode_chunks, ParquetSinkConfig, ReaderOptions};
+use weir::unstable::types::{Field, Schema, SchemaRef};
+use weir::unstable::value::Value;
 
 /// A schema with a field of every type, and rows that use every kind of value of each.
 fn every_type() -> (SchemaRef, Vec<Vec<Value>>) {
@@ -179,9 +179,11 @@ fn invalid_utf8_is_escaped_exactly_as_the_json_writer_does() {
             .collect();
         let batch = batch_of(&schema, &[vec![s(&bytes)]]);
         let mut json = Vec::new();
-        weir::codec::writer::writer_for(weir::codec::writer::OutputFormat::Json)
-            .write_batch(&batch, &mut json)
-            .unwrap();
+        weir::unstable::codec::writer::writer_for(
+            weir::unstable::codec::writer::OutputFormat::Json,
+        )
+        .write_batch(&batch, &mut json)
+        .unwrap();
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let from_json = parsed["s"].as_str().unwrap().to_string();
         let mut escaped = String::new();
@@ -712,9 +714,9 @@ fn a_pipeline_feeds_a_lake_and_export_honours_the_expression_and_limit() {
 /// cutting a batch short and an expression selecting some rows of a batch.
 #[test]
 fn a_lake_from_stored_columns_is_the_lake_from_rows() {
-    use weir::query::{Query, SearchOptions};
-    use weir::segment::{Codec, Compression, Layout, Segment};
-    use weir::store::{Archive, Store, StoreOptions};
+    use weir::unstable::query::{Query, SearchOptions};
+    use weir::unstable::segment::{Codec, Compression, Layout, Segment};
+    use weir::unstable::store::{Archive, Store, StoreOptions};
 
     let tmp = tempfile::tempdir().unwrap();
     let (schema, base) = every_type();

@@ -5,13 +5,13 @@
 use crate::common;
 
 use common::events::{batch_of, s, ty};
-use weir::codec::arrow::{ArrowIpcDecoder, ArrowIpcWriter, ParquetDecoder};
-use weir::codec::writer::EventWriter;
-use weir::codec::{decode_chunks, ParquetSinkConfig, ReaderOptions};
-use weir::types::{Field, Schema};
-use weir::value::Value;
+use weir::unstable::codec::arrow::{ArrowIpcDecoder, ArrowIpcWriter, ParquetDecoder};
+use weir::unstable::codec::writer::EventWriter;
+use weir::unstable::codec::{decode_chunks, ParquetSinkConfig, ReaderOptions};
+use weir::unstable::types::{Field, Schema};
+use weir::unstable::value::Value;
 
-fn sample() -> weir::batch::Batch {
+fn sample() -> weir::unstable::batch::Batch {
     let schema = Schema::new(
         "zeek.m",
         vec![

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use proptest::prelude::*;
-use weir::batch::{Batch, BatchBuilder};
-use weir::batcher::{BatchConfig, Batcher};
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::Value;
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::batcher::{BatchConfig, Batcher};
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::value::Value;
 
 fn schema(k: u8) -> SchemaRef {
     Schema::new(

@@ -18,8 +18,8 @@ use common::cli::{
 };
 use common::conn_log::{self, check_event, log, numbers};
 use common::gz::gzip_members;
-use weir::codec::zeek::{json, tsv};
-use weir::codec::ReaderOptions;
+use weir::unstable::codec::zeek::{json, tsv};
+use weir::unstable::codec::ReaderOptions;
 
 /// The corpus inputs of one import: TSV logs (gzip and plain), then the Zeek JSON log.
 struct Inputs {
@@ -325,7 +325,7 @@ fn flip_byte(path: &Path) {
         let mut bytes = good.clone();
         bytes[at] ^= 0xff;
         std::fs::write(path, &bytes).unwrap();
-        if weir::segment::Segment::open(path)
+        if weir::unstable::segment::Segment::open(path)
             .and_then(|s| s.verify_all())
             .is_err()
         {

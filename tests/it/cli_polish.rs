@@ -117,7 +117,7 @@ fn counts_are_singular_for_one() {
     // file, so that the reader verifies the segment: with it, damage to the segment's
     // metadata does not touch what readers read, see `tests/it/segment_index.rs`.)
     let seg = &segment_files(&db)[0];
-    weir::segment::remove_index(seg).unwrap();
+    weir::unstable::segment::remove_index(seg).unwrap();
     let mut bytes = std::fs::read(seg).unwrap();
     let n = bytes.len();
     bytes[n / 2] ^= 0xff;
@@ -974,7 +974,8 @@ fn run_check_reports_every_problem_of_a_file() {
              weir: error: {shown}:13: [sinks.out] format: invalid value \"xlsx\"; expected one of: zeek-tsv, json, arrow, table, csv, parquet\n"
         )
     );
-    let first = weir::pipeline::config::PipelineSpec::load(&path, &Default::default()).unwrap_err();
+    let first = weir::unstable::pipeline::config::PipelineSpec::load(&path, &Default::default())
+        .unwrap_err();
     assert_eq!(first.line, Some(3));
 }
 

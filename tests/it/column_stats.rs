@@ -1,4 +1,4 @@
-//! Column stats (`weir::ColumnStats`): the Zeek TSV reader records the range of each integer
+//! Column stats (`weir::unstable::ColumnStats`): the Zeek TSV reader records the range of each integer
 //! and time column as it parses, and the segment writer's sketch takes them instead of decoding
 //! those columns. The segment must be byte for byte the one built from the same rows without
 //! stats, for every real log and every fixture (negative ints, unset values, escapes that take
@@ -7,11 +7,11 @@
 
 use crate::common;
 
-use weir::codec::zeek::parallel::ParallelTsvReader;
-use weir::codec::zeek::tsv;
-use weir::codec::ReaderOptions;
-use weir::segment::SegmentBuilder;
-use weir::Batch;
+use weir::unstable::codec::zeek::parallel::ParallelTsvReader;
+use weir::unstable::codec::zeek::tsv;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::segment::SegmentBuilder;
+use weir::unstable::Batch;
 
 /// The same rows, without stats.
 fn stripped(b: &Batch) -> Batch {

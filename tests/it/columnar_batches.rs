@@ -9,11 +9,11 @@
 
 use crate::common;
 
-use weir::codec::zeek::parallel::ParallelTsvReader;
-use weir::codec::zeek::tsv;
-use weir::codec::ReaderOptions;
-use weir::segment::{Codec, Compression, SegmentBuilder};
-use weir::Batch;
+use weir::unstable::codec::zeek::parallel::ParallelTsvReader;
+use weir::unstable::codec::zeek::tsv;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::segment::{Codec, Compression, SegmentBuilder};
+use weir::unstable::Batch;
 
 /// The segment of `batches` (in memory, a fixed uuid), compressed with `codec`.
 fn segment(batches: &[Batch], codec: Codec) -> Vec<u8> {

@@ -6,10 +6,10 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use weir::batch::Batch;
-use weir::codec::writer::{writer_for, OutputFormat};
-use weir::codec::zeek::tsv::read_all;
-use weir::codec::ReaderOptions;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::writer::{writer_for, OutputFormat};
+use weir::unstable::codec::zeek::tsv::read_all;
+use weir::unstable::codec::ReaderOptions;
 
 fn write(format: OutputFormat, batches: &[Batch]) -> Vec<u8> {
     let mut w = writer_for(format);

@@ -13,9 +13,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::cli::weir;
-use weir::store::Archive;
-use weir::types::Type;
-use weir::value::{decode_row, Value};
+use weir::unstable::store::Archive;
+use weir::unstable::types::Type;
+use weir::unstable::value::{decode_row, Value};
 
 fn header() -> String {
     "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tcrash\n\

@@ -2,7 +2,7 @@
 //! to fail in turn, and the archive must come back with every acknowledged batch exactly once.
 //!
 //! For N = 0, 1, 2, … a small Zeek log is imported into a fresh database with operation
-//! number N failing (`weir::store::fault::fail_op`: writes, waited-for fsyncs, renames, file
+//! number N failing (`weir::unstable::store::fault::fail_op`: writes, waited-for fsyncs, renames, file
 //! size changes and `fallocate` collapses; of any kind, or of one kind), until an import runs
 //! without reaching operation N. Each time:
 //!
@@ -26,12 +26,12 @@ use crate::common;
 use std::path::Path;
 
 use common::store::{expected, read_all};
-use weir::batch::Batch;
-use weir::codec::zeek::tsv::read_all as read_tsv;
-use weir::codec::ReaderOptions;
-use weir::store::fault::{self, Op};
-use weir::store::{Archive, Store, StoreError, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::zeek::tsv::read_all as read_tsv;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::store::fault::{self, Op};
+use weir::unstable::store::{Archive, Store, StoreError, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 /// The log: `events` conn events, as batches of `rows`.
 fn log_batches(events: u64, rows: usize) -> Vec<Batch> {
@@ -217,7 +217,7 @@ fn seals_by_collapse_may_fail() {
     let opts = StoreOptions {
         max_segment_size: 2 << 20,
         sync: SyncPolicy::Batch,
-        compression: weir::segment::Compression::NONE,
+        compression: weir::unstable::segment::Compression::NONE,
         ..StoreOptions::default()
     };
     for kind in [Op::Allocate, Op::Rename, Op::Sync] {

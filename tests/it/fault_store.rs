@@ -11,16 +11,16 @@ use std::process::Command;
 
 use common::cli::{ok, run, run_with_stdin, s, text};
 use common::store::{batch, expected, read_all, schema};
-use weir::batch::Batch;
-use weir::store::{fault, Archive, Store, StoreOptions};
-use weir::wal::{Entry, SyncPolicy, WalReader};
+use weir::unstable::batch::Batch;
+use weir::unstable::store::{fault, Archive, Store, StoreOptions};
+use weir::unstable::wal::{Entry, SyncPolicy, WalReader};
 
 /// Uncompressed: these tests find rows in the files and count on segments filling up.
 fn opts(max: u64) -> StoreOptions {
     StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Batch,
-        compression: weir::segment::Compression::NONE,
+        compression: weir::unstable::segment::Compression::NONE,
         ..StoreOptions::default()
     }
 }
@@ -435,7 +435,7 @@ fn a_batch_past_the_end_of_the_id_space_is_refused() {
     );
     let e = store.append(batch(&s, 10, 10, 1)).unwrap_err();
     assert!(
-        matches!(e, weir::StoreError::IdOverflow { next_id: n, events: 10 } if n == next_id + 3),
+        matches!(e, weir::unstable::StoreError::IdOverflow { next_id: n, events: 10 } if n == next_id + 3),
         "{e}"
     );
     assert!(e.to_string().contains("event ID space exhausted"), "{e}");

@@ -92,7 +92,7 @@ fn max_segment_size(gens: usize) -> String {
 
 /// What the follower logs (`following file` says its first scan is under way); warnings
 /// pass too.
-const WEIR_LOG: &str = "warn,weir::source::follow=info";
+const WEIR_LOG: &str = "warn,weir::unstable::source::follow=info";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Patterns {

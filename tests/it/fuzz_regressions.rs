@@ -9,14 +9,14 @@ use std::path::Path;
 
 use common::fixture;
 use common::store::{batch, schema};
-use weir::batch::Batch;
-use weir::codec::zeek::parallel::ParallelTsvReader;
-use weir::codec::zeek::tsv::TsvDecoder;
-use weir::codec::{collect_batches, decode_chunks, ReaderOptions};
-use weir::error::{OnError, SkipReport};
-use weir::store::{Store, StoreOptions};
-use weir::value::Value;
-use weir::wal::SyncPolicy;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::zeek::parallel::ParallelTsvReader;
+use weir::unstable::codec::zeek::tsv::TsvDecoder;
+use weir::unstable::codec::{collect_batches, decode_chunks, ReaderOptions};
+use weir::unstable::error::{OnError, SkipReport};
+use weir::unstable::store::{Store, StoreOptions};
+use weir::unstable::value::Value;
+use weir::unstable::wal::SyncPolicy;
 
 /// Writes the seeds of the `segment`, `wal` and `catalog` fuzz targets from a small store
 /// (segment UUIDs are random, so the files differ on every run; they are committed once):
@@ -164,7 +164,7 @@ fn zeek_tsv_overlong_first_data_line_is_reported_as_by_the_decoder() {
 /// are visible through the WAL. Fixed in `Archive::unlisted_segments`.
 #[test]
 fn segment_of_a_seal_interrupted_during_replay_is_not_a_problem() {
-    use weir::store::{fault, Archive};
+    use weir::unstable::store::{fault, Archive};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path();
     let s = schema("conn", 4);

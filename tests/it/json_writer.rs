@@ -8,13 +8,15 @@ use std::task::{Context, Poll};
 
 use futures::{stream, SinkExt};
 use tokio::io::AsyncWrite;
-use weir::batch::Batch;
-use weir::codec::json_writer::{JsonTimestamps, JsonWriter};
-use weir::codec::writer::{writer_for, EventWriter, OutputFormat, WriteError, WriterSink};
-use weir::codec::zeek::json::read_all;
-use weir::codec::ReaderOptions;
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::Value;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::json_writer::{JsonTimestamps, JsonWriter};
+use weir::unstable::codec::writer::{
+    writer_for, EventWriter, OutputFormat, WriteError, WriterSink,
+};
+use weir::unstable::codec::zeek::json::read_all;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::value::Value;
 
 use common::events::{addr, batch_of, s, ty};
 

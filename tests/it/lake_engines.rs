@@ -15,11 +15,11 @@ use std::process::Command;
 
 use common::cli::{ok, run};
 use serde_json::{json, Map, Value as Json};
-use weir::codec::arrow::push_escaped_utf8;
-use weir::codec::zeek::scalar::{push_addr, push_subnet};
-use weir::store::Archive;
-use weir::types::Type;
-use weir::value::Value;
+use weir::unstable::codec::arrow::push_escaped_utf8;
+use weir::unstable::codec::zeek::scalar::{push_addr, push_subnet};
+use weir::unstable::store::Archive;
+use weir::unstable::types::Type;
+use weir::unstable::value::Value;
 
 /// Whether python3 can import pyarrow and duckdb; `false` after a note outside CI.
 ///

@@ -400,7 +400,7 @@ fn an_export_killed_mid_way_leaves_no_partial_object() {
 #[test]
 fn a_large_object_is_a_multipart_upload_visible_only_once_complete() {
     use std::io::Write;
-    use weir::object::{expand_url, list, open_reader, ObjectUrl, Upload, PART_SIZE};
+    use weir::unstable::object::{expand_url, list, open_reader, ObjectUrl, Upload, PART_SIZE};
     if !tools_present() {
         return;
     }

@@ -27,6 +27,7 @@ mod column_stats;
 mod columnar_batches;
 mod corpus_roundtrip;
 mod crash_kill9;
+mod db_api;
 mod explore_pivot;
 mod fault_injection;
 mod fault_input;

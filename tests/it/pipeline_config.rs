@@ -7,14 +7,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use weir::batcher::BatchConfig;
-use weir::codec::writer::OutputFormat;
-use weir::codec::{FileSinkConfig, StdoutSinkConfig};
-use weir::error::OnError;
-use weir::pipeline::config::*;
-use weir::source::{Compression, FileSourceConfig, Format, Input};
-use weir::store::ArchiveSinkConfig;
-use weir::wal::SyncPolicy;
+use weir::unstable::batcher::BatchConfig;
+use weir::unstable::codec::writer::OutputFormat;
+use weir::unstable::codec::{FileSinkConfig, StdoutSinkConfig};
+use weir::unstable::error::OnError;
+use weir::unstable::pipeline::config::*;
+use weir::unstable::source::{Compression, FileSourceConfig, Format, Input};
+use weir::unstable::store::ArchiveSinkConfig;
+use weir::unstable::wal::SyncPolicy;
 
 fn fixtures() -> PathBuf {
     common::root().join("tests/fixtures/pipelines")
@@ -987,7 +987,7 @@ fn sources_write_columns_only_for_compressing_archives() {
     let import = PipelineSpec::for_import(ImportConfig::default());
     assert!(import.stores_columns(0));
     let mut none = ImportConfig::default();
-    none.archive.compression = weir::segment::Codec::None;
+    none.archive.compression = weir::unstable::segment::Codec::None;
     assert!(!PipelineSpec::for_import(none).stores_columns(0));
     let options = vars(&[
         ("WEIR_INPUT", "in.log"),

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use futures::{Sink, SinkExt, StreamExt};
-use weir::batch::{Batch, BatchBuilder};
-use weir::codec::ReaderOptions;
-use weir::error::ReadError;
-use weir::pipeline::{Pipeline, PipelineError, PipelineOptions};
-use weir::source::decode::BatchDecoder;
-use weir::source::{Compression, Format, Input, SourceConfig};
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::Value;
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::error::ReadError;
+use weir::unstable::pipeline::{Pipeline, PipelineError, PipelineOptions};
+use weir::unstable::source::decode::BatchDecoder;
+use weir::unstable::source::{Compression, Format, Input, SourceConfig};
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::value::Value;
 
 fn schema(name: &str) -> SchemaRef {
     Schema::new(
@@ -169,7 +169,7 @@ async fn fan_in_merges_sources_through_a_batcher() {
         .add_batcher(
             "batch",
             &[a, b],
-            weir::batcher::BatchConfig {
+            weir::unstable::batcher::BatchConfig {
                 max_events: 16,
                 ..Default::default()
             },
@@ -195,7 +195,7 @@ struct Lines {
 }
 
 impl Lines {
-    fn factory() -> weir::source::decode::DecoderFactory {
+    fn factory() -> weir::unstable::source::decode::DecoderFactory {
         Arc::new(|_format, _opts: ReaderOptions| {
             let schema = Schema::new(
                 "zeek.line",
@@ -313,7 +313,11 @@ async fn shutdown_drains_everything_read() {
     let mut p = Pipeline::default();
     let src = p.add_stream("live", source).unwrap();
     let b = p
-        .add_batcher("batch", &[src], weir::batcher::BatchConfig::default())
+        .add_batcher(
+            "batch",
+            &[src],
+            weir::unstable::batcher::BatchConfig::default(),
+        )
         .unwrap();
     let rec = Recorder::default();
     p.add_sink("sink", &[b], rec.sink()).unwrap();
@@ -372,7 +376,7 @@ async fn live_reader_source_stops_on_shutdown_keeping_what_was_read() {
         .add_batcher(
             "batch",
             &[src],
-            weir::batcher::BatchConfig {
+            weir::unstable::batcher::BatchConfig {
                 timeout: Duration::from_millis(50),
                 ..Default::default()
             },
@@ -449,7 +453,7 @@ async fn parallel_tsv_decoding_equals_sequential() {
         }
         text.push_str("#close\t2020-01-01-00-00-00\n");
     }
-    assert!(text.len() as u64 > weir::source::decode::PARALLEL_MIN_SIZE);
+    assert!(text.len() as u64 > weir::unstable::source::decode::PARALLEL_MIN_SIZE);
     let seq = decode_all(&text, 0).await;
     let par = decode_all(&text, 3).await;
     assert_eq!(seq.len(), 120_000);

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use crate::common;
 use common::cli::{ok, run, s, text};
 
-use weir::query::{Query, SearchOptions, MAX_DEPTH};
-use weir::store::Archive;
+use weir::unstable::query::{Query, SearchOptions, MAX_DEPTH};
+use weir::unstable::store::Archive;
 
 /// Events of each log.
 const N: u64 = 300;
@@ -204,10 +204,12 @@ fn unknown_fields_and_type_names_are_errors_with_suggestions() {
         .scan()
         .map(|b| b.unwrap().schema().clone())
         .collect();
-    let e = weir::query::unknown_field("sort duraton", 5, "duraton", &schemas).unwrap();
+    let e = weir::unstable::query::unknown_field("sort duraton", 5, "duraton", &schemas).unwrap();
     assert_eq!(e.pos, 5);
     assert!(e.message.contains("did you mean `duration`?"), "{e}");
-    assert!(weir::query::unknown_field("sort id.resp_h", 5, "resp_h", &schemas).is_none());
+    assert!(
+        weir::unstable::query::unknown_field("sort id.resp_h", 5, "resp_h", &schemas).is_none()
+    );
 }
 
 #[test]
@@ -389,7 +391,7 @@ fn nesting_beyond_the_limit_is_an_error_not_a_crash() {
 
 /// Parses, checks and binds `n` predicates joined by `&&` against the archive's schemas: the
 /// best of three times.
-fn plan_time(n: usize, schemas: &[weir::types::SchemaRef]) -> Duration {
+fn plan_time(n: usize, schemas: &[weir::unstable::types::SchemaRef]) -> Duration {
     let text: Vec<String> = (0..n).map(|i| format!("id.resp_p != {i}")).collect();
     let text = text.join(" && ");
     (0..3)
@@ -424,7 +426,7 @@ fn long_conjunctions_parse_and_plan_in_linear_time() {
     // Linear: four times the predicates take about four times as long (sixteen if
     // quadratic), in the library.
     let archive = Archive::open(Path::new(&db)).unwrap();
-    let mut schemas: Vec<weir::types::SchemaRef> = Vec::new();
+    let mut schemas: Vec<weir::unstable::types::SchemaRef> = Vec::new();
     for b in archive.scan() {
         let s = b.unwrap().schema().clone();
         if !schemas.contains(&s) {
@@ -525,7 +527,7 @@ fn uid_id(archive: &Archive, uid: &str) -> u64 {
             continue;
         };
         for (i, values) in b.to_batch().to_values().unwrap().into_iter().enumerate() {
-            if values[k] == weir::value::Value::String(uid.as_bytes().to_vec()) {
+            if values[k] == weir::unstable::value::Value::String(uid.as_bytes().to_vec()) {
                 return b.first_id() + i as u64;
             }
         }

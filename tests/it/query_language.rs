@@ -11,10 +11,10 @@ use crate::common;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use weir::query::{Query, SearchOptions};
-use weir::store::Archive;
-use weir::types::{SchemaRef, Type};
-use weir::value::Value;
+use weir::unstable::query::{Query, SearchOptions};
+use weir::unstable::store::Archive;
+use weir::unstable::types::{SchemaRef, Type};
+use weir::unstable::value::Value;
 
 /// One exported event.
 struct Ev {

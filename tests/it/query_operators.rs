@@ -31,8 +31,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value as Json};
-use weir::store::Archive;
-use weir::types::Type;
+use weir::unstable::store::Archive;
+use weir::unstable::types::Type;
 
 // ---------------------------------------------------------------------------------------------
 // Values and events, as the test sees them

@@ -15,11 +15,11 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use weir::batch::{Batch, BatchBuilder};
-use weir::query::{Query, SearchOptions};
-use weir::segment::{Compression, SegmentBuilder};
-use weir::store::{Archive, Catalog, CatalogEntry};
-use weir::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::query::{Query, SearchOptions};
+use weir::unstable::segment::{Compression, SegmentBuilder};
+use weir::unstable::store::{Archive, Catalog, CatalogEntry};
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
 
 const SEC: i64 = 1_000_000_000;
 /// 2009-11-18T00:00:00Z.
@@ -630,15 +630,15 @@ fn ts_n_archive(dir: &Path, batches: u64, ts: impl Fn(u64) -> i64) -> Archive {
 }
 
 /// The IDs of the events `text` gives over `archive`, in output order, and its statistics.
-fn chain_ids(archive: &Archive, text: &str) -> (Vec<u64>, weir::query::ChainStats) {
-    let chain = weir::query::Chain::parse(text).unwrap();
+fn chain_ids(archive: &Archive, text: &str) -> (Vec<u64>, weir::unstable::query::ChainStats) {
+    let chain = weir::unstable::query::Chain::parse(text).unwrap();
     let mut got: Vec<u64> = Vec::new();
     let stats = chain
         .run(
             archive,
             &mut |s| {
                 got.extend(s.ids());
-                Ok(weir::query::Flow::More)
+                Ok(weir::unstable::query::Flow::More)
             },
             &mut |e| panic!("{e}"),
         )
@@ -734,17 +734,17 @@ fn late_materialization_decodes_each_batch_once() {
     let tmp = tempfile::tempdir().unwrap();
     write_one_segment(tmp.path(), batches, true);
     let archive = Archive::open(tmp.path()).unwrap();
-    let chain = weir::query::Chain::parse("sort orig_bytes desc | head 3000").unwrap();
-    let mut got: Vec<(u64, Vec<weir::Value>)> = Vec::new();
+    let chain = weir::unstable::query::Chain::parse("sort orig_bytes desc | head 3000").unwrap();
+    let mut got: Vec<(u64, Vec<weir::unstable::Value>)> = Vec::new();
     let stats = chain
         .run(
             &archive,
             &mut |s| {
                 let types: Vec<Type> = s.schema().fields.iter().map(|f| f.ty.clone()).collect();
                 for (row, &id) in s.rows().zip(s.ids()) {
-                    got.push((id, weir::decode_row(row, &types).unwrap()));
+                    got.push((id, weir::unstable::decode_row(row, &types).unwrap()));
                 }
-                Ok(weir::query::Flow::More)
+                Ok(weir::unstable::query::Flow::More)
             },
             &mut |e| panic!("{e}"),
         )
@@ -754,8 +754,11 @@ fn late_materialization_decodes_each_batch_once() {
     for (id, row) in &got {
         // Whole rows: every field, not only the sort key.
         assert_eq!(row.len(), 3);
-        assert_eq!(row[1], weir::Value::String(format!("C{id}").into_bytes()));
-        assert_eq!(row[2], weir::Value::Count(*id));
+        assert_eq!(
+            row[1],
+            weir::unstable::Value::String(format!("C{id}").into_bytes())
+        );
+        assert_eq!(row[2], weir::unstable::Value::Count(*id));
     }
     // Batches 25 to 39 hold the 3,000 largest.
     assert_eq!(stats.batches_materialized, 15, "{stats:?}");
@@ -864,7 +867,7 @@ fn leading_wheres_are_one_search() {
     let tmp = tempfile::tempdir().unwrap();
     let archive = ts_n_archive(tmp.path(), 10, |_| BASE);
     let run = |text: &str| {
-        let chain = weir::query::Chain::parse(text).unwrap();
+        let chain = weir::unstable::query::Chain::parse(text).unwrap();
         let mut rows = Vec::new();
         let stats = chain
             .run(
@@ -872,9 +875,9 @@ fn leading_wheres_are_one_search() {
                 &mut |s| {
                     let types: Vec<Type> = s.schema().fields.iter().map(|f| f.ty.clone()).collect();
                     for row in s.rows() {
-                        rows.push(weir::decode_row(row, &types).unwrap());
+                        rows.push(weir::unstable::decode_row(row, &types).unwrap());
                     }
-                    Ok(weir::query::Flow::More)
+                    Ok(weir::unstable::query::Flow::More)
                 },
                 &mut |e| panic!("{e}"),
             )
@@ -882,13 +885,13 @@ fn leading_wheres_are_one_search() {
         (rows, stats)
     };
     let (rows, stats) = run("n >= 250 | where n < 700 | where n != 300 | summarize count()");
-    assert_eq!(rows, vec![vec![weir::Value::Count(449)]]);
+    assert_eq!(rows, vec![vec![weir::unstable::Value::Count(449)]]);
     // The search matched only what passes every `where`, and pruned the batches none does.
     assert_eq!(stats.search.matched, 449, "{stats:?}");
     assert_eq!(stats.search.batches_pruned, 5, "{stats:?}");
     // A `where` after another operator stays where it is.
     let (rows, _) = run("n >= 250 | head 100 | where n < 300 | summarize count()");
-    assert_eq!(rows, vec![vec![weir::Value::Count(50)]]);
+    assert_eq!(rows, vec![vec![weir::unstable::Value::Count(50)]]);
 }
 
 /// Batches whose ranges tie (the same day repeated, as in W1000): the first events in ID
@@ -979,7 +982,7 @@ fn blocked_columns_answer_as_whole_rows_do() {
     write_one_segment(tmp.path(), batches, true);
     let archive = Archive::open(tmp.path()).unwrap();
     let seg = archive.segment(&archive.catalog().segments[0]).unwrap();
-    assert_eq!(seg.version(), weir::segment::FORMAT_VERSION);
+    assert_eq!(seg.version(), weir::unstable::segment::FORMAT_VERSION);
     assert_eq!(seg.batch_blocked(0), Some(vec![1]));
     assert_eq!(seg.batch_blocked(1), Some(vec![]));
     let whole = rows_by_id(&archive);

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use crate::common::rng::Rng;
 use crate::common::store::{batch, copy_dir, read_all, schema};
-use weir::store::{Archive, Store, StoreOptions, SyncPolicy};
-use weir::value::Value;
+use weir::unstable::store::{Archive, Store, StoreOptions, SyncPolicy};
+use weir::unstable::value::Value;
 
 /// Flips in the CI run (about 10 s in a debug build on a loaded 2-core machine).
 const FLIPS: u64 = 100;
@@ -37,12 +37,12 @@ type Event = (String, Vec<Value>);
 /// segments are sealed, and a few more batches (sealed at close).
 fn random_archive(db: &Path, rng: &mut Rng) {
     let compression = match rng.below(3) {
-        0 => weir::segment::Compression::NONE,
-        1 => weir::segment::Compression::new(weir::segment::Codec::Lz4),
-        _ => weir::segment::Compression::default(),
+        0 => weir::unstable::segment::Compression::NONE,
+        1 => weir::unstable::segment::Compression::new(weir::unstable::segment::Codec::Lz4),
+        _ => weir::unstable::segment::Compression::default(),
     };
     let opts = StoreOptions {
-        max_segment_size: weir::segment::MIN_SEGMENT_SIZE,
+        max_segment_size: weir::unstable::segment::MIN_SEGMENT_SIZE,
         sync: SyncPolicy::Batch,
         compression,
         sketches: rng.below(4) != 0,
@@ -169,8 +169,8 @@ fn flip_and_repair(flips: u64) {
             fs::write(&path, &bytes).unwrap();
 
             let before = readable(&db);
-            let report =
-                weir::store::repair(&db).unwrap_or_else(|e| panic!("{what}: repair failed: {e}"));
+            let report = weir::unstable::store::repair(&db)
+                .unwrap_or_else(|e| panic!("{what}: repair failed: {e}"));
             let archive = Archive::open(&db).unwrap_or_else(|e| panic!("{what}: open: {e}"));
             let mut after: BTreeMap<u64, Event> = BTreeMap::new();
             for b in archive.scan() {
@@ -281,7 +281,7 @@ fn fixed_archive(db: &Path, seed: u64) -> (BTreeMap<u64, Event>, Vec<PathBuf>) {
 
 /// Repairs `db` and returns its report's actions and every event after it by ID.
 fn repaired(db: &Path) -> (Vec<String>, BTreeMap<u64, Event>) {
-    let report = weir::store::repair(db).unwrap();
+    let report = weir::unstable::store::repair(db).unwrap();
     let events = read_all(db)
         .into_iter()
         .map(|(id, s, v)| (id, (s, v)))
@@ -308,7 +308,7 @@ fn a_segment_with_damaged_metadata_is_read_with_its_index_file() {
         let mut bytes = fs::read(db.join(&victim)).unwrap();
         bytes[at] ^= 0x5a;
         fs::write(db.join(&victim), &bytes).unwrap();
-        let damaged = weir::segment::Segment::open_verified(db.join(&victim)).is_err();
+        let damaged = weir::unstable::segment::Segment::open_verified(db.join(&victim)).is_err();
         assert!(
             readable(&db) == original,
             "byte {at}: not every event reads before repair"
@@ -362,7 +362,7 @@ fn a_damaged_size_prefix_or_identifier_is_restored_without_an_index() {
         let mut bytes = fs::read(db.join(&victim)).unwrap();
         bytes[at] ^= 0x01;
         fs::write(db.join(&victim), &bytes).unwrap();
-        assert!(weir::segment::Segment::open(db.join(&victim)).is_err());
+        assert!(weir::unstable::segment::Segment::open(db.join(&victim)).is_err());
         let (actions, after) = repaired(&db);
         assert!(
             after == original,
@@ -415,7 +415,7 @@ fn repair_of_a_default_archive_keeps_every_event_export_returned() {
         let mut damaged = bytes.clone();
         damaged[at] ^= 0x04;
         fs::write(db.join(&rel), &damaged).unwrap();
-        assert!(weir::segment::Segment::open_verified(db.join(&rel)).is_err());
+        assert!(weir::unstable::segment::Segment::open_verified(db.join(&rel)).is_err());
         assert!(
             export_json_text(&db) == want,
             "byte {at}: export before repair"

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use common::store::{batch, expected, schema};
 use proptest::prelude::*;
-use weir::segment::{Compression, Segment, SegmentError};
-use weir::store::{Archive, Store, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::segment::{Compression, Segment, SegmentError};
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 /// An archive of several small segments; returns its segment files in ID order.
-fn archive(dir: &Path, max: u64, n: usize) -> (Vec<PathBuf>, Vec<weir::batch::Batch>) {
+fn archive(dir: &Path, max: u64, n: usize) -> (Vec<PathBuf>, Vec<weir::unstable::batch::Batch>) {
     archive_with(dir, max, n, Compression::default())
 }
 
@@ -24,7 +24,7 @@ fn archive_with(
     max: u64,
     n: usize,
     compression: Compression,
-) -> (Vec<PathBuf>, Vec<weir::batch::Batch>) {
+) -> (Vec<PathBuf>, Vec<weir::unstable::batch::Batch>) {
     let s = schema("conn", 4);
     let batches: Vec<_> = (0..n).map(|i| batch(&s, 3 + i % 5, 12, i as u64)).collect();
     let (mut store, _) = Store::open_writer(
@@ -224,11 +224,14 @@ fn a_segment_cut_short_while_open_fails_its_reads_with_the_file_and_batch() {
     let path = dir.path().join(&a.catalog().segments[0].file);
     let seg = Segment::open(&path).unwrap();
     let last = seg.len() - 1;
-    assert_eq!(seg.batch_layout(last), Some(weir::segment::Layout::Columns));
+    assert_eq!(
+        seg.batch_layout(last),
+        Some(weir::unstable::segment::Layout::Columns)
+    );
     let whole = seg.batch_columns(last).unwrap().unwrap();
     assert!(whole.rows() == 400);
     // A string the first batch does not hold: its filter says so, until it cannot be read.
-    use weir::segment::sketch::{value_hash, TAG_STRING};
+    use weir::unstable::segment::sketch::{value_hash, TAG_STRING};
     let absent = (0..100u32)
         .map(|i| value_hash(TAG_STRING, format!("absent {i}").as_bytes()))
         .find(|&h| !seg.sketch(0).unwrap().may_contain(h))

@@ -38,11 +38,11 @@ use std::path::{Path, PathBuf};
 
 use common::cli::{ok, run, s, segment_files, text};
 use common::store::{batch, copy_dir, schema};
-use weir::codec::zeek::tsv;
-use weir::codec::ReaderOptions;
-use weir::segment::{Segment, SegmentError, FORMAT_VERSION};
-use weir::store::{Archive, Store, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::codec::zeek::tsv;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::segment::{Segment, SegmentError, FORMAT_VERSION};
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 /// A copy of the fixture archive of format `version` in a new temporary directory.
 fn old_archive(version: u32) -> (tempfile::TempDir, PathBuf) {
@@ -580,7 +580,7 @@ fn a_damaged_compressed_batch_is_named_by_verify() {
     let path = &files[0];
     let seg = Segment::open(path).unwrap();
     let (codec, stored, _) = seg.batch_storage(2).unwrap();
-    assert_eq!(codec, weir::segment::Codec::Zstd);
+    assert_eq!(codec, weir::unstable::segment::Codec::Zstd);
     drop(seg);
     // Find batch 2's stored bytes by their content: the longest run that differs from an
     // import without batch 2 is hard to get, so damage every byte of the file in turn until
@@ -690,7 +690,7 @@ fn projected_evaluation_equals_full_rows() {
 #[test]
 fn v3_sketches_never_count_a_batch_whole_format_4_ones_do() {
     let (_tmp, db) = old_archive(3);
-    let q = weir::query::Query::parse("#timestamp >= 1970-01-02").unwrap();
+    let q = weir::unstable::query::Query::parse("#timestamp >= 1970-01-02").unwrap();
     let archive = Archive::open(&db).unwrap();
     let total = archive.catalog().next_id;
     let (n3, stats3) = q.count(&archive).unwrap();
@@ -715,7 +715,7 @@ fn v3_sketches_never_count_a_batch_whole_format_4_ones_do() {
 #[test]
 fn v4_batches_are_read_for_a_time_range_the_current_format_counts_from_histograms() {
     let (_tmp, db) = old_archive(4);
-    let q = weir::query::Query::parse(
+    let q = weir::unstable::query::Query::parse(
         "#timestamp >= 2009-11-18T08:00:23Z && #timestamp < 2009-11-18T08:00:26Z",
     )
     .unwrap();
@@ -735,25 +735,25 @@ fn v4_batches_are_read_for_a_time_range_the_current_format_counts_from_histogram
     assert_eq!(n5, n4);
     assert_eq!(stats5.rows_evaluated, 0, "{stats5:?}");
     // Without pruning, the rows say the same.
-    let all = weir::query::SearchOptions {
+    let all = weir::unstable::query::SearchOptions {
         prune: false,
-        ..weir::query::SearchOptions::default()
+        ..weir::unstable::query::SearchOptions::default()
     };
     let (n, _) = q.search_with(&archive, all).unwrap().count().unwrap();
     assert_eq!(n, n5);
 }
 
 /// A checkpoint of file `ino` at `offset`.
-fn checkpoint(ino: u64, offset: u64) -> weir::checkpoint::FileCheckpoint {
-    weir::checkpoint::FileCheckpoint {
-        id: weir::checkpoint::FileId {
+fn checkpoint(ino: u64, offset: u64) -> weir::unstable::checkpoint::FileCheckpoint {
+    weir::unstable::checkpoint::FileCheckpoint {
+        id: weir::unstable::checkpoint::FileId {
             dev: 7,
             ino,
             fp_len: 100,
             fp_crc: 42,
         },
         path: format!("/logs/f{ino}.log"),
-        pos: weir::checkpoint::Position { offset, skip: 0 },
+        pos: weir::unstable::checkpoint::Position { offset, skip: 0 },
         done: false,
         raw: offset / 3,
         header: String::new(),
@@ -772,7 +772,7 @@ fn segments_record_the_checkpoints_as_of_their_last_event() {
     let opts = StoreOptions {
         max_segment_size: 16 << 10,
         sync: SyncPolicy::Never,
-        compression: weir::segment::Compression::NONE,
+        compression: weir::unstable::segment::Compression::NONE,
         ..StoreOptions::default()
     };
     let (mut store, _) = Store::open_writer(&db, opts).unwrap();
@@ -785,7 +785,7 @@ fn segments_record_the_checkpoints_as_of_their_last_event() {
         }
         b.set_marks(
             ends.into_iter()
-                .map(|end| weir::checkpoint::Mark {
+                .map(|end| weir::unstable::checkpoint::Mark {
                     row_start: 0,
                     row_end: 20,
                     start: None,

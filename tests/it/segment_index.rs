@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::cli::{export_json_text, ok, run, s, segment_files, text};
-use weir::segment::{check_index, index_path, Segment};
+use weir::unstable::segment::{check_index, index_path, Segment};
 
 /// An archive of the fixture logs (324 events of conn, dns, http and every type), imported with
 /// `extra` flags into many small segments.

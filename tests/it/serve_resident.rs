@@ -197,7 +197,7 @@ fn a_reader_of_an_older_catalog_adds_nothing_to_the_shared_cache() {
     let tmp = tempfile::tempdir().unwrap();
     let db = archive(tmp.path(), 3000);
     import(&db, 3000..5000);
-    let old = weir::store::Archive::open(&db).unwrap();
+    let old = weir::unstable::store::Archive::open(&db).unwrap();
     assert_eq!(old.catalog().segments.len(), 2);
     ok(
         &run(&["erase", "--db", s(&db), "--ids", "3000-4999"]),

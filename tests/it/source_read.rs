@@ -8,7 +8,7 @@ use std::sync::Arc;
 use common::gz::gzip;
 
 use tokio::io::AsyncReadExt;
-use weir::source::{
+use weir::unstable::source::{
     detect_format, expand_inputs, inflate, open, Compression, Format, Input, SourceCounters,
     SourceError,
 };

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use common::store::{batch, schema};
-use weir::store::{Archive, Store, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 #[test]
 fn readers_see_a_consistent_prefix_during_an_import() {

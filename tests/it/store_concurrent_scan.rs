@@ -6,9 +6,9 @@
 use crate::common;
 
 use common::store::{batch, expected, schema};
-use weir::store::{Archive, Store, StoreOptions};
-use weir::value::Value;
-use weir::wal::SyncPolicy;
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::value::Value;
+use weir::unstable::wal::SyncPolicy;
 
 #[test]
 fn scan_survives_many_seals_during_one_scan() {
@@ -57,7 +57,10 @@ fn scan_survives_many_seals_during_one_scan() {
 /// A writer with tiny segments, its first segment sealed, and a helper that seals one more.
 fn sealing_writer(
     dir: &std::path::Path,
-) -> (Store, impl FnMut(&mut Store, &mut Vec<weir::batch::Batch>)) {
+) -> (
+    Store,
+    impl FnMut(&mut Store, &mut Vec<weir::unstable::batch::Batch>),
+) {
     let s = schema("conn", 4);
     let opts = StoreOptions {
         max_segment_size: 4096,
@@ -66,7 +69,7 @@ fn sealing_writer(
     };
     let (store, _) = Store::open_writer(dir, opts).unwrap();
     let mut seed = 1000;
-    let seal_once = move |store: &mut Store, written: &mut Vec<weir::batch::Batch>| {
+    let seal_once = move |store: &mut Store, written: &mut Vec<weir::unstable::batch::Batch>| {
         let before = store.summary().segments;
         while store.summary().segments == before {
             let b = batch(&s, 6, 40, seed);

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use weir::batch::{Batch, BatchBuilder};
-use weir::store::{Archive, Store, StoreOptions};
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::Value;
-use weir::wal::SyncPolicy;
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::value::Value;
+use weir::unstable::wal::SyncPolicy;
 
 const CHILD_ENV: &str = "WEIR_CRASH_CHILD_DIR";
 
@@ -171,7 +171,7 @@ fn check(dir: &Path, acked_end: u64) -> u64 {
         for row in b.rows() {
             let (which, want) = event(next);
             assert_eq!(b.schema().name, schemas()[which].name, "event {next}");
-            let got = weir::value::decode_row(row, &types[which]).unwrap();
+            let got = weir::unstable::value::decode_row(row, &types[which]).unwrap();
             assert_eq!(got, want, "event {next}");
             next += 1;
         }

@@ -9,13 +9,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::store::{batch, copy_dir, expected, read_all, schema};
-use weir::batch::Batch;
-use weir::query::{Query, QuerySelector};
-use weir::store::{
+use weir::unstable::batch::Batch;
+use weir::unstable::query::{Query, QuerySelector};
+use weir::unstable::store::{
     fault, repair, Archive, IdSelector, Maintenance, Store, StoreOptions, LOW_MARK_PERCENT,
 };
-use weir::value::Value;
-use weir::wal::SyncPolicy;
+use weir::unstable::value::Value;
+use weir::unstable::wal::SyncPolicy;
 
 type Events = Vec<(u64, String, Vec<Value>)>;
 
@@ -24,7 +24,7 @@ fn opts(max: u64) -> StoreOptions {
         max_segment_size: max,
         sync: SyncPolicy::Batch,
         // Uncompressed: the tests count segments of known sizes.
-        compression: weir::segment::Compression::NONE,
+        compression: weir::unstable::segment::Compression::NONE,
         ..StoreOptions::default()
     }
 }
@@ -383,7 +383,7 @@ fn every_failure(
     template: &Path,
     old: &Events,
     new: &Events,
-    change: impl Fn(&mut Store) -> weir::store::Result<()>,
+    change: impl Fn(&mut Store) -> weir::unstable::store::Result<()>,
 ) {
     let mut n = 0u64;
     let mut saw_old = false;
@@ -459,7 +459,7 @@ fn background_compaction_merges_when_the_input_pauses() {
     }
     assert_eq!(segments(db), 6);
     // The sink's settings, as a pipeline file writes them.
-    let config: weir::store::ArchiveSinkConfig = toml::from_str(&format!(
+    let config: weir::unstable::store::ArchiveSinkConfig = toml::from_str(&format!(
         "db = {:?}\nmax_segment_size = \"1MiB\"\ncompact = true\nretain = \"36500d\"\nmax_archive_size = \"64MiB\"",
         db.display().to_string()
     ))

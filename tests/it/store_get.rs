@@ -86,7 +86,7 @@ fn get_answers_many_ids_in_the_order_given() {
 fn get_many_equals_get_one_by_one() {
     let tmp = tempfile::tempdir().unwrap();
     let db = archive(tmp.path(), "zstd");
-    let archive = weir::store::Archive::open(&db).unwrap();
+    let archive = weir::unstable::store::Archive::open(&db).unwrap();
     let mut rng = Rng::from_env("WEIR_GET_SEED");
     let mut ids: Vec<u64> = (0..500).map(|_| rng.below(EVENTS + 50)).collect();
     ids.push(ids[3]);

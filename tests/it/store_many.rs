@@ -10,8 +10,8 @@ use crate::common;
 use std::path::Path;
 
 use common::store::{batch, schema};
-use weir::segment::SegmentBuilder;
-use weir::store::{Archive, Catalog, CatalogEntry};
+use weir::unstable::segment::SegmentBuilder;
+use weir::unstable::store::{Archive, Catalog, CatalogEntry};
 
 /// Writes `n` one-batch segments of 16 events and their catalog (one catalog write instead of
 /// one per seal, to build large test archives quickly).

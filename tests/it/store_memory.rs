@@ -6,10 +6,10 @@
 use std::process::Command;
 use std::time::Instant;
 
-use weir::batch::{Batch, BatchBuilder};
-use weir::store::{Store, StoreOptions};
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::wal::SyncPolicy;
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::store::{Store, StoreOptions};
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::wal::SyncPolicy;
 
 const CHILD_ENV: &str = "WEIR_STORE_MEMORY_CHILD";
 

@@ -4,9 +4,9 @@ use crate::common;
 
 use common::store::{batch, expected, read_all, schema};
 use proptest::prelude::*;
-use weir::segment::{inspect, Segment};
-use weir::store::{Archive, Store, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::segment::{inspect, Segment};
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 fn opts(max: u64) -> StoreOptions {
     StoreOptions {
@@ -50,7 +50,7 @@ fn rotation_keeps_every_segment_under_the_maximum() {
     let mut batches = Vec::new();
     // Uncompressed, so that the segments fill up to the maximum.
     let opts = StoreOptions {
-        compression: weir::segment::Compression::NONE,
+        compression: weir::unstable::segment::Compression::NONE,
         ..opts(max)
     };
     let (mut store, _) = Store::open_writer(dir.path(), opts).unwrap();
@@ -140,7 +140,7 @@ fn max_segment_size_limits() {
         2u64 << 30,
         (2 << 30) + 1,
         4 << 30,
-        weir::segment::MAX_SEGMENT_SIZE_LIMIT + 1,
+        weir::unstable::segment::MAX_SEGMENT_SIZE_LIMIT + 1,
     ] {
         let e = Store::open_writer(dir.path(), opts(bad)).unwrap_err();
         let msg = e.to_string();
@@ -148,8 +148,11 @@ fn max_segment_size_limits() {
     }
     let (store, _) = Store::open_writer(dir.path(), opts(1 << 30)).unwrap();
     store.close().unwrap();
-    let (store, _) =
-        Store::open_writer(dir.path(), opts(weir::segment::MAX_SEGMENT_SIZE_LIMIT)).unwrap();
+    let (store, _) = Store::open_writer(
+        dir.path(),
+        opts(weir::unstable::segment::MAX_SEGMENT_SIZE_LIMIT),
+    )
+    .unwrap();
     store.close().unwrap();
     assert!(Store::open_writer(dir.path(), opts(100)).is_err());
 }
@@ -196,7 +199,7 @@ proptest! {
             written.push(b.clone());
             match store.append(b) {
                 Ok(_) => {}
-                Err(weir::store::StoreError::EventTooLarge { .. }) => {
+                Err(weir::unstable::store::StoreError::EventTooLarge { .. }) => {
                     // A single event larger than a tiny segment: legitimately refused.
                     prop_assume!(false);
                 }

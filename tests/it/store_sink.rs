@@ -4,8 +4,8 @@ use crate::common;
 
 use common::store::{batch, expected, read_all, schema};
 use futures::{stream, SinkExt, StreamExt};
-use weir::store::{ArchiveSink, StoreError, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::store::{ArchiveSink, StoreError, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 fn opts(max: u64) -> StoreOptions {
     StoreOptions {

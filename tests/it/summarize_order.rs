@@ -36,9 +36,9 @@ use std::path::Path;
 use common::cli::{ok, run, s};
 use common::rng::Rng;
 use serde_json::{json, Map, Value as J};
-use weir::codec::zeek::tsv;
-use weir::store::{Archive, Store, StoreOptions};
-use weir::{ReaderOptions, SyncPolicy};
+use weir::unstable::codec::zeek::tsv;
+use weir::unstable::store::{Archive, Store, StoreOptions};
+use weir::unstable::{ReaderOptions, SyncPolicy};
 
 /// Events in sealed segments.
 const SEALED: u64 = 68_000;
@@ -117,7 +117,10 @@ fn lines(n: u64) -> Vec<String> {
 /// The batches of `lines` as `weir import` reads them (in columns: 8,192 events each), cut
 /// into pieces of the sizes `size` gives (or what is left) for the `k`-th batch read, whose
 /// first `at` events are cut off already.
-fn batches(lines: &[String], mut size: impl FnMut(usize, usize) -> usize) -> Vec<weir::Batch> {
+fn batches(
+    lines: &[String],
+    mut size: impl FnMut(usize, usize) -> usize,
+) -> Vec<weir::unstable::Batch> {
     let mut text = HEADER.to_string();
     text.extend(lines.iter().map(String::as_str));
     let mut opts = ReaderOptions::new("conn.log");
@@ -345,7 +348,7 @@ fn build(db: &Path) -> Store {
     let wal = batches(&lines[SEALED as usize..], |_, _| {
         sizes.next().unwrap_or(500)
     });
-    let largest = wal.iter().map(weir::Batch::len).max().unwrap();
+    let largest = wal.iter().map(weir::unstable::Batch::len).max().unwrap();
     assert!(wal.len() >= 10, "{} batches in the WAL", wal.len());
     assert!(largest > GROUP_CHUNK, "a WAL batch of {largest} events");
     for b in wal {
@@ -369,7 +372,7 @@ fn summarize_top_and_rare_give_the_groups_of_a_row_by_row_pass_in_id_order() {
     assert!(info.segments >= 4, "{} segments", info.segments);
     let stored: Vec<_> = common::cli::segment_files(&db)
         .iter()
-        .flat_map(|f| weir::segment::inspect(f).unwrap().batches)
+        .flat_map(|f| weir::unstable::segment::inspect(f).unwrap().batches)
         .collect();
     let columns = stored.iter().filter(|b| b.layout == "columns").count();
     let rows = stored.iter().filter(|b| b.layout == "rows").count();

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use common::cli::{run, s, text};
 use common::store::{batch, expected, read_all, schema};
-use weir::batch::Batch;
-use weir::store::{Archive, Store, StoreError, StoreOptions};
-use weir::wal::SyncPolicy;
+use weir::unstable::batch::Batch;
+use weir::unstable::store::{Archive, Store, StoreError, StoreOptions};
+use weir::unstable::wal::SyncPolicy;
 
 /// Batches sealed before the crash, and records in the log at the crash.
 const SEALED: usize = 3;
@@ -148,7 +148,10 @@ fn damage(db: &Path, d: Damage) {
 }
 
 /// The events of the batches `which` of `all`, with their IDs.
-fn events_of(all: &[Batch], which: &[usize]) -> Vec<(u64, String, Vec<weir::value::Value>)> {
+fn events_of(
+    all: &[Batch],
+    which: &[usize],
+) -> Vec<(u64, String, Vec<weir::unstable::value::Value>)> {
     let want = expected(all);
     want.into_iter()
         .filter(|(id, ..)| which.contains(&((*id as usize) / ROWS)))
@@ -208,9 +211,10 @@ fn matrix_row(d: Damage) {
     }
     // The server's count (the function `POST /api/v1/count` runs on its archive).
     let archive = Archive::open(db).unwrap();
-    let n = weir::serve::query::count(&archive, "").unwrap();
+    let n = weir::unstable::serve::query::count(&archive, "").unwrap();
     assert_eq!(n, readable, "{d:?} serve count");
-    let n = weir::serve::query::count(&archive, "#type == \"zeek.conn\" | head 1000").unwrap();
+    let n = weir::unstable::serve::query::count(&archive, "#type == \"zeek.conn\" | head 1000")
+        .unwrap();
     assert!(n > 0, "{d:?} serve chain count");
     assert!(
         d == Damage::Truncate || !archive.wal_warnings().is_empty(),
@@ -348,7 +352,7 @@ fn deleted_with_uncompressed_batches() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path();
     let plain = StoreOptions {
-        compression: weir::segment::Compression::NONE,
+        compression: weir::unstable::segment::Compression::NONE,
         sketches: false,
         ..opts()
     };
@@ -364,7 +368,7 @@ fn deleted_with_uncompressed_batches() {
     }
     drop(store);
     fs::remove_file(db.join("wal")).unwrap();
-    let report = weir::store::repair(db).unwrap();
+    let report = weir::unstable::store::repair(db).unwrap();
     assert!(report.lost.is_empty(), "{report:?}");
     assert_eq!(read_all(db), expected(&all));
 }
@@ -390,7 +394,7 @@ fn deleted_with_ambiguous_schemas_recovers_nothing_it_cannot_be_sure_of() {
     drop(store);
     let active = active_files(db);
     fs::remove_file(db.join("wal")).unwrap();
-    let report = weir::store::repair(db).unwrap();
+    let report = weir::unstable::store::repair(db).unwrap();
     let first = (2 * ROWS) as u64;
     assert_eq!(report.lost, vec![first..first + ROWS as u64], "{report:?}");
     assert_eq!(read_all(db), expected(&sealed));
@@ -410,7 +414,7 @@ fn deleted_with_ambiguous_schemas_recovers_nothing_it_cannot_be_sure_of() {
 /// import those lines again.
 #[test]
 fn recovered_events_mark_the_checkpoints_lost() {
-    use weir::checkpoint::{FileCheckpoint, FileId, Mark, Position};
+    use weir::unstable::checkpoint::{FileCheckpoint, FileId, Mark, Position};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path();
     let marked = |mut b: Batch, offset: u64| {
@@ -444,7 +448,7 @@ fn recovered_events_mark_the_checkpoints_lost() {
     store.append(marked(all[2].clone(), 200)).unwrap();
     drop(store);
     fs::remove_file(db.join("wal")).unwrap();
-    let report = weir::store::repair(db).unwrap();
+    let report = weir::unstable::store::repair(db).unwrap();
     assert!(
         report.actions.iter().any(|a| a.contains("--from-start")),
         "{report:?}"
@@ -481,7 +485,7 @@ fn random_flips_lose_no_acknowledged_event() {
         let what = format!("bit {bit} of byte {at} (last record at {last})");
         // Readers never fail; the sealed events are always there.
         assert!(read_all(db).len() >= SEALED * ROWS, "{what}");
-        let report = weir::store::repair(db).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let report = weir::unstable::store::repair(db).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(report.lost.is_empty(), "{what}: {report:?}");
         assert_eq!(read_all(db), expected(&all), "{what}: {report:?}");
         assert!(

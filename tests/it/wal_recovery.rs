@@ -9,9 +9,9 @@ use std::path::Path;
 
 use common::store::{batch, copy_dir, expected, read_all, schema};
 use proptest::prelude::*;
-use weir::batch::Batch;
-use weir::store::{Archive, Store, StoreError, StoreOptions};
-use weir::wal::{SyncPolicy, WalError, WalReader};
+use weir::unstable::batch::Batch;
+use weir::unstable::store::{Archive, Store, StoreError, StoreOptions};
+use weir::unstable::wal::{SyncPolicy, WalError, WalReader};
 
 fn opts(max: u64) -> StoreOptions {
     StoreOptions {
@@ -387,7 +387,7 @@ fn damaged_rows_in_the_segment_file_end_the_log_with_a_warning() {
     let (mut store, _) = Store::open_writer(
         dir.path(),
         StoreOptions {
-            compression: weir::segment::Compression::NONE,
+            compression: weir::unstable::segment::Compression::NONE,
             ..opts(1 << 20)
         },
     )
@@ -460,12 +460,12 @@ fn replay_rebuilds_batches_stored_in_columns() {
     let archive = Archive::open(dir.path()).unwrap();
     assert!(archive.verify().is_ok());
     let entry = &archive.catalog().segments[0];
-    let seg = weir::segment::Segment::open(dir.path().join(&entry.file)).unwrap();
+    let seg = weir::unstable::segment::Segment::open(dir.path().join(&entry.file)).unwrap();
     assert!(seg.len() >= 5);
     for i in 0..seg.len() {
         assert_eq!(
             seg.batch_layout(i),
-            Some(weir::segment::Layout::Columns),
+            Some(weir::unstable::segment::Layout::Columns),
             "batch {i}"
         );
     }

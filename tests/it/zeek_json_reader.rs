@@ -9,13 +9,13 @@ use bytes::BytesMut;
 use futures::StreamExt;
 use proptest::prelude::*;
 use tokio_util::codec::{Decoder, FramedRead};
-use weir::batch::Batch;
-use weir::codec::writer::{writer_for, OutputFormat};
-use weir::codec::zeek::json::{read_all, JsonDecoder};
-use weir::codec::ReaderOptions;
-use weir::error::{OnError, ReadError};
-use weir::types::Type;
-use weir::value::Value;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::writer::{writer_for, OutputFormat};
+use weir::unstable::codec::zeek::json::{read_all, JsonDecoder};
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::error::{OnError, ReadError};
+use weir::unstable::types::Type;
+use weir::unstable::value::Value;
 
 use common::events::{addr, events};
 

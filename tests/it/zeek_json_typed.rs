@@ -9,13 +9,13 @@ use std::path::Path;
 
 use bytes::BytesMut;
 use tokio_util::codec::Decoder;
-use weir::batch::Batch;
-use weir::codec::zeek::json::{read_all, JsonDecoder};
-use weir::codec::zeek::schema::ZeekSchemas;
-use weir::codec::ReaderOptions;
-use weir::error::{OnError, ReadError};
-use weir::types::Type;
-use weir::value::Value;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::zeek::json::{read_all, JsonDecoder};
+use weir::unstable::codec::zeek::schema::ZeekSchemas;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::error::{OnError, ReadError};
+use weir::unstable::types::Type;
+use weir::unstable::value::Value;
 
 use common::cli::{ok, run, s};
 use common::events::{addr, events};

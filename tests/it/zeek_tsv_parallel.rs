@@ -5,12 +5,12 @@
 use crate::common;
 
 use proptest::prelude::*;
-use weir::batch::Batch;
-use weir::codec::zeek::parallel::ParallelTsvReader;
-use weir::codec::zeek::tsv::TsvDecoder;
-use weir::codec::ReaderOptions;
-use weir::error::{OnError, SkipReport};
-use weir::value::Value;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::zeek::parallel::ParallelTsvReader;
+use weir::unstable::codec::zeek::tsv::TsvDecoder;
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::error::{OnError, SkipReport};
+use weir::unstable::value::Value;
 
 /// Everything a reader produced, normalized: (schema name, field count, rows) per row, in order,
 /// the error text if it stopped, and the skip report.
@@ -62,7 +62,7 @@ fn parallel(
     }
     chunks.push(Ok(text[last..].to_vec()));
     let mut r = ParallelTsvReader::new(chunks.into_iter(), opts, threads).with_piece_bytes(piece);
-    let (batches, error) = weir::codec::collect_batches(&mut r);
+    let (batches, error) = weir::unstable::codec::collect_batches(&mut r);
     (
         rows_of(&batches),
         error.map(|e| e.to_string()),

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use proptest::prelude::*;
 use tokio_util::codec::Decoder;
-use weir::batch::Batch;
-use weir::codec::zeek::tsv::{read_all, TsvDecoder};
-use weir::codec::ReaderOptions;
-use weir::error::{OnError, ReadError};
-use weir::types::{SchemaRef, Type};
-use weir::value::Value;
+use weir::unstable::batch::Batch;
+use weir::unstable::codec::zeek::tsv::{read_all, TsvDecoder};
+use weir::unstable::codec::ReaderOptions;
+use weir::unstable::error::{OnError, ReadError};
+use weir::unstable::types::{SchemaRef, Type};
+use weir::unstable::value::Value;
 
 use common::fixture;
 
@@ -228,10 +228,10 @@ fn zeek_exponent_forms_negative_times_and_escaped_hash() {
 /// The fidelity cases round-trip: read, written back by weir's TSV writer, read again.
 #[test]
 fn fidelity_cases_round_trip_through_the_writer() {
-    use weir::codec::writer::EventWriter;
+    use weir::unstable::codec::writer::EventWriter;
     let bytes = std::fs::read(fixture("zeek_fidelity.log")).unwrap();
     let (batches, _) = read_all(&bytes, opts("f")).unwrap();
-    let mut w = weir::codec::zeek::tsv_writer::ZeekTsvWriter::new();
+    let mut w = weir::unstable::codec::zeek::tsv_writer::ZeekTsvWriter::new();
     let mut out = Vec::new();
     for b in &batches {
         w.write_batch(b, &mut out).unwrap();

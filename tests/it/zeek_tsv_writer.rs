@@ -7,11 +7,11 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use weir::batch::{Batch, BatchBuilder};
-use weir::codec::writer::{EventWriter, WriteError};
-use weir::codec::zeek::tsv_writer::ZeekTsvWriter;
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::{encode_row, Value};
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::codec::writer::{EventWriter, WriteError};
+use weir::unstable::codec::zeek::tsv_writer::ZeekTsvWriter;
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::value::{encode_row, Value};
 
 use common::events::{addr, batch_of, s, ty};
 
@@ -280,8 +280,11 @@ fn tsv_reader_reads_every_value_back() {
     w.write_batch(&batch_of(&schema, &rows[..1]), &mut out)
         .unwrap();
     w.finish(&mut out);
-    let (batches, report) =
-        weir::codec::zeek::tsv::read_all(&out, weir::codec::ReaderOptions::new("out.log")).unwrap();
+    let (batches, report) = weir::unstable::codec::zeek::tsv::read_all(
+        &out,
+        weir::unstable::codec::ReaderOptions::new("out.log"),
+    )
+    .unwrap();
     assert_eq!(report.skipped, 0);
     let mut got = Vec::new();
     for b in &batches {
@@ -319,8 +322,11 @@ fn containers_of_empty_and_unset_elements_read_back() {
     ZeekTsvWriter::new()
         .write_batch(&batch_of(&schema, &rows), &mut out)
         .unwrap();
-    let (batches, _) =
-        weir::codec::zeek::tsv::read_all(&out, weir::codec::ReaderOptions::new("out.log")).unwrap();
+    let (batches, _) = weir::unstable::codec::zeek::tsv::read_all(
+        &out,
+        weir::unstable::codec::ReaderOptions::new("out.log"),
+    )
+    .unwrap();
     let text = String::from_utf8_lossy(&out);
     let got: Vec<Vec<Value>> = batches
         .iter()
@@ -368,8 +374,11 @@ fn a_leading_hash_is_escaped_like_zeek_and_reads_back() {
             "\\x23x,#y",
         ]
     );
-    let (batches, report) =
-        weir::codec::zeek::tsv::read_all(&out, weir::codec::ReaderOptions::new("out.log")).unwrap();
+    let (batches, report) = weir::unstable::codec::zeek::tsv::read_all(
+        &out,
+        weir::unstable::codec::ReaderOptions::new("out.log"),
+    )
+    .unwrap();
     assert_eq!(report.skipped, 0);
     let got: Vec<Vec<Value>> = batches
         .iter()
@@ -409,8 +418,11 @@ fn large_and_negative_times_round_trip() {
     ZeekTsvWriter::new()
         .write_batch(&batch_of(&schema, &rows), &mut out)
         .unwrap();
-    let (batches, _) =
-        weir::codec::zeek::tsv::read_all(&out, weir::codec::ReaderOptions::new("out.log")).unwrap();
+    let (batches, _) = weir::unstable::codec::zeek::tsv::read_all(
+        &out,
+        weir::unstable::codec::ReaderOptions::new("out.log"),
+    )
+    .unwrap();
     let got: Vec<Vec<Value>> = batches
         .iter()
         .flat_map(|b| b.to_values().unwrap())
@@ -519,9 +531,9 @@ mod random {
             let mut w = ZeekTsvWriter::new();
             w.write_batch(&batch_of(&schema, &rows), &mut out).unwrap();
             w.finish(&mut out);
-            let (batches, report) = weir::codec::zeek::tsv::read_all(
+            let (batches, report) = weir::unstable::codec::zeek::tsv::read_all(
                 &out,
-                weir::codec::ReaderOptions::new("out.log"),
+                weir::unstable::codec::ReaderOptions::new("out.log"),
             )
             .unwrap();
             prop_assert_eq!(report.skipped, 0);

@@ -67,8 +67,8 @@ type Job = (TsvDecoder, Bytes, (u64, u64), mpsc::Sender<PieceResult>);
 /// for input while decoded batches are ready, so a slow live stream (stdin) flows through.
 ///
 /// ```
-/// use weir::codec::zeek::parallel::ParallelTsvReader;
-/// use weir::codec::ReaderOptions;
+/// use weir::unstable::codec::zeek::parallel::ParallelTsvReader;
+/// use weir::unstable::codec::ReaderOptions;
 ///
 /// let text = b"#fields\tn\n#types\tcount\n1\n2\n3\n".to_vec();
 /// // Chunks may cut lines anywhere.

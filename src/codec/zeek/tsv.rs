@@ -300,8 +300,8 @@ enum RowError {
 /// Zeek TSV push decoder; see the [module documentation](self) for format and contract.
 ///
 /// ```
-/// use weir::codec::zeek::tsv::read_all;
-/// use weir::codec::ReaderOptions;
+/// use weir::unstable::codec::zeek::tsv::read_all;
+/// use weir::unstable::codec::ReaderOptions;
 ///
 /// let log = b"#fields\tts\tn\n#types\ttime\tcount\n1.5\t7\n";
 /// let (batches, skipped) = read_all(log, ReaderOptions::new("example")).unwrap();

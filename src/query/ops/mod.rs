@@ -1,7 +1,7 @@
 //! Operators after the expression: `EXPR | OP | OP ...`, in Tenzir's TQL1 spelling.
 //!
 //! ```
-//! use weir::query::Chain;
+//! use weir::unstable::query::Chain;
 //! let c = Chain::parse("id.resp_p == 53 | summarize count() by id.orig_h | sort count() desc | head 5").unwrap();
 //! assert_eq!(c.scan().text(), "id.resp_p == 53");
 //! assert!(Chain::parse("top id.resp_p 5").is_ok());

@@ -2,9 +2,9 @@
 
 use std::net::IpAddr;
 
-use weir::batch::Batch;
-use weir::types::{SchemaRef, Type};
-use weir::value::{encode_row, Value};
+use weir::unstable::batch::Batch;
+use weir::unstable::types::{SchemaRef, Type};
+use weir::unstable::value::{encode_row, Value};
 
 /// One event as (schema name, "name:type" fields, values), for comparing event streams.
 pub type Event = (String, Vec<String>, Vec<Value>);

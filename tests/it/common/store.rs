@@ -1,9 +1,9 @@
 //! For the storage tests: schemas and batches made with `BatchBuilder`, and archive contents.
 
-use weir::batch::{Batch, BatchBuilder};
-use weir::store::Archive;
-use weir::types::{Field, Schema, SchemaRef, Type};
-use weir::value::Value;
+use weir::unstable::batch::{Batch, BatchBuilder};
+use weir::unstable::store::Archive;
+use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+use weir::unstable::value::Value;
 
 /// A schema `zeek.<name>` with a `ts` field and `extra` string/count fields.
 pub fn schema(name: &str, extra: usize) -> SchemaRef {

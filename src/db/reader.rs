@@ -1,4 +1,5 @@
-//! The server's one resident archive reader ([`Resident`]), shared by every request.
+//! The one resident archive reader of a [`crate::Db`] ([`Resident`]), shared by every query
+//! (of a program, or of every request `weir serve` answers).
 //!
 //! Each query gets a handle of it ([`crate::store::Archive::handle`]): the same catalog and
 //! segment cache, its own cancellation token. So the segments a query mapped stay mapped
@@ -30,7 +31,7 @@
 //! after a change, to load the new catalog): never during a query.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -38,7 +39,7 @@ use crate::store::{Archive, Catalog, StoreError};
 
 /// Without queries, how often the resident reader checks for a changed catalog (see the
 /// module docs: how long it may keep erased segments on disk).
-pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What identifies one version of the catalog file: `None` when there is none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,17 +58,20 @@ impl Stamp {
 
 /// The long-lived reader of the served archive (see the module docs).
 #[derive(Debug)]
-pub struct Resident {
+pub(crate) struct Resident {
     dir: PathBuf,
     /// The reader and the stamp of the catalog it read (`None` until the archive opens).
     current: Mutex<Option<(Stamp, Archive)>>,
     opens: AtomicU64,
     refreshes: AtomicU64,
+    /// Query threads running now ([`DbStats::query_threads`]).
+    pub(crate) threads: Arc<AtomicUsize>,
 }
 
-/// The counters of [`Resident::stats`].
+/// The counters of a [`crate::Db`] ([`crate::Db::stats`]), also in `weir serve`'s
+/// `/api/v1/status` (as `reader`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct ReaderStats {
+pub struct DbStats {
     /// Times the archive was opened (once, unless opening failed).
     pub opens: u64,
     /// Times the reader moved to a changed catalog.
@@ -77,24 +81,29 @@ pub struct ReaderStats {
     pub segments_mapped: u64,
     /// Segments mapped now.
     pub segments_cached: usize,
-    /// The generation of the catalog read.
+    /// The generation of the catalog read: bumped by each change that drops segments (an
+    /// erase, retention, compaction), not by a commit of new ones (see `refreshes`).
     pub generation: u64,
+    /// Threads of queries read as batches or streams running now (a dropped
+    /// [`crate::Batches`] waits for its thread to end).
+    pub query_threads: usize,
 }
 
 impl Resident {
     /// The reader of `dir`, opened at its first use.
-    pub fn new(dir: PathBuf) -> Resident {
+    pub(crate) fn new(dir: PathBuf) -> Resident {
         Resident {
             dir,
             current: Mutex::new(None),
             opens: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
+            threads: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// A handle of the reader of the current catalog, for one query (opening the archive, or
     /// moving to a changed catalog, first).
-    pub fn handle(&self) -> Result<Archive, StoreError> {
+    pub(crate) fn handle(&self) -> Result<Archive, StoreError> {
         // Taken before the catalog is read: a change in between is read again next time.
         let stamp = Stamp::of(&self.dir);
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -133,7 +142,7 @@ impl Resident {
 
     /// Checks for a changed catalog every [`REFRESH_INTERVAL`] while `resident` lives, on
     /// the current tokio runtime (none: only queries refresh it).
-    pub fn refresh_in_background(resident: &Arc<Resident>) {
+    pub(crate) fn refresh_in_background(resident: &Arc<Resident>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -155,16 +164,22 @@ impl Resident {
         });
     }
 
+    /// The archive's directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The reader's counters.
-    pub fn stats(&self) -> ReaderStats {
+    pub(crate) fn stats(&self) -> DbStats {
         let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         let archive = current.as_ref().map(|(_, a)| a);
-        ReaderStats {
+        DbStats {
             opens: self.opens.load(Ordering::Relaxed),
             refreshes: self.refreshes.load(Ordering::Relaxed),
             segments_mapped: archive.map_or(0, Archive::segments_mapped),
             segments_cached: archive.map_or(0, Archive::cached_segments),
             generation: archive.map_or(0, |a| a.catalog().generation),
+            query_threads: self.threads.load(Ordering::SeqCst),
         }
     }
 }

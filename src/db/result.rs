@@ -1,0 +1,203 @@
+//! [`QueryResult`]: one query of a [`crate::Db`], on the catalog that was current when it
+//! was made, ready to be read as batches, counted or written.
+
+use std::io::Write;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+use super::batches::Batches;
+use super::error::{Error, Result};
+use super::producer::{Producer, BATCHES_IN_FLIGHT};
+use super::stream::BatchStream;
+use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use crate::query::{is_chain, Chain, Flow, Query, QueryError};
+use crate::store::Archive;
+
+/// Output is handed to the writer of [`QueryResult::write`] in pieces of about this size.
+const WRITE_CHUNK: usize = 256 << 10;
+
+/// A query of a [`crate::Db`] (made by [`crate::Db::query`]): nothing runs until it is read
+/// ([`QueryResult::batches`], a `for` loop, [`QueryResult::stream`]), counted
+/// ([`QueryResult::count`]) or written ([`QueryResult::write`]).
+///
+/// It reads the sealed segments of the catalog that was current when it was made (and
+/// keeps them on disk while it lives, even if an erase drops them), and the write-ahead
+/// log's events as they are when it runs: so at least every event committed before it was
+/// made.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let dir = tmp.path().join("db");
+/// # let log = "#separator \\x09\n#path\tconn\n#fields\tts\tuid\tid.orig_h\n#types\ttime\tstring\taddr\n1258531221.486539\tPii6cUUq1v4\t192.168.1.102\n1258531680.237254\tnkCxlvNN8pi\tfe80::1\n";
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// #     let mut pipeline = weir::Pipeline::default();
+/// #     let config = weir::SourceConfig::zeek(weir::ReaderOptions::default(), 1 << 20);
+/// #     let source = pipeline.add_source("logs", vec![weir::Input::bytes("memory", log)], config)?;
+/// #     let batches = pipeline.add_batcher("batch", &[source], Default::default())?;
+/// #     let (sink, _) = weir::ArchiveSink::open(&dir, Default::default())?;
+/// #     pipeline.add_sink("archive", &[batches], sink)?;
+/// #     pipeline.run().await?;
+/// #     Ok::<_, Box<dyn std::error::Error>>(())
+/// # })?;
+/// let db = weir::Db::open(&dir)?;
+/// let mut tsv = Vec::new();
+/// let n = db.query("id.orig_h == 192.168.1.102")?.write(weir::OutputFormat::ZeekTsv, &mut tsv)?;
+/// assert_eq!(n, 1);
+/// assert!(String::from_utf8(tsv)?.contains("\tPii6cUUq1v4\t"));
+/// assert_eq!(db.query("")?.count()?, 2);
+/// assert_eq!(db.query("")?.limit(1).count()?, 1);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct QueryResult {
+    archive: Archive,
+    chain: Chain,
+    limit: Option<u64>,
+    threads: Arc<AtomicUsize>,
+}
+
+/// The chain of a query's text: an empty one is every event.
+pub(crate) fn parse(text: &str) -> Result<Chain, QueryError> {
+    if text.trim().is_empty() {
+        return Ok(Chain::all());
+    }
+    Ok(Chain::parse(text)?)
+}
+
+/// The number of events of `text` over `archive`, as `weir count` counts them: from the
+/// catalog and batch metadata for an expression, the events that come out of the operators
+/// for a chain (a damaged batch fails the count).
+pub(crate) fn count(archive: &Archive, text: &str) -> Result<u64, QueryError> {
+    if !is_chain(text) {
+        let query = if text.trim().is_empty() {
+            Query::all()
+        } else {
+            Query::parse(text)?
+        };
+        return Ok(query.search(archive)?.count()?.0);
+    }
+    let chain = parse(text)?;
+    let mut failed: Option<QueryError> = None;
+    let stats = chain.run(archive, &mut |_| Ok(Flow::More), &mut |e| {
+        failed.get_or_insert(e);
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(stats.emitted),
+    }
+}
+
+impl QueryResult {
+    pub(crate) fn new(archive: Archive, chain: Chain, threads: Arc<AtomicUsize>) -> QueryResult {
+        QueryResult {
+            archive,
+            chain,
+            limit: None,
+            threads,
+        }
+    }
+
+    /// At most `n` events (the search stops there, as `weir export -n N` does).
+    pub fn limit(mut self, n: u64) -> QueryResult {
+        self.limit = Some(n);
+        self
+    }
+
+    /// The query's text.
+    pub fn text(&self) -> &str {
+        self.chain.text()
+    }
+
+    /// The events as record batches, read as the search produces them (see [`Batches`]).
+    /// When the query's thread cannot be started, the iterator's one item is that error.
+    pub fn batches(self) -> Batches {
+        let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let failed = tx.clone();
+        let producer = self.spawn(Box::new(move |item| tx.send(item).is_ok()));
+        let producer = producer.unwrap_or_else(|e| {
+            let _ = failed.send(Err(e));
+            Producer::finished()
+        });
+        Batches::new(rx, producer)
+    }
+
+    /// The events as a [`Stream`](futures::Stream) of record batches (see [`BatchStream`]). When
+    /// the query's thread cannot be started, the stream's one item is that error.
+    pub fn stream(self) -> BatchStream {
+        let (tx, rx) = tokio::sync::mpsc::channel(BATCHES_IN_FLIGHT);
+        let failed = tx.clone();
+        let producer = self.spawn(Box::new(move |item| tx.blocking_send(item).is_ok()));
+        let producer = producer.unwrap_or_else(|e| {
+            let _ = failed.try_send(Err(e));
+            Producer::finished()
+        });
+        BatchStream::new(rx, producer)
+    }
+
+    fn spawn(self, send: super::producer::Send) -> Result<Producer> {
+        Producer::spawn(self.archive, self.chain, self.limit, self.threads, send)
+    }
+
+    /// The number of events, as `weir count` counts them: for an expression without
+    /// operators from the catalog and the batches' metadata where it can (reading no
+    /// events), else the events that come out of the operators.
+    pub fn count(self) -> Result<u64> {
+        let n = count(&self.archive, self.chain.text())?;
+        Ok(self.limit.map_or(n, |limit| n.min(limit)))
+    }
+
+    /// Writes the events to `out` in `format` (what `weir export --to FORMAT` writes; JSON
+    /// with epoch timestamps), and returns how many were written. Parquet, a directory, is
+    /// [`Error::NotAStream`].
+    ///
+    /// A damaged batch is skipped (and logged): the events of the others are all written,
+    /// then the call ends with [`Error::Damaged`].
+    pub fn write(self, format: OutputFormat, mut out: impl Write) -> Result<u64> {
+        if format.is_directory_only() {
+            return Err(Error::NotAStream(format));
+        }
+        let mut writer = writer_with(format, JsonTimestamps::default());
+        let mut buf: Vec<u8> = Vec::with_capacity(WRITE_CHUNK * 2);
+        let mut written = 0u64;
+        let mut damaged = 0u64;
+        let (_, failed) = self.chain.run_limited(
+            &self.archive,
+            self.limit,
+            |slice, take| {
+                writer.write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)?;
+                written += take as u64;
+                if buf.len() >= WRITE_CHUNK {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
+                Ok::<_, Error>(Flow::More)
+            },
+            &mut |e| {
+                tracing::warn!("query {:?}: {e}", self.chain.text());
+                damaged += 1;
+            },
+        )?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        writer.finish(&mut buf);
+        out.write_all(&buf)?;
+        out.flush()?;
+        if damaged > 0 {
+            return Err(Error::Damaged { batches: damaged });
+        }
+        Ok(written)
+    }
+}
+
+impl IntoIterator for QueryResult {
+    type Item = Result<arrow_array::RecordBatch>;
+    type IntoIter = Batches;
+
+    /// [`QueryResult::batches`].
+    fn into_iter(self) -> Batches {
+        self.batches()
+    }
+}
