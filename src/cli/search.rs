@@ -11,7 +11,7 @@ use weir::query::{Chain, Flow, Query, QueryError, Search};
 use weir::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
-use super::args::{choice, DbArg};
+use super::args::{choice, DbArg, MemoryArg};
 use super::lake::LakeArgs;
 use super::UsageError;
 
@@ -41,6 +41,8 @@ pub struct ExportArgs {
     output: Option<std::path::PathBuf>,
     #[command(flatten)]
     lake: LakeArgs,
+    #[command(flatten)]
+    memory: MemoryArg,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
     /// (see README, "Searching"), optionally followed by operators ('... | top id.resp_p',
     /// see above); none: every event.
@@ -52,6 +54,8 @@ pub struct ExportArgs {
 pub struct CountArgs {
     #[command(flatten)]
     db: DbArg,
+    #[command(flatten)]
+    memory: MemoryArg,
     /// The expression events must match; none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
@@ -122,14 +126,16 @@ pub(super) fn query_error(e: QueryError) -> anyhow::Error {
 }
 
 /// The search's statistics at `-v` (info level): what was considered, pruned and read.
-/// `chain`: the events that came out of the operators and the batches decoded to read them
-/// whole.
+/// `chain`: the events that came out of the operators, the batches decoded to read them
+/// whole, and the most memory the operators held (as charged to the query's budget).
 fn log_stats(
     stats: &weir::query::SearchStats,
-    chain: Option<(u64, u64)>,
+    chain: Option<&weir::query::ChainStats>,
     started: std::time::Instant,
 ) {
-    let (emitted, batches_materialized) = chain.unzip();
+    let emitted = chain.map(|c| c.emitted);
+    let batches_materialized = chain.map(|c| c.batches_materialized);
+    let memory_peak = chain.map(|c| c.memory_peak);
     tracing::info!(
         segments = stats.segments,
         segments_pruned = stats.segments_pruned,
@@ -141,6 +147,7 @@ fn log_stats(
         matched = stats.matched,
         emitted,
         batches_materialized,
+        memory_peak,
         ms = started.elapsed().as_millis() as u64,
         "query statistics"
     );
@@ -165,8 +172,9 @@ pub(super) fn finish(
 /// more segments).
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
-        let chain =
-            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
+        let chain = Chain::parse(text)
+            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+            .with_memory(args.memory.limit());
         return export_chain(&args, &chain);
     }
     let query = query(args.expr.as_deref())?;
@@ -328,11 +336,7 @@ pub(super) fn run_chain(
             },
         )
         .map_err(query_error)?;
-    log_stats(
-        &stats.search,
-        Some((stats.emitted, stats.batches_materialized)),
-        started,
-    );
+    log_stats(&stats.search, Some(&stats), started);
     for w in &stats.warnings {
         say!("weir: warning: {w}");
     }
@@ -371,8 +375,9 @@ impl weir::codec::arrow::SchemaRows for SliceRows {
 pub fn count(args: CountArgs) -> anyhow::Result<()> {
     if let Some(text) = args.expr.as_deref().filter(|t| weir::query::is_chain(t)) {
         // The events that come out of the operators.
-        let chain =
-            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
+        let chain = Chain::parse(text)
+            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+            .with_memory(args.memory.limit());
         let archive = Archive::open(&args.db.path)?;
         warn_unlisted(&archive)?;
         let mut failed: Option<QueryError> = None;
@@ -382,11 +387,7 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
                 failed.get_or_insert(e);
             })
             .map_err(query_error)?;
-        log_stats(
-            &stats.search,
-            Some((stats.emitted, stats.batches_materialized)),
-            started,
-        );
+        log_stats(&stats.search, Some(&stats), started);
         for w in &stats.warnings {
             say!("weir: warning: {w}");
         }

@@ -87,7 +87,7 @@ pub async fn query(
         }
     };
     let job = QueryJob {
-        chain: query::parse_chain(&req.query)?,
+        chain: query::parse_chain(&req.query)?.with_memory(state.limits.query_memory_limit()),
         limit: req.limit,
         format,
         timestamps: timestamps(req.timestamps.as_deref())?,
@@ -105,7 +105,11 @@ pub async fn count(
     if !req.query.trim().is_empty() {
         query::parse_chain(&req.query)?;
     }
-    let n = query::blocking(&state, move |archive| query::count(&archive, &req.query)).await?;
+    let memory = state.limits.query_memory_limit();
+    let n = query::blocking(&state, move |archive| {
+        query::count_within(&archive, &req.query, memory)
+    })
+    .await?;
     Ok(Json(json!({ "count": n })))
 }
 

@@ -36,6 +36,7 @@ use super::memory::Watched;
 use super::reader::Resident;
 use super::state::AppState;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use crate::query::memory::MemoryLimit;
 use crate::query::{Chain, Flow, Query, QueryError};
 use crate::store::Archive;
 
@@ -327,8 +328,14 @@ pub async fn blocking<T: Send + 'static>(
 }
 
 /// The number of events of `text`, as `weir count` counts them: from the catalog and batch
-/// metadata for an expression, the events that come out for a chain with operators.
+/// metadata for an expression, the events that come out for a chain with operators (within
+/// the default memory budget).
 pub fn count(archive: &Archive, text: &str) -> Result<u64, ApiError> {
+    count_within(archive, text, MemoryLimit::default())
+}
+
+/// [`count`], a chain's operators holding at most `memory`.
+pub fn count_within(archive: &Archive, text: &str, memory: MemoryLimit) -> Result<u64, ApiError> {
     if text.trim().is_empty() || !crate::query::is_chain(text) {
         let query = if text.trim().is_empty() {
             Query::all()
@@ -339,7 +346,7 @@ pub fn count(archive: &Archive, text: &str) -> Result<u64, ApiError> {
         let (n, _) = search.count().map_err(ApiError::query)?;
         return Ok(n);
     }
-    let chain = parse_chain(text)?;
+    let chain = parse_chain(text)?.with_memory(memory);
     let mut failed: Option<QueryError> = None;
     let stats = chain
         .run(archive, &mut |_| Ok(Flow::More), &mut |e| {

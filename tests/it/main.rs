@@ -46,6 +46,7 @@ mod pipeline_config;
 mod pipeline_graph;
 mod query_errors;
 mod query_language;
+mod query_memory;
 mod query_operators;
 mod query_pruning;
 mod recipes;

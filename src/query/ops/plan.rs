@@ -6,6 +6,7 @@
 use super::exec::{Flow, Head, Operator, Project, Sort, Stages, Summarize, Tail, Where};
 use super::slice::Slice;
 use super::syntax::{self, AggFunc, AggSpec, OpSpec};
+use crate::query::memory::{MemoryBudget, MemoryLimit};
 use crate::query::{ExprError, Query, QueryError, SearchStats};
 use crate::store::Archive;
 
@@ -16,6 +17,8 @@ pub struct Chain {
     /// The search that feeds the operators.
     scan: Query,
     ops: Vec<OpSpec>,
+    /// The memory budget of each run (`query/memory.rs`).
+    memory: MemoryLimit,
 }
 
 /// What a run of a chain touched.
@@ -31,6 +34,9 @@ pub struct ChainStats {
     /// only some fields (late materialization): at most one per batch and group of
     /// 4,096 events (`MATERIALIZE_ROWS`).
     pub batches_materialized: u64,
+    /// The most bytes the operators held at once, as charged to the memory budget
+    /// (`query/memory.rs`).
+    pub memory_peak: u64,
 }
 
 /// Parses the expression of a `where` at byte `pos` of the chain `whole`; errors point into
@@ -96,6 +102,7 @@ impl Chain {
             text: text.to_string(),
             scan,
             ops,
+            memory: MemoryLimit::default(),
         })
     }
 
@@ -105,7 +112,15 @@ impl Chain {
             text: String::new(),
             scan: Query::all(),
             ops: Vec::new(),
+            memory: MemoryLimit::default(),
         }
+    }
+
+    /// The chain with each run's operators holding at most `limit` together (by default
+    /// [`crate::query::memory::default_query_memory`], see [`crate::query::memory`]).
+    pub fn with_memory(mut self, limit: MemoryLimit) -> Chain {
+        self.memory = limit;
+        self
     }
 
     /// The chain as written.
@@ -335,15 +350,18 @@ impl Chain {
     /// The operators, with the leading expression as a `where` (for input that is no
     /// archive search: a pipeline's batches).
     pub(crate) fn stages_with_scan(&self) -> Result<Stages, ExprError> {
-        let mut stages = self.stages()?;
+        let mut stages = self.stages(&MemoryBudget::new(self.memory))?;
         if self.scan.expr().is_some() {
             stages.prepend(Box::new(Where::new(self.scan.clone())));
         }
         Ok(stages)
     }
 
-    /// The operators, ready to run.
-    pub(crate) fn stages(&self) -> Result<Stages, ExprError> {
+    /// The operators, ready to run, charging what they hold to `budget`.
+    pub(crate) fn stages(
+        &self,
+        budget: &std::sync::Arc<MemoryBudget>,
+    ) -> Result<Stages, ExprError> {
         let mut ops: Vec<Box<dyn Operator>> = Vec::new();
         for (k, op) in self.ops.iter().enumerate() {
             let next_head = match self.ops.get(k + 1) {
@@ -365,9 +383,10 @@ impl Chain {
                 OpSpec::Sort(keys) => ops.push(Box::new(Sort::new(
                     keys.iter().map(|(f, d)| (f.name.clone(), *d)).collect(),
                     next_head,
+                    budget.reserve(op.describe()),
                 ))),
                 OpSpec::Head(n) => ops.push(Box::new(Head::new(*n))),
-                OpSpec::Tail(n) => ops.push(Box::new(Tail::new(*n))),
+                OpSpec::Tail(n) => ops.push(Box::new(Tail::new(*n, budget.reserve(op.describe())))),
                 OpSpec::Summarize {
                     aggs,
                     by,
@@ -378,6 +397,7 @@ impl Chain {
                     by.iter().map(|f| f.name.clone()).collect(),
                     *resolution,
                     false,
+                    budget.reserve(op.describe()),
                 ))),
                 OpSpec::Top {
                     field,
@@ -398,11 +418,13 @@ impl Chain {
                         vec![field.name.clone()],
                         None,
                         true,
+                        budget.reserve(op.describe()),
                     )));
                     // Summarize names its output fields as written: sort by those names.
                     ops.push(Box::new(Sort::new(
                         vec![("count".into(), *descending), (field.name.clone(), false)],
                         Some(*limit),
+                        budget.reserve(op.describe()),
                     )));
                     ops.push(Box::new(Head::new(*limit)));
                 }
@@ -420,7 +442,8 @@ impl Chain {
         output: &mut dyn FnMut(Slice) -> Result<Flow, QueryError>,
         damaged: &mut dyn FnMut(QueryError),
     ) -> Result<ChainStats, QueryError> {
-        let mut stages = self.stages()?;
+        let budget = MemoryBudget::new(self.memory);
+        let mut stages = self.stages(&budget)?;
         let mut emitted = 0u64;
         let late = self.late_fields();
         // Late materialization: the few events that come out, read whole by ID, gathered
@@ -510,6 +533,7 @@ impl Chain {
             emitted,
             warnings,
             batches_materialized: materialized.get(),
+            memory_peak: budget.peak(),
         })
     }
 }
