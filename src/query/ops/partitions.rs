@@ -393,6 +393,48 @@ mod tests {
         assert_eq!(drain(&listed), drain(&indexed));
     }
 
+    /// The sets of `distinct` that batches merge into one group are charged as they grow,
+    /// past the budget the groups fail naming it, and the charge is given back once the
+    /// tables taken out are dropped.
+    #[test]
+    fn the_groups_charge_their_distinct_sets_and_give_them_back() {
+        use crate::query::memory::{MemoryBudget, MemoryLimit};
+        let budget = MemoryBudget::new(MemoryLimit {
+            bytes: 1 << 20,
+            option: "--memory",
+        });
+        let p = Partitions::new(
+            0,
+            vec![AggFunc::Distinct],
+            KeyHasher::new(),
+            usize::MAX,
+            budget.reserve("summarize distinct(x)"),
+        );
+        let mut scratch = Vec::new();
+        let mut charged = Vec::new();
+        for b in 0..40u64 {
+            let mut t = p.table();
+            let g = t.group(&[], usize::MAX).unwrap();
+            for x in b * 1000..(b + 1) * 1000 {
+                t.update(g, 0, |a| a.add(&ValueRef::Count(x), &mut scratch));
+            }
+            p.merge(t, b * 1000);
+            charged.push(budget.used());
+        }
+        // At least a key, a value and a bucket per distinct value (about 90 bytes here).
+        assert!(charged.windows(2).all(|w| w[0] <= w[1]), "{charged:?}");
+        assert!(charged[9] > 10_000 * 64, "{}", charged[9]);
+        let e = p.check().unwrap_err().to_string();
+        assert!(
+            e.contains("`summarize distinct(x)`") && e.contains("1.0 MiB"),
+            "{e}"
+        );
+        assert!(budget.peak() >= 40_000 * 64);
+        drop(p.take_tables());
+        p.taken_dropped();
+        assert_eq!(budget.used(), 0);
+    }
+
     #[test]
     fn batches_list_their_groups_while_rows_rarely_repeat() {
         let p = Partitions::new(
