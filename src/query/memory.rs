@@ -16,8 +16,9 @@
 //! | `sort` (also the `sort` of `top`, `rare`) | its entries: the row, the keys and their heap, the vector of entries |
 //! | `tail` | the rows kept and their queue |
 //! | `summarize` (`top`, `rare`) | every table of groups (`groups.rs`): `by` values, accumulators with the sets of `distinct` and `count_distinct` and the values of `min`/`max`, the index, the keys; and each batch's groups that a search worker merges into them (`partial.rs`), while it merges them |
+//! | `pivot` (`query/context/pivot.rs`) | the sets of uids and community IDs of the results, with their keys |
 //!
-//! (`explore`'s windows and `pivot`'s keys are bounded by their own counts, see
+//! (`explore`'s windows are bounded by their count, `--max-events-query`, not charged; see
 //! [`crate::query::context`].)
 //!
 //! A reservation that would take the budget's total past its limit fails with

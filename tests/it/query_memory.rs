@@ -232,3 +232,29 @@ fn the_api_answers_each_request_over_its_budget_422_and_goes_on() {
     assert_eq!(top.status, 200, "{}", top.text());
     assert!(top.text().contains("150000"), "{}", top.text());
 }
+
+#[test]
+fn a_pivot_charges_its_keys_to_the_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 20_000);
+    let pivot = |budget: &str| {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["pivot", "--db", s(&db), "--to", "json", "--memory", budget])
+            .args(["zeek.conn", "n > 0"])
+            .output()
+            .unwrap()
+    };
+    // 19,999 uids: about 2 MiB of sets.
+    let out = pivot("256KiB");
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(
+                "`pivot` needs more than the query's memory budget of 256.0 KiB (--memory)"
+            ),
+        "{err}"
+    );
+    let out = pivot("64MiB");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().count(), 19_999);
+}
