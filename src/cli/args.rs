@@ -26,6 +26,27 @@ pub struct DbArg {
     pub path: PathBuf,
 }
 
+/// `--memory SIZE`: the memory budget of a query's operators ([`weir::unstable::query::memory`]).
+#[derive(Debug, Clone, Args)]
+pub struct MemoryArg {
+    /// The most memory the operators of the query (sort, summarize, top, rare, tail) may
+    /// hold together; past it the query fails with an error naming the operator. The
+    /// default is a quarter of the machine's memory.
+    #[arg(long = "memory", value_name = "SIZE",
+          default_value_t = SizeText(weir::unstable::query::memory::default_query_memory()))]
+    pub memory: SizeText,
+}
+
+impl MemoryArg {
+    /// The chain's memory limit.
+    pub fn limit(&self) -> weir::unstable::query::memory::MemoryLimit {
+        weir::unstable::query::memory::MemoryLimit {
+            bytes: self.memory.0,
+            option: "--memory",
+        }
+    }
+}
+
 /// The inputs of `weir import` and `weir convert`: overrides of a [`FileSourceConfig`].
 #[derive(Debug, Clone, Args)]
 pub struct SourceArgs {

@@ -13,7 +13,7 @@ use weir::unstable::query::{Query, QueryError};
 use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
-use super::args::{choice, DbArg};
+use super::args::{choice, DbArg, MemoryArg};
 use super::search::{finish, query_error, CHUNK};
 use super::UsageError;
 
@@ -99,6 +99,8 @@ pub struct PivotArgs {
     /// takes about 100 bytes of memory).
     #[arg(long = "max-keys", value_name = "N", default_value_t = DEFAULT_MAX_PIVOT_KEYS)]
     max_keys: usize,
+    #[command(flatten)]
+    memory: MemoryArg,
     #[command(flatten)]
     output: OutputArgs,
     /// The type of the events to print, a schema name such as `zeek.http`, `zeek.conn`,
@@ -222,6 +224,7 @@ pub fn pivot(args: PivotArgs) -> anyhow::Result<()> {
     let options = PivotOptions {
         max_events: args.output.max_events.unwrap_or(u64::MAX),
         max_keys: args.max_keys,
+        memory: args.memory.limit(),
     };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;

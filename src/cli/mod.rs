@@ -134,15 +134,17 @@ enum Command {
     ///
     ///   where EXPR                       keep the events that match
     ///   select F, ...  /  drop F, ...    keep / remove fields
-    ///   head [N]  /  tail [N]            the first / last N events (10; tail holds
-    ///                                    1 GiB of rows at most)
+    ///   head [N]  /  tail [N]            the first / last N events (10)
     ///   sort F [asc|desc], ...           by the keys, stable, events without a key last
-    ///                                    (1 GiB of rows at most; with `| head N`: N events)
+    ///                                    (with `| head N`: N events held)
     ///   summarize AGG, ... [by F, ...] [resolution DURATION]
     ///                                    one event per group (schema weir.summarize);
     ///                                    AGG: count() count(F) count_distinct(F) distinct(F)
     ///                                    sum(F) min(F) max(F) mean(F), or NAME=AGG
     ///   top F [N]  /  rare F [N]         the most / least common values (10) with a count
+    ///
+    /// What sort, tail, summarize, top and rare hold together is at most --memory (the
+    /// query's budget); past it the query fails with an error naming the operator.
     ///
     /// Examples:
     ///   weir export 'id.resp_p == 53 | summarize count() by query | sort count() desc | head'

@@ -13,7 +13,7 @@ use weir::unstable::query::{Chain, Flow, Query, QueryError, Search};
 use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
-use super::args::{choice, DbArg};
+use super::args::{choice, DbArg, MemoryArg};
 use super::lake::LakeArgs;
 use super::UsageError;
 
@@ -48,6 +48,8 @@ pub struct ExportArgs {
     /// the query.
     #[arg(long)]
     explain: bool,
+    #[command(flatten)]
+    memory: MemoryArg,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
     /// (see README, "Searching"), optionally followed by operators ('... | top id.resp_p',
     /// see above); none: every event.
@@ -64,6 +66,8 @@ pub struct CountArgs {
     /// the query.
     #[arg(long)]
     explain: bool,
+    #[command(flatten)]
+    memory: MemoryArg,
     /// The expression events must match; none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
@@ -134,14 +138,16 @@ pub(super) fn query_error(e: QueryError) -> anyhow::Error {
 }
 
 /// The search's statistics at `-v` (info level): what was considered, pruned and read.
-/// `chain`: the events that came out of the operators and the batches decoded to read them
-/// whole.
+/// `chain`: the events that came out of the operators, the batches decoded to read them
+/// whole, and the most memory the operators held (as charged to the query's budget).
 fn log_stats(
     stats: &weir::unstable::query::SearchStats,
-    chain: Option<(u64, u64)>,
+    chain: Option<&weir::unstable::query::ChainStats>,
     started: std::time::Instant,
 ) {
-    let (emitted, batches_materialized) = chain.unzip();
+    let emitted = chain.map(|c| c.emitted);
+    let batches_materialized = chain.map(|c| c.batches_materialized);
+    let memory_peak = chain.map(|c| c.memory_peak);
     tracing::info!(
         segments = stats.segments,
         segments_pruned = stats.segments_pruned,
@@ -153,6 +159,7 @@ fn log_stats(
         matched = stats.matched,
         emitted,
         batches_materialized,
+        memory_peak,
         ms = started.elapsed().as_millis() as u64,
         "query statistics"
     );
@@ -179,9 +186,14 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args.expr.as_deref().filter(|t| weir::unstable::query::is_chain(t)) {
-        let chain =
-            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
+    if let Some(text) = args
+        .expr
+        .as_deref()
+        .filter(|t| weir::unstable::query::is_chain(t))
+    {
+        let chain = Chain::parse(text)
+            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+            .with_memory(args.memory.limit());
         return export_chain(&args, &chain);
     }
     let query = query(args.expr.as_deref())?;
@@ -345,11 +357,7 @@ pub(super) fn run_chain(
             },
         )
         .map_err(query_error)?;
-    log_stats(
-        &stats.search,
-        Some((stats.emitted, stats.batches_materialized)),
-        started,
-    );
+    log_stats(&stats.search, Some(&stats), started);
     for w in &stats.warnings {
         say!("weir: warning: {w}");
     }
@@ -389,10 +397,15 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args.expr.as_deref().filter(|t| weir::unstable::query::is_chain(t)) {
+    if let Some(text) = args
+        .expr
+        .as_deref()
+        .filter(|t| weir::unstable::query::is_chain(t))
+    {
         // The events that come out of the operators.
-        let chain =
-            Chain::parse(text).map_err(|e| UsageError(format!("invalid expression: {e}")))?;
+        let chain = Chain::parse(text)
+            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+            .with_memory(args.memory.limit());
         let archive = Archive::open(&args.db.path)?;
         warn_unlisted(&archive)?;
         let mut failed: Option<QueryError> = None;
@@ -402,11 +415,7 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
                 failed.get_or_insert(e);
             })
             .map_err(query_error)?;
-        log_stats(
-            &stats.search,
-            Some((stats.emitted, stats.batches_materialized)),
-            started,
-        );
+        log_stats(&stats.search, Some(&stats), started);
         for w in &stats.warnings {
             say!("weir: warning: {w}");
         }

@@ -55,6 +55,11 @@ pub struct ServeArgs {
     #[arg(long = "max-query-memory", value_name = "SIZE",
           default_value_t = SizeText(limits::MAX_QUERY_MEMORY))]
     max_query_memory: SizeText,
+    /// The most memory one query's operators (sort, summarize, top, rare, tail) may hold
+    /// together; past it the query fails (422) with an error naming the operator.
+    #[arg(long = "query-memory", value_name = "SIZE",
+          default_value_t = SizeText(limits::query_memory()))]
+    query_memory: SizeText,
     /// The memory kept for the pipelines' ingest, which queries cannot take.
     #[arg(long = "ingest-reserve", value_name = "SIZE",
           default_value_t = SizeText(limits::INGEST_RESERVE))]
@@ -139,6 +144,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_response_bytes: args.max_response.0,
         max_query_memory: args.max_query_memory.0,
         ingest_reserve: args.ingest_reserve.0,
+        query_memory: args.query_memory.0,
     };
     let state = AppState::new(
         args.db.path.clone(),

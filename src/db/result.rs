@@ -69,7 +69,11 @@ pub(crate) fn parse(text: &str) -> Result<Chain, QueryError> {
 /// The number of events of `text` over `archive`, as `weir count` counts them: from the
 /// catalog and batch metadata for an expression, the events that come out of the operators
 /// for a chain (a damaged batch fails the count).
-pub(crate) fn count(archive: &Archive, text: &str) -> Result<u64, QueryError> {
+pub(crate) fn count(
+    archive: &Archive,
+    text: &str,
+    memory: crate::query::memory::MemoryLimit,
+) -> Result<u64, QueryError> {
     if !is_chain(text) {
         let query = if text.trim().is_empty() {
             Query::all()
@@ -78,7 +82,7 @@ pub(crate) fn count(archive: &Archive, text: &str) -> Result<u64, QueryError> {
         };
         return Ok(query.search(archive)?.count()?.0);
     }
-    let chain = parse(text)?;
+    let chain = parse(text)?.with_memory(memory);
     let mut failed: Option<QueryError> = None;
     let stats = chain.run(archive, &mut |_| Ok(Flow::More), &mut |e| {
         failed.get_or_insert(e);
@@ -144,7 +148,7 @@ impl QueryResult {
     /// operators from the catalog and the batches' metadata where it can (reading no
     /// events), else the events that come out of the operators.
     pub fn count(self) -> Result<u64> {
-        let n = count(&self.archive, self.chain.text())?;
+        let n = count(&self.archive, self.chain.text(), Default::default())?;
         Ok(self.limit.map_or(n, |limit| n.min(limit)))
     }
 

@@ -84,6 +84,20 @@ pub enum QueryError {
     /// An operator reached one of its memory limits (`sort` without `head`, `summarize`).
     #[error("{0}")]
     Limit(String),
+    /// The query's operators together needed more than its memory budget
+    /// ([`crate::query::memory`]); `operator` is the one that passed it, as written.
+    #[error(
+        "`{operator}` needs more than the query's memory budget of {} ({option}); narrow the query, keep fewer events (`| head N`), or raise {option}",
+        crate::size::format_size(*budget)
+    )]
+    Memory {
+        /// The operator, as written in the chain.
+        operator: String,
+        /// The budget, in bytes.
+        budget: u64,
+        /// The option that sets it.
+        option: &'static str,
+    },
     /// A search thread failed (a bug; its batch's results are missing).
     #[error("a search thread failed: the results of one batch are missing")]
     Worker,

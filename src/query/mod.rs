@@ -124,6 +124,7 @@ mod filter;
 pub(crate) mod ints;
 mod lexer;
 mod literal;
+pub mod memory;
 mod names;
 mod op;
 pub mod ops;

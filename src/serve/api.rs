@@ -98,7 +98,7 @@ pub async fn query(
         return Ok(Json(plan).into_response());
     }
     let job = QueryJob {
-        chain,
+        chain: chain.with_memory(state.limits.query_memory_limit()),
         limit: req.limit,
         format,
         timestamps: timestamps(req.timestamps.as_deref())?,
@@ -118,7 +118,11 @@ pub async fn count(
         let plan = query::blocking(&state, move |archive| query::explain(&archive, &chain)).await?;
         return Ok(Json(plan));
     }
-    let n = query::blocking(&state, move |archive| query::count(&archive, &req.query)).await?;
+    let memory = state.limits.query_memory_limit();
+    let n = query::blocking(&state, move |archive| {
+        query::count_within(&archive, &req.query, memory)
+    })
+    .await?;
     Ok(Json(json!({ "count": n })))
 }
 

@@ -150,6 +150,7 @@ pub async fn pivot(
     let options = PivotOptions {
         max_events: req.limit.unwrap_or(u64::MAX),
         max_keys: req.max_keys.unwrap_or(DEFAULT_MAX_PIVOT_KEYS),
+        memory: state.limits.query_memory_limit(),
     };
     let cap = state.limits.max_response_bytes;
     let target = req.target;

@@ -46,11 +46,14 @@ impl ApiError {
     }
 
     /// `500` for an archive that cannot be read, `400` for an ill-typed expression, `422`
-    /// for an operator over its memory limit.
+    /// for an operator over its memory limit or the query over its memory budget.
     pub fn query(e: QueryError) -> ApiError {
         match e {
             QueryError::Expr(e) => ApiError::expr(e),
             QueryError::Limit(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m),
+            e @ QueryError::Memory { .. } => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+            }
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }

@@ -10,6 +10,9 @@
 //!   [`crate::serve::query`]). The search stops then at its next batch, also one that has
 //!   emitted nothing yet (an aggregation, a search with few hits), and frees its slot.
 //! - An answer is at most [`MAX_RESPONSE_BYTES`]: the stream ends there with an error.
+//! - One query's operators hold at most [`query_memory`] (`--query-memory`, the query's
+//!   memory budget, see [`crate::query::memory`]): past it the query fails with `422` and an
+//!   error naming the operator; the server goes on.
 //! - The running queries together take at most [`MAX_QUERY_MEMORY`] of memory beyond
 //!   [`INGEST_RESERVE`], the pipelines' (`--max-query-memory`, see [`crate::serve::memory`]).
 //! - A request body is at most [`MAX_BODY_BYTES`] (`413`), a `get` at most [`MAX_GET_IDS`]
@@ -59,6 +62,13 @@ pub const MAX_QUERY_MEMORY: u64 = 2 << 30;
 /// stopped before the process holds more than this plus `--max-query-memory`
 /// (`--ingest-reserve`).
 pub const INGEST_RESERVE: u64 = 512 << 20;
+/// The memory budget of one query by default (`--query-memory`): the machine's default
+/// ([`crate::query::memory::default_query_memory`]), but no more than a share of
+/// [`MAX_QUERY_MEMORY`] such that [`MAX_QUERIES`] queries at their budgets fit in it.
+pub fn query_memory() -> u64 {
+    crate::query::memory::default_query_memory().min(MAX_QUERY_MEMORY / MAX_QUERIES as u64)
+}
+
 /// How often the process's memory is sampled while a query runs.
 pub const MEMORY_POLL: Duration = Duration::from_millis(10);
 
@@ -75,6 +85,8 @@ pub struct ServeLimits {
     pub max_query_memory: u64,
     /// The memory kept for the pipelines' ingest ([`INGEST_RESERVE`]).
     pub ingest_reserve: u64,
+    /// The memory budget of one query's operators ([`query_memory`]).
+    pub query_memory: u64,
 }
 
 impl Default for ServeLimits {
@@ -85,11 +97,20 @@ impl Default for ServeLimits {
             max_response_bytes: MAX_RESPONSE_BYTES,
             max_query_memory: MAX_QUERY_MEMORY,
             ingest_reserve: INGEST_RESERVE,
+            query_memory: query_memory(),
         }
     }
 }
 
 impl ServeLimits {
+    /// The memory limit of each query's chain.
+    pub fn query_memory_limit(&self) -> crate::query::memory::MemoryLimit {
+        crate::query::memory::MemoryLimit {
+            bytes: self.query_memory,
+            option: "--query-memory",
+        }
+    }
+
     /// The connection limits of the server ([`crate::http_server::Limits`]).
     pub fn connections(&self) -> crate::http_server::Limits {
         crate::http_server::Limits {

@@ -35,6 +35,7 @@ use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
 use super::memory::Watched;
 use super::state::AppState;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use crate::query::memory::MemoryLimit;
 use crate::query::{Chain, Flow, QueryError};
 use crate::store::Archive;
 
@@ -336,7 +337,13 @@ pub fn explain(archive: &Archive, chain: &Chain) -> Result<serde_json::Value, Ap
 }
 
 /// The number of events of `text`, as `weir count` counts them: from the catalog and batch
-/// metadata for an expression, the events that come out for a chain with operators.
+/// metadata for an expression, the events that come out for a chain with operators (within
+/// the default memory budget).
 pub fn count(archive: &Archive, text: &str) -> Result<u64, ApiError> {
-    crate::db::count(archive, text).map_err(ApiError::query)
+    count_within(archive, text, MemoryLimit::default())
+}
+
+/// [`count`], a chain's operators holding at most `memory`.
+pub fn count_within(archive: &Archive, text: &str, memory: MemoryLimit) -> Result<u64, ApiError> {
+    crate::db::count(archive, text, memory).map_err(ApiError::query)
 }

@@ -48,6 +48,7 @@ mod pipeline_graph;
 mod query_errors;
 mod query_explain;
 mod query_language;
+mod query_memory;
 mod query_operators;
 mod query_pruning;
 mod recipes;

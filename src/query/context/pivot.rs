@@ -20,6 +20,7 @@ use super::key::quote;
 use super::related::{RelatedSearch, Selector};
 use super::schemas::archive_schemas;
 use super::{ContextError, Related, PREFILTER_KEYS};
+use crate::query::memory::{alloc_bytes, table_bytes, MemoryBudget, MemoryLimit, Reservation};
 use crate::query::{Query, QueryError, SearchStats};
 
 /// Distinct relation values (uids and community IDs) a pivot collects at most by default
@@ -44,6 +45,9 @@ pub struct PivotOptions {
     /// Distinct relation values of the results at most; more is an error
     /// ([`ContextError::TooManyKeys`]).
     pub max_keys: usize,
+    /// The memory budget of the values collected (their sets, as allocated; see
+    /// [`crate::query::memory`]): past it, the pivot fails naming it.
+    pub memory: MemoryLimit,
 }
 
 impl Default for PivotOptions {
@@ -51,6 +55,7 @@ impl Default for PivotOptions {
         PivotOptions {
             max_events: u64::MAX,
             max_keys: DEFAULT_MAX_PIVOT_KEYS,
+            memory: MemoryLimit::default(),
         }
     }
 }
@@ -105,6 +110,17 @@ pub struct Pivot {
     target_known: bool,
     prefilter: Query,
     errors: Vec<QueryError>,
+    /// What the sets hold, charged to the pivot's budget until it is dropped.
+    _memory: Reservation,
+}
+
+/// Adds `key` to `set`, counting what a new one allocates in `heap`.
+fn insert(set: &mut HashSet<Vec<u8>>, key: &[u8], heap: &mut usize) {
+    if !set.contains(key) {
+        let key = key.to_vec();
+        *heap += alloc_bytes(key.capacity());
+        set.insert(key);
+    }
 }
 
 impl Pivot {
@@ -127,6 +143,8 @@ impl Pivot {
         let mut errors = Vec::new();
         let mut results = 0u64;
         let mut cache: Vec<(SchemaRef, RelationFields, RowFields)> = Vec::new();
+        let memory = MemoryBudget::new(options.memory).reserve("pivot");
+        let mut keys_heap = 0usize;
         for hits in query.search(archive)? {
             let hits = match hits {
                 Ok(h) => h,
@@ -153,15 +171,15 @@ impl Pivot {
                 // By community ID where both sides have one, else by uid.
                 if let (true, Some(ValueRef::String(cid))) = (target_has_cid, at(rel.community_id))
                 {
-                    community_ids.insert(cid.to_vec());
+                    insert(&mut community_ids, cid, &mut keys_heap);
                 } else {
                     if let Some(ValueRef::String(u)) = at(rel.uid) {
-                        uids.insert(u.to_vec());
+                        insert(&mut uids, u, &mut keys_heap);
                     }
                     if let Some(ValueRef::List(items)) = at(rel.conn_uids) {
                         for item in items {
                             if let ValueRef::String(u) = item {
-                                uids.insert(u.to_vec());
+                                insert(&mut uids, u, &mut keys_heap);
                             }
                         }
                     }
@@ -171,6 +189,12 @@ impl Pivot {
                         limit: options.max_keys,
                     });
                 }
+                let key = std::mem::size_of::<Vec<u8>>();
+                memory.resize(
+                    table_bytes(community_ids.capacity(), key)
+                        + table_bytes(uids.capacity(), key)
+                        + keys_heap,
+                )?;
             }
         }
         let prefilter = prefilter(target, &targets, &community_ids, &uids)?;
@@ -183,6 +207,7 @@ impl Pivot {
             target_known: !targets.is_empty(),
             prefilter,
             errors,
+            _memory: memory,
         })
     }
 

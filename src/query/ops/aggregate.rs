@@ -28,6 +28,7 @@ pub(crate) type Set<K> = HashSet<K, ahash::RandomState>;
 
 use super::order::compare;
 use super::syntax::AggFunc;
+use crate::query::memory::{alloc_bytes, table_bytes, value_heap};
 use crate::types::Type;
 use crate::value::{RowEncoder, Value, ValueRef};
 
@@ -152,9 +153,10 @@ impl Sum {
 pub enum Acc {
     Count(u64),
     /// (Boxed, as `Distinct`: a set is 64 bytes, and every group has an accumulator of the
-    /// size of the largest.)
-    CountDistinct(Box<Set<Vec<u8>>>),
-    Distinct(Box<Map<Vec<u8>, Value>>),
+    /// size of the largest.) Beside it, the heap bytes of its keys ([`Acc::heap`]).
+    CountDistinct(Box<Set<Vec<u8>>>, usize),
+    /// The distinct values by their keys, and the heap bytes of both ([`Acc::heap`]).
+    Distinct(Box<Map<Vec<u8>, Value>>, usize),
     Sum(Sum),
     Min(Option<Value>),
     Max(Option<Value>),
@@ -170,8 +172,8 @@ impl Acc {
     pub fn new(f: AggFunc) -> Acc {
         match f {
             AggFunc::Count => Acc::Count(0),
-            AggFunc::CountDistinct => Acc::CountDistinct(Box::default()),
-            AggFunc::Distinct => Acc::Distinct(Box::default()),
+            AggFunc::CountDistinct => Acc::CountDistinct(Box::default(), 0),
+            AggFunc::Distinct => Acc::Distinct(Box::default(), 0),
             AggFunc::Sum => Acc::Sum(Sum::default()),
             AggFunc::Min => Acc::Min(None),
             AggFunc::Max => Acc::Max(None),
@@ -179,6 +181,25 @@ impl Acc {
                 sum: Sum::default(),
                 n: 0,
             },
+        }
+    }
+
+    /// The heap bytes it holds: the table and keys of a set (a distinct value's key and
+    /// value), the value of `min` and `max`.
+    pub fn heap(&self) -> usize {
+        match self {
+            Acc::CountDistinct(set, heap) => {
+                alloc_bytes(std::mem::size_of::<Set<Vec<u8>>>())
+                    + table_bytes(set.capacity(), std::mem::size_of::<Vec<u8>>())
+                    + heap
+            }
+            Acc::Distinct(map, heap) => {
+                alloc_bytes(std::mem::size_of::<Map<Vec<u8>, Value>>())
+                    + table_bytes(map.capacity(), std::mem::size_of::<(Vec<u8>, Value)>())
+                    + heap
+            }
+            Acc::Min(Some(v)) | Acc::Max(Some(v)) => value_heap(v),
+            _ => 0,
         }
     }
 
@@ -241,18 +262,22 @@ impl Acc {
         }
         match self {
             Acc::Count(n) => *n += 1,
-            Acc::CountDistinct(set) => {
+            Acc::CountDistinct(set, heap) => {
                 scratch.clear();
                 push_key(scratch, v);
                 if !set.contains(scratch.as_slice()) {
-                    set.insert(scratch.clone());
+                    let key = scratch.clone();
+                    *heap += alloc_bytes(key.capacity());
+                    set.insert(key);
                 }
             }
-            Acc::Distinct(map) => {
+            Acc::Distinct(map, heap) => {
                 scratch.clear();
                 push_key(scratch, v);
                 if !map.contains_key(scratch.as_slice()) {
-                    map.insert(scratch.clone(), v.to_owned());
+                    let (key, value) = (scratch.clone(), v.to_owned());
+                    *heap += alloc_bytes(key.capacity()) + value_heap(&value);
+                    map.insert(key, value);
                 }
             }
             Acc::Sum(s) => {
@@ -281,10 +306,20 @@ impl Acc {
     pub fn merge(&mut self, other: Acc) {
         match (self, other) {
             (Acc::Count(a), Acc::Count(b)) => *a += b,
-            (Acc::CountDistinct(a), Acc::CountDistinct(b)) => a.extend(*b),
-            (Acc::Distinct(a), Acc::Distinct(b)) => {
+            (Acc::CountDistinct(a, heap), Acc::CountDistinct(b, _)) => {
+                for k in *b {
+                    let bytes = alloc_bytes(k.capacity());
+                    if a.insert(k) {
+                        *heap += bytes;
+                    }
+                }
+            }
+            (Acc::Distinct(a, heap), Acc::Distinct(b, _)) => {
                 for (k, v) in *b {
-                    a.entry(k).or_insert(v);
+                    if let std::collections::hash_map::Entry::Vacant(e) = a.entry(k) {
+                        *heap += alloc_bytes(e.key().capacity()) + value_heap(&v);
+                        e.insert(v);
+                    }
                 }
             }
             (Acc::Sum(a), Acc::Sum(b)) => a.merge(&b),
@@ -312,8 +347,8 @@ impl Acc {
     pub fn finish(&self, ty: &Type) -> Value {
         match self {
             Acc::Count(n) => Value::Count(*n),
-            Acc::CountDistinct(s) => Value::Count(s.len() as u64),
-            Acc::Distinct(m) => {
+            Acc::CountDistinct(s, _) => Value::Count(s.len() as u64),
+            Acc::Distinct(m, _) => {
                 let mut v: Vec<Value> = m.values().cloned().collect();
                 v.sort_by(compare);
                 let inner = match ty {

@@ -119,7 +119,8 @@ impl Sums {
 pub(super) enum AccColumn {
     Count(PerGroup<u64>),
     Sum(Sums),
-    Any(AggFunc, PerGroup<Acc>),
+    /// Any other function's accumulators, and the heap bytes they hold ([`Acc::heap`]).
+    Any(AggFunc, PerGroup<Acc>, usize),
 }
 
 impl AccColumn {
@@ -128,7 +129,7 @@ impl AccColumn {
         match f {
             AggFunc::Count => AccColumn::Count(PerGroup::default()),
             AggFunc::Sum => AccColumn::Sum(Sums::default()),
-            f => AccColumn::Any(f, PerGroup::default()),
+            f => AccColumn::Any(f, PerGroup::default(), 0),
         }
     }
 
@@ -137,7 +138,11 @@ impl AccColumn {
         match self {
             AccColumn::Count(c) => c.push(0),
             AccColumn::Sum(s) => s.push(&Sum::default()),
-            AccColumn::Any(f, c) => c.push(Acc::new(*f)),
+            AccColumn::Any(f, c, heap) => {
+                let a = Acc::new(*f);
+                *heap += a.heap();
+                c.push(a);
+            }
         }
     }
 
@@ -152,12 +157,10 @@ impl AccColumn {
                 s.push(&o.load(g));
                 o.store(g, &Sum::default());
             }
-            (AccColumn::Any(f, c), AccColumn::Any(_, o)) => {
-                let fresh = Acc::new(*f);
-                c.push(
-                    o.get_mut(g)
-                        .map_or(fresh.clone(), |a| std::mem::replace(a, fresh)),
-                );
+            (AccColumn::Any(f, c, heap), AccColumn::Any(_, o, o_heap)) => {
+                let a = take_acc(*f, o, o_heap, g);
+                *heap += a.heap();
+                c.push(a);
             }
             // Columns of different functions never meet (one plan makes both).
             (this, _) => this.push_new(),
@@ -182,11 +185,7 @@ impl AccColumn {
                 o.store(g, &Sum::default());
                 Acc::Sum(s)
             }
-            AccColumn::Any(f, o) => {
-                let fresh = Acc::new(*f);
-                o.get_mut(g)
-                    .map_or(fresh.clone(), |a| std::mem::replace(a, fresh))
-            }
+            AccColumn::Any(f, o, o_heap) => take_acc(*f, o, o_heap, g),
         };
         self.update(into, |a| a.merge(taken));
     }
@@ -211,11 +210,26 @@ impl AccColumn {
                     s.store(g, x);
                 }
             }
-            AccColumn::Any(_, c) => {
+            AccColumn::Any(_, c, heap) => {
                 if let Some(a) = c.get_mut(g) {
+                    let before = a.heap();
                     change(a);
+                    *heap = (*heap + a.heap()).saturating_sub(before);
                 }
             }
+        }
+    }
+
+    /// The heap bytes it holds: the columns, and what the accumulators hold.
+    pub(super) fn heap(&self) -> usize {
+        match self {
+            AccColumn::Count(c) => c.heap(),
+            AccColumn::Sum(s) => {
+                s.low.heap()
+                    + s.hi.as_ref().map_or(0, PerGroup::heap)
+                    + s.float.as_ref().map_or(0, PerGroup::heap)
+            }
+            AccColumn::Any(_, c, heap) => c.heap() + heap,
         }
     }
 
@@ -224,12 +238,25 @@ impl AccColumn {
         match self {
             AccColumn::Count(c) => Acc::Count(c.get(g).copied().unwrap_or(0)).finish(ty),
             AccColumn::Sum(s) => Acc::Sum(s.load(g)).finish(ty),
-            AccColumn::Any(f, c) => match c.get(g) {
+            AccColumn::Any(f, c, _) => match c.get(g) {
                 Some(a) => a.finish(ty),
                 None => Acc::new(*f).finish(ty),
             },
         }
     }
+}
+
+/// Group `g`'s accumulator of `column` (of `f`, holding `heap` bytes), taken: a fresh one
+/// is left there.
+fn take_acc(f: AggFunc, column: &mut PerGroup<Acc>, heap: &mut usize, g: usize) -> Acc {
+    let fresh = Acc::new(f);
+    *heap += fresh.heap();
+    let taken = match column.get_mut(g) {
+        Some(a) => std::mem::replace(a, fresh),
+        None => fresh,
+    };
+    *heap = heap.saturating_sub(taken.heap());
+    taken
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! value without building its key.
 
 use super::per_group::PerGroup;
+use crate::query::memory::value_heap;
 use crate::value::{Value, ValueRef};
 
 /// The kind of a value kept whole (see the module docs).
@@ -63,6 +64,8 @@ struct Scalar {
 pub(super) struct GroupValues {
     scalars: PerGroup<Scalar>,
     others: PerGroup<Value>,
+    /// The heap bytes of `others`' values.
+    others_heap: usize,
 }
 
 impl GroupValues {
@@ -91,6 +94,7 @@ impl GroupValues {
     }
 
     fn push_other(&mut self, v: Value) {
+        self.others_heap += value_heap(&v);
         self.push_scalar(OTHER, self.others.len() as u64);
         self.others.push(v);
     }
@@ -134,9 +138,18 @@ impl GroupValues {
             Some((OTHER, at)) => usize::try_from(at)
                 .ok()
                 .and_then(|at| self.others.get_mut(at))
-                .map_or(Value::Null, |v| std::mem::replace(v, Value::Null)),
+                .map_or(Value::Null, |v| {
+                    let v = std::mem::replace(v, Value::Null);
+                    self.others_heap -= value_heap(&v);
+                    v
+                }),
             _ => self.get(g),
         }
+    }
+
+    /// The heap bytes it holds.
+    pub(super) fn heap(&self) -> usize {
+        self.scalars.heap() + self.others.heap() + self.others_heap
     }
 }
 

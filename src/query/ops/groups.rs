@@ -28,6 +28,7 @@ use super::group_accs::AccColumn;
 use super::group_values::{scalar_key, GroupValues};
 use super::per_group::PerGroup;
 use super::syntax::AggFunc;
+use crate::query::memory::table_bytes;
 use crate::types::Type;
 use crate::value::{Value, ValueRef};
 
@@ -92,6 +93,18 @@ impl GroupTable {
     /// How many groups there are.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The heap bytes it holds: its columns with what their values and accumulators hold
+    /// (`group_values.rs`, `group_accs.rs`), its index, its keys.
+    pub(crate) fn heap(&self) -> usize {
+        self.values.iter().map(GroupValues::heap).sum::<usize>()
+            + self.accs.iter().map(AccColumn::heap).sum::<usize>()
+            + table_bytes(self.index.capacity(), std::mem::size_of::<Entry>())
+            + self.keys.capacity()
+            + self.key_ends.heap()
+            + self.first.heap()
+            + self.key.capacity()
     }
 
     /// Group `g`'s value of the `i`-th `by` field.

@@ -19,8 +19,8 @@
 //! | `drop F, ...` | removes the named fields | as they come | none |
 //! | `head [N]` | the first N events (default 10), then stops the search | as they come | none |
 //! | `tail [N]` | the last N events (default 10) | at the end | N events |
-//! | `sort F [asc\|desc], ...` | all events by their keys, stable; events without a key last | at the end | every event; with `\| head N` after it, N events; either way at most [`MAX_SORT_BYTES`] of rows |
-//! | `summarize AGG, ... [by F, ...] [resolution D]` | one event per group | at the end | one entry per group, at most [`MAX_GROUPS`] |
+//! | `sort F [asc\|desc], ...` | all events by their keys, stable; events without a key last | at the end | every event; with `\| head N` after it, N events; either way within the query's memory budget ([`crate::query::memory`]) |
+//! | `summarize AGG, ... [by F, ...] [resolution D]` | one event per group | at the end | one entry per group, within the query's memory budget ([`crate::query::memory`]) |
 //! | `top F [N]`, `rare F [N]` | the N most (least) common values of F with their count | at the end | one entry per distinct value |
 //!
 //! Field names are extractors as in expressions: the full name (`id.orig_h`), a suffix at a
@@ -72,7 +72,7 @@ pub(crate) mod slice;
 mod syntax;
 mod transform;
 
-pub use exec::{Flow, MAX_GROUPS, MAX_SORT_BYTES};
+pub use exec::{Flow, MAX_GROUPS};
 pub use explain::Explain;
 pub use plan::{Chain, ChainStats};
 pub use slice::Slice;

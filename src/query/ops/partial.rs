@@ -343,6 +343,11 @@ impl AggPlan {
         rows: Option<&[usize]>,
         first: u64,
     ) -> Result<Partial, DecodeError> {
+        if self.groups.check().is_err() {
+            // Past the query's memory budget: the query fails (`summarize` says so at this
+            // batch's word), and no more groups are made meanwhile.
+            return Ok(Partial { _merged: () });
+        }
         let listed = self.groups.listing();
         let groups = self.batch_groups(schema, cols, rows, listed)?;
         let made = groups.len();
@@ -478,6 +483,11 @@ impl AggPlan {
                     None => a.add_event(),
                     Some(v) => a.add(v, &mut scratch),
                 });
+            }
+            // A batch's own groups count too (sets of `distinct` grow with its rows): once
+            // they would pass the budget, the query fails, and the rest is not aggregated.
+            if i % BUDGET_ROWS == BUDGET_ROWS - 1 && !self.groups.fits(acc.table.heap()) {
+                return Ok(acc.finish());
             }
         }
         for r in by.iter().chain(aggs.iter().flatten()) {
@@ -944,6 +954,10 @@ impl Counter {
     }
 }
 
+/// How many rows of a batch are aggregated between two looks at the query's memory budget
+/// (what the batch's groups hold is measured then).
+const BUDGET_ROWS: usize = 1024;
+
 /// The groups of one batch as they are aggregated.
 struct Groups<'p> {
     plan: &'p AggPlan,
@@ -984,6 +998,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::query::memory::test_memory;
     use crate::query::ops::aggregate::KeyHasher;
     use crate::query::ops::partitions::Ordered;
     use crate::types::{Field, Schema};
@@ -1079,7 +1094,13 @@ mod tests {
             for rows in [None, Some(&some[..])] {
                 let plan = |listed: bool| {
                     let funcs = aggs.iter().map(|a| a.func).collect();
-                    let groups = Partitions::new(by.len(), funcs, KeyHasher::new(), usize::MAX);
+                    let groups = Partitions::new(
+                        by.len(),
+                        funcs,
+                        KeyHasher::new(),
+                        usize::MAX,
+                        test_memory(),
+                    );
                     if listed {
                         groups.learn(100, 90, false, 0);
                     }

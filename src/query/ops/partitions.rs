@@ -13,9 +13,13 @@
 //! ([`Ordered::new`]): as a `summarize` that saw every event in ID order, one after the
 //! other, would have made them.
 //!
-//! Memory: the groups, and per group a `u32` while they are taken out in order. At most
-//! `max` groups: a merge that makes more marks the table full ([`Partitions::full`]), and
-//! the `summarize` fails.
+//! Memory: the groups, and per group a `u32` while they are taken out in order. What each
+//! table holds on the heap ([`GroupTable::heap`]) is charged to the query's memory budget
+//! (`query/memory.rs`) after each merge, under the table's lock, and so is each batch's own
+//! table while it is merged; a charge past the budget marks the groups over it
+//! ([`Partitions::check`]), and the `summarize` fails with an error that names it. At most
+//! `max` groups (the most the tables can number): a merge that makes more marks the groups
+//! full, and the `summarize` fails.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,6 +29,8 @@ use std::sync::{Mutex, MutexGuard};
 use super::aggregate::KeyHasher;
 use super::groups::GroupTable;
 use super::syntax::AggFunc;
+use crate::query::memory::Reservation;
+use crate::query::QueryError;
 
 /// How many tables the groups are spread over: enough that two threads rarely want the same
 /// one, few enough that a batch's groups fill each with a run.
@@ -33,6 +39,12 @@ pub(crate) const PARTS: usize = 64;
 /// See the [module docs](self).
 pub(crate) struct Partitions {
     parts: Vec<Mutex<GroupTable>>,
+    /// Per table: the heap bytes charged for it (changed under its lock).
+    charged: Vec<AtomicUsize>,
+    /// What all tables hold, charged to the query's budget.
+    memory: Reservation,
+    /// A charge passed the budget.
+    over: AtomicBool,
     /// Groups in all tables.
     groups: AtomicUsize,
     max: usize,
@@ -60,11 +72,21 @@ fn part_of(hash: u64) -> usize {
 }
 
 impl Partitions {
-    /// No groups, of `by` values and accumulators of `funcs` each, at most `max` of them.
-    pub(crate) fn new(by: usize, funcs: Vec<AggFunc>, hasher: KeyHasher, max: usize) -> Self {
+    /// No groups, of `by` values and accumulators of `funcs` each, at most `max` of them,
+    /// what they hold charged to `memory`.
+    pub(crate) fn new(
+        by: usize,
+        funcs: Vec<AggFunc>,
+        hasher: KeyHasher,
+        max: usize,
+        memory: Reservation,
+    ) -> Self {
         let empty = GroupTable::new(by, funcs, hasher);
         Partitions {
             parts: (0..PARTS).map(|_| Mutex::new(empty.clone())).collect(),
+            charged: (0..PARTS).map(|_| AtomicUsize::new(0)).collect(),
+            memory,
+            over: AtomicBool::new(false),
             groups: AtomicUsize::new(0),
             max,
             full: AtomicBool::new(false),
@@ -89,6 +111,9 @@ impl Partitions {
     /// module docs); returns how many of them found a group made by an earlier one of the
     /// batch (repeats: only in a table that lists its groups, [`GroupTable::listing`]).
     pub(crate) fn merge(&self, mut batch: GroupTable, base: u64) -> usize {
+        // The batch's own table is held until it is merged.
+        let held = batch.heap();
+        self.charge(self.memory.grow(held));
         // The groups by table, in their order within each (a counting sort).
         let hashes: Vec<u64> = (0..batch.len()).map(|g| batch.hash(g)).collect();
         let mut starts = [0usize; PARTS + 1];
@@ -122,7 +147,15 @@ impl Partitions {
                     Some(h) => repeats += usize::from(h >= ours),
                 }
             }
+            let now = table.heap();
+            let was = self.charged[p].swap(now, Ordering::Relaxed);
+            match now.checked_sub(was) {
+                Some(more) => self.charge(self.memory.grow(more)),
+                None => self.memory.shrink(was - now),
+            }
         }
+        drop(batch);
+        self.memory.shrink(held);
         if self.groups.fetch_add(made, Ordering::Relaxed) + made > self.max {
             self.full.store(true, Ordering::Relaxed);
         }
@@ -148,12 +181,47 @@ impl Partitions {
         self.listing.store(list, Ordering::Relaxed);
     }
 
+    fn charge(&self, grown: Result<(), QueryError>) {
+        if grown.is_err() {
+            self.over.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Whether a merge made more than `max` groups.
     pub(crate) fn full(&self) -> bool {
         self.full.load(Ordering::Relaxed)
     }
 
-    /// Every group's table; the tables here are left empty.
+    /// Whether `extra` bytes more (a batch's groups being made) fit in the query's budget
+    /// beside what is charged; when not, the groups are marked over it
+    /// ([`Partitions::check`]).
+    pub(crate) fn fits(&self, extra: usize) -> bool {
+        let fits = self.memory.fits(extra);
+        if !fits {
+            self.over.store(true, Ordering::Relaxed);
+        }
+        fits
+    }
+
+    /// The error of the groups past the query's memory budget, if they are.
+    pub(crate) fn check(&self) -> Result<(), QueryError> {
+        match self.over.load(Ordering::Relaxed) {
+            true => Err(self.memory.error()),
+            false => Ok(()),
+        }
+    }
+
+    /// The tables taken out ([`Partitions::take_tables`]) were dropped: their charge is
+    /// given back.
+    pub(crate) fn taken_dropped(&self) {
+        for c in &self.charged {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.memory.shrink(self.memory.size() as usize);
+    }
+
+    /// Every group's table; the tables here are left empty (their charge stays until
+    /// [`Partitions::taken_dropped`]).
     pub(crate) fn take_tables(&self) -> Vec<GroupTable> {
         let tables = (0..PARTS)
             .map(|p| std::mem::replace(&mut *self.lock(p), self.empty.clone()))
@@ -238,6 +306,7 @@ mod tests {
 
     use super::super::aggregate::Acc;
     use super::*;
+    use crate::query::memory::test_memory;
     use crate::types::Type;
     use crate::value::{Value, ValueRef};
 
@@ -264,7 +333,13 @@ mod tests {
     fn batches_merged_in_any_order_give_the_groups_in_the_order_of_their_first_events() {
         // Three batches of IDs 0.., 100.., 200..; merged last to first.
         let rows: [&[u64]; 3] = [&[5, 1, 5], &[7, 1, 9, 7], &[2, 9, 3000]];
-        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let p = Partitions::new(
+            1,
+            vec![AggFunc::Count],
+            KeyHasher::new(),
+            usize::MAX,
+            test_memory(),
+        );
         for (i, r) in rows.iter().enumerate().rev() {
             p.merge(batch(&p, r), 100 * i as u64);
         }
@@ -288,8 +363,20 @@ mod tests {
     #[test]
     fn batches_that_list_their_groups_give_the_same_groups_and_count_their_repeats() {
         let rows: [&[u64]; 3] = [&[5, 1, 5, 5], &[7, 1, 9, 7], &[2, 9, 3000]];
-        let indexed = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
-        let listed = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let indexed = Partitions::new(
+            1,
+            vec![AggFunc::Count],
+            KeyHasher::new(),
+            usize::MAX,
+            test_memory(),
+        );
+        let listed = Partitions::new(
+            1,
+            vec![AggFunc::Count],
+            KeyHasher::new(),
+            usize::MAX,
+            test_memory(),
+        );
         let mut repeats = Vec::new();
         for (i, r) in rows.iter().enumerate().rev() {
             assert_eq!(indexed.merge(batch(&indexed, r), 100 * i as u64), 0);
@@ -306,9 +393,57 @@ mod tests {
         assert_eq!(drain(&listed), drain(&indexed));
     }
 
+    /// The sets of `distinct` that batches merge into one group are charged as they grow,
+    /// past the budget the groups fail naming it, and the charge is given back once the
+    /// tables taken out are dropped.
+    #[test]
+    fn the_groups_charge_their_distinct_sets_and_give_them_back() {
+        use crate::query::memory::{MemoryBudget, MemoryLimit};
+        let budget = MemoryBudget::new(MemoryLimit {
+            bytes: 1 << 20,
+            option: "--memory",
+        });
+        let p = Partitions::new(
+            0,
+            vec![AggFunc::Distinct],
+            KeyHasher::new(),
+            usize::MAX,
+            budget.reserve("summarize distinct(x)"),
+        );
+        let mut scratch = Vec::new();
+        let mut charged = Vec::new();
+        for b in 0..40u64 {
+            let mut t = p.table();
+            let g = t.group(&[], usize::MAX).unwrap();
+            for x in b * 1000..(b + 1) * 1000 {
+                t.update(g, 0, |a| a.add(&ValueRef::Count(x), &mut scratch));
+            }
+            p.merge(t, b * 1000);
+            charged.push(budget.used());
+        }
+        // At least a key, a value and a bucket per distinct value (about 90 bytes here).
+        assert!(charged.windows(2).all(|w| w[0] <= w[1]), "{charged:?}");
+        assert!(charged[9] > 10_000 * 64, "{}", charged[9]);
+        let e = p.check().unwrap_err().to_string();
+        assert!(
+            e.contains("`summarize distinct(x)`") && e.contains("1.0 MiB"),
+            "{e}"
+        );
+        assert!(budget.peak() >= 40_000 * 64);
+        drop(p.take_tables());
+        p.taken_dropped();
+        assert_eq!(budget.used(), 0);
+    }
+
     #[test]
     fn batches_list_their_groups_while_rows_rarely_repeat() {
-        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let p = Partitions::new(
+            1,
+            vec![AggFunc::Count],
+            KeyHasher::new(),
+            usize::MAX,
+            test_memory(),
+        );
         assert!(!p.listing());
         p.learn(100, 90, false, 0);
         assert!(p.listing(), "90 groups of 100 rows");
@@ -322,7 +457,7 @@ mod tests {
 
     #[test]
     fn more_groups_than_the_limit_mark_the_table_full() {
-        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), 3);
+        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), 3, test_memory());
         p.merge(batch(&p, &[1, 2, 1]), 0);
         assert!(!p.full());
         p.merge(batch(&p, &[2, 3]), 10);
@@ -333,7 +468,13 @@ mod tests {
 
     #[test]
     fn groups_spread_over_the_tables_come_out_whole() {
-        let p = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let p = Partitions::new(
+            1,
+            vec![AggFunc::Count],
+            KeyHasher::new(),
+            usize::MAX,
+            test_memory(),
+        );
         let rows: Vec<u64> = (0..10_000).map(|i| i % 2_500).collect();
         for (i, chunk) in rows.chunks(1_000).enumerate() {
             p.merge(batch(&p, chunk), 1_000 * i as u64);

@@ -39,6 +39,16 @@ impl<T> PerGroup<T> {
         self.len
     }
 
+    /// The heap bytes it holds: every chunk after the first was made with room for
+    /// [`CHUNK`] items and never grows, so this reads two capacities, not every chunk's.
+    pub(super) fn heap(&self) -> usize {
+        let items = match self.chunks.first() {
+            None => 0,
+            Some(first) => first.capacity() + (self.chunks.len() - 1) * CHUNK,
+        };
+        items * std::mem::size_of::<T>() + self.chunks.capacity() * std::mem::size_of::<Vec<T>>()
+    }
+
     /// Appends the next group's item.
     #[inline]
     pub(super) fn push(&mut self, item: T) {
@@ -83,5 +93,10 @@ mod tests {
         assert!((0..n).all(|g| p.get(g) == Some(&(g * 3 + usize::from(g == n - 1)))));
         // A full chunk is never grown: its capacity is what it was made with.
         assert!(p.chunks[1..].iter().all(|c| c.capacity() == CHUNK));
+        let each: usize = p.chunks.iter().map(|c| c.capacity() * 8).sum();
+        assert_eq!(
+            p.heap(),
+            each + p.chunks.capacity() * std::mem::size_of::<Vec<usize>>()
+        );
     }
 }

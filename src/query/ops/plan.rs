@@ -8,6 +8,7 @@ use super::explain::Explain;
 use super::physical::{self, Plan};
 use super::slice::Slice;
 use super::syntax::{self, parse_where, OpSpec};
+use crate::query::memory::{MemoryBudget, MemoryLimit};
 use crate::query::{ExprError, Query, QueryError, Search, SearchStats};
 use crate::store::Archive;
 
@@ -18,6 +19,8 @@ pub struct Chain {
     /// The search that feeds the operators.
     scan: Query,
     ops: Vec<OpSpec>,
+    /// The memory budget of each run (`query/memory.rs`).
+    memory: MemoryLimit,
 }
 
 /// What a run of a chain touched.
@@ -33,6 +36,9 @@ pub struct ChainStats {
     /// only some fields (late materialization): at most one per batch and group of
     /// 4,096 events (`MATERIALIZE_ROWS`).
     pub batches_materialized: u64,
+    /// The most bytes the operators held at once, as charged to the memory budget
+    /// (`query/memory.rs`).
+    pub memory_peak: u64,
 }
 
 impl Chain {
@@ -89,6 +95,7 @@ impl Chain {
             text: text.to_string(),
             scan,
             ops,
+            memory: MemoryLimit::default(),
         })
     }
 
@@ -98,7 +105,15 @@ impl Chain {
             text: String::new(),
             scan: Query::all(),
             ops: Vec::new(),
+            memory: MemoryLimit::default(),
         }
+    }
+
+    /// The chain with each run's operators holding at most `limit` together (by default
+    /// [`crate::query::memory::default_query_memory`], see [`crate::query::memory`]).
+    pub fn with_memory(mut self, limit: MemoryLimit) -> Chain {
+        self.memory = limit;
+        self
     }
 
     /// The chain as written.
@@ -250,7 +265,7 @@ impl Chain {
     /// archive search: a pipeline's batches): the plan as written.
     pub(crate) fn stages_with_scan(&self) -> Result<Stages, ExprError> {
         let plan = physical::written(&self.text, &self.scan, &self.ops)?;
-        Ok(plan.operators().0)
+        Ok(plan.operators(&MemoryBudget::new(self.memory)).0)
     }
 
     /// The physical plan of the chain over an archive: the scan spec and the operators,
@@ -283,8 +298,9 @@ impl Chain {
         output: &mut dyn FnMut(Slice) -> Result<Flow, QueryError>,
         damaged: &mut dyn FnMut(QueryError),
     ) -> Result<ChainStats, QueryError> {
+        let budget = MemoryBudget::new(self.memory);
         let plan = self.plan()?;
-        let (mut stages, aggregate) = plan.operators();
+        let (mut stages, aggregate) = plan.operators(&budget);
         let mut emitted = 0u64;
         let late = plan.scan.late;
         // Late materialization: the few events that come out, read whole by ID, gathered
@@ -355,6 +371,7 @@ impl Chain {
             emitted,
             warnings,
             batches_materialized: materialized.get(),
+            memory_peak: budget.peak(),
         })
     }
 }

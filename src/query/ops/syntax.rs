@@ -113,6 +113,62 @@ pub(crate) fn parse_where(
     })
 }
 
+/// The most characters of an operator in an error ([`OpSpec::describe`]).
+const DESCRIBE_CHARS: usize = 100;
+
+impl OpSpec {
+    /// The operator as the errors name it: its name and arguments (`sort history desc`,
+    /// `summarize distinct(uid) by id.orig_h`, `top id.resp_p`), cut after
+    /// [`DESCRIBE_CHARS`] characters.
+    pub(crate) fn describe(&self) -> String {
+        let whole = self.describe_whole();
+        match whole.char_indices().nth(DESCRIBE_CHARS) {
+            Some((at, _)) => format!("{}...", &whole[..at]),
+            None => whole,
+        }
+    }
+
+    fn describe_whole(&self) -> String {
+        let names = |f: &[FieldSpec]| {
+            f.iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            OpSpec::Where { text, .. } => format!("where {}", text.trim()),
+            OpSpec::Select(f) => format!("select {}", names(f)),
+            OpSpec::Drop(f) => format!("drop {}", names(f)),
+            OpSpec::Sort(keys) => {
+                let keys: Vec<String> = keys
+                    .iter()
+                    .map(|(f, desc)| match desc {
+                        true => format!("{} desc", f.name),
+                        false => f.name.clone(),
+                    })
+                    .collect();
+                format!("sort {}", keys.join(", "))
+            }
+            OpSpec::Head(n) => format!("head {n}"),
+            OpSpec::Tail(n) => format!("tail {n}"),
+            OpSpec::Summarize { aggs, by, .. } => {
+                let aggs: Vec<&str> = aggs.iter().map(|a| a.name.as_str()).collect();
+                match by.is_empty() {
+                    true => format!("summarize {}", aggs.join(", ")),
+                    false => format!("summarize {} by {}", aggs.join(", "), names(by)),
+                }
+            }
+            OpSpec::Top {
+                field, descending, ..
+            } => format!(
+                "{} {}",
+                if *descending { "top" } else { "rare" },
+                field.name
+            ),
+        }
+    }
+}
+
 /// Cuts `text` at its operator bars: each part's text and byte offset.
 pub(crate) fn split(text: &str) -> Result<Vec<(&str, usize)>, ExprError> {
     let b = text.as_bytes();

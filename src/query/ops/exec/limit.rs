@@ -1,14 +1,15 @@
 //! `head N` (the first N events; done as soon as it has them) and `tail N` (the last N,
-//! emitted at the end; it holds N events at most, and at most [`MAX_SORT_BYTES`] of rows:
-//! more is an error that says to take fewer).
+//! emitted at the end; it holds N events at most, their rows and queue charged to the
+//! query's memory budget (`query/memory.rs`): more is an error that names the `tail`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::super::physical::Cutoff;
 use super::super::slice::Slice;
-use super::sort::{cut_at, MAX_SORT_BYTES};
+use super::sort::cut_at;
 use super::{Flow, Operator};
+use crate::query::memory::{alloc_bytes, Reservation};
 use crate::query::QueryError;
 use crate::types::SchemaRef;
 use crate::value::Value;
@@ -54,21 +55,22 @@ pub(crate) struct Tail {
     by_id: bool,
     /// Where it publishes its cut-off for the scan.
     publish: Option<Arc<Cutoff>>,
-    /// Bytes of the rows in `last`.
+    /// Heap bytes of the rows in `last`.
     bytes: usize,
-    /// [`MAX_SORT_BYTES`] (smaller in unit tests).
-    max_bytes: usize,
+    /// What it holds, charged to the query's budget.
+    memory: Reservation,
 }
 
 impl Tail {
-    pub fn new(n: u64) -> Tail {
+    /// The last `n` events, charging what it holds to `memory`.
+    pub fn new(n: u64, memory: Reservation) -> Tail {
         Tail {
             n: usize::try_from(n).unwrap_or(usize::MAX),
             last: VecDeque::new(),
             by_id: false,
             publish: None,
             bytes: 0,
-            max_bytes: MAX_SORT_BYTES,
+            memory,
         }
     }
 
@@ -89,6 +91,12 @@ impl Tail {
         let id = self.last.front()?.2?;
         Some((Some(Value::Count(id)), id))
     }
+
+    /// Charges the rows and the queue.
+    fn charge(&self) -> Result<(), QueryError> {
+        let queue = self.last.capacity() * std::mem::size_of::<(SchemaRef, Vec<u8>, Option<u64>)>();
+        self.memory.resize(queue + self.bytes)
+    }
 }
 
 impl Operator for Tail {
@@ -107,16 +115,14 @@ impl Operator for Tail {
         for i in skip..slice.len() {
             if self.last.len() == self.n {
                 if let Some((_, row, _)) = self.last.pop_front() {
-                    self.bytes -= row.len();
+                    self.bytes -= alloc_bytes(row.capacity());
                 }
             }
             let row = slice.row(i).to_vec();
-            self.bytes += row.len();
+            self.bytes += alloc_bytes(row.capacity());
             self.last
                 .push_back((slice.schema().clone(), row, slice.id(i)));
-            if self.bytes > self.max_bytes {
-                return Err(too_big(self.max_bytes));
-            }
+            self.charge()?;
         }
         Ok(Flow::More)
     }
@@ -126,6 +132,9 @@ impl Operator for Tail {
             self.cut();
         }
         emit_runs(self.last.drain(..), out);
+        self.last = VecDeque::new();
+        self.bytes = 0;
+        self.charge()?;
         Ok(false)
     }
 }
@@ -136,15 +145,13 @@ impl Tail {
     fn push_by_id(&mut self, slice: &Slice) -> Result<Flow, QueryError> {
         for i in 0..slice.len() {
             let row = slice.row(i).to_vec();
-            self.bytes += row.len();
+            self.bytes += alloc_bytes(row.capacity());
             self.last
                 .push_back((slice.schema().clone(), row, slice.id(i)));
             if self.last.len() >= cut_at(self.n) {
                 self.cut();
             }
-            if self.bytes > self.max_bytes {
-                return Err(too_big(self.max_bytes));
-            }
+            self.charge()?;
         }
         Ok(Flow::More)
     }
@@ -155,16 +162,9 @@ impl Tail {
         v.sort_by_key(|e| e.2);
         let drop = self.last.len().saturating_sub(self.n);
         for (_, row, _) in self.last.drain(..drop) {
-            self.bytes -= row.len();
+            self.bytes -= alloc_bytes(row.capacity());
         }
     }
-}
-
-fn too_big(max_bytes: usize) -> QueryError {
-    QueryError::Limit(format!(
-        "`tail` holds the events it keeps, at most {} MiB of them; keep fewer with a smaller `tail`, or narrow the query",
-        max_bytes >> 20
-    ))
 }
 
 /// Groups events into slices, one per run of one schema.
@@ -196,7 +196,7 @@ mod tests {
     use crate::value::{RowEncoder, Value};
 
     #[test]
-    fn a_tail_larger_than_the_byte_bound_is_an_error_not_a_buffer() {
+    fn a_tail_larger_than_the_budget_is_an_error_not_a_buffer() {
         let schema = std::sync::Arc::new(Schema::new(
             "t".to_string(),
             vec![Field::new("x".to_string(), Type::String)],
@@ -210,16 +210,15 @@ mod tests {
             });
         }
         let mut out = Vec::new();
-        let mut small = Tail::new(10);
-        small.max_bytes = 8192;
+        let budget = |b| crate::query::memory::test_reservation(b, "tail");
+        let mut small = Tail::new(10, budget(64 << 10));
         small.push(s.clone(), &mut out).unwrap();
         small.push(s.clone(), &mut out).unwrap();
         small.finish(&mut out).unwrap();
         let ids: Vec<u64> = out.iter().flat_map(|s| s.ids().to_vec()).collect();
         assert_eq!(ids, (990..1000).collect::<Vec<u64>>());
-        let mut huge = Tail::new(1 << 40);
-        huge.max_bytes = 8192;
+        let mut huge = Tail::new(1 << 40, budget(64 << 10));
         let e = huge.push(s, &mut out).unwrap_err();
-        assert!(e.to_string().contains("smaller `tail`"), "{e}");
+        assert!(e.to_string().contains("`tail` needs more than"), "{e}");
     }
 }

@@ -12,7 +12,6 @@ pub(crate) use filter::Where;
 pub(crate) use limit::{Head, Tail};
 pub(crate) use project::Project;
 pub(crate) use sort::Sort;
-pub use sort::MAX_SORT_BYTES;
 pub(crate) use summarize::Summarize;
 pub use summarize::MAX_GROUPS;
 

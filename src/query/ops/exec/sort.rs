@@ -4,8 +4,12 @@
 //! schemas as `order.rs` says.
 //!
 //! Memory: with a limit (`sort ... | head N`), the `N` first events are kept, never more than
-//! `2 N` (at least 1,024) at a time; without, every event is held. Either way at most [`MAX_SORT_BYTES`] of rows
-//! are held, and more is an error that says to add `| head N` (or a smaller `N`).
+//! `2 N` (at least 1,024) at a time; without, every event is held. Either way what it holds
+//! (each entry: its row, its keys and their heap, its place in the vector of entries) is
+//! charged to the query's memory budget (`query/memory.rs`), and more than the budget is an
+//! error that names the sort. Once sorted, the entries are emitted [`EMIT_ROWS`] at a time,
+//! each slice taken by the next operator before the next is made (all at once, a chain of
+//! sorts held every event twice).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -15,12 +19,13 @@ use super::super::physical::Cutoff;
 use super::super::slice::{Slice, Source};
 use super::limit::emit_runs;
 use super::{Flow, Operator};
+use crate::query::memory::{alloc_bytes, value_heap, Reservation};
 use crate::query::QueryError;
 use crate::types::SchemaRef;
 use crate::value::Value;
 
-/// The most bytes of rows a `sort` (with a limit or without) or a `tail` holds.
-pub const MAX_SORT_BYTES: usize = 1 << 30;
+/// The most events in one slice of a sort's output.
+const EMIT_ROWS: usize = 1 << 16;
 
 /// How many events an operator that keeps `limit` of them (`sort ... | head`, `tail` taking
 /// batches in any order) holds before it cuts back to `limit`: twice as many, at least 1,024.
@@ -36,14 +41,26 @@ struct Entry {
     id: Option<u64>,
 }
 
+impl Entry {
+    /// The heap bytes the entry owns: its row and its keys.
+    fn heap(&self) -> usize {
+        alloc_bytes(self.row.capacity())
+            + alloc_bytes(self.keys.capacity() * std::mem::size_of::<Option<Value>>())
+            + self.keys.iter().flatten().map(value_heap).sum::<usize>()
+    }
+}
+
 /// `sort`, optionally keeping only the first `limit` events.
 pub(crate) struct Sort {
     keys: Vec<(String, bool)>,
     limit: Option<usize>,
-    /// [`MAX_SORT_BYTES`] (smaller in unit tests).
-    max_bytes: usize,
+    /// What it holds, charged to the query's budget.
+    memory: Reservation,
     entries: Vec<Entry>,
-    bytes: usize,
+    /// The heap bytes of the entries ([`Entry::heap`]).
+    heap: usize,
+    /// Once the input ended: the sorted entries left to emit.
+    emitting: Option<std::vec::IntoIter<Entry>>,
     seq: u64,
     /// Per schema: the field (index, type) of each key.
     cache: Vec<(SchemaRef, Vec<Option<Source>>)>,
@@ -58,13 +75,15 @@ pub(crate) struct Sort {
 }
 
 impl Sort {
-    /// Sorts by `keys` (name, descending), keeping the first `limit` events if given.
-    pub fn new(keys: Vec<(String, bool)>, limit: Option<u64>) -> Sort {
+    /// Sorts by `keys` (name, descending), keeping the first `limit` events if given, and
+    /// charging what it holds to `memory`.
+    pub fn new(keys: Vec<(String, bool)>, limit: Option<u64>, memory: Reservation) -> Sort {
         Sort {
             limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            max_bytes: MAX_SORT_BYTES,
+            memory,
             entries: Vec::new(),
-            bytes: 0,
+            heap: 0,
+            emitting: None,
             seq: 0,
             cache: Vec::new(),
             cutoff: None,
@@ -140,6 +159,12 @@ impl Sort {
         a_seq.cmp(&b_seq)
     }
 
+    /// Charges what the entries take now: their heap and the vector's.
+    fn charge(&self) -> Result<(), QueryError> {
+        let vector = self.entries.capacity() * std::mem::size_of::<Entry>();
+        self.memory.resize(vector + self.heap)
+    }
+
     fn sort_entries(&mut self) {
         let desc = &self.desc;
         self.entries.sort_by(|a, b| Sort::order(desc, a, b));
@@ -150,7 +175,7 @@ impl Sort {
     fn cut(&mut self, limit: usize) {
         self.sort_entries();
         self.entries.truncate(limit);
-        self.bytes = self.entries.iter().map(|e| e.row.len()).sum();
+        self.heap = self.entries.iter().map(Entry::heap).sum();
         self.cutoff = self.entries.last().map(|e| (e.keys.clone(), e.seq));
     }
 }
@@ -183,30 +208,22 @@ impl Operator for Sort {
                     continue;
                 }
             }
-            self.bytes += row.len();
-            self.entries.push(Entry {
+            let entry = Entry {
                 keys,
                 seq,
                 schema: slice.schema().clone(),
                 row: row.to_vec(),
                 id: slice.id(i),
-            });
+            };
+            self.heap += entry.heap();
+            self.entries.push(entry);
             if let Some(limit) = self.limit {
                 if self.entries.len() >= cut_at(limit) {
                     self.cut(limit);
                 }
             }
             // With a limit too: `| head 100000000` would otherwise hold every event.
-            if self.bytes > self.max_bytes {
-                let fix = match self.limit {
-                    None => "add `| head N` after it to keep only the first N",
-                    Some(_) => "keep fewer with a smaller `head`",
-                };
-                return Err(QueryError::Limit(format!(
-                    "`sort` holds the events it keeps, at most {} MiB of them; {fix}, or narrow the query",
-                    self.max_bytes >> 20
-                )));
-            }
+            self.charge()?;
         }
         if let Some(publish) = self.publish.clone() {
             publish.set(self.cutoff());
@@ -215,12 +232,27 @@ impl Operator for Sort {
     }
 
     fn finish(&mut self, out: &mut Vec<Slice>) -> Result<bool, QueryError> {
-        self.sort_entries();
-        if let Some(limit) = self.limit {
-            self.entries.truncate(limit);
+        let emitting = match &mut self.emitting {
+            Some(e) => e,
+            None => {
+                self.sort_entries();
+                if let Some(limit) = self.limit {
+                    self.entries.truncate(limit);
+                }
+                // (The vector stays allocated, and charged, until all is emitted.)
+                self.emitting
+                    .insert(std::mem::take(&mut self.entries).into_iter())
+            }
+        };
+        let chunk: Vec<Entry> = emitting.by_ref().take(EMIT_ROWS).collect();
+        let more = emitting.len() > 0;
+        self.heap -= chunk.iter().map(Entry::heap).sum::<usize>();
+        emit_runs(chunk.into_iter().map(|e| (e.schema, e.row, e.id)), out);
+        if !more {
+            self.emitting = None;
+            self.memory.resize(0)?;
         }
-        emit_runs(self.entries.drain(..).map(|e| (e.schema, e.row, e.id)), out);
-        Ok(false)
+        Ok(more)
     }
 }
 
@@ -246,20 +278,27 @@ mod tests {
         s
     }
 
+    fn budget(bytes: u64) -> Reservation {
+        crate::query::memory::test_reservation(bytes, "sort x")
+    }
+
     #[test]
-    fn a_limit_larger_than_the_byte_bound_is_an_error_not_a_buffer() {
+    fn a_limit_larger_than_the_budget_is_an_error_not_a_buffer() {
         let mut out = Vec::new();
-        let mut bounded = Sort::new(vec![("x".into(), false)], Some(10));
-        bounded.max_bytes = 8192;
+        let key = || vec![("x".to_string(), false)];
+        let mut bounded = Sort::new(key(), Some(10), budget(256 << 10));
         bounded.push(slice(5000), &mut out).unwrap();
-        let mut huge = Sort::new(vec![("x".into(), false)], Some(1 << 40));
-        huge.max_bytes = 8192;
-        assert!(huge.push(slice(5000), &mut out).is_err());
-        let mut unlimited = Sort::new(vec![("x".into(), false)], None);
-        unlimited.max_bytes = 8192;
+        let mut huge = Sort::new(key(), Some(1 << 40), budget(256 << 10));
+        let e = huge
+            .push(slice(5000), &mut out)
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("`sort x` needs more than")));
+        let mut unlimited = Sort::new(key(), None, budget(256 << 10));
         assert!(unlimited.push(slice(5000), &mut out).is_err());
         bounded.finish(&mut out).unwrap();
         let ids: Vec<u64> = out.iter().flat_map(|s| s.ids().to_vec()).collect();
         assert_eq!(ids, (4990..5000).rev().collect::<Vec<u64>>());
+        assert_eq!(bounded.memory.size(), 0, "given back once emitted");
     }
 }

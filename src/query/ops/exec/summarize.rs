@@ -13,7 +13,9 @@
 //!
 //! Memory: per group its `by` values, one accumulator per aggregation (40 bytes, plus the
 //! distinct values of `distinct` and `count_distinct`), its first position and an index
-//! entry, at most [`MAX_GROUPS`] groups (more is an error); the output is made
+//! entry, all charged to the query's memory budget by the tables (`partitions.rs`): more
+//! is an error that names the `summarize` (and at most [`MAX_GROUPS`] groups, the most the
+//! tables can number); the output is made
 //! [`EMIT_GROUPS`] events at a time, each slice taken by the next operator before the next.
 //! Followed by `sort ... | head N` (and in `top`, `rare`), it emits only the `N` groups that
 //! `sort` keeps ([`first_groups`]): the others are never made events.
@@ -28,12 +30,14 @@ use super::super::slice::{Slice, Source};
 use super::super::syntax::AggSpec;
 use super::sort::{cut_at, Sort};
 use super::{Flow, Operator};
+use crate::query::memory::Reservation;
 use crate::query::QueryError;
 use crate::types::{Field, Schema, SchemaRef, Type};
 use crate::value::{RowEncoder, Value, ValueRef};
 
-/// The most groups a `summarize` holds.
-pub const MAX_GROUPS: usize = 1 << 24;
+/// The most groups a `summarize` holds: the most its tables can number (each numbers its
+/// groups with a `u32`). What they take is bounded by the query's memory budget well before.
+pub const MAX_GROUPS: usize = u32::MAX as usize;
 
 /// The most groups in one slice of a `summarize`'s output: the next operator takes each
 /// before the next is made, so that the output is never all in memory beside the groups.
@@ -89,6 +93,7 @@ impl Summarize {
         by: Vec<String>,
         resolution: Option<i64>,
         skip_unset: bool,
+        memory: Reservation,
     ) -> Summarize {
         let funcs = aggs.iter().map(|a| a.func).collect();
         Summarize {
@@ -97,6 +102,7 @@ impl Summarize {
                 funcs,
                 KeyHasher::new(),
                 MAX_GROUPS,
+                memory,
             )),
             by_ids: false,
             next_position: 0,
@@ -182,6 +188,7 @@ impl Summarize {
     }
 
     fn check_full(&self) -> Result<(), QueryError> {
+        self.groups.check()?;
         if self.groups.full() {
             return Err(too_many_groups());
         }
@@ -401,6 +408,7 @@ impl Operator for Summarize {
         if !more {
             // The groups' memory goes now, not with the chain.
             self.emitting = None;
+            self.groups.taken_dropped();
         }
         Ok(more)
     }
@@ -463,6 +471,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::query::memory::test_memory;
     use crate::query::ops::syntax::AggFunc;
 
     /// More groups than [`PARALLEL_GROUPS`], spread over every table, weighed on all cores:
@@ -470,7 +479,13 @@ mod tests {
     /// first event), listed in the order of their first events, whatever thread weighed them.
     #[test]
     fn the_first_groups_weighed_on_all_cores_are_those_of_one_sort() {
-        let parts = Partitions::new(1, vec![AggFunc::Count], KeyHasher::new(), usize::MAX);
+        let parts = Partitions::new(
+            1,
+            vec![AggFunc::Count],
+            KeyHasher::new(),
+            usize::MAX,
+            test_memory(),
+        );
         let values = 2 * PARALLEL_GROUPS as u64;
         // Batches of 1,000 values; value x counted x % 13 + 1 times: ties everywhere.
         for base in (0..values).step_by(1000) {

@@ -27,9 +27,14 @@ pub(crate) fn written(text: &str, scan: &Query, ops: &[OpSpec]) -> Result<Plan, 
                 keys: keys.iter().map(|(f, d)| (f.name.clone(), *d)).collect(),
                 limit: None,
                 top: false,
+                label: op.describe(),
             }),
             OpSpec::Head(n) => nodes.push(Node::Head(*n)),
-            OpSpec::Tail(n) => nodes.push(Node::Tail { n: *n, top: false }),
+            OpSpec::Tail(n) => nodes.push(Node::Tail {
+                n: *n,
+                top: false,
+                label: op.describe(),
+            }),
             OpSpec::Summarize {
                 aggs,
                 by,
@@ -42,6 +47,7 @@ pub(crate) fn written(text: &str, scan: &Query, ops: &[OpSpec]) -> Result<Plan, 
                 skip_unset: false,
                 partial: false,
                 feeds_top: None,
+                label: op.describe(),
             }),
             OpSpec::Top {
                 field,
@@ -64,12 +70,14 @@ pub(crate) fn written(text: &str, scan: &Query, ops: &[OpSpec]) -> Result<Plan, 
                     skip_unset: true,
                     partial: false,
                     feeds_top: None,
+                    label: op.describe(),
                 });
                 // Summarize names its output fields as written: sort by those names.
                 nodes.push(Node::Sort {
                     keys: vec![("count".into(), *descending), (field.name.clone(), false)],
                     limit: None,
                     top: false,
+                    label: op.describe(),
                 });
                 nodes.push(Node::Head(*limit));
             }

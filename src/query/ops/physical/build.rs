@@ -3,11 +3,16 @@
 use super::super::exec::{Head, Operator, Project, Sort, Stages, Summarize, Tail, Where};
 use super::super::partial::AggPlan;
 use super::{Node, Plan};
+use crate::query::memory::MemoryBudget;
 
 impl Plan {
     /// The operators of the plan, and the groups the scan's workers aggregate into when the
-    /// plan aggregates in the scan ([`super::ScanSpec::partial`]).
-    pub(crate) fn operators(&self) -> (Stages, Option<AggPlan>) {
+    /// plan aggregates in the scan ([`super::ScanSpec::partial`]). Each operator that holds
+    /// state charges it to `budget`.
+    pub(crate) fn operators(
+        &self,
+        budget: &std::sync::Arc<MemoryBudget>,
+    ) -> (Stages, Option<AggPlan>) {
         let mut ops: Vec<Box<dyn Operator>> = Vec::new();
         let mut aggregate = None;
         let cutoff = self.scan.top.as_ref().map(|t| t.cutoff.clone());
@@ -17,16 +22,21 @@ impl Plan {
                 Node::Project { fields, keep } => {
                     ops.push(Box::new(Project::new(fields.clone(), *keep)))
                 }
-                Node::Sort { keys, limit, top } => {
-                    let mut sort = Sort::new(keys.clone(), *limit);
+                Node::Sort {
+                    keys,
+                    limit,
+                    top,
+                    label,
+                } => {
+                    let mut sort = Sort::new(keys.clone(), *limit, budget.reserve(label.clone()));
                     if let (true, Some(c)) = (*top, &cutoff) {
                         sort.publish_to(c.clone());
                     }
                     ops.push(Box::new(sort));
                 }
                 Node::Head(n) => ops.push(Box::new(Head::new(*n))),
-                Node::Tail { n, top } => {
-                    let mut tail = Tail::new(*n);
+                Node::Tail { n, top, label } => {
+                    let mut tail = Tail::new(*n, budget.reserve(label.clone()));
                     if let (true, Some(c)) = (*top, &cutoff) {
                         tail.publish_to(c.clone());
                     }
@@ -40,9 +50,16 @@ impl Plan {
                     skip_unset,
                     partial,
                     feeds_top,
+                    label,
                 } => {
-                    let mut s =
-                        Summarize::new(name, aggs.clone(), by.clone(), *resolution, *skip_unset);
+                    let mut s = Summarize::new(
+                        name,
+                        aggs.clone(),
+                        by.clone(),
+                        *resolution,
+                        *skip_unset,
+                        budget.reserve(label.clone()),
+                    );
                     if let Some((keys, n)) = feeds_top {
                         s.feeds_first(keys.clone(), *n);
                     }

@@ -32,7 +32,9 @@ impl Node {
         match self {
             Node::Where(q) => format!("where {}", q.text()),
             Node::Project { fields, .. } => format!("{} {}", self.name(), fields.join(", ")),
-            Node::Sort { keys, limit, top } => {
+            Node::Sort {
+                keys, limit, top, ..
+            } => {
                 let mut s = format!("sort {}", keys_text(keys));
                 if let Some(n) = limit {
                     s.push_str(&format!(" [keeps {n}]"));
@@ -43,7 +45,7 @@ impl Node {
                 s
             }
             Node::Head(n) => format!("head {n}"),
-            Node::Tail { n, top } => {
+            Node::Tail { n, top, .. } => {
                 let fed = if *top {
                     " [fed by the scan's top-N, publishes its cut-off]"
                 } else {
@@ -83,11 +85,13 @@ impl Node {
         match self {
             Node::Where(q) => json!({"op": "where", "expr": q.text()}),
             Node::Project { fields, .. } => json!({"op": self.name(), "fields": fields}),
-            Node::Sort { keys, limit, top } => {
+            Node::Sort {
+                keys, limit, top, ..
+            } => {
                 json!({"op": "sort", "keys": keys_json(keys), "limit": limit, "top_n": top})
             }
             Node::Head(n) => json!({"op": "head", "n": n}),
-            Node::Tail { n, top } => json!({"op": "tail", "n": n, "top_n": top}),
+            Node::Tail { n, top, .. } => json!({"op": "tail", "n": n, "top_n": top}),
             Node::Summarize {
                 name,
                 aggs,

@@ -19,6 +19,8 @@ pub(crate) enum Node {
         /// Fed by the scan's top-N: batches come best first, ties go by event ID, and the
         /// operator publishes its cut-off.
         top: bool,
+        /// The operator as written, naming it in a memory-budget error (`OpSpec::describe`).
+        label: String,
     },
     /// `head N`.
     Head(u64),
@@ -27,6 +29,8 @@ pub(crate) enum Node {
         n: u64,
         /// Fed by the scan's top-N by `#id` (batches come largest IDs first).
         top: bool,
+        /// The operator as written, naming it in a memory-budget error (`OpSpec::describe`).
+        label: String,
     },
     /// `summarize` (and the aggregation of `top` and `rare`).
     Summarize {
@@ -42,6 +46,8 @@ pub(crate) enum Node {
         /// The next operator keeps only its first `N` events by these keys: only the groups
         /// that can be among them are made events.
         feeds_top: Option<(Vec<(String, bool)>, usize)>,
+        /// The operator as written, naming it in a memory-budget error (`OpSpec::describe`).
+        label: String,
     },
 }
 

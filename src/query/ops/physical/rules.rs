@@ -67,6 +67,7 @@ pub(crate) fn topn_into_aggregate(mut plan: Plan) -> Plan {
                 keys,
                 limit: Some(n),
                 top: false,
+                ..
             },
         ) = (&mut before[k - 1], &after[0])
         {
@@ -86,6 +87,7 @@ pub(crate) fn topn_into_scan(mut plan: Plan) -> Plan {
             keys,
             limit: Some(n),
             top,
+            ..
         }) => match keys.first() {
             Some((field, desc)) if !field.starts_with('#') => {
                 *top = true;
@@ -99,7 +101,7 @@ pub(crate) fn topn_into_scan(mut plan: Plan) -> Plan {
             }
             _ => None,
         },
-        Some(Node::Tail { n, top }) if *n > 0 => {
+        Some(Node::Tail { n, top, .. }) if *n > 0 => {
             *top = true;
             Some(TopN {
                 field: "#id".into(),
@@ -230,6 +232,7 @@ mod tests {
                     keys: vec![("ts".into(), false)],
                     limit: None,
                     top: false,
+                    label: "sort ts".into(),
                 },
                 Node::Head(4),
             ],
