@@ -612,6 +612,7 @@ impl Follower {
             done: false,
             raw: 0,
             header: String::new(),
+            sum: None,
         };
         match self.registry.get_mut(&fp) {
             Some(k) => {

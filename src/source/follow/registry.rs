@@ -173,6 +173,7 @@ mod tests {
             done: false,
             raw: 0,
             header: String::new(),
+            sum: None,
         }
     }
 
