@@ -95,7 +95,7 @@ use futures::StreamExt;
 use self::file::{Inflating, Read, Stat, Tracked};
 use self::registry::Registry;
 use super::decode::{BatchDecoder, SourceConfig, SourceShared};
-use super::identity::{distinguish, read_head, Head, Lookalike};
+use super::identity::{distinguish, extend_text, read_head, Head, Lookalike, LOOKALIKE_BYTES};
 use super::verify::Verifier;
 use super::{expand_pattern, Compression, Format, SourceError};
 use crate::batch::{Batch, BatchBuilder};
@@ -480,13 +480,16 @@ impl Follower {
                 return Ok(());
             }
         };
-        let head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
+        let mut head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
+        // A look-alike's fingerprint may be longer than the head read (see `identity`).
+        extend_text(&file, &mut head, self.registry.max_len() as usize)
+            .map_err(|e| io_error(&name, e))?;
         let compressed = head.compression != Compression::None;
         // A different file that starts as a live file of a known identity does (see
         // `identity::distinguish`) is read as a file of its own.
         let mut lookalike = None;
         let found = match self.registry.find(&head) {
-            Some(fp) => match self.lookalike(&head, key, fp) {
+            Some(fp) => match self.lookalike(&head, &file, key, fp) {
                 Lookalike::Same => Some(fp),
                 Lookalike::Undecided => return Ok(()),
                 Lookalike::Differs(own) => {
@@ -671,7 +674,7 @@ impl Follower {
     /// the same file, or a look-alike (see [`crate::source::identity::distinguish`]). A
     /// compressed file, one at the identity's own inode, or one beside a live file now
     /// shorter than what was read of it (truncated: this may be its copy) is the same file.
-    fn lookalike(&self, head: &Head, key: (u64, u64), fp: registry::Fp) -> Lookalike {
+    fn lookalike(&self, head: &Head, mine: &File, key: (u64, u64), fp: registry::Fp) -> Lookalike {
         if head.compression != Compression::None {
             return Lookalike::Same;
         }
@@ -700,8 +703,16 @@ impl Follower {
             .metadata()
             .is_ok_and(|m| (m.dev(), m.ino()) == other_key && m.len() >= read);
         match read_head(&file, self.config.compression) {
-            Ok(other) if same_inode && other.compression == Compression::None => {
-                distinguish(&head.text, &other.text, fp.0 as usize)
+            Ok(mut other) if same_inode && other.compression == Compression::None => {
+                // Compared beyond the fingerprint: files alike through their first 4 KiB may
+                // differ further on (see `identity`).
+                let mut head = head.clone();
+                let longer = extend_text(mine, &mut head, LOOKALIKE_BYTES)
+                    .and_then(|()| extend_text(&file, &mut other, LOOKALIKE_BYTES));
+                match longer {
+                    Ok(()) => distinguish(&head.text, &other.text, fp.0 as usize),
+                    Err(_) => Lookalike::Same,
+                }
             }
             _ => Lookalike::Same,
         }
