@@ -34,7 +34,7 @@
 //! skipped as imported whole before, never read on from the middle of a line). A checkpoint
 //! without a sum (written before sums, or of a compressed file) is trusted as before.
 //!
-//! The sums are computed as the checkpoints are made ([`PrefixSum`]): each position's
+//! The sums are computed as the checkpoints are made (`PrefixSum`): each position's
 //! bytes are read once more (from the page cache: they were just read) and added to a running
 //! CRC-32. A position that a batch cut moves between two rows of one read
 //! ([`crate::checkpoint::Mark::slice`]) within the same line start keeps its sum; a cut to
