@@ -527,3 +527,35 @@ fn a_file_rewritten_with_the_same_first_row_is_read_from_its_start() {
     got.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// A file imported by a batch import, then rewritten with the same start (the same header
+/// and first row, other rows after them) before it is followed: the follower sees that its
+/// bytes before the imported position are not those imported (the checkpoint's sum) and
+/// reads it from its start with a warning, rather than on from the old position, in the
+/// middle of a line.
+#[test]
+fn a_file_rewritten_after_a_batch_import_is_followed_from_its_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = tmp.path().join("db");
+    let a = logs.join("f0.log");
+    append(&a, &(log_header("f0") + &rows(0, 0..50)));
+    import(&db, &a);
+    std::fs::write(&a, log_header("f0") + &rows(0, 0..1) + &rows(0, 1000..1120)).unwrap();
+    let pattern = format!("{}/*.log", s(&logs));
+    let mut child = follow(&db, &[&pattern], &[]);
+    wait_running(&db, 50 + 121, &mut child);
+    std::thread::sleep(Duration::from_millis(500));
+    let err = stop(child);
+    assert!(
+        err.contains(&format!("{}: rewritten since it was read", s(&a)))
+            && err.contains("read again from its start"),
+        "{err}"
+    );
+    let mut want: Vec<u64> = (0..50).chain(0..1).chain(1000..1120).collect();
+    want.sort_unstable();
+    let mut got = streams(&db).remove("f0").unwrap();
+    got.sort_unstable();
+    assert_eq!(got, want);
+}

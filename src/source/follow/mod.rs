@@ -16,7 +16,11 @@
 //!   file's further on (a look-alike: the same header and first rows) is another file, read
 //!   from its start with a note under a longer fingerprint
 //!   ([`crate::source::identity::distinguish`]); one that does not differ yet is looked at
-//!   again at the next scan.
+//!   again at the next scan. A plain file found at a checkpoint that holds a sum of the bytes
+//!   before its position ([`FileCheckpoint::sum`]: a batch import records one) is read on
+//!   from there only if its bytes still have that sum; otherwise it was rewritten with the
+//!   same start while not followed, and is read from its start with a warning. (The follower
+//!   records no sums itself yet: its own checkpoints are trusted as before.)
 //! - **Lines** are taken only when complete: the bytes after the last newline wait for the
 //!   rest. Each file has its own decoder (its own Zeek header state) and its batches
 //!   interleave with those of the other files into one stream. A line longer than the
@@ -96,6 +100,7 @@ use self::file::{Inflating, Read, Stat, Tracked};
 use self::registry::Registry;
 use super::decode::{BatchDecoder, SourceConfig, SourceShared};
 use super::identity::{distinguish, extend_text, read_head, Head, Lookalike, LOOKALIKE_BYTES};
+use super::resume::PrefixSum;
 use super::verify::Verifier;
 use super::{expand_pattern, Compression, Format, SourceError};
 use crate::batch::{Batch, BatchBuilder};
@@ -534,31 +539,41 @@ impl Follower {
                     )
                 } else {
                     let cp = &known.cp;
-                    let grew = if !cp.done {
-                        true
-                    } else if compressed {
-                        // Read before through its last member: on only if members came.
-                        cp.raw == 0 || stat.size > cp.raw
-                    } else {
-                        stat.size > cp.pos.offset
-                    };
-                    if !grew {
-                        self.idle.insert(key, stat);
-                        return Ok(());
-                    }
-                    if cp.path != name {
-                        tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
-                    }
-                    if !compressed && self.truncated.get(&key) == Some(&fp) {
-                        // Seen shorter than its position, in the same inode: rewritten from
-                        // its start with the same first lines, not the file read before.
-                        self.truncated.remove(&key);
+                    if !compressed && !sum_holds(&file, cp).map_err(|e| io_error(&name, e))? {
+                        // Rewritten since it was read, with the same start: not the file of
+                        // that position (see `FileCheckpoint::sum`).
                         self.warn(format!(
-                            "{name}: truncated, then written again with the same first lines as before; read again from its start"
+                            "{name}: rewritten since it was read (its bytes before byte {}, where reading ended, are not those read); read again from its start",
+                            cp.pos.offset
                         ));
                         (fp, None)
                     } else {
-                        (fp, Some(cp.pos))
+                        let grew = if !cp.done {
+                            true
+                        } else if compressed {
+                            // Read before through its last member: on only if members came.
+                            cp.raw == 0 || stat.size > cp.raw
+                        } else {
+                            stat.size > cp.pos.offset
+                        };
+                        if !grew {
+                            self.idle.insert(key, stat);
+                            return Ok(());
+                        }
+                        if cp.path != name {
+                            tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
+                        }
+                        if !compressed && self.truncated.get(&key) == Some(&fp) {
+                            // Seen shorter than its position, in the same inode: rewritten from
+                            // its start with the same first lines, not the file read before.
+                            self.truncated.remove(&key);
+                            self.warn(format!(
+                            "{name}: truncated, then written again with the same first lines as before; read again from its start"
+                        ));
+                            (fp, None)
+                        } else {
+                            (fp, Some(cp.pos))
+                        }
                     }
                 }
             }
@@ -1469,6 +1484,16 @@ fn unseen_pattern(path: &Path, same_dir: bool) -> String {
 }
 
 /// A batch without rows that only moves `cp`'s file to its position.
+/// Whether a plain file's bytes before `cp`'s position are those its checkpoint was taken
+/// of: its sum, when it has one (see [`FileCheckpoint::sum`]), is that of the file now.
+fn sum_holds(file: &File, cp: &FileCheckpoint) -> io::Result<bool> {
+    let Some(want) = cp.sum.filter(|_| cp.pos.offset > 0) else {
+        return Ok(true);
+    };
+    let mut sum = PrefixSum::new(std::sync::Arc::new(file.try_clone()?), 0, 0);
+    Ok(sum.at(cp.pos.offset)? == Some(want))
+}
+
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
     b.push_mark(Mark {
