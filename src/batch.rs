@@ -1072,6 +1072,7 @@ mod tests {
                 done: false,
                 raw: 0,
                 header: String::new(),
+                sum: None,
             },
         };
         let mut a = batch(&[1, 2]);

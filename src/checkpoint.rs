@@ -117,6 +117,16 @@ pub struct FileCheckpoint {
     /// before it was recorded.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub header: String,
+    /// CRC-32 of the file's text before `pos.offset` (its bytes as stored for a plain file,
+    /// NUL bytes of holes included), so that a resume notices a file rewritten with the same
+    /// start ([`FileId`]'s fingerprint) but other lines before the position, and reads it
+    /// again whole rather than on from the middle of a line (see
+    /// [`crate::source::resume`] and [`crate::source::follow`]). `None` when not known: in
+    /// checkpoints written before it was recorded, and for compressed files (finished files
+    /// that are not rewritten in place; their `raw` length tells that they grew); a
+    /// checkpoint without it is trusted as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sum: Option<u32>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -206,6 +216,10 @@ impl Mark {
                 let mut end = m.end.clone();
                 end.pos = s.plus_rows((b - m.row_start) as u64);
                 end.done = false;
+                if end.pos.offset != m.end.pos.offset {
+                    // The sum is that of the text before the read's end.
+                    end.sum = None;
+                }
                 out.push(Mark {
                     row_start: from - a,
                     row_end: b - a,
@@ -294,6 +308,7 @@ mod tests {
             done: false,
             raw: 0,
             header: String::new(),
+            sum: None,
         }
     }
 

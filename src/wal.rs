@@ -15,7 +15,7 @@
 //! # Format
 //!
 //! ```text
-//! header (20 bytes):  magic "WEIRWAL2" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
+//! header (20 bytes):  magic "WEIRWAL3" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
 //! record:             payload_len u32 LE | CRC-32 of payload u32 LE | payload
 //! payload:            first_id u64 | rows u32 | flags u8 | ts_min i64 | ts_max i64
 //!                     | schema name (u32 length + UTF-8) | field count u32
@@ -27,6 +27,7 @@
 //!                                          | flags bit 4 set: raw u64 (compressed length)
 //!                                          | path (u32 length + UTF-8)
 //!                                          | count bit 31 set: header (u32 length + UTF-8)
+//!                                          | count bit 30 set: sum present u8 (0 or 1) | sum u32
 //!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
 //!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
 //!                       and with bit 2:    codec u8 | stored_len u32 | raw_size u32
@@ -59,6 +60,15 @@
 //! before) is read as before, and its header is rewritten to version 2 when a writer opens
 //! it to append ([`Wal::open_append`]), so that a weir of version 1 refuses the whole log
 //! instead of cutting a last record it cannot read as a torn tail.
+//!
+//! Bit 30 of the checkpoint count (since a checkpoint records a checksum of its file's text
+//! before its position, [`crate::checkpoint::FileCheckpoint::sum`], so that a resume notices
+//! a file rewritten with the same start): each checkpoint ends, after its header, with a
+//! byte saying whether it has a sum (1) or not (0) and the sum (0 when it has none); written
+//! with every non-empty list, in records and segments' checkpoints alike. A count without it
+//! (written before) reads without sums. Logs that may hold such records are of version 3
+//! (magic "WEIRWAL3"); logs of versions 1 and 2 read as before and are upgraded to version 3
+//! in place when a writer opens them to append, as version 1 was to version 2.
 //!
 //! With bit 1, the rows are the `data_len` bytes that start `from_end` bytes before the end of
 //! the segment's file: `segments/.<uuid>.seg.tmp` while it is built, `segments/<uuid>.seg` once
@@ -172,9 +182,13 @@ const FLAG_MARKS: u8 = 8;
 const FLAG_RAW: u8 = 16;
 const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS | FLAG_RAW;
 
-/// The magic bytes at the start of every WAL file weir writes: version 2, whose records may
-/// hold checkpoint counts with bit 31 (headers of followed files).
-pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL2";
+/// The magic bytes at the start of every WAL file weir writes: version 3, whose records may
+/// hold checkpoint counts with bits 31 (headers of followed files) and 30 (sums of the text
+/// before each position).
+pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL3";
+/// The magic bytes of a WAL of version 2 (before bit 30 of the checkpoint count): still read,
+/// and upgraded to [`WAL_MAGIC`] in place before anything is appended to it.
+pub const WAL_MAGIC_V2: [u8; 8] = *b"WEIRWAL2";
 /// The magic bytes of a WAL of version 1 (before bit 31 of the checkpoint count): still read,
 /// and upgraded to [`WAL_MAGIC`] in place before anything is appended to it.
 pub const WAL_MAGIC_V1: [u8; 8] = *b"WEIRWAL1";
@@ -338,15 +352,15 @@ impl Wal {
                     .map_err(|e| WalError::io("fsync", path, e))?;
             }
         }
-        // A log of version 1 becomes one of version 2 before a record of version 2 joins it:
-        // a weir of version 1 then refuses it as a whole rather than take a new record for a
+        // A log of version 1 or 2 becomes one of version 3 before a record of version 3 joins
+        // it: an older weir then refuses it as a whole rather than take a new record for a
         // torn tail. The header is one write of 20 bytes within the first sector; a torn one
         // fails its checksum, and `weir verify --repair` reads the records around it.
         let mut magic = [0u8; 8];
         if good_len >= WAL_HEADER_LEN {
             fs::read_exact_at(&file, &mut magic, 0).map_err(|e| WalError::io("read", path, e))?;
         }
-        if magic == WAL_MAGIC_V1 {
+        if magic == WAL_MAGIC_V1 || magic == WAL_MAGIC_V2 {
             fault::hit(Op::Write)
                 .and_then(|()| fs::write_all_at(&file, &header_bytes(base_id), 0))
                 .map_err(|e| WalError::io("write", path, e))?;
@@ -548,11 +562,11 @@ fn encode_payload_head(batch: &Batch, extra_flags: u8, out: &mut Vec<u8>) {
 /// and 4 in the module docs, `raw` included). Segments of format 8 store their checkpoints
 /// the same way ([`crate::segment`]).
 fn put_checkpoints(out: &mut Vec<u8>, list: &[FileCheckpoint]) {
-    // An empty list is encoded as before (no checkpoint to hold a header).
+    // An empty list is encoded as before (no checkpoint to hold a header or a sum).
     let flag = if list.is_empty() {
         0
     } else {
-        CHECKPOINT_HEADERS
+        CHECKPOINT_HEADERS | CHECKPOINT_SUMS
     };
     out.extend_from_slice(&(list.len() as u32 | flag).to_le_bytes());
     for m in list {
@@ -566,12 +580,17 @@ fn put_checkpoints(out: &mut Vec<u8>, list: &[FileCheckpoint]) {
         out.extend_from_slice(&m.raw.to_le_bytes());
         put_str(out, &m.path);
         put_str(out, &m.header);
+        out.push(m.sum.is_some() as u8);
+        out.extend_from_slice(&m.sum.unwrap_or(0).to_le_bytes());
     }
 }
 
 /// Set in the count of an encoding of checkpoints whose each checkpoint ends with its header
 /// (see the module docs).
 const CHECKPOINT_HEADERS: u32 = 1 << 31;
+/// Set in the count of an encoding of checkpoints whose each checkpoint ends with its sum
+/// (see the module docs).
+const CHECKPOINT_SUMS: u32 = 1 << 30;
 
 /// The encoding of `list` as a record with flag bits 3 and 4 holds it (see the module docs).
 pub fn encode_checkpoints(list: &[FileCheckpoint]) -> Vec<u8> {
@@ -582,7 +601,7 @@ pub fn encode_checkpoints(list: &[FileCheckpoint]) -> Vec<u8> {
 
 /// The encoded length of one checkpoint (see [`encode_checkpoints`]).
 pub fn checkpoint_len(c: &FileCheckpoint) -> usize {
-    8 + 8 + 4 + 4 + 8 + 8 + 1 + 8 + 4 + c.path.len() + 4 + c.header.len()
+    8 + 8 + 4 + 4 + 8 + 8 + 1 + 8 + 4 + c.path.len() + 4 + c.header.len() + 1 + 4
 }
 
 /// Decodes what [`encode_checkpoints`] wrote; every byte must be used.
@@ -609,7 +628,8 @@ fn decode_marks(
 ) -> std::result::Result<Vec<Mark>, String> {
     let count = c.u32()?;
     let headers = count & CHECKPOINT_HEADERS != 0;
-    let n = (count & !CHECKPOINT_HEADERS) as usize;
+    let sums = count & CHECKPOINT_SUMS != 0;
+    let n = (count & !(CHECKPOINT_HEADERS | CHECKPOINT_SUMS)) as usize;
     if n > c.buf.len() {
         return Err(format!("{n} checkpoints cannot fit in the record"));
     }
@@ -637,6 +657,15 @@ fn decode_marks(
         } else {
             String::new()
         };
+        let sum = match (sums, if sums { c.u8()? } else { 0 }) {
+            (false, _) => None,
+            (true, 0) => {
+                c.u32()?;
+                None
+            }
+            (true, 1) => Some(c.u32()?),
+            (true, d) => return Err(format!("checkpoint sum flag {d}")),
+        };
         out.push(Mark {
             row_start: rows,
             row_end: rows,
@@ -648,6 +677,7 @@ fn decode_marks(
                 done,
                 raw,
                 header,
+                sum,
             },
         });
     }
@@ -929,7 +959,7 @@ impl WalReader {
             .read_exact(&mut h)
             .map_err(|e| WalError::io("read", path, e))?;
         let magic = match h[..8].try_into() {
-            Ok(m) if m == WAL_MAGIC || m == WAL_MAGIC_V1 => m,
+            Ok(m) if m == WAL_MAGIC || m == WAL_MAGIC_V2 || m == WAL_MAGIC_V1 => m,
             _ => return Err(corrupt("not a weir write-ahead log (bad magic)".into())),
         };
         if header_bytes_of(
@@ -1323,6 +1353,7 @@ mod tests {
             done,
             raw: if done { offset / 3 } else { 0 },
             header: String::new(),
+            sum: None,
         }
     }
 
@@ -1357,12 +1388,14 @@ mod tests {
         assert_ne!(record("wrong", Some(0)), given);
     }
 
-    /// A checkpoint's header is encoded with it; an encoding from before headers were recorded
-    /// (no bit 31 in the count) reads with empty headers.
+    /// A checkpoint's header and sum are encoded with it; an encoding from before headers were
+    /// recorded (no bit 31 in the count) reads with empty headers, one from before sums (no
+    /// bit 30) without sums.
     #[test]
     fn checkpoint_headers_round_trip_and_old_encodings_read() {
         let mut a = checkpoint(1, 10, false);
         a.header = "#separator \\x09\n#fields\tts\n#types\ttime\n".to_string();
+        a.sum = Some(0);
         let b = checkpoint(2, 20, true);
         let list = vec![a.clone(), b.clone()];
         let bytes = encode_checkpoints(&list);
@@ -1381,57 +1414,71 @@ mod tests {
         old.push(1);
         old.extend_from_slice(&(20u64 / 3).to_le_bytes());
         put_str(&mut old, "/logs/f2.log");
-        assert_eq!(decode_checkpoints(&old), Ok(vec![b]));
+        assert_eq!(decode_checkpoints(&old), Ok(vec![b.clone()]));
+        // The encoding of WAL version 2: bit 31, headers, no sums.
+        let mut v2 = (1u32 | CHECKPOINT_HEADERS).to_le_bytes().to_vec();
+        v2.extend_from_slice(&old[4..]);
+        put_str(&mut v2, "#fields\tts\n");
+        let mut with_header = b.clone();
+        with_header.header = "#fields\tts\n".to_string();
+        assert_eq!(decode_checkpoints(&v2), Ok(vec![with_header]));
+        // A sum flag other than 0 or 1 is damage.
+        let mut bad = encode_checkpoints(&[b]);
+        let flag = bad.len() - 5;
+        bad[flag] = 2;
+        assert!(decode_checkpoints(&bad).is_err());
     }
 
     /// Checkpoints are written in the record of their rows (the last one per file), read
     /// back with it, and a record of checkpoints alone is read by replay (`next_entry`) but
     /// holds no event for readers (`next_record`).
-    /// A log of version 1 reads as before, and becomes version 2 when a writer opens it to
-    /// append: its records and the new ones all read back.
+    /// A log of version 1 or 2 reads as before, and becomes version 3 when a writer opens it
+    /// to append: its records and the new ones all read back.
     #[test]
-    fn a_version_1_log_reads_and_is_upgraded_before_an_append() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("wal");
-        let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
-        let batch = |id: u64, v: &[u8]| {
-            let mut b = BatchBuilder::new(schema.clone());
-            b.begin_row().bytes(v);
-            b.finish_row(None);
-            let mut b = b.finish();
-            b.set_id(id);
-            b
-        };
-        let mut wal = Wal::create(&path, 5, SyncPolicy::Batch).expect("create");
-        wal.append(&batch(5, b"old")).expect("append");
-        wal.sync().expect("sync");
-        drop(wal);
-        let mut bytes = std::fs::read(&path).expect("read");
-        assert_eq!(&bytes[..8], b"WEIRWAL2");
-        bytes[..20].copy_from_slice(&header_bytes_of(WAL_MAGIC_V1, 5));
-        std::fs::write(&path, &bytes).expect("write");
-        let rows = |path: &Path| {
-            let mut r = WalReader::open(path).expect("open");
-            let mut ids = Vec::new();
-            while let Some((_, b)) = r.next_record().expect("record") {
-                ids.push(b.id());
-            }
-            ids
-        };
-        assert_eq!(rows(&path), [5]);
-        let len = bytes.len() as u64;
-        let mut wal = Wal::open_append(&path, 5, len, SyncPolicy::Batch).expect("open_append");
-        wal.append(&batch(6, b"new")).expect("append");
-        wal.sync().expect("sync");
-        drop(wal);
-        let bytes = std::fs::read(&path).expect("read");
-        assert_eq!(&bytes[..20], &header_bytes(5));
-        assert_eq!(rows(&path), [5, 6]);
-        // Anything else is not a log.
-        let mut bad = bytes.clone();
-        bad[..20].copy_from_slice(&header_bytes_of(*b"WEIRWAL3", 5));
-        std::fs::write(&path, &bad).expect("write");
-        assert!(WalReader::open(&path).is_err());
+    fn logs_of_versions_1_and_2_read_and_are_upgraded_before_an_append() {
+        for old in [WAL_MAGIC_V1, WAL_MAGIC_V2] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("wal");
+            let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
+            let batch = |id: u64, v: &[u8]| {
+                let mut b = BatchBuilder::new(schema.clone());
+                b.begin_row().bytes(v);
+                b.finish_row(None);
+                let mut b = b.finish();
+                b.set_id(id);
+                b
+            };
+            let mut wal = Wal::create(&path, 5, SyncPolicy::Batch).expect("create");
+            wal.append(&batch(5, b"old")).expect("append");
+            wal.sync().expect("sync");
+            drop(wal);
+            let mut bytes = std::fs::read(&path).expect("read");
+            assert_eq!(&bytes[..8], b"WEIRWAL3");
+            bytes[..20].copy_from_slice(&header_bytes_of(old, 5));
+            std::fs::write(&path, &bytes).expect("write");
+            let rows = |path: &Path| {
+                let mut r = WalReader::open(path).expect("open");
+                let mut ids = Vec::new();
+                while let Some((_, b)) = r.next_record().expect("record") {
+                    ids.push(b.id());
+                }
+                ids
+            };
+            assert_eq!(rows(&path), [5]);
+            let len = bytes.len() as u64;
+            let mut wal = Wal::open_append(&path, 5, len, SyncPolicy::Batch).expect("open_append");
+            wal.append(&batch(6, b"new")).expect("append");
+            wal.sync().expect("sync");
+            drop(wal);
+            let bytes = std::fs::read(&path).expect("read");
+            assert_eq!(&bytes[..20], &header_bytes(5));
+            assert_eq!(rows(&path), [5, 6]);
+            // Anything else is not a log.
+            let mut bad = bytes.clone();
+            bad[..20].copy_from_slice(&header_bytes_of(*b"WEIRWAL4", 5));
+            std::fs::write(&path, &bad).expect("write");
+            assert!(WalReader::open(&path).is_err());
+        }
     }
 
     #[test]

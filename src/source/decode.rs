@@ -134,6 +134,12 @@ async fn decode_input(
             }
             _ => Plan::Untracked,
         };
+        if let Plan::Read(file) = &tracked {
+            if let Some(w) = &file.warning {
+                tracing::warn!(input = %name, "{w}");
+                warn(&shared, w.clone());
+            }
+        }
         let (size, reader, mut marker) = match tracked {
             Plan::Skip(line) => {
                 tracing::info!(input = %name, "{line}");

@@ -29,8 +29,13 @@
 //!   checkpoint's path and inode) but differs from that file's head further on (two sensors'
 //!   logs with the same header and first rows), is another file: its fingerprint is taken
 //!   through its first line that differs ([`distinguish`]), longer than the other's, so it
-//!   is read from its start and found again by that identity after a restart. Files alike
-//!   through the first [`FileId::FINGERPRINT_BYTES`] bytes are taken for one file.
+//!   is read from its start and found again by that identity after a restart. The heads
+//!   compared go beyond the fingerprint's bytes, up to [`LOOKALIKE_BYTES`]: two files alike
+//!   through their first 4 KiB (a header and dozens of identical rows) that differ further
+//!   on are two files too, the look-alike's fingerprint then longer than
+//!   [`FileId::FINGERPRINT_BYTES`] (a follower whose registry holds such a fingerprint reads
+//!   as much of a file's head to find it, see [`extend_text`]). Files alike through the first
+//!   [`LOOKALIKE_BYTES`] bytes are taken for one file.
 //!
 //! - **A hole is not content.** A plain file that starts with NUL bytes (a writer without
 //!   `O_APPEND` writes on at its old offset after copy-and-truncate, leaving a hole before
@@ -140,6 +145,22 @@ impl Head {
     }
 }
 
+/// How far the heads of a file and of a live file whose fingerprint it reproduces are compared
+/// to tell a look-alike from a copy (see the module docs and [`distinguish`]): the longest
+/// fingerprint a look-alike gets.
+pub const LOOKALIKE_BYTES: usize = 1 << 20;
+
+/// Reads `head`'s text of a plain file on to `len` bytes (fewer at the file's end), so that
+/// fingerprints longer than [`FileId::FINGERPRINT_BYTES`] (look-alikes', see the module docs)
+/// can be matched and heads compared beyond it. A compressed file's text stays as it is.
+pub fn extend_text(file: &File, head: &mut Head, len: usize) -> io::Result<()> {
+    let cap = FileId::FINGERPRINT_BYTES as usize;
+    if head.compression == Compression::None && head.text.len() >= cap && len > head.text.len() {
+        head.text = read_at_most(file, head.hole, len)?;
+    }
+    Ok(())
+}
+
 /// What a file whose head reproduces another live file's fingerprint is to that file (see
 /// [`distinguish`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,12 +177,13 @@ pub enum Lookalike {
 /// Tells a file (`mine`, its first text bytes) from another live file of the same
 /// fingerprint (`other`, the first `fp_len` bytes of both reproduce it): a *look-alike*, two
 /// logs with the same header and first rows (two sensors, two directories), differs from
-/// the other within the fingerprint's [`FileId::FINGERPRINT_BYTES`]; its identity is then the
+/// the other within the bytes compared (up to [`LOOKALIKE_BYTES`]); its identity is then the
 /// longer fingerprint through its first differing line, which the other does not reproduce
 /// (the registry takes the longest fingerprint a file reproduces), so each keeps its own
-/// position, across restarts too. Files alike through all the bytes compared are one file.
+/// position, across restarts too. Files alike through all the bytes compared (at most
+/// [`LOOKALIKE_BYTES`]) are one file.
 pub fn distinguish(mine: &[u8], other: &[u8], fp_len: usize) -> Lookalike {
-    let cap = FileId::FINGERPRINT_BYTES as usize;
+    let cap = LOOKALIKE_BYTES;
     let Some(d) = mine.iter().zip(other).position(|(a, b)| a != b) else {
         return Lookalike::Same;
     };
@@ -349,6 +371,22 @@ mod tests {
             unreachable!()
         };
         assert!(head(&b).matches(&id(long)) && !head(&a).matches(&id(long)));
+        // Alike through more than the fingerprint's bytes: told apart further on, with a
+        // fingerprint longer than them.
+        let mut long = HEADER.to_vec();
+        while long.len() < FileId::FINGERPRINT_BYTES as usize + 900 {
+            long.extend_from_slice(b"1.0\tC1\n");
+        }
+        let (mut x, mut y) = (long.clone(), long.clone());
+        x.extend_from_slice(b"2.0\tX\n");
+        y.extend_from_slice(b"2.0\tY\n");
+        match distinguish(&y, &x, fp) {
+            Lookalike::Differs((n, crc)) => {
+                assert_eq!(n as usize, y.len());
+                assert_eq!(crc, crc32fast::hash(&y));
+            }
+            other => panic!("{other:?}"),
+        }
         // Different within the fingerprint: not this identity any more.
         let mut c = HEADER.to_vec();
         c.extend_from_slice(b"9.0\tC9\n2.0\tC2\n");

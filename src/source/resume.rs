@@ -21,6 +21,26 @@
 //! - with `again` (`weir import --again`) the checkpoints are ignored and the file is read
 //!   whole.
 //!
+//! # A file rewritten since
+//!
+//! The fingerprint covers a file's first lines only: a file rewritten with the same start
+//! (truncated and written again, or replaced by another run's log with the same header and
+//! first row) matches the checkpoint of the file imported before. So the checkpoint of a
+//! plain file also holds the CRC-32 of its bytes before its position
+//! ([`FileCheckpoint::sum`]). When a plain file matches a checkpoint with a sum, the sum of
+//! the file's bytes before that position is computed again (one read of them, only for files
+//! whose checkpoint matched); when it differs, or the file ends before the position, the
+//! file is not the one imported: a warning names it and it is imported again whole (never
+//! skipped as imported whole before, never read on from the middle of a line). A checkpoint
+//! without a sum (written before sums, or of a compressed file) is trusted as before.
+//!
+//! The sums are computed as the checkpoints are made (`PrefixSum`): each position's
+//! bytes are read once more (from the page cache: they were just read) and added to a running
+//! CRC-32. A position that a batch cut moves between two rows of one read
+//! ([`crate::checkpoint::Mark::slice`]) within the same line start keeps its sum; a cut to
+//! another line start has none (it is trusted as before, and the next checkpoint of the file
+//! has one again).
+//!
 //! Within one import, every input given is read (a file given twice under two names is read
 //! twice, as before). Inputs that are not regular files (stdin, pipes), files without a fingerprint yet (no
 //! complete data line) and inputs in a binary format carry no checkpoints.
@@ -128,6 +148,11 @@ pub(crate) struct TrackedFile {
     pub compression: Compression,
     /// Zeek JSON lines (no header lines to keep in the prelude).
     pub json: bool,
+    /// The file opened, for the sums of its checkpoints (a plain file; `None` otherwise), with
+    /// the CRC-32 of its bytes before `from.offset`.
+    pub sum: Option<(Arc<File>, u32)>,
+    /// A warning to give before reading it (it was rewritten since it was imported).
+    pub warning: Option<String>,
 }
 
 /// Decides how `path` is read (see the module docs). `format` and `compression` are the
@@ -163,6 +188,8 @@ pub(crate) fn plan(
         Format::Auto => head.text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'),
         _ => false,
     };
+    let plain = head.compression == Compression::None;
+    let file = Arc::new(file);
     let mut tracked = TrackedFile {
         id: FileId {
             dev: meta.dev(),
@@ -175,11 +202,29 @@ pub(crate) fn plan(
         len: meta.len(),
         compression: head.compression,
         json,
+        sum: plain.then(|| (file.clone(), 0)),
+        warning: None,
     };
     let best = checkpoints
         .iter()
         .filter(|c| !resume.again && head.matches(&c.id))
         .max_by_key(|c| (c.id.fp_len, c.pos));
+    if let Some(c) = best {
+        if let (Some(want), true) = (c.sum, plain) {
+            let mut sum = PrefixSum::new(file.clone(), 0, 0);
+            let got = sum.at(c.pos.offset)?;
+            if got != Some(want) {
+                // The checkpoint's identity, so that its entry moves back to the start.
+                tracked.id = c.id;
+                tracked.warning = Some(format!(
+                    "{name}: rewritten since it was imported (its bytes before byte {}, where the import ended, are not those imported); imported again whole",
+                    c.pos.offset
+                ));
+                return Ok(Plan::Read(tracked));
+            }
+            tracked.sum = Some((file.clone(), want));
+        }
+    }
     if let Some(c) = best.filter(|c| c.done) {
         let grew = match head.compression {
             Compression::None => meta.len() > c.pos.offset,
@@ -200,6 +245,11 @@ pub(crate) fn plan(
         // The checkpoint's identity, so that its entry moves on rather than a second one.
         tracked.id = c.id;
         tracked.from = c.pos;
+        if plain && c.sum.is_none() && c.pos.offset > 0 {
+            // A checkpoint from before sums: the next ones get them.
+            let base = PrefixSum::new(file.clone(), 0, 0).at(c.pos.offset)?;
+            tracked.sum = base.map(|crc| (file.clone(), crc));
+        }
     }
     Ok(Plan::Read(tracked))
 }
@@ -267,10 +317,55 @@ pub(crate) fn plain_prelude(file: &File, offset: u64, headers: bool) -> io::Resu
     Ok(prelude.finish())
 }
 
+/// The CRC-32 of a plain file's bytes before a position that only moves forward: the sums
+/// of a file's checkpoints ([`FileCheckpoint::sum`]), each read on from the one before.
+pub(crate) struct PrefixSum {
+    file: Arc<File>,
+    /// Bytes summed so far.
+    at: u64,
+    hasher: crc32fast::Hasher,
+    /// The file ended before a position asked for: no sum from then on.
+    short: bool,
+}
+
+impl PrefixSum {
+    /// The sums of `file`, whose bytes before `at` have the CRC-32 `crc`.
+    pub fn new(file: Arc<File>, at: u64, crc: u32) -> PrefixSum {
+        PrefixSum {
+            file,
+            at,
+            hasher: crc32fast::Hasher::new_with_initial_len(crc, at),
+            short: false,
+        }
+    }
+
+    /// The CRC-32 of the bytes before `offset`; `None` if the file ends before it, or for an
+    /// offset before one asked for already.
+    pub fn at(&mut self, offset: u64) -> io::Result<Option<u32>> {
+        if self.short || offset < self.at {
+            return Ok(None);
+        }
+        let mut buf = vec![0u8; (offset - self.at).min(super::CHUNK_SIZE as u64) as usize];
+        while self.at < offset {
+            let want = usize::try_from(offset - self.at).map_or(buf.len(), |n| n.min(buf.len()));
+            let n = read_full(&self.file, self.at, &mut buf[..want])?;
+            if n == 0 {
+                self.short = true;
+                return Ok(None);
+            }
+            self.hasher.update(&buf[..n]);
+            self.at += n as u64;
+        }
+        Ok(Some(self.hasher.clone().finalize()))
+    }
+}
+
 /// Marks the batches decoded from a tracked file: drops the rows already in the archive and
 /// holds back the last batch, so that the end of the file can mark it done.
 pub(crate) struct Marker {
     file: TrackedFile,
+    /// The sums of its checkpoints (a plain file).
+    sum: Option<PrefixSum>,
     /// Length of the prelude: text offsets up to it are the file's `from.offset`.
     prelude: u64,
     /// Rows still to drop.
@@ -282,8 +377,13 @@ impl Marker {
     /// Marks for `file`, whose decoder's text starts with a prelude of `prelude` bytes.
     pub fn new(file: TrackedFile, prelude: u64) -> Marker {
         let skip = file.from.skip;
+        let sum = file
+            .sum
+            .as_ref()
+            .map(|(f, crc)| PrefixSum::new(f.clone(), file.from.offset, *crc));
         Marker {
             file,
+            sum,
             prelude,
             skip,
             held: None,
@@ -295,8 +395,13 @@ impl Marker {
         self.file.from.offset + at.saturating_sub(self.prelude)
     }
 
-    fn checkpoint(&self, pos: Position, done: bool) -> FileCheckpoint {
+    fn checkpoint(&mut self, pos: Position, done: bool) -> FileCheckpoint {
         let compressed = self.file.compression != Compression::None;
+        // A sum that cannot be read is left out: the checkpoint is trusted as before.
+        let sum = self
+            .sum
+            .as_mut()
+            .and_then(|s| s.at(pos.offset).ok().flatten());
         FileCheckpoint {
             id: self.file.id,
             path: self.file.path.clone(),
@@ -304,6 +409,7 @@ impl Marker {
             done,
             raw: if compressed && done { self.file.len } else { 0 },
             header: String::new(),
+            sum,
         }
     }
 

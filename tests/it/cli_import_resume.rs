@@ -391,3 +391,92 @@ fn checkpoints_that_fill_a_segment_are_named_in_the_error() {
     ok(&out, "import with room for the checkpoints");
     assert_eq!(numbers(&export_json(&db)), (0..300).collect::<Vec<_>>());
 }
+
+/// A file rewritten since its import with the same start (header and first row, so the same
+/// fingerprint) but other rows after it is imported again whole with a warning naming it:
+/// shorter than the part imported (was skipped as "imported whole before"), longer (was read
+/// on from the old offset, in the middle of a line), and after an import that left an
+/// unterminated last line for later. A file that only grew is read on from its checkpoint
+/// without a warning.
+#[test]
+fn a_rewritten_file_with_the_same_start_is_imported_again_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = |first: u64, range: std::ops::Range<u64>| {
+        let mut log = conn_log::log(first..first + 1);
+        for i in range {
+            log.push_str(&conn_log::row(i));
+        }
+        log
+    };
+    let cases: [(&str, String, String); 3] = [
+        ("shorter", rows(0, 1..300), rows(0, 10_000..10_100)),
+        ("longer", rows(0, 1..300), rows(0, 20_000..20_600)),
+        (
+            "held",
+            {
+                let mut log = rows(0, 1..200);
+                log.pop();
+                log
+            },
+            rows(0, 30_000..30_400),
+        ),
+    ];
+    for (case, first, second) in cases {
+        let db = tmp.path().join(format!("{case}.db"));
+        let f = tmp.path().join(format!("{case}.log"));
+        std::fs::write(&f, &first).unwrap();
+        ok(
+            &run(&["import", "-q", "--db", s(&db), s(&f)]),
+            "first import",
+        );
+        let before = events(&db);
+        std::fs::write(&f, &second).unwrap();
+        let out = run(&["import", "--db", s(&db), s(&f)]);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{case}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{}: rewritten since it was imported", f.display()))
+                && stderr.contains("imported again whole"),
+            "{case}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("imported whole before"),
+            "{case}: {stderr}"
+        );
+        let mut want = before.clone();
+        want.extend(numbers_of(&second));
+        assert_eq!(events(&db), want, "{case}: {stderr}");
+        // And the checkpoint moved to the new file's end: nothing more the next time.
+        let out = run(&["import", "--db", s(&db), s(&f)]);
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("imported whole before"), "{case}: {stderr}");
+        assert_eq!(events(&db), want, "{case}");
+    }
+
+    // A file that only grew: read on, no warning.
+    let db = tmp.path().join("grew.db");
+    let f = tmp.path().join("grew.log");
+    std::fs::write(&f, conn_log::log(0..100)).unwrap();
+    ok(
+        &run(&["import", "-q", "--db", s(&db), s(&f)]),
+        "first import",
+    );
+    let mut grown = conn_log::log(0..100);
+    for i in 100..150 {
+        grown.push_str(&conn_log::row(i));
+    }
+    std::fs::write(&f, grown).unwrap();
+    let out = run(&["import", "--db", s(&db), s(&f)]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("rewritten"), "{stderr}");
+    assert_eq!(events(&db), (0..150).collect::<Vec<u64>>());
+}
+
+/// The event numbers of the complete rows of a generated log.
+fn numbers_of(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').nth(1).unwrap()[1..].parse().unwrap())
+        .collect()
+}

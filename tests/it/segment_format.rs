@@ -757,6 +757,7 @@ fn checkpoint(ino: u64, offset: u64) -> weir::unstable::checkpoint::FileCheckpoi
         done: false,
         raw: offset / 3,
         header: String::new(),
+        sum: None,
     }
 }
 

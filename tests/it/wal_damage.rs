@@ -435,6 +435,7 @@ fn recovered_events_mark_the_checkpoints_lost() {
                 done: false,
                 raw: 0,
                 header: String::new(),
+                sum: None,
             },
         });
         b

@@ -187,6 +187,7 @@ impl Tracked {
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .unwrap_or_default()
                 .to_string(),
+            sum: None,
         }
     }
 

@@ -16,7 +16,11 @@
 //!   file's further on (a look-alike: the same header and first rows) is another file, read
 //!   from its start with a note under a longer fingerprint
 //!   ([`crate::source::identity::distinguish`]); one that does not differ yet is looked at
-//!   again at the next scan.
+//!   again at the next scan. A plain file found at a checkpoint that holds a sum of the bytes
+//!   before its position ([`FileCheckpoint::sum`]: a batch import records one) is read on
+//!   from there only if its bytes still have that sum; otherwise it was rewritten with the
+//!   same start while not followed, and is read from its start with a warning. (The follower
+//!   records no sums itself yet: its own checkpoints are trusted as before.)
 //! - **Lines** are taken only when complete: the bytes after the last newline wait for the
 //!   rest. Each file has its own decoder (its own Zeek header state) and its batches
 //!   interleave with those of the other files into one stream. A line longer than the
@@ -95,7 +99,8 @@ use futures::StreamExt;
 use self::file::{Inflating, Read, Stat, Tracked};
 use self::registry::Registry;
 use super::decode::{BatchDecoder, SourceConfig, SourceShared};
-use super::identity::{distinguish, read_head, Head, Lookalike};
+use super::identity::{distinguish, extend_text, read_head, Head, Lookalike, LOOKALIKE_BYTES};
+use super::resume::PrefixSum;
 use super::verify::Verifier;
 use super::{expand_pattern, Compression, Format, SourceError};
 use crate::batch::{Batch, BatchBuilder};
@@ -480,13 +485,16 @@ impl Follower {
                 return Ok(());
             }
         };
-        let head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
+        let mut head = read_head(&file, self.config.compression).map_err(|e| io_error(&name, e))?;
+        // A look-alike's fingerprint may be longer than the head read (see `identity`).
+        extend_text(&file, &mut head, self.registry.max_len() as usize)
+            .map_err(|e| io_error(&name, e))?;
         let compressed = head.compression != Compression::None;
         // A different file that starts as a live file of a known identity does (see
         // `identity::distinguish`) is read as a file of its own.
         let mut lookalike = None;
         let found = match self.registry.find(&head) {
-            Some(fp) => match self.lookalike(&head, key, fp) {
+            Some(fp) => match self.lookalike(&head, &file, key, fp) {
                 Lookalike::Same => Some(fp),
                 Lookalike::Undecided => return Ok(()),
                 Lookalike::Differs(own) => {
@@ -531,31 +539,41 @@ impl Follower {
                     )
                 } else {
                     let cp = &known.cp;
-                    let grew = if !cp.done {
-                        true
-                    } else if compressed {
-                        // Read before through its last member: on only if members came.
-                        cp.raw == 0 || stat.size > cp.raw
-                    } else {
-                        stat.size > cp.pos.offset
-                    };
-                    if !grew {
-                        self.idle.insert(key, stat);
-                        return Ok(());
-                    }
-                    if cp.path != name {
-                        tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
-                    }
-                    if !compressed && self.truncated.get(&key) == Some(&fp) {
-                        // Seen shorter than its position, in the same inode: rewritten from
-                        // its start with the same first lines, not the file read before.
-                        self.truncated.remove(&key);
+                    if !compressed && !sum_holds(&file, cp).map_err(|e| io_error(&name, e))? {
+                        // Rewritten since it was read, with the same start: not the file of
+                        // that position (see `FileCheckpoint::sum`).
                         self.warn(format!(
-                            "{name}: truncated, then written again with the same first lines as before; read again from its start"
+                            "{name}: rewritten since it was read (its bytes before byte {}, where reading ended, are not those read); read again from its start",
+                            cp.pos.offset
                         ));
                         (fp, None)
                     } else {
-                        (fp, Some(cp.pos))
+                        let grew = if !cp.done {
+                            true
+                        } else if compressed {
+                            // Read before through its last member: on only if members came.
+                            cp.raw == 0 || stat.size > cp.raw
+                        } else {
+                            stat.size > cp.pos.offset
+                        };
+                        if !grew {
+                            self.idle.insert(key, stat);
+                            return Ok(());
+                        }
+                        if cp.path != name {
+                            tracing::info!(file = %name, was = %cp.path, "found a followed file by its content");
+                        }
+                        if !compressed && self.truncated.get(&key) == Some(&fp) {
+                            // Seen shorter than its position, in the same inode: rewritten from
+                            // its start with the same first lines, not the file read before.
+                            self.truncated.remove(&key);
+                            self.warn(format!(
+                            "{name}: truncated, then written again with the same first lines as before; read again from its start"
+                        ));
+                            (fp, None)
+                        } else {
+                            (fp, Some(cp.pos))
+                        }
                     }
                 }
             }
@@ -612,6 +630,7 @@ impl Follower {
             done: false,
             raw: 0,
             header: String::new(),
+            sum: None,
         };
         match self.registry.get_mut(&fp) {
             Some(k) => {
@@ -670,7 +689,7 @@ impl Follower {
     /// the same file, or a look-alike (see [`crate::source::identity::distinguish`]). A
     /// compressed file, one at the identity's own inode, or one beside a live file now
     /// shorter than what was read of it (truncated: this may be its copy) is the same file.
-    fn lookalike(&self, head: &Head, key: (u64, u64), fp: registry::Fp) -> Lookalike {
+    fn lookalike(&self, head: &Head, mine: &File, key: (u64, u64), fp: registry::Fp) -> Lookalike {
         if head.compression != Compression::None {
             return Lookalike::Same;
         }
@@ -699,8 +718,16 @@ impl Follower {
             .metadata()
             .is_ok_and(|m| (m.dev(), m.ino()) == other_key && m.len() >= read);
         match read_head(&file, self.config.compression) {
-            Ok(other) if same_inode && other.compression == Compression::None => {
-                distinguish(&head.text, &other.text, fp.0 as usize)
+            Ok(mut other) if same_inode && other.compression == Compression::None => {
+                // Compared beyond the fingerprint: files alike through their first 4 KiB may
+                // differ further on (see `identity`).
+                let mut head = head.clone();
+                let longer = extend_text(mine, &mut head, LOOKALIKE_BYTES)
+                    .and_then(|()| extend_text(&file, &mut other, LOOKALIKE_BYTES));
+                match longer {
+                    Ok(()) => distinguish(&head.text, &other.text, fp.0 as usize),
+                    Err(_) => Lookalike::Same,
+                }
             }
             _ => Lookalike::Same,
         }
@@ -1457,6 +1484,16 @@ fn unseen_pattern(path: &Path, same_dir: bool) -> String {
 }
 
 /// A batch without rows that only moves `cp`'s file to its position.
+/// Whether a plain file's bytes before `cp`'s position are those its checkpoint was taken
+/// of: its sum, when it has one (see [`FileCheckpoint::sum`]), is that of the file now.
+fn sum_holds(file: &File, cp: &FileCheckpoint) -> io::Result<bool> {
+    let Some(want) = cp.sum.filter(|_| cp.pos.offset > 0) else {
+        return Ok(true);
+    };
+    let mut sum = PrefixSum::new(std::sync::Arc::new(file.try_clone()?), 0, 0);
+    Ok(sum.at(cp.pos.offset)? == Some(want))
+}
+
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
     b.push_mark(Mark {

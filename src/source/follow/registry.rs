@@ -71,6 +71,12 @@ impl Registry {
         }
     }
 
+    /// The longest fingerprint known (0 for none): a file's head is read that far to be
+    /// found ([`crate::source::identity::extend_text`]).
+    pub fn max_len(&self) -> u32 {
+        self.lens.keys().next_back().copied().unwrap_or(0)
+    }
+
     pub fn get(&self, fp: &Fp) -> Option<&Known> {
         self.by_fp.get(fp)
     }
@@ -173,6 +179,7 @@ mod tests {
             done: false,
             raw: 0,
             header: String::new(),
+            sum: None,
         }
     }
 
