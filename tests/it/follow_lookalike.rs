@@ -229,7 +229,7 @@ fn lookalikes_alike_beyond_the_fingerprint_bytes_are_both_read() {
     let db = tmp.path().join("db");
     let (fa, fb) = (a.join("conn.log"), b.join("conn.log"));
     let common = log_header("2009-11-18-08-00-00") + &rows(0, 0..100);
-    assert!(common.len() > weir::checkpoint::FileId::FINGERPRINT_BYTES as usize + 800);
+    assert!(common.len() > weir::unstable::checkpoint::FileId::FINGERPRINT_BYTES as usize + 800);
     append(&fa, &common);
     let (pa, pb) = (format!("{}/*.log", s(&a)), format!("{}/*.log", s(&b)));
     let child = follow(&db, &[&pa, &pb], &[]);
