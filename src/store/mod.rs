@@ -88,6 +88,7 @@ pub mod readers;
 mod repair;
 mod retention;
 mod rewrite;
+mod scan_segment;
 mod sink;
 mod wal_repair;
 

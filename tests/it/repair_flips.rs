@@ -103,6 +103,16 @@ fn readable(db: &Path) -> BTreeMap<u64, Event> {
 }
 
 /// The files a flip may hit, with their lengths: segments, index files, the catalog.
+/// The names of the schemas of the segments of `db` other than `victim`.
+fn schemas_beside(db: &Path, victim: &Path) -> Vec<String> {
+    segment_files(db)
+        .iter()
+        .filter(|p| p.as_path() != victim)
+        .flat_map(|p| weir::segment::Segment::open(p).unwrap().schemas().to_vec())
+        .map(|s| s.name.clone())
+        .collect()
+}
+
 fn targets(db: &Path) -> Vec<(PathBuf, u64)> {
     let mut out = vec![db.join("catalog.json")];
     let mut segs: Vec<PathBuf> = fs::read_dir(db.join("segments"))
@@ -221,6 +231,23 @@ fn flip_and_repair(flips: u64) {
             } else if indexed {
                 let one_batch = gone.len() <= 40 && gone.windows(2).all(|w| w[1] == w[0] + 1);
                 assert!(one_batch, "{what}: events {gone:?} lost\n{report:?}");
+            } else {
+                // Without index files, a segment whose metadata is lost is scanned for its
+                // batches: only the damaged batch is lost, and those whose schema no other
+                // segment has (not certain, so not guessed).
+                let others = schemas_beside(&template, &template.join(rel));
+                let uncertain: Vec<u64> = gone
+                    .iter()
+                    .copied()
+                    .filter(|id| !others.contains(&original[id].0))
+                    .collect();
+                let rest: Vec<u64> = gone
+                    .iter()
+                    .copied()
+                    .filter(|id| !uncertain.contains(id))
+                    .collect();
+                let one_batch = rest.len() <= 40 && rest.windows(2).all(|w| w[1] == w[0] + 1);
+                assert!(one_batch, "{what}: events {rest:?} lost\n{report:?}");
             }
             let problems = archive.verify().problems;
             assert!(
@@ -429,4 +456,53 @@ fn repair_of_a_default_archive_keeps_every_event_export_returned() {
         let moved = db.join("damaged").join(rel.file_name().unwrap());
         assert_eq!(fs::read(moved).unwrap(), damaged, "byte {at}");
     }
+}
+
+/// A segment without its index file whose metadata is damaged beyond its size prefix and
+/// file identifier (the root offset, the root table and its vtable, the schemas, the batch
+/// vector: the front written at seal) is scanned for its batches: every event comes back
+/// with its ID, and the report says so.
+#[test]
+fn a_segment_without_index_whose_metadata_is_damaged_is_scanned_for_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    let (original, segs) = fixed_archive(&template, 57);
+    for seg in &segs {
+        fs::remove_file(seg.with_extension("idx")).unwrap();
+    }
+    let victim = segs[1].strip_prefix(&template).unwrap().to_path_buf();
+    let others = schemas_beside(&template, &segs[1]);
+    let own = weir::segment::Segment::open(&segs[1]).unwrap();
+    assert!(
+        own.schemas().iter().all(|s| others.contains(&s.name)),
+        "the fixture's other segments must hold the victim's schemas"
+    );
+    let len = fs::metadata(&segs[1]).unwrap().len() as usize;
+    let front: Vec<usize> = (4..8).chain(12..160).step_by(3).collect();
+    let mut scanned = 0;
+    for at in front {
+        let db = tmp.path().join(format!("flip{at}"));
+        copy_dir(&template, &db);
+        let mut bytes = fs::read(db.join(&victim)).unwrap();
+        bytes[at] ^= 0x5a;
+        fs::write(db.join(&victim), &bytes).unwrap();
+        if weir::segment::Segment::open(db.join(&victim)).is_ok() {
+            fs::remove_dir_all(&db).unwrap();
+            continue;
+        }
+        let (actions, after) = repaired(&db);
+        assert!(
+            after == original,
+            "byte {at} of {len}: events differ after repair: {actions:?}"
+        );
+        assert!(
+            actions.iter().any(|a| a.contains("scanned it for batches")),
+            "byte {at}: {actions:?}"
+        );
+        let moved = db.join("damaged").join(victim.file_name().unwrap());
+        assert_eq!(fs::read(moved).unwrap(), bytes, "byte {at}");
+        scanned += 1;
+        fs::remove_dir_all(&db).unwrap();
+    }
+    assert!(scanned >= 10, "only {scanned} flips damaged the metadata");
 }
