@@ -404,7 +404,7 @@ static MANAGED_UMASK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::ne
 /// created; a library user's process keeps its own): with `chosen` (`--umask`; the owner's
 /// bits are kept, so that weir can read what it writes), the process's umask is set to it
 /// now and kept; without, each writer sets it from its archive directory
-/// ([`use_archive_umask`]). The first call stands.
+/// (`use_archive_umask` in `crate::fs`). The first call stands.
 pub fn manage_umask(chosen: Option<u32>) {
     let chosen = *MANAGED_UMASK.get_or_init(|| chosen.map(|m| m & 0o077));
     if let Some(mask) = chosen {

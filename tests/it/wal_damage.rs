@@ -410,31 +410,8 @@ fn deleted_with_ambiguous_schemas_recovers_nothing_it_cannot_be_sure_of() {
 /// import those lines again.
 #[test]
 fn recovered_events_mark_the_checkpoints_lost() {
-    use weir::checkpoint::{FileCheckpoint, FileId, Mark, Position};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path();
-    let marked = |mut b: Batch, offset: u64| {
-        let rows = b.len();
-        b.push_mark(Mark {
-            row_start: 0,
-            row_end: rows,
-            start: None,
-            end: FileCheckpoint {
-                id: FileId {
-                    dev: 1,
-                    ino: 2,
-                    fp_len: 10,
-                    fp_crc: 3,
-                },
-                path: "/logs/conn.log".into(),
-                pos: Position { offset, skip: 0 },
-                done: false,
-                raw: 0,
-                header: String::new(),
-            },
-        });
-        b
-    };
     let all = batches();
     let (mut store, _) = Store::open_writer(db, opts()).unwrap();
     store.append(marked(all[0].clone(), 100)).unwrap();
