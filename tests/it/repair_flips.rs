@@ -515,3 +515,55 @@ fn a_segment_without_index_whose_metadata_is_damaged_is_scanned_for_batches() {
     }
     assert!(scanned >= 10, "only {scanned} flips damaged the metadata");
 }
+
+/// A batch found by the scan whose schema no other segment has is not guessed: its events
+/// are reported lost (and recorded so), while the batches of known schemas are kept.
+#[test]
+fn a_scanned_batch_of_a_schema_no_other_segment_has_is_reported_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let [conn, http] = [schema("conn", 4), schema("http", 3)];
+    let opts = || StoreOptions {
+        sync: SyncPolicy::Batch,
+        ..StoreOptions::default()
+    };
+    // Three segments; only the middle one has `http` events (IDs 20..30).
+    for (i, parts) in [vec![&conn], vec![&conn, &http, &conn], vec![&conn]]
+        .into_iter()
+        .enumerate()
+    {
+        let (mut store, _) = Store::open_writer(&db, opts()).unwrap();
+        for (j, s) in parts.into_iter().enumerate() {
+            store.append(batch(s, 10, 16, (i * 10 + j) as u64)).unwrap();
+        }
+        store.close().unwrap();
+    }
+    let segs = segment_files(&db);
+    assert_eq!(segs.len(), 3);
+    let original: BTreeMap<u64, Event> = read_all(&db)
+        .into_iter()
+        .map(|(id, s, v)| (id, (s, v)))
+        .collect();
+    let victim = segs
+        .iter()
+        .find(|p| weir::segment::Segment::open(p).unwrap().schemas().len() == 2)
+        .unwrap()
+        .clone();
+    for seg in &segs {
+        fs::remove_file(seg.with_extension("idx")).unwrap();
+    }
+    let mut bytes = fs::read(&victim).unwrap();
+    bytes[5] ^= 0x5a; // the root table's offset
+    fs::write(&victim, &bytes).unwrap();
+    assert!(weir::segment::Segment::open(&victim).is_err());
+    let report = weir::store::repair(&db).unwrap();
+    assert_eq!(report.lost, vec![20..30], "{report:?}");
+    let after: BTreeMap<u64, Event> = read_all(&db)
+        .into_iter()
+        .map(|(id, s, v)| (id, (s, v)))
+        .collect();
+    let mut want = original.clone();
+    want.retain(|id, _| !(20..30).contains(id));
+    assert!(after == want, "{report:?}");
+    assert!(Archive::open(&db).unwrap().verify().problems.is_empty());
+}
