@@ -390,14 +390,83 @@ pub fn create_dirs(root: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The mode of an archive directory that weir creates: only its owner may enter it, since
-/// the segments, the WAL and the catalog inside hold the events (and `serve.token` lies
-/// there). The files inside keep the process's umask; the directory guards them all. An
-/// existing directory keeps its mode (`chmod 750 DIR` shares an archive with a group).
-pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The default umask of the files weir creates in an archive: only their owner may read
+/// them, since the segments, the write-ahead log and the catalog hold the events (and
+/// `serve.token` lies beside them). `--umask` ([`manage_umask`]) shares them, e.g. `027`
+/// gives the directory 0750 and the files 0640.
+pub const DEFAULT_UMASK: u32 = 0o077;
 
-/// Creates `dir` with [`PRIVATE_DIR_MODE`] when it does not exist (its missing parents as
-/// `create_dir_all` makes them); an existing directory is left as it is.
+/// Whether this process manages its umask ([`manage_umask`], by the command line), and the
+/// one chosen with `--umask`, if one was.
+static MANAGED_UMASK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+
+/// Makes this process manage its umask (the `weir` command does, before anything is
+/// created; a library user's process keeps its own): with `chosen` (`--umask`; the owner's
+/// bits are kept, so that weir can read what it writes), the process's umask is set to it
+/// now and kept; without, each writer sets it from its archive directory
+/// (`use_archive_umask` in `crate::fs`). The first call stands.
+pub fn manage_umask(chosen: Option<u32>) {
+    let chosen = *MANAGED_UMASK.get_or_init(|| chosen.map(|m| m & 0o077));
+    if let Some(mask) = chosen {
+        set_umask(mask);
+    }
+}
+
+/// The umask `--umask` chose, if the process manages its umask and one was chosen.
+fn chosen_umask() -> Option<u32> {
+    MANAGED_UMASK.get().copied().flatten()
+}
+
+/// In a process that manages its umask ([`manage_umask`]), sets it for the files a writer
+/// creates in the archive `dir` (segments, index files, `catalog.json`, the write-ahead log,
+/// `staging/`, `damaged/`, `readers/`): the one chosen with `--umask`; else the archive
+/// directory's own mode decides (a directory of mode 0750 gives files 0640, one of 0700
+/// files 0600, so `chmod 750 DIR` shares an archive with a group); else, for a directory
+/// not made yet, [`DEFAULT_UMASK`]. Changes nothing in other processes (tests, library
+/// users: the umask is the process's).
+pub fn use_archive_umask(dir: &Path) {
+    if MANAGED_UMASK.get().is_none() {
+        return;
+    }
+    let mask = chosen_umask()
+        .or_else(|| dir_umask(dir))
+        .unwrap_or(DEFAULT_UMASK);
+    set_umask(mask);
+}
+
+/// The umask that gives files the permissions of the existing directory `dir` (its group
+/// and others bits), if it exists.
+fn dir_umask(dir: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir).ok()?.permissions().mode();
+        Some(!mode & 0o077)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// Sets the process's umask (on Unix; nothing elsewhere).
+fn set_umask(mask: u32) {
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_bits_truncate(mask as _));
+    #[cfg(not(unix))]
+    let _ = mask;
+}
+
+/// The mode of an archive directory that weir creates: only its owner may enter it (0700,
+/// by [`DEFAULT_UMASK`]), or as the umask chosen with `--umask` allows.
+fn new_dir_mode() -> u32 {
+    0o777 & !chosen_umask().unwrap_or(DEFAULT_UMASK)
+}
+
+/// Creates `dir` with [`new_dir_mode`] when it does not exist (its missing parents as
+/// `create_dir_all` makes them); an existing directory is left as it is (its mode then
+/// decides that of the files inside, see [`use_archive_umask`]).
 pub fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
@@ -407,7 +476,7 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
     }
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, new_dir_mode());
     match builder.create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),

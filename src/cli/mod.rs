@@ -65,8 +65,25 @@ struct Cli {
     /// services and log collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, value_name = "FORMAT")]
     log_format: LogFormat,
+    /// The umask (octal) of the files and directories weir creates: `027` shares an
+    /// archive with the group (directories 0750, files 0640). Without it, an archive's files
+    /// take its directory's permissions, and a new archive is its owner's alone (0700 and
+    /// 0600: `weir::unstable::store::DEFAULT_UMASK`). See README, "Security model".
+    #[arg(long, global = true, value_name = "OCTAL", value_parser = parse_umask)]
+    umask: Option<u32>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Parses `--umask`: octal digits (`027`, `0027`, `0o027`), at most `777`.
+fn parse_umask(text: &str) -> Result<u32, String> {
+    let digits = text.strip_prefix("0o").unwrap_or(text);
+    match u32::from_str_radix(digits, 8) {
+        Ok(m) if m <= 0o777 => Ok(m),
+        _ => Err(format!(
+            "{text:?} is not a umask: octal digits up to 777, e.g. 027"
+        )),
+    }
 }
 
 /// `--log-format` (a setting of the command line only, so clap's own table).
@@ -284,6 +301,9 @@ pub fn main() -> ExitCode {
         Err(e) => return usage(&e),
     };
     init_logging(cli.verbose, cli.log_format);
+    // Before anything is created: every file of this process gets it (a writer otherwise
+    // takes its archive directory's, see `weir::unstable::store`'s writers).
+    weir::unstable::store::manage_umask(cli.umask);
     // The commands that read an archive run on this thread and their own pools: no runtime
     // (its threads cost a query started from a shell about a millisecond).
     let result = match cli.command {

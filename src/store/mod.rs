@@ -88,6 +88,7 @@ pub mod readers;
 mod repair;
 mod retention;
 mod rewrite;
+mod scan_segment;
 mod sink;
 mod wal_repair;
 
@@ -97,6 +98,8 @@ use std::io::{Read, Seek, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// The permissions of archive files (`crate::fs` owns them; `--umask` chooses).
+pub use crate::fs::{manage_umask, DEFAULT_UMASK};
 pub use archive::{
     Archive, ArchiveInfo, BatchRef, Problem, Scan, UnlistedSegments, VerifyReport, WalInfo,
     DEFAULT_SEGMENT_CACHE,
@@ -232,6 +235,8 @@ pub struct Store {
 const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(crate) fn take_lock(dir: &Path) -> Result<File> {
+    // Every writer takes the lock first: what it creates gets the archive's permissions.
+    crate::fs::use_archive_umask(dir);
     let path = dir.join(LOCK_FILE);
     let mut file = OpenOptions::new()
         .read(true)
@@ -537,6 +542,7 @@ impl Store {
         builder.set_compression(opts.compression);
         builder.set_sketches(opts.sketches);
         crate::fs::create_private_dir(&dir)?;
+        crate::fs::use_archive_umask(&dir);
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
         let lock = take_lock(&dir)?;
         let catalog = Catalog::load(&dir)?;

@@ -42,6 +42,8 @@ pub(crate) struct ReaderLock {
 /// Loads the catalog of `dir` and registers a reader of its generation (see the module docs).
 pub(crate) fn register(dir: &Path) -> Result<(Catalog, Option<ReaderLock>)> {
     let readers = dir.join(READERS_DIR);
+    // Its lock files are the archive's files too.
+    crate::fs::use_archive_umask(dir);
     // The newest generation with a lock file is the current one, except right after a
     // change: then the catalog says which, and the loop locks that one.
     let mut generation = newest_lock(&readers);

@@ -71,9 +71,16 @@
 //!    The checkpoints of followed files it records cannot be verified without its metadata,
 //!    so its salvage records none (not known, as for a segment of format 7; a catalog that
 //!    loaded keeps its own).
-//! 3. Otherwise the segment is moved aside whole. Without an index, damage the metadata
+//! 3. Otherwise nothing is read from its metadata (without an index, damage the metadata
 //!    checksum finds cannot be located: a damaged field name would rename a field of every
-//!    event, so nothing is read from such a metadata (no reader reads it either).
+//!    event, and no reader reads such a metadata either), but its batches are still there:
+//!    the file is scanned for them as an orphaned active file is (`scan_segment.rs`), each
+//!    counting only if its rows match its own checksum and its schema is certain (exactly
+//!    one schema of the archive's other segments, of the names its catalog entry records,
+//!    decodes its rows). They are salvaged as in step 3 under their IDs; the IDs of its
+//!    entry that no batch found holds (damaged batches, and batches whose schema is not
+//!    certain: never guessed) are reported lost. Its checkpoints were in its metadata: the
+//!    salvage records none. A segment in which the scan finds no batch is moved aside whole.
 //!
 //! `tests/it/repair_flips.rs` flips random single bytes of random archives and checks that
 //! every event readable before a repair is there after it, with its ID, once and unchanged.
@@ -100,6 +107,7 @@ use std::path::{Path, PathBuf};
 
 use super::catalog::{Catalog, CatalogEntry};
 use super::rewrite::{clean_staging, move_in, Staged};
+use super::scan_segment;
 use super::{take_lock, Result, StoreError, SEGMENTS_DIR, WAL_FILE};
 use crate::segment::{Compression, Segment, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::WalReader;
@@ -224,6 +232,18 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
             }
             Err(why) => {
                 changed = true;
+                if let Ok(found) = scan_segment::scan_segment(dir, &path, Some(entry)) {
+                    salvage_scanned(
+                        dir,
+                        &path,
+                        found,
+                        Some(entry),
+                        &mut staged,
+                        &mut salvages,
+                        &mut report,
+                    )?;
+                    continue;
+                }
                 let to = move_aside(dir, &path)?;
                 lost.extend(entry.ranges());
                 report.actions.push(format!(
@@ -257,19 +277,27 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
         // One whose header or metadata fails verification may still be read (see
         // "Recovering a segment" in the module docs): its IDs are then those recovered.
         let mut rescued = None;
+        let mut scanned = None;
         let intervals = match Segment::open_verified(&path) {
             Ok(seg) => seg.intervals().to_vec(),
             Err(e) => match recovered(dir, &path, e.to_string(), &mut staged, &mut report) {
                 Ok(c) => rescued.insert(c).segment().intervals().to_vec(),
-                Err(_) => {
-                    let to = move_aside(dir, &path)?;
-                    report.actions.push(format!(
-                        "moved damaged segment {} to {} ({e})",
-                        path.display(),
-                        to.display()
-                    ));
-                    continue;
-                }
+                Err(_) => match scan_segment::scan_segment(dir, &path, None) {
+                    Ok(found) => {
+                        let ids = merged(found.batches.iter().map(|b| b.id_range()).collect());
+                        scanned = Some(found);
+                        ids
+                    }
+                    Err(why) => {
+                        let to = move_aside(dir, &path)?;
+                        report.actions.push(format!(
+                            "moved damaged segment {} to {} ({e}; {why})",
+                            path.display(),
+                            to.display()
+                        ));
+                        continue;
+                    }
+                },
             },
         };
         let salvaged = staged.as_ref().map_or(&[][..], |s| &s.entries[..]);
@@ -286,6 +314,19 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
                 show(&intervals),
                 other.file
             ));
+            continue;
+        }
+        if let Some(found) = scanned {
+            salvage_scanned(
+                dir,
+                &path,
+                found,
+                None,
+                &mut staged,
+                &mut salvages,
+                &mut report,
+            )?;
+            changed = true;
             continue;
         }
         match rescued.map_or_else(|| check_segment(&path), Ok) {
@@ -473,26 +514,14 @@ fn salvage(
     staged: &mut Option<Staged>,
     salvages: &mut Vec<Salvage>,
 ) -> Result<()> {
-    let staged = match staged {
-        Some(s) => s,
-        None => staged.insert(Staged::new(
-            dir,
-            DEFAULT_MAX_SEGMENT_SIZE,
-            Compression::default(),
-            true,
-            true,
-        )?),
-    };
     // The salvage records the checkpoints the original recorded (its metadata is intact).
     // Those of a segment read with its index file's metadata cannot be verified: not known.
     let checkpoints = match seg.opened_from_index() {
         true => None,
         false => seg.checkpoints()?,
     };
-    staged.set_checkpoints(checkpoints)?;
-    let first = staged.entries.len();
     let mut lost = Vec::new();
-    let mut kept = 0u64;
+    let mut batches = Vec::new();
     for i in 0..seg.len() {
         if damaged.iter().any(|(d, _)| *d == i) {
             if let Some((_, ids, _)) = seg.batch_meta(i) {
@@ -501,21 +530,102 @@ fn salvage(
             continue;
         }
         if let Some(b) = seg.batch(i) {
-            let b = b?.to_batch();
-            kept += b.len() as u64;
-            staged.add(b)?;
+            batches.push(b?.to_batch());
         }
+    }
+    let damaged = damaged.into_iter().map(|(_, why)| why).collect();
+    stage_salvage(
+        dir,
+        seg.path(),
+        checkpoints,
+        batches,
+        lost,
+        damaged,
+        staged,
+        salvages,
+    )
+}
+
+/// Stages `batches`, recovered from the damaged segment at `path` (`lost`: the IDs of its
+/// `damaged` batches), into new segments of their own recording `checkpoints`, keeping
+/// their IDs; the original is moved aside once the catalog lists them.
+#[allow(clippy::too_many_arguments)]
+fn stage_salvage(
+    dir: &Path,
+    path: &Path,
+    checkpoints: Option<Vec<crate::checkpoint::FileCheckpoint>>,
+    batches: Vec<crate::batch::Batch>,
+    lost: Vec<Range<u64>>,
+    damaged: Vec<String>,
+    staged: &mut Option<Staged>,
+    salvages: &mut Vec<Salvage>,
+) -> Result<()> {
+    stage(dir, staged)?;
+    let Some(staged) = staged.as_mut() else {
+        return Ok(());
+    };
+    staged.set_checkpoints(checkpoints)?;
+    let first = staged.entries.len();
+    let mut kept = 0u64;
+    for b in batches {
+        kept += b.len() as u64;
+        staged.add(b)?;
     }
     // Each salvaged segment gets its own new segments, as an erase's do.
     staged.seal()?;
     salvages.push(Salvage {
-        path: seg.path().to_path_buf(),
+        path: path.to_path_buf(),
         lost: merged(lost),
-        damaged: damaged.into_iter().map(|(_, why)| why).collect(),
+        damaged,
         kept,
         new: first..staged.entries.len(),
     });
     Ok(())
+}
+
+/// Salvages the batches that scanning the segment at `path` found (its metadata lost, see
+/// "Recovering a segment", step 3, in the module docs): `entry` is its catalog entry, if it
+/// has one, whose IDs no recovered batch holds are lost; without one, those of the batches
+/// found without a certain schema are (the IDs of batches not found are gaps, recorded lost
+/// by the repair).
+fn salvage_scanned(
+    dir: &Path,
+    path: &Path,
+    found: scan_segment::Scanned,
+    entry: Option<&CatalogEntry>,
+    staged: &mut Option<Staged>,
+    salvages: &mut Vec<Salvage>,
+    report: &mut RepairReport,
+) -> Result<()> {
+    let held = merged(found.batches.iter().map(|b| b.id_range()).collect());
+    let lost = match entry {
+        Some(e) => subtract(&merged(e.ranges().collect()), &held),
+        None => merged(found.unknown.clone()),
+    };
+    report.actions.push(format!(
+        "segment {} has no usable metadata (no index file, and restoring its size prefix and file identifier does not make it verify): scanned it for batches whose checksums hold, found events {} ({})",
+        path.display(),
+        show_count(&held),
+        found.matched.join("; ")
+    ));
+    let damaged = match lost.is_empty() {
+        true => Vec::new(),
+        false => vec![format!(
+            "events {} are in no batch found whose checksum holds and whose schema is certain",
+            show(&lost)
+        )],
+    };
+    // The checkpoints it recorded were in its metadata: not known.
+    stage_salvage(
+        dir,
+        path,
+        None,
+        found.batches,
+        lost,
+        damaged,
+        staged,
+        salvages,
+    )
 }
 
 /// The IDs below `cat.next_id` that no segment holds and that are not erased.

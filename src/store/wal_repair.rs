@@ -39,6 +39,26 @@
 //! certain are recorded as lost. The file is then moved into `damaged/` (never deleted), and
 //! the writer can open again.
 //!
+//! # Why a torn last record's rows are not recovered
+//!
+//! Damage at the log's last record (cut, or failing its checksum, with no intact record
+//! after it) is a torn write, and its rows are dropped even when the active segment file
+//! holds them intact: the writer writes a batch's rows into that file *first*, then its
+//! record (one `write`), and only then acknowledges the batch (`crate::wal`'s invariants).
+//! Rows with good checksums in the file therefore prove nothing: a crash between the two
+//! writes leaves exactly that, for a batch never acknowledged. And the positions of the
+//! followed or resumed files that move past those rows are in the same record: the
+//! importer's retry starts from the last intact record's positions and reads those lines
+//! again, so recovering the rows would store every one of them twice. Under
+//! `--sync always` a record is fsynced before it is acknowledged, so a torn one never was;
+//! under `--sync batch` one written since the last flush was not acknowledged as durable
+//! (`SyncPolicy`). `tests/it/wal_damage.rs`
+//! (`a_torn_last_record_is_not_recovered_so_a_retry_imports_it_once`) checks this. Only
+//! records followed by an intact one (damaged, not torn: acknowledged, since a later
+//! record was written after them) have their rows recovered (step 4). The orphan recovery
+//! (no log at all) cannot tell the last batch of the file apart and takes every batch it
+//! finds; it marks the checkpoints lost, so that a followed import asks where to start.
+//!
 //! # Crash safety
 //!
 //! A crash before the catalog's commit leaves the archive as before (the staged segments are

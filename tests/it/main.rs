@@ -10,6 +10,7 @@
 
 mod common;
 
+mod archive_umask;
 mod arrow_lake;
 mod arrow_mutations;
 mod batcher_props;

@@ -4,7 +4,9 @@
 //! is still there after it, unchanged, once; the IDs missing are those the repair reports
 //! lost, and the archive verifies clean.
 //!
-//! The flips hit the segment files, their index files and the catalog (the write-ahead log
+//! Archives with index files and without (a segment whose metadata is lost is then scanned
+//! for its batches: only the damaged batch is lost, and batches whose schema no other
+//! segment has). The flips hit the segment files, their index files and the catalog (the write-ahead log
 //! is item 6's, tested with it). [`FLIPS`] flips by default (CI); `WEIR_REPAIR_FLIPS=N` runs
 //! N, and the ignored test runs at least [`LONG_FLIPS`] (the long mode:
 //! `cargo test --test it repair_flips:: -- --include-ignored`). The seed is printed;
@@ -103,6 +105,21 @@ fn readable(db: &Path) -> BTreeMap<u64, Event> {
 }
 
 /// The files a flip may hit, with their lengths: segments, index files, the catalog.
+/// The names of the schemas of the segments of `db` other than `victim`.
+fn schemas_beside(db: &Path, victim: &Path) -> Vec<String> {
+    segment_files(db)
+        .iter()
+        .filter(|p| p.as_path() != victim)
+        .flat_map(|p| {
+            weir::unstable::segment::Segment::open(p)
+                .unwrap()
+                .schemas()
+                .to_vec()
+        })
+        .map(|s| s.name.clone())
+        .collect()
+}
+
 fn targets(db: &Path) -> Vec<(PathBuf, u64)> {
     let mut out = vec![db.join("catalog.json")];
     let mut segs: Vec<PathBuf> = fs::read_dir(db.join("segments"))
@@ -221,6 +238,30 @@ fn flip_and_repair(flips: u64) {
             } else if indexed {
                 let one_batch = gone.len() <= 40 && gone.windows(2).all(|w| w[1] == w[0] + 1);
                 assert!(one_batch, "{what}: events {gone:?} lost\n{report:?}");
+            } else {
+                // Without index files, a segment whose metadata is lost is scanned for its
+                // batches: only the damaged batch is lost, and those whose schema no other
+                // segment has (not certain, so not guessed).
+                let others = schemas_beside(&template, &template.join(rel));
+                let uncertain: Vec<u64> = gone
+                    .iter()
+                    .copied()
+                    .filter(|id| !others.contains(&original[id].0))
+                    .collect();
+                let rest: Vec<u64> = gone
+                    .iter()
+                    .copied()
+                    .filter(|id| !uncertain.contains(id))
+                    .collect();
+                let victim = weir::unstable::segment::Segment::open(template.join(rel)).unwrap();
+                let one_batch = (0..victim.len()).any(|i| {
+                    let ids = victim.batch_meta(i).unwrap().1;
+                    rest.iter().all(|id| ids.contains(id))
+                });
+                assert!(
+                    one_batch || rest.is_empty(),
+                    "{what}: events {rest:?} lost, more than one batch\n{report:?}"
+                );
             }
             let problems = archive.verify().problems;
             assert!(
@@ -429,4 +470,116 @@ fn repair_of_a_default_archive_keeps_every_event_export_returned() {
         let moved = db.join("damaged").join(rel.file_name().unwrap());
         assert_eq!(fs::read(moved).unwrap(), damaged, "byte {at}");
     }
+}
+
+/// A segment without its index file whose metadata is damaged beyond its size prefix and
+/// file identifier (the root offset, the root table and its vtable, the schemas, the batch
+/// vector: the front written at seal) is scanned for its batches: every event comes back
+/// with its ID, and the report says so.
+#[test]
+fn a_segment_without_index_whose_metadata_is_damaged_is_scanned_for_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    let (original, segs) = fixed_archive(&template, 57);
+    for seg in &segs {
+        fs::remove_file(seg.with_extension("idx")).unwrap();
+    }
+    let victim = segs[1].strip_prefix(&template).unwrap().to_path_buf();
+    let others = schemas_beside(&template, &segs[1]);
+    let own = weir::unstable::segment::Segment::open(&segs[1]).unwrap();
+    assert!(
+        own.schemas().iter().all(|s| others.contains(&s.name)),
+        "the fixture's other segments must hold the victim's schemas"
+    );
+    let len = fs::metadata(&segs[1]).unwrap().len() as usize;
+    let front: Vec<usize> = (4..8).chain(12..160).step_by(3).collect();
+    let mut scanned = 0;
+    for at in front {
+        let db = tmp.path().join(format!("flip{at}"));
+        copy_dir(&template, &db);
+        let mut bytes = fs::read(db.join(&victim)).unwrap();
+        bytes[at] ^= 0x5a;
+        fs::write(db.join(&victim), &bytes).unwrap();
+        if weir::unstable::segment::Segment::open(db.join(&victim)).is_ok() {
+            fs::remove_dir_all(&db).unwrap();
+            continue;
+        }
+        // Every other flip with the catalog lost too: the segment is then one the catalog
+        // (rebuilt) does not list.
+        if at % 2 == 1 {
+            fs::remove_file(db.join("catalog.json")).unwrap();
+        }
+        let (actions, after) = repaired(&db);
+        assert!(
+            after == original,
+            "byte {at} of {len}: events differ after repair: {actions:?}"
+        );
+        assert!(
+            actions.iter().any(|a| a.contains("scanned it for batches")),
+            "byte {at}: {actions:?}"
+        );
+        let moved = db.join("damaged").join(victim.file_name().unwrap());
+        assert_eq!(fs::read(moved).unwrap(), bytes, "byte {at}");
+        scanned += 1;
+        fs::remove_dir_all(&db).unwrap();
+    }
+    assert!(scanned >= 10, "only {scanned} flips damaged the metadata");
+}
+
+/// A batch found by the scan whose schema no other segment has is not guessed: its events
+/// are reported lost (and recorded so), while the batches of known schemas are kept.
+#[test]
+fn a_scanned_batch_of_a_schema_no_other_segment_has_is_reported_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let [conn, http] = [schema("conn", 4), schema("http", 3)];
+    let opts = || StoreOptions {
+        sync: SyncPolicy::Batch,
+        ..StoreOptions::default()
+    };
+    // Three segments; only the middle one has `http` events (IDs 20..30).
+    for (i, parts) in [vec![&conn], vec![&conn, &http, &conn], vec![&conn]]
+        .into_iter()
+        .enumerate()
+    {
+        let (mut store, _) = Store::open_writer(&db, opts()).unwrap();
+        for (j, s) in parts.into_iter().enumerate() {
+            store.append(batch(s, 10, 16, (i * 10 + j) as u64)).unwrap();
+        }
+        store.close().unwrap();
+    }
+    let segs = segment_files(&db);
+    assert_eq!(segs.len(), 3);
+    let original: BTreeMap<u64, Event> = read_all(&db)
+        .into_iter()
+        .map(|(id, s, v)| (id, (s, v)))
+        .collect();
+    let victim = segs
+        .iter()
+        .find(|p| {
+            weir::unstable::segment::Segment::open(p)
+                .unwrap()
+                .schemas()
+                .len()
+                == 2
+        })
+        .unwrap()
+        .clone();
+    for seg in &segs {
+        fs::remove_file(seg.with_extension("idx")).unwrap();
+    }
+    let mut bytes = fs::read(&victim).unwrap();
+    bytes[5] ^= 0x5a; // the root table's offset
+    fs::write(&victim, &bytes).unwrap();
+    assert!(weir::unstable::segment::Segment::open(&victim).is_err());
+    let report = weir::unstable::store::repair(&db).unwrap();
+    assert_eq!(report.lost, vec![20..30], "{report:?}");
+    let after: BTreeMap<u64, Event> = read_all(&db)
+        .into_iter()
+        .map(|(id, s, v)| (id, (s, v)))
+        .collect();
+    let mut want = original.clone();
+    want.retain(|id, _| !(20..30).contains(id));
+    assert!(after == want, "{report:?}");
+    assert!(Archive::open(&db).unwrap().verify().problems.is_empty());
 }
