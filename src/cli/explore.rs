@@ -14,7 +14,8 @@ use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, write_out};
 use super::args::{choice, DbArg, MemoryArg};
-use super::search::{finish, query_error, CHUNK};
+use super::export::{finish, query_error};
+use weir::unstable::query::export::CHUNK;
 use super::UsageError;
 
 /// How the events are printed: `weir export`'s options.
