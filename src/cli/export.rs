@@ -4,7 +4,6 @@
 //! skipped damaged batches. Each output (stdout here, the lake in `lake.rs`, the CSV
 //! directory in `csv_dir.rs`) is an [`Output`].
 
-use std::io::Write;
 use std::time::Instant;
 
 use weir::unstable::codec::writer::{EventWriter, WriteError};
@@ -12,7 +11,7 @@ use weir::unstable::query::export::{export, ExportSink, Exported, Part, Source, 
 use weir::unstable::query::{ChainStats, Flow, QueryError, SearchStats};
 use weir::unstable::store::Archive;
 
-use super::archive::{warn_wal, write_out};
+use super::archive::warn_wal;
 use super::UsageError;
 
 /// An output of `weir export`: a sink whose errors are the command's, closed after the loop.
@@ -37,24 +36,12 @@ pub(super) fn warn(warnings: &[String]) {
     }
 }
 
-/// Writes the output buffer, then flushes; a closed stdout ends quietly.
-pub(super) fn finish(
-    out: &mut impl Write,
-    writer: &mut dyn EventWriter,
-    buf: &mut Vec<u8>,
-) -> anyhow::Result<()> {
-    writer.finish(buf);
-    write_out(out, buf)?;
-    match out.flush() {
-        Ok(()) => Ok(()),
-        Err(e) => Err(stdout_error(WriteError::Io(e))),
-    }
-}
-
 /// An error writing to stdout: a broken pipe is a clean end ([`WriteError::Closed`]).
 fn stdout_error(e: WriteError) -> anyhow::Error {
     match e {
-        WriteError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe => WriteError::Closed.into(),
+        WriteError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            WriteError::Closed.into()
+        }
         WriteError::Io(e) => anyhow::Error::new(e).context("cannot write to stdout"),
         other => other.into(),
     }
@@ -90,6 +77,16 @@ pub(super) struct Stdout(TextSink<std::io::StdoutLock<'static>>);
 impl Stdout {
     pub(super) fn new(writer: Box<dyn EventWriter>) -> Stdout {
         Stdout(TextSink::new(writer, std::io::stdout().lock(), |_| {}))
+    }
+
+    /// Writes `rows` of `schema` (events that do not come from the export loop: `weir get`,
+    /// `weir explore`); a closed stdout is [`WriteError::Closed`].
+    pub(super) fn write_rows(
+        &mut self,
+        schema: &weir::unstable::types::SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+    ) -> anyhow::Result<()> {
+        self.0.write_rows(schema, rows).map_err(stdout_error)
     }
 }
 
@@ -168,7 +165,9 @@ fn damaged_error(done: &Exported, damaged: u64) -> anyhow::Result<()> {
     };
     let noun = if batches == 1 { "batch" } else { "batches" };
     match done.chain {
-        Some(_) => anyhow::bail!("skipped {batches} damaged {noun} (see above); the results leave them out"),
+        Some(_) => anyhow::bail!(
+            "skipped {batches} damaged {noun} (see above); the results leave them out"
+        ),
         None => anyhow::bail!(
             "skipped {batches} damaged {noun} ({}) (see above)",
             super::plural(done.search.events_damaged, "event")

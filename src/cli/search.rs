@@ -7,14 +7,14 @@ use clap::Args;
 
 use weir::unstable::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use weir::unstable::codec::StdoutSinkConfig;
-use weir::unstable::query::export::{Source, CHUNK};
-use weir::unstable::query::{Chain, Flow, Query, QueryError, SearchOptions};
+use weir::unstable::query::export::{count as count_events, Source};
+use weir::unstable::query::{Chain, Query, SearchOptions};
 use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
 use super::args::{choice, DbArg, MemoryArg};
 use super::csv_dir::CsvDir;
-use super::export::{finish, log_stats, query_error, run, warn, Stdout};
+use super::export::{log_stats, query_error, run, warn, Output, Stdout};
 use super::lake::{Lake, LakeArgs};
 use super::UsageError;
 
@@ -186,47 +186,39 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args
+    let (query, chain);
+    let is_chain = args
         .expr
         .as_deref()
-        .filter(|t| weir::unstable::query::is_chain(t))
-    {
+        .filter(|t| weir::unstable::query::is_chain(t));
+    let source = match is_chain {
         // The events that come out of the operators.
-        let chain = Chain::parse(text)
-            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
-            .with_memory(args.memory.limit());
-        let archive = Archive::open(&args.db.path)?;
-        warn_unlisted(&archive)?;
-        let mut failed: Option<QueryError> = None;
-        let started = std::time::Instant::now();
-        let stats = chain
-            .run(&archive, &mut |_| Ok(Flow::More), &mut |e| {
-                failed.get_or_insert(e);
-            })
-            .map_err(query_error)?;
-        log_stats(&stats.search, Some(&stats), started);
-        warn(&stats.warnings);
-        warn_wal(&archive);
-        if let Some(e) = failed {
-            return Err(e.into());
+        Some(text) => {
+            chain = Chain::parse(text)
+                .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+                .with_memory(args.memory.limit());
+            Source::Chain(&chain)
         }
-        let mut buf = format!("{}\n", stats.emitted).into_bytes();
-        write_out(&mut std::io::stdout().lock(), &mut buf)?;
-        return Ok(());
-    }
-    let query = query(args.expr.as_deref())?;
+        None => {
+            query = self::query(args.expr.as_deref())?;
+            Source::Search(&query, SearchOptions::default())
+        }
+    };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let started = std::time::Instant::now();
-    let search = query.search(&archive).map_err(query_error)?;
-    warn(search.warnings());
-    let (n, stats) = search.count().map_err(query_error)?;
-    log_stats(&stats, None, started);
+    let counted = count_events(&archive, source, &mut |w| warn(w)).map_err(query_error)?;
+    let done = &counted.done;
+    log_stats(&done.search, done.chain.as_ref(), started);
+    if let Some(chain) = &done.chain {
+        warn(&chain.warnings);
+    }
     warn_wal(&archive);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = format!("{n}\n").into_bytes();
-    write_out(&mut out, &mut buf)?;
+    if let Some(e) = counted.failed {
+        return Err(e.into());
+    }
+    let mut buf = format!("{}\n", counted.n).into_bytes();
+    write_out(&mut std::io::stdout().lock(), &mut buf)?;
     Ok(())
 }
 
@@ -258,23 +250,15 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         .into());
     }
     let archive = Archive::open(&args.db.path)?;
-    let mut writer = writer_with(to, args.json_timestamps);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = Vec::new();
+    let mut out = Stdout::new(writer_with(to, args.json_timestamps));
     let mut missing = Vec::new();
     for (id, found) in args.ids.iter().zip(archive.get_many(&args.ids)?) {
         match found {
-            Some((schema, row)) => {
-                writer.write_rows(&schema, &mut std::iter::once(row.as_slice()), &mut buf)?
-            }
+            Some((schema, row)) => out.write_rows(&schema, &mut std::iter::once(row.as_slice()))?,
             None => missing.push(id.to_string()),
         }
-        if buf.len() >= CHUNK {
-            write_out(&mut out, &mut buf)?;
-        }
     }
-    finish(&mut out, writer.as_mut(), &mut buf)?;
+    out.close()?;
     warn_wal(&archive);
     if !missing.is_empty() {
         anyhow::bail!("no event with ID {}", missing.join(", "));

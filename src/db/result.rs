@@ -11,7 +11,7 @@ use super::producer::{Producer, BATCHES_IN_FLIGHT};
 use super::stream::BatchStream;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat, WriteError};
 use crate::query::export::{export, Source, TextSink};
-use crate::query::{is_chain, Chain, Flow, Query, QueryError};
+use crate::query::{is_chain, Chain, Query, QueryError};
 use crate::store::Archive;
 
 /// A query of a [`crate::Db`] (made by [`crate::Db::query`]): nothing runs until it is read
@@ -72,22 +72,22 @@ pub(crate) fn count(
     text: &str,
     memory: crate::query::memory::MemoryLimit,
 ) -> Result<u64, QueryError> {
-    if !is_chain(text) {
-        let query = if text.trim().is_empty() {
+    let (query, chain);
+    let source = if is_chain(text) {
+        chain = parse(text)?.with_memory(memory);
+        Source::Chain(&chain)
+    } else {
+        query = if text.trim().is_empty() {
             Query::all()
         } else {
             Query::parse(text)?
         };
-        return Ok(query.search(archive)?.count()?.0);
-    }
-    let chain = parse(text)?.with_memory(memory);
-    let mut failed: Option<QueryError> = None;
-    let stats = chain.run(archive, &mut |_| Ok(Flow::More), &mut |e| {
-        failed.get_or_insert(e);
-    })?;
-    match failed {
+        Source::Search(&query, Default::default())
+    };
+    let counted = crate::query::export::count(archive, source, &mut |_| {})?;
+    match counted.failed {
         Some(e) => Err(e),
-        None => Ok(stats.emitted),
+        None => Ok(counted.n),
     }
 }
 

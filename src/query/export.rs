@@ -159,7 +159,7 @@ fn export_search<S: ExportSink>(
     };
     let mut failed = None;
     if left > 0 {
-        while let Some(hits) = search.next() {
+        for hits in search.by_ref() {
             let hits = match hits {
                 Ok(h) => h,
                 Err(e) => {
@@ -215,6 +215,71 @@ fn export_chain<S: ExportSink>(
     Ok((done, failed))
 }
 
+/// What [`count`] found.
+#[derive(Debug)]
+pub struct Counted {
+    /// The number of events.
+    pub n: u64,
+    /// What the run did (statistics; a chain's warnings).
+    pub done: Exported,
+    /// A chain's first damaged batch: the count leaves its events out, so it is wrong.
+    pub failed: Option<QueryError>,
+}
+
+/// The number of events of `source` over `archive`, as `weir count` counts them: for a
+/// plain expression from the catalog and batch metadata where it can (reading no events;
+/// `warnings` gets the expression's warnings before), for a chain the events that come out
+/// of its operators, through [`export`].
+pub fn count(
+    archive: &Archive,
+    source: Source<'_>,
+    warnings: &mut dyn FnMut(&[String]),
+) -> Result<Counted, QueryError> {
+    match source {
+        Source::Search(query, options) => {
+            let search = query.search_with(archive, options)?;
+            warnings(search.warnings());
+            let (n, search) = search.count()?;
+            let done = Exported {
+                ran: true,
+                search,
+                ..Exported::default()
+            };
+            Ok(Counted {
+                n,
+                done,
+                failed: None,
+            })
+        }
+        Source::Chain(_) => {
+            let mut counter = Counter { failed: None };
+            let (done, _) = export(archive, source, None, &mut counter)?;
+            // What the operators emitted (late materialization may find fewer events).
+            let n = done.chain.as_ref().map_or(done.written, |c| c.emitted);
+            Ok(Counted {
+                n,
+                done,
+                failed: counter.failed,
+            })
+        }
+    }
+}
+
+/// The sink of [`count`]: nothing written, the first damaged batch kept.
+struct Counter {
+    failed: Option<QueryError>,
+}
+
+impl ExportSink for Counter {
+    type Error = std::convert::Infallible;
+    fn write(&mut self, _part: Part, _take: usize) -> Result<Flow, Self::Error> {
+        Ok(Flow::More)
+    }
+    fn damaged(&mut self, error: QueryError) {
+        self.failed.get_or_insert(error);
+    }
+}
+
 /// A sink of text (or an Arrow IPC stream): events formatted by an [`EventWriter`] into a
 /// buffer, handed to `out` in pieces of about [`CHUNK`] bytes; [`TextSink::finish`] writes
 /// the trailer and the rest. An error of `out` is [`WriteError::Io`] (a broken pipe too:
@@ -244,6 +309,19 @@ impl<W: Write> TextSink<W> {
         }
     }
 
+    /// Writes `rows` of `schema` (for events that do not come from [`export`]).
+    pub fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+    ) -> Result<(), WriteError> {
+        self.writer.write_rows(schema, rows, &mut self.buf)?;
+        if self.buf.len() >= CHUNK {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
     /// Writes the trailer (`#close` for Zeek TSV) and what is pending, then flushes.
     pub fn finish(&mut self) -> Result<(), WriteError> {
         self.writer.finish(&mut self.buf);
@@ -271,11 +349,7 @@ impl<W: Write> ExportSink for TextSink<W> {
     type Error = WriteError;
 
     fn write(&mut self, part: Part, take: usize) -> Result<Flow, WriteError> {
-        self.writer
-            .write_rows(part.schema(), &mut part.rows().take(take), &mut self.buf)?;
-        if self.buf.len() >= CHUNK {
-            self.write_pending()?;
-        }
+        self.write_rows(part.schema(), &mut part.rows().take(take))?;
         Ok(Flow::More)
     }
 
