@@ -15,15 +15,14 @@ use anyhow::Context as _;
 
 use weir::unstable::codec::csv_writer::CsvWriter;
 use weir::unstable::codec::writer::EventWriter;
-use weir::unstable::query::Query;
-use weir::unstable::store::Archive;
+use weir::unstable::query::export::{ExportSink, Part, CHUNK};
+use weir::unstable::query::{Flow, QueryError};
 use weir::unstable::types::SchemaRef;
 
-/// A file's pending text is written once it reaches this size.
-const CHUNK: usize = 256 << 10;
+use super::export::Output;
 
 /// The open files of the export, one per file name, in order of appearance.
-struct CsvDir {
+pub(super) struct CsvDir {
     dir: PathBuf,
     files: Vec<CsvFile>,
     events: u64,
@@ -67,7 +66,8 @@ impl CsvFile {
 }
 
 impl CsvDir {
-    fn new(dir: &Path) -> anyhow::Result<CsvDir> {
+    /// The directory `dir`, created when missing.
+    pub(super) fn new(dir: &Path) -> anyhow::Result<CsvDir> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create directory {}", dir.display()))?;
         Ok(CsvDir {
@@ -130,7 +130,7 @@ impl CsvDir {
     }
 
     /// Writes what is pending and closes the files; the number of files.
-    fn close(mut self) -> anyhow::Result<usize> {
+    fn close_files(mut self) -> anyhow::Result<usize> {
         for f in &mut self.files {
             f.writer.finish(&mut f.buf);
             f.write_pending()?;
@@ -142,81 +142,29 @@ impl CsvDir {
     }
 }
 
-/// `weir export --to csv --output DIR`: the matching events into one CSV file per schema,
-/// stopping after `limit` events; a one-line summary on stderr.
-pub fn export(
-    archive: &Archive,
-    query: &Query,
-    limit: Option<u64>,
-    dir: &Path,
-) -> anyhow::Result<()> {
-    let mut out = CsvDir::new(dir)?;
-    let mut left = limit.unwrap_or(u64::MAX);
-    let mut damaged = None;
-    if left > 0 {
-        let mut search = query.search(archive).map_err(super::search::query_error)?;
-        while let Some(hits) = search.next() {
-            let hits = match hits {
-                Ok(h) => h,
-                Err(e) => {
-                    // A damaged segment is reported; the rest of the archive is still searched.
-                    say!("weir: error: {e}");
-                    damaged = Some(search.stats().clone());
-                    continue;
-                }
-            };
-            let take = (hits.len() as u64).min(left) as usize;
-            out.write_rows(hits.schema(), &mut hits.rows().take(take))?;
-            out.events += take as u64;
-            left -= take as u64;
-            if left == 0 {
-                break;
-            }
-        }
+impl ExportSink for CsvDir {
+    type Error = anyhow::Error;
+    fn write(&mut self, part: Part, take: usize) -> anyhow::Result<Flow> {
+        self.write_rows(part.schema(), &mut part.rows().take(take))?;
+        self.events += take as u64;
+        Ok(Flow::More)
     }
-    let events = out.events;
-    let files = out.close()?;
-    say!(
-        "weir: wrote {} in {} to {}",
-        super::plural(events, "event"),
-        super::plural(files as u64, "file"),
-        dir.display()
-    );
-    if let Some(stats) = damaged {
-        let batches = stats.batches_damaged;
-        anyhow::bail!(
-            "skipped {} damaged {} ({}) (see above)",
-            batches,
-            if batches == 1 { "batch" } else { "batches" },
-            super::plural(stats.events_damaged, "event")
-        );
-    }
-    Ok(())
+    fn damaged(&mut self, _error: QueryError) {}
 }
 
-/// `weir export --to csv --output DIR 'EXPR | OP ...'`: what the operators emit, one file
-/// per schema (`DIR/weir.summarize.csv` for an aggregation), at most `limit` events.
-pub fn export_chain(
-    archive: &Archive,
-    chain: &weir::unstable::query::Chain,
-    limit: Option<u64>,
-    dir: &Path,
-) -> anyhow::Result<()> {
-    let mut out = CsvDir::new(dir)?;
-    let damaged = super::search::run_chain(archive, chain, limit, |slice, take| {
-        out.write_rows(slice.schema(), &mut slice.rows().take(take))?;
-        out.events += take as u64;
+impl Output for CsvDir {
+    /// Writes what is pending and closes the files; a one-line summary on stderr.
+    fn close(self) -> anyhow::Result<()> {
+        let (events, dir) = (self.events, self.dir.clone());
+        let files = self.close_files()?;
+        say!(
+            "weir: wrote {} in {} to {}",
+            super::plural(events, "event"),
+            super::plural(files as u64, "file"),
+            dir.display()
+        );
         Ok(())
-    })?;
-    let events = out.events;
-    let files = out.close()?;
-    say!(
-        "weir: wrote {} in {} to {}",
-        super::plural(events, "event"),
-        super::plural(files as u64, "file"),
-        dir.display()
-    );
-    super::search::damaged_error(damaged)
+    }
 }
 
 #[cfg(test)]

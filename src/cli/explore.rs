@@ -12,9 +12,9 @@ use weir::unstable::query::context::{
 use weir::unstable::query::{Query, QueryError};
 use weir::unstable::store::Archive;
 
-use super::archive::{warn_unlisted, write_out};
+use super::archive::warn_unlisted;
 use super::args::{choice, DbArg, MemoryArg};
-use super::search::{finish, query_error, CHUNK};
+use super::export::{query_error, Output, Stdout};
 use super::UsageError;
 
 /// How the events are printed: `weir export`'s options.
@@ -154,10 +154,7 @@ fn print(
     earlier: &[QueryError],
     events: impl Iterator<Item = Result<Related, QueryError>>,
 ) -> anyhow::Result<()> {
-    let mut writer = writer_with(output.to, output.json_timestamps);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = Vec::with_capacity(CHUNK * 2);
+    let mut out = Stdout::new(writer_with(output.to, output.json_timestamps));
     let mut damaged = earlier.len();
     for e in earlier {
         say!("weir: error: {e}");
@@ -171,12 +168,9 @@ fn print(
                 continue;
             }
         };
-        writer.write_rows(related.schema(), &mut related.rows(), &mut buf)?;
-        if buf.len() >= CHUNK {
-            write_out(&mut out, &mut buf)?;
-        }
+        out.write_rows(related.schema(), &mut related.rows())?;
     }
-    finish(&mut out, writer.as_mut(), &mut buf)?;
+    out.close()?;
     if damaged > 0 {
         anyhow::bail!("skipped {damaged} damaged segments or batches (see above)");
     }

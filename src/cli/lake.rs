@@ -1,14 +1,18 @@
-//! The Parquet flags shared by `weir export --to parquet` and `weir convert --to parquet`:
-//! overrides of the Parquet sink's configuration, whose `validate()` checks them.
+//! The Parquet flags shared by `weir export --to parquet` and `weir convert --to parquet`
+//! (overrides of the Parquet sink's configuration, whose `validate()` checks them), and the
+//! lake as an output of `weir export`.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use weir::unstable::codec::arrow::SchemaRows;
+use weir::unstable::codec::arrow::ParallelLakeWriter;
 use weir::unstable::codec::ParquetSinkConfig;
+use weir::unstable::query::export::{ExportSink, Part};
+use weir::unstable::query::{Flow, QueryError};
 
 use super::args::SizeText;
+use super::export::Output;
 use super::UsageError;
 
 #[derive(Debug, Args)]
@@ -43,24 +47,6 @@ impl LakeArgs {
             UsageError(format!("{flag}: {}", e.problem))
         })?;
         Ok(config)
-    }
-}
-
-/// A search's hits as rows for the lake's converting threads.
-struct HitRows(weir::unstable::query::Hits);
-
-impl SchemaRows for HitRows {
-    fn schema(&self) -> &weir::unstable::types::SchemaRef {
-        self.0.schema()
-    }
-    fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.0.rows()
-    }
-    fn columns(
-        &self,
-    ) -> Option<Result<weir::unstable::segment::Columns, Box<dyn std::error::Error + Send + Sync>>>
-    {
-        Some(self.0.columns()?.map_err(Into::into))
     }
 }
 
@@ -104,68 +90,55 @@ fn archive_schemas(
     out
 }
 
-/// `weir export --to parquet --output DIR`: the matching events into a lake, stopping after
-/// `limit` events; a one-line summary on stderr.
-pub fn export(
-    archive: &weir::unstable::store::Archive,
-    query: &weir::unstable::query::Query,
-    limit: Option<u64>,
-    config: &ParquetSinkConfig,
-) -> anyhow::Result<()> {
-    keep_freed_memory();
-    let mut writer = config.writer()?;
-    // The catalog's schemas, known ahead: each partition's files get one schema.
-    for (name, conflict) in writer.declare(&archive_schemas(archive)) {
-        say!("weir: warning: the schemas of {name} cannot share one Parquet schema: {conflict}");
-    }
-    // Record batches are built on a thread per core, in the search's order.
-    let mut lake = weir::unstable::codec::arrow::ParallelLakeWriter::new(writer, 0);
-    let mut left = limit.unwrap_or(u64::MAX);
-    let mut damaged = None;
-    // Batches taken whole are converted from their columns, not rebuilt as rows.
-    let options = weir::unstable::query::SearchOptions {
-        defer_columns: true,
-        ..weir::unstable::query::SearchOptions::default()
-    };
-    let mut search = query
-        .search_with(archive, options)
-        .map_err(super::search::query_error)?;
-    super::search::warn(&search);
-    if left > 0 {
-        while let Some(hits) = search.next() {
-            let hits = match hits {
-                Ok(h) => h,
-                Err(e) => {
-                    // A damaged segment is reported; the rest of the archive is still searched.
-                    say!("weir: error: {e}");
-                    damaged = Some(search.stats().clone());
-                    continue;
-                }
-            };
-            let take = (hits.len() as u64).min(left) as usize;
-            lake.write(HitRows(hits), take)?;
-            left -= take as u64;
-            if left == 0 {
-                break;
+/// `weir export --to parquet --output DIR`: the events into a lake, record batches built on
+/// a thread per core in the search's order; a one-line summary on stderr at the end.
+pub(super) struct Lake {
+    writer: ParallelLakeWriter<Part>,
+    dir: PathBuf,
+}
+
+impl Lake {
+    /// A lake in `config`'s directory. `declare`: the archive of a plain expression, whose
+    /// schemas (known ahead from its catalog) each partition's files get one schema of.
+    pub(super) fn open(
+        config: &ParquetSinkConfig,
+        declare: Option<&weir::unstable::store::Archive>,
+    ) -> anyhow::Result<Lake> {
+        let mut writer = config.writer()?;
+        if let Some(archive) = declare {
+            keep_freed_memory();
+            for (name, conflict) in writer.declare(&archive_schemas(archive)) {
+                say!(
+                    "weir: warning: the schemas of {name} cannot share one Parquet schema: {conflict}"
+                );
             }
         }
+        Ok(Lake {
+            writer: ParallelLakeWriter::new(writer, 0),
+            dir: config.dir.clone(),
+        })
     }
-    let summary = lake.close()?;
-    say!(
-        "weir: wrote {} in {} ({}) to {}",
-        super::plural(summary.events, "event"),
-        super::plural(summary.files, "file"),
-        weir::unstable::size::Size(summary.bytes),
-        config.dir.display()
-    );
-    if let Some(stats) = damaged {
-        let batches = stats.batches_damaged;
-        anyhow::bail!(
-            "skipped {} damaged {} ({}) (see above)",
-            batches,
-            if batches == 1 { "batch" } else { "batches" },
-            super::plural(stats.events_damaged, "event")
+}
+
+impl ExportSink for Lake {
+    type Error = anyhow::Error;
+    fn write(&mut self, part: Part, take: usize) -> anyhow::Result<Flow> {
+        self.writer.write(part, take)?;
+        Ok(Flow::More)
+    }
+    fn damaged(&mut self, _error: QueryError) {}
+}
+
+impl Output for Lake {
+    fn close(self) -> anyhow::Result<()> {
+        let summary = self.writer.close()?;
+        say!(
+            "weir: wrote {} in {} ({}) to {}",
+            super::plural(summary.events, "event"),
+            super::plural(summary.files, "file"),
+            weir::unstable::size::Size(summary.bytes),
+            self.dir.display()
         );
+        Ok(())
     }
-    Ok(())
 }

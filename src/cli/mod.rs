@@ -31,6 +31,7 @@ mod csv_dir;
 mod deferred;
 mod docs;
 mod explore;
+mod export;
 mod import;
 mod lake;
 mod maintain;

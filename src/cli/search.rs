@@ -1,24 +1,22 @@
 //! The search commands: `weir export [EXPR]`, `weir count [EXPR]`, `weir get ID...`
 //! (the language is [`weir::unstable::query`]'s).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use clap::Args;
 
-use weir::unstable::codec::writer::{
-    writer_with, EventWriter, JsonTimestamps, OutputFormat, WriteError,
-};
+use weir::unstable::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use weir::unstable::codec::StdoutSinkConfig;
-use weir::unstable::query::{Chain, Flow, Query, QueryError, Search};
+use weir::unstable::query::export::{count as count_events, Source};
+use weir::unstable::query::{Chain, Query, SearchOptions};
 use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
 use super::args::{choice, DbArg, MemoryArg};
-use super::lake::LakeArgs;
+use super::csv_dir::CsvDir;
+use super::export::{log_stats, query_error, run, warn, Output, Stdout};
+use super::lake::{Lake, LakeArgs};
 use super::UsageError;
-
-/// Output is written in pieces of about this size.
-pub(super) const CHUNK: usize = 256 << 10;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -121,274 +119,65 @@ fn query(expr: Option<&str>) -> anyhow::Result<Query> {
     }
 }
 
-/// Prints the warnings of a search's check of its expression (comparisons ill-typed in some
-/// schemas: see `Search::warnings`).
-pub(super) fn warn(search: &Search<'_>) {
-    for w in search.warnings() {
-        say!("weir: warning: {w}");
-    }
-}
-
-/// A query error: an ill-typed expression is the user's (exit 2), the rest a runtime error.
-pub(super) fn query_error(e: QueryError) -> anyhow::Error {
-    match e {
-        QueryError::Expr(e) => UsageError(format!("invalid expression: {e}")).into(),
-        other => other.into(),
-    }
-}
-
-/// The search's statistics at `-v` (info level): what was considered, pruned and read.
-/// `chain`: the events that came out of the operators, the batches decoded to read them
-/// whole, and the most memory the operators held (as charged to the query's budget).
-fn log_stats(
-    stats: &weir::unstable::query::SearchStats,
-    chain: Option<&weir::unstable::query::ChainStats>,
-    started: std::time::Instant,
-) {
-    let emitted = chain.map(|c| c.emitted);
-    let batches_materialized = chain.map(|c| c.batches_materialized);
-    let memory_peak = chain.map(|c| c.memory_peak);
-    tracing::info!(
-        segments = stats.segments,
-        segments_pruned = stats.segments_pruned,
-        segments_counted = stats.segments_counted,
-        segments_opened = stats.segments_opened,
-        batches_read = stats.batches_read,
-        batches_pruned = stats.batches_pruned,
-        rows_evaluated = stats.rows_evaluated,
-        matched = stats.matched,
-        emitted,
-        batches_materialized,
-        memory_peak,
-        ms = started.elapsed().as_millis() as u64,
-        "query statistics"
-    );
-}
-
-/// Writes the output buffer, then flushes; a closed stdout ends quietly.
-pub(super) fn finish(
-    out: &mut impl Write,
-    writer: &mut dyn EventWriter,
-    buf: &mut Vec<u8>,
-) -> anyhow::Result<()> {
-    writer.finish(buf);
-    write_out(out, buf)?;
-    match out.flush() {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(WriteError::Closed.into()),
-        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
-    }
-}
-
 /// `weir export`: the matching events in ID order, stopping after `-n` events (touching no
-/// more segments).
+/// more segments); with operators, the events that come out of them, written as they come.
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args
+    let chain = match args
         .expr
         .as_deref()
         .filter(|t| weir::unstable::query::is_chain(t))
     {
-        let chain = Chain::parse(text)
-            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
-            .with_memory(args.memory.limit());
-        return export_chain(&args, &chain);
-    }
-    let query = query(args.expr.as_deref())?;
+        Some(text) => Some(
+            Chain::parse(text)
+                .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+                .with_memory(args.memory.limit()),
+        ),
+        None => None,
+    };
+    // (Every event, unused, when there are operators.)
+    let query = match chain {
+        Some(_) => Query::all(),
+        None => query(args.expr.as_deref())?,
+    };
     let to = stdout_format(args.to);
-    let mut lake = None;
-    let mut csv_dir = None;
-    match (to, args.output.clone()) {
-        (OutputFormat::Parquet, Some(dir)) => lake = Some(args.lake.config(dir)?),
+    let lake = match (to, args.output.clone()) {
+        (OutputFormat::Parquet, Some(dir)) => Some(args.lake.config(dir)?),
         (OutputFormat::Parquet, None) => {
             return Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
         }
-        (OutputFormat::Csv, Some(dir)) => csv_dir = Some(dir),
+        (OutputFormat::Csv, Some(_)) => None,
         (_, Some(_)) => {
             return Err(UsageError(format!(
                 "--output DIR is for --to parquet and --to csv, not --to {to}"
             ))
             .into());
         }
-        (_, None) => {}
+        (_, None) => None,
     };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
-    if let Some(config) = lake {
-        return super::lake::export(&archive, &query, args.limit, &config);
-    }
-    if let Some(dir) = csv_dir {
-        return super::csv_dir::export(&archive, &query, args.limit, &dir);
-    }
-    let mut writer = writer_with(to, args.json_timestamps);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = Vec::with_capacity(CHUNK * 2);
-    let mut left = args.limit.unwrap_or(u64::MAX);
-    let mut damaged = None;
-    let started = std::time::Instant::now();
-    // Made also for `-n 0`: the expression is checked against the archive.
-    let mut search = query.search(&archive).map_err(query_error)?;
-    warn(&search);
-    if left > 0 {
-        while let Some(hits) = search.next() {
-            let hits = match hits {
-                Ok(h) => h,
-                Err(e) => {
-                    // A damaged segment is reported; the rest of the archive is still searched.
-                    say!("weir: error: {e}");
-                    damaged = Some(search.stats().clone());
-                    continue;
-                }
+    let (source, plain) = match &chain {
+        Some(chain) => (Source::Chain(chain), None),
+        None => {
+            // A lake converts batches taken whole from their columns, not rebuilt as rows.
+            let options = SearchOptions {
+                defer_columns: lake.is_some(),
+                ..SearchOptions::default()
             };
-            let take = (hits.len() as u64).min(left) as usize;
-            let mut rows = hits.rows().take(take);
-            writer.write_rows(hits.schema(), &mut rows, &mut buf)?;
-            left -= take as u64;
-            if buf.len() >= CHUNK {
-                write_out(&mut out, &mut buf)?;
-            }
-            if left == 0 {
-                break;
-            }
+            (Source::Search(&query, options), Some(&archive))
         }
-        log_stats(search.stats(), None, started);
-    }
-    finish(&mut out, writer.as_mut(), &mut buf)?;
-    warn_wal(&archive);
-    if let Some(stats) = damaged {
-        let batches = stats.batches_damaged;
-        anyhow::bail!(
-            "skipped {} damaged {} ({}) (see above)",
-            batches,
-            if batches == 1 { "batch" } else { "batches" },
-            super::plural(stats.events_damaged, "event")
-        );
-    }
-    Ok(())
-}
-
-/// The lake configuration of `--to parquet --output DIR`; a usage error without `--output`
-/// (or with it for another format).
-fn lake_config(
-    args: &ExportArgs,
-) -> anyhow::Result<Option<weir::unstable::codec::ParquetSinkConfig>> {
-    match (stdout_format(args.to), args.output.clone()) {
-        (OutputFormat::Parquet, Some(dir)) => Ok(Some(args.lake.config(dir)?)),
-        (OutputFormat::Parquet, None) => {
-            Err(UsageError("--to parquet writes a lake: give --output DIR".into()).into())
-        }
-        (OutputFormat::Csv, Some(_)) => Ok(None),
-        (to, Some(_)) => Err(UsageError(format!(
-            "--output DIR is for --to parquet and --to csv, not --to {to}"
-        ))
-        .into()),
-        (_, None) => Ok(None),
-    }
-}
-
-/// `weir export 'EXPR | OP | ...'`: the events that come out of the operators, written as
-/// they come, stopping after `-n` events.
-fn export_chain(args: &ExportArgs, chain: &Chain) -> anyhow::Result<()> {
-    let lake = lake_config(args)?;
-    let archive = Archive::open(&args.db.path)?;
-    warn_unlisted(&archive)?;
-    if let (OutputFormat::Csv, Some(dir)) = (stdout_format(args.to), args.output.as_deref()) {
-        return super::csv_dir::export_chain(&archive, chain, args.limit, dir);
-    }
-    let damaged = if let Some(config) = lake {
-        let mut lake = weir::unstable::codec::arrow::ParallelLakeWriter::new(config.writer()?, 0);
-        let damaged = run_chain(&archive, chain, args.limit, |slice, take| {
-            Ok(lake.write(SliceRows(slice), take)?)
-        })?;
-        let summary = lake.close()?;
-        say!(
-            "weir: wrote {} in {} ({}) to {}",
-            super::plural(summary.events, "event"),
-            super::plural(summary.files, "file"),
-            weir::unstable::size::Size(summary.bytes),
-            config.dir.display()
-        );
-        damaged
-    } else {
-        let mut writer = writer_with(stdout_format(args.to), args.json_timestamps);
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        let mut buf = Vec::with_capacity(CHUNK * 2);
-        let damaged = run_chain(&archive, chain, args.limit, |slice, take| {
-            writer.write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)?;
-            if buf.len() >= CHUNK {
-                write_out(&mut out, &mut buf)?;
-            }
-            Ok(())
-        })?;
-        finish(&mut out, writer.as_mut(), &mut buf)?;
-        damaged
     };
-    warn_wal(&archive);
-    damaged_error(damaged)
-}
-
-/// Runs `chain` over `archive`, handing `write` each slice that comes out with how many of
-/// its events to write (at most `limit` in all), and stops at the limit or at the first
-/// write error (returned). Damaged batches are reported as they come and counted; the
-/// statistics go to `-v` and the expression's warnings to stderr.
-pub(super) fn run_chain(
-    archive: &Archive,
-    chain: &Chain,
-    limit: Option<u64>,
-    mut write: impl FnMut(weir::unstable::query::Slice, usize) -> anyhow::Result<()>,
-) -> anyhow::Result<u64> {
-    let mut damaged = 0u64;
-    if limit == Some(0) {
-        return Ok(0);
+    if let Some(config) = lake {
+        return run(&archive, source, args.limit, Lake::open(&config, plain)?);
     }
-    let started = std::time::Instant::now();
-    let (stats, failed) = chain
-        .run_limited(
-            archive,
-            limit,
-            |slice, take| write(slice, take).map(|()| Flow::More),
-            &mut |e| {
-                say!("weir: error: {e}");
-                damaged += 1;
-            },
-        )
-        .map_err(query_error)?;
-    log_stats(&stats.search, Some(&stats), started);
-    for w in &stats.warnings {
-        say!("weir: warning: {w}");
+    if let (OutputFormat::Csv, Some(dir)) = (to, args.output.as_deref()) {
+        return run(&archive, source, args.limit, CsvDir::new(dir)?);
     }
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(damaged),
-    }
-}
-
-/// The error after the output of a run that skipped `damaged` batches.
-pub(super) fn damaged_error(damaged: u64) -> anyhow::Result<()> {
-    if damaged > 0 {
-        anyhow::bail!(
-            "skipped {} damaged {} (see above); the results leave them out",
-            damaged,
-            if damaged == 1 { "batch" } else { "batches" },
-        );
-    }
-    Ok(())
-}
-
-/// A slice of a chain's output as rows for the lake writer.
-struct SliceRows(weir::unstable::query::Slice);
-
-impl weir::unstable::codec::arrow::SchemaRows for SliceRows {
-    fn schema(&self) -> &weir::unstable::types::SchemaRef {
-        self.0.schema()
-    }
-    fn rows(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.0.rows()
-    }
+    let writer = writer_with(to, args.json_timestamps);
+    run(&archive, source, args.limit, Stdout::new(writer))
 }
 
 /// `weir count`: one number, from the catalog and batch metadata where the expression
@@ -397,49 +186,39 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
-    if let Some(text) = args
+    let (query, chain);
+    let is_chain = args
         .expr
         .as_deref()
-        .filter(|t| weir::unstable::query::is_chain(t))
-    {
+        .filter(|t| weir::unstable::query::is_chain(t));
+    let source = match is_chain {
         // The events that come out of the operators.
-        let chain = Chain::parse(text)
-            .map_err(|e| UsageError(format!("invalid expression: {e}")))?
-            .with_memory(args.memory.limit());
-        let archive = Archive::open(&args.db.path)?;
-        warn_unlisted(&archive)?;
-        let mut failed: Option<QueryError> = None;
-        let started = std::time::Instant::now();
-        let stats = chain
-            .run(&archive, &mut |_| Ok(Flow::More), &mut |e| {
-                failed.get_or_insert(e);
-            })
-            .map_err(query_error)?;
-        log_stats(&stats.search, Some(&stats), started);
-        for w in &stats.warnings {
-            say!("weir: warning: {w}");
+        Some(text) => {
+            chain = Chain::parse(text)
+                .map_err(|e| UsageError(format!("invalid expression: {e}")))?
+                .with_memory(args.memory.limit());
+            Source::Chain(&chain)
         }
-        warn_wal(&archive);
-        if let Some(e) = failed {
-            return Err(e.into());
+        None => {
+            query = self::query(args.expr.as_deref())?;
+            Source::Search(&query, SearchOptions::default())
         }
-        let mut buf = format!("{}\n", stats.emitted).into_bytes();
-        write_out(&mut std::io::stdout().lock(), &mut buf)?;
-        return Ok(());
-    }
-    let query = query(args.expr.as_deref())?;
+    };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let started = std::time::Instant::now();
-    let search = query.search(&archive).map_err(query_error)?;
-    warn(&search);
-    let (n, stats) = search.count().map_err(query_error)?;
-    log_stats(&stats, None, started);
+    let counted = count_events(&archive, source, &mut |w| warn(w)).map_err(query_error)?;
+    let done = &counted.done;
+    log_stats(&done.search, done.chain.as_ref(), started);
+    if let Some(chain) = &done.chain {
+        warn(&chain.warnings);
+    }
     warn_wal(&archive);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = format!("{n}\n").into_bytes();
-    write_out(&mut out, &mut buf)?;
+    if let Some(e) = counted.failed {
+        return Err(e.into());
+    }
+    let mut buf = format!("{}\n", counted.n).into_bytes();
+    write_out(&mut std::io::stdout().lock(), &mut buf)?;
     Ok(())
 }
 
@@ -471,23 +250,15 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         .into());
     }
     let archive = Archive::open(&args.db.path)?;
-    let mut writer = writer_with(to, args.json_timestamps);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = Vec::new();
+    let mut out = Stdout::new(writer_with(to, args.json_timestamps));
     let mut missing = Vec::new();
     for (id, found) in args.ids.iter().zip(archive.get_many(&args.ids)?) {
         match found {
-            Some((schema, row)) => {
-                writer.write_rows(&schema, &mut std::iter::once(row.as_slice()), &mut buf)?
-            }
+            Some((schema, row)) => out.write_rows(&schema, &mut std::iter::once(row.as_slice()))?,
             None => missing.push(id.to_string()),
         }
-        if buf.len() >= CHUNK {
-            write_out(&mut out, &mut buf)?;
-        }
     }
-    finish(&mut out, writer.as_mut(), &mut buf)?;
+    out.close()?;
     warn_wal(&archive);
     if !missing.is_empty() {
         anyhow::bail!("no event with ID {}", missing.join(", "));

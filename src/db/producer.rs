@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::arrow::record_batches;
 use super::error::{Error, Result};
+use crate::query::export::{export, ExportSink, Part, Source};
 use crate::query::{Chain, Flow, QueryError};
 use crate::store::Archive;
 
@@ -49,13 +50,6 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// Why the thread stopped handing out batches early.
-enum Stop {
-    /// The reader is gone.
-    Gone,
-    Fail(Error),
 }
 
 impl Producer {
@@ -111,47 +105,57 @@ impl Producer {
     }
 }
 
+/// The thread's sink: each slice that comes out converted to record batches and sent, each
+/// damaged batch sent as an error of its own, in the order they come.
+struct Channel<'a> {
+    send: &'a mut Send,
+    /// The reader went away while a damaged batch was being sent.
+    gone: bool,
+}
+
+/// Why the thread stopped handing out batches early.
+enum Stop {
+    /// The reader is gone.
+    Gone,
+    Fail(Error),
+}
+
+impl ExportSink for Channel<'_> {
+    type Error = Stop;
+
+    fn write(&mut self, part: Part, take: usize) -> std::result::Result<Flow, Stop> {
+        if self.gone {
+            return Err(Stop::Gone);
+        }
+        let batches = record_batches(&part, take).map_err(|e| Stop::Fail(e.into()))?;
+        for batch in batches {
+            if !(self.send)(Ok(batch)) {
+                return Err(Stop::Gone);
+            }
+        }
+        Ok(Flow::More)
+    }
+
+    fn damaged(&mut self, error: QueryError) {
+        if !matches!(error, QueryError::Cancelled) && !self.gone {
+            self.gone = !(self.send)(Err(error.into()));
+        }
+    }
+}
+
 /// The thread's work: runs the chain, converting each slice that comes out.
 fn run(archive: &Archive, chain: &Chain, limit: Option<u64>, send: &mut Send) {
-    let damaged: std::cell::RefCell<Vec<QueryError>> = Default::default();
-    let result = chain.run_limited(
-        archive,
-        limit,
-        |slice, take| {
-            // Damaged batches reported since the last slice go first, in order.
-            for e in damaged.take() {
-                if !send(Err(e.into())) {
-                    return Err(Stop::Gone);
-                }
-            }
-            let batches = record_batches(&slice, take).map_err(|e| Stop::Fail(e.into()))?;
-            for batch in batches {
-                if !send(Ok(batch)) {
-                    return Err(Stop::Gone);
-                }
-            }
-            Ok(Flow::More)
-        },
-        &mut |e| {
-            if !matches!(e, QueryError::Cancelled) {
-                damaged.borrow_mut().push(e);
-            }
-        },
-    );
+    let mut sink = Channel { send, gone: false };
+    let result = export(archive, Source::Chain(chain), limit, &mut sink);
     if archive.is_cancelled() {
         return;
     }
-    for e in damaged.take() {
-        if !send(Err(e.into())) {
-            return;
-        }
-    }
     match result {
         Err(e) => {
-            send(Err(e.into()));
+            (sink.send)(Err(e.into()));
         }
         Ok((_, Some(Stop::Fail(e)))) => {
-            send(Err(e));
+            (sink.send)(Err(e));
         }
         Ok((_, Some(Stop::Gone))) | Ok((_, None)) => {}
     }

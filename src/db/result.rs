@@ -9,12 +9,10 @@ use super::batches::Batches;
 use super::error::{Error, Result};
 use super::producer::{Producer, BATCHES_IN_FLIGHT};
 use super::stream::BatchStream;
-use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
-use crate::query::{is_chain, Chain, Flow, Query, QueryError};
+use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat, WriteError};
+use crate::query::export::{export, Source, TextSink};
+use crate::query::{is_chain, Chain, Query, QueryError};
 use crate::store::Archive;
-
-/// Output is handed to the writer of [`QueryResult::write`] in pieces of about this size.
-const WRITE_CHUNK: usize = 256 << 10;
 
 /// A query of a [`crate::Db`] (made by [`crate::Db::query`]): nothing runs until it is read
 /// ([`QueryResult::batches`], a `for` loop, [`QueryResult::stream`]), counted
@@ -74,22 +72,22 @@ pub(crate) fn count(
     text: &str,
     memory: crate::query::memory::MemoryLimit,
 ) -> Result<u64, QueryError> {
-    if !is_chain(text) {
-        let query = if text.trim().is_empty() {
+    let (query, chain);
+    let source = if is_chain(text) {
+        chain = parse(text)?.with_memory(memory);
+        Source::Chain(&chain)
+    } else {
+        query = if text.trim().is_empty() {
             Query::all()
         } else {
             Query::parse(text)?
         };
-        return Ok(query.search(archive)?.count()?.0);
-    }
-    let chain = parse(text)?.with_memory(memory);
-    let mut failed: Option<QueryError> = None;
-    let stats = chain.run(archive, &mut |_| Ok(Flow::More), &mut |e| {
-        failed.get_or_insert(e);
-    })?;
-    match failed {
+        Source::Search(&query, Default::default())
+    };
+    let counted = crate::query::export::count(archive, source, &mut |_| {})?;
+    match counted.failed {
         Some(e) => Err(e),
-        None => Ok(stats.emitted),
+        None => Ok(counted.n),
     }
 }
 
@@ -158,41 +156,40 @@ impl QueryResult {
     ///
     /// A damaged batch is skipped (and logged): the events of the others are all written,
     /// then the call ends with [`Error::Damaged`].
-    pub fn write(self, format: OutputFormat, mut out: impl Write) -> Result<u64> {
+    pub fn write(self, format: OutputFormat, out: impl Write) -> Result<u64> {
         if format.is_directory_only() {
             return Err(Error::NotAStream(format));
         }
-        let mut writer = writer_with(format, JsonTimestamps::default());
-        let mut buf: Vec<u8> = Vec::with_capacity(WRITE_CHUNK * 2);
-        let mut written = 0u64;
-        let mut damaged = 0u64;
-        let (_, failed) = self.chain.run_limited(
+        let text = self.chain.text().to_string();
+        let mut sink = TextSink::new(
+            writer_with(format, JsonTimestamps::default()),
+            out,
+            move |e| tracing::warn!("query {text:?}: {e}"),
+        );
+        let (done, failed) = export(
             &self.archive,
+            Source::Chain(&self.chain),
             self.limit,
-            |slice, take| {
-                writer.write_rows(slice.schema(), &mut slice.rows().take(take), &mut buf)?;
-                written += take as u64;
-                if buf.len() >= WRITE_CHUNK {
-                    out.write_all(&buf)?;
-                    buf.clear();
-                }
-                Ok::<_, Error>(Flow::More)
-            },
-            &mut |e| {
-                tracing::warn!("query {:?}: {e}", self.chain.text());
-                damaged += 1;
-            },
+            &mut sink,
         )?;
         if let Some(e) = failed {
-            return Err(e);
+            return Err(write_error(e));
         }
-        writer.finish(&mut buf);
-        out.write_all(&buf)?;
-        out.flush()?;
-        if damaged > 0 {
-            return Err(Error::Damaged { batches: damaged });
+        sink.finish().map_err(write_error)?;
+        if sink.damaged > 0 {
+            return Err(Error::Damaged {
+                batches: sink.damaged,
+            });
         }
-        Ok(written)
+        Ok(done.written)
+    }
+}
+
+/// An error of the writer given is its own ([`Error::Io`]); the rest is the format's.
+fn write_error(e: WriteError) -> Error {
+    match e {
+        WriteError::Io(e) => Error::Io(e),
+        other => Error::Write(other),
     }
 }
 

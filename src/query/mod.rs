@@ -120,6 +120,7 @@ pub mod context;
 mod erase;
 mod error;
 mod eval;
+pub mod export;
 mod filter;
 pub(crate) mod ints;
 mod lexer;

@@ -34,7 +34,8 @@ use super::limits::ServeLimits;
 use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
 use super::memory::Watched;
 use super::state::AppState;
-use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use crate::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat};
+use crate::query::export::{export, ExportSink, Part, Source};
 use crate::query::memory::MemoryLimit;
 use crate::query::{Chain, Flow, QueryError};
 use crate::store::Archive;
@@ -160,6 +161,78 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
         .into_response())
 }
 
+/// The search thread's sink: the chain's output encoded by `writer` and sent in pieces of
+/// [`CHUNK_BYTES`], at most the response cap in all.
+struct Answer<'a> {
+    job: &'a QueryJob,
+    writer: Box<dyn EventWriter>,
+    buf: Vec<u8>,
+    sent: u64,
+    cap: u64,
+    damaged: u64,
+    tx: &'a mpsc::Sender<Piece>,
+    /// Why the query was cancelled, if it was (checked before each slice).
+    stopped: &'a dyn Fn() -> Option<Stop>,
+}
+
+impl Answer<'_> {
+    fn over_cap(&self) -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the answer is larger than {} (the server's cap); ask for fewer events (limit) or fields (select)",
+                crate::size::Size(self.cap),
+            ),
+        )
+    }
+}
+
+impl ExportSink for Answer<'_> {
+    type Error = Stop;
+
+    fn write(&mut self, part: Part, take: usize) -> Result<Flow, Stop> {
+        if let Some(stop) = (self.stopped)() {
+            // An aggregation's partial output, after a cancelled search, is not sent.
+            return Err(stop);
+        }
+        let step = if self.job.format == OutputFormat::Arrow {
+            take.max(1)
+        } else {
+            NDJSON_ROWS_PER_WRITE
+        };
+        let mut rows = part.rows().take(take);
+        for _ in (0..take).step_by(step) {
+            self.writer
+                .write_rows(part.schema(), &mut rows.by_ref().take(step), &mut self.buf)
+                .map_err(|e| {
+                    Stop::Fail(ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        e.to_string(),
+                    ))
+                })?;
+            if self.buf.len() >= CHUNK_BYTES {
+                self.sent += self.buf.len() as u64;
+                if self.sent > self.cap {
+                    return Err(Stop::Fail(self.over_cap()));
+                }
+                let piece = Piece::Data(Bytes::from(std::mem::take(&mut self.buf)));
+                if self.tx.blocking_send(piece).is_err() {
+                    return Err(Stop::Gone);
+                }
+            }
+        }
+        Ok(Flow::More)
+    }
+
+    fn damaged(&mut self, error: QueryError) {
+        if matches!(error, QueryError::Cancelled) {
+            return;
+        }
+        tracing::warn!("query {:?}: {error}", self.job.chain.text());
+        self.damaged += 1;
+    }
+}
+
 /// The search thread: runs the chain and sends its output (see the module docs).
 fn run(
     reader: &crate::Db,
@@ -185,7 +258,7 @@ fn run(
     };
     archive.cancel_on(cancel.clone());
     // Cancelled: for memory, at the deadline a timeout, else the client went away.
-    let stopped = || {
+    let why = || {
         if watched.over() {
             Stop::Fail(watched.error())
         } else if Instant::now() >= deadline {
@@ -194,65 +267,20 @@ fn run(
             Stop::Gone
         }
     };
-    let mut writer = writer_with(job.format, job.timestamps);
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES * 2);
-    let mut sent = 0u64;
-    let over_cap = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the answer is larger than {} (the server's cap); ask for fewer events (limit) or fields (select)",
-                crate::size::Size(cap),
-            ),
-        )
+    let stopped = || (cancel.is_cancelled() || Instant::now() >= deadline).then(why);
+    let mut answer = Answer {
+        job,
+        writer: writer_with(job.format, job.timestamps),
+        buf: Vec::with_capacity(CHUNK_BYTES * 2),
+        sent: 0,
+        cap,
+        damaged: 0,
+        tx,
+        stopped: &stopped,
     };
-    let mut damaged = 0u64;
-    let result = job.chain.run_limited(
-        &archive,
-        job.limit,
-        |slice, take| {
-            if cancel.is_cancelled() || Instant::now() >= deadline {
-                // An aggregation's partial output, after a cancelled search, is not sent.
-                return Err(stopped());
-            }
-            let step = if job.format == OutputFormat::Arrow {
-                take.max(1)
-            } else {
-                NDJSON_ROWS_PER_WRITE
-            };
-            let mut rows = slice.rows().take(take);
-            for _ in (0..take).step_by(step) {
-                writer
-                    .write_rows(slice.schema(), &mut rows.by_ref().take(step), &mut buf)
-                    .map_err(|e| {
-                        Stop::Fail(ApiError::new(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            e.to_string(),
-                        ))
-                    })?;
-                if buf.len() >= CHUNK_BYTES {
-                    sent += buf.len() as u64;
-                    if sent > cap {
-                        return Err(Stop::Fail(over_cap()));
-                    }
-                    let piece = Piece::Data(Bytes::from(std::mem::take(&mut buf)));
-                    if tx.blocking_send(piece).is_err() {
-                        return Err(Stop::Gone);
-                    }
-                }
-            }
-            Ok(Flow::More)
-        },
-        &mut |e| {
-            if matches!(e, QueryError::Cancelled) {
-                return;
-            }
-            tracing::warn!("query {:?}: {e}", job.chain.text());
-            damaged += 1;
-        },
-    );
+    let result = export(&archive, Source::Chain(&job.chain), job.limit, &mut answer);
     if cancel.is_cancelled() {
-        if let Stop::Fail(e) = stopped() {
+        if let Stop::Fail(e) = why() {
             fail(e);
         }
         return;
@@ -262,16 +290,17 @@ fn run(
         Ok((_, Some(Stop::Gone))) => {}
         Ok((_, Some(Stop::Fail(e)))) => fail(e),
         Ok((_, None)) => {
-            writer.finish(&mut buf);
-            sent += buf.len() as u64;
-            if sent > cap {
-                return fail(over_cap());
+            let mut buf = std::mem::take(&mut answer.buf);
+            answer.writer.finish(&mut buf);
+            answer.sent += buf.len() as u64;
+            if answer.sent > cap {
+                return fail(answer.over_cap());
             }
             if !buf.is_empty() && tx.blocking_send(Piece::Data(Bytes::from(buf))).is_err() {
                 return;
             }
-            if damaged > 0 {
-                fail(damaged_error(damaged));
+            if answer.damaged > 0 {
+                fail(damaged_error(answer.damaged));
             }
         }
     }

@@ -336,6 +336,47 @@ fn csv_output_dir_has_one_file_per_schema() {
     assert!(text(&out.stderr).contains("--output DIR is for --to parquet and --to csv"));
 }
 
+/// Every output of `weir export` runs the one export loop: an expression naming no field of
+/// the archive is a usage error (exit 2) for each, also with `-n 0`, before any file is
+/// written; a known one with `-n 0` writes nothing.
+#[test]
+fn every_output_checks_the_expression_even_for_no_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = small_archive(tmp.path());
+    let outputs: [&[&str]; 4] = [
+        &["--to", "json"],
+        &["--to", "csv"],
+        &["--to", "csv", "--output"],
+        &["--to", "parquet", "--output"],
+    ];
+    for (i, output) in outputs.iter().enumerate() {
+        let dir = tmp.path().join(format!("out{i}"));
+        let mut args = vec!["export", "--db", &db];
+        args.extend_from_slice(output);
+        if output.ends_with(&["--output"]) {
+            args.push(s(&dir));
+        }
+        let mut bad = args.clone();
+        bad.extend_from_slice(&["-n", "0", "nosuchfield == 1"]);
+        let out = run(&bad);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{output:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("no field `nosuchfield`"),
+            "{output:?}: {}",
+            text(&out.stderr)
+        );
+        args.extend_from_slice(&["-n", "0", "id.resp_p == 53"]);
+        let out = run(&args);
+        ok(&out, &format!("{output:?}"));
+        assert!(out.stdout.is_empty(), "{output:?}");
+    }
+}
+
 /// With operators, `--to csv --output DIR` writes what they emit, one file per schema: an
 /// aggregation's `weir.summarize.csv`, the same as its CSV on stdout, with the counts of
 /// its JSON; events of two logs after `select`, one file each.
