@@ -24,6 +24,8 @@ from collections import defaultdict
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# A char literal (`'x'`, `'\\''`, `'\\u{1F600}'`), not a lifetime (`'a`).
+CHAR = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]*\}|.)|[^'\\\n])'")
 
 
 def module_of(path):
@@ -34,12 +36,46 @@ def module_of(path):
 
 
 def strip(text):
-    """Removes comments, string literals and the trailing test module."""
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r'r#*"(?:.|\n)*?"#*', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    text = re.sub(r"'(?:\\.|[^'\\])'", "''", text)
+    """Removes comments, string and char literals and the trailing test module.
+
+    One left-to-right pass, so that `//` inside a string (`"http://..."`) is no comment, a
+    quote inside a comment opens no string, and the `r` ending a word before a quote
+    (`"...reader"`) opens no raw string; a lifetime (`'a`) is kept as it is.
+    """
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        elif (m := re.compile(r'b?r(#*)"').match(text, i)) and not (
+            i and re.match(r"\w", text[i - 1])
+        ):
+            end = text.find('"' + m.group(1), m.end())
+            i = n if end < 0 else end + 1 + len(m.group(1))
+            out.append('""')
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append('""')
+        elif c == "'" and (m := CHAR.match(text, i)):
+            i = m.end()
+            out.append("''")
+        else:
+            out.append(c)
+            i += 1
+    text = "".join(out)
     m = re.search(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text)
     if m:
         text = text[: m.start()]
