@@ -32,7 +32,7 @@
 //! defused against formula evaluation in spreadsheets.
 
 use crate::codec::cells::{push_cells, Cell, CellKind, Controls};
-use crate::codec::writer::{EventWriter, WriteError};
+use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::types::SchemaRef;
 
 /// Writes events as CSV. See the module docs for the layout.

@@ -40,7 +40,8 @@
 //! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
 //! when comparing with TSV originals).
 
-use crate::codec::writer::{write_each, write_row, EventWriter, ListText, TextFormat, WriteError};
+use crate::codec::event_writer::{write_each, EventWriter, WriteError};
+use crate::codec::text_format::{write_row, ListText, TextFormat};
 use crate::codec::zeek::scalar::{
     push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet,
 };

@@ -10,9 +10,11 @@ pub mod arrow;
 pub mod cells;
 pub mod csv_writer;
 mod drive;
+pub mod event_writer;
 pub mod json_writer;
 mod sink_config;
 pub mod table_writer;
+mod text_format;
 pub mod writer;
 pub mod zeek;
 

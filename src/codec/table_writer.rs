@@ -39,7 +39,7 @@
 //! in Zeek TSV; unlike there, a string `-` or `(empty)` is shown as it is.
 
 use crate::codec::cells::{push_cells, push_text, Cell, CellKind, Controls};
-use crate::codec::writer::{EventWriter, WriteError};
+use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::types::{SchemaRef, Type};
 
 /// Most rows in one block: the rows whose widths make the columns, held until printed.

@@ -36,11 +36,10 @@ use futures::Sink;
 use tokio::io::AsyncWrite;
 
 use crate::batch::Batch;
+pub use crate::codec::event_writer::{is_output_closed, EventWriter, WriteError};
 pub use crate::codec::json_writer::JsonTimestamps;
-use crate::codec::zeek::scalar::{push_decimal_ns, push_i64, push_u64};
 use crate::setting::{Choice, ChoiceName};
-use crate::types::{Schema, SchemaRef, Type};
-use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
+use crate::types::SchemaRef;
 
 /// An output format of `weir convert --to` and the exporters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,111 +106,6 @@ impl Choice for OutputFormat {
 }
 
 crate::choice!(OutputFormat);
-
-/// Why rows could not be written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WriteError {
-    /// A row did not decode as its schema says (a corrupt segment or a schema mismatch).
-    #[error("cannot format row {row} of schema {schema}: {source}")]
-    Decode {
-        /// The schema's name, e.g. `zeek.conn`.
-        schema: String,
-        /// 0-based index of the row among the rows given to the call (the row index in its batch).
-        row: usize,
-        /// What was wrong with the row.
-        #[source]
-        source: DecodeError,
-    },
-    /// The output could not be written.
-    #[error("cannot write output: {0}")]
-    Io(#[source] io::Error),
-    /// The reader of the output went away (broken pipe): a clean end, not a failure.
-    #[error("output closed by its reader")]
-    Closed,
-}
-
-/// Whether an error is, or is caused by, the reader of our output going away (a broken pipe,
-/// as with `| head`), after which a command exits with status 0.
-pub fn is_output_closed(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        if err
-            .downcast_ref::<WriteError>()
-            .is_some_and(WriteError::is_closed)
-            || err
-                .downcast_ref::<io::Error>()
-                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-        {
-            return true;
-        }
-        cur = err.source();
-    }
-    false
-}
-
-impl WriteError {
-    /// Whether this is the clean end of an output closed early ([`WriteError::Closed`]), after
-    /// which a command exits with status 0.
-    pub fn is_closed(&self) -> bool {
-        matches!(self, WriteError::Closed)
-    }
-
-    /// Classifies an I/O error: a broken pipe is [`WriteError::Closed`].
-    pub fn from_io(e: io::Error) -> WriteError {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            WriteError::Closed
-        } else {
-            WriteError::Io(e)
-        }
-    }
-}
-
-/// Formats rows of events as text.
-pub trait EventWriter: Send {
-    /// Appends the rows (msgpack rows of `schema`, see [`crate::value`]) to `out`.
-    ///
-    /// On error, `out` keeps the rows written before the bad one, and nothing of the bad one.
-    fn write_rows(
-        &mut self,
-        schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &[u8]>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), WriteError>;
-
-    /// Appends the rows of a batch to `out`.
-    fn write_batch(&mut self, batch: &Batch, out: &mut Vec<u8>) -> Result<(), WriteError> {
-        let mut rows = batch.rows();
-        self.write_rows(batch.schema(), &mut rows, out)
-    }
-
-    /// Appends the trailer, if the format has one (`#close` for Zeek TSV), and resets the writer
-    /// so that the next rows start a new document.
-    fn finish(&mut self, out: &mut Vec<u8>);
-}
-
-/// Writes each row with `write`, keeping the output all-or-nothing per row: on a bad row the
-/// output holds the rows before it and nothing of the bad one, and the error names the schema
-/// and the row index. The shared loop of every [`EventWriter::write_rows`].
-pub(crate) fn write_each<'a>(
-    schema: &SchemaRef,
-    rows: impl Iterator<Item = &'a [u8]>,
-    out: &mut Vec<u8>,
-    mut write: impl FnMut(&'a [u8], &mut Vec<u8>) -> Result<(), DecodeError>,
-) -> Result<(), WriteError> {
-    for (i, row) in rows.enumerate() {
-        let start = out.len();
-        if let Err(source) = write(row, out) {
-            out.truncate(start);
-            return Err(WriteError::Decode {
-                schema: schema.name.clone(),
-                row: i,
-                source,
-            });
-        }
-    }
-    Ok(())
-}
 
 /// A writer for the given format with default settings.
 pub fn writer_for(format: OutputFormat) -> Box<dyn EventWriter> {
@@ -363,108 +257,6 @@ impl<W: AsyncWrite + Unpin> Sink<Batch> for WriterSink<W> {
             .poll_shutdown(cx)
             .map_err(WriteError::from_io)
     }
-}
-
-/// Now, in nanoseconds since the epoch (0 if the clock is before 1970).
-pub(crate) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// How a text format writes containers.
-pub(crate) struct ListText {
-    /// Before the first element.
-    pub open: &'static [u8],
-    /// After the last element.
-    pub close: &'static [u8],
-    /// An empty container.
-    pub empty: &'static [u8],
-    /// An unset element.
-    pub unset: &'static [u8],
-}
-
-/// What sets one text format apart from another. [`write_row`] walks a row with a
-/// [`RowCursor`] and calls these for the punctuation and for the scalars that the formats write
-/// differently; `count`, `int`, `port` (decimal) and `interval` (exact decimal seconds) are the
-/// same in every format and written by [`write_row`] itself, and so is the `,` between the
-/// elements of a container.
-pub(crate) trait TextFormat {
-    /// How containers are written.
-    const LIST: ListText;
-    /// After the last field.
-    const ROW_END: &'static [u8];
-    /// Before the first field.
-    fn begin_row(&self, out: &mut Vec<u8>);
-    /// Before the value of field `i` (0-based) when `set`, or in place of the field when not.
-    fn field(&self, i: usize, set: bool, out: &mut Vec<u8>);
-    /// A set `bool`, `double`, `time`, string-like, `addr` or `subnet` value; `in_list` when it
-    /// is a container's element.
-    fn scalar(&self, v: ValueRef<'_>, in_list: bool, out: &mut Vec<u8>);
-}
-
-/// Formats one msgpack row of `schema` (see [`crate::value`]) in format `f`.
-#[inline]
-pub(crate) fn write_row<F: TextFormat>(
-    f: &F,
-    schema: &Schema,
-    row: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), DecodeError> {
-    let mut r = RowCursor::new(row);
-    r.row_header(schema.fields.len())?;
-    f.begin_row(out);
-    for (i, field) in schema.fields.iter().enumerate() {
-        let m = r.marker()?;
-        f.field(i, m != NIL, out);
-        if m == NIL {
-            continue;
-        }
-        let Some(inner) = field.ty.element() else {
-            write_scalar(f, &mut r, m, &field.ty, false, out)?;
-            continue;
-        };
-        let n = r.list_len(m)?;
-        if n == 0 {
-            out.extend_from_slice(F::LIST.empty);
-            continue;
-        }
-        out.extend_from_slice(F::LIST.open);
-        for j in 0..n {
-            if j > 0 {
-                out.push(b',');
-            }
-            let m = r.marker()?;
-            if m == NIL {
-                out.extend_from_slice(F::LIST.unset);
-            } else {
-                write_scalar(f, &mut r, m, inner, true, out)?;
-            }
-        }
-        out.extend_from_slice(F::LIST.close);
-    }
-    out.extend_from_slice(F::ROW_END);
-    Ok(())
-}
-
-/// Formats the set scalar of type `ty` whose marker `m` was just read.
-#[inline(always)]
-fn write_scalar<F: TextFormat>(
-    f: &F,
-    r: &mut RowCursor<'_>,
-    m: u8,
-    ty: &Type,
-    in_list: bool,
-    out: &mut Vec<u8>,
-) -> Result<(), DecodeError> {
-    match ty {
-        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
-        Type::Int => push_i64(out, r.int(m, ty)?),
-        Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
-        _ => f.scalar(r.scalar(m, ty)?, in_list, out),
-    }
-    Ok(())
 }
 
 #[cfg(test)]

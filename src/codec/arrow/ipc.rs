@@ -29,7 +29,7 @@ use super::read::record_batch_to_batches;
 use super::schema::zeek_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
-use crate::codec::writer::{EventWriter, WriteError};
+use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::codec::ReaderOptions;
 use crate::error::{ParseError, ReadError};
 use crate::types::SchemaRef;

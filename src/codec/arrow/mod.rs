@@ -2,7 +2,7 @@
 //! pandas) and back in.
 //!
 //! - `--to arrow`: Arrow IPC streams on stdout ([`ArrowIpcWriter`], an
-//!   [`EventWriter`](crate::codec::writer::EventWriter));
+//!   [`EventWriter`](crate::codec::event_writer::EventWriter));
 //! - `--to parquet --output DIR` and `[sinks.NAME] type = "parquet"`: a Hive-partitioned
 //!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`];
 //!   [`ParallelLakeWriter`] builds the record batches on a thread per core, for `export`);

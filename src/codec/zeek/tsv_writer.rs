@@ -41,9 +41,8 @@
 //! The format has one ambiguity, in Zeek too: a container holding a single unset element is
 //! written `-`, the unset marker, and reads back as an unset container.
 
-use crate::codec::writer::{
-    now_ns, write_each, write_row, EventWriter, ListText, TextFormat, WriteError,
-};
+use crate::codec::event_writer::{write_each, EventWriter, WriteError};
+use crate::codec::text_format::{write_row, ListText, TextFormat};
 use crate::codec::zeek::scalar::{
     push_addr, push_decimal_ns, push_double, push_subnet, push_zeek_stamp,
 };
@@ -57,6 +56,14 @@ pub struct ZeekTsvWriter {
     /// Schema of the open header block, if any.
     current: Option<SchemaRef>,
     clock: fn() -> i64,
+}
+
+/// Now, in nanoseconds since the epoch (0 if the clock is before 1970).
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 impl std::fmt::Debug for ZeekTsvWriter {

@@ -1,0 +1,118 @@
+//! What every stream writer is: [`EventWriter`], which formats rows of one schema at a time,
+//! and [`WriteError`], why it could not.
+//!
+//! The writers of each format (`json_writer`, `csv_writer`, `table_writer`, the Zeek TSV and
+//! Arrow IPC writers) implement [`EventWriter`]; `writer` picks one for an
+//! output format and drives it. This file depends on none of
+//! them, so that they and `writer` depend on it one way.
+
+use std::io;
+
+use crate::batch::Batch;
+use crate::types::SchemaRef;
+use crate::value::DecodeError;
+
+/// Why rows could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// A row did not decode as its schema says (a corrupt segment or a schema mismatch).
+    #[error("cannot format row {row} of schema {schema}: {source}")]
+    Decode {
+        /// The schema's name, e.g. `zeek.conn`.
+        schema: String,
+        /// 0-based index of the row among the rows given to the call (the row index in its batch).
+        row: usize,
+        /// What was wrong with the row.
+        #[source]
+        source: DecodeError,
+    },
+    /// The output could not be written.
+    #[error("cannot write output: {0}")]
+    Io(#[source] io::Error),
+    /// The reader of the output went away (broken pipe): a clean end, not a failure.
+    #[error("output closed by its reader")]
+    Closed,
+}
+
+/// Whether an error is, or is caused by, the reader of our output going away (a broken pipe,
+/// as with `| head`), after which a command exits with status 0.
+pub fn is_output_closed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err
+            .downcast_ref::<WriteError>()
+            .is_some_and(WriteError::is_closed)
+            || err
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+impl WriteError {
+    /// Whether this is the clean end of an output closed early ([`WriteError::Closed`]), after
+    /// which a command exits with status 0.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, WriteError::Closed)
+    }
+
+    /// Classifies an I/O error: a broken pipe is [`WriteError::Closed`].
+    pub fn from_io(e: io::Error) -> WriteError {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            WriteError::Closed
+        } else {
+            WriteError::Io(e)
+        }
+    }
+}
+
+/// Formats rows of events as text.
+pub trait EventWriter: Send {
+    /// Appends the rows (msgpack rows of `schema`, see [`crate::value`]) to `out`.
+    ///
+    /// On error, `out` keeps the rows written before the bad one, and nothing of the bad one.
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError>;
+
+    /// Appends the rows of a batch to `out`.
+    fn write_batch(&mut self, batch: &Batch, out: &mut Vec<u8>) -> Result<(), WriteError> {
+        let mut rows = batch.rows();
+        self.write_rows(batch.schema(), &mut rows, out)
+    }
+
+    /// Appends the trailer, if the format has one (`#close` for Zeek TSV), and resets the writer
+    /// so that the next rows start a new document.
+    fn finish(&mut self, out: &mut Vec<u8>);
+}
+
+/// Writes each row with `write`, keeping the output all-or-nothing per row: on a bad row the
+/// output holds the rows before it and nothing of the bad one, and the error names the schema
+/// and the row index. The shared loop of every [`EventWriter::write_rows`].
+pub(crate) fn write_each<'a>(
+    schema: &SchemaRef,
+    rows: impl Iterator<Item = &'a [u8]>,
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(&'a [u8], &mut Vec<u8>) -> Result<(), DecodeError>,
+) -> Result<(), WriteError> {
+    for (i, row) in rows.enumerate() {
+        let start = out.len();
+        if let Err(source) = write(row, out) {
+            out.truncate(start);
+            return Err(WriteError::Decode {
+                schema: schema.name.clone(),
+                row: i,
+                source,
+            });
+        }
+    }
+    Ok(())
+}
