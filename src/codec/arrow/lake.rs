@@ -93,14 +93,14 @@ use arrow_schema::Schema as ArrowSchema;
 
 use super::builder::ArrowBuilder;
 use super::lake_files::LakeFiles;
-use super::parallel::LakeRows;
+use super::lake_rows::LakeRows;
 use super::parquet_file::ParquetFile;
+use super::partition_day::row_day;
 use super::schema::{arrow_schema, zeek_schema};
 use super::union::{conform, fits, lake_schemas, misfit, Conflict};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::civil_from_days;
-use crate::types::{SchemaRef, Type};
-use crate::value::{RowCursor, NIL};
+use crate::types::SchemaRef;
 
 /// Settings of a [`LakeWriter`] (checked by the configuration that makes it,
 /// `ParquetSinkConfig`).
@@ -177,14 +177,6 @@ impl std::fmt::Debug for LakeWriter {
     }
 }
 
-/// Nanoseconds per day.
-const DAY_NS: i64 = 86_400_000_000_000;
-
-/// The partition day of a time: days since 1970-01-01 UTC.
-pub(super) fn day_of(ns: i64) -> i64 {
-    ns.div_euclid(DAY_NS)
-}
-
 /// The partition directory name of a day (`day=2009-11-18`), or of no day.
 fn date_dir(day: Option<i64>) -> String {
     match day {
@@ -203,30 +195,6 @@ fn schema_dir(name: &str) -> String {
         .map(|c| if c == '/' || c == '\0' { '_' } else { c })
         .collect();
     format!("schema={safe}")
-}
-
-/// The `ts` of a row (field `ts_index`, of type `time`), `None` when unset or unreadable.
-fn row_ts(row: &[u8], schema: &crate::types::Schema, ts_index: usize) -> Option<i64> {
-    let mut r = RowCursor::new(row);
-    r.row_header(schema.fields.len()).ok()?;
-    for f in &schema.fields[..ts_index] {
-        r.read(&f.ty).ok()?;
-    }
-    let m = r.marker().ok()?;
-    if m == NIL {
-        return None;
-    }
-    r.int(m, &Type::Time).ok()
-}
-
-/// The partition day of a row (days since 1970-01-01 UTC of its `ts`, field `ts_index`),
-/// `None` without one.
-pub(super) fn row_day(
-    row: &[u8],
-    schema: &crate::types::Schema,
-    ts_index: Option<usize>,
-) -> Option<i64> {
-    ts_index.and_then(|t| row_ts(row, schema, t)).map(day_of)
 }
 
 impl LakeWriter {
