@@ -1,6 +1,8 @@
 //! Binding an expression to a schema: extractors resolved to field indices, each comparison
 //! type-checked against its field, meta extractors decided outright. The result, a
-//! [`Program`], is what [`super::eval`] runs on rows and [`super::prune`] runs on metadata.
+//! [`Program`], is what [`super::eval`] runs on rows and [`super::prune`] runs on metadata, with
+//! its comparisons precompiled for the evaluator ([`Fast`]) and the bytes a batch needs to
+//! hold a match ([`Needles`]).
 //!
 //! # Resolution
 //!
@@ -19,8 +21,9 @@
 //! field is false for that field, and a missing field is false for the schema. The query
 //! reports an error only when no schema makes a comparison well-typed (see [`Typing`]).
 
-use super::eval::{Fast, Needles};
+use super::holds::holds;
 use super::literal::Literal;
+use super::literal::{addr_bits, v4_of};
 use super::op::Op;
 use super::parser::{Expr, Extractor, Meta, Predicate, TypeName};
 use crate::types::{Schema, SchemaRef, Type};
@@ -460,7 +463,7 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
     match &p.extractor {
         Extractor::Meta(Meta::Type) => {
             let name = crate::value::ValueRef::String(schema.name.as_bytes());
-            Bound::Const(super::eval::holds(&name, p.op, lit))
+            Bound::Const(holds(&name, p.op, lit))
         }
         Extractor::Meta(Meta::Field) => Bound::Const(field_meta(schema, p.op, lit)),
         Extractor::Meta(Meta::Id) => id_bound(p.op, lit),
@@ -520,7 +523,7 @@ fn field_meta(schema: &Schema, op: Op, lit: &Literal) -> bool {
             std::str::from_utf8(s).is_ok_and(|s| names_field(schema, &f.name, s))
         }
         (Op::In, Literal::List(items)) => items.iter().any(|x| field_meta(schema, Op::Eq, x)),
-        _ => super::eval::holds(
+        _ => holds(
             &crate::value::ValueRef::String(f.name.as_bytes()),
             positive,
             lit,
@@ -571,6 +574,215 @@ fn scalar_ok(ty: &Type, op: Op, lit: &Literal) -> bool {
         (_, L::Port(..)) => matches!(ty, Type::Port | Type::Count),
         (_, L::Duration(_)) => *ty == Type::Interval,
         (_, L::Time(_)) => *ty == Type::Time,
+    }
+}
+
+/// A comparison precompiled for the evaluator: "the value lies in `lo..=hi`" (an empty range
+/// when `lo > hi`), negated for `!=`. Equivalent to [`holds`] on a set value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fast {
+    /// No fast form: decode the value and use [`holds`].
+    None,
+    /// An unsigned field (`count`, `port`).
+    Unsigned { lo: u64, hi: u64, negate: bool },
+    /// A signed field (`int`, `time`, `interval`).
+    Signed { lo: i64, hi: i64, negate: bool },
+    /// `==` (or `!=`, negated) of a string-like field with a string: the bytes compare.
+    Bytes { negate: bool },
+    /// `==` (or `!=`, negated) of an address field with an address, as VAST compares them
+    /// (an IPv4 address equals its IPv4-mapped IPv6 form): stored bytes of an IPv6 address
+    /// (16) compare with `octets`, the literal's IPv4-mapped IPv6 form; stored bytes of an
+    /// IPv4 address (4) with its last 4 when `v4` (the literal is IPv4 or IPv4-mapped), else
+    /// never equal. No `IpAddr` is built.
+    Addr {
+        octets: [u8; 16],
+        v4: bool,
+        negate: bool,
+    },
+}
+
+impl Fast {
+    /// The one range both ranges describe (`None` unless both are ranges of the same kind,
+    /// not negated).
+    pub(crate) fn intersect(self, other: Fast) -> Option<Fast> {
+        match (self, other) {
+            (
+                Fast::Unsigned {
+                    lo: a,
+                    hi: b,
+                    negate: false,
+                },
+                Fast::Unsigned {
+                    lo: c,
+                    hi: d,
+                    negate: false,
+                },
+            ) => Some(Fast::Unsigned {
+                lo: a.max(c),
+                hi: b.min(d),
+                negate: false,
+            }),
+            (
+                Fast::Signed {
+                    lo: a,
+                    hi: b,
+                    negate: false,
+                },
+                Fast::Signed {
+                    lo: c,
+                    hi: d,
+                    negate: false,
+                },
+            ) => Some(Fast::Signed {
+                lo: a.max(c),
+                hi: b.min(d),
+                negate: false,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The fast form of a test, if it has one.
+    pub(crate) fn of(t: &Test) -> Fast {
+        let eq = matches!(t.op, Op::Eq | Op::Ne);
+        match (&t.ty, &t.lit) {
+            (ty, Literal::String(_)) if eq && ty.is_stringy() => {
+                return Fast::Bytes {
+                    negate: t.op == Op::Ne,
+                }
+            }
+            (Type::Addr, Literal::Addr(a)) if eq => {
+                return Fast::Addr {
+                    octets: addr_bits(*a).to_be_bytes(),
+                    v4: v4_of(*a).is_some(),
+                    negate: t.op == Op::Ne,
+                };
+            }
+            _ => {}
+        }
+        let x: i128 = match (&t.ty, &t.lit) {
+            (Type::Count | Type::Port, Literal::Count(x)) => *x as i128,
+            (Type::Count | Type::Port, Literal::Int(x)) => *x as i128,
+            // A port with a protocol also checks `proto` when the schema has one.
+            (Type::Count | Type::Port, Literal::Port(x, proto))
+                if proto.is_none() || t.proto.is_none() =>
+            {
+                *x as i128
+            }
+            (Type::Int, Literal::Count(x)) => *x as i128,
+            (Type::Int, Literal::Int(x))
+            | (Type::Time, Literal::Time(x))
+            | (Type::Interval, Literal::Duration(x)) => *x as i128,
+            _ => return Fast::None,
+        };
+        let (negate, op) = match t.op {
+            Op::Ne => (true, Op::Eq),
+            op => (false, op),
+        };
+        let (lo, hi) = match op {
+            Op::Eq => (x, x),
+            Op::Lt => (i128::MIN, x - 1),
+            Op::Le => (i128::MIN, x),
+            Op::Gt => (x + 1, i128::MAX),
+            Op::Ge => (x, i128::MAX),
+            _ => return Fast::None,
+        };
+        let clamp = |v: i128, min: i128, max: i128| v.clamp(min, max);
+        if matches!(t.ty, Type::Count | Type::Port) {
+            let (lo, hi) = (
+                clamp(lo, 0, u64::MAX as i128 + 1),
+                clamp(hi, -1, u64::MAX as i128),
+            );
+            if lo > hi {
+                return Fast::Unsigned {
+                    lo: 1,
+                    hi: 0,
+                    negate,
+                };
+            }
+            Fast::Unsigned {
+                lo: lo as u64,
+                hi: hi as u64,
+                negate,
+            }
+        } else {
+            let (min, max) = (i64::MIN as i128, i64::MAX as i128);
+            let (lo, hi) = (clamp(lo, min, max + 1), clamp(hi, min - 1, max));
+            if lo > hi {
+                return Fast::Signed {
+                    lo: 1,
+                    hi: 0,
+                    negate,
+                };
+            }
+            Fast::Signed {
+                lo: lo as i64,
+                hi: hi as i64,
+                negate,
+            }
+        }
+    }
+}
+
+/// Byte strings that a batch's encoded rows must contain for one of its rows to match: what
+/// an equality with a string or an address needs (a matching row holds the literal's bytes,
+/// however its length is encoded). A batch without them is skipped after one `memmem` pass
+/// over its bytes instead of an evaluation of each row.
+#[derive(Debug, Clone)]
+pub(crate) enum Needles {
+    /// Each of them.
+    All(Vec<Needles>),
+    /// One of them.
+    Any(Vec<Needles>),
+    /// These bytes.
+    Bytes(Box<memchr::memmem::Finder<'static>>),
+}
+
+impl Needles {
+    /// The needles of a bound expression (`None`: it needs no particular bytes).
+    pub(crate) fn of(b: &Bound) -> Option<Needles> {
+        match b {
+            Bound::Const(_) | Bound::Id(_) => None,
+            Bound::And(v) => {
+                let all: Vec<Needles> = v.iter().filter_map(Needles::of).collect();
+                (!all.is_empty()).then_some(Needles::All(all))
+            }
+            // Every alternative needs its bytes, or the batch can match without any.
+            Bound::Or(v) => v
+                .iter()
+                .map(Needles::of)
+                .collect::<Option<_>>()
+                .map(Needles::Any),
+            Bound::Test(t) => {
+                let scalar = t.ty.element().unwrap_or(&t.ty);
+                // `==` on a scalar, `==` and `ni` on a container's elements, `ni` (substring)
+                // on a string: a match holds the literal's bytes.
+                let bytes = match (&t.lit, t.op) {
+                    (Literal::String(s), Op::Eq | Op::Ni) if scalar.is_stringy() => s.clone(),
+                    // An IPv4 address is stored in 4 bytes or, IPv4-mapped, in 16 that end
+                    // with them: the 4 bytes are in either form.
+                    (Literal::Addr(a), Op::Eq | Op::Ni) if *scalar == Type::Addr => {
+                        match v4_of(*a) {
+                            Some(v4) => v4.octets().to_vec(),
+                            None => addr_bits(*a).to_be_bytes().to_vec(),
+                        }
+                    }
+                    _ => return None,
+                };
+                (!bytes.is_empty()).then(|| {
+                    Needles::Bytes(Box::new(memchr::memmem::Finder::new(&bytes).into_owned()))
+                })
+            }
+        }
+    }
+
+    /// Whether `data` holds the needles.
+    pub(crate) fn found_in(&self, data: &[u8]) -> bool {
+        match self {
+            Needles::All(v) => v.iter().all(|n| n.found_in(data)),
+            Needles::Any(v) => v.iter().any(|n| n.found_in(data)),
+            Needles::Bytes(f) => f.find(data).is_some(),
+        }
     }
 }
 

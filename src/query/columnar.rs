@@ -17,8 +17,9 @@
 //! [`DecodeError::Truncated`], one with more a [`DecodeError::Trailing`] (offsets within the
 //! column), never a panic.
 
+use super::bind::Fast;
 use super::bind::{Bound, Program, Test};
-use super::eval::{test_value, Fast};
+use super::eval::test_value;
 use super::ints::{select, signedness, Numbers};
 use crate::segment::Columns;
 use crate::value::{DecodeError, RowCursor};

@@ -122,6 +122,7 @@ mod error;
 mod eval;
 pub mod export;
 mod filter;
+mod holds;
 pub(crate) mod ints;
 mod lexer;
 mod literal;

@@ -37,9 +37,9 @@
 
 use std::cmp::Ordering;
 
+use super::bind::Fast;
 use super::bind::{id_bound, Bound, Program, Test};
-use super::eval::compare;
-use super::eval::Fast;
+use super::holds::compare;
 use super::literal::{addr_bits, v4_of, Literal};
 use super::op::Op;
 use super::parser::{Expr, Extractor, Meta, TypeName};
@@ -128,7 +128,7 @@ fn name_tri(
         Expr::Pred(p) => match (&p.extractor, &p.value) {
             (Extractor::Meta(Meta::Type), lit) => {
                 let v = crate::value::ValueRef::String(name.as_bytes());
-                if super::eval::holds(&v, p.op, lit) {
+                if super::holds::holds(&v, p.op, lit) {
                     Tri::True
                 } else {
                     Tri::False
