@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::super::physical::Cutoff;
 use super::super::slice::Slice;
-use super::sort::cut_at;
+use super::held::{cut_at, emit_runs};
 use super::{Flow, Operator};
 use crate::query::memory::{alloc_bytes, Reservation};
 use crate::query::QueryError;
@@ -165,28 +165,6 @@ impl Tail {
             self.bytes -= alloc_bytes(row.capacity());
         }
     }
-}
-
-/// Groups events into slices, one per run of one schema.
-pub(super) fn emit_runs(
-    events: impl Iterator<Item = (SchemaRef, Vec<u8>, Option<u64>)>,
-    out: &mut Vec<Slice>,
-) {
-    let mut cur: Option<Slice> = None;
-    for (schema, row, id) in events {
-        match &mut cur {
-            Some(s) if std::sync::Arc::ptr_eq(s.schema(), &schema) => s.push(&row, id),
-            _ => {
-                if let Some(s) = cur.take() {
-                    out.push(s);
-                }
-                let mut s = Slice::new(schema);
-                s.push(&row, id);
-                cur = Some(s);
-            }
-        }
-    }
-    out.extend(cur);
 }
 
 #[cfg(test)]

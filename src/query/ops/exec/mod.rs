@@ -3,6 +3,7 @@
 //! wants no more (`head` has its events: nothing before it matters any more).
 
 mod filter;
+mod held;
 mod limit;
 mod project;
 mod sort;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::super::order::compare;
 use super::super::physical::Cutoff;
 use super::super::slice::{Slice, Source};
-use super::limit::emit_runs;
+use super::held::{cut_at, emit_runs};
 use super::{Flow, Operator};
 use crate::query::memory::{alloc_bytes, value_heap, Reservation};
 use crate::query::QueryError;
@@ -26,12 +26,6 @@ use crate::value::Value;
 
 /// The most events in one slice of a sort's output.
 const EMIT_ROWS: usize = 1 << 16;
-
-/// How many events an operator that keeps `limit` of them (`sort ... | head`, `tail` taking
-/// batches in any order) holds before it cuts back to `limit`: twice as many, at least 1,024.
-pub(super) fn cut_at(limit: usize) -> usize {
-    limit.saturating_mul(2).max(1024)
-}
 
 struct Entry {
     keys: Vec<Option<Value>>,
