@@ -132,7 +132,7 @@ pub async fn require_token(State(token): State<String>, req: Request, next: Next
     match given {
         Some(t) if same(t.as_bytes(), token.as_bytes()) => next.run(req).await,
         _ => {
-            let mut r = super::guard::refuse(
+            let mut r = super::error::refuse(
                 StatusCode::UNAUTHORIZED,
                 "a bearer token is required: Authorization: Bearer TOKEN (see the token file)",
             );

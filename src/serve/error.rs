@@ -3,7 +3,7 @@
 //! query), `"column"` (1-based, in characters) and `"expr"`. The message is the CLI's
 //! (`invalid expression: ...` with the caret lines).
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -75,4 +75,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(self.body())).into_response()
     }
+}
+
+/// A refusal: `status` with a JSON error, and the connection closed after it.
+pub(super) fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut r = ApiError::new(status, message).into_response();
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }

@@ -37,12 +37,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::StreamExt;
 
-use super::error::ApiError;
+use super::error::refuse;
 use super::limits::{BODY_TIMEOUT, MAX_BODY_BYTES};
-use super::router::PAGE;
+use super::page::PAGE;
 
 /// Why `--allowed-hosts` was refused.
 #[derive(Debug, thiserror::Error)]
@@ -156,14 +156,6 @@ fn same_origin(origin: &str, host: &str) -> bool {
         return false;
     };
     o_host == h_host && h_port.is_none_or(|p| p == o_port.unwrap_or(default))
-}
-
-/// A refusal: `status` with a JSON error, and the connection closed after it.
-pub(super) fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    let mut r = ApiError::new(status, message).into_response();
-    r.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
 }
 
 /// The middleware of checks 1 and 2 (`Host`, `Origin`), on every route.

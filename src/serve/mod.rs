@@ -12,7 +12,7 @@
 //! | file | owns |
 //! | --- | --- |
 //! | `limits.rs` | every limit of the server, and [`ServeLimits`] |
-//! | `error.rs` | [`ApiError`]: the JSON error answers |
+//! | `error.rs` | [`ApiError`]: the JSON error answers, and refusals that close the connection |
 //! | `auth.rs` | the token file and the bearer-token middleware |
 //! | `guard.rs` | what keeps web pages out: `Host`, `Origin`, JSON POSTs, body deadline, CSP |
 //! | `memory.rs` | [`memory::QueryMemory`]: the running queries' share of memory |
@@ -21,7 +21,8 @@
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
 //! | `api.rs` | the handlers |
 //! | `context.rs` | the handlers of `explore` and `pivot` |
-//! | `router.rs` | the routes and the page (`page.html`) |
+//! | `page.rs` | the page (`page.html`), held when another site opened it |
+//! | `router.rs` | the routes |
 //! | `tls.rs` | the certificate and key of `--tls-cert`/`--tls-key` |
 //!
 //! The server reads the archive as `weir export` does, through one resident reader whose
@@ -37,6 +38,7 @@ pub mod error;
 pub mod guard;
 pub mod limits;
 pub mod memory;
+pub mod page;
 pub mod query;
 pub mod router;
 pub mod state;

@@ -10,8 +10,6 @@
 //! ([`super::guard::page_csp`]); opened by another site, the page runs nothing until the
 //! person asks ([`page`]).
 
-use std::sync::LazyLock;
-
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{from_fn, from_fn_with_state};
@@ -23,30 +21,8 @@ use super::api;
 use super::error::ApiError;
 use super::guard::{self, Guard};
 use super::limits::MAX_BODY_BYTES;
+use super::page::page;
 use super::state::AppState;
-
-/// The web page: one file, its script and style inline, nothing fetched from elsewhere.
-pub const PAGE: &str = include_str!("page.html");
-
-/// The page as served for a request with `headers`: held (`<body data-held>`: it runs no
-/// query until the person presses Search) when another site opened it, by a link or a
-/// script (`Sec-Fetch-Site: cross-site` or `same-site`), so that no web page can make it run
-/// a query of its choosing (`?q=`). Typed, bookmarked and reloaded pages run at once.
-pub fn page(headers: &HeaderMap) -> &'static str {
-    static HELD: LazyLock<String> =
-        LazyLock::new(|| PAGE.replacen("<body>", "<body data-held>", 1));
-    let from_elsewhere = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.eq_ignore_ascii_case("cross-site") || v.eq_ignore_ascii_case("same-site")
-        });
-    if from_elsewhere {
-        &HELD
-    } else {
-        PAGE
-    }
-}
 
 /// The router of a server with `state`; `token`: the bearer token the API requires;
 /// `guard`: the `Host` and `Origin` the server answers.
@@ -93,6 +69,7 @@ pub fn router(state: AppState, token: Option<String>, guard: Guard) -> Router {
 
 #[cfg(test)]
 mod tests {
+    use super::super::page::PAGE;
     use super::*;
 
     #[test]
