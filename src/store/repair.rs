@@ -106,32 +106,14 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::catalog::{Catalog, CatalogEntry};
+use super::damaged::move_aside;
+use super::id_ranges::{merged, subtract};
+use super::repair_report::RepairReport;
 use super::rewrite::{clean_staging, move_in, Staged};
 use super::scan_segment;
 use super::{take_lock, Result, StoreError, SEGMENTS_DIR, WAL_FILE};
 use crate::segment::{Compression, Segment, DEFAULT_MAX_SEGMENT_SIZE};
 use crate::wal::WalReader;
-
-/// The directory inside the database that damaged files are moved to.
-pub const DAMAGED_DIR: &str = "damaged";
-
-/// What [`repair`] did: one line per action, in order (empty: nothing needed doing).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RepairReport {
-    /// The actions taken.
-    pub actions: Vec<String>,
-    /// The event IDs this repair found lost (damaged batches and segments moved aside,
-    /// entries of missing files, gaps in no segment), ascending and merged; recorded in the
-    /// catalog's `lost` (and `erased`) IDs.
-    pub lost: Vec<Range<u64>>,
-}
-
-impl RepairReport {
-    /// The number of events of [`RepairReport::lost`].
-    pub fn lost_events(&self) -> u64 {
-        self.lost.iter().map(|r| r.end - r.start).sum()
-    }
-}
 
 /// A segment with damaged batches, rewritten without them (step 3 of the module docs).
 struct Salvage {
@@ -651,37 +633,6 @@ fn gaps(cat: &Catalog) -> Vec<Range<u64>> {
     out
 }
 
-/// `ranges` sorted and merged.
-pub(super) fn merged(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
-    ranges.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
-    for r in ranges.into_iter().filter(|r| r.start < r.end) {
-        match out.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => out.push(r),
-        }
-    }
-    out
-}
-
-/// The IDs of `a` not in `b` (both sorted and merged).
-pub(super) fn subtract(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
-    let mut out = Vec::new();
-    for r in a {
-        let mut start = r.start;
-        for h in b.iter().filter(|h| h.start < r.end && r.start < h.end) {
-            if h.start > start {
-                out.push(start..h.start);
-            }
-            start = start.max(h.end);
-        }
-        if start < r.end {
-            out.push(start..r.end);
-        }
-    }
-    out
-}
-
 /// The IDs of `a` not in `b` (both catalog range lists).
 fn cut_ranges(a: &[[u64; 2]], b: &[[u64; 2]]) -> Vec<Range<u64>> {
     let mut c = Catalog::default();
@@ -848,45 +799,6 @@ fn through_index(
     }
     let fewer = damaged_batches(&idx);
     (fewer.len() < damaged).then_some((idx, fewer))
-}
-
-/// A free place for `path` in `dir/damaged/` (created if missing): its name, or with `.1`,
-/// `.2`, … when taken.
-pub(super) fn damaged_place(dir: &Path, path: &Path) -> Result<PathBuf> {
-    let damaged = dir.join(DAMAGED_DIR);
-    std::fs::create_dir_all(&damaged).map_err(|e| StoreError::io("create", &damaged, e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let mut to = damaged.join(&name);
-    let mut n = 1;
-    while to.exists() {
-        to = damaged.join(format!("{name}.{n}"));
-        n += 1;
-    }
-    Ok(to)
-}
-
-/// Moves `path` into `dir/damaged/` (same name, with a numeric suffix if taken); returns the
-/// new path. A rename within the database: never a copy, never a deletion.
-pub(super) fn move_aside(dir: &Path, path: &Path) -> Result<PathBuf> {
-    let to = damaged_place(dir, path)?;
-    let damaged = dir.join(DAMAGED_DIR);
-    std::fs::rename(path, &to)
-        .map_err(|e| StoreError::io(format!("move to {}", to.display()), path, e))?;
-    // A segment's index goes with it (an index without its segment is removed by writers).
-    let index = crate::segment::index_path(path);
-    if index.exists() && path.extension() != index.extension() {
-        let to = crate::segment::index_path(&to);
-        std::fs::rename(&index, &to)
-            .map_err(|e| StoreError::io(format!("move to {}", to.display()), &index, e))?;
-    }
-    crate::fs::sync_dir(&damaged)?;
-    if let Some(parent) = path.parent() {
-        crate::fs::sync_dir(parent)?;
-    }
-    Ok(to)
 }
 
 /// Formats ID intervals as `[a, b) [c, d)`.

@@ -71,7 +71,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::catalog::Catalog;
-use super::repair::{damaged_place, merged, move_aside, subtract, RepairReport, DAMAGED_DIR};
+use super::damaged::{damaged_place, move_aside, DAMAGED_DIR};
+use super::id_ranges::{merged, subtract};
+use super::repair_report::RepairReport;
 use super::rewrite::{move_in, Staged};
 use super::{active_segment_files, show_ranges, Result, StoreError, SEGMENTS_DIR, WAL_FILE};
 use crate::checkpoint::Checkpoints;
