@@ -10,6 +10,9 @@ the files that share a parent module.
 
     python3 scripts/file-cycles.py          # prints the cycles; exit 1 when there is one
     python3 scripts/file-cycles.py --all    # also prints every file's edges
+    python3 scripts/file-cycles.py --root DIR/src   # reads another crate's sources
+
+The layout guard (`tests/it/layout.rs`) runs it and fails on any cycle not in its allow-list.
 
 It is a reading of the text, not of rustc's name resolution: a glob import (`use super::*`)
 counts as importing every sibling it names nowhere else, so avoid globs outside tests.
@@ -112,6 +115,16 @@ def expand_use(tree):
 
 
 def main():
+    global ROOT
+    if "--root" in sys.argv:
+        at = sys.argv.index("--root") + 1
+        if at >= len(sys.argv):
+            print("--root needs a directory", file=sys.stderr)
+            return 2
+        ROOT = sys.argv[at]
+    if not os.path.isdir(ROOT):
+        print(f"no source directory at {ROOT}", file=sys.stderr)
+        return 2
     files = {}
     for dirpath, _, names in os.walk(ROOT):
         if "generated" in dirpath:

@@ -42,6 +42,7 @@ mod fuzz_regressions;
 mod json_writer;
 mod lake_engines;
 mod lake_s3;
+mod layout;
 mod metrics_endpoint;
 mod output_formats;
 mod pipeline_config;
