@@ -26,7 +26,8 @@
 //!    [`MAX_BODY_BYTES`] (`413`); a client trickling its body holds a connection, never a
 //!    query slot, and not for longer than that.
 //!
-//! Refusals are JSON errors ([`ApiError`]) with `Connection: close`. Every answer carries
+//! Refusals are JSON errors ([`ApiError`](super::error::ApiError), `error.rs`'s `refuse`) with
+//! `Connection: close`. Every answer carries
 //! `X-Content-Type-Options: nosniff`, `X-Frame-Options: DENY` and a `Content-Security-Policy`;
 //! the page's ([`page_csp`]) allows only its own inline script and style, by their SHA-256
 //! hashes computed from the page itself, and requests to its own origin.

@@ -35,6 +35,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::catalog::{CatalogEntry, PendingDeletion};
+use super::id_ranges::{merged, subtract};
 use super::{readers, Result, Store, StoreError, SEGMENTS_DIR};
 use crate::batch::Batch;
 use crate::checkpoint::FileCheckpoint;
@@ -55,40 +56,7 @@ pub(crate) fn clean_staging(dir: &Path) -> Result<()> {
 
 /// The union of the ID intervals of `entries`, sorted and merged.
 fn union<'a>(entries: impl Iterator<Item = &'a CatalogEntry>) -> Vec<Range<u64>> {
-    let mut all: Vec<Range<u64>> = entries.flat_map(|e| e.ranges()).collect();
-    all.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<u64>> = Vec::with_capacity(all.len());
-    for r in all {
-        match out.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => out.push(r),
-        }
-    }
-    out
-}
-
-/// `a` minus `b`, both sorted and merged.
-fn subtract(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
-    let mut out = Vec::new();
-    let mut j = 0;
-    for r in a {
-        let mut start = r.start;
-        while j < b.len() && b[j].end <= start {
-            j += 1;
-        }
-        let mut k = j;
-        while k < b.len() && b[k].start < r.end {
-            if b[k].start > start {
-                out.push(start..b[k].start);
-            }
-            start = start.max(b[k].end);
-            k += 1;
-        }
-        if start < r.end {
-            out.push(start..r.end);
-        }
-    }
-    out
+    merged(entries.flat_map(|e| e.ranges()).collect())
 }
 
 /// Builds the new segments of a change in `DIR/staging/`, rotating at the store's maximum
@@ -330,20 +298,5 @@ impl Store {
             }
         });
         self.catalog_dirty |= self.catalog.pending_deletion.len() != before;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::subtract;
-
-    #[test]
-    #[allow(clippy::single_range_in_vec_init)]
-    fn subtract_ranges() {
-        assert_eq!(subtract(&[0..10], &[2..4, 6..7]), vec![0..2, 4..6, 7..10]);
-        assert_eq!(subtract(&[0..10], &[0..10]), vec![]);
-        assert_eq!(subtract(&[0..5, 8..12], &[3..9]), vec![0..3, 9..12]);
-        assert_eq!(subtract(&[0..5], &[]), vec![0..5]);
-        assert_eq!(subtract(&[5..6], &[0..1, 10..20]), vec![5..6]);
     }
 }

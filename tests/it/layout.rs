@@ -5,6 +5,8 @@
 //!
 //! Without `python3` the guard skips with a note, except in CI (`CI=true`), where it fails.
 
+#![allow(clippy::expect_used)] // a panic in a helper here is a failed test
+
 use std::path::Path;
 use std::process::Command;
 
