@@ -14,7 +14,6 @@ use std::process::Command;
 /// apart). Others are changing these files now; whoever breaks a ring removes it here.
 const ALLOWED: &[&str] = &[
     "src/batch.rs  src/checkpoint.rs  src/wal.rs",
-    "src/cli/csv_dir.rs  src/cli/lake.rs  src/cli/search.rs",
     "src/source/decode.rs  src/source/follow/mod.rs",
 ];
 
