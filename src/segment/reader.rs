@@ -324,6 +324,15 @@ impl Segment {
                     ..checksummed_root!(v11, 11)
                 }
             }
+            fbs::SegmentVersion::SegmentV12 => {
+                let v12 = root
+                    .segment_as_segment_v12()
+                    .ok_or_else(|| corrupt(path, "segment version 12 table missing"))?;
+                Root {
+                    checkpoints: v12.checkpoints().map(|c| c.bytes()),
+                    ..checksummed_root!(v12, 12)
+                }
+            }
             other => {
                 return Err(corrupt(
                     path,
@@ -1333,7 +1342,10 @@ mod tests {
     fn places(path: &Path) -> (Range<usize>, Vec<Range<usize>>) {
         let seg = Segment::open(path).unwrap();
         let m = &seg.parts.batches[0];
-        assert_eq!((seg.version(), m.layout), (11, Layout::Columns));
+        assert_eq!(
+            (seg.version(), m.layout),
+            (crate::segment::FORMAT_VERSION, Layout::Columns)
+        );
         let data = &seg.map[m.data.clone()];
         let header = super::super::columns::header(data, m.raw_size, m.rows as usize).unwrap();
         assert!(header.checksummed);

@@ -839,7 +839,9 @@ impl SegmentBuilder {
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
         let checkpoints = self.checkpoints.as_ref().map(|c| fbb.create_vector(&c[..]));
-        let v11 = fbs::SegmentV11::create(
+        // Format 12 reuses version 11's table (a union alias in the schema): only the
+        // encoding of `checkpoints` changed, so only the union type says which one it is.
+        let table = fbs::SegmentV11::create(
             &mut fbb,
             &fbs::SegmentV11Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
@@ -854,8 +856,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV11,
-                segment: Some(v11.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV12,
+                segment: Some(table.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which
