@@ -258,11 +258,11 @@ mod tests {
             }
         };
         push("segment type", &root._tab, fbs::Segment::VT_SEGMENT_TYPE, 0);
-        push("events", &seg._tab, fbs::SegmentV11::VT_EVENTS, 0);
+        push("events", &seg._tab, fbs::SegmentV8::VT_EVENTS, 0);
         push(
             "meta_checksum",
             &seg._tab,
-            fbs::SegmentV11::VT_META_CHECKSUM,
+            fbs::SegmentV8::VT_META_CHECKSUM,
             2,
         );
         for (i, b) in seg.batches().iter().enumerate() {
@@ -400,7 +400,7 @@ mod tests {
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
         let seg = root.segment_as_segment_v12().unwrap();
         let vt = seg._tab.vtable();
-        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV11::VT_META_CHECKSUM as usize;
+        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV8::VT_META_CHECKSUM as usize;
         let mut damaged = bytes.clone();
         damaged[slot] = 0;
         let (_, err) = open_damaged(dir.path(), &damaged, 0, 0);

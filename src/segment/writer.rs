@@ -839,11 +839,11 @@ impl SegmentBuilder {
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
         let checkpoints = self.checkpoints.as_ref().map(|c| fbb.create_vector(&c[..]));
-        // Format 12 reuses version 11's table (a union alias in the schema): only the
-        // encoding of `checkpoints` changed, so only the union type says which one it is.
-        let table = fbs::SegmentV11::create(
+        // Formats 8 to 12 share one table (union aliases in the schema); the union type says
+        // which format the batches and the checkpoints' encoding are in.
+        let table = fbs::SegmentV8::create(
             &mut fbb,
-            &fbs::SegmentV11Args {
+            &fbs::SegmentV8Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
