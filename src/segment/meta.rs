@@ -4,7 +4,7 @@
 //! both encode through this module, so they cannot disagree.
 
 /// The segment format version that [`crate::segment::SegmentBuilder`] writes.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// Fields of `SegmentV1`: a `SegmentV1` table whose vtable has more is a damaged version 2
 /// table (or not a weir segment).
@@ -249,7 +249,7 @@ mod tests {
     /// Every byte that carries meaning outside the rows, by name: (what, position).
     fn fields(buf: &[u8]) -> Vec<(String, usize)> {
         let root = fbs::size_prefixed_root_as_segment(buf).unwrap();
-        let seg = root.segment_as_segment_v11().unwrap();
+        let seg = root.segment_as_segment_v12().unwrap();
         let mut out = vec![("uuid".to_string(), at(buf, &seg.uuid().0) + 7)];
         let mut extra = Vec::new();
         let mut push = |what: &str, table: &flatbuffers::Table<'_>, vt, plus| {
@@ -258,11 +258,11 @@ mod tests {
             }
         };
         push("segment type", &root._tab, fbs::Segment::VT_SEGMENT_TYPE, 0);
-        push("events", &seg._tab, fbs::SegmentV11::VT_EVENTS, 0);
+        push("events", &seg._tab, fbs::SegmentV8::VT_EVENTS, 0);
         push(
             "meta_checksum",
             &seg._tab,
-            fbs::SegmentV11::VT_META_CHECKSUM,
+            fbs::SegmentV8::VT_META_CHECKSUM,
             2,
         );
         for (i, b) in seg.batches().iter().enumerate() {
@@ -398,9 +398,9 @@ mod tests {
         }
         // Without the checksum field (its vtable entry zeroed), the stored value reads as 0.
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let seg = root.segment_as_segment_v11().unwrap();
+        let seg = root.segment_as_segment_v12().unwrap();
         let vt = seg._tab.vtable();
-        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV11::VT_META_CHECKSUM as usize;
+        let slot = at(&bytes, vt.as_bytes()) + fbs::SegmentV8::VT_META_CHECKSUM as usize;
         let mut damaged = bytes.clone();
         damaged[slot] = 0;
         let (_, err) = open_damaged(dir.path(), &damaged, 0, 0);
@@ -420,20 +420,20 @@ mod tests {
             .into_iter()
             .find(|(w, _)| w == "segment type")
             .unwrap();
-        assert_eq!(bytes[i], 11);
-        let (path, err) = open_damaged(dir.path(), &bytes, i, 11 ^ 1);
+        assert_eq!(bytes[i], 12);
+        let (path, err) = open_damaged(dir.path(), &bytes, i, 12 ^ 1);
         let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()), "{msg}");
         assert!(msg.contains("says version 1"), "{msg}");
-        // Read as version 2 to 10, the checksum (which encodes the version) fails, or the
+        // Read as version 2 to 11, the checksum (which encodes the version) fails, or the
         // table's extra field does not verify.
-        for v in [2, 3, 4, 5, 6, 7, 8, 9, 10] {
-            let (_, err) = open_damaged(dir.path(), &bytes, i, 11 ^ v);
+        for v in [2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
+            let (_, err) = open_damaged(dir.path(), &bytes, i, 12 ^ v);
             assert!(err.is_corruption(), "{err}");
         }
-        let (_, err) = open_damaged(dir.path(), &bytes, i, 11 ^ 12);
+        let (_, err) = open_damaged(dir.path(), &bytes, i, 12 ^ 13);
         assert!(
-            err.to_string().contains("unsupported segment version 12"),
+            err.to_string().contains("unsupported segment version 13"),
             "{err}"
         );
     }
@@ -449,7 +449,7 @@ mod tests {
         assert_eq!(seg.version(), super::FORMAT_VERSION);
         // By hand, from the documentation in `crate::segment`.
         let mut e = Vec::new();
-        e.extend(11u32.to_le_bytes());
+        e.extend(12u32.to_le_bytes());
         e.extend(seg.uuid().as_bytes());
         e.extend(seg.events().to_le_bytes());
         e.extend(1u32.to_le_bytes());
@@ -470,7 +470,7 @@ mod tests {
         }
         e.extend(3u32.to_le_bytes());
         let root = fbs::size_prefixed_root_as_segment(&bytes).unwrap();
-        let v2 = root.segment_as_segment_v11().unwrap();
+        let v2 = root.segment_as_segment_v12().unwrap();
         for b in v2.batches().iter() {
             e.extend(b.schema().to_le_bytes());
             e.extend(b.first_id().to_le_bytes());

@@ -72,7 +72,7 @@ fn range_in(outer: &[u8], inner: &[u8]) -> Range<usize> {
 
 /// The [`Root`] of a segment table of version 2 or later (they share these fields).
 macro_rules! checksummed_root {
-    ($t:expr, $version:literal) => {
+    ($t:expr, $version:expr) => {
         Root {
             version: $version,
             uuid: $t.uuid().0,
@@ -84,6 +84,23 @@ macro_rules! checksummed_root {
             checkpoints: None,
         }
     };
+}
+
+/// The [`Root`] of a segment of version 2 to 7, which share the table `SegmentV2` (the
+/// schema names it for each: what changed between them is inside the batches).
+fn v2_root<'a>(t: Option<fbs::SegmentV2<'a>>, version: u32, path: &Path) -> Result<Root<'a>> {
+    let t = t.ok_or_else(|| corrupt(path, format!("segment version {version} table missing")))?;
+    Ok(checksummed_root!(t, version))
+}
+
+/// The [`Root`] of a segment of version 8 to 12, which share the table `SegmentV8` (what
+/// changed between them is inside the batches or the checkpoints' encoding).
+fn v8_root<'a>(t: Option<fbs::SegmentV8<'a>>, version: u32, path: &Path) -> Result<Root<'a>> {
+    let t = t.ok_or_else(|| corrupt(path, format!("segment version {version} table missing")))?;
+    Ok(Root {
+        checkpoints: t.checkpoints().map(|c| c.bytes()),
+        ..checksummed_root!(t, version)
+    })
 }
 
 impl Segment {
@@ -252,78 +269,17 @@ impl Segment {
                     checkpoints: None,
                 }
             }
-            fbs::SegmentVersion::SegmentV2 => {
-                let v2 = root
-                    .segment_as_segment_v2()
-                    .ok_or_else(|| corrupt(path, "segment version 2 table missing"))?;
-                checksummed_root!(v2, 2)
-            }
-            fbs::SegmentVersion::SegmentV3 => {
-                let v3 = root
-                    .segment_as_segment_v3()
-                    .ok_or_else(|| corrupt(path, "segment version 3 table missing"))?;
-                checksummed_root!(v3, 3)
-            }
-            fbs::SegmentVersion::SegmentV4 => {
-                let v4 = root
-                    .segment_as_segment_v4()
-                    .ok_or_else(|| corrupt(path, "segment version 4 table missing"))?;
-                checksummed_root!(v4, 4)
-            }
-            fbs::SegmentVersion::SegmentV5 => {
-                let v5 = root
-                    .segment_as_segment_v5()
-                    .ok_or_else(|| corrupt(path, "segment version 5 table missing"))?;
-                checksummed_root!(v5, 5)
-            }
-            fbs::SegmentVersion::SegmentV6 => {
-                let v6 = root
-                    .segment_as_segment_v6()
-                    .ok_or_else(|| corrupt(path, "segment version 6 table missing"))?;
-                checksummed_root!(v6, 6)
-            }
-            fbs::SegmentVersion::SegmentV7 => {
-                let v7 = root
-                    .segment_as_segment_v7()
-                    .ok_or_else(|| corrupt(path, "segment version 7 table missing"))?;
-                checksummed_root!(v7, 7)
-            }
-            fbs::SegmentVersion::SegmentV8 => {
-                let v8 = root
-                    .segment_as_segment_v8()
-                    .ok_or_else(|| corrupt(path, "segment version 8 table missing"))?;
-                Root {
-                    checkpoints: v8.checkpoints().map(|c| c.bytes()),
-                    ..checksummed_root!(v8, 8)
-                }
-            }
-            fbs::SegmentVersion::SegmentV9 => {
-                let v9 = root
-                    .segment_as_segment_v9()
-                    .ok_or_else(|| corrupt(path, "segment version 9 table missing"))?;
-                Root {
-                    checkpoints: v9.checkpoints().map(|c| c.bytes()),
-                    ..checksummed_root!(v9, 9)
-                }
-            }
-            fbs::SegmentVersion::SegmentV10 => {
-                let v10 = root
-                    .segment_as_segment_v10()
-                    .ok_or_else(|| corrupt(path, "segment version 10 table missing"))?;
-                Root {
-                    checkpoints: v10.checkpoints().map(|c| c.bytes()),
-                    ..checksummed_root!(v10, 10)
-                }
-            }
-            fbs::SegmentVersion::SegmentV11 => {
-                let v11 = root
-                    .segment_as_segment_v11()
-                    .ok_or_else(|| corrupt(path, "segment version 11 table missing"))?;
-                Root {
-                    checkpoints: v11.checkpoints().map(|c| c.bytes()),
-                    ..checksummed_root!(v11, 11)
-                }
-            }
+            fbs::SegmentVersion::SegmentV2 => v2_root(root.segment_as_segment_v2(), 2, path)?,
+            fbs::SegmentVersion::SegmentV3 => v2_root(root.segment_as_segment_v3(), 3, path)?,
+            fbs::SegmentVersion::SegmentV4 => v2_root(root.segment_as_segment_v4(), 4, path)?,
+            fbs::SegmentVersion::SegmentV5 => v2_root(root.segment_as_segment_v5(), 5, path)?,
+            fbs::SegmentVersion::SegmentV6 => v2_root(root.segment_as_segment_v6(), 6, path)?,
+            fbs::SegmentVersion::SegmentV7 => v2_root(root.segment_as_segment_v7(), 7, path)?,
+            fbs::SegmentVersion::SegmentV8 => v8_root(root.segment_as_segment_v8(), 8, path)?,
+            fbs::SegmentVersion::SegmentV9 => v8_root(root.segment_as_segment_v9(), 9, path)?,
+            fbs::SegmentVersion::SegmentV10 => v8_root(root.segment_as_segment_v10(), 10, path)?,
+            fbs::SegmentVersion::SegmentV11 => v8_root(root.segment_as_segment_v11(), 11, path)?,
+            fbs::SegmentVersion::SegmentV12 => v8_root(root.segment_as_segment_v12(), 12, path)?,
             other => {
                 return Err(corrupt(
                     path,
@@ -1333,7 +1289,10 @@ mod tests {
     fn places(path: &Path) -> (Range<usize>, Vec<Range<usize>>) {
         let seg = Segment::open(path).unwrap();
         let m = &seg.parts.batches[0];
-        assert_eq!((seg.version(), m.layout), (11, Layout::Columns));
+        assert_eq!(
+            (seg.version(), m.layout),
+            (crate::segment::FORMAT_VERSION, Layout::Columns)
+        );
         let data = &seg.map[m.data.clone()];
         let header = super::super::columns::header(data, m.raw_size, m.rows as usize).unwrap();
         assert!(header.checksummed);

@@ -839,9 +839,11 @@ impl SegmentBuilder {
         let batches_at = batches.value() as usize;
         let batches = WIPOffset::new(batches.value());
         let checkpoints = self.checkpoints.as_ref().map(|c| fbb.create_vector(&c[..]));
-        let v11 = fbs::SegmentV11::create(
+        // Formats 8 to 12 share one table (union aliases in the schema); the union type says
+        // which format the batches and the checkpoints' encoding are in.
+        let table = fbs::SegmentV8::create(
             &mut fbb,
-            &fbs::SegmentV11Args {
+            &fbs::SegmentV8Args {
                 uuid: Some(&fbs::Uuid::new(uuid.as_bytes())),
                 intervals: Some(intervals),
                 events: self.events,
@@ -854,8 +856,8 @@ impl SegmentBuilder {
         let root = fbs::Segment::create(
             &mut fbb,
             &fbs::SegmentArgs {
-                segment_type: fbs::SegmentVersion::SegmentV11,
-                segment: Some(v11.as_union_value()),
+                segment_type: fbs::SegmentVersion::SegmentV12,
+                segment: Some(table.as_union_value()),
             },
         );
         // Finishing adds the root offset, identifier and size prefix: 12 bytes, after which

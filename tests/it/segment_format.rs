@@ -26,7 +26,11 @@
 //! columns). `tests/fixtures/archive-v10` is the same import by weir before format 11 (commit
 //! 5411bbc, the last to write format 10: no column in blocks of rows; its batches of 50 rows
 //! would hold none anyway, so it tests the version, and the blocked columns are tested on
-//! batches large enough in `query_pruning.rs` and `columns.rs`).
+//! batches large enough in `query_pruning.rs` and `columns.rs`). `tests/fixtures/archive-v11`
+//! is the same import by weir before format 12 (commit a141dbf, the last on main to write
+//! format 11 checkpoints in their first encoding, before bit 31 of the count, a followed
+//! file's header, and bit 30, a file's sum; built in a worktree of its own): its checkpoints
+//! have neither, which format 12 and a resume still read.
 //! Tests work on a copy: opening a writer may modify an archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
@@ -118,6 +122,11 @@ fn v10_archive_opens_exports_its_source_and_verifies_clean() {
     old_archive_opens_exports_its_source_and_verifies_clean(10);
 }
 
+#[test]
+fn v11_archive_opens_exports_its_source_and_verifies_clean() {
+    old_archive_opens_exports_its_source_and_verifies_clean(11);
+}
+
 fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
     let (_tmp, db) = old_archive(version);
     let files = segment_files(&db);
@@ -159,7 +168,7 @@ fn old_archive_opens_exports_its_source_and_verifies_clean(version: u32) {
     assert_eq!(j["version"], version);
 }
 
-/// Appending to a format 1, 2 or 3 archive writes segments of the current format next to the
+/// Appending to an archive of an older format writes segments of the current format next to the
 /// old ones; all read and verify.
 #[test]
 fn v1_archive_takes_new_segments_in_the_current_format() {
@@ -209,6 +218,68 @@ fn v9_archive_takes_new_segments_in_the_current_format() {
 #[test]
 fn v10_archive_takes_new_segments_in_the_current_format() {
     old_archive_takes_new_segments_in_the_current_format(10);
+}
+
+#[test]
+fn v11_archive_takes_new_segments_in_the_current_format() {
+    old_archive_takes_new_segments_in_the_current_format(11);
+}
+
+/// The checkpoints of the archive's newest segment (the full set as of its last event).
+fn newest_checkpoints(db: &Path) -> (u32, Vec<weir::unstable::checkpoint::FileCheckpoint>) {
+    let newest = segment_files(db)
+        .into_iter()
+        .map(|f| Segment::open(&f).unwrap())
+        .max_by_key(|seg| seg.intervals().last().map(|r| r.end))
+        .unwrap();
+    let checkpoints = newest.checkpoints().unwrap().expect("checkpoints recorded");
+    (newest.version(), checkpoints)
+}
+
+/// `archive-v11` holds its checkpoints in the encoding of format 11 before headers and sums
+/// (bits 31 and 30 of the count), which format 12 was made for: they read back, and a second
+/// import of the same logs skips both as imported whole, adding nothing. The same import by
+/// this weir records the sums that the old encoding could not hold, so it is format 12: a
+/// weir of format 11 refuses it by its version rather than calling its checkpoints damaged.
+#[test]
+fn v11_checkpoints_in_the_old_encoding_read_and_resume() {
+    let (tmp, db) = old_archive(11);
+    let logs = [
+        common::fixture("archive-v1.log"),
+        common::fixture("all_types.log"),
+    ];
+    let (version, old) = newest_checkpoints(&db);
+    assert_eq!(version, 11);
+    assert_eq!(old.len(), 2, "{old:?}");
+    for cp in &old {
+        assert!(cp.done, "{cp:?}");
+        assert_eq!(cp.sum, None, "{cp:?}");
+        assert_eq!(cp.header, "", "{cp:?}");
+        let log = logs
+            .iter()
+            .find(|l| cp.path.ends_with(l.file_name().unwrap().to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{cp:?}"));
+        assert_eq!(cp.pos.offset, fs::metadata(log).unwrap().len(), "{cp:?}");
+    }
+
+    let mut args = vec!["import", "--db", s(&db)];
+    args.extend(logs.iter().map(|l| s(l)));
+    let out = run(&args);
+    let said = format!("{}{}", ok(&out, "import again"), text(&out.stderr));
+    assert_eq!(said.matches("imported whole before").count(), 2, "{said}");
+    let count = ok(&run(&["count", "--db", s(&db)]), "count");
+    assert_eq!(count.trim(), "324");
+
+    let fresh = tmp.path().join("fresh");
+    let mut args = vec!["import", "-q", "--db", s(&fresh)];
+    args.extend(["--max-segment-size", "16KiB", "--batch-size", "50"]);
+    args.extend(logs.iter().map(|l| s(l)));
+    ok(&run(&args), "import");
+    let (version, new) = newest_checkpoints(&fresh);
+    assert_eq!(new.len(), 2, "{new:?}");
+    assert!(new.iter().all(|cp| cp.sum.is_some()), "{new:?}");
+    assert_eq!(version, 12);
+    assert_eq!(FORMAT_VERSION, 12);
 }
 
 fn old_archive_takes_new_segments_in_the_current_format(version: u32) {

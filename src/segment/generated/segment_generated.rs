@@ -111,10 +111,10 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Codec {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_SEGMENT_VERSION: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_SEGMENT_VERSION: u8 = 11;
+pub const ENUM_MAX_SEGMENT_VERSION: u8 = 12;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 12] = [
+pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 13] = [
   SegmentVersion::NONE,
   SegmentVersion::SegmentV1,
   SegmentVersion::SegmentV2,
@@ -127,9 +127,11 @@ pub const ENUM_VALUES_SEGMENT_VERSION: [SegmentVersion; 12] = [
   SegmentVersion::SegmentV9,
   SegmentVersion::SegmentV10,
   SegmentVersion::SegmentV11,
+  SegmentVersion::SegmentV12,
 ];
 
-/// All segment layouts; new versions are appended, never reordered.
+/// All segment layouts; new versions are appended, never reordered. A version whose table is
+/// that of the one before (only an encoding inside a field changed) names that table again.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[repr(transparent)]
 pub struct SegmentVersion(pub u8);
@@ -138,18 +140,44 @@ impl SegmentVersion {
   pub const NONE: Self = Self(0);
   pub const SegmentV1: Self = Self(1);
   pub const SegmentV2: Self = Self(2);
+  /// Version 3 of the segment layout: the fields of version 2; its batches may be compressed
+  /// and carry sketches, and the metadata checksum covers those fields too.
   pub const SegmentV3: Self = Self(3);
+  /// Version 4 of the segment layout: the fields of version 3; its batches may be stored in
+  /// columns (codecs Lz4Columns and ZstdColumns).
   pub const SegmentV4: Self = Self(4);
+  /// Version 5 of the segment layout: the fields of version 4; its sketches may have a time
+  /// histogram (`times`).
   pub const SegmentV5: Self = Self(5);
+  /// Version 6 of the segment layout: the fields of version 5; a batch stored in columns has
+  /// the header of format 6, which gives each column an encoding (its msgpack values, or integer
+  /// planes: see src/segment/planes.rs).
   pub const SegmentV6: Self = Self(6);
+  /// Version 7 of the segment layout: the fields of version 6; a column of a batch stored in
+  /// columns may also be a dictionary (encoding 2: its distinct values once and a code per row,
+  /// see src/segment/dict.rs).
   pub const SegmentV7: Self = Self(7);
   pub const SegmentV8: Self = Self(8);
+  /// Version 9 of the segment layout: the fields of version 8; a batch stored in columns has
+  /// the checksummed column header (a CRC-32 per column, see src/segment/columns.rs) and its
+  /// `checksum` covers that header only, so that reading one column checks that column alone.
   pub const SegmentV9: Self = Self(9);
+  /// Version 10 of the segment layout: the fields of version 9; a column of a batch stored in
+  /// columns may also be *marked* (encoding 3: its values' msgpack markers, then their
+  /// payloads; see src/segment/marked.rs), which readers of version 9 do not know.
   pub const SegmentV10: Self = Self(10);
+  /// Version 11 of the segment layout: the fields of version 10; a column of a batch stored in
+  /// columns may also be *blocked* (encoding 4: its values in blocks of rows, each compressed on
+  /// its own behind a Bloom filter; see src/segment/blocks.rs), which readers of version 10 do
+  /// not know.
   pub const SegmentV11: Self = Self(11);
+  /// Version 12 of the segment layout: the fields of version 11; `checkpoints` in the
+  /// encoding of WAL version 3 (bits 31 and 30 of the count: headers and sums, see
+  /// src/wal.rs), which readers of version 11 called damaged.
+  pub const SegmentV12: Self = Self(12);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 11;
+  pub const ENUM_MAX: u8 = 12;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::SegmentV1,
@@ -163,6 +191,7 @@ impl SegmentVersion {
     Self::SegmentV9,
     Self::SegmentV10,
     Self::SegmentV11,
+    Self::SegmentV12,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -179,6 +208,7 @@ impl SegmentVersion {
       Self::SegmentV9 => Some("SegmentV9"),
       Self::SegmentV10 => Some("SegmentV10"),
       Self::SegmentV11 => Some("SegmentV11"),
+      Self::SegmentV12 => Some("SegmentV12"),
       _ => None,
     }
   }
@@ -1769,7 +1799,8 @@ impl ::core::fmt::Debug for SegmentV1<'_> {
 pub enum SegmentV2Offset {}
 #[derive(Copy, Clone, PartialEq)]
 
-/// Version 2 of the segment layout: version 1 plus a checksum over the metadata.
+/// Version 2 of the segment layout: version 1 plus a checksum over the metadata. Also the
+/// table of versions 3 to 7 (see the union), whose changes are inside the batches.
 pub struct SegmentV2<'a> {
   pub _tab: ::flatbuffers::Table<'a>,
 }
@@ -1959,981 +1990,13 @@ impl ::core::fmt::Debug for SegmentV2<'_> {
       ds.finish()
   }
 }
-pub enum SegmentV3Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 3 of the segment layout: the fields of version 2; its batches may be compressed
-/// and carry sketches, and the metadata checksum covers those fields too.
-pub struct SegmentV3<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV3<'a> {
-  type Inner = SegmentV3<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV3<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV3 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV3Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV3<'bldr>> {
-    let mut builder = SegmentV3Builder::new(_fbb);
-    builder.add_events(args.events);
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV3::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV3::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV3::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV3::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV3::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding of every field above and of every batch's
-  /// schema, first_id, rows, ts, checksum, codec, raw_size and sketch (see src/segment/mod.rs).
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV3::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV3<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV3Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-}
-impl<'a> Default for SegmentV3Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV3Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-    }
-  }
-}
-
-pub struct SegmentV3Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV3Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV3::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV3::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV3::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV3::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV3::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV3::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV3Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV3Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV3<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV3::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV3::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV3::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV3::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV3<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV3");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.finish()
-  }
-}
-pub enum SegmentV4Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 4 of the segment layout: the fields of version 3; its batches may be stored in
-/// columns (codecs Lz4Columns and ZstdColumns).
-pub struct SegmentV4<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV4<'a> {
-  type Inner = SegmentV4<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV4<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV4 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV4Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV4<'bldr>> {
-    let mut builder = SegmentV4Builder::new(_fbb);
-    builder.add_events(args.events);
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV4::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV4::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV4::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV4::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV4::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 3 (with 4 as the version).
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV4::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV4<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV4Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-}
-impl<'a> Default for SegmentV4Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV4Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-    }
-  }
-}
-
-pub struct SegmentV4Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV4Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV4::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV4::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV4::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV4::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV4::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV4::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV4Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV4Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV4<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV4::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV4::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV4::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV4::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV4<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV4");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.finish()
-  }
-}
-pub enum SegmentV5Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 5 of the segment layout: the fields of version 4; its sketches may have a time
-/// histogram (`times`).
-pub struct SegmentV5<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV5<'a> {
-  type Inner = SegmentV5<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV5<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV5 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV5Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV5<'bldr>> {
-    let mut builder = SegmentV5Builder::new(_fbb);
-    builder.add_events(args.events);
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV5::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV5::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV5::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV5::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV5::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 4 (with 5 as the version) and
-  /// each sketch's time histogram.
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV5::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV5<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV5Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-}
-impl<'a> Default for SegmentV5Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV5Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-    }
-  }
-}
-
-pub struct SegmentV5Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV5Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV5::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV5::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV5::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV5::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV5::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV5::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV5Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV5Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV5<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV5::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV5::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV5::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV5::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV5<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV5");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.finish()
-  }
-}
-pub enum SegmentV6Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 6 of the segment layout: the fields of version 5; a batch stored in columns has
-/// the header of format 6, which gives each column an encoding (its msgpack values, or integer
-/// planes: see src/segment/planes.rs).
-pub struct SegmentV6<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV6<'a> {
-  type Inner = SegmentV6<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV6<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV6 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV6Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV6<'bldr>> {
-    let mut builder = SegmentV6Builder::new(_fbb);
-    builder.add_events(args.events);
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV6::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV6::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV6::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV6::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV6::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 5 (with 6 as the version).
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV6::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV6<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV6Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-}
-impl<'a> Default for SegmentV6Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV6Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-    }
-  }
-}
-
-pub struct SegmentV6Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV6Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV6::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV6::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV6::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV6::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV6::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV6::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV6Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV6Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV6<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV6::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV6::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV6::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV6::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV6<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV6");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.finish()
-  }
-}
-pub enum SegmentV7Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 7 of the segment layout: the fields of version 6; a column of a batch stored in
-/// columns may also be a dictionary (encoding 2: its distinct values once and a code per row,
-/// see src/segment/dict.rs).
-pub struct SegmentV7<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV7<'a> {
-  type Inner = SegmentV7<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV7<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV7 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV7Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV7<'bldr>> {
-    let mut builder = SegmentV7Builder::new(_fbb);
-    builder.add_events(args.events);
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV7::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV7::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV7::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV7::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV7::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 5 (with 7 as the version).
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV7::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV7<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV7Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-}
-impl<'a> Default for SegmentV7Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV7Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-    }
-  }
-}
-
-pub struct SegmentV7Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV7Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV7::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV7::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV7::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV7::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV7::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV7::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV7Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV7Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV7<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV7::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV7::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV7::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV7::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV7<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV7");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.finish()
-  }
-}
 pub enum SegmentV8Offset {}
 #[derive(Copy, Clone, PartialEq)]
 
 /// Version 8 of the segment layout: the fields of version 7, and the checkpoints of followed
 /// files as of the segment's last event (src/checkpoint.rs), so that `weir verify --repair`
-/// can rebuild them when the catalog is lost.
+/// can rebuild them when the catalog is lost. Also the table of versions 9 to 12 (see the
+/// union), whose changes are inside the batches or the checkpoints' encoding.
 pub struct SegmentV8<'a> {
   pub _tab: ::flatbuffers::Table<'a>,
 }
@@ -3146,664 +2209,6 @@ impl ::core::fmt::Debug for SegmentV8<'_> {
       ds.finish()
   }
 }
-pub enum SegmentV9Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 9 of the segment layout: the fields of version 8; a batch stored in columns has
-/// the checksummed column header (a CRC-32 per column, see src/segment/columns.rs) and its
-/// `checksum` covers that header only, so that reading one column checks that column alone.
-pub struct SegmentV9<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV9<'a> {
-  type Inner = SegmentV9<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV9<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-  pub const VT_CHECKPOINTS: ::flatbuffers::VOffsetT = 16;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV9 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV9Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV9<'bldr>> {
-    let mut builder = SegmentV9Builder::new(_fbb);
-    builder.add_events(args.events);
-    if let Some(x) = args.checkpoints { builder.add_checkpoints(x); }
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV9::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV9::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV9::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV9::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV9::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 8 (with 9 as the version):
-  /// that of version 7, then one byte 0 (no checkpoints) or 1 followed by the checkpoints'
-  /// bytes as a string.
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV9::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-  /// The full set of checkpoints of followed files as of the last event, encoded as the
-  /// write-ahead log encodes a record's checkpoints (src/wal.rs, flag bit 3: a u32 count,
-  /// then per file dev u64, inode u64, fingerprint length u32, fingerprint CRC-32 u32,
-  /// offset u64, skip u64, done u8, path as u32 length + UTF-8; little-endian); a count of 0
-  /// when nothing is followed. Absent: not known (the rewrite, by erase or compaction, of a
-  /// segment of an older format, which did not record them).
-  #[inline]
-  pub fn checkpoints(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(SegmentV9::VT_CHECKPOINTS, None)}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV9<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("checkpoints", Self::VT_CHECKPOINTS, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV9Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-    pub checkpoints: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
-}
-impl<'a> Default for SegmentV9Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV9Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-      checkpoints: None,
-    }
-  }
-}
-
-pub struct SegmentV9Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV9Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV9::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV9::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV9::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV9::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV9::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV9::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn add_checkpoints(&mut self, checkpoints: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u8>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV9::VT_CHECKPOINTS, checkpoints);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV9Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV9Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV9<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV9::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV9::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV9::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV9::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV9<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV9");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.field("checkpoints", &self.checkpoints());
-      ds.finish()
-  }
-}
-pub enum SegmentV10Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 10 of the segment layout: the fields of version 9; a column of a batch stored in
-/// columns may also be *marked* (encoding 3: its values' msgpack markers, then their
-/// payloads; see src/segment/marked.rs), which readers of version 9 do not know.
-pub struct SegmentV10<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV10<'a> {
-  type Inner = SegmentV10<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV10<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-  pub const VT_CHECKPOINTS: ::flatbuffers::VOffsetT = 16;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV10 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV10Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV10<'bldr>> {
-    let mut builder = SegmentV10Builder::new(_fbb);
-    builder.add_events(args.events);
-    if let Some(x) = args.checkpoints { builder.add_checkpoints(x); }
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV10::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV10::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV10::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV10::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV10::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 8 (with 10 as the version):
-  /// that of version 7, then one byte 0 (no checkpoints) or 1 followed by the checkpoints'
-  /// bytes as a string.
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV10::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-  /// The full set of checkpoints of followed files as of the last event, encoded as the
-  /// write-ahead log encodes a record's checkpoints (src/wal.rs, flag bit 3: a u32 count,
-  /// then per file dev u64, inode u64, fingerprint length u32, fingerprint CRC-32 u32,
-  /// offset u64, skip u64, done u8, path as u32 length + UTF-8; little-endian); a count of 0
-  /// when nothing is followed. Absent: not known (the rewrite, by erase or compaction, of a
-  /// segment of an older format, which did not record them).
-  #[inline]
-  pub fn checkpoints(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(SegmentV10::VT_CHECKPOINTS, None)}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV10<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("checkpoints", Self::VT_CHECKPOINTS, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV10Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-    pub checkpoints: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
-}
-impl<'a> Default for SegmentV10Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV10Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-      checkpoints: None,
-    }
-  }
-}
-
-pub struct SegmentV10Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV10Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV10::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV10::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV10::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV10::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV10::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV10::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn add_checkpoints(&mut self, checkpoints: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u8>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV10::VT_CHECKPOINTS, checkpoints);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV10Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV10Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV10<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV10::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV10::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV10::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV10::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV10<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV10");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.field("checkpoints", &self.checkpoints());
-      ds.finish()
-  }
-}
-pub enum SegmentV11Offset {}
-#[derive(Copy, Clone, PartialEq)]
-
-/// Version 11 of the segment layout: the fields of version 10; a column of a batch stored in
-/// columns may also be *blocked* (encoding 4: its values in blocks of rows, each compressed on
-/// its own behind a Bloom filter; see src/segment/blocks.rs), which readers of version 10 do
-/// not know.
-pub struct SegmentV11<'a> {
-  pub _tab: ::flatbuffers::Table<'a>,
-}
-
-impl<'a> ::flatbuffers::Follow<'a> for SegmentV11<'a> {
-  type Inner = SegmentV11<'a>;
-  #[inline]
-  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
-    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
-  }
-}
-
-impl<'a> SegmentV11<'a> {
-  pub const VT_UUID: ::flatbuffers::VOffsetT = 4;
-  pub const VT_INTERVALS: ::flatbuffers::VOffsetT = 6;
-  pub const VT_EVENTS: ::flatbuffers::VOffsetT = 8;
-  pub const VT_SCHEMAS: ::flatbuffers::VOffsetT = 10;
-  pub const VT_BATCHES: ::flatbuffers::VOffsetT = 12;
-  pub const VT_META_CHECKSUM: ::flatbuffers::VOffsetT = 14;
-  pub const VT_CHECKPOINTS: ::flatbuffers::VOffsetT = 16;
-
-  #[inline]
-  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-    SegmentV11 { _tab: table }
-  }
-  #[allow(unused_mut)]
-  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
-    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-    args: &'args SegmentV11Args<'args>
-  ) -> ::flatbuffers::WIPOffset<SegmentV11<'bldr>> {
-    let mut builder = SegmentV11Builder::new(_fbb);
-    builder.add_events(args.events);
-    if let Some(x) = args.checkpoints { builder.add_checkpoints(x); }
-    builder.add_meta_checksum(args.meta_checksum);
-    if let Some(x) = args.batches { builder.add_batches(x); }
-    if let Some(x) = args.schemas { builder.add_schemas(x); }
-    if let Some(x) = args.intervals { builder.add_intervals(x); }
-    if let Some(x) = args.uuid { builder.add_uuid(x); }
-    builder.finish()
-  }
-
-
-  /// Identity of the segment; its file is named after it (`UUID.seg`).
-  #[inline]
-  pub fn uuid(&self) -> &'a Uuid {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<Uuid>(SegmentV11::VT_UUID, None).unwrap()}
-  }
-  /// The event IDs held, ascending, merged where adjacent.
-  #[inline]
-  pub fn intervals(&self) -> ::flatbuffers::Vector<'a, Interval> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, Interval>>>(SegmentV11::VT_INTERVALS, None).unwrap()}
-  }
-  /// Total number of events.
-  #[inline]
-  pub fn events(&self) -> u64 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u64>(SegmentV11::VT_EVENTS, Some(0)).unwrap()}
-  }
-  /// Distinct schemas of the batches, referenced by index.
-  #[inline]
-  pub fn schemas(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema>>>>(SegmentV11::VT_SCHEMAS, None).unwrap()}
-  }
-  /// The batches in ID order.
-  #[inline]
-  pub fn batches(&self) -> ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch>>>>(SegmentV11::VT_BATCHES, None).unwrap()}
-  }
-  /// CRC-32 (IEEE) over the canonical encoding, as for version 8 (with 11 as the version):
-  /// that of version 7, then one byte 0 (no checkpoints) or 1 followed by the checkpoints'
-  /// bytes as a string.
-  #[inline]
-  pub fn meta_checksum(&self) -> u32 {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<u32>(SegmentV11::VT_META_CHECKSUM, Some(0)).unwrap()}
-  }
-  /// The full set of checkpoints of followed files as of the last event, encoded as the
-  /// write-ahead log encodes a record's checkpoints (src/wal.rs, flag bit 3: a u32 count,
-  /// then per file dev u64, inode u64, fingerprint length u32, fingerprint CRC-32 u32,
-  /// offset u64, skip u64, done u8, path as u32 length + UTF-8; little-endian); a count of 0
-  /// when nothing is followed. Absent: not known (the rewrite, by erase or compaction, of a
-  /// segment of an older format, which did not record them).
-  #[inline]
-  pub fn checkpoints(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
-    // Safety:
-    // Created from valid Table for this object
-    // which contains a valid value in this slot
-    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(SegmentV11::VT_CHECKPOINTS, None)}
-  }
-}
-
-impl ::flatbuffers::Verifiable for SegmentV11<'_> {
-  #[inline]
-  fn run_verifier(
-    v: &mut ::flatbuffers::Verifier, pos: usize
-  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
-    v.visit_table(pos)?
-     .visit_field::<Uuid>("uuid", Self::VT_UUID, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, Interval>>>("intervals", Self::VT_INTERVALS, true)?
-     .visit_field::<u64>("events", Self::VT_EVENTS, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Schema>>>>("schemas", Self::VT_SCHEMAS, true)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<Batch>>>>("batches", Self::VT_BATCHES, true)?
-     .visit_field::<u32>("meta_checksum", Self::VT_META_CHECKSUM, false)?
-     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>("checkpoints", Self::VT_CHECKPOINTS, false)?
-     .finish();
-    Ok(())
-  }
-}
-pub struct SegmentV11Args<'a> {
-    pub uuid: Option<&'a Uuid>,
-    pub intervals: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, Interval>>>,
-    pub events: u64,
-    pub schemas: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Schema<'a>>>>>,
-    pub batches: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<Batch<'a>>>>>,
-    pub meta_checksum: u32,
-    pub checkpoints: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
-}
-impl<'a> Default for SegmentV11Args<'a> {
-  #[inline]
-  fn default() -> Self {
-    SegmentV11Args {
-      uuid: None, // required field
-      intervals: None, // required field
-      events: 0,
-      schemas: None, // required field
-      batches: None, // required field
-      meta_checksum: 0,
-      checkpoints: None,
-    }
-  }
-}
-
-pub struct SegmentV11Builder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
-  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
-}
-impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SegmentV11Builder<'a, 'b, A> {
-  #[inline]
-  pub fn add_uuid(&mut self, uuid: &Uuid) {
-    self.fbb_.push_slot_always::<&Uuid>(SegmentV11::VT_UUID, uuid);
-  }
-  #[inline]
-  pub fn add_intervals(&mut self, intervals: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , Interval>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_INTERVALS, intervals);
-  }
-  #[inline]
-  pub fn add_events(&mut self, events: u64) {
-    self.fbb_.push_slot::<u64>(SegmentV11::VT_EVENTS, events, 0);
-  }
-  #[inline]
-  pub fn add_schemas(&mut self, schemas: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Schema<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_SCHEMAS, schemas);
-  }
-  #[inline]
-  pub fn add_batches(&mut self, batches: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<Batch<'b >>>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_BATCHES, batches);
-  }
-  #[inline]
-  pub fn add_meta_checksum(&mut self, meta_checksum: u32) {
-    self.fbb_.push_slot::<u32>(SegmentV11::VT_META_CHECKSUM, meta_checksum, 0);
-  }
-  #[inline]
-  pub fn add_checkpoints(&mut self, checkpoints: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , u8>>) {
-    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(SegmentV11::VT_CHECKPOINTS, checkpoints);
-  }
-  #[inline]
-  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> SegmentV11Builder<'a, 'b, A> {
-    let start = _fbb.start_table();
-    SegmentV11Builder {
-      fbb_: _fbb,
-      start_: start,
-    }
-  }
-  #[inline]
-  pub fn finish(self) -> ::flatbuffers::WIPOffset<SegmentV11<'a>> {
-    let o = self.fbb_.end_table(self.start_);
-    self.fbb_.required(o, SegmentV11::VT_UUID,"uuid");
-    self.fbb_.required(o, SegmentV11::VT_INTERVALS,"intervals");
-    self.fbb_.required(o, SegmentV11::VT_SCHEMAS,"schemas");
-    self.fbb_.required(o, SegmentV11::VT_BATCHES,"batches");
-    ::flatbuffers::WIPOffset::new(o.value())
-  }
-}
-
-impl ::core::fmt::Debug for SegmentV11<'_> {
-  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-    let mut ds = f.debug_struct("SegmentV11");
-      ds.field("uuid", &self.uuid());
-      ds.field("intervals", &self.intervals());
-      ds.field("events", &self.events());
-      ds.field("schemas", &self.schemas());
-      ds.field("batches", &self.batches());
-      ds.field("meta_checksum", &self.meta_checksum());
-      ds.field("checkpoints", &self.checkpoints());
-      ds.finish()
-  }
-}
 pub enum SegmentOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -3884,13 +2289,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v3(&self) -> Option<SegmentV3<'a>> {
+  pub fn segment_as_segment_v3(&self) -> Option<SegmentV2<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV3 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV3::init_from_table(u) })
+      Some(unsafe { SegmentV2::init_from_table(u) })
     } else {
       None
     }
@@ -3898,13 +2303,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v4(&self) -> Option<SegmentV4<'a>> {
+  pub fn segment_as_segment_v4(&self) -> Option<SegmentV2<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV4 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV4::init_from_table(u) })
+      Some(unsafe { SegmentV2::init_from_table(u) })
     } else {
       None
     }
@@ -3912,13 +2317,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v5(&self) -> Option<SegmentV5<'a>> {
+  pub fn segment_as_segment_v5(&self) -> Option<SegmentV2<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV5 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV5::init_from_table(u) })
+      Some(unsafe { SegmentV2::init_from_table(u) })
     } else {
       None
     }
@@ -3926,13 +2331,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v6(&self) -> Option<SegmentV6<'a>> {
+  pub fn segment_as_segment_v6(&self) -> Option<SegmentV2<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV6 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV6::init_from_table(u) })
+      Some(unsafe { SegmentV2::init_from_table(u) })
     } else {
       None
     }
@@ -3940,13 +2345,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v7(&self) -> Option<SegmentV7<'a>> {
+  pub fn segment_as_segment_v7(&self) -> Option<SegmentV2<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV7 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV7::init_from_table(u) })
+      Some(unsafe { SegmentV2::init_from_table(u) })
     } else {
       None
     }
@@ -3968,13 +2373,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v9(&self) -> Option<SegmentV9<'a>> {
+  pub fn segment_as_segment_v9(&self) -> Option<SegmentV8<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV9 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV9::init_from_table(u) })
+      Some(unsafe { SegmentV8::init_from_table(u) })
     } else {
       None
     }
@@ -3982,13 +2387,13 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v10(&self) -> Option<SegmentV10<'a>> {
+  pub fn segment_as_segment_v10(&self) -> Option<SegmentV8<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV10 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV10::init_from_table(u) })
+      Some(unsafe { SegmentV8::init_from_table(u) })
     } else {
       None
     }
@@ -3996,13 +2401,27 @@ impl<'a> Segment<'a> {
 
   #[inline]
   #[allow(non_snake_case)]
-  pub fn segment_as_segment_v11(&self) -> Option<SegmentV11<'a>> {
+  pub fn segment_as_segment_v11(&self) -> Option<SegmentV8<'a>> {
     if self.segment_type() == SegmentVersion::SegmentV11 {
       let u = self.segment();
       // Safety:
       // Created from a valid Table for this object
       // Which contains a valid union in this slot
-      Some(unsafe { SegmentV11::init_from_table(u) })
+      Some(unsafe { SegmentV8::init_from_table(u) })
+    } else {
+      None
+    }
+  }
+
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn segment_as_segment_v12(&self) -> Option<SegmentV8<'a>> {
+    if self.segment_type() == SegmentVersion::SegmentV12 {
+      let u = self.segment();
+      // Safety:
+      // Created from a valid Table for this object
+      // Which contains a valid union in this slot
+      Some(unsafe { SegmentV8::init_from_table(u) })
     } else {
       None
     }
@@ -4020,15 +2439,16 @@ impl ::flatbuffers::Verifiable for Segment<'_> {
         match key {
           SegmentVersion::SegmentV1 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV1>>("SegmentVersion::SegmentV1", pos),
           SegmentVersion::SegmentV2 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV2", pos),
-          SegmentVersion::SegmentV3 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV3>>("SegmentVersion::SegmentV3", pos),
-          SegmentVersion::SegmentV4 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV4>>("SegmentVersion::SegmentV4", pos),
-          SegmentVersion::SegmentV5 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV5>>("SegmentVersion::SegmentV5", pos),
-          SegmentVersion::SegmentV6 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV6>>("SegmentVersion::SegmentV6", pos),
-          SegmentVersion::SegmentV7 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV7>>("SegmentVersion::SegmentV7", pos),
+          SegmentVersion::SegmentV3 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV3", pos),
+          SegmentVersion::SegmentV4 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV4", pos),
+          SegmentVersion::SegmentV5 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV5", pos),
+          SegmentVersion::SegmentV6 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV6", pos),
+          SegmentVersion::SegmentV7 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV2>>("SegmentVersion::SegmentV7", pos),
           SegmentVersion::SegmentV8 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV8>>("SegmentVersion::SegmentV8", pos),
-          SegmentVersion::SegmentV9 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV9>>("SegmentVersion::SegmentV9", pos),
-          SegmentVersion::SegmentV10 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV10>>("SegmentVersion::SegmentV10", pos),
-          SegmentVersion::SegmentV11 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV11>>("SegmentVersion::SegmentV11", pos),
+          SegmentVersion::SegmentV9 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV8>>("SegmentVersion::SegmentV9", pos),
+          SegmentVersion::SegmentV10 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV8>>("SegmentVersion::SegmentV10", pos),
+          SegmentVersion::SegmentV11 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV8>>("SegmentVersion::SegmentV11", pos),
+          SegmentVersion::SegmentV12 => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<SegmentV8>>("SegmentVersion::SegmentV12", pos),
           _ => Ok(()),
         }
      })?
@@ -4156,6 +2576,13 @@ impl ::core::fmt::Debug for Segment<'_> {
         },
         SegmentVersion::SegmentV11 => {
           if let Some(x) = self.segment_as_segment_v11() {
+            ds.field("segment", &x)
+          } else {
+            ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        SegmentVersion::SegmentV12 => {
+          if let Some(x) = self.segment_as_segment_v12() {
             ds.field("segment", &x)
           } else {
             ds.field("segment", &"InvalidFlatbuffer: Union discriminant does not match value.")
