@@ -19,8 +19,11 @@
 //!   again at the next scan. A plain file found at a checkpoint that holds a sum of the bytes
 //!   before its position ([`FileCheckpoint::sum`]: a batch import records one) is read on
 //!   from there only if its bytes still have that sum; otherwise it was rewritten with the
-//!   same start while not followed, and is read from its start with a warning. (The follower
-//!   records no sums itself yet: its own checkpoints are trusted as before.)
+//!   same start while not followed, and is read from its start with a warning. The follower
+//!   records such sums in its own checkpoints of plain files (the CRC-32 of the bytes it
+//!   read before each position, NUL holes included, see `file.rs`), so a file rewritten
+//!   with the same first lines while weir was down is read from its start too. A file that
+//!   ends before the position is not judged by its sum (see `sum_holds`).
 //! - **Lines** are taken only when complete: the bytes after the last newline wait for the
 //!   rest. Each file has its own decoder (its own Zeek header state) and its batches
 //!   interleave with those of the other files into one stream. A line longer than the
@@ -654,6 +657,14 @@ impl Follower {
                 "{name}: starts with {hole} NUL bytes (a hole: a writer without O_APPEND wrote on at its old offset after the file was truncated); skipped"
             ));
         }
+        // The sum recorded with the checkpoint read on from (see `file.rs`).
+        let target_sum = target.and_then(|t| {
+            self.registry
+                .get(&fp)
+                .filter(|k| k.cp.pos == t)
+                .and_then(|k| k.cp.sum)
+        });
+        let inflating_none = inflating.is_none();
         let header = match self.headerless(&head) {
             true => self.inherited_header(&fp, path, key, &name),
             false => Vec::new(),
@@ -672,6 +683,9 @@ impl Follower {
             discard: 0,
             partial: Vec::new(),
             nuls: 0,
+            sum: Tracked::start_sum(inflating_none, pos),
+            discard_sum: crc32fast::Hasher::new(),
+            target_sum,
             header: Some(header),
             decoder: None,
             rotated,
@@ -1151,8 +1165,8 @@ impl Follower {
                     .position(|&b| b != 0)
                     .unwrap_or(f.partial.len());
                 if nuls > 0 {
-                    f.partial.drain(..nuls);
-                    f.pos += nuls as u64;
+                    let hole: Vec<u8> = f.partial.drain(..nuls).collect();
+                    f.advance(&hole);
                     f.nuls += nuls as u64;
                 }
                 if f.nuls > 0 && !f.partial.is_empty() {
@@ -1183,13 +1197,13 @@ impl Follower {
         if f.discard > 0 {
             match memchr::memchr(b'\n', &f.partial) {
                 Some(i) => {
-                    f.partial.drain(..=i);
-                    f.pos += f.discard + i as u64 + 1;
-                    f.discard = 0;
+                    let end: Vec<u8> = f.partial.drain(..=i).collect();
+                    f.drop_bytes(&end);
+                    f.end_discard();
                 }
                 None => {
-                    f.discard += f.partial.len() as u64;
-                    f.partial.clear();
+                    let part = std::mem::take(&mut f.partial);
+                    f.drop_bytes(&part);
                     return Ok(());
                 }
             }
@@ -1209,8 +1223,8 @@ impl Follower {
                     return Err(io_error(&f.name, io::Error::other(text)));
                 }
                 self.warn(format!("{text}; skipped (--on-error skip)"));
-                f.discard = f.partial.len() as u64;
-                f.partial.clear();
+                let part = std::mem::take(&mut f.partial);
+                f.drop_bytes(&part);
             }
             return Ok(());
         };
@@ -1220,7 +1234,7 @@ impl Follower {
         if let Some(target) = f.target {
             let before = (target.offset.saturating_sub(f.pos) as usize).min(lines.len());
             f.capture_header(&lines[..before]);
-            f.pos += before as u64;
+            f.advance(&lines[..before]);
             lines.drain(..before);
             if f.pos >= target.offset {
                 f.skip = target.skip;
@@ -1232,7 +1246,7 @@ impl Follower {
         }
         let end = f.pos + lines.len() as u64;
         let batches = self.decode(f, &lines, end, eof)?;
-        f.pos = end;
+        f.advance(&lines);
         self.send_all(batches).await
     }
 
@@ -1248,7 +1262,7 @@ impl Follower {
                     target.offset
                 ));
                 f.partial.clear();
-                f.pos = target.offset;
+                f.jump(target.offset);
                 f.skip = target.skip;
                 f.target = None;
             }
@@ -1262,10 +1276,9 @@ impl Follower {
             } else {
                 f.capture_header(&lines);
             }
-            f.pos = end;
+            f.advance(&lines);
         }
-        f.pos += f.discard;
-        f.discard = 0;
+        f.end_discard();
         f.partial.clear();
         let done = f.checkpoint(
             Position {
@@ -1405,7 +1418,11 @@ impl Follower {
                     offset: start,
                     skip: before,
                 }),
-                end: f.checkpoint(after, false),
+                end: match i + 1 == count {
+                    // After all of `lines`: the sum of the text through them.
+                    true => f.checkpoint_summed(after, false, f.sum_after(lines)),
+                    false => f.checkpoint(after, false),
+                },
             }]);
             out.push(b);
         }
@@ -1483,17 +1500,21 @@ fn unseen_pattern(path: &Path, same_dir: bool) -> String {
     }
 }
 
-/// A batch without rows that only moves `cp`'s file to its position.
 /// Whether a plain file's bytes before `cp`'s position are those its checkpoint was taken
-/// of: its sum, when it has one (see [`FileCheckpoint::sum`]), is that of the file now.
+/// of: its sum, when it has one (see [`FileCheckpoint::sum`]), is that of the file now. A
+/// file that ends before the position is not judged by it: a copy that copy-and-truncate
+/// made before the last lines read reached the file ends there, and it is read on as before
+/// (its lines before the position are in the archive; reading it from its start would
+/// import them twice).
 fn sum_holds(file: &File, cp: &FileCheckpoint) -> io::Result<bool> {
     let Some(want) = cp.sum.filter(|_| cp.pos.offset > 0) else {
         return Ok(true);
     };
     let mut sum = PrefixSum::new(std::sync::Arc::new(file.try_clone()?), 0, 0);
-    Ok(sum.at(cp.pos.offset)? == Some(want))
+    Ok(sum.at(cp.pos.offset)?.is_none_or(|got| got == want))
 }
 
+/// A batch without rows that only moves `cp`'s file to its position.
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
     b.push_mark(Mark {
@@ -1521,6 +1542,9 @@ fn placeholder() -> Tracked {
         discard: 0,
         partial: Vec::new(),
         nuls: 0,
+        sum: None,
+        discard_sum: crc32fast::Hasher::new(),
+        target_sum: None,
         header: None,
         decoder: None,
         rotated: false,
