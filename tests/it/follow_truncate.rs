@@ -128,12 +128,27 @@ fn check(db: &Path, expected: &[(u64, u64)]) {
 /// Copies `path` aside (as logrotate's `copytruncate` does) and truncates it to 0.
 fn copy_truncate(path: &Path, to: &Path) {
     std::fs::copy(path, to).unwrap();
+    truncate(path);
+}
+
+/// Truncates `path` to 0.
+fn truncate(path: &Path) {
     std::fs::OpenOptions::new()
         .write(true)
         .open(path)
         .unwrap()
         .set_len(0)
         .unwrap();
+}
+
+/// A log `f0.log` in `tmp/logs` with rows `0..n` of log 0, and the archive `tmp/db` to follow
+/// it into: the directory, the archive and the log.
+fn one_log(tmp: &Path, n: u64) -> (PathBuf, PathBuf, PathBuf) {
+    let logs = tmp.join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let a = logs.join("f0.log");
+    append(&a, &(log_header("f0") + &rows(0, 0..n)));
+    (logs, tmp.join("db"), a)
 }
 
 /// Two followed logs `f0.log` and `f1.log` in `tmp/logs`, 10 rows each, and `weir import
@@ -499,20 +514,11 @@ fn follow_kill_loop_with_copy_truncate_and_holes() {
 #[test]
 fn a_file_rewritten_with_the_same_first_row_is_read_from_its_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let a = logs.join("f0.log");
-    append(&a, &(log_header("f0") + &rows(0, 0..10)));
+    let (logs, db, a) = one_log(tmp.path(), 10);
     let pattern = format!("{}/*.log", s(&logs));
     let mut child = follow(&db, &[&pattern], &[]);
     wait_running(&db, 10, &mut child);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&a)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&a);
     std::thread::sleep(Duration::from_millis(1000));
     append(
         &a,
@@ -536,11 +542,7 @@ fn a_file_rewritten_with_the_same_first_row_is_read_from_its_start() {
 #[test]
 fn a_file_rewritten_after_a_batch_import_is_followed_from_its_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let a = logs.join("f0.log");
-    append(&a, &(log_header("f0") + &rows(0, 0..50)));
+    let (logs, db, a) = one_log(tmp.path(), 50);
     import(&db, &a);
     let pattern = format!("{}/*.log", s(&logs));
     rewrite_and_follow(&db, &a, &pattern);
@@ -574,11 +576,7 @@ fn rewrite_and_follow(db: &Path, a: &Path, pattern: &str) {
 #[test]
 fn a_followed_file_rewritten_while_weir_is_down_is_read_from_its_start() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let a = logs.join("f0.log");
-    append(&a, &(log_header("f0") + &rows(0, 0..50)));
+    let (logs, db, a) = one_log(tmp.path(), 50);
     let pattern = format!("{}/*.log", s(&logs));
     let mut child = follow(&db, &[&pattern], &["--batch-size", "7"]);
     wait_running(&db, 50, &mut child);
@@ -593,22 +591,13 @@ fn a_followed_file_rewritten_while_weir_is_down_is_read_from_its_start() {
 #[test]
 fn follow_sums_hold_across_holes_and_batches() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let a = logs.join("f0.log");
-    append(&a, &(log_header("f0") + &rows(0, 0..5)));
+    let (logs, db, a) = one_log(tmp.path(), 5);
     let pattern = format!("{}/*.log", s(&logs));
     let args = ["--batch-size", "7", "--batch-timeout", "20ms"];
     let mut child = follow(&db, &[&pattern], &args);
     wait_running(&db, 5, &mut child);
     // A writer without O_APPEND after a truncation: a hole, then rows (the header inherited).
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&a)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&a);
     let mut w = std::fs::OpenOptions::new().write(true).open(&a).unwrap();
     use std::io::{Seek, SeekFrom};
     w.seek(SeekFrom::Start(3000)).unwrap();
@@ -641,21 +630,12 @@ fn follow_sums_hold_across_holes_and_batches() {
 #[test]
 fn a_copy_shorter_than_what_was_read_is_not_read_again() {
     let tmp = tempfile::tempdir().unwrap();
-    let logs = tmp.path().join("logs");
-    std::fs::create_dir(&logs).unwrap();
-    let db = tmp.path().join("db");
-    let a = logs.join("f0.log");
-    append(&a, &(log_header("f0") + &rows(0, 0..50)));
+    let (logs, db, a) = one_log(tmp.path(), 50);
     let pattern = format!("{}/*.log*", s(&logs));
     let mut child = follow(&db, &[&pattern], &[]);
     wait_running(&db, 50, &mut child);
     std::fs::write(logs.join("f0.log.1"), log_header("f0") + &rows(0, 0..40)).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&a)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&a);
     append(&a, &rows(0, 50..60));
     wait_running(&db, 60, &mut child);
     std::thread::sleep(Duration::from_millis(1000));
