@@ -1563,6 +1563,37 @@ fn placeholder() -> Tracked {
 mod tests {
     use super::*;
 
+    /// The running sum covers exactly the text before `pos`: a hole, lines, an over-long
+    /// line dropped in pieces (summed once `pos` moves past it); a checkpoint elsewhere, or
+    /// after a jump over bytes not read, has none.
+    #[test]
+    fn the_sum_moves_with_the_position() {
+        let text = b"\0\0\0a\tb\n\0\0long-line-dropped\nc\td\n";
+        let at = |n: usize| Some(crc32fast::hash(&text[..n]));
+        let mut f = placeholder();
+        f.sum = Tracked::start_sum(true, 2);
+        f.pos = 2;
+        f.advance(&text[2..3]);
+        f.advance(&text[3..7]);
+        assert_eq!(f.sum_now(), at(7));
+        f.advance(&text[7..9]);
+        f.drop_bytes(&text[9..14]);
+        f.drop_bytes(&text[14..27]);
+        assert_eq!((f.pos, f.sum_now()), (9, at(9)));
+        f.end_discard();
+        assert_eq!((f.pos, f.sum_now()), (27, at(27)));
+        assert_eq!(f.sum_after(&text[27..]), at(text.len()));
+        let pos = |offset| Position { offset, skip: 0 };
+        assert_eq!(f.checkpoint(pos(27), false).sum, at(27));
+        assert_eq!(f.checkpoint(pos(9), false).sum, None);
+        f.target = Some(pos(31));
+        f.target_sum = at(31);
+        assert_eq!(f.checkpoint(pos(31), false).sum, at(31));
+        f.jump(40);
+        assert_eq!(f.checkpoint(pos(40), false).sum, None);
+        assert_eq!(Tracked::start_sum(false, 2).map(|h| h.finalize()), None);
+    }
+
     /// The pattern suggested for files never seen: the log name, any middle, the end from
     /// `.log` on; in a sibling directory, any sibling.
     #[test]
