@@ -196,10 +196,22 @@ impl Tracked {
         }
     }
 
-    /// Notes `bytes` of an over-long line dropped (after the `discard` bytes dropped before).
-    pub fn drop_bytes(&mut self, bytes: &[u8]) {
-        self.discard += bytes.len() as u64;
-        self.discard_sum.update(bytes);
+    /// Moves `pos` over the first `n` bytes of `partial` (the NUL bytes of a hole), dropping
+    /// them.
+    pub fn advance_partial(&mut self, n: usize) {
+        if let Some(h) = &mut self.sum {
+            h.update(&self.partial[..n]);
+        }
+        self.pos += n as u64;
+        self.partial.drain(..n);
+    }
+
+    /// Drops the first `n` bytes of `partial`, part of an over-long line (after the `discard`
+    /// bytes dropped before).
+    pub fn drop_partial(&mut self, n: usize) {
+        self.discard_sum.update(&self.partial[..n]);
+        self.discard += n as u64;
+        self.partial.drain(..n);
     }
 
     /// Moves `pos` past the over-long line dropped so far (its `discard` bytes).

@@ -1165,8 +1165,7 @@ impl Follower {
                     .position(|&b| b != 0)
                     .unwrap_or(f.partial.len());
                 if nuls > 0 {
-                    let hole: Vec<u8> = f.partial.drain(..nuls).collect();
-                    f.advance(&hole);
+                    f.advance_partial(nuls);
                     f.nuls += nuls as u64;
                 }
                 if f.nuls > 0 && !f.partial.is_empty() {
@@ -1197,13 +1196,11 @@ impl Follower {
         if f.discard > 0 {
             match memchr::memchr(b'\n', &f.partial) {
                 Some(i) => {
-                    let end: Vec<u8> = f.partial.drain(..=i).collect();
-                    f.drop_bytes(&end);
+                    f.drop_partial(i + 1);
                     f.end_discard();
                 }
                 None => {
-                    let part = std::mem::take(&mut f.partial);
-                    f.drop_bytes(&part);
+                    f.drop_partial(f.partial.len());
                     return Ok(());
                 }
             }
@@ -1223,8 +1220,7 @@ impl Follower {
                     return Err(io_error(&f.name, io::Error::other(text)));
                 }
                 self.warn(format!("{text}; skipped (--on-error skip)"));
-                let part = std::mem::take(&mut f.partial);
-                f.drop_bytes(&part);
+                f.drop_partial(f.partial.len());
             }
             return Ok(());
         };
@@ -1573,13 +1569,16 @@ mod tests {
         let mut f = placeholder();
         f.sum = Tracked::start_sum(true, 2);
         f.pos = 2;
-        f.advance(&text[2..3]);
+        f.partial = text[2..].to_vec();
+        f.advance_partial(1);
         f.advance(&text[3..7]);
+        f.partial.drain(..4);
         assert_eq!(f.sum_now(), at(7));
-        f.advance(&text[7..9]);
-        f.drop_bytes(&text[9..14]);
-        f.drop_bytes(&text[14..27]);
-        assert_eq!((f.pos, f.sum_now()), (9, at(9)));
+        f.advance_partial(2);
+        f.drop_partial(5);
+        f.drop_partial(13);
+        assert_eq!((f.pos, f.sum_now(), f.discard), (9, at(9), 18));
+        assert_eq!(f.partial, &text[27..]);
         f.end_discard();
         assert_eq!((f.pos, f.sum_now()), (27, at(27)));
         assert_eq!(f.sum_after(&text[27..]), at(text.len()));
