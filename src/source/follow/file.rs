@@ -6,6 +6,17 @@
 //! over-long line being skipped and `partial`, text read but not yet a complete line; so the
 //! text is read up to [`Tracked::text_read`].
 //!
+//! **Sums.** A plain file's checkpoints record the CRC-32 of its bytes before their position
+//! ([`FileCheckpoint::sum`]), so that a restart notices a file rewritten while weir was down
+//! with the same first lines but other bytes before the position (see the follower's module
+//! docs). The sum is kept as the text is taken, from the bytes read (never read again: a
+//! file rewritten since could give another sum): `sum` covers exactly the text before `pos`,
+//! and moves with it ([`Tracked::advance`]) over lines, NUL holes and lines already in the
+//! archive; the bytes of an over-long line being dropped are summed apart
+//! (`discard_sum`) and join `sum` when `pos` moves past them. Where the bytes before `pos` were
+//! not all read (a file found shorter than its checkpoint), the sum is unknown from then on,
+//! and the checkpoints carry none (trusted as before).
+//!
 //! A plain file is read with positioned reads (`pread`), so a closed file is reopened by its
 //! path and read on at the same offset, and an open descriptor keeps reading a file renamed
 //! or deleted. A compressed file is fed, from its start, to a [`Verifier`], which passes a
@@ -110,6 +121,13 @@ pub(super) struct Tracked {
     /// NUL bytes of a hole skipped just before `pos`, not reported yet (reported when the
     /// hole ends).
     pub nuls: u64,
+    /// CRC-32 of the text before `pos` (see the module docs); `None` for a compressed file,
+    /// or once the bytes before `pos` were not all read.
+    pub sum: Option<crc32fast::Hasher>,
+    /// CRC-32 of the `discard` bytes of an over-long line dropped so far.
+    pub discard_sum: crc32fast::Hasher,
+    /// The sum recorded with `target` (its checkpoint's), if any.
+    pub target_sum: Option<u32>,
     /// The lines of the current header block (from its `#separator`), to rebuild the
     /// decoder of a closed file, and recorded in its checkpoints; `None` if it grew past
     /// [`MAX_HEADER`]. A file without header lines of its own (after copy-and-truncate)
@@ -160,6 +178,73 @@ impl Tracked {
         }
     }
 
+    /// The sum of a plain file's first `zeros` bytes, all NUL (the part of a hole at its start
+    /// that is not read, see `identity`); `None` for a compressed file.
+    pub fn start_sum(plain: bool, zeros: u64) -> Option<crc32fast::Hasher> {
+        plain.then(|| {
+            let mut h = crc32fast::Hasher::new();
+            update_zeros(&mut h, zeros);
+            h
+        })
+    }
+
+    /// Moves `pos` over `bytes`, the text at `pos` (lines, or the NUL bytes of a hole).
+    pub fn advance(&mut self, bytes: &[u8]) {
+        self.pos += bytes.len() as u64;
+        if let Some(h) = &mut self.sum {
+            h.update(bytes);
+        }
+    }
+
+    /// Moves `pos` over the first `n` bytes of `partial` (the NUL bytes of a hole), dropping
+    /// them.
+    pub fn advance_partial(&mut self, n: usize) {
+        if let Some(h) = &mut self.sum {
+            h.update(&self.partial[..n]);
+        }
+        self.pos += n as u64;
+        self.partial.drain(..n);
+    }
+
+    /// Drops the first `n` bytes of `partial`, part of an over-long line (after the `discard`
+    /// bytes dropped before).
+    pub fn drop_partial(&mut self, n: usize) {
+        self.discard_sum.update(&self.partial[..n]);
+        self.discard += n as u64;
+        self.partial.drain(..n);
+    }
+
+    /// Moves `pos` past the over-long line dropped so far (its `discard` bytes).
+    pub fn end_discard(&mut self) {
+        self.pos += self.discard;
+        self.discard = 0;
+        let dropped = std::mem::take(&mut self.discard_sum);
+        if let Some(h) = &mut self.sum {
+            h.combine(&dropped);
+        }
+    }
+
+    /// Moves `pos` to `offset` without reading what lies between: the sum is unknown from
+    /// then on.
+    pub fn jump(&mut self, offset: u64) {
+        self.pos = offset;
+        self.sum = None;
+    }
+
+    /// The sum of the text before `pos` ([`FileCheckpoint::sum`]).
+    pub fn sum_now(&self) -> Option<u32> {
+        self.sum.as_ref().map(|h| h.clone().finalize())
+    }
+
+    /// The sum of the text before `pos` followed by `lines`.
+    pub fn sum_after(&self, lines: &[u8]) -> Option<u32> {
+        self.sum.as_ref().map(|h| {
+            let mut h = h.clone();
+            h.update(lines);
+            h.finalize()
+        })
+    }
+
     pub fn id(&self) -> FileId {
         FileId {
             dev: self.key.0,
@@ -169,7 +254,21 @@ impl Tracked {
         }
     }
 
+    /// Its checkpoint at `pos`, with the sum of the bytes before it when that is known: at
+    /// `pos` itself, or at the target resumed from (see [`Tracked::checkpoint_summed`]).
     pub fn checkpoint(&self, pos: Position, done: bool) -> FileCheckpoint {
+        let sum = if pos.offset == self.pos {
+            self.sum_now()
+        } else {
+            self.target
+                .filter(|t| t.offset == pos.offset)
+                .and(self.target_sum)
+        };
+        self.checkpoint_summed(pos, done, sum)
+    }
+
+    /// Its checkpoint at `pos`, whose bytes before it have the CRC-32 `sum`.
+    pub fn checkpoint_summed(&self, pos: Position, done: bool, sum: Option<u32>) -> FileCheckpoint {
         FileCheckpoint {
             id: self.id(),
             path: self.name.clone(),
@@ -187,7 +286,7 @@ impl Tracked {
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .unwrap_or_default()
                 .to_string(),
-            sum: None,
+            sum: sum.filter(|_| self.inflating.is_none() && pos.offset > 0),
         }
     }
 
@@ -274,6 +373,16 @@ impl Tracked {
             }
             header.extend_from_slice(line);
         }
+    }
+}
+
+/// Adds `n` NUL bytes to `h`.
+fn update_zeros(h: &mut crc32fast::Hasher, mut n: u64) {
+    let zeros = [0u8; 4096];
+    while n > 0 {
+        let k = n.min(zeros.len() as u64) as usize;
+        h.update(&zeros[..k]);
+        n -= k as u64;
     }
 }
 

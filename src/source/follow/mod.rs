@@ -19,8 +19,11 @@
 //!   again at the next scan. A plain file found at a checkpoint that holds a sum of the bytes
 //!   before its position ([`FileCheckpoint::sum`]: a batch import records one) is read on
 //!   from there only if its bytes still have that sum; otherwise it was rewritten with the
-//!   same start while not followed, and is read from its start with a warning. (The follower
-//!   records no sums itself yet: its own checkpoints are trusted as before.)
+//!   same start while not followed, and is read from its start with a warning. The follower
+//!   records such sums in its own checkpoints of plain files (the CRC-32 of the bytes it
+//!   read before each position, NUL holes included, see `file.rs`), so a file rewritten
+//!   with the same first lines while weir was down is read from its start too. A file that
+//!   ends before the position is not judged by its sum (see `sum_holds`).
 //! - **Lines** are taken only when complete: the bytes after the last newline wait for the
 //!   rest. Each file has its own decoder (its own Zeek header state) and its batches
 //!   interleave with those of the other files into one stream. A line longer than the
@@ -654,6 +657,14 @@ impl Follower {
                 "{name}: starts with {hole} NUL bytes (a hole: a writer without O_APPEND wrote on at its old offset after the file was truncated); skipped"
             ));
         }
+        // The sum recorded with the checkpoint read on from (see `file.rs`).
+        let target_sum = target.and_then(|t| {
+            self.registry
+                .get(&fp)
+                .filter(|k| k.cp.pos == t)
+                .and_then(|k| k.cp.sum)
+        });
+        let inflating_none = inflating.is_none();
         let header = match self.headerless(&head) {
             true => self.inherited_header(&fp, path, key, &name),
             false => Vec::new(),
@@ -672,6 +683,9 @@ impl Follower {
             discard: 0,
             partial: Vec::new(),
             nuls: 0,
+            sum: Tracked::start_sum(inflating_none, pos),
+            discard_sum: crc32fast::Hasher::new(),
+            target_sum,
             header: Some(header),
             decoder: None,
             rotated,
@@ -1151,8 +1165,7 @@ impl Follower {
                     .position(|&b| b != 0)
                     .unwrap_or(f.partial.len());
                 if nuls > 0 {
-                    f.partial.drain(..nuls);
-                    f.pos += nuls as u64;
+                    f.advance_partial(nuls);
                     f.nuls += nuls as u64;
                 }
                 if f.nuls > 0 && !f.partial.is_empty() {
@@ -1183,13 +1196,11 @@ impl Follower {
         if f.discard > 0 {
             match memchr::memchr(b'\n', &f.partial) {
                 Some(i) => {
-                    f.partial.drain(..=i);
-                    f.pos += f.discard + i as u64 + 1;
-                    f.discard = 0;
+                    f.drop_partial(i + 1);
+                    f.end_discard();
                 }
                 None => {
-                    f.discard += f.partial.len() as u64;
-                    f.partial.clear();
+                    f.drop_partial(f.partial.len());
                     return Ok(());
                 }
             }
@@ -1209,8 +1220,7 @@ impl Follower {
                     return Err(io_error(&f.name, io::Error::other(text)));
                 }
                 self.warn(format!("{text}; skipped (--on-error skip)"));
-                f.discard = f.partial.len() as u64;
-                f.partial.clear();
+                f.drop_partial(f.partial.len());
             }
             return Ok(());
         };
@@ -1220,7 +1230,7 @@ impl Follower {
         if let Some(target) = f.target {
             let before = (target.offset.saturating_sub(f.pos) as usize).min(lines.len());
             f.capture_header(&lines[..before]);
-            f.pos += before as u64;
+            f.advance(&lines[..before]);
             lines.drain(..before);
             if f.pos >= target.offset {
                 f.skip = target.skip;
@@ -1232,7 +1242,7 @@ impl Follower {
         }
         let end = f.pos + lines.len() as u64;
         let batches = self.decode(f, &lines, end, eof)?;
-        f.pos = end;
+        f.advance(&lines);
         self.send_all(batches).await
     }
 
@@ -1248,7 +1258,7 @@ impl Follower {
                     target.offset
                 ));
                 f.partial.clear();
-                f.pos = target.offset;
+                f.jump(target.offset);
                 f.skip = target.skip;
                 f.target = None;
             }
@@ -1262,10 +1272,9 @@ impl Follower {
             } else {
                 f.capture_header(&lines);
             }
-            f.pos = end;
+            f.advance(&lines);
         }
-        f.pos += f.discard;
-        f.discard = 0;
+        f.end_discard();
         f.partial.clear();
         let done = f.checkpoint(
             Position {
@@ -1405,7 +1414,11 @@ impl Follower {
                     offset: start,
                     skip: before,
                 }),
-                end: f.checkpoint(after, false),
+                end: match i + 1 == count {
+                    // After all of `lines`: the sum of the text through them.
+                    true => f.checkpoint_summed(after, false, f.sum_after(lines)),
+                    false => f.checkpoint(after, false),
+                },
             }]);
             out.push(b);
         }
@@ -1483,17 +1496,21 @@ fn unseen_pattern(path: &Path, same_dir: bool) -> String {
     }
 }
 
-/// A batch without rows that only moves `cp`'s file to its position.
 /// Whether a plain file's bytes before `cp`'s position are those its checkpoint was taken
-/// of: its sum, when it has one (see [`FileCheckpoint::sum`]), is that of the file now.
+/// of: its sum, when it has one (see [`FileCheckpoint::sum`]), is that of the file now. A
+/// file that ends before the position is not judged by it: a copy that copy-and-truncate
+/// made before the last lines read reached the file ends there, and it is read on as before
+/// (its lines before the position are in the archive; reading it from its start would
+/// import them twice).
 fn sum_holds(file: &File, cp: &FileCheckpoint) -> io::Result<bool> {
     let Some(want) = cp.sum.filter(|_| cp.pos.offset > 0) else {
         return Ok(true);
     };
     let mut sum = PrefixSum::new(std::sync::Arc::new(file.try_clone()?), 0, 0);
-    Ok(sum.at(cp.pos.offset)? == Some(want))
+    Ok(sum.at(cp.pos.offset)?.is_none_or(|got| got == want))
 }
 
+/// A batch without rows that only moves `cp`'s file to its position.
 fn checkpoint_batch(cp: FileCheckpoint) -> Batch {
     let mut b = BatchBuilder::new(Schema::new("weir.checkpoint", vec![]).into_shared()).finish();
     b.push_mark(Mark {
@@ -1521,6 +1538,9 @@ fn placeholder() -> Tracked {
         discard: 0,
         partial: Vec::new(),
         nuls: 0,
+        sum: None,
+        discard_sum: crc32fast::Hasher::new(),
+        target_sum: None,
         header: None,
         decoder: None,
         rotated: false,
@@ -1538,6 +1558,40 @@ fn placeholder() -> Tracked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The running sum covers exactly the text before `pos`: a hole, lines, an over-long
+    /// line dropped in pieces (summed once `pos` moves past it); a checkpoint elsewhere, or
+    /// after a jump over bytes not read, has none.
+    #[test]
+    fn the_sum_moves_with_the_position() {
+        let text = b"\0\0\0a\tb\n\0\0long-line-dropped\nc\td\n";
+        let at = |n: usize| Some(crc32fast::hash(&text[..n]));
+        let mut f = placeholder();
+        f.sum = Tracked::start_sum(true, 2);
+        f.pos = 2;
+        f.partial = text[2..].to_vec();
+        f.advance_partial(1);
+        f.advance(&text[3..7]);
+        f.partial.drain(..4);
+        assert_eq!(f.sum_now(), at(7));
+        f.advance_partial(2);
+        f.drop_partial(5);
+        f.drop_partial(13);
+        assert_eq!((f.pos, f.sum_now(), f.discard), (9, at(9), 18));
+        assert_eq!(f.partial, &text[27..]);
+        f.end_discard();
+        assert_eq!((f.pos, f.sum_now()), (27, at(27)));
+        assert_eq!(f.sum_after(&text[27..]), at(text.len()));
+        let pos = |offset| Position { offset, skip: 0 };
+        assert_eq!(f.checkpoint(pos(27), false).sum, at(27));
+        assert_eq!(f.checkpoint(pos(9), false).sum, None);
+        f.target = Some(pos(31));
+        f.target_sum = at(31);
+        assert_eq!(f.checkpoint(pos(31), false).sum, at(31));
+        f.jump(40);
+        assert_eq!(f.checkpoint(pos(40), false).sum, None);
+        assert_eq!(Tracked::start_sum(false, 2).map(|h| h.finalize()), None);
+    }
 
     /// The pattern suggested for files never seen: the log name, any middle, the end from
     /// `.log` on; in a sibling directory, any sibling.
