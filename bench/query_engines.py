@@ -222,10 +222,20 @@ class Resident:
     def run(self, kind, expr):
         path = "/api/v1/count" if kind == "count" else "/api/v1/query"
         body = {"query": expr} if expr else {}  # no query: every event
-        t = time.perf_counter()
-        self.con.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        resp = self.con.getresponse()
-        data = resp.read()
+        import http.client
+        for attempt in range(2):
+            t = time.perf_counter()
+            try:
+                self.con.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+                resp = self.con.getresponse()
+                data = resp.read()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closed the idle connection (its idle timeout): reconnect, and
+                # time the query again from the start.
+                self.con.close()
+                if attempt:
+                    raise
         dt = time.perf_counter() - t
         if resp.status != 200:
             sys.exit(f"weir serve failed: {path} {expr!r}: {resp.status} {data[:2000]!r}")
