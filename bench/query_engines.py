@@ -8,8 +8,13 @@ each query on weir, DuckDB and chdb and checks that all of them give the same an
       native table `conn` copied from PARQUET) and CHDB_DIR (a chdb session directory holding a
       MergeTree table `conn` ORDER BY ts, filled from PARQUET with ClickHouse's file()).
   query_engines.py run WEIR REPS DATASET...
-      DATASET is NAME|LOG|WEIR_DB|PARQUET|DUCKDB_FILE|CHDB_DIR|UID|T0|T1 (T0, T1: an hour, epoch
-      seconds). Prints the table described in bench/query.sh; exits 1 if answers differ.
+      DATASET is NAME|LOG|WEIR_DB|PARQUET|DUCKDB_FILE|CHDB_DIR|UID|T0|T1[|BASE_DB] (T0, T1: an
+      hour, epoch seconds; BASE_DB: the archive the baseline weir imported). Prints the table
+      described in bench/query.sh; exits 1 if answers differ.
+
+  Environment: WEIR_BASE, a weir binary built from an earlier commit, adds its two columns
+  (fresh and resident) and the ratios new / base; ENGINES, a comma-separated subset of the
+  engines (default: all; chdb's are left out, with a note, when its package is missing).
 """
 import calendar
 import datetime
@@ -19,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 # Zeek type -> (DuckDB type, how to normalize a value of it). ClickHouse takes its types from
@@ -44,6 +50,14 @@ def zeek_columns(log):
     return list(zip(fields, types))
 
 
+def have_chdb():
+    try:
+        import chdb  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def load(log, parquet, duckfile, chdir):
     import duckdb
     if not os.path.exists(parquet):
@@ -61,7 +75,9 @@ def load(log, parquet, duckfile, chdir):
         con.execute(f"CREATE TABLE conn AS SELECT * FROM read_parquet('{parquet}')")
         con.close()
         os.rename(duckfile + ".tmp", duckfile)
-    if not os.path.exists(chdir):
+    if not os.path.exists(chdir) and not have_chdb():
+        print(f"note: chdb missing: {chdir} not written", file=sys.stderr)
+    elif not os.path.exists(chdir):
         import chdb
         print(f"writing {chdir}", file=sys.stderr)
         shutil.rmtree(chdir + ".tmp", ignore_errors=True)
@@ -183,12 +199,77 @@ def fresh(engine, path, sql):
     return dt, json.loads(out.stdout)
 
 
+class Resident:
+    """`weir serve` on one archive, queried through its JSON API on one kept-alive HTTP
+    connection: weir resident (the reader and its segment cache stay warm between queries)."""
+
+    def __init__(self, weir, db):
+        import http.client
+        self.proc = subprocess.Popen([weir, "serve", "--db", db, "--listen", "127.0.0.1:0"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        said = []
+        while not said or "serving http://" not in said[-1]:  # "weir: serving http://ADDR/"
+            said.append(self.proc.stderr.readline())
+            if not said[-1]:
+                self.proc.kill()
+                sys.exit(f"weir serve --db {db} did not start: {''.join(said)[-2000:]}")
+        line = said[-1]
+        # Whatever it logs later is read and dropped, so that a full pipe never stalls it.
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+        host, port = line.split("http://", 1)[1].strip().rstrip("/").rsplit(":", 1)
+        self.con = http.client.HTTPConnection(host, int(port))
+
+    def run(self, kind, expr):
+        path = "/api/v1/count" if kind == "count" else "/api/v1/query"
+        body = {"query": expr} if expr else {}  # no query: every event
+        import http.client
+        for attempt in range(2):
+            t = time.perf_counter()
+            try:
+                self.con.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+                resp = self.con.getresponse()
+                data = resp.read()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closed the idle connection (its idle timeout): reconnect, and
+                # time the query again from the start.
+                self.con.close()
+                if attempt:
+                    raise
+        dt = time.perf_counter() - t
+        if resp.status != 200:
+            sys.exit(f"weir serve failed: {path} {expr!r}: {resp.status} {data[:2000]!r}")
+        if kind == "count":
+            return dt, int(json.loads(data)["count"])
+        return dt, [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+    def close(self):
+        self.con.close()
+        self.proc.terminate()
+        self.proc.wait()
+
+
+ALL_ENGINES = ["weir-base", "weir", "weir-base-res", "weir-res", "duck-warm", "duck-in", "duck-fresh",
+               "pq-in", "chdb-in", "chdb-fresh"]
+TITLES = {"weir-base": "base", "weir": "weir", "weir-base-res": "base res", "weir-res": "weir res",
+          "duck-warm": "duck warm", "duck-in": "duck in", "duck-fresh": "duck new", "pq-in": "pq in",
+          "chdb-in": "chdb in", "chdb-fresh": "chdb new"}
+
+
 def run(weir, reps, datasets):
-    import chdb
     import duckdb
 
-    def weir_run(db, kind, expr):
-        argv = [weir, "count", "--db", db] if kind == "count" else [weir, "export", "--db", db, "--to", "json"]
+    base = os.environ.get("WEIR_BASE")
+    engines = [e for e in ALL_ENGINES
+               if e in os.environ.get("ENGINES", ",".join(ALL_ENGINES)).split(",")]
+    if not base:
+        engines = [e for e in engines if not e.startswith("weir-base")]
+    if not have_chdb() and any(e.startswith("chdb") for e in engines):
+        print("note: chdb missing: its columns are left out")
+        engines = [e for e in engines if not e.startswith("chdb")]
+
+    def weir_run(binary, db, kind, expr):
+        argv = [binary, "count", "--db", db] if kind == "count" else [binary, "export", "--db", db, "--to", "json"]
         t = time.perf_counter()
         out = subprocess.run(argv + ([expr] if expr else []), capture_output=True, text=True)
         dt = time.perf_counter() - t
@@ -207,7 +288,13 @@ def run(weir, reps, datasets):
         con.close()
         return dt, rows
 
+    def duck_warm(con, sql):
+        t = time.perf_counter()
+        rows = con.execute(sql).fetchall()
+        return time.perf_counter() - t, rows
+
     def chdb_in(path, sql):
+        import chdb
         # Connecting starts an embedded server (about 0.5 s): not counted. It is closed after
         # each query, since a session directory admits one process at a time.
         con = chdb.connect(path)
@@ -233,29 +320,48 @@ def run(weir, reps, datasets):
     print("a fresh process, timed as weir's (median of 21): "
           + ", ".join(f"{name} {t * 1000:.2f} ms" for name, t in floor.items()))
 
-    engines = ["weir", "duck-in", "duck-fresh", "pq-in", "chdb-in", "chdb-fresh"]
-    head = (f"{'dataset':<8} {'query':<24} {'answer':>10} {'weir':>9} {'duck in':>9} {'duck new':>9}"
-            f" {'pq in':>9} {'chdb in':>9} {'chdb new':>9} {'weir/duck in':>12}")
+    ratios = ["weir/duck in"] + (["weir/base", "res/base res"] if base else []) \
+        + (["res/duck warm"] if "weir-res" in engines and "duck-warm" in engines else [])
+    head = (f"{'dataset':<8} {'query':<24} {'answer':>10} "
+            + " ".join(f"{TITLES[e]:>9}" for e in engines) + " " + " ".join(f"{r:>13}" for r in ratios))
     print(head)
     failed, legend = False, []
     for spec in datasets:
-        name, log, db, pq, duckfile, chdir, uid, t0, t1 = spec.split("|")
+        name, log, db, pq, duckfile, chdir, uid, t0, t1, *rest = spec.split("|")
+        base_db = rest[0] if rest and rest[0] else db
         cols = zeek_columns(log)
         label = tuple(datetime.datetime.fromtimestamp(int(x), datetime.timezone.utc)
                       .strftime("%Y-%m-%dT%H:%M:%SZ") for x in (t0, t1))
+        servers = {}
+        if "weir-res" in engines:
+            servers["weir-res"] = Resident(weir, db)
+        if "weir-base-res" in engines:
+            servers["weir-base-res"] = Resident(base, base_db)
+        # DuckDB warm: one connection for the dataset, each query run once before it is timed
+        # (the table queried before, as in a user's session).
+        warm = duckdb.connect(duckfile, read_only=True) if "duck-warm" in engines else None
+        if warm is not None:
+            warm.execute("SET enable_progress_bar = false")
         for qname, kind, expr, sql in queries(uid, t0, t1, label):
             duck_sql = sql.format(t="conn", re="regexp_matches")
             pq_sql = sql.format(t=f"read_parquet('{pq}')", re="regexp_matches")
             ch_sql = sql.format(t="conn", re="match")
             legend.append(f"{name} {qname}: weir {expr!r}; SQL {sql.format(t='T', re='regexp_matches')}")
             runs = {
-                "weir": lambda: weir_run(db, kind, expr),
+                "weir": lambda: weir_run(weir, db, kind, expr),
+                "weir-base": lambda: weir_run(base, base_db, kind, expr),
+                "weir-res": lambda: servers["weir-res"].run(kind, expr),
+                "weir-base-res": lambda: servers["weir-base-res"].run(kind, expr),
+                "duck-warm": lambda: duck_warm(warm, duck_sql),
                 "duck-in": lambda: duck_in(duckfile, duck_sql),
                 "duck-fresh": lambda: fresh("duckdb", duckfile, duck_sql),
                 "pq-in": lambda: duck_in(None, pq_sql),
                 "chdb-in": lambda: chdb_in(chdir, ch_sql),
                 "chdb-fresh": lambda: fresh("chdb", chdir, ch_sql),
             }
+            for e in ("weir-res", "weir-base-res", "duck-warm"):  # the warm-up, not timed
+                if e in engines:
+                    runs[e]()
             times = {e: [] for e in engines}
             answers = {}
             for i in range(reps):
@@ -267,11 +373,19 @@ def run(weir, reps, datasets):
             med = {e: statistics.median(times[e]) for e in engines}
             shown = ", ".join(str(a[0]) for a in answers)
             ms = " ".join(f"{med[e] * 1000:>7.1f}ms" for e in engines)
-            print(f"{name:<8} {qname:<24} {shown:>10} {ms} {med['weir'] / med['duck-in']:>11.2f}x", flush=True)
+            pairs = {"weir/duck in": ("weir", "duck-in"), "weir/base": ("weir", "weir-base"),
+                     "res/base res": ("weir-res", "weir-base-res"), "res/duck warm": ("weir-res", "duck-warm")}
+            rs = " ".join(f"{med[pairs[r][0]] / med[pairs[r][1]]:>12.2f}x" if all(x in med for x in pairs[r])
+                          else f"{'-':>13}" for r in ratios)
+            print(f"{name:<8} {qname:<24} {shown:>10} {ms} {rs}  load {os.getloadavg()[0]:.2f}", flush=True)
             if len(answers) != 1:
                 failed = True
                 for (n, a), who in answers.items():
                     print(f"  ANSWERS DIFFER: {sorted(who)}: {n}: {str(a)[:300]}")
+        for server in servers.values():
+            server.close()
+        if warm is not None:
+            warm.close()
     print("\nqueries (SQL as DuckDB's, T the table; chdb writes the regex as match(history, ...)):")
     for line in legend:
         print("  " + line)

@@ -15,8 +15,9 @@
 //! - **querying**: [`Db`] opens an archive once (one resident reader, its segment cache
 //!   warm, refreshed on each commit); [`Db::query`] takes the language of `weir export`
 //!   and gives a [`QueryResult`], read as Arrow record batches ([`Batches`], an iterator;
-//!   [`BatchStream`], a `Stream`), counted ([`QueryResult::count`]) or written in an
-//!   [`OutputFormat`] ([`QueryResult::write`]); errors are [`Error`];
+//!   [`BatchStream`], a `Stream`), counted ([`QueryResult::count`]), written in an
+//!   [`OutputFormat`] ([`QueryResult::write`]) or explained without running
+//!   ([`QueryResult::explain`]: an [`Explain`], the plan and its pruning); errors are [`Error`];
 //! - **ingesting**: the pipeline builder, [`Pipeline`] with its sources ([`Input`],
 //!   [`SourceConfig`], [`ReaderOptions`]), batcher ([`BatchConfig`]) and sinks
 //!   ([`ArchiveSink`], [`WriterSink`], any `Sink` of [`Batch`]); [`build`] makes one from a
@@ -76,6 +77,7 @@ pub(crate) use unstable::{
 };
 
 pub use db::{BatchStream, Batches, Db, DbStats, Error, QueryResult, BATCHES_IN_FLIGHT};
+pub use query::Explain;
 
 pub use batch::Batch;
 pub use batcher::BatchConfig;

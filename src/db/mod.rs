@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | `mod.rs` | [`Db`]: open, query, reload, stats |
 //! | `reader.rs` | the resident reader every query of a `Db` shares, and its refresh by catalog generation |
-//! | `result.rs` | [`QueryResult`]: one query, read as batches, counted or written |
+//! | `result.rs` | [`QueryResult`]: one query, read as batches, counted, written or explained |
 //! | `batches.rs`, `stream.rs` | [`Batches`] (an iterator) and [`BatchStream`] (a `Stream`) of record batches |
 //! | `producer.rs` | the thread of a query read as batches, and its bounded channel |
 //! | `arrow.rs` | the one conversion of the engine's output rows to Arrow record batches |

@@ -11,7 +11,7 @@ use super::producer::{Producer, BATCHES_IN_FLIGHT};
 use super::stream::BatchStream;
 use crate::codec::writer::{writer_with, JsonTimestamps, OutputFormat, WriteError};
 use crate::query::export::{export, Source, TextSink};
-use crate::query::{is_chain, Chain, Query, QueryError};
+use crate::query::{is_chain, Chain, Explain, Query, QueryError};
 use crate::store::Archive;
 
 /// A query of a [`crate::Db`] (made by [`crate::Db::query`]): nothing runs until it is read
@@ -110,6 +110,43 @@ impl QueryResult {
     /// The query's text.
     pub fn text(&self) -> &str {
         self.chain.text()
+    }
+
+    /// What the query will do, without running it: its physical plan (the scan, with its
+    /// predicate, columns and pushed-down work, then the operators) and the pruning the
+    /// catalog and the batches' metadata do for it, as `weir export --explain` prints them
+    /// ([`Explain`]'s `Display`) and as the API's `"explain": true` answers (its
+    /// `to_json`). The [`QueryResult::limit`] is not part of the plan.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let tmp = tempfile::tempdir()?;
+    /// # let dir = tmp.path().join("db");
+    /// # let log = "#separator \\x09\n#path\tconn\n#fields\tts\tuid\tid.orig_h\n#types\ttime\tstring\taddr\n1258531221.486539\tPii6cUUq1v4\t192.168.1.102\n1258531680.237254\tnkCxlvNN8pi\tfe80::1\n";
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// #     let mut pipeline = weir::Pipeline::default();
+    /// #     let config = weir::SourceConfig::zeek(weir::ReaderOptions::default(), 1 << 20);
+    /// #     let source = pipeline.add_source("logs", vec![weir::Input::bytes("memory", log)], config)?;
+    /// #     let batches = pipeline.add_batcher("batch", &[source], Default::default())?;
+    /// #     let (sink, _) = weir::ArchiveSink::open(&dir, Default::default())?;
+    /// #     pipeline.add_sink("archive", &[batches], sink)?;
+    /// #     pipeline.run().await?;
+    /// #     Ok::<_, Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// let db = weir::Db::open(&dir)?;
+    /// let explained = db.query("id.orig_h == 10.1.1.1 | sort ts desc | head 3")?.explain()?;
+    /// let text = explained.to_string();
+    /// assert!(text.contains("pruning"), "{text}");
+    /// // No event has the address: the segment's catalog entry or its batch's sketch says so.
+    /// let pruning = explained.pruning();
+    /// assert_eq!(pruning.segments, 1);
+    /// assert_eq!(pruning.events_kept, 0);
+    /// assert!(explained.to_json()["plan"]["operators"].is_array());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn explain(&self) -> Result<Explain> {
+        Ok(self.chain.explain(&self.archive)?)
     }
 
     /// The events as record batches, read as the search produces them (see [`Batches`]).

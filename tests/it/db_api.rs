@@ -242,3 +242,36 @@ fn the_stream_gives_the_iterators_batches() {
         || db.stats().query_threads == 0,
     );
 }
+
+#[test]
+fn explain_is_the_plan_and_pruning_export_explain_prints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_dir = archive(tmp.path(), 6000);
+    let db = Db::open(&db_dir).unwrap();
+    for text in QUERIES.iter().chain(&["sort ts desc | head 10"]) {
+        let theirs = ok(
+            &run(&cli(&["export", "--explain", "--db", s(&db_dir)], text)),
+            "export --explain",
+        );
+        let ours = db.query(text).unwrap().explain().unwrap();
+        assert_eq!(ours.to_string(), theirs, "{text:?}");
+    }
+    // Every event: nothing pruned. Past the largest `n`: the batch's metadata rules it out,
+    // no event is read, and the count agrees.
+    let all = db.query("").unwrap().explain().unwrap();
+    assert_eq!(all.pruning().batches_pruned, 0);
+    assert_eq!(all.pruning().events_kept, 6000);
+    let none = db.query("n > 100000").unwrap().explain().unwrap();
+    let p = none.pruning();
+    assert_eq!((p.segments, p.events_kept), (1, 0), "{p:?}");
+    assert_eq!(p.segments_pruned + p.batches_pruned, 1, "{p:?}");
+    assert_eq!(db.query("n > 100000").unwrap().count().unwrap(), 0);
+    let json = none.to_json();
+    assert_eq!(json["plan"]["scan"]["predicate"], "n > 100000", "{json}");
+    // A query that does not type-check fails to explain, as its first read does.
+    assert!(db
+        .query("n == \"x\" && n < 1.5.5.5")
+        .unwrap()
+        .explain()
+        .is_err());
+}
