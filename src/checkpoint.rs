@@ -121,10 +121,11 @@ pub struct FileCheckpoint {
     /// NUL bytes of holes included), so that a resume notices a file rewritten with the same
     /// start ([`FileId`]'s fingerprint) but other lines before the position, and reads it
     /// again whole rather than on from the middle of a line (see
-    /// [`crate::source::resume`] and [`crate::source::follow`]). `None` when not known: in
-    /// checkpoints written before it was recorded, and for compressed files (finished files
-    /// that are not rewritten in place; their `raw` length tells that they grew); a
-    /// checkpoint without it is trusted as before.
+    /// [`crate::source::resume`] and [`crate::source::follow`]). For a compressed file it is
+    /// that of its decompressed text (recorded by batch imports, which read it as they
+    /// decompress). `None` when not known: in checkpoints written before it was recorded, and
+    /// for a compressed file followed (its `raw` length tells that it grew); a checkpoint
+    /// without it is trusted as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sum: Option<u32>,
 }

@@ -33,6 +33,7 @@ use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
 use crate::metrics::StageMetrics;
 use crate::source::resume::{plain_prelude, plan, BatchResume, Marker, Plan, Prelude};
+use crate::source::textsum::TextSum;
 use crate::source::{
     detect_format, open, BoxReader, Compression, Format, Input, SourceCounters, SourceError,
 };
@@ -127,42 +128,56 @@ async fn decode_input(
             SourceError::Io { name, error } => io_error(&name, error),
             other => io_error(&name, io::Error::other(other)),
         };
-        let tracked = match (&input, &config.resume) {
+        let mut tracked = match (&input, &config.resume) {
             (Input::Path(path), Some(resume)) => {
                 plan(path, config.format, config.compression, resume)
                     .map_err(|e| io_error(&name, e))?
             }
             _ => Plan::Untracked,
         };
+        // A tracked file read from a position: its prelude first (which may find that a
+        // compressed file was rewritten since: then it is read whole).
+        let mut opened_at = None;
+        if let Plan::Read(file) = &mut tracked {
+            if file.from.offset > 0 {
+                match open_at(&input, file, &config, &shared).await? {
+                    Some(opened) => opened_at = Some(opened),
+                    None => file.rewritten(file.from.offset),
+                }
+            }
+        }
         if let Plan::Read(file) = &tracked {
             if let Some(w) = &file.warning {
                 tracing::warn!(input = %name, "{w}");
                 warn(&shared, w.clone());
             }
         }
-        let (size, reader, mut marker) = match tracked {
-            Plan::Skip(line) => {
+        let (size, reader, mut marker) = match (tracked, opened_at) {
+            (Plan::Skip(line), _) => {
                 tracing::info!(input = %name, "{line}");
                 warn(&shared, line);
                 return Ok(());
             }
-            Plan::Read(file) if file.from.offset > 0 => {
-                let (size, reader, prelude) = open_at(&input, &file, &config, &shared).await?;
-                let marker = Marker::new(file, prelude.len() as u64);
+            (Plan::Read(file), Some((size, reader, prelude, base))) => {
+                let mut marker = Marker::new(file, prelude.len() as u64);
+                let reader = sum_text(&mut marker, reader, base);
                 let reader: BoxReader =
                     Box::pin(AsyncReadExt::chain(io::Cursor::new(prelude), reader));
                 (size, reader, Some(marker))
             }
-            plan => {
+            (plan, _) => {
                 let (_, size, reader) =
                     open(input, config.compression, &shared.counters, &shared.cancel)
                         .await
                         .map_err(source_error)?;
-                let marker = match plan {
-                    Plan::Read(file) => Some(Marker::new(file, 0)),
-                    _ => None,
-                };
-                (size, reader, marker)
+                match plan {
+                    Plan::Read(file) => {
+                        let mut marker = Marker::new(file, 0);
+                        let reader = sum_text(&mut marker, reader, 0);
+                        (size, reader, Some(marker))
+                    }
+                    _ => (size, reader, None),
+                }
             }
         };
         let (format, reader) = detect_format(reader, config.format)
@@ -229,15 +244,33 @@ async fn decode_input(
     }
 }
 
-/// Opens a tracked file to be read from `file.from.offset` (above 0): its size, its
-/// decompressed bytes from the offset on, and the prelude that stands for the text before
-/// the offset (see [`crate::source::resume`]).
+/// A tracked file's reader from its text offset `at` on, the text before which has the
+/// CRC-32 `base`: a compressed file's checkpoints take their sums from the text read through
+/// it (a plain file's read its bytes again).
+fn sum_text(marker: &mut Marker, reader: BoxReader, base: u32) -> BoxReader {
+    if marker.plain() {
+        return reader;
+    }
+    let at = marker.file_offset(0);
+    let (reader, sum) = TextSum::tee(reader, at, base);
+    marker.sum_text(sum);
+    reader
+}
+
+/// A tracked file opened at its position: its size, its decompressed bytes from the
+/// position on, the prelude that stands for the text before it, and the CRC-32 of that text
+/// (a compressed file's; 0 for a plain file, whose sums are read from the file).
+type OpenedAt = (Option<u64>, BoxReader, Vec<u8>, u32);
+
+/// Opens a tracked file to be read from `file.from.offset` (above 0); `None` when a
+/// compressed file's text before the offset is not the one its checkpoint was taken of
+/// (`file.check`): it was rewritten since (see [`crate::source::resume`]).
 async fn open_at(
     input: &Input,
     file: &crate::source::resume::TrackedFile,
     config: &SourceConfig,
     shared: &SourceShared,
-) -> Result<(Option<u64>, BoxReader, Vec<u8>), ReadError> {
+) -> Result<Option<OpenedAt>, ReadError> {
     let name = &file.path;
     let offset = file.from.offset;
     let Input::Path(path) = input else {
@@ -262,7 +295,7 @@ async fn open_at(
             &shared.counters,
             &shared.cancel,
         );
-        return Ok((Some(file.len), reader, prelude));
+        return Ok(Some((Some(file.len), reader, prelude, 0)));
     }
     let (_, size, mut reader) = open(
         Input::Path(path.clone()),
@@ -277,6 +310,7 @@ async fn open_at(
     })?;
     // The text before the offset is decompressed again, into the prelude.
     let mut prelude = Prelude::new(headers);
+    let mut sum = crc32fast::Hasher::new();
     let mut buf = vec![0u8; crate::source::CHUNK_SIZE];
     let mut at = 0u64;
     while at < offset {
@@ -285,6 +319,9 @@ async fn open_at(
             .read(&mut buf[..want])
             .await
             .map_err(|e| io_error(name, e))?;
+        if n == 0 && file.check.is_some() {
+            return Ok(None);
+        }
         if n == 0 {
             return Err(io_error(
                 name,
@@ -294,9 +331,14 @@ async fn open_at(
             ));
         }
         prelude.feed(&buf[..n]);
+        sum.update(&buf[..n]);
         at += n as u64;
     }
-    Ok((size, reader, prelude.finish()))
+    let sum = sum.finalize();
+    if file.check.is_some_and(|want| want != sum) {
+        return Ok(None);
+    }
+    Ok(Some((size, reader, prelude.finish(), sum)))
 }
 
 /// Bytes asked of the reader at once by the sequential decode loop.

@@ -66,6 +66,7 @@ mod input;
 pub(crate) mod open;
 mod reader;
 pub mod resume;
+mod textsum;
 pub mod verify;
 
 pub use compression::{decompress, Compression};

@@ -26,17 +26,22 @@
 //! The fingerprint covers a file's first lines only: a file rewritten with the same start
 //! (truncated and written again, or replaced by another run's log with the same header and
 //! first row) matches the checkpoint of the file imported before. So the checkpoint of a
-//! plain file also holds the CRC-32 of its bytes before its position
-//! ([`FileCheckpoint::sum`]). When a plain file matches a checkpoint with a sum, the sum of
-//! the file's bytes before that position is computed again (one read of them, only for files
-//! whose checkpoint matched); when it differs, or the file ends before the position, the
-//! file is not the one imported: a warning names it and it is imported again whole (never
-//! skipped as imported whole before, never read on from the middle of a line). A checkpoint
-//! without a sum (written before sums, or of a compressed file) is trusted as before.
+//! file also holds the CRC-32 of its text before its position ([`FileCheckpoint::sum`]):
+//! a plain file's bytes, a compressed file's decompressed text. When a plain file matches a
+//! checkpoint with a sum, the sum of the file's bytes before that position is computed again
+//! (one read of them, only for files whose checkpoint matched). A compressed file's is
+//! computed as its prelude is decompressed when it is read on from the position; when it
+//! would be skipped as imported whole before (its compressed length did not grow), its text
+//! before the position is decompressed for the sum alone. When the sum differs, or the file
+//! (its text) ends before the position, the file is not the one imported: a warning names it
+//! and it is imported again whole (never skipped as imported whole before, never read on
+//! from the middle of a line). A checkpoint without a sum (written before sums) is trusted
+//! as before.
 //!
-//! The sums are computed as the checkpoints are made (`PrefixSum`): each position's
-//! bytes are read once more (from the page cache: they were just read) and added to a running
-//! CRC-32. A position that a batch cut moves between two rows of one read
+//! The sums are computed as the checkpoints are made. A plain file's (`PrefixSum`): each
+//! position's bytes are read once more (from the page cache: they were just read) and added
+//! to a running CRC-32. A compressed file's text is summed as it is decompressed for the
+//! decoder (see `source::textsum`). A position that a batch cut moves between two rows of one read
 //! ([`crate::checkpoint::Mark::slice`]) within the same line start keeps its sum; a cut to
 //! another line start has none (it is trusted as before, and the next checkpoint of the file
 //! has one again).
@@ -88,6 +93,8 @@ use crate::batch::Batch;
 use crate::checkpoint::{carrier, FileCheckpoint, FileId, Mark, Position, RowSpan};
 
 use super::identity::{read_full, read_head};
+use super::textsum::TextSum;
+use super::verify::unverified_text;
 use super::{Compression, Format};
 
 /// The checkpoints a batch source resumes from, and its choices: filled by the pipeline with
@@ -151,8 +158,30 @@ pub(crate) struct TrackedFile {
     /// The file opened, for the sums of its checkpoints (a plain file; `None` otherwise), with
     /// the CRC-32 of its bytes before `from.offset`.
     pub sum: Option<(Arc<File>, u32)>,
+    /// The CRC-32 that the decompressed text before `from.offset` of a compressed file must
+    /// have (its checkpoint's sum): compared as its prelude is decompressed.
+    pub check: Option<u32>,
     /// A warning to give before reading it (it was rewritten since it was imported).
     pub warning: Option<String>,
+}
+
+impl TrackedFile {
+    /// Makes it read again whole from its start, with the warning that it was rewritten
+    /// since it was imported: its bytes (or decompressed text) before `offset`, where the
+    /// import ended, are not those imported.
+    pub fn rewritten(&mut self, offset: u64) {
+        let what = match self.compression {
+            Compression::None => "bytes",
+            _ => "decompressed text",
+        };
+        self.from = Position::default();
+        self.sum = self.sum.take().map(|(f, _)| (f, 0));
+        self.check = None;
+        self.warning = Some(format!(
+            "{}: rewritten since it was imported (its {what} before byte {offset}, where the import ended, are not those imported); imported again whole",
+            self.path
+        ));
+    }
 }
 
 /// Decides how `path` is read (see the module docs). `format` and `compression` are the
@@ -203,6 +232,7 @@ pub(crate) fn plan(
         compression: head.compression,
         json,
         sum: plain.then(|| (file.clone(), 0)),
+        check: None,
         warning: None,
     };
     let best = checkpoints
@@ -210,27 +240,34 @@ pub(crate) fn plan(
         .filter(|c| !resume.again && head.matches(&c.id))
         .max_by_key(|c| (c.id.fp_len, c.pos));
     if let Some(c) = best {
-        if let (Some(want), true) = (c.sum, plain) {
-            let mut sum = PrefixSum::new(file.clone(), 0, 0);
-            let got = sum.at(c.pos.offset)?;
-            if got != Some(want) {
-                // The checkpoint's identity, so that its entry moves back to the start.
-                tracked.id = c.id;
-                tracked.warning = Some(format!(
-                    "{name}: rewritten since it was imported (its bytes before byte {}, where the import ended, are not those imported); imported again whole",
-                    c.pos.offset
-                ));
-                return Ok(Plan::Read(tracked));
-            }
-            tracked.sum = Some((file.clone(), want));
-        }
-    }
-    if let Some(c) = best.filter(|c| c.done) {
         let grew = match head.compression {
             Compression::None => meta.len() > c.pos.offset,
             _ => c.raw > 0 && meta.len() > c.raw,
         };
-        if !grew {
+        let skip = c.done && !grew;
+        // The checkpoint's identity, so that its entry moves on (or back to the start)
+        // rather than a second one.
+        tracked.id = c.id;
+        if let Some(want) = c.sum {
+            let got = if plain {
+                Some(PrefixSum::new(file.clone(), 0, 0).at(c.pos.offset)?)
+            } else if skip {
+                // Skipped only if its text is the one imported; a file read on is checked
+                // as its prelude is decompressed.
+                Some(text_sum(&file, head.compression, c.pos.offset)?)
+            } else {
+                tracked.check = Some(want);
+                None
+            };
+            if got.is_some_and(|got| got != Some(want)) {
+                tracked.rewritten(c.pos.offset);
+                return Ok(Plan::Read(tracked));
+            }
+            if plain {
+                tracked.sum = Some((file.clone(), want));
+            }
+        }
+        if skip {
             let before = if c.path == name {
                 String::new()
             } else {
@@ -240,10 +277,6 @@ pub(crate) fn plan(
                 "{name}: imported whole before{before}; skipped (`--again` imports it again)"
             )));
         }
-    }
-    if let Some(c) = best {
-        // The checkpoint's identity, so that its entry moves on rather than a second one.
-        tracked.id = c.id;
         tracked.from = c.pos;
         if plain && c.sum.is_none() && c.pos.offset > 0 {
             // A checkpoint from before sums: the next ones get them.
@@ -317,6 +350,22 @@ pub(crate) fn plain_prelude(file: &File, offset: u64, headers: bool) -> io::Resu
     Ok(prelude.finish())
 }
 
+/// The CRC-32 of a compressed file's decompressed text before `offset` (`None` if the text
+/// ends before it), decompressed here without waiting for checksums: it only decides whether
+/// the file is the one imported.
+fn text_sum(file: &File, compression: Compression, offset: u64) -> io::Result<Option<u32>> {
+    let mut at = 0u64;
+    let mut read = |buf: &mut [u8]| -> io::Result<usize> {
+        let n = read_full(file, at, buf)?;
+        at += n as u64;
+        Ok(n)
+    };
+    let mut hasher = crc32fast::Hasher::new();
+    let zstd = compression == Compression::Zstd;
+    let n = unverified_text(zstd, offset, &mut read, &mut |b| hasher.update(b))?;
+    Ok((n == offset).then(|| hasher.finalize()))
+}
+
 /// The CRC-32 of a plain file's bytes before a position that only moves forward: the sums
 /// of a file's checkpoints ([`FileCheckpoint::sum`]), each read on from the one before.
 pub(crate) struct PrefixSum {
@@ -360,12 +409,20 @@ impl PrefixSum {
     }
 }
 
+/// Where a tracked file's checkpoint sums come from.
+enum Sums {
+    /// A plain file's bytes, read again.
+    File(PrefixSum),
+    /// A compressed file's text, as the import decompresses it.
+    Text(TextSum),
+}
+
 /// Marks the batches decoded from a tracked file: drops the rows already in the archive and
 /// holds back the last batch, so that the end of the file can mark it done.
 pub(crate) struct Marker {
     file: TrackedFile,
-    /// The sums of its checkpoints (a plain file).
-    sum: Option<PrefixSum>,
+    /// The sums of its checkpoints.
+    sum: Option<Sums>,
     /// Length of the prelude: text offsets up to it are the file's `from.offset`.
     prelude: u64,
     /// Rows still to drop.
@@ -380,7 +437,7 @@ impl Marker {
         let sum = file
             .sum
             .as_ref()
-            .map(|(f, crc)| PrefixSum::new(f.clone(), file.from.offset, *crc));
+            .map(|(f, crc)| Sums::File(PrefixSum::new(f.clone(), file.from.offset, *crc)));
         Marker {
             file,
             sum,
@@ -388,6 +445,12 @@ impl Marker {
             skip,
             held: None,
         }
+    }
+
+    /// Takes the sums of its checkpoints from its decompressed text as it is read (a
+    /// compressed file; see [`super::textsum`]).
+    pub fn sum_text(&mut self, sum: TextSum) {
+        self.sum = Some(Sums::Text(sum));
     }
 
     /// The file offset of text offset `at`.
@@ -398,10 +461,11 @@ impl Marker {
     fn checkpoint(&mut self, pos: Position, done: bool) -> FileCheckpoint {
         let compressed = self.file.compression != Compression::None;
         // A sum that cannot be read is left out: the checkpoint is trusted as before.
-        let sum = self
-            .sum
-            .as_mut()
-            .and_then(|s| s.at(pos.offset).ok().flatten());
+        let sum = match self.sum.as_mut() {
+            Some(Sums::File(s)) => s.at(pos.offset).ok().flatten(),
+            Some(Sums::Text(s)) => s.at(pos.offset),
+            None => None,
+        };
         FileCheckpoint {
             id: self.file.id,
             path: self.file.path.clone(),

@@ -431,6 +431,19 @@ pub(crate) fn unverified_head(
     want: usize,
     read: &mut dyn FnMut(&mut [u8]) -> io::Result<usize>,
 ) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(want);
+    unverified_text(zstd, want as u64, read, &mut |b| head.extend_from_slice(b))?;
+    Ok(head)
+}
+
+/// Gives `sink` the first `want` bytes of what `input` decompresses to, in pieces, as
+/// [`unverified_head`] (for checks that only compare, never for rows); returns how many.
+pub(crate) fn unverified_text(
+    zstd: bool,
+    want: u64,
+    read: &mut dyn FnMut(&mut [u8]) -> io::Result<usize>,
+    sink: &mut dyn FnMut(&[u8]),
+) -> io::Result<u64> {
     let mut codec: Box<dyn Codec> = if zstd {
         let mut dctx = zstd_safe::DCtx::try_create()
             .ok_or_else(|| io::Error::other("cannot create a zstd decompression context"))?;
@@ -443,10 +456,12 @@ pub(crate) fn unverified_head(
     } else {
         Box::new(Gzip::new())
     };
-    let mut out = Vec::with_capacity(want);
+    // `step` fills the spare capacity only.
+    let mut out = Vec::with_capacity(64 << 10);
+    let mut given = 0u64;
     let mut input = vec![0u8; 16 << 10];
     let (mut at, mut end, mut stalled) = (0, 0, 0);
-    while out.len() < want {
+    while given < want {
         if at == end {
             end = read(&mut input)?;
             at = 0;
@@ -454,16 +469,19 @@ pub(crate) fn unverified_head(
                 break;
             }
         }
-        let before = out.len();
+        out.clear();
         let consumed = match codec.step(&input[at..end], &mut out) {
             Ok(step) => step.consumed,
-            // Damaged past the bytes decoded so far: the head is what came out before.
+            // Damaged past the bytes decoded so far: the text is what came out before.
             Err(_) => break,
         };
         at += consumed;
+        let n = usize::try_from(want - given).map_or(out.len(), |n| n.min(out.len()));
+        sink(&out[..n]);
+        given += n as u64;
         // A step that neither consumes nor produces only changes state (gzip between
         // members); more than two in a row would never end.
-        stalled = if consumed == 0 && out.len() == before {
+        stalled = if consumed == 0 && out.is_empty() {
             stalled + 1
         } else {
             0
@@ -472,8 +490,7 @@ pub(crate) fn unverified_head(
             break;
         }
     }
-    out.truncate(want);
-    Ok(out)
+    Ok(given)
 }
 
 /// Verified decompression of an async byte stream (stdin, a pipe, a reader, bytes in memory).

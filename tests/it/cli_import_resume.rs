@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::cli::{export_json, info, ok, run, run_with_stdin, s, text, weir};
 use common::conn_log::{self, check_event, numbers};
-use common::gz::gzip_members;
+use common::gz::{gzip, gzip_members};
 use common::rng::Rng;
 
 /// Kills in the loop by default (CI); `WEIR_IMPORT_KILLS` overrides it.
@@ -479,4 +479,104 @@ fn numbers_of(log: &str) -> Vec<u64> {
         .filter(|l| !l.starts_with('#'))
         .map(|l| l.split('\t').nth(1).unwrap()[1..].parse().unwrap())
         .collect()
+}
+
+/// A compressed file (gzip, zstd) rewritten with the same first lines is imported again
+/// whole with the warning, whether its compressed length stayed the same, shrank (both
+/// once skipped as imported whole before) or grew (once read on from the middle); one that
+/// only grew is read on, one unchanged is skipped.
+#[test]
+fn a_rewritten_compressed_file_with_the_same_start_is_imported_again_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = |range: std::ops::Range<u64>| {
+        let mut log = conn_log::log(0..1);
+        for i in range {
+            log.push_str(&conn_log::row(i));
+        }
+        log
+    };
+    for ext in ["gz", "zst"] {
+        let compress = |data: &[u8]| compressed(ext, data);
+        let mut cases = vec![
+            ("shorter", rows(1..300), rows(10_000..10_100)),
+            ("longer", rows(1..300), rows(20_000..20_600)),
+        ];
+        if ext == "gz" {
+            // Same compressed length: zero bytes after the last member pad the shorter one.
+            cases.push(("same", rows(1..300), rows(30_000..30_300)));
+        }
+        for (case, first, second) in cases {
+            let db = tmp.path().join(format!("{case}-{ext}.db"));
+            let f = tmp.path().join(format!("{case}.log.{ext}"));
+            let (mut a, mut b) = (compress(first.as_bytes()), compress(second.as_bytes()));
+            if case == "same" {
+                let len = a.len().max(b.len());
+                a.resize(len, 0);
+                b.resize(len, 0);
+            }
+            std::fs::write(&f, &a).unwrap();
+            ok(
+                &run(&["import", "-q", "--db", s(&db), s(&f)]),
+                "first import",
+            );
+            let before = events(&db);
+            assert_eq!(before, numbers_of(&first), "{case} {ext}");
+            std::fs::write(&f, &b).unwrap();
+            let out = run(&["import", "--db", s(&db), s(&f)]);
+            let stderr = text(&out.stderr);
+            assert!(out.status.success(), "{case} {ext}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{}: rewritten since it was imported", f.display()))
+                    && stderr.contains("imported again whole"),
+                "{case} {ext}: {stderr}"
+            );
+            assert!(
+                !stderr.contains("imported whole before"),
+                "{case} {ext}: {stderr}"
+            );
+            let mut want = before.clone();
+            want.extend(numbers_of(&second));
+            assert_eq!(events(&db), want, "{case} {ext}: {stderr}");
+            // The checkpoint moved to the new file's end: unchanged, it is skipped.
+            let out = run(&["import", "--db", s(&db), s(&f)]);
+            let stderr = text(&out.stderr);
+            assert!(
+                stderr.contains("imported whole before") && !stderr.contains("rewritten"),
+                "{case} {ext}: {stderr}"
+            );
+            assert_eq!(events(&db), want, "{case} {ext}");
+        }
+
+        // A file that only grew (a second member or frame): read on, no warning.
+        let db = tmp.path().join(format!("grew-{ext}.db"));
+        let f = tmp.path().join(format!("grew.log.{ext}"));
+        let first = conn_log::log(0..100);
+        let mut more = String::new();
+        for i in 100..150 {
+            more.push_str(&conn_log::row(i));
+        }
+        let mut data = compress(first.as_bytes());
+        std::fs::write(&f, &data).unwrap();
+        ok(
+            &run(&["import", "-q", "--db", s(&db), s(&f)]),
+            "first import",
+        );
+        data.extend(compress(more.as_bytes()));
+        std::fs::write(&f, &data).unwrap();
+        let out = run(&["import", "--db", s(&db), s(&f)]);
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{ext}: {stderr}");
+        assert!(!stderr.contains("rewritten"), "{ext}: {stderr}");
+        assert_eq!(events(&db), (0..150).collect::<Vec<u64>>(), "{ext}");
+    }
+}
+
+/// `data` as one gzip member (`gz`) or one zstd frame (`zst`).
+fn compressed(ext: &str, data: &[u8]) -> Vec<u8> {
+    if ext == "gz" {
+        return gzip(&[data]);
+    }
+    let mut out = Vec::with_capacity(zstd_safe::compress_bound(data.len()));
+    zstd_safe::compress(&mut out, data, 3).unwrap();
+    out
 }
