@@ -9,6 +9,7 @@
 //! binary for one test (`store_crash`, `store_memory`).
 
 mod common;
+mod reference;
 
 mod archive_umask;
 mod arrow_lake;
@@ -29,6 +30,7 @@ mod columnar_batches;
 mod corpus_roundtrip;
 mod crash_kill9;
 mod db_api;
+mod engine_reference;
 mod explore_pivot;
 mod fault_injection;
 mod fault_input;
