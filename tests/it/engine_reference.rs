@@ -412,9 +412,7 @@ impl Queries {
         for &i in &self.hits {
             let key = match field_value(log, &log.events[i], by) {
                 None => serde_json::Value::Null,
-                Some(Val::Str(s)) => {
-                    serde_json::Value::from(String::from_utf8_lossy(s).into_owned())
-                }
+                Some(Val::Str(s)) => serde_json::Value::from(json_text(s)),
                 Some(Val::Count(x)) => serde_json::Value::from(*x),
                 Some(Val::Int(x)) => serde_json::Value::from(*x),
                 Some(Val::Bool(b)) => serde_json::Value::from(*b),
@@ -424,6 +422,18 @@ impl Queries {
         }
         groups.into_iter().collect()
     }
+}
+
+/// A string as the JSON output writes it (as Zeek does): bytes that are no UTF-8 as `\xHH`.
+fn json_text(s: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in s.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 /// The value of the field named exactly `name` in event `e` (`None`: unset or absent).
