@@ -5,7 +5,15 @@
 //! `reference/` (which evaluates the expression's syntax tree on the test's own values), and
 //! compared: the count, the matching events (by `uid`, or `#id` for the fixtures), `EXPR |
 //! head N`, `EXPR | sort F [desc] | head N` (ties kept in ID order) and `EXPR | summarize
-//! count() by F`.
+//! count() by F`. The expressions combine every operator with literals of the field's type (and
+//! one time in twelve another type: the engine must then refuse the query where the reference
+//! says the comparison is well-typed for no field), `&&`, `||`, `!`, field names in full, as a
+//! suffix and schema-qualified, type extractors, bare literals, `#type`, `#timestamp`, `#id`
+//! and `#field`.
+//!
+//! No construct is skipped: every disagreement found while this was written was the test's
+//! (none was the engine's). One that is the engine's is skipped here by name, with its
+//! reproducer, until it is fixed.
 //!
 //! The random events (a few schemas of every Zeek type, unset values, empty strings and
 //! containers) are written as Zeek TSV and imported under every `--compression` codec, with
