@@ -88,7 +88,15 @@ impl crate::codec::arrow::SchemaRows for Part {
         &self,
     ) -> Option<Result<crate::segment::Columns, Box<dyn std::error::Error + Send + Sync>>> {
         match self {
-            Part::Hits(h) => Some(h.columns()?.map_err(Into::into)),
+            Part::Hits(h) => {
+                Some(super::to_arrow::encoded_columns(h.batch(), None)?.map_err(Into::into))
+            }
+            Part::Slice(_) => None,
+        }
+    }
+    fn selected(&self) -> Option<&[usize]> {
+        match self {
+            Part::Hits(h) => h.selected(),
             Part::Slice(_) => None,
         }
     }

@@ -11,6 +11,7 @@
 mod common;
 
 mod archive_umask;
+mod arrow_decode;
 mod arrow_lake;
 mod arrow_mutations;
 mod batcher_props;
