@@ -162,9 +162,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let (source, plain) = match &chain {
         Some(chain) => (Source::Chain(chain), None),
         None => {
-            // A lake converts batches taken whole from their columns, not rebuilt as rows.
+            // A lake and Arrow decode batches stored in columns from their columns, not
+            // rebuilt as rows.
             let options = SearchOptions {
-                defer_columns: lake.is_some(),
+                defer_columns: lake.is_some() || to == OutputFormat::Arrow,
                 ..SearchOptions::default()
             };
             (Source::Search(&query, options), Some(&archive))

@@ -92,6 +92,28 @@ pub trait EventWriter: Send {
     /// Appends the trailer, if the format has one (`#close` for Zeek TSV), and resets the writer
     /// so that the next rows start a new document.
     fn finish(&mut self, out: &mut Vec<u8>);
+
+    /// Whether the writer takes Arrow record batches ([`EventWriter::write_record_batch`]):
+    /// a search's events stored in columns are then decoded straight into Arrow for it
+    /// (`crate::query::to_arrow`), never rebuilt as rows. `false` (the default): rows only.
+    fn takes_record_batches(&self) -> bool {
+        false
+    }
+
+    /// Appends events of `schema` given as a record batch (the arrays of
+    /// [`crate::codec::arrow::arrow_schema`]'s types), for a writer that
+    /// [takes them](EventWriter::takes_record_batches); any other refuses.
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        _batch: &arrow_array::RecordBatch,
+        _out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        Err(WriteError::Io(io::Error::other(format!(
+            "events of {} given as a record batch to a writer of rows",
+            schema.name
+        ))))
+    }
 }
 
 /// Writes each row with `write`, keeping the output all-or-nothing per row: on a bad row the

@@ -1,8 +1,8 @@
-//! The one conversion of the engine's output to Arrow: a [`Part`] of msgpack rows into
-//! [`RecordBatch`]es, through [`ArrowBuilder`] (the same conversion `--to arrow` writes).
-//!
-//! It is the only place the embedding API turns rows into Arrow: when the engine produces
-//! Arrow batches itself, this file is what goes.
+//! The engine's output as Arrow [`RecordBatch`]es for the embedding API: a plain
+//! expression's [`Hits`](crate::query::Hits) through [`crate::query::to_arrow`] (a batch
+//! stored in columns decoded from its columns), a chain's slices of msgpack rows through
+//! [`ArrowBuilder`] (the same conversion `--to arrow` writes). Both give the same arrays for
+//! the same events.
 
 use arrow_array::RecordBatch;
 
@@ -16,6 +16,9 @@ pub(crate) fn record_batches(
     part: &Part,
     take: usize,
 ) -> Result<Vec<RecordBatch>, ArrowCodecError> {
+    if let Part::Hits(hits) = part {
+        return hits.record_batches(None, take);
+    }
     let mut builder = ArrowBuilder::new(part.schema().clone());
     let mut out = Vec::new();
     for (row_index, row) in part.rows().take(take).enumerate() {

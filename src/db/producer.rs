@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::arrow::record_batches;
 use super::error::{Error, Result};
 use crate::query::export::{export, ExportSink, Part, Source};
-use crate::query::{Chain, Flow, QueryError};
+use crate::query::{Chain, Flow, QueryError, SearchOptions};
 use crate::store::Archive;
 
 /// How many record batches a running query may have converted but not yet read.
@@ -146,7 +146,19 @@ impl ExportSink for Channel<'_> {
 /// The thread's work: runs the chain, converting each slice that comes out.
 fn run(archive: &Archive, chain: &Chain, limit: Option<u64>, send: &mut Send) {
     let mut sink = Channel { send, gone: false };
-    let result = export(archive, Source::Chain(chain), limit, &mut sink);
+    // A plain expression hands out each batch's hits, which a batch stored in columns
+    // decodes from its columns (`query::to_arrow`), its rows never rebuilt.
+    let source = match chain.has_operators() {
+        false => Source::Search(
+            chain.scan(),
+            SearchOptions {
+                defer_columns: true,
+                ..SearchOptions::default()
+            },
+        ),
+        true => Source::Chain(chain),
+    };
+    let result = export(archive, source, limit, &mut sink);
     if archive.is_cancelled() {
         return;
     }

@@ -88,7 +88,15 @@ impl crate::codec::arrow::SchemaRows for Part {
         &self,
     ) -> Option<Result<crate::segment::Columns, Box<dyn std::error::Error + Send + Sync>>> {
         match self {
-            Part::Hits(h) => Some(h.columns()?.map_err(Into::into)),
+            Part::Hits(h) => {
+                Some(super::to_arrow::encoded_columns(h.batch(), None)?.map_err(Into::into))
+            }
+            Part::Slice(_) => None,
+        }
+    }
+    fn selected(&self) -> Option<&[usize]> {
+        match self {
+            Part::Hits(h) => h.selected(),
             Part::Slice(_) => None,
         }
     }
@@ -349,7 +357,22 @@ impl<W: Write> ExportSink for TextSink<W> {
     type Error = WriteError;
 
     fn write(&mut self, part: Part, take: usize) -> Result<Flow, WriteError> {
-        self.write_rows(part.schema(), &mut part.rows().take(take))?;
+        match &part {
+            // A writer of Arrow gets a batch's events decoded from its columns.
+            Part::Hits(hits) if self.writer.takes_record_batches() => {
+                let batches = hits
+                    .record_batches(None, take)
+                    .map_err(|e| WriteError::Io(std::io::Error::other(format!("arrow: {e}"))))?;
+                for b in &batches {
+                    self.writer
+                        .write_record_batch(part.schema(), b, &mut self.buf)?;
+                }
+                if self.buf.len() >= CHUNK {
+                    self.write_pending()?;
+                }
+            }
+            _ => self.write_rows(part.schema(), &mut part.rows().take(take))?,
+        }
         Ok(Flow::More)
     }
 

@@ -133,6 +133,7 @@ pub mod ops;
 mod parser;
 mod prune;
 mod search;
+pub mod to_arrow;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -64,9 +64,10 @@ pub struct SearchOptions {
     /// thread. The results are the same, in the same order, whatever the number.
     pub threads: usize,
     /// A sealed batch stored in columns whose every row matches (its schema matches as a
-    /// whole) is checked but not read: its [`Hits`] give the columns
-    /// ([`BatchRef::columns`]) and rebuild the rows only if they are asked for. For a consumer
-    /// that wants columns (the Arrow export); off by default.
+    /// whole) is checked but not read, and one whose rows were evaluated from its columns is
+    /// not rebuilt as rows: its [`Hits`] give the columns ([`BatchRef::columns`],
+    /// [`Hits::record_batches`]) and rebuild the rows (all of them) only if they are asked
+    /// for. For a consumer that wants columns (the Arrow outputs); off by default.
     pub defer_columns: bool,
 }
 
@@ -185,6 +186,12 @@ impl Hits {
             return None;
         }
         self.batch.columns()
+    }
+
+    /// The indices of the matching events among the batch slice's rows (ascending);
+    /// `None`: all of them.
+    pub fn selected(&self) -> Option<&[usize]> {
+        self.rows.as_deref()
     }
 
     /// The encoded rows of the matching events.
@@ -530,6 +537,18 @@ fn run_columns(job: &Job, seg: &Arc<Segment>, i: usize, events: u64) -> Done {
         return done;
     }
     drop(cols);
+    // A consumer that decodes the columns (Arrow: `to_arrow.rs`) takes the batch as stored,
+    // with the matching rows' indices: no row is rebuilt.
+    if job.defer_columns && job.keep.is_none() {
+        if let Some(batch) = BatchRef::deferred(seg.clone(), i) {
+            done.outcome = Ok(Outcome::Hits(Some(Hits {
+                batch,
+                rows,
+                partial: None,
+            })));
+            return done;
+        }
+    }
     // Only the matching rows are rebuilt.
     let batch = match output_batch(seg, i, job.keep.as_ref(), rows.as_deref()) {
         Some(Ok(b)) => b,

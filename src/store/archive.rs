@@ -852,6 +852,32 @@ impl BatchRef {
         Some(seg.batch_columns(i)?.map_err(Into::into))
     }
 
+    /// The columns of the underlying batch for decoding them straight into Arrow
+    /// (`crate::codec::arrow::decode_columns`): only those `want` marks (one flag per field;
+    /// `None`: all) inflated, and of those every dictionary, column of integer planes and
+    /// marked column kept in its encoding ([`crate::segment::Columns::dict`], `ints`,
+    /// `marked`) rather than rebuilt as msgpack. `None` unless the batch is sealed, stored in
+    /// columns, this slice is all of it and its rows are of the batch's own schema (not
+    /// narrowed to a projection's fields).
+    pub fn encoded_columns(
+        &self,
+        want: Option<&[bool]>,
+    ) -> Option<Result<crate::segment::Columns>> {
+        let (seg, i) = match &self.source {
+            Source::Sealed(seg, i) | Source::Unpacked(seg, i, ..) | Source::Deferred(seg, i, _) => {
+                (seg, *i)
+            }
+            Source::Tail(_) => return None,
+        };
+        let (schema, ids, _) = seg.batch_meta(i)?;
+        if !Arc::ptr_eq(schema, &self.schema) || self.rows != (0..(ids.end - ids.start) as usize) {
+            return None;
+        }
+        let keep = vec![true; schema.fields.len()];
+        let cols = seg.batch_columns_keeping(i, want, Some(&keep), Some(&keep))?;
+        Some(cols.map_err(Into::into))
+    }
+
     fn parts(&self) -> Parts<'_> {
         let none = || (&self.schema, 0, &[][..], OffsetsRef::Native(&[]), None);
         match &self.source {

@@ -12,6 +12,7 @@ mod common;
 mod reference;
 
 mod archive_umask;
+mod arrow_decode;
 mod arrow_lake;
 mod arrow_mutations;
 mod batcher_props;

@@ -15,7 +15,6 @@ use arrow_schema::{FieldRef, Schema as ArrowSchema};
 use super::schema::{arrow_schema, interval_seconds};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::{push_addr, push_subnet};
-use crate::segment::Columns;
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
 
@@ -367,6 +366,44 @@ enum Column {
 }
 
 impl Column {
+    /// The builder of a column of type `ty`, whose Arrow field is `arrow` (of
+    /// [`arrow_schema`]).
+    fn new(ty: &Type, arrow: &arrow_schema::Field) -> Column {
+        match (ty.element(), arrow.data_type()) {
+            (Some(inner), arrow_schema::DataType::List(item)) => Column::List {
+                item: item.clone(),
+                offsets: vec![0],
+                nulls: Validity::new(),
+                values: Scalar::new(inner),
+            },
+            _ => Column::Scalar(Scalar::new(ty)),
+        }
+    }
+
+    /// The values appended so far as an array; the builder starts empty again.
+    fn finish(&mut self) -> Result<ArrayRef, ArrowCodecError> {
+        match self {
+            Column::Scalar(s) => Ok(s.finish()?),
+            Column::List {
+                item,
+                offsets,
+                nulls,
+                values,
+            } => {
+                let mut fresh = Vec::with_capacity(offsets.len());
+                fresh.push(0);
+                let offs = std::mem::replace(offsets, fresh);
+                let list = ListArray::try_new(
+                    item.clone(),
+                    OffsetBuffer::new(ScalarBuffer::from(offs)),
+                    values.finish()?,
+                    nulls.finish(),
+                )?;
+                Ok(Arc::new(list) as ArrayRef)
+            }
+        }
+    }
+
     /// Appends the list (or nil) whose marker `m` was just read; `ty` is the list's type.
     /// Does nothing for a scalar column.
     #[inline]
@@ -422,6 +459,34 @@ impl Column {
     }
 }
 
+/// The builder of one column of a field, on its own: the stored-batch decoder
+/// (`decode.rs`) builds the columns kept as msgpack values and the entries of dictionaries
+/// with it, so that both paths write the same arrays.
+pub(super) struct FieldColumn(Column);
+
+impl FieldColumn {
+    /// The builder of a column of type `ty`, whose Arrow field is `arrow` (of
+    /// [`arrow_schema`]).
+    pub(super) fn new(ty: &Type, arrow: &arrow_schema::Field) -> FieldColumn {
+        FieldColumn(Column::new(ty, arrow))
+    }
+
+    /// Appends the next `n` values of type `ty` read from `r` (each set, or nil).
+    pub(super) fn append_values(
+        &mut self,
+        r: &mut RowCursor<'_>,
+        n: usize,
+        ty: &Type,
+    ) -> Result<(), DecodeError> {
+        self.0.append_values(r, n, ty)
+    }
+
+    /// The values appended so far as an array.
+    pub(super) fn finish(&mut self) -> Result<ArrayRef, ArrowCodecError> {
+        self.0.finish()
+    }
+}
+
 /// Builds [`RecordBatch`]es of one schema from msgpack rows (see [`crate::value`]).
 ///
 /// A batch holds at most [`ArrowBuilder::MAX_BYTES`] bytes of rows, which keeps every string
@@ -456,20 +521,12 @@ impl ArrowBuilder {
 
     /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema`])
     /// is already made: builders made often share it.
-    pub(super) fn with_arrow_schema(schema: SchemaRef, arrow: Arc<ArrowSchema>) -> ArrowBuilder {
+    pub fn with_arrow_schema(schema: SchemaRef, arrow: Arc<ArrowSchema>) -> ArrowBuilder {
         let columns = schema
             .fields
             .iter()
             .zip(arrow.fields())
-            .map(|(f, af)| match (f.ty.element(), af.data_type()) {
-                (Some(inner), arrow_schema::DataType::List(item)) => Column::List {
-                    item: item.clone(),
-                    offsets: vec![0],
-                    nulls: Validity::new(),
-                    values: Scalar::new(inner),
-                },
-                _ => Column::Scalar(Scalar::new(&f.ty)),
-            })
+            .map(|(f, af)| Column::new(&f.ty, af))
             .collect();
         ArrowBuilder {
             schema,
@@ -539,84 +596,12 @@ impl ArrowBuilder {
         Ok(())
     }
 
-    /// Appends the rows of a batch stored in columns ([`Columns`]: field *c*'s values back
-    /// to back in column *c*) to `builders` (all of this one schema), a column at a time:
-    /// the rows are taken in order, run *k* of `runs` being the next `runs[k].1` rows, for
-    /// builder `runs[k].0`. The runs must cover the batch's rows exactly. A column that does
-    /// not decode as its field, or holds more or fewer values than the batch's rows, is an
-    /// error naming the field; the builders are then out of step: finish nothing more from
-    /// them (callers drop them).
-    pub(super) fn append_column_runs(
-        builders: &mut [ArrowBuilder],
-        cols: &Columns,
-        runs: &[(usize, usize)],
-    ) -> Result<(), (String, DecodeError)> {
-        let Some(first) = builders.first() else {
-            return Ok(());
-        };
-        let schema = first.schema.clone();
-        let fields = schema.fields.len();
-        if cols.len() != fields {
-            let e = DecodeError::FieldCount {
-                got: cols.len(),
-                want: fields,
-            };
-            return Err((String::new(), e));
-        }
-        for (c, field) in schema.fields.iter().enumerate() {
-            let data = cols.column(c);
-            let mut r = RowCursor::new(data);
-            for &(b, n) in runs {
-                let Some(builder) = builders.get_mut(b) else {
-                    continue;
-                };
-                builder.columns[c]
-                    .append_values(&mut r, n, &field.ty)
-                    .map_err(|e| (field.name.clone(), e))?;
-            }
-            if r.position() != data.len() {
-                let e = DecodeError::Trailing {
-                    at: r.position(),
-                    len: data.len(),
-                };
-                return Err((field.name.clone(), e));
-            }
-        }
-        let rows = cols.rows().max(1);
-        for &(b, n) in runs {
-            if let Some(builder) = builders.get_mut(b) {
-                builder.rows += n;
-                builder.bytes += cols.raw_size() / rows * n;
-            }
-        }
-        Ok(())
-    }
-
     /// The rows appended so far as a record batch; the builder starts empty again.
     pub fn finish(&mut self) -> Result<RecordBatch, ArrowCodecError> {
         let columns = self
             .columns
             .iter_mut()
-            .map(|c| match c {
-                Column::Scalar(s) => Ok(s.finish()?),
-                Column::List {
-                    item,
-                    offsets,
-                    nulls,
-                    values,
-                } => {
-                    let mut fresh = Vec::with_capacity(offsets.len());
-                    fresh.push(0);
-                    let offs = std::mem::replace(offsets, fresh);
-                    let list = ListArray::try_new(
-                        item.clone(),
-                        OffsetBuffer::new(ScalarBuffer::from(offs)),
-                        values.finish()?,
-                        nulls.finish(),
-                    )?;
-                    Ok(Arc::new(list) as ArrayRef)
-                }
-            })
+            .map(Column::finish)
             .collect::<Result<Vec<_>, ArrowCodecError>>()?;
         let rows = self.rows;
         self.rows = 0;

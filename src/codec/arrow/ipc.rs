@@ -8,7 +8,8 @@
 //! `pyarrow.ipc.open_stream` and DuckDB expect; for several, open one stream after the other
 //! on the same input (`open_stream` until the input is exhausted). No events, no output.
 //! Each call of [`ArrowIpcWriter::write_rows`] (one batch of the archive or the pipeline)
-//! becomes one record batch.
+//! becomes one record batch, as does each record batch given to `write_record_batch` (a
+//! search's events decoded from their columns: the same arrays).
 //!
 //! # What is read
 //! A sequence of Arrow IPC streams as above (each starting with the continuation marker
@@ -167,6 +168,28 @@ impl EventWriter for ArrowIpcWriter {
         // Encoding errors were reported when the rows were written; here only the end marker
         // can be left to write.
         let _ = self.end_stream(out);
+    }
+
+    fn takes_record_batches(&self) -> bool {
+        true
+    }
+
+    /// Encodes `batch` as one record batch of the stream of `schema` (rows given before it
+    /// are encoded first, in their own).
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        batch: &arrow_array::RecordBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let open = self.stream_for(schema, out)?;
+        Self::flush_batch(open, out)?;
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let buffers = open.encoder.encode(batch).map_err(arrow_write_error)?;
+        append_buffers(out, buffers);
+        Ok(())
     }
 }
 

@@ -2,20 +2,21 @@
 //! ([`LakeRows`]), on whichever thread calls it: the threads of a
 //! [`ParallelLakeWriter`](super::ParallelLakeWriter) build them, the
 //! [`LakeWriter`](super::LakeWriter) writes them ([`super::lake`]). A batch stored in columns
-//! is converted column by column ([`LakeRows::build_columns`]), to the same record batches as
-//! from its rows.
+//! is decoded from its columns ([`LakeRows::build_columns`], [`super::decode`]), to the same
+//! record batches as from its rows.
 
 use std::sync::{Arc, Mutex};
 
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch, TimestampNanosecondArray, UInt32Array};
 use arrow_schema::Schema as ArrowSchema;
+use arrow_select::take::take_record_batch;
 
 use super::builder::ArrowBuilder;
+use super::decode::decode_columns;
 use super::partition_day::{day_of, row_day};
 use super::ArrowCodecError;
 use crate::segment::Columns;
-use crate::types::{SchemaRef, Type};
-use crate::value::{DecodeError, RowCursor, NIL};
+use crate::types::SchemaRef;
 
 /// Finishes `builder` (of the rows of `day`) into `batches` unless it is empty, and keeps it
 /// for another batch.
@@ -30,18 +31,6 @@ fn finish_into(
     }
     spare.give(builder);
     Ok(())
-}
-
-/// The error for column `c` of a batch of `schema` that does not decode.
-fn column_error(schema: &SchemaRef, c: usize, source: DecodeError) -> ArrowCodecError {
-    ArrowCodecError::DecodeColumn {
-        schema: schema.name.clone(),
-        field: schema
-            .fields
-            .get(c)
-            .map_or_else(String::new, |f| f.name.clone()),
-        source,
-    }
 }
 
 /// Rows of one schema as record batches, one per partition day (in the order of each day's
@@ -129,60 +118,59 @@ impl LakeRows {
         })
     }
 
-    /// Converts a batch stored in columns, `cols` of `schema`, as [`LakeRows::build`] converts
-    /// its rows (the same record batches): the rows' days are read from the `ts` column, and
-    /// each column is appended to the builders of those days in runs of consecutive rows of
-    /// one day. `None` when the batch is too large for one record batch
-    /// ([`ArrowBuilder::MAX_BYTES`]): convert its rows.
+    /// Converts a batch stored in columns, `cols` of `schema` (its rows `select`, ascending;
+    /// `None`: all), as [`LakeRows::build`] converts those rows (the same record batches):
+    /// decoded once ([`decode_columns`]), then, when its
+    /// rows fall on several days (read from the `ts` array), taken apart by day. `None` when
+    /// the batch is too large for one record batch ([`ArrowBuilder::MAX_BYTES`]): convert its
+    /// rows.
     pub(super) fn build_columns(
         schema: &SchemaRef,
         arrow: &Arc<ArrowSchema>,
         cols: &Columns,
-        spare: &Spare,
+        select: Option<&[usize]>,
     ) -> Result<Option<LakeRows>, ArrowCodecError> {
         if cols.raw_size() >= ArrowBuilder::MAX_BYTES {
             return Ok(None);
         }
-        // The days met, in order, and runs of rows of one day: (index among `days`, rows).
+        let batch = decode_columns(schema, arrow, cols, None, select)?;
+        // The days met, in order of their first row, and each row's among them.
         let mut days: Vec<Option<i64>> = Vec::new();
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        match schema.ts_index() {
-            None => runs.push((0, cols.rows())),
-            Some(t) => {
-                let mut r = RowCursor::new(cols.column(t));
-                let bad = |source| column_error(schema, t, source);
-                for _ in 0..cols.rows() {
-                    let day = match r.marker().map_err(bad)? {
-                        NIL => None,
-                        m => Some(day_of(r.int(m, &Type::Time).map_err(bad)?)),
-                    };
-                    let k = days.iter().position(|d| *d == day).unwrap_or_else(|| {
+        let mut of_row: Vec<usize> = Vec::new();
+        let ts = schema.ts_index().and_then(|t| {
+            batch
+                .column(t)
+                .as_any()
+                .downcast_ref::<TimestampNanosecondArray>()
+        });
+        if let Some(ts) = ts {
+            of_row.reserve(ts.len());
+            for r in 0..ts.len() {
+                let day = ts.is_valid(r).then(|| day_of(ts.value(r)));
+                let k = match days.last() {
+                    Some(d) if *d == day => days.len() - 1,
+                    _ => days.iter().position(|d| *d == day).unwrap_or_else(|| {
                         days.push(day);
                         days.len() - 1
-                    });
-                    match runs.last_mut() {
-                        Some((last, n)) if *last == k => *n += 1,
-                        _ => runs.push((k, 1)),
-                    }
-                }
+                    }),
+                };
+                of_row.push(k);
             }
         }
-        if days.is_empty() {
-            days.push(None);
-        }
-        let mut builders: Vec<ArrowBuilder> =
-            days.iter().map(|_| spare.take(schema, arrow)).collect();
-        // On an error the builders are dropped: a failed column leaves them uneven.
-        ArrowBuilder::append_column_runs(&mut builders, cols, &runs).map_err(
-            |(field, source)| ArrowCodecError::DecodeColumn {
-                schema: schema.name.clone(),
-                field,
-                source,
-            },
-        )?;
-        let mut batches = Vec::with_capacity(days.len());
-        for (day, builder) in days.into_iter().zip(builders) {
-            finish_into(&mut batches, day, builder, spare)?;
+        let mut batches = Vec::with_capacity(days.len().max(1));
+        match days.len() {
+            0 if batch.num_rows() == 0 => {}
+            0 => batches.push((None, batch)),
+            1 => batches.push((days[0], batch)),
+            _ => {
+                for (k, day) in days.iter().enumerate() {
+                    let rows: UInt32Array = (0..of_row.len())
+                        .filter(|&r| of_row[r] == k)
+                        .map(|r| r as u32)
+                        .collect();
+                    batches.push((*day, take_record_batch(&batch, &rows)?));
+                }
+            }
         }
         Ok(Some(LakeRows {
             schema: schema.clone(),

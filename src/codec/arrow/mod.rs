@@ -57,6 +57,7 @@
 //! `duration[ns]` with `zeek.type` `interval` (lakes of earlier weir versions) still reads.
 
 mod builder;
+mod decode;
 pub mod ipc;
 pub mod lake;
 mod lake_files;
@@ -71,6 +72,7 @@ mod sink;
 pub mod union;
 
 pub use builder::{push_escaped_utf8, ArrowBuilder};
+pub use decode::decode_columns;
 pub use ipc::{ArrowIpcDecoder, ArrowIpcWriter};
 pub use lake::{LakeOptions, LakeSummary, LakeWriter};
 pub use parallel::{ParallelLakeWriter, SchemaRows};
@@ -135,6 +137,18 @@ pub enum ArrowCodecError {
     Read {
         /// The schema's name.
         schema: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A column of a batch stored in columns could not be read (inflated, or checked
+    /// against its checksum).
+    #[error("cannot read field {field} of a batch of schema {schema}: {source}")]
+    ReadColumn {
+        /// The schema's name.
+        schema: String,
+        /// The field's name.
+        field: String,
         /// Why.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,

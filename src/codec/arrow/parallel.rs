@@ -11,10 +11,11 @@
 //! ([`LakeWriter::write_converted`]).
 //!
 //! A batch that comes as columns ([`SchemaRows::columns`]: `weir export` of a batch stored in
-//! columns and taken whole) is converted column by column, each column appended to the
-//! builders of its rows' days in runs; the rows are never rebuilt (exporting W1000 from its
-//! default archive: 3.1-3.4 s before, 2.4-2.5 s with this). The record batches are the same
-//! as from its rows, so the lake is too.
+//! columns, taken whole or its selected rows) is decoded from its columns by the one stored-batch decoder
+//! ([`super::decode`]: dictionaries, integer planes and marked columns straight from their
+//! encodings), then split by day; the rows are never rebuilt (exporting W1000 from its
+//! default archive: 3.1-3.4 s with rows, 2.4-2.5 s from columns). The record batches are the
+//! same as from its rows, so the lake is too.
 //!
 //! Memory: at most four batches per thread are being converted or wait for their turn.
 
@@ -37,10 +38,16 @@ pub trait SchemaRows: Send + 'static {
     fn schema(&self) -> &SchemaRef;
     /// The msgpack rows (see [`crate::value`]).
     fn rows(&self) -> impl Iterator<Item = &[u8]> + '_;
-    /// The same rows as columns, when they come as such (a batch stored in columns, all its
-    /// rows): converted column by column, without the rows being rebuilt. `None` (the
-    /// default): convert [`SchemaRows::rows`].
+    /// The columns of the batch stored in columns that the rows are of (all its rows, or
+    /// those [`SchemaRows::selected`] names), its dictionaries, integer planes and marked columns best kept so (as
+    /// [`crate::store::BatchRef::encoded_columns`] reads them): decoded from them, without the
+    /// rows being rebuilt. `None` (the default): convert [`SchemaRows::rows`].
     fn columns(&self) -> Option<Result<Columns, Box<dyn std::error::Error + Send + Sync>>> {
+        None
+    }
+    /// With [`SchemaRows::columns`]: which of the batch's rows the rows are (indices,
+    /// ascending; `None`, the default: all of them).
+    fn selected(&self) -> Option<&[usize]> {
         None
     }
 }
@@ -96,18 +103,31 @@ impl<J: SchemaRows> ParallelLakeWriter<J> {
             let schema = rows.schema();
             match rows.columns() {
                 Some(Err(source)) => {
-                    return Err(ArrowCodecError::Read {
-                        schema: schema.name.clone(),
-                        source,
+                    return Err(match source.downcast::<ArrowCodecError>() {
+                        Ok(e) => *e,
+                        Err(source) => ArrowCodecError::Read {
+                            schema: schema.name.clone(),
+                            source,
+                        },
                     })
                 }
-                Some(Ok(cols)) if take >= cols.rows() => {
-                    let built = LakeRows::build_columns(schema, &arrow, &cols, &spare);
+                Some(Ok(cols)) => {
+                    // The first `take` of the rows given, as indices among the batch's.
+                    let first: Vec<usize>;
+                    let select = match rows.selected() {
+                        Some(s) => Some(&s[..take.min(s.len())]),
+                        None if take < cols.rows() => {
+                            first = (0..take).collect();
+                            Some(&first[..])
+                        }
+                        None => None,
+                    };
+                    let built = LakeRows::build_columns(schema, &arrow, &cols, select);
                     if let Some(done) = built.transpose() {
                         return done;
                     }
                 }
-                _ => {}
+                None => {}
             }
             LakeRows::build(schema, &arrow, rows.rows().take(take), &spare)
         });
