@@ -16,6 +16,8 @@ pub enum Format {
     ZeekTsv,
     /// Zeek's JSON lines.
     ZeekJson,
+    /// Suricata's EVE JSON lines (see [`crate::codec::suricata`]).
+    Suricata,
     /// Parquet, as weir's lake writes it (`PAR1` magic; see [`crate::codec::arrow`]).
     Parquet,
     /// Arrow IPC streams or an Arrow IPC file (continuation marker `ff ff ff ff`, or `ARROW1`).
@@ -28,10 +30,11 @@ impl Choice for Format {
         ChoiceName::new(
             "auto",
             Format::Auto,
-            "told apart by the first bytes: Parquet, Arrow IPC, Zeek JSON or TSV",
+            "told apart by the first bytes: Parquet, Arrow IPC, Suricata EVE, Zeek JSON or TSV",
         ),
         ChoiceName::new("zeek-tsv", Format::ZeekTsv, "Zeek TSV"),
         ChoiceName::new("zeek-json", Format::ZeekJson, "Zeek JSON lines"),
+        ChoiceName::new("suricata", Format::Suricata, "Suricata EVE JSON lines"),
         ChoiceName::new("parquet", Format::Parquet, "a Parquet file weir wrote"),
         ChoiceName::new(
             "arrow",
@@ -53,10 +56,17 @@ impl Format {
     }
 
     /// The format that the first bytes of the input announce: Parquet and Arrow by their
-    /// magic bytes, else as [`Format::detect`] by the first byte that is not whitespace.
+    /// magic bytes; Suricata EVE when the first line is an EVE event
+    /// ([`crate::codec::suricata::is_eve_line`]: a JSON object with `event_type` and
+    /// `timestamp`, without `_path`); else as [`Format::detect`] by the first byte that is not
+    /// whitespace.
     pub fn detect_prefix(prefix: &[u8]) -> Format {
         use crate::codec::arrow::{ipc, PARQUET_MAGIC};
-        if prefix.starts_with(PARQUET_MAGIC) {
+        let text = prefix.trim_ascii_start();
+        let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+        if text.starts_with(b"{") && crate::codec::suricata::is_eve_line(line) {
+            Format::Suricata
+        } else if prefix.starts_with(PARQUET_MAGIC) {
             Format::Parquet
         } else if prefix.starts_with(ipc::ARROW_FILE_MAGIC)
             || prefix.starts_with(ipc::IPC_CONTINUATION)
@@ -68,9 +78,14 @@ impl Format {
     }
 }
 
+/// The most bytes the format detection reads: enough for the first line of EVE (a `stats`
+/// event is tens of KiB); a first line longer than this is taken for Zeek JSON.
+pub const DETECT_MAX: usize = 1 << 20;
+
 /// Decides the format of decompressed input under [`Format::Auto`] by its first bytes
-/// ([`Format::detect_prefix`]; peeking up to 64 KiB of leading whitespace, and up to 8 bytes
-/// when they could be magic bytes); other formats pass through.
+/// ([`Format::detect_prefix`]; peeking up to [`DETECT_MAX`] bytes of leading whitespace, up to
+/// 8 bytes when they could be magic bytes, and the first line when it starts with `{`); other
+/// formats pass through.
 pub async fn detect_format(
     reader: BoxReader,
     format: Format,
@@ -79,10 +94,14 @@ pub async fn detect_format(
         return Ok((format, reader));
     }
     let first = |p: &[u8]| p.iter().copied().find(|b| !b.is_ascii_whitespace());
-    // `P`, `A` and 0xff may start magic bytes: read 8 bytes to tell.
-    let decided =
-        |p: &[u8]| p.len() >= 8 || first(p).is_some_and(|b| !matches!(b, b'P' | b'A' | 0xff));
-    let (prefix, reader) = peek(reader, 64 << 10, decided).await?;
+    // `P`, `A` and 0xff may start magic bytes: read 8 bytes to tell; a JSON object: its line.
+    let decided = |p: &[u8]| match first(p) {
+        Some(b'{') => memchr::memchr(b'\n', p.trim_ascii_start()).is_some(),
+        Some(b'P' | b'A' | 0xff) => p.len() >= 8,
+        Some(_) => true,
+        None => false,
+    };
+    let (prefix, reader) = peek(reader, DETECT_MAX, decided).await?;
     Ok((Format::detect_prefix(&prefix), reader))
 }
 
@@ -107,15 +126,27 @@ mod tests {
         );
         assert_eq!(Format::detect_prefix(b"  {\"a\":1}"), Format::ZeekJson);
         assert_eq!(Format::detect_prefix(b"PAR"), Format::ZeekTsv);
+        let eve =
+            b"\n {\"timestamp\":\"2011-08-12T14:52:57.716360+0200\",\"event_type\":\"flow\"}\n{";
+        assert_eq!(Format::detect_prefix(eve), Format::Suricata);
+        assert_eq!(
+            Format::detect_prefix(b"{\"_path\":\"x\",\"timestamp\":1,\"event_type\":\"a\"}\n"),
+            Format::ZeekJson
+        );
+        assert_eq!(
+            Format::detect_prefix(b"{\"timestamp\":\"x\",\"event_typ"),
+            Format::ZeekJson
+        );
     }
 
     #[test]
     fn parse_names() {
         assert_eq!("zeek-json".parse::<Format>(), Ok(Format::ZeekJson));
+        assert_eq!("suricata".parse::<Format>(), Ok(Format::Suricata));
         let err = "csv".parse::<Format>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid value \"csv\"; expected one of: auto, zeek-tsv, zeek-json, parquet, arrow"
+            "invalid value \"csv\"; expected one of: auto, zeek-tsv, zeek-json, suricata, parquet, arrow"
         );
     }
 }
