@@ -12,8 +12,6 @@
 
 use std::collections::HashMap;
 
-use crate::codec::json_writer::push_json_string;
-
 /// Deepest nesting written; parts of a name beyond it stay one dotted key.
 pub const MAX_NEST_DEPTH: usize = 16;
 
@@ -31,12 +29,8 @@ pub struct Nest {
     root: Vec<(Vec<u8>, Node)>,
 }
 
-fn key(name: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(name.len() + 3);
-    push_json_string(&mut k, name.as_bytes());
-    k.push(b':');
-    k
-}
+/// A member's key as JSON text with its `:` (`"alert":`), from its name.
+pub type KeyText<'a> = &'a dyn Fn(&str) -> Vec<u8>;
 
 /// An object's members while building: by part, the leaf or the sub-object's builder.
 #[derive(Default)]
@@ -63,7 +57,7 @@ impl Builder {
     }
 
     /// The members, a name both a leaf and an object written flat (`prefix` the dotted path).
-    fn build(self, prefix: &str, out: &mut Vec<(Vec<u8>, Node)>) {
+    fn build(self, prefix: &str, key: KeyText<'_>, out: &mut Vec<(Vec<u8>, Node)>) {
         let Builder {
             order,
             mut leaves,
@@ -81,13 +75,13 @@ impl Builder {
                 (Some(i), None) => out.push((key(&name), Node::Leaf(i))),
                 (None, Some(b)) => {
                     let mut members = Vec::new();
-                    b.build(&full, &mut members);
+                    b.build(&full, key, &mut members);
                     out.push((key(&name), Node::Object(members)));
                 }
                 (Some(i), Some(b)) => {
                     // Both `a` and `a.b`: the leaf under its own name, the others flat.
                     out.push((key(&name), Node::Leaf(i)));
-                    b.flat(&full, out);
+                    b.flat(&full, key, out);
                 }
                 (None, None) => {}
             }
@@ -95,7 +89,7 @@ impl Builder {
     }
 
     /// Every field below as a flat member named by its full dotted name.
-    fn flat(self, prefix: &str, out: &mut Vec<(Vec<u8>, Node)>) {
+    fn flat(self, prefix: &str, key: KeyText<'_>, out: &mut Vec<(Vec<u8>, Node)>) {
         let Builder {
             order,
             mut leaves,
@@ -107,15 +101,15 @@ impl Builder {
                 out.push((key(&full), Node::Leaf(i)));
             }
             if let Some(b) = objects.remove(&name) {
-                b.flat(&full, out);
+                b.flat(&full, key, out);
             }
         }
     }
 }
 
 impl Nest {
-    /// The layout of fields named `names` (in schema order).
-    pub fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Nest {
+    /// The layout of fields named `names` (in schema order); `key` spells a member's key.
+    pub fn new<'a>(names: impl IntoIterator<Item = &'a str>, key: KeyText<'_>) -> Nest {
         let mut b = Builder::default();
         let mut parts = Vec::new();
         for (i, name) in names.into_iter().enumerate() {
@@ -134,7 +128,7 @@ impl Nest {
             b.add(&parts, i);
         }
         let mut root = Vec::new();
-        b.build("", &mut root);
+        b.build("", key, &mut root);
         Nest { root }
     }
 
@@ -187,7 +181,8 @@ mod tests {
     use super::*;
 
     fn write(names: &[&str], values: &[Option<&str>]) -> String {
-        let nest = Nest::new(names.iter().copied());
+        let key = |n: &str| format!("\"{n}\":").into_bytes();
+        let nest = Nest::new(names.iter().copied(), &key);
         let mut out = Vec::new();
         nest.write(&|i| values[i].map(str::as_bytes), &mut out);
         String::from_utf8(out).unwrap()

@@ -136,7 +136,13 @@ impl JsonWriter {
             None => true,
         };
         if fresh {
-            let nest = Nest::new(schema.fields.iter().map(|f| f.name.as_str()));
+            let key = |name: &str| {
+                let mut k = Vec::with_capacity(name.len() + 3);
+                push_json_string(&mut k, name.as_bytes());
+                k.push(b':');
+                k
+            };
+            let nest = Nest::new(schema.fields.iter().map(|f| f.name.as_str()), &key);
             self.nest = Some((schema.clone(), nest));
         }
         let Some((_, nest)) = &self.nest else {

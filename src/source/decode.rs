@@ -185,6 +185,8 @@ async fn decode_input(
             .map_err(|e| io_error(&name, e))?;
         let mut options = config.reader.clone();
         options.source_name = name.clone();
+        // JSON found by its first byte: EVE or Zeek, as its first line says.
+        options.detect_eve |= config.format == Format::Auto && format == Format::ZeekJson;
         // Small inputs of known size are not worth a pool of threads.
         let small = size.is_some_and(|n| n < PARALLEL_MIN_SIZE);
         let out = Out {

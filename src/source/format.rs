@@ -78,14 +78,13 @@ impl Format {
     }
 }
 
-/// The most bytes the format detection reads: enough for the first line of EVE (a `stats`
-/// event is tens of KiB); a first line longer than this is taken for Zeek JSON.
-pub const DETECT_MAX: usize = 1 << 20;
-
 /// Decides the format of decompressed input under [`Format::Auto`] by its first bytes
-/// ([`Format::detect_prefix`]; peeking up to [`DETECT_MAX`] bytes of leading whitespace, up to
-/// 8 bytes when they could be magic bytes, and the first line when it starts with `{`); other
-/// formats pass through.
+/// ([`Format::detect_prefix`]; peeking up to 64 KiB of leading whitespace, and up to 8 bytes
+/// when they could be magic bytes); other formats pass through. JSON is decided by its first
+/// byte, without waiting for a whole line (a live stream on stdin may be slow to end one, and
+/// where the bytes peeked end changes which rows the JSON reader emits together): the source
+/// then has the JSON reader tell Suricata EVE from Zeek JSON by the first line
+/// ([`crate::codec::ReaderOptions::detect_eve`]).
 pub async fn detect_format(
     reader: BoxReader,
     format: Format,
@@ -94,14 +93,10 @@ pub async fn detect_format(
         return Ok((format, reader));
     }
     let first = |p: &[u8]| p.iter().copied().find(|b| !b.is_ascii_whitespace());
-    // `P`, `A` and 0xff may start magic bytes: read 8 bytes to tell; a JSON object: its line.
-    let decided = |p: &[u8]| match first(p) {
-        Some(b'{') => memchr::memchr(b'\n', p.trim_ascii_start()).is_some(),
-        Some(b'P' | b'A' | 0xff) => p.len() >= 8,
-        Some(_) => true,
-        None => false,
-    };
-    let (prefix, reader) = peek(reader, DETECT_MAX, decided).await?;
+    // `P`, `A` and 0xff may start magic bytes: read 8 bytes to tell.
+    let decided =
+        |p: &[u8]| p.len() >= 8 || first(p).is_some_and(|b| !matches!(b, b'P' | b'A' | 0xff));
+    let (prefix, reader) = peek(reader, 64 << 10, decided).await?;
     Ok((Format::detect_prefix(&prefix), reader))
 }
 

@@ -984,6 +984,8 @@ pub struct JsonDecoder {
     unknown_types: HashMap<String, Arc<LogSchema>>,
     /// What was reported on the log (EVE: unknown event types and fields), to report each once.
     reported: HashSet<String>,
+    /// [`ReaderOptions::detect_eve`] and no line read yet: the first line decides `eve`.
+    undecided: bool,
 }
 
 /// Unknown event types and fields reported on the log per input, at most.
@@ -1051,6 +1053,7 @@ impl Typed {
 impl JsonDecoder {
     /// A decoder with the given options.
     pub fn new(opts: ReaderOptions) -> JsonDecoder {
+        let opts_detect_eve = opts.detect_eve;
         JsonDecoder {
             opts,
             line: 0,
@@ -1071,6 +1074,7 @@ impl JsonDecoder {
             eve: false,
             unknown_types: HashMap::new(),
             reported: HashSet::new(),
+            undecided: opts_detect_eve,
         }
         .with_unnamed()
     }
@@ -1252,6 +1256,13 @@ impl JsonDecoder {
             .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
         {
             return Ok(None);
+        }
+        if self.undecided {
+            self.undecided = false;
+            if suricata::is_eve_line(line) {
+                self.eve = true;
+                self.unnamed = None;
+            }
         }
         match self.parse(line) {
             Ok(emitted) => Ok(emitted),
