@@ -53,7 +53,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::types::{Field, Schema, SchemaRef, Type};
+use crate::types::{Field, Schema, SchemaRef, Type, EVE_SCHEMA_PREFIX};
 
 /// What a JSON number means in a log without a schema, by its field's name (Zeek's field
 /// conventions): see [`number_kind`].
@@ -207,8 +207,33 @@ impl LogSchema {
 #[derive(Debug, Clone, Default)]
 pub struct ZeekSchemas {
     by_path: HashMap<String, Arc<LogSchema>>,
-    /// Suricata's EVE schemas, by event type.
+    /// Suricata's EVE schemas of a schema directory, by event type (the shipped ones are
+    /// [`shipped_eve`]'s, parsed when first needed: reading Zeek logs does not pay for them).
     eve: HashMap<String, Arc<LogSchema>>,
+}
+
+/// The shipped EVE schemas by event type, parsed once per process on first use. A file that
+/// does not parse is left out (a unit test checks that every one parses).
+fn shipped_eve() -> &'static HashMap<String, Arc<LogSchema>> {
+    static EVE: OnceLock<HashMap<String, Arc<LogSchema>>> = OnceLock::new();
+    EVE.get_or_init(|| {
+        let mut out = HashMap::new();
+        for (name, text) in crate::codec::suricata::shipped::BUILTIN {
+            if let Ok(log) = parse(text, &format!("schemas/suricata/{name}")) {
+                let event_type = log.schema.name.trim_start_matches(EVE_SCHEMA_PREFIX);
+                out.insert(event_type.to_string(), Arc::new(log));
+            }
+        }
+        out
+    })
+}
+
+/// The event types of the shipped EVE schemas, without parsing them: their files are named
+/// `<event_type>.toml` (checked by a unit test).
+fn shipped_eve_types() -> impl Iterator<Item = &'static str> {
+    crate::codec::suricata::shipped::BUILTIN
+        .iter()
+        .filter_map(|(name, _)| name.strip_suffix(".toml"))
 }
 
 #[derive(Deserialize)]
@@ -235,10 +260,6 @@ impl ZeekSchemas {
                 let mut s = ZeekSchemas::default();
                 for (name, text) in BUILTIN {
                     let log = parse(text, &format!("schemas/zeek/{name}"))?;
-                    s.insert(log);
-                }
-                for (name, text) in crate::codec::suricata::shipped::BUILTIN {
-                    let log = parse(text, &format!("schemas/suricata/{name}"))?;
                     s.insert(log);
                 }
                 Ok(Arc::new(s))
@@ -290,10 +311,7 @@ impl ZeekSchemas {
 
     fn insert(&mut self, log: LogSchema) {
         let name = &log.schema.name;
-        match name
-            .strip_prefix(SURICATA_NAMESPACE)
-            .and_then(|r| r.strip_prefix('.'))
-        {
+        match name.strip_prefix(EVE_SCHEMA_PREFIX) {
             Some(event_type) => self.eve.insert(event_type.to_string(), Arc::new(log)),
             None => self
                 .by_path
@@ -303,7 +321,9 @@ impl ZeekSchemas {
 
     /// The schema of Suricata EVE events of type `event_type` (`alert`).
     pub fn eve(&self, event_type: &str) -> Option<&Arc<LogSchema>> {
-        self.eve.get(event_type)
+        self.eve
+            .get(event_type)
+            .or_else(|| shipped_eve().get(event_type))
     }
 
     /// The schema of the log with Zeek path `path` (`conn`).
@@ -328,8 +348,10 @@ impl ZeekSchemas {
             .values()
             .chain(self.eve.values())
             .map(|l| l.schema.name.clone())
+            .chain(shipped_eve_types().map(|t| format!("{EVE_SCHEMA_PREFIX}{t}")))
             .collect();
         v.sort();
+        v.dedup();
         v
     }
 
@@ -414,6 +436,12 @@ mod tests {
         for name in s.names() {
             let log = s.by_name(&name).unwrap();
             assert_eq!(log.schema().ts_index(), Some(0), "{name}: ts first, a time");
+        }
+        // Every shipped EVE file parses, and is named after its event type.
+        let eve: Vec<&str> = shipped_eve_types().collect();
+        assert_eq!(shipped_eve().len(), eve.len());
+        for t in eve {
+            assert_eq!(s.eve(t).unwrap().schema().name, format!("suricata.{t}"));
         }
         let alert = s.by_name("suricata.alert").unwrap();
         assert!(Arc::ptr_eq(alert, s.eve("alert").unwrap()));
