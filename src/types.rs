@@ -1,6 +1,7 @@
 //! The data model: Zeek types, fields and schemas.
 //!
-//! A [`Schema`] is a name (`zeek.<#path>`, e.g. `zeek.conn`) plus ordered [`Field`]s, each with
+//! A [`Schema`] is a name (`zeek.<#path>`, e.g. `zeek.conn`, or `suricata.<event_type>` for
+//! Suricata's EVE events) plus ordered [`Field`]s, each with
 //! its Zeek field name (dots kept, e.g. `id.orig_h`) and a [`Type`]. Every batch of events shares
 //! one schema; schemas are shared through [`Arc`] and compared by value.
 
@@ -13,6 +14,13 @@ use std::sync::Arc;
 /// without recursion, and nothing else builds deeper types, so code walking a `Type`
 /// recursively is bounded by it.
 pub const MAX_TYPE_DEPTH: usize = 1;
+
+/// The event time's field in a schema: `ts`, as in every Zeek log.
+pub const TIME_FIELD: &str = "ts";
+/// The event time's field in a Suricata EVE schema: `timestamp`.
+pub const EVE_TIME_FIELD: &str = "timestamp";
+/// How the names of Suricata EVE schemas begin (`suricata.alert`).
+pub const EVE_SCHEMA_PREFIX: &str = "suricata.";
 
 /// A Zeek type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -179,11 +187,24 @@ impl Schema {
         self.name.strip_prefix("zeek.").unwrap_or(&self.name)
     }
 
-    /// Index of the field that holds the event time: the first field named `ts` of type `time`.
+    /// The name of the field that holds the event time: [`EVE_TIME_FIELD`] in a Suricata EVE
+    /// schema (named `suricata.<event_type>`), else [`TIME_FIELD`].
+    pub fn time_field(&self) -> &'static str {
+        if self.name.starts_with(EVE_SCHEMA_PREFIX) {
+            EVE_TIME_FIELD
+        } else {
+            TIME_FIELD
+        }
+    }
+
+    /// Index of the field that holds the event time: the first field named
+    /// [`Self::time_field`] (`ts`; `timestamp` in EVE schemas) of type `time`. Time pruning,
+    /// `info`, retention, histograms, explore and the lake's `day=` partitions all go by it.
     pub fn ts_index(&self) -> Option<usize> {
+        let name = self.time_field();
         self.fields
             .iter()
-            .position(|f| f.name == "ts" && f.ty == Type::Time)
+            .position(|f| f.name == name && f.ty == Type::Time)
     }
 
     /// Wraps the schema for sharing between batches.
@@ -252,5 +273,12 @@ mod tests {
         );
         assert_eq!(s.ts_index(), Some(1));
         assert_eq!(s.path(), "x");
+        let fields = vec![
+            Field::new("ts", Type::Time),
+            Field::new("timestamp", Type::Time),
+        ];
+        let eve = Schema::new("suricata.alert", fields.clone());
+        assert_eq!(eve.ts_index(), Some(1));
+        assert_eq!(Schema::new("zeek.alert", fields).ts_index(), Some(0));
     }
 }

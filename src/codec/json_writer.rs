@@ -8,6 +8,13 @@
 //! {"_path":"conn","ts":"2009-11-18T08:00:21.486539Z","uid":"Pii6cUUq1v4","id.orig_h":"192.168.1.102",...}
 //! ```
 //!
+//! # Suricata EVE events
+//! Events of a Suricata EVE schema (`suricata.<event_type>`, [`crate::codec::suricata`]) are
+//! written in EVE's own shape instead: no `_path` (their `event_type` is a field), and the
+//! dotted names nested as objects again (`{"timestamp":...,"alert":{"signature_id":2019236,...}}`;
+//! the grouping rules in [`crate::codec::json_nest`]), with the values as below (times in UTC).
+//! `weir import --from suricata` reads such a line back to the same values.
+//!
 //! # Values
 //! - `time`, as chosen by [`JsonTimestamps`] (`--json-timestamps`, `json_timestamps`):
 //!   - `iso8601` (weir's default): RFC 3339 UTC string with the exact fraction, at least 6
@@ -40,13 +47,16 @@
 //! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
 //! when comparing with TSV originals).
 
+use std::cell::RefCell;
+
 use crate::codec::event_writer::{write_each, EventWriter, WriteError};
+use crate::codec::json_nest::Nest;
 use crate::codec::text_format::{write_row, ListText, TextFormat};
 use crate::codec::zeek::scalar::{
     push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet,
 };
 use crate::setting::{Choice, ChoiceName};
-use crate::types::SchemaRef;
+use crate::types::{SchemaRef, EVE_SCHEMA_PREFIX};
 use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -94,6 +104,10 @@ pub struct JsonWriter {
     /// `{"_path":"<path>"` and the `,"<name>":` prefix of every field, for the last schema.
     cache: Option<(SchemaRef, Vec<u8>, Vec<Vec<u8>>)>,
     timestamps: JsonTimestamps,
+    /// The object layout of the last EVE schema written.
+    nest: Option<(SchemaRef, Nest)>,
+    /// An EVE row's field values as JSON text, and where each starts (and whether set).
+    scratch: Vec<u8>,
 }
 
 impl JsonWriter {
@@ -105,9 +119,58 @@ impl JsonWriter {
     /// A JSON lines writer spelling times as `timestamps` says.
     pub fn with_timestamps(timestamps: JsonTimestamps) -> JsonWriter {
         JsonWriter {
-            cache: None,
             timestamps,
+            ..JsonWriter::default()
         }
+    }
+
+    /// Writes rows of a Suricata EVE schema in EVE's nested shape (module docs).
+    fn write_eve(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let fresh = match &self.nest {
+            Some((cur, _)) => !(std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema),
+            None => true,
+        };
+        if fresh {
+            let key = |name: &str| {
+                let mut k = Vec::with_capacity(name.len() + 3);
+                push_json_string(&mut k, name.as_bytes());
+                k.push(b':');
+                k
+            };
+            let nest = Nest::new(schema.fields.iter().map(|f| f.name.as_str()), &key);
+            self.nest = Some((schema.clone(), nest));
+        }
+        let Some((_, nest)) = &self.nest else {
+            return Ok(());
+        };
+        let spans = Spans {
+            json: Json {
+                head: b"",
+                keys: &[],
+                timestamps: self.timestamps,
+            },
+            starts: RefCell::new(Vec::with_capacity(schema.fields.len())),
+        };
+        let scratch = &mut self.scratch;
+        write_each(schema, rows, out, |row, out| {
+            scratch.clear();
+            spans.starts.borrow_mut().clear();
+            write_row(&spans, schema, row, scratch)?;
+            let starts = spans.starts.borrow();
+            let value = |i: usize| -> Option<&[u8]> {
+                let &(start, set) = starts.get(i)?;
+                let end = starts.get(i + 1).map_or(scratch.len(), |&(e, _)| e);
+                set.then(|| &scratch[start..end])
+            };
+            nest.write(&value, out);
+            out.push(b'\n');
+            Ok(())
+        })
     }
 
     fn prepare(&mut self, schema: &SchemaRef) {
@@ -139,6 +202,9 @@ impl EventWriter for JsonWriter {
         rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
+        if schema.name.starts_with(EVE_SCHEMA_PREFIX) {
+            return self.write_eve(schema, rows, out);
+        }
         self.prepare(schema);
         let Some((_, head, keys)) = &self.cache else {
             return Ok(());
@@ -216,6 +282,32 @@ impl TextFormat for Json<'_> {
             // Written by `write_row`, or not scalars.
             _ => {}
         }
+    }
+}
+
+/// The values of a row's fields as JSON text, one after the other, with where each starts: what
+/// [`Nest::write`] arranges into an EVE object.
+struct Spans<'a> {
+    json: Json<'a>,
+    /// Per field: where its text starts, and whether it is set.
+    starts: RefCell<Vec<(usize, bool)>>,
+}
+
+impl TextFormat for Spans<'_> {
+    const LIST: ListText = <Json<'static> as TextFormat>::LIST;
+    const ROW_END: &'static [u8] = b"";
+
+    #[inline]
+    fn begin_row(&self, _out: &mut Vec<u8>) {}
+
+    #[inline]
+    fn field(&self, _i: usize, set: bool, out: &mut Vec<u8>) {
+        self.starts.borrow_mut().push((out.len(), set));
+    }
+
+    #[inline]
+    fn scalar(&self, v: ValueRef<'_>, in_list: bool, out: &mut Vec<u8>) {
+        self.json.scalar(v, in_list, out);
     }
 }
 

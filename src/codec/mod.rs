@@ -11,8 +11,10 @@ pub mod cells;
 pub mod csv_writer;
 mod drive;
 pub mod event_writer;
+pub mod json_nest;
 pub mod json_writer;
 mod sink_config;
+pub mod suricata;
 pub mod table_writer;
 mod text_format;
 pub mod writer;
@@ -61,6 +63,11 @@ pub struct ReaderOptions {
     /// Off by default, since any other consumer makes the rows from the columns (once per
     /// batch), which costs about what it saves.
     pub columns: bool,
+    /// Read JSON lines as Suricata EVE when their first line is an EVE event
+    /// ([`suricata::is_eve_line`]), else as Zeek JSON: what a source whose format is `auto`
+    /// asks of the JSON reader, which sees whole lines (the format detection decides JSON by
+    /// the first byte). Off by default.
+    pub detect_eve: bool,
 }
 
 impl ReaderOptions {
@@ -98,6 +105,7 @@ impl Default for ReaderOptions {
             json_schema: None,
             column_stats: Self::DEFAULT_COLUMN_STATS,
             columns: false,
+            detect_eve: false,
         }
     }
 }

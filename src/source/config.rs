@@ -220,6 +220,7 @@ impl FileSourceConfig {
             column_stats: !self.no_column_stats,
             // Decided by what the source feeds (see `PipelineSpec::stores_columns`).
             columns: false,
+            detect_eve: false,
         };
         let mut config = SourceConfig::zeek(reader, channel_capacity);
         config.compression = self.decompress;

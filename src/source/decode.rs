@@ -185,6 +185,8 @@ async fn decode_input(
             .map_err(|e| io_error(&name, e))?;
         let mut options = config.reader.clone();
         options.source_name = name.clone();
+        // JSON found by its first byte: EVE or Zeek, as its first line says.
+        options.detect_eve |= config.format == Format::Auto && format == Format::ZeekJson;
         // Small inputs of known size are not worth a pool of threads.
         let small = size.is_some_and(|n| n < PARALLEL_MIN_SIZE);
         let out = Out {
@@ -194,7 +196,7 @@ async fn decode_input(
         // A plain file of lines read with checkpoints may still be written: its last line
         // without a newline waits for the next import (see `crate::source::resume`). Parquet
         // and Arrow are not lines: their last bytes are their footer.
-        let lines = matches!(format, Format::ZeekTsv | Format::ZeekJson);
+        let lines = matches!(format, Format::ZeekTsv | Format::ZeekJson | Format::Suricata);
         let hold = lines && marker.as_ref().is_some_and(Marker::plain);
         let result = if format == Format::ZeekTsv && config.parallel_tsv > 1 && !small {
             decode_parallel_tsv(&name, reader, options, &config, out, &mut marker, hold).await
@@ -771,10 +773,12 @@ impl BatchDecoder for crate::codec::arrow::ArrowIpcDecoder {
     }
 }
 
-/// The decoders of Zeek TSV, Zeek JSON lines, and the Parquet and Arrow files weir writes.
+/// The decoders of Zeek TSV, Zeek JSON lines, Suricata EVE JSON, and the Parquet and Arrow
+/// files weir writes.
 pub fn zeek_decoders() -> DecoderFactory {
     Arc::new(|format, options| match format {
         Format::ZeekJson => Box::new(crate::codec::zeek::json::JsonDecoder::new(options)),
+        Format::Suricata => Box::new(crate::codec::zeek::json::JsonDecoder::eve(options)),
         Format::Parquet => Box::new(crate::codec::arrow::ParquetDecoder::new(options)),
         Format::Arrow => Box::new(crate::codec::arrow::ArrowIpcDecoder::new(options)),
         Format::ZeekTsv | Format::Auto => {

@@ -16,6 +16,8 @@ pub enum Format {
     ZeekTsv,
     /// Zeek's JSON lines.
     ZeekJson,
+    /// Suricata's EVE JSON lines (see [`crate::codec::suricata`]).
+    Suricata,
     /// Parquet, as weir's lake writes it (`PAR1` magic; see [`crate::codec::arrow`]).
     Parquet,
     /// Arrow IPC streams or an Arrow IPC file (continuation marker `ff ff ff ff`, or `ARROW1`).
@@ -28,10 +30,11 @@ impl Choice for Format {
         ChoiceName::new(
             "auto",
             Format::Auto,
-            "told apart by the first bytes: Parquet, Arrow IPC, Zeek JSON or TSV",
+            "told apart by the first bytes: Parquet, Arrow IPC, Suricata EVE, Zeek JSON or TSV",
         ),
         ChoiceName::new("zeek-tsv", Format::ZeekTsv, "Zeek TSV"),
         ChoiceName::new("zeek-json", Format::ZeekJson, "Zeek JSON lines"),
+        ChoiceName::new("suricata", Format::Suricata, "Suricata EVE JSON lines"),
         ChoiceName::new("parquet", Format::Parquet, "a Parquet file weir wrote"),
         ChoiceName::new(
             "arrow",
@@ -53,10 +56,17 @@ impl Format {
     }
 
     /// The format that the first bytes of the input announce: Parquet and Arrow by their
-    /// magic bytes, else as [`Format::detect`] by the first byte that is not whitespace.
+    /// magic bytes; Suricata EVE when the first line is an EVE event
+    /// ([`crate::codec::suricata::is_eve_line`]: a JSON object with `event_type` and
+    /// `timestamp`, without `_path`); else as [`Format::detect`] by the first byte that is not
+    /// whitespace.
     pub fn detect_prefix(prefix: &[u8]) -> Format {
         use crate::codec::arrow::{ipc, PARQUET_MAGIC};
-        if prefix.starts_with(PARQUET_MAGIC) {
+        let text = prefix.trim_ascii_start();
+        let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+        if text.starts_with(b"{") && crate::codec::suricata::is_eve_line(line) {
+            Format::Suricata
+        } else if prefix.starts_with(PARQUET_MAGIC) {
             Format::Parquet
         } else if prefix.starts_with(ipc::ARROW_FILE_MAGIC)
             || prefix.starts_with(ipc::IPC_CONTINUATION)
@@ -70,7 +80,11 @@ impl Format {
 
 /// Decides the format of decompressed input under [`Format::Auto`] by its first bytes
 /// ([`Format::detect_prefix`]; peeking up to 64 KiB of leading whitespace, and up to 8 bytes
-/// when they could be magic bytes); other formats pass through.
+/// when they could be magic bytes); other formats pass through. JSON is decided by its first
+/// byte, without waiting for a whole line (a live stream on stdin may be slow to end one, and
+/// where the bytes peeked end changes which rows the JSON reader emits together): the source
+/// then has the JSON reader tell Suricata EVE from Zeek JSON by the first line
+/// ([`crate::codec::ReaderOptions::detect_eve`]).
 pub async fn detect_format(
     reader: BoxReader,
     format: Format,
@@ -107,15 +121,27 @@ mod tests {
         );
         assert_eq!(Format::detect_prefix(b"  {\"a\":1}"), Format::ZeekJson);
         assert_eq!(Format::detect_prefix(b"PAR"), Format::ZeekTsv);
+        let eve =
+            b"\n {\"timestamp\":\"2011-08-12T14:52:57.716360+0200\",\"event_type\":\"flow\"}\n{";
+        assert_eq!(Format::detect_prefix(eve), Format::Suricata);
+        assert_eq!(
+            Format::detect_prefix(b"{\"_path\":\"x\",\"timestamp\":1,\"event_type\":\"a\"}\n"),
+            Format::ZeekJson
+        );
+        assert_eq!(
+            Format::detect_prefix(b"{\"timestamp\":\"x\",\"event_typ"),
+            Format::ZeekJson
+        );
     }
 
     #[test]
     fn parse_names() {
         assert_eq!("zeek-json".parse::<Format>(), Ok(Format::ZeekJson));
+        assert_eq!("suricata".parse::<Format>(), Ok(Format::Suricata));
         let err = "csv".parse::<Format>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid value \"csv\"; expected one of: auto, zeek-tsv, zeek-json, parquet, arrow"
+            "invalid value \"csv\"; expected one of: auto, zeek-tsv, zeek-json, suricata, parquet, arrow"
         );
     }
 }

@@ -213,7 +213,7 @@ pub(crate) fn plan(
         return Ok(Plan::Untracked);
     };
     let json = match format {
-        Format::ZeekJson => true,
+        Format::ZeekJson | Format::Suricata => true,
         Format::Auto => head.text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'),
         _ => false,
     };

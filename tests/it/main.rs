@@ -76,6 +76,7 @@ mod store_memory;
 mod store_roundtrip;
 mod store_sink;
 mod summarize_order;
+mod suricata_eve;
 mod wal_damage;
 mod wal_recovery;
 mod zeek_json_reader;

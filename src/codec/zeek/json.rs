@@ -90,9 +90,10 @@ use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
 use crate::batch::{Batch, BatchBuilder};
+use crate::codec::suricata;
 use crate::codec::zeek::scalar::{
     parse_addr, parse_canonical_addr, parse_canonical_subnet, parse_f64, parse_i64, parse_json_ns,
-    parse_rfc3339, parse_subnet, parse_u64,
+    parse_rfc3339, parse_subnet, parse_time_text, parse_u64,
 };
 use crate::codec::zeek::schema::{number_kind, LogSchema, NumberKind};
 use crate::codec::ReaderOptions;
@@ -254,6 +255,8 @@ struct Parser<'a, 'p> {
     s: &'a [u8],
     i: usize,
     p: &'p mut Parsed,
+    /// Whether a top-level `_path` names the log (Zeek) instead of being a field (EVE).
+    path_key: bool,
 }
 
 impl Parser<'_, '_> {
@@ -315,7 +318,7 @@ impl Parser<'_, '_> {
             self.ws();
             self.expect(b':')?;
             self.ws();
-            let is_path = depth == 1 && &self.p.strs[key_start..] == b"_path";
+            let is_path = self.path_key && depth == 1 && &self.p.strs[key_start..] == b"_path";
             if is_path {
                 if self.p.path.is_some() {
                     return self.err("duplicate key \"_path\"");
@@ -643,7 +646,14 @@ fn number_f64(text: &[u8]) -> f64 {
     parse_f64(text).unwrap_or(f64::NAN)
 }
 
-fn infer(raw: Raw, kind: NumberKind, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>) -> Inferred {
+fn infer(
+    raw: Raw,
+    kind: NumberKind,
+    eve: bool,
+    line: &[u8],
+    strs: &[u8],
+    tmp: &mut Vec<u8>,
+) -> Inferred {
     match raw {
         Raw::Null => Inferred::Null,
         Raw::Bool(b) => Inferred::Bool(b),
@@ -694,6 +704,12 @@ fn infer(raw: Raw, kind: NumberKind, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>
             if let Some(ns) = parse_rfc3339(s) {
                 return Inferred::Time(ns);
             }
+            // EVE's own time form (`+0200`), which the EVE writer turns into RFC 3339.
+            if eve && has_compact_offset(s) {
+                if let Some(ns) = parse_time_text(s) {
+                    return Inferred::Time(ns);
+                }
+            }
             if let Some(a) = parse_canonical_addr(s, tmp) {
                 return Inferred::Addr(a);
             }
@@ -705,6 +721,11 @@ fn infer(raw: Raw, kind: NumberKind, line: &[u8], strs: &[u8], tmp: &mut Vec<u8>
             Inferred::String(())
         }
     }
+}
+
+/// Whether `s` ends in an offset as EVE writes it, without colon: `+0200`.
+fn has_compact_offset(s: &[u8]) -> bool {
+    matches!(s.len().checked_sub(5).and_then(|k| s.get(k..)), Some([b'+' | b'-', d @ ..]) if d.iter().all(u8::is_ascii_digit))
 }
 
 /// The common type of array elements; `None` when none is set.
@@ -912,7 +933,7 @@ fn typed_value(
             return Ok(Some(v));
         }
         (Type::Time, Raw::Str(s)) => {
-            let v = parse_rfc3339(s.of(strs)).ok_or_else(bad)?;
+            let v = parse_time_text(s.of(strs)).ok_or_else(bad)?;
             e.int(v);
             return Ok(Some(v));
         }
@@ -957,7 +978,20 @@ pub struct JsonDecoder {
     slots: Vec<usize>,
     /// Times the pending batch was widened (bounded by `MAX_WIDENINGS`).
     widened: usize,
+    /// Suricata EVE lines: `event_type` picks the schema ([`crate::codec::suricata`]).
+    eve: bool,
+    /// EVE event types without a shipped schema seen so far, with their schema.
+    unknown_types: HashMap<String, Arc<LogSchema>>,
+    /// What was reported on the log (EVE: unknown event types and fields), to report each once.
+    reported: HashSet<String>,
+    /// [`ReaderOptions::detect_eve`] and no line read yet: the first line decides `eve`.
+    undecided: bool,
 }
+
+/// Unknown event types and fields reported on the log per input, at most.
+const MAX_REPORTED: usize = 4096;
+/// EVE event types without a schema remembered; beyond, they start over (bounded memory).
+const MAX_UNKNOWN_TYPES: usize = 1024;
 
 /// Fields a typed log's schema does not know that are kept as columns; beyond, the log's
 /// unknown fields start over (bounded memory for logs with ever new keys).
@@ -1019,6 +1053,7 @@ impl Typed {
 impl JsonDecoder {
     /// A decoder with the given options.
     pub fn new(opts: ReaderOptions) -> JsonDecoder {
+        let opts_detect_eve = opts.detect_eve;
         JsonDecoder {
             opts,
             line: 0,
@@ -1036,8 +1071,82 @@ impl JsonDecoder {
             unnamed: None,
             slots: Vec::new(),
             widened: 0,
+            eve: false,
+            unknown_types: HashMap::new(),
+            reported: HashSet::new(),
+            undecided: opts_detect_eve,
         }
         .with_unnamed()
+    }
+
+    /// A decoder of Suricata's EVE JSON ([`crate::codec::suricata`]): each line is read in the
+    /// schema `suricata.<event_type>` (the shipped or `--schema-dir` one, else one typed by
+    /// inference), `_path` is an ordinary field, and EVE's naming conventions guide inference.
+    pub fn eve(opts: ReaderOptions) -> JsonDecoder {
+        let mut d = JsonDecoder::new(opts);
+        d.eve = true;
+        d.unnamed = None;
+        d
+    }
+
+    /// The schema of the EVE line just parsed, by its `event_type`.
+    fn eve_log(&mut self) -> Result<Arc<LogSchema>, ParseError> {
+        let p = &self.p;
+        let found = p
+            .fields
+            .iter()
+            .find(|f| f.name.of(&p.names) == suricata::EVENT_TYPE_KEY.as_bytes());
+        let event_type = match found.map(|f| &f.val) {
+            Some(FieldVal::One(Item {
+                raw: Raw::Str(s), ..
+            })) => s.of(&p.strs),
+            _ => {
+                return Err(self.error(
+                    self.line,
+                    Some(suricata::EVENT_TYPE_KEY.into()),
+                    "an EVE event needs a string \"event_type\"".into(),
+                ))
+            }
+        };
+        if !suricata::is_event_type(event_type) {
+            return Err(self.error(
+                self.line,
+                Some(suricata::EVENT_TYPE_KEY.into()),
+                format!(
+                    "event_type {} is not a name (1 to {} ASCII letters, digits, _ or -)",
+                    quote(event_type),
+                    suricata::MAX_EVENT_TYPE_LEN
+                ),
+            ));
+        }
+        // Checked above: ASCII.
+        let event_type = String::from_utf8_lossy(event_type);
+        if let Some(log) = self
+            .opts
+            .zeek_schemas
+            .as_ref()
+            .and_then(|s| s.eve(&event_type))
+        {
+            return Ok(log.clone());
+        }
+        if let Some(log) = self.unknown_types.get(event_type.as_ref()) {
+            return Ok(log.clone());
+        }
+        if self.unknown_types.len() >= MAX_UNKNOWN_TYPES {
+            self.unknown_types.clear();
+        }
+        let log = Arc::new(suricata::unknown_type_schema(&event_type));
+        if self.reported.len() < MAX_REPORTED && self.reported.insert(log.schema().name.clone()) {
+            tracing::info!(
+                input = %self.opts.source_name,
+                line = self.line,
+                "{}: an event type without a schema, kept and typed by inference",
+                log.schema().name
+            );
+        }
+        self.unknown_types
+            .insert(event_type.into_owned(), log.clone());
+        Ok(log)
     }
 
     /// Resolves the typed log of lines without `_path`.
@@ -1148,6 +1257,13 @@ impl JsonDecoder {
         {
             return Ok(None);
         }
+        if self.undecided {
+            self.undecided = false;
+            if suricata::is_eve_line(line) {
+                self.eve = true;
+                self.unnamed = None;
+            }
+        }
         match self.parse(line) {
             Ok(emitted) => Ok(emitted),
             Err(e) => self.bad(e),
@@ -1160,6 +1276,7 @@ impl JsonDecoder {
             s: line,
             i: 0,
             p: &mut self.p,
+            path_key: !self.eve,
         };
         if let Err(Syntax(at, what)) = parser.line() {
             let from = at.saturating_sub(20);
@@ -1173,22 +1290,27 @@ impl JsonDecoder {
                 ),
             ));
         }
+        if self.eve {
+            let log = self.eve_log()?;
+            return self.parse_typed(line, log);
+        }
         if let Some(log) = self.typed_log() {
             return self.parse_typed(line, log);
         }
         // Infer every value's type.
+        let eve = self.eve;
         let p = &mut self.p;
         for f in p.fields.iter_mut() {
             let ts = number_kind(f.name.of(&p.names));
             let sk = match &mut f.val {
                 FieldVal::One(it) => {
-                    it.val = infer(it.raw, ts, line, &p.strs, &mut p.tmp);
+                    it.val = infer(it.raw, ts, eve, line, &p.strs, &mut p.tmp);
                     Sk::of(&it.val)
                 }
                 FieldVal::Many(span) => {
                     for j in span.start..span.end {
                         let raw = p.elems[j].raw;
-                        p.elems[j].val = infer(raw, ts, line, &p.strs, &mut p.tmp);
+                        p.elems[j].val = infer(raw, ts, eve, line, &p.strs, &mut p.tmp);
                     }
                     unify(&p.elems[span.start..span.end])
                 }
@@ -1273,6 +1395,7 @@ impl JsonDecoder {
             // A log with ever new keys: start over rather than grow without bound.
             *st = Typed::new(log);
         }
+        let eve = self.eve;
         let p = &mut self.p;
         // Columns of the line's fields; unknown fields become (or retype) extras.
         let mut cols = std::mem::take(&mut self.slots);
@@ -1292,16 +1415,20 @@ impl JsonDecoder {
                 continue;
             }
             // Not in the log schema: infer, as for untyped logs.
-            let ts = number_kind(name);
+            let ts = if eve {
+                suricata::number_kind(name)
+            } else {
+                number_kind(name)
+            };
             let sk = match &mut f.val {
                 FieldVal::One(it) => {
-                    it.val = infer(it.raw, ts, line, &p.strs, &mut p.tmp);
+                    it.val = infer(it.raw, ts, eve, line, &p.strs, &mut p.tmp);
                     Sk::of(&it.val)
                 }
                 FieldVal::Many(span) => {
                     for k in span.start..span.end {
                         let raw = p.elems[k].raw;
-                        p.elems[k].val = infer(raw, ts, line, &p.strs, &mut p.tmp);
+                        p.elems[k].val = infer(raw, ts, eve, line, &p.strs, &mut p.tmp);
                     }
                     unify(&p.elems[span.start..span.end])
                 }
@@ -1341,6 +1468,16 @@ impl JsonDecoder {
                         }
                     });
                     let fname = String::from_utf8_lossy(name).into_owned();
+                    if eve && self.reported.len() < MAX_REPORTED {
+                        let schema = st.log.schema().name.as_str();
+                        if self.reported.insert(format!("{schema}\0{fname}")) {
+                            tracing::info!(
+                                input = %self.opts.source_name,
+                                line = self.line,
+                                "{schema}: kept field {fname:?}, which its schema does not know, typed by inference as {ty}"
+                            );
+                        }
+                    }
                     let c = base + st.extras.len();
                     st.extra_index.insert(fname.clone(), c);
                     st.extras.push(Field::new(fname, ty));

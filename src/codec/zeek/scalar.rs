@@ -488,7 +488,21 @@ fn two(s: &[u8], at: usize) -> Option<u32> {
 /// Nanoseconds since the epoch of an RFC 3339 timestamp
 /// (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`), or `None`.
 pub fn parse_rfc3339(s: &[u8]) -> Option<i64> {
-    if s.len() < 20
+    parse_datetime(s, false)
+}
+
+/// Nanoseconds since the epoch of a timestamp as RFC 3339 or as Suricata's EVE writes it:
+/// [`parse_rfc3339`]'s forms, and also an offset without colon (`+0200`, EVE's `timestamp`,
+/// `flow.start`) or none at all (UTC: EVE's TLS validity dates,
+/// `2016-01-01T00:00:00`). The offset is applied exactly: `2011-08-12T14:52:57.716360+0200`
+/// is 12:52:57.716360 UTC. What a typed `time` field of a JSON line takes.
+pub fn parse_time_text(s: &[u8]) -> Option<i64> {
+    parse_datetime(s, true)
+}
+
+/// [`parse_rfc3339`], or with `lenient` [`parse_time_text`].
+fn parse_datetime(s: &[u8], lenient: bool) -> Option<i64> {
+    if s.len() < if lenient { 19 } else { 20 }
         || s[4] != b'-'
         || s[7] != b'-'
         || !matches!(s[10], b'T' | b't')
@@ -526,8 +540,11 @@ pub fn parse_rfc3339(s: &[u8]) -> Option<i64> {
     }
     let offset: i64 = match s.get(i..)? {
         b"Z" | b"z" => 0,
-        [sign @ (b'+' | b'-'), rest @ ..] if rest.len() == 5 && rest[2] == b':' => {
-            let (oh, om) = (two(rest, 0)?, two(rest, 3)?);
+        b"" if lenient => 0,
+        [sign @ (b'+' | b'-'), rest @ ..]
+            if (rest.len() == 5 && rest[2] == b':') || (lenient && rest.len() == 4) =>
+        {
+            let (oh, om) = (two(rest, 0)?, two(rest, rest.len() - 2)?);
             if oh > 23 || om > 59 {
                 return None;
             }
@@ -939,6 +956,37 @@ mod tests {
         ];
         for &(t, want) in cases {
             assert_eq!(parse_json_ns(t.as_bytes()), want, "{t}");
+        }
+    }
+
+    #[test]
+    fn eve_times_parse_exactly() {
+        // 2011-08-12T12:52:57.716360Z.
+        let utc = 1_313_153_577_716_360_000;
+        for t in [
+            "2011-08-12T14:52:57.716360+0200",
+            "2011-08-12T14:52:57.716360+02:00",
+            "2011-08-12T10:22:57.716360-0230",
+            "2011-08-12T12:52:57.716360Z",
+            "2011-08-12T12:52:57.716360",
+            "2011-08-12T12:52:57.716360+0000",
+        ] {
+            assert_eq!(parse_time_text(t.as_bytes()), Some(utc), "{t}");
+        }
+        assert_eq!(
+            parse_time_text(b"2016-01-01T00:00:00"),
+            Some(1_451_606_400_000_000_000)
+        );
+        // RFC 3339 stays strict: inference does not take EVE's forms.
+        assert_eq!(parse_rfc3339(b"2011-08-12T14:52:57.716360+0200"), None);
+        for bad in [
+            "2011-08-12T14:52:57.716360+020",
+            "2011-08-12T14:52:57.716360+2400",
+            "2011-08-12T14:52:57.716360 +0200",
+            "2011-08-12T14:52:5",
+            "2011-08-12T14:52:57.",
+        ] {
+            assert_eq!(parse_time_text(bad.as_bytes()), None, "{bad}");
         }
     }
 

@@ -1311,10 +1311,14 @@ impl Follower {
         Ok(true)
     }
 
-    fn decoder_for(&self, name: &str, json: bool) -> Box<dyn BatchDecoder> {
+    /// The decoder of a file whose text (its header lines, then complete lines) starts with
+    /// `head`.
+    fn decoder_for(&self, name: &str, head: &[u8]) -> Box<dyn BatchDecoder> {
         let format = match self.config.format {
-            Format::Auto if json => Format::ZeekJson,
-            Format::Auto => Format::ZeekTsv,
+            Format::Auto => match Format::detect_prefix(head) {
+                f @ (Format::ZeekJson | Format::Suricata) => f,
+                _ => Format::ZeekTsv,
+            },
             f => f,
         };
         let mut options = self.config.reader.clone();
@@ -1329,15 +1333,15 @@ impl Follower {
             return Ok(());
         }
         let header = f.header.clone().unwrap_or_default();
-        let first = header
-            .iter()
-            .chain(lines)
-            .find(|b| !b.is_ascii_whitespace())
-            .copied();
-        let Some(first) = first else {
-            return Ok(());
+        let head = if header.is_empty() {
+            lines
+        } else {
+            &header[..]
         };
-        let mut d = self.decoder_for(&f.name, first == b'{');
+        if head.iter().all(|b| b.is_ascii_whitespace()) {
+            return Ok(());
+        }
+        let mut d = self.decoder_for(&f.name, head);
         if !header.is_empty() {
             let mut src = BytesMut::from(&header[..]);
             while let Some(b) = d.decode(&mut src)? {
