@@ -9,6 +9,8 @@
 //! ```
 //!
 //! # Values
+//! Written from Arrow record batches ([`EventWriter::write_record_batch`]; rows become batches
+//! first), by the row walk of `codec::text_format`:
 //! - `time`, as chosen by [`JsonTimestamps`] (`--json-timestamps`, `json_timestamps`):
 //!   - `iso8601` (weir's default): RFC 3339 UTC string with the exact fraction, at least 6
 //!     digits (`"2009-11-18T08:00:21.486539Z"`, `"...21.486539123Z"` when nanoseconds are
@@ -40,14 +42,14 @@
 //! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
 //! when comparing with TSV originals).
 
-use crate::codec::event_writer::{write_each, EventWriter, WriteError};
-use crate::codec::text_format::{write_row, ListText, TextFormat};
-use crate::codec::zeek::scalar::{
-    push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet,
-};
+use arrow_array::RecordBatch;
+
+use crate::codec::event_writer::{EventWriter, WriteError};
+use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::text_format::{text_columns, write_row, ListText, Scalar, TextFormat};
+use crate::codec::zeek::scalar::{push_decimal_ns, push_double, push_i64, push_rfc3339};
 use crate::setting::{Choice, ChoiceName};
 use crate::types::SchemaRef;
-use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -89,11 +91,18 @@ impl Choice for JsonTimestamps {
 crate::choice!(JsonTimestamps);
 
 /// Writes events as JSON lines. See the module docs for the layout.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct JsonWriter {
     /// `{"_path":"<path>"` and the `,"<name>":` prefix of every field, for the last schema.
     cache: Option<(SchemaRef, Vec<u8>, Vec<Vec<u8>>)>,
     timestamps: JsonTimestamps,
+    rows: RowBatches,
+}
+
+impl Default for JsonWriter {
+    fn default() -> Self {
+        JsonWriter::with_timestamps(JsonTimestamps::default())
+    }
 }
 
 impl JsonWriter {
@@ -107,6 +116,7 @@ impl JsonWriter {
         JsonWriter {
             cache: None,
             timestamps,
+            rows: RowBatches::new(Form::Exact),
         }
     }
 
@@ -133,24 +143,35 @@ impl JsonWriter {
 }
 
 impl EventWriter for JsonWriter {
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let columns = text_columns(schema, batch)?;
+        self.prepare(schema);
+        let Some((_, head, keys)) = &self.cache else {
+            return Ok(());
+        };
+        let mut format = Json {
+            head,
+            keys,
+            timestamps: self.timestamps,
+        };
+        for row in 0..batch.num_rows() {
+            write_row(&mut format, &columns, row, out);
+        }
+        Ok(())
+    }
+
     fn write_rows(
         &mut self,
         schema: &SchemaRef,
         rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        self.prepare(schema);
-        let Some((_, head, keys)) = &self.cache else {
-            return Ok(());
-        };
-        let format = Json {
-            head,
-            keys,
-            timestamps: self.timestamps,
-        };
-        write_each(schema, rows, out, |row, out| {
-            write_row(&format, schema, row, out)
-        })
+        write_rows(self, |w| &mut w.rows, schema, rows, out)
     }
 
     fn finish(&mut self, _out: &mut Vec<u8>) {}
@@ -171,15 +192,19 @@ impl TextFormat for Json<'_> {
         empty: b"[]",
         unset: b"null",
     };
-    const ROW_END: &'static [u8] = b"}\n";
 
     #[inline]
-    fn begin_row(&self, out: &mut Vec<u8>) {
+    fn begin_row(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.head);
     }
 
     #[inline]
-    fn field(&self, i: usize, set: bool, out: &mut Vec<u8>) {
+    fn end_row(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"}\n");
+    }
+
+    #[inline]
+    fn field(&mut self, i: usize, set: bool, out: &mut Vec<u8>) {
         match self.keys.get(i) {
             Some(key) if set => out.extend_from_slice(key),
             _ => {}
@@ -187,10 +212,10 @@ impl TextFormat for Json<'_> {
     }
 
     #[inline]
-    fn scalar(&self, v: ValueRef<'_>, _in_list: bool, out: &mut Vec<u8>) {
+    fn scalar(&mut self, v: Scalar<'_>, _in_list: bool, out: &mut Vec<u8>) {
         match v {
-            ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-            ValueRef::Double(d) => {
+            Scalar::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            Scalar::Double(d) => {
                 let finite = push_double(out, d, true);
                 if !finite {
                     // JSON has no infinity or NaN (Zeek writes null, like unset): strings that
@@ -204,17 +229,14 @@ impl TextFormat for Json<'_> {
                     });
                 }
             }
-            ValueRef::String(s) => push_json_string(out, s),
-            ValueRef::Time(ns) => match self.timestamps {
+            Scalar::String(s) => push_json_string(out, s),
+            Scalar::Time(ns) => match self.timestamps {
                 JsonTimestamps::Iso8601 => quoted(out, |out| push_rfc3339(out, ns)),
                 JsonTimestamps::Epoch => push_decimal_ns(out, ns),
                 // Zeek: `(int64)(seconds * 1000)`, truncated toward zero.
                 JsonTimestamps::Millis => push_i64(out, ns / 1_000_000),
             },
-            ValueRef::Addr(a) => quoted(out, |out| push_addr(out, a)),
-            ValueRef::Subnet(a, p) => quoted(out, |out| push_subnet(out, a, p)),
-            // Written by `write_row`, or not scalars.
-            _ => {}
+            Scalar::Addr(a) => quoted(out, |out| out.extend_from_slice(a)),
         }
     }
 }

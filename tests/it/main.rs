@@ -13,6 +13,7 @@ mod common;
 mod archive_umask;
 mod arrow_lake;
 mod arrow_mutations;
+mod batch_writers;
 mod batcher_props;
 mod cli_archive_roundtrip;
 mod cli_convert;

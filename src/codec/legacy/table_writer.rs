@@ -1,0 +1,432 @@
+//! The msgpack row walk of main (temporary: compared with the batch path by a test).
+#![allow(dead_code, missing_docs)]
+
+use super::cells::{push_cells, push_text, Cell, CellKind, Controls};
+use crate::codec::event_writer::{EventWriter, WriteError};
+use crate::types::{SchemaRef, Type};
+
+/// Most rows in one block: the rows whose widths make the columns, held until printed.
+pub const BLOCK_ROWS: usize = 1000;
+
+/// The table's width when neither `COLUMNS` nor the terminal tells it.
+pub const DEFAULT_WIDTH: usize = 120;
+
+/// Narrowest width the widest columns are cut to before columns are dropped instead: an ISO
+/// 8601 time (27 characters) and an IPv4 address stay whole.
+pub const MIN_COLUMN: usize = 30;
+
+/// Spaces between two columns.
+const GAP: usize = 2;
+
+/// The shown text of an unset value.
+const UNSET: &str = "-";
+/// The shown text of a set value without text.
+const EMPTY: &str = "(empty)";
+
+/// The width of the table when none is given: the `COLUMNS` environment variable when it is
+/// a positive number, else the width of the terminal that standard output is, else
+/// [`DEFAULT_WIDTH`].
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| {
+            console::Term::stdout()
+                .size_checked()
+                .map(|(_, cols)| usize::from(cols))
+                .filter(|&c| c > 0)
+        })
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// A buffered cell: where its (possibly cut) text ends, its length in characters and kind.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    end: usize,
+    chars: usize,
+    kind: CellKind,
+}
+
+/// Writes events as aligned tables. See the module docs for the layout.
+pub struct TableWriter {
+    width: usize,
+    /// Schema of the block being held, if any.
+    current: Option<SchemaRef>,
+    /// Whether a block was printed since the start (or [`EventWriter::finish`]).
+    started: bool,
+    /// The held cells of the block (text cut to `width + 1` characters), row after row.
+    text: String,
+    held: Vec<Held>,
+    rows: usize,
+    /// The cells of the row being read.
+    row_text: Vec<u8>,
+    row_cells: Vec<Cell>,
+    /// Per block: the text of the header cells and the widths of the shown columns.
+    header: String,
+    header_ends: Vec<(usize, usize)>,
+    widths: Vec<usize>,
+}
+
+impl std::fmt::Debug for TableWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableWriter")
+            .field("width", &self.width)
+            .field("current", &self.current.as_ref().map(|s| s.name.clone()))
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl Default for TableWriter {
+    fn default() -> Self {
+        TableWriter::new()
+    }
+}
+
+impl TableWriter {
+    /// A table as wide as [`terminal_width`].
+    pub fn new() -> TableWriter {
+        TableWriter::with_width(terminal_width())
+    }
+
+    /// A table at most `width` characters wide (at least 1).
+    pub fn with_width(width: usize) -> TableWriter {
+        TableWriter {
+            width: width.max(1),
+            current: None,
+            started: false,
+            text: String::new(),
+            held: Vec::new(),
+            rows: 0,
+            row_text: Vec::new(),
+            row_cells: Vec::new(),
+            header: String::new(),
+            header_ends: Vec::new(),
+            widths: Vec::new(),
+        }
+    }
+
+    fn same_schema(&self, schema: &SchemaRef) -> bool {
+        match &self.current {
+            Some(cur) => std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema,
+            None => false,
+        }
+    }
+
+    /// Holds the cells of the row just read (in `row_text`, `row_cells`), each cut to one
+    /// character more than the table's width (as `…`): no column is wider than the table.
+    fn hold_row(&mut self) {
+        let mut start = 0;
+        for cell in &self.row_cells {
+            let bytes = &self.row_text[start..cell.end];
+            start = cell.end;
+            // `push_cells` writes valid UTF-8 (invalid bytes are escaped).
+            let s = std::str::from_utf8(bytes).unwrap_or_default();
+            let (shown, chars) = match cell.kind {
+                CellKind::Unset => ("", UNSET.chars().count()),
+                CellKind::Empty => ("", EMPTY.chars().count()),
+                CellKind::Text => fit_text(s, self.width),
+            };
+            self.text.push_str(shown);
+            if shown.len() < s.len() {
+                self.text.push('…');
+            }
+            self.held.push(Held {
+                end: self.text.len(),
+                chars,
+                kind: cell.kind,
+            });
+        }
+        self.rows += 1;
+    }
+
+    /// Prints the held block, if any, and empties it.
+    fn print_block(&mut self, out: &mut Vec<u8>) {
+        let Some(schema) = self.current.clone() else {
+            return;
+        };
+        if self.rows == 0 {
+            return;
+        }
+        let n = schema.fields.len();
+        // The header's cells and the columns' natural widths.
+        self.header.clear();
+        self.header_ends.clear();
+        let mut natural = Vec::with_capacity(n);
+        let mut tmp = Vec::new();
+        for f in &schema.fields {
+            tmp.clear();
+            push_text(&mut tmp, f.name.as_bytes(), false, Controls::Escape);
+            let s = std::str::from_utf8(&tmp).unwrap_or_default();
+            let chars = s.chars().count();
+            self.header.push_str(s);
+            self.header_ends.push((self.header.len(), chars));
+            natural.push(chars);
+        }
+        for (i, h) in self.held.iter().enumerate() {
+            let j = i % n;
+            natural[j] = natural[j].max(h.chars);
+        }
+        fit_widths(&natural, self.width, &mut self.widths);
+        let shown = self.widths.len();
+        let right: Vec<bool> = schema
+            .fields
+            .iter()
+            .map(|f| {
+                matches!(
+                    f.ty,
+                    Type::Count | Type::Int | Type::Double | Type::Interval | Type::Port
+                )
+            })
+            .collect();
+
+        // Title.
+        if self.started {
+            out.push(b'\n');
+        }
+        self.started = true;
+        let mut title = Vec::new();
+        push_text(&mut title, schema.name.as_bytes(), false, Controls::Escape);
+        let mut title = String::from_utf8(title).unwrap_or_default();
+        if shown < n {
+            let more = n - shown;
+            title.push_str(&format!(
+                "  … {more} more column{}",
+                if more == 1 { "" } else { "s" }
+            ));
+        }
+        let chars = title.chars().count();
+        push_cut(out, &title, chars, self.width);
+        out.push(b'\n');
+
+        // Header.
+        let mut line = LineWriter::new(out);
+        let mut start = 0;
+        for (j, &(end, chars)) in self.header_ends.iter().enumerate().take(shown) {
+            line.cell(
+                &self.header[start..end],
+                chars,
+                self.widths[j],
+                right[j],
+                j + 1 == shown,
+            );
+            start = end;
+        }
+        line.end();
+
+        // Rows (of a schema without fields: empty lines).
+        if n == 0 {
+            out.resize(out.len() + self.rows, b'\n');
+        }
+        let mut start = 0;
+        for row in self.held.chunks(n.max(1)) {
+            let mut line = LineWriter::new(out);
+            for (j, h) in row.iter().enumerate() {
+                if j < shown {
+                    let s = match h.kind {
+                        CellKind::Unset => UNSET,
+                        CellKind::Empty => EMPTY,
+                        CellKind::Text => &self.text[start..h.end],
+                    };
+                    line.cell(s, h.chars, self.widths[j], right[j], j + 1 == shown);
+                }
+                start = h.end;
+            }
+            line.end();
+        }
+        self.text.clear();
+        self.held.clear();
+        self.rows = 0;
+    }
+}
+
+/// Writes the cells of one line: cells two spaces apart, padded to their column's width.
+struct LineWriter<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> LineWriter<'a> {
+    fn new(out: &'a mut Vec<u8>) -> LineWriter<'a> {
+        LineWriter { out, first: true }
+    }
+
+    /// Appends a cell of `chars` characters in a column `width` wide; `last` writes no
+    /// trailing spaces.
+    fn cell(&mut self, s: &str, chars: usize, width: usize, right: bool, last: bool) {
+        if !self.first {
+            push_spaces(self.out, GAP);
+        }
+        self.first = false;
+        let pad = width.saturating_sub(chars);
+        if right {
+            push_spaces(self.out, pad);
+        }
+        push_cut(self.out, s, chars, width);
+        if !right && !last {
+            push_spaces(self.out, pad);
+        }
+    }
+
+    fn end(self) {
+        self.out.push(b'\n');
+    }
+}
+
+fn push_spaces(out: &mut Vec<u8>, n: usize) {
+    out.resize(out.len() + n, b' ');
+}
+
+/// Appends `s` (of `chars` characters) cut to `width` characters: when longer, its first
+/// `width - 1` characters and `…`.
+fn push_cut(out: &mut Vec<u8>, s: &str, chars: usize, width: usize) {
+    if chars <= width {
+        out.extend_from_slice(s.as_bytes());
+        return;
+    }
+    let keep = width.saturating_sub(1);
+    out.extend_from_slice(&s.as_bytes()[..char_start(s, keep)]);
+    if width > 0 {
+        out.extend_from_slice("…".as_bytes());
+    }
+}
+
+/// The byte offset of character `n` of `s` (its length when `s` is shorter).
+fn char_start(s: &str, n: usize) -> usize {
+    if s.is_ascii() {
+        return n.min(s.len());
+    }
+    s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
+}
+
+/// `s` cut to at most `width` characters (the part to keep: the caller adds `…` when it is
+/// shorter than `s`), and the number of characters to count for it: its own, or `width + 1`
+/// when it was cut.
+fn fit_text(s: &str, width: usize) -> (&str, usize) {
+    let chars = if s.is_ascii() {
+        s.len()
+    } else {
+        bytecount::num_chars(s.as_bytes())
+    };
+    if chars <= width {
+        (s, chars)
+    } else {
+        (&s[..char_start(s, width)], width + 1)
+    }
+}
+
+/// The total width of columns of `widths`, [`GAP`] apart.
+fn total(widths: impl Iterator<Item = usize>) -> usize {
+    let mut n = 0usize;
+    let mut sum = 0usize;
+    for w in widths {
+        sum += w;
+        n += 1;
+    }
+    sum + GAP * n.saturating_sub(1)
+}
+
+/// The largest cap `c` in `min..=max` such that the columns of `natural`, each cut to `c`,
+/// fit in `width`; `None` when not even `min` does.
+fn largest_cap(natural: &[usize], width: usize, min: usize) -> Option<usize> {
+    let fits = |c: usize| total(natural.iter().map(|&w| w.min(c))) <= width;
+    let max = natural.iter().copied().max().unwrap_or(0).max(min);
+    if !fits(min) {
+        return None;
+    }
+    let (mut lo, mut hi) = (min, max);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
+}
+
+/// The widths of the shown columns (a prefix of them) for columns of `natural` widths in a
+/// table `width` wide (see the module docs): all at their natural width when they fit; else
+/// the widest cut to a common width of at least [`MIN_COLUMN`]; else the columns that fit
+/// with that cut, from the left (at least one, cut to `width` if need be).
+fn fit_widths(natural: &[usize], width: usize, widths: &mut Vec<usize>) {
+    widths.clear();
+    if let Some(cap) = largest_cap(natural, width, MIN_COLUMN) {
+        widths.extend(natural.iter().map(|&w| w.min(cap)));
+        return;
+    }
+    // Keep the columns that fit, cut to MIN_COLUMN, from the left.
+    let mut used = 0;
+    let mut keep = 0;
+    for &w in natural {
+        let need = w.min(MIN_COLUMN) + if keep > 0 { GAP } else { 0 };
+        if used + need > width {
+            break;
+        }
+        used += need;
+        keep += 1;
+    }
+    if keep == 0 {
+        if let Some(&first) = natural.first() {
+            widths.push(first.min(width));
+        }
+        return;
+    }
+    let kept = &natural[..keep];
+    let cap = largest_cap(kept, width, MIN_COLUMN).unwrap_or(MIN_COLUMN);
+    widths.extend(kept.iter().map(|&w| w.min(cap)));
+}
+
+impl EventWriter for TableWriter {
+    fn write_record_batch(
+        &mut self,
+        _schema: &SchemaRef,
+        _batch: &arrow_array::RecordBatch,
+        _out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        Err(WriteError::Io(std::io::Error::other(
+            "legacy writer: rows only",
+        )))
+    }
+
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        for (i, row) in rows.enumerate() {
+            if !self.same_schema(schema) {
+                self.print_block(out);
+                self.current = Some(schema.clone());
+            }
+            self.row_text.clear();
+            self.row_cells.clear();
+            push_cells(
+                schema,
+                row,
+                Controls::Escape,
+                &mut self.row_text,
+                &mut self.row_cells,
+            )
+            .map_err(|source| WriteError::Decode {
+                schema: schema.name.clone(),
+                row: i,
+                source,
+            })?;
+            self.hold_row();
+            if self.rows >= BLOCK_ROWS {
+                self.print_block(out);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<u8>) {
+        self.print_block(out);
+        self.current = None;
+        self.started = false;
+    }
+}
