@@ -31,13 +31,13 @@ pub enum WriteError {
         source: DecodeError,
     },
     /// A column of a record batch does not hold its field's type (a batch of another schema).
-    #[error("cannot format field {field} of schema {schema}: {problem}")]
+    #[error("cannot format a batch of schema {schema}: {problem}")]
     Column {
         /// The schema's name, e.g. `zeek.conn`.
         schema: String,
         /// The field's name (empty when the batch's columns do not match the fields at all).
         field: String,
-        /// What is wrong.
+        /// What is wrong, naming the field.
         problem: String,
     },
     /// The output could not be written.

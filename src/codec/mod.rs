@@ -12,8 +12,6 @@ pub mod csv_writer;
 mod drive;
 pub mod event_writer;
 pub mod json_writer;
-#[doc(hidden)]
-pub mod legacy;
 mod row_batches;
 mod sink_config;
 pub mod table_writer;

@@ -43,10 +43,10 @@ impl RowBatches {
 
     /// Writes `rows` of `schema` through `write`, a record batch at a time (see the module
     /// docs). `write` is given each batch and `out`.
-    pub(crate) fn write<'r>(
+    pub(crate) fn write(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &'r [u8]>,
+        rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
         mut write: impl FnMut(&RecordBatch, &mut Vec<u8>) -> Result<(), WriteError>,
     ) -> Result<(), WriteError> {

@@ -181,7 +181,7 @@ pub(crate) fn text_columns<'a>(
         return Err(error(
             "",
             format!(
-                "the batch has {} columns, the schema {} fields",
+                "it has {} columns for {} fields",
                 batch.num_columns(),
                 schema.fields.len()
             ),
@@ -191,7 +191,10 @@ pub(crate) fn text_columns<'a>(
         .fields
         .iter()
         .zip(batch.columns())
-        .map(|(f, a)| TextColumn::new(a.as_ref(), &f.ty).map_err(|p| error(&f.name, p)))
+        .map(|(f, a)| {
+            TextColumn::new(a.as_ref(), &f.ty)
+                .map_err(|p| error(&f.name, format!("field {}: {p}", f.name)))
+        })
         .collect()
 }
 
