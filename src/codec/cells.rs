@@ -3,7 +3,9 @@
 //! reading back.
 //!
 //! # Values
-//! One cell per field of the schema, in schema order. A cell's text is:
+//! One cell per field of the schema, in schema order, read from a row of an Arrow record batch
+//! by the row walk of `codec::text_format` (which also says which Arrow columns hold which
+//! Zeek types). A cell's text is:
 //! - `bool`: `true` / `false`;
 //! - `count`, `int`, `port`: decimal (a port without its protocol, as Zeek TSV writes it);
 //! - `interval`: seconds with the exact fraction, at least 6 digits (`0.163820`), as Zeek TSV;
@@ -32,11 +34,8 @@
 //! container from a literal `\x2c`): use `zeek-tsv`, `json`, `arrow` or `parquet` to move
 //! data between tools without loss.
 
-use crate::codec::zeek::scalar::{
-    push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet, push_u64,
-};
-use crate::types::{Schema, Type};
-use crate::value::{DecodeError, RowCursor, ValueRef, NIL};
+use crate::codec::text_format::{write_row, ListText, Scalar, TextColumn, TextFormat};
+use crate::codec::zeek::scalar::{push_double, push_rfc3339};
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -70,88 +69,97 @@ pub(crate) struct Cell {
     pub kind: CellKind,
 }
 
-/// Appends the cells of one msgpack row of `schema` (see [`crate::value`]): the text of each
-/// field to `text` and its [`Cell`] to `cells`, one per field.
-///
-/// On error, `text` and `cells` may hold part of the row: the caller truncates them.
+/// Appends the cells of row `row` of the columns of a batch
+/// ([`crate::codec::text_format::text_columns`]): the text of each field to `text` and its
+/// [`Cell`] to `cells`, one per field.
 #[inline]
 pub(crate) fn push_cells(
-    schema: &Schema,
-    row: &[u8],
+    columns: &[TextColumn<'_>],
+    row: usize,
     controls: Controls,
     text: &mut Vec<u8>,
     cells: &mut Vec<Cell>,
-) -> Result<(), DecodeError> {
-    let mut r = RowCursor::new(row);
-    r.row_header(schema.fields.len())?;
-    for field in &schema.fields {
-        let m = r.marker()?;
-        if m == NIL {
-            cells.push(Cell {
-                end: text.len(),
-                kind: CellKind::Unset,
-            });
-            continue;
-        }
-        let start = text.len();
-        match field.ty.element() {
-            None => push_scalar(&mut r, m, &field.ty, false, controls, text)?,
-            Some(inner) => {
-                let n = r.list_len(m)?;
-                for j in 0..n {
-                    if j > 0 {
-                        text.push(b',');
-                    }
-                    let m = r.marker()?;
-                    if m == NIL {
-                        text.push(b'-');
-                    } else {
-                        push_scalar(&mut r, m, inner, true, controls, text)?;
-                    }
-                }
-            }
-        }
-        cells.push(Cell {
-            end: text.len(),
-            kind: if text.len() == start {
-                CellKind::Empty
-            } else {
-                CellKind::Text
-            },
-        });
-    }
-    Ok(())
+) {
+    let mut format = Cells {
+        controls,
+        cells,
+        start: 0,
+        set: false,
+        open: false,
+    };
+    write_row(&mut format, columns, row, text);
 }
 
-/// Appends the text of the set scalar of type `ty` whose marker `m` was just read; `in_list`
-/// when it is a container's element.
-#[inline(always)]
-fn push_scalar(
-    r: &mut RowCursor<'_>,
-    m: u8,
-    ty: &Type,
-    in_list: bool,
+/// Cells as a [`TextFormat`]: no punctuation but `,` between a container's elements; each
+/// field's [`Cell`] recorded when the next one starts, or the row ends.
+struct Cells<'a> {
     controls: Controls,
-    out: &mut Vec<u8>,
-) -> Result<(), DecodeError> {
-    match ty {
-        Type::Count | Type::Port => push_u64(out, r.uint(m, ty)?),
-        Type::Int => push_i64(out, r.int(m, ty)?),
-        Type::Interval => push_decimal_ns(out, r.int(m, ty)?),
-        _ => match r.scalar(m, ty)? {
-            ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-            ValueRef::Double(d) => {
+    cells: &'a mut Vec<Cell>,
+    /// Where the open cell's text starts.
+    start: usize,
+    /// Whether the open cell's field is set.
+    set: bool,
+    /// Whether a cell is open.
+    open: bool,
+}
+
+impl Cells<'_> {
+    /// Records the open cell, if any, as ending at `end`.
+    #[inline]
+    fn close(&mut self, end: usize) {
+        if !self.open {
+            return;
+        }
+        self.open = false;
+        let kind = if !self.set {
+            CellKind::Unset
+        } else if end == self.start {
+            CellKind::Empty
+        } else {
+            CellKind::Text
+        };
+        self.cells.push(Cell { end, kind });
+    }
+}
+
+impl TextFormat for Cells<'_> {
+    const LIST: ListText = ListText {
+        open: b"",
+        close: b"",
+        empty: b"",
+        unset: b"-",
+    };
+
+    #[inline]
+    fn begin_row(&mut self, _out: &mut Vec<u8>) {
+        self.open = false;
+    }
+
+    #[inline]
+    fn field(&mut self, _i: usize, set: bool, out: &mut Vec<u8>) {
+        self.close(out.len());
+        self.start = out.len();
+        self.set = set;
+        self.open = true;
+    }
+
+    #[inline]
+    fn end_row(&mut self, out: &mut Vec<u8>) {
+        self.close(out.len());
+    }
+
+    #[inline]
+    fn scalar(&mut self, v: Scalar<'_>, in_list: bool, out: &mut Vec<u8>) {
+        match v {
+            Scalar::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            Scalar::Double(d) => {
                 push_double(out, d, false);
             }
-            ValueRef::Time(ns) => push_rfc3339(out, ns),
-            ValueRef::String(s) => push_text(out, s, in_list, controls),
-            ValueRef::Addr(a) => push_addr(out, a),
-            ValueRef::Subnet(a, p) => push_subnet(out, a, p),
-            // Written above, or not scalars.
-            _ => {}
-        },
+            Scalar::Time(ns) => push_rfc3339(out, ns),
+            Scalar::String(s) => push_text(out, s, in_list, self.controls),
+            Scalar::Addr(a) => out.extend_from_slice(a),
+        }
     }
-    Ok(())
 }
 
 #[inline]
@@ -200,7 +208,9 @@ pub(crate) fn push_text(out: &mut Vec<u8>, s: &[u8], in_list: bool, controls: Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Field;
+    use crate::codec::arrow::ArrowBuilder;
+    use crate::codec::text_format::text_columns;
+    use crate::types::{Field, Schema, Type};
     use crate::value::{encode_row, Value};
 
     fn text(s: &[u8], in_list: bool, controls: Controls) -> String {
@@ -272,8 +282,13 @@ mod tests {
         ];
         let mut buf = Vec::new();
         encode_row(&row, &mut buf);
+        let schema = schema.into_shared();
+        let mut builder = ArrowBuilder::exact(schema.clone());
+        builder.append(&buf).unwrap();
+        let batch = builder.finish().unwrap();
+        let columns = text_columns(&schema, &batch).unwrap();
         let (mut text, mut cells) = (Vec::new(), Vec::new());
-        push_cells(&schema, &buf, Controls::Keep, &mut text, &mut cells).unwrap();
+        push_cells(&columns, 0, Controls::Keep, &mut text, &mut cells);
         let mut start = 0;
         let got: Vec<(String, CellKind)> = cells
             .iter()
@@ -303,14 +318,5 @@ mod tests {
         ];
         let want: Vec<(String, CellKind)> = want.iter().map(|(t, k)| (t.to_string(), *k)).collect();
         assert_eq!(got, want);
-        // A truncated row is an error.
-        let r = push_cells(
-            &schema,
-            &buf[..buf.len() - 1],
-            Controls::Keep,
-            &mut text,
-            &mut cells,
-        );
-        assert!(r.is_err());
     }
 }

@@ -31,8 +31,12 @@
 //! Cells are written as they are: a string starting with `=`, `+`, `-` or `@` is not
 //! defused against formula evaluation in spreadsheets.
 
+use arrow_array::RecordBatch;
+
 use crate::codec::cells::{push_cells, Cell, CellKind, Controls};
 use crate::codec::event_writer::{EventWriter, WriteError};
+use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::text_format::text_columns;
 use crate::types::SchemaRef;
 
 /// Writes events as CSV. See the module docs for the layout.
@@ -46,6 +50,7 @@ pub struct CsvWriter {
     /// The text of the cells of the row being written, and their ends.
     text: Vec<u8>,
     cells: Vec<Cell>,
+    rows: RowBatches,
 }
 
 impl std::fmt::Debug for CsvWriter {
@@ -73,6 +78,7 @@ impl CsvWriter {
                 .build(),
             text: Vec::new(),
             cells: Vec::new(),
+            rows: RowBatches::new(Form::Exact),
         }
     }
 
@@ -117,31 +123,29 @@ fn push_field(quoting: &csv_core::Writer, cell: &[u8], out: &mut Vec<u8>) {
 }
 
 impl EventWriter for CsvWriter {
-    fn write_rows(
+    fn write_record_batch(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &[u8]>,
+        batch: &RecordBatch,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        let mut rows = rows.peekable();
-        if rows.peek().is_none() {
+        let columns = text_columns(schema, batch)?;
+        if batch.num_rows() == 0 {
             return Ok(());
         }
         if !self.same_schema(schema) {
             self.open_section(schema, out);
         }
-        for (i, row) in rows.enumerate() {
+        for row in 0..batch.num_rows() {
             self.text.clear();
             self.cells.clear();
-            // The row is formatted whole before any of it is written: a bad row leaves `out`
-            // as it was.
-            push_cells(schema, row, Controls::Keep, &mut self.text, &mut self.cells).map_err(
-                |source| WriteError::Decode {
-                    schema: schema.name.clone(),
-                    row: i,
-                    source,
-                },
-            )?;
+            push_cells(
+                &columns,
+                row,
+                Controls::Keep,
+                &mut self.text,
+                &mut self.cells,
+            );
             let mut start = 0;
             for (j, cell) in self.cells.iter().enumerate() {
                 if j > 0 {
@@ -157,6 +161,15 @@ impl EventWriter for CsvWriter {
             out.push(b'\n');
         }
         Ok(())
+    }
+
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        write_rows(self, |w| &mut w.rows, schema, rows, out)
     }
 
     fn finish(&mut self, _out: &mut Vec<u8>) {

@@ -1,5 +1,6 @@
-//! What every stream writer is: [`EventWriter`], which formats rows of one schema at a time,
-//! and [`WriteError`], why it could not.
+//! What every stream writer is: [`EventWriter`], which formats Arrow record batches (and
+//! msgpack rows, through record batches) of one schema at a time, and [`WriteError`], why it
+//! could not.
 //!
 //! The writers of each format (`json_writer`, `csv_writer`, `table_writer`, the Zeek TSV and
 //! Arrow IPC writers) implement [`EventWriter`]; `writer` picks one for an
@@ -7,6 +8,8 @@
 //! them, so that they and `writer` depend on it one way.
 
 use std::io;
+
+use arrow_array::RecordBatch;
 
 use crate::batch::Batch;
 use crate::types::SchemaRef;
@@ -26,6 +29,16 @@ pub enum WriteError {
         /// What was wrong with the row.
         #[source]
         source: DecodeError,
+    },
+    /// A column of a record batch does not hold its field's type (a batch of another schema).
+    #[error("cannot format a batch of schema {schema}: {problem}")]
+    Column {
+        /// The schema's name, e.g. `zeek.conn`.
+        schema: String,
+        /// The field's name (empty when the batch's columns do not match the fields at all).
+        field: String,
+        /// What is wrong, naming the field.
+        problem: String,
     },
     /// The output could not be written.
     #[error("cannot write output: {0}")]
@@ -71,9 +84,26 @@ impl WriteError {
     }
 }
 
-/// Formats rows of events as text.
+/// Formats events as text (or an Arrow IPC stream).
 pub trait EventWriter: Send {
-    /// Appends the rows (msgpack rows of `schema`, see [`crate::value`]) to `out`.
+    /// Appends the rows of an Arrow record batch of `schema` to `out`. The batch's columns are
+    /// those of [`crate::codec::arrow::arrow_schema`] of `schema` (as the lake, Arrow IPC and
+    /// the API hold events), or, for the text formats, of
+    /// [`crate::codec::arrow::schema::exact_arrow_schema`] (strings as bytes, intervals as
+    /// nanoseconds; what [`EventWriter::write_rows`] builds): the text writers' accepted
+    /// columns are in `codec::text_format`. Arrow IPC writes the batch as it is.
+    ///
+    /// A column that does not hold its field's type is [`WriteError::Column`], before
+    /// anything of the batch is written.
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError>;
+
+    /// Appends the rows (msgpack rows of `schema`, see [`crate::value`]) to `out`: converted
+    /// to record batches, written by [`EventWriter::write_record_batch`].
     ///
     /// On error, `out` keeps the rows written before the bad one, and nothing of the bad one.
     fn write_rows(
@@ -93,48 +123,12 @@ pub trait EventWriter: Send {
     /// so that the next rows start a new document.
     fn finish(&mut self, out: &mut Vec<u8>);
 
-    /// Whether the writer takes Arrow record batches ([`EventWriter::write_record_batch`]):
-    /// a search's events stored in columns are then decoded straight into Arrow for it
-    /// (`crate::query::to_arrow`), never rebuilt as rows. `false` (the default): rows only.
+    /// Whether the writer takes the record batches of [`crate::codec::arrow::arrow_schema`]
+    /// without a loss (Arrow IPC): a search's events stored in columns are then decoded
+    /// straight into Arrow for it (`crate::query::to_arrow`), never rebuilt as rows. `false`
+    /// (the default): the text writers, whose exact output needs the bytes of strings and the
+    /// nanoseconds of intervals, take rows (converted to [`crate::codec::arrow::schema::exact_arrow_schema`]).
     fn takes_record_batches(&self) -> bool {
         false
     }
-
-    /// Appends events of `schema` given as a record batch (the arrays of
-    /// [`crate::codec::arrow::arrow_schema`]'s types), for a writer that
-    /// [takes them](EventWriter::takes_record_batches); any other refuses.
-    fn write_record_batch(
-        &mut self,
-        schema: &SchemaRef,
-        _batch: &arrow_array::RecordBatch,
-        _out: &mut Vec<u8>,
-    ) -> Result<(), WriteError> {
-        Err(WriteError::Io(io::Error::other(format!(
-            "events of {} given as a record batch to a writer of rows",
-            schema.name
-        ))))
-    }
-}
-
-/// Writes each row with `write`, keeping the output all-or-nothing per row: on a bad row the
-/// output holds the rows before it and nothing of the bad one, and the error names the schema
-/// and the row index. The shared loop of every [`EventWriter::write_rows`].
-pub(crate) fn write_each<'a>(
-    schema: &SchemaRef,
-    rows: impl Iterator<Item = &'a [u8]>,
-    out: &mut Vec<u8>,
-    mut write: impl FnMut(&'a [u8], &mut Vec<u8>) -> Result<(), DecodeError>,
-) -> Result<(), WriteError> {
-    for (i, row) in rows.enumerate() {
-        let start = out.len();
-        if let Err(source) = write(row, out) {
-            out.truncate(start);
-            return Err(WriteError::Decode {
-                schema: schema.name.clone(),
-                row: i,
-                source,
-            });
-        }
-    }
-    Ok(())
 }

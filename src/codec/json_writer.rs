@@ -16,6 +16,8 @@
 //! `weir import --from suricata` reads such a line back to the same values.
 //!
 //! # Values
+//! Written from Arrow record batches ([`EventWriter::write_record_batch`]; rows become batches
+//! first), by the row walk of `codec::text_format`:
 //! - `time`, as chosen by [`JsonTimestamps`] (`--json-timestamps`, `json_timestamps`):
 //!   - `iso8601` (weir's default): RFC 3339 UTC string with the exact fraction, at least 6
 //!     digits (`"2009-11-18T08:00:21.486539Z"`, `"...21.486539123Z"` when nanoseconds are
@@ -47,17 +49,17 @@
 //! written back the same (the reference `zeekref.py` takes `\u000a` and `\x0a` text as equal
 //! when comparing with TSV originals).
 
-use std::cell::RefCell;
+use arrow_array::RecordBatch;
 
-use crate::codec::event_writer::{write_each, EventWriter, WriteError};
+use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::codec::json_nest::Nest;
-use crate::codec::text_format::{write_row, ListText, TextFormat};
-use crate::codec::zeek::scalar::{
-    push_addr, push_decimal_ns, push_double, push_i64, push_rfc3339, push_subnet,
+use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::text_format::{
+    text_columns, write_row, ListText, Scalar, TextColumn, TextFormat,
 };
+use crate::codec::zeek::scalar::{push_decimal_ns, push_double, push_i64, push_rfc3339};
 use crate::setting::{Choice, ChoiceName};
 use crate::types::{SchemaRef, EVE_SCHEMA_PREFIX};
-use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -99,15 +101,23 @@ impl Choice for JsonTimestamps {
 crate::choice!(JsonTimestamps);
 
 /// Writes events as JSON lines. See the module docs for the layout.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct JsonWriter {
     /// `{"_path":"<path>"` and the `,"<name>":` prefix of every field, for the last schema.
     cache: Option<(SchemaRef, Vec<u8>, Vec<Vec<u8>>)>,
     timestamps: JsonTimestamps,
+    rows: RowBatches,
     /// The object layout of the last EVE schema written.
     nest: Option<(SchemaRef, Nest)>,
     /// An EVE row's field values as JSON text, and where each starts (and whether set).
     scratch: Vec<u8>,
+    starts: Vec<(usize, bool)>,
+}
+
+impl Default for JsonWriter {
+    fn default() -> Self {
+        JsonWriter::with_timestamps(JsonTimestamps::default())
+    }
 }
 
 impl JsonWriter {
@@ -119,18 +129,23 @@ impl JsonWriter {
     /// A JSON lines writer spelling times as `timestamps` says.
     pub fn with_timestamps(timestamps: JsonTimestamps) -> JsonWriter {
         JsonWriter {
+            cache: None,
             timestamps,
-            ..JsonWriter::default()
+            rows: RowBatches::new(Form::Exact),
+            nest: None,
+            scratch: Vec::new(),
+            starts: Vec::new(),
         }
     }
 
-    /// Writes rows of a Suricata EVE schema in EVE's nested shape (module docs).
+    /// Writes the rows of a Suricata EVE schema in EVE's nested shape (module docs).
     fn write_eve(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &[u8]>,
+        columns: &[TextColumn<'_>],
+        rows: usize,
         out: &mut Vec<u8>,
-    ) -> Result<(), WriteError> {
+    ) {
         let fresh = match &self.nest {
             Some((cur, _)) => !(std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema),
             None => true,
@@ -146,22 +161,21 @@ impl JsonWriter {
             self.nest = Some((schema.clone(), nest));
         }
         let Some((_, nest)) = &self.nest else {
-            return Ok(());
+            return;
         };
-        let spans = Spans {
-            json: Json {
-                head: b"",
-                keys: &[],
-                timestamps: self.timestamps,
-            },
-            starts: RefCell::new(Vec::with_capacity(schema.fields.len())),
-        };
-        let scratch = &mut self.scratch;
-        write_each(schema, rows, out, |row, out| {
-            scratch.clear();
-            spans.starts.borrow_mut().clear();
-            write_row(&spans, schema, row, scratch)?;
-            let starts = spans.starts.borrow();
+        for row in 0..rows {
+            self.scratch.clear();
+            self.starts.clear();
+            let mut spans = Spans {
+                json: Json {
+                    head: b"",
+                    keys: &[],
+                    timestamps: self.timestamps,
+                },
+                starts: &mut self.starts,
+            };
+            write_row(&mut spans, columns, row, &mut self.scratch);
+            let (starts, scratch) = (&self.starts, &self.scratch);
             let value = |i: usize| -> Option<&[u8]> {
                 let &(start, set) = starts.get(i)?;
                 let end = starts.get(i + 1).map_or(scratch.len(), |&(e, _)| e);
@@ -169,8 +183,7 @@ impl JsonWriter {
             };
             nest.write(&value, out);
             out.push(b'\n');
-            Ok(())
-        })
+        }
     }
 
     fn prepare(&mut self, schema: &SchemaRef) {
@@ -196,27 +209,39 @@ impl JsonWriter {
 }
 
 impl EventWriter for JsonWriter {
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let columns = text_columns(schema, batch)?;
+        if schema.name.starts_with(EVE_SCHEMA_PREFIX) {
+            self.write_eve(schema, &columns, batch.num_rows(), out);
+            return Ok(());
+        }
+        self.prepare(schema);
+        let Some((_, head, keys)) = &self.cache else {
+            return Ok(());
+        };
+        let mut format = Json {
+            head,
+            keys,
+            timestamps: self.timestamps,
+        };
+        for row in 0..batch.num_rows() {
+            write_row(&mut format, &columns, row, out);
+        }
+        Ok(())
+    }
+
     fn write_rows(
         &mut self,
         schema: &SchemaRef,
         rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        if schema.name.starts_with(EVE_SCHEMA_PREFIX) {
-            return self.write_eve(schema, rows, out);
-        }
-        self.prepare(schema);
-        let Some((_, head, keys)) = &self.cache else {
-            return Ok(());
-        };
-        let format = Json {
-            head,
-            keys,
-            timestamps: self.timestamps,
-        };
-        write_each(schema, rows, out, |row, out| {
-            write_row(&format, schema, row, out)
-        })
+        write_rows(self, |w| &mut w.rows, schema, rows, out)
     }
 
     fn finish(&mut self, _out: &mut Vec<u8>) {}
@@ -237,15 +262,19 @@ impl TextFormat for Json<'_> {
         empty: b"[]",
         unset: b"null",
     };
-    const ROW_END: &'static [u8] = b"}\n";
 
     #[inline]
-    fn begin_row(&self, out: &mut Vec<u8>) {
+    fn begin_row(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.head);
     }
 
     #[inline]
-    fn field(&self, i: usize, set: bool, out: &mut Vec<u8>) {
+    fn end_row(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"}\n");
+    }
+
+    #[inline]
+    fn field(&mut self, i: usize, set: bool, out: &mut Vec<u8>) {
         match self.keys.get(i) {
             Some(key) if set => out.extend_from_slice(key),
             _ => {}
@@ -253,10 +282,10 @@ impl TextFormat for Json<'_> {
     }
 
     #[inline]
-    fn scalar(&self, v: ValueRef<'_>, _in_list: bool, out: &mut Vec<u8>) {
+    fn scalar(&mut self, v: Scalar<'_>, _in_list: bool, out: &mut Vec<u8>) {
         match v {
-            ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-            ValueRef::Double(d) => {
+            Scalar::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            Scalar::Double(d) => {
                 let finite = push_double(out, d, true);
                 if !finite {
                     // JSON has no infinity or NaN (Zeek writes null, like unset): strings that
@@ -270,43 +299,41 @@ impl TextFormat for Json<'_> {
                     });
                 }
             }
-            ValueRef::String(s) => push_json_string(out, s),
-            ValueRef::Time(ns) => match self.timestamps {
+            Scalar::String(s) => push_json_string(out, s),
+            Scalar::Time(ns) => match self.timestamps {
                 JsonTimestamps::Iso8601 => quoted(out, |out| push_rfc3339(out, ns)),
                 JsonTimestamps::Epoch => push_decimal_ns(out, ns),
                 // Zeek: `(int64)(seconds * 1000)`, truncated toward zero.
                 JsonTimestamps::Millis => push_i64(out, ns / 1_000_000),
             },
-            ValueRef::Addr(a) => quoted(out, |out| push_addr(out, a)),
-            ValueRef::Subnet(a, p) => quoted(out, |out| push_subnet(out, a, p)),
-            // Written by `write_row`, or not scalars.
-            _ => {}
+            Scalar::Addr(a) => quoted(out, |out| out.extend_from_slice(a)),
         }
     }
 }
 
-/// The values of a row's fields as JSON text, one after the other, with where each starts: what
-/// [`Nest::write`] arranges into an EVE object.
-struct Spans<'a> {
+/// An EVE row's fields written one after the other with [`Json`]'s values and no keys,
+/// recording where each field's text starts (and whether it is set), for [`Nest`] to place.
+struct Spans<'a, 'b> {
     json: Json<'a>,
-    /// Per field: where its text starts, and whether it is set.
-    starts: RefCell<Vec<(usize, bool)>>,
+    starts: &'b mut Vec<(usize, bool)>,
 }
 
-impl TextFormat for Spans<'_> {
+impl TextFormat for Spans<'_, '_> {
     const LIST: ListText = <Json<'static> as TextFormat>::LIST;
-    const ROW_END: &'static [u8] = b"";
 
     #[inline]
-    fn begin_row(&self, _out: &mut Vec<u8>) {}
+    fn begin_row(&mut self, _out: &mut Vec<u8>) {}
 
     #[inline]
-    fn field(&self, _i: usize, set: bool, out: &mut Vec<u8>) {
-        self.starts.borrow_mut().push((out.len(), set));
+    fn field(&mut self, _i: usize, set: bool, out: &mut Vec<u8>) {
+        self.starts.push((out.len(), set));
     }
 
     #[inline]
-    fn scalar(&self, v: ValueRef<'_>, in_list: bool, out: &mut Vec<u8>) {
+    fn end_row(&mut self, _out: &mut Vec<u8>) {}
+
+    #[inline]
+    fn scalar(&mut self, v: Scalar<'_>, in_list: bool, out: &mut Vec<u8>) {
         self.json.scalar(v, in_list, out);
     }
 }

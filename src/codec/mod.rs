@@ -13,6 +13,7 @@ mod drive;
 pub mod event_writer;
 pub mod json_nest;
 pub mod json_writer;
+mod row_batches;
 mod sink_config;
 pub mod suricata;
 pub mod table_writer;

@@ -38,8 +38,12 @@
 //! An unset value is `-`, a set one with no text (an empty string or container) `(empty)`, as
 //! in Zeek TSV; unlike there, a string `-` or `(empty)` is shown as it is.
 
+use arrow_array::RecordBatch;
+
 use crate::codec::cells::{push_cells, push_text, Cell, CellKind, Controls};
 use crate::codec::event_writer::{EventWriter, WriteError};
+use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::text_format::text_columns;
 use crate::types::{SchemaRef, Type};
 
 /// Most rows in one block: the rows whose widths make the columns, held until printed.
@@ -103,6 +107,7 @@ pub struct TableWriter {
     header: String,
     header_ends: Vec<(usize, usize)>,
     widths: Vec<usize>,
+    rows_in: RowBatches,
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -141,6 +146,7 @@ impl TableWriter {
             header: String::new(),
             header_ends: Vec::new(),
             widths: Vec::new(),
+            rows_in: RowBatches::new(Form::Exact),
         }
     }
 
@@ -417,13 +423,14 @@ fn fit_widths(natural: &[usize], width: usize, widths: &mut Vec<usize>) {
 }
 
 impl EventWriter for TableWriter {
-    fn write_rows(
+    fn write_record_batch(
         &mut self,
         schema: &SchemaRef,
-        rows: &mut dyn Iterator<Item = &[u8]>,
+        batch: &RecordBatch,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        for (i, row) in rows.enumerate() {
+        let columns = text_columns(schema, batch)?;
+        for row in 0..batch.num_rows() {
             if !self.same_schema(schema) {
                 self.print_block(out);
                 self.current = Some(schema.clone());
@@ -431,23 +438,27 @@ impl EventWriter for TableWriter {
             self.row_text.clear();
             self.row_cells.clear();
             push_cells(
-                schema,
+                &columns,
                 row,
                 Controls::Escape,
                 &mut self.row_text,
                 &mut self.row_cells,
-            )
-            .map_err(|source| WriteError::Decode {
-                schema: schema.name.clone(),
-                row: i,
-                source,
-            })?;
+            );
             self.hold_row();
             if self.rows >= BLOCK_ROWS {
                 self.print_block(out);
             }
         }
         Ok(())
+    }
+
+    fn write_rows(
+        &mut self,
+        schema: &SchemaRef,
+        rows: &mut dyn Iterator<Item = &[u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        write_rows(self, |w| &mut w.rows_in, schema, rows, out)
     }
 
     fn finish(&mut self, out: &mut Vec<u8>) {

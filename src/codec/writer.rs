@@ -1,10 +1,14 @@
-//! Writers: turning msgpack rows back into text.
+//! Writers: turning events back into text.
 //!
-//! An [`EventWriter`] formats rows of one schema at a time into a caller-owned `Vec<u8>`. It
-//! takes rows as raw msgpack byte slices (see [`crate::value`]) rather than a [`Batch`], so that
-//! rows read straight out of a memory-mapped segment are formatted without being copied into a
-//! batch first. Writers keep state between calls (the Zeek TSV writer remembers the schema of its
-//! open header block) and write a trailer on [`EventWriter::finish`].
+//! An [`EventWriter`] formats events of one schema at a time into a caller-owned `Vec<u8>`:
+//! an Arrow record batch ([`EventWriter::write_record_batch`]), or raw msgpack rows (see
+//! [`crate::value`]) rather than a [`Batch`], so that rows read straight out of a
+//! memory-mapped segment are not copied into a batch first; the rows are converted to record
+//! batches (of [`crate::codec::arrow::schema::exact_arrow_schema`] for text, which holds
+//! every value as it is) and written as such, so that each format has one rendering, from
+//! Arrow arrays (`codec::text_format`). Writers keep state between calls (the Zeek TSV writer
+//! remembers the schema of its open header block) and write a trailer on
+//! [`EventWriter::finish`].
 //!
 //! The formats ([`OutputFormat`]):
 //! - `zeek-tsv`: the layout of Zeek's ASCII writer ([`crate::codec::zeek::tsv_writer`]);
@@ -133,18 +137,33 @@ pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box
 struct DirectoryOnly;
 
 impl EventWriter for DirectoryOnly {
+    fn write_record_batch(
+        &mut self,
+        _schema: &SchemaRef,
+        _batch: &arrow_array::RecordBatch,
+        _out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        Err(Self::refused())
+    }
+
     fn write_rows(
         &mut self,
         _schema: &SchemaRef,
         _rows: &mut dyn Iterator<Item = &[u8]>,
         _out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        Err(WriteError::Io(io::Error::other(
-            "parquet is written into a directory (--output DIR, or a parquet sink)",
-        )))
+        Err(Self::refused())
     }
 
     fn finish(&mut self, _out: &mut Vec<u8>) {}
+}
+
+impl DirectoryOnly {
+    fn refused() -> WriteError {
+        WriteError::Io(io::Error::other(
+            "parquet is written into a directory (--output DIR, or a parquet sink)",
+        ))
+    }
 }
 
 /// A [`Sink`] of batches that formats them with an [`EventWriter`] and writes the text to an

@@ -15,6 +15,7 @@ mod archive_umask;
 mod arrow_decode;
 mod arrow_lake;
 mod arrow_mutations;
+mod batch_writers;
 mod batcher_props;
 mod cli_archive_roundtrip;
 mod cli_convert;

@@ -5,14 +5,17 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
-use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type};
+use arrow_array::types::{
+    DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
+};
 use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray,
+    ArrayRef, ArrowPrimitiveType, BinaryArray, BooleanArray, ListArray, PrimitiveArray,
+    RecordBatch, StringArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{FieldRef, Schema as ArrowSchema};
+use arrow_schema::{DataType, FieldRef, Schema as ArrowSchema};
 
-use super::schema::{arrow_schema, interval_seconds};
+use super::schema::{arrow_schema, exact_arrow_schema, interval_seconds};
 use super::ArrowCodecError;
 use crate::codec::zeek::scalar::{push_addr, push_subnet};
 use crate::types::{SchemaRef, Type};
@@ -125,7 +128,14 @@ impl TextColumn {
         self.nulls.append_null();
     }
 
-    fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    /// The values as they are, as a `binary` column.
+    fn finish_binary(&mut self) -> BinaryArray {
+        let (offsets, values) = self.take_buffers();
+        BinaryArray::new(offsets, values, self.nulls.finish())
+    }
+
+    /// The offsets and values so far; the column starts empty again, keeping its capacity.
+    fn take_buffers(&mut self) -> (OffsetBuffer<i32>, Buffer) {
         let rows = self.offsets.len() - 1;
         let capacity = self.values.len();
         let values = Buffer::from_vec(std::mem::replace(
@@ -137,6 +147,12 @@ impl TextColumn {
             Vec::with_capacity(rows + 1),
         )));
         self.offsets.push(0);
+        (offsets, values)
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+        let rows = self.offsets.len() - 1;
+        let (offsets, values) = self.take_buffers();
         let nulls = self.nulls.finish();
         // Buffers are shared, not copied, by these clones.
         let array = StringArray::try_new(offsets.clone(), values.clone(), nulls.clone());
@@ -205,9 +221,13 @@ enum Scalar {
     Time(Fixed<TimestampNanosecondType>),
     /// Seconds ([`interval_seconds`]).
     Interval(Fixed<Float64Type>),
+    /// Nanoseconds (`duration[ns]`, [`exact_arrow_schema`]).
+    IntervalNs(Fixed<DurationNanosecondType>),
     Port(Fixed<UInt16Type>),
     /// `string`, `enum`, `pattern`, `file`.
     Text(TextColumn),
+    /// `string`, `enum`, `pattern`, `file` as `binary` ([`exact_arrow_schema`]).
+    Bytes(TextColumn),
     /// `addr`, as text.
     Addr(TextColumn),
     /// `subnet`, as text.
@@ -215,7 +235,14 @@ enum Scalar {
 }
 
 impl Scalar {
-    fn new(ty: &Type) -> Scalar {
+    /// The builder of values of type `ty` held as Arrow type `dt` (that of [`arrow_schema`]
+    /// or of [`exact_arrow_schema`]).
+    fn new(ty: &Type, dt: &DataType) -> Scalar {
+        match (ty, dt) {
+            (Type::Interval, DataType::Duration(_)) => return Scalar::IntervalNs(Fixed::new()),
+            (_, DataType::Binary) => return Scalar::Bytes(TextColumn::new()),
+            _ => {}
+        }
         match ty {
             Type::Bool => Scalar::Bool(BoolColumn {
                 values: Vec::new(),
@@ -243,8 +270,11 @@ impl Scalar {
             Scalar::Double(b) => b.append_null(),
             Scalar::Time(b) => b.append_null(),
             Scalar::Interval(b) => b.append_null(),
+            Scalar::IntervalNs(b) => b.append_null(),
             Scalar::Port(b) => b.append_null(),
-            Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => b.append_null(),
+            Scalar::Text(b) | Scalar::Bytes(b) | Scalar::Addr(b) | Scalar::Subnet(b) => {
+                b.append_null()
+            }
         }
     }
 
@@ -258,6 +288,7 @@ impl Scalar {
             Scalar::Int(b) => b.append_value(r.int(m, ty)?),
             Scalar::Time(b) => b.append_value(r.int(m, ty)?),
             Scalar::Interval(b) => b.append_value(interval_seconds(r.int(m, ty)?)),
+            Scalar::IntervalNs(b) => b.append_value(r.int(m, ty)?),
             Scalar::Port(b) => {
                 let p = r.uint(m, ty)?;
                 b.append_value(u16::try_from(p).map_err(|_| r.unexpected(m, ty))?)
@@ -270,7 +301,7 @@ impl Scalar {
                 ValueRef::Double(v) => b.append_value(v),
                 _ => return Err(r.unexpected(m, ty)),
             },
-            Scalar::Text(b) => {
+            Scalar::Text(b) | Scalar::Bytes(b) => {
                 b.values.extend_from_slice(r.bin(m, ty)?);
                 b.end_value();
             }
@@ -316,7 +347,8 @@ impl Scalar {
             Scalar::Int(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
             Scalar::Time(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
             Scalar::Interval(b) => each!(b, m => b.append_value(interval_seconds(r.int(m, ty)?))),
-            Scalar::Text(b) => each!(b, m => {
+            Scalar::IntervalNs(b) => each!(b, m => b.append_value(r.int(m, ty)?)),
+            Scalar::Text(b) | Scalar::Bytes(b) => each!(b, m => {
                 b.values.extend_from_slice(r.bin(m, ty)?);
                 b.end_value();
             }),
@@ -347,7 +379,9 @@ impl Scalar {
             Scalar::Double(b) => Arc::new(b.finish()),
             Scalar::Time(b) => Arc::new(b.finish().with_timezone("UTC")),
             Scalar::Interval(b) => Arc::new(b.finish()),
+            Scalar::IntervalNs(b) => Arc::new(b.finish()),
             Scalar::Port(b) => Arc::new(b.finish()),
+            Scalar::Bytes(b) => Arc::new(b.finish_binary()),
             Scalar::Text(b) | Scalar::Addr(b) | Scalar::Subnet(b) => return b.finish(),
         })
     }
@@ -367,16 +401,16 @@ enum Column {
 
 impl Column {
     /// The builder of a column of type `ty`, whose Arrow field is `arrow` (of
-    /// [`arrow_schema`]).
+    /// [`arrow_schema`] or of [`exact_arrow_schema`]).
     fn new(ty: &Type, arrow: &arrow_schema::Field) -> Column {
         match (ty.element(), arrow.data_type()) {
-            (Some(inner), arrow_schema::DataType::List(item)) => Column::List {
+            (Some(inner), DataType::List(item)) => Column::List {
                 item: item.clone(),
                 offsets: vec![0],
                 nulls: Validity::new(),
-                values: Scalar::new(inner),
+                values: Scalar::new(inner, item.data_type()),
             },
-            _ => Column::Scalar(Scalar::new(ty)),
+            _ => Column::Scalar(Scalar::new(ty, arrow.data_type())),
         }
     }
 
@@ -519,8 +553,15 @@ impl ArrowBuilder {
         ArrowBuilder::with_arrow_schema(schema, arrow)
     }
 
-    /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema`])
-    /// is already made: builders made often share it.
+    /// A builder of batches of [`exact_arrow_schema`]: strings as their bytes, intervals as
+    /// nanoseconds, for output that must hold every value as it is (the text writers).
+    pub fn exact(schema: SchemaRef) -> ArrowBuilder {
+        let arrow = Arc::new(exact_arrow_schema(&schema));
+        ArrowBuilder::with_arrow_schema(schema, arrow)
+    }
+
+    /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema`],
+    /// or of [`exact_arrow_schema`]) is already made: builders made often share it.
     pub fn with_arrow_schema(schema: SchemaRef, arrow: Arc<ArrowSchema>) -> ArrowBuilder {
         let columns = schema
             .fields

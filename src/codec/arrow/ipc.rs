@@ -7,9 +7,10 @@
 //! example `weir export --to arrow '#type == "zeek.conn"'`) it is a single stream, as
 //! `pyarrow.ipc.open_stream` and DuckDB expect; for several, open one stream after the other
 //! on the same input (`open_stream` until the input is exhausted). No events, no output.
-//! Each call of [`ArrowIpcWriter::write_rows`] (one batch of the archive or the pipeline)
-//! becomes one record batch, as does each record batch given to `write_record_batch` (a
-//! search's events decoded from their columns: the same arrays).
+//! Each call of [`EventWriter::write_rows`] (one batch of the archive or the pipeline)
+//! becomes one record batch (of [`super::arrow_schema`]); a batch given to
+//! [`EventWriter::write_record_batch`] (a search's events decoded from their columns: the same
+//! arrays) is written as it is.
 //!
 //! # What is read
 //! A sequence of Arrow IPC streams as above (each starting with the continuation marker
@@ -18,19 +19,22 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::StreamEncoder;
+use arrow_schema::Schema as ArrowSchema;
 use bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
-use super::builder::ArrowBuilder;
 use super::read::record_batch_to_batches;
 use super::schema::zeek_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
 use crate::codec::event_writer::{EventWriter, WriteError};
+use crate::codec::row_batches::{write_rows, Form, RowBatches};
 use crate::codec::ReaderOptions;
 use crate::error::{ParseError, ReadError};
 use crate::types::SchemaRef;
@@ -44,23 +48,32 @@ pub const IPC_CONTINUATION: &[u8] = &[0xff, 0xff, 0xff, 0xff];
 
 /// The open stream of an [`ArrowIpcWriter`].
 struct OpenStream {
-    builder: ArrowBuilder,
+    /// The weir schema of its events.
+    schema: SchemaRef,
+    /// The Arrow schema of its batches.
+    arrow: Arc<ArrowSchema>,
     encoder: StreamEncoder,
 }
 
 /// Writes events as Arrow IPC streams (see the module docs).
-#[derive(Default)]
 pub struct ArrowIpcWriter {
     open: Option<OpenStream>,
+    rows: RowBatches,
+}
+
+impl Default for ArrowIpcWriter {
+    fn default() -> Self {
+        ArrowIpcWriter {
+            open: None,
+            rows: RowBatches::new(Form::Interchange),
+        }
+    }
 }
 
 impl std::fmt::Debug for ArrowIpcWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArrowIpcWriter")
-            .field(
-                "schema",
-                &self.open.as_ref().map(|o| &o.builder.schema().name),
-            )
+            .field("schema", &self.open.as_ref().map(|o| &o.schema.name))
             .finish()
     }
 }
@@ -81,41 +94,33 @@ impl ArrowIpcWriter {
         ArrowIpcWriter::default()
     }
 
-    /// Encodes the rows the builder holds as one record batch.
-    fn flush_batch(open: &mut OpenStream, out: &mut Vec<u8>) -> Result<(), WriteError> {
-        if open.builder.is_empty() {
-            return Ok(());
-        }
-        let rb = open.builder.finish().map_err(arrow_write_error)?;
-        let buffers = open.encoder.encode(&rb).map_err(arrow_write_error)?;
-        append_buffers(out, buffers);
-        Ok(())
-    }
-
     /// Ends the open stream, if any.
     fn end_stream(&mut self, out: &mut Vec<u8>) -> Result<(), WriteError> {
-        if let Some(mut open) = self.open.take() {
-            Self::flush_batch(&mut open, out)?;
+        if let Some(open) = self.open.take() {
             append_buffers(out, open.encoder.finish().map_err(arrow_write_error)?);
         }
         Ok(())
     }
 
-    /// The open stream for `schema`, ending another schema's stream first.
+    /// The open stream for batches of `arrow` of `schema`, ending another one first.
     fn stream_for(
         &mut self,
         schema: &SchemaRef,
+        arrow: &Arc<ArrowSchema>,
         out: &mut Vec<u8>,
     ) -> Result<&mut OpenStream, WriteError> {
         let same = self.open.as_ref().is_some_and(|o| {
-            std::sync::Arc::ptr_eq(o.builder.schema(), schema) || **o.builder.schema() == **schema
+            (Arc::ptr_eq(&o.schema, schema) || *o.schema == **schema)
+                && (Arc::ptr_eq(&o.arrow, arrow) || *o.arrow == **arrow)
         });
         if !same {
             self.end_stream(out)?;
-            let builder = ArrowBuilder::new(schema.clone());
-            let encoder =
-                StreamEncoder::try_new(builder.arrow_schema()).map_err(arrow_write_error)?;
-            self.open = Some(OpenStream { builder, encoder });
+            let encoder = StreamEncoder::try_new(arrow).map_err(arrow_write_error)?;
+            self.open = Some(OpenStream {
+                schema: schema.clone(),
+                arrow: arrow.clone(),
+                encoder,
+            });
         }
         match self.open.as_mut() {
             Some(o) => Ok(o),
@@ -125,43 +130,27 @@ impl ArrowIpcWriter {
 }
 
 impl EventWriter for ArrowIpcWriter {
+    /// Writes the batch as it is: a stream is one weir schema and one Arrow schema, and a
+    /// batch of another starts a new stream.
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let open = self.stream_for(schema, batch.schema_ref(), out)?;
+        let buffers = open.encoder.encode(batch).map_err(arrow_write_error)?;
+        append_buffers(out, buffers);
+        Ok(())
+    }
+
     fn write_rows(
         &mut self,
         schema: &SchemaRef,
         rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        let rows: Vec<&[u8]> = rows.collect();
-        let open = self.stream_for(schema, out)?;
-        // The first row the builder holds.
-        let mut start = 0;
-        for (i, row) in rows.iter().enumerate() {
-            if let Err(source) = open.builder.append(row) {
-                // The builder's columns are out of step: start over with the rows before the
-                // bad one, which are written; nothing of the bad one is.
-                open.builder = ArrowBuilder::new(schema.clone());
-                for r in &rows[start..i] {
-                    open.builder
-                        .append(r)
-                        .map_err(|source| WriteError::Decode {
-                            schema: schema.name.clone(),
-                            row: i,
-                            source,
-                        })?;
-                }
-                Self::flush_batch(open, out)?;
-                return Err(WriteError::Decode {
-                    schema: schema.name.clone(),
-                    row: i,
-                    source,
-                });
-            }
-            if open.builder.is_full() {
-                Self::flush_batch(open, out)?;
-                start = i + 1;
-            }
-        }
-        Self::flush_batch(open, out)
+        write_rows(self, |w| &mut w.rows, schema, rows, out)
     }
 
     fn finish(&mut self, out: &mut Vec<u8>) {
@@ -172,24 +161,6 @@ impl EventWriter for ArrowIpcWriter {
 
     fn takes_record_batches(&self) -> bool {
         true
-    }
-
-    /// Encodes `batch` as one record batch of the stream of `schema` (rows given before it
-    /// are encoded first, in their own).
-    fn write_record_batch(
-        &mut self,
-        schema: &SchemaRef,
-        batch: &arrow_array::RecordBatch,
-        out: &mut Vec<u8>,
-    ) -> Result<(), WriteError> {
-        let open = self.stream_for(schema, out)?;
-        Self::flush_batch(open, out)?;
-        if batch.num_rows() == 0 {
-            return Ok(());
-        }
-        let buffers = open.encoder.encode(batch).map_err(arrow_write_error)?;
-        append_buffers(out, buffers);
-        Ok(())
     }
 }
 

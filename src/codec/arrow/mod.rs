@@ -55,6 +55,12 @@
 //! metadata (`interval`) makes weir read them back as intervals, exactly for every interval
 //! Zeek writes (microseconds, below 31 years: [`schema::interval_seconds`]). A column of
 //! `duration[ns]` with `zeek.type` `interval` (lakes of earlier weir versions) still reads.
+//!
+//! **Exact batches.** [`schema::exact_arrow_schema`] is the table above with `binary` (the
+//! bytes as they are) for the string-like types and `duration[ns]` for `interval`: the
+//! batches the text writers build from msgpack rows ([`ArrowBuilder::exact`]), so that Zeek
+//! TSV keeps invalid UTF-8 apart from a string holding the text `\xHH`, and every interval
+//! its nanoseconds. Never written to the lake or Arrow IPC.
 
 mod builder;
 mod decode;

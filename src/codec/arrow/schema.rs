@@ -79,20 +79,70 @@ pub fn arrow_type(ty: &Type) -> DataType {
     }
 }
 
+/// The exact Arrow type of a Zeek type ([`exact_arrow_schema`]): that of [`arrow_type`], but
+/// `binary` (the bytes as they are) for `string`, `enum`, `pattern` and `file`, and
+/// `duration[ns]` for `interval`.
+pub fn exact_arrow_type(ty: &Type) -> DataType {
+    match ty {
+        Type::String | Type::Enum | Type::Pattern | Type::File => DataType::Binary,
+        Type::Interval => DataType::Duration(TimeUnit::Nanosecond),
+        Type::Set(t) | Type::Vector(t) | Type::Table(t) => {
+            DataType::List(Arc::new(ArrowField::new("item", exact_arrow_type(t), true)))
+        }
+        other => arrow_type(other),
+    }
+}
+
 /// The Arrow field of a Zeek field: same name (dots kept), nullable (unset is null), the Zeek
 /// type name in the field metadata under [`ZEEK_TYPE_KEY`].
 pub fn arrow_field(field: &Field) -> ArrowField {
-    ArrowField::new(field.name.clone(), arrow_type(&field.ty), true).with_metadata(HashMap::from([
-        (ZEEK_TYPE_KEY.to_string(), field.ty.to_string()),
-    ]))
+    with_zeek_type(
+        ArrowField::new(field.name.clone(), arrow_type(&field.ty), true),
+        field,
+    )
+}
+
+fn with_zeek_type(arrow: ArrowField, field: &Field) -> ArrowField {
+    arrow.with_metadata(HashMap::from([(
+        ZEEK_TYPE_KEY.to_string(),
+        field.ty.to_string(),
+    )]))
+}
+
+fn with_schema_name(fields: Vec<ArrowField>, schema: &Schema) -> ArrowSchema {
+    ArrowSchema::new(fields).with_metadata(HashMap::from([(
+        SCHEMA_NAME_KEY.to_string(),
+        schema.name.clone(),
+    )]))
 }
 
 /// The Arrow schema of a weir schema: its fields in order, the schema's name in the schema
 /// metadata under [`SCHEMA_NAME_KEY`].
 pub fn arrow_schema(schema: &Schema) -> ArrowSchema {
-    ArrowSchema::new(schema.fields.iter().map(arrow_field).collect::<Vec<_>>()).with_metadata(
-        HashMap::from([(SCHEMA_NAME_KEY.to_string(), schema.name.clone())]),
-    )
+    with_schema_name(schema.fields.iter().map(arrow_field).collect(), schema)
+}
+
+/// The exact Arrow schema of a weir schema: as [`arrow_schema`] (names, nullability,
+/// metadata), with the types of [`exact_arrow_type`], which hold every value as it is: the
+/// bytes of a string that is not UTF-8 (which [`arrow_schema`]'s `utf8` holds as `\xHH`
+/// text, the same text as a string holding those four characters) and the nanoseconds of
+/// an interval (which seconds as `float64` hold exactly only up to the limits of
+/// [`interval_seconds`]). Not for interchange (other tools take `binary` for bytes, not
+/// text): the batches the text writers build from rows
+/// ([`crate::codec::event_writer::EventWriter::write_rows`]) are of this schema, so that
+/// their output is exact.
+pub fn exact_arrow_schema(schema: &Schema) -> ArrowSchema {
+    let fields = schema
+        .fields
+        .iter()
+        .map(|f| {
+            with_zeek_type(
+                ArrowField::new(f.name.clone(), exact_arrow_type(&f.ty), true),
+                f,
+            )
+        })
+        .collect();
+    with_schema_name(fields, schema)
 }
 
 /// The Zeek type an Arrow type stands for when a field has no [`ZEEK_TYPE_KEY`] (a file

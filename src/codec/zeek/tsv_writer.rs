@@ -18,6 +18,8 @@
 //! UTC (Zeek writes local time), or a fixed time set with [`ZeekTsvWriter::with_clock`].
 //!
 //! # Values
+//! Written from Arrow record batches ([`EventWriter::write_record_batch`]; rows become batches
+//! first), by the row walk of `codec::text_format`:
 //! - unset: `-`; an empty container or empty string: `(empty)`;
 //! - `bool`: `T`/`F`; `count`, `int`, `port`: decimal;
 //! - `time`, `interval`: exact decimal seconds from the nanoseconds, at least 6 fraction digits
@@ -41,13 +43,13 @@
 //! The format has one ambiguity, in Zeek too: a container holding a single unset element is
 //! written `-`, the unset marker, and reads back as an unset container.
 
-use crate::codec::event_writer::{write_each, EventWriter, WriteError};
-use crate::codec::text_format::{write_row, ListText, TextFormat};
-use crate::codec::zeek::scalar::{
-    push_addr, push_decimal_ns, push_double, push_subnet, push_zeek_stamp,
-};
+use arrow_array::RecordBatch;
+
+use crate::codec::event_writer::{EventWriter, WriteError};
+use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::text_format::{text_columns, write_row, ListText, Scalar, TextFormat};
+use crate::codec::zeek::scalar::{push_decimal_ns, push_double, push_zeek_stamp};
 use crate::types::SchemaRef;
-use crate::value::ValueRef;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -56,6 +58,7 @@ pub struct ZeekTsvWriter {
     /// Schema of the open header block, if any.
     current: Option<SchemaRef>,
     clock: fn() -> i64,
+    rows: RowBatches,
 }
 
 /// Now, in nanoseconds since the epoch (0 if the clock is before 1970).
@@ -92,6 +95,7 @@ impl ZeekTsvWriter {
         ZeekTsvWriter {
             current: None,
             clock,
+            rows: RowBatches::new(Form::Exact),
         }
     }
 
@@ -134,29 +138,38 @@ impl ZeekTsvWriter {
 }
 
 impl EventWriter for ZeekTsvWriter {
+    fn write_record_batch(
+        &mut self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), WriteError> {
+        let columns = text_columns(schema, batch)?;
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        if !self.same_schema(schema) {
+            self.open_block(schema, out);
+        }
+        for row in 0..batch.num_rows() {
+            let start = out.len();
+            write_row(&mut Tsv, &columns, row, out);
+            // A data line must not start with `#`, or readers take it for a header line:
+            // Zeek writes that first `#` as `\x23` (the reader unescapes it).
+            if out.get(start) == Some(&b'#') {
+                out.splice(start..start + 1, *b"\\x23");
+            }
+        }
+        Ok(())
+    }
+
     fn write_rows(
         &mut self,
         schema: &SchemaRef,
         rows: &mut dyn Iterator<Item = &[u8]>,
         out: &mut Vec<u8>,
     ) -> Result<(), WriteError> {
-        let mut rows = rows.peekable();
-        if rows.peek().is_none() {
-            return Ok(());
-        }
-        if !self.same_schema(schema) {
-            self.open_block(schema, out);
-        }
-        write_each(schema, rows, out, |row, out| {
-            let start = out.len();
-            write_row(&Tsv, schema, row, out)?;
-            // A data line must not start with `#`, or readers take it for a header line:
-            // Zeek writes that first `#` as `\x23` (the reader unescapes it).
-            if out.get(start) == Some(&b'#') {
-                out.splice(start..start + 1, *b"\\x23");
-            }
-            Ok(())
-        })
+        write_rows(self, |w| &mut w.rows, schema, rows, out)
     }
 
     fn finish(&mut self, out: &mut Vec<u8>) {
@@ -175,12 +188,16 @@ impl TextFormat for Tsv {
         empty: b"(empty)",
         unset: b"-",
     };
-    const ROW_END: &'static [u8] = b"\n";
 
-    fn begin_row(&self, _out: &mut Vec<u8>) {}
+    fn begin_row(&mut self, _out: &mut Vec<u8>) {}
 
     #[inline]
-    fn field(&self, i: usize, set: bool, out: &mut Vec<u8>) {
+    fn end_row(&mut self, out: &mut Vec<u8>) {
+        out.push(b'\n');
+    }
+
+    #[inline]
+    fn field(&mut self, i: usize, set: bool, out: &mut Vec<u8>) {
         if i > 0 {
             out.push(b'\t');
         }
@@ -190,18 +207,15 @@ impl TextFormat for Tsv {
     }
 
     #[inline]
-    fn scalar(&self, v: ValueRef<'_>, in_list: bool, out: &mut Vec<u8>) {
+    fn scalar(&mut self, v: Scalar<'_>, in_list: bool, out: &mut Vec<u8>) {
         match v {
-            ValueRef::Bool(b) => out.push(if b { b'T' } else { b'F' }),
-            ValueRef::Time(ns) => push_decimal_ns(out, ns),
-            ValueRef::Double(d) => {
+            Scalar::Bool(b) => out.push(if b { b'T' } else { b'F' }),
+            Scalar::Time(ns) => push_decimal_ns(out, ns),
+            Scalar::Double(d) => {
                 push_double(out, d, false);
             }
-            ValueRef::String(s) => write_string(out, s, in_list),
-            ValueRef::Addr(a) => push_addr(out, a),
-            ValueRef::Subnet(a, p) => push_subnet(out, a, p),
-            // Written by `write_row`, or not scalars.
-            _ => {}
+            Scalar::String(s) => write_string(out, s, in_list),
+            Scalar::Addr(a) => out.extend_from_slice(a),
         }
     }
 }
