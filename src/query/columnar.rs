@@ -216,6 +216,31 @@ impl Program {
     }
 }
 
+/// The columnar evaluator from outside the crate, for the benchmark that compares it with
+/// the Arrow one (`benches/kernel.rs`); not for use elsewhere.
+impl Program {
+    /// The rows of `batch` (of this program's schema) as a segment stores them in columns,
+    /// dictionaries where the program reads them as such (as a search inflates them, without
+    /// the decoded numbers); `None` when its rows do not split into columns.
+    #[doc(hidden)]
+    pub fn split_columns(&self, batch: &crate::batch::Batch) -> Option<Columns> {
+        let base = batch.offsets().first().copied().unwrap_or(0);
+        let offsets: Vec<u32> = batch
+            .offsets()
+            .iter()
+            .map(|&o| u32::try_from(o - base).ok())
+            .collect::<Option<_>>()?;
+        let data = batch.data().get(base..)?;
+        Columns::split_rows(data, &offsets, self.types.len(), &self.dictionary_fields())
+    }
+
+    /// The number of rows of `cols` that match, by the columnar evaluator.
+    #[doc(hidden)]
+    pub fn count_columns(&self, cols: &Columns, first_id: u64) -> Result<usize, DecodeError> {
+        Ok(self.select_columns(cols, first_id)?.count())
+    }
+}
+
 fn eval(p: &Program, b: &Bound, cols: &Columns, first_id: u64) -> Result<Selection, DecodeError> {
     let rows = cols.rows();
     Ok(match b {

@@ -251,7 +251,7 @@ pub(crate) fn test_value(
 
 /// A container field: the operator holds for some element (`field == [..]` compares the whole
 /// list); a negative operator is the negation of its positive.
-fn container(items: &[ValueRef<'_>], op: Op, lit: &Literal) -> bool {
+pub(crate) fn container(items: &[ValueRef<'_>], op: Op, lit: &Literal) -> bool {
     if op.is_negative() {
         return !container(items, op.negate(), lit);
     }

@@ -107,6 +107,7 @@
 //! | `bind.rs` | resolving extractors in a schema, type checks: [`Program`] |
 //! | `names.rs` | unknown fields and `#type` names, suggestions, the literal probably meant |
 //! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
+//! | `kernel.rs` | evaluating a program on a batch's Arrow arrays into a `BooleanArray` ([`Program::evaluate_arrow`], [`KernelError`]) |
 //! | `prune.rs` | answers from metadata: catalog entries and batch `ts` ranges |
 //! | `search.rs` | the archive search ([`Search`], [`Hits`], [`SearchStats`]) and counts |
 //! | `filter.rs` | the pipeline's `filter` transform ([`FilterConfig`], [`Filter`]) |
@@ -124,6 +125,7 @@ pub mod export;
 mod filter;
 mod holds;
 pub(crate) mod ints;
+mod kernel;
 mod lexer;
 mod literal;
 pub mod memory;
@@ -141,6 +143,7 @@ pub use bind::Program;
 pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
+pub use kernel::KernelError;
 pub use literal::{Literal, Pattern};
 pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
 pub use op::Op;

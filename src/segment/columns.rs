@@ -409,8 +409,8 @@ impl Columns {
 
     /// The columns of rows `data` (starting at `offsets`) of `fields` fields each, as a
     /// reader would inflate them (`None` when the rows do not split into columns), those
-    /// `as_dicts` marks kept as dictionaries where the writer would store them so.
-    #[cfg(test)]
+    /// `as_dicts` marks kept as dictionaries where the writer would store them so. For tests
+    /// and for the benchmark of the columnar evaluator (`Program::split_columns`).
     pub(crate) fn split_rows(
         data: &[u8],
         offsets: &[u32],

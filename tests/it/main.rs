@@ -53,6 +53,7 @@ mod pipeline_config;
 mod pipeline_graph;
 mod query_errors;
 mod query_explain;
+mod query_kernel;
 mod query_language;
 mod query_memory;
 mod query_operators;
