@@ -855,7 +855,7 @@ impl BatchRef {
     /// The columns of the underlying batch for decoding them straight into Arrow
     /// (`crate::codec::arrow::decode_columns`): only those `want` marks (one flag per field;
     /// `None`: all) inflated, and of those every dictionary, column of integer planes and
-    /// marked column kept in its encoding ([`crate::segment::Columns::dict`], `ints`,
+    /// marked column kept in its encoding (`Columns::dict`, `ints`,
     /// `marked`) rather than rebuilt as msgpack. `None` unless the batch is sealed, stored in
     /// columns, this slice is all of it and its rows are of the batch's own schema (not
     /// narrowed to a projection's fields).

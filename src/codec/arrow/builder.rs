@@ -235,7 +235,7 @@ enum Scalar {
 }
 
 impl Scalar {
-    /// The builder of values of type `ty` held as Arrow type `dt` (that of [`arrow_schema`]
+    /// The builder of values of type `ty` held as Arrow type `dt` (that of [`arrow_schema()`]
     /// or of [`exact_arrow_schema`]).
     fn new(ty: &Type, dt: &DataType) -> Scalar {
         match (ty, dt) {
@@ -401,7 +401,7 @@ enum Column {
 
 impl Column {
     /// The builder of a column of type `ty`, whose Arrow field is `arrow` (of
-    /// [`arrow_schema`] or of [`exact_arrow_schema`]).
+    /// [`arrow_schema()`] or of [`exact_arrow_schema`]).
     fn new(ty: &Type, arrow: &arrow_schema::Field) -> Column {
         match (ty.element(), arrow.data_type()) {
             (Some(inner), DataType::List(item)) => Column::List {
@@ -500,7 +500,7 @@ pub(super) struct FieldColumn(Column);
 
 impl FieldColumn {
     /// The builder of a column of type `ty`, whose Arrow field is `arrow` (of
-    /// [`arrow_schema`]).
+    /// [`arrow_schema()`]).
     pub(super) fn new(ty: &Type, arrow: &arrow_schema::Field) -> FieldColumn {
         FieldColumn(Column::new(ty, arrow))
     }
@@ -560,7 +560,7 @@ impl ArrowBuilder {
         ArrowBuilder::with_arrow_schema(schema, arrow)
     }
 
-    /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema`],
+    /// A builder for rows of `schema` whose Arrow schema `arrow` (that of [`arrow_schema()`],
     /// or of [`exact_arrow_schema`]) is already made: builders made often share it.
     pub fn with_arrow_schema(schema: SchemaRef, arrow: Arc<ArrowSchema>) -> ArrowBuilder {
         let columns = schema

@@ -122,9 +122,9 @@ pub fn arrow_schema(schema: &Schema) -> ArrowSchema {
     with_schema_name(schema.fields.iter().map(arrow_field).collect(), schema)
 }
 
-/// The exact Arrow schema of a weir schema: as [`arrow_schema`] (names, nullability,
+/// The exact Arrow schema of a weir schema: as [`arrow_schema()`] (names, nullability,
 /// metadata), with the types of [`exact_arrow_type`], which hold every value as it is: the
-/// bytes of a string that is not UTF-8 (which [`arrow_schema`]'s `utf8` holds as `\xHH`
+/// bytes of a string that is not UTF-8 (which [`arrow_schema()`]'s `utf8` holds as `\xHH`
 /// text, the same text as a string holding those four characters) and the nanoseconds of
 /// an interval (which seconds as `float64` hold exactly only up to the limits of
 /// [`interval_seconds`]). Not for interchange (other tools take `binary` for bytes, not
