@@ -33,9 +33,10 @@
 
 use arrow_array::RecordBatch;
 
+use crate::codec::arrow::ArrowForm;
 use crate::codec::cells::{push_cells, Cell, CellKind, Controls};
 use crate::codec::event_writer::{EventWriter, WriteError};
-use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::row_batches::{write_rows, RowBatches};
 use crate::codec::text_format::text_columns;
 use crate::types::SchemaRef;
 
@@ -78,7 +79,7 @@ impl CsvWriter {
                 .build(),
             text: Vec::new(),
             cells: Vec::new(),
-            rows: RowBatches::new(Form::Exact),
+            rows: RowBatches::new(ArrowForm::Exact),
         }
     }
 

@@ -12,6 +12,7 @@ use std::io;
 use arrow_array::RecordBatch;
 
 use crate::batch::Batch;
+use crate::codec::arrow::ArrowForm;
 use crate::types::SchemaRef;
 use crate::value::DecodeError;
 
@@ -123,12 +124,12 @@ pub trait EventWriter: Send {
     /// so that the next rows start a new document.
     fn finish(&mut self, out: &mut Vec<u8>);
 
-    /// Whether the writer takes the record batches of [`crate::codec::arrow::arrow_schema`]
-    /// without a loss (Arrow IPC): a search's events stored in columns are then decoded
-    /// straight into Arrow for it (`crate::query::to_arrow`), never rebuilt as rows. `false`
-    /// (the default): the text writers, whose exact output needs the bytes of strings and the
-    /// nanoseconds of intervals, take rows (converted to [`crate::codec::arrow::schema::exact_arrow_schema`]).
-    fn takes_record_batches(&self) -> bool {
-        false
+    /// The Arrow form of the record batches a search's events stored in columns are decoded
+    /// into for this writer (`crate::query::to_arrow`, never rebuilt as rows):
+    /// [`ArrowForm::Exact`] (the default) for the text writers, whose output needs the bytes
+    /// of strings and the nanoseconds of intervals; [`ArrowForm::Interchange`] for Arrow IPC,
+    /// which writes the batches as they are.
+    fn record_batch_form(&self) -> ArrowForm {
+        ArrowForm::Exact
     }
 }

@@ -51,9 +51,10 @@
 
 use arrow_array::RecordBatch;
 
+use crate::codec::arrow::ArrowForm;
 use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::codec::json_nest::Nest;
-use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::row_batches::{write_rows, RowBatches};
 use crate::codec::text_format::{
     text_columns, write_row, ListText, Scalar, TextColumn, TextFormat,
 };
@@ -131,7 +132,7 @@ impl JsonWriter {
         JsonWriter {
             cache: None,
             timestamps,
-            rows: RowBatches::new(Form::Exact),
+            rows: RowBatches::new(ArrowForm::Exact),
             nest: None,
             scratch: Vec::new(),
             starts: Vec::new(),

@@ -12,29 +12,20 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
-use crate::codec::arrow::ArrowBuilder;
+use crate::codec::arrow::{ArrowBuilder, ArrowForm};
 use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::types::SchemaRef;
-
-/// The Arrow form of the batches a writer builds from rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Form {
-    /// [`crate::codec::arrow::arrow_schema`]'s: what Arrow IPC output holds.
-    Interchange,
-    /// [`crate::codec::arrow::schema::exact_arrow_schema`]'s: every value as it is, for text.
-    Exact,
-}
 
 /// The builder a writer keeps between calls: that of the last schema written.
 #[derive(Debug)]
 pub(crate) struct RowBatches {
-    form: Form,
+    form: ArrowForm,
     builder: Option<ArrowBuilder>,
 }
 
 impl RowBatches {
     /// No builder yet; batches will be of `form`.
-    pub(crate) fn new(form: Form) -> RowBatches {
+    pub(crate) fn new(form: ArrowForm) -> RowBatches {
         RowBatches {
             form,
             builder: None,
@@ -57,8 +48,8 @@ impl RowBatches {
         let mut builder = match self.builder.take() {
             Some(b) if Arc::ptr_eq(b.schema(), schema) || **b.schema() == **schema => b,
             _ => match self.form {
-                Form::Interchange => ArrowBuilder::new(schema.clone()),
-                Form::Exact => ArrowBuilder::exact(schema.clone()),
+                ArrowForm::Interchange => ArrowBuilder::new(schema.clone()),
+                ArrowForm::Exact => ArrowBuilder::exact(schema.clone()),
             },
         };
         let result = write_all(&mut builder, schema, &rows, out, &mut write);

@@ -40,9 +40,10 @@
 
 use arrow_array::RecordBatch;
 
+use crate::codec::arrow::ArrowForm;
 use crate::codec::cells::{push_cells, push_text, Cell, CellKind, Controls};
 use crate::codec::event_writer::{EventWriter, WriteError};
-use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::row_batches::{write_rows, RowBatches};
 use crate::codec::text_format::text_columns;
 use crate::types::{SchemaRef, Type};
 
@@ -146,7 +147,7 @@ impl TableWriter {
             header: String::new(),
             header_ends: Vec::new(),
             widths: Vec::new(),
-            rows_in: RowBatches::new(Form::Exact),
+            rows_in: RowBatches::new(ArrowForm::Exact),
         }
     }
 

@@ -6,7 +6,7 @@
 
 use arrow_array::RecordBatch;
 
-use crate::codec::arrow::{ArrowBuilder, ArrowCodecError};
+use crate::codec::arrow::{ArrowBuilder, ArrowCodecError, ArrowForm};
 use crate::query::export::Part;
 
 /// The first `take` events of `part` as record batches (one, unless its rows pass
@@ -17,7 +17,7 @@ pub(crate) fn record_batches(
     take: usize,
 ) -> Result<Vec<RecordBatch>, ArrowCodecError> {
     if let Part::Hits(hits) = part {
-        return hits.record_batches(None, take);
+        return hits.record_batches(ArrowForm::Interchange, None, take);
     }
     let mut builder = ArrowBuilder::new(part.schema().clone());
     let mut out = Vec::new();

@@ -358,10 +358,10 @@ impl<W: Write> ExportSink for TextSink<W> {
 
     fn write(&mut self, part: Part, take: usize) -> Result<Flow, WriteError> {
         match &part {
-            // A writer of Arrow gets a batch's events decoded from its columns.
-            Part::Hits(hits) if self.writer.takes_record_batches() => {
+            // A batch's events are decoded from its columns in the form the writer takes.
+            Part::Hits(hits) => {
                 let batches = hits
-                    .record_batches(None, take)
+                    .record_batches(self.writer.record_batch_form(), None, take)
                     .map_err(|e| WriteError::Io(std::io::Error::other(format!("arrow: {e}"))))?;
                 for b in &batches {
                     self.writer

@@ -7,8 +7,9 @@
 //! integer planes and marked columns straight from their encodings; only the selected rows
 //! taken), and its msgpack rows are never rebuilt. Anything else (a batch in the row layout, a
 //! batch of the write-ahead log, rows narrowed to a projection) goes through the row converter
-//! [`ArrowBuilder`] and is projected afterwards. Both give the arrays of
-//! [`crate::codec::arrow::arrow_schema`]'s types, the same for the same events (the tests
+//! [`ArrowBuilder`] and is projected afterwards. Both give the arrays of the
+//! [`ArrowForm`] asked for (the interchange types of [`crate::codec::arrow::arrow_schema`],
+//! or the exact ones the text writers take), the same for the same events (the tests
 //! compare them on every segment format and codec). A batch of [`ArrowBuilder::MAX_BYTES`]
 //! of rows or more is converted from its rows, in record batches of at most that many bytes.
 
@@ -17,22 +18,23 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 
 use super::search::Hits;
-use crate::codec::arrow::{arrow_schema, decode_columns, ArrowBuilder, ArrowCodecError};
+use crate::codec::arrow::{decode_columns, ArrowBuilder, ArrowCodecError, ArrowForm};
 use crate::segment::Columns;
 use crate::store::BatchRef;
 
 /// The events `select` (indices among the slice's rows, strictly ascending; `None`: all) of
-/// the batch slice `batch` as record batches (one, unless converted from rows of more than
+/// the batch slice `batch` as record batches in the Arrow form `form` (one, unless converted from rows of more than
 /// [`ArrowBuilder::MAX_BYTES`]), of the fields `fields` (indices of the batch's schema, in
 /// the order wanted; `None`: all). A field index past the schema, a selected row past the
 /// slice, or a column or row that does not decode is an error (naming the field or the row).
 pub fn record_batches(
     batch: &BatchRef,
+    form: ArrowForm,
     fields: Option<&[usize]>,
     select: Option<&[usize]>,
 ) -> Result<Vec<RecordBatch>, ArrowCodecError> {
     let schema = batch.schema();
-    let arrow = Arc::new(arrow_schema(schema));
+    let arrow = Arc::new(form.schema(schema));
     if let Some(f) = fields.and_then(|f| f.iter().find(|&&f| f >= schema.fields.len())) {
         return Err(ArrowCodecError::Schema {
             field: format!("#{f}"),
@@ -164,6 +166,7 @@ impl Hits {
     /// when it is stored so, without rebuilding its rows.
     pub fn record_batches(
         &self,
+        form: ArrowForm,
         fields: Option<&[usize]>,
         take: usize,
     ) -> Result<Vec<RecordBatch>, ArrowCodecError> {
@@ -176,6 +179,6 @@ impl Hits {
             }
             None => None,
         };
-        record_batches(self.batch(), fields, select)
+        record_batches(self.batch(), form, fields, select)
     }
 }

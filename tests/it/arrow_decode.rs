@@ -11,7 +11,7 @@ use crate::common;
 
 use arrow_array::{RecordBatch, UInt32Array};
 use common::cli::{ok, run, s};
-use weir::unstable::codec::arrow::ArrowBuilder;
+use weir::unstable::codec::arrow::{ArrowBuilder, ArrowForm};
 use weir::unstable::query::to_arrow::record_batches;
 use weir::unstable::query::{Query, SearchOptions};
 use weir::unstable::store::{Archive, BatchRef, Store, StoreOptions};
@@ -21,7 +21,19 @@ fn from_rows<'a>(
     schema: &weir::unstable::types::SchemaRef,
     rows: impl Iterator<Item = &'a [u8]>,
 ) -> RecordBatch {
-    let mut b = ArrowBuilder::new(schema.clone());
+    from_rows_as(schema, rows, ArrowForm::Interchange)
+}
+
+/// `rows` of `schema` through the row converter, in the Arrow form `form`.
+fn from_rows_as<'a>(
+    schema: &weir::unstable::types::SchemaRef,
+    rows: impl Iterator<Item = &'a [u8]>,
+    form: ArrowForm,
+) -> RecordBatch {
+    let mut b = match form {
+        ArrowForm::Interchange => ArrowBuilder::new(schema.clone()),
+        ArrowForm::Exact => ArrowBuilder::exact(schema.clone()),
+    };
     for row in rows {
         b.append(row).unwrap();
     }
@@ -55,29 +67,32 @@ fn check_archive(archive: &Archive, what: &str) -> (usize, usize) {
             columnar += 1;
         }
         let schema = b.schema().clone();
-        let want = from_rows(&schema, b.rows());
-        let got = record_batches(&b, None, None).unwrap();
-        assert_eq!(got.len(), 1, "{what}");
-        assert!(got[0] == want, "{what}: batch {batches} differs");
-        let (n, k) = (b.len(), schema.fields.len());
-        let some: Vec<usize> = (0..n).filter(|r| r % 3 == 1).collect();
-        let all: Vec<usize> = (0..n).collect();
-        let last = vec![n - 1];
-        let reversed: Vec<usize> = (0..k).rev().collect();
-        let selections: [Option<&[usize]>; 5] =
-            [None, Some(&[]), Some(&all), Some(&some), Some(&last)];
-        let projections: [Option<&[usize]>; 4] =
-            [None, Some(&[k - 1, 0]), Some(&[k / 2]), Some(&reversed)];
-        for select in selections {
-            for fields in projections {
-                let got = record_batches(&b, fields, select).unwrap();
-                assert_eq!(got.len(), 1, "{what}");
-                let want = expected(&want, fields, select);
-                assert!(
-                    got[0] == want,
-                    "{what}: batch {batches}, fields {fields:?}, {:?} rows",
-                    select.map(<[_]>::len)
-                );
+        // Both forms: the interchange one (lake, IPC, API) and the exact one (text writers).
+        for form in [ArrowForm::Interchange, ArrowForm::Exact] {
+            let want = from_rows_as(&schema, b.rows(), form);
+            let got = record_batches(&b, form, None, None).unwrap();
+            assert_eq!(got.len(), 1, "{what}");
+            assert!(got[0] == want, "{what}: batch {batches} differs ({form:?})");
+            let (n, k) = (b.len(), schema.fields.len());
+            let some: Vec<usize> = (0..n).filter(|r| r % 3 == 1).collect();
+            let all: Vec<usize> = (0..n).collect();
+            let last = vec![n - 1];
+            let reversed: Vec<usize> = (0..k).rev().collect();
+            let selections: [Option<&[usize]>; 5] =
+                [None, Some(&[]), Some(&all), Some(&some), Some(&last)];
+            let projections: [Option<&[usize]>; 4] =
+                [None, Some(&[k - 1, 0]), Some(&[k / 2]), Some(&reversed)];
+            for select in selections {
+                for fields in projections {
+                    let got = record_batches(&b, form, fields, select).unwrap();
+                    assert_eq!(got.len(), 1, "{what}");
+                    let want = expected(&want, fields, select);
+                    assert!(
+                        got[0] == want,
+                        "{what}: batch {batches}, fields {fields:?}, {:?} rows ({form:?})",
+                        select.map(<[_]>::len)
+                    );
+                }
             }
         }
     }
@@ -195,11 +210,15 @@ fn hits_decode_as_their_rows() {
                 selected += usize::from(hits.selected().is_some());
                 for take in [hits.len(), hits.len().div_ceil(2)] {
                     let want = from_rows(hits.schema(), hits.rows().take(take));
-                    let got = hits.record_batches(None, take).unwrap();
+                    let got = hits
+                        .record_batches(ArrowForm::Interchange, None, take)
+                        .unwrap();
                     assert_eq!(got.len(), 1);
                     assert!(got[0] == want, "{text:?} take {take}");
                     let k = hits.schema().fields.len();
-                    let got = hits.record_batches(Some(&[k - 1, 1]), take).unwrap();
+                    let got = hits
+                        .record_batches(ArrowForm::Interchange, Some(&[k - 1, 1]), take)
+                        .unwrap();
                     assert!(got[0] == want.project(&[k - 1, 1]).unwrap(), "{text:?}");
                 }
             }
@@ -267,7 +286,11 @@ fn a_damaged_column_is_an_error_naming_its_field() {
     let mut errors = Vec::new();
     for hits in Query::all().search_with(&archive, options).unwrap() {
         match hits {
-            Ok(h) => errors.push(h.record_batches(None, h.len()).unwrap_err().to_string()),
+            Ok(h) => errors.push(
+                h.record_batches(ArrowForm::Interchange, None, h.len())
+                    .unwrap_err()
+                    .to_string(),
+            ),
             Err(e) => errors.push(e.to_string()),
         }
     }
@@ -290,10 +313,10 @@ fn a_damaged_column_is_an_error_naming_its_field() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// `weir export --to arrow` decodes batches stored in columns straight into Arrow: its
-/// output is the same, byte for byte, as from an archive stored in rows (`--compression
-/// none`), for every event, an expression selecting some rows of each batch, and `-n`
-/// cutting a batch short.
+/// `weir export` decodes batches stored in columns straight into Arrow (the interchange form
+/// for `--to arrow`, the exact one for the text formats): its output is the same, byte for
+/// byte, as from an archive stored in rows (`--compression none`), for every event, an
+/// expression selecting some rows of each batch, and `-n` cutting a batch short.
 #[test]
 fn arrow_output_from_columns_is_the_output_from_rows() {
     let tmp = tempfile::tempdir().unwrap();
@@ -313,19 +336,36 @@ fn arrow_output_from_columns_is_the_output_from_rows() {
         &["-n", "77"],
         &["#type == \"zeek.conn\"", "-n", "3"],
     ];
-    for extra in cases {
+    let formats = ["arrow", "zeek-tsv", "json", "csv", "table"];
+    for (extra, to) in cases
+        .iter()
+        .flat_map(|c| formats.iter().map(move |f| (c, f)))
+    {
         let outputs: Vec<Vec<u8>> = ["zstd", "none"]
             .iter()
             .map(|codec| {
                 let db = tmp.path().join(codec);
-                let mut args = vec!["export", "--db", s(&db), "--to", "arrow"];
+                let mut args = vec!["export", "--db", s(&db), "--to", to];
                 args.extend(extra.iter());
                 let out = run(&args);
-                ok(&out, &format!("export {codec} {extra:?}"));
-                out.stdout
+                ok(&out, &format!("export {codec} --to {to} {extra:?}"));
+                // `#open`/`#close` carry the wall clock of writing.
+                let stamped = |l: &&[u8]| l.starts_with(b"#open\t") || l.starts_with(b"#close\t");
+                match *to {
+                    "zeek-tsv" => out
+                        .stdout
+                        .split(|&b| b == b'\n')
+                        .filter(|l| !stamped(l))
+                        .collect::<Vec<_>>()
+                        .join(&b'\n'),
+                    _ => out.stdout,
+                }
             })
             .collect();
-        assert!(!outputs[0].is_empty(), "{extra:?}");
-        assert!(outputs[0] == outputs[1], "{extra:?}: outputs differ");
+        assert!(!outputs[0].is_empty(), "--to {to} {extra:?}");
+        assert!(
+            outputs[0] == outputs[1],
+            "--to {to} {extra:?}: outputs differ"
+        );
     }
 }

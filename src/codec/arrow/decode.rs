@@ -13,6 +13,14 @@
 //! | a dictionary ([`Columns::dict`]) | the entries decoded once (by the row converter's own appenders), then taken by the rows' codes (`arrow_select::take`): a `Utf8` array as from the rows, no `DictionaryArray`, so the lake and IPC types do not change |
 //! | msgpack values ([`Columns::column`], blocks included) | the row converter's per-type appenders, a column at a time |
 //!
+//! # Forms
+//!
+//! The arrays are of the types of the Arrow schema given, in either [`super::ArrowForm`]:
+//! the interchange form of [`super::arrow_schema`] (the lake, IPC, the embedding API) or the
+//! exact form of [`super::schema::exact_arrow_schema`] (strings as `binary`, intervals as
+//! `duration[ns]`), which the text writers take, so that an export in text never rebuilds
+//! msgpack rows either.
+//!
 //! # Projection and selection
 //!
 //! `fields` (schema indices) picks the columns and their order; the record batch's schema is
@@ -32,10 +40,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type};
+use arrow_array::types::{
+    DurationNanosecondType, Float64Type, Int64Type, TimestampNanosecondType, UInt16Type, UInt64Type,
+};
 use arrow_array::{ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
-use arrow_schema::{Field as ArrowField, Schema as ArrowSchema};
+use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema, TimeUnit};
 
 use super::builder::FieldColumn;
 use super::schema::interval_seconds;
@@ -46,7 +56,8 @@ use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor};
 
 /// Decodes the columns `cols` of a batch of `schema` (whose Arrow schema is `arrow`, that of
-/// [`super::arrow_schema`]) into a record batch of the fields `fields` (schema indices;
+/// either [`super::ArrowForm`]: [`super::arrow_schema`] or
+/// [`super::schema::exact_arrow_schema`]) into a record batch of the fields `fields` (schema indices;
 /// `None`: all, in order) and the rows `select` (ascending indices; `None`: all). See the
 /// module docs.
 pub fn decode_columns(
@@ -96,9 +107,9 @@ pub fn decode_columns(
         };
         let af = arrow.field(c);
         let array = if let Some(ints) = cols.ints(c) {
-            ints_array(ints, &field.ty, rows, select).map_err(bad)?
+            ints_array(ints, &field.ty, af, rows, select).map_err(bad)?
         } else if let Some(m) = cols.marked(c) {
-            marked_array(m, &field.ty, select).map_err(bad)?
+            marked_array(m, &field.ty, af, select).map_err(bad)?
         } else if let Some((dict, enc)) = cols.dict(c) {
             let entries = dict.entries(enc);
             let (lo, hi) = dict.code_bytes(enc);
@@ -233,6 +244,7 @@ fn dict_array<'a>(
 /// converter's.
 fn numbers_array(
     ty: &Type,
+    af: &ArrowField,
     len: usize,
     mut value: impl FnMut(usize) -> (Option<i128>, u8),
 ) -> Result<ArrayRef, DecodeError> {
@@ -271,6 +283,9 @@ fn numbers_array(
         Type::Time => Arc::new(
             build!(TimestampNanosecondType, v => i64::try_from(v).ok()).with_timezone("UTC"),
         ),
+        Type::Interval if matches!(af.data_type(), DataType::Duration(TimeUnit::Nanosecond)) => {
+            Arc::new(build!(DurationNanosecondType, v => i64::try_from(v).ok()))
+        }
         Type::Interval => {
             Arc::new(build!(Float64Type, v => i64::try_from(v).ok().map(interval_seconds)))
         }
@@ -288,6 +303,7 @@ fn numbers_array(
 fn ints_array(
     ints: &Ints,
     ty: &Type,
+    af: &ArrowField,
     rows: usize,
     select: Option<&[usize]>,
 ) -> Result<ArrayRef, DecodeError> {
@@ -300,8 +316,8 @@ fn ints_array(
         (set.then_some(ints.values[r] as i64 as i128), 0xd3)
     };
     match select {
-        None => numbers_array(ty, rows, at),
-        Some(select) => numbers_array(ty, select.len(), |k| at(select[k])),
+        None => numbers_array(ty, af, rows, at),
+        Some(select) => numbers_array(ty, af, select.len(), |k| at(select[k])),
     }
 }
 
@@ -310,6 +326,7 @@ fn ints_array(
 fn marked_array(
     m: Marked<'_>,
     ty: &Type,
+    af: &ArrowField,
     select: Option<&[usize]>,
 ) -> Result<ArrayRef, DecodeError> {
     let rows = m.markers.len();
@@ -326,7 +343,7 @@ fn marked_array(
             for (k, chunk) in numbers.chunks_mut(64).enumerate() {
                 m.numbers(k * 64, &mut pos, chunk);
             }
-            numbers_array(ty, rows, |r| {
+            numbers_array(ty, af, rows, |r| {
                 let marker = m.markers[r];
                 let kind = KINDS[usize::from(marker)] >> 4;
                 (number((numbers[r], kind)), marker)
@@ -335,7 +352,7 @@ fn marked_array(
         Some(select) => {
             // A selected row's payload starts after those of the rows before it.
             let (mut next, mut pos) = (0, 0);
-            numbers_array(ty, select.len(), |k| {
+            numbers_array(ty, af, select.len(), |k| {
                 let r = select[k];
                 pos += m.payload_len(next..r);
                 next = r + 1;

@@ -33,8 +33,9 @@ use super::read::record_batch_to_batches;
 use super::schema::zeek_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
+use crate::codec::arrow::ArrowForm;
 use crate::codec::event_writer::{EventWriter, WriteError};
-use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::row_batches::{write_rows, RowBatches};
 use crate::codec::ReaderOptions;
 use crate::error::{ParseError, ReadError};
 use crate::types::SchemaRef;
@@ -65,7 +66,7 @@ impl Default for ArrowIpcWriter {
     fn default() -> Self {
         ArrowIpcWriter {
             open: None,
-            rows: RowBatches::new(Form::Interchange),
+            rows: RowBatches::new(ArrowForm::Interchange),
         }
     }
 }
@@ -159,8 +160,8 @@ impl EventWriter for ArrowIpcWriter {
         let _ = self.end_stream(out);
     }
 
-    fn takes_record_batches(&self) -> bool {
-        true
+    fn record_batch_form(&self) -> ArrowForm {
+        ArrowForm::Interchange
     }
 }
 

@@ -84,7 +84,7 @@ pub use lake::{LakeOptions, LakeSummary, LakeWriter};
 pub use parallel::{ParallelLakeWriter, SchemaRows};
 pub use parquet_read::{ParquetDecoder, MAX_PARQUET_INPUT, PARQUET_MAGIC};
 pub use read::record_batch_to_batches;
-pub use schema::{arrow_schema, zeek_schema};
+pub use schema::{arrow_schema, zeek_schema, ArrowForm};
 pub use sink::{ParquetSink, ParquetSinkConfig};
 
 use crate::value::DecodeError;

@@ -145,6 +145,25 @@ pub fn exact_arrow_schema(schema: &Schema) -> ArrowSchema {
     with_schema_name(fields, schema)
 }
 
+/// Which of the two Arrow forms of events a record batch is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrowForm {
+    /// [`arrow_schema()`]'s types: what the lake, Arrow IPC and the embedding API hold.
+    Interchange,
+    /// [`exact_arrow_schema`]'s types: every value as it is, for the text writers.
+    Exact,
+}
+
+impl ArrowForm {
+    /// The Arrow schema of `schema` in this form.
+    pub fn schema(self, schema: &Schema) -> ArrowSchema {
+        match self {
+            ArrowForm::Interchange => arrow_schema(schema),
+            ArrowForm::Exact => exact_arrow_schema(schema),
+        }
+    }
+}
+
 /// The Zeek type an Arrow type stands for when a field has no [`ZEEK_TYPE_KEY`] (a file
 /// written by another tool): the inverse of [`arrow_type`] on exactly its types, with every
 /// string as `string` and every list as `vector`.

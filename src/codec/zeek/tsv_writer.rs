@@ -45,8 +45,9 @@
 
 use arrow_array::RecordBatch;
 
+use crate::codec::arrow::ArrowForm;
 use crate::codec::event_writer::{EventWriter, WriteError};
-use crate::codec::row_batches::{write_rows, Form, RowBatches};
+use crate::codec::row_batches::{write_rows, RowBatches};
 use crate::codec::text_format::{text_columns, write_row, ListText, Scalar, TextFormat};
 use crate::codec::zeek::scalar::{push_decimal_ns, push_double, push_zeek_stamp};
 use crate::types::SchemaRef;
@@ -95,7 +96,7 @@ impl ZeekTsvWriter {
         ZeekTsvWriter {
             current: None,
             clock,
-            rows: RowBatches::new(Form::Exact),
+            rows: RowBatches::new(ArrowForm::Exact),
         }
     }
 
