@@ -136,17 +136,19 @@ impl Preparer {
         let codec = self.packer.compression().codec;
         let max_bloom = max_bloom_bytes(batch.byte_size());
         let split = self.split;
-        // One walk splits the rows into columns (when they fit the column layout and are to be
-        // compressed); the sketch is then built from the columns, a field at a time.
-        // A columnar batch comes with its columns (the reader wrote them), the others are split.
+        // One walk splits the rows into columns (when they fit the column layout, and are to be
+        // compressed or sketched); the sketch is then built from the columns, a field at a
+        // time (the one way sketches are built). A columnar batch comes with its columns (the
+        // reader wrote them), the others are split. Rows that do not split get no sketch.
         let fields = batch.schema().fields.len();
         let cols = match batch.columns() {
-            _ if codec == Codec::None => None,
             Some(cols) if cols.len() == fields => Some(cols),
+            _ if codec == Codec::None && self.sketcher.is_none() => None,
             _ => super::columns::split(batch.data(), &self.scratch, fields, &mut self.cols)
                 .then_some(&self.cols[..]),
         };
-        let columnar = cols.is_some();
+        // Stored in columns: only when compressed (`Codec::None` keeps the row layout).
+        let columnar = codec != Codec::None && cols.is_some();
         self.plans.clear();
         self.plans.extend(
             batch
@@ -186,17 +188,12 @@ impl Preparer {
         let dicts = if columnar { &self.dicts[..] } else { &[] };
         let (sketcher, packer, scratch) = (&mut self.sketcher, &mut self.packer, &self.scratch);
         let build = |sk: &mut SketchBuilder| {
-            match cols {
-                Some(cols) => {
-                    let stats = batch.column_stats().filter(|s| s.rows == batch.len());
-                    sk.build_columns(batch.schema(), cols, dicts, max_bloom, stats)
-                }
-                None => sk.build(batch.schema(), batch.rows(), max_bloom),
-            }
-            .ok()
+            let stats = batch.column_stats().filter(|s| s.rows == batch.len());
+            sk.build_columns(batch.schema(), cols?, dicts, max_bloom, stats)
+                .ok()
         };
         let pack = |packer: &mut Packer| {
-            let split = cols.map(|cols| SplitRows {
+            let split = cols.filter(|_| columnar).map(|cols| SplitRows {
                 cols,
                 planes: plans,
                 marked,
@@ -228,5 +225,50 @@ impl Preparer {
             rows: batch.len(),
             bytes: batch.byte_size(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::batch::BatchBuilder;
+    use crate::types::{Field, Schema, Type};
+
+    /// A batch gets the same sketch (built from its columns, the one way sketches are built)
+    /// whether it is stored compressed in columns or as its rows (`Codec::None`), and none
+    /// with sketches off.
+    #[test]
+    fn every_codec_gets_the_sketch_of_the_columns() {
+        let schema = Schema::new(
+            "zeek.t",
+            vec![
+                Field::new("n", Type::Count),
+                Field::new("s", Type::String),
+                Field::new("ts", Type::Time),
+            ],
+        )
+        .into_shared();
+        let mut bb = BatchBuilder::new(schema);
+        for i in 0..300u64 {
+            let mut e = bb.begin_row();
+            e.uint(i * 7);
+            e.bytes(format!("v{}", i % 40).as_bytes());
+            e.int(i as i64 * 1_000_000_000);
+            bb.finish_row(None);
+        }
+        let batch = bb.finish();
+        let compressed = Preparer::new(Compression::default(), true).prepare(&batch);
+        let rows = Preparer::new(Compression::NONE, true).prepare(&batch);
+        assert!(compressed.packed.is_some() && rows.packed.is_none());
+        let (a, b) = (compressed.sketch().unwrap(), rows.sketch().unwrap());
+        assert_eq!((&a.ranges, &a.present), (&b.ranges, &b.present));
+        assert_eq!(a.ranges.len(), 2, "n and ts");
+        assert!(a.times.is_some() && b.times.is_some());
+        assert!(Preparer::new(Compression::NONE, false)
+            .prepare(&batch)
+            .sketch()
+            .is_none());
     }
 }

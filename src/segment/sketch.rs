@@ -593,29 +593,6 @@ enum Acc {
 }
 
 impl SketchBuilder {
-    /// The sketch of the rows `rows` of `schema`, with a Bloom filter of at most `max_bloom`
-    /// bytes. `Err`: a row does not decode (the writer then stores no sketch, so queries read
-    /// the batch).
-    pub(crate) fn build<'r>(
-        &mut self,
-        schema: &SchemaRef,
-        rows: impl Iterator<Item = &'r [u8]>,
-        max_bloom: usize,
-    ) -> Result<Sketch, DecodeError> {
-        self.start(schema);
-        let n = schema.fields.len();
-        // The previous row's value of each field (scalars): a repeat adds nothing.
-        let mut last: Vec<Option<&[u8]>> = vec![None; n];
-        for row in rows {
-            let mut c = RowCursor::new(row);
-            c.row_header(n)?;
-            for (i, f) in schema.fields.iter().enumerate() {
-                self.value(i, &f.ty, &mut c, &mut last[i])?;
-            }
-        }
-        Ok(self.finish(max_bloom, None))
-    }
-
     /// [`SketchBuilder::build`] from the batch's columns (`columns.rs`: column `i` holds field
     /// `i` of every row, back to back): the same sketch, one field at a time, as the column
     /// layout has the values of one type together. The ranges, counts and `ts` values that
@@ -1114,6 +1091,73 @@ mod tests {
     use crate::batch::{Batch, BatchBuilder};
     use crate::types::{Field, Schema};
 
+    /// A sketch's ranges: per field with one, its lowest and highest value and the rows
+    /// holding a value.
+    fn ranges_of(schema: &Schema, sk: &Sketch) -> Vec<(u32, String, String, Option<u32>)> {
+        sk.ranges
+            .iter()
+            .zip(
+                sk.present
+                    .iter()
+                    .map(|&p| Some(p))
+                    .chain(std::iter::repeat(None)),
+            )
+            .map(|(&(field, _, lo, hi), present)| {
+                let ty = &schema.fields[field as usize].ty;
+                let of = RangeOf::new(field, ty, lo, hi, present);
+                (
+                    field,
+                    format!("{:?}", of.lo()),
+                    format!("{:?}", of.hi()),
+                    present,
+                )
+            })
+            .collect()
+    }
+
+    /// The ranges [`ranges_of`] a sketch should have, from the batch's rows decoded one
+    /// value at a time (the reference: no column loop involved).
+    fn ranges_from_rows(schema: &Schema, batch: &Batch) -> Vec<(u32, String, String, Option<u32>)> {
+        let types: Vec<Type> = schema.fields.iter().map(|f| f.ty.clone()).collect();
+        let rows: Vec<Vec<crate::value::Value>> = batch
+            .rows()
+            .map(|r| crate::value::decode_row(r, &types).unwrap())
+            .collect();
+        let mut out = Vec::new();
+        for (i, ty) in types.iter().enumerate() {
+            use crate::value::ValueOf;
+            let key = |v: &crate::value::Value| -> Option<i128> {
+                match v {
+                    ValueOf::Count(n) | ValueOf::Port(n) => Some(i128::from(*n)),
+                    ValueOf::Int(n) | ValueOf::Time(n) | ValueOf::Interval(n) => {
+                        Some(i128::from(*n))
+                    }
+                    _ => None,
+                }
+            };
+            if !matches!(
+                ty,
+                Type::Count | Type::Port | Type::Int | Type::Time | Type::Interval
+            ) {
+                continue;
+            }
+            let set: Vec<&crate::value::Value> = rows
+                .iter()
+                .map(|r| &r[i])
+                .filter(|v| key(v).is_some())
+                .collect();
+            let (Some(lo), Some(hi)) = (
+                set.iter().min_by_key(|v| key(v)),
+                set.iter().max_by_key(|v| key(v)),
+            ) else {
+                continue;
+            };
+            let present = u32::try_from(set.len()).ok();
+            out.push((i as u32, format!("{lo:?}"), format!("{hi:?}"), present));
+        }
+        out
+    }
+
     /// The batch's rows split into columns, as format 4's writer does.
     fn columns_of(batch: &Batch) -> Vec<Vec<u8>> {
         let offsets: Vec<u32> = batch.offsets().iter().map(|&o| o as u32).collect();
@@ -1243,7 +1287,6 @@ mod tests {
                 .unwrap(),
             b.build_columns(&schema, &cols, &dicts, usize::MAX / 16, None)
                 .unwrap(),
-            b.build(&schema, batch.rows(), usize::MAX / 16).unwrap(),
         ] {
             let r = SketchRef {
                 bloom: Bloom::Bytes(&sk.bloom),
@@ -1341,13 +1384,11 @@ mod tests {
                 let batch = bb.finish();
                 let cols = columns_of(&batch);
                 let mut b = SketchBuilder::default();
-                let from_columns = b.build_columns(&schema, &cols, &[], 1 << 20, None).unwrap();
-                let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
-                assert_eq!(from_columns, from_rows, "{rows} rows, shift {shift}");
-                assert!(
-                    from_rows.ranges.len() >= 4,
-                    "a range per field with a value"
-                );
+                let sk = b.build_columns(&schema, &cols, &[], 1 << 20, None).unwrap();
+                let got = ranges_of(&schema, &sk);
+                let want = ranges_from_rows(&schema, &batch);
+                assert_eq!(got, want, "{rows} rows, shift {shift}");
+                assert!(got.len() >= 4, "a range per field with a value");
             }
         }
         // A value that is not an integer where one is expected is an error either way.
@@ -1456,10 +1497,9 @@ mod tests {
         let batch = bb.finish();
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
-        let from_columns = b.build_columns(&schema, &cols, &[], 1 << 20, None).unwrap();
-        let from_rows = b.build(&schema, batch.rows(), 1 << 20).unwrap();
-        assert_eq!(from_columns, from_rows);
-        let times = from_rows.times.unwrap();
+        let sk = b.build_columns(&schema, &cols, &[], 1 << 20, None).unwrap();
+        assert_eq!(ranges_of(&schema, &sk), ranges_from_rows(&schema, &batch));
+        let times = sk.times.unwrap();
         assert_eq!((times.field, times.width), (1, 600 * S));
         let set = (0..500).filter(|i| i % 7 != 3).count() as u64;
         assert_eq!(times.counts.iter().map(|&c| u64::from(c)).sum::<u64>(), set);
@@ -1495,22 +1535,16 @@ mod tests {
             bb.finish_row(None);
         }
         let batch = bb.finish();
-        let sk = SketchBuilder::default()
-            .build(&schema, batch.rows(), usize::MAX / 16)
-            .unwrap();
-        // Built from the batch's columns (format 4's writer), and with a capped filter: the
-        // same sketch.
+        // Built from the batch's columns (as the writer does), and with a capped filter: the
+        // same ranges, a filter within its cap.
         let cols = columns_of(&batch);
         let mut b = SketchBuilder::default();
-        assert_eq!(
-            b.build_columns(&schema, &cols, &[], usize::MAX / 16, None)
-                .unwrap(),
-            sk
-        );
-        assert_eq!(
-            b.build_columns(&schema, &cols, &[], 1000, None).unwrap(),
-            b.build(&schema, batch.rows(), 1000).unwrap()
-        );
+        let sk = b
+            .build_columns(&schema, &cols, &[], usize::MAX / 16, None)
+            .unwrap();
+        let capped = b.build_columns(&schema, &cols, &[], 1000, None).unwrap();
+        assert!(capped.bloom.len() <= 1000, "{}", capped.bloom.len());
+        assert_eq!((&capped.ranges, &capped.present), (&sk.ranges, &sk.present));
         assert!(b
             .build_columns(&schema, &cols[..4], &[], 1000, None)
             .is_err());
