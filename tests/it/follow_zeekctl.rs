@@ -35,7 +35,9 @@
 //!
 //! **Long mode.** `WEIR_ZEEKCTL_KILLS=N` runs N kills in each of the two tests (300 is the
 //! long mode: `WEIR_ZEEKCTL_KILLS=300 cargo test --release --test it follow_zeekctl::`);
-//! `WEIR_ZEEKCTL_SEED` replays a run (the seed is printed at the start and in failures).
+//! `WEIR_ZEEKCTL_SEED` replays a run (the seed is printed at the start and in failures);
+//! `WEIR_ZEEKCTL_TRACE=FILE` appends each run's stderr (what the follower did) to FILE, and
+//! `WEIR_ZEEKCTL_LOG` replaces its `WEIR_LOG` filter (`debug` for more).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -407,7 +409,10 @@ fn start(db: &Path, pattern: &str, sh: &Arc<Shared>) -> Running {
         .chain(["--max-segment-size", segment.as_str()])
         .collect();
     let mut child = follow_command(db, &[pattern], &args)
-        .env("WEIR_LOG", WEIR_LOG)
+        .env(
+            "WEIR_LOG",
+            std::env::var("WEIR_ZEEKCTL_LOG").unwrap_or_else(|_| WEIR_LOG.to_string()),
+        )
         .spawn()
         .expect("weir runs");
     let stderr = child.stderr.take().unwrap();
@@ -465,6 +470,21 @@ impl Running {
             assert!(status.success(), "import --follow failed: {stderr}");
         }
         let ready = *self.ready.lock().unwrap();
+        // `WEIR_ZEEKCTL_TRACE=FILE` keeps every run's stderr (the follower's decisions) there.
+        if let Some(trace) = std::env::var_os("WEIR_ZEEKCTL_TRACE") {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(trace)
+                .unwrap();
+            writeln!(
+                f,
+                "==== run ended ({}killed)\n{stderr}",
+                if graceful { "not " } else { "" }
+            )
+            .unwrap();
+        }
         Run { ready, end, stderr }
     }
 }

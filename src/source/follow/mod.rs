@@ -448,23 +448,25 @@ impl Follower {
                 self.report_failure(key, &e, 0);
             }
         }
-        // Closed files rotated away cannot be read to their end.
+        // Closed files rotated away cannot be read to their end. Their identity is released
+        // where reading would go on (never before what the archive holds: a file closed
+        // while it still skipped to its checkpoint is released at that checkpoint), so that
+        // a copy found by its content is read on from there.
         for f in &mut self.files {
             if f.rotated && f.file.is_none() && !f.finished {
+                let at = f.resume_position();
                 let text = format!(
                     "{}: rotated away while closed (more files match than the {} descriptors \
                      weir keeps open); lines written to it after byte {} are imported only if \
                      a pattern matches it where it went",
-                    f.name,
-                    self.max_open,
-                    f.text_read()
+                    f.name, self.max_open, at.offset
                 );
                 tracing::warn!("{text}");
                 if let Ok(mut w) = self.shared.warnings.lock() {
                     w.push(text);
                 }
                 f.finished = true;
-                let cp = f.checkpoint(f.position(), false);
+                let cp = f.checkpoint(at, false);
                 self.registry.release(&f.fp, cp);
             }
         }
@@ -606,14 +608,12 @@ impl Follower {
                 }
             },
         };
-        // A file at a matched path is opened again by its path when its turn comes (within
-        // the descriptor budget); a rotated one only has this descriptor.
-        let file = if rotated {
-            self.make_room();
-            Some(file)
-        } else {
-            None
-        };
+        // The descriptor its identity was proven on is kept (within the descriptor budget):
+        // a file renamed away before its first read is read on through it. Reopening by path
+        // instead would find the next file there, and the rotated one could then only be
+        // given up (see `track`).
+        self.make_room();
+        let file = Some(file);
         let inflating = match head.compression {
             Compression::Gzip => Some(Inflating::new(Verifier::gzip(0))),
             Compression::Zstd => Some(Inflating::new(
@@ -1595,6 +1595,151 @@ mod tests {
         f.jump(40);
         assert_eq!(f.checkpoint(pos(40), false).sum, None);
         assert_eq!(Tracked::start_sum(false, 2).map(|h| h.finalize()), None);
+    }
+
+    /// A Zeek log whose rows `range` have the count `n` of their number.
+    fn log_text(range: std::ops::Range<u64>) -> String {
+        let mut text =
+            String::from("#separator \\x09\n#path\ttest\n#fields\tts\tn\n#types\ttime\tcount\n");
+        for i in range {
+            text.push_str(&format!("{}.5\t{i}\n", 1_600_000_000 + i));
+        }
+        text
+    }
+
+    /// A follower of `pattern` resuming from `checkpoints`, and the receiver of its batches.
+    fn follower(
+        pattern: &Path,
+        checkpoints: Vec<FileCheckpoint>,
+    ) -> (Follower, channel::Receiver<Result<Batch, ReadError>>) {
+        let (tx, rx) = channel::channel(1 << 20);
+        let spec = FollowSpec {
+            patterns: vec![pattern.display().to_string()],
+            resume: Arc::new(Mutex::new(checkpoints)),
+            start: StartFrom::Checkpoints,
+        };
+        let config = SourceConfig::zeek(crate::codec::ReaderOptions::default(), 1 << 20);
+        let shared = SourceShared {
+            cancel: tokio_util::sync::CancellationToken::new(),
+            counters: Arc::default(),
+            metrics: Arc::new(crate::metrics::StageMetrics::new("test", "source")),
+            skips: Arc::default(),
+            warnings: Arc::default(),
+            handle: None,
+        };
+        (Follower::new(spec, config, shared, tx), rx)
+    }
+
+    /// The checkpoint of plain file `path` (its identity, dev and inode) at `offset`.
+    fn checkpoint_at(path: &Path, offset: u64) -> FileCheckpoint {
+        let file = File::open(path).unwrap();
+        let meta = file.metadata().unwrap();
+        let head = read_head(&file, Compression::None).unwrap();
+        let fp = head.fingerprint().unwrap();
+        FileCheckpoint {
+            id: crate::checkpoint::FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                fp_len: fp.0,
+                fp_crc: fp.1,
+            },
+            path: path.display().to_string(),
+            pos: Position { offset, skip: 0 },
+            done: false,
+            raw: 0,
+            header: String::new(),
+            sum: None,
+        }
+    }
+
+    /// Runs one scan and the steps after it, as `Follower::run` does, and returns the
+    /// numbers of the rows sent.
+    fn poll(f: &mut Follower, rx: &mut channel::Receiver<Result<Batch, ReadError>>) -> Vec<u64> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let seen = f.scan();
+        f.track(seen).unwrap();
+        rt.block_on(async {
+            for i in 0..f.files.len() {
+                while f.step(i).await.unwrap() {}
+            }
+        });
+        f.files.retain(|t| !t.finished);
+        let mut rows = Vec::new();
+        while let Some(Some(batch)) = futures::FutureExt::now_or_never(rx.recv()) {
+            for row in batch.unwrap().to_values().unwrap() {
+                match row.get(1) {
+                    Some(&crate::value::Value::Count(n)) => rows.push(n),
+                    other => panic!("row without its number: {other:?}"),
+                }
+            }
+        }
+        rows
+    }
+
+    /// A file found at its checkpoint and renamed away (out of the patterns) before its
+    /// first read is read on from the checkpoint to its end through the descriptor its
+    /// identity was proven on: nothing again, nothing lost. (Opened again by path, it was
+    /// the next file there; the rotated one was given up at byte 0, and its gzip copy read
+    /// from its start: the lines before the checkpoint twice.)
+    #[test]
+    fn a_file_renamed_away_before_its_first_read_is_read_on_from_its_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.log");
+        std::fs::write(&path, log_text(0..4)).unwrap();
+        let done = std::fs::metadata(&path).unwrap().len();
+        std::fs::write(&path, log_text(0..10)).unwrap();
+        let (mut f, mut rx) = follower(&dir.path().join("*.log"), vec![checkpoint_at(&path, done)]);
+        let seen = f.scan();
+        f.track(seen).unwrap();
+        assert_eq!(f.files.len(), 1);
+        std::fs::rename(&path, dir.path().join("a.log.1")).unwrap();
+        std::fs::write(&path, log_text(100..102)).unwrap();
+        let rows = poll(&mut f, &mut rx);
+        assert_eq!(rows, [4, 5, 6, 7, 8, 9, 100, 101]);
+        assert!(f.shared.warnings.lock().unwrap().is_empty());
+    }
+
+    /// A file closed for the descriptor budget before its first read, then rotated away,
+    /// is given up where reading would go on: at its checkpoint, not at byte 0, so that a
+    /// copy of it is read on from there.
+    #[test]
+    fn a_closed_file_rotated_away_is_given_up_at_its_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.log"), dir.path().join("b.log"));
+        std::fs::write(&a, log_text(0..4)).unwrap();
+        let done = std::fs::metadata(&a).unwrap().len();
+        std::fs::write(&a, log_text(0..10)).unwrap();
+        std::fs::write(&b, log_text(50..52)).unwrap();
+        let cp = checkpoint_at(&a, done);
+        let fp = (cp.id.fp_len, cp.id.fp_crc);
+        let (mut f, mut rx) = follower(&dir.path().join("*.log"), vec![cp]);
+        f.max_open = 1;
+        let seen = f.scan();
+        f.track(seen).unwrap();
+        let closed: Vec<&str> = f
+            .files
+            .iter()
+            .filter(|t| t.file.is_none())
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(closed, [a.display().to_string()]);
+        std::fs::rename(&a, dir.path().join("a.log.1")).unwrap();
+        let rows = poll(&mut f, &mut rx);
+        assert_eq!(rows, [50, 51]);
+        let known = f.registry.get(&fp).unwrap();
+        assert_eq!((known.cp.pos.offset, known.claimed), (done, false));
+        let warnings = f.shared.warnings.lock().unwrap().clone();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains(&format!("after byte {done} ")),
+            "{warnings:?}"
+        );
+        // Its copy under a matching name is read on from the checkpoint.
+        std::fs::rename(dir.path().join("a.log.1"), dir.path().join("a2.log")).unwrap();
+        assert_eq!(poll(&mut f, &mut rx), [4, 5, 6, 7, 8, 9]);
     }
 
     /// The pattern suggested for files never seen: the log name, any middle, the end from
