@@ -766,3 +766,29 @@ fn concepts_prune_as_their_fields() {
     assert_eq!(n, 0);
     assert_eq!(s.rows_evaluated, 0, "{s:?}");
 }
+
+/// `explore --by` a concept relates events of both sources by the concept's field of each.
+#[test]
+fn explore_by_a_concept_reaches_both_sources() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_dir = archive(tmp.path());
+    let out = run(&[
+        "explore",
+        "--db",
+        s(&db_dir),
+        "--by",
+        "net.src.ip",
+        "-C",
+        "1h",
+        "--to",
+        "json",
+        "#type == \"suricata.alert\" && src_ip == 10.0.0.3",
+    ]);
+    let got = ok(&out, "explore").lines().count() as u64;
+    // Every event lies within the hour: the context is every event of that source address.
+    let db = Db::open(&db_dir).unwrap();
+    let want = count(&db, "net.src.ip == 10.0.0.3");
+    assert_eq!(got, want);
+    let schemas = schemas_of(&db, "net.src.ip == 10.0.0.3");
+    assert!(schemas.len() > 5, "{schemas:?}");
+}
