@@ -72,6 +72,10 @@ struct Cli {
     /// 0600: `weir::unstable::store::DEFAULT_UMASK`). See README, "Security model".
     #[arg(long, global = true, value_name = "OCTAL", value_parser = parse_umask)]
     umask: Option<u32>,
+    /// A concepts file (TOML, format 1: README, "Concepts") that extends the shipped
+    /// concepts and models (`net.src.ip`, `net.connection`, ...) for this command's queries.
+    #[arg(long, global = true, env = "WEIR_CONCEPTS", value_name = "FILE")]
+    concepts: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -305,6 +309,16 @@ pub fn main() -> ExitCode {
     // Before anything is created: every file of this process gets it (a writer otherwise
     // takes its archive directory's, see `weir::unstable::store`'s writers).
     weir::unstable::store::manage_umask(cli.umask);
+    if let Some(path) = &cli.concepts {
+        use weir::unstable::query::concepts;
+        match concepts::Concepts::load(path) {
+            Ok(c) => concepts::install(c),
+            Err(e) => {
+                say!("weir: error: --concepts {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     // The commands that read an archive run on this thread and their own pools: no runtime
     // (its threads cost a query started from a shell about a millisecond).
     let result = match cli.command {

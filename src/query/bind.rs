@@ -481,6 +481,9 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
                 .collect(),
         ),
         Extractor::Field(name) => {
+            if let Some(fields) = super::concepts::active().fields_in(name, schema) {
+                return bind_concept(p, schema, &fields, typing);
+            }
             let mut any = Vec::new();
             let t = typing.get_mut(p.id);
             let mut t_fallback = Typing::default();
@@ -513,11 +516,50 @@ fn bind_predicate(p: &Predicate, schema: &Schema, typing: &mut [Typing]) -> Boun
     }
 }
 
+/// A predicate on a concept (see [`super::concepts`]): over `fields`, the concept's fields
+/// that `schema` has, the disjunction of the well-typed comparisons; for a negative operator
+/// the negation of the positive disjunction, so every such field must differ (`!(c == x)`
+/// and `c != x` mean the same). No well-typed field: false, as a missing field. A field of a
+/// type the comparison does not suit is left out without a warning (a concept spans types by
+/// design); when no schema has one that suits it, the query reports the mismatch.
+fn bind_concept(p: &Predicate, schema: &Schema, fields: &[usize], typing: &mut [Typing]) -> Bound {
+    let mut t_fallback = Typing::default();
+    let t = typing.get_mut(p.id).unwrap_or(&mut t_fallback);
+    let mut tests = Vec::new();
+    for &i in fields {
+        let f = &schema.fields[i];
+        t.resolved = true;
+        if well_typed(&f.ty, p.op, &p.value) {
+            tests.push(test(schema, i, p.op, &p.value));
+        } else if t.mismatch.is_none() {
+            t.mismatch = Some((f.name.clone(), f.ty.clone()));
+        }
+    }
+    if tests.is_empty() {
+        return Bound::Const(false);
+    }
+    t.well_typed = true;
+    if p.op.is_negative() {
+        Bound::And(tests)
+    } else {
+        Bound::Or(tests)
+    }
+}
+
 /// `#field op "name"`: `==` is true when a field of the schema has that name (resolved as a
 /// field extractor); other positive operators compare the full field names as strings; a
 /// negative operator is true when no field satisfies its positive.
 fn field_meta(schema: &Schema, op: Op, lit: &Literal) -> bool {
     let positive = if op.is_negative() { op.negate() } else { op };
+    if let (Op::Eq, Literal::String(s)) = (positive, lit) {
+        // `#field == "net.src.port"`: the schema has a field of the concept.
+        let concept = std::str::from_utf8(s)
+            .ok()
+            .and_then(|s| super::concepts::active().fields_in(s, schema));
+        if let Some(fields) = concept {
+            return fields.is_empty() == op.is_negative();
+        }
+    }
     let any = schema.fields.iter().any(|f| match (positive, lit) {
         (Op::Eq, Literal::String(s)) => {
             std::str::from_utf8(s).is_ok_and(|s| names_field(schema, &f.name, s))

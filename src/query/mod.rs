@@ -38,6 +38,12 @@
 //! compared with counts only; the pipeline's `filter` refuses it, as its events have no IDs
 //! yet, and [`Program::matches`] takes it as unset: [`Program::matches_id`] knows the ID).
 //!
+//! **Concepts and models** ([`concepts`]): a concept name (`net.src.ip`) as a field extractor
+//! means, in each schema, the disjunction over the concept's fields it has (`id.orig_h` in
+//! Zeek's logs, `src_ip` in Suricata's), `!=` its negation; `#field == "net.src.ip"` holds
+//! where a schema has one of them. A model compares with a record literal:
+//! `net.connection == <10.0.0.1, _, 10.0.0.2, 80, _>`, `<net.src.ip: 10.0.0.1>`.
+//!
 //! **Literals.** Strings `"a\"b\x41"`; counts `53`, `1k`, `1M`, `1G` (×1000), `1Ki`, `1Mi`,
 //! `1Gi` (×1024); ints `+5`, `-5`; reals `1.5`, `2.5e2`; bools `T F true false`; addresses
 //! `10.0.0.1`, `::1`; subnets `10.0.0.0/8`; ports `80/tcp`, `53/udp`, `0/?` (the number
@@ -105,6 +111,7 @@
 //! | `parser.rs` | the grammar, the syntax tree ([`Expr`], [`Predicate`], [`Op`], [`Extractor`]), negation normal form |
 //! | `literal.rs` | [`Literal`]s and the parsers of their unquoted forms |
 //! | `bind.rs` | resolving extractors in a schema, type checks: [`Program`] |
+//! | `concepts.rs` | concepts and models ([`concepts::Concepts`]): the shipped table, a user's file, the one in force |
 //! | `names.rs` | unknown fields and `#type` names, suggestions, the literal probably meant |
 //! | `eval.rs` | evaluating a program on encoded rows with `RowCursor` |
 //! | `kernel.rs` | evaluating a program on a batch's Arrow arrays into a `BooleanArray` ([`Program::evaluate_arrow`], [`KernelError`]) |
@@ -117,6 +124,7 @@
 
 mod bind;
 mod columnar;
+pub mod concepts;
 pub mod context;
 mod erase;
 mod error;

@@ -9,7 +9,14 @@
 //! literal   := word | "string" | /pattern/ | "[" [ literal ( "," literal )* ] "]"
 //!            | now (+|-) duration | duration ago
 //! op        := == != < <= > >= in !in ni !ni ~ !~
+//! model     := field ("==" | "!=") "<" element ( "," element )* ">"
+//! element   := "_" | literal | concept ":" ( "_" | literal )
 //! ```
+//!
+//! A `model` predicate compares a model ([`super::concepts`]: `net.connection`) with a record
+//! literal, by position (`<10.0.0.1, _, 10.0.0.2, 80, _>`, one element per concept of the
+//! model) or by concept name (`<net.src.ip: 10.0.0.1, net.dst.port: 80>`); it is expanded
+//! here into predicates on its concepts (VAST's rules, in the module docs of `concepts`).
 //!
 //! A predicate compares one extractor with one literal; written the other way round
 //! (`"zeek" in #type`, `10.0.0.0/8 ni net`) it is turned around (`#type ni "zeek"`). A value
@@ -21,6 +28,7 @@
 use std::fmt;
 use std::ops::Range;
 
+use super::concepts::Concepts;
 use super::error::ParseError;
 use super::lexer::{lex, Tok, Token};
 use super::literal::{out_of_range, parse_duration, parse_word, Literal, Pattern};
@@ -240,6 +248,14 @@ impl Expr {
     }
 }
 
+/// One element of a record literal: its concept (and where that is written) in a named
+/// record, its value (`None`: `_`), where it is written.
+struct Element {
+    name: Option<(String, usize)>,
+    value: Option<Literal>,
+    span: Range<usize>,
+}
+
 /// One side of a predicate while parsing.
 enum Operand {
     Ext(Extractor),
@@ -437,6 +453,24 @@ impl Parser<'_> {
         let op_pos = self.here();
         self.i += 1;
         let rhs_pos = self.here();
+        if self.peek_tok() == Some(&Tok::Op(Op::Lt)) {
+            let Operand::Ext(Extractor::Field(model)) = lhs else {
+                return Err(self.error(
+                    rhs_pos,
+                    "a record literal (<...>) compares with a model such as net.connection",
+                ));
+            };
+            if !matches!(op, Op::Eq | Op::Ne) {
+                return Err(self.error(
+                    op_pos,
+                    format!("a model compares with a record literal by == or != only, not `{op}`"),
+                ));
+            }
+            self.deeper()?;
+            let e = self.model_predicate(&model, op, id, start..lhs_end);
+            self.depth -= 1;
+            return e;
+        }
         let rhs = self.operand(&format!("a value or an extractor after `{op}`"))?;
         let end = self.toks.get(self.i - 1).map_or(self.text.len(), |t| t.end);
         let text = self.text[start..end].to_string();
@@ -502,6 +536,224 @@ impl Parser<'_> {
                 ))
             }
         }
+    }
+
+    /// The elements of a record literal, the next token being its `<`.
+    fn record(&mut self, concepts: &Concepts) -> Result<Vec<Element>, ParseError> {
+        let open = self.here();
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            let Some(t) = self.peek().cloned() else {
+                return Err(self.error(
+                    self.text.len(),
+                    "expected a value, _ or concept: value in the record, found the end",
+                ));
+            };
+            let mut element = Element {
+                name: None,
+                value: None,
+                span: t.pos..t.end,
+            };
+            match &t.tok {
+                Tok::Word(w) if w == "_" => self.i += 1,
+                Tok::Word(w)
+                    if w.split_once(':')
+                        .is_some_and(|(n, _)| concepts.concept(n).is_some()) =>
+                {
+                    let (name, rest) = w.split_once(':').unwrap_or((w, ""));
+                    element.name = Some((name.to_string(), t.pos));
+                    self.i += 1;
+                    if rest == "_" {
+                    } else if !rest.is_empty() {
+                        let at = t.pos + name.len() + 1;
+                        element.value = Some(self.element_word(rest, at)?);
+                    } else if matches!(self.peek_tok(), Some(Tok::Word(w)) if w == "_") {
+                        self.i += 1;
+                    } else {
+                        let at = self.here();
+                        match self.operand("a value or _ after the concept's `:`")? {
+                            Operand::Lit(l) => element.value = Some(l),
+                            Operand::Ext(e) => {
+                                return Err(self.error(
+                                    at,
+                                    format!(
+                                        "expected a value in the record, found the extractor `{e}`"
+                                    ),
+                                ))
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    let at = self.here();
+                    match self.operand("a value, _ or concept: value in the record")? {
+                        Operand::Lit(l) => element.value = Some(l),
+                        Operand::Ext(Extractor::Field(f)) if f.contains(':') => {
+                            let name = f.split(':').next().unwrap_or_default();
+                            return Err(
+                                self.error(at, format!("unknown concept `{name}` in the record"))
+                            );
+                        }
+                        Operand::Ext(e) => {
+                            return Err(self.error(
+                                at,
+                                format!(
+                                    "expected a value in the record, found the extractor `{e}`"
+                                ),
+                            ))
+                        }
+                    }
+                }
+            }
+            element.span.end = self.toks.get(self.i - 1).map_or(t.end, |t| t.end);
+            out.push(element);
+            match self.peek_tok() {
+                Some(Tok::Comma) => self.i += 1,
+                Some(Tok::Op(Op::Gt)) => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                _ => {
+                    let msg = format!(
+                        "expected , or > to continue the record opened at column {}, found {}",
+                        self.text[..open].chars().count() + 1,
+                        self.found()
+                    );
+                    return Err(self.error(self.here(), msg));
+                }
+            }
+        }
+    }
+
+    /// The value of a `concept:value` element written in one word.
+    fn element_word(&self, w: &str, pos: usize) -> Result<Literal, ParseError> {
+        if let Some(l) = parse_word(w, self.now) {
+            return Ok(l);
+        }
+        Err(self.error(
+            pos,
+            out_of_range(w).unwrap_or_else(|| format!("invalid value `{w}` in the record")),
+        ))
+    }
+
+    /// `model op <...>` (the next token is the `<`) as predicates on its concepts: a value
+    /// restricts its concept (`concept == value`); `_` and a concept a named record leaves out
+    /// mean that the schema has a field of it (`#field == "concept"`). `==` is the
+    /// conjunction of all; `!=` negates the conjunction of the values only (VAST).
+    fn model_predicate(
+        &mut self,
+        model: &str,
+        op: Op,
+        first_id: usize,
+        model_span: Range<usize>,
+    ) -> Result<Expr, ParseError> {
+        let concepts = super::concepts::active();
+        let Some(m) = concepts.model(model) else {
+            let known: Vec<&str> = concepts.models().map(|(n, _)| n).collect();
+            return Err(self.error(
+                model_span.start,
+                format!(
+                    "`{model}` is no model: a record literal (<...>) compares with a model ({})",
+                    known.join(", ")
+                ),
+            ));
+        };
+        let definition = m.definition.clone();
+        let open = self.here();
+        let elements = self.record(&concepts)?;
+        let end = self.toks.get(self.i - 1).map_or(self.text.len(), |t| t.end);
+        let text = self.text[model_span.start..end].to_string();
+        let named = elements.iter().filter(|e| e.name.is_some()).count();
+        // Per concept of the model, its value (`None`: `_`) and where it is written.
+        let values: Vec<(Option<Literal>, Range<usize>)> = if named == 0 {
+            if elements.len() != definition.len() {
+                return Err(self.error(
+                    open,
+                    format!(
+                        "the record has {} values; the model {model} has {} concepts: {}",
+                        elements.len(),
+                        definition.len(),
+                        definition.join(", ")
+                    ),
+                ));
+            }
+            elements.into_iter().map(|e| (e.value, e.span)).collect()
+        } else {
+            if let Some(e) = elements.iter().find(|e| e.name.is_none()) {
+                return Err(self.error(
+                    e.span.start,
+                    "a record names all its values (concept: value) or none",
+                ));
+            }
+            let mut values: Vec<(Option<Literal>, Range<usize>)> =
+                definition.iter().map(|_| (None, open..open + 1)).collect();
+            let mut seen: Vec<usize> = Vec::new();
+            for e in elements {
+                let Some((name, pos)) = e.name else { continue };
+                let Some(k) = definition.iter().position(|c| *c == name) else {
+                    return Err(self.error(
+                        pos,
+                        format!(
+                            "concept `{name}` is not part of the model {model}: {}",
+                            definition.join(", ")
+                        ),
+                    ));
+                };
+                if seen.contains(&k) {
+                    return Err(self.error(pos, format!("concept `{name}` is named twice")));
+                }
+                seen.push(k);
+                values[k] = (e.value, e.span);
+            }
+            values
+        };
+        let mut next_id = Some(first_id);
+        let mut id = || {
+            next_id.take().unwrap_or_else(|| {
+                self.next_id += 1;
+                self.next_id - 1
+            })
+        };
+        let mut exists = Vec::new();
+        let mut restricted = Vec::new();
+        for (concept, (value, span)) in definition.iter().zip(values) {
+            let (extractor, value, list) = match value {
+                None => (
+                    Extractor::Meta(Meta::Field),
+                    Literal::String(concept.clone().into_bytes()),
+                    &mut exists,
+                ),
+                Some(v) => (Extractor::Field(concept.clone()), v, &mut restricted),
+            };
+            list.push(Expr::Pred(Predicate {
+                id: id(),
+                extractor,
+                op: Op::Eq,
+                value,
+                pos: model_span.start,
+                text: text.clone(),
+                extractor_span: model_span.clone(),
+                value_span: span,
+            }));
+        }
+        if !restricted.is_empty() {
+            let values = if restricted.len() == 1 {
+                restricted.remove(0)
+            } else {
+                Expr::And(restricted)
+            };
+            exists.push(if op == Op::Ne {
+                Expr::Not(Box::new(values))
+            } else {
+                values
+            });
+        }
+        Ok(if exists.len() == 1 {
+            exists.remove(0)
+        } else {
+            Expr::And(exists)
+        })
     }
 
     fn list(&mut self, open: usize) -> Result<Literal, ParseError> {

@@ -7,8 +7,12 @@ use crate::value::{DecodeError, RowCursor, ValueRef};
 
 use super::super::bind::names_field;
 
-/// The fields of `schema` that the field extractor `name` names, in schema order.
+/// The fields of `schema` that the field extractor `name` names, in schema order (a
+/// concept's, [`crate::query::concepts`], in the order of its entries).
 pub(crate) fn named(schema: &Schema, name: &str) -> Vec<usize> {
+    if let Some(fields) = crate::query::concepts::active().fields_in(name, schema) {
+        return fields;
+    }
     schema
         .fields
         .iter()

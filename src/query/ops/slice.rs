@@ -98,10 +98,12 @@ impl Slice {
 }
 
 /// The fields of one schema that a field name resolves to (see the resolution rules in
-/// [`crate::query::bind`]): the full name, a suffix at a dot, or a schema-qualified name.
+/// [`crate::query::bind`]): the full name, a suffix at a dot, or a schema-qualified name; or
+/// a concept's fields ([`crate::query::concepts`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fields {
-    /// Field indices, ascending.
+    /// Field indices: ascending for a field name; for a concept, in the order of its
+    /// entries (the first is the one an operator reads).
     pub indices: Vec<usize>,
 }
 
@@ -109,6 +111,9 @@ impl Fields {
     /// The fields of `schema` that `name` names. For `select` and `drop`, a record's name
     /// (`id`) also names its fields (`id.orig_h`, ...): see [`Fields::resolve_record`].
     pub fn resolve(schema: &SchemaRef, name: &str) -> Fields {
+        if let Some(indices) = crate::query::concepts::active().fields_in(name, schema) {
+            return Fields { indices };
+        }
         Fields {
             indices: schema
                 .fields

@@ -1,7 +1,8 @@
 //! `select F, ...` (the named fields, in the order named; a name matching several fields
-//! takes them all, in schema order; `#id` is the event ID, a field `#id` of type `count`) and
-//! `drop F, ...` (all but the named fields). The schema keeps its name; an event left without
-//! fields is dropped.
+//! takes them all, in schema order; a concept (`crate::query::concepts`) the first of its
+//! fields the schema has, as a column named by the concept; `#id` is the event ID, a field
+//! `#id` of type `count`) and `drop F, ...` (all but the named fields: a concept all of its
+//! fields). The schema keeps its name; an event left without fields is dropped.
 
 use std::sync::Arc;
 
@@ -38,10 +39,23 @@ impl Project {
 
     fn plan(&self, schema: &SchemaRef) -> Plan {
         let mut take: Vec<usize> = Vec::new();
+        // Output names other than the field's own: a concept's column is named by it.
+        let mut renamed: Vec<(usize, &str)> = Vec::new();
+        let concepts = crate::query::concepts::active();
         if self.keep {
             for n in &self.names {
                 if n == "#id" && !take.contains(&ID) {
                     take.push(ID);
+                }
+                if let Some(fields) = concepts.fields_in(n, schema) {
+                    // The first of the concept's fields the schema has, named by the concept.
+                    if let Some(&i) = fields.first() {
+                        if !take.contains(&i) {
+                            renamed.push((take.len(), n));
+                            take.push(i);
+                        }
+                    }
+                    continue;
                 }
                 for i in Fields::resolve_record(schema, n).indices {
                     if !take.contains(&i) {
@@ -63,10 +77,14 @@ impl Project {
         }
         let fields = take
             .iter()
-            .map(|&i| match i {
-                ID => Field::new("#id", Type::Count),
-                i => schema.fields[i].clone(),
-            })
+            .enumerate()
+            .map(
+                |(k, &i)| match (i, renamed.iter().find(|(at, _)| *at == k)) {
+                    (ID, _) => Field::new("#id", Type::Count),
+                    (i, Some((_, name))) => Field::new(*name, schema.fields[i].ty.clone()),
+                    (i, None) => schema.fields[i].clone(),
+                },
+            )
             .collect();
         Some((Arc::new(Schema::new(schema.name.clone(), fields)), take))
     }
