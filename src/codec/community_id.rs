@@ -88,18 +88,34 @@ pub struct FlowTuple {
     pub ports: Option<(u16, u16)>,
 }
 
-fn addr_bytes(a: &IpAddr) -> Vec<u8> {
+/// An address's bytes in network order, in a buffer of 16: 4 of them for IPv4, 16 for IPv6.
+fn addr_bytes(a: &IpAddr) -> ([u8; 16], usize) {
+    let mut out = [0; 16];
     match a {
-        IpAddr::V4(v4) => v4.octets().to_vec(),
-        IpAddr::V6(v6) => v6.octets().to_vec(),
+        IpAddr::V4(v4) => {
+            out[..4].copy_from_slice(&v4.octets());
+            (out, 4)
+        }
+        IpAddr::V6(v6) => (v6.octets(), 16),
     }
 }
+
+/// The length of an ID: `1:` and the base64 (with padding) of a 20-byte SHA-1 digest.
+pub const ID_LEN: usize = 30;
 
 /// Community ID v1 of `flow` with `seed`, as `1:BASE64`. `None` when the protocol has ports
 /// but the tuple has none (the spec has no ID for it).
 pub fn community_id_v1(seed: u16, flow: &FlowTuple) -> Option<String> {
-    let mut src = addr_bytes(&flow.src);
-    let mut dst = addr_bytes(&flow.dst);
+    let id = community_id_v1_bytes(seed, flow)?;
+    std::str::from_utf8(&id).ok().map(str::to_owned)
+}
+
+/// [`community_id_v1`] as ASCII bytes, without allocating (the import computes one per
+/// connection).
+pub fn community_id_v1_bytes(seed: u16, flow: &FlowTuple) -> Option<[u8; ID_LEN]> {
+    let (src, src_len) = addr_bytes(&flow.src);
+    let (dst, dst_len) = addr_bytes(&flow.dst);
+    let (mut src, mut dst) = (&src[..src_len], &dst[..dst_len]);
     let mut ports = match (has_ports(flow.proto), flow.ports) {
         (true, None) => return None,
         (true, Some(p)) => Some(p),
@@ -122,22 +138,26 @@ pub fn community_id_v1(seed: u16, flow: &FlowTuple) -> Option<String> {
         std::mem::swap(&mut src, &mut dst);
         ports = ports.map(|(s, d)| (d, s));
     }
-    let mut input = Vec::with_capacity(2 + 16 + 16 + 2 + 4);
-    input.extend_from_slice(&seed.to_be_bytes());
-    input.extend_from_slice(&src);
-    input.extend_from_slice(&dst);
-    input.push(flow.proto);
-    input.push(0);
-    if let Some((s, d)) = ports {
-        input.extend_from_slice(&s.to_be_bytes());
-        input.extend_from_slice(&d.to_be_bytes());
+    // Seed, two addresses of at most 16 bytes, protocol, padding, two ports.
+    let mut input = [0u8; 2 + 16 + 16 + 2 + 4];
+    let mut n = 0;
+    for part in [&seed.to_be_bytes()[..], src, dst, &[flow.proto, 0]] {
+        input[n..n + part.len()].copy_from_slice(part);
+        n += part.len();
     }
-    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input);
+    if let Some((s, d)) = ports {
+        input[n..n + 2].copy_from_slice(&s.to_be_bytes());
+        input[n + 2..n + 4].copy_from_slice(&d.to_be_bytes());
+        n += 4;
+    }
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input[..n]);
     use base64::Engine as _;
-    Some(format!(
-        "1:{}",
-        base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
-    ))
+    let mut id = [0u8; ID_LEN];
+    id[..2].copy_from_slice(b"1:");
+    let written = base64::engine::general_purpose::STANDARD
+        .encode_slice(digest.as_ref(), &mut id[2..])
+        .ok()?;
+    (written == ID_LEN - 2).then_some(id)
 }
 
 /// Whether weir computes Community IDs at import, and with which seed.
@@ -226,9 +246,18 @@ mod tests {
         }
     }
 
-    /// The spec's baseline (`baseline/baseline_deflt.json` and `baseline_seed1.json`):
-    /// protocol, source, destination, ports, the ID with seed 0 and with seed 1.
-    const BASELINE: &[(u8, &str, &str, Option<(u16, u16)>, &str, &str)] = &[
+    /// Protocol, source, destination, ports, the ID with seed 0, the ID with seed 1.
+    type Case = (
+        u8,
+        &'static str,
+        &'static str,
+        Option<(u16, u16)>,
+        &'static str,
+        &'static str,
+    );
+
+    /// The spec's baseline (`baseline/baseline_deflt.json` and `baseline_seed1.json`).
+    const BASELINE: &[Case] = &[
         (
             58,
             "fe80::200:86ff:fe05:80da",
