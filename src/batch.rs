@@ -183,6 +183,13 @@ impl ColumnStats {
         (set > 0).then_some((kind, lo, hi, set))
     }
 
+    /// Adds a last field whose values are not recorded (a field appended to every row).
+    fn push_unrecorded(&mut self) {
+        self.kinds.push(None);
+        self.ranges.push([u64::MAX, 0]);
+        self.set.push(0);
+    }
+
     /// The stats of two consecutive runs of rows of one schema.
     fn merge(&self, other: &ColumnStats) -> Option<ColumnStats> {
         if self.kinds != other.kinds {
@@ -441,6 +448,65 @@ impl Batch {
             }
         }
         ts
+    }
+
+    /// Appends a field to every row: `schema` is this batch's schema with one more field at
+    /// the end, `values` holds that field's msgpack value of every row back to back, and
+    /// `ends[i]` is where row `i`'s value ends in `values`. A columnar batch gets `values` as
+    /// its last column; rows are rewritten with the longer array header. Returns `false` and
+    /// changes nothing when `schema` does not extend the batch's by one field, `ends` does not
+    /// cut `values` into one value per row, or a row does not hold the batch's field count.
+    pub fn push_field(&mut self, schema: SchemaRef, values: Vec<u8>, ends: &[usize]) -> bool {
+        let n = self.schema.fields.len();
+        let fits = schema.fields.len() == n + 1
+            && n < u16::MAX as usize
+            && schema.fields[..n] == self.schema.fields[..]
+            && schema.name == self.schema.name
+            && ends.len() == self.len()
+            && ends.windows(2).all(|w| w[0] <= w[1])
+            && ends
+                .last()
+                .map_or(values.is_empty(), |&e| e == values.len());
+        if !fits {
+            return false;
+        }
+        let grow = header_len(n + 1) - header_len(n);
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        if let Some(cols) = &mut self.cols {
+            let offsets = self
+                .offsets
+                .iter()
+                .zip(starts)
+                .enumerate()
+                .map(|(i, (&o, start))| o + i * grow + start)
+                .collect();
+            let mut all = std::mem::take(cols).into_vec();
+            all.push(values);
+            self.cols = Some(all.into_boxed_slice());
+            self.offsets = offsets;
+            self.joined = OnceLock::new();
+        } else {
+            let mut data = Vec::with_capacity(self.data.len() + values.len() + grow * self.len());
+            let mut offsets = Vec::with_capacity(self.len());
+            for (i, start) in (0..self.len()).zip(starts) {
+                let row = self.row(i);
+                let mut c = RowCursor::new(row);
+                if c.array_len().ok() != Some(n) {
+                    return false;
+                }
+                offsets.push(data.len());
+                push_header(n + 1, &mut data);
+                data.extend_from_slice(&row[c.position()..]);
+                data.extend_from_slice(&values[start..ends[i]]);
+            }
+            self.data = data;
+            self.offsets = offsets;
+        }
+        if let Some(stats) = &mut self.stats {
+            Arc::make_mut(stats).push_unrecorded();
+        }
+        self.schema = schema;
+        true
     }
 
     /// Decodes every row into owned values (for tests and small exports).
@@ -903,6 +969,95 @@ mod tests {
         assert_eq!(a.ts_range(), Some((1, 2)));
         assert_eq!(tail.ts_range(), Some((3, 20)));
         assert_eq!(tail.to_values().unwrap()[2][0], Value::Time(20));
+    }
+
+    /// `batch`'s schema with `extra` more string fields named `e0`, `e1`, ...
+    fn wider(base: &Schema, extra: usize) -> SchemaRef {
+        let mut s = base.clone();
+        for i in 0..extra {
+            s.fields.push(Field::new(format!("e{i}"), Type::String));
+        }
+        s.into_shared()
+    }
+
+    /// One string value per row (unset for every third), as `push_field` takes them.
+    fn column_of(rows: usize) -> (Vec<u8>, Vec<usize>, Vec<Value>) {
+        let (mut values, mut ends, mut want) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..rows {
+            let v = match i % 3 {
+                0 => Value::Null,
+                _ => Value::String(format!("v{i}").into_bytes()),
+            };
+            RowEncoder::new(&mut values).value(&v);
+            ends.push(values.len());
+            want.push(v);
+        }
+        (values, ends, want)
+    }
+
+    #[test]
+    fn push_field_appends_a_value_to_rows_and_columns_alike() {
+        let ts: Vec<i64> = (1..40).collect();
+        let (values, ends, want) = column_of(ts.len());
+        let mut twins = [fields_batch(&ts, false), fields_batch(&ts, true)];
+        let before = twins[0].to_values().unwrap();
+        let to = wider(&twins[0].schema().clone(), 1);
+        for b in &mut twins {
+            b.set_id(7);
+            assert!(b.push_field(to.clone(), values.clone(), &ends));
+            assert_eq!(b.schema(), &to);
+            assert_eq!(b.id(), 7);
+            assert_eq!(b.ts_range(), Some((1, 39)));
+            let got = b.to_values().unwrap();
+            for (i, row) in got.iter().enumerate() {
+                assert_eq!(row[..2], before[i][..], "row {i}");
+                assert_eq!(row[2], want[i], "row {i}");
+            }
+            let kinds = &b.column_stats().map(|s| s.kinds.len());
+            assert!(kinds.is_none_or(|k| k == 3), "{kinds:?}");
+        }
+        assert_eq!(twins[0].data(), twins[1].data());
+        assert_eq!(twins[0].offsets(), twins[1].offsets());
+        assert!(twins[1].columns().is_some_and(|c| c.len() == 3));
+    }
+
+    #[test]
+    fn push_field_grows_the_row_header_past_fifteen_fields() {
+        let ts: Vec<i64> = (1..10).collect();
+        let base = wider(&schema(), 13);
+        let mut b = BatchBuilder::new(base.clone());
+        for &t in &ts {
+            let mut row = vec![Value::Time(t), Value::String(b"s".to_vec())];
+            row.extend((0..13).map(|i| Value::String(format!("{i}").into_bytes())));
+            let mut e = b.begin_row();
+            for v in &row {
+                e.value(v);
+            }
+            b.finish_row(Some(t));
+        }
+        let mut b = b.finish();
+        let (values, ends, want) = column_of(ts.len());
+        assert!(b.push_field(wider(&base, 1), values, &ends));
+        let got = b.to_values().unwrap();
+        assert_eq!(got.len(), ts.len());
+        for (row, w) in got.iter().zip(&want) {
+            assert_eq!(row.len(), 16);
+            assert_eq!(&row[15], w);
+        }
+    }
+
+    #[test]
+    fn push_field_refuses_what_does_not_fit() {
+        let mut b = batch(&[1, 2, 3]);
+        let (values, ends, _) = column_of(3);
+        let before = b.clone();
+        // Two fields more, a renamed schema, one value short.
+        assert!(!b.push_field(wider(&schema(), 2), values.clone(), &ends));
+        let mut renamed = (*wider(&schema(), 1)).clone();
+        renamed.name = "zeek.other".into();
+        assert!(!b.push_field(renamed.into_shared(), values.clone(), &ends));
+        assert!(!b.push_field(wider(&schema(), 1), values.clone(), &ends[..2]));
+        assert_eq!(b, before);
     }
 
     /// Rows `ts` written field by field into a builder in column mode (`columnar`) or not,

@@ -21,6 +21,9 @@ pub const TIME_FIELD: &str = "ts";
 pub const EVE_TIME_FIELD: &str = "timestamp";
 /// How the names of Suricata EVE schemas begin (`suricata.alert`).
 pub const EVE_SCHEMA_PREFIX: &str = "suricata.";
+/// The field of a flow's Community ID, in Zeek (`conn`, the `community-id` package's name, and
+/// what weir computes at import: `codec/zeek/conn_community_id.rs`) as in Suricata EVE.
+pub const COMMUNITY_ID_FIELD: &str = "community_id";
 
 /// A Zeek type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

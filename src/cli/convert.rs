@@ -68,7 +68,9 @@ pub async fn run(args: ConvertArgs) -> anyhow::Result<()> {
             }),
         ),
     };
-    let source = args.source.config();
+    let mut source = args.source.config();
+    // A conversion writes the events as they are: Community IDs are computed at import.
+    source.community_id = weir::unstable::codec::community_id::CommunityId::Off;
     // Fail on a missing input before anything is written.
     source.inputs()?;
     let mut stages = vec![Stage {

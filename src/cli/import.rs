@@ -15,8 +15,11 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use weir::unstable::batcher::BatchConfig;
+use weir::unstable::codec::community_id::CommunityId;
 use weir::unstable::pipeline::build::{build, ArchiveHandle};
-use weir::unstable::pipeline::config::{ConfigError, ImportConfig, LoadOptions, PipelineSpec};
+use weir::unstable::pipeline::config::{
+    ConfigError, ImportConfig, LoadOptions, PipelineSpec, StageConfig,
+};
 use weir::unstable::segment::Codec;
 use weir::unstable::source::{total_size, Input};
 use weir::unstable::store::{Archive, ArchiveSinkConfig};
@@ -59,6 +62,11 @@ pub struct ImportArgs {
     /// Write no per-batch sketches (needle queries then read every batch of the schema).
     #[arg(long)]
     no_sketches: bool,
+    /// Community ID of `zeek.conn` events that lack one: computed with this seed, or `off`
+    /// (see README, "Community ID and pivots").
+    #[arg(long = "community-id", value_name = "off|SEED",
+          default_value_t = CommunityId::DEFAULT)]
+    community_id: CommunityId,
     /// Disk budget of the archive (`50GiB`): beyond it the oldest segments are erased, down
     /// to 90% of it; checked at start and while importing. At least two segments. The unit
     /// is required.
@@ -120,6 +128,10 @@ pub struct RunArgs {
     /// Only validate the pipeline file (including its paths), do not run it.
     #[arg(long)]
     check: bool,
+    /// Community ID of `zeek.conn` events that lack one, for every file and stdin source:
+    /// computed with this seed, or `off` (instead of each source's `community_id`).
+    #[arg(long = "community-id", value_name = "off|SEED")]
+    community_id: Option<CommunityId>,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
@@ -167,6 +179,7 @@ impl ImportArgs {
         c.archive.compression_level = self.compression_level;
         c.archive.sketches = !self.no_sketches;
         c.source.no_column_stats = self.no_sketches;
+        c.source.community_id = self.community_id;
         if let Some(size) = &self.max_archive_size {
             c.archive.max_archive_size = Some(size.0);
         }
@@ -195,6 +208,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sources.input", "follow", "--follow"),
     ("sources.input", "again", "--again"),
     ("sources.input", "from", "--from-start/--from-end"),
+    ("sources.input", "community_id", "--community-id"),
     ("transforms.batch", "max_events", "--batch-size"),
     ("transforms.batch", "timeout", "--batch-timeout"),
     ("sinks.archive", "db", "--db"),
@@ -323,6 +337,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     if args.metrics_listen.is_some() {
         spec.options.metrics_listen = args.metrics_listen;
+    }
+    if let Some(cid) = args.community_id {
+        for stage in &mut spec.stages {
+            if let StageConfig::File(src) | StageConfig::Stdin(src) = &mut stage.config {
+                src.community_id = cid;
+            }
+        }
     }
     if args.metrics_tls_cert.is_some() {
         spec.options.metrics_tls_cert = args.metrics_tls_cert.clone();

@@ -8,6 +8,7 @@
 
 pub mod arrow;
 pub mod cells;
+pub mod community_id;
 pub mod csv_writer;
 mod drive;
 pub mod event_writer;

@@ -9,6 +9,8 @@ use super::resume::BatchResume;
 use super::{expand_inputs, expand_pattern, Compression, Format, Input, SourceConfig, SourceError};
 use std::sync::Arc;
 
+use crate::codec::community_id::CommunityId;
+use crate::codec::zeek::conn_community_id::ConnCommunityId;
 use crate::codec::zeek::schema::ZeekSchemas;
 use crate::codec::ReaderOptions;
 use crate::error::OnError;
@@ -50,6 +52,9 @@ pub struct FileSourceConfig {
     /// from the checkpoints, refused when the archive's checkpoints are lost; see
     /// [`crate::checkpoint::StartFrom`]).
     pub from: crate::checkpoint::StartFrom,
+    /// Community ID of `zeek.conn` events that lack it: computed with this seed (default 0)
+    /// or `"off"` (`--community-id`; see [`crate::codec::zeek::conn_community_id`]).
+    pub community_id: CommunityId,
     /// Do not record column ranges for sketches ([`ReaderOptions::column_stats`]): set by
     /// `weir import --no-sketches`; not a key of the pipeline file.
     #[serde(skip)]
@@ -72,6 +77,7 @@ impl Default for FileSourceConfig {
             follow: false,
             again: false,
             from: crate::checkpoint::StartFrom::default(),
+            community_id: CommunityId::DEFAULT,
             no_column_stats: !ReaderOptions::DEFAULT_COLUMN_STATS,
         }
     }
@@ -231,6 +237,10 @@ impl FileSourceConfig {
             start: self.from,
         });
         config.resume = (!self.follow).then(|| BatchResume::new(self.again));
+        config.community_id = self
+            .community_id
+            .seed()
+            .map(|seed| Arc::new(ConnCommunityId::new(seed)));
         Ok(config)
     }
 }

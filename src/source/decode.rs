@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::Batch;
 use crate::channel;
 use crate::checkpoint::RowSpan;
+use crate::codec::zeek::conn_community_id::ConnCommunityId;
 use crate::codec::zeek::parallel::ParallelTsvReader;
 use crate::codec::ReaderOptions;
 use crate::error::{ReadError, SkipReport};
@@ -82,6 +83,10 @@ pub struct SourceConfig {
     pub follow: Option<crate::source::follow::FollowSpec>,
     /// Checkpoints of the inputs read once (see [`crate::source::resume`]); `None`: none.
     pub resume: Option<Arc<BatchResume>>,
+    /// Adds `community_id` to the `zeek.conn` batches that lack it, as they leave the
+    /// decoder's thread ([`crate::codec::zeek::conn_community_id`]); `None`: batches as read.
+    /// `weir import` and `weir run` set it from the source's `community_id` setting.
+    pub community_id: Option<Arc<ConnCommunityId>>,
 }
 
 /// Inputs of known size below this (as stored, possibly compressed) are decoded on their own
@@ -189,9 +194,11 @@ async fn decode_input(
         options.detect_eve |= config.format == Format::Auto && format == Format::ZeekJson;
         // Small inputs of known size are not worth a pool of threads.
         let small = size.is_some_and(|n| n < PARALLEL_MIN_SIZE);
+        let cid = config.community_id.as_deref();
         let out = Out {
             tx: &tx,
             shared: &shared,
+            cid,
         };
         // A plain file of lines read with checkpoints may still be written: its last line
         // without a newline waits for the next import (see `crate::source::resume`). Parquet
@@ -210,7 +217,7 @@ async fn decode_input(
             Ok(end) => end,
             Err(e) => {
                 if let Some(b) = marker.as_mut().and_then(Marker::flush) {
-                    send(&tx, &shared, Ok(b)).await?;
+                    send(&tx, &shared, cid, Ok(b)).await?;
                 }
                 return Err(e);
             }
@@ -235,7 +242,7 @@ async fn decode_input(
                 None => m.flush(),
             };
             if let Some(b) = last {
-                send(&tx, &shared, Ok(b)).await?;
+                send(&tx, &shared, cid, Ok(b)).await?;
             }
         }
         Ok::<(), ReadError>(())
@@ -351,6 +358,8 @@ const READ_SIZE: usize = 1 << 20;
 struct Out<'a> {
     tx: &'a channel::Sender<Result<Batch, ReadError>>,
     shared: &'a SourceShared,
+    /// Adds `community_id` to conn batches (see [`SourceConfig::community_id`]).
+    cid: Option<&'a ConnCommunityId>,
 }
 
 impl Out<'_> {
@@ -366,7 +375,7 @@ impl Out<'_> {
             None => Some(batch),
         };
         match b {
-            Some(b) => send(self.tx, self.shared, Ok(b)).await,
+            Some(b) => send(self.tx, self.shared, self.cid, Ok(b)).await,
             None => Ok(()),
         }
     }
@@ -649,9 +658,11 @@ fn warn(shared: &SourceShared, text: String) {
     }
 }
 
+/// Sends a batch (with its Community IDs, when `cid` computes them) or an error.
 async fn send(
     tx: &channel::Sender<Result<Batch, ReadError>>,
     shared: &SourceShared,
+    cid: Option<&ConnCommunityId>,
     item: Result<Batch, ReadError>,
 ) -> Result<(), ReadError> {
     if let Ok(b) = &item {
@@ -660,6 +671,11 @@ async fn send(
             return Ok(());
         }
     }
+    let item = match (item, cid) {
+        // A reader's bug only (see `ConnCommunityId::apply`).
+        (Ok(b), Some(cid)) => cid.apply(b).map_err(|e| ReadError::from(io::Error::other(e))),
+        (item, _) => item,
+    };
     let t0 = Instant::now();
     let r = tx.send(item).await;
     shared.metrics.add_blocked(t0.elapsed());
@@ -806,6 +822,7 @@ impl SourceConfig {
             parallel_tsv: std::thread::available_parallelism().map_or(2, |n| n.get()),
             follow: None,
             resume: None,
+            community_id: None,
         }
     }
 }

@@ -458,6 +458,7 @@ impl Archive {
         }
         let cat = &self.catalog_for(wal_reader.as_ref())?;
         let mut schemas: BTreeMap<String, u64> = BTreeMap::new();
+        let mut community_id: BTreeMap<String, u64> = BTreeMap::new();
         let mut ranges: Vec<[u64; 2]> = Vec::new();
         let mut push_range = |r: Range<u64>| match ranges.last_mut() {
             Some(last) if last[1] == r.start => last[1] = r.end,
@@ -496,6 +497,9 @@ impl Archive {
                 wal.batches += 1;
                 wal.events += b.len() as u64;
                 *schemas.entry(b.schema().name.clone()).or_default() += b.len() as u64;
+                if has_community_id(b.schema()) {
+                    *community_id.entry(b.schema().name.clone()).or_default() += b.len() as u64;
+                }
                 widen(b.ts_range());
                 push_range(ids);
             }
@@ -511,6 +515,14 @@ impl Archive {
                     .filter_map(|i| seg.batch_storage(i))
                     .map(|(_, _, raw)| raw as u64)
                     .sum::<u64>();
+                for i in 0..seg.len() {
+                    if let Some((schema, ids, _)) = seg.batch_meta(i) {
+                        if has_community_id(schema) {
+                            let n = ids.end - ids.start;
+                            *community_id.entry(schema.name.clone()).or_default() += n;
+                        }
+                    }
+                }
             }
         }
         let bytes: u64 = cat.segments.iter().map(|s| s.bytes).sum();
@@ -535,6 +547,7 @@ impl Archive {
             ts,
             id_ranges: ranges,
             schemas,
+            community_id,
             wal,
             erased_events: cat.erased_ranges().map(|r| r.end - r.start).sum::<u64>() - lost_events,
             lost_events,
@@ -1291,6 +1304,11 @@ pub struct ArchiveInfo {
     pub id_ranges: Vec<[u64; 2]>,
     /// Events per schema.
     pub schemas: BTreeMap<String, u64>,
+    /// Events per schema whose events carry a `community_id` field
+    /// ([`crate::types::COMMUNITY_ID_FIELD`]: the `zeek.conn` events that weir computed it
+    /// for at import, and those of logs that had their own); schemas without it are not
+    /// listed.
+    pub community_id: BTreeMap<String, u64>,
     /// The active segment's write-ahead log.
     pub wal: WalInfo,
     /// Events erased (by `weir erase` or retention): IDs below the end that no segment holds
@@ -1394,8 +1412,26 @@ impl fmt::Display for ArchiveInfo {
         for (name, n) in &self.schemas {
             writeln!(f, "  {name}: {n}")?;
         }
+        if !self.community_id.is_empty() {
+            writeln!(
+                f,
+                "community_id (Suricata's; computed at import for zeek.conn logs without one):"
+            )?;
+            for (name, n) in &self.community_id {
+                let of = self.schemas.get(name).copied().unwrap_or(*n);
+                writeln!(f, "  {name}: {n} of {of} events")?;
+            }
+        }
         Ok(())
     }
+}
+
+/// Whether the events of `schema` carry a Community ID field.
+fn has_community_id(schema: &crate::types::Schema) -> bool {
+    schema
+        .fields
+        .iter()
+        .any(|f| f.name == crate::types::COMMUNITY_ID_FIELD)
 }
 
 /// One problem found by [`Archive::verify`].

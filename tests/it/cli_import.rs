@@ -504,9 +504,12 @@ fn corpus_round_trip_with_small_segments() {
         .collect();
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
+    // As read, like `convert`: no computed Community IDs.
     let mut args = vec![
         "import",
         "--quiet",
+        "--community-id",
+        "off",
         "--max-segment-size",
         "1MiB",
         "--db",

@@ -263,26 +263,45 @@ impl Explore<'_> {
     }
 }
 
-/// VAST's pivot with the uid / community ID relation, by brute force.
+/// VAST's pivot with the uid / community ID relation, by brute force: by uid between two Zeek
+/// types that have one, else by community ID (the target's own, or, when it has none but a
+/// uid, through the uids of the `zeek.conn` events with that community ID), else by uid.
 fn brute_pivot(
     evs: &[Ev],
     target: &str,
     matches: &dyn Fn(&Ev) -> bool,
 ) -> (BTreeSet<usize>, usize, usize) {
-    let target_has_cid = evs
-        .iter()
-        .any(|e| e.schema == target && e.str("community_id").is_some());
+    // Whether some event of `schema` has one of `keys` (a field of the schema).
+    let has = |schema: &str, keys: &[&str]| {
+        evs.iter()
+            .any(|e| e.schema == schema && keys.iter().any(|k| e.obj.contains_key(*k)))
+    };
+    let target_has_cid = has(target, &["community_id"]);
+    let target_has_uid = has(target, &["uid", "conn_uids"]);
     let mut cids: HashSet<&str> = HashSet::new();
     let mut uids: HashSet<&str> = HashSet::new();
+    let mut hop: HashSet<&str> = HashSet::new();
     for r in evs.iter().filter(|e| matches(e)) {
-        match r.str("community_id") {
+        let zeek_pair = target.starts_with("zeek.")
+            && r.schema.starts_with("zeek.")
+            && target_has_uid
+            && has(&r.schema, &["uid", "conn_uids"]);
+        match r.str("community_id").filter(|_| !zeek_pair) {
             Some(c) if target_has_cid => {
                 cids.insert(c);
+            }
+            Some(c) if target_has_uid => {
+                hop.insert(c);
             }
             _ => {
                 uids.extend(r.strings("uid"));
                 uids.extend(r.strings("conn_uids"));
             }
+        }
+    }
+    for e in evs.iter().filter(|e| e.schema == "zeek.conn") {
+        if e.str("community_id").is_some_and(|c| hop.contains(c)) {
+            uids.extend(e.strings("uid"));
         }
     }
     let ids = evs
@@ -298,8 +317,6 @@ fn brute_pivot(
     (ids, cids.len(), uids.len())
 }
 
-/// Runs `weir pivot TARGET EXPR` (with `extra` options) and compares it with the brute
-/// force; returns the number of events and of community IDs and uids.
 fn check_pivot(
     db: &Path,
     evs: &[Ev],
@@ -680,23 +697,35 @@ fn pivot_on_generated_logs_relates_by_uid_conn_uids_and_community_id() {
     );
     assert!(n > 0 && cids == 0);
 
-    // conn -> flow: by community ID alone (flow has no uid); conn -> conn: by community ID
-    // where set, else by uid; http -> conn by uid.
-    for (target, expr, m) in [
-        (
-            "zeek.flow",
-            "zeek.conn.id.orig_h == 10.0.0.5",
-            &conn_of("10.0.0.5") as &dyn Fn(&Ev) -> bool,
-        ),
-        (
-            "zeek.conn",
-            "zeek.conn.id.orig_h == 10.0.0.5",
-            &conn_of("10.0.0.5"),
-        ),
-    ] {
-        let (n, cids, uids) = check_pivot(&db, &evs, target, expr, m, &[]);
-        assert!(n > 0 && cids > 0 && uids > 0, "{target}: {n} {cids} {uids}");
-    }
+    // conn -> flow: by community ID where set (flow has no uid), else by uid (which relates
+    // nothing there); conn -> conn: by uid, as between any two Zeek types (VAST's rule),
+    // community IDs notwithstanding; http -> conn by uid.
+    let m = conn_of("10.0.0.5");
+    let expr = "zeek.conn.id.orig_h == 10.0.0.5";
+    let (n, cids, uids) = check_pivot(&db, &evs, "zeek.flow", expr, &m, &[]);
+    assert!(
+        n > 0 && cids > 0 && uids > 0,
+        "zeek.flow: {n} {cids} {uids}"
+    );
+    let (n, cids, uids) = check_pivot(&db, &evs, "zeek.conn", expr, &m, &[]);
+    assert!(
+        n > 0 && cids == 0 && uids > 0,
+        "zeek.conn: {n} {cids} {uids}"
+    );
+    // flow -> http: two hops, community ID to the conn events, their uids to http.
+    let flows = |e: &Ev| e.schema == "zeek.flow" && e.str("src") == Some("10.0.0.1");
+    let (n, cids, uids) = check_pivot(
+        &db,
+        &evs,
+        "zeek.http",
+        "zeek.flow.src == 10.0.0.1",
+        &flows,
+        &[],
+    );
+    assert!(
+        n > 0 && cids == 0 && uids > 0,
+        "zeek.http: {n} {cids} {uids}"
+    );
     let post = |e: &Ev| e.schema == "zeek.http" && e.str("method") == Some("POST");
     let (n, ..) = check_pivot(
         &db,

@@ -29,6 +29,7 @@ mod cli_polish;
 mod cli_search;
 mod column_stats;
 mod columnar_batches;
+mod community_id;
 mod concepts;
 mod corpus_roundtrip;
 mod crash_kill9;

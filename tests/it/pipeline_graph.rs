@@ -264,6 +264,7 @@ async fn source_reads_inputs_in_order_with_decode_ahead() {
                 parallel_tsv: 0,
                 follow: None,
                 resume: None,
+                community_id: None,
             },
         )
         .unwrap();
@@ -488,6 +489,7 @@ async fn a_panicking_decoder_is_an_error_not_an_early_end() {
                 parallel_tsv: 0,
                 follow: None,
                 resume: None,
+                community_id: None,
             },
         )
         .unwrap();

@@ -1,5 +1,6 @@
 //! Zeek's log formats: TSV (the ASCII writer's default) and JSON lines.
 
+pub mod conn_community_id;
 pub mod json;
 pub mod parallel;
 pub mod scalar;

@@ -42,7 +42,7 @@
 //! | section | `type` | configuration (its docs list the keys and defaults) |
 //! | --- | --- | --- |
 //! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity`, `metrics_listen`, `metrics_tls_cert`, `metrics_tls_key` |
-//! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `schema`, `schema_dir`, `max_line_length`, `follow` (`tail -F`, exactly once: [`crate::source::follow`]), `again` (read files imported before again: [`crate::source::resume`]) |
+//! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `schema`, `schema_dir`, `max_line_length`, `follow` (`tail -F`, exactly once: [`crate::source::follow`]), `again` (read files imported before again: [`crate::source::resume`]), `community_id` (`0`: Community ID of `zeek.conn` events without one, computed with this seed, or `"off"`: [`crate::codec::zeek::conn_community_id`]) |
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
 //! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |

@@ -45,24 +45,31 @@
 //!
 //! # `pivot` ([`Pivot`])
 //!
-//! The events of the target type (a schema name, `zeek.http`) related to a result:
+//! The events of the target type (a schema name, `zeek.http`) related to a result, VAST's
+//! rule extended to Zeek logs without community IDs:
 //!
-//! - by **community ID** when the result's schema and the target type both have a
-//!   `community_id` field and the result's is set: target events with the same value;
-//! - else by **Zeek's uid**: the result's `uid` and the elements of its `conn_uids` (the
-//!   `files.log` of Zeek before 5; Zeek 5 writes `uid`), against the target events' `uid`
-//!   and `conn_uids` elements: one equal value relates them.
+//! - between **two Zeek types** (`zeek.*`) that both have a uid field, by **Zeek's uid**: the
+//!   result's `uid` and the elements of its `conn_uids` (the `files.log` of Zeek before 5;
+//!   Zeek 5 writes `uid`), against the target events' `uid` and `conn_uids` elements: one
+//!   equal value relates them;
+//! - else by **community ID** when the result's `community_id` is set: target events with
+//!   the same value when the target type has that field (a Suricata alert to `zeek.conn`,
+//!   whose `community_id` weir computes at import, and back); when it has none but a uid
+//!   (`zeek.http`, `zeek.dns`, `zeek.files`), in **two hops**: the `zeek.conn` events with
+//!   that community ID (one search, which names up to [`PREFILTER_KEYS`] of them), then the
+//!   target events with their uids;
+//! - else by uid as above.
 //!
-//! (VAST chose `uid` between two Zeek types and `community_id` otherwise, and knew no
-//! `conn_uids`.) Every related target event is output once, in ID order; the results
-//! themselves only when they are of the target type and related to a result (always, for
-//! their own uid). `max_events` caps the output.
+//! (VAST knew neither `conn_uids` nor the two hops.) Every related target event is output
+//! once, in ID order; the results themselves only when they are of the target type and
+//! related to a result (always, for their own uid). `max_events` caps the output.
 //!
 //! **Memory**: the distinct relation values of all results, in two hash sets (about 100
 //! bytes a value), at most `max_keys` ([`DEFAULT_MAX_PIVOT_KEYS`], an error past it).
-//! **Time**: two searches whatever the number of results: the query's, and one over the
-//! target type, which, for up to [`PREFILTER_KEYS`] values, also states them (`uid in
-//! [...]`), so that a batch whose sketch (Bloom filter) has none of them is not read.
+//! **Time**: two searches whatever the number of results (three with the hop through conn):
+//! the query's, and one over the target type, which, for up to [`PREFILTER_KEYS`] values,
+//! also states them (`uid in [...]`), so that a batch whose sketch (Bloom filter) has none
+//! of them is not read.
 //!
 //! # Modules
 //!

@@ -37,6 +37,13 @@ const UID: &str = "uid";
 /// strings).
 const CONN_UIDS: &str = "conn_uids";
 
+/// How the names of Zeek schemas begin: between two of them a pivot relates by uid.
+const ZEEK_PREFIX: &str = "zeek.";
+
+/// The Zeek schema whose `uid` a community ID leads to when the target has no
+/// `community_id` (the first hop of a pivot from a Suricata event to `zeek.http`).
+const CONN_SCHEMA: &str = "zeek.conn";
+
 /// How much `pivot` outputs and collects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PivotOptions {
@@ -89,6 +96,11 @@ impl RelationFields {
         }
     }
 
+    /// Whether it has a uid field (`uid` or `conn_uids`).
+    fn has_uid(&self) -> bool {
+        self.uid.is_some() || self.conn_uids.is_some()
+    }
+
     fn reader(&self, schema: &Schema) -> RowFields {
         let wanted: Vec<usize> = [self.community_id, self.uid, self.conn_uids]
             .into_iter()
@@ -135,16 +147,31 @@ impl Pivot {
     ) -> Result<Pivot, ContextError> {
         let schemas = archive_schemas(archive);
         let targets: Vec<&SchemaRef> = schemas.iter().filter(|s| s.name == target).collect();
-        let target_has_cid = targets
-            .iter()
-            .any(|s| RelationFields::of(s).community_id.is_some());
+        let target_rel: Vec<RelationFields> =
+            targets.iter().map(|s| RelationFields::of(s)).collect();
+        let target_has_cid = target_rel.iter().any(|r| r.community_id.is_some());
+        let target_has_uid = target_rel.iter().any(RelationFields::has_uid);
+        let target_zeek = target.starts_with(ZEEK_PREFIX);
         let mut community_ids: HashSet<Vec<u8>> = HashSet::new();
         let mut uids: HashSet<Vec<u8>> = HashSet::new();
+        // Community IDs to reach a target without them through the conn events' uids.
+        let mut hop: HashSet<Vec<u8>> = HashSet::new();
         let mut errors = Vec::new();
         let mut results = 0u64;
         let mut cache: Vec<(SchemaRef, RelationFields, RowFields)> = Vec::new();
         let memory = MemoryBudget::new(options.memory).reserve("pivot");
         let mut keys_heap = 0usize;
+        let charge = |sets: [&HashSet<Vec<u8>>; 3], heap: usize| -> Result<(), ContextError> {
+            if sets.iter().map(|s| s.len()).sum::<usize>() > options.max_keys {
+                return Err(ContextError::TooManyKeys {
+                    limit: options.max_keys,
+                });
+            }
+            let key = std::mem::size_of::<Vec<u8>>();
+            let tables: usize = sets.iter().map(|s| table_bytes(s.capacity(), key)).sum();
+            memory.resize(tables + heap)?;
+            Ok(())
+        };
         for hits in query.search(archive)? {
             let hits = match hits {
                 Ok(h) => h,
@@ -163,39 +190,52 @@ impl Pivot {
                 }
             };
             let (_, rel, reader) = &cache[i];
+            // VAST's rule: by uid between two Zeek types that have one.
+            let zeek_pair = target_zeek
+                && schema.name.starts_with(ZEEK_PREFIX)
+                && rel.has_uid()
+                && target_has_uid;
             let mut values = Vec::new();
             for row in hits.rows() {
                 results += 1;
                 reader.read(row, &mut values).map_err(QueryError::from)?;
                 let at = |f: Option<usize>| values.get(reader.slot(f?)?);
-                // By community ID where both sides have one, else by uid.
-                if let (true, Some(ValueRef::String(cid))) = (target_has_cid, at(rel.community_id))
-                {
-                    insert(&mut community_ids, cid, &mut keys_heap);
-                } else {
-                    if let Some(ValueRef::String(u)) = at(rel.uid) {
-                        insert(&mut uids, u, &mut keys_heap);
-                    }
-                    if let Some(ValueRef::List(items)) = at(rel.conn_uids) {
-                        for item in items {
-                            if let ValueRef::String(u) = item {
-                                insert(&mut uids, u, &mut keys_heap);
+                // Else by community ID: the target's own, or its conn's uid (two hops).
+                let cid = match at(rel.community_id) {
+                    Some(ValueRef::String(c)) if !zeek_pair => Some(*c),
+                    _ => None,
+                };
+                match cid {
+                    Some(c) if target_has_cid => insert(&mut community_ids, c, &mut keys_heap),
+                    Some(c) if target_has_uid => insert(&mut hop, c, &mut keys_heap),
+                    _ => {
+                        if let Some(ValueRef::String(u)) = at(rel.uid) {
+                            insert(&mut uids, u, &mut keys_heap);
+                        }
+                        if let Some(ValueRef::List(items)) = at(rel.conn_uids) {
+                            for item in items {
+                                if let ValueRef::String(u) = item {
+                                    insert(&mut uids, u, &mut keys_heap);
+                                }
                             }
                         }
                     }
                 }
-                if community_ids.len() + uids.len() > options.max_keys {
-                    return Err(ContextError::TooManyKeys {
-                        limit: options.max_keys,
-                    });
-                }
-                let key = std::mem::size_of::<Vec<u8>>();
-                memory.resize(
-                    table_bytes(community_ids.capacity(), key)
-                        + table_bytes(uids.capacity(), key)
-                        + keys_heap,
-                )?;
+                charge([&community_ids, &uids, &hop], keys_heap)?;
             }
+        }
+        if !hop.is_empty() {
+            let before = errors.len();
+            for u in conn_uids_of(archive, &schemas, &hop, &mut errors)? {
+                insert(&mut uids, &u, &mut keys_heap);
+                charge([&community_ids, &uids, &hop], keys_heap)?;
+            }
+            tracing::debug!(
+                community_ids = hop.len(),
+                uids = uids.len(),
+                damaged = errors.len() - before,
+                "pivot through {CONN_SCHEMA}"
+            );
         }
         let prefilter = prefilter(target, &targets, &community_ids, &uids)?;
         Ok(Pivot {
@@ -270,6 +310,66 @@ impl Iterator for PivotSearch<'_> {
     fn next(&mut self) -> Option<Result<Related, QueryError>> {
         self.0.next()
     }
+}
+
+/// The uids of the `zeek.conn` events whose community ID is one of `cids`: one search, which
+/// for up to [`PREFILTER_KEYS`] values also names them (`community_id in [...]`), so that
+/// batches whose sketch has none of them are skipped. Damaged batches go to `errors`.
+fn conn_uids_of(
+    archive: &Archive,
+    schemas: &[SchemaRef],
+    cids: &HashSet<Vec<u8>>,
+    errors: &mut Vec<QueryError>,
+) -> Result<Vec<Vec<u8>>, ContextError> {
+    let conns = schemas.iter().filter(|s| {
+        let rel = RelationFields::of(s);
+        s.name == CONN_SCHEMA && rel.community_id.is_some() && rel.uid.is_some()
+    });
+    if conns.count() == 0 {
+        return Ok(Vec::new());
+    }
+    let mut text = format!("#type == {}", quote(CONN_SCHEMA.as_bytes()));
+    if cids.len() <= PREFILTER_KEYS {
+        let mut v: Vec<&Vec<u8>> = cids.iter().collect();
+        v.sort_unstable();
+        let list = v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", ");
+        text = format!("{text} && {COMMUNITY_ID} in [{list}]");
+    }
+    let query = Query::parse(&text).map_err(QueryError::from)?;
+    let mut out = HashSet::new();
+    let mut cache: Vec<(SchemaRef, RelationFields, RowFields)> = Vec::new();
+    for hits in query.search(archive)? {
+        let hits = match hits {
+            Ok(h) => h,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let schema = hits.schema();
+        let i = match cache.iter().position(|(s, ..)| **s == **schema) {
+            Some(i) => i,
+            None => {
+                let rel = RelationFields::of(schema);
+                cache.push((schema.clone(), rel, rel.reader(schema)));
+                cache.len() - 1
+            }
+        };
+        let (_, rel, reader) = &cache[i];
+        let mut values = Vec::new();
+        for row in hits.rows() {
+            reader.read(row, &mut values).map_err(QueryError::from)?;
+            let at = |f: Option<usize>| values.get(reader.slot(f?)?);
+            if let (Some(ValueRef::String(c)), Some(ValueRef::String(u))) =
+                (at(rel.community_id), at(rel.uid))
+            {
+                if cids.contains(*c) && !out.contains(*u) {
+                    out.insert(u.to_vec());
+                }
+            }
+        }
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// `#type == "T"`, and for a few values, `(uid in [...] || ...)` over the relation fields that

@@ -1431,6 +1431,11 @@ impl Follower {
 
     async fn send_all(&mut self, batches: Vec<Batch>) -> Result<(), ReadError> {
         for b in batches {
+            let b = match &self.config.community_id {
+                // A reader's bug only (see `ConnCommunityId::apply`).
+                Some(cid) => cid.apply(b).map_err(std::io::Error::other)?,
+                None => b,
+            };
             let t0 = Instant::now();
             let r = self.tx.send(Ok(b)).await;
             self.blocked += t0.elapsed();
