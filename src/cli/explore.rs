@@ -197,7 +197,15 @@ pub fn explore(args: ExploreArgs) -> anyhow::Result<()> {
     };
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
+    let taken = options.max_events_query;
     let plan = Explore::plan(&archive, &query, options).map_err(context_error)?;
+    if taken > 0 && plan.results() == taken {
+        // Say it without -v: the contexts of the other results are not shown.
+        let (total, _) = query.count(&archive).map_err(query_error)?;
+        if total > taken {
+            say!("weir: warning: explored the first {taken} of {total} results (in ID order); --max-events-query raises it");
+        }
+    }
     for t in plan.missing_types() {
         say!("weir: warning: the archive has no events of type {t:?} (--for takes schema names such as \"zeek.dns\")");
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use weir::unstable::codec::writer::{EventWriter, WriteError};
 use weir::unstable::query::export::{export, ExportSink, Exported, Part, Source, TextSink};
-use weir::unstable::query::{ChainStats, Flow, QueryError, SearchStats};
+use weir::unstable::query::{whole_match_hints, ChainStats, Flow, QueryError, SearchStats};
 use weir::unstable::store::Archive;
 
 use super::archive::warn_wal;
@@ -136,6 +136,10 @@ pub(super) fn run(
     output: impl Output,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
+    let plain = match &source {
+        Source::Search(query, _) => Some(*query),
+        Source::Chain(_) => None,
+    };
     let mut said = Said { output, damaged: 0 };
     let (done, failed) = export(archive, source, limit, &mut said).map_err(query_error)?;
     if let Some(e) = failed {
@@ -148,6 +152,9 @@ pub(super) fn run(
         warn(&chain.warnings);
     }
     said.output.close()?;
+    if let (Some(query), true, 0) = (plain, done.ran, done.search.matched) {
+        warn(&whole_match_hints(query, archive));
+    }
     warn_wal(archive);
     damaged_error(&done, said.damaged)
 }

@@ -482,7 +482,14 @@ async fn execute(
                 .filter(|a| Some(a.db.as_path()) != removed)
                 .cloned()
                 .collect();
-            report_committed(&kept, !reads_stdin);
+            // Bad input stops a rerun at the same line: resuming is no advice for it.
+            let data_error = matches!(
+                &e,
+                weir::unstable::pipeline::PipelineError::Read(
+                    weir::unstable::error::ReadError::Parse(_)
+                )
+            );
+            report_committed(&kept, !reads_stdin, data_error);
             return Err(e.into());
         }
     };
@@ -557,8 +564,11 @@ impl LiveWarnings {
 
 /// After a failed run, says for each archive how many events the run committed and their IDs:
 /// they stay in the archive with their files' positions, so that the same command resumes
-/// after them (`resumable`: no input is stdin, whose events a rerun would add again).
-fn report_committed(archives: &[ArchiveHandle], resumable: bool) {
+/// after them (`resumable`: no input is stdin, whose events a rerun would add again). After
+/// bad input (`data_error`) a rerun stops at the same line: the advice is to fix it or skip
+/// bad lines.
+fn report_committed(archives: &[ArchiveHandle], resumable: bool, data_error: bool) {
+    const SKIP: &str = "the error is in the input, so the same command stops at the same line again: fix that line, or rerun with `--on-error skip` (`on_error = \"skip\"` on a pipeline's source), which skips bad lines and reports each";
     for a in archives {
         // The summary of a sink that closed cleanly (the error was elsewhere); else the
         // archive as its writer left it (a sink's error comes after its writer has stopped).
@@ -575,10 +585,14 @@ fn report_committed(archives: &[ArchiveHandle], resumable: bool) {
         match end {
             Some(end) if end > a.first_id => {
                 let n = end - a.first_id;
-                let next = if resumable {
-                    "rerun the same command to resume: it imports exactly the part that is missing"
+                let next = if data_error && resumable {
+                    format!("{SKIP}; a rerun resumes after them")
+                } else if data_error {
+                    SKIP.to_string()
+                } else if resumable {
+                    "rerun the same command to resume: it imports exactly the part that is missing".to_string()
                 } else {
-                    "events read from stdin cannot be resumed: a retry of the same input would add them again"
+                    "events read from stdin cannot be resumed: a retry of the same input would add them again".to_string()
                 };
                 say!(
                     "weir: {} {} committed to {db} before the error (IDs {}-{}); they stay there; {next}",
@@ -587,6 +601,9 @@ fn report_committed(archives: &[ArchiveHandle], resumable: bool) {
                     a.first_id,
                     end - 1
                 );
+            }
+            Some(_) if data_error => {
+                say!("weir: no events were committed to {db} before the error; {SKIP}")
             }
             Some(_) => say!("weir: no events were committed to {db} before the error"),
             None => say!("weir: cannot tell how many events were committed to {db} before the error; see `weir info --db {db}`"),

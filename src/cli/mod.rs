@@ -373,8 +373,47 @@ fn usage(e: &clap::Error) -> ExitCode {
     // The plain text (no colour): `error: MESSAGE\n\n[tip]\nUsage: …\n\nFor more …`.
     let text = e.render().to_string();
     let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let text = match usage_tip(e) {
+        Some(tip) => with_tip(text, &tip),
+        None => text.to_string(),
+    };
     let _ = write!(std::io::stderr().lock(), "weir: error: {text}");
     ExitCode::from(2)
+}
+
+/// The tip for the usage mistakes clap's own tips miss: `--format` (clap offers
+/// `--log-format`, weir's log lines, where the output format `--to` was meant) and an
+/// expression the shell split into words (`weir export id.orig_h == 1.2.3.4`).
+fn usage_tip(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if arg == "--format" || arg.starts_with("--format=") {
+        return Some(
+            "the output format is `--to FORMAT` (table, zeek-tsv, json, csv, arrow, parquet); `--log-format` formats weir's own log lines".into(),
+        );
+    }
+    if arg.starts_with('-') && !arg.starts_with("-=") {
+        return None;
+    }
+    Some("an expression is one argument: quote it for the shell, `'id.orig_h == 10.0.0.1 && uid == \"C1\"'`".into())
+}
+
+/// `text` (clap's rendering without `error: `) with `tip` after its first line, in place of
+/// clap's own tip.
+fn with_tip(text: &str, tip: &str) -> String {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let rest: Vec<&str> = rest
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("tip: "))
+        .collect();
+    let rest = rest.join("\n");
+    let rest = rest.trim_start_matches('\n');
+    format!("{first}\n\n  tip: {tip}\n\n{rest}\n")
 }
 
 /// `n` and the noun, singular for 1: `1 event`, `2 events`, `0 batches`.

@@ -8,7 +8,7 @@ use clap::Args;
 use weir::unstable::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use weir::unstable::codec::StdoutSinkConfig;
 use weir::unstable::query::export::{count as count_events, Source};
-use weir::unstable::query::{Chain, Query, SearchOptions};
+use weir::unstable::query::{whole_match_hints, Chain, Query, SearchOptions};
 use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
@@ -208,11 +208,18 @@ pub fn count(args: CountArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
     let started = std::time::Instant::now();
+    let plain = match &source {
+        Source::Search(query, _) => Some(*query),
+        Source::Chain(_) => None,
+    };
     let counted = count_events(&archive, source, &mut |w| warn(w)).map_err(query_error)?;
     let done = &counted.done;
     log_stats(&done.search, done.chain.as_ref(), started);
     if let Some(chain) = &done.chain {
         warn(&chain.warnings);
+    }
+    if let (Some(query), 0) = (plain, counted.n) {
+        warn(&whole_match_hints(query, &archive));
     }
     warn_wal(&archive);
     if let Some(e) = counted.failed {

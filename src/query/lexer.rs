@@ -129,6 +129,8 @@ pub fn lex(text: &str) -> Result<Vec<Token>, ParseError> {
                     _ => (Tok::Word(w.to_string()), len),
                 }
             }
+            // A lone `=` is the common slip for `==` (a `=` after `!<>=` is lexed above).
+            b'=' => return err(i, "unexpected `=`; did you mean `==`?"),
             _ => {
                 let ch = text[i..].chars().next().unwrap_or('?');
                 return err(i, &format!("unexpected character {ch:?}"));

@@ -131,6 +131,7 @@ mod error;
 mod eval;
 pub mod export;
 mod filter;
+mod hints;
 mod holds;
 pub(crate) mod ints;
 mod kernel;
@@ -151,6 +152,7 @@ pub use bind::Program;
 pub use erase::QuerySelector;
 pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
+pub use hints::whole_match_hints;
 pub use kernel::KernelError;
 pub use literal::{Literal, Pattern};
 pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
@@ -340,6 +342,27 @@ impl Query {
                 continue;
             }
             let written = self.text.get(p.value_span.clone()).unwrap_or_default();
+            if let (false, Op::Match | Op::NotMatch, Literal::String(s)) =
+                (t.well_typed, p.op, &p.value)
+            {
+                // `query ~ "google"`: a pattern was meant; say how to write one.
+                let s = String::from_utf8_lossy(s);
+                let pattern = regex::escape(&s).replace('/', "\\/");
+                let not = if p.op == Op::NotMatch { "!" } else { "" };
+                errors.push(ExprError::new(
+                    &self.text,
+                    p.pos,
+                    format!(
+                        "`{}` takes a /pattern/, not a string: `{} {} /.*{pattern}.*/` (the pattern anywhere in the value; `~` matches the whole value), or `\"{}\" {not}in {}` for a substring",
+                        p.op,
+                        p.extractor,
+                        p.op,
+                        s.replace('\\', "\\\\").replace('"', "\\\""),
+                        p.extractor
+                    ),
+                ));
+                continue;
+            }
             if let (false, Some((field, ty))) = (t.well_typed, &t.mismatch) {
                 let hint = names::meant(ty, p.op, &p.value, written)
                     .map(|m| format!("; did you mean `{m}`?"))

@@ -194,6 +194,41 @@ pub(crate) fn unknown_field_in(
     ))
 }
 
+/// The error for the field `name`, written at byte `pos` of `text`, read after the operator
+/// `after` (as written: `summarize count() by proto`), whose events have only `fields`: the
+/// nearest of them, and an aggregation's output name for its function's (`count` is
+/// `count()`, `sum` is `sum(orig_bytes)`).
+pub(crate) fn unknown_output_field(
+    text: &str,
+    pos: usize,
+    name: &str,
+    fields: &[String],
+    after: &str,
+) -> ExprError {
+    let mut near: Vec<&str> = fields
+        .iter()
+        .map(String::as_str)
+        .filter(|f| {
+            f.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('('))
+        })
+        .collect();
+    if near.is_empty() {
+        near = nearest(name, fields, |k| vec![k]);
+    }
+    let quoted: Vec<String> = near.iter().map(|n| format!("`{n}`")).collect();
+    let listed: Vec<String> = fields.iter().map(|f| format!("`{f}`")).collect();
+    ExprError::new(
+        text,
+        pos,
+        format!(
+            "no field `{name}` after `{after}`, whose events have the fields {}{}",
+            listed.join(", "),
+            did_you_mean(&quoted)
+        ),
+    )
+}
+
 /// The error for `#type == "value"` (or `in [...]`), the value written at byte `pos` of
 /// `text`, when it names none of `names` (the schema names of the data) and no Zeek log
 /// (`None` when it names one, or when `names` is empty: nothing to check against), with the
@@ -298,9 +333,13 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// The smallest number `meant` reads as seconds since the epoch (1973-03-03): smaller ones
+/// are counts, not times.
+const EPOCH_HINT_MIN: f64 = 1e8;
+
 /// What was probably meant by `op` with the literal written `written` (`lit`) for a field of
 /// type `ty` that cannot compare with it: a literal of the field's type (`600` for an
-/// interval: `600s`; `1258531221` for a time: `@1258531221`; `53` for a string: `"53"`; a
+/// interval: `600s`; `1258531221` for a time: `@1258531221`, `2009`: `2009-01-01`; `53` for a string: `"53"`; a
 /// quoted time, address or number unquoted), or `in` for an address compared with a subnet by
 /// `==`. Only what is well-typed for the field is offered.
 pub(crate) fn meant(ty: &Type, op: Op, lit: &Literal, written: &str) -> Option<String> {
@@ -313,7 +352,23 @@ pub(crate) fn meant(ty: &Type, op: Op, lit: &Literal, written: &str) -> Option<S
         Literal::Count(_) | Literal::Int(_) | Literal::Real(_) if *scalar == Type::Interval => {
             format!("{written}s")
         }
-        Literal::Count(_) | Literal::Real(_) if *scalar == Type::Time => format!("@{written}"),
+        // A number compared with a time: a year (`ts > 2009` is `2009-01-01`) or seconds
+        // since the epoch (`@1258531221`); anything smaller gets no hint, since `@2009` is
+        // 1970-01-01T00:33:29, which is never what was meant.
+        Literal::Count(y) if *scalar == Type::Time && (1970..=2200).contains(y) => {
+            format!("{y}-01-01")
+        }
+        Literal::Count(_) | Literal::Real(_) if *scalar == Type::Time => {
+            let secs = match lit {
+                Literal::Count(n) => *n as f64,
+                Literal::Real(r) => *r,
+                _ => return None,
+            };
+            if secs < EPOCH_HINT_MIN {
+                return None;
+            }
+            format!("@{written}")
+        }
         Literal::String(s) => String::from_utf8(s.clone()).ok()?,
         Literal::Pattern(_) | Literal::List(_) => return None,
         _ if scalar.is_stringy() => format!("\"{written}\""),
@@ -345,6 +400,18 @@ mod tests {
         assert_eq!(nearest("Uid", &known, |k| vec![k]), ["uid"]);
         assert!(nearest("zzzzzz", &known, |k| vec![k]).is_empty());
         assert!(nearest("x", &["Z".to_string()], |k| vec![k]).is_empty());
+    }
+
+    #[test]
+    fn a_number_for_a_time_is_a_year_or_epoch_seconds_or_no_hint() {
+        let meant_for = |n: u64| meant(&Type::Time, Op::Gt, &Literal::Count(n), &n.to_string());
+        // `@2009` would be 1970-01-01T00:33:29: following that hint returns every event.
+        assert_eq!(meant_for(2009).as_deref(), Some("2009-01-01"));
+        assert_eq!(meant_for(1258531221).as_deref(), Some("@1258531221"));
+        assert_eq!(meant_for(500), None);
+        assert_eq!(meant_for(99_999_999), None);
+        let real = meant(&Type::Time, Op::Gt, &Literal::Real(1.5e9), "1.5e9");
+        assert_eq!(real.as_deref(), Some("@1.5e9"));
     }
 
     #[test]
@@ -387,7 +454,17 @@ mod tests {
         );
         assert_eq!(
             m(Type::Time, Op::Gt, Literal::Count(5), "5").as_deref(),
-            Some("@5")
+            None
+        );
+        assert_eq!(
+            m(
+                Type::Time,
+                Op::Gt,
+                Literal::Count(1_258_531_221),
+                "1258531221"
+            )
+            .as_deref(),
+            Some("@1258531221")
         );
         assert_eq!(
             m(Type::String, Op::Eq, Literal::Count(3), "3").as_deref(),

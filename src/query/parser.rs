@@ -478,11 +478,19 @@ impl Parser<'_> {
         let (extractor, op, value, extractor_span, value_span) = match (lhs, rhs) {
             (Operand::Ext(e), Operand::Lit(l)) => (e, op, l, lhs_span, rhs_span),
             (Operand::Lit(l), Operand::Ext(e)) => (e, op.flip(), l, rhs_span, lhs_span),
-            (Operand::Ext(_), Operand::Ext(e)) => {
+            (Operand::Ext(l), Operand::Ext(e)) => {
+                // An unquoted word is a field name: `proto == tcp` meant the string.
+                let hint = match &e {
+                    Extractor::Field(word) => format!(
+                        "; a string is quoted: `{l} {op} \"{}\"`",
+                        word.replace('\\', "\\\\").replace('"', "\\\"")
+                    ),
+                    _ => String::new(),
+                };
                 return Err(self.error(
                     rhs_pos,
-                    format!("expected a value to compare with, found the extractor `{e}` (extractors compare with values only)"),
-                ))
+                    format!("expected a value to compare with, found the extractor `{e}` (extractors compare with values only){hint}"),
+                ));
             }
             (Operand::Lit(_), Operand::Lit(_)) => {
                 return Err(self.error(

@@ -276,7 +276,7 @@ fn a_file_imported_whole_is_skipped_and_again_imports_it() {
 }
 
 /// An error in the middle of a file stops the import after committing the rows before it,
-/// and says that the same command resumes; run again, it stops at the same line (same line
+/// and says to fix or skip the line (a rerun resumes after the committed rows); run again, it stops at the same line (same line
 /// number, nothing added); once the line is fixed, the rerun imports the rest: every event
 /// once. Both for a large plain file (parallel parser) and a gzip file cut short.
 #[test]
@@ -315,8 +315,10 @@ fn an_error_mid_file_then_a_rerun_imports_every_event_once() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(&line), "{stderr}");
+    // Bad input: the advice is to fix or skip the line (a rerun as such stops there again).
     assert!(
-        stderr.contains("rerun the same command to resume"),
+        stderr.contains("fix that line, or rerun with `--on-error skip`")
+            && stderr.contains("a rerun resumes after them"),
         "{stderr}"
     );
     let got = events(&db);

@@ -11,6 +11,7 @@
 mod common;
 mod reference;
 
+mod analyst_answers;
 mod archive_umask;
 mod arrow_decode;
 mod arrow_lake;

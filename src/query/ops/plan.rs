@@ -218,11 +218,13 @@ impl Chain {
     }
 
     /// Refuses a field name that no schema of the archive has (a typo would give a silent
-    /// empty answer), with the nearest names; an empty archive refuses nothing.
-    fn check_names(&self, archive: &Archive) -> Result<(), QueryError> {
+    /// empty answer), with the nearest names; an empty archive refuses nothing. Returns a
+    /// warning for a field of the archive that no schema the expression keeps has.
+    fn check_names(&self, archive: &Archive) -> Result<Vec<String>, QueryError> {
+        self.check_names_after_aggregation()?;
         let names = self.names_read();
         if names.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut schemas: Vec<crate::types::SchemaRef> = Vec::new();
         for entry in &archive.catalog().segments {
@@ -243,7 +245,7 @@ impl Chain {
             }
         }
         if schemas.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         for (name, pos) in names {
             let known = schemas.iter().any(|s| {
@@ -256,6 +258,117 @@ impl Chain {
             }
             if let Some(e) = crate::query::unknown_field(&self.text, pos, name, &schemas) {
                 return Err(e.into());
+            }
+        }
+        // A field of the archive that no schema the expression keeps has: the operator
+        // reads nothing (`#type == "zeek.dns" | top orig_bytes`, a field of conn). A
+        // warning, not an error: the empty answer is the language's (as for a field
+        // compared in a schema without it).
+        let kept: Vec<&crate::types::SchemaRef> = schemas
+            .iter()
+            .filter(|s| self.scan.bind(s).constant() != Some(false))
+            .collect();
+        let mut warnings = Vec::new();
+        if kept.is_empty() || kept.len() == schemas.len() {
+            return Ok(warnings);
+        }
+        for (name, pos) in self.names_read() {
+            if kept.iter().any(|s| {
+                !super::slice::Fields::resolve_record(s, name)
+                    .indices
+                    .is_empty()
+            }) {
+                continue;
+            }
+            let owners: Vec<&str> = schemas
+                .iter()
+                .filter(|s| {
+                    !super::slice::Fields::resolve_record(s, name)
+                        .indices
+                        .is_empty()
+                })
+                .map(|s| s.name.as_str())
+                .take(crate::query::MAX_SUGGESTIONS)
+                .collect();
+            let names: Vec<&str> = kept.iter().map(|s| s.name.as_str()).collect();
+            let column = self.text.get(..pos).map_or(0, |s| s.chars().count()) + 1;
+            warnings.push(format!(
+                "`{name}` at column {column} reads nothing: no field `{name}` in {}, the schemas `{}` keeps; it is a field of {}",
+                names.join(", "),
+                self.scan.text(),
+                owners.join(", ")
+            ));
+        }
+        Ok(warnings)
+    }
+
+    /// Refuses a field name read after the first operator that makes events of its own
+    /// (`summarize`, `top`) that those events lack: `summarize count() by proto | sort
+    /// count` would sort by nothing (the field is `count()`). Needs no archive: the fields
+    /// of those events follow from the operators alone.
+    fn check_names_after_aggregation(&self) -> Result<(), ExprError> {
+        // The fields of the events at this point, and the operator that made them.
+        let mut made: Option<(Vec<String>, String)> = None;
+        for op in &self.ops {
+            let read: Vec<(&str, usize)> = match op {
+                OpSpec::Select(f) | OpSpec::Drop(f) => {
+                    f.iter().map(|f| (f.name.as_str(), f.pos)).collect()
+                }
+                OpSpec::Sort(keys) => keys.iter().map(|(f, _)| (f.name.as_str(), f.pos)).collect(),
+                OpSpec::Summarize { aggs, by, .. } => by
+                    .iter()
+                    .map(|f| (f.name.as_str(), f.pos))
+                    .chain(
+                        aggs.iter()
+                            .filter_map(|a| Some((a.field.as_deref()?, a.field_pos))),
+                    )
+                    .collect(),
+                OpSpec::Top { field, .. } => vec![(field.name.as_str(), field.pos)],
+                OpSpec::Where { .. } | OpSpec::Head(_) | OpSpec::Tail(_) => Vec::new(),
+            };
+            if let Some((fields, after)) = &made {
+                let schema = crate::types::Schema::new(
+                    "weir.made",
+                    fields
+                        .iter()
+                        .map(|f| crate::types::Field::new(f.clone(), crate::types::Type::String))
+                        .collect(),
+                )
+                .into_shared();
+                for (name, pos) in read {
+                    if name.starts_with('#')
+                        || !super::slice::Fields::resolve_record(&schema, name)
+                            .indices
+                            .is_empty()
+                    {
+                        continue;
+                    }
+                    return Err(crate::query::names::unknown_output_field(
+                        &self.text, pos, name, fields, after,
+                    ));
+                }
+            }
+            let names = |f: &[syntax::FieldSpec]| f.iter().map(|f| f.name.clone()).collect();
+            match op {
+                OpSpec::Summarize { aggs, by, .. } => {
+                    let mut fields: Vec<String> = names(by);
+                    fields.extend(aggs.iter().map(|a| a.name.clone()));
+                    made = Some((fields, op.describe()));
+                }
+                OpSpec::Top { field, .. } => {
+                    made = Some((vec![field.name.clone(), "count".into()], op.describe()));
+                }
+                OpSpec::Select(f) => {
+                    if let Some((fields, _)) = &mut made {
+                        *fields = names(f);
+                    }
+                }
+                OpSpec::Drop(f) => {
+                    if let Some((fields, _)) = &mut made {
+                        fields.retain(|x| !f.iter().any(|d| &d.name == x));
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -279,8 +392,8 @@ impl Chain {
     pub fn explain(&self, archive: &Archive) -> Result<Explain, QueryError> {
         let plan = self.plan()?;
         let mut search = plan.scan.predicate.search(archive)?;
-        self.check_names(archive)?;
-        let warnings = search.warnings().to_vec();
+        let mut warnings = search.warnings().to_vec();
+        warnings.extend(self.check_names(archive)?);
         let pruning = search.pruning();
         Ok(Explain {
             plan,
@@ -341,8 +454,8 @@ impl Chain {
             Ok(flow)
         };
         let mut search = Search::planned(archive, &plan.scan, aggregate)?;
-        self.check_names(archive)?;
-        let warnings = search.warnings().to_vec();
+        let mut warnings = search.warnings().to_vec();
+        warnings.extend(self.check_names(archive)?);
         while stages.wants_input() {
             let Some(hits) = search.next() else { break };
             let mut hits = match hits {
