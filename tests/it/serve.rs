@@ -1028,6 +1028,53 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(srv.stop().code(), Some(0));
 }
 
+/// The page's count of matches that have no `ts` is `weir count`'s, not "0 matching events"
+/// (the histogram has nothing to place them on; issue 59).
+#[test]
+fn the_page_counts_matches_without_a_time() {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let Some(browser) = chromium() else {
+        assert!(!ci, "CI=true but no chromium at /usr/bin/chromium");
+        println!("skipped: no chromium to render the page (apt-get install chromium)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 20);
+    let mut log = String::from(
+        "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tnotime\n\
+         #fields\tuid\tn\n#types\tstring\tcount\n",
+    );
+    for i in 0..37 {
+        log.push_str(&format!("N{i}\t{i}\n"));
+    }
+    let path = tmp.path().join("notime.log");
+    std::fs::write(&path, log).unwrap();
+    ok(&run(&["import", "-q", "--db", s(&db), s(&path)]), "import");
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    for (q, encoded) in [
+        (
+            "#type == \"zeek.notime\"",
+            "%23type%20%3D%3D%20%22zeek.notime%22",
+        ),
+        ("uid == \"nothing\"", "uid%20%3D%3D%20%22nothing%22"),
+    ] {
+        let want = count(&db, q);
+        let dom = rendered(&browser, &format!("http://{}/?q={encoded}", srv.addr));
+        assert!(
+            dom.contains(&format!("data-total=\"{want}\"")),
+            "{q}: {dom}"
+        );
+        let summary = if want == 0 {
+            "0 matching events".to_string()
+        } else {
+            format!("{want} matching events, none with ts")
+        };
+        assert!(dom.contains(&summary), "{q}: {dom}");
+    }
+    assert_eq!(count(&db, "#type == \"zeek.notime\""), 37);
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
 #[test]
 fn refuses_a_missing_archive_and_a_taken_port() {
     let tmp = tempfile::tempdir().unwrap();
