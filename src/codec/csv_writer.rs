@@ -6,8 +6,9 @@
 //! 2009-11-18T08:00:21.486539Z,Pii6cUUq1v4,192.168.1.102,68,192.168.1.1,67,udp,dhcp,0.163820,...,
 //! ```
 //! - A header line with the field names (dotted Zeek names, `id.orig_h`) starts the output, and
-//!   every change of schema starts a new section: an empty line, then the new schema's header
-//!   line. Write one schema per file (`weir export --to csv --output DIR` does, one file per
+//!   every change of the column names starts a new section: an empty line, then the new
+//!   header line (events of several schemas with the same columns, as `select #type, ...`
+//!   gives them, are one section). Write one schema per file (`weir export --to csv --output DIR` does, one file per
 //!   schema) or select one schema (`#type == "zeek.conn"`) where a tool expects a single
 //!   table.
 //! - Fields are separated by `,`; a cell is quoted with `"` when it holds a `,`, a `"`, a CR or
@@ -83,9 +84,19 @@ impl CsvWriter {
         }
     }
 
+    /// Whether `schema`'s rows go on under the current header: the same column names (a
+    /// timeline of several schemas, `select #type, ...`, is one list).
     fn same_schema(&self, schema: &SchemaRef) -> bool {
         match &self.current {
-            Some(cur) => std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema,
+            Some(cur) => {
+                std::sync::Arc::ptr_eq(cur, schema)
+                    || (cur.fields.len() == schema.fields.len()
+                        && cur
+                            .fields
+                            .iter()
+                            .zip(&schema.fields)
+                            .all(|(a, b)| a.name == b.name))
+            }
             None => false,
         }
     }

@@ -7,9 +7,11 @@
 //! 2009-11-18T08:00:21.486539Z  Pii6cUUq1v4         192.168.1.102         68  192.168.1.1
 //! 2009-11-18T08:08:00.237253Z  CwjjYJ2WqgTbAqiHl6  192.168.1.103        137  192.168.1.25…
 //! ```
-//! Rows are written in blocks of at most [`BLOCK_ROWS`] rows of one schema: a block ends when
-//! it is full, when the schema changes and at the end of the output. Each block is a title line
-//! (the schema's name), a header line (the field names) and its rows; blocks are separated by
+//! Rows are written in blocks of at most [`BLOCK_ROWS`] rows of the same column names: a block
+//! ends when it is full, when the column names change and at the end of the output (so the
+//! events of several schemas that `select #type, ...` gives the same columns are one list, a
+//! timeline). Each block is a title line (the names of its rows' schemas, in first-seen order),
+//! a header line (the field names) and its rows; blocks are separated by
 //! an empty line. The rows of a block are held until the block ends (so that its columns can
 //! be measured), never more: memory stays bounded whatever the output's size, but a slow
 //! stream of events shows up a block at a time.
@@ -95,6 +97,9 @@ pub struct TableWriter {
     width: usize,
     /// Schema of the block being held, if any.
     current: Option<SchemaRef>,
+    /// The schema names of the held block's rows, in first-seen order (several in a
+    /// timeline: the title names them all).
+    block_names: Vec<String>,
     /// Whether a block was printed since the start (or [`EventWriter::finish`]).
     started: bool,
     /// The held cells of the block (text cut to `width + 1` characters), row after row.
@@ -138,6 +143,7 @@ impl TableWriter {
         TableWriter {
             width: width.max(1),
             current: None,
+            block_names: Vec::new(),
             started: false,
             text: String::new(),
             held: Vec::new(),
@@ -151,9 +157,19 @@ impl TableWriter {
         }
     }
 
+    /// Whether `schema`'s rows go on under the current header: the same column names (a
+    /// timeline of several schemas, `select #type, ...`, is one list).
     fn same_schema(&self, schema: &SchemaRef) -> bool {
         match &self.current {
-            Some(cur) => std::sync::Arc::ptr_eq(cur, schema) || **cur == **schema,
+            Some(cur) => {
+                std::sync::Arc::ptr_eq(cur, schema)
+                    || (cur.fields.len() == schema.fields.len()
+                        && cur
+                            .fields
+                            .iter()
+                            .zip(&schema.fields)
+                            .all(|(a, b)| a.name == b.name))
+            }
             None => false,
         }
     }
@@ -231,7 +247,12 @@ impl TableWriter {
         }
         self.started = true;
         let mut title = Vec::new();
-        push_text(&mut title, schema.name.as_bytes(), false, Controls::Escape);
+        let names = if self.block_names.is_empty() {
+            schema.name.clone()
+        } else {
+            self.block_names.join(", ")
+        };
+        push_text(&mut title, names.as_bytes(), false, Controls::Escape);
         let mut title = String::from_utf8(title).unwrap_or_default();
         if shown < n {
             let more = n - shown;
@@ -281,6 +302,7 @@ impl TableWriter {
         }
         self.text.clear();
         self.held.clear();
+        self.block_names.clear();
         self.rows = 0;
     }
 }
@@ -435,6 +457,9 @@ impl EventWriter for TableWriter {
             if !self.same_schema(schema) {
                 self.print_block(out);
                 self.current = Some(schema.clone());
+            }
+            if !self.block_names.iter().any(|n| *n == schema.name) {
+                self.block_names.push(schema.name.clone());
             }
             self.row_text.clear();
             self.row_cells.clear();

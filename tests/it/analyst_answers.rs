@@ -286,3 +286,55 @@ fn bad_input_advises_skipping_not_rerunning() {
     let (_, out, _) = weir(&["count", "--db", s(&db)]);
     assert_eq!(out.trim(), N.to_string());
 }
+
+/// One timeline across logs (issue 59, item 1): `select #type, ...` keeps `#type`, and the
+/// table and CSV show the events of both schemas as one list in the chain's order, a column
+/// unset where a schema lacks the field.
+#[test]
+fn select_with_type_is_one_list_across_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive(dir.path());
+    let chain = "id.orig_h == 10.0.0.1 | sort ts | head 6 | select #type, ts, uid, query";
+    // The reference: the same events as JSON, each with its schema.
+    let (code, json, err) = weir(&["export", "--db", &db, "--to", "json", chain]);
+    assert_eq!(code, Some(0), "{err}");
+    let events: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 6, "{json}");
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["#type"].as_str().unwrap())
+        .collect();
+    assert!(
+        types.contains(&"zeek.conn") && types.contains(&"zeek.dns"),
+        "{types:?}"
+    );
+    let (code, csv, err) = weir(&["export", "--db", &db, "--to", "csv", chain]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "#type,ts,uid,query", "{csv}");
+    assert_eq!(lines.len(), 7, "one header, six rows: {csv}");
+    for (line, e) in lines[1..].iter().zip(&events) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[0], e["#type"], "{line}");
+        assert_eq!(cells[2], e["uid"], "{line}");
+        assert_eq!(cells[3], e["query"].as_str().unwrap_or(""), "{line}");
+    }
+    let (code, table, err) = weir(&["export", "--db", &db, "--to", "table", chain]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut title: Vec<&str> = Vec::new();
+    for t in &types {
+        if !title.contains(t) {
+            title.push(t);
+        }
+    }
+    assert_eq!(
+        table.lines().next(),
+        Some(title.join(", ").as_str()),
+        "{table}"
+    );
+    assert_eq!(table.matches("#type").count(), 1, "one header: {table}");
+    assert_eq!(table.lines().count(), 2 + 6, "{table}");
+}

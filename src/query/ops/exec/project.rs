@@ -2,7 +2,12 @@
 //! takes them all, in schema order; a concept (`crate::query::concepts`) the first of its
 //! fields the schema has, as a column named by the concept; `#id` is the event ID, a field
 //! `#id` of type `count`) and `drop F, ...` (all but the named fields: a concept all of its
-//! fields). The schema keeps its name; an event left without fields is dropped.
+//! fields). `#type` in a `select` is the event's schema name, a field `#type` of type
+//! `string`, and makes the selection a timeline: every name is a column, in the order named,
+//! unset where the schema lacks the field (of type `string` there), so that events of several
+//! schemas share one header in the table and CSV outputs (which start a new block only when
+//! the column names change). The schema keeps its name; an event left without fields is
+//! dropped.
 
 use std::sync::Arc;
 
@@ -18,6 +23,10 @@ type Plan = Option<(SchemaRef, Vec<usize>)>;
 
 /// The place of `#id` among the fields a `select` takes.
 const ID: usize = usize::MAX;
+/// The place of `#type` among the fields a `select` takes.
+const TYPE: usize = usize::MAX - 1;
+/// The place of a named field the schema lacks, in a timeline (`select #type, ...`).
+const ABSENT: usize = usize::MAX - 2;
 
 /// `select` or `drop`.
 pub(crate) struct Project {
@@ -42,22 +51,40 @@ impl Project {
         // Output names other than the field's own: a concept's column is named by it.
         let mut renamed: Vec<(usize, &str)> = Vec::new();
         let concepts = crate::query::concepts::active();
+        let timeline = self.keep && self.names.iter().any(|n| n == "#type");
         if self.keep {
             for n in &self.names {
                 if n == "#id" && !take.contains(&ID) {
                     take.push(ID);
                 }
-                if let Some(fields) = concepts.fields_in(n, schema) {
-                    // The first of the concept's fields the schema has, named by the concept.
-                    if let Some(&i) = fields.first() {
-                        if !take.contains(&i) {
-                            renamed.push((take.len(), n));
-                            take.push(i);
-                        }
+                // (After `summarize ... by #type`, `#type` is a field of its own.)
+                if n == "#type" && !schema.fields.iter().any(|f| f.name == "#type") {
+                    if !take.contains(&TYPE) {
+                        take.push(TYPE);
                     }
                     continue;
                 }
-                for i in Fields::resolve_record(schema, n).indices {
+                if let Some(fields) = concepts.fields_in(n, schema) {
+                    // The first of the concept's fields the schema has, named by the concept.
+                    match fields.first() {
+                        Some(&i) if !take.contains(&i) => {
+                            renamed.push((take.len(), n));
+                            take.push(i);
+                        }
+                        None if timeline => {
+                            renamed.push((take.len(), n));
+                            take.push(ABSENT);
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+                let found = Fields::resolve_record(schema, n).indices;
+                if found.is_empty() && timeline && !n.starts_with('#') {
+                    renamed.push((take.len(), n));
+                    take.push(ABSENT);
+                }
+                for i in found {
                     if !take.contains(&i) {
                         take.push(i);
                     }
@@ -72,7 +99,7 @@ impl Project {
             }
             take = (0..schema.fields.len()).filter(|&i| !gone[i]).collect();
         }
-        if take.is_empty() {
+        if take.is_empty() || take.iter().all(|&i| i == ABSENT) {
             return None;
         }
         let fields = take
@@ -81,6 +108,9 @@ impl Project {
             .map(
                 |(k, &i)| match (i, renamed.iter().find(|(at, _)| *at == k)) {
                     (ID, _) => Field::new("#id", Type::Count),
+                    (TYPE, _) => Field::new("#type", Type::String),
+                    (ABSENT, Some((_, name))) => Field::new(*name, Type::String),
+                    (ABSENT, None) => Field::new("", Type::String),
                     (i, Some((_, name))) => Field::new(*name, schema.fields[i].ty.clone()),
                     (i, None) => schema.fields[i].clone(),
                 },
@@ -108,7 +138,7 @@ impl Operator for Project {
             return Ok(Flow::More);
         };
         if take.len() == slice.schema().fields.len()
-            && !take.contains(&ID)
+            && take.iter().all(|&i| i < slice.schema().fields.len())
             && take.windows(2).all(|w| w[0] < w[1])
         {
             // Every field, in order: the rows as they are.
@@ -135,7 +165,10 @@ impl Operator for Project {
                 for &f in take {
                     match (f, slice.id(k)) {
                         (ID, Some(id)) => crate::value::RowEncoder::new(buf).uint(id),
-                        (ID, None) => crate::value::RowEncoder::new(buf).null(),
+                        (ID, None) | (ABSENT, _) => crate::value::RowEncoder::new(buf).null(),
+                        (TYPE, _) => {
+                            crate::value::RowEncoder::new(buf).bytes(slice.schema().name.as_bytes())
+                        }
                         (f, _) => {
                             let (a, b) = spans[f];
                             buf.extend_from_slice(&row[a..b]);
