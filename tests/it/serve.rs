@@ -1029,7 +1029,8 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
 }
 
 /// The page's count of matches that have no `ts` is `weir count`'s, not "0 matching events"
-/// (the histogram has nothing to place them on; issue 59).
+/// (the histogram has nothing to place them on), and its first tab is the schema with the
+/// most matches (issue 59).
 #[test]
 fn the_page_counts_matches_without_a_time() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
@@ -1072,6 +1073,11 @@ fn the_page_counts_matches_without_a_time() {
         assert!(dom.contains(&summary), "{q}: {dom}");
     }
     assert_eq!(count(&db, "#type == \"zeek.notime\""), 37);
+    // Every event: the tab shown first is the schema with the most matches (notime's 37
+    // before conn's 20), not the first by name.
+    let dom = rendered(&browser, &format!("http://{}/", srv.addr));
+    assert!(dom.contains("data-total=\"57\""), "{dom}");
+    assert!(dom.contains("class=\"on\">notime 37"), "{dom}");
     assert_eq!(srv.stop().code(), Some(0));
 }
 
