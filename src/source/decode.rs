@@ -771,6 +771,9 @@ impl BatchDecoder for crate::codec::zeek::json::JsonDecoder {
     fn skip_report(&self) -> SkipReport {
         crate::codec::zeek::json::JsonDecoder::skip_report(self).clone()
     }
+    fn take_warnings(&mut self) -> Vec<String> {
+        crate::codec::zeek::json::JsonDecoder::take_warnings(self)
+    }
 }
 
 impl BatchDecoder for crate::codec::arrow::ParquetDecoder {

@@ -4,7 +4,7 @@
 Usage: community_ids.py ZEEKREF_DIR SEED FILE...
 
 Reads every file in order (Zeek TSV through ZEEKREF_DIR/zeekref.py, the independent reader;
-Zeek JSON lines with `"_path": "conn"` directly) and prints, for each conn event, one JSON line
+Zeek JSON lines with `"_path": "conn"`, or without `_path` and with conn's fields, directly) and prints, for each conn event, one JSON line
 `{"uid": ..., "community_id": ..., "v6": bool, "proto": ...}`; `community_id` is null where
 the tuple is incomplete or the protocol has no number. Zeek logs ICMPv6 as `icmp`: between
 IPv6 addresses it is protocol 58, as Zeek's own community-id package maps it.
@@ -17,6 +17,7 @@ import sys
 
 import communityid
 
+CONN_FIELDS = {"conn_state", "history", "orig_bytes", "resp_bytes", "duration"}
 PROTOS = {"tcp": communityid.PROTO_TCP, "udp": communityid.PROTO_UDP, "sctp": communityid.PROTO_SCTP}
 
 
@@ -27,7 +28,12 @@ def conn_records(zeekref, path):
             for line in f:
                 if line.strip():
                     obj = json.loads(line)
-                    if obj.get("_path") == "conn":
+                    # A line without `_path` whose file name names no log is read by weir
+                    # as the log its fields are (README, "Typed Zeek JSON"): conn's own
+                    # fields make it a conn event.
+                    if obj.get("_path") == "conn" or (
+                        "_path" not in obj and CONN_FIELDS <= obj.keys()
+                    ):
                         yield obj
         return
     for log_path, rec, _types in zeekref.records(path):

@@ -338,3 +338,61 @@ fn select_with_type_is_one_list_across_schemas() {
     assert_eq!(table.matches("#type").count(), 1, "one header: {table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
 }
+
+/// JSON logs without `_path` whose file name names no log (issue 59, item 4): a DNS log is
+/// recognized by its fields and typed as `zeek.dns`, with one warning; lines that are no
+/// Zeek log's go to `zeek.json` with a warning naming the file and `--schema`.
+#[test]
+fn json_without_path_is_recognized_by_its_fields_or_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dns = String::new();
+    for i in 0..N {
+        dns.push_str(&format!(
+            "{{\"ts\":{}.5,\"uid\":\"D{i}\",\"id.orig_h\":\"10.0.0.{}\",\"id.orig_p\":{},\"id.resp_h\":\"192.168.1.1\",\"id.resp_p\":53,\"proto\":\"udp\",\"query\":\"{}\",\"qtype_name\":\"A\",\"rcode_name\":\"NOERROR\"}}\n",
+            T0 + i,
+            i % 9,
+            50_000 + i,
+            query(i)
+        ));
+    }
+    let events = dir.path().join("events.json");
+    std::fs::write(&events, dns).unwrap();
+    let other = dir.path().join("other.json");
+    std::fs::write(
+        &other,
+        "{\"name\":\"a\",\"size\":1}\n{\"name\":\"b\",\"size\":2}\n",
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let (code, _, err) = weir(&["import", "--db", s(&db), s(&events), s(&other)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        err.matches("read as zeek.dns, recognized by their fields")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: line 1: ", events.display())),
+        "the warning names the file: {err}"
+    );
+    assert!(
+        err.contains(&format!("{}: line 1: ", other.display()))
+            && err.contains("imported as zeek.json")
+            && err.contains("--schema"),
+        "{err}"
+    );
+    let db = s(&db);
+    let (_, out, _) = weir(&["count", "--db", db, "#type == \"zeek.dns\""]);
+    assert_eq!(out.trim(), N.to_string());
+    // Typed, not guessed: the ts is a time, the responder an address.
+    let (_, out, _) = weir(&[
+        "count",
+        "--db",
+        db,
+        "#type == \"zeek.dns\" && ts > 2009-11-18 && id.resp_h == 192.168.1.1",
+    ]);
+    assert_eq!(out.trim(), N.to_string());
+    let (_, out, _) = weir(&["count", "--db", db, "#type == \"zeek.json\""]);
+    assert_eq!(out.trim(), "2");
+}

@@ -986,6 +986,11 @@ pub struct JsonDecoder {
     reported: HashSet<String>,
     /// [`ReaderOptions::detect_eve`] and no line read yet: the first line decides `eve`.
     undecided: bool,
+    /// A line without `_path` whose log neither the option nor the file name gives was
+    /// looked at: its keys chose the log ([`ZeekSchemas::by_fields`]) or inference.
+    recognized: bool,
+    /// Warnings for the source to show ([`JsonDecoder::take_warnings`]).
+    warnings: Vec<String>,
 }
 
 /// Unknown event types and fields reported on the log per input, at most.
@@ -1075,6 +1080,8 @@ impl JsonDecoder {
             unknown_types: HashMap::new(),
             reported: HashSet::new(),
             undecided: opts_detect_eve,
+            recognized: false,
+            warnings: Vec::new(),
         }
         .with_unnamed()
     }
@@ -1147,6 +1154,44 @@ impl JsonDecoder {
         self.unknown_types
             .insert(event_type.into_owned(), log.clone());
         Ok(log)
+    }
+
+    /// The log of the lines without `_path` of an input whose file name names none (and no
+    /// option gives one), from the first such line's keys, said once in a warning either way:
+    /// a Zeek log recognized by its fields, or the default schema typed by inference.
+    fn recognize(&mut self) {
+        self.recognized = true;
+        let Some(schemas) = &self.opts.zeek_schemas else {
+            return;
+        };
+        if self.opts.json_schema.is_some() {
+            return;
+        }
+        let p = &self.p;
+        let names: Vec<&str> = p
+            .fields
+            .iter()
+            .filter_map(|f| std::str::from_utf8(f.name.of(&p.names)).ok())
+            .collect();
+        let line = self.line;
+        match schemas.by_fields(&names) {
+            Some(log) => {
+                let name = log.schema().name.clone();
+                self.unnamed = Some(log.clone());
+                self.warnings.push(format!(
+                    "line {line}: JSON lines without `_path`, in a file whose name names no Zeek log: read as {name}, recognized by their fields (`--schema NAME` chooses the log)"
+                ));
+            }
+            None => self.warnings.push(format!(
+                "line {line}: JSON lines without `_path`, in a file whose name names no Zeek log, and whose fields are no Zeek log's: imported as {}, typed by inference (`--schema zeek.NAME` reads them as that Zeek log)",
+                self.opts.json_default_schema
+            )),
+        }
+    }
+
+    /// Takes the warnings collected so far.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// Resolves the typed log of lines without `_path`.
@@ -1293,6 +1338,9 @@ impl JsonDecoder {
         if self.eve {
             let log = self.eve_log()?;
             return self.parse_typed(line, log);
+        }
+        if self.p.path.is_none() && self.unnamed.is_none() && !self.recognized {
+            self.recognize();
         }
         if let Some(log) = self.typed_log() {
             return self.parse_typed(line, log);

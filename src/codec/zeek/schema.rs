@@ -246,6 +246,22 @@ struct FileText {
     fields: Vec<(String, String)>,
 }
 
+/// Fields of nearly every Zeek log: they recognize no log ([`ZeekSchemas::by_fields`]).
+const COMMON_FIELDS: &[&str] = &[
+    "ts",
+    "uid",
+    "id.orig_h",
+    "id.orig_p",
+    "id.resp_h",
+    "id.resp_p",
+    "proto",
+    "_write_ts",
+    "_node_name",
+];
+/// Keys of a line that must be fields of a log for [`ZeekSchemas::by_fields`] to recognize
+/// it (besides [`COMMON_FIELDS`]).
+const MIN_RECOGNIZED: usize = 2;
+
 /// The namespace of Zeek's logs (`zeek.conn`), the default of a schema file.
 pub const ZEEK_NAMESPACE: &str = "zeek";
 /// The namespace of Suricata's EVE events (`suricata.alert`): see [`crate::codec::suricata`].
@@ -353,6 +369,42 @@ impl ZeekSchemas {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// The Zeek log whose fields the keys `names` of a JSON line without `_path` are (a DNS
+    /// log is recognized by `query`, `qtype_name`, `rcode`, ...): of the keys that are not
+    /// fields of nearly every log ([`COMMON_FIELDS`]), at least [`MIN_RECOGNIZED`] and at
+    /// least 80% must be fields of the log, and no other log may have as many of them.
+    /// `None` when no log, or more than one, fits.
+    pub fn by_fields(&self, names: &[&str]) -> Option<&Arc<LogSchema>> {
+        let distinct: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !COMMON_FIELDS.contains(n))
+            .collect();
+        let mut best: Option<(usize, &Arc<LogSchema>)> = None;
+        let mut tied = false;
+        for log in self.by_path.values() {
+            let hits = distinct
+                .iter()
+                .filter(|n| log.schema.fields.iter().any(|f| f.name == **n))
+                .count();
+            if hits < MIN_RECOGNIZED || hits * 5 < distinct.len() * 4 {
+                continue;
+            }
+            match best {
+                Some((b, _)) if b > hits => {}
+                Some((b, _)) if b == hits => tied = true,
+                _ => {
+                    best = Some((hits, log));
+                    tied = false;
+                }
+            }
+        }
+        if tied {
+            return None;
+        }
+        best.map(|(_, log)| log)
     }
 
     /// The schema for an input without `_path`, by its file name: the part of the last path
@@ -506,5 +558,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(eve.schema().name, "suricata.x");
+    }
+
+    #[test]
+    fn a_log_is_recognized_by_its_distinct_fields() {
+        let s = ZeekSchemas::builtin().unwrap();
+        let name = |keys: &[&str]| s.by_fields(keys).map(|l| l.schema().name.clone());
+        let dns = [
+            "ts",
+            "uid",
+            "id.orig_h",
+            "query",
+            "qtype_name",
+            "rcode_name",
+        ];
+        assert_eq!(name(&dns).as_deref(), Some("zeek.dns"));
+        let conn = [
+            "ts",
+            "uid",
+            "id.orig_h",
+            "duration",
+            "orig_bytes",
+            "conn_state",
+            "history",
+        ];
+        assert_eq!(name(&conn).as_deref(), Some("zeek.conn"));
+        // The common fields alone, one distinct field, or keys of no log: nothing.
+        assert_eq!(name(&["ts", "uid", "id.orig_h", "proto"]), None);
+        assert_eq!(name(&["ts", "query"]), None);
+        assert_eq!(
+            name(&["name", "size", "query", "qtype_name", "a", "b"]),
+            None
+        );
     }
 }
