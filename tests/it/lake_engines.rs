@@ -682,6 +682,52 @@ fn parquet_written_by_pyarrow_duckdb_and_polars_with_their_defaults_imports() {
         );
         assert_eq!(weir_count(&db, "n >= 1"), 3, "{name}");
     }
+    // Other widths and encodings (issue 59): read as weir's types, values exact.
+    let widths = [
+        (
+            "widths.parquet",
+            vec![
+                r#"{"_path":"json","n":-1,"u":0,"small":0,"f":0.5,"d":"2009-11-18T00:00:00.000000Z","t":"2009-11-18T08:00:00.000000Z"}"#,
+                r#"{"_path":"json","n":0,"u":1,"small":1000,"f":1.5,"d":"2009-11-19T00:00:00.000000Z","t":"2009-11-18T08:00:01.000000Z"}"#,
+                r#"{"_path":"json","n":1,"u":2,"small":2000,"f":2.5,"d":"2009-11-20T00:00:00.000000Z","t":"2009-11-18T08:00:02.000000Z"}"#,
+            ],
+        ),
+        (
+            "widths.arrow",
+            vec![
+                r#"{"_path":"json","b":-1,"big":"x","k":"a"}"#,
+                r#"{"_path":"json","b":0,"big":"y","k":"b"}"#,
+                r#"{"_path":"json","b":127,"k":"a"}"#,
+            ],
+        ),
+    ];
+    for (name, want) in widths {
+        let file = tmp.path().join(name);
+        let got = ok(
+            &run(&["convert", "--to", "json", file.to_str().unwrap()]),
+            name,
+        );
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "{name}");
+    }
+    // `--schema` names a file without weir's metadata, as it names JSON without `_path`.
+    let dns = tmp.path().join("unnamed-dns.parquet");
+    let db = tmp.path().join("db-dns");
+    ok(
+        &run(&[
+            "import",
+            "-q",
+            "--schema",
+            "zeek.dns",
+            "--db",
+            db.to_str().unwrap(),
+            dns.to_str().unwrap(),
+        ]),
+        "--schema zeek.dns",
+    );
+    assert_eq!(
+        weir_count(&db, "#type == \"zeek.dns\" && query == \"example.org\""),
+        1
+    );
     // A file that claims zeek.conn with `ts` as text is refused, naming the file, the column
     // and both types.
     let bad = tmp.path().join("claims-conn.parquet");

@@ -30,7 +30,6 @@ use bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
 use super::read::record_batch_to_batches;
-use super::schema::zeek_schema;
 use super::ArrowCodecError;
 use crate::batch::Batch;
 use crate::codec::arrow::ArrowForm;
@@ -230,12 +229,30 @@ impl ArrowIpcDecoder {
             };
             match decoded {
                 Ok(Some(rb)) => {
+                    let rb = super::widen::widen_batch(rb).map_err(|e| self.codec_error(e))?;
                     let schema = match &self.schema {
                         Some(s) => s.clone(),
                         None => {
-                            let s = zeek_schema(&rb.schema(), &self.options.json_default_schema)
-                                .map_err(|e| self.codec_error(e))?
-                                .into_shared();
+                            // As a Parquet file: `--schema` names a stream without weir's
+                            // metadata, and a Zeek log's name types its columns.
+                            let default = self
+                                .options
+                                .json_schema
+                                .as_deref()
+                                .unwrap_or(&self.options.json_default_schema);
+                            let builtin;
+                            let known = match &self.options.zeek_schemas {
+                                Some(k) => Some(&**k),
+                                None => {
+                                    builtin =
+                                        crate::codec::zeek::schema::ZeekSchemas::builtin().ok();
+                                    builtin.as_deref()
+                                }
+                            };
+                            let s =
+                                super::schema::claimed_zeek_schema(&rb.schema(), default, known)
+                                    .map_err(|e| self.codec_error(e))?
+                                    .into_shared();
                             self.schema = Some(s.clone());
                             s
                         }

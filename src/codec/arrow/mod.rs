@@ -76,6 +76,7 @@ mod read;
 pub mod schema;
 mod sink;
 pub mod union;
+mod widen;
 
 pub use builder::{push_escaped_utf8, ArrowBuilder};
 pub use decode::decode_columns;

@@ -135,7 +135,15 @@ impl ParquetDecoder {
                 builtin.as_deref()
             }
         };
-        let schema = claimed_zeek_schema(&arrow, &self.options.json_default_schema, known)
+        // A schema named on the command line (`--schema zeek.conn`) names a file without
+        // weir's metadata, as it names JSON lines without `_path`.
+        let default = self
+            .options
+            .json_schema
+            .as_deref()
+            .unwrap_or(&self.options.json_default_schema);
+        let arrow = super::widen::widen_schema(&arrow);
+        let schema = claimed_zeek_schema(&arrow, default, known)
             .map_err(|e| self.codec_error(e))?
             .into_shared();
         self.reader = Some((reader, schema));
@@ -190,6 +198,7 @@ impl Decoder for ParquetDecoder {
                 Some(Ok(rb)) => rb,
             };
             let rows = self.options.batch_rows;
+            let rb = super::widen::widen_batch(rb).map_err(|e| self.codec_error(e))?;
             let batches = super::guarded(|| record_batch_to_batches(&rb, &schema, rows))
                 .map_err(|why| self.error(None, why))?
                 .map_err(|e| self.codec_error(e))?;
