@@ -355,6 +355,34 @@ pub fn compile(file: &str, yaml: &str, schemas: &dyn SchemaLookup) -> Result<Sig
     })
 }
 
+/// The schemas of `names` that `archive` holds (its segments' and its write-ahead log's),
+/// for [`compile`]: a rule's fields are typed by the data they will run on.
+pub fn archive_schemas(
+    archive: &crate::store::Archive,
+    names: &[String],
+) -> Result<BTreeMap<String, Schema>, crate::store::StoreError> {
+    let mut out = BTreeMap::new();
+    for entry in &archive.catalog().segments {
+        if !names.iter().any(|n| entry.schemas.contains_key(n) && !out.contains_key(n)) {
+            continue;
+        }
+        let seg = archive.segment(entry)?;
+        for s in seg.schemas() {
+            if names.contains(&s.name) {
+                out.entry(s.name.clone()).or_insert_with(|| (**s).clone());
+            }
+        }
+    }
+    let next = archive.catalog().next_id;
+    for b in archive.scan_range(next..u64::MAX).flatten() {
+        let s = b.schema();
+        if names.contains(&s.name) {
+            out.entry(s.name.clone()).or_insert_with(|| (**s).clone());
+        }
+    }
+    Ok(out)
+}
+
 /// A weir string literal of `s`.
 fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -1438,10 +1466,10 @@ mod tests {
         assert!(!matches(b, ev(Some("YWJk"))));
         let off = "    sel:\n        s|base64offset|contains: 'http'\n    condition: sel\n";
         let r = compile_det(off).unwrap();
-        // pySigma's three: aHR0c, odHRw, 0dHA.
+        // pySigma's three: aHR0c, h0dH, odHRw.
         assert!(r.expression.contains("aHR0c"), "{}", r.expression);
         assert!(r.expression.contains("odHRw"), "{}", r.expression);
-        assert!(r.expression.contains("0dHA"), "{}", r.expression);
+        assert!(r.expression.contains("h0dH"), "{}", r.expression);
         let enc = base64::engine::general_purpose::STANDARD.encode(b" http://x");
         assert!(matches(off, ev(Some(&enc))));
     }
