@@ -82,9 +82,19 @@ impl SigmaError {
 #[derive(Debug, Clone)]
 enum Node {
     /// A scalar: its text and whether it was plain (unquoted: may be a number, bool, null).
-    Scalar { text: String, plain: bool, line: usize },
-    Seq { items: Vec<Node>, line: usize },
-    Map { entries: Vec<(String, usize, Node)>, line: usize },
+    Scalar {
+        text: String,
+        plain: bool,
+        line: usize,
+    },
+    Seq {
+        items: Vec<Node>,
+        line: usize,
+    },
+    Map {
+        entries: Vec<(String, usize, Node)>,
+        line: usize,
+    },
 }
 
 impl Node {
@@ -223,10 +233,7 @@ pub fn rule_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SigmaError> {
             let mut files = Vec::new();
             for entry in std::fs::read_dir(p).map_err(read)? {
                 let path = entry.map_err(read)?.path();
-                if path
-                    .extension()
-                    .is_some_and(|x| x == "yml" || x == "yaml")
-                {
+                if path.extension().is_some_and(|x| x == "yml" || x == "yaml") {
                     files.push(path);
                 }
             }
@@ -258,7 +265,11 @@ pub fn rule_schemas(file: &str, yaml: &str) -> Result<Vec<String>, SigmaError> {
 /// Compiles the rule `yaml` (named `file` in errors) against `schemas`, which must hold the
 /// schemas its logsource names that exist (an absent one is skipped; none at all compiles
 /// to an expression with no match, `#type == "<first>" && ...` still well-formed).
-pub fn compile(file: &str, yaml: &str, schemas: &dyn SchemaLookup) -> Result<SigmaRule, SigmaError> {
+pub fn compile(
+    file: &str,
+    yaml: &str,
+    schemas: &dyn SchemaLookup,
+) -> Result<SigmaRule, SigmaError> {
     let cx = Cx { file };
     let doc = cx.document(yaml)?;
     if let Some(c) = doc.get("correlation") {
@@ -296,28 +307,38 @@ pub fn compile(file: &str, yaml: &str, schemas: &dyn SchemaLookup) -> Result<Sig
         .collect();
     let cond = cx.condition(&cond_text, cond_line, &names)?;
 
+    // Every detection's shape, modifiers and values are checked whether or not the data
+    // holds the rule's schemas (against none: each field as absent).
+    let empty = Schema::new(
+        targets.first().map_or("", |t| t.schema.as_str()),
+        Vec::new(),
+    );
+    let no_fields = BTreeMap::new();
+    let mut check = Target {
+        cx: &cx,
+        schema: &empty,
+        fields: &no_fields,
+        missing: Vec::new(),
+    };
+    for (name, line, node) in &cond.1 {
+        check.detection(name, *line, node)?;
+    }
     let mut alternatives = Vec::new();
-    let mut found_any = false;
     for t in &targets {
         let Some(schema) = schemas.schema(&t.schema) else {
             continue;
         };
-        found_any = true;
         let mut tcx = Target {
             cx: &cx,
             schema,
             fields: &t.fields,
-            many: targets.len() > 1,
             missing: Vec::new(),
         };
         let ir = tcx.cond(&cond)?;
         // A field named in no schema of the rule: an error, not an empty answer.
         if let Some((field, line)) = tcx.missing.first().cloned() {
             if targets.len() == 1 {
-                return Err(cx.invalid(
-                    line,
-                    &format!("no field `{field}` in {}", t.schema),
-                ));
+                return Err(cx.invalid(line, &format!("no field `{field}` in {}", t.schema)));
             }
         }
         let ir = ir.fold();
@@ -345,7 +366,6 @@ pub fn compile(file: &str, yaml: &str, schemas: &dyn SchemaLookup) -> Result<Sig
             .collect::<Vec<_>>()
             .join(" || ")
     };
-    let _ = found_any;
     Ok(SigmaRule {
         file: file.to_string(),
         id,
@@ -363,7 +383,10 @@ pub fn archive_schemas(
 ) -> Result<BTreeMap<String, Schema>, crate::store::StoreError> {
     let mut out = BTreeMap::new();
     for entry in &archive.catalog().segments {
-        if !names.iter().any(|n| entry.schemas.contains_key(n) && !out.contains_key(n)) {
+        if !names
+            .iter()
+            .any(|n| entry.schemas.contains_key(n) && !out.contains_key(n))
+        {
             continue;
         }
         let seg = archive.segment(entry)?;
@@ -419,6 +442,9 @@ struct Cx<'a> {
     file: &'a str,
 }
 
+/// The named detections of a rule: name, line, definition.
+type Defs = Vec<(String, usize, Node)>;
+
 /// The condition's syntax tree.
 #[derive(Debug, Clone)]
 enum Cond {
@@ -450,7 +476,10 @@ impl<'a> Cx<'a> {
         let mut b = Builder::default();
         let mut parser = Parser::new_from_str(yaml);
         parser.load(&mut b, true).map_err(|e| {
-            self.invalid(e.marker().line().max(1), &format!("malformed YAML: {}", e.info()))
+            self.invalid(
+                e.marker().line().max(1),
+                &format!("malformed YAML: {}", e.info()),
+            )
         })?;
         if let Some((line, m)) = b.error {
             return Err(self.invalid(line, &m));
@@ -525,8 +554,11 @@ impl<'a> Cx<'a> {
             }
             _ => {
                 let mut shown = Vec::new();
-                for (k, v) in [("product", &product), ("service", &service), ("category", &category)]
-                {
+                for (k, v) in [
+                    ("product", &product),
+                    ("service", &service),
+                    ("category", &category),
+                ] {
                     if let Some(v) = v {
                         shown.push(format!("{k}: {v}"));
                     }
@@ -548,7 +580,7 @@ impl<'a> Cx<'a> {
         text: &str,
         line: usize,
         names: &[(&str, usize, &Node)],
-    ) -> Result<(Cond, Vec<(String, usize, Node)>), SigmaError> {
+    ) -> Result<(Cond, Defs), SigmaError> {
         if text.contains('|') {
             return Err(self.unsupported(
                 line,
@@ -576,7 +608,7 @@ impl<'a> Cx<'a> {
         if !cur.is_empty() {
             toks.push(cur);
         }
-        let defs: Vec<(String, usize, Node)> = names
+        let defs: Defs = names
             .iter()
             .map(|(n, l, node)| (n.to_string(), *l, (*node).clone()))
             .collect();
@@ -616,7 +648,11 @@ impl CondParser<'_, '_> {
             self.at += 1;
             v.push(self.and()?);
         }
-        Ok(if v.len() == 1 { v.remove(0) } else { Cond::Or(v) })
+        Ok(if v.len() == 1 {
+            v.remove(0)
+        } else {
+            Cond::Or(v)
+        })
     }
 
     fn and(&mut self) -> Result<Cond, SigmaError> {
@@ -625,7 +661,11 @@ impl CondParser<'_, '_> {
             self.at += 1;
             v.push(self.not()?);
         }
-        Ok(if v.len() == 1 { v.remove(0) } else { Cond::And(v) })
+        Ok(if v.len() == 1 {
+            v.remove(0)
+        } else {
+            Cond::And(v)
+        })
     }
 
     fn not(&mut self) -> Result<Cond, SigmaError> {
@@ -649,14 +689,18 @@ impl CondParser<'_, '_> {
             "(" => {
                 let c = self.or()?;
                 if self.peek() != Some(")") {
-                    return Err(self.cx.invalid(self.line, "a `(` without its `)` in the condition"));
+                    return Err(self
+                        .cx
+                        .invalid(self.line, "a `(` without its `)` in the condition"));
                 }
                 self.at += 1;
                 Ok(c)
             }
             "1" | "any" | "all" => {
                 if !self.peek().is_some_and(|t| t.eq_ignore_ascii_case("of")) {
-                    return Err(self.cx.invalid(self.line, &format!("expected `of` after `{t}`")));
+                    return Err(self
+                        .cx
+                        .invalid(self.line, &format!("expected `of` after `{t}`")));
                 }
                 self.at += 1;
                 let Some(what) = self.peek().map(str::to_string) else {
@@ -705,9 +749,10 @@ impl CondParser<'_, '_> {
                 }
                 match self.names.iter().position(|(n, _, _)| *n == t) {
                     Some(i) => Ok(Cond::Sel(i)),
-                    None => Err(self
-                        .cx
-                        .invalid(self.line, &format!("the condition names `{t}`, which `detection` lacks"))),
+                    None => Err(self.cx.invalid(
+                        self.line,
+                        &format!("the condition names `{t}`, which `detection` lacks"),
+                    )),
                 }
             }
         }
@@ -723,7 +768,11 @@ enum Ir {
     Const(bool),
     /// A predicate of weir's language on one field; `null` whether it holds on an unset
     /// value (`== nil`).
-    Pred { field: String, text: String, null: bool },
+    Pred {
+        field: String,
+        text: String,
+        null: bool,
+    },
 }
 
 impl Ir {
@@ -776,7 +825,11 @@ impl Ir {
                 let _ = write!(
                     out,
                     "{}",
-                    if *b != neg { "#type != \"\"" } else { "#type == \"\"" }
+                    if *b != neg {
+                        "#type != \"\""
+                    } else {
+                        "#type == \"\""
+                    }
                 );
             }
             Ir::Not(x) => x.emit(!neg, out),
@@ -833,7 +886,8 @@ impl Val {
                 } else if let (Ok(f), true) = (
                     t.parse::<f64>(),
                     t.bytes().any(|b| b.is_ascii_digit())
-                        && t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)),
+                        && t.bytes()
+                            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)),
                 ) {
                     Val::Real(f)
                 } else {
@@ -920,7 +974,6 @@ struct Target<'a, 'b> {
     schema: &'a Schema,
     fields: &'a BTreeMap<&'static str, &'static str>,
     /// Whether the rule runs on several schemas (then a field may be absent from some).
-    many: bool,
     /// Fields the rule names that the schema lacks, with their lines.
     missing: Vec<(String, usize)>,
 }
@@ -943,15 +996,23 @@ struct Mods {
 }
 
 impl Target<'_, '_> {
-    fn cond(&mut self, c: &(Cond, Vec<(String, usize, Node)>)) -> Result<Ir, SigmaError> {
+    fn cond(&mut self, c: &(Cond, Defs)) -> Result<Ir, SigmaError> {
         let (cond, defs) = c;
         self.walk(cond, defs)
     }
 
     fn walk(&mut self, c: &Cond, defs: &[(String, usize, Node)]) -> Result<Ir, SigmaError> {
         Ok(match c {
-            Cond::And(v) => Ir::And(v.iter().map(|x| self.walk(x, defs)).collect::<Result<_, _>>()?),
-            Cond::Or(v) => Ir::Or(v.iter().map(|x| self.walk(x, defs)).collect::<Result<_, _>>()?),
+            Cond::And(v) => Ir::And(
+                v.iter()
+                    .map(|x| self.walk(x, defs))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Cond::Or(v) => Ir::Or(
+                v.iter()
+                    .map(|x| self.walk(x, defs))
+                    .collect::<Result<_, _>>()?,
+            ),
             Cond::Not(x) => Ir::Not(Box::new(self.walk(x, defs)?)),
             Cond::Sel(i) => {
                 let (name, line, node) = &defs[*i];
@@ -984,10 +1045,9 @@ impl Target<'_, '_> {
                     ))
                 }
             }
-            Node::Scalar { .. } => Err(self.cx.unsupported(
-                line,
-                &format!("keyword (field-less) detection `{name}`"),
-            )),
+            Node::Scalar { .. } => Err(self
+                .cx
+                .unsupported(line, &format!("keyword (field-less) detection `{name}`"))),
         }
     }
 
@@ -1020,41 +1080,55 @@ impl Target<'_, '_> {
                 "exists" => m.exists = true,
                 "cased" => m.cased = true,
                 other => {
-                    return Err(self.cx.unsupported(
-                        line,
-                        &format!("modifier `{other}` in `{key}`"),
-                    ))
+                    return Err(self
+                        .cx
+                        .unsupported(line, &format!("modifier `{other}` in `{key}`")))
                 }
             }
         }
-        if [m.contains, m.startswith, m.endswith].iter().filter(|b| **b).count() > 1 {
-            return Err(self
-                .cx
-                .invalid(line, &format!("`{key}`: contains, startswith and endswith exclude each other")));
+        if [m.contains, m.startswith, m.endswith]
+            .iter()
+            .filter(|b| **b)
+            .count()
+            > 1
+        {
+            return Err(self.cx.invalid(
+                line,
+                &format!("`{key}`: contains, startswith and endswith exclude each other"),
+            ));
         }
         let values: Vec<(Val, usize)> = match value {
             Node::Seq { items, .. } => items
                 .iter()
                 .map(|n| {
-                    Val::of(n)
-                        .map(|v| (v, n.line()))
-                        .ok_or_else(|| self.cx.invalid(n.line(), &format!("`{key}`: a value that is not a scalar")))
+                    Val::of(n).map(|v| (v, n.line())).ok_or_else(|| {
+                        self.cx
+                            .invalid(n.line(), &format!("`{key}`: a value that is not a scalar"))
+                    })
                 })
                 .collect::<Result<_, _>>()?,
             n => vec![(
-                Val::of(n).ok_or_else(|| self.cx.invalid(n.line(), &format!("`{key}`: a map as a value")))?,
+                Val::of(n).ok_or_else(|| {
+                    self.cx
+                        .invalid(n.line(), &format!("`{key}`: a map as a value"))
+                })?,
                 n.line(),
             )],
         };
         if values.is_empty() {
-            return Err(self.cx.invalid(line, &format!("`{key}`: an empty list of values")));
+            return Err(self
+                .cx
+                .invalid(line, &format!("`{key}`: an empty list of values")));
         }
         // The field as this schema names it.
         let names: Vec<String> = match self.fields.get(field) {
             Some(mapped) => {
                 let concept = crate::query::concepts::active().fields_in(mapped, self.schema);
                 match concept {
-                    Some(idx) => idx.iter().map(|&i| self.schema.fields[i].name.clone()).collect(),
+                    Some(idx) => idx
+                        .iter()
+                        .map(|&i| self.schema.fields[i].name.clone())
+                        .collect(),
                     None => vec![mapped.to_string()],
                 }
             }
@@ -1072,7 +1146,6 @@ impl Target<'_, '_> {
             .collect();
         if found.is_empty() {
             self.missing.push((field.to_string(), line));
-            let _ = self.many;
             // Absent from this schema: as an unset field.
             if m.exists {
                 return Ok(match values.first() {
@@ -1100,7 +1173,9 @@ impl Target<'_, '_> {
     ) -> Result<Ir, SigmaError> {
         if m.exists {
             let [(Val::Bool(b), _)] = values else {
-                return Err(self.cx.invalid(values[0].1, &format!("`{key}`: exists takes true or false")));
+                return Err(self
+                    .cx
+                    .invalid(values[0].1, &format!("`{key}`: exists takes true or false")));
             };
             let op = if *b { "!=" } else { "==" };
             return Ok(Ir::Pred {
@@ -1134,7 +1209,10 @@ impl Target<'_, '_> {
         let bad = |what: &str| {
             self.cx.invalid(
                 line,
-                &format!("`{key}`: {what} for field `{name}` of type {ty} in {}", self.schema.name),
+                &format!(
+                    "`{key}`: {what} for field `{name}` of type {ty} in {}",
+                    self.schema.name
+                ),
             )
         };
         if let Val::Null = val {
@@ -1165,9 +1243,8 @@ impl Target<'_, '_> {
             let net = crate::codec::zeek::scalar::parse_subnet(text.as_bytes())
                 .map(|_| text.clone())
                 .or_else(|| {
-                    crate::codec::zeek::scalar::parse_addr(text.as_bytes()).map(|a| {
-                        format!("{a}/{}", if a.is_ipv4() { 32 } else { 128 })
-                    })
+                    crate::codec::zeek::scalar::parse_addr(text.as_bytes())
+                        .map(|a| format!("{a}/{}", if a.is_ipv4() { 32 } else { 128 }))
                 })
                 .ok_or_else(|| bad(&format!("`{text}` is no network")))?;
             return Ok(pred(format!("{name} in {net}")));
@@ -1194,7 +1271,14 @@ impl Target<'_, '_> {
         // Numbers and booleans with a field of that kind.
         match (class, val) {
             (Class::Number, Val::Int(i)) if !m.any_string() => {
-                return Ok(pred(format!("{name} == {}", if *i < 0 { format!("{i}") } else { i.to_string() })));
+                return Ok(pred(format!(
+                    "{name} == {}",
+                    if *i < 0 {
+                        format!("{i}")
+                    } else {
+                        i.to_string()
+                    }
+                )));
             }
             (Class::Number, Val::Real(f)) if !m.any_string() && f.is_finite() => {
                 return Ok(pred(format!("{name} == {f:?}")));
@@ -1230,7 +1314,9 @@ impl Target<'_, '_> {
                         return Ok(pred(format!("{name} == {a}")));
                     }
                 }
-                return Err(bad(&format!("`{s}` is no address (wildcards on addresses are not supported: use cidr)")));
+                return Err(bad(&format!(
+                    "`{s}` is no address (wildcards on addresses are not supported: use cidr)"
+                )));
             }
             (Class::Text, _) => {}
             _ => return Err(bad("a value of another type")),
@@ -1246,7 +1332,11 @@ impl Target<'_, '_> {
             let bytes = match raw.as_slice() {
                 [] => Vec::new(),
                 [Piece::Lit(t)] => t.as_bytes().to_vec(),
-                _ => return Err(self.cx.unsupported(line, &format!("`{key}`: wildcards with base64"))),
+                _ => {
+                    return Err(self
+                        .cx
+                        .unsupported(line, &format!("`{key}`: wildcards with base64")))
+                }
             };
             let enc = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
             if m.base64offset {
@@ -1279,7 +1369,11 @@ impl Target<'_, '_> {
             }
             out.push(pred(string_pred(name, &p, m.cased)));
         }
-        Ok(if out.len() == 1 { out.remove(0) } else { Ir::Or(out) })
+        Ok(if out.len() == 1 {
+            out.remove(0)
+        } else {
+            Ir::Or(out)
+        })
     }
 }
 
@@ -1421,7 +1515,8 @@ mod tests {
         let all = "    sel:\n        s|contains|all:\n            - a\n            - b\n    condition: sel\n";
         assert!(matches(all, ev(Some("xbxa"))));
         assert!(!matches(all, ev(Some("xxa"))));
-        let any = "    sel:\n        s|contains:\n            - a\n            - b\n    condition: sel\n";
+        let any =
+            "    sel:\n        s|contains:\n            - a\n            - b\n    condition: sel\n";
         assert!(matches(any, ev(Some("xxa"))));
     }
 
@@ -1508,7 +1603,11 @@ mod tests {
     fn refusals_name_file_line_and_feature() {
         let e = err("    sel:\n        s: x\n    condition: sel | count() > 5\n");
         assert_eq!(e.line(), 9, "{e}");
-        assert!(e.to_string().starts_with("r.yml:9: unsupported sigma feature: aggregation"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("r.yml:9: unsupported sigma feature: aggregation"),
+            "{e}"
+        );
         let e = err("    sel:\n        s|wide: x\n    condition: sel\n");
         assert_eq!(e.line(), 8, "{e}");
         assert!(e.to_string().contains("modifier `wide`"), "{e}");
@@ -1516,9 +1615,15 @@ mod tests {
         assert_eq!(e.line(), 8, "{e}");
         assert!(e.to_string().contains("keyword"), "{e}");
         let e = err("    a:\n        s: x\n    b:\n        s: y\n    condition: a near b\n");
-        assert!(e.to_string().contains("near") || e.to_string().contains("unexpected"), "{e}");
+        assert!(
+            e.to_string().contains("near") || e.to_string().contains("unexpected"),
+            "{e}"
+        );
         let e = err("    sel:\n        nope: x\n    condition: sel\n");
-        assert!(e.to_string().contains("no field `nope` in zeek.test"), "{e}");
+        assert!(
+            e.to_string().contains("no field `nope` in zeek.test"),
+            "{e}"
+        );
         let e = err("    sel:\n        n: abc\n    condition: sel\n");
         assert!(e.to_string().contains("is no number"), "{e}");
         let e = err("    sel:\n        s: x\n    condition: other\n");
@@ -1529,14 +1634,22 @@ mod tests {
             &schemas(),
         )
         .unwrap_err();
-        assert!(e.to_string().starts_with("c.yml:3: unsupported sigma feature: correlation"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("c.yml:3: unsupported sigma feature: correlation"),
+            "{e}"
+        );
         let e = compile(
             "l.yml",
             "title: l\nlogsource:\n    product: windows\ndetection:\n    sel:\n        s: x\n    condition: sel\n",
             &schemas(),
         )
         .unwrap_err();
-        assert!(e.to_string().starts_with("l.yml:3: unsupported sigma feature: logsource"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("l.yml:3: unsupported sigma feature: logsource"),
+            "{e}"
+        );
         let e = compile("y.yml", "title: [\n", &schemas()).unwrap_err();
         assert!(e.to_string().contains("malformed YAML"), "{e}");
     }
@@ -1548,10 +1661,7 @@ mod tests {
             pieces("\\\\\\*\\IPC$"),
             vec![Piece::Lit("\\*\\IPC$".into())]
         );
-        assert_eq!(
-            pieces("a*"),
-            vec![Piece::Lit("a".into()), Piece::Star]
-        );
+        assert_eq!(pieces("a*"), vec![Piece::Lit("a".into()), Piece::Star]);
     }
 
     #[test]
