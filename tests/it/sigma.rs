@@ -231,3 +231,45 @@ fn unsupported_features_are_positioned_errors_with_exit_2() {
         "{err}"
     );
 }
+
+/// `nil`, which the rules' negations compile to, through the whole search: sealed segments,
+/// their sketches (a batch whose field is never set has no range) and dictionaries.
+#[test]
+fn nil_matches_unset_values_through_the_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("x.log");
+    let mut text = String::from(
+        "#separator \\x09\n#path\tx\n#fields\tts\tuid\tn\ts\ta\tv\tnever\n#types\ttime\tstring\tcount\tstring\taddr\tvector[string]\tcount\n",
+    );
+    for i in 0..3000u64 {
+        let set = i % 3 == 0;
+        let (n, s_, a, v) = if set {
+            (
+                i.to_string(),
+                format!("s{}", i % 7),
+                "10.0.0.1".to_string(),
+                "a,b".to_string(),
+            )
+        } else {
+            ("-".into(), "-".into(), "-".into(), "-".into())
+        };
+        text.push_str(&format!("{i}.0\tC{i}\t{n}\t{s_}\t{a}\t{v}\t-\n"));
+    }
+    std::fs::write(&log, text).unwrap();
+    let db = tmp.path().join("db");
+    ok(&run(&["import", "--db", s(&db), s(&log)]), "weir import");
+    let count = |expr: &str| -> u64 {
+        ok(&run(&["count", "--db", s(&db), expr]), expr)
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    for f in ["n", "s", "a", "v"] {
+        assert_eq!(count(&format!("{f} == nil")), 2000, "{f} == nil");
+        assert_eq!(count(&format!("{f} != nil")), 1000, "{f} != nil");
+        assert_eq!(count(&format!("!({f} == nil)")), 1000, "!({f} == nil)");
+    }
+    assert_eq!(count("never == nil"), 3000);
+    assert_eq!(count("never != nil"), 0);
+    assert_eq!(count("n == nil || n > 2990"), 2003);
+}
