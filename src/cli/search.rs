@@ -304,7 +304,9 @@ pub(super) fn sigma_queries(
         }
         tracing::info!(rule = %shown, expression = %rule.expression, "sigma rule");
         let q = Query::parse(&rule.expression).map_err(|e| {
-            UsageError(format!("{shown}: the rule's expression does not parse: {e}"))
+            UsageError(format!(
+                "{shown}: the rule's expression does not parse: {e}"
+            ))
         })?;
         out.push((rule, Some(q)));
     }
@@ -322,8 +324,12 @@ fn count_sigma(args: &CountArgs) -> anyhow::Result<()> {
             None => 0,
             Some(q) => {
                 let started = std::time::Instant::now();
-                let counted = count_events(&archive, Source::Search(q, SearchOptions::default()), &mut |w| warn(w))
-                    .map_err(query_error)?;
+                let counted = count_events(
+                    &archive,
+                    Source::Search(q, SearchOptions::default()),
+                    &mut |w| warn(w),
+                )
+                .map_err(query_error)?;
                 log_stats(&counted.done.search, None, started);
                 if let Some(e) = counted.failed {
                     return Err(e.into());
@@ -331,7 +337,9 @@ fn count_sigma(args: &CountArgs) -> anyhow::Result<()> {
                 counted.n
             }
         };
-        buf.extend_from_slice(format!("{n}\t{}\t{}\n", one_line(&rule.id), one_line(&rule.title)).as_bytes());
+        buf.extend_from_slice(
+            format!("{n}\t{}\t{}\n", one_line(&rule.id), one_line(&rule.title)).as_bytes(),
+        );
     }
     warn_wal(&archive);
     write_out(&mut std::io::stdout().lock(), &mut buf)?;
@@ -366,34 +374,47 @@ fn export_sigma(args: &ExportArgs) -> anyhow::Result<()> {
     for (rule, q) in &rules {
         let Some(q) = q else { continue };
         let writer = writer_with(to, args.json_timestamps);
-        let tag = if json {
-            let text = format!(
-                "\"sigma.id\":{},\"sigma.title\":{}",
-                serde_json::Value::String(rule.id.clone()),
-                serde_json::Value::String(rule.title.clone())
-            );
-            Some(text.into_bytes())
-        } else {
-            None
-        };
-        let out = TagLines {
-            inner: std::io::stdout().lock(),
-            tag,
-            start: true,
-            comma: false,
-        };
+        let tag = json.then(|| sigma_tag(rule));
+        let out = TagLines::new(std::io::stdout().lock(), tag);
         let sink = Tagged(TextSink::new(writer, out, |_| {}));
-        run(&archive, Source::Search(q, SearchOptions::default()), args.limit, sink)?;
+        run(
+            &archive,
+            Source::Search(q, SearchOptions::default()),
+            args.limit,
+            sink,
+        )?;
     }
     Ok(())
 }
 
+/// The members a rule's matches carry in JSON: `"sigma.id":...,"sigma.title":...`.
+pub(super) fn sigma_tag(rule: &sigma::SigmaRule) -> Vec<u8> {
+    format!(
+        "\"sigma.id\":{},\"sigma.title\":{}",
+        serde_json::Value::String(rule.id.clone()),
+        serde_json::Value::String(rule.title.clone())
+    )
+    .into_bytes()
+}
+
 /// A writer that adds `tag` as the first members of each JSON object that starts a line.
-struct TagLines<W> {
+pub(super) struct TagLines<W> {
     inner: W,
     tag: Option<Vec<u8>>,
     start: bool,
     comma: bool,
+}
+
+impl<W> TagLines<W> {
+    /// Tags the JSON lines written to `inner` (`None`: passes them through).
+    pub(super) fn new(inner: W, tag: Option<Vec<u8>>) -> TagLines<W> {
+        TagLines {
+            inner,
+            tag,
+            start: true,
+            comma: false,
+        }
+    }
 }
 
 impl<W: std::io::Write> std::io::Write for TagLines<W> {

@@ -264,7 +264,7 @@ pub fn rule_schemas(file: &str, yaml: &str) -> Result<Vec<String>, SigmaError> {
 
 /// Compiles the rule `yaml` (named `file` in errors) against `schemas`, which must hold the
 /// schemas its logsource names that exist (an absent one is skipped; none at all compiles
-/// to an expression with no match, `#type == "<first>" && ...` still well-formed).
+/// to an expression with no match, `#id < 0`).
 pub fn compile(
     file: &str,
     yaml: &str,
@@ -355,8 +355,7 @@ pub fn compile(
     }
     let expression = if alternatives.is_empty() {
         // Nothing to match (no schema of the rule here, or a condition never true).
-        let first = targets.first().map_or("zeek", |t| t.schema.as_str());
-        format!("#type == {} && #type != {}", quote(first), quote(first))
+        "#id < 0".to_string()
     } else if alternatives.len() == 1 {
         alternatives.remove(0)
     } else {
@@ -404,6 +403,22 @@ pub fn archive_schemas(
         }
     }
     Ok(out)
+}
+
+/// The expression of one rule's text against `archive` (its schemas type the fields): what
+/// `weir serve`'s `"sigma"` member runs. A rule with none of its schemas in the archive has
+/// no match (`#id < 0`).
+pub fn archive_expression(
+    archive: &crate::store::Archive,
+    yaml: &str,
+) -> Result<Result<String, SigmaError>, crate::store::StoreError> {
+    let file = "sigma rule";
+    let names = match rule_schemas(file, yaml) {
+        Ok(n) => n,
+        Err(e) => return Ok(Err(e)),
+    };
+    let schemas = archive_schemas(archive, &names)?;
+    Ok(compile(file, yaml, &schemas).map(|r| r.expression))
 }
 
 /// A weir string literal of `s`.

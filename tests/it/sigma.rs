@@ -273,3 +273,114 @@ fn nil_matches_unset_values_through_the_search() {
     assert_eq!(count("never != nil"), 0);
     assert_eq!(count("n == nil || n > 2990"), 2003);
 }
+
+/// The serve API's `"sigma"` member: the same matches as `weir export --sigma`; a rule that
+/// cannot be a query is `400` naming its line and feature.
+#[test]
+fn the_serve_api_runs_a_rule_as_the_cli_does() {
+    use crate::serve::{post, serve};
+    use serde_json::json;
+    if !reference_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let rule = rules_dir().join("zeek_dns_mining_pools.yml");
+    let want = reference(&rule, tmp.path());
+    let db = tmp.path().join("db");
+    ok(
+        &run(&["import", "--db", s(&db), s(&tmp.path().join("dns.log"))]),
+        "weir import",
+    );
+    let yaml = std::fs::read_to_string(&rule).unwrap();
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let got = post(srv.addr, "/api/v1/count", &json!({ "sigma": yaml }));
+    assert_eq!(got.status, 200, "{}", got.text());
+    let n = want["matches"].as_array().unwrap().len() as u64;
+    assert_eq!(got.json()["count"], n);
+    let got = post(srv.addr, "/api/v1/query", &json!({ "sigma": yaml }));
+    assert_eq!(got.status, 200, "{}", got.text());
+    let mut uids: Vec<String> = got
+        .text()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["uid"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut expected: Vec<String> = want["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    uids.sort();
+    expected.sort();
+    assert_eq!(uids, expected);
+    let bad = yaml.replace(
+        "condition: selection and not 1 of exclude_*",
+        "condition: selection | count() > 3",
+    );
+    let got = post(srv.addr, "/api/v1/count", &json!({ "sigma": bad }));
+    assert_eq!(got.status, 400, "{}", got.text());
+    assert!(
+        got.text()
+            .contains("unsupported sigma feature: aggregation"),
+        "{}",
+        got.text()
+    );
+    let got = post(
+        srv.addr,
+        "/api/v1/count",
+        &json!({ "sigma": yaml, "query": "x == 1" }),
+    );
+    assert_eq!(got.status, 400, "{}", got.text());
+}
+
+/// `weir explore --sigma`: a rule's matches with their context, tagged in JSON.
+#[test]
+fn explore_runs_a_rule_and_tags_its_events() {
+    if !reference_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let rule = rules_dir().join("zeek_dns_nkn.yml");
+    let want = reference(&rule, tmp.path());
+    let db = tmp.path().join("db");
+    ok(
+        &run(&["import", "--db", s(&db), s(&tmp.path().join("dns.log"))]),
+        "weir import",
+    );
+    let out = run(&[
+        "explore",
+        "--db",
+        s(&db),
+        "--to",
+        "json",
+        "--by",
+        "uid",
+        "--sigma",
+        s(&rule),
+    ]);
+    let text = ok(&out, "weir explore --sigma");
+    let mut got: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["sigma.id"], "fa7703d6-0ee8-4949-889c-48c84bc15b6f", "{l}");
+            v["uid"].as_str().unwrap().to_string()
+        })
+        .collect();
+    got.sort();
+    got.dedup();
+    let mut expected: Vec<String> = want["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    expected.sort();
+    // Each uid is its own event: the context by uid is the match itself.
+    assert_eq!(got, expected);
+}
