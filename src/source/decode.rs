@@ -673,7 +673,9 @@ async fn send(
     }
     let item = match (item, cid) {
         // A reader's bug only (see `ConnCommunityId::apply`).
-        (Ok(b), Some(cid)) => cid.apply(b).map_err(|e| ReadError::from(io::Error::other(e))),
+        (Ok(b), Some(cid)) => cid
+            .apply(b)
+            .map_err(|e| ReadError::from(io::Error::other(e))),
         (item, _) => item,
     };
     let t0 = Instant::now();
