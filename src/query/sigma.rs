@@ -1199,6 +1199,28 @@ impl Target<'_, '_> {
                 null: !*b,
             });
         }
+        let plain_strings = class_of(ty) == Class::Text
+            && !m.all
+            && !m.re
+            && !m.cidr
+            && m.cmp.is_none()
+            && !m.base64
+            && !m.base64offset
+            && values.len() > 1;
+        if plain_strings {
+            // A list of strings: one pattern of alternatives, one pass over each value.
+            let each: Option<Vec<Vec<Piece>>> = values
+                .iter()
+                .map(|(v, _)| v.text().map(|t| m.wrap(pieces(&t))))
+                .collect();
+            if let Some(each) = each {
+                return Ok(Ir::Pred {
+                    field: name.to_string(),
+                    text: alternatives(name, &each, m.cased),
+                    null: false,
+                });
+            }
+        }
         let mut v = Vec::new();
         for (val, line) in values {
             v.push(self.value(key, name, ty, m, val, *line)?);
@@ -1375,14 +1397,8 @@ impl Target<'_, '_> {
             alts.push(pieces(&text));
         }
         let mut out = Vec::new();
-        for mut p in alts {
-            if m.contains || m.endswith {
-                p.insert(0, Piece::Star);
-            }
-            if m.contains || m.startswith {
-                p.push(Piece::Star);
-            }
-            out.push(pred(string_pred(name, &p, m.cased)));
+        for p in alts {
+            out.push(pred(string_pred(name, &m.wrap(p), m.cased)));
         }
         Ok(if out.len() == 1 {
             out.remove(0)
@@ -1393,6 +1409,17 @@ impl Target<'_, '_> {
 }
 
 impl Mods {
+    /// The pieces with the wildcards `contains`, `startswith` and `endswith` add.
+    fn wrap(&self, mut p: Vec<Piece>) -> Vec<Piece> {
+        if self.contains || self.endswith {
+            p.insert(0, Piece::Star);
+        }
+        if self.contains || self.startswith {
+            p.push(Piece::Star);
+        }
+        p
+    }
+
     /// Whether a modifier makes the value a string match.
     fn any_string(&self) -> bool {
         self.contains || self.startswith || self.endswith || self.base64 || self.base64offset
@@ -1402,6 +1429,32 @@ impl Mods {
 /// The predicate of a string field matching the pieces: `==` where case does not matter and
 /// there is no wildcard (the catalog's sketches and dictionaries can prune it), else a
 /// pattern that must match the whole value.
+/// The predicate of a string field matching any of the pieces' strings: one pattern.
+fn alternatives(name: &str, each: &[Vec<Piece>], cased: bool) -> String {
+    let mut re = String::from(if cased { "(?s)(?:" } else { "(?si)(?:" });
+    for (i, p) in each.iter().enumerate() {
+        if i > 0 {
+            re.push('|');
+        }
+        re.push_str(&piece_regex(p));
+    }
+    re.push(')');
+    format!("{name} ~ {}", pattern(&re))
+}
+
+/// The regex of pieces (matching as a whole once anchored).
+fn piece_regex(p: &[Piece]) -> String {
+    let mut re = String::new();
+    for piece in p {
+        match piece {
+            Piece::Lit(t) => re.push_str(&regex::escape(t)),
+            Piece::Star => re.push_str(".*"),
+            Piece::One => re.push('.'),
+        }
+    }
+    re
+}
+
 fn string_pred(name: &str, p: &[Piece], cased: bool) -> String {
     let literal: Option<String> = match p {
         [] => Some(String::new()),
@@ -1413,14 +1466,7 @@ fn string_pred(name: &str, p: &[Piece], cased: bool) -> String {
             return format!("{name} == {}", quote(&t));
         }
     }
-    let mut re = String::from(if cased { "(?s)" } else { "(?si)" });
-    for piece in p {
-        match piece {
-            Piece::Lit(t) => re.push_str(&regex::escape(t)),
-            Piece::Star => re.push_str(".*"),
-            Piece::One => re.push('.'),
-        }
-    }
+    let re = format!("{}{}", if cased { "(?s)" } else { "(?si)" }, piece_regex(p));
     format!("{name} ~ {}", pattern(&re))
 }
 
