@@ -297,6 +297,7 @@ pub(super) fn sigma_queries(
         let names = sigma::rule_schemas(&shown, &yaml).map_err(usage)?;
         let schemas = sigma::archive_schemas(archive, &names)?;
         let rule = sigma::compile(&shown, &yaml, &schemas).map_err(usage)?;
+        warn(&rule.warnings);
         if schemas.is_empty() {
             tracing::info!(rule = %shown, schemas = ?names, "no such events in the archive");
             out.push((rule, None));

@@ -205,6 +205,9 @@ pub struct SigmaRule {
     pub schemas: Vec<String>,
     /// The expression of weir's language that selects its matches.
     pub expression: String,
+    /// Fields the rule names that none of its schemas has (each read as unset), with the
+    /// file and line.
+    pub warnings: Vec<String>,
 }
 
 /// The schemas of the archive (or the shipped ones) by name: what a rule's fields are
@@ -324,6 +327,8 @@ pub fn compile(
         check.detection(name, *line, node)?;
     }
     let mut alternatives = Vec::new();
+    let mut missing: Vec<(String, usize, String)> = Vec::new();
+    let mut present = 0;
     for t in &targets {
         let Some(schema) = schemas.schema(&t.schema) else {
             continue;
@@ -335,12 +340,11 @@ pub fn compile(
             missing: Vec::new(),
         };
         let ir = tcx.cond(&cond)?;
-        // A field named in no schema of the rule: an error, not an empty answer.
-        if let Some((field, line)) = tcx.missing.first().cloned() {
-            if targets.len() == 1 {
-                return Err(cx.invalid(line, &format!("no field `{field}` in {}", t.schema)));
-            }
+        // A field this schema lacks (Zeek versions log different fields): unset here, said.
+        for (field, line) in std::mem::take(&mut tcx.missing) {
+            missing.push((field, line, t.schema.clone()));
         }
+        present += 1;
         let ir = ir.fold();
         let ty = format!("#type == {}", quote(&t.schema));
         match ir {
@@ -365,8 +369,25 @@ pub fn compile(
             .collect::<Vec<_>>()
             .join(" || ")
     };
+    // A field no schema of the rule has is a warning (its conditions read it as unset), once.
+    let mut warnings = Vec::new();
+    for (field, line, _) in &missing {
+        let lacking: Vec<&str> = missing
+            .iter()
+            .filter(|m| &m.0 == field)
+            .map(|m| m.2.as_str())
+            .collect();
+        let text = format!(
+            "{file}:{line}: no field `{field}` in {}: the rule reads it as unset",
+            lacking.join(", ")
+        );
+        if lacking.len() == present && !warnings.contains(&text) {
+            warnings.push(text);
+        }
+    }
     Ok(SigmaRule {
         file: file.to_string(),
+        warnings,
         id,
         title,
         schemas: targets.into_iter().map(|t| t.schema).collect(),
@@ -418,7 +439,12 @@ pub fn archive_expression(
         Err(e) => return Ok(Err(e)),
     };
     let schemas = archive_schemas(archive, &names)?;
-    Ok(compile(file, yaml, &schemas).map(|r| r.expression))
+    Ok(compile(file, yaml, &schemas).map(|r| {
+        for w in &r.warnings {
+            tracing::warn!("{w}");
+        }
+        r.expression
+    }))
 }
 
 /// A weir string literal of `s`.
@@ -637,6 +663,9 @@ impl<'a> Cx<'a> {
         };
         let c = p.or()?;
         if let Some(t) = toks.get(p.at) {
+            if t.eq_ignore_ascii_case("near") {
+                return Err(self.unsupported(line, "`near` in the condition"));
+            }
             return Err(self.invalid(line, &format!("unexpected `{t}` in the condition")));
         }
         Ok((c, defs))
@@ -1677,14 +1706,19 @@ mod tests {
         assert!(e.to_string().contains("keyword"), "{e}");
         let e = err("    a:\n        s: x\n    b:\n        s: y\n    condition: a near b\n");
         assert!(
-            e.to_string().contains("near") || e.to_string().contains("unexpected"),
+            e.to_string()
+                .starts_with("r.yml:11: unsupported sigma feature: `near`"),
             "{e}"
         );
-        let e = err("    sel:\n        nope: x\n    condition: sel\n");
-        assert!(
-            e.to_string().contains("no field `nope` in zeek.test"),
-            "{e}"
+        let r = compile_det("    sel:\n        nope: x\n    condition: sel\n").unwrap();
+        assert_eq!(
+            r.warnings,
+            ["r.yml:8: no field `nope` in zeek.test: the rule reads it as unset"]
         );
+        assert!(matches(
+            "    sel:\n        nope: x\n    condition: not sel\n",
+            ev(None)
+        ));
         let e = err("    sel:\n        n: abc\n    condition: sel\n");
         assert!(e.to_string().contains("is no number"), "{e}");
         let e = err("    sel:\n        s: x\n    condition: other\n");
