@@ -929,7 +929,9 @@ impl Val {
                     Val::Int(i)
                 } else if let (Ok(f), true) = (
                     t.parse::<f64>(),
-                    t.bytes().any(|b| b.is_ascii_digit())
+                    // YAML 1.1 (PyYAML, pySigma's reader): a float has a dot.
+                    t.contains('.')
+                        && t.bytes().any(|b| b.is_ascii_digit())
                         && t.bytes()
                             .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)),
                 ) {
@@ -1202,9 +1204,26 @@ impl Target<'_, '_> {
         }
         let mut per_field = Vec::new();
         for (name, ty) in &found {
-            per_field.push(self.values(key, name, ty, &m, &values)?);
+            let written = self.written(name);
+            per_field.push(self.values(key, &written, ty, &m, &values)?);
         }
         Ok(Ir::Or(per_field))
+    }
+
+    /// The field `name` of the schema as the expression must write it to mean that field
+    /// alone: schema-qualified when another field ends with `.name` (a name also matches
+    /// such suffixes) or when it is a concept's name.
+    fn written(&self, name: &str) -> String {
+        let suffix = format!(".{name}");
+        let ambiguous = self.schema.fields.iter().any(|f| f.name.ends_with(&suffix))
+            || crate::query::concepts::active()
+                .fields_in(name, self.schema)
+                .is_some();
+        if ambiguous {
+            format!("{}.{name}", self.schema.name)
+        } else {
+            name.to_string()
+        }
     }
 
     fn values(
@@ -1747,6 +1766,35 @@ mod tests {
         );
         let e = compile("y.yml", "title: [\n", &schemas()).unwrap_err();
         assert!(e.to_string().contains("malformed YAML"), "{e}");
+    }
+
+    #[test]
+    fn a_field_that_is_also_a_suffix_is_qualified() {
+        let mut m = BTreeMap::new();
+        m.insert(
+            "zeek.q".to_string(),
+            Schema::new(
+                "zeek.q",
+                vec![
+                    Field::new("name", Type::String),
+                    Field::new("prev.name", Type::String),
+                ],
+            ),
+        );
+        let y = "title: q\nlogsource:\n    product: zeek\n    service: q\ndetection:\n    sel:\n        name: a\n    condition: not sel\n";
+        let r = compile("q.yml", y, &m).unwrap();
+        assert!(r.expression.contains("!(zeek.q.name ~"), "{}", r.expression);
+        assert!(
+            r.expression.contains("zeek.q.name == nil"),
+            "{}",
+            r.expression
+        );
+        let q = Query::parse(&r.expression).unwrap();
+        let schema = Arc::new(m.remove("zeek.q").unwrap());
+        let p = q.bind(&schema);
+        let mut row = Vec::new();
+        encode_row(&[s("b"), s("a")], &mut row);
+        assert!(p.matches(&row).unwrap(), "prev.name is another field");
     }
 
     #[test]
