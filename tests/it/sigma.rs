@@ -384,3 +384,70 @@ fn explore_runs_a_rule_and_tags_its_events() {
     // Each uid is its own event: the context by uid is the match itself.
     assert_eq!(got, expected);
 }
+
+/// `category: dns` runs on Zeek's dns log and Suricata's dns events alike, Sigma's `query`
+/// being each schema's field of the concept `net.domain`.
+#[test]
+fn category_dns_spans_zeek_and_suricata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eve = tmp.path().join("eve.json");
+    std::fs::write(
+        &eve,
+        concat!(
+            r#"{"timestamp":"2024-01-01T00:00:00.000000+0000","flow_id":1,"event_type":"dns","src_ip":"10.0.0.1","src_port":1234,"dest_ip":"10.0.0.2","dest_port":53,"proto":"UDP","dns":{"type":"query","id":1,"rrname":"www.EVIL.example","rrtype":"A","tx_id":0}}"#,
+            "\n",
+            r#"{"timestamp":"2024-01-01T00:00:01.000000+0000","flow_id":2,"event_type":"dns","src_ip":"10.0.0.1","src_port":1235,"dest_ip":"10.0.0.2","dest_port":53,"proto":"UDP","dns":{"type":"query","id":2,"rrname":"good.example","rrtype":"A","tx_id":0}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let log = tmp.path().join("dns.log");
+    std::fs::write(
+        &log,
+        "#separator \\x09\n#path\tdns\n#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tquery\n#types\ttime\tstring\taddr\tport\taddr\tport\tstring\n1.0\tC1\t10.0.0.1\t1\t10.0.0.2\t53\tevil.example\n2.0\tC2\t10.0.0.1\t1\t10.0.0.2\t53\tevil.example.org\n3.0\tC3\t10.0.0.1\t1\t10.0.0.2\t53\t-\n",
+    )
+    .unwrap();
+    let rule = tmp.path().join("r.yml");
+    std::fs::write(
+        &rule,
+        "title: evil\nid: c1\nlogsource:\n    category: dns\ndetection:\n    sel:\n        query|endswith: evil.example\n    filter:\n        query: good.example\n    condition: sel and not filter\n",
+    )
+    .unwrap();
+    let db = tmp.path().join("db");
+    ok(&run(&["import", "--db", s(&db), s(&log)]), "weir import");
+    ok(
+        &run(&["import", "--db", s(&db), s(&eve)]),
+        "weir import eve",
+    );
+    let text = ok(
+        &run(&[
+            "export",
+            "--db",
+            s(&db),
+            "--to",
+            "json",
+            "--sigma",
+            s(&rule),
+        ]),
+        "weir export --sigma",
+    );
+    let got: Vec<(String, String)> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let key = v["uid"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v["dns"]["rrname"].as_str().unwrap_or("?").to_string());
+            (v["sigma.id"].as_str().unwrap().to_string(), key)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("c1".to_string(), "C1".to_string()),
+            ("c1".to_string(), "www.EVIL.example".to_string())
+        ],
+        "{text}"
+    );
+}
