@@ -751,23 +751,22 @@ impl CondParser<'_, '_> {
                     return Err(self.cx.invalid(self.line, "expected a name after `of`"));
                 };
                 self.at += 1;
-                let picked: Vec<Cond> = if what == "them" {
-                    // Names starting with `_` are left out of `them`, as pySigma does.
-                    (0..self.names.len())
-                        .filter(|&i| !self.names[i].0.starts_with('_'))
-                        .map(Cond::Sel)
-                        .collect()
+                // `them` is every name; names starting with `_` are left out unless the
+                // pattern starts with `_` too, as pySigma does.
+                let re = if what == "them" {
+                    regex::Regex::new("^.*$")
                 } else {
-                    let re = regex::Regex::new(&format!(
-                        "^{}$",
-                        regex::escape(&what).replace("\\*", ".*")
-                    ))
-                    .map_err(|e| self.cx.invalid(self.line, &e.to_string()))?;
-                    (0..self.names.len())
-                        .filter(|&i| re.is_match(&self.names[i].0))
-                        .map(Cond::Sel)
-                        .collect()
-                };
+                    regex::Regex::new(&format!("^{}$", regex::escape(&what).replace("\\*", ".*")))
+                }
+                .map_err(|e| self.cx.invalid(self.line, &e.to_string()))?;
+                let hidden_too = what.starts_with('_');
+                let picked: Vec<Cond> = (0..self.names.len())
+                    .filter(|&i| {
+                        let n = &self.names[i].0;
+                        re.is_match(n) && (hidden_too || !n.starts_with('_'))
+                    })
+                    .map(Cond::Sel)
+                    .collect();
                 if picked.is_empty() {
                     return Err(self.cx.invalid(
                         self.line,
@@ -1694,6 +1693,11 @@ mod tests {
         let them = "    a:\n        s: x\n    b:\n        n: 5\n    condition: all of them\n";
         assert!(matches(them, ev(Some("x"))));
         assert!(!matches(them, ev(Some("y"))));
+        // Names starting with `_` are not in `them` nor in `*` patterns (pySigma's rule).
+        let hidden = "    a:\n        s: x\n    _b:\n        n: 6\n    condition: all of them and not 1 of *\n";
+        assert!(!matches(hidden, ev(Some("x"))));
+        let hidden = "    a:\n        s: x\n    _b:\n        n: 6\n    condition: all of them and not 1 of _*\n";
+        assert!(matches(hidden, ev(Some("x"))));
     }
 
     #[test]
