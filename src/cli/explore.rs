@@ -9,12 +9,14 @@ use weir::unstable::query::context::{
     ContextError, Explore, ExploreOptions, Pivot, PivotOptions, Related,
     DEFAULT_MAX_EVENTS_CONTEXT, DEFAULT_MAX_EVENTS_QUERY, DEFAULT_MAX_PIVOT_KEYS,
 };
+use weir::unstable::query::export::TextSink;
 use weir::unstable::query::{Query, QueryError};
 use weir::unstable::store::Archive;
 
 use super::archive::warn_unlisted;
 use super::args::{choice, DbArg, MemoryArg};
-use super::export::{query_error, Output, Stdout};
+use super::export::{query_error, stdout_error};
+use super::search::{sigma_queries, sigma_tag, TagLines};
 use super::UsageError;
 
 /// How the events are printed: `weir export`'s options.
@@ -78,9 +80,14 @@ pub struct ExploreArgs {
     max_events_context: u64,
     #[command(flatten)]
     output: OutputArgs,
+    /// Sigma rules whose matches are explored, instead of EXPR (repeatable; a directory: its
+    /// *.yml files), one after the other; with `--to json` each event printed carries the
+    /// rule's `sigma.id` and `sigma.title` (see README, "Sigma").
+    #[arg(long, value_name = "RULE", conflicts_with = "expr")]
+    sigma: Vec<std::path::PathBuf>,
     /// The expression whose results are explored (see README, "Searching").
-    #[arg(value_name = "EXPR")]
-    expr: String,
+    #[arg(value_name = "EXPR", required_unless_present = "sigma")]
+    expr: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -154,7 +161,21 @@ fn print(
     earlier: &[QueryError],
     events: impl Iterator<Item = Result<Related, QueryError>>,
 ) -> anyhow::Result<()> {
-    let mut out = Stdout::new(writer_with(output.to, output.json_timestamps));
+    print_tagged(output, earlier, events, None)
+}
+
+/// [`print`], each JSON event tagged with `tag` (a Sigma rule's members).
+fn print_tagged(
+    output: &OutputArgs,
+    earlier: &[QueryError],
+    events: impl Iterator<Item = Result<Related, QueryError>>,
+    tag: Option<Vec<u8>>,
+) -> anyhow::Result<()> {
+    let mut out = TextSink::new(
+        writer_with(output.to, output.json_timestamps),
+        TagLines::new(std::io::stdout().lock(), tag),
+        |_| {},
+    );
     let mut damaged = earlier.len();
     for e in earlier {
         say!("weir: error: {e}");
@@ -168,9 +189,10 @@ fn print(
                 continue;
             }
         };
-        out.write_rows(related.schema(), &mut related.rows())?;
+        out.write_rows(related.schema(), &mut related.rows())
+            .map_err(stdout_error)?;
     }
-    out.close()?;
+    out.finish().map_err(stdout_error)?;
     if damaged > 0 {
         anyhow::bail!("skipped {damaged} damaged segments or batches (see above)");
     }
@@ -180,28 +202,67 @@ fn print(
 /// `weir explore`.
 pub fn explore(args: ExploreArgs) -> anyhow::Result<()> {
     check_format(args.output.to)?;
-    let query = parse(&args.expr)?;
-    let options = ExploreOptions {
+    if !args.sigma.is_empty() {
+        return explore_sigma(args);
+    }
+    let query = parse(args.expr.as_deref().unwrap_or(""))?;
+    let options = explore_options(&args);
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    explore_one(&archive, &args, &query, options, None)
+}
+
+/// `weir explore --sigma`: each rule's matches explored in turn.
+fn explore_sigma(args: ExploreArgs) -> anyhow::Result<()> {
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let rules = sigma_queries(&archive, &args.sigma)?;
+    let json = args.output.to == OutputFormat::Json;
+    if !json && rules.len() > 1 {
+        return Err(UsageError(format!(
+            "{} sigma rules: their events are tagged in --to json only (or give one rule)",
+            rules.len()
+        ))
+        .into());
+    }
+    for (rule, query) in &rules {
+        let Some(query) = query else { continue };
+        let tag = json.then(|| sigma_tag(rule));
+        explore_one(&archive, &args, query, explore_options(&args), tag)?;
+    }
+    Ok(())
+}
+
+fn explore_options(args: &ExploreArgs) -> ExploreOptions {
+    ExploreOptions {
         before: args.before.or(args.context),
         after: args.after.or(args.context),
-        by: args.by,
+        by: args.by.clone(),
         types: args
             .types
-            .into_iter()
+            .iter()
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())
             .collect(),
         max_events: args.output.max_events.unwrap_or(u64::MAX),
         max_events_query: args.max_events_query,
         max_events_context: args.max_events_context,
-    };
-    let archive = Archive::open(&args.db.path)?;
-    warn_unlisted(&archive)?;
+    }
+}
+
+/// Explores the results of `query` (see [`explore`]), tagging JSON events with `tag`.
+fn explore_one(
+    archive: &Archive,
+    args: &ExploreArgs,
+    query: &Query,
+    options: ExploreOptions,
+    tag: Option<Vec<u8>>,
+) -> anyhow::Result<()> {
     let taken = options.max_events_query;
-    let plan = Explore::plan(&archive, &query, options).map_err(context_error)?;
+    let plan = Explore::plan(archive, query, options).map_err(context_error)?;
     if taken > 0 && plan.results() == taken {
         // Say it without -v: the contexts of the other results are not shown.
-        let (total, _) = query.count(&archive).map_err(query_error)?;
+        let (total, _) = query.count(archive).map_err(query_error)?;
         if total > taken {
             say!("weir: warning: explored the first {taken} of {total} results (in ID order); --max-events-query raises it");
         }
@@ -215,8 +276,8 @@ pub fn explore(args: ExploreArgs) -> anyhow::Result<()> {
         prefilter = plan.prefilter().text(),
         "explore: the query's results"
     );
-    let search = plan.search(&archive).map_err(query_error)?;
-    print(&args.output, plan.errors(), search)
+    let search = plan.search(archive).map_err(query_error)?;
+    print_tagged(&args.output, plan.errors(), search, tag)
 }
 
 /// `weir pivot`.

@@ -37,7 +37,7 @@ pub(super) fn warn(warnings: &[String]) {
 }
 
 /// An error writing to stdout: a broken pipe is a clean end ([`WriteError::Closed`]).
-fn stdout_error(e: WriteError) -> anyhow::Error {
+pub(super) fn stdout_error(e: WriteError) -> anyhow::Error {
     match e {
         WriteError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
             WriteError::Closed.into()

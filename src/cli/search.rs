@@ -7,8 +7,8 @@ use clap::Args;
 
 use weir::unstable::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
 use weir::unstable::codec::StdoutSinkConfig;
-use weir::unstable::query::export::{count as count_events, Source};
-use weir::unstable::query::{whole_match_hints, Chain, Query, SearchOptions};
+use weir::unstable::query::export::{count as count_events, ExportSink, Part, Source, TextSink};
+use weir::unstable::query::{sigma, whole_match_hints, Chain, Flow, Query, SearchOptions};
 use weir::unstable::store::Archive;
 
 use super::archive::{warn_unlisted, warn_wal, write_out};
@@ -48,6 +48,11 @@ pub struct ExportArgs {
     explain: bool,
     #[command(flatten)]
     memory: MemoryArg,
+    /// Sigma rules instead of EXPR (repeatable; a directory: its *.yml files): the matches of
+    /// each rule, in turn; with `--to json` each event carries `sigma.id` and `sigma.title`
+    /// (see README, "Sigma").
+    #[arg(long, value_name = "RULE", conflicts_with_all = ["expr", "explain"])]
+    sigma: Vec<std::path::PathBuf>,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
     /// (see README, "Searching"), optionally followed by operators ('... | top id.resp_p',
     /// see above); none: every event.
@@ -66,6 +71,10 @@ pub struct CountArgs {
     explain: bool,
     #[command(flatten)]
     memory: MemoryArg,
+    /// Sigma rules instead of EXPR (repeatable; a directory: its *.yml files): one line per
+    /// rule, `COUNT<TAB>ID<TAB>TITLE` (see README, "Sigma").
+    #[arg(long, value_name = "RULE", conflicts_with_all = ["expr", "explain"])]
+    sigma: Vec<std::path::PathBuf>,
     /// The expression events must match; none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
@@ -122,6 +131,9 @@ fn query(expr: Option<&str>) -> anyhow::Result<Query> {
 /// `weir export`: the matching events in ID order, stopping after `-n` events (touching no
 /// more segments); with operators, the events that come out of them, written as they come.
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    if !args.sigma.is_empty() {
+        return export_sigma(&args);
+    }
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
@@ -184,6 +196,9 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 /// `weir count`: one number, from the catalog and batch metadata where the expression
 /// allows.
 pub fn count(args: CountArgs) -> anyhow::Result<()> {
+    if !args.sigma.is_empty() {
+        return count_sigma(&args);
+    }
     if args.explain {
         return explain(&args.db, args.expr.as_deref());
     }
@@ -272,4 +287,188 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         anyhow::bail!("no event with ID {}", missing.join(", "));
     }
     Ok(())
+}
+
+/// The Sigma rules of `paths` compiled against `archive`'s schemas, each with its query
+/// (`None`: the archive holds none of the rule's schemas, so nothing can match). A rule that
+/// cannot be a query is a usage error (exit 2) naming its file, line and feature.
+pub(super) fn sigma_queries(
+    archive: &Archive,
+    paths: &[std::path::PathBuf],
+) -> anyhow::Result<Vec<(sigma::SigmaRule, Option<Query>)>> {
+    let usage = |e: sigma::SigmaError| UsageError(e.to_string());
+    let mut out = Vec::new();
+    for file in sigma::rule_files(paths).map_err(usage)? {
+        let shown = file.display().to_string();
+        let yaml = sigma::read_rule(&file).map_err(usage)?;
+        let names = sigma::rule_schemas(&shown, &yaml).map_err(usage)?;
+        let schemas = sigma::archive_schemas(archive, &names)?;
+        let rule = sigma::compile(&shown, &yaml, &schemas).map_err(usage)?;
+        warn(&rule.warnings);
+        if schemas.is_empty() {
+            tracing::info!(rule = %shown, schemas = ?names, "no such events in the archive");
+            out.push((rule, None));
+            continue;
+        }
+        tracing::info!(rule = %shown, expression = %rule.expression, "sigma rule");
+        let q = Query::parse(&rule.expression).map_err(|e| {
+            UsageError(format!(
+                "{shown}: the rule's expression does not parse: {e}"
+            ))
+        })?;
+        out.push((rule, Some(q)));
+    }
+    Ok(out)
+}
+
+/// `weir count --sigma`: per rule, its number of matches, its id and its title.
+fn count_sigma(args: &CountArgs) -> anyhow::Result<()> {
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let rules = sigma_queries(&archive, &args.sigma)?;
+    let mut buf = Vec::new();
+    for (rule, q) in &rules {
+        let n = match q {
+            None => 0,
+            Some(q) => {
+                let started = std::time::Instant::now();
+                let counted = count_events(
+                    &archive,
+                    Source::Search(q, SearchOptions::default()),
+                    &mut |w| warn(w),
+                )
+                .map_err(query_error)?;
+                log_stats(&counted.done.search, None, started);
+                if let Some(e) = counted.failed {
+                    return Err(e.into());
+                }
+                counted.n
+            }
+        };
+        buf.extend_from_slice(
+            format!("{n}\t{}\t{}\n", one_line(&rule.id), one_line(&rule.title)).as_bytes(),
+        );
+    }
+    warn_wal(&archive);
+    write_out(&mut std::io::stdout().lock(), &mut buf)?;
+    Ok(())
+}
+
+/// A rule's id or title on one line (a tab or newline in it would break the columns).
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `weir export --sigma`: each rule's matches in turn; as JSON, each event tagged with the
+/// rule's `sigma.id` and `sigma.title`. Other formats take one rule (untagged).
+fn export_sigma(args: &ExportArgs) -> anyhow::Result<()> {
+    let to = stdout_format(args.to);
+    if args.output.is_some() {
+        return Err(UsageError("--sigma writes to stdout: --output is not for it".into()).into());
+    }
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
+    let rules = sigma_queries(&archive, &args.sigma)?;
+    let json = to == OutputFormat::Json;
+    if !json && rules.len() > 1 {
+        return Err(UsageError(format!(
+            "{} sigma rules: their matches are tagged in --to json only (or give one rule)",
+            rules.len()
+        ))
+        .into());
+    }
+    for (rule, q) in &rules {
+        let Some(q) = q else { continue };
+        let writer = writer_with(to, args.json_timestamps);
+        let tag = json.then(|| sigma_tag(rule));
+        let out = TagLines::new(std::io::stdout().lock(), tag);
+        let sink = Tagged(TextSink::new(writer, out, |_| {}));
+        run(
+            &archive,
+            Source::Search(q, SearchOptions::default()),
+            args.limit,
+            sink,
+        )?;
+    }
+    Ok(())
+}
+
+/// The members a rule's matches carry in JSON: `"sigma.id":...,"sigma.title":...`.
+pub(super) fn sigma_tag(rule: &sigma::SigmaRule) -> Vec<u8> {
+    format!(
+        "\"sigma.id\":{},\"sigma.title\":{}",
+        serde_json::Value::String(rule.id.clone()),
+        serde_json::Value::String(rule.title.clone())
+    )
+    .into_bytes()
+}
+
+/// A writer that adds `tag` as the first members of each JSON object that starts a line.
+pub(super) struct TagLines<W> {
+    inner: W,
+    tag: Option<Vec<u8>>,
+    start: bool,
+    comma: bool,
+}
+
+impl<W> TagLines<W> {
+    /// Tags the JSON lines written to `inner` (`None`: passes them through).
+    pub(super) fn new(inner: W, tag: Option<Vec<u8>>) -> TagLines<W> {
+        TagLines {
+            inner,
+            tag,
+            start: true,
+            comma: false,
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for TagLines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let Some(tag) = &self.tag else {
+            return self.inner.write(buf);
+        };
+        let mut out = Vec::with_capacity(buf.len() + 64);
+        for &b in buf {
+            if self.comma {
+                self.comma = false;
+                if b != b'}' {
+                    out.push(b',');
+                }
+            }
+            out.push(b);
+            if self.start && b == b'{' {
+                out.extend_from_slice(tag);
+                self.comma = true;
+            }
+            self.start = b == b'\n';
+        }
+        self.inner.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// [`TextSink`] into [`TagLines`] as an export's output.
+struct Tagged<W: std::io::Write>(TextSink<W>);
+
+impl<W: std::io::Write> ExportSink for Tagged<W> {
+    type Error = anyhow::Error;
+    fn write(&mut self, part: Part, take: usize) -> anyhow::Result<Flow> {
+        Ok(self.0.write(part, take)?)
+    }
+    fn damaged(&mut self, error: weir::unstable::query::QueryError) {
+        self.0.damaged(error);
+    }
+}
+
+impl<W: std::io::Write> Output for Tagged<W> {
+    fn close(mut self) -> anyhow::Result<()> {
+        Ok(self.0.finish()?)
+    }
 }

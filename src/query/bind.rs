@@ -580,6 +580,10 @@ fn field_meta(schema: &Schema, op: Op, lit: &Literal) -> bool {
 /// operators hold when some element does; `field == [a, b]` compares the whole list.
 pub(crate) fn well_typed(ty: &Type, op: Op, lit: &Literal) -> bool {
     let op = if op.is_negative() { op.negate() } else { op };
+    if let Literal::Nil = lit {
+        // Any field may be unset: `== nil` and `!= nil` suit every type.
+        return op == Op::Eq;
+    }
     if let Some(elem) = ty.element() {
         return match (op, lit) {
             (Op::Eq, Literal::List(items)) => items.iter().all(|x| scalar_ok(elem, Op::Eq, x)),
@@ -602,6 +606,7 @@ fn scalar_ok(ty: &Type, op: Op, lit: &Literal) -> bool {
         (Op::Match, _) | (_, L::Pattern(_)) => false,
         (Op::In, L::List(items)) => items.iter().all(|x| scalar_ok(ty, Op::Eq, x)),
         (_, L::List(_)) => false,
+        (_, L::Nil) => op == Op::Eq,
         (Op::In, L::Subnet(..)) => matches!(ty, Type::Addr | Type::Subnet),
         (Op::In, L::String(_)) => ty.is_stringy(),
         (Op::In, _) => false,

@@ -231,8 +231,9 @@ pub(crate) fn test_value(
         Fast::None => {}
     }
     let v = c.read(&t.ty)?;
-    if matches!(v, ValueRef::Null) {
-        return Ok(false);
+    if matches!(v, ValueRef::Null) || matches!(t.lit, Literal::Nil) {
+        // An unset value matches nothing but `== nil`; a set one (a container too) `!= nil`.
+        return Ok(holds(&v, t.op, &t.lit));
     }
     if let (Some(mut proto), Some(field), Literal::Port(_, Some(want))) = (proto, t.proto, &t.lit) {
         // A port with a protocol: the event's `proto` must agree when it is set.

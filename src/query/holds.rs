@@ -12,6 +12,15 @@ use crate::value::ValueRef;
 /// Whether `v op lit` holds for a scalar value (`false` for an unset one and for types that
 /// do not compare). A negative operator is the negation of its positive on a set value.
 pub(crate) fn holds(v: &ValueRef<'_>, op: Op, lit: &Literal) -> bool {
+    if let Literal::Nil = lit {
+        // `== nil` holds for an unset value, `!= nil` for a set one; nothing else compares.
+        let unset = matches!(v, ValueRef::Null);
+        return match op {
+            Op::Eq => unset,
+            Op::Ne => !unset,
+            _ => false,
+        };
+    }
     if matches!(v, ValueRef::Null) {
         return false;
     }

@@ -219,6 +219,18 @@ fn test(
     rows: usize,
 ) -> Result<BooleanBuffer, KernelError> {
     let array = column(p, cols, t.field, rows)?;
+    if let Literal::Nil = t.lit {
+        // `== nil`: the unset rows; `!= nil`: the set ones (a container too, empty or not).
+        let set = match array.logical_nulls() {
+            Some(n) => n.inner().clone(),
+            None => BooleanBuffer::new_set(rows),
+        };
+        return Ok(match t.op {
+            Op::Eq => !&set,
+            Op::Ne => set,
+            _ => BooleanBuffer::new_unset(rows),
+        });
+    }
     // A port with a protocol: the event's `proto` text, where the schema has one.
     let proto = match (t.proto, &t.lit) {
         (Some(f), Literal::Port(_, Some(want))) => {

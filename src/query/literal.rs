@@ -45,6 +45,9 @@ pub enum Literal {
     Time(i64),
     /// `[a, b, c]`.
     List(Vec<Literal>),
+    /// `nil`: no value. `field == nil` holds where the field is unset, `field != nil` where
+    /// it is set (VAST's `nil`; Sigma's `null` and its negations need it).
+    Nil,
 }
 
 impl Literal {
@@ -63,6 +66,7 @@ impl Literal {
             Literal::Duration(_) => "duration",
             Literal::Time(_) => "time",
             Literal::List(_) => "list",
+            Literal::Nil => "nil",
         }
     }
 
@@ -105,6 +109,7 @@ impl fmt::Display for Literal {
                 }
                 f.write_str("]")
             }
+            Literal::Nil => f.write_str("nil"),
         }
     }
 }
@@ -172,6 +177,7 @@ pub fn parse_word(word: &str, now: i64) -> Option<Literal> {
         "T" | "true" => return Some(Literal::Bool(true)),
         "F" | "false" => return Some(Literal::Bool(false)),
         "now" => return Some(Literal::Time(now)),
+        "nil" => return Some(Literal::Nil),
         _ => {}
     }
     if let Some(rest) = word.strip_prefix("now") {

@@ -144,6 +144,7 @@ pub mod ops;
 mod parser;
 mod prune;
 mod search;
+pub mod sigma;
 pub mod to_arrow;
 
 use std::time::{SystemTime, UNIX_EPOCH};

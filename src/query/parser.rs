@@ -122,7 +122,7 @@ impl TypeName {
             Literal::Port(..) => TypeName::Port,
             Literal::Duration(_) => TypeName::Duration,
             Literal::Time(_) => TypeName::Time,
-            Literal::List(_) => return None,
+            Literal::List(_) | Literal::Nil => return None,
         })
     }
 }

@@ -211,6 +211,10 @@ fn sketch_may(b: &Bound, sk: &SketchRef<'_>) -> bool {
 
 /// Whether some row of the batch may satisfy the test `t`.
 fn test_may(t: &Test, sk: &SketchRef<'_>) -> bool {
+    if let Literal::Nil = t.lit {
+        // The sketch does not record unset values.
+        return true;
+    }
     let container = t.ty.is_container();
     // A range (one comparison, or several of one field merged into it, of which `op` and
     // `lit` tell only the first): it must meet the field's.

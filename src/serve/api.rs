@@ -36,6 +36,8 @@ struct QueryRequest {
     /// `EXPR | OP ...`; empty or absent: every event.
     #[serde(default)]
     query: String,
+    /// A Sigma rule's YAML, instead of `query` (README, "Sigma").
+    sigma: Option<String>,
     /// At most this many events.
     limit: Option<u64>,
     /// `ndjson` (default) or `arrow`.
@@ -53,6 +55,8 @@ struct QueryRequest {
 struct CountRequest {
     #[serde(default)]
     query: String,
+    /// A Sigma rule's YAML, instead of `query` (README, "Sigma").
+    sigma: Option<String>,
     /// Answer the plan and its pruning instead of counting.
     #[serde(default)]
     explain: bool,
@@ -77,6 +81,31 @@ fn timestamps(name: Option<&str>) -> Result<JsonTimestamps, ApiError> {
     }
 }
 
+/// The expression of a request: its `query`, or its `sigma` rule compiled against the
+/// archive's schemas (`400` naming the rule's line and feature when it cannot be a query).
+async fn sigma_or_query(
+    state: &AppState,
+    query: String,
+    sigma: Option<String>,
+) -> Result<String, ApiError> {
+    let Some(yaml) = sigma else {
+        return Ok(query);
+    };
+    if !query.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "give either query or sigma, not both",
+        ));
+    }
+    query::blocking(state, move |archive| {
+        crate::query::sigma::archive_expression(&archive, &yaml)
+            .map_err(|e| {
+                ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            })?
+            .map_err(|e| ApiError::bad_request(e.to_string()))
+    })
+    .await
+}
+
 /// `POST /api/v1/query`: the events of a query, streamed.
 pub async fn query(
     State(state): State<AppState>,
@@ -92,7 +121,8 @@ pub async fn query(
             )))
         }
     };
-    let chain = query::parse_chain(&req.query)?;
+    let text = sigma_or_query(&state, req.query, req.sigma).await?;
+    let chain = query::parse_chain(&text)?;
     if req.explain {
         let plan = query::blocking(&state, move |archive| query::explain(&archive, &chain)).await?;
         return Ok(Json(plan).into_response());
@@ -112,15 +142,16 @@ pub async fn count(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let req: CountRequest = body(raw)?;
+    let text = sigma_or_query(&state, req.query, req.sigma).await?;
     // Parse errors before taking a slot.
-    let chain = query::parse_chain(&req.query)?;
+    let chain = query::parse_chain(&text)?;
     if req.explain {
         let plan = query::blocking(&state, move |archive| query::explain(&archive, &chain)).await?;
         return Ok(Json(plan));
     }
     let memory = state.limits.query_memory_limit();
     let n = query::blocking(&state, move |archive| {
-        query::count_within(&archive, &req.query, memory)
+        query::count_within(&archive, &text, memory)
     })
     .await?;
     Ok(Json(json!({ "count": n })))

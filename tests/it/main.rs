@@ -70,6 +70,7 @@ mod serve;
 mod serve_guard;
 mod serve_memory;
 mod serve_resident;
+mod sigma;
 mod source_read;
 mod store_concurrent;
 mod store_concurrent_scan;

@@ -267,6 +267,10 @@ fn scalar_literal(r: &mut Rng, invalid_utf8: bool) -> String {
 }
 
 fn literal(r: &mut Rng, invalid_utf8: bool) -> String {
+    if r.chance(12) {
+        // `== nil` (unset), `!= nil` (set); nothing else compares with it.
+        return "nil".to_string();
+    }
     if r.chance(6) {
         let items: Vec<String> = (0..r.below(4))
             .map(|_| scalar_literal(r, invalid_utf8))
