@@ -41,6 +41,7 @@ mod fault_injection;
 mod fault_input;
 mod fault_misc;
 mod fault_store;
+mod follow_eve;
 mod follow_identity;
 mod follow_lookalike;
 mod follow_truncate;
