@@ -14,8 +14,13 @@
 //! - `--rare-addr ADDR` (with `--rare-every N`, default 1,000,000): `id.resp_h` is `ADDR` in
 //!   events N/2, N/2 + N, N/2 + 2N, … (counted from 0 across all logs) and nowhere else, as
 //!   long as ADDR is outside what the generator draws (use `240.0.0.0/4`, say).
+//! - `--sensor DIR`: instead of stdout, `--events` flows as Zeek and Suricata both see them:
+//!   `DIR/conn.log`, `conn_cid.log`, `dns.log`, `http.log`, `ssl.log` and `DIR/eve.json`,
+//!   with the same 5-tuples, times and Community IDs (see `examples/sensor/mod.rs`).
 
 use std::io::{self, BufWriter, Write};
+
+mod sensor;
 
 /// A small deterministic PRNG (xorshift64*), so that no dependency is needed.
 struct Rng(u64);
@@ -276,6 +281,7 @@ fn main() -> io::Result<()> {
     let mut unique_uids = false;
     let mut rare_addr = None;
     let mut rare_every = 1_000_000u64;
+    let mut sensor_dir: Option<std::path::PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -288,6 +294,7 @@ fn main() -> io::Result<()> {
             "--log" => log = value()?,
             "--seed" => seed = value()?.parse().map_err(io::Error::other)?,
             "--unique-uids" => unique_uids = true,
+            "--sensor" => sensor_dir = Some(value()?.into()),
             "--rare-addr" => rare_addr = Some(value()?),
             "--rare-every" => {
                 rare_every = value()?.parse().map_err(io::Error::other)?;
@@ -298,11 +305,14 @@ fn main() -> io::Result<()> {
             _ => {
                 eprintln!(
                     "usage: generate [--events N] [--log conn|dns|http|mix] [--seed N] \
-                     [--unique-uids] [--rare-addr ADDR [--rare-every N]]"
+                     [--unique-uids] [--rare-addr ADDR [--rare-every N]] [--sensor DIR]"
                 );
                 std::process::exit(2);
             }
         }
+    }
+    if let Some(dir) = sensor_dir {
+        return sensor::write(&dir, events, seed);
     }
     let mut g = Gen {
         rng: Rng(seed.max(1)),

@@ -67,6 +67,7 @@ mod repair_flips;
 mod segment_corruption;
 mod segment_format;
 mod segment_index;
+mod sensor_data;
 mod serve;
 mod serve_guard;
 mod serve_memory;
