@@ -6,7 +6,7 @@
 //! disjunction over every field of the concept the schema has with a type the comparison
 //! suits (`id.orig_h == 10.0.0.1` in `zeek.conn`, `src_ip == 10.0.0.1` in `suricata.alert`);
 //! a schema with none of them has no match. The expansion happens when the expression is
-//! bound to a schema ([`super::bind`]), so the catalog, sketches and dictionaries prune a
+//! bound to a schema (`query::bind`), so the catalog, sketches and dictionaries prune a
 //! concept as they prune its fields. In the operators (`top net.dst.port`, `summarize count()
 //! by net.src.ip`, `sort`, `select net.src.ip`), a concept reads, per schema, the first of its
 //! fields (in the order listed) that the schema has; `select` names the column by the

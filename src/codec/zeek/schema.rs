@@ -373,7 +373,7 @@ impl ZeekSchemas {
 
     /// The Zeek log whose fields the keys `names` of a JSON line without `_path` are (a DNS
     /// log is recognized by `query`, `qtype_name`, `rcode`, ...): of the keys that are not
-    /// fields of nearly every log ([`COMMON_FIELDS`]), at least [`MIN_RECOGNIZED`] and at
+    /// fields of nearly every log (`COMMON_FIELDS`), at least `MIN_RECOGNIZED` and at
     /// least 80% must be fields of the log, and no other log may have as many of them.
     /// `None` when no log, or more than one, fits.
     pub fn by_fields(&self, names: &[&str]) -> Option<&Arc<LogSchema>> {
