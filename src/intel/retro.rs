@@ -1,0 +1,225 @@
+//! Retro matching: a set against the whole archive (or its recent part) in ONE search.
+//!
+//! The search's expression is a disjunction, per schema that has a field of the match table,
+//! of `#type == "S" && (F in [values] || ...)`: addresses as `in [a, b, ...]` and `in NET`
+//! (pruned by the batches' sketches), domains as one case-insensitive pattern of the names and
+//! their subdomains, URLs by their path (`uri in [...]`), hashes and other strings as `in
+//! [...]`. Past [`PREFILTER_VALUES`] values of one kind a field is only required to be set
+//! (the search still prunes by schema and time). The rows the search lets through are then
+//! tested exactly by the [`Matcher`]'s hash tables; the pre-filter only ever lets more through.
+
+use crate::query::context::archive_schemas;
+use crate::query::{Query, QueryError, SearchStats};
+use crate::store::Archive;
+use crate::types::{Schema, SchemaRef};
+
+use super::indicator::{Indicator, IndicatorType};
+use super::matcher::{Check, Hit, Matcher, SchemaPlan};
+
+/// Values of one kind a pre-filter names at most (more: the field need only be set).
+pub const PREFILTER_VALUES: usize = 1024;
+
+/// One match of a retro search: an event, the indicator and the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sighting {
+    /// The event's ID.
+    pub id: u64,
+    /// Its schema.
+    pub schema: String,
+    /// Its time (`ts`, ns since the epoch), if it has one.
+    pub time: Option<i64>,
+    /// The field that matched.
+    pub field: String,
+    /// The value that matched.
+    pub value: String,
+    /// The indicator.
+    pub indicator: Indicator,
+}
+
+/// A string literal of the query language.
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `F in [a, b]`, or `F != nil` past [`PREFILTER_VALUES`] (and for containers).
+fn in_list(field: &str, container: bool, values: &[String]) -> String {
+    if container || values.len() > PREFILTER_VALUES {
+        format!("{field} != nil")
+    } else {
+        format!("{field} in [{}]", values.join(", "))
+    }
+}
+
+/// The condition on one schema's fields that every match satisfies.
+fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
+    let strings = |kind: IndicatorType| -> Vec<String> { m.values(kind).map(quote).collect() };
+    let mut any: Vec<String> = Vec::new();
+    for &(f, container, check) in &plan.checks {
+        let name = &schema.fields[f].name;
+        match check {
+            Check::Addr => {
+                let addrs: Vec<String> =
+                    m.values(IndicatorType::Addr).map(str::to_string).collect();
+                let nets: Vec<&str> = m.values(IndicatorType::Subnet).collect();
+                if container || addrs.len() > PREFILTER_VALUES || nets.len() > PREFILTER_VALUES {
+                    any.push(format!("{name} != nil"));
+                    continue;
+                }
+                if !addrs.is_empty() {
+                    any.push(format!("{name} in [{}]", addrs.join(", ")));
+                }
+                any.extend(nets.iter().map(|n| format!("{name} in {n}")));
+            }
+            Check::Domain => {
+                let names: Vec<String> =
+                    m.values(IndicatorType::Domain).map(regex::escape).collect();
+                if container || names.len() > PREFILTER_VALUES {
+                    any.push(format!("{name} != nil"));
+                } else {
+                    any.push(format!(
+                        "{name} ~ /(?i)(?:.*\\.)?(?:{})\\.?/",
+                        names.join("|")
+                    ));
+                }
+            }
+            Check::Url { .. } => {
+                let paths: Vec<String> = m
+                    .values(IndicatorType::Url)
+                    .map(|u| quote(u.find('/').map_or("", |i| &u[i..])))
+                    .collect();
+                any.push(in_list(name, container, &paths));
+            }
+            Check::Exact(IndicatorType::Email) => {
+                let names: Vec<String> =
+                    m.values(IndicatorType::Email).map(regex::escape).collect();
+                if container || names.len() > PREFILTER_VALUES {
+                    any.push(format!("{name} != nil"));
+                } else {
+                    any.push(format!("{name} ~ /(?i)(?:{})/", names.join("|")));
+                }
+            }
+            Check::Exact(kind) => any.push(in_list(name, container, &strings(kind))),
+        }
+    }
+    any.dedup();
+    format!("#type == {} && ({})", quote(&schema.name), any.join(" || "))
+}
+
+/// The pre-filter of the set over the archive's schemas; `None` when no schema can match.
+/// `since`: only events at or after this time (ns since the epoch).
+pub fn prefilter(m: &Matcher, schemas: &[SchemaRef], since: Option<i64>) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for s in schemas {
+        let plan = m.plan(s);
+        if plan.is_empty() {
+            continue;
+        }
+        let c = schema_condition(m, s, &plan);
+        if !parts.contains(&c) {
+            parts.push(c);
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let body = parts
+        .iter()
+        .map(|p| format!("({p})"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+    Some(match since {
+        Some(t) => format!("#timestamp >= @{} && ({body})", t.div_euclid(1_000_000_000)),
+        None => body,
+    })
+}
+
+/// What a retro match touched.
+#[derive(Debug, Default)]
+pub struct RetroStats {
+    /// The search's expression (`None`: no schema of the archive can match).
+    pub prefilter: Option<String>,
+    /// Events the pre-filter let through (tested exactly).
+    pub candidates: u64,
+    /// What the search read and skipped.
+    pub search: Option<SearchStats>,
+    /// Damaged segments or batches met (skipped).
+    pub errors: Vec<QueryError>,
+}
+
+/// Matches `m` against `archive` (events from `since` on), calling `each` with every
+/// sighting in ID order; one search in all.
+pub fn retro_match(
+    archive: &Archive,
+    m: &Matcher,
+    since: Option<i64>,
+    mut each: impl FnMut(Sighting) -> Result<(), QueryError>,
+) -> Result<RetroStats, QueryError> {
+    let schemas = archive_schemas(archive);
+    let mut stats = RetroStats {
+        prefilter: prefilter(m, &schemas, since),
+        ..RetroStats::default()
+    };
+    let Some(text) = stats.prefilter.clone() else {
+        return Ok(stats);
+    };
+    let query = Query::parse(&text).map_err(QueryError::from)?;
+    let mut search = query.search(archive)?;
+    let mut plans: Vec<(SchemaRef, SchemaPlan)> = Vec::new();
+    let mut hits: Vec<Hit> = Vec::new();
+    for batch in search.by_ref() {
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                stats.errors.push(e);
+                continue;
+            }
+        };
+        let schema = batch.schema().clone();
+        let at = match plans
+            .iter()
+            .position(|(s, _)| std::sync::Arc::ptr_eq(s, &schema))
+        {
+            Some(at) => at,
+            None => {
+                plans.push((schema.clone(), m.plan(&schema)));
+                plans.len() - 1
+            }
+        };
+        let plan = &plans[at].1;
+        for (id, row) in batch.ids().into_iter().zip(batch.rows()) {
+            stats.candidates += 1;
+            hits.clear();
+            let time = m
+                .match_row(&schema, plan, row, &mut hits)
+                .map_err(QueryError::from)?;
+            if since.is_some_and(|s| time.is_none_or(|t| t < s)) {
+                continue;
+            }
+            for h in hits.drain(..) {
+                each(Sighting {
+                    id,
+                    schema: schema.name.clone(),
+                    time,
+                    field: schema.fields[h.field].name.clone(),
+                    value: h.value,
+                    indicator: m.indicators()[h.indicator].clone(),
+                })?;
+            }
+        }
+    }
+    stats.search = Some(search.stats().clone());
+    Ok(stats)
+}
