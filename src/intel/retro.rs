@@ -161,12 +161,12 @@ pub struct RetroStats {
 
 /// Matches `m` against `archive` (events from `since` on), calling `each` with every
 /// sighting in ID order; one search in all.
-pub fn retro_match(
+pub fn retro_match<E: From<QueryError>>(
     archive: &Archive,
     m: &Matcher,
     since: Option<i64>,
-    mut each: impl FnMut(Sighting) -> Result<(), QueryError>,
-) -> Result<RetroStats, QueryError> {
+    mut each: impl FnMut(Sighting) -> Result<(), E>,
+) -> Result<RetroStats, E> {
     let schemas = archive_schemas(archive);
     let mut stats = RetroStats {
         prefilter: prefilter(m, &schemas, since),
@@ -175,8 +175,8 @@ pub fn retro_match(
     let Some(text) = stats.prefilter.clone() else {
         return Ok(stats);
     };
-    let query = Query::parse(&text).map_err(QueryError::from)?;
-    let mut search = query.search(archive)?;
+    let query = Query::parse(&text).map_err(|e| E::from(QueryError::from(e)))?;
+    let mut search = query.search(archive).map_err(E::from)?;
     let mut plans: Vec<(SchemaRef, SchemaPlan)> = Vec::new();
     let mut hits: Vec<Hit> = Vec::new();
     for batch in search.by_ref() {
@@ -204,7 +204,7 @@ pub fn retro_match(
             hits.clear();
             let time = m
                 .match_row(&schema, plan, row, &mut hits)
-                .map_err(QueryError::from)?;
+                .map_err(|e| E::from(QueryError::from(e)))?;
             if since.is_some_and(|s| time.is_none_or(|t| t < s)) {
                 continue;
             }
