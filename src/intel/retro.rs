@@ -1,12 +1,14 @@
 //! Retro matching: a set against the whole archive (or its recent part) in ONE search.
 //!
-//! The search's expression is a disjunction, per schema that has a field of the match table,
-//! of `#type == "S" && (F in [values] || ...)`: addresses as `in [a, b, ...]` and `in NET`
-//! (pruned by the batches' sketches), domains as one case-insensitive pattern of the names and
-//! their subdomains, URLs by their path (`uri in [...]`), hashes and other strings as `in
-//! [...]`. Past [`PREFILTER_VALUES`] values of one kind a field is only required to be set
-//! (the search still prunes by schema and time). The rows the search lets through are then
-//! tested exactly by the [`Matcher`]'s hash tables; the pre-filter only ever lets more through.
+//! The search's expression is a disjunction of `:addr in [a, b, ...]` and `:addr in NET` for
+//! the addresses and subnets (pruned by the batches' sketches), and, per schema that has
+//! another field of the match table, `#type == "S" && (F ... || ...)`: domains as one
+//! case-insensitive pattern of the names and their subdomains, URLs by their path (`uri in
+//! [...]`), hashes and other strings as `in [...]`. Past [`PREFILTER_VALUES`] values of one
+//! kind (or [`PREFILTER_SUBNETS`] subnets), and for containers, a field is only required to
+//! be set (the search still prunes by schema and time). The rows the search lets through are
+//! then tested exactly by the [`Matcher`]'s hash tables; the pre-filter only ever lets more
+//! through, so the matches are the matcher's alone.
 
 use crate::query::context::archive_schemas;
 use crate::query::{Query, QueryError, SearchStats};
@@ -18,6 +20,16 @@ use super::matcher::{Check, Hit, Matcher, SchemaPlan};
 
 /// Values of one kind a pre-filter names at most (more: the field need only be set).
 pub const PREFILTER_VALUES: usize = 1024;
+
+/// Subnets a pre-filter names at most (each is one `:addr in NET`).
+pub const PREFILTER_SUBNETS: usize = 64;
+
+/// Whether the pre-filter names the set's addresses and subnets (`:addr in [...] || :addr in
+/// NET`) rather than requiring each address field to be set.
+fn addrs_named(m: &Matcher) -> bool {
+    m.values(IndicatorType::Addr).count() <= PREFILTER_VALUES
+        && m.values(IndicatorType::Subnet).count() <= PREFILTER_SUBNETS
+}
 
 /// One match of a retro search: an event, the indicator and the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +75,8 @@ fn in_list(field: &str, container: bool, values: &[String]) -> String {
     }
 }
 
-/// The condition on one schema's fields that every match satisfies.
+/// The condition on one schema's fields that every match in them satisfies, but for the
+/// scalar address fields that the global `:addr` disjunct covers (empty: nothing left).
 fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
     let strings = |kind: IndicatorType| -> Vec<String> { m.values(kind).map(quote).collect() };
     let mut any: Vec<String> = Vec::new();
@@ -71,17 +84,11 @@ fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
         let name = &schema.fields[f].name;
         match check {
             Check::Addr => {
-                let addrs: Vec<String> =
-                    m.values(IndicatorType::Addr).map(str::to_string).collect();
-                let nets: Vec<&str> = m.values(IndicatorType::Subnet).collect();
-                if container || addrs.len() > PREFILTER_VALUES || nets.len() > PREFILTER_VALUES {
+                // Scalar fields are covered by the global `:addr` disjunct unless the set
+                // has too many values for it.
+                if container || !addrs_named(m) {
                     any.push(format!("{name} != nil"));
-                    continue;
                 }
-                if !addrs.is_empty() {
-                    any.push(format!("{name} in [{}]", addrs.join(", ")));
-                }
-                any.extend(nets.iter().map(|n| format!("{name} in {n}")));
             }
             Check::Domain => {
                 let names: Vec<String> =
@@ -115,6 +122,9 @@ fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
         }
     }
     any.dedup();
+    if any.is_empty() {
+        return String::new();
+    }
     format!("#type == {} && ({})", quote(&schema.name), any.join(" || "))
 }
 
@@ -122,15 +132,27 @@ fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
 /// `since`: only events at or after this time (ns since the epoch).
 pub fn prefilter(m: &Matcher, schemas: &[SchemaRef], since: Option<i64>) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
+    let mut scalar_addrs = false;
     for s in schemas {
         let plan = m.plan(s);
-        if plan.is_empty() {
-            continue;
-        }
+        scalar_addrs |= plan
+            .checks
+            .iter()
+            .any(|(_, container, c)| *c == Check::Addr && !container);
         let c = schema_condition(m, s, &plan);
-        if !parts.contains(&c) {
+        if !c.is_empty() && !parts.contains(&c) {
             parts.push(c);
         }
+    }
+    if scalar_addrs && addrs_named(m) {
+        let addrs: Vec<&str> = m.values(IndicatorType::Addr).collect();
+        if !addrs.is_empty() {
+            parts.push(format!(":addr in [{}]", addrs.join(", ")));
+        }
+        parts.extend(
+            m.values(IndicatorType::Subnet)
+                .map(|n| format!(":addr in {n}")),
+        );
     }
     if parts.is_empty() {
         return None;

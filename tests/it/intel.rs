@@ -747,4 +747,99 @@ fn many_indicators_prefilter_by_schema_only_and_still_match_exactly() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert!(lines[0].contains("\"indicator\":\"host7.example\"") && lines[0].contains("\"id\":0"));
+    // More subnets than the pre-filter names: every address field need only be set.
+    let nets: String = (0..100).map(|i| format!("10.{i}.0.0/16\n")).collect();
+    let f = write(dir.path(), "nets.txt", &nets);
+    ok(
+        &run(&[
+            "intel",
+            "add",
+            "--db",
+            s(&db),
+            "--set",
+            "nets",
+            "--type",
+            "subnet",
+            s(&f),
+        ]),
+        "add",
+    );
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "nets"]),
+        "match",
+    );
+    let got: Vec<(u64, String)> = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["id"].as_u64().unwrap(),
+                v["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(u64, String)> = [
+        (0, "id.orig_h"),
+        (0, "id.resp_h"),
+        (1, "id.orig_h"),
+        (1, "id.resp_h"),
+    ]
+    .into_iter()
+    .map(|(i, f)| (i, f.to_string()))
+    .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn expired_indicators_do_not_match() {
+    let (dir, db) = db_dir();
+    let log =
+        format!("{DNS_HEAD}1258531221.0\tC1\t10.0.0.1\t1\t10.0.0.2\t53\tudp\tx.evil.example\n");
+    let l = write(dir.path(), "dns.log", &log);
+    ok(&run(&["import", "--db", s(&db), s(&l)]), "import");
+    let csv = write(
+        dir.path(),
+        "f.csv",
+        "indicator,type,valid_until\nevil.example,domain,2020-01-01T00:00:00Z\n10.0.0.1,addr,2099-01-01T00:00:00Z\n",
+    );
+    ok(
+        &run(&["intel", "add", "--db", s(&db), "--set", "f", s(&csv)]),
+        "add",
+    );
+    let out = run(&["intel", "match", "--db", s(&db), "--to", "json", "f"]);
+    let lines = ok(&out, "match");
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(lines.contains("\"indicator\":\"10.0.0.1\""), "{lines}");
+    assert!(
+        text(&out.stderr).contains("1 expired indicators"),
+        "{}",
+        text(&out.stderr)
+    );
+    // --expire: indicators without an expiry of their own expire that long from now.
+    let list = write(dir.path(), "l.txt", "10.0.0.2\n");
+    ok(
+        &run(&[
+            "intel",
+            "add",
+            "--db",
+            s(&db),
+            "--set",
+            "g",
+            "--type",
+            "addr",
+            "--expire",
+            "30d",
+            s(&list),
+        ]),
+        "add --expire",
+    );
+    let shown = show(&db, "g");
+    let until = shown[0]["valid_until"].as_str().unwrap();
+    let year: i32 = until[..4].parse().unwrap();
+    assert!(year >= 2024, "{until}");
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "g"]),
+        "match g",
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
 }
