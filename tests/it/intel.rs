@@ -843,3 +843,78 @@ fn expired_indicators_do_not_match() {
     );
     assert_eq!(out.lines().count(), 1, "{out}");
 }
+
+#[test]
+fn hashes_match_through_the_concepts_and_a_concepts_file_extends_the_table() {
+    let (dir, db) = db_dir();
+    let files = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tfiles\n\
+#fields\tts\tfuid\ttx_hosts\tmd5\tsha1\tsha256\n\
+#types\ttime\tstring\tset[addr]\tstring\tstring\tstring\n\
+1258531221.0\tF1\t10.9.9.9,10.0.0.1\t79054025255fb1a26e4bc422aef54eb4\t-\t-\n\
+1258531222.0\tF2\t10.9.9.8\t-\t-\tef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c\n";
+    let x509 = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tx509\n\
+#fields\tts\tfingerprint\tcertificate.subject\n\
+#types\ttime\tstring\tstring\n\
+1258531223.0\t0a1b2c\tCN=evil\n";
+    for (name, log) in [("files.log", files), ("x509.log", x509)] {
+        let l = write(dir.path(), name, log);
+        ok(&run(&["import", "--db", s(&db), s(&l)]), "import");
+    }
+    let f = write(
+        dir.path(),
+        "intel.dat",
+        "#fields\tindicator\tindicator_type\tmeta.source\n\
+79054025255FB1A26E4BC422AEF54EB4\tIntel::FILE_HASH\tfeed\n\
+ef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c\tIntel::FILE_HASH\tfeed\n\
+0A1B2C\tIntel::CERT_HASH\tfeed\n\
+10.9.9.9\tIntel::ADDR\tfeed\n",
+    );
+    ok(
+        &run(&["intel", "add", "--db", s(&db), "--set", "h", s(&f)]),
+        "add",
+    );
+    let fields = |out: &str| -> Vec<(u64, String)> {
+        out.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["id"].as_u64().unwrap(),
+                    v["field"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // The certificate hash has no shipped concept: not matched.
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "h"]),
+        "match",
+    );
+    assert_eq!(
+        fields(&out),
+        vec![
+            (0, "tx_hosts".into()),
+            (0, "md5".into()),
+            (1, "sha256".into())
+        ]
+    );
+    let concepts = write(
+        dir.path(),
+        "concepts.toml",
+        "format = 1\n[concepts.\"tls.cert.hash\"]\nfields = [\"zeek.x509.fingerprint\"]\n",
+    );
+    let out = run(&[
+        "--concepts",
+        s(&concepts),
+        "intel",
+        "match",
+        "--db",
+        s(&db),
+        "--to",
+        "json",
+        "h",
+    ]);
+    assert_eq!(
+        fields(&ok(&out, "match with concepts"))[3..],
+        [(2, "fingerprint".to_string())]
+    );
+}
