@@ -918,3 +918,54 @@ ef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c\tIntel::FILE_HA
         [(2, "fingerprint".to_string())]
     );
 }
+
+#[test]
+fn sets_can_be_added_before_the_first_import() {
+    let (dir, db) = db_dir();
+    let l = write(dir.path(), "ips.txt", "10.0.0.1\n");
+    ok(
+        &run(&[
+            "intel",
+            "add",
+            "--db",
+            s(&db),
+            "--set",
+            "s",
+            "--type",
+            "addr",
+            s(&l),
+        ]),
+        "add",
+    );
+    let out = run(&["intel", "match", "--db", s(&db), "s"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "no archive yet: {}",
+        text(&out.stderr)
+    );
+    let log = format!("{CONN_HEAD}1258531221.0\tC1\t10.0.0.1\t1\t10.0.0.2\t80\ttcp\n");
+    let log = write(dir.path(), "conn.log", &log);
+    ok(
+        &run(&["import", "--db", s(&db), s(&log)]),
+        "import into a directory with sets",
+    );
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "s"]),
+        "match",
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+    // A directory that is neither: refused.
+    let out = run(&[
+        "intel",
+        "add",
+        "--db",
+        s(&dir.path().join("none")),
+        "--set",
+        "s",
+        "--type",
+        "addr",
+        s(&l),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
