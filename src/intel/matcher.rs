@@ -99,6 +99,20 @@ pub struct Hit {
     pub value: String,
 }
 
+/// One match within a batch ([`Matcher::match_batch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchHit {
+    /// The row within the batch.
+    pub row: usize,
+    /// The event's ID (the batch's first ID plus the row: meaningful once the archive has
+    /// assigned IDs).
+    pub id: u64,
+    /// The event's time (`ts`), if it has one.
+    pub time: Option<i64>,
+    /// The indicator and the field.
+    pub hit: Hit,
+}
+
 /// A set compiled for matching: the indicators that have not expired, in hash tables.
 #[derive(Debug, Clone)]
 pub struct Matcher {
@@ -297,6 +311,30 @@ impl Matcher {
         }))
     }
 
+    /// The matches of every row of `batch`, in row order: what live matching calls on each
+    /// batch before it commits (plans are cached by the caller per schema in a loop; this
+    /// plans the batch's schema once).
+    pub fn match_batch(&self, batch: &crate::batch::Batch) -> Result<Vec<BatchHit>, DecodeError> {
+        let schema = batch.schema();
+        let plan = self.plan(schema);
+        let mut out = Vec::new();
+        if plan.is_empty() {
+            return Ok(out);
+        }
+        let mut hits = Vec::new();
+        for (row, bytes) in batch.rows().enumerate() {
+            hits.clear();
+            let time = self.match_row(schema, &plan, bytes, &mut hits)?;
+            out.extend(hits.drain(..).map(|hit| BatchHit {
+                row,
+                id: batch.id() + row as u64,
+                time,
+                hit,
+            }));
+        }
+        Ok(out)
+    }
+
     fn match_value(
         &self,
         check: Check,
@@ -456,6 +494,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out.len(), 2, "domain and URL: {out:?}");
+    }
+
+    #[test]
+    fn matches_a_whole_batch_with_its_ids() {
+        let s = set(&[("evil.com", IndicatorType::Domain)]);
+        let m = Matcher::new(&s, 0);
+        let mut b = crate::batch::BatchBuilder::new(schema().into_shared());
+        for host in ["x.evil.com", "good.org", "EVIL.com"] {
+            let row = row("10.0.0.1", host, "/", "ua");
+            let values = crate::value::decode_row(
+                &row,
+                &schema()
+                    .fields
+                    .iter()
+                    .map(|f| f.ty.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let mut enc = b.begin_row();
+            for v in &values {
+                enc.value(v);
+            }
+            b.finish_row(Some(5));
+        }
+        let mut batch = b.finish();
+        batch.set_id(100);
+        let got: Vec<(usize, u64)> = m
+            .match_batch(&batch)
+            .unwrap()
+            .iter()
+            .map(|h| (h.row, h.id))
+            .collect();
+        assert_eq!(got, vec![(0, 100), (2, 102)]);
     }
 
     #[test]

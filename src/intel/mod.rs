@@ -3,7 +3,8 @@
 //!
 //! - [`indicator`]: one indicator (value, [`IndicatorType`], metadata, expiry), canonical.
 //! - [`set`]: a named, versioned [`IndicatorSet`] and its file.
-//! - [`read`], [`stix`]: Zeek Intel files, CSV, plain lists, STIX 2.1 bundles.
+//! - [`read`], [`stix`]: Zeek Intel files, CSV, plain lists, STIX 2.1 bundles; [`input`]:
+//!   their options, report and errors.
 //! - [`matcher`]: the match table ([`matcher::target`]) and the [`Matcher`], which tests
 //!   the rows of a batch exactly against a set's hash tables (also what live matching will
 //!   call on each batch before it commits).
@@ -37,6 +38,7 @@
 //!   writers of the same set at once are not serialized: the last rename wins.
 
 pub mod indicator;
+pub mod input;
 pub mod matcher;
 pub mod read;
 pub mod retro;
@@ -46,8 +48,9 @@ pub mod stix;
 use std::path::PathBuf;
 
 pub use indicator::{Indicator, IndicatorType, Meta};
+pub use input::{IntelFormat, ReadOptions, ReadReport};
 pub use matcher::Matcher;
-pub use read::{read_indicators, IntelFormat, ReadOptions, ReadReport};
+pub use read::read_indicators;
 pub use retro::{retro_match, RetroStats, Sighting};
 pub use set::{AddReport, IndicatorSet};
 

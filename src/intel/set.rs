@@ -354,6 +354,30 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_leaves_the_previous_version_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = IndicatorSet::new("a").unwrap();
+        s.add([ind("10.0.0.1", IndicatorType::Addr)]);
+        s.store(dir.path(), true).unwrap();
+        let before = std::fs::read(IndicatorSet::path(dir.path(), "a")).unwrap();
+        // The temporary cannot be created: the write fails before the rename.
+        std::fs::create_dir(intel_dir(dir.path()).join(".a.json.tmp")).unwrap();
+        s.add([ind("10.0.0.2", IndicatorType::Addr)]);
+        assert!(s.store(dir.path(), true).is_err());
+        assert_eq!(s.version(), 1, "the version counts stored changes only");
+        assert_eq!(
+            std::fs::read(IndicatorSet::path(dir.path(), "a")).unwrap(),
+            before
+        );
+        let old = IndicatorSet::load(dir.path(), "a").unwrap().unwrap();
+        assert_eq!((old.version(), old.len()), (1, 1));
+        std::fs::remove_dir(intel_dir(dir.path()).join(".a.json.tmp")).unwrap();
+        s.store(dir.path(), true).unwrap();
+        let new = IndicatorSet::load(dir.path(), "a").unwrap().unwrap();
+        assert_eq!((new.version(), new.len()), (2, 2));
+    }
+
+    #[test]
     fn bad_names_are_refused() {
         for n in ["", "../x", "a/b", ".hidden", "a b"] {
             assert!(IndicatorSet::new(n).is_err(), "{n}");

@@ -7,7 +7,7 @@
 use serde_json::Value as Json;
 
 use super::indicator::{Indicator, IndicatorType, Meta};
-use super::read::{parse_until, ReadOptions, ReadReport};
+use super::input::{parse_until, ReadOptions, ReadReport};
 use super::IntelError;
 
 /// The indicator type of a STIX object path, for the paths weir matches.
