@@ -969,3 +969,51 @@ fn sets_can_be_added_before_the_first_import() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn suricata_events_match_through_the_same_concepts() {
+    let (dir, db) = db_dir();
+    let eve = r#"{"timestamp":"2024-01-01T00:00:00.000000+0000","flow_id":1,"event_type":"http","src_ip":"10.0.0.1","src_port":1,"dest_ip":"1.2.3.4","dest_port":80,"proto":"TCP","http":{"hostname":"a.Evil.com","url":"/x?y","http_user_agent":"BadBot/1.0"}}
+{"timestamp":"2024-01-01T00:00:01.000000+0000","flow_id":2,"event_type":"dns","src_ip":"10.0.0.2","src_port":1,"dest_ip":"8.8.8.8","dest_port":53,"proto":"UDP","dns":{"type":"query","rrname":"b.evil.com","rrtype":"A"}}
+"#;
+    let l = write(dir.path(), "eve.json", eve);
+    ok(
+        &run(&["import", "--db", s(&db), "--from", "suricata", s(&l)]),
+        "import",
+    );
+    let f = write(
+        dir.path(),
+        "s.csv",
+        "indicator,type\nevil.com,domain\nhttp://a.evil.com/x?y,url\nBadBot/1.0,software\n8.8.8.8,addr\n",
+    );
+    ok(
+        &run(&["intel", "add", "--db", s(&db), "--set", "s", s(&f)]),
+        "add",
+    );
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "s"]),
+        "match",
+    );
+    let got: BTreeSet<(u64, String, String)> = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["id"].as_u64().unwrap(),
+                v["type"].as_str().unwrap().to_string(),
+                v["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(u64, String, String)> = [
+        (0, "domain", "http.hostname"),
+        (0, "url", "http.url"),
+        (0, "software", "http.http_user_agent"),
+        (1, "addr", "dest_ip"),
+        (1, "domain", "dns.rrname"),
+    ]
+    .into_iter()
+    .map(|(i, t, f)| (i, t.to_string(), f.to_string()))
+    .collect();
+    assert_eq!(got, want);
+}
