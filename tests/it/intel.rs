@@ -747,6 +747,55 @@ fn many_indicators_prefilter_by_schema_only_and_still_match_exactly() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert!(lines[0].contains("\"indicator\":\"host7.example\"") && lines[0].contains("\"id\":0"));
+    // More addresses than the pre-filter names, and a name with a hyphen in the pattern.
+    let ips: String = (0..30)
+        .map(|i| format!("192.0.2.{i}\n"))
+        .chain(["10.0.0.2\n".to_string()])
+        .collect();
+    let f = write(dir.path(), "ips.txt", &ips);
+    ok(
+        &run(&[
+            "intel",
+            "add",
+            "--db",
+            s(&db),
+            "--set",
+            "ips",
+            "--type",
+            "addr",
+            s(&f),
+        ]),
+        "add",
+    );
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "ips"]),
+        "match",
+    );
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        out.lines().all(|l| l.contains("\"field\":\"id.resp_h\"")),
+        "{out}"
+    );
+    let f = write(dir.path(), "d.txt", "x.host7-a.example\nhost7.example\n");
+    ok(
+        &run(&[
+            "intel",
+            "add",
+            "--db",
+            s(&db),
+            "--set",
+            "hy",
+            "--type",
+            "domain",
+            s(&f),
+        ]),
+        "add",
+    );
+    let out = ok(
+        &run(&["intel", "match", "--db", s(&db), "--to", "json", "hy"]),
+        "match",
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
     // More subnets than the pre-filter names: every address field need only be set.
     let nets: String = (0..100).map(|i| format!("10.{i}.0.0/16\n")).collect();
     let f = write(dir.path(), "nets.txt", &nets);
