@@ -40,6 +40,8 @@ pub mod duration;
 pub mod error;
 #[path = "http_server.rs"]
 pub mod http_server;
+#[path = "intel/mod.rs"]
+pub mod intel;
 #[path = "metrics.rs"]
 pub mod metrics;
 #[path = "metrics_http.rs"]

@@ -33,6 +33,7 @@ mod docs;
 mod explore;
 mod export;
 mod import;
+mod intel;
 mod lake;
 mod maintain;
 mod progress;
@@ -190,6 +191,9 @@ enum Command {
     /// Run pipelines and serve the archive over HTTP: a JSON API under /api/v1/, Prometheus
     /// metrics, and a web page at / (see README, "Serving").
     Serve(Deferred<serve::ServeArgs>),
+    /// Indicator sets of the archive (add, remove, list, show) and matching them against
+    /// it (`weir intel match`): see README, "Detection".
+    Intel(Deferred<intel::IntelArgs>),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(Deferred<archive::InfoArgs>),
     /// Describe segment files: uuid, ID intervals, events, batches.
@@ -327,6 +331,7 @@ pub fn main() -> ExitCode {
         Command::Get(Deferred(args)) => search::get(args),
         Command::Explore(Deferred(args)) => explore::explore(args),
         Command::Pivot(Deferred(args)) => explore::pivot(args),
+        Command::Intel(Deferred(args)) => intel::intel(args),
         Command::Info(Deferred(args)) => archive::info(args),
         Command::Inspect(Deferred(args)) => archive::inspect(args),
         Command::Verify(Deferred(args)) => archive::verify(args),

@@ -136,7 +136,7 @@ mod holds;
 pub(crate) mod ints;
 mod kernel;
 mod lexer;
-mod literal;
+pub(crate) mod literal;
 pub mod memory;
 mod names;
 mod op;

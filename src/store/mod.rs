@@ -292,7 +292,8 @@ pub(crate) fn looks_like_archive(dir: &Path) -> bool {
 
 /// Refuses a directory that exists, is not empty and is not a weir archive (it has none of
 /// `catalog.json`, `wal`, `segments/`, `LOCK`), before the writer creates or removes anything
-/// in it. A missing directory, or an empty one, becomes a new archive.
+/// in it. A missing directory, or an empty one (but for indicator sets, `intel/`), becomes a
+/// new archive.
 fn check_is_archive(dir: &Path) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -305,6 +306,10 @@ fn check_is_archive(dir: &Path) -> Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         if [catalog::CATALOG_FILE, WAL_FILE, SEGMENTS_DIR, LOCK_FILE].contains(&name.as_str()) {
             return Ok(());
+        }
+        // Indicator sets may be added before the first import (`weir intel add`).
+        if name == crate::unstable::intel::set::INTEL_DIR {
+            continue;
         }
         found.push(name);
     }

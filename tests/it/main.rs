@@ -47,6 +47,7 @@ mod follow_lookalike;
 mod follow_truncate;
 mod follow_zeekctl;
 mod fuzz_regressions;
+mod intel;
 mod json_writer;
 mod lake_engines;
 mod lake_s3;

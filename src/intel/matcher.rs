@@ -1,0 +1,541 @@
+//! The match table (which fields each indicator type is matched against) and the
+//! [`Matcher`]: a set compiled into hash tables, that tests the rows of a batch exactly.
+//!
+//! The matcher knows nothing of how rows reach it: [`super::retro`] feeds it the rows a
+//! pruned search lets through; live matching can feed it each batch before it commits.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::query::concepts::{self, Concepts};
+use crate::types::{Schema, Type};
+use crate::value::{DecodeError, RowCursor, ValueRef};
+
+use super::indicator::{
+    canonical_ip, mapped_len, mask, parse_subnet, to_bits, Indicator, IndicatorType,
+};
+use super::set::IndicatorSet;
+
+/// Where an indicator type is looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Every field of type `addr` (or a set or vector of them) of every schema.
+    AddrFields,
+    /// The fields of these concepts (a concept the table lacks: nothing, until a concepts
+    /// file defines it).
+    Concepts(&'static [&'static str]),
+}
+
+/// The match table: for each indicator type, the fields it is matched against.
+///
+/// | type | fields | rule |
+/// | --- | --- | --- |
+/// | `addr` | every `addr` field (and set/vector of `addr`) | equal (IPv4 = IPv4-mapped IPv6) |
+/// | `subnet` | the same | the address lies in the network |
+/// | `domain` | `net.domain` | equal, or a subdomain (`evil.com` matches `a.evil.com`), case-insensitive |
+/// | `url` | `net.url` | the schema's first `net.domain` field (the host) followed by the URL field equals the indicator (host case-insensitive); a schema without a host field: the URL field alone |
+/// | `file_hash` | `file.hash.md5`, `file.hash.sha1`, `file.hash.sha256` | equal to the lowercase hex |
+/// | `cert_hash` | `tls.cert.hash` (not shipped) | equal to the lowercase hex |
+/// | `software` | `net.user_agent` | equal |
+/// | `user_name` | `user.name` (not shipped) | equal |
+/// | `email` | `email.addr` (not shipped) | equal, case-insensitive |
+pub fn target(kind: IndicatorType) -> Target {
+    match kind {
+        IndicatorType::Addr | IndicatorType::Subnet => Target::AddrFields,
+        IndicatorType::Domain => Target::Concepts(&["net.domain"]),
+        IndicatorType::Url => Target::Concepts(&["net.url"]),
+        IndicatorType::FileHash => {
+            Target::Concepts(&["file.hash.md5", "file.hash.sha1", "file.hash.sha256"])
+        }
+        IndicatorType::CertHash => Target::Concepts(&["tls.cert.hash"]),
+        IndicatorType::Software => Target::Concepts(&["net.user_agent"]),
+        IndicatorType::UserName => Target::Concepts(&["user.name"]),
+        IndicatorType::Email => Target::Concepts(&["email.addr"]),
+    }
+}
+
+/// How one field of a schema is tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Addresses and subnets.
+    Addr,
+    /// Domains with their subdomains.
+    Domain,
+    /// URLs: the host field's value (if any) before the field's.
+    Url {
+        /// The schema's host field.
+        host: Option<usize>,
+    },
+    /// Equal strings of one type (hashes, software, user names, email addresses).
+    Exact(IndicatorType),
+}
+
+/// The fields of one schema that a matcher tests, and how.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaPlan {
+    /// (field index, whether it is a container, check), in field order.
+    pub checks: Vec<(usize, bool, Check)>,
+    /// The event time field (`ts`).
+    pub ts: Option<usize>,
+    /// Every field read: checks, hosts and `ts`, ascending.
+    read: Vec<usize>,
+}
+
+impl SchemaPlan {
+    /// Whether nothing of this schema can match.
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty()
+    }
+}
+
+/// One match within a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// The indicator (an index into [`Matcher::indicators`]).
+    pub indicator: usize,
+    /// The field that matched (an index into the schema's fields).
+    pub field: usize,
+    /// The value that matched, as text (an element of a container; for a URL, host and URL).
+    pub value: String,
+}
+
+/// One match within a batch ([`Matcher::match_batch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchHit {
+    /// The row within the batch.
+    pub row: usize,
+    /// The event's ID (the batch's first ID plus the row: meaningful once the archive has
+    /// assigned IDs).
+    pub id: u64,
+    /// The event's time (`ts`), if it has one.
+    pub time: Option<i64>,
+    /// The indicator and the field.
+    pub hit: Hit,
+}
+
+/// A set compiled for matching: the indicators that have not expired, in hash tables.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    set: String,
+    indicators: Vec<Indicator>,
+    addrs: HashMap<u128, usize>,
+    /// Per mapped prefix length (ascending), network bits -> indicator.
+    subnets: Vec<(u8, HashMap<u128, usize>)>,
+    domains: HashMap<String, usize>,
+    urls: HashMap<String, usize>,
+    exact: HashMap<(IndicatorType, Vec<u8>), usize>,
+}
+
+/// Whether `ty` holds strings (or a container of them).
+fn stringy(ty: &Type) -> bool {
+    ty.is_stringy() || (ty.is_container() && ty.element().is_some_and(Type::is_stringy))
+}
+
+fn addrish(ty: &Type) -> bool {
+    *ty == Type::Addr || (ty.is_container() && ty.element() == Some(&Type::Addr))
+}
+
+impl Matcher {
+    /// The matcher of the indicators of `set` that have not expired at `now` (ns).
+    pub fn new(set: &IndicatorSet, now: i64) -> Matcher {
+        let mut m = Matcher {
+            set: set.name().to_string(),
+            indicators: Vec::new(),
+            addrs: HashMap::new(),
+            subnets: Vec::new(),
+            domains: HashMap::new(),
+            urls: HashMap::new(),
+            exact: HashMap::new(),
+        };
+        for i in set.indicators().filter(|i| !i.expired(now)) {
+            let n = m.indicators.len();
+            match i.kind {
+                IndicatorType::Addr => {
+                    if let Ok(a) = i.value.parse::<IpAddr>() {
+                        m.addrs.insert(to_bits(a), n);
+                    }
+                }
+                IndicatorType::Subnet => {
+                    if let Some((net, len)) = parse_subnet(&i.value) {
+                        let wide = mapped_len(net, len);
+                        let at = match m.subnets.iter().position(|(l, _)| *l == wide) {
+                            Some(at) => at,
+                            None => {
+                                m.subnets.push((wide, HashMap::new()));
+                                m.subnets.len() - 1
+                            }
+                        };
+                        m.subnets[at].1.insert(to_bits(net), n);
+                    }
+                }
+                IndicatorType::Domain => {
+                    m.domains.insert(i.value.clone(), n);
+                }
+                IndicatorType::Url => {
+                    m.urls.insert(i.value.clone(), n);
+                }
+                kind => {
+                    m.exact.insert((kind, i.value.as_bytes().to_vec()), n);
+                }
+            }
+            m.indicators.push(i.clone());
+        }
+        m.subnets.sort_by_key(|(l, _)| *l);
+        m
+    }
+
+    /// The set's name.
+    pub fn set_name(&self) -> &str {
+        &self.set
+    }
+
+    /// The indicators matched (those not expired), as [`Hit::indicator`] indexes them.
+    pub fn indicators(&self) -> &[Indicator] {
+        &self.indicators
+    }
+
+    /// Whether it has indicators of `kind`.
+    pub fn has(&self, kind: IndicatorType) -> bool {
+        self.indicators.iter().any(|i| i.kind == kind)
+    }
+
+    /// The values of the indicators of `kind`.
+    pub fn values(&self, kind: IndicatorType) -> impl Iterator<Item = &str> {
+        self.indicators
+            .iter()
+            .filter(move |i| i.kind == kind)
+            .map(|i| i.value.as_str())
+    }
+
+    /// Which fields of `schema` are tested, by the match table over `concepts`.
+    pub fn plan_with(&self, schema: &Schema, concepts: &Concepts) -> SchemaPlan {
+        let mut checks: Vec<(usize, bool, Check)> = Vec::new();
+        let mut add = |f: usize, check: Check| {
+            if !checks.iter().any(|(g, _, c)| *g == f && *c == check) {
+                checks.push((f, schema.fields[f].ty.is_container(), check));
+            }
+        };
+        let concept_fields = |names: &[&str]| -> Vec<usize> {
+            names
+                .iter()
+                .flat_map(|n| concepts.fields_in(n, schema).unwrap_or_default())
+                .filter(|&f| f < schema.fields.len() && stringy(&schema.fields[f].ty))
+                .collect()
+        };
+        if self.has(IndicatorType::Addr) || self.has(IndicatorType::Subnet) {
+            for (f, field) in schema.fields.iter().enumerate() {
+                if addrish(&field.ty) {
+                    add(f, Check::Addr);
+                }
+            }
+        }
+        for kind in IndicatorType::ALL {
+            if !self.has(kind) {
+                continue;
+            }
+            let Target::Concepts(names) = target(kind) else {
+                continue;
+            };
+            for f in concept_fields(names) {
+                let check = match kind {
+                    IndicatorType::Domain => Check::Domain,
+                    IndicatorType::Url => Check::Url {
+                        host: concept_fields(&["net.domain"])
+                            .into_iter()
+                            .find(|&h| !schema.fields[h].ty.is_container()),
+                    },
+                    kind => Check::Exact(kind),
+                };
+                add(f, check);
+            }
+        }
+        checks.sort_by_key(|(f, ..)| *f);
+        let ts = schema.ts_index();
+        let mut read: Vec<usize> = checks.iter().map(|(f, ..)| *f).collect();
+        for (_, _, c) in &checks {
+            if let Check::Url { host: Some(h) } = c {
+                read.push(*h);
+            }
+        }
+        read.extend(ts);
+        read.sort_unstable();
+        read.dedup();
+        SchemaPlan { checks, ts, read }
+    }
+
+    /// [`Matcher::plan_with`] the active concepts.
+    pub fn plan(&self, schema: &Schema) -> SchemaPlan {
+        self.plan_with(schema, &concepts::active())
+    }
+
+    /// The matches of one encoded row of `schema` (planned as `plan`), appended to `out`;
+    /// returns the event's time (`ts`), if it has one.
+    pub fn match_row(
+        &self,
+        schema: &Schema,
+        plan: &SchemaPlan,
+        row: &[u8],
+        out: &mut Vec<Hit>,
+    ) -> Result<Option<i64>, DecodeError> {
+        if plan.checks.is_empty() {
+            return Ok(None);
+        }
+        let mut c = RowCursor::new(row);
+        c.row_header(schema.fields.len())?;
+        let mut values: Vec<(usize, ValueRef<'_>)> = Vec::with_capacity(plan.read.len());
+        let mut next = 0;
+        for &f in &plan.read {
+            c.skip_many(f - next)?;
+            values.push((f, c.read(&schema.fields[f].ty)?));
+            next = f + 1;
+        }
+        let get = |f: usize| values.iter().find(|(g, _)| *g == f).map(|(_, v)| v);
+        for &(f, _, check) in &plan.checks {
+            let Some(v) = get(f) else { continue };
+            let host = match check {
+                Check::Url { host: Some(h) } => match get(h) {
+                    Some(ValueRef::String(s)) => Some(*s),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let mut each = |v: &ValueRef<'_>| self.match_value(check, host, f, v, out);
+            match v {
+                ValueRef::List(items) => items.iter().for_each(&mut each),
+                v => each(v),
+            }
+        }
+        Ok(plan.ts.and_then(|t| match get(t) {
+            Some(ValueRef::Time(ns)) => Some(*ns),
+            _ => None,
+        }))
+    }
+
+    /// The matches of every row of `batch`, in row order: what live matching calls on each
+    /// batch before it commits (plans are cached by the caller per schema in a loop; this
+    /// plans the batch's schema once).
+    pub fn match_batch(&self, batch: &crate::batch::Batch) -> Result<Vec<BatchHit>, DecodeError> {
+        let schema = batch.schema();
+        let plan = self.plan(schema);
+        let mut out = Vec::new();
+        if plan.is_empty() {
+            return Ok(out);
+        }
+        let mut hits = Vec::new();
+        for (row, bytes) in batch.rows().enumerate() {
+            hits.clear();
+            let time = self.match_row(schema, &plan, bytes, &mut hits)?;
+            out.extend(hits.drain(..).map(|hit| BatchHit {
+                row,
+                id: batch.id() + row as u64,
+                time,
+                hit,
+            }));
+        }
+        Ok(out)
+    }
+
+    fn match_value(
+        &self,
+        check: Check,
+        host: Option<&[u8]>,
+        field: usize,
+        v: &ValueRef<'_>,
+        out: &mut Vec<Hit>,
+    ) {
+        let mut hit = |indicator: usize, value: String| {
+            out.push(Hit {
+                indicator,
+                field,
+                value,
+            })
+        };
+        match (check, v) {
+            (Check::Addr, ValueRef::Addr(a)) => {
+                let bits = to_bits(*a);
+                let text = || canonical_ip(*a).to_string();
+                if let Some(&i) = self.addrs.get(&bits) {
+                    hit(i, text());
+                }
+                for (len, nets) in &self.subnets {
+                    if let Some(&i) = nets.get(&(bits & mask(*len))) {
+                        hit(i, text());
+                    }
+                }
+            }
+            (Check::Domain, ValueRef::String(s)) => {
+                if self.domains.is_empty() {
+                    return;
+                }
+                let text = String::from_utf8_lossy(s);
+                let lower = text.trim_end_matches('.').to_ascii_lowercase();
+                let mut rest = lower.as_str();
+                loop {
+                    if let Some(&i) = self.domains.get(rest) {
+                        hit(i, text.to_string());
+                    }
+                    match rest.find('.') {
+                        Some(dot) => rest = &rest[dot + 1..],
+                        None => break,
+                    }
+                }
+            }
+            (Check::Url { .. }, ValueRef::String(s)) => {
+                let path = String::from_utf8_lossy(s);
+                let full = match host {
+                    Some(h) => format!("{}{path}", String::from_utf8_lossy(h).to_ascii_lowercase()),
+                    None => path.to_string(),
+                };
+                if let Some(&i) = self.urls.get(&full) {
+                    hit(i, full);
+                }
+            }
+            (Check::Exact(kind), ValueRef::String(s)) => {
+                let key: Vec<u8> = match kind {
+                    IndicatorType::Email => s.to_ascii_lowercase(),
+                    _ => s.to_vec(),
+                };
+                if let Some(&i) = self.exact.get(&(kind, key)) {
+                    hit(i, String::from_utf8_lossy(s).into_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Field;
+    use crate::value::{encode_row, Value};
+
+    fn set(items: &[(&str, IndicatorType)]) -> IndicatorSet {
+        let mut s = IndicatorSet::new("t").unwrap();
+        s.add(items.iter().map(|(v, t)| Indicator::new(v, *t).unwrap()));
+        s
+    }
+
+    fn schema() -> Schema {
+        let f = |n: &str, ty: Type| Field { name: n.into(), ty };
+        Schema::new(
+            "zeek.http",
+            vec![
+                f("ts", Type::Time),
+                f("id.orig_h", Type::Addr),
+                f("host", Type::String),
+                f("uri", Type::String),
+                f("user_agent", Type::String),
+            ],
+        )
+    }
+
+    fn row(orig: &str, host: &str, uri: &str, ua: &str) -> Vec<u8> {
+        let mut buf = Vec::new();
+        encode_row(
+            &[
+                Value::Time(5),
+                Value::Addr(orig.parse().unwrap()),
+                Value::String(host.as_bytes().to_vec()),
+                Value::String(uri.as_bytes().to_vec()),
+                Value::String(ua.as_bytes().to_vec()),
+            ],
+            &mut buf,
+        );
+        buf
+    }
+
+    #[test]
+    fn matches_each_rule_of_the_table() {
+        let s = set(&[
+            ("10.1.0.0/16", IndicatorType::Subnet),
+            ("10.1.2.3", IndicatorType::Addr),
+            ("evil.com", IndicatorType::Domain),
+            ("evil.com/x?y", IndicatorType::Url),
+            ("BadBot/1.0", IndicatorType::Software),
+        ]);
+        let m = Matcher::new(&s, 0);
+        let schema = schema();
+        let plan = m.plan(&schema);
+        assert_eq!(plan.checks.len(), 4, "{plan:?}");
+        let mut out = Vec::new();
+        let ts = m
+            .match_row(
+                &schema,
+                &plan,
+                &row("10.1.2.3", "A.Evil.com", "/x?y", "BadBot/1.0"),
+                &mut out,
+            )
+            .unwrap();
+        assert_eq!(ts, Some(5));
+        let got: Vec<&str> = out
+            .iter()
+            .map(|h| m.indicators()[h.indicator].value.as_str())
+            .collect();
+        assert_eq!(
+            got,
+            vec!["10.1.2.3", "10.1.0.0/16", "evil.com", "BadBot/1.0"]
+        );
+        out.clear();
+        m.match_row(
+            &schema,
+            &plan,
+            &row("10.2.0.1", "notevil.com", "/x?y", "x"),
+            &mut out,
+        )
+        .unwrap();
+        assert!(out.is_empty(), "{out:?}");
+        out.clear();
+        m.match_row(
+            &schema,
+            &plan,
+            &row("10.2.0.1", "evil.com", "/x?y", "x"),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out.len(), 2, "domain and URL: {out:?}");
+    }
+
+    #[test]
+    fn matches_a_whole_batch_with_its_ids() {
+        let s = set(&[("evil.com", IndicatorType::Domain)]);
+        let m = Matcher::new(&s, 0);
+        let mut b = crate::batch::BatchBuilder::new(schema().into_shared());
+        for host in ["x.evil.com", "good.org", "EVIL.com"] {
+            let row = row("10.0.0.1", host, "/", "ua");
+            let values = crate::value::decode_row(
+                &row,
+                &schema()
+                    .fields
+                    .iter()
+                    .map(|f| f.ty.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let mut enc = b.begin_row();
+            for v in &values {
+                enc.value(v);
+            }
+            b.finish_row(Some(5));
+        }
+        let mut batch = b.finish();
+        batch.set_id(100);
+        let got: Vec<(usize, u64)> = m
+            .match_batch(&batch)
+            .unwrap()
+            .iter()
+            .map(|h| (h.row, h.id))
+            .collect();
+        assert_eq!(got, vec![(0, 100), (2, 102)]);
+    }
+
+    #[test]
+    fn expired_indicators_do_not_match() {
+        let mut s = IndicatorSet::new("t").unwrap();
+        let mut i = Indicator::new("10.1.2.3", IndicatorType::Addr).unwrap();
+        i.valid_until = Some(100);
+        s.add([i]);
+        assert_eq!(Matcher::new(&s, 99).indicators().len(), 1);
+        assert!(Matcher::new(&s, 100).indicators().is_empty());
+    }
+}
