@@ -6,6 +6,8 @@
 #   BASELINE=/tmp/weir-old bench/compare.sh   also runs every weir case with that binary (built
 #                             from an earlier commit), interleaved, and prints the ratios
 #   SKIP_DUCKDB=1             leaves DuckDB out
+#   EVE_FLOWS=2600000         flows of the Suricata EVE rows (default 2,600,000: about 5 M
+#                             events); EVE_FLOWS=0 leaves them out
 #
 # The workload comes from ../shared/data/zeek (or $WEIR_CORPUS); without it, from the repo's own
 # generator (examples/generate.rs) with the same event count. Work files go to $BENCH_DIR
@@ -109,6 +111,37 @@ elif python3 -c 'import duckdb' 2>/dev/null; then
   run "duckdb read_csv -> parquet (gzip)" "python3 -c \"import duckdb; duckdb.sql(\\\"$q\\\")\""
 else
   echo "note: python3 duckdb not importable: DuckDB skipped"
+fi
+
+# Suricata EVE (issue 57): the generator's sensor data (examples/generate --sensor: flow,
+# dns, http, tls, fileinfo, alert, anomaly, stats), gzipped; weir against DuckDB's
+# read_json into its native table (a database file) and into zstd Parquet.
+EVE_FLOWS=${EVE_FLOWS:-2600000}
+if [ "$EVE_FLOWS" -gt 0 ]; then
+  eve="$work/eve$EVE_FLOWS.json.gz"
+  if [ ! -s "$eve" ]; then
+    "$target/release/examples/generate" --events "$EVE_FLOWS" --sensor "$work/sensor$EVE_FLOWS"
+    gzip -c "$work/sensor$EVE_FLOWS/eve.json" > "$eve.tmp" && mv "$eve.tmp" "$eve"
+    rm -rf "$work/sensor$EVE_FLOWS"
+  fi
+  eve_events=$(gzip -dc "$eve" | wc -l)
+  echo
+  echo "EVE workload: $eve ($(du -h "$eve" | cut -f1) gzip, $eve_events events)"
+  saved=$events; events=$eve_events
+  run "weir import (EVE, gzip file)" "'$weir' import --quiet --from suricata --db '$work/db' '$eve'"
+  eve_archive=$(du -sk "$work/db" | cut -f1)
+  if [ -z "${SKIP_DUCKDB:-}" ] && python3 -c 'import duckdb' 2>/dev/null; then
+    qt="CREATE TABLE eve AS SELECT * FROM read_json('$eve')"
+    run "duckdb read_json -> table (EVE)" "rm -f '$work/eve.duckdb'; python3 -c \"import duckdb; duckdb.connect('$work/eve.duckdb').execute(\\\"$qt\\\")\""
+    qp="COPY (SELECT * FROM read_json('$eve')) TO '$work/out.parquet' (FORMAT parquet, COMPRESSION zstd)"
+    run "duckdb read_json -> zstd parquet (EVE)" "python3 -c \"import duckdb; duckdb.sql(\\\"$qp\\\")\""
+    best=${MED["duckdb read_json -> table (EVE)"]}
+    other=${MED["duckdb read_json -> zstd parquet (EVE)"]}
+    if (( $(echo "$other < $best" | bc -l) )); then best=$other; fi
+    printf 'DuckDB (faster of the two) / weir (EVE):  %.2f (target >= 2)\n' "$(echo "$best / ${MED["weir import (EVE, gzip file)"]}" | bc -l)"
+  fi
+  printf 'weir archive / eve.json.gz (EVE):         %.2f (target <= 1)\n' "$(echo "$eve_archive / $(du -k "$eve" | cut -f1)" | bc -l)"
+  events=$saved
 fi
 
 echo
