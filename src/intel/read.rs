@@ -1,6 +1,6 @@
 //! Readers of indicator files: Zeek Intel framework files, CSV, plain lists and STIX 2.1
 //! bundles ([`super::stix`]), their options and report in [`super::input`]. Each bad line is an error naming the file, the line and the
-//! value; under [`OnError::Skip`] it is counted and kept for the report instead.
+//! value; under [`crate::error::OnError::Skip`] it is counted and kept for the report instead.
 
 use super::indicator::{Indicator, IndicatorType, Meta};
 use super::input::{input_error, parse_until, IntelFormat, ReadOptions, ReadReport};
