@@ -940,7 +940,7 @@ mod tests {
                 }
             }
         }
-        let Bound::Or(v) = id_bound(Op::In, &L::List(vec![L::Count(1), L::Count(5)])) else {
+        let Bound::Or(v) = id_bound(Op::In, &L::List(vec![L::Count(1), L::Count(5)].into())) else {
             panic!()
         };
         assert_eq!(v.len(), 2);
@@ -960,7 +960,7 @@ mod tests {
         assert!(well_typed(
             &Type::Addr,
             Op::NotIn,
-            &L::List(vec![L::Addr([1, 1, 1, 1].into())])
+            &L::List(vec![L::Addr([1, 1, 1, 1].into())].into())
         ));
         assert!(well_typed(
             &Type::Vector(Box::new(Type::String)),

@@ -258,7 +258,11 @@ pub(crate) fn container(items: &[ValueRef<'_>], op: Op, lit: &Literal) -> bool {
     }
     match (op, lit) {
         (Op::Eq, Literal::List(want)) => {
-            items.len() == want.len() && items.iter().zip(want).all(|(v, w)| holds(v, Op::Eq, w))
+            items.len() == want.len()
+                && items
+                    .iter()
+                    .zip(want.iter())
+                    .all(|(v, w)| holds(v, Op::Eq, w))
         }
         (Op::Ni, x) => items.iter().any(|v| holds(v, Op::Eq, x)),
         (op, x) => items.iter().any(|v| holds(v, op, x)),

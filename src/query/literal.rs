@@ -8,8 +8,11 @@
 //! (`1k`, `1Mi`), signed ints (`+5`), ports with a protocol (`80/tcp`), durations with a unit
 //! (`1.5ms`, `2min`) and calendar times (`2009-11-18T08:00:21Z`, `2009-11-18+08:00`).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::net::IpAddr;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use regex::bytes::Regex;
 
@@ -44,7 +47,7 @@ pub enum Literal {
     /// `2009-11-18T08:00:21Z`, `now - 1d`: nanoseconds since the epoch.
     Time(i64),
     /// `[a, b, c]`.
-    List(Vec<Literal>),
+    List(ListItems),
     /// `nil`: no value. `field == nil` holds where the field is unset, `field != nil` where
     /// it is set (VAST's `nil`; Sigma's `null` and its negations need it).
     Nil,
@@ -111,6 +114,85 @@ impl fmt::Display for Literal {
             }
             Literal::Nil => f.write_str("nil"),
         }
+    }
+}
+
+/// The items of a list literal (`[a, b, c]`), with an index of its strings and addresses
+/// that a list of at least [`ListItems::INDEXED_FROM`] items builds on its first use, so that
+/// `field in [...]` with thousands of values (an indicator set's, a Sigma rule's) costs one
+/// hash lookup per value instead of one comparison per item. What the index means is
+/// [`super::holds`]'s to say (`in` on a list there); this file only builds it.
+#[derive(Clone, Default)]
+pub struct ListItems {
+    items: Vec<Literal>,
+    index: OnceLock<Arc<ListIndex>>,
+}
+
+/// The strings and addresses of a list, hashed, and where its patterns are.
+#[derive(Debug, Default)]
+pub(crate) struct ListIndex {
+    /// The bytes of each `Literal::String` item.
+    pub strings: HashSet<Vec<u8>>,
+    /// [`addr_bits`] of each `Literal::Addr` item (an IPv4 address as its IPv4-mapped form).
+    pub addrs: HashSet<u128>,
+    /// The positions of the `Literal::Pattern` items.
+    pub patterns: Vec<usize>,
+}
+
+impl ListItems {
+    /// Lists this long or longer are indexed; below, comparing item by item is as fast.
+    pub const INDEXED_FROM: usize = 8;
+
+    /// The items.
+    pub fn items(&self) -> &[Literal] {
+        &self.items
+    }
+
+    /// The list's index (built on the first call), or `None` for a short list.
+    pub(crate) fn index(&self) -> Option<&ListIndex> {
+        if self.items.len() < Self::INDEXED_FROM {
+            return None;
+        }
+        let index = self.index.get_or_init(|| {
+            let mut ix = ListIndex::default();
+            for (i, item) in self.items.iter().enumerate() {
+                match item {
+                    Literal::String(s) => {
+                        ix.strings.insert(s.clone());
+                    }
+                    Literal::Addr(a) => {
+                        ix.addrs.insert(addr_bits(*a));
+                    }
+                    Literal::Pattern(_) => ix.patterns.push(i),
+                    _ => {}
+                }
+            }
+            Arc::new(ix)
+        });
+        Some(index)
+    }
+}
+
+impl From<Vec<Literal>> for ListItems {
+    fn from(items: Vec<Literal>) -> ListItems {
+        ListItems {
+            items,
+            index: OnceLock::new(),
+        }
+    }
+}
+
+impl Deref for ListItems {
+    type Target = [Literal];
+
+    fn deref(&self) -> &[Literal] {
+        &self.items
+    }
+}
+
+impl fmt::Debug for ListItems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.items).finish()
     }
 }
 

@@ -155,7 +155,7 @@ pub use error::{ExprError, QueryError};
 pub use filter::{Filter, FilterConfig};
 pub use hints::whole_match_hints;
 pub use kernel::KernelError;
-pub use literal::{Literal, Pattern};
+pub use literal::{ListItems, Literal, Pattern};
 pub use names::{unknown_field, unknown_type_name, MAX_SUGGESTIONS, ZEEK_LOGS};
 pub use op::Op;
 pub use ops::{is_chain, Chain, ChainStats, Explain, Flow, QueryConfig, QueryTransform, Slice};

@@ -768,7 +768,7 @@ impl Parser<'_> {
         let mut items = Vec::new();
         if self.peek_tok() == Some(&Tok::ListClose) {
             self.i += 1;
-            return Ok(Literal::List(items));
+            return Ok(Literal::List(items.into()));
         }
         loop {
             let pos = self.here();
@@ -785,7 +785,7 @@ impl Parser<'_> {
                 Some(Tok::Comma) => self.i += 1,
                 Some(Tok::ListClose) => {
                     self.i += 1;
-                    return Ok(Literal::List(items));
+                    return Ok(Literal::List(items.into()));
                 }
                 _ => {
                     let msg = format!(
