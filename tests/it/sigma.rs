@@ -232,30 +232,23 @@ fn unsupported_features_are_positioned_errors_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     let rule = tmp.path().join("agg.yml");
-    std::fs::write(
-        &rule,
-        "title: many queries\nid: x\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|contains: evil\n  condition: sel | count() by id.orig_h > 10\n",
-    )
-    .unwrap();
     import(&db, &[Path::new("/dev/null")]);
-    let err = refused("count", &db, &rule);
-    assert!(
-        err.contains(&format!(
-            "{}:9: unsupported sigma feature: aggregation",
-            rule.display()
-        )),
-        "{err}"
-    );
-    std::fs::write(
-        &rule,
-        "title: t\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|utf16le: evil\n  condition: sel\n",
-    )
-    .unwrap();
-    let err = refused("export", &db, &rule);
-    assert!(
-        err.contains(":7: unsupported sigma feature: modifier `utf16le`"),
-        "{err}"
-    );
+    for (command, yaml, want) in [
+        (
+            "count",
+            "title: many queries\nid: x\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|contains: evil\n  condition: sel | count() by id.orig_h > 10\n",
+            format!("{}:9: unsupported sigma feature: aggregation", rule.display()),
+        ),
+        (
+            "export",
+            "title: t\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|utf16le: evil\n  condition: sel\n",
+            ":7: unsupported sigma feature: modifier `utf16le`".to_string(),
+        ),
+    ] {
+        std::fs::write(&rule, yaml).unwrap();
+        let err = refused(command, &db, &rule);
+        assert!(err.contains(&want), "{err}");
+    }
 }
 
 /// `nil`, which the rules' negations compile to, through the whole search: sealed segments,
