@@ -89,6 +89,11 @@ fn dns_archive(name: &str) -> (tempfile::TempDir, PathBuf, Value, PathBuf) {
     (tmp, rule, want, db)
 }
 
+/// `weir export --db DB --to json --sigma RULE`.
+fn export_sigma(db: &Path, rule: &Path) -> std::process::Output {
+    run(&["export", "--db", s(db), "--to", "json", "--sigma", s(rule)])
+}
+
 /// `weir COMMAND --db DB --sigma RULE`, which must refuse the rule (exit code 2): its stderr.
 fn refused(command: &str, db: &Path, rule: &Path) -> String {
     let out = run(&[command, "--db", s(db), "--sigma", s(rule)]);
@@ -157,16 +162,10 @@ fn every_shared_rule_matches_what_pysigma_matches() {
             summary.push(format!("{name}: refused by both"));
             continue;
         }
-        let out = run(&[
-            "export",
-            "--db",
-            s(&db),
-            "--to",
-            "json",
-            "--sigma",
-            s(&rule),
-        ]);
-        let text = ok(&out, &format!("weir export --sigma {name}"));
+        let text = ok(
+            &export_sigma(&db, &rule),
+            &format!("weir export --sigma {name}"),
+        );
         let got = uids(&text, |v, l| {
             assert!(
                 v["sigma.id"].is_string() && v["sigma.title"].is_string(),
@@ -391,18 +390,7 @@ fn category_dns_spans_zeek_and_suricata() {
     let db = tmp.path().join("db");
     import(&db, &[&log]);
     import(&db, &[&eve]);
-    let text = ok(
-        &run(&[
-            "export",
-            "--db",
-            s(&db),
-            "--to",
-            "json",
-            "--sigma",
-            s(&rule),
-        ]),
-        "weir export --sigma",
-    );
+    let text = ok(&export_sigma(&db, &rule), "weir export --sigma");
     let got: Vec<(String, String)> = text
         .lines()
         .map(|l| {
