@@ -53,36 +53,6 @@ enum FormatArg {
     Stix,
 }
 
-/// The types as `--type` takes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum TypeArg {
-    Addr,
-    Subnet,
-    Domain,
-    Url,
-    FileHash,
-    CertHash,
-    Software,
-    UserName,
-    Email,
-}
-
-impl TypeArg {
-    fn kind(self) -> IndicatorType {
-        match self {
-            TypeArg::Addr => IndicatorType::Addr,
-            TypeArg::Subnet => IndicatorType::Subnet,
-            TypeArg::Domain => IndicatorType::Domain,
-            TypeArg::Url => IndicatorType::Url,
-            TypeArg::FileHash => IndicatorType::FileHash,
-            TypeArg::CertHash => IndicatorType::CertHash,
-            TypeArg::Software => IndicatorType::Software,
-            TypeArg::UserName => IndicatorType::UserName,
-            TypeArg::Email => IndicatorType::Email,
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
@@ -96,8 +66,8 @@ struct AddArgs {
     #[arg(long = "set", value_name = "NAME")]
     set: String,
     /// The type of a list's values (and of CSV rows without a type).
-    #[arg(long = "type", value_enum, value_name = "TYPE")]
-    kind: Option<TypeArg>,
+    #[arg(long = "type", value_parser = choice::<IndicatorType>(), value_name = "TYPE")]
+    kind: Option<IndicatorType>,
     /// The files' format (default: recognized from the first line).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<FormatArg>,
@@ -230,7 +200,7 @@ fn add(args: AddArgs) -> anyhow::Result<()> {
             FormatArg::List => IntelFormat::List,
             FormatArg::Stix => IntelFormat::Stix,
         }),
-        kind: args.kind.map(TypeArg::kind),
+        kind: args.kind,
         on_error: args.on_error,
         valid_until: args.expire.map(|d| now_ns().saturating_add(ns_of(d.0))),
     };

@@ -38,7 +38,7 @@ use crate::codec::arrow::ArrowForm;
 use crate::codec::cells::{push_cells, Cell, CellKind, Controls};
 use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::codec::row_batches::{write_rows, RowBatches};
-use crate::codec::text_format::text_columns;
+use crate::codec::text_format::{same_columns, text_columns};
 use crate::types::SchemaRef;
 
 /// Writes events as CSV. See the module docs for the layout.
@@ -81,23 +81,6 @@ impl CsvWriter {
             text: Vec::new(),
             cells: Vec::new(),
             rows: RowBatches::new(ArrowForm::Exact),
-        }
-    }
-
-    /// Whether `schema`'s rows go on under the current header: the same column names (a
-    /// timeline of several schemas, `select #type, ...`, is one list).
-    fn same_schema(&self, schema: &SchemaRef) -> bool {
-        match &self.current {
-            Some(cur) => {
-                std::sync::Arc::ptr_eq(cur, schema)
-                    || (cur.fields.len() == schema.fields.len()
-                        && cur
-                            .fields
-                            .iter()
-                            .zip(&schema.fields)
-                            .all(|(a, b)| a.name == b.name))
-            }
-            None => false,
         }
     }
 
@@ -145,7 +128,7 @@ impl EventWriter for CsvWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        if !self.same_schema(schema) {
+        if !same_columns(self.current.as_ref(), schema) {
             self.open_section(schema, out);
         }
         for row in 0..batch.num_rows() {

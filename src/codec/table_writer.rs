@@ -46,7 +46,7 @@ use crate::codec::arrow::ArrowForm;
 use crate::codec::cells::{push_cells, push_text, Cell, CellKind, Controls};
 use crate::codec::event_writer::{EventWriter, WriteError};
 use crate::codec::row_batches::{write_rows, RowBatches};
-use crate::codec::text_format::text_columns;
+use crate::codec::text_format::{same_columns, text_columns};
 use crate::types::{SchemaRef, Type};
 
 /// Most rows in one block: the rows whose widths make the columns, held until printed.
@@ -154,23 +154,6 @@ impl TableWriter {
             header_ends: Vec::new(),
             widths: Vec::new(),
             rows_in: RowBatches::new(ArrowForm::Exact),
-        }
-    }
-
-    /// Whether `schema`'s rows go on under the current header: the same column names (a
-    /// timeline of several schemas, `select #type, ...`, is one list).
-    fn same_schema(&self, schema: &SchemaRef) -> bool {
-        match &self.current {
-            Some(cur) => {
-                std::sync::Arc::ptr_eq(cur, schema)
-                    || (cur.fields.len() == schema.fields.len()
-                        && cur
-                            .fields
-                            .iter()
-                            .zip(&schema.fields)
-                            .all(|(a, b)| a.name == b.name))
-            }
-            None => false,
         }
     }
 
@@ -454,7 +437,7 @@ impl EventWriter for TableWriter {
     ) -> Result<(), WriteError> {
         let columns = text_columns(schema, batch)?;
         for row in 0..batch.num_rows() {
-            if !self.same_schema(schema) {
+            if !same_columns(self.current.as_ref(), schema) {
                 self.print_block(out);
                 self.current = Some(schema.clone());
             }

@@ -32,7 +32,7 @@ use arrow_schema::{DataType, TimeUnit};
 use crate::codec::arrow::schema::interval_from_seconds;
 use crate::codec::event_writer::WriteError;
 use crate::codec::zeek::scalar::{push_decimal_ns, push_i64, push_u64};
-use crate::types::{Schema, Type};
+use crate::types::{Schema, SchemaRef, Type};
 
 /// How a text format writes containers.
 pub(crate) struct ListText {
@@ -162,6 +162,24 @@ impl<'a> TextColumn<'a> {
             TextColumn::Bytes(a) => a.is_valid(i),
             TextColumn::List(a, _) => a.is_valid(i),
         }
+    }
+}
+
+/// Whether `schema`'s rows go on under the header of `current` (the schema of the rows
+/// before): the same column names (a timeline of several schemas, `select #type, ...`, is one
+/// list). The header-per-schema formats (CSV, the table) start a new section otherwise.
+pub(crate) fn same_columns(current: Option<&SchemaRef>, schema: &SchemaRef) -> bool {
+    match current {
+        Some(cur) => {
+            std::sync::Arc::ptr_eq(cur, schema)
+                || (cur.fields.len() == schema.fields.len()
+                    && cur
+                        .fields
+                        .iter()
+                        .zip(&schema.fields)
+                        .all(|(a, b)| a.name == b.name))
+        }
+        None => false,
     }
 }
 

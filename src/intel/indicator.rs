@@ -9,6 +9,8 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
+use crate::setting::{Choice, ChoiceName};
+
 /// The kind of an indicator: Zeek's Intel framework's types (`Intel::ADDR`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -152,6 +154,39 @@ impl IndicatorType {
             IndicatorType::Software | IndicatorType::UserName => Ok(value.to_string()),
         }
     }
+}
+
+/// `--type` of `weir intel add`: weir's names with `-` for `_` (`file-hash`), the command
+/// line's spelling of words; [`IndicatorType::name`], `Display` and serde keep `file_hash`.
+impl Choice for IndicatorType {
+    const WHAT: &'static str = "indicator type";
+    const CHOICES: &'static [ChoiceName<IndicatorType>] = &[
+        ChoiceName::new("addr", IndicatorType::Addr, "an IPv4 or IPv6 address"),
+        ChoiceName::new("subnet", IndicatorType::Subnet, "a network, 10.0.0.0/8"),
+        ChoiceName::new(
+            "domain",
+            IndicatorType::Domain,
+            "a domain name, matching its subdomains too",
+        ),
+        ChoiceName::new("url", IndicatorType::Url, "a URL without its scheme"),
+        ChoiceName::new(
+            "file-hash",
+            IndicatorType::FileHash,
+            "a file hash (MD5, SHA-1 or SHA-256, hex)",
+        ),
+        ChoiceName::new(
+            "cert-hash",
+            IndicatorType::CertHash,
+            "a certificate hash (hex)",
+        ),
+        ChoiceName::new(
+            "software",
+            IndicatorType::Software,
+            "a software name, as an HTTP User-Agent",
+        ),
+        ChoiceName::new("user-name", IndicatorType::UserName, "a user name"),
+        ChoiceName::new("email", IndicatorType::Email, "an email address"),
+    ];
 }
 
 impl fmt::Display for IndicatorType {

@@ -11,6 +11,7 @@
 //! through, so the matches are the matcher's alone.
 
 use crate::query::context::archive_schemas;
+use crate::query::literal::quote;
 use crate::query::{Query, QueryError, SearchStats};
 use crate::store::Archive;
 use crate::types::{Schema, SchemaRef};
@@ -53,24 +54,6 @@ pub struct Sighting {
     pub value: String,
     /// The indicator.
     pub indicator: Indicator,
-}
-
-/// A string literal of the query language.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// `F in [a, b]`, or `F != nil` past [`PREFILTER_VALUES`] (and for containers).

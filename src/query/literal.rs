@@ -196,6 +196,26 @@ impl fmt::Debug for ListItems {
     }
 }
 
+/// `s` as a string literal of the expression language: `"..."` with `\"`, `\\` and `\xHH`
+/// for the control characters; every other character as it is.
+pub(crate) fn quote(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\x7f' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// A number of any of the three numeric types, compared across them by value.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Number {
@@ -617,6 +637,14 @@ fn days_in_month(y: i64, m: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_strings_parse_back_to_the_same_text() {
+        let text = "a\"b\\c\td\u{7f}é/\u{1}";
+        let q = crate::query::Query::parse(&format!("uid == {}", quote(text))).unwrap();
+        let p = &q.expr().unwrap().predicates()[0];
+        assert!(matches!(&p.value, Literal::String(s) if s == text.as_bytes()));
+    }
 
     fn lit(w: &str) -> String {
         parse_word(w, 0).map_or("none".into(), |l| format!("{}:{l}", l.type_name()))

@@ -35,6 +35,8 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::types::{Schema, Type};
 
+use super::literal::quote;
+
 /// Why a rule cannot be a query. Each names the rule's file and the line of the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum SigmaError {
@@ -445,24 +447,6 @@ pub fn archive_expression(
         }
         r.expression
     }))
-}
-
-/// A weir string literal of `s`.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\x7f' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// A weir pattern literal of the regex `re` (wrapped in a group, so it never ends in a

@@ -40,37 +40,42 @@ fn query(i: u64) -> String {
     }
 }
 
-fn conn_log() -> String {
+/// A Zeek TSV log of `path` with `N` rows: `ts` (from `T0`, a second apart), `uid`
+/// (`{uid}{i}`), `id.*` (from `10.0.0.{i % 9}` port `port + i` to `192.168.1.1:53`), `proto`
+/// and one more field, `name` of type `ty`; row `i`'s values of these two are `tail(i)`.
+fn log(
+    path: &str,
+    uid: char,
+    port: u64,
+    (name, ty): (&str, &str),
+    tail: impl Fn(u64) -> (String, String),
+) -> String {
     let mut s = format!(
-        "{HEADER}#path\tconn\n#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\torig_bytes\n#types\ttime\tstring\taddr\tport\taddr\tport\tenum\tcount\n"
+        "{HEADER}#path\t{path}\n#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\t{name}\n#types\ttime\tstring\taddr\tport\taddr\tport\tenum\t{ty}\n"
     );
     for i in 0..N {
+        let (proto, value) = tail(i);
         s.push_str(&format!(
-            "{}.000000\tC{i}\t10.0.0.{}\t{}\t192.168.1.1\t53\t{}\t{}\n",
+            "{}.000000\t{uid}{i}\t10.0.0.{}\t{}\t192.168.1.1\t53\t{proto}\t{value}\n",
             T0 + i,
             i % 9,
-            40_000 + i,
-            ["udp", "tcp", "tcp", "icmp"][i as usize % 4],
-            i * 10
+            port + i,
         ));
     }
     s
 }
 
+fn conn_log() -> String {
+    log("conn", 'C', 40_000, ("orig_bytes", "count"), |i| {
+        let proto = ["udp", "tcp", "tcp", "icmp"][i as usize % 4];
+        (proto.to_string(), (i * 10).to_string())
+    })
+}
+
 fn dns_log() -> String {
-    let mut s = format!(
-        "{HEADER}#path\tdns\n#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\tquery\n#types\ttime\tstring\taddr\tport\taddr\tport\tenum\tstring\n"
-    );
-    for i in 0..N {
-        s.push_str(&format!(
-            "{}.000000\tD{i}\t10.0.0.{}\t{}\t192.168.1.1\t53\tudp\t{}\n",
-            T0 + i,
-            i % 9,
-            50_000 + i,
-            query(i)
-        ));
-    }
-    s
+    log("dns", 'D', 50_000, ("query", "string"), |i| {
+        ("udp".to_string(), query(i))
+    })
 }
 
 /// An archive of the conn and dns logs, written to `dir`.

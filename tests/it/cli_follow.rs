@@ -23,7 +23,7 @@ use std::time::Duration;
 use common::cli::{export_json, run, s, text};
 use common::conn_log::row;
 use common::follow::{append, check_verify, count, follow, log_header, stop, streams, wait_count};
-use common::rng::Rng;
+use common::rng::{kills_from_env, Rng};
 
 /// Kills in the loop by default (CI); `WEIR_FOLLOW_KILLS` overrides it.
 const KILLS: u64 = 3;
@@ -263,10 +263,7 @@ fn follow_refuses_stdin() {
 /// make kills land between the WAL records of batches cut across reads and segments.
 #[test]
 fn follow_survives_sigkill_at_random_moments() {
-    let kills: u64 = std::env::var("WEIR_FOLLOW_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(KILLS);
+    let kills = kills_from_env("WEIR_FOLLOW_KILLS", KILLS);
     let mut rng = Rng::from_env("WEIR_FOLLOW_SEED");
     let seed = rng.0;
     let tmp = tempfile::tempdir().unwrap();

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use common::cli::{export_json, info, ok, run, run_with_stdin, s, text, weir};
 use common::conn_log::{self, check_event, numbers};
 use common::gz::{gzip, gzip_members};
-use common::rng::Rng;
+use common::rng::{kills_from_env, Rng};
 
 /// Kills in the loop by default (CI); `WEIR_IMPORT_KILLS` overrides it.
 const KILLS: u64 = 4;
@@ -120,10 +120,7 @@ fn run_until(args: &[String], delay: Duration, log: &Path) -> Option<String> {
 /// once, in file order; after each kill, a prefix of them.
 #[test]
 fn import_resumes_after_sigkill_at_random_moments() {
-    let kills: u64 = std::env::var("WEIR_IMPORT_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(KILLS);
+    let kills = kills_from_env("WEIR_IMPORT_KILLS", KILLS);
     let mut rng = Rng::from_env("WEIR_IMPORT_SEED");
     let seed = rng.0;
     let tmp = tempfile::tempdir().unwrap();

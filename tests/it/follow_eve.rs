@@ -16,16 +16,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::cli::{export_json, s};
-use common::follow::{append, count, follow, stop, CATCH_UP};
+use common::cli::{export_json, s, stderr_of};
+use common::follow::{append, follow, stop, wait_running_with};
 use common::gz::gzip;
-use common::rng::Rng;
+use common::rng::{kills_from_env, Rng};
 
 /// Kills of the loop in CI.
 const KILLS: u64 = 12;
@@ -218,33 +217,13 @@ fn check_once(db: &Path, written: u64, all: bool, seed: u64) {
     }
 }
 
-/// Waits until the archive holds `n` events (then checks no more), failing with the
-/// follower's stderr if it exits or the wait times out.
+/// [`wait_running_with`], saying which events are missing and the seed.
 fn wait_running(db: &Path, n: u64, child: &mut Child, seed: u64) {
-    let t0 = Instant::now();
-    loop {
-        let got = count(db);
-        if got >= n {
-            assert_eq!(count(db), n, "more events than written");
-            return;
-        }
-        let done = child.try_wait().unwrap();
-        if done.is_some() || t0.elapsed() > CATCH_UP {
-            let _ = child.kill();
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            let ids = flow_ids(db);
-            let missing: Vec<u64> = (0..n).filter(|k| !ids.contains_key(k)).collect();
-            let runs = runs(&missing);
-            panic!("waiting for {n} events: {got} ({done:?}), missing {runs} (seed {seed}): {err}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_running_with(db, n, child, || {
+        let ids = flow_ids(db);
+        let missing: Vec<u64> = (0..n).filter(|k| !ids.contains_key(k)).collect();
+        format!(", missing {} (seed {seed})", runs(&missing))
+    });
 }
 
 /// `ids` (sorted) as runs `a-b`, at most 20.
@@ -276,10 +255,7 @@ fn eve_follow_kill_loop_with_dated_rotation() {
 /// by copy and truncate, at random) with `naming`, also while weir is down; at the end every
 /// event is in the archive once, typed.
 fn kill_loop(naming: Naming) {
-    let kills: u64 = std::env::var("WEIR_EVE_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(KILLS);
+    let kills = kills_from_env("WEIR_EVE_KILLS", KILLS);
     let mut rng = Rng::from_env("WEIR_EVE_SEED");
     let seed = rng.0;
     let t0 = Instant::now();
@@ -323,8 +299,7 @@ fn kill_loop(naming: Naming) {
         child.wait().unwrap();
         if let Ok(log) = std::env::var("WEIR_EVE_LOG") {
             // Diagnostics: what the follower said (with `-v` in WEIR_EVE_ARGS).
-            let mut err = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            let err = stderr_of(&mut child);
             append(
                 Path::new(&log),
                 &format!("== run (written {})\n{err}", sensor.written),

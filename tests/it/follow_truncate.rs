@@ -14,15 +14,15 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::cli::{export_json, run, s, text};
 use common::conn_log::{self, check_event, numbers, row};
-use common::follow::{append, count, follow, log_header, stop, streams, CATCH_UP};
-use common::rng::Rng;
+use common::follow::{append, follow, log_header, stop, streams, wait_running};
+use common::rng::{kills_from_env, Rng};
 
 /// The events of the archive (their numbers), each checked for its values.
 fn events(db: &Path) -> Vec<u64> {
@@ -78,41 +78,6 @@ const STRIDE: u64 = 1_000_000;
 /// Rows `range` of log `k`.
 fn rows(k: u64, range: std::ops::Range<u64>) -> String {
     range.map(|i| row(k * STRIDE + i)).collect()
-}
-
-/// Waits until the archive holds `n` events; fails at once if `child` exited (with its
-/// stderr), and after [`CATCH_UP`] otherwise.
-fn wait_running(db: &Path, n: u64, child: &mut Child) {
-    let t0 = Instant::now();
-    loop {
-        let got = count(db);
-        if got >= n {
-            assert_eq!(count(db), n, "more events than written");
-            return;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("weir import --follow exited ({status}) with {got} of {n} events: {err}");
-        }
-        if t0.elapsed() > CATCH_UP {
-            child.kill().unwrap();
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("timed out waiting for {n} events: {got} after {CATCH_UP:?}: {err}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Checks that log `name_k` holds exactly rows `0..n` of log `k`, in order, for each `(k, n)`.
@@ -451,10 +416,7 @@ fn check_once(db: &Path, written: &[u64; LOGS], all: bool, seed: u64) {
 /// written event is in the archive exactly once (the look-alikes' common rows once per file).
 #[test]
 fn follow_kill_loop_with_copy_truncate_and_holes() {
-    let kills: u64 = std::env::var("WEIR_TRUNC_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(KILLS);
+    let kills = kills_from_env("WEIR_TRUNC_KILLS", KILLS);
     let mut rng = Rng::from_env("WEIR_TRUNC_SEED");
     let seed = rng.0;
     let t0 = Instant::now();

@@ -58,7 +58,7 @@ use common::conn_log::row;
 use common::follow::{
     append, check_verify, count, follow_command, log_header, sigterm, streams, CATCH_UP,
 };
-use common::rng::Rng;
+use common::rng::{kills_from_env, Rng};
 
 /// Kills per test by default (CI); `WEIR_ZEEKCTL_KILLS` overrides it.
 const KILLS: u64 = 4;
@@ -560,10 +560,7 @@ fn not_found_warnings(runs: &[Run]) -> Vec<(String, u64)> {
 
 fn zeekctl(patterns: Patterns) {
     let t0 = Instant::now();
-    let kills: u64 = std::env::var("WEIR_ZEEKCTL_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(KILLS);
+    let kills = kills_from_env("WEIR_ZEEKCTL_KILLS", KILLS);
     let mut rng = Rng::from_env("WEIR_ZEEKCTL_SEED");
     let seed = rng.0;
     assert_eq!(stamp(0), "2009-11-18-08-00-00");

@@ -6,6 +6,9 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
 
 use crate::common::cli::{ok, run, s, text};
 use crate::common::rng::Rng;
@@ -88,15 +91,58 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
-/// `weir intel show`: (type, value) of each indicator, and the lines.
-fn show(db: &Path, set: &str) -> Vec<serde_json::Value> {
-    let out = ok(&run(&["intel", "show", "--db", s(db), set]), "intel show");
-    out.lines()
+/// Each line of `text` as JSON.
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
-fn pairs(lines: &[serde_json::Value]) -> Vec<(String, String)> {
+/// `weir intel show`: (type, value) of each indicator, and the lines.
+fn show(db: &Path, set: &str) -> Vec<Value> {
+    json_lines(&ok(
+        &run(&["intel", "show", "--db", s(db), set]),
+        "intel show",
+    ))
+}
+
+/// `weir intel add --db DB --set SET ARGS FILE`.
+fn add(db: &Path, set: &str, args: &[&str], file: &Path) -> Output {
+    let mut all = vec!["intel", "add", "--db", s(db), "--set", set];
+    all.extend(args);
+    all.push(s(file));
+    run(&all)
+}
+
+/// `weir intel match --db DB --to json SET`.
+fn match_json(db: &Path, set: &str) -> Output {
+    run(&["intel", "match", "--db", s(db), "--to", "json", set])
+}
+
+/// What `weir intel list` prints, which must succeed.
+fn list_sets(db: &Path) -> String {
+    ok(&run(&["intel", "list", "--db", s(db)]), "list")
+}
+
+/// `weir import` of `log` into `db`, which must succeed.
+fn import(db: &Path, log: &Path) {
+    ok(&run(&["import", "--db", s(db), s(log)]), "import");
+}
+
+/// (event ID, field) of each match that `weir intel match --to json` printed.
+fn id_fields(out: &str) -> Vec<(u64, String)> {
+    json_lines(out)
+        .iter()
+        .map(|v| {
+            (
+                v["id"].as_u64().unwrap(),
+                v["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(lines: &[Value]) -> Vec<(String, String)> {
     lines
         .iter()
         .map(|v| {
@@ -112,10 +158,7 @@ fn pairs(lines: &[serde_json::Value]) -> Vec<(String, String)> {
 fn reads_a_zeek_intel_file_as_zeeks_docs_show_it() {
     let (dir, db) = db_dir();
     let f = write(dir.path(), "intel.dat", ZEEK_INTEL);
-    ok(
-        &run(&["intel", "add", "--db", s(&db), "--set", "zeek", s(&f)]),
-        "add",
-    );
+    ok(&add(&db, "zeek", &[], &f), "add");
     let lines = show(&db, "zeek");
     assert_eq!(
         pairs(&lines),
@@ -129,7 +172,7 @@ fn reads_a_zeek_intel_file_as_zeeks_docs_show_it() {
         lines[1]["meta"]["description"],
         "Name used for data exfiltration"
     );
-    let list = ok(&run(&["intel", "list", "--db", s(&db)]), "list");
+    let list = list_sets(&db);
     assert!(list.starts_with("zeek\tversion 1\t2 indicators"), "{list}");
 }
 
@@ -137,7 +180,7 @@ fn reads_a_zeek_intel_file_as_zeeks_docs_show_it() {
 fn reads_stix_bundles_and_reports_what_it_skips() {
     let (dir, db) = db_dir();
     let f = write(dir.path(), "bundle.json", STIX);
-    let out = run(&["intel", "add", "--db", s(&db), "--set", "stix", s(&f)]);
+    let out = add(&db, "stix", &[], &f);
     ok(&out, "add");
     let err = text(&out.stderr);
     assert!(err.contains("4 STIX indicators not read"), "{err}");
@@ -185,12 +228,9 @@ fn reads_csv_and_lists() {
          Evil.COM,domain,acme,,,2099-01-01T00:00:00Z\n",
     );
     let list = write(dir.path(), "ips.txt", "# C2\n192.0.2.1\n\n192.0.2.2\n");
-    ok(
-        &run(&["intel", "add", "--db", s(&db), "--set", "mix", s(&csv)]),
-        "csv",
-    );
+    ok(&add(&db, "mix", &[], &csv), "csv");
     // A list needs --type.
-    let out = run(&["intel", "add", "--db", s(&db), "--set", "mix", s(&list)]);
+    let out = add(&db, "mix", &[], &list);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("--type"),
@@ -198,25 +238,13 @@ fn reads_csv_and_lists() {
         text(&out.stderr)
     );
     ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "mix",
-            "--type",
-            "addr",
-            "--format",
-            "list",
-            s(&list),
-        ]),
+        &add(&db, "mix", &["--type", "addr", "--format", "list"], &list),
         "list",
     );
     let lines = show(&db, "mix");
     assert_eq!(lines.len(), 4);
     assert_eq!(lines[2]["meta"]["description"], "internal, all of it");
-    let list = ok(&run(&["intel", "list", "--db", s(&db)]), "list");
+    let list = list_sets(&db);
     assert!(
         list.contains("version 2\t4 indicators\taddr=2 subnet=1 domain=1"),
         "{list}"
@@ -230,7 +258,7 @@ fn bad_input_is_positioned_and_skippable() {
         "{ZEEK_INTEL}10.0.0.300\tIntel::ADDR\tsrc\tbad address\t-\nx.org\tIntel::BOGUS\tsrc\t-\t-\nonly\ttwo\n"
     );
     let f = write(dir.path(), "intel.dat", &text_in);
-    let out = run(&["intel", "add", "--db", s(&db), "--set", "z", s(&f)]);
+    let out = add(&db, "z", &[], &f);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
@@ -241,17 +269,7 @@ fn bad_input_is_positioned_and_skippable() {
         !db.join("intel/z.json").exists(),
         "a failed add stores nothing"
     );
-    let out = run(&[
-        "intel",
-        "add",
-        "--db",
-        s(&db),
-        "--set",
-        "z",
-        "--on-error",
-        "skip",
-        s(&f),
-    ]);
+    let out = add(&db, "z", &["--on-error", "skip"], &f);
     ok(&out, "skip");
     let err = text(&out.stderr);
     assert!(
@@ -266,17 +284,7 @@ fn bad_input_is_positioned_and_skippable() {
         "b.json",
         "{\"type\": \"bundle\",\n\"objects\": [\n}",
     );
-    let out = run(&[
-        "intel",
-        "add",
-        "--db",
-        s(&db),
-        "--set",
-        "z",
-        "--format",
-        "stix",
-        s(&b),
-    ]);
+    let out = add(&db, "z", &["--format", "stix"], &b);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("b.json:3"),
@@ -289,27 +297,10 @@ fn bad_input_is_positioned_and_skippable() {
 fn the_same_indicator_twice_is_kept_once_and_versions_count_changes() {
     let (dir, db) = db_dir();
     let a = write(dir.path(), "a.txt", "10.0.0.1\n::ffff:10.0.0.1\n10.0.0.2\n");
-    let args = |f: &Path| -> Vec<String> {
-        [
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "s",
-            "--type",
-            "addr",
-            s(f),
-        ]
-        .iter()
-        .map(|x| x.to_string())
-        .collect()
-    };
-    let run_s = |v: Vec<String>| run(&v.iter().map(String::as_str).collect::<Vec<_>>());
-    ok(&run_s(args(&a)), "first");
-    ok(&run_s(args(&a)), "again");
+    ok(&add(&db, "s", &["--type", "addr"], &a), "first");
+    ok(&add(&db, "s", &["--type", "addr"], &a), "again");
     assert_eq!(show(&db, "s").len(), 2);
-    let list = ok(&run(&["intel", "list", "--db", s(&db)]), "list");
+    let list = list_sets(&db);
     assert!(
         list.starts_with("s\tversion 1\t"),
         "nothing changed, nothing written: {list}"
@@ -322,13 +313,13 @@ fn the_same_indicator_twice_is_kept_once_and_versions_count_changes() {
         pairs(&show(&db, "s")),
         vec![("addr".into(), "10.0.0.1".into())]
     );
-    let list = ok(&run(&["intel", "list", "--db", s(&db)]), "list");
+    let list = list_sets(&db);
     assert!(list.starts_with("s\tversion 2\t1 indicators"), "{list}");
     ok(
         &run(&["intel", "remove", "--db", s(&db), "--set", "s"]),
         "remove set",
     );
-    assert_eq!(ok(&run(&["intel", "list", "--db", s(&db)]), "list"), "");
+    assert_eq!(list_sets(&db), "");
     let out = run(&["intel", "show", "--db", s(&db), "s"]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -338,53 +329,17 @@ fn a_set_file_is_never_half_written() {
     let (dir, db) = db_dir();
     let a = write(dir.path(), "a.txt", "10.0.0.1\n");
     let b = write(dir.path(), "b.txt", "10.0.0.2\n");
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "s",
-            "--type",
-            "addr",
-            s(&a),
-        ]),
-        "a",
-    );
+    ok(&add(&db, "s", &["--type", "addr"], &a), "a");
     let before = std::fs::read(db.join("intel/s.json")).unwrap();
     // The temporary cannot be created (a directory is in its place): the write fails, and
     // the previous version stays whole.
     std::fs::create_dir(db.join("intel/.s.json.tmp")).unwrap();
-    let out = run(&[
-        "intel",
-        "add",
-        "--db",
-        s(&db),
-        "--set",
-        "s",
-        "--type",
-        "addr",
-        s(&b),
-    ]);
+    let out = add(&db, "s", &["--type", "addr"], &b);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert_eq!(std::fs::read(db.join("intel/s.json")).unwrap(), before);
     assert_eq!(show(&db, "s").len(), 1);
     std::fs::remove_dir(db.join("intel/.s.json.tmp")).unwrap();
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "s",
-            "--type",
-            "addr",
-            s(&b),
-        ]),
-        "b",
-    );
+    ok(&add(&db, "s", &["--type", "addr"], &b), "b");
     assert_eq!(show(&db, "s").len(), 2);
     // A torn file (a prefix) is refused as damaged, naming it, never read as a smaller set.
     let whole = std::fs::read(db.join("intel/s.json")).unwrap();
@@ -618,7 +573,7 @@ fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
         .as_nanos() as i64;
     let (events, logs) = generate(&mut rng, dir.path(), events_n, now);
     for log in &logs {
-        ok(&run(&["import", "--db", s(&db), s(log)]), "import");
+        import(&db, log);
     }
     // The indicators, some expired.
     let mut csv = String::from("indicator,type,source,valid_until\n");
@@ -641,20 +596,16 @@ fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
         }
     }
     let f = write(dir.path(), "feed.csv", &csv);
-    ok(
-        &run(&["intel", "add", "--db", s(&db), "--set", "feed", s(&f)]),
-        "intel add",
-    );
+    ok(&add(&db, "feed", &[], &f), "intel add");
     // Canonical values as weir stores them (subnets with host bits cleared are already).
     let mut args = vec!["intel", "match", "--db", s(&db), "--to", "json", "feed"];
     if since {
         args.extend(["--since", "90d"]);
     }
     let out = run(&args);
-    let got: BTreeSet<(u64, String, String, String)> = ok(&out, "intel match")
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+    let got: BTreeSet<(u64, String, String, String)> = json_lines(&ok(&out, "intel match"))
+        .iter()
+        .map(|v| {
             assert_eq!(v["set"], "feed");
             (
                 v["id"].as_u64().unwrap(),
@@ -723,27 +674,11 @@ fn many_indicators_prefilter_by_schema_only_and_still_match_exactly() {
 1258531222.0\tC2\t10.0.0.1\t1\t10.0.0.2\t53\tudp\tother.example\n"
     );
     let l = write(dir.path(), "dns.log", &log);
-    ok(&run(&["import", "--db", s(&db), s(&l)]), "import");
+    import(&db, &l);
     let names: String = (0..2000).map(|i| format!("host{i}.example\n")).collect();
     let f = write(dir.path(), "names.txt", &names);
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "big",
-            "--type",
-            "domain",
-            s(&f),
-        ]),
-        "add",
-    );
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "big"]),
-        "match",
-    );
+    ok(&add(&db, "big", &["--type", "domain"], &f), "add");
+    let out = ok(&match_json(&db, "big"), "match");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert!(lines[0].contains("\"indicator\":\"host7.example\"") && lines[0].contains("\"id\":0"));
@@ -753,80 +688,23 @@ fn many_indicators_prefilter_by_schema_only_and_still_match_exactly() {
         .chain(["10.0.0.2\n".to_string()])
         .collect();
     let f = write(dir.path(), "ips.txt", &ips);
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "ips",
-            "--type",
-            "addr",
-            s(&f),
-        ]),
-        "add",
-    );
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "ips"]),
-        "match",
-    );
+    ok(&add(&db, "ips", &["--type", "addr"], &f), "add");
+    let out = ok(&match_json(&db, "ips"), "match");
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(
         out.lines().all(|l| l.contains("\"field\":\"id.resp_h\"")),
         "{out}"
     );
     let f = write(dir.path(), "d.txt", "x.host7-a.example\nhost7.example\n");
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "hy",
-            "--type",
-            "domain",
-            s(&f),
-        ]),
-        "add",
-    );
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "hy"]),
-        "match",
-    );
+    ok(&add(&db, "hy", &["--type", "domain"], &f), "add");
+    let out = ok(&match_json(&db, "hy"), "match");
     assert_eq!(out.lines().count(), 1, "{out}");
     // More subnets than the pre-filter names: every address field need only be set.
     let nets: String = (0..100).map(|i| format!("10.{i}.0.0/16\n")).collect();
     let f = write(dir.path(), "nets.txt", &nets);
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "nets",
-            "--type",
-            "subnet",
-            s(&f),
-        ]),
-        "add",
-    );
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "nets"]),
-        "match",
-    );
-    let got: Vec<(u64, String)> = out
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["id"].as_u64().unwrap(),
-                v["field"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    ok(&add(&db, "nets", &["--type", "subnet"], &f), "add");
+    let out = ok(&match_json(&db, "nets"), "match");
+    let got = id_fields(&out);
     let want: Vec<(u64, String)> = [
         (0, "id.orig_h"),
         (0, "id.resp_h"),
@@ -845,17 +723,14 @@ fn expired_indicators_do_not_match() {
     let log =
         format!("{DNS_HEAD}1258531221.0\tC1\t10.0.0.1\t1\t10.0.0.2\t53\tudp\tx.evil.example\n");
     let l = write(dir.path(), "dns.log", &log);
-    ok(&run(&["import", "--db", s(&db), s(&l)]), "import");
+    import(&db, &l);
     let csv = write(
         dir.path(),
         "f.csv",
         "indicator,type,valid_until\nevil.example,domain,2020-01-01T00:00:00Z\n10.0.0.1,addr,2099-01-01T00:00:00Z\n",
     );
-    ok(
-        &run(&["intel", "add", "--db", s(&db), "--set", "f", s(&csv)]),
-        "add",
-    );
-    let out = run(&["intel", "match", "--db", s(&db), "--to", "json", "f"]);
+    ok(&add(&db, "f", &[], &csv), "add");
+    let out = match_json(&db, "f");
     let lines = ok(&out, "match");
     assert_eq!(lines.lines().count(), 1, "{lines}");
     assert!(lines.contains("\"indicator\":\"10.0.0.1\""), "{lines}");
@@ -867,29 +742,14 @@ fn expired_indicators_do_not_match() {
     // --expire: indicators without an expiry of their own expire that long from now.
     let list = write(dir.path(), "l.txt", "10.0.0.2\n");
     ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "g",
-            "--type",
-            "addr",
-            "--expire",
-            "30d",
-            s(&list),
-        ]),
+        &add(&db, "g", &["--type", "addr", "--expire", "30d"], &list),
         "add --expire",
     );
     let shown = show(&db, "g");
     let until = shown[0]["valid_until"].as_str().unwrap();
     let year: i32 = until[..4].parse().unwrap();
     assert!(year >= 2024, "{until}");
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "g"]),
-        "match g",
-    );
+    let out = ok(&match_json(&db, "g"), "match g");
     assert_eq!(out.lines().count(), 1, "{out}");
 }
 
@@ -907,7 +767,7 @@ fn hashes_match_through_the_concepts_and_a_concepts_file_extends_the_table() {
 1258531223.0\t0a1b2c\tCN=evil\n";
     for (name, log) in [("files.log", files), ("x509.log", x509)] {
         let l = write(dir.path(), name, log);
-        ok(&run(&["import", "--db", s(&db), s(&l)]), "import");
+        import(&db, &l);
     }
     let f = write(
         dir.path(),
@@ -918,28 +778,11 @@ ef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c\tIntel::FILE_HA
 0A1B2C\tIntel::CERT_HASH\tfeed\n\
 10.9.9.9\tIntel::ADDR\tfeed\n",
     );
-    ok(
-        &run(&["intel", "add", "--db", s(&db), "--set", "h", s(&f)]),
-        "add",
-    );
-    let fields = |out: &str| -> Vec<(u64, String)> {
-        out.lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                (
-                    v["id"].as_u64().unwrap(),
-                    v["field"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
-    };
+    ok(&add(&db, "h", &[], &f), "add");
     // The certificate hash has no shipped concept: not matched.
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "h"]),
-        "match",
-    );
+    let out = ok(&match_json(&db, "h"), "match");
     assert_eq!(
-        fields(&out),
+        id_fields(&out),
         vec![
             (0, "tx_hosts".into()),
             (0, "md5".into()),
@@ -963,7 +806,7 @@ ef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c\tIntel::FILE_HA
         "h",
     ]);
     assert_eq!(
-        fields(&ok(&out, "match with concepts"))[3..],
+        id_fields(&ok(&out, "match with concepts"))[3..],
         [(2, "fingerprint".to_string())]
     );
 }
@@ -972,20 +815,7 @@ ef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c\tIntel::FILE_HA
 fn sets_can_be_added_before_the_first_import() {
     let (dir, db) = db_dir();
     let l = write(dir.path(), "ips.txt", "10.0.0.1\n");
-    ok(
-        &run(&[
-            "intel",
-            "add",
-            "--db",
-            s(&db),
-            "--set",
-            "s",
-            "--type",
-            "addr",
-            s(&l),
-        ]),
-        "add",
-    );
+    ok(&add(&db, "s", &["--type", "addr"], &l), "add");
     let out = run(&["intel", "match", "--db", s(&db), "s"]);
     assert_eq!(
         out.status.code(),
@@ -999,23 +829,10 @@ fn sets_can_be_added_before_the_first_import() {
         &run(&["import", "--db", s(&db), s(&log)]),
         "import into a directory with sets",
     );
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "s"]),
-        "match",
-    );
+    let out = ok(&match_json(&db, "s"), "match");
     assert_eq!(out.lines().count(), 1, "{out}");
     // A directory that is neither: refused.
-    let out = run(&[
-        "intel",
-        "add",
-        "--db",
-        s(&dir.path().join("none")),
-        "--set",
-        "s",
-        "--type",
-        "addr",
-        s(&l),
-    ]);
+    let out = add(&dir.path().join("none"), "s", &["--type", "addr"], &l);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -1035,18 +852,11 @@ fn suricata_events_match_through_the_same_concepts() {
         "s.csv",
         "indicator,type\nevil.com,domain\nhttp://a.evil.com/x?y,url\nBadBot/1.0,software\n8.8.8.8,addr\n",
     );
-    ok(
-        &run(&["intel", "add", "--db", s(&db), "--set", "s", s(&f)]),
-        "add",
-    );
-    let out = ok(
-        &run(&["intel", "match", "--db", s(&db), "--to", "json", "s"]),
-        "match",
-    );
-    let got: BTreeSet<(u64, String, String)> = out
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+    ok(&add(&db, "s", &[], &f), "add");
+    let out = ok(&match_json(&db, "s"), "match");
+    let got: BTreeSet<(u64, String, String)> = json_lines(&out)
+        .iter()
+        .map(|v| {
             (
                 v["id"].as_u64().unwrap(),
                 v["type"].as_str().unwrap().to_string(),

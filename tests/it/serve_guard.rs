@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::cli::{s, text, weir};
+use crate::common::cli::{s, stderr_of, text, weir};
 use crate::serve::{answer, archive, chromium, get, post, request, serve, Answer};
 
 /// Sends `head` (lines without their CRLF; `Content-Length` added) and `body` over a new
@@ -225,20 +225,13 @@ fn refused(args: &[&str]) -> (Option<i32>, String) {
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            let mut err = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            let err = stderr_of(&mut child);
             let _ = child.wait();
             panic!("weir serve {args:?} started instead of refusing: {err}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     (child.wait().unwrap().code(), err)
 }
 

@@ -71,6 +71,68 @@ fn reference(rule: &Path, dir: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `weir import` of `logs` into `db`, which must succeed.
+fn import(db: &Path, logs: &[&Path]) {
+    let mut args = vec!["import", "--db", s(db)];
+    args.extend(logs.iter().map(|p| s(p)));
+    ok(&run(&args), "weir import");
+}
+
+/// The reference's events of the shared rule `name` (a rule of Zeek's dns log) in a new
+/// archive: the temporary directory, the rule's path, the reference's verdict, the archive.
+fn dns_archive(name: &str) -> (tempfile::TempDir, PathBuf, Value, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let rule = rules_dir().join(name);
+    let want = reference(&rule, tmp.path());
+    let db = tmp.path().join("db");
+    import(&db, &[&tmp.path().join("dns.log")]);
+    (tmp, rule, want, db)
+}
+
+/// `weir export --db DB --to json --sigma RULE`.
+fn export_sigma(db: &Path, rule: &Path) -> std::process::Output {
+    run(&["export", "--db", s(db), "--to", "json", "--sigma", s(rule)])
+}
+
+/// `weir COMMAND --db DB --sigma RULE`, which must refuse the rule (exit code 2): its stderr.
+fn refused(command: &str, db: &Path, rule: &Path) -> String {
+    let out = run(&[command, "--db", s(db), "--sigma", s(rule)]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "weir {command} must refuse {}",
+        rule.display()
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The uids of the reference's matches, sorted.
+fn expected_uids(want: &Value) -> Vec<String> {
+    let mut expected: Vec<String> = want["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    expected.sort();
+    expected
+}
+
+/// The `uid` of each JSON line of `text`, sorted; `check` is given each line (parsed, and as
+/// text) first.
+fn uids(text: &str, check: impl Fn(&Value, &str)) -> Vec<String> {
+    let mut got: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            check(&v, l);
+            v["uid"].as_str().unwrap().to_string()
+        })
+        .collect();
+    got.sort();
+    got
+}
+
 #[test]
 fn every_shared_rule_matches_what_pysigma_matches() {
     if !reference_present() {
@@ -87,15 +149,11 @@ fn every_shared_rule_matches_what_pysigma_matches() {
             .filter(|p| p.extension().is_some_and(|x| x == "log"))
             .collect();
         let db = tmp.path().join("db");
-        let mut args = vec!["import", "--db", s(&db)];
-        args.extend(logs.iter().map(|p| s(p)));
-        ok(&run(&args), "weir import");
+        import(&db, &logs.iter().map(PathBuf::as_path).collect::<Vec<_>>());
         let name = rule.file_name().unwrap().to_string_lossy().to_string();
         if want["status"] == "refused" {
             // Keyword detections: pySigma's SQL backends refuse them, and so does weir.
-            let out = run(&["count", "--db", s(&db), "--sigma", s(&rule)]);
-            assert_eq!(out.status.code(), Some(2), "{name}: weir must refuse it");
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = refused("count", &db, &rule);
             assert!(
                 err.contains(&format!("{}:", rule.display()))
                     && err.contains("unsupported sigma feature: keyword"),
@@ -104,35 +162,17 @@ fn every_shared_rule_matches_what_pysigma_matches() {
             summary.push(format!("{name}: refused by both"));
             continue;
         }
-        let out = run(&[
-            "export",
-            "--db",
-            s(&db),
-            "--to",
-            "json",
-            "--sigma",
-            s(&rule),
-        ]);
-        let text = ok(&out, &format!("weir export --sigma {name}"));
-        let mut got: Vec<String> = text
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                assert!(
-                    v["sigma.id"].is_string() && v["sigma.title"].is_string(),
-                    "{l}"
-                );
-                v["uid"].as_str().unwrap().to_string()
-            })
-            .collect();
-        let mut expected: Vec<String> = want["matches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect();
-        got.sort();
-        expected.sort();
+        let text = ok(
+            &export_sigma(&db, &rule),
+            &format!("weir export --sigma {name}"),
+        );
+        let got = uids(&text, |v, l| {
+            assert!(
+                v["sigma.id"].is_string() && v["sigma.title"].is_string(),
+                "{l}"
+            );
+        });
+        let expected = expected_uids(&want);
         let events = want["events"].as_u64().unwrap();
         assert!(
             !expected.is_empty() && (expected.len() as u64) < events,
@@ -165,17 +205,9 @@ fn a_directory_of_rules_counts_each_rule() {
     if !reference_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let rule = rules_dir().join("zeek_dns_nkn.yml");
-    reference(&rule, tmp.path());
-    let db = tmp.path().join("db");
-    ok(
-        &run(&["import", "--db", s(&db), s(&tmp.path().join("dns.log"))]),
-        "weir import",
-    );
+    let (_tmp, rule, _, db) = dns_archive("zeek_dns_nkn.yml");
     // A directory with one refused rule is refused as a whole.
-    let out = run(&["count", "--db", s(&db), "--sigma", s(&rules_dir())]);
-    assert_eq!(out.status.code(), Some(2));
+    refused("count", &db, &rules_dir());
     // Two rules: one line each; a rule whose schemas the archive lacks counts 0.
     let out = run(&[
         "count",
@@ -199,37 +231,23 @@ fn unsupported_features_are_positioned_errors_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     let rule = tmp.path().join("agg.yml");
-    std::fs::write(
-        &rule,
-        "title: many queries\nid: x\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|contains: evil\n  condition: sel | count() by id.orig_h > 10\n",
-    )
-    .unwrap();
-    ok(
-        &run(&["import", "--db", s(&db), "/dev/null"]),
-        "weir import",
-    );
-    let out = run(&["count", "--db", s(&db), "--sigma", s(&rule)]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!(
-            "{}:9: unsupported sigma feature: aggregation",
-            rule.display()
-        )),
-        "{err}"
-    );
-    std::fs::write(
-        &rule,
-        "title: t\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|utf16le: evil\n  condition: sel\n",
-    )
-    .unwrap();
-    let out = run(&["export", "--db", s(&db), "--sigma", s(&rule)]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(":7: unsupported sigma feature: modifier `utf16le`"),
-        "{err}"
-    );
+    import(&db, &[Path::new("/dev/null")]);
+    for (command, yaml, want) in [
+        (
+            "count",
+            "title: many queries\nid: x\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|contains: evil\n  condition: sel | count() by id.orig_h > 10\n",
+            format!("{}:9: unsupported sigma feature: aggregation", rule.display()),
+        ),
+        (
+            "export",
+            "title: t\nlogsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    query|utf16le: evil\n  condition: sel\n",
+            ":7: unsupported sigma feature: modifier `utf16le`".to_string(),
+        ),
+    ] {
+        std::fs::write(&rule, yaml).unwrap();
+        let err = refused(command, &db, &rule);
+        assert!(err.contains(&want), "{err}");
+    }
 }
 
 /// `nil`, which the rules' negations compile to, through the whole search: sealed segments,
@@ -257,7 +275,7 @@ fn nil_matches_unset_values_through_the_search() {
     }
     std::fs::write(&log, text).unwrap();
     let db = tmp.path().join("db");
-    ok(&run(&["import", "--db", s(&db), s(&log)]), "weir import");
+    import(&db, &[&log]);
     let count = |expr: &str| -> u64 {
         ok(&run(&["count", "--db", s(&db), expr]), expr)
             .trim()
@@ -283,14 +301,7 @@ fn the_serve_api_runs_a_rule_as_the_cli_does() {
     if !reference_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let rule = rules_dir().join("zeek_dns_mining_pools.yml");
-    let want = reference(&rule, tmp.path());
-    let db = tmp.path().join("db");
-    ok(
-        &run(&["import", "--db", s(&db), s(&tmp.path().join("dns.log"))]),
-        "weir import",
-    );
+    let (_tmp, rule, want, db) = dns_archive("zeek_dns_mining_pools.yml");
     let yaml = std::fs::read_to_string(&rule).unwrap();
     let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
     let got = post(srv.addr, "/api/v1/count", &json!({ "sigma": yaml }));
@@ -299,25 +310,7 @@ fn the_serve_api_runs_a_rule_as_the_cli_does() {
     assert_eq!(got.json()["count"], n);
     let got = post(srv.addr, "/api/v1/query", &json!({ "sigma": yaml }));
     assert_eq!(got.status, 200, "{}", got.text());
-    let mut uids: Vec<String> = got
-        .text()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["uid"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let mut expected: Vec<String> = want["matches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    uids.sort();
-    expected.sort();
-    assert_eq!(uids, expected);
+    assert_eq!(uids(&got.text(), |_, _| {}), expected_uids(&want));
     let bad = yaml.replace(
         "condition: selection and not 1 of exclude_*",
         "condition: selection | count() > 3",
@@ -344,14 +337,7 @@ fn explore_runs_a_rule_and_tags_its_events() {
     if !reference_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let rule = rules_dir().join("zeek_dns_nkn.yml");
-    let want = reference(&rule, tmp.path());
-    let db = tmp.path().join("db");
-    ok(
-        &run(&["import", "--db", s(&db), s(&tmp.path().join("dns.log"))]),
-        "weir import",
-    );
+    let (_tmp, rule, want, db) = dns_archive("zeek_dns_nkn.yml");
     let out = run(&[
         "explore",
         "--db",
@@ -364,23 +350,11 @@ fn explore_runs_a_rule_and_tags_its_events() {
         s(&rule),
     ]);
     let text = ok(&out, "weir explore --sigma");
-    let mut got: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            assert_eq!(v["sigma.id"], "fa7703d6-0ee8-4949-889c-48c84bc15b6f", "{l}");
-            v["uid"].as_str().unwrap().to_string()
-        })
-        .collect();
-    got.sort();
+    let mut got = uids(&text, |v, l| {
+        assert_eq!(v["sigma.id"], "fa7703d6-0ee8-4949-889c-48c84bc15b6f", "{l}");
+    });
     got.dedup();
-    let mut expected: Vec<String> = want["matches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    expected.sort();
+    let expected = expected_uids(&want);
     // Each uid is its own event: the context by uid is the match itself.
     assert_eq!(got, expected);
 }
@@ -414,23 +388,9 @@ fn category_dns_spans_zeek_and_suricata() {
     )
     .unwrap();
     let db = tmp.path().join("db");
-    ok(&run(&["import", "--db", s(&db), s(&log)]), "weir import");
-    ok(
-        &run(&["import", "--db", s(&db), s(&eve)]),
-        "weir import eve",
-    );
-    let text = ok(
-        &run(&[
-            "export",
-            "--db",
-            s(&db),
-            "--to",
-            "json",
-            "--sigma",
-            s(&rule),
-        ]),
-        "weir export --sigma",
-    );
+    import(&db, &[&log]);
+    import(&db, &[&eve]);
+    let text = ok(&export_sigma(&db, &rule), "weir export --sigma");
     let got: Vec<(String, String)> = text
         .lines()
         .map(|l| {

@@ -12,12 +12,13 @@
 //! for each origin whose context still has room, and output when at least one had.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use crate::store::Archive;
 use crate::types::{SchemaRef, Type};
 use crate::value::{DecodeError, ValueRef};
 
-use super::fields::{named, recycle, RowFields};
+use super::fields::{named, recycle, search_batches, RowFields};
 use super::key::{offered, Key};
 use super::related::{RelatedSearch, Selector};
 use super::schemas::archive_schemas;
@@ -113,28 +114,13 @@ impl Explore {
         let mut origins: Vec<(Option<Key>, i64)> = Vec::new();
         let mut errors = Vec::new();
         let mut results = 0u64;
-        let mut cache: Vec<(SchemaRef, Option<OriginFields>)> = Vec::new();
         if options.max_events_query > 0 {
-            'search: for hits in query.search(archive)? {
-                let hits = match hits {
-                    Ok(h) => h,
-                    Err(e) => {
-                        errors.push(e);
-                        continue;
-                    }
-                };
-                let schema = hits.schema();
-                let i = match cache.iter().position(|(s, _)| **s == **schema) {
-                    Some(i) => i,
-                    None => {
-                        cache.push((schema.clone(), origin_fields(schema, options.by.as_deref())));
-                        cache.len() - 1
-                    }
-                };
+            let fields = |schema: &SchemaRef| origin_fields(schema, options.by.as_deref());
+            search_batches(archive, query, &mut errors, fields, |hits, origin| {
                 let mut values = Vec::new();
                 for row in hits.rows() {
                     results += 1;
-                    if let Some(o) = &cache[i].1 {
+                    if let Some(o) = origin {
                         o.fields.read(row, &mut values).map_err(QueryError::from)?;
                         let at = |slot: usize| values.get(o.fields.slot(slot)?);
                         if let Some(&ValueRef::Time(t)) = at(o.ts) {
@@ -147,10 +133,11 @@ impl Explore {
                         }
                     }
                     if results == options.max_events_query {
-                        break 'search;
+                        return Ok(ControlFlow::Break(()));
                     }
                 }
-            }
+                Ok(ControlFlow::Continue(()))
+            })?;
         }
         let schemas = if origins.is_empty() && options.types.is_empty() {
             Vec::new()

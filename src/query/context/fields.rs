@@ -2,10 +2,15 @@
 //! language's rule, [`super::super::bind::names_field`]: the full dotted name, a suffix at a
 //! dot, or schema-qualified) and the event's `ts`, stepped to in one pass over the row.
 
-use crate::types::{Schema, Type};
+use std::ops::ControlFlow;
+
+use crate::query::{Hits, Query, QueryError};
+use crate::store::Archive;
+use crate::types::{Schema, SchemaRef, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
 
 use super::super::bind::names_field;
+use super::ContextError;
 
 /// The fields of `schema` that the field extractor `name` names, in schema order (a
 /// concept's, [`crate::query::concepts`], in the order of its entries).
@@ -84,4 +89,38 @@ impl RowFields {
 pub(crate) fn recycle(mut v: Vec<ValueRef<'_>>) -> Vec<ValueRef<'static>> {
     v.clear();
     v.into_iter().map(|_| ValueRef::Null).collect()
+}
+
+/// Runs `query` over `archive` and calls `each` with every batch of its results and what
+/// `fields` made of the batch's schema (once per distinct schema). A damaged segment or batch
+/// goes to `errors` and the search goes on; `each` ends it early with [`ControlFlow::Break`].
+pub(crate) fn search_batches<T>(
+    archive: &Archive,
+    query: &Query,
+    errors: &mut Vec<QueryError>,
+    mut fields: impl FnMut(&SchemaRef) -> T,
+    mut each: impl FnMut(&Hits, &T) -> Result<ControlFlow<()>, ContextError>,
+) -> Result<(), ContextError> {
+    let mut cache: Vec<(SchemaRef, T)> = Vec::new();
+    for hits in query.search(archive)? {
+        let hits = match hits {
+            Ok(h) => h,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let schema = hits.schema();
+        let i = match cache.iter().position(|(s, _)| **s == **schema) {
+            Some(i) => i,
+            None => {
+                cache.push((schema.clone(), fields(schema)));
+                cache.len() - 1
+            }
+        };
+        if each(&hits, &cache[i].1)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
 }

@@ -10,12 +10,13 @@
 //! through is tested by set membership of its own relation values.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 
 use crate::store::Archive;
 use crate::types::{Schema, SchemaRef, Type};
 use crate::value::{DecodeError, ValueRef};
 
-use super::fields::{named, recycle, RowFields};
+use super::fields::{named, recycle, search_batches, RowFields};
 use super::key::quote;
 use super::related::{RelatedSearch, Selector};
 use super::schemas::archive_schemas;
@@ -108,6 +109,12 @@ impl RelationFields {
             .collect();
         RowFields::new(schema, &wanted)
     }
+
+    /// The relation fields of `schema` and their reader.
+    fn with_reader(schema: &SchemaRef) -> (RelationFields, RowFields) {
+        let rel = RelationFields::of(schema);
+        (rel, rel.reader(schema))
+    }
 }
 
 /// The relation values of the results of a query over one target type; see
@@ -158,7 +165,6 @@ impl Pivot {
         let mut hop: HashSet<Vec<u8>> = HashSet::new();
         let mut errors = Vec::new();
         let mut results = 0u64;
-        let mut cache: Vec<(SchemaRef, RelationFields, RowFields)> = Vec::new();
         let memory = MemoryBudget::new(options.memory).reserve("pivot");
         let mut keys_heap = 0usize;
         let charge = |sets: [&HashSet<Vec<u8>>; 3], heap: usize| -> Result<(), ContextError> {
@@ -172,58 +178,49 @@ impl Pivot {
             memory.resize(tables + heap)?;
             Ok(())
         };
-        for hits in query.search(archive)? {
-            let hits = match hits {
-                Ok(h) => h,
-                Err(e) => {
-                    errors.push(e);
-                    continue;
-                }
-            };
-            let schema = hits.schema();
-            let i = match cache.iter().position(|(s, ..)| **s == **schema) {
-                Some(i) => i,
-                None => {
-                    let rel = RelationFields::of(schema);
-                    cache.push((schema.clone(), rel, rel.reader(schema)));
-                    cache.len() - 1
-                }
-            };
-            let (_, rel, reader) = &cache[i];
-            // VAST's rule: by uid between two Zeek types that have one.
-            let zeek_pair = target_zeek
-                && schema.name.starts_with(ZEEK_PREFIX)
-                && rel.has_uid()
-                && target_has_uid;
-            let mut values = Vec::new();
-            for row in hits.rows() {
-                results += 1;
-                reader.read(row, &mut values).map_err(QueryError::from)?;
-                let at = |f: Option<usize>| values.get(reader.slot(f?)?);
-                // Else by community ID: the target's own, or its conn's uid (two hops).
-                let cid = match at(rel.community_id) {
-                    Some(ValueRef::String(c)) if !zeek_pair => Some(*c),
-                    _ => None,
-                };
-                match cid {
-                    Some(c) if target_has_cid => insert(&mut community_ids, c, &mut keys_heap),
-                    Some(c) if target_has_uid => insert(&mut hop, c, &mut keys_heap),
-                    _ => {
-                        if let Some(ValueRef::String(u)) = at(rel.uid) {
-                            insert(&mut uids, u, &mut keys_heap);
-                        }
-                        if let Some(ValueRef::List(items)) = at(rel.conn_uids) {
-                            for item in items {
-                                if let ValueRef::String(u) = item {
-                                    insert(&mut uids, u, &mut keys_heap);
+        search_batches(
+            archive,
+            query,
+            &mut errors,
+            RelationFields::with_reader,
+            |hits, (rel, reader)| {
+                let schema = hits.schema();
+                // VAST's rule: by uid between two Zeek types that have one.
+                let zeek_pair = target_zeek
+                    && schema.name.starts_with(ZEEK_PREFIX)
+                    && rel.has_uid()
+                    && target_has_uid;
+                let mut values = Vec::new();
+                for row in hits.rows() {
+                    results += 1;
+                    reader.read(row, &mut values).map_err(QueryError::from)?;
+                    let at = |f: Option<usize>| values.get(reader.slot(f?)?);
+                    // Else by community ID: the target's own, or its conn's uid (two hops).
+                    let cid = match at(rel.community_id) {
+                        Some(ValueRef::String(c)) if !zeek_pair => Some(*c),
+                        _ => None,
+                    };
+                    match cid {
+                        Some(c) if target_has_cid => insert(&mut community_ids, c, &mut keys_heap),
+                        Some(c) if target_has_uid => insert(&mut hop, c, &mut keys_heap),
+                        _ => {
+                            if let Some(ValueRef::String(u)) = at(rel.uid) {
+                                insert(&mut uids, u, &mut keys_heap);
+                            }
+                            if let Some(ValueRef::List(items)) = at(rel.conn_uids) {
+                                for item in items {
+                                    if let ValueRef::String(u) = item {
+                                        insert(&mut uids, u, &mut keys_heap);
+                                    }
                                 }
                             }
                         }
                     }
+                    charge([&community_ids, &uids, &hop], keys_heap)?;
                 }
-                charge([&community_ids, &uids, &hop], keys_heap)?;
-            }
-        }
+                Ok(ControlFlow::Continue(()))
+            },
+        )?;
         if !hop.is_empty() {
             let before = errors.len();
             for u in conn_uids_of(archive, &schemas, &hop, &mut errors)? {
@@ -337,38 +334,27 @@ fn conn_uids_of(
     }
     let query = Query::parse(&text).map_err(QueryError::from)?;
     let mut out = HashSet::new();
-    let mut cache: Vec<(SchemaRef, RelationFields, RowFields)> = Vec::new();
-    for hits in query.search(archive)? {
-        let hits = match hits {
-            Ok(h) => h,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        let schema = hits.schema();
-        let i = match cache.iter().position(|(s, ..)| **s == **schema) {
-            Some(i) => i,
-            None => {
-                let rel = RelationFields::of(schema);
-                cache.push((schema.clone(), rel, rel.reader(schema)));
-                cache.len() - 1
-            }
-        };
-        let (_, rel, reader) = &cache[i];
-        let mut values = Vec::new();
-        for row in hits.rows() {
-            reader.read(row, &mut values).map_err(QueryError::from)?;
-            let at = |f: Option<usize>| values.get(reader.slot(f?)?);
-            if let (Some(ValueRef::String(c)), Some(ValueRef::String(u))) =
-                (at(rel.community_id), at(rel.uid))
-            {
-                if cids.contains(*c) && !out.contains(*u) {
-                    out.insert(u.to_vec());
+    search_batches(
+        archive,
+        &query,
+        errors,
+        RelationFields::with_reader,
+        |hits, (rel, reader)| {
+            let mut values = Vec::new();
+            for row in hits.rows() {
+                reader.read(row, &mut values).map_err(QueryError::from)?;
+                let at = |f: Option<usize>| values.get(reader.slot(f?)?);
+                if let (Some(ValueRef::String(c)), Some(ValueRef::String(u))) =
+                    (at(rel.community_id), at(rel.uid))
+                {
+                    if cids.contains(*c) && !out.contains(*u) {
+                        out.insert(u.to_vec());
+                    }
                 }
             }
-        }
-    }
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
     Ok(out.into_iter().collect())
 }
 

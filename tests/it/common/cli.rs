@@ -1,8 +1,8 @@
 //! Running the real `weir` binary and reading what it prints.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// `n` with its thousands grouped, as the summary line prints counts: `1,234,567`.
@@ -27,6 +27,19 @@ pub fn weir() -> Command {
     let mut c = Command::new(bin);
     c.env_remove("WEIR_DB");
     c
+}
+
+/// What `child` (its stderr piped) wrote to stderr, read to the end: call it once the child
+/// has exited or been killed.
+pub fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
 }
 
 /// Runs `weir ARGS` with no stdin and returns its output.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::cli::{export_json, run, s, text, weir};
+use super::cli::{export_json, run, s, stderr_of, text, weir};
 use super::conn_log::header;
 
 /// How long a test waits for the archive to catch up before it fails.
@@ -88,6 +88,39 @@ pub fn wait_count(db: &Path, n: u64) {
     }
     // Nothing beyond: a duplicate would show up here too.
     assert_eq!(count(db), n);
+}
+
+/// Waits until the archive holds `n` events, then checks it holds no more; fails at once if
+/// the follower `child` (its stderr piped) exits, and after [`CATCH_UP`] otherwise, with its
+/// stderr.
+pub fn wait_running(db: &Path, n: u64, child: &mut Child) {
+    wait_running_with(db, n, child, String::new);
+}
+
+/// [`wait_running`], whose failure also says what `diagnosis` tells (which events are
+/// missing, the seed).
+pub fn wait_running_with(db: &Path, n: u64, child: &mut Child, diagnosis: impl FnOnce() -> String) {
+    let t0 = Instant::now();
+    loop {
+        let got = count(db);
+        if got >= n {
+            assert_eq!(count(db), n, "more events than written");
+            return;
+        }
+        let exited = child.try_wait().unwrap();
+        if exited.is_some() || t0.elapsed() > CATCH_UP {
+            let _ = child.kill();
+            let err = stderr_of(child);
+            let what = match exited {
+                Some(status) => {
+                    format!("weir import --follow exited ({status}) with {got} of {n} events")
+                }
+                None => format!("timed out waiting for {n} events: {got} after {CATCH_UP:?}"),
+            };
+            panic!("{what}{}: {err}", diagnosis());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The uid numbers of each log path, in ID order.

@@ -1,6 +1,14 @@
 //! Randomness for kill loops: xorshift64*, reproducible from a seed that an environment
 //! variable replays.
 
+/// The kills of a kill loop: `var` if it is set to a number (the long mode), else `default`.
+pub fn kills_from_env(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// xorshift64*: enough randomness for kill moments, reproducible from the seed.
 pub struct Rng(pub u64);
 
