@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
-use weir::unstable::codec::writer::{writer_with, JsonTimestamps, OutputFormat};
+use weir::unstable::codec::writer::{writer_by_schema, writer_with, JsonTimestamps, OutputFormat};
 use weir::unstable::codec::StdoutSinkConfig;
 use weir::unstable::query::export::{count as count_events, ExportSink, Part, Source, TextSink};
 use weir::unstable::query::{sigma, whole_match_hints, Chain, Flow, Query, SearchOptions};
@@ -33,6 +33,11 @@ pub struct ExportArgs {
     /// Stop after N events (reading no further).
     #[arg(short = 'n', long = "limit", value_name = "N")]
     limit: Option<u64>,
+    /// With `--to table` or `--to csv`: a block with its header per schema, also where the
+    /// events of several schemas have the same columns (by default they are one list, a
+    /// timeline in the chain's order).
+    #[arg(long = "by-schema")]
+    by_schema: bool,
     /// With `--to parquet` (required there): the lake's directory, created when missing;
     /// files go to DIR/schema=zeek.conn/day=2009-11-18/part-00000.parquet. With `--to csv`:
     /// one file per schema, DIR/zeek.conn.csv, each with its header line; the directory is
@@ -189,7 +194,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     if let (OutputFormat::Csv, Some(dir)) = (to, args.output.as_deref()) {
         return run(&archive, source, args.limit, CsvDir::new(dir)?);
     }
-    let writer = writer_with(to, args.json_timestamps);
+    let writer = writer_by_schema(to, args.json_timestamps, args.by_schema);
     run(&archive, source, args.limit, Stdout::new(writer))
 }
 

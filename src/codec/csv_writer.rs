@@ -8,7 +8,8 @@
 //! - A header line with the field names (dotted Zeek names, `id.orig_h`) starts the output, and
 //!   every change of the column names starts a new section: an empty line, then the new
 //!   header line (events of several schemas with the same columns, as `select #type, ...`
-//!   gives them, are one section). Write one schema per file (`weir export --to csv --output DIR` does, one file per
+//!   gives them, are one section; [`CsvWriter::by_schema`], `weir export --by-schema`, starts one
+//!   at each change of schema instead). Write one schema per file (`weir export --to csv --output DIR` does, one file per
 //!   schema) or select one schema (`#type == "zeek.conn"`) where a tool expects a single
 //!   table.
 //! - Fields are separated by `,`; a cell is quoted with `"` when it holds a `,`, a `"`, a CR or
@@ -45,6 +46,9 @@ use crate::types::SchemaRef;
 pub struct CsvWriter {
     /// Schema of the open section, if any.
     current: Option<SchemaRef>,
+    /// A section per schema, also where schemas have the same column names
+    /// ([`CsvWriter::by_schema`]).
+    by_schema: bool,
     /// Whether a section was written since the start (or [`EventWriter::finish`]).
     started: bool,
     /// Decides which cells need quotes, and how to quote.
@@ -74,6 +78,7 @@ impl CsvWriter {
     pub fn new() -> CsvWriter {
         CsvWriter {
             current: None,
+            by_schema: false,
             started: false,
             quoting: csv_core::WriterBuilder::new()
                 .quote_style(csv_core::QuoteStyle::Necessary)
@@ -82,6 +87,13 @@ impl CsvWriter {
             cells: Vec::new(),
             rows: RowBatches::new(ArrowForm::Exact),
         }
+    }
+
+    /// A header (a section) per schema even where schemas have the same column names, as
+    /// before the timeline (`weir export --to csv --by-schema`).
+    pub fn by_schema(mut self, on: bool) -> CsvWriter {
+        self.by_schema = on;
+        self
     }
 
     /// Starts the section of `schema`: an empty line after an earlier section, then the header.
@@ -128,7 +140,7 @@ impl EventWriter for CsvWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        if !same_columns(self.current.as_ref(), schema) {
+        if !same_columns(self.current.as_ref(), schema, self.by_schema) {
             self.open_section(schema, out);
         }
         for row in 0..batch.num_rows() {

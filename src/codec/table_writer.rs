@@ -10,7 +10,8 @@
 //! Rows are written in blocks of at most [`BLOCK_ROWS`] rows of the same column names: a block
 //! ends when it is full, when the column names change and at the end of the output (so the
 //! events of several schemas that `select #type, ...` gives the same columns are one list, a
-//! timeline). Each block is a title line (the names of its rows' schemas, in first-seen order),
+//! timeline; [`TableWriter::by_schema`], `weir export --by-schema`, ends a block at each
+//! change of schema instead, as before the timeline). Each block is a title line (the names of its rows' schemas, in first-seen order),
 //! a header line (the field names) and its rows; blocks are separated by
 //! an empty line. The rows of a block are held until the block ends (so that its columns can
 //! be measured), never more: memory stays bounded whatever the output's size, but a slow
@@ -97,6 +98,9 @@ pub struct TableWriter {
     width: usize,
     /// Schema of the block being held, if any.
     current: Option<SchemaRef>,
+    /// A block per schema, also where schemas have the same column names
+    /// ([`TableWriter::by_schema`]).
+    by_schema: bool,
     /// The schema names of the held block's rows, in first-seen order (several in a
     /// timeline: the title names them all).
     block_names: Vec<String>,
@@ -143,6 +147,7 @@ impl TableWriter {
         TableWriter {
             width: width.max(1),
             current: None,
+            by_schema: false,
             block_names: Vec::new(),
             started: false,
             text: String::new(),
@@ -155,6 +160,13 @@ impl TableWriter {
             widths: Vec::new(),
             rows_in: RowBatches::new(ArrowForm::Exact),
         }
+    }
+
+    /// A block per schema even where schemas have the same column names, as before the
+    /// timeline (`weir export --to table --by-schema`).
+    pub fn by_schema(mut self, on: bool) -> TableWriter {
+        self.by_schema = on;
+        self
     }
 
     /// Holds the cells of the row just read (in `row_text`, `row_cells`), each cut to one
@@ -437,7 +449,7 @@ impl EventWriter for TableWriter {
     ) -> Result<(), WriteError> {
         let columns = text_columns(schema, batch)?;
         for row in 0..batch.num_rows() {
-            if !same_columns(self.current.as_ref(), schema) {
+            if !same_columns(self.current.as_ref(), schema, self.by_schema) {
                 self.print_block(out);
                 self.current = Some(schema.clone());
             }

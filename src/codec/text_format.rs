@@ -167,12 +167,18 @@ impl<'a> TextColumn<'a> {
 
 /// Whether `schema`'s rows go on under the header of `current` (the schema of the rows
 /// before): the same column names (a timeline of several schemas, `select #type, ...`, is one
-/// list). The header-per-schema formats (CSV, the table) start a new section otherwise.
-pub(crate) fn same_columns(current: Option<&SchemaRef>, schema: &SchemaRef) -> bool {
+/// list), and with `by_schema` (`weir export --by-schema`) the same schema too. The
+/// header-per-schema formats (CSV, the table) start a new section otherwise.
+pub(crate) fn same_columns(
+    current: Option<&SchemaRef>,
+    schema: &SchemaRef,
+    by_schema: bool,
+) -> bool {
     match current {
         Some(cur) => {
             std::sync::Arc::ptr_eq(cur, schema)
-                || (cur.fields.len() == schema.fields.len()
+                || ((!by_schema || cur.name == schema.name)
+                    && cur.fields.len() == schema.fields.len()
                     && cur
                         .fields
                         .iter()

@@ -17,7 +17,7 @@
 //! - `arrow`: Arrow IPC streams ([`crate::codec::arrow::ipc`]);
 //! - `table`: aligned columns for people, cut to the terminal's width
 //!   ([`crate::codec::table_writer`]);
-//! - `csv`: RFC 4180 CSV with a header line per schema ([`crate::codec::csv_writer`]);
+//! - `csv`: RFC 4180 CSV with a header line at each change of columns (per schema with `--by-schema`) ([`crate::codec::csv_writer`]);
 //! - `parquet`: not a stream but a directory ([`crate::codec::arrow::lake`]), written by the
 //!   Parquet sink; [`writer_for`] gives a writer that refuses rows.
 //!
@@ -58,7 +58,7 @@ pub enum OutputFormat {
     /// Aligned columns for people (`table`), cut to the terminal's width, see
     /// [`crate::codec::table_writer`].
     Table,
-    /// CSV (`csv`, RFC 4180) with a header line per schema, see [`crate::codec::csv_writer`].
+    /// CSV (`csv`, RFC 4180) with a header line at each change of columns, see [`crate::codec::csv_writer`].
     Csv,
     /// A Parquet lake (`parquet`): a directory, not a stream; only where an output directory
     /// is given (`--output DIR`, the `parquet` sink), see [`crate::codec::arrow::lake`].
@@ -98,7 +98,7 @@ impl Choice for OutputFormat {
         ChoiceName::new(
             "csv",
             OutputFormat::Csv,
-            "CSV (RFC 4180) with a header line per schema",
+            "CSV (RFC 4180), a header line at each change of columns",
         ),
         ChoiceName::new(
             "parquet",
@@ -119,14 +119,28 @@ pub fn writer_for(format: OutputFormat) -> Box<dyn EventWriter> {
 /// A writer for the given format; JSON spells times as `json_timestamps` says, and a table is
 /// as wide as [`crate::codec::table_writer::terminal_width`] says.
 pub fn writer_with(format: OutputFormat, json_timestamps: JsonTimestamps) -> Box<dyn EventWriter> {
+    writer_by_schema(format, json_timestamps, false)
+}
+
+/// [`writer_with`]; with `by_schema`, the table and CSV start a block (a header) at each change
+/// of schema, also between schemas with the same column names (`weir export --by-schema`).
+pub fn writer_by_schema(
+    format: OutputFormat,
+    json_timestamps: JsonTimestamps,
+    by_schema: bool,
+) -> Box<dyn EventWriter> {
     match format {
         OutputFormat::ZeekTsv => Box::new(crate::codec::zeek::tsv_writer::ZeekTsvWriter::new()),
         OutputFormat::Json => Box::new(crate::codec::json_writer::JsonWriter::with_timestamps(
             json_timestamps,
         )),
         OutputFormat::Arrow => Box::new(crate::codec::arrow::ArrowIpcWriter::new()),
-        OutputFormat::Table => Box::new(crate::codec::table_writer::TableWriter::new()),
-        OutputFormat::Csv => Box::new(crate::codec::csv_writer::CsvWriter::new()),
+        OutputFormat::Table => {
+            Box::new(crate::codec::table_writer::TableWriter::new().by_schema(by_schema))
+        }
+        OutputFormat::Csv => {
+            Box::new(crate::codec::csv_writer::CsvWriter::new().by_schema(by_schema))
+        }
         OutputFormat::Parquet => Box::new(DirectoryOnly),
     }
 }

@@ -121,7 +121,7 @@ impl fmt::Display for Literal {
 /// that a list of at least [`ListItems::INDEXED_FROM`] items builds on its first use, so that
 /// `field in [...]` with thousands of values (an indicator set's, a Sigma rule's) costs one
 /// hash lookup per value instead of one comparison per item. What the index means is
-/// [`super::holds`]'s to say (`in` on a list there); this file only builds it.
+/// `holds.rs`'s to say (`in` on a list there); this file only builds it.
 #[derive(Clone, Default)]
 pub struct ListItems {
     items: Vec<Literal>,

@@ -342,6 +342,34 @@ fn select_with_type_is_one_list_across_schemas() {
     );
     assert_eq!(table.matches("#type").count(), 1, "one header: {table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
+    // `--by-schema`: a block with its header per run of one schema, as before the timeline.
+    let runs = 1 + types.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(runs > 1, "the chain alternates schemas: {types:?}");
+    let (code, csv, err) = weir(&["export", "--db", &db, "--to", "csv", "--by-schema", chain]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(csv.matches("#type,ts,uid,query").count(), runs, "{csv}");
+    let rows: Vec<&str> = csv
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("#type"))
+        .collect();
+    assert_eq!(rows.len(), 6, "{csv}");
+    let (code, table, err) = weir(&["export", "--db", &db, "--to", "table", "--by-schema", chain]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        table.matches("#type").count(),
+        runs,
+        "a header per block: {table}"
+    );
+    let titles: Vec<&str> = table
+        .split("\n\n")
+        .map(|block| block.lines().next().unwrap_or(""))
+        .collect();
+    let mut expected: Vec<&str> = types.clone();
+    expected.dedup();
+    assert_eq!(
+        titles, expected,
+        "each block titled by its one schema: {table}"
+    );
 }
 
 /// JSON logs without `_path` whose file name names no log (issue 59, item 4): a DNS log is
