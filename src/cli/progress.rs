@@ -3,8 +3,10 @@
 //!
 //! The line fits 60 columns in the usual case (`27% of 45.6 MiB, 1,234,567 events
 //! (123,456/s), 3 segments`), also at the first draw (no rate before [`RATE_AFTER`], when
-//! it would be a count divided by almost nothing), and it is one `{wide_msg}`, which
-//! indicatif cuts at the terminal's width: it never wraps. The final summary
+//! it would be a count divided by almost nothing). It is cut to the width weir knows before
+//! each draw, the first one included ([`line_width`]: `COLUMNS`, as the table writer reads
+//! it, else the terminal's), and never padded: it never wraps, also on a terminal narrower
+//! than the 80 columns indicatif assumes of a terminal whose size it cannot read. The final summary
 //! ([`summary_lines`]) is two lines that fit 60 columns in the usual case too. Every message of the CLI goes through [`suspend`]
 //! (the `say!` macro), which clears the line first and redraws it after, so that a message
 //! (`weir: stopping` after Ctrl-C, a warning) starts at column 0.
@@ -157,7 +159,7 @@ impl Progress {
         if quiet || !std::io::stderr().is_terminal() {
             return None;
         }
-        let style = ProgressStyle::with_template("{wide_msg}")
+        let style = ProgressStyle::with_template("{msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5))
             .with_style(style);
@@ -171,7 +173,10 @@ impl Progress {
                 // The tick first: even a run shorter than a refresh is shown once.
                 tokio::select! {
                     biased;
-                    _ = tick.tick() => bar.set_message(self.line(started)),
+                    _ = tick.tick() => {
+                        let width = line_width(std::env::var("COLUMNS").ok().as_deref());
+                        bar.set_message(fit(&self.line(started), width));
+                    }
                     _ = done.cancelled() => break,
                 }
             }
@@ -181,6 +186,34 @@ impl Progress {
             bar.finish_and_clear();
         }))
     }
+}
+
+/// Columns the progress line may take: `COLUMNS` when it is a positive number (as the table
+/// writer reads it), else the width of the terminal that stderr is, else 80; one less, since
+/// a character in the last column makes some terminals wrap.
+fn line_width(columns: Option<&str>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| {
+            console::Term::stderr()
+                .size_checked()
+                .map(|(_, cols)| usize::from(cols))
+                .filter(|&c| c > 0)
+        })
+        .unwrap_or(80)
+        .saturating_sub(1)
+        .max(1)
+}
+
+/// `line` cut to `width` characters, the last shown being `…` when it was longer.
+fn fit(line: &str, width: usize) -> String {
+    if line.chars().count() <= width {
+        return line.to_string();
+    }
+    let mut out: String = line.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// Says that weir waits for logs typed (or pasted) on the terminal, when `stdin` is among
@@ -233,6 +266,23 @@ mod tests {
         for line in [first, usual, stdin] {
             assert!(width(&line) <= 60, "{} columns: {line}", width(&line));
         }
+    }
+
+    /// The line is cut to `COLUMNS` (one less) before it is drawn, the first draw included,
+    /// so that it never wraps on a terminal narrower than the 80 columns assumed otherwise.
+    #[test]
+    fn the_line_is_cut_to_the_width_weir_knows() {
+        assert_eq!(line_width(Some("60")), 59);
+        assert_eq!(line_width(Some(" 40 ")), 39);
+        let line = "26% of 45.6 MiB, 1,234,567 events (123,456/s), 3 segments";
+        assert_eq!(fit(line, 200), line);
+        let cut = fit(line, line_width(Some("30")));
+        assert_eq!(cut.chars().count(), 29, "{cut}");
+        assert!(cut.ends_with('…') && line.starts_with(cut.trim_end_matches('…')));
+        assert_eq!(fit(line, 1), "…");
+        // Not a number: the terminal's width or 80, never 0.
+        assert!(line_width(Some("wide")) >= 1);
+        assert!(line_width(Some("0")) >= 1);
     }
 
     #[test]
