@@ -20,11 +20,13 @@ use super::indicator::{Indicator, IndicatorType};
 use super::matcher::{Check, Hit, Matcher, SchemaPlan};
 
 /// Values of one kind a pre-filter names in an `in [...]` list at most (more: the field need
-/// only be set). The search tests a list value by value in each row, the matcher with one
-/// hash lookup: over 1 M generated events, 41 named addresses took longer (3.8 s, a debug
-/// build) than letting every row with an address through to the matcher (3.3 s), 2 took
-/// 0.6 s. Below this the sketches' pruning wins.
-pub const PREFILTER_VALUES: usize = 16;
+/// only be set). A long list costs the search one hash lookup per value
+/// ([`crate::query::ListItems`]), and naming the values lets the sketches skip the batches
+/// that hold none of them. Before lists were indexed this was 16: over 1 M generated events,
+/// 41 named addresses then took longer (3.8 s, a debug build) than letting every row with an
+/// address through to the matcher (3.3 s). Past this, probing each value in each batch's
+/// sketches costs more than it saves.
+pub const PREFILTER_VALUES: usize = 4096;
 
 /// Names (domains, email addresses) a pre-filter puts into one pattern at most.
 pub const PREFILTER_NAMES: usize = 256;
