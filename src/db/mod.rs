@@ -103,7 +103,7 @@ impl Db {
     }
 
     /// A query: an expression, optionally followed by operators (`'proto == "tcp" | top
-    /// id.resp_p'`; see the README, "Searching"), or nothing for every event. It reads the
+    /// id.resp_p'`; see the guide, docs/book/src/searching/index.md), or nothing for every event. It reads the
     /// catalog committed when it is made; nothing runs until it is read, counted or written
     /// (see [`QueryResult`]).
     ///
