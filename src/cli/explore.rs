@@ -114,7 +114,8 @@ pub struct PivotArgs {
     /// `zeek.files`.
     #[arg(value_name = "TYPE")]
     target: String,
-    /// The expression whose results are pivoted from (see the guide, docs/book/src/searching/index.md).
+    /// The expression whose results are pivoted from (see the guide,
+    /// docs/book/src/searching/index.md).
     #[arg(value_name = "EXPR")]
     expr: String,
 }

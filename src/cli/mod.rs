@@ -70,11 +70,13 @@ struct Cli {
     /// The umask (octal) of the files and directories weir creates: `027` shares an
     /// archive with the group (directories 0750, files 0640). Without it, an archive's files
     /// take its directory's permissions, and a new archive is its owner's alone (0700 and
-    /// 0600: `weir::unstable::store::DEFAULT_UMASK`). See the guide, docs/book/src/serving/security.md.
+    /// 0600: `weir::unstable::store::DEFAULT_UMASK`). See the guide,
+    /// docs/book/src/serving/security.md.
     #[arg(long, global = true, value_name = "OCTAL", value_parser = parse_umask)]
     umask: Option<u32>,
-    /// A concepts file (TOML, format 1: the guide, docs/book/src/searching/concepts.md) that extends the shipped
-    /// concepts and models (`net.src.ip`, `net.connection`, ...) for this command's queries.
+    /// A concepts file (TOML, format 1: the guide, docs/book/src/searching/concepts.md) that
+    /// extends the shipped concepts and models (`net.src.ip`, `net.connection`, ...) for this
+    /// command's queries.
     #[arg(long, global = true, env = "WEIR_CONCEPTS", value_name = "FILE")]
     concepts: Option<std::path::PathBuf>,
     #[command(subcommand)]

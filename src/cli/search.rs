@@ -54,8 +54,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "RULE", conflicts_with_all = ["expr", "explain"])]
     sigma: Vec<std::path::PathBuf>,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
-    /// (see the guide, docs/book/src/searching/index.md), optionally followed by operators ('... | top id.resp_p',
-    /// see above); none: every event.
+    /// (see the guide, docs/book/src/searching/index.md), optionally followed by operators
+    /// ('... | top id.resp_p', see above); none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
 }

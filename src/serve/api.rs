@@ -1,6 +1,6 @@
 //! The handlers of `/api/v1/*`, `/metrics` and `/health` (the reference is in the user guide,
-//! `docs/book/src/serving/api.md`). Request bodies are JSON objects; unknown members, wrong types and malformed
-//! JSON are `400` with the parser's message.
+//! `docs/book/src/serving/api.md`). Request bodies are JSON objects; unknown members, wrong
+//! types and malformed JSON are `400` with the parser's message.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

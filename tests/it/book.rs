@@ -241,7 +241,10 @@ fn base() -> Option<&'static (tempfile::TempDir, PathBuf)> {
                 "no {}",
                 generate.display()
             );
-            println!("skipped: {} not built (cargo test builds it)", generate.display());
+            println!(
+                "skipped: {} not built (cargo test builds it)",
+                generate.display()
+            );
             return None;
         }
         let tmp = tempfile::tempdir().unwrap();
@@ -250,7 +253,11 @@ fn base() -> Option<&'static (tempfile::TempDir, PathBuf)> {
             .args(["--events", "2000", "--sensor", s(&sensor)])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let eve = tmp.path().join("eve.json");
         std::fs::copy(sensor.join("eve.json"), &eve).unwrap();
         let db = tmp.path().join("weir.db");
@@ -325,10 +332,9 @@ fn page_dir(base: &Path, corpus: &Path, blocks: &[Block]) -> tempfile::TempDir {
 /// Runs one command in `dir`; `Err` with what it printed when it fails or times out.
 fn run_command(dir: &Path, command: &str) -> Result<(), String> {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_weir")).parent().unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(bin_dir.to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .unwrap();
     let out_path = dir.join(".stdout");
     let err_path = dir.join(".stderr");
@@ -379,7 +385,10 @@ fn every_shell_example_of_the_guide_runs() {
     let mut failures = Vec::new();
     let mut ran = 0;
     for (rel, bs) in &g.pages {
-        let runnable: Vec<&Block> = bs.iter().filter(|b| b.lang() == "sh" && !b.norun()).collect();
+        let runnable: Vec<&Block> = bs
+            .iter()
+            .filter(|b| b.lang() == "sh" && !b.norun())
+            .collect();
         if runnable.is_empty() {
             continue;
         }
@@ -473,14 +482,20 @@ fn check_links(file: &Path, problems: &mut Vec<String>) {
         };
         let rel = file.strip_prefix(common::root()).unwrap_or(file);
         if !resolved.exists() {
-            problems.push(format!("{}: link to a missing file: {target}", rel.display()));
+            problems.push(format!(
+                "{}: link to a missing file: {target}",
+                rel.display()
+            ));
             continue;
         }
         if let Some(a) = anchor {
             if resolved.extension().is_some_and(|x| x == "md") {
                 let t = std::fs::read_to_string(&resolved).unwrap();
                 if !anchors(&t).contains(a) {
-                    problems.push(format!("{}: no heading for the anchor of {target}", rel.display()));
+                    problems.push(format!(
+                        "{}: no heading for the anchor of {target}",
+                        rel.display()
+                    ));
                 }
             }
         }
@@ -578,7 +593,10 @@ fn commands_are_split_as_a_shell_reads_them() {
     };
     let c = commands(&b);
     assert_eq!(c.len(), 2);
-    assert_eq!(c[0], (1, "weir import --db weir.db \\\n  conn.log.gz".to_string()));
+    assert_eq!(
+        c[0],
+        (1, "weir import --db weir.db \\\n  conn.log.gz".to_string())
+    );
     assert_eq!(c[1].1, "weir count   # trailing");
     let r = rewrite("cargo run --release --example generate -- --events 10 | cargo run -- import");
     assert!(r.ends_with("generate --events 10 | weir import"), "{r}");
