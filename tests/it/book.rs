@@ -16,7 +16,8 @@
 //! A block that cannot run in a test (a server that runs until stopped, a sensor's paths such
 //! as `/opt/zeek/logs/current`, S3, systemd) is marked ```` ```sh,norun ```` and preceded by
 //! `<!-- norun: REASON -->`; at most [`NORUN_MAX_PERCENT`] of the guide's commands may be
-//! marked so. Without the corpus the commands are skipped with a note (a failure under
+//! marked so. In a ```` ```sh,checked ```` block, the `# ` lines right after a command are
+//! what it prints: each, spaces squeezed, must be part of a line it printed. Without the corpus the commands are skipped with a note (a failure under
 //! `CI=true`); the structural checks need nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -85,6 +86,12 @@ impl Block {
         self.info.split(',').skip(1).any(|w| w.trim() == "norun")
     }
 
+    /// Whether the `# ` lines after each command are what it prints (checked, loosely: each
+    /// line, spaces squeezed, is part of a line it printed on stdout or stderr).
+    fn checked(&self) -> bool {
+        self.info.split(',').skip(1).any(|w| w.trim() == "checked")
+    }
+
     /// The file a block names in its first line (`# txt.yml`), if any.
     fn file_name(&self) -> Option<&str> {
         let first = self.lines.first()?.strip_prefix("# ")?.trim();
@@ -127,34 +134,83 @@ fn blocks(text: &str) -> Vec<Block> {
     out
 }
 
+/// A command of a shell block.
+#[derive(Debug, PartialEq)]
+struct Cmd {
+    /// Its first line's index in the block.
+    line: usize,
+    /// Its text, continuation lines included.
+    text: String,
+    /// The `# ` lines right after it (what it prints, in a ```` ```sh,checked ```` block).
+    shown: Vec<String>,
+}
+
 /// The commands of a shell block: lines joined at a trailing `\`, without blank lines and
-/// comment lines; each with its 1-based line in the block.
-fn commands(block: &Block) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut current: Option<(usize, String)> = None;
+/// comment lines.
+fn commands(block: &Block) -> Vec<Cmd> {
+    let mut out: Vec<Cmd> = Vec::new();
+    let mut current: Option<Cmd> = None;
+    // Whether the lines since the last command are all `# ` lines (its shown output).
+    let mut after_command = false;
     for (i, l) in block.lines.iter().enumerate() {
-        if let Some((n, mut c)) = current.take() {
-            c.push('\n');
-            c.push_str(l);
+        if let Some(mut c) = current.take() {
+            c.text.push('\n');
+            c.text.push_str(l);
             if l.trim_end().ends_with('\\') {
-                current = Some((n, c));
+                current = Some(c);
             } else {
-                out.push((n, c));
+                out.push(c);
+                after_command = true;
             }
             continue;
         }
         let t = l.trim();
-        if t.is_empty() || t.starts_with('#') {
+        if t.is_empty() {
+            after_command = false;
             continue;
         }
+        if let Some(comment) = t.strip_prefix('#') {
+            if after_command {
+                if let Some(last) = out.last_mut() {
+                    last.shown
+                        .push(comment.strip_prefix(' ').unwrap_or(comment).to_string());
+                }
+            }
+            continue;
+        }
+        let c = Cmd {
+            line: i,
+            text: l.clone(),
+            shown: Vec::new(),
+        };
         if t.ends_with('\\') {
-            current = Some((i, l.clone()));
+            current = Some(c);
         } else {
-            out.push((i, l.clone()));
+            out.push(c);
+            after_command = true;
         }
     }
     out.extend(current);
     out
+}
+
+/// Text with every run of whitespace one space, for comparing what a page shows with what a
+/// command printed (a page aligns columns with spaces where the command wrote tabs).
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The lines a ```` ```sh,checked ```` page shows after `cmd` that it did not print.
+fn missing_output(cmd: &Cmd, printed: &str) -> Vec<String> {
+    let printed: Vec<String> = printed.lines().map(squeeze).collect();
+    cmd.shown
+        .iter()
+        .filter(|s| {
+            let s = squeeze(s);
+            !printed.iter().any(|p| p.contains(&s))
+        })
+        .cloned()
+        .collect()
 }
 
 fn is_shell(b: &Block) -> bool {
@@ -208,8 +264,14 @@ fn the_guide_marks_few_examples_not_to_run() {
     let g = guide();
     assert!(g.problems.is_empty(), "{}", g.problems.join("\n"));
     let (mut runnable, mut norun) = (0, 0);
-    for (_, bs) in &g.pages {
+    for (rel, bs) in &g.pages {
         for b in bs.iter().filter(|b| is_shell(b)) {
+            assert!(
+                !(b.checked() && b.norun()),
+                "{}:{}: a block is either checked or norun",
+                rel.display(),
+                b.line
+            );
             let n = commands(b).len();
             if b.norun() {
                 norun += n;
@@ -329,8 +391,9 @@ fn page_dir(base: &Path, corpus: &Path, blocks: &[Block]) -> tempfile::TempDir {
     dir
 }
 
-/// Runs one command in `dir`; `Err` with what it printed when it fails or times out.
-fn run_command(dir: &Path, command: &str) -> Result<(), String> {
+/// Runs one command in `dir`: what it printed (stdout, then stderr), or `Err` with the end of
+/// it when it fails or times out.
+fn run_command(dir: &Path, command: &str) -> Result<String, String> {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_weir")).parent().unwrap();
     let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
@@ -367,7 +430,11 @@ fn run_command(dir: &Path, command: &str) -> Result<(), String> {
         lines[lines.len().saturating_sub(8)..].join("\n")
     };
     match status {
-        Some(st) if st.success() => Ok(()),
+        Some(st) if st.success() => Ok(format!(
+            "{}{}",
+            std::fs::read_to_string(&out_path).unwrap_or_default(),
+            std::fs::read_to_string(&err_path).unwrap_or_default()
+        )),
         Some(st) => Err(format!(
             "{st}\n--- stdout (end)\n{}\n--- stderr (end)\n{}",
             tail(&out_path),
@@ -394,15 +461,23 @@ fn every_shell_example_of_the_guide_runs() {
         }
         let dir = page_dir(base.path(), corpus, bs);
         for b in runnable {
-            for (i, c) in commands(b) {
+            for c in commands(b) {
                 ran += 1;
-                let command = rewrite(&c);
-                if let Err(e) = run_command(dir.path(), &command) {
-                    failures.push(format!(
-                        "{}:{}: `{c}` failed: {e}",
-                        rel.display(),
-                        b.line + 1 + i
-                    ));
+                let at = format!("{}:{}", rel.display(), b.line + 1 + c.line);
+                match run_command(dir.path(), &rewrite(&c.text)) {
+                    Err(e) => failures.push(format!("{at}: `{}` failed: {e}", c.text)),
+                    Ok(printed) if b.checked() => {
+                        let missing = missing_output(&c, &printed);
+                        if !missing.is_empty() {
+                            failures.push(format!(
+                                "{at}: `{}` did not print what the page shows:\n{}\n--- it \
+                                 printed\n{printed}",
+                                c.text,
+                                missing.join("\n")
+                            ));
+                        }
+                    }
+                    Ok(_) => {}
                 }
             }
         }
@@ -587,17 +662,22 @@ fn commands_are_split_as_a_shell_reads_them() {
             "weir import --db weir.db \\".into(),
             "  conn.log.gz".into(),
             "".into(),
+            "# another comment".into(),
             "weir count   # trailing".into(),
+            "# 8462".into(),
+            "#   more".into(),
         ],
         before: String::new(),
     };
     let c = commands(&b);
     assert_eq!(c.len(), 2);
-    assert_eq!(
-        c[0],
-        (1, "weir import --db weir.db \\\n  conn.log.gz".to_string())
-    );
-    assert_eq!(c[1].1, "weir count   # trailing");
+    assert_eq!(c[0].line, 1);
+    assert_eq!(c[0].text, "weir import --db weir.db \\\n  conn.log.gz");
+    assert!(c[0].shown.is_empty());
+    assert_eq!(c[1].text, "weir count   # trailing");
+    assert_eq!(c[1].shown, ["8462", "  more"]);
+    assert!(missing_output(&c[1], "8462\n  more  than that\n").is_empty());
+    assert_eq!(missing_output(&c[1], "8463\nmore\n"), ["8462"]);
     let r = rewrite("cargo run --release --example generate -- --events 10 | cargo run -- import");
     assert!(r.ends_with("generate --events 10 | weir import"), "{r}");
     assert!(r.starts_with('/'), "{r}");
