@@ -68,6 +68,13 @@ mod fs;
 mod pool;
 pub mod unstable;
 
+/// The Rust examples of the user guide's page "The Rust API"
+/// (`docs/book/src/reference/rust.md`), compiled (and run where they can be) as doc tests, so
+/// that the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/book/src/reference/rust.md")]
+pub struct GuideRustApi;
+
 // The modules, at their old paths inside the crate (`crate::query::...`); outside it they are
 // `weir::unstable::...`.
 pub(crate) use unstable::{

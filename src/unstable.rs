@@ -7,7 +7,7 @@
 //!
 //! The storage layers depend one way: a small file-system layer (atomic writes, positioned
 //! I/O, the one `mmap`) below [`segment`], segments below [`wal`], the WAL below [`store`].
-//! `docs/architecture.md` maps the modules and follows one event from bytes to segment and
+//! `docs/dev/architecture.md` maps the modules and follows one event from bytes to segment and
 //! back.
 //!
 //! | stage | module | configuration |

@@ -63,7 +63,7 @@ pub struct SourceArgs {
     #[arg(long, value_name = "NAME")]
     pub schema: Option<String>,
     /// A directory of more Zeek log schema files (`*.toml`), added to the shipped ones (see
-    /// README, "Typed Zeek JSON").
+    /// the guide, docs/book/src/import/zeek-json.md).
     #[arg(long = "schema-dir", value_name = "DIR")]
     pub schema_dir: Option<PathBuf>,
     /// Files or glob patterns, read in order (gzip and zstd detected); `-` or none: stdin.

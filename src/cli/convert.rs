@@ -29,7 +29,7 @@ pub struct ConvertArgs {
           default_value_t = StdoutSinkConfig::default().json_timestamps)]
     json_timestamps: JsonTimestamps,
     /// Keep only the events matching this expression (the pipeline's filter transform; see
-    /// README, "Searching").
+    /// the guide, docs/book/src/searching/index.md).
     #[arg(long = "where", value_name = "EXPR")]
     filter: Option<String>,
     /// Write one file per log path into this directory (`conn.log`, `dns.log`, …, or

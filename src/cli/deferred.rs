@@ -5,7 +5,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 /// The arguments `A` of one subcommand, added to it only when clap needs them: when that
 /// subcommand is the one given, or when help, completions or a man page are made
 /// ([`Command::defer`]). Building every subcommand's arguments on every start was a fifth of
-/// a fresh `weir count`'s CPU (2026-12-04, `docs/performance-log.md`).
+/// a fresh `weir count`'s CPU (2026-12-04, `docs/dev/performance-log.md`).
 #[derive(Debug)]
 pub(super) struct Deferred<A>(pub(super) A);
 

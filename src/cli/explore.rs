@@ -82,10 +82,10 @@ pub struct ExploreArgs {
     output: OutputArgs,
     /// Sigma rules whose matches are explored, instead of EXPR (repeatable; a directory: its
     /// *.yml files), one after the other; with `--to json` each event printed carries the
-    /// rule's `sigma.id` and `sigma.title` (see README, "Sigma").
+    /// rule's `sigma.id` and `sigma.title` (see the guide, docs/book/src/suricata-sigma/sigma.md).
     #[arg(long, value_name = "RULE", conflicts_with = "expr")]
     sigma: Vec<std::path::PathBuf>,
-    /// The expression whose results are explored (see README, "Searching").
+    /// The expression whose results are explored (see the guide, docs/book/src/searching/index.md).
     #[arg(value_name = "EXPR", required_unless_present = "sigma")]
     expr: Option<String>,
 }
@@ -114,7 +114,8 @@ pub struct PivotArgs {
     /// `zeek.files`.
     #[arg(value_name = "TYPE")]
     target: String,
-    /// The expression whose results are pivoted from (see README, "Searching").
+    /// The expression whose results are pivoted from (see the guide,
+    /// docs/book/src/searching/index.md).
     #[arg(value_name = "EXPR")]
     expr: String,
 }

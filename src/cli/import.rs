@@ -63,7 +63,7 @@ pub struct ImportArgs {
     #[arg(long)]
     no_sketches: bool,
     /// Community ID of `zeek.conn` events that lack one: computed with this seed, or `off`
-    /// (see README, "Community ID and pivots").
+    /// (see the guide, docs/book/src/suricata-sigma/community-id.md).
     #[arg(long = "community-id", value_name = "off|SEED",
           default_value_t = CommunityId::DEFAULT)]
     community_id: CommunityId,

@@ -31,7 +31,7 @@ pub struct EraseArgs {
     /// Erase the events with IDs A to B, both included (`0-999`; `5` alone is one event).
     #[arg(long, value_name = "A-B", value_parser = parse_ids)]
     ids: Option<std::ops::Range<u64>>,
-    /// Erase the events matching this expression (see README, "Searching").
+    /// Erase the events matching this expression (see the guide, docs/book/src/searching/index.md).
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
 }

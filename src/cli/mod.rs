@@ -70,11 +70,13 @@ struct Cli {
     /// The umask (octal) of the files and directories weir creates: `027` shares an
     /// archive with the group (directories 0750, files 0640). Without it, an archive's files
     /// take its directory's permissions, and a new archive is its owner's alone (0700 and
-    /// 0600: `weir::unstable::store::DEFAULT_UMASK`). See README, "Security model".
+    /// 0600: `weir::unstable::store::DEFAULT_UMASK`). See the guide,
+    /// docs/book/src/serving/security.md.
     #[arg(long, global = true, value_name = "OCTAL", value_parser = parse_umask)]
     umask: Option<u32>,
-    /// A concepts file (TOML, format 1: README, "Concepts") that extends the shipped
-    /// concepts and models (`net.src.ip`, `net.connection`, ...) for this command's queries.
+    /// A concepts file (TOML, format 1: the guide, docs/book/src/searching/concepts.md) that
+    /// extends the shipped concepts and models (`net.src.ip`, `net.connection`, ...) for this
+    /// command's queries.
     #[arg(long, global = true, env = "WEIR_CONCEPTS", value_name = "FILE")]
     concepts: Option<std::path::PathBuf>,
     #[command(subcommand)]
@@ -174,7 +176,7 @@ enum Command {
     ///   weir export 'summarize count() by ts resolution 1h'
     ///   weir export 'id.orig_h == 10.0.0.1 | sort ts | select ts, uid, id.resp_h'
     ///
-    /// See README, "Investigating", for more recipes.
+    /// See the guide, docs/book/src/searching/investigating.md, for more recipes.
     #[command(verbatim_doc_comment)]
     Export(Deferred<search::ExportArgs>),
     /// Count the archive's events matching an expression (all without one).
@@ -189,10 +191,10 @@ enum Command {
     /// community_id, else by Zeek's uid (also files.log's conn_uids); each once, in ID order.
     Pivot(Deferred<explore::PivotArgs>),
     /// Run pipelines and serve the archive over HTTP: a JSON API under /api/v1/, Prometheus
-    /// metrics, and a web page at / (see README, "Serving").
+    /// metrics, and a web page at / (see the guide, docs/book/src/serving/index.md).
     Serve(Deferred<serve::ServeArgs>),
     /// Indicator sets of the archive (add, remove, list, show) and matching them against
-    /// it (`weir intel match`): see README, "Detection".
+    /// it (`weir intel match`): see the guide, docs/book/src/detection.md.
     Intel(Deferred<intel::IntelArgs>),
     /// Summarize an archive: segments, events, bytes, ID ranges, events per schema.
     Info(Deferred<archive::InfoArgs>),

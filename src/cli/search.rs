@@ -55,12 +55,12 @@ pub struct ExportArgs {
     memory: MemoryArg,
     /// Sigma rules instead of EXPR (repeatable; a directory: its *.yml files): the matches of
     /// each rule, in turn; with `--to json` each event carries `sigma.id` and `sigma.title`
-    /// (see README, "Sigma").
+    /// (see the guide, docs/book/src/suricata-sigma/sigma.md).
     #[arg(long, value_name = "RULE", conflicts_with_all = ["expr", "explain"])]
     sigma: Vec<std::path::PathBuf>,
     /// The expression events must match, e.g. 'id.resp_p == 53 && :timestamp > 2009-11-18'
-    /// (see README, "Searching"), optionally followed by operators ('... | top id.resp_p',
-    /// see above); none: every event.
+    /// (see the guide, docs/book/src/searching/index.md), optionally followed by operators
+    /// ('... | top id.resp_p', see above); none: every event.
     #[arg(value_name = "EXPR")]
     expr: Option<String>,
 }
@@ -77,7 +77,7 @@ pub struct CountArgs {
     #[command(flatten)]
     memory: MemoryArg,
     /// Sigma rules instead of EXPR (repeatable; a directory: its *.yml files): one line per
-    /// rule, `COUNT<TAB>ID<TAB>TITLE` (see README, "Sigma").
+    /// rule, `COUNT<TAB>ID<TAB>TITLE` (see the guide, docs/book/src/suricata-sigma/sigma.md).
     #[arg(long, value_name = "RULE", conflicts_with_all = ["expr", "explain"])]
     sigma: Vec<std::path::PathBuf>,
     /// The expression events must match; none: every event.

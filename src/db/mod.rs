@@ -103,9 +103,9 @@ impl Db {
     }
 
     /// A query: an expression, optionally followed by operators (`'proto == "tcp" | top
-    /// id.resp_p'`; see the README, "Searching"), or nothing for every event. It reads the
-    /// catalog committed when it is made; nothing runs until it is read, counted or written
-    /// (see [`QueryResult`]).
+    /// id.resp_p'`; see the guide, docs/book/src/searching/index.md), or nothing for every
+    /// event. It reads the catalog committed when it is made; nothing runs until it is read,
+    /// counted or written (see [`QueryResult`]).
     ///
     /// An expression that does not parse is [`Error::Query`], here; one that does not
     /// type-check against the archive's schemas is the error of the query's first read.

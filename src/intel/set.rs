@@ -236,7 +236,8 @@ impl IndicatorSet {
     pub fn store(&mut self, db: &Path, sync: bool) -> Result<(), IntelError> {
         let version = self.version + 1;
         let bytes = self.encode(version)?;
-        // The archive's permissions, as its other files (README, "Security model").
+        // The archive's permissions, as its other files (the guide,
+        // docs/book/src/serving/security.md).
         crate::fs::use_archive_umask(db);
         let dir = intel_dir(db);
         if !dir.is_dir() {

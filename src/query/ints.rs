@@ -6,7 +6,7 @@
 //! that knows nothing but the integer markers, 64 rows at a time into an array of numbers on
 //! the stack and a bitmap of the rows that have one; a comparison or a count then runs over
 //! the array, a loop the compiler unrolls and vectorizes, instead of decoding value by value
-//! through the general reader (`docs/performance-log.md`).
+//! through the general reader (`docs/dev/performance-log.md`).
 //!
 //! Only what the writer writes is taken here; any other byte (a value of another type, an
 //! integer out of the type's range, a column shorter or longer than its rows) gives `None`,

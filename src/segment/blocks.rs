@@ -6,7 +6,7 @@
 //! A batch of 8,192 rows whose every row holds a distinct uid stored that column as one frame
 //! of about 100 KiB: a query for one uid, found by the batch's sketch in most batches of an
 //! archive whose day repeats, inflated all of it, and printing the one matching row inflated
-//! it again (`docs/performance-log.md`, "blocks of rows"). Only the large columns of values
+//! it again (`docs/dev/performance-log.md`, "blocks of rows"). Only the large columns of values
 //! are cut (encoding [`super::columns::BLOCKS`] 4 of the column header): small columns, and
 //! those stored as dictionaries, planes or marked, stay whole, so scans pay nothing.
 //!

@@ -6,7 +6,7 @@
 //! too, but it pays for every byte it reads: with the values replaced by one-byte codes, the
 //! compressor reads a fifth of the bytes and writes smaller frames. The writer also hands the
 //! distinct values to the batch's sketch (`sketch.rs`), which then hashes each of them once
-//! instead of walking the column again to find them (`docs/performance-log.md`).
+//! instead of walking the column again to find them (`docs/dev/performance-log.md`).
 //!
 //! # Format
 //!

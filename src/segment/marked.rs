@@ -8,7 +8,7 @@
 //! `orig_bytes > 1k`: 46% of the samples in the loop that decodes and compares). With the
 //! markers apart, each value's width is a lookup of a byte whose place is known, and only
 //! an addition of widths is left in the chain. The bytes are the same, rearranged: once
-//! compressed, W1000's count columns take 0-8% less room (`docs/performance-log.md`).
+//! compressed, W1000's count columns take 0-8% less room (`docs/dev/performance-log.md`).
 //!
 //! # Format
 //!

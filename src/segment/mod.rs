@@ -108,7 +108,7 @@
 //! that header alone (the bytes before the first column's). So reading one column checks the
 //! header and that column only, and the pages of the other columns are never touched: a
 //! query on one field of a whole archive had spent 11% of its time in the CRC of every
-//! column and 39% in the kernel faulting their pages in (`docs/performance-log.md`). Every
+//! column and 39% in the kernel faulting their pages in (`docs/dev/performance-log.md`). Every
 //! byte stays covered: the header by the batch checksum (itself in the metadata checksum),
 //! each column by its own, checked whenever it is inflated (`weir verify` inflates them
 //! all). A batch stored otherwise keeps the checksum of its stored bytes. A write-ahead log
@@ -122,7 +122,7 @@
 //! `port` and `int` columns whose values are all nil or integers. The bytes are the column's
 //! own, rearranged, so that a reader knows each value's width before it reads any value: a
 //! scan of a count column had spent most of its time finding where each value starts
-//! (`docs/performance-log.md`). The metadata checksum of version 10 is that of version 9
+//! (`docs/dev/performance-log.md`). The metadata checksum of version 10 is that of version 9
 //! with 10 as the version. Readers of version 9 refuse version 10 (an unknown union type),
 //! which would otherwise meet a column of an unknown encoding.
 //!

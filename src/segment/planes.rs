@@ -6,7 +6,7 @@
 //! ones looking random), W1000's `ts` column took 18% of the archive and 20% of zstd's time.
 //! Divided by their common power of ten, as differences from the previous value, and with
 //! the bytes of each significance together, the same values take 40% less space once
-//! compressed, in less time (`docs/performance-log.md`).
+//! compressed, in less time (`docs/dev/performance-log.md`).
 //!
 //! # Format
 //!

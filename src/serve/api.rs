@@ -1,6 +1,6 @@
-//! The handlers of `/api/v1/*`, `/metrics` and `/health` (the reference is in the README,
-//! "Serving"). Request bodies are JSON objects; unknown members, wrong types and malformed
-//! JSON are `400` with the parser's message.
+//! The handlers of `/api/v1/*`, `/metrics` and `/health` (the reference is in the user guide,
+//! `docs/book/src/serving/api.md`). Request bodies are JSON objects; unknown members, wrong
+//! types and malformed JSON are `400` with the parser's message.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -36,7 +36,7 @@ struct QueryRequest {
     /// `EXPR | OP ...`; empty or absent: every event.
     #[serde(default)]
     query: String,
-    /// A Sigma rule's YAML, instead of `query` (README, "Sigma").
+    /// A Sigma rule's YAML, instead of `query` (the guide, docs/book/src/suricata-sigma/sigma.md).
     sigma: Option<String>,
     /// At most this many events.
     limit: Option<u64>,
@@ -55,7 +55,7 @@ struct QueryRequest {
 struct CountRequest {
     #[serde(default)]
     query: String,
-    /// A Sigma rule's YAML, instead of `query` (README, "Sigma").
+    /// A Sigma rule's YAML, instead of `query` (the guide, docs/book/src/suricata-sigma/sigma.md).
     sigma: Option<String>,
     /// Answer the plan and its pruning instead of counting.
     #[serde(default)]

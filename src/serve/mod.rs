@@ -4,8 +4,8 @@
 //! ([`AppState`]), the handlers ([`api`]), the streamed queries ([`query`]), the limits
 //! ([`limits`]), the bearer token ([`auth`]) and the checks that keep web pages from using
 //! the server ([`guard`]). The command (`src/cli/serve.rs`) runs the
-//! pipelines and the server in one process; the endpoints are documented in the README,
-//! "Serving".
+//! pipelines and the server in one process; the endpoints are documented in the user guide,
+//! `docs/book/src/serving/api.md`.
 //!
 //! # Files
 //!

@@ -29,7 +29,7 @@ def conn_records(zeekref, path):
                 if line.strip():
                     obj = json.loads(line)
                     # A line without `_path` whose file name names no log is read by weir
-                    # as the log its fields are (README, "Typed Zeek JSON"): conn's own
+                    # as the log its fields are (the guide, docs/book/src/import/zeek-json.md): conn's own
                     # fields make it a conn event.
                     if obj.get("_path") == "conn" or (
                         "_path" not in obj and CONN_FIELDS <= obj.keys()

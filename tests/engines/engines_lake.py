@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Loads weir's Parquet lake with DuckDB, Polars, DataFusion and pyarrow, each partition on its
-own and the whole lake, with the calls the README shows, and checks five answers against what
+own and the whole lake, with the calls the guide shows (docs/book/src/lake/index.md), and checks five answers against what
 weir's archive holds (tests/it/lake_engines.rs computes them).
 
 usage: engines_lake.py EXPECTED.json LAKE_DIR

@@ -69,7 +69,7 @@ def polars_answers(url, endpoint):
     opts = {"aws_endpoint_url": endpoint, "aws_region": REGION, "aws_allow_http": "true",
             "aws_access_key_id": "test", "aws_secret_access_key": "test"}
     out = {}
-    # Per partition, as the README shows: each `schema=` partition is one table.
+    # Per partition, as the guide shows (docs/book/src/lake/index.md): each `schema=` partition is one table.
     schemas = [i.base_name.split("=", 1)[1] for i in s3fs(endpoint).get_file_info(
         pafs.FileSelector(url[len("s3://"):], recursive=False)) if i.base_name.startswith("schema=")]
     for schema in sorted(schemas):

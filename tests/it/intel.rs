@@ -521,8 +521,8 @@ fn bits(a: IpAddr) -> u128 {
     }
 }
 
-/// Whether `value` of `field` matches indicator (`kind`, `ind`): the rules of the README's
-/// match table, written independently of weir's matcher.
+/// Whether `value` of `field` matches indicator (`kind`, `ind`): the rules of the match table
+/// of `docs/book/src/detection.md`, written independently of weir's matcher.
 fn reference_matches(kind: &str, ind: &str, field: &str, value: &str, host: Option<&str>) -> bool {
     if value == "-" {
         return false;

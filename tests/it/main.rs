@@ -18,6 +18,7 @@ mod arrow_lake;
 mod arrow_mutations;
 mod batch_writers;
 mod batcher_props;
+mod book;
 mod cli_archive_roundtrip;
 mod cli_convert;
 mod cli_crash_recovery;

@@ -1,6 +1,7 @@
-//! The analyst recipes of README's "Investigating" section, each run on the shared corpus
+//! The analyst recipes of the user guide's "Investigating" page
+//! (`docs/book/src/searching/investigating.md`), each run on the shared corpus
 //! and checked against an independent computation over `weir export --to json` (plain Rust
-//! over the JSON events). Each recipe's text must appear verbatim in the README, so that the
+//! over the JSON events). Each recipe's text must appear verbatim on that page, so that the
 //! documentation cannot drift from what is tested.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -39,12 +40,16 @@ fn db(c: &(tempfile::TempDir, Vec<J>)) -> std::path::PathBuf {
     c.0.path().join("db")
 }
 
-/// Runs a recipe (checking that the README shows it) and parses its JSON lines.
+/// The guide's page of the recipes.
+const PAGE: &str = "docs/book/src/searching/investigating.md";
+
+/// Runs a recipe (checking that the guide's Investigating page shows it) and parses its JSON
+/// lines.
 fn recipe(db: &Path, text: &str) -> Vec<J> {
-    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let page = std::fs::read_to_string(common::root().join(PAGE)).unwrap();
     assert!(
-        readme.contains(&format!("weir export '{text}'")),
-        "README's Investigating section does not show `weir export '{text}'`"
+        page.contains(&format!("weir export '{text}'")),
+        "{PAGE} does not show `weir export '{text}'`"
     );
     let out = run(&["export", "--db", s(db), "--to", "json", text]);
     ok(&out, text)

@@ -1,6 +1,6 @@
 //! The reference evaluator: an [`Expr`] evaluated on a [`Log`]'s events as the language's
-//! documentation (README "Searching", `src/query/mod.rs`) defines it, written plainly and
-//! independently of the engine:
+//! documentation (`docs/book/src/reference/language.md`, `src/query/mod.rs`) defines it,
+//! written plainly and independently of the engine:
 //!
 //! - negation is pushed into the predicates (`!(x < 1)` is `x >= 1`); an unset value never
 //!   matches; a negative operator (`!=`, `!in`, `!ni`, `!~`) is its positive negated on a set
