@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
+use weir::unstable::codec::table_writer::width_of;
 use weir::unstable::metrics::Metrics;
 use weir::unstable::size::Size;
 use weir::unstable::source::SourceCounters;
@@ -192,15 +193,7 @@ impl Progress {
 /// writer reads it), else the width of the terminal that stderr is, else 80; one less, since
 /// a character in the last column makes some terminals wrap.
 fn line_width(columns: Option<&str>) -> usize {
-    columns
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0)
-        .or_else(|| {
-            console::Term::stderr()
-                .size_checked()
-                .map(|(_, cols)| usize::from(cols))
-                .filter(|&c| c > 0)
-        })
+    width_of(columns, &console::Term::stderr())
         .unwrap_or(80)
         .saturating_sub(1)
         .max(1)

@@ -72,17 +72,25 @@ const EMPTY: &str = "(empty)";
 /// a positive number, else the width of the terminal that standard output is, else
 /// [`DEFAULT_WIDTH`].
 pub fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
+    width_of(
+        std::env::var("COLUMNS").ok().as_deref(),
+        &console::Term::stdout(),
+    )
+    .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// The width a line may take: `columns` (the `COLUMNS` environment variable) when it is a
+/// positive number, else the width of the terminal `term` is, if it is one. The one reading of
+/// `COLUMNS`, for the table and the progress line alike.
+pub fn width_of(columns: Option<&str>, term: &console::Term) -> Option<usize> {
+    columns
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|&c| c > 0)
         .or_else(|| {
-            console::Term::stdout()
-                .size_checked()
+            term.size_checked()
                 .map(|(_, cols)| usize::from(cols))
                 .filter(|&c| c > 0)
         })
-        .unwrap_or(DEFAULT_WIDTH)
 }
 
 /// A buffered cell: where its (possibly cut) text ends, its length in characters and kind.

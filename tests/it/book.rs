@@ -48,20 +48,7 @@ fn src() -> PathBuf {
 
 /// Every `.md` file under `dir`, sorted.
 fn markdown_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "md") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    common::files_with_extension(dir, "md")
 }
 
 /// A fenced code block of a page.
@@ -296,30 +283,9 @@ fn base() -> Option<&'static (tempfile::TempDir, PathBuf)> {
     static BASE: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
     BASE.get_or_init(|| {
         let corpus = common::corpus::dir()?;
-        let generate = example("generate");
-        if !generate.exists() {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "no {}",
-                generate.display()
-            );
-            println!(
-                "skipped: {} not built (cargo test builds it)",
-                generate.display()
-            );
-            return None;
-        }
         let tmp = tempfile::tempdir().unwrap();
         let sensor = tmp.path().join("sensor");
-        let out = Command::new(&generate)
-            .args(["--events", "2000", "--sensor", s(&sensor)])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::generate_sensor(&sensor, 2000)?;
         let eve = tmp.path().join("eve.json");
         std::fs::copy(sensor.join("eve.json"), &eve).unwrap();
         let db = tmp.path().join("weir.db");

@@ -452,20 +452,7 @@ fn corpus_lake() -> Option<&'static (tempfile::TempDir, std::path::PathBuf, std:
 
 /// The Parquet files under `dir`, sorted.
 fn parquet_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "parquet") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
+    common::files_with_extension(dir, "parquet")
 }
 
 /// The count of events `expr` matches in `db`, by weir's own query engine.

@@ -9,8 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -21,12 +19,6 @@ use common::cli::{ok, run, s};
 const FLOWS: u64 = 2_000;
 
 /// The example binary `cargo test` builds beside the tests' `weir`.
-fn generator() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_weir"));
-    let dir = bin.parent().unwrap();
-    dir.join("examples").join("generate")
-}
-
 fn export(db: &str, expr: &str) -> Vec<Value> {
     ok(&run(&["export", "--db", db, "--to", "json", expr]), expr)
         .lines()
@@ -43,31 +35,11 @@ fn count(db: &str, expr: &str) -> u64 {
 
 #[test]
 fn zeek_and_suricata_of_the_same_flows_join() {
-    let gen = generator();
-    if !gen.exists() {
-        // `cargo test` builds the examples; a run of this test binary alone may not have.
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no {}",
-            gen.display()
-        );
-        println!(
-            "skipped: {} not built (cargo test builds it)",
-            gen.display()
-        );
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sensor");
-    let out = Command::new(&gen)
-        .args(["--events", &FLOWS.to_string(), "--sensor", s(&dir)])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if common::generate_sensor(&dir, FLOWS).is_none() {
+        return;
+    }
     let db = tmp.path().join("db");
     let mut args = vec![
         "import".to_string(),

@@ -22,11 +22,67 @@ pub mod rng;
 pub mod store;
 pub mod zeekref;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The repository root (the crate's manifest directory).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The example binary `name` beside the `weir` under test, when it is built: `cargo test`
+/// builds the examples, a run of the test binary alone may not have. `None` with a note
+/// then, and a failure under `CI=true`.
+pub fn built_example(name: &str) -> Option<PathBuf> {
+    let bin = Path::new(env!("CARGO_BIN_EXE_weir"));
+    let path = bin.parent()?.join("examples").join(name);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no {}",
+        path.display()
+    );
+    println!(
+        "skipped: {} not built (cargo test builds it)",
+        path.display()
+    );
+    None
+}
+
+/// Runs the generator's `--sensor DIR` for `flows` flows: Zeek logs and `eve.json` of the
+/// same flows in `dir`. `None` (with a note) when the example is not built.
+pub fn generate_sensor(dir: &Path, flows: u64) -> Option<()> {
+    let generate = built_example("generate")?;
+    let out = std::process::Command::new(&generate)
+        .args(["--events", &flows.to_string(), "--sensor"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(())
+}
+
+/// The files under `dir` (recursively) whose extension is `ext`, sorted.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The directory `tests/fixtures`.
