@@ -38,7 +38,7 @@ pub struct AddReport {
 }
 
 /// The file: the header and the indicators, with a checksum over them.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SetFile {
     format: u32,
@@ -48,6 +48,16 @@ struct SetFile {
     /// members in the order of [`Indicator`]).
     checksum: String,
     indicators: Vec<Indicator>,
+}
+
+/// [`SetFile`] as it is written: the same members, the indicators borrowed from the set.
+#[derive(Serialize)]
+struct SetFileOut<'a> {
+    format: u32,
+    name: &'a str,
+    version: u64,
+    checksum: String,
+    indicators: Vec<&'a Indicator>,
 }
 
 /// Whether `name` can name a set: 1 to 100 of ASCII letters, digits, `_`, `-` and `.`,
@@ -66,8 +76,26 @@ pub fn intel_dir(db: &Path) -> PathBuf {
     db.join(INTEL_DIR)
 }
 
-fn checksum(bytes: &[u8]) -> String {
-    format!("{:08x}", crc32fast::hash(bytes))
+/// The checksum of `indicators`: the CRC-32 of their JSON text, computed as the text is
+/// made (a set of a million indicators never holds that text a second time).
+fn checksum<T: Serialize + ?Sized>(indicators: &T) -> Result<String, serde_json::Error> {
+    let mut crc = Crc(crc32fast::Hasher::new());
+    serde_json::to_writer(&mut crc, indicators)?;
+    Ok(format!("{:08x}", crc.0.finalize()))
+}
+
+/// A writer that only hashes what is written.
+struct Crc(crc32fast::Hasher);
+
+impl std::io::Write for Crc {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl IndicatorSet {
@@ -183,8 +211,7 @@ impl IndicatorSet {
         if file.name != name {
             return Err(damaged(format!("it names set {:?}", file.name)));
         }
-        let text = serde_json::to_vec(&file.indicators).map_err(|e| damaged(e.to_string()))?;
-        let sum = checksum(&text);
+        let sum = checksum(&file.indicators).map_err(|e| damaged(e.to_string()))?;
         if sum != file.checksum {
             return Err(damaged(format!(
                 "checksum {} does not match its indicators ({sum})",
@@ -210,22 +237,19 @@ impl IndicatorSet {
 
     /// The bytes of its file (at version `version`).
     fn encode(&self, version: u64) -> Result<Vec<u8>, IntelError> {
-        let list: Vec<Indicator> = self.indicators.values().cloned().collect();
-        let text = serde_json::to_vec(&list).map_err(|e| IntelError::Encode {
+        let encode = |e: serde_json::Error| IntelError::Encode {
             name: self.name.clone(),
             message: e.to_string(),
-        })?;
-        let file = SetFile {
+        };
+        let list: Vec<&Indicator> = self.indicators.values().collect();
+        let file = SetFileOut {
             format: SET_FORMAT,
-            name: self.name.clone(),
+            name: &self.name,
             version,
-            checksum: checksum(&text),
+            checksum: checksum(&list).map_err(encode)?,
             indicators: list,
         };
-        let mut out = serde_json::to_vec(&file).map_err(|e| IntelError::Encode {
-            name: self.name.clone(),
-            message: e.to_string(),
-        })?;
+        let mut out = serde_json::to_vec(&file).map_err(encode)?;
         out.push(b'\n');
         Ok(out)
     }
