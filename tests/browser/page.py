@@ -8,6 +8,7 @@ browsers) as a person would, and prints what it saw as one JSON object.
 2. types QUERY into the query box and presses Enter: `typed`;
 3. clicks the first row's FIELD value in the first tab (adds `FIELD == value`): `value`;
 4. clicks the first row's uid (the events of that uid): `uid`;
+5. goes Back (`back`, with `back_url_q`: the URL's query), then Forward (`forward`);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -123,6 +124,18 @@ def main():
         took("uid")
         out["uid"] = state(page)
         page.screenshot(path=shot.removesuffix(".png") + "-pivot.png", full_page=True)
+
+        # Back to the value's search, then Forward to the uid's: each search is a history
+        # entry, and going back or forward runs it again.
+        page.go_back()
+        searches_done(page, 5)
+        took("back")
+        out["back"] = state(page)
+        out["back_url_q"] = page.evaluate("() => new URL(location.href).searchParams.get('q')")
+        page.go_forward()
+        searches_done(page, 6)
+        took("forward")
+        out["forward"] = state(page)
 
         out["page_errors"] = errors
         browser.close()

@@ -1004,6 +1004,18 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     );
     assert_eq!(uids(&db, &by_uid), [uid.clone(), uid.clone()]);
 
+    // Back: the value's search again, its query in the box and the URL, the same answer;
+    // Forward: the uid's (issue 59: each query is a history entry).
+    let back = &seen["back"];
+    assert_eq!(back["query"], narrowed, "{back}");
+    assert_eq!(back["total"], value["total"], "{back}");
+    assert_eq!(back["tabs"], value["tabs"], "{back}");
+    assert_eq!(seen["back_url_q"], narrowed, "{seen}");
+    let forward = &seen["forward"];
+    assert_eq!(forward["query"], by_uid, "{forward}");
+    assert_eq!(forward["total"], pivot["total"], "{forward}");
+    assert_eq!(forward["tabs"], pivot["tabs"], "{forward}");
+
     // Screenshots, for a person to look at: target/tmp/serve-page.png and -pivot.png.
     for f in [&shot, &pivot_shot] {
         let png = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", s(f)));
