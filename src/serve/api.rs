@@ -115,9 +115,10 @@ pub async fn query(
     let format = match req.format.as_deref() {
         None | Some("ndjson") | Some("json") => OutputFormat::Json,
         Some("arrow") => OutputFormat::Arrow,
+        Some("csv") => OutputFormat::Csv,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "unknown format {other:?}: expected ndjson or arrow"
+                "unknown format {other:?}: expected ndjson, csv or arrow"
             )))
         }
     };

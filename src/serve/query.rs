@@ -42,6 +42,8 @@ use crate::store::Archive;
 
 /// The content type of an NDJSON answer.
 pub const NDJSON: &str = "application/x-ndjson";
+/// The content type of CSV answers.
+pub const CSV: &str = "text/csv; charset=utf-8";
 /// The content type of an Arrow IPC stream answer.
 pub const ARROW: &str = "application/vnd.apache.arrow.stream";
 
@@ -115,7 +117,14 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
     let deadline = Instant::now() + timeout;
     let reader = state.reader.clone();
     let limits = state.limits;
-    let ndjson = job.format != OutputFormat::Arrow;
+    // A failure after the first bytes is a last JSON line in NDJSON; CSV and Arrow end cut
+    // short instead (a JSON line would read as a row there).
+    let ndjson = job.format == OutputFormat::Json;
+    let content_type = match job.format {
+        OutputFormat::Arrow => ARROW,
+        OutputFormat::Csv => CSV,
+        _ => NDJSON,
+    };
     let deadline_at = tokio::time::Instant::from_std(deadline);
     // Cancelled at the deadline, or when this function returns an error or the answer's
     // body is dropped (the guard goes with it).
@@ -153,7 +162,6 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
             Some((Err(e), (None, None, guard)))
         }
     });
-    let content_type = if ndjson { NDJSON } else { ARROW };
     Ok((
         [(header::CONTENT_TYPE, content_type)],
         Body::from_stream(pieces),

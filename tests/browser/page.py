@@ -9,6 +9,7 @@ browsers) as a person would, and prints what it saw as one JSON object.
 3. clicks the first row's FIELD value in the first tab (adds `FIELD == value`): `value`;
 4. clicks the first row's uid (the events of that uid): `uid`;
 5. goes Back (`back`, with `back_url_q`: the URL's query), then Forward (`forward`);
+6. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -136,6 +137,15 @@ def main():
         searches_done(page, 6)
         took("forward")
         out["forward"] = state(page)
+
+        # The download buttons: every event of the query, as the API streams it.
+        for fmt in ("csv", "json"):
+            with page.expect_download(timeout=WAIT_MS) as d:
+                page.click(f"#dl-{fmt}")
+            out[f"download_{fmt}"] = {
+                "name": d.value.suggested_filename,
+                "text": open(d.value.path(), encoding="utf-8").read(),
+            }
 
         out["page_errors"] = errors
         browser.close()

@@ -1016,6 +1016,17 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(forward["total"], pivot["total"], "{forward}");
     assert_eq!(forward["tabs"], pivot["tabs"], "{forward}");
 
+    // The downloads hold what `weir export` writes for the query shown (the uid's).
+    for (fmt, to) in [("csv", "csv"), ("json", "json")] {
+        let got = &seen[format!("download_{fmt}")];
+        assert_eq!(got["name"], format!("weir-result.{fmt}"), "{got}");
+        let want = ok(
+            &run(&["export", "--db", s(&db), "--to", to, &by_uid]),
+            "export",
+        );
+        assert_eq!(got["text"].as_str().unwrap(), want, "{fmt}");
+    }
+
     // Screenshots, for a person to look at: target/tmp/serve-page.png and -pivot.png.
     for f in [&shot, &pivot_shot] {
         let png = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", s(f)));
