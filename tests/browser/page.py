@@ -9,7 +9,9 @@ browsers) as a person would, and prints what it saw as one JSON object.
 3. clicks the first row's FIELD value in the first tab (adds `FIELD == value`): `value`;
 4. clicks the first row's uid (the events of that uid): `uid`;
 5. goes Back (`back`, with `back_url_q`: the URL's query), then Forward (`forward`);
-6. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
+6. presses `/` with the focus elsewhere (`slash_focus`: the focused element's id after it,
+   `slash_query`: the box's text, which the `/` must not have changed);
+7. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -137,6 +139,12 @@ def main():
         searches_done(page, 6)
         took("forward")
         out["forward"] = state(page)
+
+        # `/` puts the cursor in the query box, from anywhere else on the page.
+        page.locator("#run").focus()
+        page.keyboard.press("/")
+        out["slash_focus"] = page.evaluate("() => document.activeElement.id")
+        out["slash_query"] = page.input_value("#q")
 
         # The download buttons: every event of the query, as the API streams it.
         for fmt in ("csv", "json"):

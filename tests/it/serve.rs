@@ -1016,6 +1016,10 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(forward["total"], pivot["total"], "{forward}");
     assert_eq!(forward["tabs"], pivot["tabs"], "{forward}");
 
+    // `/` focuses the query box and types nothing into it.
+    assert_eq!(seen["slash_focus"], "q", "{seen}");
+    assert_eq!(seen["slash_query"], by_uid, "{seen}");
+
     // The downloads hold what `weir export` writes for the query shown (the uid's).
     for (fmt, to) in [("csv", "csv"), ("json", "json")] {
         let got = &seen[format!("download_{fmt}")];
