@@ -12,6 +12,7 @@ browsers) as a person would, and prints what it saw as one JSON object.
 6. presses `/` with the focus elsewhere (`slash_focus`: the focused element's id after it,
    `slash_query`: the box's text, which the `/` must not have changed);
 7. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
+8. clears the query (`cleared`, `outside_text`), then includes the outliers (`all`);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -66,9 +67,12 @@ def state(page):
     if buttons.count():
         buttons.nth(0).click()
     total = page.locator("#hist").get_attribute("data-total")
+    outside = page.locator("#hist").get_attribute("data-outside")
     return {
         "query": page.input_value("#q"),
         "total": None if total is None else int(total),
+        "outside": None if outside is None else int(outside),
+        "chart_from": page.locator("#hist").get_attribute("data-from"),
         "error": page.text_content("#error"),
         "tabs": tabs,
     }
@@ -154,6 +158,16 @@ def main():
                 "name": d.value.suggested_filename,
                 "text": open(d.value.path(), encoding="utf-8").read(),
             }
+
+        # The whole archive again: an outlier is left out of the chart and said; then included.
+        box.fill("")
+        box.press("Enter")
+        searches_done(page, 7)
+        out["cleared"] = state(page)
+        out["outside_text"] = page.text_content("#outside")
+        page.click("#outliers")
+        searches_done(page, 8)
+        out["all"] = state(page)
 
         out["page_errors"] = errors
         browser.close()

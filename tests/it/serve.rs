@@ -906,6 +906,11 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
             i & 255,
         ));
     }
+    // And one dns event nine years before all others (an outlier the chart leaves out).
+    dns.push_str(&format!(
+        "1300000000.000001\t{}\t10.9.9.9\t65000\t192.0.2.53\t53\tudp\toutlier.example\n",
+        conn_log::uid(999_999)
+    ));
     let dns_log = tmp.path().join("dns.log");
     std::fs::write(&dns_log, dns).unwrap();
     ok(
@@ -939,7 +944,8 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(seen["page_errors"], json!([]), "{seen}");
 
     // Before typing: every event.
-    assert_eq!(seen["initial"]["total"], json!(3100), "{seen}");
+    assert_eq!(seen["initial"]["total"], json!(3101), "{seen}");
+    assert_eq!(seen["initial"]["outside"], json!(1), "{seen}");
 
     // Typed: the histogram's total is `weir count`'s; a tab per schema, each the first events
     // of `weir export` of that schema (one page of 50).
@@ -1016,6 +1022,22 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(forward["total"], pivot["total"], "{forward}");
     assert_eq!(forward["tabs"], pivot["tabs"], "{forward}");
 
+    // The whole archive: the 2011 event is left out of the chart, which starts in 2020, and
+    // the page says so; "include them" spans every event.
+    let cleared = &seen["cleared"];
+    assert_eq!(cleared["total"], json!(3101), "{cleared}");
+    assert_eq!(cleared["outside"], json!(1), "{cleared}");
+    assert!(
+        cleared["chart_from"].as_str().unwrap() >= "2020-09-13",
+        "{cleared}"
+    );
+    let said = seen["outside_text"].as_str().unwrap();
+    assert!(said.contains("1 event lies outside"), "{said}");
+    let all = &seen["all"];
+    assert_eq!(all["total"], json!(3101), "{all}");
+    assert_eq!(all["outside"], json!(0), "{all}");
+    assert!(all["chart_from"].as_str().unwrap() <= "2011-03-13", "{all}");
+
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
     assert_eq!(seen["slash_query"], by_uid, "{seen}");
@@ -1044,7 +1066,7 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     // Rendered from the URL alone: no query, the histogram's range comes from the archive's
     // info, its total is every event; a parse error is shown with its caret under the query.
     let dom = rendered(&browser, &format!("http://{}/", srv.addr));
-    assert!(dom.contains("data-total=\"3100\""), "{dom}");
+    assert!(dom.contains("data-total=\"3101\""), "{dom}");
     assert_eq!(dom.matches("<tr>").count(), 1 + 50, "{dom}");
     let dom = rendered(
         &browser,
