@@ -13,6 +13,7 @@ browsers) as a person would, and prints what it saw as one JSON object.
    `slash_query`: the box's text, which the `/` must not have changed);
 7. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
 8. clears the query (`cleared`, `outside_text`), then includes the outliers (`all`);
+9. clicks the id.orig_p header (`sorted`), and again (`sorted_desc`);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -168,6 +169,14 @@ def main():
         page.click("#outliers")
         searches_done(page, 8)
         out["all"] = state(page)
+
+        # A click on a column's header sorts by it (the query says so); a second, descending.
+        page.locator("#table thead th", has_text="id.orig_p").first.click()
+        searches_done(page, 9)
+        out["sorted"] = state(page)
+        page.locator("#table thead th", has_text="id.orig_p").first.click()
+        searches_done(page, 10)
+        out["sorted_desc"] = state(page)
 
         out["page_errors"] = errors
         browser.close()

@@ -1038,6 +1038,30 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(all["outside"], json!(0), "{all}");
     assert!(all["chart_from"].as_str().unwrap() <= "2011-03-13", "{all}");
 
+    // A header click sorts through the query: the first tab shows the conn events in the
+    // order of `weir export 'sort id.orig_p'`; a second click sorts descending.
+    for (step, chain) in [
+        ("sorted", "sort id.orig_p"),
+        ("sorted_desc", "sort id.orig_p desc"),
+    ] {
+        let got = &seen[step];
+        assert_eq!(got["query"], chain, "{got}");
+        let want: Vec<String> = export(&db, chain)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["_path"] == "conn")
+            .map(|e| e["uid"].as_str().unwrap().to_string())
+            .take(50)
+            .collect();
+        let conn = got["tabs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["label"].as_str().unwrap().starts_with("conn"))
+            .unwrap_or_else(|| panic!("no conn tab: {got}"));
+        assert_eq!(tab_uids(conn).1, want, "{step}");
+    }
+
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
     assert_eq!(seen["slash_query"], by_uid, "{seen}");
