@@ -14,6 +14,8 @@ browsers) as a person would, and prints what it saw as one JSON object.
 7. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
 8. clears the query (`cleared`, `outside_text`), then includes the outliers (`all`);
 9. clicks the id.orig_p header (`sorted`), and again (`sorted_desc`);
+10. clears the query, asks the field panel for proto's top values (`top`: value and count
+    per row) and leaves the first out with its "-" button (`dropped`);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -177,6 +179,25 @@ def main():
         page.locator("#table thead th", has_text="id.orig_p").first.click()
         searches_done(page, 10)
         out["sorted_desc"] = state(page)
+
+        # The field panel: the whole archive's first tab (conn), the top values of proto; then
+        # its first value kept with "+".
+        box.fill("")
+        box.press("Enter")
+        searches_done(page, 11)
+        page.locator("#field-names button", has_text="proto").first.click()
+        page.wait_for_function(
+            "() => { const b = document.getElementById('field-top');"
+            " return b.dataset.field === 'proto' && b.dataset.done !== undefined; }",
+            timeout=WAIT_MS,
+        )
+        out["top"] = page.evaluate(
+            """() => [...document.querySelectorAll('#top-table tr')].map(tr =>
+                [...tr.querySelectorAll('td')].slice(0, 2).map(td => td.textContent))"""
+        )
+        page.locator("#top-table button.drop").first.click()
+        searches_done(page, 12)
+        out["dropped"] = state(page)
 
         out["page_errors"] = errors
         browser.close()

@@ -1062,6 +1062,23 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         assert_eq!(tab_uids(conn).1, want, "{step}");
     }
 
+    // The field panel: proto's top values in the conn tab are `weir export`'s `top proto`
+    // over conn, and "-" on the first adds `proto != "..."` to the query.
+    let want: Vec<Value> = export(&db, "#type == \"zeek.conn\" | top proto")
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            json!([e["proto"], e["count"].to_string()])
+        })
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(seen["top"], json!(want), "{seen}");
+    let dropped = &seen["dropped"];
+    let first = want[0][0].as_str().unwrap();
+    let without = format!("proto != \"{first}\"");
+    assert_eq!(dropped["query"], without, "{dropped}");
+    assert_eq!(dropped["total"], json!(count(&db, &without)), "{dropped}");
+
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
     assert_eq!(seen["slash_query"], by_uid, "{seen}");
