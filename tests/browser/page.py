@@ -16,6 +16,8 @@ browsers) as a person would, and prints what it saw as one JSON object.
 9. clicks the id.orig_p header (`sorted`), and again (`sorted_desc`);
 10. clears the query, asks the field panel for proto's top values (`top`: value and count
     per row) and leaves the first out with its "-" button (`dropped`);
+11. opens the first row's detail pane (`detail`: fields and related events; `detail_row`,
+    `detail_columns`: that row as the table shows it);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -198,6 +200,22 @@ def main():
         page.locator("#top-table button.drop").first.click()
         searches_done(page, 12)
         out["dropped"] = state(page)
+
+        # The detail pane of the first row shown: its fields, and the events of its uid.
+        page.locator("#table tbody tr").first.locator("button.open").click()
+        page.wait_for_function(
+            "() => document.getElementById('detail').dataset.done !== undefined", timeout=WAIT_MS
+        )
+        out["detail"] = page.evaluate(
+            """() => ({
+                fields: Object.fromEntries([...document.querySelectorAll('#detail-fields tr')]
+                    .map(tr => [tr.querySelector('th').textContent, tr.querySelectorAll('td')[0].textContent])),
+                related: [...document.querySelectorAll('#related tr')].map(tr =>
+                    [...tr.querySelectorAll('td')].slice(0, 3).map(td => td.textContent)),
+            })"""
+        )
+        out["detail_row"] = table(page)["rows"][0]
+        out["detail_columns"] = table(page)["columns"]
 
         out["page_errors"] = errors
         browser.close()

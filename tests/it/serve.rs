@@ -1079,6 +1079,33 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(dropped["query"], without, "{dropped}");
     assert_eq!(dropped["total"], json!(count(&db, &without)), "{dropped}");
 
+    // The detail pane shows the row's fields as the table does, and the events of its uid in
+    // time order, as `weir export 'uid == X | sort ts'`.
+    let detail = &seen["detail"];
+    let columns = seen["detail_columns"].as_array().unwrap();
+    let row = seen["detail_row"].as_array().unwrap();
+    for (c, v) in columns.iter().zip(row).skip(1) {
+        assert_eq!(detail["fields"][c.as_str().unwrap()], *v, "{c}: {detail}");
+    }
+    let uid = detail["fields"]["uid"].as_str().unwrap();
+    let want: Vec<Value> = export(&db, &format!("uid == \"{uid}\" | sort ts"))
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            json!([e["_path"], e["ts"].to_string(), e["uid"]])
+        })
+        .collect();
+    let got: Vec<Value> = detail["related"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!([r[0], r[1], r[2]]))
+        .collect();
+    assert_eq!(got.len(), want.len(), "{detail}");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((&g[0], &g[2]), (&w[0], &w[2]), "{detail}");
+    }
+
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
     assert_eq!(seen["slash_query"], by_uid, "{seen}");
