@@ -956,8 +956,28 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(want, 700 + 333 + 100);
     assert_eq!(typed["total"], json!(want), "{typed}");
     let tabs = typed["tabs"].as_array().unwrap();
-    assert_eq!(tabs.len(), 2, "{typed}");
-    for (tab, schema) in tabs.iter().zip(["conn", "dns"]) {
+    assert_eq!(tabs.len(), 3, "two schemas and the timeline: {typed}");
+    // The timeline: both schemas in one list in time order, as `weir export 'EXPR | sort
+    // ts'`, with `#type` first and the fields both schemas have next.
+    let timeline = &tabs[2];
+    let (label, got) = tab_uids(timeline);
+    let sorted = uids(&db, &format!("{expr} | sort ts"));
+    assert_eq!(
+        label,
+        format!("timeline 1,000 of {}", common::cli::grouped(want))
+    );
+    assert_eq!(got, sorted[..50], "{timeline}");
+    let columns = timeline["columns"].as_array().unwrap();
+    assert_eq!(columns[1], "#type", "{timeline}");
+    assert_eq!(columns[2], "ts", "{timeline}");
+    let types: std::collections::BTreeSet<&str> = timeline["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_str().unwrap())
+        .collect();
+    assert!(types.contains("zeek.conn"), "{types:?}");
+    for (tab, schema) in tabs[..2].iter().zip(["conn", "dns"]) {
         let (label, got) = tab_uids(tab);
         let all = uids(&db, &format!("({expr}) && #type == \"zeek.{schema}\""));
         let fetched = all.len().min(1000);
@@ -1004,7 +1024,8 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         shown,
         [
             ("conn 1".to_string(), vec![uid.clone()]),
-            ("dns 1".to_string(), vec![uid.clone()])
+            ("dns 1".to_string(), vec![uid.clone()]),
+            ("timeline 2".to_string(), vec![uid.clone(), uid.clone()])
         ],
         "{pivot}"
     );
