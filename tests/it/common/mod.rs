@@ -59,11 +59,7 @@ pub fn generate_sensor(dir: &Path, flows: u64) -> Option<()> {
         .arg(dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::ok(&out, "generate --sensor");
     Some(())
 }
 
