@@ -18,6 +18,8 @@ browsers) as a person would, and prints what it saw as one JSON object.
     per row) and leaves the first out with its "-" button (`dropped`);
 11. opens the first row's detail pane (`detail`: fields and related events; `detail_row`,
     `detail_columns`: that row as the table shows it);
+12. hides the `query` column with the column chooser (`hidden_columns`: the header then) and
+    shows it again (`shown_columns`);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -216,6 +218,13 @@ def main():
         )
         out["detail_row"] = table(page)["rows"][0]
         out["detail_columns"] = table(page)["columns"]
+
+        # The column chooser: hide `query` in the shown tab, then show it again.
+        page.click("#chooser summary")
+        page.uncheck("#column-boxes input[data-column='query']")
+        out["hidden_columns"] = table(page)["columns"]
+        page.check("#column-boxes input[data-column='query']")
+        out["shown_columns"] = table(page)["columns"]
 
         out["page_errors"] = errors
         browser.close()

@@ -1127,6 +1127,32 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         assert_eq!((&g[0], &g[2]), (&w[0], &w[2]), "{detail}");
     }
 
+    // The column chooser hides a column of the shown tab (dns) and shows it again.
+    let hidden: Vec<&str> = seen["hidden_columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let shown: Vec<&str> = seen["shown_columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        shown.contains(&"query") && !hidden.contains(&"query"),
+        "{hidden:?} {shown:?}"
+    );
+    assert_eq!(
+        hidden,
+        shown
+            .iter()
+            .filter(|c| **c != "query")
+            .copied()
+            .collect::<Vec<_>>()
+    );
+
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
     assert_eq!(seen["slash_query"], by_uid, "{seen}");
