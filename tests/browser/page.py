@@ -20,6 +20,8 @@ browsers) as a person would, and prints what it saw as one JSON object.
     `detail_columns`: that row as the table shows it);
 12. hides the `query` column with the column chooser (`hidden_columns`: the header then) and
     shows it again (`shown_columns`);
+13. chooses the second row with ArrowDown twice and opens it with Enter (`selected_uid`,
+    `keyboard_detail_uid`, `second_row_uid`);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
@@ -225,6 +227,28 @@ def main():
         out["hidden_columns"] = table(page)["columns"]
         page.check("#column-boxes input[data-column='query']")
         out["shown_columns"] = table(page)["columns"]
+
+        # Keyboard only: with the focus off any field, two ArrowDowns choose the second row,
+        # Enter opens its detail.
+        page.locator("#results-title").click()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowDown")
+        out["selected_uid"] = page.evaluate(
+            """() => { const tr = document.querySelector('#table tbody tr.sel');
+                const cols = [...document.querySelectorAll('#table thead th')].map(th => th.textContent);
+                return tr ? tr.querySelectorAll('td')[cols.indexOf('uid')].textContent : null; }"""
+        )
+        page.evaluate("() => { delete document.getElementById('detail').dataset.done; }")
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "() => document.getElementById('detail').dataset.done !== undefined", timeout=WAIT_MS
+        )
+        out["keyboard_detail_uid"] = page.evaluate(
+            """() => [...document.querySelectorAll('#detail-fields tr')]
+                .filter(tr => tr.querySelector('th').textContent === 'uid')
+                .map(tr => tr.querySelectorAll('td')[0].textContent)[0]"""
+        )
+        out["second_row_uid"] = table(page)["rows"][1][table(page)["columns"].index("uid")]
 
         out["page_errors"] = errors
         browser.close()

@@ -1153,6 +1153,10 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
             .collect::<Vec<_>>()
     );
 
+    // Keyboard only: ArrowDown twice chooses the second row, Enter opens its detail.
+    assert_eq!(seen["selected_uid"], seen["second_row_uid"], "{seen}");
+    assert_eq!(seen["keyboard_detail_uid"], seen["second_row_uid"], "{seen}");
+
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
     assert_eq!(seen["slash_query"], by_uid, "{seen}");
