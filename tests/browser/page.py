@@ -22,7 +22,9 @@ browsers) as a person would, and prints what it saw as one JSON object.
     shows it again (`shown_columns`);
 13. chooses the second row with ArrowDown twice and opens it with Enter (`selected_uid`,
     `keyboard_detail_uid`, `second_row_uid`);
-and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`).
+and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`), and
+of the outliers left out (`-outliers`), a sorted list (`-sorted`), the field panel (`-fields`)
+and the detail pane (`-detail`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
 histogram's total (`data-total`, null when absent), the error shown, and of every tab of the
@@ -100,6 +102,10 @@ def cell(page, field, cls):
 
 def main():
     url, query, field, shot = sys.argv[1:5]
+
+    def view(name):
+        """A screenshot of the page as it is now: SCREENSHOT with `-NAME` before `.png`."""
+        page.screenshot(path=shot.removesuffix(".png") + f"-{name}.png", full_page=True)
     errors = []
     timings = {}
     start = time.monotonic()
@@ -174,6 +180,7 @@ def main():
         searches_done(page, 7)
         out["cleared"] = state(page)
         out["outside_text"] = page.text_content("#outside")
+        view("outliers")
         page.click("#outliers")
         searches_done(page, 8)
         out["all"] = state(page)
@@ -182,6 +189,7 @@ def main():
         page.locator("#table thead th", has_text="id.orig_p").first.click()
         searches_done(page, 9)
         out["sorted"] = state(page)
+        view("sorted")
         page.locator("#table thead th", has_text="id.orig_p").first.click()
         searches_done(page, 10)
         out["sorted_desc"] = state(page)
@@ -201,6 +209,7 @@ def main():
             """() => [...document.querySelectorAll('#top-table tr')].map(tr =>
                 [...tr.querySelectorAll('td')].slice(0, 2).map(td => td.textContent))"""
         )
+        view("fields")
         page.locator("#top-table button.drop").first.click()
         searches_done(page, 12)
         out["dropped"] = state(page)
@@ -218,6 +227,7 @@ def main():
                     [...tr.querySelectorAll('td')].slice(0, 3).map(td => td.textContent)),
             })"""
         )
+        view("detail")
         out["detail_row"] = table(page)["rows"][0]
         out["detail_columns"] = table(page)["columns"]
 

@@ -922,7 +922,11 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     // A person types a query, clicks a proto value, then a uid.
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
     let pivot_shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page-pivot.png");
-    for f in [&shot, &pivot_shot] {
+    let views: Vec<std::path::PathBuf> = ["outliers", "sorted", "fields", "detail"]
+        .iter()
+        .map(|v| Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-page-{v}.png")))
+        .collect();
+    for f in [&shot, &pivot_shot].into_iter().chain(&views) {
         let _ = std::fs::remove_file(f);
     }
     let expr = "id.orig_p < 700 || n > 8000";
@@ -1155,7 +1159,10 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
 
     // Keyboard only: ArrowDown twice chooses the second row, Enter opens its detail.
     assert_eq!(seen["selected_uid"], seen["second_row_uid"], "{seen}");
-    assert_eq!(seen["keyboard_detail_uid"], seen["second_row_uid"], "{seen}");
+    assert_eq!(
+        seen["keyboard_detail_uid"], seen["second_row_uid"],
+        "{seen}"
+    );
 
     // `/` focuses the query box and types nothing into it.
     assert_eq!(seen["slash_focus"], "q", "{seen}");
@@ -1173,7 +1180,7 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     }
 
     // Screenshots, for a person to look at: target/tmp/serve-page.png and -pivot.png.
-    for f in [&shot, &pivot_shot] {
+    for f in [&shot, &pivot_shot].into_iter().chain(&views) {
         let png = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", s(f)));
         assert!(
             png.starts_with(b"\x89PNG") && png.len() > 10_000,
