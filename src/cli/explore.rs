@@ -16,7 +16,7 @@ use weir::unstable::store::Archive;
 use super::archive::warn_unlisted;
 use super::args::{choice, DbArg, MemoryArg};
 use super::export::{query_error, stdout_error};
-use super::search::{sigma_queries, sigma_tag, TagLines};
+use super::search::{sigma_tag, tagged_sigma_queries, TagLines};
 use super::UsageError;
 
 /// How the events are printed: `weir export`'s options.
@@ -217,15 +217,8 @@ pub fn explore(args: ExploreArgs) -> anyhow::Result<()> {
 fn explore_sigma(args: ExploreArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
-    let rules = sigma_queries(&archive, &args.sigma)?;
     let json = args.output.to == OutputFormat::Json;
-    if !json && rules.len() > 1 {
-        return Err(UsageError(format!(
-            "{} sigma rules: their events are tagged in --to json only (or give one rule)",
-            rules.len()
-        ))
-        .into());
-    }
+    let rules = tagged_sigma_queries(&archive, &args.sigma, json)?;
     for (rule, query) in &rules {
         let Some(query) = query else { continue };
         let tag = json.then(|| sigma_tag(rule));

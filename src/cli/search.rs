@@ -326,6 +326,25 @@ pub(super) fn sigma_queries(
     Ok(out)
 }
 
+/// [`sigma_queries`] for a command that writes the rules' matches one after the other: past
+/// one rule, only JSON can say which rule each match is of (its `sigma.*` tag), so other
+/// formats are a usage error.
+pub(super) fn tagged_sigma_queries(
+    archive: &Archive,
+    paths: &[std::path::PathBuf],
+    json: bool,
+) -> anyhow::Result<Vec<(sigma::SigmaRule, Option<Query>)>> {
+    let rules = sigma_queries(archive, paths)?;
+    if !json && rules.len() > 1 {
+        return Err(UsageError(format!(
+            "{} sigma rules: their matches are tagged in --to json only (or give one rule)",
+            rules.len()
+        ))
+        .into());
+    }
+    Ok(rules)
+}
+
 /// `weir count --sigma`: per rule, its number of matches, its id and its title.
 fn count_sigma(args: &CountArgs) -> anyhow::Result<()> {
     let archive = Archive::open(&args.db.path)?;
@@ -375,15 +394,8 @@ fn export_sigma(args: &ExportArgs) -> anyhow::Result<()> {
     }
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
-    let rules = sigma_queries(&archive, &args.sigma)?;
     let json = to == OutputFormat::Json;
-    if !json && rules.len() > 1 {
-        return Err(UsageError(format!(
-            "{} sigma rules: their matches are tagged in --to json only (or give one rule)",
-            rules.len()
-        ))
-        .into());
-    }
+    let rules = tagged_sigma_queries(&archive, &args.sigma, json)?;
     for (rule, q) in &rules {
         let Some(q) = q else { continue };
         let writer = writer_with(to, args.json_timestamps);
