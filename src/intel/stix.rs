@@ -193,55 +193,7 @@ pub(crate) fn read_stix(
 mod tests {
     use super::*;
 
-    pub(crate) const BUNDLE: &str = r#"{
-  "type": "bundle",
-  "id": "bundle--5d0092c5-5f74-4287-9642-33f4c354e56d",
-  "objects": [
-    {"type": "identity", "spec_version": "2.1", "id": "identity--f431f809-377b-45e0-aa1c-6a4751cae5ff",
-     "created": "2017-04-14T13:07:49.812Z", "modified": "2017-04-14T13:07:49.812Z",
-     "name": "ACME CERT", "identity_class": "organization"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a1", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z", "created_by_ref": "identity--f431f809-377b-45e0-aa1c-6a4751cae5ff",
-     "name": "C2 server", "indicator_types": ["malicious-activity"], "confidence": 85,
-     "pattern": "[ipv4-addr:value = '198.51.100.3']", "pattern_type": "stix",
-     "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a2", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z", "name": "phishing domain",
-     "pattern": "[domain-name:value = 'Evil.Example.com']", "pattern_type": "stix",
-     "valid_from": "2024-01-01T00:00:00Z", "valid_until": "2025-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a3", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[file:hashes.'SHA-256' = 'AEC070645FE53EE3B3763059376134F058CC337247C978ADD178B6CCDFB0019F']",
-     "pattern_type": "stix", "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a4", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[url:value = 'http://evil.example.com/payload.exe']", "pattern_type": "stix",
-     "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a5", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[ipv6-addr:value = '2001:db8::/32']", "pattern_type": "stix", "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a6", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[email-addr:value = 'boss@evil.example.com']", "pattern_type": "stix", "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--b1", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[ipv4-addr:value = '198.51.100.1' OR ipv4-addr:value = '203.0.113.33']",
-     "pattern_type": "stix", "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--b2", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[file:name = 'foo.dll'] AND [file:size > 100]", "pattern_type": "stix",
-     "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--b3", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "alert tcp any any -> any any (msg:\"x\";)", "pattern_type": "snort",
-     "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--b4", "created": "2024-01-01T00:00:00.000Z",
-     "modified": "2024-01-01T00:00:00.000Z",
-     "pattern": "[domain-name:value MATCHES '^evil']", "pattern_type": "stix",
-     "valid_from": "2024-01-01T00:00:00Z"},
-    {"type": "malware", "spec_version": "2.1", "id": "malware--c1", "name": "x", "is_family": false}
-  ]
-}"#;
+    pub(crate) const BUNDLE: &str = include_str!("../../tests/fixtures/intel/stix-reader.json");
 
     #[test]
     fn reads_single_comparisons_and_reports_the_rest() {

@@ -20,63 +20,7 @@ a.b.com\tIntel::DOMAIN\tsource2\tName used for data exfiltration\t-\n";
 
 /// A STIX 2.1 bundle as feeds publish it: supported single comparisons and patterns that
 /// must be reported and skipped.
-const STIX: &str = r#"{
-  "type": "bundle",
-  "id": "bundle--44af6c39-c09b-49c5-9de2-394224b04982",
-  "objects": [
-    {"type": "identity", "spec_version": "2.1", "id": "identity--b38dfe21-7477-40d1-aa90-5c8671ce51ca",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "name": "Example CERT", "identity_class": "organization"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--8e2e2d2b-17d4-4cbf-938f-98ee46b3cd3f",
-     "created_by_ref": "identity--b38dfe21-7477-40d1-aa90-5c8671ce51ca",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "name": "C2 address", "indicator_types": ["malicious-activity"], "confidence": 90,
-     "pattern": "[ipv4-addr:value = '198.51.100.7']", "pattern_type": "stix", "pattern_version": "2.1",
-     "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--d81f86b9-975b-4c0b-875e-810c5ad45a4f",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "name": "Malicious site hosting downloader", "indicator_types": ["malicious-activity"],
-     "pattern": "[url:value = 'http://x4z9arb.cn/4712/']", "pattern_type": "stix",
-     "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--a932fcc6-e032-476c-826f-cb970a5a1ade",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "name": "File hash for Poison Ivy variant", "indicator_types": ["malicious-activity"],
-     "pattern": "[file:hashes.'SHA-256' = 'ef537f25c895bfa782526529a9b63d97aa631564d5d789c2b765448c8635fb6c']",
-     "pattern_type": "stix", "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--c1",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[file:hashes.MD5 = '79054025255fb1a26e4bc422aef54eb4']", "pattern_type": "stix",
-     "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--c2",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[domain-name:value = 'Evil.Example']", "pattern_type": "stix",
-     "valid_from": "2024-05-01T00:00:00Z", "valid_until": "2099-01-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--c3",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[ipv6-addr:value = '2001:db8::1']", "pattern_type": "stix", "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--c4",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[email-addr:value = 'ceo@evil.example']", "pattern_type": "stix", "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--unsupported-and",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[file:hashes.'SHA-256' = 'aa' AND file:name = 'x.exe']", "pattern_type": "stix",
-     "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--unsupported-followedby",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[ipv4-addr:value = '10.0.0.1'] FOLLOWEDBY [ipv4-addr:value = '10.0.0.2'] WITHIN 60 SECONDS",
-     "pattern_type": "stix", "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--unsupported-object",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "[windows-registry-key:key = 'HKEY_LOCAL_MACHINE\\\\Run']", "pattern_type": "stix",
-     "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "indicator", "spec_version": "2.1", "id": "indicator--unsupported-yara",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "pattern": "rule x { condition: true }", "pattern_type": "yara", "valid_from": "2024-05-01T00:00:00Z"},
-    {"type": "relationship", "spec_version": "2.1", "id": "relationship--1",
-     "created": "2024-05-01T00:00:00.000Z", "modified": "2024-05-01T00:00:00.000Z",
-     "relationship_type": "indicates", "source_ref": "indicator--c1", "target_ref": "malware--1"}
-  ]
-}"#;
+const STIX: &str = include_str!("../fixtures/intel/stix-feed.json");
 
 fn db_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
