@@ -335,36 +335,28 @@ mod tests {
 
     #[test]
     fn values_are_canonical() {
-        let n = |t: IndicatorType, v: &str| t.normalize(v);
-        assert_eq!(
-            n(IndicatorType::Addr, "::ffff:10.0.0.1").as_deref(),
-            Ok("10.0.0.1")
-        );
-        assert_eq!(
-            n(IndicatorType::Addr, "[2001:DB8::1]").as_deref(),
-            Ok("2001:db8::1")
-        );
-        assert!(n(IndicatorType::Addr, "10.0.0.256").is_err());
-        assert_eq!(
-            n(IndicatorType::Subnet, "10.1.2.3/8").as_deref(),
-            Ok("10.0.0.0/8")
-        );
-        assert!(n(IndicatorType::Subnet, "10.0.0.0/33").is_err());
-        assert_eq!(
-            n(IndicatorType::Domain, "Evil.COM.").as_deref(),
-            Ok("evil.com")
-        );
-        assert_eq!(
-            n(IndicatorType::Url, "HTTPS://Evil.com/A?b").as_deref(),
-            Ok("evil.com/A?b")
-        );
-        assert_eq!(
-            n(IndicatorType::FileHash, "ABCdef01").as_deref(),
-            Ok("abcdef01")
-        );
-        assert!(n(IndicatorType::FileHash, "xyz").is_err());
-        assert!(n(IndicatorType::Email, "nobody").is_err());
-        assert!(n(IndicatorType::Software, "  ").is_err());
+        use IndicatorType as T;
+        // (type, as written, canonical form or None when refused)
+        let cases: [(T, &str, Option<&str>); 11] = [
+            (T::Addr, "::ffff:10.0.0.1", Some("10.0.0.1")),
+            (T::Addr, "[2001:DB8::1]", Some("2001:db8::1")),
+            (T::Addr, "10.0.0.256", None),
+            (T::Subnet, "10.1.2.3/8", Some("10.0.0.0/8")),
+            (T::Subnet, "10.0.0.0/33", None),
+            (T::Domain, "Evil.COM.", Some("evil.com")),
+            (T::Url, "HTTPS://Evil.com/A?b", Some("evil.com/A?b")),
+            (T::FileHash, "ABCdef01", Some("abcdef01")),
+            (T::FileHash, "xyz", None),
+            (T::Email, "nobody", None),
+            (T::Software, "  ", None),
+        ];
+        for (t, written, canonical) in cases {
+            let got = t.normalize(written);
+            match canonical {
+                Some(want) => assert_eq!(got.as_deref(), Ok(want), "{t} {written:?}"),
+                None => assert!(got.is_err(), "{t} {written:?}: {got:?}"),
+            }
+        }
     }
 
     #[test]
