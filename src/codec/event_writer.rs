@@ -124,6 +124,19 @@ pub trait EventWriter: Send {
     /// so that the next rows start a new document.
     fn finish(&mut self, out: &mut Vec<u8>);
 
+    /// [`EventWriter::finish`] for a writer that holds its events until the end (a Parquet
+    /// download, whose footer comes last) and can fail there; the others cannot.
+    fn try_finish(&mut self, out: &mut Vec<u8>) -> Result<(), WriteError> {
+        self.finish(out);
+        Ok(())
+    }
+
+    /// Bytes of events held for [`EventWriter::try_finish`] rather than written to `out`
+    /// (0 for the stream writers): what a cap on the output must count besides `out`.
+    fn buffered_bytes(&self) -> usize {
+        0
+    }
+
     /// The Arrow form of the record batches a search's events stored in columns are decoded
     /// into for this writer (`crate::query::to_arrow`, never rebuilt as rows):
     /// [`ArrowForm::Exact`] (the default) for the text writers, whose output needs the bytes

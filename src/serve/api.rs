@@ -116,9 +116,10 @@ pub async fn query(
         None | Some("ndjson") | Some("json") => OutputFormat::Json,
         Some("arrow") => OutputFormat::Arrow,
         Some("csv") => OutputFormat::Csv,
+        Some("parquet") => OutputFormat::Parquet,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "unknown format {other:?}: expected ndjson, csv or arrow"
+                "unknown format {other:?}: expected ndjson, csv, arrow or parquet"
             )))
         }
     };

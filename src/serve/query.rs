@@ -2,7 +2,8 @@
 //!
 //! The chain runs on one of tokio's blocking threads, holding a query slot of
 //! [`AppState::slot`] until it ends. Its output is encoded as `weir export --to json` (one
-//! event per line) or `--to arrow` writes it, and handed to the connection in pieces of
+//! event per line), `--to csv` or `--to arrow` writes it, or as one Parquet file (held until
+//! the search ends, within the response cap: [`crate::codec::arrow::parquet_download`]), and handed to the connection in pieces of
 //! [`CHUNK_BYTES`] through a channel of [`CHUNKS_IN_FLIGHT`] pieces: a slow client slows the
 //! search down, and a client that goes away (the channel's receiver dropped with the
 //! response body) stops it.
@@ -34,6 +35,7 @@ use super::limits::ServeLimits;
 use super::limits::{CHUNKS_IN_FLIGHT, CHUNK_BYTES, NDJSON_ROWS_PER_WRITE};
 use super::memory::Watched;
 use super::state::AppState;
+use crate::codec::arrow::parquet_download::ParquetDownload;
 use crate::codec::writer::{writer_with, EventWriter, JsonTimestamps, OutputFormat};
 use crate::query::export::{export, ExportSink, Part, Source};
 use crate::query::memory::MemoryLimit;
@@ -46,6 +48,9 @@ pub const NDJSON: &str = "application/x-ndjson";
 pub const CSV: &str = "text/csv; charset=utf-8";
 /// The content type of an Arrow IPC stream answer.
 pub const ARROW: &str = "application/vnd.apache.arrow.stream";
+/// The content type of a Parquet answer (one file, see
+/// [`crate::codec::arrow::parquet_download`]).
+pub const PARQUET: &str = "application/vnd.apache.parquet";
 
 /// One query to run.
 #[derive(Debug)]
@@ -54,7 +59,9 @@ pub struct QueryJob {
     pub chain: Chain,
     /// At most this many events.
     pub limit: Option<u64>,
-    /// [`OutputFormat::Json`] or [`OutputFormat::Arrow`].
+    /// [`OutputFormat::Json`], [`OutputFormat::Csv`], [`OutputFormat::Arrow`] or
+    /// [`OutputFormat::Parquet`] (one file, held until the query ends: see
+    /// [`crate::codec::arrow::parquet_download`]).
     pub format: OutputFormat,
     /// How JSON writes times.
     pub timestamps: JsonTimestamps,
@@ -123,6 +130,7 @@ pub async fn stream(state: &AppState, job: QueryJob) -> Result<Response, ApiErro
     let content_type = match job.format {
         OutputFormat::Arrow => ARROW,
         OutputFormat::Csv => CSV,
+        OutputFormat::Parquet => PARQUET,
         _ => NDJSON,
     };
     let deadline_at = tokio::time::Instant::from_std(deadline);
@@ -203,7 +211,7 @@ impl ExportSink for Answer<'_> {
             // An aggregation's partial output, after a cancelled search, is not sent.
             return Err(stop);
         }
-        let step = if self.job.format == OutputFormat::Arrow {
+        let step = if matches!(self.job.format, OutputFormat::Arrow | OutputFormat::Parquet) {
             take.max(1)
         } else {
             NDJSON_ROWS_PER_WRITE
@@ -212,12 +220,10 @@ impl ExportSink for Answer<'_> {
         for _ in (0..take).step_by(step) {
             self.writer
                 .write_rows(part.schema(), &mut rows.by_ref().take(step), &mut self.buf)
-                .map_err(|e| {
-                    Stop::Fail(ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        e.to_string(),
-                    ))
-                })?;
+                .map_err(|e| Stop::Fail(write_error(e)))?;
+            if self.sent + (self.buf.len() + self.writer.buffered_bytes()) as u64 > self.cap {
+                return Err(Stop::Fail(self.over_cap()));
+            }
             if self.buf.len() >= CHUNK_BYTES {
                 self.sent += self.buf.len() as u64;
                 if self.sent > self.cap {
@@ -238,6 +244,24 @@ impl ExportSink for Answer<'_> {
         }
         tracing::warn!("query {:?}: {error}", self.job.chain.text());
         self.damaged += 1;
+    }
+}
+
+/// The answer's error for a writer that failed: a batch that one output cannot hold (a
+/// Parquet column of two types) is the query's fault (`422`), anything else the server's.
+fn write_error(e: crate::codec::event_writer::WriteError) -> ApiError {
+    let status = match e {
+        crate::codec::event_writer::WriteError::Column { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    ApiError::new(status, e.to_string())
+}
+
+/// The writer of an answer in `format`.
+fn answer_writer(format: OutputFormat, timestamps: JsonTimestamps) -> Box<dyn EventWriter> {
+    match format {
+        OutputFormat::Parquet => Box::new(ParquetDownload::new()),
+        _ => writer_with(format, timestamps),
     }
 }
 
@@ -278,7 +302,7 @@ fn run(
     let stopped = || (cancel.is_cancelled() || Instant::now() >= deadline).then(why);
     let mut answer = Answer {
         job,
-        writer: writer_with(job.format, job.timestamps),
+        writer: answer_writer(job.format, job.timestamps),
         buf: Vec::with_capacity(CHUNK_BYTES * 2),
         sent: 0,
         cap,
@@ -299,7 +323,9 @@ fn run(
         Ok((_, Some(Stop::Fail(e)))) => fail(e),
         Ok((_, None)) => {
             let mut buf = std::mem::take(&mut answer.buf);
-            answer.writer.finish(&mut buf);
+            if let Err(e) = answer.writer.try_finish(&mut buf) {
+                return fail(write_error(e));
+            }
             answer.sent += buf.len() as u64;
             if answer.sent > cap {
                 return fail(answer.over_cap());

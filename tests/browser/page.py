@@ -165,7 +165,8 @@ def main():
         out["slash_focus"] = page.evaluate("() => document.activeElement.id")
         out["slash_query"] = page.input_value("#q")
 
-        # The download buttons: every event of the query, as the API streams it.
+        # The download buttons: every event of the query, as the API streams it; the Parquet
+        # file is saved beside the screenshots for the test to read.
         for fmt in ("csv", "json"):
             with page.expect_download(timeout=WAIT_MS) as d:
                 page.click(f"#dl-{fmt}")
@@ -173,6 +174,11 @@ def main():
                 "name": d.value.suggested_filename,
                 "text": open(d.value.path(), encoding="utf-8").read(),
             }
+        with page.expect_download(timeout=WAIT_MS) as d:
+            page.click("#dl-parquet")
+        saved = shot.removesuffix(".png") + "-download.parquet"
+        d.value.save_as(saved)
+        out["download_parquet"] = {"name": d.value.suggested_filename, "path": saved}
 
         # The whole archive again: an outlier is left out of the chart and said; then included.
         box.fill("")
@@ -194,8 +200,8 @@ def main():
         searches_done(page, 10)
         out["sorted_desc"] = state(page)
 
-        # The field panel: the whole archive's first tab (conn), the top values of proto; then
-        # its first value kept with "+".
+        # The field panel: the whole archive's first tab (the timeline of every schema), the
+        # top values of proto; then its first value left out with "-".
         box.fill("")
         box.press("Enter")
         searches_done(page, 11)

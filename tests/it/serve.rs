@@ -181,6 +181,38 @@ pub(crate) fn archive(dir: &Path, n: u64) -> std::path::PathBuf {
     db
 }
 
+/// The record batches of a Parquet file, as one.
+fn parquet_batch(bytes: Vec<u8>) -> arrow_array::RecordBatch {
+    let batches: Vec<_> = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::from(bytes),
+    )
+    .expect("a Parquet file")
+    .build()
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+}
+
+/// The values of column `name` of `rb` as text (null: `None`).
+fn column_text(rb: &arrow_array::RecordBatch, name: &str) -> Vec<Option<String>> {
+    let i = rb.schema().index_of(name).unwrap();
+    let text = arrow_cast::cast(rb.column(i), &arrow_schema::DataType::Utf8).unwrap();
+    let text = text
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .unwrap();
+    text.iter().map(|v| v.map(str::to_string)).collect()
+}
+
+/// The record batches of one Arrow IPC stream, as one.
+fn arrow_batch(bytes: &[u8]) -> arrow_array::RecordBatch {
+    let reader = arrow_ipc::reader::StreamReader::try_new(bytes, None).unwrap();
+    let schema = reader.schema();
+    let batches: Vec<_> = reader.collect::<Result<_, _>>().unwrap();
+    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+}
+
 /// `weir export --to json EXPR`.
 fn export(db: &Path, expr: &str) -> String {
     ok(
@@ -243,6 +275,29 @@ fn answers_as_the_cli_does() {
     );
     let cli = run(&["export", "--db", s(&db), "--to", "arrow", "n < 30"]);
     assert_eq!(arrow.body, cli.stdout);
+    // Parquet: one file holding the same columns and values as the Arrow answer.
+    let parquet = post(
+        a,
+        "/api/v1/query",
+        &json!({"query": "n < 30", "format": "parquet"}),
+    );
+    assert_eq!(parquet.status, 200, "{}", parquet.text());
+    assert_eq!(
+        parquet.header("content-type"),
+        Some("application/vnd.apache.parquet")
+    );
+    let from_parquet = parquet_batch(parquet.body.clone());
+    let from_arrow = arrow_batch(&arrow.body);
+    assert!(from_arrow.num_rows() > 0);
+    assert_eq!(from_parquet.num_rows(), from_arrow.num_rows());
+    assert_eq!(from_parquet.schema().fields(), from_arrow.schema().fields());
+    assert_eq!(from_parquet.columns(), from_arrow.columns());
+    let bad = post(a, "/api/v1/query", &json!({"query": "", "format": "xml"}));
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("arrow or parquet"));
 
     // Count: as `weir count`, for an expression and a chain.
     for q in ["id.orig_p < 100", "n > 300 | head 9", ""] {
@@ -960,10 +1015,10 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(want, 700 + 333 + 100);
     assert_eq!(typed["total"], json!(want), "{typed}");
     let tabs = typed["tabs"].as_array().unwrap();
-    assert_eq!(tabs.len(), 3, "two schemas and the timeline: {typed}");
-    // The timeline: both schemas in one list in time order, as `weir export 'EXPR | sort
-    // ts'`, with `#type` first and the fields both schemas have next.
-    let timeline = &tabs[2];
+    assert_eq!(tabs.len(), 3, "the timeline and two schemas: {typed}");
+    // The timeline, the tab shown first: both schemas in one list in time order, as `weir
+    // export 'EXPR | sort ts'`, with `#type` first and the fields both schemas have next.
+    let timeline = &tabs[0];
     let (label, got) = tab_uids(timeline);
     let sorted = uids(&db, &format!("{expr} | sort ts"));
     assert_eq!(
@@ -981,7 +1036,7 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         .map(|r| r[1].as_str().unwrap())
         .collect();
     assert!(types.contains("zeek.conn"), "{types:?}");
-    for (tab, schema) in tabs[..2].iter().zip(["conn", "dns"]) {
+    for (tab, schema) in tabs[1..].iter().zip(["conn", "dns"]) {
         let (label, got) = tab_uids(tab);
         let all = uids(&db, &format!("({expr}) && #type == \"zeek.{schema}\""));
         let fetched = all.len().min(1000);
@@ -1027,9 +1082,9 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     assert_eq!(
         shown,
         [
+            ("timeline 2".to_string(), vec![uid.clone(), uid.clone()]),
             ("conn 1".to_string(), vec![uid.clone()]),
             ("dns 1".to_string(), vec![uid.clone()]),
-            ("timeline 2".to_string(), vec![uid.clone(), uid.clone()])
         ],
         "{pivot}"
     );
@@ -1087,9 +1142,10 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         assert_eq!(tab_uids(conn).1, want, "{step}");
     }
 
-    // The field panel: proto's top values in the conn tab are `weir export`'s `top proto`
-    // over conn, and "-" on the first adds `proto != "..."` to the query.
-    let want: Vec<Value> = export(&db, "#type == \"zeek.conn\" | top proto")
+    // The field panel: proto's top values in the first tab, the timeline of every schema,
+    // are `weir export`'s `top proto` over every event, and "-" on the first adds
+    // `proto != "..."` to the query.
+    let want: Vec<Value> = export(&db, "top proto")
         .lines()
         .map(|l| {
             let e: Value = serde_json::from_str(l).unwrap();
@@ -1178,6 +1234,21 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         );
         assert_eq!(got["text"].as_str().unwrap(), want, "{fmt}");
     }
+    // The Parquet download: one file, a `#type` column when the uid's events are of several
+    // schemas, and the rows of `weir export` in its order.
+    let got = &seen["download_parquet"];
+    assert_eq!(got["name"], "weir-result.parquet", "{got}");
+    let rb = parquet_batch(std::fs::read(got["path"].as_str().unwrap()).unwrap());
+    let want: Vec<Value> = export(&db, &by_uid)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rb.num_rows(), want.len());
+    let want_uids: Vec<Option<String>> = want
+        .iter()
+        .map(|e| e["uid"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(column_text(&rb, "uid"), want_uids);
 
     // Screenshots, for a person to look at: target/tmp/serve-page.png and -pivot.png.
     for f in [&shot, &pivot_shot].into_iter().chain(&views) {
@@ -1248,11 +1319,79 @@ fn the_page_counts_matches_without_a_time() {
         assert!(dom.contains(&summary), "{q}: {dom}");
     }
     assert_eq!(count(&db, "#type == \"zeek.notime\""), 37);
-    // Every event: the tab shown first is the schema with the most matches (notime's 37
-    // before conn's 20), not the first by name.
+    // Every event: the tab shown first is the timeline of all of them, then the schemas
+    // by their number of matches (notime's 37 before conn's 20), not by name.
     let dom = rendered(&browser, &format!("http://{}/", srv.addr));
     assert!(dom.contains("data-total=\"57\""), "{dom}");
-    assert!(dom.contains("class=\"on\">notime 37"), "{dom}");
+    assert!(dom.contains("class=\"on\">timeline 57"), "{dom}");
+    let (notime, conn) = (dom.find(">notime 37<"), dom.find(">conn 20<"));
+    assert!(notime.is_some() && notime < conn, "{dom}");
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+/// A Parquet download of several schemas is one file with a `#type` column and the union of
+/// their fields, rows in the query's order; a field of two types without a common one is
+/// refused (`422`) naming it and the way out.
+#[test]
+fn a_parquet_download_unites_schemas_or_names_the_conflict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = archive(tmp.path(), 20);
+    let header = "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n";
+    let mut notes =
+        format!("{header}#path\tnotes\n#fields\tts\tuid\tnote\n#types\ttime\tstring\tstring\n");
+    let mut flags = format!("{header}#path\tflags\n#fields\tuid\tn\n#types\tstring\tbool\n");
+    for i in 0..7 {
+        notes.push_str(&format!("{}.5\tC{i}\tnote {i}\n", 1_258_531_221 + i));
+        flags.push_str(&format!("F{i}\tT\n"));
+    }
+    for (name, text) in [("notes.log", &notes), ("flags.log", &flags)] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        ok(&run(&["import", "-q", "--db", s(&db), s(&path)]), "import");
+    }
+    let srv = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let q = "#type != \"zeek.flags\" | sort ts";
+    let got = post(
+        srv.addr,
+        "/api/v1/query",
+        &json!({"query": q, "format": "parquet"}),
+    );
+    assert_eq!(got.status, 200, "{}", got.text());
+    let rb = parquet_batch(got.body.clone());
+    let want: Vec<Value> = export(&db, q)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rb.num_rows(), want.len());
+    assert_eq!(rb.schema().field(0).name(), "#type");
+    let col = |name: &str| column_text(&rb, name);
+    let types: Vec<Option<String>> = want
+        .iter()
+        .map(|e| Some(format!("zeek.{}", e["_path"].as_str().unwrap())))
+        .collect();
+    assert_eq!(col("#type"), types);
+    let uids: Vec<Option<String>> = want
+        .iter()
+        .map(|e| e["uid"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(col("uid"), uids);
+    let notes: Vec<Option<String>> = want
+        .iter()
+        .map(|e| e["note"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(col("note"), notes);
+    assert!(notes.iter().any(Option::is_some) && notes.iter().any(Option::is_none));
+
+    // `n` is a count in conn and a bool in flags: one column cannot hold both.
+    let got = post(
+        srv.addr,
+        "/api/v1/query",
+        &json!({"query": "", "format": "parquet"}),
+    );
+    assert_eq!(got.status, 422, "{}", got.text());
+    let e = got.json()["error"].as_str().unwrap().to_string();
+    assert!(e.contains("field n is"), "{e}");
+    assert!(e.contains("download one schema at a time"), "{e}");
     assert_eq!(srv.stop().code(), Some(0));
 }
 

@@ -6,6 +6,8 @@
 //! - `--to parquet --output DIR` and `[sinks.NAME] type = "parquet"`: a Hive-partitioned
 //!   Parquet lake ([`LakeWriter`], layout in [`lake`]; [`ParquetSinkConfig`], [`ParquetSink`];
 //!   [`ParallelLakeWriter`] builds the record batches on a thread per core, for `export`);
+//! - `POST /api/v1/query` with `"format": "parquet"` (the page's download): one Parquet file
+//!   of any schemas ([`parquet_download::ParquetDownload`]);
 //! - reading: [`ArrowIpcDecoder`] and [`ParquetDecoder`] turn what weir wrote back into
 //!   batches, with the Zeek types restored from the field metadata; the source detects both
 //!   by their magic bytes.
@@ -69,6 +71,7 @@ pub mod lake;
 mod lake_files;
 mod lake_rows;
 mod parallel;
+pub mod parquet_download;
 mod parquet_file;
 mod parquet_read;
 mod partition_day;
