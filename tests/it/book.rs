@@ -1,6 +1,6 @@
 //! The user guide (`docs/book`, an mdBook) cannot drift from weir: every ```sh block of
-//! `docs/book/src/**/*.md` is run here, command by command, with the `weir` under test, and
-//! must exit 0; the guide's structure (the table of contents, its links, the README's length
+//! `docs/book/src/**/*.md` and of `README.md` is run here, command by command, with the `weir`
+//! under test, and must exit 0 (but the README's `cargo test`: the suite itself); the guide's structure (the table of contents, its links, the README's length
 //! and links) is checked too.
 //!
 //! How the examples run (the guide's introduction says the same to its readers): the blocks of
@@ -213,8 +213,12 @@ struct Guide {
 fn guide() -> Guide {
     let mut pages = Vec::new();
     let mut problems = Vec::new();
-    for p in markdown_files(&src()) {
-        let rel = p.strip_prefix(src()).unwrap().to_path_buf();
+    let readme = common::root().join("README.md");
+    for p in markdown_files(&src()).into_iter().chain([readme]) {
+        let rel = match p.strip_prefix(src()) {
+            Ok(rel) => rel.to_path_buf(),
+            Err(_) => PathBuf::from("README.md"),
+        };
         let bs = blocks(&std::fs::read_to_string(&p).unwrap());
         for b in &bs {
             if b.norun() {
@@ -428,6 +432,10 @@ fn every_shell_example_of_the_guide_runs() {
         let dir = page_dir(base.path(), corpus, bs);
         for b in runnable {
             for c in commands(b) {
+                if c.text.trim() == "cargo test" {
+                    // The README's Quick start: the suite that runs this test.
+                    continue;
+                }
                 ran += 1;
                 let at = format!("{}:{}", rel.display(), b.line + 1 + c.line);
                 match run_command(dir.path(), &rewrite(&c.text)) {
@@ -505,6 +513,21 @@ fn links(text: &str) -> Vec<String> {
     out
 }
 
+/// `p` without `.` and `..` components (the file need not exist).
+fn normalized(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Every relative link of `file` names a file that exists, and its `#anchor` a heading there.
 fn check_links(file: &Path, problems: &mut Vec<String>) {
     let text = std::fs::read_to_string(file).unwrap();
@@ -522,6 +545,15 @@ fn check_links(file: &Path, problems: &mut Vec<String>) {
             file.parent().unwrap().join(path)
         };
         let rel = file.strip_prefix(common::root()).unwrap_or(file);
+        // The built guide (HTML) holds only its own pages: a link out of its source
+        // directory works on GitHub but not there (docs/dev is included as its pages).
+        if file.starts_with(src()) && !normalized(&resolved).starts_with(src()) {
+            problems.push(format!(
+                "{}: link out of the guide, which its built HTML cannot follow: {target}",
+                rel.display()
+            ));
+            continue;
+        }
         if !resolved.exists() {
             problems.push(format!(
                 "{}: link to a missing file: {target}",
@@ -595,8 +627,14 @@ fn the_readme_is_short_and_links_every_chapter() {
     let linked = links(&readme);
     for page in links(&summary) {
         let target = format!("docs/book/src/{page}");
+        // The developer notes the guide includes are linked where they live, in docs/dev.
+        let at_home = page
+            .strip_prefix("dev/")
+            .map(|name| format!("docs/dev/{}", name.replace("index.md", "README.md")));
         assert!(
-            linked.iter().any(|l| l == &target),
+            linked
+                .iter()
+                .any(|l| *l == target || Some(l) == at_home.as_ref()),
             "README.md does not link the guide's page {target}"
         );
     }
