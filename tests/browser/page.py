@@ -266,6 +266,15 @@ def main():
         )
         out["second_row_uid"] = table(page)["rows"][1][table(page)["columns"].index("uid")]
 
+        # A 13" laptop's screen (1280x800): nothing wider than the window (the table scrolls
+        # in its own box), and the first screen as such a user sees it.
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.evaluate("() => { window.dispatchEvent(new Event('resize')); window.scrollTo(0, 0); }")
+        out["overflow_1280"] = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        page.screenshot(path=shot.removesuffix(".png") + "-1280x800.png")
+
         out["page_errors"] = errors
         browser.close()
     took("closed")

@@ -977,7 +977,7 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
     // A person types a query, clicks a proto value, then a uid.
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page.png");
     let pivot_shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-page-pivot.png");
-    let views: Vec<std::path::PathBuf> = ["outliers", "sorted", "fields", "detail"]
+    let views: Vec<std::path::PathBuf> = ["outliers", "sorted", "fields", "detail", "1280x800"]
         .iter()
         .map(|v| Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-page-{v}.png")))
         .collect();
@@ -1249,6 +1249,9 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         .map(|e| e["uid"].as_str().map(str::to_string))
         .collect();
     assert_eq!(column_text(&rb, "uid"), want_uids);
+
+    // At 1280x800 nothing is wider than the window.
+    assert_eq!(seen["overflow_1280"], json!(0), "{seen}");
 
     // Screenshots, for a person to look at: target/tmp/serve-page.png and -pivot.png.
     for f in [&shot, &pivot_shot].into_iter().chain(&views) {
