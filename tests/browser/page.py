@@ -11,7 +11,8 @@ browsers) as a person would, and prints what it saw as one JSON object.
 5. goes Back (`back`, with `back_url_q`: the URL's query), then Forward (`forward`);
 6. presses `/` with the focus elsewhere (`slash_focus`: the focused element's id after it,
    `slash_query`: the box's text, which the `/` must not have changed);
-7. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text);
+7. downloads the result as CSV and JSON lines (`download_csv`, `download_json`: name, text)
+   and Parquet (`download_parquet`: name, and the path it is saved at, beside SCREENSHOT);
 8. clears the query (`cleared`, `outside_text`), then includes the outliers (`all`);
 9. clicks the id.orig_p header (`sorted`), and again (`sorted_desc`);
 10. clears the query, asks the field panel for proto's top values (`top`: value and count
@@ -22,9 +23,10 @@ browsers) as a person would, and prints what it saw as one JSON object.
     shows it again (`shown_columns`);
 13. chooses the second row with ArrowDown twice and opens it with Enter (`selected_uid`,
     `keyboard_detail_uid`, `second_row_uid`);
+14. resizes the window to 1280x800 (`overflow_1280`: how much wider the document is);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`), and
 of the outliers left out (`-outliers`), a sorted list (`-sorted`), the field panel (`-fields`)
-and the detail pane (`-detail`).
+the detail pane (`-detail`) and the first screen at 1280x800 (`-1280x800`).
 
 Each state is {query, total, error, tabs: [{label, columns, rows}]}: the query box, the
 histogram's total (`data-total`, null when absent), the error shown, and of every tab of the
