@@ -26,7 +26,10 @@
 # Queries (bench/query_engines.py lists them with their SQL): count, orig_bytes > 1k, a uid's
 # count and export (G: the middle event's unique uid; W1000: the first event's uid, in every
 # copy), the rare address in any address field, a 1-hour time range, a substring and a regex on
-# history, top id.resp_p 10, events per hour, sort ts desc | head 10, the 10 biggest senders.
+# history, top id.resp_p 10, events per hour, sort ts desc | head 10, the 10 biggest senders;
+# and issue 57's: the rare address as id.orig_h and as the concept net.src.ip, the uid's flow
+# by net.community_id (SQL: its 5-tuple either way), and a Sigma rule (bench/rules/, a CIDR on
+# either address; the API gets it as "sigma").
 # Timed, in turn within each repetition:
 #   weir      a fresh process: `weir count --db DB EXPR`, or `weir export --to json` for rows
 #             and aggregates (wall time, process start included)

@@ -94,7 +94,11 @@ def load(log, parquet, duckfile, chdir):
 # function). kind: count (an integer), rows (the rows of a uid, all columns), top and topsum
 # ((key, value) pairs, ties at the cut compared by value only), hist ((hour, count) pairs),
 # sortts (the ts of the rows).
-def queries(uid, t0, t1, label):
+def queries(uid, t0, t1, label, flow):
+    a, p, b, q, proto = (flow[k] for k in ("id.orig_h", "id.orig_p", "id.resp_h", "id.resp_p", "proto"))
+    both_ways = (f"((\"id.orig_h\" = '{a}' AND \"id.orig_p\" = {p} AND \"id.resp_h\" = '{b}' AND \"id.resp_p\" = {q}) "
+                 f"OR (\"id.orig_h\" = '{b}' AND \"id.orig_p\" = {q} AND \"id.resp_h\" = '{a}' AND \"id.resp_p\" = {p})) "
+                 f"AND proto = '{proto}'")
     return [
         ("count", "count", "", "SELECT count(*) FROM {t}"),
         ("orig_bytes > 1k", "count", "orig_bytes > 1k", "SELECT count(*) FROM {t} WHERE orig_bytes > 1000"),
@@ -102,6 +106,17 @@ def queries(uid, t0, t1, label):
         ("uid export", "rows", f'uid == "{uid}"', f"SELECT * FROM {{t}} WHERE uid = '{uid}'"),
         ("rare address", "count", "240.0.0.1",
          "SELECT count(*) FROM {t} WHERE \"id.orig_h\" = '240.0.0.1' OR \"id.resp_h\" = '240.0.0.1'"),
+        # Issue 57: a concept needle against the same needle on the plain field, the uid's
+        # flow by its Community ID (SQL: its 5-tuple either way, which is what the ID hashes)
+        # against the uid needle above, and a Sigma rule (bench/rules/) against its SQL.
+        ("id.orig_h needle", "count", "id.orig_h == 240.0.0.1",
+         "SELECT count(*) FROM {t} WHERE \"id.orig_h\" = '240.0.0.1'"),
+        ("concept net.src.ip", "count", "net.src.ip == 240.0.0.1",
+         "SELECT count(*) FROM {t} WHERE \"id.orig_h\" = '240.0.0.1'"),
+        ("community_id of uid", "count", f'net.community_id == "{flow["community_id"]}"',
+         "SELECT count(*) FROM {t} WHERE " + both_ways.replace("{", "{{").replace("}", "}}")),
+        ("sigma 240.0.0.0/24", "count", "--sigma " + SIGMA_RULE,
+         "SELECT count(*) FROM {t} WHERE \"id.orig_h\" LIKE '240.0.0.%' OR \"id.resp_h\" LIKE '240.0.0.%'"),
         (f"time range 1 h", "count", f"#timestamp >= {label[0]} && #timestamp < {label[1]}",
          f"SELECT count(*) FROM {{t}} WHERE ts >= {t0} AND ts < {t1}"),
         ('"Fa" in history', "count", '"Fa" in history', "SELECT count(*) FROM {t} WHERE history LIKE '%Fa%'"),
@@ -119,6 +134,17 @@ def queries(uid, t0, t1, label):
          'SELECT "id.orig_h", sum(orig_bytes) AS s FROM {t} GROUP BY "id.orig_h" '
          "ORDER BY s DESC NULLS LAST LIMIT 10"),
     ]
+
+
+# The Sigma row's rule: the rare address of the generated events on either side of a conn.
+SIGMA_RULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules", "conn_reserved_range.yml")
+
+
+def needle_flow(weir, db, uid):
+    """The 5-tuple and Community ID of the uid's first event (weir computes the ID at import)."""
+    out = subprocess.run([weir, "export", "--db", db, "--to", "json", "-n", "1", f'uid == "{uid}"'],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[0])
 
 
 def micros(v):
@@ -222,6 +248,9 @@ class Resident:
     def run(self, kind, expr):
         path = "/api/v1/count" if kind == "count" else "/api/v1/query"
         body = {"query": expr} if expr else {}  # no query: every event
+        if expr.startswith("--sigma "):
+            with open(expr.split(" ", 1)[1]) as f:
+                body = {"sigma": f.read()}
         import http.client
         for attempt in range(2):
             t = time.perf_counter()
@@ -270,13 +299,15 @@ def run(weir, reps, datasets):
 
     def weir_run(binary, db, kind, expr):
         argv = [binary, "count", "--db", db] if kind == "count" else [binary, "export", "--db", db, "--to", "json"]
+        args = expr.split(" ", 1) if expr.startswith("--sigma ") else [expr] if expr else []
         t = time.perf_counter()
-        out = subprocess.run(argv + ([expr] if expr else []), capture_output=True, text=True)
+        out = subprocess.run(argv + args, capture_output=True, text=True)
         dt = time.perf_counter() - t
         if out.returncode != 0:
             sys.exit(f"weir failed: {' '.join(argv)} {expr!r}: {out.stderr}")
         if kind == "count":
-            return dt, int(out.stdout)
+            # `count --sigma` prints the count, the rule's id and title, tab-separated.
+            return dt, int(out.stdout.split("\t")[0])
         return dt, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
     def duck_in(path, sql):
@@ -342,7 +373,8 @@ def run(weir, reps, datasets):
         warm = duckdb.connect(duckfile, read_only=True) if "duck-warm" in engines else None
         if warm is not None:
             warm.execute("SET enable_progress_bar = false")
-        for qname, kind, expr, sql in queries(uid, t0, t1, label):
+        flow = needle_flow(weir, db, uid)
+        for qname, kind, expr, sql in queries(uid, t0, t1, label, flow):
             duck_sql = sql.format(t="conn", re="regexp_matches")
             pq_sql = sql.format(t=f"read_parquet('{pq}')", re="regexp_matches")
             ch_sql = sql.format(t="conn", re="match")

@@ -81,7 +81,10 @@ def state(page):
         buttons.nth(0).click()
     total = page.locator("#hist").get_attribute("data-total")
     outside = page.locator("#hist").get_attribute("data-outside")
+    bars = page.locator("#hist").get_attribute("data-bars")
     return {
+        "bars": None if bars is None else json.loads(bars),
+        "res": page.locator("#hist").get_attribute("data-res"),
         "query": page.input_value("#q"),
         "total": None if total is None else int(total),
         "outside": None if outside is None else int(outside),

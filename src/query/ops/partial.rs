@@ -425,24 +425,47 @@ impl AggPlan {
             }
             return Ok(acc.finish());
         }
-        if counts_only {
-            match by.as_mut_slice() {
-                [Reader::Values { cursor, column, ty }] if ints::signedness(ty).is_some() => {
+        if counts_only && constants + 1 == by.len() {
+            // `count()` by one number column and constants (`#type`: the page's histogram is
+            // `count() by #type, ts resolution R`): the column's values counted as below, the
+            // constants the same in every group of the batch.
+            let mut key: Vec<ValueRef<'_>> = by
+                .iter()
+                .map(|r| match r {
+                    Reader::Constant(v) => v.clone(),
+                    _ => ValueRef::Null,
+                })
+                .collect();
+            let at = by
+                .iter()
+                .position(|r| !matches!(r, Reader::Constant(_)))
+                .unwrap_or(0);
+            let counted = match &mut by[at] {
+                Reader::Values { cursor, column, ty } if ints::signedness(ty).is_some() => {
                     let src = Numbers::Msgpack(column);
-                    self.count_numbers(src, Some(cursor), ty, n, rows, &mut acc)?;
-                    return Ok(acc.finish());
+                    Some((
+                        self.count_numbers(src, Some(cursor), ty, n, rows)?,
+                        ty.clone(),
+                    ))
                 }
-                [Reader::Ints { ints, ty, .. }] => {
+                Reader::Ints { ints, ty, .. } => {
                     let src = Numbers::Decoded(ints);
-                    self.count_numbers(src, None, ty, n, rows, &mut acc)?;
-                    return Ok(acc.finish());
+                    Some((self.count_numbers(src, None, ty, n, rows)?, ty.clone()))
                 }
-                [Reader::Marked { marked, ty, .. }] => {
+                Reader::Marked { marked, ty, .. } => {
                     let src = Numbers::Marked(*marked);
-                    self.count_numbers(src, None, ty, n, rows, &mut acc)?;
-                    return Ok(acc.finish());
+                    Some((self.count_numbers(src, None, ty, n, rows)?, ty.clone()))
                 }
-                _ => {}
+                _ => None,
+            };
+            if let Some((counts, ty)) = counted {
+                for (value, count) in counts {
+                    key[at] = value.map_or(ValueRef::Null, |x| number(&ty, x));
+                    if let Some(g) = acc.group(&key) {
+                        acc.add_events(g, count);
+                    }
+                }
+                return Ok(acc.finish());
             }
         }
         if constants + dicts == by.len()
@@ -650,8 +673,8 @@ impl AggPlan {
     }
 
     /// `count()` by one column of numbers or times (`top id.resp_p`, events per hour): the
-    /// rows counted per value (its bits, rounded down to the resolution), and a group made
-    /// once per distinct value, in the order of its first row. The column is decoded 64 rows
+    /// rows counted per value (its bits, rounded down to the resolution; `None`: unset), in
+    /// the order of each value's first row (the caller makes a group of each). The column is decoded 64 rows
     /// at a time ([`ints::decode`]); a value equal to the row before's counts without a
     /// lookup (times in order, per hour), one below [`DENSE`] in an array indexed by it
     /// (ports), any other in a hash map. A column that decoder leaves is read value by value.
@@ -662,8 +685,7 @@ impl AggPlan {
         ty: &Type,
         n: usize,
         rows: Option<&[usize]>,
-        acc: &mut Groups<'_>,
-    ) -> Result<(), DecodeError> {
+    ) -> Result<Vec<(Option<u64>, u64)>, DecodeError> {
         let mut counter = Counter::new();
         let decoded = ints::signedness(ty).and_then(|signed| {
             let wanted = rows.map(|rows| {
@@ -770,13 +792,7 @@ impl AggPlan {
                 });
             }
         }
-        for (key, count) in counter.finish() {
-            let v = key.map_or(ValueRef::Null, |x| number(ty, x));
-            if let Some(g) = acc.group(&[v]) {
-                acc.add_events(g, count);
-            }
-        }
-        Ok(())
+        Ok(counter.finish())
     }
 }
 
@@ -1126,6 +1142,67 @@ mod tests {
                     "{by:?} {aggs:?} rows {:?}",
                     rows.map(<[usize]>::len)
                 );
+            }
+        }
+    }
+
+    /// `count()` by a number column and `#type` (the page's histogram: `count() by #type, ts
+    /// resolution R`) counts as by the column alone, the schema's name beside each value, in
+    /// either order of the two, for every row or some, set and unset values.
+    #[test]
+    fn counts_by_a_number_and_the_type_are_those_by_the_number() {
+        let n = 2500;
+        let (schema, data, offsets) = hosts(n);
+        let cols = Columns::split_rows(&data, &offsets, 3, &[]).unwrap();
+        let some: Vec<usize> = (0..n).filter(|r| r % 5 != 2).collect();
+        let count = AggSpec {
+            name: String::new(),
+            func: AggFunc::Count,
+            field: None,
+            field_pos: 0,
+            pos: 0,
+        };
+        let plan = |by: &[&str]| AggPlan {
+            by: by.iter().map(|b| b.to_string()).collect(),
+            resolution: None,
+            aggs: vec![count.clone()],
+            skip_unset: false,
+            groups: Arc::new(Partitions::new(
+                by.len(),
+                vec![AggFunc::Count],
+                KeyHasher::new(),
+                usize::MAX,
+                test_memory(),
+            )),
+        };
+        let name = Value::String(schema.name.as_bytes().to_vec());
+        for field in ["bytes", "port"] {
+            for rows in [None, Some(&some[..])] {
+                let (alone, first, last) = (
+                    plan(&[field]),
+                    plan(&["#type", field]),
+                    plan(&[field, "#type"]),
+                );
+                for p in [&alone, &first, &last] {
+                    p.aggregate(&schema, &cols, rows, 0).unwrap();
+                }
+                let want = groups_of(&alone);
+                assert!(want.len() > 1, "{field}: {want:?}");
+                let with_type: Vec<Vec<Value>> = want
+                    .iter()
+                    .map(|g| [vec![name.clone()], g.clone()].concat())
+                    .collect();
+                assert_eq!(
+                    groups_of(&first),
+                    with_type,
+                    "{field} {:?}",
+                    rows.map(<[usize]>::len)
+                );
+                let type_last: Vec<Vec<Value>> = want
+                    .iter()
+                    .map(|g| vec![g[0].clone(), name.clone(), g[1].clone()])
+                    .collect();
+                assert_eq!(groups_of(&last), type_last, "{field}");
             }
         }
     }
