@@ -435,18 +435,27 @@ pub fn archive_expression(
     archive: &crate::store::Archive,
     yaml: &str,
 ) -> Result<Result<String, SigmaError>, crate::store::StoreError> {
+    Ok(archive_rule(archive, yaml)?.map(|r| {
+        for w in &r.warnings {
+            tracing::warn!("{w}");
+        }
+        r.expression
+    }))
+}
+
+/// A rule's YAML compiled against `archive`'s schemas ([`archive_expression`], the whole
+/// rule: its id, title, expression and warnings).
+pub fn archive_rule(
+    archive: &crate::store::Archive,
+    yaml: &str,
+) -> Result<Result<SigmaRule, SigmaError>, crate::store::StoreError> {
     let file = "sigma rule";
     let names = match rule_schemas(file, yaml) {
         Ok(n) => n,
         Err(e) => return Ok(Err(e)),
     };
     let schemas = archive_schemas(archive, &names)?;
-    Ok(compile(file, yaml, &schemas).map(|r| {
-        for w in &r.warnings {
-            tracing::warn!("{w}");
-        }
-        r.expression
-    }))
+    Ok(compile(file, yaml, &schemas))
 }
 
 /// A weir pattern literal of the regex `re` (wrapped in a group, so it never ends in a

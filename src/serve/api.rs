@@ -106,6 +106,39 @@ async fn sigma_or_query(
     .await
 }
 
+/// `POST /api/v1/sigma`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SigmaRequest {
+    /// The rule's YAML.
+    sigma: String,
+}
+
+/// `POST /api/v1/sigma`: a Sigma rule as the expression it runs as over this archive,
+/// `{"query": EXPR, "id": ..., "title": ..., "warnings": [...]}` (the page puts `query` in its
+/// box, so that the rule's matches are searched, charted and linked as any query's); `400`
+/// naming the rule's line and feature when it cannot be a query.
+pub async fn sigma(
+    State(state): State<AppState>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let req: SigmaRequest = body(raw)?;
+    let rule = query::blocking(&state, move |archive| {
+        crate::query::sigma::archive_rule(&archive, &req.sigma)
+            .map_err(|e| {
+                ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            })?
+            .map_err(|e| ApiError::bad_request(e.to_string()))
+    })
+    .await?;
+    Ok(Json(json!({
+        "query": rule.expression,
+        "id": rule.id,
+        "title": rule.title,
+        "warnings": rule.warnings,
+    })))
+}
+
 /// `POST /api/v1/query`: the events of a query, streamed.
 pub async fn query(
     State(state): State<AppState>,

@@ -30,6 +30,7 @@ pub fn router(state: AppState, token: Option<String>, guard: Guard) -> Router {
     let api = Router::new()
         .route("/api/v1/query", post(api::query))
         .route("/api/v1/count", post(api::count))
+        .route("/api/v1/sigma", post(api::sigma))
         .route("/api/v1/get", post(api::get))
         .route("/api/v1/explore", post(super::context::explore))
         .route("/api/v1/pivot", post(super::context::pivot))

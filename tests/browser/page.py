@@ -2,7 +2,7 @@
 """Drives the page of `weir serve` in the system's headless Chromium (Playwright, never its own
 browsers) as a person would, and prints what it saw as one JSON object.
 
-    page.py URL QUERY FIELD SCREENSHOT
+    page.py URL QUERY FIELD SCREENSHOT [SIGMA_RULE]
 
 1. opens URL (the page without a query) and waits for its first search;
 2. types QUERY into the query box and presses Enter: `typed`;
@@ -23,7 +23,9 @@ browsers) as a person would, and prints what it saw as one JSON object.
     shows it again (`shown_columns`);
 13. chooses the second row with ArrowDown twice and opens it with Enter (`selected_uid`,
     `keyboard_detail_uid`, `second_row_uid`);
-14. resizes the window to 1280x800 (`overflow_1280`: how much wider the document is);
+14. with SIGMA_RULE (a file), pastes it into the Sigma box and searches with it (`sigma`: the
+    state then, `sigma_said`: what the page says of the rule);
+15. resizes the window to 1280x800 (`overflow_1280`: how much wider the document is);
 and saves screenshots after 2 (SCREENSHOT) and 4 (SCREENSHOT with `-pivot` before `.png`), and
 of the outliers left out (`-outliers`), a sorted list (`-sorted`), the field panel (`-fields`)
 the detail pane (`-detail`) and the first screen at 1280x800 (`-1280x800`).
@@ -107,6 +109,7 @@ def cell(page, field, cls):
 
 def main():
     url, query, field, shot = sys.argv[1:5]
+    sigma = sys.argv[5] if len(sys.argv) > 5 else None
 
     def view(name):
         """A screenshot of the page as it is now: SCREENSHOT with `-NAME` before `.png`."""
@@ -270,6 +273,16 @@ def main():
                 .map(tr => tr.querySelectorAll('td')[0].textContent)[0]"""
         )
         out["second_row_uid"] = table(page)["rows"][1][table(page)["columns"].index("uid")]
+
+        # A Sigma rule pasted and searched with: its expression in the box, searched as any.
+        if sigma:
+            page.click("#sigma summary")
+            page.fill("#sigma-text", open(sigma, encoding="utf-8").read())
+            done = int(page.evaluate("() => document.body.dataset.searches || 0"))
+            page.click("#sigma-run")
+            searches_done(page, done + 1)
+            out["sigma"] = state(page)
+            out["sigma_said"] = page.text_content("#sigma-said")
 
         # A 13" laptop's screen (1280x800): nothing wider than the window (the table scrolls
         # in its own box), and the first screen as such a user sees it.

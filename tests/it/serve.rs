@@ -299,6 +299,44 @@ fn answers_as_the_cli_does() {
         .unwrap()
         .contains("arrow or parquet"));
 
+    // Sigma: a rule as the expression it runs as here, which counts what `weir count --sigma`
+    // counts; a rule that cannot be a query is 400 naming what.
+    let rule = tmp.path().join("rule.yml");
+    std::fs::write(
+        &rule,
+        "title: Low originator ports\nid: 0c1d2e3f-0000-4000-8000-000000000001\n\
+         logsource:\n  product: zeek\n  service: conn\ndetection:\n  low:\n    \
+         id.orig_p|lt: 100\n  condition: low\n",
+    )
+    .unwrap();
+    let got = post(
+        a,
+        "/api/v1/sigma",
+        &json!({"sigma": std::fs::read_to_string(&rule).unwrap()}),
+    );
+    assert_eq!(got.status, 200, "{}", got.text());
+    let compiled = got.json();
+    assert_eq!(compiled["title"], "Low originator ports");
+    let expr = compiled["query"].as_str().unwrap();
+    let by_rule = ok(
+        &run(&["count", "--db", s(&db), "--sigma", s(&rule)]),
+        "count --sigma",
+    );
+    let want: u64 = by_rule.split('\t').next().unwrap().trim().parse().unwrap();
+    assert!(want > 0, "{by_rule}");
+    assert_eq!(count(&db, expr), want, "{expr}");
+    let bad = post(
+        a,
+        "/api/v1/sigma",
+        &json!({"sigma": "title: x\nlogsource: {product: zeek, service: conn}\ndetection:\n  a:\n    n|nosuch: 1\n  condition: a\n"}),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.text());
+    assert!(
+        bad.json()["error"].as_str().unwrap().contains("nosuch"),
+        "{}",
+        bad.text()
+    );
+
     // Count: as `weir count`, for an expression and a chain.
     for q in ["id.orig_p < 100", "n > 300 | head 9", ""] {
         let got = post(a, "/api/v1/count", &json!({ "query": q }));
@@ -985,10 +1023,24 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         let _ = std::fs::remove_file(f);
     }
     let expr = "id.orig_p < 700 || n > 8000";
+    let rule = tmp.path().join("dns-rule.yml");
+    std::fs::write(
+        &rule,
+        "title: Queries ending in 0.example\nid: 0c1d2e3f-0000-4000-8000-000000000002\n\
+         logsource:\n  product: zeek\n  service: dns\ndetection:\n  sel:\n    \
+         query|endswith: '0.example'\n  condition: sel\n",
+    )
+    .unwrap();
     let started = Instant::now();
     let out = std::process::Command::new("python3")
         .arg(&script)
-        .args([&format!("http://{}/", srv.addr), expr, "proto", s(&shot)])
+        .args([
+            &format!("http://{}/", srv.addr),
+            expr,
+            "proto",
+            s(&shot),
+            s(&rule),
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -1285,6 +1337,31 @@ fn the_page_in_a_browser_shows_what_the_cli_counts() {
         .map(|e| e["uid"].as_str().map(str::to_string))
         .collect();
     assert_eq!(column_text(&rb, "uid"), want_uids);
+
+    // The Sigma rule searched from the page: its expression in the box, the count of
+    // `weir count --sigma` on the chart.
+    let by_rule = ok(
+        &run(&["count", "--db", s(&db), "--sigma", s(&rule)]),
+        "count --sigma",
+    );
+    let want: u64 = by_rule.split('\t').next().unwrap().trim().parse().unwrap();
+    assert!(want > 0, "{by_rule}");
+    let sigma = &seen["sigma"];
+    assert_eq!(sigma["total"], json!(want), "{}", sigma["query"]);
+    assert_eq!(
+        count(&db, sigma["query"].as_str().unwrap()),
+        want,
+        "{}",
+        sigma["query"]
+    );
+    assert!(
+        seen["sigma_said"]
+            .as_str()
+            .unwrap()
+            .contains("Queries ending in 0.example"),
+        "{}",
+        seen["sigma_said"]
+    );
 
     // At 1280x800 nothing is wider than the window.
     assert_eq!(seen["overflow_1280"], json!(0), "{seen}");
