@@ -1,7 +1,11 @@
-//! Atomic group commits (issue 57): the archive commits a group of batches (a window of
-//! interleaved Suricata EVE event types, one batch per type) together or not at all, in one
-//! write-ahead log record.
+//! Atomic group commits (issue 57): the batcher regroups a window of interleaved Suricata EVE
+//! event types into one batch per type, and the archive commits the window's batches together
+//! or not at all, in one write-ahead log record.
 //!
+//! - [`eve_import_resumes_exactly_once_after_sigkill`]: `weir import --from suricata` of an
+//!   EVE file whose types interleave, killed with SIGKILL at random moments and rerun until it
+//!   completes: after every kill no event is there twice; at the end every event is there
+//!   exactly once, in far fewer batches than runs of one type, and `weir verify` is clean.
 //! - [`a_group_cut_off_in_the_log_is_dropped_whole`]: a group whose record is cut anywhere (a
 //!   torn write) comes back with none of its events and the checkpoints before it; a whole one
 //!   with all of them and its checkpoint.
@@ -12,13 +16,19 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use crate::common;
-use common::cli::{export_json, run, s, text};
+use common::cli::{export_json, run, s, text, weir};
+use common::rng::{kills_from_env, Rng};
 use weir::unstable::batch::{Batch, BatchBuilder};
 use weir::unstable::checkpoint::{FileCheckpoint, FileId, Mark, Position};
 use weir::unstable::store::{Store, StoreOptions};
 use weir::unstable::types::{Field, Schema, SchemaRef, Type};
+
+/// Kills of the kill loop by default (`WEIR_GROUP_KILLS=N` for more).
+const KILLS: u64 = 6;
 
 /// EVE event `n`: `flow_id` `n`, its type from a pattern without period shorter than the file.
 fn event(n: u64) -> String {
@@ -62,6 +72,147 @@ fn flow_ids(db: &Path) -> BTreeMap<u64, usize> {
         *out.entry(id).or_default() += 1;
     }
     out
+}
+
+/// Runs `args` until `delay` has passed (then SIGKILLs it: `false`) or it exits 0 (`true`).
+fn run_until(args: &[String], delay: Duration, log: &Path) -> bool {
+    let err = std::fs::File::create(log).unwrap();
+    let mut child = weir()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("weir runs");
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let stderr = std::fs::read_to_string(log).unwrap();
+            assert!(status.success(), "weir import failed: {status}\n{stderr}");
+            return true;
+        }
+        if t0.elapsed() >= delay {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+}
+
+/// Batches in the archive's sealed segments (the catalog's count).
+fn batches(db: &Path) -> u64 {
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(db.join("catalog.json")).unwrap()).unwrap();
+    catalog["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .map(|s| s["batches"].as_u64().expect("batches"))
+        .sum()
+}
+
+#[test]
+fn eve_import_resumes_exactly_once_after_sigkill() {
+    let kills = kills_from_env("WEIR_GROUP_KILLS", KILLS);
+    let mut rng = Rng::from_env("WEIR_GROUP_SEED");
+    let seed = rng.0;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 40_000u64;
+    let eve = tmp.path().join("eve.json");
+    let mut text_all = String::new();
+    let mut runs = 0u64;
+    let mut last_kind = None;
+    for i in 0..n {
+        let e = event(i);
+        let kind = e
+            .split("\"event_type\":\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string();
+        if last_kind.as_ref() != Some(&kind) {
+            runs += 1;
+            last_kind = Some(kind);
+        }
+        text_all.push_str(&e);
+        text_all.push('\n');
+    }
+    std::fs::write(&eve, &text_all).unwrap();
+    let args = |db: &Path| -> Vec<String> {
+        [
+            "import",
+            "-q",
+            "--from",
+            "suricata",
+            "--batch-size",
+            "400",
+            "--batch-timeout",
+            "5ms",
+            "--max-segment-size",
+            "1MiB",
+            "--db",
+            s(db),
+            s(&eve),
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect()
+    };
+    let log = tmp.path().join("stderr.txt");
+    let t0 = Instant::now();
+    let whole_db = tmp.path().join("whole.db");
+    assert!(run_until(&args(&whole_db), Duration::from_secs(600), &log));
+    let whole = t0.elapsed();
+    let ids = flow_ids(&whole_db);
+    assert_eq!(ids.len() as u64, n);
+    assert!(ids.values().all(|&c| c == 1));
+    // Regrouped: a batch per type per window of 400 events, not one per run of a type.
+    let b = batches(&whole_db);
+    assert!(
+        b * 10 < runs,
+        "{b} batches for {runs} runs of one event type: not regrouped"
+    );
+    let mut done = 0u64;
+    let mut round = 0;
+    while done < kills {
+        round += 1;
+        let db = tmp.path().join(format!("db{round}"));
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            assert!(attempts < 1000, "the import never completes (seed {seed})");
+            let ms = rng.below(whole.as_millis() as u64 * 11 / 10 + 1);
+            if run_until(&args(&db), Duration::from_millis(ms), &log) {
+                break;
+            }
+            done += 1;
+            if !db.join("catalog.json").exists() && !db.join("wal").exists() {
+                continue;
+            }
+            let got = flow_ids(&db);
+            let twice: Vec<_> = got.iter().filter(|(_, c)| **c > 1).take(5).collect();
+            assert!(
+                twice.is_empty(),
+                "after kill {done} at {ms} ms (seed {seed}): events twice: {twice:?}"
+            );
+        }
+        let got = flow_ids(&db);
+        let missing: Vec<u64> = (0..n).filter(|k| !got.contains_key(k)).take(5).collect();
+        assert!(
+            missing.is_empty(),
+            "round {round} (seed {seed}): missing {missing:?}"
+        );
+        assert!(
+            got.values().all(|&c| c == 1),
+            "round {round} (seed {seed}): an event twice"
+        );
+        let out = run(&["verify", "--db", s(&db)]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    eprintln!("{done} kills in {round} rounds (seed {seed})");
 }
 
 /// Segments of 1 MiB: the active segment's file is that large (sparse), and tests copy it.
