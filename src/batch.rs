@@ -53,6 +53,8 @@ pub struct Batch {
     cols: Option<Box<[Vec<u8>]>>,
     /// The rows of a columnar batch, assembled from `cols` on first use.
     joined: OnceLock<Vec<u8>>,
+    /// The next batch of the stream belongs to the same commit (see [`Batch::group_next`]).
+    group_next: bool,
 }
 
 impl PartialEq for Batch {
@@ -236,6 +238,7 @@ impl Batch {
             stats: None,
             cols: None,
             joined: OnceLock::new(),
+            group_next: false,
         })
     }
 
@@ -349,6 +352,22 @@ impl Batch {
         self.marks = marks;
     }
 
+    /// Whether the next batch of the stream belongs to the same *group*: batches that the
+    /// archive commits together or not at all (one write-ahead log record, never a segment
+    /// seal between them; see [`crate::store::Store::append_group`]). The [`crate::batcher`]
+    /// regroups the events of a window of input by schema and makes each window such a group,
+    /// whose last batch carries the window's checkpoints; stages between it and the archive
+    /// keep groups together (a filter that drops a group's last batch passes on an empty one
+    /// in its place). Not part of a batch's identity (equality ignores it), and never stored.
+    pub fn group_next(&self) -> bool {
+        self.group_next
+    }
+
+    /// Sets [`Batch::group_next`].
+    pub fn set_group_next(&mut self, next: bool) {
+        self.group_next = next;
+    }
+
     /// The event IDs this batch covers.
     pub fn id_range(&self) -> Range<u64> {
         // Saturating: the store never assigns IDs past u64::MAX (it refuses such a batch).
@@ -412,6 +431,7 @@ impl Batch {
             stats: None,
             cols: None,
             joined: OnceLock::new(),
+            group_next: self.group_next,
         };
         self.stats = None;
         self.ts = self.compute_ts();
@@ -855,6 +875,7 @@ impl BatchBuilder {
             stats,
             cols,
             joined: OnceLock::new(),
+            group_next: false,
         }
     }
 }

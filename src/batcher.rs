@@ -3,19 +3,35 @@
 //!
 //! [`Batcher`] wraps a `Stream<Item = Result<Batch, E>>` and emits batches that
 //!
-//! - hold events of one schema only: consecutive input batches of the same schema are
-//!   coalesced with [`Batch::append`] while the result stays within the limits; a schema
-//!   change, or an input batch that would not fit, emits the batch being built at once (as
-//!   Vector's batcher does: inputs are not copied to top a batch up, so a stream of full input
-//!   batches passes through without a copy);
-//! - hold at most [`BatchConfig::max_events`] events and at most
-//!   [`BatchConfig::max_bytes`] encoded bytes (a single event larger than `max_bytes` goes
-//!   alone in its batch): bigger inputs are cut, never dropped;
-//! - are flushed when [`BatchConfig::timeout`] has passed since the first event of the batch
-//!   being built arrived (so a live, slow source still makes progress), and at end of input.
+//! - hold events of one schema only;
+//! - come in *groups* ([`Batch::group_next`]): the batcher collects a *window* of input, at
+//!   most [`BatchConfig::max_events`] events and [`BatchConfig::max_bytes`] encoded bytes in
+//!   all, and emits it as one batch per schema (in the order each schema first appeared, the
+//!   events of each in input order), all but the last with `group_next` set. Input batches of
+//!   a schema already in the window are appended to its batch with [`Batch::append`]; an input
+//!   batch that would not fit in the window emits the window at once (as Vector's batcher
+//!   does: inputs are not copied to top a window up, so a stream of full input batches passes
+//!   through without a copy, each a group of one). Interleaved schemas (Suricata EVE's event
+//!   types, Zeek JSON's `_path`s) so make batches of many events instead of one batch per
+//!   run of lines of one type (issue 57);
+//! - hold, per window, at most `max_events` events and `max_bytes` bytes (a single event
+//!   larger than `max_bytes` goes alone in its batch): bigger inputs are cut, never dropped;
+//! - are flushed when [`BatchConfig::timeout`] has passed since the first event of the window
+//!   arrived (so a live, slow source still makes progress), and at end of input.
 //!
-//! Order is kept: the output holds exactly the input events in the input order. An input
-//! error is passed on after the batch being built has been emitted.
+//! Checkpoints of followed files ([`crate::checkpoint::Mark`]) say where a file is after a
+//! row in *line order*. A window's batches are not in line order (its rows of one schema are
+//! not a prefix of its lines), so a window of several batches carries all its checkpoints on
+//! its last batch, after its last row: they hold for the whole group, which the archive
+//! commits together or not at all ([`crate::store::Store::append_group`]). A window of one
+//! batch is in line order and keeps each checkpoint after its own row.
+//!
+//! With [`BatchConfig::regroup`] off, a change of schema ends the window instead: every
+//! window is of one schema, and the output is in input order (as before regrouping).
+//!
+//! Order is kept per schema, and across windows: the output holds exactly the input events,
+//! each window's after the previous window's. An input error is passed on after the window
+//! being built has been emitted.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -27,12 +43,13 @@ use futures::{Stream, StreamExt};
 use tokio::time::{Instant, Sleep};
 
 use crate::batch::Batch;
+use crate::checkpoint::Mark;
 use crate::setting::InvalidSetting;
 use crate::value::{RowCursor, ValueRef};
 
 /// Limits of the batches a [`Batcher`] emits: the `[transforms.NAME] type = "batch"` table of
-/// a pipeline file (keys `max_events`, `max_bytes`, `timeout`) and `weir import`'s
-/// `--batch-size` and `--batch-timeout`.
+/// a pipeline file (keys `max_events`, `max_bytes`, `timeout`, `regroup`) and `weir import`'s
+/// `--batch-size`, `--batch-timeout` and `--batch-in-order`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BatchConfig {
@@ -44,6 +61,11 @@ pub struct BatchConfig {
     /// Longest time a partial batch waits for more events after its first one.
     #[serde(deserialize_with = "crate::setting::de_duration")]
     pub timeout: Duration,
+    /// Regroup a window of interleaved schemas into one batch per schema (the default; see
+    /// the module docs). `false` (`--batch-in-order`): a change of schema ends the window, so
+    /// the archive's ID order is the input's line order across schemas too, at the cost of a
+    /// batch per run of one schema (slow for input such as Suricata EVE).
+    pub regroup: bool,
 }
 
 impl BatchConfig {
@@ -81,6 +103,7 @@ impl Default for BatchConfig {
             max_events: Self::DEFAULT_MAX_EVENTS,
             max_bytes: Self::DEFAULT_MAX_BYTES,
             timeout: Self::DEFAULT_TIMEOUT,
+            regroup: true,
         }
     }
 }
@@ -89,9 +112,14 @@ impl Default for BatchConfig {
 pub struct Batcher<S, E> {
     inner: S,
     config: BatchConfig,
-    /// The batch being built, and the time its first event arrived.
-    pending: Option<Batch>,
-    /// The flush deadline of `pending` (created on first use, within the runtime).
+    /// The window being built: one batch per schema, in order of first appearance.
+    window: Vec<Batch>,
+    /// The events and bytes in `window`.
+    rows: usize,
+    bytes: usize,
+    /// The checkpoints of the window's input, rows numbered in the window's input order.
+    marks: Vec<Mark>,
+    /// The flush deadline of the window (created on first use, within the runtime).
     timer: Option<Pin<Box<Sleep>>>,
     /// Complete batches waiting to be emitted, in order.
     ready: VecDeque<Batch>,
@@ -116,7 +144,10 @@ where
         Batcher {
             inner,
             config,
-            pending: None,
+            window: Vec::new(),
+            rows: 0,
+            bytes: 0,
+            marks: Vec::new(),
             timer: None,
             ready: VecDeque::new(),
             error: None,
@@ -129,79 +160,120 @@ where
         &self.config
     }
 
-    fn flush_pending(&mut self) {
-        if let Some(b) = self.pending.take() {
-            if !b.is_empty() || !b.marks().is_empty() {
-                self.ready.push_back(b);
+    /// Emits the window: one batch, or a group of one batch per schema carrying the window's
+    /// checkpoints on its last (see the module docs).
+    fn flush_window(&mut self) {
+        let marks = std::mem::take(&mut self.marks);
+        let mut window = std::mem::take(&mut self.window);
+        self.rows = 0;
+        self.bytes = 0;
+        if window.len() > 1 {
+            let last = window.len() - 1;
+            for b in &mut window[..last] {
+                b.set_group_next(true);
             }
+            let b = &mut window[last];
+            let n = b.len();
+            b.set_marks(
+                marks
+                    .into_iter()
+                    .map(|m| Mark {
+                        row_start: n,
+                        row_end: n,
+                        start: None,
+                        end: m.end,
+                    })
+                    .collect(),
+            );
+        } else if let Some(b) = window.first_mut() {
+            // One schema: the window's rows are its rows, in line order.
+            b.set_marks(marks);
         }
+        self.ready.extend(window);
     }
 
-    fn full(&self, b: &Batch) -> bool {
-        b.len() >= self.config.max_events || b.byte_size() >= self.config.max_bytes
+    fn full(&self) -> bool {
+        self.rows >= self.config.max_events || self.bytes >= self.config.max_bytes
     }
 
-    fn add(&mut self, batch: Batch) {
+    fn add(&mut self, mut batch: Batch) {
         if batch.is_empty() {
             // Checkpoints without rows (see `crate::checkpoint`) go after the rows before them.
             if !batch.marks().is_empty() {
-                match &mut self.pending {
-                    Some(p) => {
-                        let n = p.len();
-                        for m in batch.marks() {
-                            p.push_mark(crate::checkpoint::Mark {
-                                row_start: n,
-                                row_end: n,
-                                ..m.clone()
-                            });
-                        }
-                    }
-                    None => self.ready.push_back(batch),
+                if self.window.is_empty() {
+                    self.ready.push_back(batch);
+                } else {
+                    let n = self.rows;
+                    self.marks.extend(batch.marks().iter().map(|m| Mark {
+                        row_start: n,
+                        row_end: n,
+                        ..m.clone()
+                    }));
                 }
             }
             return;
         }
-        if let Some(p) = &mut self.pending {
-            let fits = p.schema() == batch.schema()
-                && p.len() + batch.len() <= self.config.max_events
-                && p.byte_size() + batch.byte_size() <= self.config.max_bytes;
+        if !self.window.is_empty() {
+            let fits = self.rows + batch.len() <= self.config.max_events
+                && self.bytes + batch.byte_size() <= self.config.max_bytes
+                && (self.config.regroup
+                    || self.window.iter().all(|b| b.schema() == batch.schema()));
             if fits {
-                p.append(&batch);
-                if self.full_pending() {
-                    self.flush_pending();
+                self.add_to_window(batch);
+                if self.full() {
+                    self.flush_window();
                 }
                 return;
             }
-            // Another schema, or the input does not fit: the pending batch goes as it is
-            // (rather than copying the input to top it up), and the input starts a new one.
-            self.flush_pending();
+            // The input does not fit: the window goes as it is (rather than copying the input
+            // to top it up), and the input starts a new one.
+            self.flush_window();
         }
-        if batch.len() <= self.config.max_events && batch.byte_size() <= self.config.max_bytes {
-            self.start_pending(batch);
-        } else {
-            // Too big on its own: cut it, emit the full pieces, keep the last one pending.
+        if batch.len() > self.config.max_events || batch.byte_size() > self.config.max_bytes {
+            // Too big on its own: cut it, emit the full pieces, keep the last one.
+            batch.set_group_next(false);
             let mut pieces = split(&batch, &self.config);
-            let last = pieces.pop();
+            match pieces.pop() {
+                Some(last) => batch = last,
+                None => return,
+            }
             self.ready.extend(pieces);
-            if let Some(last) = last {
-                self.start_pending(last);
+        }
+        self.add_to_window(batch);
+        if self.full() {
+            self.flush_window();
+        }
+    }
+
+    /// Adds a batch that fits to the window (starting its timer if it is the first).
+    fn add_to_window(&mut self, mut batch: Batch) {
+        let n = self.rows;
+        self.marks.extend(batch.marks().iter().map(|m| Mark {
+            row_start: m.row_start + n,
+            row_end: m.row_end + n,
+            ..m.clone()
+        }));
+        batch.set_marks(Vec::new());
+        batch.set_group_next(false);
+        self.rows += batch.len();
+        self.bytes += batch.byte_size();
+        if self.window.is_empty() {
+            let deadline = Instant::now() + self.config.timeout;
+            match &mut self.timer {
+                Some(t) => t.as_mut().reset(deadline),
+                None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
             }
         }
-        if self.full_pending() {
-            self.flush_pending();
-        }
-    }
-
-    fn full_pending(&self) -> bool {
-        self.pending.as_ref().is_some_and(|p| self.full(p))
-    }
-
-    fn start_pending(&mut self, batch: Batch) {
-        self.pending = Some(batch);
-        let deadline = Instant::now() + self.config.timeout;
-        match &mut self.timer {
-            Some(t) => t.as_mut().reset(deadline),
-            None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+        let schema = batch.schema();
+        let slot = self.window.iter_mut().find(|b| {
+            std::sync::Arc::ptr_eq(b.schema(), schema)
+                || (b.schema().name == schema.name && b.schema() == schema)
+        });
+        match slot {
+            Some(b) => {
+                b.append(&batch);
+            }
+            None => self.window.push(batch),
         }
     }
 }
@@ -246,7 +318,7 @@ fn slice(batch: &Batch, start: usize, end: usize) -> Batch {
     let mut out = Batch::from_parts(batch.schema().clone(), data, offsets, ts)
         .unwrap_or_else(|| crate::batch::BatchBuilder::new(batch.schema().clone()).finish());
     out.set_id(batch.id() + start as u64);
-    out.set_marks(crate::checkpoint::Mark::slice(batch.marks(), start, end));
+    out.set_marks(Mark::slice(batch.marks(), start, end));
     out
 }
 
@@ -293,8 +365,8 @@ where
                 return Poll::Ready(Some(Err(e)));
             }
             if this.done {
-                if this.pending.is_some() {
-                    this.flush_pending();
+                if !this.window.is_empty() {
+                    this.flush_window();
                     continue;
                 }
                 return Poll::Ready(None);
@@ -302,17 +374,17 @@ where
             match this.inner.poll_next_unpin(cx) {
                 Poll::Ready(Some(Ok(b))) => this.add(b),
                 Poll::Ready(Some(Err(e))) => {
-                    this.flush_pending();
+                    this.flush_window();
                     this.error = Some(e);
                 }
                 Poll::Ready(None) => this.done = true,
                 Poll::Pending => {
-                    let expired = match (&this.pending, &mut this.timer) {
-                        (Some(_), Some(t)) => t.as_mut().poll(cx).is_ready(),
+                    let expired = match &mut this.timer {
+                        Some(t) if !this.window.is_empty() => t.as_mut().poll(cx).is_ready(),
                         _ => false,
                     };
                     if expired {
-                        this.flush_pending();
+                        this.flush_window();
                         continue;
                     }
                     return Poll::Pending;
@@ -415,6 +487,145 @@ mod tests {
             ]
         );
         assert!(out.iter().all(|b| b.byte_size() <= row * 2));
+    }
+
+    fn mark_after(row: usize, offset: u64) -> Mark {
+        Mark {
+            row_start: row.saturating_sub(1),
+            row_end: row,
+            start: None,
+            end: crate::checkpoint::FileCheckpoint {
+                id: crate::checkpoint::FileId {
+                    dev: 1,
+                    ino: 2,
+                    fp_len: 0,
+                    fp_crc: 0,
+                },
+                path: "eve.json".into(),
+                pos: crate::checkpoint::Position { offset, skip: 0 },
+                done: false,
+                raw: 0,
+                header: String::new(),
+                sum: None,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn interleaved_schemas_are_regrouped_per_window() {
+        let a = schema("suricata.flow");
+        let b = schema("suricata.dns");
+        let c = schema("suricata.alert");
+        // One event per line, types interleaved, each line's position marked after it.
+        let kinds = [&a, &b, &a, &c, &b, &a, &a, &b, &c, &a];
+        let input: Vec<Result<Batch, ()>> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut x = batch(s, i as u64, 1);
+                x.set_marks(vec![mark_after(1, 100 * (i as u64 + 1))]);
+                Ok(x)
+            })
+            .collect();
+        let cfg = BatchConfig {
+            max_events: 6,
+            ..BatchConfig::default()
+        };
+        let out: Vec<Batch> = Batcher::new(futures::stream::iter(input), cfg)
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        let shape: Vec<(String, Vec<u64>, bool, Vec<u64>)> = out
+            .iter()
+            .map(|x| {
+                (
+                    x.schema().name.clone(),
+                    numbers(x),
+                    x.group_next(),
+                    x.marks().iter().map(|m| m.end.pos.offset).collect(),
+                )
+            })
+            .collect();
+        let s = |n: &str| n.to_string();
+        assert_eq!(
+            shape,
+            vec![
+                // Window 1: lines 0..6, one batch per type, the positions on the last batch.
+                (s("suricata.flow"), vec![0, 2, 5], true, vec![]),
+                (s("suricata.dns"), vec![1, 4], true, vec![]),
+                (
+                    s("suricata.alert"),
+                    vec![3],
+                    false,
+                    vec![100, 200, 300, 400, 500, 600]
+                ),
+                // Window 2: lines 6..10 (the end of input).
+                (s("suricata.flow"), vec![6, 9], true, vec![]),
+                (s("suricata.dns"), vec![7], true, vec![]),
+                (
+                    s("suricata.alert"),
+                    vec![8],
+                    false,
+                    vec![700, 800, 900, 1000]
+                ),
+            ]
+        );
+        // The checkpoints of a group hold after its last batch's last row.
+        for x in &out {
+            assert!(x
+                .marks()
+                .iter()
+                .all(|m| m.row_start == x.len() && m.row_end == x.len()));
+        }
+    }
+
+    #[tokio::test]
+    async fn without_regrouping_a_schema_change_ends_the_window() {
+        let a = schema("suricata.flow");
+        let b = schema("suricata.dns");
+        let input = vec![
+            Ok::<_, ()>(batch(&a, 0, 2)),
+            Ok(batch(&b, 2, 1)),
+            Ok(batch(&a, 3, 2)),
+        ];
+        let cfg = BatchConfig {
+            regroup: false,
+            ..BatchConfig::default()
+        };
+        let out: Vec<Batch> = Batcher::new(futures::stream::iter(input), cfg)
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        let shape: Vec<(Vec<u64>, bool)> =
+            out.iter().map(|x| (numbers(x), x.group_next())).collect();
+        assert_eq!(
+            shape,
+            vec![(vec![0, 1], false), (vec![2], false), (vec![3, 4], false)]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_window_of_one_schema_keeps_each_checkpoint_at_its_row() {
+        let s = schema("zeek.conn");
+        let input: Vec<Result<Batch, ()>> = (0..3)
+            .map(|i| {
+                let mut x = batch(&s, 2 * i, 2);
+                x.set_marks(vec![mark_after(2, 10 * (i + 1))]);
+                Ok(x)
+            })
+            .collect();
+        let out: Vec<Batch> = Batcher::new(futures::stream::iter(input), BatchConfig::default())
+            .map(|r| r.unwrap())
+            .collect()
+            .await;
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].group_next());
+        let rows: Vec<(usize, u64)> = out[0]
+            .marks()
+            .iter()
+            .map(|m| (m.row_end, m.end.pos.offset))
+            .collect();
+        assert_eq!(rows, vec![(2, 10), (4, 20), (6, 30)]);
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@
 //! # Format
 //!
 //! ```text
-//! header (20 bytes):  magic "WEIRWAL3" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
+//! header (20 bytes):  magic "WEIRWAL4" (8) | base_id u64 LE (8) | CRC-32 of the previous 16 bytes (4)
 //! record:             payload_len u32 LE | CRC-32 of payload u32 LE | payload
 //! payload:            first_id u64 | rows u32 | flags u8 | ts_min i64 | ts_max i64
 //!                     | schema name (u32 length + UTF-8) | field count u32
@@ -31,10 +31,31 @@
 //!                     | flags bit 1 clear: data (data_len bytes of msgpack rows)
 //!                     | flags bit 1 set:   segment UUID (16) | from_end u64 | CRC-32 of the rows u32
 //!                       and with bit 2:    codec u8 | stored_len u32 | raw_size u32
+//! payload, bit 5 set: first_id u64 | rows u32 (of the whole group) | flags u8 (bit 5 only)
+//!                     | batch count u32 (at least 2)
+//!                     | per batch: payload_len u32 | a payload as above (bit 5 clear)
 //! flags:              bit 0: ts_min/ts_max present; bit 1: rows in the segment file;
 //!                     bit 2: compressed there (only with bit 1); bit 3: checkpoints of followed files;
-//!                     bit 4 (only with bit 3): each checkpoint holds `raw`
+//!                     bit 4 (only with bit 3): each checkpoint holds `raw`;
+//!                     bit 5: a group of batches
 //! ```
+//!
+//! Bit 5 (since the batcher regroups a window of input by schema, issue 57; logs of version 4,
+//! magic "WEIRWAL4"): the record is a *group*, batches that are committed together or not at
+//! all ([`Wal::append_group`], `crate::store::Store::append_group`): a window of interleaved
+//! input (Suricata EVE's event types, Zeek JSON's `_path`s) is cut into one batch per schema,
+//! and no line-order position describes some of those batches without the others, so the
+//! window's checkpoints (on its last batch, or spread over several) hold only for all of
+//! them. The group's batches are contiguous in event IDs (the first at the record's
+//! `first_id`, each next where the previous ended, `rows` in all), each encoded as the
+//! payload of a record of its own (flags bits 0 to 4 as above, bit 5 clear), and covered by
+//! the one length and checksum of the record: a torn or damaged group is one torn or damaged
+//! record, dropped or reported whole. A reader returns the batches of a group one by one
+//! ([`WalReader::next_entry`]), but only once all of them are read and checked (rows of
+//! every batch pointing into a segment file readable). A group of one batch is written as
+//! that batch's plain record. Logs of versions 1 to 3 read as before and are upgraded to
+//! version 4 in place when a writer opens them to append; a weir of version 3 refuses a log
+//! of version 4 as a whole.
 //!
 //! Bit 3 (since `weir import --follow`; segments of format 8 store their full set of
 //! checkpoints in the same encoding, see [`encode_checkpoints`]): the record also holds, for each followed file whose
@@ -86,7 +107,12 @@
 //! - `base_id` is the first event ID the log was created for: the catalog's `next_id` when the
 //!   previous segment was sealed. Records are contiguous: the first starts at `base_id`, each
 //!   next one where the previous ended. A record describes exactly one batch of the active
-//!   segment (batches split across segments are logged per part).
+//!   segment (batches split across segments are logged per part), or a group of batches all
+//!   in the active segment: the writer never seals a segment between the batches of a group
+//!   (it seals before a group that does not fit; see `crate::store::Store::append_group` for
+//!   a group larger than a whole segment). Replaying a log into a segment of a smaller
+//!   maximum size may seal between them; the log is kept then, and the group's batches below
+//!   the catalog's end are skipped one by one, as whole records are.
 //! - The log is created atomically (`crate::fs::write_atomic`) when a segment is sealed,
 //!   *after* the catalog naming that segment is durable. A crash between the two leaves a log whose records are already in a sealed segment; they are recognized
 //!   by their IDs (below the catalog's `next_id`) and skipped, so nothing is duplicated.
@@ -119,6 +145,7 @@
 //!   with [`WalReader::open_headless`]), seals every intact record into segments, copies the
 //!   log into `damaged/` and only then replaces it with an empty one.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -177,15 +204,20 @@ const FLAG_EXTERNAL: u8 = 2;
 const FLAG_PACKED: u8 = 4;
 /// Record flag: checkpoints of followed files follow the row offsets.
 const FLAG_MARKS: u8 = 8;
-/// Every flag a record may have.
 /// Record flag (with [`FLAG_MARKS`]): each checkpoint holds its compressed length (`raw`).
 const FLAG_RAW: u8 = 16;
-const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS | FLAG_RAW;
+/// Record flag: the record is a group of batches committed together (see the module docs).
+const FLAG_GROUP: u8 = 32;
+/// Every flag a record may have.
+const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_EXTERNAL | FLAG_PACKED | FLAG_MARKS | FLAG_RAW | FLAG_GROUP;
 
-/// The magic bytes at the start of every WAL file weir writes: version 3, whose records may
-/// hold checkpoint counts with bits 31 (headers of followed files) and 30 (sums of the text
-/// before each position).
-pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL3";
+/// The magic bytes at the start of every WAL file weir writes: version 4, whose records may
+/// be groups of batches (flag bit 5) and hold checkpoint counts with bits 31 (headers of
+/// followed files) and 30 (sums of the text before each position).
+pub const WAL_MAGIC: [u8; 8] = *b"WEIRWAL4";
+/// The magic bytes of a WAL of version 3 (before groups, flag bit 5): still read, and
+/// upgraded to [`WAL_MAGIC`] in place before anything is appended to it.
+pub const WAL_MAGIC_V3: [u8; 8] = *b"WEIRWAL3";
 /// The magic bytes of a WAL of version 2 (before bit 30 of the checkpoint count): still read,
 /// and upgraded to [`WAL_MAGIC`] in place before anything is appended to it.
 pub const WAL_MAGIC_V2: [u8; 8] = *b"WEIRWAL2";
@@ -352,15 +384,15 @@ impl Wal {
                     .map_err(|e| WalError::io("fsync", path, e))?;
             }
         }
-        // A log of version 1 or 2 becomes one of version 3 before a record of version 3 joins
-        // it: an older weir then refuses it as a whole rather than take a new record for a
-        // torn tail. The header is one write of 20 bytes within the first sector; a torn one
+        // A log of version 1, 2 or 3 becomes one of version 4 before a record of version 4
+        // joins it: an older weir then refuses it as a whole rather than take a new record for
+        // a torn tail. The header is one write of 20 bytes within the first sector; a torn one
         // fails its checksum, and `weir verify --repair` reads the records around it.
         let mut magic = [0u8; 8];
         if good_len >= WAL_HEADER_LEN {
             fs::read_exact_at(&file, &mut magic, 0).map_err(|e| WalError::io("read", path, e))?;
         }
-        if magic == WAL_MAGIC_V1 || magic == WAL_MAGIC_V2 {
+        if magic == WAL_MAGIC_V1 || magic == WAL_MAGIC_V2 || magic == WAL_MAGIC_V3 {
             fault::hit(Op::Write)
                 .and_then(|()| fs::write_all_at(&file, &header_bytes(base_id), 0))
                 .map_err(|e| WalError::io("write", path, e))?;
@@ -473,25 +505,78 @@ impl Wal {
         self.buf.clear();
         self.buf
             .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
-        let flags = match location.packed {
-            Some(_) => FLAG_EXTERNAL | FLAG_PACKED,
-            None => FLAG_EXTERNAL,
+        encode_external(batch, rows_crc, location, &mut self.buf);
+        self.write_buffered_record()
+    }
+
+    /// Appends a *group*: batches (with their IDs set, contiguous) that are committed together
+    /// or not at all, as one record with one checksum and one `write` (flag bit 5, see the
+    /// module docs). Each part's rows are either in the record or, written to the active
+    /// segment's file first, pointed at (as [`Wal::append_external`]). A group of one batch is
+    /// written as the plain record of that batch. Fsyncs it under [`SyncPolicy::Always`].
+    pub fn append_group(&mut self, parts: &[GroupPart<'_>]) -> Result<()> {
+        let (first, rows) = match parts {
+            [] => return Ok(()),
+            [one] => {
+                return match one.location {
+                    Some(location) => self.append_external(one.batch, one.rows_crc, location),
+                    None => {
+                        let crc = one
+                            .rows_crc
+                            .unwrap_or_else(|| crc32fast::hash(one.batch.data()));
+                        self.append_with_crc(one.batch, crc)
+                    }
+                };
+            }
+            [first, ..] => (
+                first.batch.id(),
+                parts.iter().map(|p| p.batch.len() as u64).sum::<u64>(),
+            ),
         };
-        encode_payload_head(batch, flags, &mut self.buf);
-        self.buf.extend_from_slice(location.segment.as_bytes());
-        self.buf.extend_from_slice(&location.from_end.to_le_bytes());
-        match location.packed {
-            Some(p) => {
-                self.buf.extend_from_slice(&p.crc.to_le_bytes());
-                self.buf.push(stored_byte(p.codec, p.layout));
-                self.buf.extend_from_slice(&p.stored_len.to_le_bytes());
-                self.buf.extend_from_slice(&p.raw_size.to_le_bytes());
+        let rows = u32::try_from(rows).map_err(|_| WalError::Corrupt {
+            path: self.path.clone(),
+            offset: self.len,
+            reason: format!("a group of {rows} events is too large for one record"),
+        })?;
+        self.buf.clear();
+        self.buf
+            .extend_from_slice(&[0u8; RECORD_HEADER_LEN as usize]);
+        self.buf.extend_from_slice(&first.to_le_bytes());
+        self.buf.extend_from_slice(&rows.to_le_bytes());
+        self.buf.push(FLAG_GROUP);
+        self.buf
+            .extend_from_slice(&(parts.len() as u32).to_le_bytes());
+        for part in parts {
+            let at = self.buf.len();
+            self.buf.extend_from_slice(&[0u8; 4]);
+            match part.location {
+                Some(location) => {
+                    encode_external(part.batch, part.rows_crc, location, &mut self.buf)
+                }
+                None => {
+                    encode_payload_head(part.batch, 0, &mut self.buf);
+                    self.buf.extend_from_slice(part.batch.data());
+                }
             }
-            None => {
-                let crc = rows_crc.unwrap_or_else(|| crc32fast::hash(batch.data()));
-                self.buf.extend_from_slice(&crc.to_le_bytes());
-            }
+            let len = (self.buf.len() - at - 4) as u32;
+            self.buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
         }
+        if self.buf.len() as u64 - RECORD_HEADER_LEN > MAX_PAYLOAD {
+            return Err(WalError::Corrupt {
+                path: self.path.clone(),
+                offset: self.len,
+                reason: format!(
+                    "a group record of {} bytes is larger than a record may be",
+                    self.buf.len()
+                ),
+            });
+        }
+        self.write_buffered_record()
+    }
+
+    /// Fills in the record header of the record in `buf` (length and checksum of the payload
+    /// after it) and appends it with one `write`.
+    fn write_buffered_record(&mut self) -> Result<()> {
         let payload_len = self.buf.len() - RECORD_HEADER_LEN as usize;
         let crc = crc32fast::hash(&self.buf[RECORD_HEADER_LEN as usize..]);
         self.buf[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
@@ -499,7 +584,11 @@ impl Wal {
         fault::hit(Op::Write)
             .and_then(|()| self.file.write_all(&self.buf))
             .map_err(|e| WalError::io("append to", &self.path, e))?;
-        self.appended(self.buf.len() as u64)
+        let written = self.buf.len() as u64;
+        if self.buf.capacity() > 16 << 20 {
+            self.buf = Vec::new();
+        }
+        self.appended(written)
     }
 
     /// Makes the appended records durable (fdatasync), unless the policy is
@@ -515,6 +604,45 @@ impl Wal {
         }
         self.dirty = false;
         Ok(())
+    }
+}
+
+/// One batch of a group record ([`Wal::append_group`]).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupPart<'a> {
+    /// The batch, its ID set.
+    pub batch: &'a Batch,
+    /// The CRC-32 of `batch.data()` if known (see [`Wal::append_external`]).
+    pub rows_crc: Option<u32>,
+    /// Where its rows were written in the active segment's file; `None`: the record holds them.
+    pub location: Option<DataLocation>,
+}
+
+/// The payload of a record whose rows are at `location` (see [`Wal::append_external`]).
+fn encode_external(
+    batch: &Batch,
+    rows_crc: Option<u32>,
+    location: DataLocation,
+    out: &mut Vec<u8>,
+) {
+    let flags = match location.packed {
+        Some(_) => FLAG_EXTERNAL | FLAG_PACKED,
+        None => FLAG_EXTERNAL,
+    };
+    encode_payload_head(batch, flags, out);
+    out.extend_from_slice(location.segment.as_bytes());
+    out.extend_from_slice(&location.from_end.to_le_bytes());
+    match location.packed {
+        Some(p) => {
+            out.extend_from_slice(&p.crc.to_le_bytes());
+            out.push(stored_byte(p.codec, p.layout));
+            out.extend_from_slice(&p.stored_len.to_le_bytes());
+            out.extend_from_slice(&p.raw_size.to_le_bytes());
+        }
+        None => {
+            let crc = rows_crc.unwrap_or_else(|| crc32fast::hash(batch.data()));
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
     }
 }
 
@@ -731,10 +859,25 @@ struct External {
     marks: Vec<Mark>,
 }
 
-/// A decoded record: a whole batch, or one whose rows are in a segment file.
+/// A decoded record: a whole batch, one whose rows are in a segment file, or a group of them.
 enum Decoded {
     Inline(Batch),
     External(External),
+    Group(Vec<Decoded>),
+}
+
+impl Decoded {
+    /// The first event ID and the number of events.
+    fn ids(&self) -> (u64, usize) {
+        match self {
+            Decoded::Inline(b) => (b.id(), b.len()),
+            Decoded::External(x) => (x.first_id, x.offsets.len()),
+            Decoded::Group(parts) => (
+                parts.first().map_or(0, |p| p.ids().0),
+                parts.iter().map(|p| p.ids().1).sum(),
+            ),
+        }
+    }
 }
 
 fn decode_payload(
@@ -748,6 +891,9 @@ fn decode_payload(
     let first_id = c.u64()?;
     let rows = c.u32()? as usize;
     let flags = c.u8()?;
+    if flags & FLAG_GROUP != 0 {
+        return decode_group(&mut c, first_id, rows, flags, last);
+    }
     let lo = c.u64()? as i64;
     let hi = c.u64()? as i64;
     let name = c.str()?;
@@ -849,6 +995,60 @@ fn decode_payload(
     }
 }
 
+/// The rest of a group record's payload (flag bit 5): its batches, each a payload of its own,
+/// contiguous from `first_id` and `rows` events in all.
+fn decode_group(
+    c: &mut Cursor<'_>,
+    first_id: u64,
+    rows: usize,
+    flags: u8,
+    last: &mut Option<SchemaRef>,
+) -> std::result::Result<Decoded, String> {
+    if flags != FLAG_GROUP {
+        return Err(format!("group record with other flags {flags:#x}"));
+    }
+    let count = c.u32()? as usize;
+    if count < 2 {
+        return Err(format!("group record of {count} batches"));
+    }
+    if count > c.buf.len() {
+        return Err(format!("{count} batches cannot fit in the record"));
+    }
+    let mut parts = Vec::with_capacity(count);
+    let mut next = first_id;
+    for i in 0..count {
+        let len = c.u32()? as usize;
+        let bytes = c.take(len)?;
+        if bytes.get(12).is_some_and(|f| f & FLAG_GROUP != 0) {
+            return Err(format!("batch {i} of a group is a group"));
+        }
+        let part = decode_payload(bytes, last)?;
+        let (id, n) = part.ids();
+        if id != next {
+            return Err(format!(
+                "batch {i} of the group starts at event ID {id}, expected {next}"
+            ));
+        }
+        next = id
+            .checked_add(n as u64)
+            .ok_or_else(|| format!("event IDs {id}.. plus {n} rows overflow"))?;
+        parts.push(part);
+    }
+    if c.pos != c.buf.len() {
+        return Err(format!(
+            "{} unexpected bytes after the group",
+            c.buf.len() - c.pos
+        ));
+    }
+    if next - first_id != rows as u64 {
+        return Err(format!(
+            "the group says {rows} events, its batches hold {}",
+            next - first_id
+        ));
+    }
+    Ok(Decoded::Group(parts))
+}
+
 /// Reads the `len` bytes of rows of a batch of `rows` rows at `location` from the segment file
 /// in `dir` (the temporary file while the segment is built, the sealed file after), checking
 /// their CRC (of the stored bytes) and decompressing them if they are stored compressed. A
@@ -937,6 +1137,8 @@ pub struct WalReader {
     done: bool,
     last_schema: Option<SchemaRef>,
     payload: Vec<u8>,
+    /// The batches of a group record not returned yet (all read and checked).
+    queued: VecDeque<(u64, Entry)>,
 }
 
 impl WalReader {
@@ -959,7 +1161,14 @@ impl WalReader {
             .read_exact(&mut h)
             .map_err(|e| WalError::io("read", path, e))?;
         let magic = match h[..8].try_into() {
-            Ok(m) if m == WAL_MAGIC || m == WAL_MAGIC_V2 || m == WAL_MAGIC_V1 => m,
+            Ok(m)
+                if m == WAL_MAGIC
+                    || m == WAL_MAGIC_V3
+                    || m == WAL_MAGIC_V2
+                    || m == WAL_MAGIC_V1 =>
+            {
+                m
+            }
             _ => return Err(corrupt("not a weir write-ahead log (bad magic)".into())),
         };
         if header_bytes_of(
@@ -994,6 +1203,7 @@ impl WalReader {
             done: false,
             last_schema: None,
             payload: Vec::new(),
+            queued: VecDeque::new(),
         }
     }
 
@@ -1034,6 +1244,7 @@ impl WalReader {
         let skipped = self.expected_id..first.max(self.expected_id);
         self.pos = next;
         self.expected_id = first;
+        self.queued.clear();
         self.torn = None;
         self.done = false;
         Ok(Some((next, skipped)))
@@ -1118,16 +1329,15 @@ impl WalReader {
                     let mut id = [0u8; 8];
                     id.copy_from_slice(&p[..8]);
                     u64::from_le_bytes(id) >= self.expected_id
-                        && (u32_at(p, 8) > 0 || p[12] & FLAG_MARKS != 0)
+                        && (u32_at(p, 8) > 0 || p[12] & (FLAG_MARKS | FLAG_GROUP) != 0)
                         && p[12] & !KNOWN_FLAGS == 0
                 };
             if !plausible || crc32fast::hash(&rest[start..start + len]) != u32_at(&rest, i + 4) {
                 i += 1;
                 continue;
             }
-            let intact = match decode_payload(&rest[start..start + len], &mut schema) {
-                Ok(Decoded::Inline(_)) => true,
-                Ok(Decoded::External(x)) => read_external(
+            let readable = |d: &Decoded| match d {
+                Decoded::External(x) => read_external(
                     &self.segments,
                     x.location,
                     x.data_len,
@@ -1135,6 +1345,11 @@ impl WalReader {
                     x.data_crc,
                 )
                 .is_ok(),
+                _ => true,
+            };
+            let intact = match decode_payload(&rest[start..start + len], &mut schema) {
+                Ok(Decoded::Group(parts)) => parts.iter().all(readable),
+                Ok(d) => readable(&d),
                 Err(_) => false,
             };
             if intact {
@@ -1188,6 +1403,10 @@ impl WalReader {
     /// (they are in sealed segments) comes as [`Entry::Sealed`] without its rows being read:
     /// they may point into a segment file of an earlier life that is gone.
     pub fn next_entry(&mut self, sealed_below: u64) -> Result<Option<(u64, Entry)>> {
+        // The other batches of a group record read last.
+        if let Some(e) = self.queued.pop_front() {
+            return Ok(Some(e));
+        }
         if self.done {
             return Ok(None);
         }
@@ -1230,78 +1449,85 @@ impl WalReader {
         if crc32fast::hash(&self.payload) != crc {
             return self.torn_or_corrupt(self.pos + 1, "record checksum mismatch".into());
         }
-        let decoded = decode_payload(&self.payload, &mut self.last_schema);
-        if let Ok(Decoded::External(x)) = &decoded {
-            if !self.named.contains(&x.location.segment) {
-                self.named.push(x.location.segment);
-            }
-        }
-        let batch = match decoded {
-            Ok(Decoded::Inline(b)) => b,
-            Ok(Decoded::External(x)) if x.first_id + x.offsets.len() as u64 <= sealed_below => {
-                let ids = x.first_id..x.first_id + x.offsets.len() as u64;
-                if ids.start != self.expected_id {
-                    return Err(self.corrupt_at(format!(
-                        "record starts at event ID {}, expected {}",
-                        ids.start, self.expected_id
-                    )));
-                }
-                let offset = self.pos;
-                self.expected_id = ids.end;
-                self.pos = record_end;
-                return Ok(Some((offset, Entry::Sealed(ids))));
-            }
-            Ok(Decoded::External(x)) => {
-                // The rows were written to the segment file before the record; after a power
-                // loss, records written since the last flush may have outlived their rows: the
-                // log ends there, as at a torn record.
-                let data = match read_external(
-                    &self.segments,
-                    x.location,
-                    x.data_len,
-                    x.offsets.len(),
-                    x.data_crc,
-                ) {
-                    Ok(d) => d,
-                    Err(why) => {
-                        return self.torn_or_corrupt(
-                            record_end,
-                            format!("record's rows are not readable: {why}"),
-                        )
-                    }
-                };
-                if !self.referenced.contains(&x.location.segment) {
-                    self.referenced.push(x.location.segment);
-                }
-                match Batch::from_parts(x.schema, data, x.offsets, x.ts) {
-                    Some(mut b) => {
-                        b.set_id(x.first_id);
-                        b.set_marks(x.marks);
-                        b
-                    }
-                    None => {
-                        return Err(self.corrupt_at(
-                            "bad record: row offsets are not increasing within the data".into(),
-                        ))
-                    }
-                }
-            }
+        let decoded = match decode_payload(&self.payload, &mut self.last_schema) {
+            Ok(d) => d,
             Err(reason) => return Err(self.corrupt_at(format!("bad record: {reason}"))),
         };
-        if batch.id() != self.expected_id {
-            return Err(self.corrupt_at(format!(
-                "record starts at event ID {}, expected {}",
-                batch.id(),
-                self.expected_id
-            )));
+        let parts = match decoded {
+            Decoded::Group(parts) => parts,
+            d => vec![d],
+        };
+        let offset = self.pos;
+        // Every batch of the record is resolved before any is returned: a group is read
+        // whole or not at all.
+        let mut entries = VecDeque::with_capacity(parts.len());
+        let mut expected = self.expected_id;
+        for part in parts {
+            if let Decoded::External(x) = &part {
+                if !self.named.contains(&x.location.segment) {
+                    self.named.push(x.location.segment);
+                }
+            }
+            let (first, rows) = part.ids();
+            if first != expected {
+                return Err(self.corrupt_at(format!(
+                    "record starts at event ID {first}, expected {expected}",
+                )));
+            }
+            let end = first + rows as u64;
+            let entry = match part {
+                Decoded::Inline(b) => Entry::Batch(b),
+                Decoded::External(_) if end <= sealed_below => Entry::Sealed(first..end),
+                Decoded::External(x) => {
+                    // The rows were written to the segment file before the record; after a
+                    // power loss, records written since the last flush may have outlived their
+                    // rows: the log ends there, as at a torn record.
+                    let data = match read_external(
+                        &self.segments,
+                        x.location,
+                        x.data_len,
+                        x.offsets.len(),
+                        x.data_crc,
+                    ) {
+                        Ok(d) => d,
+                        Err(why) => {
+                            return self.torn_or_corrupt(
+                                record_end,
+                                format!("record's rows are not readable: {why}"),
+                            )
+                        }
+                    };
+                    if !self.referenced.contains(&x.location.segment) {
+                        self.referenced.push(x.location.segment);
+                    }
+                    match Batch::from_parts(x.schema, data, x.offsets, x.ts) {
+                        Some(mut b) => {
+                            b.set_id(x.first_id);
+                            b.set_marks(x.marks);
+                            Entry::Batch(b)
+                        }
+                        None => {
+                            return Err(self.corrupt_at(
+                                "bad record: row offsets are not increasing within the data".into(),
+                            ))
+                        }
+                    }
+                }
+                Decoded::Group(_) => {
+                    return Err(self.corrupt_at("bad record: a group within a group".into()))
+                }
+            };
+            expected = end;
+            entries.push_back((offset, entry));
         }
         if self.payload.capacity() > 64 << 20 {
             self.payload = Vec::new();
         }
-        let offset = self.pos;
-        self.expected_id = batch.id_range().end;
+        self.expected_id = expected;
         self.pos = record_end;
-        Ok(Some((offset, Entry::Batch(batch))))
+        let first = entries.pop_front();
+        self.queued = entries;
+        Ok(first)
     }
 }
 
@@ -1435,8 +1661,8 @@ mod tests {
     /// A log of version 1 or 2 reads as before, and becomes version 3 when a writer opens it
     /// to append: its records and the new ones all read back.
     #[test]
-    fn logs_of_versions_1_and_2_read_and_are_upgraded_before_an_append() {
-        for old in [WAL_MAGIC_V1, WAL_MAGIC_V2] {
+    fn logs_of_versions_1_to_3_read_and_are_upgraded_before_an_append() {
+        for old in [WAL_MAGIC_V1, WAL_MAGIC_V2, WAL_MAGIC_V3] {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.path().join("wal");
             let schema = Schema::new("zeek.t", vec![Field::new("s", Type::String)]).into_shared();
@@ -1453,7 +1679,7 @@ mod tests {
             wal.sync().expect("sync");
             drop(wal);
             let mut bytes = std::fs::read(&path).expect("read");
-            assert_eq!(&bytes[..8], b"WEIRWAL3");
+            assert_eq!(&bytes[..8], b"WEIRWAL4");
             bytes[..20].copy_from_slice(&header_bytes_of(old, 5));
             std::fs::write(&path, &bytes).expect("write");
             let rows = |path: &Path| {
@@ -1475,10 +1701,155 @@ mod tests {
             assert_eq!(rows(&path), [5, 6]);
             // Anything else is not a log.
             let mut bad = bytes.clone();
-            bad[..20].copy_from_slice(&header_bytes_of(*b"WEIRWAL4", 5));
+            bad[..20].copy_from_slice(&header_bytes_of(*b"WEIRWAL5", 5));
             std::fs::write(&path, &bad).expect("write");
             assert!(WalReader::open(&path).is_err());
         }
+    }
+
+    /// A group of three batches of two schemas with a checkpoint on the last, in a log after
+    /// a plain record of events 0..2: events 2..8. Returns the log's path and the offset of
+    /// the group record.
+    fn log_with_group(dir: &Path) -> (PathBuf, u64) {
+        let a = Schema::new("suricata.flow", vec![Field::new("s", Type::String)]).into_shared();
+        let b = Schema::new("suricata.dns", vec![Field::new("n", Type::Count)]).into_shared();
+        let rows_a = |id: u64, n: u64| {
+            let mut bb = BatchBuilder::new(a.clone());
+            for i in 0..n {
+                bb.begin_row().bytes(format!("a{}", id + i).as_bytes());
+                bb.finish_row(None);
+            }
+            let mut x = bb.finish();
+            x.set_id(id);
+            x
+        };
+        let rows_b = |id: u64, n: u64| {
+            let mut bb = BatchBuilder::new(b.clone());
+            for i in 0..n {
+                bb.begin_row().uint(id + i);
+                bb.finish_row(None);
+            }
+            let mut x = bb.finish();
+            x.set_id(id);
+            x
+        };
+        let path = dir.join("wal");
+        let mut wal = Wal::create(&path, 0, SyncPolicy::Batch).expect("create");
+        wal.append(&rows_a(0, 2)).expect("append");
+        let group_at = wal.len();
+        let (g1, g2, mut g3) = (rows_a(2, 3), rows_b(5, 2), rows_a(7, 1));
+        g3.set_marks(vec![Mark {
+            row_start: 1,
+            row_end: 1,
+            start: None,
+            end: checkpoint(9, 700, false),
+        }]);
+        let part = |batch| GroupPart {
+            batch,
+            rows_crc: None,
+            location: None,
+        };
+        wal.append_group(&[part(&g1), part(&g2), part(&g3)])
+            .expect("append group");
+        wal.sync().expect("sync");
+        (path, group_at)
+    }
+
+    /// Per batch read: the record's offset, the batch's first ID and its schema's name.
+    type Read = Vec<(u64, u64, String)>;
+
+    fn read_all(path: &Path) -> Result<(Read, Vec<Mark>, WalReader)> {
+        let mut r = WalReader::open(path)?;
+        let mut out = Vec::new();
+        let mut marks = Vec::new();
+        while let Some((offset, b)) = r.next_record()? {
+            out.push((offset, b.id(), b.schema().name.clone()));
+            marks.extend(b.marks().iter().cloned());
+        }
+        Ok((out, marks, r))
+    }
+
+    #[test]
+    fn a_group_is_one_record_read_batch_by_batch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, at) = log_with_group(dir.path());
+        let (read, marks, r) = read_all(&path).expect("read");
+        let flow = "suricata.flow".to_string();
+        assert_eq!(
+            read,
+            [
+                (WAL_HEADER_LEN, 0, flow.clone()),
+                (at, 2, flow.clone()),
+                (at, 5, "suricata.dns".into()),
+                (at, 7, flow),
+            ]
+        );
+        assert_eq!(r.end_id(), 8);
+        assert!(r.torn().is_none());
+        assert_eq!(marks.len(), 1);
+        assert_eq!(marks[0].end.pos.offset, 700);
+        // One record: its flags byte says group, and the file ends with it.
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes[at as usize + 8 + 12], FLAG_GROUP);
+        let len = u32::from_le_bytes(bytes[at as usize..at as usize + 4].try_into().expect("4"));
+        assert_eq!(at + 8 + u64::from(len), bytes.len() as u64);
+    }
+
+    #[test]
+    fn a_torn_group_at_the_end_is_dropped_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, at) = log_with_group(dir.path());
+        let full = std::fs::metadata(&path).expect("stat").len();
+        // Cut anywhere within the group record: none of its batches is read.
+        for cut in [at + 3, at + 40, full - 20, full - 1] {
+            let bytes = std::fs::read(&path).expect("read");
+            let torn = dir.path().join("torn");
+            std::fs::write(&torn, &bytes[..cut as usize]).expect("write");
+            let (read, marks, r) = read_all(&torn).expect("read torn");
+            assert_eq!(read.len(), 1, "cut at {cut}");
+            assert!(marks.is_empty());
+            assert_eq!(r.end_id(), 2);
+            assert_eq!(r.good_len(), at);
+            assert_eq!(r.torn().map(|t| t.offset), Some(at));
+        }
+    }
+
+    #[test]
+    fn a_damaged_group_in_the_middle_is_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, at) = log_with_group(dir.path());
+        let schema =
+            Schema::new("suricata.flow", vec![Field::new("s", Type::String)]).into_shared();
+        let mut bb = BatchBuilder::new(schema);
+        bb.begin_row().bytes(b"after");
+        bb.finish_row(None);
+        let mut after = bb.finish();
+        after.set_id(8);
+        let len = std::fs::metadata(&path).expect("stat").len();
+        let mut wal = Wal::open_append(&path, 0, len, SyncPolicy::Batch).expect("open");
+        wal.append(&after).expect("append");
+        drop(wal);
+        let mut bytes = std::fs::read(&path).expect("read");
+        // A bit flipped in the rows of the group's second batch.
+        let flip = at as usize + 100;
+        bytes[flip] ^= 0x10;
+        std::fs::write(&path, &bytes).expect("write");
+        let err = read_all(&path).expect_err("damage is an error");
+        match err {
+            WalError::Corrupt { offset, reason, .. } => {
+                assert_eq!(offset, at);
+                assert!(reason.contains("intact record follows"), "{reason}");
+            }
+            e => panic!("{e}"),
+        }
+        // Reading on past it finds the record after the group, and none of the group.
+        let mut r = WalReader::open(&path).expect("open");
+        assert!(r.next_record().expect("first").is_some());
+        assert!(r.next_record().is_err());
+        let (next, skipped) = r.resync().expect("resync").expect("an intact record");
+        assert_eq!(skipped, 2..8);
+        let (offset, b) = r.next_record().expect("record").expect("after");
+        assert_eq!((offset, b.id()), (next, 8));
     }
 
     #[test]

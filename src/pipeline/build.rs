@@ -223,11 +223,20 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 pipeline.add_transform(&stage.name, &inputs, move |s| {
                     s.filter_map(move |r| {
                         let out = match r {
-                            Ok(b) => match filter.apply(b) {
-                                Ok(Some(b)) => Some(Ok(b)),
-                                Ok(None) => None,
-                                Err(e) => Some(Err(BoxError::from(e))),
-                            },
+                            Ok(b) => {
+                                // A group's batches stay a group (see `Batch::group_next`):
+                                // a dropped last batch leaves an empty one in its place.
+                                let next = b.group_next();
+                                match filter.apply(b) {
+                                    Ok(Some(mut b)) => {
+                                        b.set_group_next(next);
+                                        Some(Ok(b))
+                                    }
+                                    Ok(None) if !next => Some(Ok(group_end())),
+                                    Ok(None) => None,
+                                    Err(e) => Some(Err(BoxError::from(e))),
+                                }
+                            }
                             Err(e) => Some(Err(e)),
                         };
                         futures::future::ready(out)
@@ -350,6 +359,12 @@ pub enum BuildError {
 
 /// The batches of a `query` transform over `input`: each batch's results as it passes, and
 /// what the operators hold at the end of the input.
+/// An empty batch that ends a group whose last batch a stage dropped (see
+/// [`Batch::group_next`]); the stage runner passes it on only after an open group.
+fn group_end() -> Batch {
+    crate::checkpoint::carrier(Vec::new())
+}
+
 fn query_stream(
     input: futures::stream::BoxStream<'static, Result<Batch, BoxError>>,
     transform: crate::query::QueryTransform,
@@ -365,7 +380,22 @@ fn query_stream(
                 }
                 let t = transform.as_mut()?;
                 let step = match input.next().await {
-                    Some(Ok(batch)) => t.apply(batch),
+                    Some(Ok(batch)) => {
+                        // The batches out of a group's batch stay in the group (see
+                        // `Batch::group_next`); a group's last batch that makes none leaves an
+                        // empty one in its place.
+                        let next = batch.group_next();
+                        t.apply(batch).map(|mut out| {
+                            let n = out.len();
+                            for (i, b) in out.iter_mut().enumerate() {
+                                b.set_group_next(i + 1 < n || next);
+                            }
+                            if out.is_empty() && !next {
+                                out.push(group_end());
+                            }
+                            out
+                        })
+                    }
                     Some(Err(e)) => return Some((Err(e), (input, transform, pending))),
                     None => {
                         let out = t.finish();

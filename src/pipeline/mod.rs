@@ -622,14 +622,38 @@ fn set_error(slot: &Mutex<Option<PipelineError>>, cancel: &CancellationToken, e:
     cancel.cancel();
 }
 
-/// Interleaves several inputs (fan-in).
+/// Interleaves several inputs (fan-in), a group of batches at a time (see
+/// [`Batch::group_next`]): the batches of one input's group stay together.
 fn merge(mut ins: Vec<channel::Receiver<Batch>>) -> BoxStream<'static, Batch> {
     if ins.len() == 1 {
         if let Some(rx) = ins.pop() {
             return rx.boxed();
         }
     }
-    futures::stream::select_all(ins).boxed()
+    futures::stream::select_all(ins.into_iter().map(groups))
+        .flat_map(futures::stream::iter)
+        .boxed()
+}
+
+/// The batches of `rx`, a group at a time (an unfinished group at its end as it is).
+fn groups(rx: channel::Receiver<Batch>) -> BoxStream<'static, Vec<Batch>> {
+    futures::stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        let mut group = Vec::new();
+        loop {
+            match rx.next().await {
+                Some(b) => {
+                    let more = b.group_next();
+                    group.push(b);
+                    if !more {
+                        return Some((group, Some(rx)));
+                    }
+                }
+                None => return (!group.is_empty()).then_some((group, None)),
+            }
+        }
+    })
+    .boxed()
 }
 
 /// Measures the time spent inside a transform's polls as its busy time.
@@ -659,6 +683,7 @@ async fn run_stream(
     is_source: bool,
 ) {
     let mut outs: Vec<Option<channel::Sender<Batch>>> = outs.into_iter().map(Some).collect();
+    let mut open_group = false;
     loop {
         let t0 = Instant::now();
         let busy0 = ctx.metrics.busy();
@@ -684,9 +709,13 @@ async fn run_stream(
                 break;
             }
         };
-        if batch.is_empty() && batch.marks().is_empty() {
+        // An empty batch is passed on only if it carries checkpoints, or ends a group whose
+        // batches before it were passed on (see `Batch::group_next`).
+        let ends_group = open_group && !batch.group_next();
+        if batch.is_empty() && batch.marks().is_empty() && !ends_group {
             continue;
         }
+        open_group = batch.group_next();
         ctx.metrics.record(&batch);
         let t1 = Instant::now();
         let live = outs.iter().filter(|o| o.is_some()).count();

@@ -458,6 +458,25 @@ impl SegmentBuilder {
         self.cost(batch.schema(), batch.byte_size(), batch.len()) <= self.room()
     }
 
+    /// Whether all of `batches` can be added, one after the other, without the sealed segment
+    /// exceeding the maximum (a schema new to the segment is counted once).
+    pub fn fits_all(&self, batches: &[&Batch]) -> bool {
+        let mut new: Vec<&SchemaRef> = Vec::new();
+        let mut total = 0usize;
+        for b in batches {
+            let mut cost = self.cost(b.schema(), b.byte_size(), b.len());
+            if self.has_schema(b.schema()).is_none() {
+                if new.iter().any(|s| *s == b.schema()) {
+                    cost -= Self::schema_cost(b.schema()) + SCHEMA_SEAL_COST;
+                } else {
+                    new.push(b.schema());
+                }
+            }
+            total = total.saturating_add(cost);
+        }
+        total <= self.room()
+    }
+
     /// The largest number of leading rows of `batch` that fit (0 if not even one).
     pub fn rows_that_fit(&self, batch: &Batch) -> usize {
         let room = self.room();

@@ -877,6 +877,174 @@ impl Store {
         Ok(ids)
     }
 
+    /// Appends a *group*: batches that are committed together or not at all (see
+    /// [`Batch::group_next`]), in order, each assigned the next IDs. The group goes into the
+    /// active segment whole (the segment is sealed first if the group does not fit in the room
+    /// left) and is logged as one WAL record ([`crate::wal::Wal::append_group`]), so a crash
+    /// leaves all of it or none of it, and the checkpoints its batches carry move only with
+    /// all of its rows. Batches without rows (checkpoints only) join the rows before them.
+    ///
+    /// A group that does not fit even in an empty segment (a window of input larger than the
+    /// maximum segment size, e.g. `--max-segment-size` below the batcher's `max_bytes`) is
+    /// appended batch by batch instead, with a warning: nothing is lost, but a crash between
+    /// its batches commits the first ones without the checkpoints, which holds for all of them,
+    /// so a resume imports those events again.
+    ///
+    /// `prepared` of each batch as for [`Store::append_prepared`]. Returns the IDs of the
+    /// group's events.
+    pub fn append_group(
+        &mut self,
+        group: Vec<(Batch, Option<PreparedBatch>)>,
+    ) -> Result<Range<u64>> {
+        self.check_failed()?;
+        // Checkpoints of batches without rows join the rows before them (or after, before the
+        // group's first rows): positions only move at the group's end anyway.
+        let mut members: Vec<(Batch, Option<PreparedBatch>)> = Vec::with_capacity(group.len());
+        let mut leading: Vec<Mark> = Vec::new();
+        for (mut batch, prepared) in group {
+            batch.set_group_next(false);
+            if !batch.is_empty() {
+                if !leading.is_empty() {
+                    let mut marks = std::mem::take(&mut leading);
+                    marks.extend(batch.marks().iter().cloned());
+                    batch.set_marks(marks);
+                }
+                members.push((batch, prepared));
+                continue;
+            }
+            let marks = batch.marks().iter().map(|m| Mark {
+                row_start: 0,
+                row_end: 0,
+                start: None,
+                ..m.clone()
+            });
+            match members.last_mut() {
+                Some((last, _)) => {
+                    let n = last.len();
+                    for m in marks {
+                        last.push_mark(Mark {
+                            row_start: n,
+                            row_end: n,
+                            ..m
+                        });
+                    }
+                }
+                None => leading.extend(marks),
+            }
+        }
+        if members.is_empty() {
+            let carrier = crate::checkpoint::carrier(leading.into_iter().map(|m| m.end));
+            return self.append_prepared(carrier, None);
+        }
+        if members.len() == 1 {
+            let Some((batch, prepared)) = members.pop() else {
+                return Ok(self.next_id..self.next_id);
+            };
+            return self.append_prepared(batch, prepared);
+        }
+        let start = self.next_id;
+        let events: u64 = members.iter().map(|(b, _)| b.len() as u64).sum();
+        if start.checked_add(events).is_none() {
+            return Err(StoreError::IdOverflow {
+                next_id: start,
+                events,
+            });
+        }
+        // Refuse an event that cannot fit even in an empty segment before anything is written.
+        let mut id = start;
+        for (batch, _) in &members {
+            let (i, len) = (0..batch.len())
+                .map(|i| (i, batch.row_range(i).len()))
+                .fold((0, 0), |a, b| if b.1 > a.1 { b } else { a });
+            if !self.builder.row_fits_empty_segment(batch.schema(), len) {
+                return Err(StoreError::EventTooLarge {
+                    id: id + i as u64,
+                    schema: batch.schema().name.clone(),
+                    bytes: len,
+                    max: self.opts.max_segment_size,
+                });
+            }
+            id += batch.len() as u64;
+        }
+        let marks: Vec<Mark> = members
+            .iter()
+            .flat_map(|(b, _)| b.marks().iter().cloned())
+            .collect();
+        let cp_bytes = self.checkpoints.encoded_len()
+            + Mark::last_per_file(&marks)
+                .iter()
+                .map(crate::wal::checkpoint_len)
+                .sum::<usize>();
+        let fits = |store: &mut Store| {
+            store.builder.reserve_checkpoints(cp_bytes);
+            let batches: Vec<&Batch> = members.iter().map(|(b, _)| b).collect();
+            store.builder.fits_all(&batches)
+        };
+        if !fits(self) && !self.builder.is_empty() {
+            let r = self.seal(true);
+            self.poison_on_error(r)?;
+        }
+        if !fits(self) {
+            tracing::warn!(
+                db = %self.dir.display(),
+                batches = members.len(),
+                events,
+                max_segment_size = self.opts.max_segment_size,
+                "a group of batches is larger than a segment: appended batch by batch (a crash in between may import some of its events again on resume)"
+            );
+            for (batch, prepared) in members {
+                self.append_prepared(batch, prepared)?;
+            }
+            return Ok(start..self.next_id);
+        }
+        let bytes: u64 = members.iter().map(|(b, _)| b.byte_size() as u64).sum();
+        let r = self.add_group(members, start);
+        self.poison_on_error(r)?;
+        self.next_id = start + events;
+        self.summary.events += events;
+        self.summary.bytes += bytes;
+        let r = self.retention(false);
+        self.poison_on_error(r)?;
+        Ok(start..self.next_id)
+    }
+
+    /// Adds the batches of a group that fits to the active segment, then logs them in one
+    /// record and moves the checkpoints (see [`Store::append_group`]).
+    fn add_group(
+        &mut self,
+        mut members: Vec<(Batch, Option<PreparedBatch>)>,
+        start: u64,
+    ) -> Result<()> {
+        let mut id = start;
+        let mut logged = Vec::with_capacity(members.len());
+        for (batch, prepared) in members.iter_mut() {
+            batch.set_id(id);
+            id += batch.len() as u64;
+            let mut rows_crc = None;
+            let location = self
+                .builder
+                .add_prepared(batch, prepared.take(), &mut rows_crc)?;
+            logged.push((rows_crc, location));
+        }
+        if self.opts.sync == SyncPolicy::Always && logged.iter().any(|(_, l)| l.is_some()) {
+            self.builder.sync_data()?;
+        }
+        let parts: Vec<crate::wal::GroupPart<'_>> = members
+            .iter()
+            .zip(&logged)
+            .map(|((batch, _), (rows_crc, location))| crate::wal::GroupPart {
+                batch,
+                rows_crc: *rows_crc,
+                location: *location,
+            })
+            .collect();
+        self.wal.append_group(&parts)?;
+        for (batch, _) in &members {
+            self.checkpoints.apply_marks(batch.marks());
+        }
+        Ok(())
+    }
+
     /// Adds a batch with its IDs set, rotating and splitting as needed. `log`: write each part
     /// to the WAL first; `reset_wal`: start a new WAL at each seal. `prepared`: the batch,
     /// compressed and sketched (used only if the batch goes into one segment whole).

@@ -12,6 +12,15 @@
 //! plus one batches are in the sink at a time (queued, being prepared, or being written): `poll_ready` makes producers wait beyond
 //! that. Nothing is acknowledged before the store has appended it; a batch that was only
 //! prepared is as unacknowledged as one still in the producer's hands.
+//!
+//! # Groups
+//!
+//! Batches sent with [`Batch::group_next`] set are held by the writer until the group's last
+//! batch arrives, and the whole group is appended at once ([`Store::append_group`]): a group is
+//! committed together or not at all. A flush in the middle of a group makes durable what came
+//! before the group (the group is not acknowledged yet). A group whose last batch never comes
+//! (the input ends within it) is appended when the input ends; one growing past the maximum
+//! segment size (its stages lost its end) is appended as it is.
 
 use std::future::Future;
 use std::path::Path;
@@ -109,6 +118,11 @@ impl ArchiveSink {
         std::thread::Builder::new()
             .name("weir-archive".into())
             .spawn(move || {
+                // The batches of the group being received (see `Batch::group_next`), and their
+                // bytes.
+                let mut group: Vec<(Batch, Option<PreparedBatch>)> = Vec::new();
+                let mut group_bytes = 0u64;
+                let max_group = store.options().max_segment_size;
                 let mut run = || -> Result<()> {
                     while let Some(msg) = rx.blocking_recv() {
                         match msg {
@@ -118,7 +132,15 @@ impl ArchiveSink {
                                         "a prepare thread stopped (panicked)".into(),
                                     )
                                 })?;
-                                store.append_prepared(batch, prepared)?;
+                                let more = batch.group_next();
+                                group_bytes += batch.byte_size() as u64;
+                                group.push((batch, prepared));
+                                // A group that never ends (batches whose stages lost its last
+                                // one) is cut where it could not fit in a segment anyway.
+                                if !more || group_bytes > max_group {
+                                    group_bytes = 0;
+                                    store.append_group(std::mem::take(&mut group))?;
+                                }
                             }
                             Msg::Flush(reply) => {
                                 let r = store.flush();
@@ -129,6 +151,11 @@ impl ArchiveSink {
                                 }
                             }
                         }
+                    }
+                    // The input ended within a group (a stage failed or stopped): its batches
+                    // are appended rather than lost.
+                    if !group.is_empty() {
+                        store.append_group(std::mem::take(&mut group))?;
                     }
                     Ok(())
                 };

@@ -92,7 +92,7 @@ struct Scanned {
     /// Where the damage that runs to the end of the log starts (its offset, and the ID the
     /// records there would have started at), if it does.
     lost_tail: Option<(u64, u64)>,
-    /// Intact records past the catalog's end.
+    /// Intact batches past the catalog's end (each batch of a group record counted).
     records: u64,
     /// Their events.
     events: u64,

@@ -505,9 +505,11 @@ fn corpus_round_trip_with_small_segments() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     // As read, like `convert`: no computed Community IDs.
+    // In line order: compared with `convert`'s output, and zeek.json interleaves its paths.
     let mut args = vec![
         "import",
         "--quiet",
+        "--batch-in-order",
         "--community-id",
         "off",
         "--max-segment-size",

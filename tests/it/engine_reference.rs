@@ -163,6 +163,8 @@ fn random_case(seed: u64, findings: &mut Findings) {
                 name,
                 "--batch-size",
                 "7",
+                // The reference's order is the file's line order, schemas interleaved.
+                "--batch-in-order",
                 "--max-segment-size",
                 "16KiB",
                 "-q",

@@ -48,6 +48,7 @@ mod follow_lookalike;
 mod follow_truncate;
 mod follow_zeekctl;
 mod fuzz_regressions;
+mod group_commit;
 mod intel;
 mod json_writer;
 mod lake_engines;

@@ -225,6 +225,7 @@ fn for_import_reads_stdin_without_files_and_for_dash() {
             max_events: 7,
             max_bytes: 99,
             timeout: Duration::from_millis(5),
+            regroup: true,
         },
         archive: ArchiveSinkConfig {
             max_segment_size: 1 << 20,
@@ -247,6 +248,7 @@ fn for_import_reads_stdin_without_files_and_for_dash() {
             max_events: 7,
             max_bytes: 99,
             timeout: Duration::from_millis(5),
+            regroup: true,
         })
     );
     let StageConfig::Archive(a) = &spec.stages[2].config else {
@@ -463,6 +465,7 @@ fn topological_order_fan_in_and_fan_out() {
             max_events: 10,
             max_bytes: 4 << 20,
             timeout: Duration::from_millis(250),
+            regroup: true,
         })
     );
     assert_eq!(

@@ -44,7 +44,7 @@
 //! | `pipeline` | — | [`PipelineOptions`]: `channel_capacity`, `metrics_listen`, `metrics_tls_cert`, `metrics_tls_key` |
 //! | `sources` | `file` | [`FileSourceConfig`]: `paths` (required), `format`, `decompress`, `on_error`, `json_schema`, `schema`, `schema_dir`, `max_line_length`, `follow` (`tail -F`, exactly once: [`crate::source::follow`]), `again` (read files imported before again: [`crate::source::resume`]), `community_id` (`0`: Community ID of `zeek.conn` events without one, computed with this seed, or `"off"`: [`crate::codec::zeek::conn_community_id`]) |
 //! | `sources` | `stdin` | [`FileSourceConfig`] without `paths` |
-//! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout` |
+//! | `transforms` | `batch` | `inputs`, [`BatchConfig`]: `max_events`, `max_bytes`, `timeout`, `regroup` (default true: a window of interleaved schemas becomes one batch per schema, a group committed whole) |
 //! | `transforms` | `filter` | `inputs`, [`FilterConfig`]: `where` (required; an expression, see [`crate::query`]) |
 //! | `transforms` | `query` | `inputs`, [`QueryConfig`]: `query` (required; operators, see [`crate::query::ops`]); a chain with `sort`, `tail`, `summarize`, `top` or `rare` emits at the end of its input, so it is refused after a source with `follow = true` |
 //! | `sinks` | `archive` | `inputs`, [`ArchiveSinkConfig`]: `db` (required), `max_segment_size`, `sync`, `compression`, `compression_level`, `sketches`, `max_archive_size`, `retain`, `compact` |
