@@ -18,10 +18,9 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::cli::{export_json, info, ok, run, run_with_stdin, s, text, weir};
+use common::cli::{export_json, info, ok, run, run_until, run_with_stdin, s, text};
 use common::conn_log::{self, check_event, numbers};
 use common::gz::{gzip, gzip_members};
 use common::rng::{kills_from_env, Rng};
@@ -87,33 +86,6 @@ fn events(db: &Path) -> Vec<u64> {
         check_event(*i, e);
     }
     n
-}
-
-/// Runs the import command `args` until `delay` has passed (then SIGKILLs it: `None`) or it
-/// exits (its stderr, after checking it exited 0).
-fn run_until(args: &[String], delay: Duration, log: &Path) -> Option<String> {
-    let err = std::fs::File::create(log).unwrap();
-    let mut child = weir()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .expect("weir runs");
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let stderr = std::fs::read_to_string(log).unwrap();
-            assert!(status.success(), "weir import failed: {status}\n{stderr}");
-            return Some(stderr);
-        }
-        if t0.elapsed() >= delay {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// `kill -9` at random moments, the same command rerun until it exits 0: every event exactly

@@ -16,11 +16,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::cli::{export_json, run, s, text, weir};
+use common::cli::{export_json, run, run_until, s, text};
 use common::rng::{kills_from_env, Rng};
 use weir::unstable::batch::{Batch, BatchBuilder};
 use weir::unstable::checkpoint::{FileCheckpoint, FileId, Mark, Position};
@@ -72,32 +71,6 @@ fn flow_ids(db: &Path) -> BTreeMap<u64, usize> {
         *out.entry(id).or_default() += 1;
     }
     out
-}
-
-/// Runs `args` until `delay` has passed (then SIGKILLs it: `false`) or it exits 0 (`true`).
-fn run_until(args: &[String], delay: Duration, log: &Path) -> bool {
-    let err = std::fs::File::create(log).unwrap();
-    let mut child = weir()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .expect("weir runs");
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let stderr = std::fs::read_to_string(log).unwrap();
-            assert!(status.success(), "weir import failed: {status}\n{stderr}");
-            return true;
-        }
-        if t0.elapsed() >= delay {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(3));
-    }
 }
 
 /// Batches in the archive's sealed segments (the catalog's count).
@@ -164,7 +137,7 @@ fn eve_import_resumes_exactly_once_after_sigkill() {
     let log = tmp.path().join("stderr.txt");
     let t0 = Instant::now();
     let whole_db = tmp.path().join("whole.db");
-    assert!(run_until(&args(&whole_db), Duration::from_secs(600), &log));
+    assert!(run_until(&args(&whole_db), Duration::from_secs(600), &log).is_some());
     let whole = t0.elapsed();
     let ids = flow_ids(&whole_db);
     assert_eq!(ids.len() as u64, n);
@@ -185,7 +158,7 @@ fn eve_import_resumes_exactly_once_after_sigkill() {
             attempts += 1;
             assert!(attempts < 1000, "the import never completes (seed {seed})");
             let ms = rng.below(whole.as_millis() as u64 * 11 / 10 + 1);
-            if run_until(&args(&db), Duration::from_millis(ms), &log) {
+            if run_until(&args(&db), Duration::from_millis(ms), &log).is_some() {
                 break;
             }
             done += 1;

@@ -135,3 +135,30 @@ pub fn segment_files(db: &Path) -> Vec<std::path::PathBuf> {
     files.sort();
     files
 }
+
+/// Runs the import command `args` until `delay` has passed (then SIGKILLs it: `None`) or it
+/// exits (its stderr, after checking it exited 0).
+pub fn run_until(args: &[String], delay: Duration, log: &Path) -> Option<String> {
+    let err = std::fs::File::create(log).unwrap();
+    let mut child = weir()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("weir runs");
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let stderr = std::fs::read_to_string(log).unwrap();
+            assert!(status.success(), "weir import failed: {status}\n{stderr}");
+            return Some(stderr);
+        }
+        if t0.elapsed() >= delay {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
