@@ -646,6 +646,12 @@ pub(crate) enum Fast {
         v4: bool,
         negate: bool,
     },
+    /// `in` of an address field with a subnet, as VAST compares them ([`in_subnet`]): the
+    /// stored bytes as 128 bits (an IPv4 address in its IPv4-mapped form) under the mask of
+    /// `prefix` (of 128) equal `net`. No `IpAddr` is built.
+    ///
+    /// [`in_subnet`]: super::literal::in_subnet
+    Subnet { net: u128, mask: u128 },
 }
 
 impl Fast {
@@ -704,6 +710,11 @@ impl Fast {
                     v4: v4_of(*a).is_some(),
                     negate: t.op == Op::Ne,
                 };
+            }
+            (Type::Addr, Literal::Subnet(net, prefix)) if t.op == Op::In => {
+                let (net, p) = super::literal::net_bits(*net, *prefix);
+                let mask = u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
+                return Fast::Subnet { net, mask };
             }
             _ => {}
         }

@@ -228,6 +228,23 @@ pub(crate) fn test_value(
             };
             return Ok(equal != negate);
         }
+        Fast::Subnet { net, mask } => {
+            let m = c.marker()?;
+            if m == NIL {
+                return Ok(false);
+            }
+            // An address is a bin of 4 or 16 bytes, read here as bytes.
+            let ValueRef::String(got) = c.scalar(m, &Type::String)? else {
+                return Ok(false);
+            };
+            let bits = match got.len() {
+                4 => <[u8; 4]>::try_from(got)
+                    .map(|g| (0xffff_u128 << 32) | u128::from(u32::from_be_bytes(g))),
+                16 => <[u8; 16]>::try_from(got).map(u128::from_be_bytes),
+                _ => return Err(c.unexpected(m, &t.ty)),
+            };
+            return Ok(bits.is_ok_and(|b| b & mask == net));
+        }
         Fast::None => {}
     }
     let v = c.read(&t.ty)?;
@@ -359,6 +376,53 @@ mod tests {
             }
         }
         assert!(checked > 2000, "{checked}");
+    }
+
+    /// An address in a subnet: the fast form gives what [`holds`] gives, for IPv4 and IPv6
+    /// addresses stored in either form and subnets of either family, every prefix length.
+    #[test]
+    fn fast_subnet_agrees_with_holds() {
+        let addrs: Vec<std::net::IpAddr> = [
+            "10.0.0.1",
+            "10.0.0.200",
+            "10.1.0.1",
+            "11.0.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "::ffff:10.0.0.1",
+            "::10.0.0.1",
+            "2001:db8::1",
+            "2001:db8:ffff::1",
+            "::",
+        ]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+        let nets: Vec<std::net::IpAddr> = ["10.0.0.0", "::ffff:10.0.0.0", "2001:db8::", "::"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let mut checked = 0;
+        for net in &nets {
+            let max = if net.is_ipv4() { 32 } else { 128 };
+            for prefix in 0..=max {
+                let t = test_of(Type::Addr, Op::In, Literal::Subnet(*net, prefix));
+                let Fast::Subnet { net: n, mask } = Fast::of(&t) else {
+                    panic!("{net}/{prefix}: no fast form");
+                };
+                for a in &addrs {
+                    let want = holds(&ValueRef::Addr(*a), Op::In, &t.lit);
+                    // The stored form: 4 bytes for IPv4, 16 for IPv6.
+                    let bits = match a {
+                        std::net::IpAddr::V4(v) => (0xffff_u128 << 32) | u128::from(u32::from(*v)),
+                        std::net::IpAddr::V6(v) => u128::from(*v),
+                    };
+                    assert_eq!(bits & mask == n, want, "{a} in {net}/{prefix}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 3000, "{checked}");
     }
 
     /// String and address equality: the fast form gives what [`holds`] gives.
