@@ -177,12 +177,7 @@ where
             b.set_marks(
                 marks
                     .into_iter()
-                    .map(|m| Mark {
-                        row_start: n,
-                        row_end: n,
-                        start: None,
-                        end: m.end,
-                    })
+                    .map(|m| Mark::after_rows(n, m.end))
                     .collect(),
             );
         } else if let Some(b) = window.first_mut() {

@@ -187,6 +187,18 @@ pub struct Mark {
 }
 
 impl Mark {
+    /// A mark with no rows of its own after row `rows` of a batch: the file is at `end`
+    /// once those rows are committed (the checkpoints of rows dropped, regrouped or cut off,
+    /// moved to where the batch that carries them ends).
+    pub fn after_rows(rows: usize, end: FileCheckpoint) -> Mark {
+        Mark {
+            row_start: rows,
+            row_end: rows,
+            start: None,
+            end,
+        }
+    }
+
     /// The marks of rows `[a, b)` of a batch with `marks`, renumbered from `a`: marks ending
     /// in the range are kept; a mark whose rows straddle `a` or `b` is cut there (when its start
     /// is known; otherwise the part before `b` gets none, which at worst reads those rows

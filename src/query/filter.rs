@@ -144,12 +144,7 @@ impl Filter {
             let n = out.len();
             let marks = crate::checkpoint::Mark::last_per_file(batch.marks())
                 .into_iter()
-                .map(|end| crate::checkpoint::Mark {
-                    row_start: n,
-                    row_end: n,
-                    start: None,
-                    end,
-                })
+                .map(|end| crate::checkpoint::Mark::after_rows(n, end))
                 .collect();
             out.set_marks(marks);
             out

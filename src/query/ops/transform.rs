@@ -176,12 +176,7 @@ impl QueryTransform {
                 last.set_marks(
                     marks
                         .into_iter()
-                        .map(|end| Mark {
-                            row_start: n,
-                            row_end: n,
-                            start: None,
-                            end,
-                        })
+                        .map(|end| Mark::after_rows(n, end))
                         .collect(),
                 );
             }
