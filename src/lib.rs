@@ -78,9 +78,9 @@ pub struct GuideRustApi;
 // The modules, at their old paths inside the crate (`crate::query::...`); outside it they are
 // `weir::unstable::...`.
 pub(crate) use unstable::{
-    batch, batcher, channel, checkpoint, codec, duration, error, http_server, metrics,
-    metrics_http, object, pipeline, query, segment, serve, setting, size, source, store, types,
-    value, wal,
+    batch, batcher, channel, checkpoint, codec, detect, duration, error, http_server, intel,
+    metrics, metrics_http, object, pipeline, query, segment, serve, setting, size, source, store,
+    types, value, wal,
 };
 
 pub use db::{BatchStream, Batches, Db, DbStats, Error, QueryResult, BATCHES_IN_FLIGHT};

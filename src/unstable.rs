@@ -19,6 +19,7 @@
 //! | the graph, byte-bounded edges, pipeline files | [`pipeline`] | [`PipelineOptions`], [`PipelineSpec`] |
 //! | segments, write-ahead log, the store and its readers | [`segment`], [`wal`], [`store`] | [`ArchiveSinkConfig`] |
 //! | the query language and its engine | [`query`] | |
+//! | indicator sets, live matching and sightings | [`intel`], [`detect`] | |
 //! | `weir serve` | [`serve`], [`http_server`] | |
 //!
 //! The types the crate root exported before the stable API are re-exported here too, at
@@ -34,6 +35,8 @@ pub mod channel;
 pub mod checkpoint;
 #[path = "codec/mod.rs"]
 pub mod codec;
+#[path = "detect/mod.rs"]
+pub mod detect;
 #[path = "duration.rs"]
 pub mod duration;
 #[path = "error.rs"]

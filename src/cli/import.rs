@@ -81,6 +81,10 @@ pub struct ImportArgs {
     /// required); checked at start, at every seal and every minute.
     #[arg(long, value_name = "DURATION")]
     retain: Option<PeriodText>,
+    /// Sigma rules to match live on every commit, besides the archive's indicator sets: a
+    /// rule file or a directory of `*.yml`/`*.yaml` (matches become `weir.sighting` events).
+    #[arg(long, value_name = "PATH")]
+    rules: Option<PathBuf>,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
@@ -192,6 +196,7 @@ impl ImportArgs {
         if let Some(d) = &self.retain {
             c.archive.retain = Some(d.0);
         }
+        c.archive.rules_dir = self.rules.clone();
         c.source.follow = self.follow;
         c.source.again = self.again;
         if self.from_start {
@@ -226,6 +231,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sinks.archive", "sketches", "--no-sketches"),
     ("sinks.archive", "max_archive_size", "--max-archive-size"),
     ("sinks.archive", "retain", "--retain"),
+    ("sinks.archive", "rules_dir", "--rules"),
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.

@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 
+use weir::unstable::detect::RetroRecorder;
 use weir::unstable::error::OnError;
 use weir::unstable::intel::{
     read_indicators, retro_match, IndicatorSet, IndicatorType, IntelFormat, ReadOptions, Sighting,
@@ -36,7 +37,8 @@ enum IntelCommand {
     /// Print a set's indicators as JSON lines.
     Show(ShowArgs),
     /// Match a set against the archive (retro matching): one pass for the whole set, each
-    /// match printed as an event.
+    /// match printed, and recorded as a `weir.sighting` event unless the archive holds it
+    /// already (--no-store: only printed).
     Match(MatchArgs),
 }
 
@@ -136,6 +138,10 @@ struct MatchArgs {
     /// Output format (default: a table on a terminal, else JSON lines).
     #[arg(long, value_enum, value_name = "FORMAT")]
     to: Option<MatchFormat>,
+    /// Only print the matches; record no sightings (needs no writer lock, so it runs beside
+    /// an import).
+    #[arg(long)]
+    no_store: bool,
 }
 
 /// Nanoseconds since the epoch, now.
@@ -362,6 +368,19 @@ fn run_match(args: MatchArgs) -> anyhow::Result<()> {
     }
     let archive = Archive::open(&args.db.path)?;
     warn_unlisted(&archive)?;
+    let mut recorder = match args.no_store {
+        true => None,
+        false => Some(
+            RetroRecorder::open(&args.db.path, set.name()).with_context(|| {
+                format!(
+                    "cannot record sightings in {} (--no-store only prints them)",
+                    args.db.path.display()
+                )
+            })?,
+        ),
+    };
+    let archive = Archive::open(&args.db.path)?;
+    warn_unlisted(&archive)?;
     let to = args.to.unwrap_or(if std::io::stdout().is_terminal() {
         MatchFormat::Table
     } else {
@@ -377,6 +396,9 @@ fn run_match(args: MatchArgs) -> anyhow::Result<()> {
     let mut n = 0u64;
     let stats = retro_match(&archive, &matcher, since, |s| -> anyhow::Result<()> {
         n += 1;
+        if let Some(r) = recorder.as_mut() {
+            r.record(&s, now)?;
+        }
         match to {
             MatchFormat::Json => writeln!(out, "{}", sighting_json(set.name(), &s)?),
             MatchFormat::Table => writeln!(
@@ -412,5 +434,9 @@ fn run_match(args: MatchArgs) -> anyhow::Result<()> {
         if n == 1 { "match" } else { "matches" },
         stats.candidates
     );
+    if let Some(r) = recorder {
+        let (stored, already) = r.finish()?;
+        say!("weir: {stored} new sightings recorded as weir.sighting events, {already} recorded before");
+    }
     Ok(())
 }

@@ -287,19 +287,27 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 let config = a.clone();
                 let first_archive = checkpoints.is_none();
                 let follow_from = follow_from.clone();
+                // Live matching: the archive's indicator sets and the stage's Sigma rules.
+                let rules: Vec<std::path::PathBuf> = a.rules_dir.iter().cloned().collect();
+                let live = crate::detect::LiveMatch::open(&a.db, &rules)
+                    .map_err(|e| sink_error(Box::new(e)))?;
                 let opened = tokio::task::spawn_blocking(move || {
-                    config.build_with(|store, report| {
-                        if !first_archive || follow_from.is_empty() || !report.checkpoints_lost {
-                            return Ok(());
-                        }
-                        if follow_from.contains(&crate::checkpoint::StartFrom::Checkpoints) {
-                            return Err(crate::store::StoreError::CheckpointsLost {
-                                dir: store.dir().to_path_buf(),
-                            });
-                        }
-                        store.clear_checkpoints_lost();
-                        Ok(())
-                    })
+                    config.build_with(
+                        |store, report| {
+                            if !first_archive || follow_from.is_empty() || !report.checkpoints_lost
+                            {
+                                return Ok(());
+                            }
+                            if follow_from.contains(&crate::checkpoint::StartFrom::Checkpoints) {
+                                return Err(crate::store::StoreError::CheckpointsLost {
+                                    dir: store.dir().to_path_buf(),
+                                });
+                            }
+                            store.clear_checkpoints_lost();
+                            Ok(())
+                        },
+                        Some(Box::new(live)),
+                    )
                 })
                 .await
                 .map_err(|e| sink_error(format!("cannot open the archive: {e}").into()))?;

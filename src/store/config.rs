@@ -10,7 +10,7 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use super::retention::{Maintenance, MIN_BUDGET_SEGMENTS};
-use super::{ArchiveSink, OpenReport, Result, Store, StoreOptions};
+use super::{ArchiveSink, CommitHook, OpenReport, Result, Store, StoreOptions};
 use crate::segment::{check_max_segment_size, Codec, Compression, SegmentError};
 use crate::setting::{de_period, de_size, de_size_with_unit, InvalidSetting, Problem};
 use crate::size::Size;
@@ -43,6 +43,10 @@ pub struct ArchiveSinkConfig {
     pub retain: Option<Duration>,
     /// Merge small sealed segments when the input pauses.
     pub compact: bool,
+    /// Sigma rules matched live on every commit, besides the archive's indicator sets (a
+    /// rule file, or a directory of `*.yml`/`*.yaml`; see [`crate::detect`]); `None`: the
+    /// sets alone.
+    pub rules_dir: Option<PathBuf>,
 }
 
 fn de_some_size<'de, D: serde::Deserializer<'de>>(
@@ -71,6 +75,7 @@ impl Default for ArchiveSinkConfig {
             max_archive_size: None,
             retain: None,
             compact: false,
+            rules_dir: None,
         }
     }
 }
@@ -182,20 +187,21 @@ impl ArchiveSinkConfig {
     /// Opens the archive (blocking: it replays the write-ahead log and applies retention)
     /// behind a sink.
     pub fn build(&self) -> Result<(ArchiveSink, OpenReport)> {
-        self.build_with(|_, _| Ok(()))
+        self.build_with(|_, _| Ok(()), None)
     }
 
     /// [`ArchiveSinkConfig::build`], calling `check` with the writer and what opening found
     /// before the sink starts (to refuse, or change the writer, e.g.
-    /// [`Store::clear_checkpoints_lost`]).
+    /// [`Store::clear_checkpoints_lost`]), and with a [`CommitHook`] (live matching).
     pub fn build_with(
         &self,
         check: impl FnOnce(&mut Store, &OpenReport) -> Result<()>,
+        hook: Option<Box<dyn CommitHook>>,
     ) -> Result<(ArchiveSink, OpenReport)> {
         let (mut store, report) = Store::open_writer(&self.db, self.store_options())?;
         check(&mut store, &report)?;
         store.set_maintenance(self.maintenance())?;
-        Ok((ArchiveSink::new(store)?, report))
+        Ok((ArchiveSink::with_hook(store, hook)?, report))
     }
 }
 

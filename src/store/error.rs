@@ -160,6 +160,10 @@ pub enum StoreError {
     /// The background writer of an [`crate::store::ArchiveSink`] stopped unexpectedly.
     #[error("the archive writer stopped: {0}")]
     WriterGone(String),
+    /// The commit hook of an [`crate::store::ArchiveSink`] (live matching) failed on a batch;
+    /// nothing of the batch's group was committed.
+    #[error("live matching failed before a commit: {0}")]
+    Hook(String),
     /// The background writer thread of an [`crate::store::ArchiveSink`] could not be started.
     #[error("the archive writer stopped: cannot start the writer thread: {0}")]
     WriterSpawn(#[source] io::Error),

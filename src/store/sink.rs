@@ -30,7 +30,7 @@ use std::task::{ready, Context, Poll};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
-use super::{OpenReport, Result, Store, StoreError, StoreOptions, Summary};
+use super::{CommitHook, OpenReport, Result, Store, StoreError, StoreOptions, Summary};
 use crate::batch::Batch;
 use crate::segment::{PreparedBatch, Preparer};
 
@@ -88,7 +88,15 @@ impl ArchiveSink {
 
     /// Runs an open store on its own thread behind a sink, with prepare threads in front of it
     /// (see the module docs).
-    pub fn new(mut store: Store) -> Result<ArchiveSink> {
+    pub fn new(store: Store) -> Result<ArchiveSink> {
+        ArchiveSink::with_hook(store, None)
+    }
+
+    /// [`ArchiveSink::new`] with a [`CommitHook`] called on every group before it commits.
+    pub fn with_hook(
+        mut store: Store,
+        mut hook: Option<Box<dyn CommitHook>>,
+    ) -> Result<ArchiveSink> {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, MAX_PREPARE_THREADS);
@@ -139,7 +147,8 @@ impl ArchiveSink {
                                 // one) is cut where it could not fit in a segment anyway.
                                 if !more || group_bytes > max_group {
                                     group_bytes = 0;
-                                    store.append_group(std::mem::take(&mut group))?;
+                                    let group = std::mem::take(&mut group);
+                                    commit(&mut store, &mut hook, group)?;
                                 }
                             }
                             Msg::Flush(reply) => {
@@ -155,7 +164,8 @@ impl ArchiveSink {
                     // The input ended within a group (a stage failed or stopped): its batches
                     // are appended rather than lost.
                     if !group.is_empty() {
-                        store.append_group(std::mem::take(&mut group))?;
+                        let group = std::mem::take(&mut group);
+                        commit(&mut store, &mut hook, group)?;
                     }
                     Ok(())
                 };
@@ -209,6 +219,31 @@ impl ArchiveSink {
             Err(e) => Poll::Ready(Err(e)),
         }
     }
+}
+
+/// Appends a group, with what the hook adds to it.
+fn commit(
+    store: &mut Store,
+    hook: &mut Option<Box<dyn CommitHook>>,
+    mut group: Vec<(Batch, Option<PreparedBatch>)>,
+) -> Result<()> {
+    if let Some(hook) = hook.as_mut() {
+        let batches: Vec<&Batch> = group
+            .iter()
+            .map(|(b, _)| b)
+            .filter(|b| !b.is_empty())
+            .collect();
+        if !batches.is_empty() {
+            if let Some(extra) = hook
+                .before_commit(&batches, store.next_id())
+                .map_err(StoreError::Hook)?
+            {
+                group.push((extra, None));
+            }
+        }
+    }
+    store.append_group(group)?;
+    Ok(())
 }
 
 impl futures::Sink<Batch> for ArchiveSink {

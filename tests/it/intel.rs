@@ -22,21 +22,21 @@ a.b.com\tIntel::DOMAIN\tsource2\tName used for data exfiltration\t-\n";
 /// must be reported and skipped.
 const STIX: &str = include_str!("../fixtures/intel/stix-feed.json");
 
-fn db_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn db_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     std::fs::create_dir(&db).unwrap();
     (dir, db)
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
 
 /// Each line of `text` as JSON.
-fn json_lines(text: &str) -> Vec<Value> {
+pub(crate) fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -51,7 +51,7 @@ fn show(db: &Path, set: &str) -> Vec<Value> {
 }
 
 /// `weir intel add --db DB --set SET ARGS FILE`.
-fn add(db: &Path, set: &str, args: &[&str], file: &Path) -> Output {
+pub(crate) fn add(db: &Path, set: &str, args: &[&str], file: &Path) -> Output {
     let mut all = vec!["intel", "add", "--db", s(db), "--set", set];
     all.extend(args);
     all.push(s(file));
@@ -312,12 +312,19 @@ const HTTP_HEAD: &str =
 #fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\thost\turi\tuser_agent\n\
 #types\ttime\tstring\taddr\tport\taddr\tport\tstring\tstring\tstring\n";
 
-/// One generated event: its ID, fields and values.
-struct Event {
-    id: u64,
+/// One generated event (its ID is its index in the list [`generate`] returns): its time,
+/// fields and values.
+pub(crate) struct Event {
     ts: i64,
     /// (field, value), `-` unset.
     fields: Vec<(&'static str, String)>,
+}
+
+impl Event {
+    /// Its `uid` (unique: `C` and its number).
+    pub(crate) fn uid(&self) -> &str {
+        &self.fields[0].1
+    }
 }
 
 fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
@@ -374,7 +381,7 @@ fn domain(rng: &mut Rng) -> String {
 
 /// Writes `n` random events of conn, dns and http into three logs, returns them with their
 /// IDs (each log is imported in turn, so IDs follow the file order).
-fn generate(
+pub(crate) fn generate(
     rng: &mut Rng,
     dir: &Path,
     n: usize,
@@ -427,7 +434,7 @@ fn generate(
         .collect();
         logs[which].push_str(&line.join("\t"));
         logs[which].push('\n');
-        per[which].push(Event { id: 0, ts, fields });
+        per[which].push(Event { ts, fields });
     }
     let mut events = Vec::new();
     let mut paths = Vec::new();
@@ -435,10 +442,7 @@ fn generate(
         let p = dir.join(["conn.log", "dns.log", "http.log"][i]);
         std::fs::write(&p, log).unwrap();
         paths.push(p);
-        for mut e in evs {
-            e.id = events.len() as u64;
-            events.push(e);
-        }
+        events.extend(evs);
     }
     (events, paths)
 }
@@ -508,22 +512,13 @@ fn reference_matches(kind: &str, ind: &str, field: &str, value: &str, host: Opti
     }
 }
 
-fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
-    let mut rng = Rng(seed);
-    let (dir, db) = db_dir();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64;
-    let (events, logs) = generate(&mut rng, dir.path(), events_n, now);
-    for log in &logs {
-        import(&db, log);
-    }
-    // The indicators, some expired.
+/// `n` random indicators as a CSV feed, some expired: the text, and the (type, value) of
+/// those that match (the last line of a value wins, its expiry too).
+pub(crate) fn feed(rng: &mut Rng, n: usize) -> (String, BTreeSet<(String, String)>) {
     let mut csv = String::from("indicator,type,source,valid_until\n");
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
-    for k in 0..indicators_n {
-        let (kind, value) = indicator(&mut rng);
+    for k in 0..n {
+        let (kind, value) = indicator(rng);
         let expired = rng.below(5) == 0;
         let until = if expired {
             "2020-01-01T00:00:00Z"
@@ -531,7 +526,6 @@ fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
             "2099-01-01T00:00:00Z"
         };
         csv.push_str(&format!("{value},{kind},src{k},{until}\n"));
-        // The last line of a value wins (its expiry too).
         live.remove(&(kind.to_string(), value.clone()));
         if !expired {
             live.insert((kind.to_string(), value));
@@ -539,6 +533,75 @@ fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
             live.retain(|(t, v)| !(t == kind && *v == value));
         }
     }
+    (csv, live)
+}
+
+/// The matches of the reference: (uid, type, indicator, field) of every event from `since`
+/// on (ns) against each indicator of `live`.
+pub(crate) fn expected(
+    events: &[Event],
+    live: &BTreeSet<(String, String)>,
+    since: Option<i64>,
+) -> BTreeSet<(String, String, String, String)> {
+    let mut want = BTreeSet::new();
+    for e in events {
+        if since.is_some_and(|t| e.ts < t) {
+            continue;
+        }
+        let host = e
+            .fields
+            .iter()
+            .find(|(f, _)| *f == "host")
+            .map(|(_, v)| v.as_str());
+        for (kind, ind) in live {
+            for (field, value) in &e.fields {
+                if reference_matches(kind, ind, field, value, host) {
+                    want.insert((
+                        e.uid().to_string(),
+                        kind.clone(),
+                        ind.clone(),
+                        field.to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    want
+}
+
+/// Asserts that `got` equals the reference's `want`.
+pub(crate) fn assert_same(
+    what: &str,
+    seed: u64,
+    got: &BTreeSet<(String, String, String, String)>,
+    want: &BTreeSet<(String, String, String, String)>,
+) {
+    let missing: Vec<_> = want.difference(got).take(5).collect();
+    let extra: Vec<_> = got.difference(want).take(5).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{what}, seed {seed}: {} matches, {} expected; missing {missing:?}; extra {extra:?}",
+        got.len(),
+        want.len()
+    );
+}
+
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
+    let mut rng = Rng(seed);
+    let (dir, db) = db_dir();
+    let now = now_ns();
+    let (events, logs) = generate(&mut rng, dir.path(), events_n, now);
+    for log in &logs {
+        import(&db, log);
+    }
+    let (csv, live) = feed(&mut rng, indicators_n);
     let f = write(dir.path(), "feed.csv", &csv);
     ok(&add(&db, "feed", &[], &f), "intel add");
     // Canonical values as weir stores them (subnets with host bits cleared are already).
@@ -547,36 +610,20 @@ fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
         args.extend(["--since", "90d"]);
     }
     let out = run(&args);
-    let got: BTreeSet<(u64, String, String, String)> = json_lines(&ok(&out, "intel match"))
+    let got: BTreeSet<(String, String, String, String)> = json_lines(&ok(&out, "intel match"))
         .iter()
         .map(|v| {
             assert_eq!(v["set"], "feed");
             (
-                v["id"].as_u64().unwrap(),
+                events[v["id"].as_u64().unwrap() as usize].uid().to_string(),
                 v["type"].as_str().unwrap().to_string(),
                 v["indicator"].as_str().unwrap().to_string(),
                 v["field"].as_str().unwrap().to_string(),
             )
         })
         .collect();
-    let mut want = BTreeSet::new();
-    for e in &events {
-        if since && e.ts < now - 90 * 86_400 * 1_000_000_000 {
-            continue;
-        }
-        let host = e
-            .fields
-            .iter()
-            .find(|(f, _)| *f == "host")
-            .map(|(_, v)| v.as_str());
-        for (kind, ind) in &live {
-            for (field, value) in &e.fields {
-                if reference_matches(kind, ind, field, value, host) {
-                    want.insert((e.id, kind.clone(), ind.clone(), field.to_string()));
-                }
-            }
-        }
-    }
+    let cut = since.then(|| now - 90 * 86_400 * 1_000_000_000);
+    let want = expected(&events, &live, cut);
     assert!(!want.is_empty(), "seed {seed}: the round matches something");
     let kinds: BTreeSet<&str> = want.iter().map(|(_, k, _, _)| k.as_str()).collect();
     eprintln!("seed {seed}: {} matches of {kinds:?}", want.len());
@@ -587,14 +634,7 @@ fn round(seed: u64, events_n: usize, indicators_n: usize, since: bool) {
             "seed {seed}: every rule is exercised: {kinds:?}"
         );
     }
-    let missing: Vec<_> = want.difference(&got).take(5).collect();
-    let extra: Vec<_> = got.difference(&want).take(5).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "seed {seed}: {} matches, {} expected; missing {missing:?}; extra {extra:?}",
-        got.len(),
-        want.len()
-    );
+    assert_same("retro", seed, &got, &want);
 }
 
 #[test]

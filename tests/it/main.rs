@@ -54,6 +54,7 @@ mod json_writer;
 mod lake_engines;
 mod lake_s3;
 mod layout;
+mod live_match;
 mod metrics_endpoint;
 mod output_formats;
 mod pipeline_config;

@@ -133,6 +133,40 @@ fn uids(text: &str, check: impl Fn(&Value, &str)) -> Vec<String> {
     got
 }
 
+/// The uids of the evidence of the `weir.sighting` events of `db`, sorted; each sighting
+/// must be rule `id`'s, and live.
+fn sighting_uids(db: &Path, id: &str) -> Vec<String> {
+    let export = |expr: &str| {
+        ok(
+            &run(&["export", "--db", s(db), "--to", "json", expr]),
+            "export",
+        )
+    };
+    let uid: std::collections::HashMap<u64, String> =
+        export("#type != \"weir.sighting\" | select #id, uid")
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["#id"].as_u64().unwrap(),
+                    v["uid"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+    let mut got: Vec<String> = export("#type == \"weir.sighting\"")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["matcher"], "sigma", "{l}");
+            assert_eq!(v["mode"], "live", "{l}");
+            assert_eq!(v["name"].as_str(), Some(id.trim()), "{l}");
+            uid[&v["event_id"].as_u64().unwrap()].clone()
+        })
+        .collect();
+    got.sort();
+    got
+}
+
 #[test]
 fn every_shared_rule_matches_what_pysigma_matches() {
     if !reference_present() {
@@ -151,6 +185,11 @@ fn every_shared_rule_matches_what_pysigma_matches() {
         let db = tmp.path().join("db");
         import(&db, &logs.iter().map(PathBuf::as_path).collect::<Vec<_>>());
         let name = rule.file_name().unwrap().to_string_lossy().to_string();
+        // The same events imported with the rule matched live.
+        let live_db = tmp.path().join("live");
+        let mut args = vec!["import", "-q", "--db", s(&live_db), "--rules", s(&rule)];
+        args.extend(logs.iter().map(|p| s(p)));
+        let live = run(&args);
         if want["status"] == "refused" {
             // Keyword detections: pySigma's SQL backends refuse them, and so does weir.
             let err = refused("count", &db, &rule);
@@ -159,9 +198,17 @@ fn every_shared_rule_matches_what_pysigma_matches() {
                     && err.contains("unsupported sigma feature: keyword"),
                 "{name}: {err}"
             );
+            let err = String::from_utf8_lossy(&live.stderr);
+            assert!(
+                !live.status.success()
+                    && err.contains(&format!("{}:", rule.display()))
+                    && err.contains("unsupported sigma feature: keyword"),
+                "{name}: import --rules must refuse it: {err}"
+            );
             summary.push(format!("{name}: refused by both"));
             continue;
         }
+        ok(&live, &format!("weir import --rules {name}"));
         let text = ok(
             &export_sigma(&db, &rule),
             &format!("weir export --sigma {name}"),
@@ -193,6 +240,12 @@ fn every_shared_rule_matches_what_pysigma_matches() {
         );
         let n: u64 = counted.split('\t').next().unwrap().parse().unwrap();
         assert_eq!(n, expected.len() as u64, "{name}: count");
+        // Live matching found the same events, each once, tagged with the rule.
+        let live_uids = sighting_uids(&live_db, counted.split('\t').nth(1).unwrap());
+        assert_eq!(
+            live_uids, expected,
+            "{name}: live matching differs from pySigma"
+        );
         summary.push(format!("{name}: {} of {events} events", expected.len()));
         compared += 1;
     }

@@ -280,7 +280,12 @@ impl StageConfig {
                     }
                 }
             }
-            StageConfig::Archive(a) => join(&mut a.db),
+            StageConfig::Archive(a) => {
+                join(&mut a.db);
+                if let Some(r) = &mut a.rules_dir {
+                    join(r);
+                }
+            }
             StageConfig::FileSink(f) => join(&mut f.path),
             StageConfig::Directory(d) => join(&mut d.dir),
             StageConfig::Parquet(p) => join(&mut p.dir),

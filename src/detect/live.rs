@@ -1,0 +1,361 @@
+//! Live matching: the [`CommitHook`] that matches every group of batches a writer commits
+//! against the archive's indicator sets and the loaded Sigma rules, and commits the
+//! sightings with them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::batch::Batch;
+use crate::intel::matcher::{Hit, SchemaPlan};
+use crate::intel::{IndicatorSet, Matcher};
+use crate::query::sigma::{self, SigmaError};
+use crate::query::Program;
+use crate::query::Query;
+use crate::store::CommitHook;
+use crate::types::{Schema, SchemaRef};
+
+use super::sighting::{Matcher as Kind, Mode, SightingBatch, SightingRow, OWN_SCHEMA_PREFIX};
+
+/// What identifies one version of a set's file without reading it: its length, modification
+/// time and (on Unix) inode. A set is replaced by a rename ([`IndicatorSet::store`]), so a new
+/// version is a new inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp {
+        len: m.len(),
+        modified: m.modified().ok(),
+        inode,
+    })
+}
+
+/// A set as loaded, with its plans per schema.
+struct LoadedSet {
+    name: String,
+    stamp: Stamp,
+    matcher: Matcher,
+    plans: Vec<(SchemaRef, SchemaPlan)>,
+}
+
+/// A Sigma rule, compiled against the schemas seen so far that its logsource names.
+struct LiveRule {
+    file: String,
+    yaml: String,
+    /// The rule's `id`, or its file's name.
+    name: String,
+    title: String,
+    /// The schemas its logsource selects.
+    schemas: Vec<String>,
+    /// The compiled query and the schemas it was typed against.
+    query: Query,
+    typed_with: Vec<String>,
+    programs: Vec<(SchemaRef, Arc<Program>)>,
+}
+
+/// Live matching of one archive (see the [module docs](super)).
+pub struct LiveMatch {
+    db: PathBuf,
+    sets: Vec<LoadedSet>,
+    rules: Vec<LiveRule>,
+    /// The schemas of the batches seen, by name (what rules are typed against).
+    seen: BTreeMap<String, Schema>,
+    hits: Vec<Hit>,
+}
+
+impl std::fmt::Debug for LiveMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveMatch")
+            .field("db", &self.db)
+            .field(
+                "sets",
+                &self.sets.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
+            .field(
+                "rules",
+                &self.rules.iter().map(|r| &r.name).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+impl LiveMatch {
+    /// Live matching for the archive `db`: its indicator sets (`DIR/intel/`, loaded now and
+    /// again whenever one changes) and the Sigma rules of `rule_paths` (files, or
+    /// directories of `*.yml`/`*.yaml`), each checked now: a rule weir cannot run is an error
+    /// naming its file and line.
+    pub fn open(db: &Path, rule_paths: &[PathBuf]) -> Result<LiveMatch, SigmaError> {
+        let mut rules = Vec::new();
+        for path in sigma::rule_files(rule_paths)? {
+            let file = path.display().to_string();
+            let yaml = sigma::read_rule(&path)?;
+            let schemas = sigma::rule_schemas(&file, &yaml)?;
+            // Compiled against no schema: every error of the rule itself shows now.
+            let rule = sigma::compile(&file, &yaml, &BTreeMap::<String, Schema>::new())?;
+            let query = Query::parse(&rule.expression).map_err(|e| SigmaError::Read {
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
+            let name = if rule.id.is_empty() {
+                path.file_stem()
+                    .map_or(file.clone(), |s| s.to_string_lossy().into_owned())
+            } else {
+                rule.id.clone()
+            };
+            rules.push(LiveRule {
+                file,
+                yaml,
+                name,
+                title: rule.title,
+                schemas,
+                query,
+                typed_with: Vec::new(),
+                programs: Vec::new(),
+            });
+        }
+        let mut live = LiveMatch {
+            db: db.to_path_buf(),
+            sets: Vec::new(),
+            rules,
+            seen: BTreeMap::new(),
+            hits: Vec::new(),
+        };
+        live.refresh_sets();
+        Ok(live)
+    }
+
+    /// The names of the sets loaded now.
+    pub fn set_names(&self) -> Vec<&str> {
+        self.sets.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// How many rules are loaded.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Brings the loaded sets up to date with the set files: a changed file is loaded again,
+    /// a removed one dropped. A file that cannot be read keeps its previous version loaded
+    /// (with a warning), so a torn copy never turns matching off.
+    fn refresh_sets(&mut self) {
+        let names = match IndicatorSet::names(&self.db) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!("live matching keeps its sets: {e}");
+                return;
+            }
+        };
+        self.sets.retain(|s| names.contains(&s.name));
+        for name in names {
+            let path = IndicatorSet::path(&self.db, &name);
+            // Stamped before it is read: a change during the read shows as a new stamp
+            // next time, never as an old one over new content.
+            let Some(now) = stamp(&path) else { continue };
+            let at = self.sets.iter().position(|s| s.name == name);
+            if at.is_some_and(|i| self.sets[i].stamp == now) {
+                continue;
+            }
+            let set = match IndicatorSet::load(&self.db, &name) {
+                Ok(Some(set)) => set,
+                Ok(None) => {
+                    if let Some(i) = at {
+                        self.sets.remove(i);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(set = %name, "live matching keeps the set as it was: {e}");
+                    continue;
+                }
+            };
+            let loaded = LoadedSet {
+                name: name.clone(),
+                stamp: now,
+                matcher: Matcher::new(&set, now_ns()),
+                plans: Vec::new(),
+            };
+            tracing::info!(set = %name, version = set.version(), indicators = set.len(), "live matching loaded a set");
+            match at {
+                Some(i) => self.sets[i] = loaded,
+                None => self.sets.push(loaded),
+            }
+        }
+    }
+
+    /// The sightings of the rows of `batch`, whose first event has ID `first_id`.
+    fn match_batch(
+        &mut self,
+        batch: &Batch,
+        first_id: u64,
+        now: i64,
+        out: &mut SightingBatch,
+    ) -> Result<(), String> {
+        let schema = batch.schema();
+        for set in &mut self.sets {
+            let at = match set.plans.iter().position(|(s, _)| Arc::ptr_eq(s, schema)) {
+                Some(at) => at,
+                None => {
+                    set.plans.push((schema.clone(), set.matcher.plan(schema)));
+                    set.plans.len() - 1
+                }
+            };
+            let plan = &set.plans[at].1;
+            if plan.is_empty() {
+                continue;
+            }
+            for (row, bytes) in batch.rows().enumerate() {
+                self.hits.clear();
+                let time = set
+                    .matcher
+                    .match_row(schema, plan, bytes, &mut self.hits)
+                    .map_err(|e| {
+                        format!("{}: event {}: {e}", schema.name, first_id + row as u64)
+                    })?;
+                let mut seen: Vec<(usize, usize)> = Vec::new();
+                for h in self.hits.drain(..) {
+                    // One sighting per indicator and field (a container may hold a value twice).
+                    if seen.contains(&(h.indicator, h.field)) {
+                        continue;
+                    }
+                    seen.push((h.indicator, h.field));
+                    let i = &set.matcher.indicators()[h.indicator];
+                    if i.expired(now) {
+                        continue;
+                    }
+                    out.push(&SightingRow {
+                        ts: time.unwrap_or(now),
+                        event_id: first_id + row as u64,
+                        event_type: schema.name.clone(),
+                        matcher: Kind::Intel,
+                        name: set.name.clone(),
+                        indicator: i.value.clone(),
+                        indicator_type: i.kind.name().to_string(),
+                        field: Some(schema.fields[h.field].name.clone()),
+                        value: Some(h.value),
+                        source: i.meta.source.clone(),
+                        description: i.meta.description.clone(),
+                        confidence: i.meta.confidence,
+                        mode: Mode::Live,
+                    });
+                }
+            }
+        }
+        if self.rules.iter().any(|r| r.schemas.contains(&schema.name))
+            && !self.seen.contains_key(&schema.name)
+        {
+            self.seen.insert(schema.name.clone(), (**schema).clone());
+        }
+        for rule in &mut self.rules {
+            if !rule.schemas.contains(&schema.name) {
+                continue;
+            }
+            if !rule.typed_with.contains(&schema.name) {
+                // Typed against every schema of its logsource seen so far.
+                let compiled = sigma::compile(&rule.file, &rule.yaml, &self.seen)
+                    .map_err(|e| e.to_string())?;
+                rule.query = Query::parse(&compiled.expression)
+                    .map_err(|e| format!("{}: {e}", rule.file))?;
+                rule.typed_with = self
+                    .seen
+                    .keys()
+                    .filter(|n| rule.schemas.contains(n))
+                    .cloned()
+                    .collect();
+                rule.programs.clear();
+            }
+            let at = match rule
+                .programs
+                .iter()
+                .position(|(s, _)| Arc::ptr_eq(s, schema))
+            {
+                Some(at) => at,
+                None => {
+                    rule.programs
+                        .push((schema.clone(), Arc::new(rule.query.bind(schema))));
+                    rule.programs.len() - 1
+                }
+            };
+            let program = &rule.programs[at].1;
+            if program.constant() == Some(false) {
+                continue;
+            }
+            let ts = schema.ts_index();
+            for (row, bytes) in batch.rows().enumerate() {
+                let id = first_id + row as u64;
+                if !program
+                    .matches_id(bytes, id)
+                    .map_err(|e| format!("{}: event {id}: {e}", schema.name))?
+                {
+                    continue;
+                }
+                let time = ts.and_then(|t| row_time(bytes, schema, t));
+                out.push(&SightingRow {
+                    ts: time.unwrap_or(now),
+                    event_id: id,
+                    event_type: schema.name.clone(),
+                    matcher: Kind::Sigma,
+                    name: rule.name.clone(),
+                    indicator: rule.title.clone(),
+                    indicator_type: "sigma".to_string(),
+                    field: None,
+                    value: None,
+                    source: None,
+                    description: None,
+                    confidence: None,
+                    mode: Mode::Live,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The time in field `t` of an encoded row of `schema`, if it is set.
+fn row_time(row: &[u8], schema: &Schema, t: usize) -> Option<i64> {
+    let mut c = crate::value::RowCursor::new(row);
+    c.row_header(schema.fields.len()).ok()?;
+    c.skip_many(t).ok()?;
+    match c.read(&schema.fields[t].ty).ok()? {
+        crate::value::ValueRef::Time(ns) => Some(ns),
+        _ => None,
+    }
+}
+
+impl CommitHook for LiveMatch {
+    fn before_commit(
+        &mut self,
+        batches: &[&Batch],
+        first_id: u64,
+    ) -> Result<Option<Batch>, String> {
+        self.refresh_sets();
+        if self.sets.is_empty() && self.rules.is_empty() {
+            return Ok(None);
+        }
+        let now = now_ns();
+        let mut out = SightingBatch::default();
+        let mut id = first_id;
+        for batch in batches {
+            if !batch.schema().name.starts_with(OWN_SCHEMA_PREFIX) {
+                self.match_batch(batch, id, now, &mut out)?;
+            }
+            id += batch.len() as u64;
+        }
+        Ok(out.finish())
+    }
+}
