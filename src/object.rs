@@ -209,6 +209,12 @@ fn stores() -> &'static Mutex<HashMap<String, Arc<dyn ObjectStore>>> {
 }
 
 /// The client of `bucket`, built from the environment and the shared AWS files on first use.
+/// Makes *ring* the process's TLS provider for HTTPS clients (S3, webhooks): the crates are
+/// built without a default one. Installing it twice is harmless (the second is refused).
+pub(crate) fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 fn store_for(url: &str, bucket: &str) -> Result<Arc<dyn ObjectStore>, ObjectError> {
     let mut map = stores().lock().map_err(|_| ObjectError::Url {
         url: url.to_string(),
@@ -217,9 +223,7 @@ fn store_for(url: &str, bucket: &str) -> Result<Arc<dyn ObjectStore>, ObjectErro
     if let Some(s) = map.get(bucket) {
         return Ok(s.clone());
     }
-    // TLS with *ring* (the crate is built without a default provider); an error means one is
-    // installed already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_tls_provider();
     let mut builder = AmazonS3Builder::from_env()
         .with_bucket_name(bucket)
         .with_retry(RetryConfig::default());

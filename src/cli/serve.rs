@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, RSA or EC).
     #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// POST every new sighting (`weir.sighting` event) to this URL as JSON, at least once,
+    /// retried with backoff; the header `X-Weir-Sighting-Id` carries its ID.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
     /// Pipeline definitions (TOML) to run beside the server, e.g. pipelines/zeek-live.toml.
     #[arg(value_name = "PIPELINE")]
     pipelines: Vec<PathBuf>,
@@ -158,6 +162,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .local_addr()
         .map_or(args.listen.port(), |a| a.port());
     let guard = Guard::new(port, tls.is_some(), &args.allowed_hosts)?;
+    let webhook = args.webhook.clone().map(|url| {
+        let stats = std::sync::Arc::new(weir::unstable::serve::webhook::WebhookStats::default());
+        tokio::spawn(weir::unstable::serve::webhook::run(
+            state.reader.clone(),
+            args.db.path.clone(),
+            url,
+            stats,
+            stop.clone(),
+        ))
+    });
     let router = weir::unstable::serve::router(state, token, guard);
     let (server, scheme) = match tls {
         None => (
@@ -195,6 +209,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ok &= run.await.unwrap_or(false);
     }
     server.shutdown().await;
+    if let Some(w) = webhook {
+        let _ = w.await;
+    }
     if !ok {
         anyhow::bail!("a pipeline failed (see above)");
     }

@@ -4,6 +4,7 @@
 //! - [`sighting`]: the `weir.sighting` schema and a builder of its batches.
 //! - [`live`]: [`LiveMatch`], the writer's [`crate::store::CommitHook`].
 //! - [`retro`]: [`RetroRecorder`], which writes the sightings of a retro match, each once.
+//! - [`read`]: sightings read back as JSON, by their own IDs (the API and the webhook).
 //!
 //! # Live matching
 //!
@@ -46,6 +47,7 @@
 //! those of the group it was found in.
 
 pub mod live;
+pub mod read;
 pub mod retro;
 pub mod sighting;
 

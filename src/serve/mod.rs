@@ -21,6 +21,8 @@
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
 //! | `api.rs` | the handlers |
 //! | `context.rs` | the handlers of `explore` and `pivot` |
+//! | `sightings.rs` | `GET /api/v1/sightings`: the sightings, newest first or followed |
+//! | `webhook.rs` | `--webhook`: each new sighting POSTed to a URL, at least once |
 //! | `page.rs` | the page (`page.html`), held when another site opened it |
 //! | `router.rs` | the routes |
 //! | `tls.rs` | the certificate and key of `--tls-cert`/`--tls-key` |
@@ -41,9 +43,11 @@ pub mod memory;
 pub mod page;
 pub mod query;
 pub mod router;
+pub mod sightings;
 pub mod state;
 pub mod status;
 pub mod tls;
+pub mod webhook;
 
 pub use error::ApiError;
 pub use guard::Guard;

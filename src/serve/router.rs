@@ -35,6 +35,7 @@ pub fn router(state: AppState, token: Option<String>, guard: Guard) -> Router {
         .route("/api/v1/explore", post(super::context::explore))
         .route("/api/v1/pivot", post(super::context::pivot))
         .route("/api/v1/info", get(api::info))
+        .route("/api/v1/sightings", get(super::sightings::sightings))
         .route("/api/v1/status", get(api::status))
         .route("/metrics", get(api::metrics))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such endpoint") })

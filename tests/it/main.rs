@@ -76,6 +76,7 @@ mod serve;
 mod serve_guard;
 mod serve_memory;
 mod serve_resident;
+mod sightings_delivery;
 mod sigma;
 mod source_read;
 mod store_concurrent;

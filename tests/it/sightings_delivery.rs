@@ -1,0 +1,259 @@
+//! Delivery of sightings by `weir serve` (issue 58): `GET /api/v1/sightings` (newest first,
+//! after an ID, and followed across a disconnect: every sighting once) and `--webhook`
+//! against a receiver that fails, drops connections and is slow (every sighting delivered,
+//! in order, while the import keeps its pace).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::cli::{ok, run, s, wait_for};
+use crate::intel::{add, db_dir, json_lines, write};
+use crate::serve::{get, serve};
+
+/// A conn log whose connection `i` goes to one of the set's addresses when `i % 3 == 0`.
+fn log(first: u64, n: u64) -> String {
+    let mut log = String::from(
+        "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tconn\n\
+#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\n\
+#types\ttime\tstring\taddr\tport\taddr\tport\tenum\n",
+    );
+    for i in first..first + n {
+        let resp = if i % 3 == 0 { "6.6.6.6" } else { "10.0.0.2" };
+        log.push_str(&format!(
+            "{}.0\tC{i}\t10.0.0.1\t1234\t{resp}\t80\ttcp\n",
+            1_600_000_000 + i
+        ));
+    }
+    log
+}
+
+/// The IDs of the archive's sightings, in order.
+fn sighting_ids(db: &Path) -> Vec<u64> {
+    let out = ok(
+        &run(&[
+            "export",
+            "--db",
+            s(db),
+            "--to",
+            "json",
+            "#type == \"weir.sighting\" | select #id",
+        ]),
+        "export",
+    );
+    json_lines(&out)
+        .iter()
+        .map(|v| v["#id"].as_u64().unwrap())
+        .collect()
+}
+
+/// An archive with set `feed` (6.6.6.6) and `n` events imported.
+fn archive(dir: &Path, n: u64) -> std::path::PathBuf {
+    let db = dir.join("db");
+    std::fs::create_dir(&db).unwrap();
+    let f = write(dir, "ips.txt", "6.6.6.6\n");
+    ok(&add(&db, "feed", &["--type", "addr"], &f), "intel add");
+    import(dir, &db, 0, n);
+    db
+}
+
+fn import(dir: &Path, db: &Path, first: u64, n: u64) {
+    let l = write(dir, &format!("conn{first}.log"), &log(first, n));
+    ok(
+        &run(&["import", "-q", "--batch-size", "50", "--db", s(db), s(&l)]),
+        "import",
+    );
+}
+
+/// Reads `n` lines of a followed stream (`GET path` over HTTP/1.0) and hangs up.
+fn follow(addr: SocketAddr, path: &str, n: usize) -> Vec<Value> {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut r = BufReader::new(c);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        assert!(!line.is_empty(), "the head ends");
+    }
+    (0..n)
+        .map(|_| {
+            line.clear();
+            assert!(r.read_line(&mut line).unwrap() > 0, "the stream goes on");
+            serde_json::from_str(&line).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn sightings_are_answered_newest_first_and_followed_across_a_disconnect() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive(dir.path(), 300);
+    let first = sighting_ids(&db);
+    assert_eq!(first.len(), 100);
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    // Newest first.
+    let a = get(server.addr, "/api/v1/sightings?limit=3");
+    assert_eq!(a.status, 200, "{}", a.text());
+    let newest: Vec<u64> = json_lines(&a.text())
+        .iter()
+        .map(|v| v["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        newest,
+        first.iter().rev().take(3).copied().collect::<Vec<_>>()
+    );
+    // After an ID, oldest first; bad parameters are 400.
+    let a = get(
+        server.addr,
+        &format!("/api/v1/sightings?after={}&limit=2", first[10]),
+    );
+    let v = json_lines(&a.text());
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0]["id"].as_u64(), Some(first[11]));
+    assert_eq!(v[0]["matcher"], "intel");
+    assert_eq!(v[0]["indicator"], "6.6.6.6");
+    assert_eq!(get(server.addr, "/api/v1/sightings?limit=0").status, 400);
+    assert_eq!(get(server.addr, "/api/v1/sightings?nope=1").status, 400);
+    // A follower reads 40, goes away; more are committed; it comes back after the last it
+    // read and gets the rest: each once, in order.
+    let part = follow(server.addr, "/api/v1/sightings?follow=true&after=0", 40);
+    let last = part.last().unwrap()["id"].as_u64().unwrap();
+    import(dir.path(), &db, 300, 300);
+    let all = sighting_ids(&db);
+    assert_eq!(all.len(), 200);
+    let rest_n = all.iter().filter(|&&id| id > last).count();
+    let rest = follow(
+        server.addr,
+        &format!("/api/v1/sightings?follow=true&after={last}"),
+        rest_n,
+    );
+    let got: Vec<u64> = part
+        .iter()
+        .chain(&rest)
+        .map(|v| v["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got, all, "every sighting once, in ID order");
+    // A follower without `after` gets only what is committed from then on.
+    let addr = server.addr;
+    let late = std::thread::spawn(move || follow(addr, "/api/v1/sightings?follow=true", 1));
+    std::thread::sleep(Duration::from_millis(500));
+    import(dir.path(), &db, 600, 3);
+    let got = late.join().unwrap();
+    let newest = *sighting_ids(&db).last().unwrap();
+    assert_eq!(got[0]["id"].as_u64(), Some(newest));
+    assert!(server.stop().success());
+}
+
+/// A webhook receiver: answers 500 to the first `fail` requests, hangs up on the next one,
+/// then 200 until `down` is set (then 503); records the sighting IDs it accepted.
+struct Receiver {
+    addr: SocketAddr,
+    got: Arc<Mutex<Vec<u64>>>,
+    down: Arc<AtomicBool>,
+}
+
+fn receiver(fail: usize) -> Receiver {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let down = Arc::new(AtomicBool::new(false));
+    let (g, d) = (got.clone(), down.clone());
+    std::thread::spawn(move || {
+        for (n, c) in l.incoming().enumerate() {
+            let Ok(mut c) = c else { continue };
+            let mut r = BufReader::new(c.try_clone().unwrap());
+            let mut len = 0;
+            let mut id = None;
+            let mut line = String::new();
+            loop {
+                line.clear();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                if let Some(v) = lower.strip_prefix("x-weir-sighting-id:") {
+                    id = Some(v.trim().parse::<u64>().unwrap());
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            if n == fail {
+                continue; // hang up without an answer
+            }
+            let status = if n < fail || d.load(Ordering::SeqCst) {
+                "500 No"
+            } else {
+                "200 OK"
+            };
+            if status.starts_with("200") {
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(v["id"].as_u64(), id, "the header names the body's sighting");
+                g.lock().unwrap().push(id.unwrap());
+            }
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    Receiver { addr, got, down }
+}
+
+#[test]
+fn the_webhook_delivers_every_sighting_in_order_despite_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, db) = db_dir();
+    let f = write(dir.path(), "ips.txt", "6.6.6.6\n");
+    ok(&add(&db, "feed", &["--type", "addr"], &f), "intel add");
+    // An archive without sightings yet (events 1 and 2 do not match).
+    import(dir.path(), &db, 1, 2);
+    let rx = receiver(3);
+    // Down while the import runs: the import does not wait for it.
+    rx.down.store(true, Ordering::SeqCst);
+    let url = format!("http://{}/hook", rx.addr);
+    let server = serve(&db, &["--listen", "127.0.0.1:0", "--webhook", &url]);
+    import(dir.path(), &db, 3, 3000);
+    let all = sighting_ids(&db);
+    assert_eq!(all.len(), 1000);
+    assert!(
+        rx.got.lock().unwrap().is_empty(),
+        "nothing accepted while down"
+    );
+    rx.down.store(false, Ordering::SeqCst);
+    wait_for("every sighting delivered", Duration::from_secs(120), || {
+        rx.got.lock().unwrap().len() >= all.len()
+    });
+    let got = rx.got.lock().unwrap().clone();
+    assert_eq!(got, all, "each once and in order (no restart in between)");
+    assert!(server.stop().success());
+    // Restarted: the cursor holds; only new sightings go out.
+    let server = serve(&db, &["--listen", "127.0.0.1:0", "--webhook", &url]);
+    import(dir.path(), &db, 3003, 30);
+    let all = sighting_ids(&db);
+    wait_for(
+        "the new sightings delivered",
+        Duration::from_secs(60),
+        || rx.got.lock().unwrap().len() >= all.len(),
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    let got: Vec<u64> = rx.got.lock().unwrap().clone();
+    assert_eq!(got, all);
+    let distinct: BTreeSet<&u64> = got.iter().collect();
+    assert_eq!(distinct.len(), got.len());
+    assert!(server.stop().success());
+}
