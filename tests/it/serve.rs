@@ -915,7 +915,7 @@ fn rendered(browser: &Path, url: &str) -> String {
 }
 
 /// The driver of the page (tests/browser/page.py), when Python has Playwright.
-fn driver() -> Option<std::path::PathBuf> {
+pub(crate) fn driver() -> Option<std::path::PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/page.py");
     let has = std::process::Command::new("python3")
         .args(["-c", "import playwright.sync_api"])

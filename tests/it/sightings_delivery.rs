@@ -257,3 +257,57 @@ fn the_webhook_delivers_every_sighting_in_order_despite_failures() {
     assert_eq!(distinct.len(), got.len());
     assert!(server.stop().success());
 }
+
+#[test]
+fn the_page_lists_the_newest_sightings_and_opens_their_evidence() {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let (Some(_), Some(page)) = (crate::serve::chromium(), crate::serve::driver()) else {
+        assert!(
+            !ci,
+            "CI=true but no chromium with Python's playwright: .ci/run installs them"
+        );
+        println!("skipped: no chromium with Python's playwright to render the page");
+        return;
+    };
+    let script = page.with_file_name("sightings.py");
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive(dir.path(), 300);
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let shot = dir.path().join("sightings.png");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(format!("http://{}/", server.addr))
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+    // The newest 20, newest first, as the archive holds them.
+    let ids: Vec<u64> = v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    let want: Vec<u64> = sighting_ids(&db).into_iter().rev().take(20).collect();
+    assert_eq!(ids, want);
+    let first = v["texts"][0].as_str().unwrap();
+    assert!(
+        first.contains("feed") && first.contains("6.6.6.6") && first.contains("zeek.conn"),
+        "{first}"
+    );
+    // The link opens the evidence: one conn event to 6.6.6.6.
+    let q = v["query"].as_str().unwrap();
+    assert!(q.starts_with("#id == "), "{q}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert!(rows[0].to_string().contains("6.6.6.6"), "{v}");
+    assert_eq!(v["all_query"], "#type == \"weir.sighting\"");
+    assert!(shot.exists());
+    assert!(server.stop().success());
+}
