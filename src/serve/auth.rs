@@ -145,6 +145,18 @@ pub async fn require_token(State(token): State<String>, req: Request, next: Next
     }
 }
 
+/// The middleware of a server without a token in front of the requests that change the
+/// archive directory (the intel API's writes): they are refused (`403`), reads pass.
+pub async fn writes_need_a_token(req: Request, next: Next) -> Response {
+    if req.method() == axum::http::Method::GET {
+        return next.run(req).await;
+    }
+    super::error::refuse(
+        StatusCode::FORBIDDEN,
+        "this server has no bearer token, so it takes no writes: start it with --token-file FILE",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

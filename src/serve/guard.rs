@@ -198,6 +198,12 @@ fn is_json(value: Option<&HeaderValue>) -> bool {
 
 /// The middleware of checks 4 and 5 (JSON POSTs, the body's deadline and size), on the API.
 pub async fn read_body(req: Request, next: Next) -> Response {
+    read_body_within(MAX_BODY_BYTES, req, next).await
+}
+
+/// [`read_body`] with bodies of at most `max` bytes (the intel API's larger limit:
+/// [`super::limits::MAX_INTEL_BODY_BYTES`]).
+pub async fn read_body_within(max: usize, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
     }
@@ -212,11 +218,11 @@ pub async fn read_body(req: Request, next: Next) -> Response {
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return too_large();
+    if declared.is_some_and(|n| n > max as u64) {
+        return too_large(max);
     }
     let (parts, body) = req.into_parts();
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, collect(body)).await {
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, collect(body, max)).await {
         Err(_) => {
             return refuse(
                 StatusCode::REQUEST_TIMEOUT,
@@ -226,7 +232,7 @@ pub async fn read_body(req: Request, next: Next) -> Response {
                 ),
             )
         }
-        Ok(Err(Collect::TooLarge)) => return too_large(),
+        Ok(Err(Collect::TooLarge)) => return too_large(max),
         Ok(Err(Collect::Failed(e))) => {
             return refuse(
                 StatusCode::BAD_REQUEST,
@@ -239,12 +245,12 @@ pub async fn read_body(req: Request, next: Next) -> Response {
         .await
 }
 
-fn too_large() -> Response {
+fn too_large(max: usize) -> Response {
     refuse(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!(
             "a request body is at most {} (the server's limit)",
-            crate::size::Size(MAX_BODY_BYTES as u64)
+            crate::size::Size(max as u64)
         ),
     )
 }
@@ -255,13 +261,13 @@ enum Collect {
     Failed(axum::Error),
 }
 
-/// The whole of `body`, at most [`MAX_BODY_BYTES`].
-async fn collect(body: Body) -> Result<Bytes, Collect> {
+/// The whole of `body`, at most `max` bytes.
+async fn collect(body: Body, max: usize) -> Result<Bytes, Collect> {
     let mut stream = body.into_data_stream();
     let mut buf = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(Collect::Failed)?;
-        if buf.len() + chunk.len() > MAX_BODY_BYTES {
+        if buf.len() + chunk.len() > max {
             return Err(Collect::TooLarge);
         }
         buf.extend_from_slice(&chunk);

@@ -15,8 +15,8 @@
 //!   error naming the operator; the server goes on.
 //! - The running queries together take at most [`MAX_QUERY_MEMORY`] of memory beyond
 //!   [`INGEST_RESERVE`], the pipelines' (`--max-query-memory`, see [`crate::serve::memory`]).
-//! - A request body is at most [`MAX_BODY_BYTES`] (`413`), a `get` at most [`MAX_GET_IDS`]
-//!   IDs.
+//! - A request body is at most [`MAX_BODY_BYTES`] (`413`), one of the intel API's writes
+//!   [`MAX_INTEL_BODY_BYTES`], a `get` at most [`MAX_GET_IDS`] IDs.
 //! - Connections: at most [`MAX_CONNECTIONS`] at once, many more than query slots, so that
 //!   clients that connect and send nothing (or trickle) cannot take every connection. A
 //!   connection must send each request head within [`HEADER_TIMEOUT`] and at most
@@ -35,6 +35,8 @@ pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_RESPONSE_BYTES: u64 = 256 << 20;
 /// Largest request body.
 pub const MAX_BODY_BYTES: usize = 64 << 10;
+/// Largest request body of the intel API's writes (`POST /api/v1/intel/NAME`: a feed's text).
+pub const MAX_INTEL_BODY_BYTES: usize = 64 << 20;
 /// Most IDs in one `get`.
 pub const MAX_GET_IDS: usize = 10_000;
 /// Most connections served at once: a connection costs a task and a few KiB, a query slot

@@ -21,6 +21,7 @@
 //! | `query.rs` | running a query on a blocking thread, streaming, `count` |
 //! | `api.rs` | the handlers |
 //! | `context.rs` | the handlers of `explore` and `pivot` |
+//! | `intel.rs` | `/api/v1/intel/...`: the indicator sets (their writes need the token) |
 //! | `sightings.rs` | `GET /api/v1/sightings`: the sightings, newest first or followed |
 //! | `webhook.rs` | `--webhook`: each new sighting POSTed to a URL, at least once |
 //! | `page.rs` | the page (`page.html`), held when another site opened it |
@@ -30,7 +31,8 @@
 //! The server reads the archive as `weir export` does, through one resident reader whose
 //! segment cache stays warm across queries and which moves to each new catalog before the
 //! next query starts ([`crate::Db`]), so a query sees what the pipelines committed up to then;
-//! nothing reachable over HTTP changes the archive. With a
+//! nothing reachable over HTTP changes the archive's events; the intel API's writes, which need
+//! the token, change its indicator sets ([`intel`]). With a
 //! certificate and key it serves HTTPS ([`tls`]).
 
 pub mod api;
@@ -38,6 +40,7 @@ pub mod auth;
 pub mod context;
 pub mod error;
 pub mod guard;
+pub mod intel;
 pub mod limits;
 pub mod memory;
 pub mod page;

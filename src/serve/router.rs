@@ -20,7 +20,7 @@ use axum::Router;
 use super::api;
 use super::error::ApiError;
 use super::guard::{self, Guard};
-use super::limits::MAX_BODY_BYTES;
+use super::limits::{MAX_BODY_BYTES, MAX_INTEL_BODY_BYTES};
 use super::page::page;
 use super::state::AppState;
 
@@ -40,13 +40,32 @@ pub fn router(state: AppState, token: Option<String>, guard: Guard) -> Router {
         .route("/metrics", get(api::metrics))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such endpoint") })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+        .with_state(state.clone())
         .layer(from_fn(guard::read_body));
+    // The indicator sets: their writes take larger bodies, and need the token.
+    let intel = Router::new()
+        .route("/api/v1/intel", get(super::intel::list))
+        .route(
+            "/api/v1/intel/{name}",
+            get(super::intel::show)
+                .post(super::intel::add)
+                .delete(super::intel::delete),
+        )
+        .route("/api/v1/intel/{name}/remove", post(super::intel::remove))
+        .layer(DefaultBodyLimit::max(MAX_INTEL_BODY_BYTES))
+        .with_state(state)
+        .layer(from_fn(|req, next| {
+            guard::read_body_within(MAX_INTEL_BODY_BYTES, req, next)
+        }));
     // The token before the body: an unauthenticated client's body is never waited for.
-    let api = match token {
-        Some(t) => api.layer(from_fn_with_state(t, super::auth::require_token)),
-        None => api,
+    let (api, intel) = match token {
+        Some(t) => (
+            api.layer(from_fn_with_state(t.clone(), super::auth::require_token)),
+            intel.layer(from_fn_with_state(t, super::auth::require_token)),
+        ),
+        None => (api, intel.layer(from_fn(super::auth::writes_need_a_token))),
     };
+    let api = api.merge(intel);
     Router::new()
         .route("/health", get(api::health))
         .route(

@@ -311,3 +311,88 @@ fn the_page_lists_the_newest_sightings_and_opens_their_evidence() {
     assert!(shot.exists());
     assert!(server.stop().success());
 }
+
+#[test]
+fn the_intel_api_changes_sets_only_with_the_token() {
+    use crate::serve::request;
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive(dir.path(), 3);
+    // Without a token: reads, no writes.
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let a = get(server.addr, "/api/v1/intel");
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert_eq!(a.json()["sets"][0]["name"], "feed");
+    let a = request(
+        server.addr,
+        "POST",
+        "/api/v1/intel/x",
+        &[],
+        r#"{"text":"1.2.3.4","type":"addr"}"#,
+    );
+    assert_eq!(a.status, 403, "{}", a.text());
+    assert_eq!(
+        request(server.addr, "DELETE", "/api/v1/intel/feed", &[], "").status,
+        403
+    );
+    assert!(server.stop().success());
+    // With one: the writes need it.
+    let token_file = dir.path().join("token");
+    let server = serve(
+        &db,
+        &["--listen", "127.0.0.1:0", "--token-file", s(&token_file)],
+    );
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let auth = format!("Authorization: Bearer {}", token.trim());
+    let h = [auth.as_str()];
+    let feed = "#fields\tindicator\tindicator_type\tmeta.source\n7.7.7.7\tIntel::ADDR\tacme\nevil.example\tIntel::DOMAIN\tacme\n";
+    let body = serde_json::json!({ "text": feed }).to_string();
+    assert_eq!(
+        request(server.addr, "POST", "/api/v1/intel/c2", &[], &body).status,
+        401
+    );
+    let a = request(server.addr, "POST", "/api/v1/intel/c2", &h, &body);
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert_eq!(
+        (a.json()["added"].as_u64(), a.json()["version"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let a = request(server.addr, "GET", "/api/v1/intel/c2", &h, "");
+    let shown = json_lines(&a.text());
+    assert_eq!(shown.len(), 2);
+    assert_eq!(shown[0]["meta"]["source"], "acme");
+    // A bad line: 400 naming it, nothing stored.
+    let bad = serde_json::json!({ "text": "1.2.3.4\n10.0.0.300\n", "type": "addr" }).to_string();
+    let a = request(server.addr, "POST", "/api/v1/intel/c2", &h, &bad);
+    assert_eq!(a.status, 400, "{}", a.text());
+    assert!(a.text().contains("request:2"), "{}", a.text());
+    // The running server's sets are what the CLI sees; an import matches them.
+    let listed = ok(&run(&["intel", "list", "--db", s(&db)]), "list");
+    assert!(listed.contains("c2\tversion 1\t2 indicators"), "{listed}");
+    let l = write(
+        dir.path(),
+        "b.log",
+        &log(100, 1).replace("10.0.0.2", "7.7.7.7"),
+    );
+    ok(&run(&["import", "-q", "--db", s(&db), s(&l)]), "import");
+    let a = get_with(server.addr, "/api/v1/sightings?limit=1", &h);
+    assert_eq!(a.json()["indicator"], "7.7.7.7", "{}", a.text());
+    let a = request(
+        server.addr,
+        "POST",
+        "/api/v1/intel/c2/remove",
+        &h,
+        r#"{"values":["7.7.7.7"]}"#,
+    );
+    assert_eq!(a.json()["removed"].as_u64(), Some(1), "{}", a.text());
+    let a = request(server.addr, "DELETE", "/api/v1/intel/c2", &h, "");
+    assert_eq!(a.json()["deleted"], true);
+    assert_eq!(
+        request(server.addr, "GET", "/api/v1/intel/c2", &h, "").status,
+        404
+    );
+    assert!(server.stop().success());
+}
+
+fn get_with(addr: SocketAddr, path: &str, headers: &[&str]) -> crate::serve::Answer {
+    crate::serve::request(addr, "GET", path, headers, "")
+}
