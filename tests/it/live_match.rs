@@ -7,7 +7,9 @@
 //!   afterwards finds the same matches and records none again.
 //! - [`live_sightings_are_exactly_once_across_sigkill`]: the same import killed with SIGKILL
 //!   at random moments and rerun until it completes: after every kill no sighting is there
-//!   twice and each has its evidence; at the end they are the reference's, each once.
+//!   twice and each has its evidence; at the end they are the reference's, each once. Then a
+//!   retro match of a second set (`weir intel match`), killed and rerun the same way: its
+//!   sightings each once, the live ones untouched (`WEIR_LIVE_KILLS=60` for the long mode).
 //! - [`removed_and_expired_indicators_stop_matching_and_sightings_stay`].
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
@@ -27,6 +29,11 @@ type Key = (String, String, String, String);
 /// The sightings of `db` as (evidence uid, indicator type, indicator, field), in ID order,
 /// duplicates kept; panics on a sighting whose evidence is not in the archive.
 fn sightings(db: &Path) -> Vec<Key> {
+    sightings_of(db, None)
+}
+
+/// [`sightings`] of set `set` alone (all: `None`).
+fn sightings_of(db: &Path, set: Option<&str>) -> Vec<Key> {
     let ids = ok(
         &run(&[
             "export",
@@ -60,6 +67,7 @@ fn sightings(db: &Path) -> Vec<Key> {
     );
     json_lines(&out)
         .iter()
+        .filter(|v| set.is_none_or(|n| v["name"] == n))
         .map(|v| {
             let id = v["event_id"].as_u64().unwrap();
             let evidence = uid
@@ -91,6 +99,22 @@ fn setup(
     events: usize,
     indicators: usize,
 ) -> (tempfile::TempDir, PathBuf, Vec<PathBuf>, BTreeSet<Key>) {
+    let (dir, db, logs, want, _) = setup_with_second_feed(seed, events, indicators);
+    (dir, db, logs, want)
+}
+
+/// [`setup`], and a second feed (not added): its file and the reference's matches.
+fn setup_with_second_feed(
+    seed: u64,
+    events: usize,
+    indicators: usize,
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    Vec<PathBuf>,
+    BTreeSet<Key>,
+    (PathBuf, BTreeSet<Key>),
+) {
     let mut rng = Rng(seed);
     let (dir, db) = db_dir();
     let (events, logs) = generate(&mut rng, dir.path(), events, now_ns());
@@ -99,7 +123,10 @@ fn setup(
     ok(&add(&db, "feed", &[], &f), "intel add");
     let want = expected(&events, &live, None);
     assert!(!want.is_empty(), "seed {seed}: the round matches something");
-    (dir, db, logs, want)
+    let (csv2, live2) = feed(&mut rng, indicators);
+    let f2 = write(dir.path(), "feed2.csv", &csv2);
+    let want2 = expected(&events, &live2, None);
+    (dir, db, logs, want, (f2, want2))
 }
 
 #[test]
@@ -167,7 +194,8 @@ fn live_sightings_are_exactly_once_across_sigkill() {
     let kills = kills_from_env("WEIR_LIVE_KILLS", KILLS);
     let mut rng = Rng::from_env("WEIR_LIVE_SEED");
     let seed = rng.0;
-    let (dir, whole_db, logs, want) = setup(0x2545_f491_4f6c_dd1d, 30_000, 40);
+    let (dir, whole_db, logs, want, (feed2, want2)) =
+        setup_with_second_feed(0x2545_f491_4f6c_dd1d, 30_000, 40);
     let args = |db: &Path| -> Vec<String> {
         let mut a: Vec<String> = [
             "import",
@@ -192,6 +220,20 @@ fn live_sightings_are_exactly_once_across_sigkill() {
     assert!(run_until(&args(&whole_db), Duration::from_secs(600), &log).is_some());
     let whole = t0.elapsed();
     assert_same("whole", seed, &once("whole", sightings(&whole_db)), &want);
+    // How long a retro match of the second feed takes, whole.
+    ok(&add(&whole_db, "feed2", &[], &feed2), "intel add feed2");
+    let t0 = Instant::now();
+    ok(
+        &run(&["intel", "match", "--db", s(&whole_db), "feed2"]),
+        "intel match",
+    );
+    let retro_whole = t0.elapsed();
+    assert_same(
+        "whole retro",
+        seed,
+        &once("whole retro", sightings_of(&whole_db, Some("feed2"))),
+        &want2,
+    );
     let feed_file = whole_db.join("intel/feed.json");
     let mut done = 0u64;
     let mut round = 0;
@@ -225,6 +267,36 @@ fn live_sightings_are_exactly_once_across_sigkill() {
         }
         let got = once(&format!("round {round} (seed {seed})"), sightings(&db));
         assert_same(&format!("round {round}"), seed, &got, &want);
+        // A retro match of a second set, killed and rerun until it completes: its sightings
+        // once each, the live ones untouched.
+        ok(&add(&db, "feed2", &[], &feed2), "intel add feed2");
+        let retro: Vec<String> = ["intel", "match", "--db", s(&db), "feed2"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        let mut retro_kills = 0;
+        loop {
+            let ms = rng.below(retro_whole.as_millis() as u64 * 11 / 10 + 1);
+            if run_until(&retro, Duration::from_millis(ms), &log).is_some() {
+                break;
+            }
+            retro_kills += 1;
+            assert!(
+                retro_kills < 1000,
+                "the retro match never completes (seed {seed})"
+            );
+            once(
+                &format!("retro kill {retro_kills} (seed {seed})"),
+                sightings_of(&db, Some("feed2")),
+            );
+        }
+        done += retro_kills;
+        let got2 = once(
+            &format!("retro, round {round} (seed {seed})"),
+            sightings_of(&db, Some("feed2")),
+        );
+        assert_same(&format!("retro, round {round}"), seed, &got2, &want2);
+        assert_eq!(once("live", sightings_of(&db, Some("feed"))), want);
         let out = run(&["verify", "--db", s(&db)]);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
