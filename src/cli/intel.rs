@@ -435,7 +435,7 @@ fn run_match(args: MatchArgs) -> anyhow::Result<()> {
         stats.candidates
     );
     if let Some(r) = recorder {
-        let (stored, already) = r.finish()?;
+        let (stored, already) = r.finish(since.is_none().then(|| set.version()))?;
         say!("weir: {stored} new sightings recorded as weir.sighting events, {already} recorded before");
     }
     Ok(())

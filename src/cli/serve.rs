@@ -91,7 +91,17 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut specs = Vec::new();
     for file in &args.pipelines {
         match PipelineSpec::load_all(file, &LoadOptions::default()) {
-            Ok(spec) => specs.push((file, spec)),
+            Ok(mut spec) => {
+                // Sets added or changed are matched against the archive's past too.
+                for stage in &mut spec.stages {
+                    if let weir::unstable::pipeline::config::StageConfig::Archive(a) =
+                        &mut stage.config
+                    {
+                        a.retro = true;
+                    }
+                }
+                specs.push((file, spec))
+            }
             Err(mut errors) => {
                 let last = errors.pop();
                 for e in &errors {
@@ -172,6 +182,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             stop.clone(),
         ))
     });
+    // Without a pipeline writing to the archive, the server matches new and changed sets
+    // against it itself, whenever no other process writes to it.
+    let retro = (!fills_db).then(|| {
+        tokio::spawn(weir::unstable::serve::retro::run(
+            args.db.path.clone(),
+            stop.clone(),
+        ))
+    });
     let router = weir::unstable::serve::router(state, token, guard);
     let (server, scheme) = match tls {
         None => (
@@ -211,6 +229,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     server.shutdown().await;
     if let Some(w) = webhook {
         let _ = w.await;
+    }
+    if let Some(r) = retro {
+        let _ = r.await;
     }
     if !ok {
         anyhow::bail!("a pipeline failed (see above)");

@@ -15,7 +15,14 @@ use crate::query::Query;
 use crate::store::CommitHook;
 use crate::types::{Schema, SchemaRef};
 
-use super::sighting::{Matcher as Kind, Mode, SightingBatch, SightingRow, OWN_SCHEMA_PREFIX};
+use super::background::{Drained, RetroJob};
+use super::retro::{needs_retro, RETRO_BATCH};
+use super::sighting::{
+    now_ns, Matcher as Kind, Mode, SightingBatch, SightingRow, OWN_SCHEMA_PREFIX,
+};
+
+/// How long a failed background retro match waits before it runs again.
+const RETRO_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What identifies one version of a set's file without reading it: its length, modification
 /// time and (on Unix) inode. A set is replaced by a rename ([`IndicatorSet::store`]), so a new
@@ -43,6 +50,7 @@ fn stamp(path: &Path) -> Option<Stamp> {
 /// A set as loaded, with its plans per schema.
 struct LoadedSet {
     name: String,
+    version: u64,
     stamp: Stamp,
     matcher: Matcher,
     plans: Vec<(SchemaRef, SchemaPlan)>,
@@ -71,6 +79,15 @@ pub struct LiveMatch {
     /// The schemas of the batches seen, by name (what rules are typed against).
     seen: BTreeMap<String, Schema>,
     hits: Vec<Hit>,
+    /// Whether sets added or changed are matched against the archive's past in the
+    /// background ([`LiveMatch::with_background_retro`]).
+    retro: bool,
+    /// The background retro matches running.
+    jobs: Vec<RetroJob>,
+    /// Sets whose retro match is to start (not before the instant).
+    pending: Vec<(String, std::time::Instant)>,
+    /// Retro matches whose last rows went into the previous commit: (set, version, through).
+    markers_due: Vec<(String, u64, u64)>,
 }
 
 impl std::fmt::Debug for LiveMatch {
@@ -87,12 +104,6 @@ impl std::fmt::Debug for LiveMatch {
             )
             .finish()
     }
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 impl LiveMatch {
@@ -135,9 +146,75 @@ impl LiveMatch {
             rules,
             seen: BTreeMap::new(),
             hits: Vec::new(),
+            retro: false,
+            jobs: Vec::new(),
+            pending: Vec::new(),
+            markers_due: Vec::new(),
         };
         live.refresh_sets();
         Ok(live)
+    }
+
+    /// Also matches each set added or changed (since its last retro match) against the
+    /// events before it was loaded, in the background (`background.rs`); what
+    /// `weir serve` does for its pipelines.
+    pub fn with_background_retro(mut self) -> LiveMatch {
+        self.retro = true;
+        let now = std::time::Instant::now();
+        for s in &self.sets {
+            if needs_retro(&self.db, &s.name, s.version) {
+                self.pending.push((s.name.clone(), now));
+            }
+        }
+        self
+    }
+
+    /// Starts the retro matches that are due, of the events below `through`.
+    fn start_jobs(&mut self, through: u64) {
+        let now = std::time::Instant::now();
+        let mut later = Vec::new();
+        for (name, not_before) in std::mem::take(&mut self.pending) {
+            if not_before > now {
+                later.push((name, not_before));
+                continue;
+            }
+            let Some(set) = self.sets.iter().find(|s| s.name == name) else {
+                continue; // removed
+            };
+            if self.jobs.iter().any(|j| j.set == name) || !needs_retro(&self.db, &name, set.version)
+            {
+                continue;
+            }
+            tracing::info!(set = %name, version = set.version, through, "background retro match started");
+            self.jobs
+                .push(RetroJob::start(&self.db, &name, set.version, through));
+        }
+        self.pending = later;
+    }
+
+    /// Moves what the retro matches found into `out` (at most [`RETRO_BATCH`] a commit).
+    fn drain_jobs(&mut self, out: &mut SightingBatch) {
+        let mut rows = Vec::new();
+        let mut jobs = std::mem::take(&mut self.jobs);
+        jobs.retain(|j| {
+            let room = RETRO_BATCH.saturating_sub(rows.len());
+            match j.drain(room, &mut rows) {
+                Drained::More => true,
+                Drained::Done => {
+                    self.markers_due.push((j.set.clone(), j.version, j.through));
+                    false
+                }
+                Drained::Failed => {
+                    self.pending
+                        .push((j.set.clone(), std::time::Instant::now() + RETRO_RETRY));
+                    false
+                }
+            }
+        });
+        self.jobs = jobs;
+        for r in &rows {
+            out.push(r);
+        }
     }
 
     /// The names of the sets loaded now.
@@ -184,8 +261,17 @@ impl LiveMatch {
                     continue;
                 }
             };
+            let version = set.version();
+            if self.retro && needs_retro(&self.db, &name, version) {
+                // A running match of an earlier version stops (its thread sees the channel
+                // gone); this version's starts at the next commit.
+                self.jobs.retain(|j| j.set != name);
+                self.pending.retain(|(n, _)| *n != name);
+                self.pending.push((name.clone(), std::time::Instant::now()));
+            }
             let loaded = LoadedSet {
                 name: name.clone(),
+                version,
                 stamp: now,
                 matcher: Matcher::new(&set, now_ns()),
                 plans: Vec::new(),
@@ -343,12 +429,20 @@ impl CommitHook for LiveMatch {
         batches: &[&Batch],
         first_id: u64,
     ) -> Result<Option<Batch>, String> {
+        // Called again: the previous commit, with the last rows of these matches, succeeded.
+        for (set, version, through) in std::mem::take(&mut self.markers_due) {
+            RetroJob::mark(&self.db, &set, version, through);
+        }
         self.refresh_sets();
+        let mut out = SightingBatch::default();
+        if self.retro {
+            self.start_jobs(first_id);
+            self.drain_jobs(&mut out);
+        }
         if self.sets.is_empty() && self.rules.is_empty() {
-            return Ok(None);
+            return Ok(out.finish());
         }
         let now = now_ns();
-        let mut out = SightingBatch::default();
         let mut id = first_id;
         for batch in batches {
             if !batch.schema().name.starts_with(OWN_SCHEMA_PREFIX) {

@@ -4,6 +4,8 @@
 //! - [`sighting`]: the `weir.sighting` schema and a builder of its batches.
 //! - [`live`]: [`LiveMatch`], the writer's [`crate::store::CommitHook`].
 //! - [`retro`]: [`RetroRecorder`], which writes the sightings of a retro match, each once.
+//! - `background.rs`: retro matching on a thread beside a writer, its sightings committed by
+//!   the writer.
 //! - [`read`]: sightings read back as JSON, by their own IDs (the API and the webhook).
 //!
 //! # Live matching
@@ -46,6 +48,7 @@
 //! One sighting per event, indicator (or rule) and field. A sighting's own event ID follows
 //! those of the group it was found in.
 
+mod background;
 pub mod live;
 pub mod read;
 pub mod retro;

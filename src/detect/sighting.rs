@@ -11,6 +11,14 @@ pub const SIGHTING_SCHEMA: &str = "weir.sighting";
 /// The prefix of the schemas weir writes itself, which live matching never matches.
 pub const OWN_SCHEMA_PREFIX: &str = "weir.";
 
+/// Nanoseconds since the epoch, now: the time of a sighting whose evidence has none, and
+/// the clock indicators expire by.
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 /// What found a sighting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Matcher {

@@ -289,8 +289,11 @@ pub async fn build(spec: &PipelineSpec) -> Result<(Pipeline, Built), BuildError>
                 let follow_from = follow_from.clone();
                 // Live matching: the archive's indicator sets and the stage's Sigma rules.
                 let rules: Vec<std::path::PathBuf> = a.rules_dir.iter().cloned().collect();
-                let live = crate::detect::LiveMatch::open(&a.db, &rules)
+                let mut live = crate::detect::LiveMatch::open(&a.db, &rules)
                     .map_err(|e| sink_error(Box::new(e)))?;
+                if a.retro {
+                    live = live.with_background_retro();
+                }
                 let opened = tokio::task::spawn_blocking(move || {
                     config.build_with(
                         |store, report| {

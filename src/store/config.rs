@@ -47,6 +47,10 @@ pub struct ArchiveSinkConfig {
     /// rule file, or a directory of `*.yml`/`*.yaml`; see [`crate::detect`]); `None`: the
     /// sets alone.
     pub rules_dir: Option<PathBuf>,
+    /// Match each indicator set added or changed against the archive's past in the
+    /// background, its sightings committed with the next commits (see [`crate::detect`]);
+    /// `weir serve` turns it on for its pipelines.
+    pub retro: bool,
 }
 
 fn de_some_size<'de, D: serde::Deserializer<'de>>(
@@ -76,6 +80,7 @@ impl Default for ArchiveSinkConfig {
             retain: None,
             compact: false,
             rules_dir: None,
+            retro: false,
         }
     }
 }

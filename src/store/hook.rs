@@ -9,7 +9,8 @@
 //!
 //! The hook runs on the writer's thread, so its time is ingest's time; it is never called
 //! while the write-ahead log is replayed (what the log holds was matched when it was
-//! written).
+//! written). When the input is idle it is also called without batches every
+//! [`HOOK_TICK`](super::HOOK_TICK), and a batch it returns then is committed alone.
 
 use crate::batch::Batch;
 

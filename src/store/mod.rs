@@ -120,7 +120,7 @@ pub use repair_report::RepairReport;
 pub(crate) use retention::retention_cutoff;
 pub use retention::{Maintenance, LOW_MARK_PERCENT, MIN_BUDGET_SEGMENTS};
 pub use rewrite::STAGING_DIR;
-pub use sink::ArchiveSink;
+pub use sink::{ArchiveSink, HOOK_TICK};
 
 /// Fault injection for tests (see `fs::fault`); not part of the API.
 #[doc(hidden)]

@@ -40,7 +40,14 @@ type Prepared = oneshot::Receiver<(Batch, Option<PreparedBatch>)>;
 enum Msg {
     Batch(Prepared),
     Flush(oneshot::Sender<Result<()>>),
+    /// Time passed: the hook may commit what it has (see [`HOOK_TICK`]).
+    Tick,
 }
+
+/// How often a sink with a [`CommitHook`] calls it without batches (when the input is idle),
+/// so that what the hook produces on its own (a background retro match's sightings) is
+/// committed without waiting for input.
+pub const HOOK_TICK: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A batch to prepare, and where its result goes.
 type Job = (Batch, oneshot::Sender<(Batch, Option<PreparedBatch>)>);
@@ -122,6 +129,19 @@ impl ArchiveSink {
                 .map_err(StoreError::WriterSpawn)?;
         }
         let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE_PER_THREAD * threads);
+        if hook.is_some() {
+            // A weak sender: the ticker never keeps the writer alive once the sink is closed.
+            let weak = tx.downgrade();
+            std::thread::Builder::new()
+                .name("weir-hook-tick".into())
+                .spawn(move || loop {
+                    std::thread::sleep(HOOK_TICK);
+                    let Some(tx) = weak.upgrade() else { return };
+                    // A full queue has batches coming: they call the hook anyway.
+                    let _ = tx.try_send(Msg::Tick);
+                })
+                .map_err(StoreError::WriterSpawn)?;
+        }
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new()
             .name("weir-archive".into())
@@ -149,6 +169,18 @@ impl ArchiveSink {
                                     group_bytes = 0;
                                     let group = std::mem::take(&mut group);
                                     commit(&mut store, &mut hook, group)?;
+                                }
+                            }
+                            Msg::Tick => {
+                                if group.is_empty() {
+                                    if let Some(h) = hook.as_mut() {
+                                        let extra = h
+                                            .before_commit(&[], store.next_id())
+                                            .map_err(StoreError::Hook)?;
+                                        if let Some(b) = extra {
+                                            store.append_group(vec![(b, None)])?;
+                                        }
+                                    }
                                 }
                             }
                             Msg::Flush(reply) => {

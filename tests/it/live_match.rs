@@ -26,6 +26,16 @@ const KILLS: u64 = 4;
 
 type Key = (String, String, String, String);
 
+/// What [`setup_with_second_feed`] makes: the temporary directory, the archive, the logs,
+/// the reference's matches of the set added, and a second feed's file and matches.
+type Setup = (
+    tempfile::TempDir,
+    PathBuf,
+    Vec<PathBuf>,
+    BTreeSet<Key>,
+    (PathBuf, BTreeSet<Key>),
+);
+
 /// The sightings of `db` as (evidence uid, indicator type, indicator, field), in ID order,
 /// duplicates kept; panics on a sighting whose evidence is not in the archive.
 fn sightings(db: &Path) -> Vec<Key> {
@@ -104,17 +114,7 @@ fn setup(
 }
 
 /// [`setup`], and a second feed (not added): its file and the reference's matches.
-fn setup_with_second_feed(
-    seed: u64,
-    events: usize,
-    indicators: usize,
-) -> (
-    tempfile::TempDir,
-    PathBuf,
-    Vec<PathBuf>,
-    BTreeSet<Key>,
-    (PathBuf, BTreeSet<Key>),
-) {
+fn setup_with_second_feed(seed: u64, events: usize, indicators: usize) -> Setup {
     let mut rng = Rng(seed);
     let (dir, db) = db_dir();
     let (events, logs) = generate(&mut rng, dir.path(), events, now_ns());

@@ -37,17 +37,18 @@ fn log(first: u64, n: u64) -> String {
 
 /// The IDs of the archive's sightings, in order.
 fn sighting_ids(db: &Path) -> Vec<u64> {
-    let out = ok(
-        &run(&[
-            "export",
-            "--db",
-            s(db),
-            "--to",
-            "json",
-            "#type == \"weir.sighting\" | select #id",
-        ]),
+    let out = run(&[
         "export",
-    );
+        "--db",
+        s(db),
+        "--to",
+        "json",
+        "#type == \"weir.sighting\" | select #id",
+    ]);
+    if crate::common::cli::text(&out.stderr).contains("no schema named \"weir.sighting\"") {
+        return Vec::new(); // none yet
+    }
+    let out = ok(&out, "export");
     json_lines(&out)
         .iter()
         .map(|v| v["#id"].as_u64().unwrap())
@@ -227,15 +228,17 @@ fn the_webhook_delivers_every_sighting_in_order_despite_failures() {
     rx.down.store(true, Ordering::SeqCst);
     let url = format!("http://{}/hook", rx.addr);
     let server = serve(&db, &["--listen", "127.0.0.1:0", "--webhook", &url]);
-    import(dir.path(), &db, 3, 3000);
+    import(dir.path(), &db, 3, 900);
     let all = sighting_ids(&db);
-    assert_eq!(all.len(), 1000);
+    assert_eq!(all.len(), 300);
     assert!(
         rx.got.lock().unwrap().is_empty(),
         "nothing accepted while down"
     );
     rx.down.store(false, Ordering::SeqCst);
-    wait_for("every sighting delivered", Duration::from_secs(120), || {
+    // Generous: the pause before a retry grows to 30 s while the receiver is down, and a
+    // loaded machine runs many tests at once.
+    wait_for("every sighting delivered", Duration::from_secs(300), || {
         rx.got.lock().unwrap().len() >= all.len()
     });
     let got = rx.got.lock().unwrap().clone();
@@ -243,7 +246,7 @@ fn the_webhook_delivers_every_sighting_in_order_despite_failures() {
     assert!(server.stop().success());
     // Restarted: the cursor holds; only new sightings go out.
     let server = serve(&db, &["--listen", "127.0.0.1:0", "--webhook", &url]);
-    import(dir.path(), &db, 3003, 30);
+    import(dir.path(), &db, 903, 30);
     let all = sighting_ids(&db);
     wait_for(
         "the new sightings delivered",
@@ -395,4 +398,143 @@ fn the_intel_api_changes_sets_only_with_the_token() {
 
 fn get_with(addr: SocketAddr, path: &str, headers: &[&str]) -> crate::serve::Answer {
     crate::serve::request(addr, "GET", path, headers, "")
+}
+
+/// The (event uid, indicator, mode) of the archive's sightings.
+fn sighting_modes(db: &Path) -> Vec<(String, String)> {
+    let ids = ok(
+        &run(&[
+            "export",
+            "--db",
+            s(db),
+            "--to",
+            "json",
+            "#type != \"weir.sighting\" | select #id, uid",
+        ]),
+        "export",
+    );
+    let uid: std::collections::HashMap<u64, String> = json_lines(&ids)
+        .iter()
+        .map(|v| {
+            (
+                v["#id"].as_u64().unwrap(),
+                v["uid"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let out = ok(
+        &run(&[
+            "export",
+            "--db",
+            s(db),
+            "--to",
+            "json",
+            "#type == \"weir.sighting\"",
+        ]),
+        "export",
+    );
+    json_lines(&out)
+        .iter()
+        .map(|v| {
+            (
+                uid[&v["event_id"].as_u64().unwrap()].clone(),
+                v["mode"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn serve_matches_a_new_set_against_the_past_in_the_background() {
+    // Without a pipeline: the server records the retro sightings itself.
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, db) = db_dir();
+    import(dir.path(), &db, 0, 300);
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let f = write(dir.path(), "ips.txt", "6.6.6.6\n");
+    ok(&add(&db, "late", &["--type", "addr"], &f), "intel add");
+    wait_for("100 retro sightings", Duration::from_secs(60), || {
+        sighting_ids(&db).len() >= 100
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let got = sighting_modes(&db);
+    assert_eq!(got.len(), 100);
+    assert!(got.iter().all(|(_, m)| m == "retro"));
+    assert!(db.join("intel/late.retro").exists(), "the marker");
+    assert!(server.stop().success());
+    // Done once: a second server, and the CLI, record nothing more.
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(sighting_ids(&db).len(), 100);
+    assert!(server.stop().success());
+    let out = run(&["intel", "match", "--db", s(&db), "late"]);
+    assert!(
+        crate::common::cli::text(&out.stderr).contains("0 new sightings"),
+        "{}",
+        crate::common::cli::text(&out.stderr)
+    );
+
+    // With a pipeline following a log into the archive: its writer records them, beside the
+    // live ones of what arrives later; each event once.
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let db = dir.path().join("db");
+    let pipeline = write(
+        dir.path(),
+        "live.toml",
+        &format!(
+            "[sources.zeek]\ntype = \"file\"\npaths = [\"{}/*.log\"]\nfollow = true\n\n\
+             [transforms.batch]\ntype = \"batch\"\ninputs = [\"zeek\"]\ntimeout = \"200ms\"\n\n\
+             [sinks.archive]\ntype = \"archive\"\ninputs = [\"batch\"]\ndb = \"{}\"\n",
+            s(&logs),
+            s(&db)
+        ),
+    );
+    let conn = logs.join("conn.log");
+    std::fs::write(&conn, log(0, 300)).unwrap();
+    let server = serve(&db, &["--listen", "127.0.0.1:0", s(&pipeline)]);
+    let events = |db: &Path| -> u64 {
+        let out = run(&["count", "--db", s(db), "#type == \"zeek.conn\""]);
+        crate::common::cli::text(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    wait_for("300 events", Duration::from_secs(60), || events(&db) == 300);
+    ok(&add(&db, "late", &["--type", "addr"], &f), "intel add");
+    wait_for("100 retro sightings", Duration::from_secs(60), || {
+        sighting_ids(&db).len() >= 100
+    });
+    // More lines: matched live.
+    let mut more = log(300, 300);
+    more = more
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&conn)
+        .unwrap();
+    file.write_all(more.as_bytes()).unwrap();
+    drop(file);
+    wait_for("600 events", Duration::from_secs(60), || events(&db) == 600);
+    wait_for("200 sightings", Duration::from_secs(60), || {
+        sighting_ids(&db).len() >= 200
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let got = sighting_modes(&db);
+    let uids: BTreeSet<&String> = got.iter().map(|(u, _)| u).collect();
+    assert_eq!(
+        (got.len(), uids.len()),
+        (200, 200),
+        "each event once: {got:?}"
+    );
+    let retro = got.iter().filter(|(_, m)| m == "retro").count();
+    let live = got.iter().filter(|(_, m)| m == "live").count();
+    assert_eq!(retro + live, 200);
+    assert!(retro >= 100 && live >= 1, "retro {retro}, live {live}");
+    assert!(server.stop().success());
+    assert!(db.join("intel/late.retro").exists(), "the marker");
 }
