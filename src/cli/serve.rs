@@ -182,14 +182,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             stop.clone(),
         ))
     });
-    // Without a pipeline writing to the archive, the server matches new and changed sets
-    // against it itself, whenever no other process writes to it.
-    let retro = (!fills_db).then(|| {
-        tokio::spawn(weir::unstable::serve::retro::run(
-            args.db.path.clone(),
-            stop.clone(),
-        ))
-    });
     let router = weir::unstable::serve::router(state, token, guard);
     let (server, scheme) = match tls {
         None => (
@@ -229,9 +221,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     server.shutdown().await;
     if let Some(w) = webhook {
         let _ = w.await;
-    }
-    if let Some(r) = retro {
-        let _ = r.await;
     }
     if !ok {
         anyhow::bail!("a pipeline failed (see above)");

@@ -15,10 +15,10 @@
 //! `DIR/intel/NAME.retro` (JSON, written atomically) says so: `{"format": 1, "version": V,
 //! "through": ID}`: every event below ID was matched against version V of the set, and the
 //! events from ID on are matched live by the writers ([`super::live`]). A set whose marker is
-//! missing or names another version (it was added or changed since) is what `weir serve`
-//! matches in the background ([`RetroRecorder`] when no pipeline of the server writes to the
-//! archive, the writer's [`super::LiveMatch`] when one does). A marker that cannot be read is
-//! taken as missing: the match runs again, and records nothing twice.
+//! missing or names another version (it was added or changed since) is what the writers of
+//! `weir serve`'s pipelines match in the background ([`super::LiveMatch::with_background_retro`]).
+//! A marker that cannot be read is taken as missing: the match runs again, and records
+//! nothing twice.
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};

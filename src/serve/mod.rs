@@ -22,7 +22,6 @@
 //! | `api.rs` | the handlers |
 //! | `context.rs` | the handlers of `explore` and `pivot` |
 //! | `intel.rs` | `/api/v1/intel/...`: the indicator sets (their writes need the token) |
-//! | `retro.rs` | new and changed indicator sets matched against the archive in the background |
 //! | `sightings.rs` | `GET /api/v1/sightings`: the sightings, newest first or followed |
 //! | `webhook.rs` | `--webhook`: each new sighting POSTed to a URL, at least once |
 //! | `page.rs` | the page (`page.html`), held when another site opened it |
@@ -46,7 +45,6 @@ pub mod limits;
 pub mod memory;
 pub mod page;
 pub mod query;
-pub mod retro;
 pub mod router;
 pub mod sightings;
 pub mod state;

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::cli::{export_json, run, run_until, s, text};
+use common::cli::{export_json, kill_until_done, run, run_until, s, text};
 use common::rng::{kills_from_env, Rng};
 use weir::unstable::batch::{Batch, BatchBuilder};
 use weir::unstable::checkpoint::{FileCheckpoint, FileId, Mark, Position};
@@ -153,25 +153,18 @@ fn eve_import_resumes_exactly_once_after_sigkill() {
     while done < kills {
         round += 1;
         let db = tmp.path().join(format!("db{round}"));
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            assert!(attempts < 1000, "the import never completes (seed {seed})");
-            let ms = rng.below(whole.as_millis() as u64 * 11 / 10 + 1);
-            if run_until(&args(&db), Duration::from_millis(ms), &log).is_some() {
-                break;
-            }
-            done += 1;
+        done += kill_until_done(&args(&db), whole, &mut rng, &log, |k, ms| {
             if !db.join("catalog.json").exists() && !db.join("wal").exists() {
-                continue;
+                return;
             }
             let got = flow_ids(&db);
             let twice: Vec<_> = got.iter().filter(|(_, c)| **c > 1).take(5).collect();
             assert!(
                 twice.is_empty(),
-                "after kill {done} at {ms} ms (seed {seed}): events twice: {twice:?}"
+                "after kill {} at {ms} ms (seed {seed}): events twice: {twice:?}",
+                done + k
             );
-        }
+        });
         let got = flow_ids(&db);
         let missing: Vec<u64> = (0..n).filter(|k| !got.contains_key(k)).take(5).collect();
         assert!(

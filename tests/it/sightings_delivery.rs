@@ -400,82 +400,18 @@ fn get_with(addr: SocketAddr, path: &str, headers: &[&str]) -> crate::serve::Ans
     crate::serve::request(addr, "GET", path, headers, "")
 }
 
-/// The (event uid, indicator, mode) of the archive's sightings.
+/// The (event uid, mode) of the archive's sightings.
 fn sighting_modes(db: &Path) -> Vec<(String, String)> {
-    let ids = ok(
-        &run(&[
-            "export",
-            "--db",
-            s(db),
-            "--to",
-            "json",
-            "#type != \"weir.sighting\" | select #id, uid",
-        ]),
-        "export",
-    );
-    let uid: std::collections::HashMap<u64, String> = json_lines(&ids)
-        .iter()
-        .map(|v| {
-            (
-                v["#id"].as_u64().unwrap(),
-                v["uid"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let out = ok(
-        &run(&[
-            "export",
-            "--db",
-            s(db),
-            "--to",
-            "json",
-            "#type == \"weir.sighting\"",
-        ]),
-        "export",
-    );
-    json_lines(&out)
-        .iter()
-        .map(|v| {
-            (
-                uid[&v["event_id"].as_u64().unwrap()].clone(),
-                v["mode"].as_str().unwrap().to_string(),
-            )
-        })
+    crate::live_match::sightings_with_uids(db)
+        .into_iter()
+        .map(|(uid, v)| (uid, v["mode"].as_str().unwrap().to_string()))
         .collect()
 }
 
 #[test]
 fn serve_matches_a_new_set_against_the_past_in_the_background() {
-    // Without a pipeline: the server records the retro sightings itself.
-    let dir = tempfile::tempdir().unwrap();
-    let (_d, db) = db_dir();
-    import(dir.path(), &db, 0, 300);
-    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
-    let f = write(dir.path(), "ips.txt", "6.6.6.6\n");
-    ok(&add(&db, "late", &["--type", "addr"], &f), "intel add");
-    wait_for("100 retro sightings", Duration::from_secs(60), || {
-        sighting_ids(&db).len() >= 100
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    let got = sighting_modes(&db);
-    assert_eq!(got.len(), 100);
-    assert!(got.iter().all(|(_, m)| m == "retro"));
-    assert!(db.join("intel/late.retro").exists(), "the marker");
-    assert!(server.stop().success());
-    // Done once: a second server, and the CLI, record nothing more.
-    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
-    std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(sighting_ids(&db).len(), 100);
-    assert!(server.stop().success());
-    let out = run(&["intel", "match", "--db", s(&db), "late"]);
-    assert!(
-        crate::common::cli::text(&out.stderr).contains("0 new sightings"),
-        "{}",
-        crate::common::cli::text(&out.stderr)
-    );
-
-    // With a pipeline following a log into the archive: its writer records them, beside the
-    // live ones of what arrives later; each event once.
+    // A pipeline follows a log into the archive: its writer records the set's sightings of
+    // the past, beside the live ones of what arrives later; each event once.
     let dir = tempfile::tempdir().unwrap();
     let logs = dir.path().join("logs");
     std::fs::create_dir(&logs).unwrap();
@@ -502,6 +438,7 @@ fn serve_matches_a_new_set_against_the_past_in_the_background() {
             .unwrap_or(0)
     };
     wait_for("300 events", Duration::from_secs(60), || events(&db) == 300);
+    let f = write(dir.path(), "ips.txt", "6.6.6.6\n");
     ok(&add(&db, "late", &["--type", "addr"], &f), "intel add");
     wait_for("100 retro sightings", Duration::from_secs(60), || {
         sighting_ids(&db).len() >= 100

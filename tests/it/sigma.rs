@@ -136,31 +136,13 @@ fn uids(text: &str, check: impl Fn(&Value, &str)) -> Vec<String> {
 /// The uids of the evidence of the `weir.sighting` events of `db`, sorted; each sighting
 /// must be rule `id`'s, and live.
 fn sighting_uids(db: &Path, id: &str) -> Vec<String> {
-    let export = |expr: &str| {
-        ok(
-            &run(&["export", "--db", s(db), "--to", "json", expr]),
-            "export",
-        )
-    };
-    let uid: std::collections::HashMap<u64, String> =
-        export("#type != \"weir.sighting\" | select #id, uid")
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (
-                    v["#id"].as_u64().unwrap(),
-                    v["uid"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-    let mut got: Vec<String> = export("#type == \"weir.sighting\"")
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            assert_eq!(v["matcher"], "sigma", "{l}");
-            assert_eq!(v["mode"], "live", "{l}");
-            assert_eq!(v["name"].as_str(), Some(id.trim()), "{l}");
-            uid[&v["event_id"].as_u64().unwrap()].clone()
+    let mut got: Vec<String> = crate::live_match::sightings_with_uids(db)
+        .into_iter()
+        .map(|(uid, v)| {
+            assert_eq!(v["matcher"], "sigma", "{v}");
+            assert_eq!(v["mode"], "live", "{v}");
+            assert_eq!(v["name"].as_str(), Some(id.trim()), "{v}");
+            uid
         })
         .collect();
     got.sort();

@@ -162,3 +162,25 @@ pub fn run_until(args: &[String], delay: Duration, log: &Path) -> Option<String>
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// Runs `args` (a weir command that resumes where a killed run stopped) with SIGKILL at
+/// random moments, up to 110% of `whole` (how long a run takes uninterrupted), until a run
+/// completes; `after_kill(kills, ms)` checks the state after each kill. Returns the kills.
+pub fn kill_until_done(
+    args: &[String],
+    whole: Duration,
+    rng: &mut super::rng::Rng,
+    log: &Path,
+    mut after_kill: impl FnMut(u64, u64),
+) -> u64 {
+    let mut kills = 0;
+    loop {
+        let ms = rng.below(whole.as_millis() as u64 * 11 / 10 + 1);
+        if run_until(args, Duration::from_millis(ms), log).is_some() {
+            return kills;
+        }
+        kills += 1;
+        assert!(kills < 1000, "{args:?} never completes");
+        after_kill(kills, ms);
+    }
+}
