@@ -246,7 +246,12 @@ impl Store {
         // The new ones: sorted, each once (a value given twice keeps its last metadata, as
         // one added after the other would: new values are appended in the order given, so
         // their offsets order them), then merged with the old ones.
-        let mut fresh = self.records.split_off(base);
+        // (`split_off` copies, also at 0: a first add or a load takes the records instead.)
+        let mut fresh = if base == 0 {
+            std::mem::take(&mut self.records)
+        } else {
+            self.records.split_off(base)
+        };
         {
             let text = &self.text;
             let v = |r: &Record| text.get(r.start..r.start + r.len).unwrap_or_default();
