@@ -11,7 +11,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use weir::unstable::detect::RetroRecorder;
 use weir::unstable::error::OnError;
 use weir::unstable::intel::{
-    read_indicators, retro_match, IndicatorSet, IndicatorType, IntelFormat, ReadOptions, Sighting,
+    read_indicators_from, retro_match, IndicatorSet, IndicatorType, IntelFormat, ReadOptions,
+    Sighting,
 };
 use weir::unstable::store::Archive;
 
@@ -210,19 +211,20 @@ fn add(args: AddArgs) -> anyhow::Result<()> {
         on_error: args.on_error,
         valid_until: args.expire.map(|d| now_ns().saturating_add(ns_of(d.0))),
     };
-    let mut total = weir::unstable::intel::AddReport::default();
+    let mut adder = set.adder();
     for path in &args.files {
-        let (text, name) = if path.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .context("cannot read stdin")?;
-            (text, "stdin".to_string())
+        // Read as it comes (a feed of millions of indicators is never held whole).
+        let (mut input, name): (Box<dyn std::io::BufRead>, String) = if path.as_os_str() == "-" {
+            (Box::new(std::io::stdin().lock()), "stdin".to_string())
         } else {
-            let text = std::fs::read_to_string(path)
+            let file = std::fs::File::open(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            (text, path.display().to_string())
+            (
+                Box::new(std::io::BufReader::new(file)),
+                path.display().to_string(),
+            )
         };
-        let report = read_indicators(&text, &name, &options)?;
+        let report = read_indicators_from(&mut input, &name, &options, &mut |i| adder.push(i))?;
         for e in &report.skipped {
             say!("weir: skipped {e}");
         }
@@ -236,11 +238,8 @@ fn add(args: AddArgs) -> anyhow::Result<()> {
                 say!("  {u}");
             }
         }
-        let r = set.add(report.indicators);
-        total.added += r.added;
-        total.updated += r.updated;
-        total.unchanged += r.unchanged;
     }
+    let total = adder.finish();
     if total.added + total.updated > 0 || set.version() == 0 {
         set.store(&args.db.path, true)?;
     }
@@ -359,7 +358,7 @@ fn run_match(args: MatchArgs) -> anyhow::Result<()> {
     let now = now_ns();
     let since = args.since.map(|d| now.saturating_sub(ns_of(d.0)));
     let matcher = weir::unstable::intel::Matcher::new(&set, now);
-    let expired = set.len() - matcher.indicators().len();
+    let expired = set.len() - matcher.len();
     if expired > 0 {
         say!(
             "weir: {expired} expired indicators of set {} are not matched",

@@ -320,7 +320,7 @@ impl LiveMatch {
                         continue;
                     }
                     seen.push((h.indicator, h.field));
-                    let i = &set.matcher.indicators()[h.indicator];
+                    let i = set.matcher.indicator(h.indicator);
                     if i.expired(now) {
                         continue;
                     }
@@ -330,12 +330,12 @@ impl LiveMatch {
                         event_type: schema.name.clone(),
                         matcher: Kind::Intel,
                         name: set.name.clone(),
-                        indicator: i.value.clone(),
+                        indicator: i.value.to_string(),
                         indicator_type: i.kind.name().to_string(),
                         field: Some(schema.fields[h.field].name.clone()),
                         value: Some(h.value),
-                        source: i.meta.source.clone(),
-                        description: i.meta.description.clone(),
+                        source: i.meta.source.map(str::to_string),
+                        description: i.meta.description.map(str::to_string),
                         confidence: i.meta.confidence,
                         mode: Mode::Live,
                     });

@@ -245,6 +245,85 @@ impl Indicator {
     pub fn expired(&self, now: i64) -> bool {
         self.valid_until.is_some_and(|t| t <= now)
     }
+
+    /// The indicator as an [`IndicatorRef`] borrowing its strings.
+    pub fn view(&self) -> IndicatorRef<'_> {
+        IndicatorRef {
+            value: &self.value,
+            kind: self.kind,
+            meta: MetaRef {
+                source: self.meta.source.as_deref(),
+                description: self.meta.description.as_deref(),
+                confidence: self.meta.confidence,
+            },
+            valid_until: self.valid_until,
+        }
+    }
+}
+
+/// [`Meta`] borrowed from where a set keeps it (sets share the texts of equal metadata).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct MetaRef<'a> {
+    /// Where it comes from (`meta.source`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a str>,
+    /// What it is (`meta.desc`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'a str>,
+    /// How sure the feed is, as it writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<u32>,
+}
+
+impl MetaRef<'_> {
+    /// Whether it says nothing.
+    pub fn is_empty(&self) -> bool {
+        self.source.is_none() && self.description.is_none() && self.confidence.is_none()
+    }
+
+    /// An owned copy.
+    pub fn to_meta(&self) -> Meta {
+        Meta {
+            source: self.source.map(str::to_string),
+            description: self.description.map(str::to_string),
+            confidence: self.confidence,
+        }
+    }
+}
+
+/// An indicator of a set (or of a [`super::Matcher`]) borrowed from the set's
+/// compact storage: what [`Indicator`] owns, as references. It serializes as [`Indicator`]
+/// does, byte for byte (the set file's `indicators` are these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IndicatorRef<'a> {
+    /// The value, canonical for its kind ([`IndicatorType::normalize`]).
+    pub value: &'a str,
+    /// Its kind.
+    #[serde(rename = "type")]
+    pub kind: IndicatorType,
+    /// What the feed says about it.
+    #[serde(skip_serializing_if = "MetaRef::is_empty")]
+    pub meta: MetaRef<'a>,
+    /// When it stops matching (nanoseconds since the epoch); `None`: never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<i64>,
+}
+
+impl IndicatorRef<'_> {
+    /// Whether it has expired at `now` (as [`Indicator::expired`]).
+    pub fn expired(&self, now: i64) -> bool {
+        self.valid_until.is_some_and(|t| t <= now)
+    }
+
+    /// An owned copy.
+    pub fn to_indicator(&self) -> Indicator {
+        Indicator {
+            value: self.value.to_string(),
+            kind: self.kind,
+            meta: self.meta.to_meta(),
+            valid_until: self.valid_until,
+        }
+    }
 }
 
 /// An address from text: `10.0.0.1`, `2001:db8::1`, also in brackets `[::1]`.

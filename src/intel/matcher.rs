@@ -6,15 +6,19 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::ops::Range;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use crate::query::concepts::{self, Concepts};
 use crate::types::{Schema, Type};
 use crate::value::{DecodeError, RowCursor, ValueRef};
 
 use super::indicator::{
-    canonical_ip, mapped_len, mask, parse_subnet, to_bits, Indicator, IndicatorType,
+    canonical_ip, mapped_len, mask, parse_subnet, to_bits, IndicatorRef, IndicatorType,
 };
-use super::set::IndicatorSet;
+use super::set::{IndicatorSet, Store};
 
 /// Where an indicator type is looked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +95,7 @@ impl SchemaPlan {
 /// One match within a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
-    /// The indicator (an index into [`Matcher::indicators`]).
+    /// The indicator ([`Matcher::indicator`] of it).
     pub indicator: usize,
     /// The field that matched (an index into the schema's fields).
     pub field: usize,
@@ -114,16 +118,66 @@ pub struct BatchHit {
 }
 
 /// A set compiled for matching: the indicators that have not expired, in hash tables.
+///
+/// It shares the set's storage (values and metadata are not copied; a later change to the
+/// set copies them for the set instead): its tables hold positions of indicators, and the
+/// string tables (domains, URLs, hashes, ...) are keyed by a hash of (type, value), each
+/// candidate compared with the stored value.
 #[derive(Debug, Clone)]
 pub struct Matcher {
     set: String,
-    indicators: Vec<Indicator>,
-    addrs: HashMap<u128, usize>,
+    store: Arc<Store>,
+    /// The indicators matched, as positions in `store` ([`Hit::indicator`] indexes this):
+    /// [`Live`].
+    live: Live,
+    /// The indicators of each type (sorted by type) as a range of `live`, by
+    /// [`IndicatorType::ALL`]'s order.
+    kinds: [Range<usize>; 9],
+    addrs: HashMap<u128, usize, ahash::RandomState>,
     /// Per mapped prefix length (ascending), network bits -> indicator.
-    subnets: Vec<(u8, HashMap<u128, usize>)>,
-    domains: HashMap<String, usize>,
-    urls: HashMap<String, usize>,
-    exact: HashMap<(IndicatorType, Vec<u8>), usize>,
+    subnets: Vec<(u8, HashMap<u128, usize, ahash::RandomState>)>,
+    /// Domains, URLs and the types matched by equal strings: indexes into `live`, by the hash
+    /// of (type, value).
+    strings: HashTable<usize>,
+    hasher: ahash::RandomState,
+}
+
+/// The indicators of a store a matcher matches: all of them (none has expired, as usual),
+/// or those listed.
+#[derive(Debug, Clone)]
+enum Live {
+    All(usize),
+    Some(Vec<usize>),
+}
+
+impl Live {
+    fn of(store: &Store, now: i64) -> Live {
+        let live = |i: &usize| store.get(*i).is_some_and(|r| !r.expired(now));
+        if (0..store.len()).all(|i| live(&i)) {
+            Live::All(store.len())
+        } else {
+            Live::Some((0..store.len()).filter(live).collect())
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Live::All(n) => *n,
+            Live::Some(v) => v.len(),
+        }
+    }
+
+    /// The position in the store of the `n`th.
+    fn at(&self, n: usize) -> usize {
+        match self {
+            Live::All(_) => n,
+            Live::Some(v) => v[n],
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len()).map(|n| self.at(n))
+    }
 }
 
 /// Whether `ty` holds strings (or a container of them).
@@ -135,50 +189,78 @@ fn addrish(ty: &Type) -> bool {
     *ty == Type::Addr || (ty.is_container() && ty.element() == Some(&Type::Addr))
 }
 
+/// The position of `kind` in [`IndicatorType::ALL`].
+fn kind_index(kind: IndicatorType) -> usize {
+    IndicatorType::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or_default()
+}
+
 impl Matcher {
     /// The matcher of the indicators of `set` that have not expired at `now` (ns).
     pub fn new(set: &IndicatorSet, now: i64) -> Matcher {
+        let store = set.storage().clone();
+        let live = Live::of(&store, now);
+        let mut kinds: [Range<usize>; 9] = Default::default();
+        let mut counts = [0usize; 9];
+        for i in live.iter() {
+            if let Some(k) = store.kind(i) {
+                counts[kind_index(k)] += 1;
+            }
+        }
+        let mut at = 0;
+        for (k, n) in counts.iter().enumerate() {
+            kinds[k] = at..at + n;
+            at += n;
+        }
+        let count = |k: IndicatorType| counts[kind_index(k)];
+        let strings_len = live.len() - count(IndicatorType::Addr) - count(IndicatorType::Subnet);
+        let hasher = ahash::RandomState::new();
         let mut m = Matcher {
             set: set.name().to_string(),
-            indicators: Vec::new(),
-            addrs: HashMap::new(),
+            addrs: HashMap::with_capacity_and_hasher(count(IndicatorType::Addr), hasher.clone()),
             subnets: Vec::new(),
-            domains: HashMap::new(),
-            urls: HashMap::new(),
-            exact: HashMap::new(),
+            strings: HashTable::with_capacity(strings_len),
+            hasher,
+            store,
+            live,
+            kinds,
         };
-        for i in set.indicators().filter(|i| !i.expired(now)) {
-            let n = m.indicators.len();
-            match i.kind {
+        for (n, i) in m.live.iter().enumerate() {
+            let (Some(kind), value) = (m.store.kind(i), m.store.value_of(i)) else {
+                continue;
+            };
+            match kind {
                 IndicatorType::Addr => {
-                    if let Ok(a) = i.value.parse::<IpAddr>() {
+                    if let Ok(a) = value.parse::<IpAddr>() {
                         m.addrs.insert(to_bits(a), n);
                     }
                 }
                 IndicatorType::Subnet => {
-                    if let Some((net, len)) = parse_subnet(&i.value) {
+                    if let Some((net, len)) = parse_subnet(value) {
                         let wide = mapped_len(net, len);
                         let at = match m.subnets.iter().position(|(l, _)| *l == wide) {
                             Some(at) => at,
                             None => {
-                                m.subnets.push((wide, HashMap::new()));
+                                let table = HashMap::with_hasher(m.hasher.clone());
+                                m.subnets.push((wide, table));
                                 m.subnets.len() - 1
                             }
                         };
                         m.subnets[at].1.insert(to_bits(net), n);
                     }
                 }
-                IndicatorType::Domain => {
-                    m.domains.insert(i.value.clone(), n);
-                }
-                IndicatorType::Url => {
-                    m.urls.insert(i.value.clone(), n);
-                }
                 kind => {
-                    m.exact.insert((kind, i.value.as_bytes().to_vec()), n);
+                    let (store, live, hasher) = (&m.store, &m.live, &m.hasher);
+                    let hash = hasher.hash_one((kind, value.as_bytes()));
+                    m.strings.insert_unique(hash, n, |&o| {
+                        let i = live.at(o);
+                        let k = store.kind(i).unwrap_or(kind);
+                        hasher.hash_one((k, store.value_of(i).as_bytes()))
+                    });
                 }
             }
-            m.indicators.push(i.clone());
         }
         m.subnets.sort_by_key(|(l, _)| *l);
         m
@@ -189,22 +271,54 @@ impl Matcher {
         &self.set
     }
 
-    /// The indicators matched (those not expired), as [`Hit::indicator`] indexes them.
-    pub fn indicators(&self) -> &[Indicator] {
-        &self.indicators
+    /// The number of indicators matched (those not expired): [`Hit::indicator`] is below it.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Whether it matches no indicator.
+    pub fn is_empty(&self) -> bool {
+        self.live.len() == 0
+    }
+
+    /// Indicator `i` (a [`Hit::indicator`]): its value, type, metadata and expiry, borrowed
+    /// from the set's storage. Panics if `i` is not below [`Matcher::len`].
+    pub fn indicator(&self, i: usize) -> IndicatorRef<'_> {
+        match self.store.get(self.live.at(i)) {
+            Some(r) => r,
+            None => unreachable!("a matcher's positions are of its store"),
+        }
+    }
+
+    /// The indicators matched (those not expired), in the order [`Hit::indicator`] counts
+    /// them.
+    pub fn indicators(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = IndicatorRef<'_>> + ExactSizeIterator + '_ {
+        (0..self.live.len()).map(|i| self.indicator(i))
     }
 
     /// Whether it has indicators of `kind`.
     pub fn has(&self, kind: IndicatorType) -> bool {
-        self.indicators.iter().any(|i| i.kind == kind)
+        !self.kinds[kind_index(kind)].is_empty()
     }
 
     /// The values of the indicators of `kind`.
-    pub fn values(&self, kind: IndicatorType) -> impl Iterator<Item = &str> {
-        self.indicators
-            .iter()
-            .filter(move |i| i.kind == kind)
-            .map(|i| i.value.as_str())
+    pub fn values(&self, kind: IndicatorType) -> impl ExactSizeIterator<Item = &str> {
+        self.kinds[kind_index(kind)]
+            .clone()
+            .map(|n| self.store.value_of(self.live.at(n)))
+    }
+
+    /// The indicator of (`kind`, `value`) among the string tables.
+    fn lookup(&self, kind: IndicatorType, value: &[u8]) -> Option<usize> {
+        let hash = self.hasher.hash_one((kind, value));
+        self.strings
+            .find(hash, |&o| {
+                let i = self.live.at(o);
+                self.store.kind(i) == Some(kind) && self.store.value_of(i).as_bytes() == value
+            })
+            .copied()
     }
 
     /// Which fields of `schema` are tested, by the match table over `concepts`.
@@ -364,14 +478,14 @@ impl Matcher {
                 }
             }
             (Check::Domain, ValueRef::String(s)) => {
-                if self.domains.is_empty() {
+                if !self.has(IndicatorType::Domain) {
                     return;
                 }
                 let text = String::from_utf8_lossy(s);
                 let lower = text.trim_end_matches('.').to_ascii_lowercase();
                 let mut rest = lower.as_str();
                 loop {
-                    if let Some(&i) = self.domains.get(rest) {
+                    if let Some(i) = self.lookup(IndicatorType::Domain, rest.as_bytes()) {
                         hit(i, text.to_string());
                     }
                     match rest.find('.') {
@@ -386,16 +500,20 @@ impl Matcher {
                     Some(h) => format!("{}{path}", String::from_utf8_lossy(h).to_ascii_lowercase()),
                     None => path.to_string(),
                 };
-                if let Some(&i) = self.urls.get(&full) {
+                if let Some(i) = self.lookup(IndicatorType::Url, full.as_bytes()) {
                     hit(i, full);
                 }
             }
             (Check::Exact(kind), ValueRef::String(s)) => {
-                let key: Vec<u8> = match kind {
-                    IndicatorType::Email => s.to_ascii_lowercase(),
-                    _ => s.to_vec(),
+                let lower;
+                let key: &[u8] = match kind {
+                    IndicatorType::Email => {
+                        lower = s.to_ascii_lowercase();
+                        &lower
+                    }
+                    _ => s,
                 };
-                if let Some(&i) = self.exact.get(&(kind, key)) {
+                if let Some(i) = self.lookup(kind, key) {
                     hit(i, String::from_utf8_lossy(s).into_owned());
                 }
             }
@@ -408,6 +526,7 @@ impl Matcher {
 mod tests {
     use super::*;
     use crate::types::Field;
+    use crate::unstable::intel::Indicator;
     use crate::value::{encode_row, Value};
 
     fn set(items: &[(&str, IndicatorType)]) -> IndicatorSet {
@@ -468,10 +587,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(ts, Some(5));
-        let got: Vec<&str> = out
-            .iter()
-            .map(|h| m.indicators()[h.indicator].value.as_str())
-            .collect();
+        let got: Vec<&str> = out.iter().map(|h| m.indicator(h.indicator).value).collect();
         assert_eq!(
             got,
             vec!["10.1.2.3", "10.1.0.0/16", "evil.com", "BadBot/1.0"]
@@ -530,12 +646,36 @@ mod tests {
     }
 
     #[test]
+    fn a_matcher_shares_the_sets_storage() {
+        let s = set(&[
+            ("evil.com", IndicatorType::Domain),
+            ("10.1.2.3", IndicatorType::Addr),
+        ]);
+        let m = Matcher::new(&s, 0);
+        assert!(
+            Arc::ptr_eq(s.storage(), &m.store),
+            "not a copy of the indicators"
+        );
+        let got: Vec<&str> = m.indicators().map(|i| i.value).collect();
+        assert_eq!(got, vec!["10.1.2.3", "evil.com"]);
+        assert_eq!(
+            m.values(IndicatorType::Domain).collect::<Vec<_>>(),
+            vec!["evil.com"]
+        );
+        // A change to the set after the matcher leaves the matcher as it was.
+        let mut s = s;
+        s.add([Indicator::new("bad.org", IndicatorType::Domain).unwrap()]);
+        assert_eq!(m.len(), 2);
+        assert_eq!(s.len(), 3);
+    }
+
+    #[test]
     fn expired_indicators_do_not_match() {
         let mut s = IndicatorSet::new("t").unwrap();
         let mut i = Indicator::new("10.1.2.3", IndicatorType::Addr).unwrap();
         i.valid_until = Some(100);
         s.add([i]);
         assert_eq!(Matcher::new(&s, 99).indicators().len(), 1);
-        assert!(Matcher::new(&s, 100).indicators().is_empty());
+        assert!(Matcher::new(&s, 100).is_empty());
     }
 }

@@ -47,12 +47,12 @@ pub mod stix;
 
 use std::path::PathBuf;
 
-pub use indicator::{Indicator, IndicatorType, Meta};
+pub use indicator::{Indicator, IndicatorRef, IndicatorType, Meta, MetaRef};
 pub use input::{IntelFormat, ReadOptions, ReadReport};
 pub use matcher::Matcher;
-pub use read::read_indicators;
+pub use read::{read_indicators, read_indicators_from};
 pub use retro::{retro_match, RetroStats, Sighting};
-pub use set::{AddReport, IndicatorSet};
+pub use set::{AddReport, Adder, IndicatorSet};
 
 /// What went wrong with an indicator set or an indicator file.
 #[derive(Debug, thiserror::Error)]

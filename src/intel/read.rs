@@ -1,6 +1,11 @@
 //! Readers of indicator files: Zeek Intel framework files, CSV, plain lists and STIX 2.1
 //! bundles ([`super::stix`]), their options and report in [`super::input`]. Each bad line is an error naming the file, the line and the
 //! value; under [`crate::error::OnError::Skip`] it is counted and kept for the report instead.
+//!
+//! Zeek files, CSV and lists are read a line at a time ([`read_indicators_from`]), so that a
+//! feed of millions of indicators is never held whole, as text or as [`Indicator`]s.
+
+use std::io::BufRead;
 
 use super::indicator::{Indicator, IndicatorType, Meta};
 use super::input::{input_error, parse_until, IntelFormat, ReadOptions, ReadReport};
@@ -13,11 +18,144 @@ pub fn read_indicators(
     options: &ReadOptions,
 ) -> Result<ReadReport, IntelError> {
     let format = options.format.unwrap_or_else(|| IntelFormat::detect(text));
+    if format == IntelFormat::Stix {
+        return super::stix::read_stix(text, file, options);
+    }
+    let mut indicators = Vec::new();
+    let mut lines = TextLines {
+        lines: text.lines(),
+        line: 0,
+    };
+    let mut report = read_lines(format, &mut lines, file, options, &mut |i| {
+        indicators.push(i)
+    })?;
+    report.indicators = indicators;
+    Ok(report)
+}
+
+/// Reads one indicator file from `input` as it comes (`file` names it in errors), handing
+/// each indicator to `each` in the file's order; the report's `indicators` are empty. Zeek
+/// files, CSV and lists are read a line at a time; a STIX bundle, one JSON document, whole.
+pub fn read_indicators_from(
+    input: &mut dyn BufRead,
+    file: &str,
+    options: &ReadOptions,
+    each: &mut dyn FnMut(Indicator),
+) -> Result<ReadReport, IntelError> {
+    let mut lines = ReadLines {
+        input,
+        file,
+        buf: String::new(),
+        line: 0,
+        held: false,
+    };
+    // The format from the first line that is not blank, which is then read again.
+    let format = match options.format {
+        Some(f) => f,
+        None => loop {
+            match lines.next_line()? {
+                None => break IntelFormat::List,
+                Some((_, l)) if l.trim().is_empty() => continue,
+                Some((_, l)) => {
+                    let f = IntelFormat::detect(l);
+                    lines.hold();
+                    break f;
+                }
+            }
+        },
+    };
+    if format == IntelFormat::Stix {
+        let mut text = String::new();
+        while let Some((_, l)) = lines.next_line()? {
+            text.push_str(l);
+            text.push('\n');
+        }
+        let mut report = super::stix::read_stix(&text, file, options)?;
+        report.indicators.drain(..).for_each(each);
+        return Ok(report);
+    }
+    read_lines(format, &mut lines, file, options, each)
+}
+
+/// Lines of a file, numbered from 1, without their `\n` or `\r\n` (as [`str::lines`]).
+trait Lines {
+    /// The next line's number and text; `None` at the end.
+    fn next_line(&mut self) -> Result<Option<(usize, &str)>, IntelError>;
+}
+
+struct TextLines<'a> {
+    lines: std::str::Lines<'a>,
+    line: usize,
+}
+
+impl Lines for TextLines<'_> {
+    fn next_line(&mut self) -> Result<Option<(usize, &str)>, IntelError> {
+        let l = self.lines.next();
+        self.line += usize::from(l.is_some());
+        Ok(l.map(|l| (self.line, l)))
+    }
+}
+
+struct ReadLines<'a> {
+    input: &'a mut dyn BufRead,
+    file: &'a str,
+    buf: String,
+    line: usize,
+    /// The line in `buf` is to be returned again.
+    held: bool,
+}
+
+impl ReadLines<'_> {
+    /// Returns the last line again on the next call.
+    fn hold(&mut self) {
+        self.held = true;
+        self.line -= 1;
+    }
+}
+
+impl Lines for ReadLines<'_> {
+    fn next_line(&mut self) -> Result<Option<(usize, &str)>, IntelError> {
+        if self.held {
+            self.held = false;
+        } else {
+            self.buf.clear();
+            let n = self
+                .input
+                .read_line(&mut self.buf)
+                .map_err(|e| crate::fs::FsError::new("read", self.file, e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if self.buf.ends_with('\n') {
+                self.buf.pop();
+                if self.buf.ends_with('\r') {
+                    self.buf.pop();
+                }
+            }
+        }
+        self.line += 1;
+        Ok(Some((self.line, &self.buf)))
+    }
+}
+
+/// Reads the lines of a file of a line-based format.
+fn read_lines(
+    format: IntelFormat,
+    lines: &mut dyn Lines,
+    file: &str,
+    options: &ReadOptions,
+    each: &mut dyn FnMut(Indicator),
+) -> Result<ReadReport, IntelError> {
+    let mut out = |mut i: Indicator| {
+        if i.valid_until.is_none() {
+            i.valid_until = options.valid_until;
+        }
+        each(i)
+    };
     match format {
-        IntelFormat::Zeek => read_zeek(text, file, options),
-        IntelFormat::Csv => read_csv(text, file, options),
-        IntelFormat::List => read_list(text, file, options),
-        IntelFormat::Stix => super::stix::read_stix(text, file, options),
+        IntelFormat::Zeek => read_zeek(lines, file, options, &mut out),
+        IntelFormat::Csv => read_csv(lines, file, options, &mut out),
+        IntelFormat::List | IntelFormat::Stix => read_list(lines, file, options, &mut out),
     }
 }
 
@@ -50,11 +188,15 @@ fn confidence(file: &str, line: usize, text: &str) -> Result<Option<u32>, IntelE
 
 /// Zeek's Intel framework file: `#fields indicator indicator_type meta.source meta.desc
 /// ...`, tab-separated; `-` is unset. Columns weir does not know are ignored.
-fn read_zeek(text: &str, file: &str, options: &ReadOptions) -> Result<ReadReport, IntelError> {
+fn read_zeek(
+    lines: &mut dyn Lines,
+    file: &str,
+    options: &ReadOptions,
+    out: &mut dyn FnMut(Indicator),
+) -> Result<ReadReport, IntelError> {
     let mut report = ReadReport::default();
     let mut cols: Option<Vec<String>> = None;
-    for (n, raw) in text.lines().enumerate() {
-        let line = n + 1;
+    while let Some((line, raw)) = lines.next_line()? {
         let raw = raw.strip_suffix('\r').unwrap_or(raw);
         if let Some(rest) = raw.strip_prefix("#fields") {
             let names: Vec<String> = rest
@@ -134,7 +276,7 @@ fn read_zeek(text: &str, file: &str, options: &ReadOptions) -> Result<ReadReport
             Ok(i)
         });
         match parsed {
-            Ok(i) => report.push(i, options),
+            Ok(i) => out(i),
             Err(e) => report.bad(options.on_error, e)?,
         }
     }
@@ -186,11 +328,15 @@ fn csv_fields(line: &str) -> Option<Vec<String>> {
 
 /// CSV: a header naming `indicator` and `type` (or `indicator_type`), and optionally
 /// `source`, `description`, `confidence`, `valid_until`, in any order.
-fn read_csv(text: &str, file: &str, options: &ReadOptions) -> Result<ReadReport, IntelError> {
+fn read_csv(
+    lines: &mut dyn Lines,
+    file: &str,
+    options: &ReadOptions,
+    out: &mut dyn FnMut(Indicator),
+) -> Result<ReadReport, IntelError> {
     let mut report = ReadReport::default();
     let mut header: Option<Vec<String>> = None;
-    for (n, raw) in text.lines().enumerate() {
-        let line = n + 1;
+    while let Some((line, raw)) = lines.next_line()? {
         let raw = raw.strip_suffix('\r').unwrap_or(raw);
         if raw.trim().is_empty() || (header.is_some() && raw.starts_with('#')) {
             continue;
@@ -271,7 +417,7 @@ fn read_csv(text: &str, file: &str, options: &ReadOptions) -> Result<ReadReport,
             Ok(i)
         });
         match parsed {
-            Ok(i) => report.push(i, options),
+            Ok(i) => out(i),
             Err(e) => report.bad(options.on_error, e)?,
         }
     }
@@ -279,20 +425,25 @@ fn read_csv(text: &str, file: &str, options: &ReadOptions) -> Result<ReadReport,
 }
 
 /// A plain list: one value per line, of `options.kind`.
-fn read_list(text: &str, file: &str, options: &ReadOptions) -> Result<ReadReport, IntelError> {
+fn read_list(
+    lines: &mut dyn Lines,
+    file: &str,
+    options: &ReadOptions,
+    out: &mut dyn FnMut(Indicator),
+) -> Result<ReadReport, IntelError> {
     let Some(kind) = options.kind else {
         return Err(IntelError::NoType {
             file: file.to_string(),
         });
     };
     let mut report = ReadReport::default();
-    for (n, raw) in text.lines().enumerate() {
+    while let Some((line, raw)) = lines.next_line()? {
         let value = raw.trim();
         if value.is_empty() || value.starts_with('#') {
             continue;
         }
-        match indicator(file, n + 1, value, kind) {
-            Ok(i) => report.push(i, options),
+        match indicator(file, line, value, kind) {
+            Ok(i) => out(i),
             Err(e) => report.bad(options.on_error, e)?,
         }
     }
@@ -311,6 +462,28 @@ a.b.com\tIntel::DOMAIN\tsource2\tName used for data exfiltration\t-\n";
 
     fn opts() -> ReadOptions {
         ReadOptions::default()
+    }
+
+    #[test]
+    fn reading_a_stream_gives_what_reading_the_text_gives() {
+        let csv = "\n\r\nindicator,type,source\r\n10.0.0.1,addr,x\r\nevil.com,domain,y";
+        let list = "# c2\n\n10.0.0.1\n::ffff:10.0.0.2";
+        for (text, kind) in [(ZEEK, None), (csv, None), (list, Some(IndicatorType::Addr))] {
+            let o = ReadOptions { kind, ..opts() };
+            let whole = read_indicators(text, "f", &o).unwrap().indicators;
+            let mut streamed = Vec::new();
+            let r = read_indicators_from(&mut text.as_bytes(), "f", &o, &mut |i| streamed.push(i))
+                .unwrap();
+            assert!(r.indicators.is_empty());
+            assert_eq!(streamed, whole, "{text:?}");
+            assert_eq!(whole.len(), 2, "{text:?}");
+        }
+        // Lines are numbered as in the text, blank lines before the header counted.
+        let bad = "\n#fields\tindicator\tindicator_type\n1.2.3.4\tIntel::NOPE\n";
+        let e = read_indicators_from(&mut bad.as_bytes(), "f", &opts(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f:3:"), "{e}");
     }
 
     #[test]

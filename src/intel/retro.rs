@@ -37,8 +37,8 @@ pub const PREFILTER_SUBNETS: usize = 16;
 /// Whether the pre-filter names the set's addresses and subnets (`:addr in [...] || :addr in
 /// NET`) rather than requiring each address field to be set.
 fn addrs_named(m: &Matcher) -> bool {
-    m.values(IndicatorType::Addr).count() <= PREFILTER_VALUES
-        && m.values(IndicatorType::Subnet).count() <= PREFILTER_SUBNETS
+    m.values(IndicatorType::Addr).len() <= PREFILTER_VALUES
+        && m.values(IndicatorType::Subnet).len() <= PREFILTER_SUBNETS
 }
 
 /// One match of a retro search: an event, the indicator and the field.
@@ -58,19 +58,25 @@ pub struct Sighting {
     pub indicator: Indicator,
 }
 
-/// `F in [a, b]`, or `F != nil` past [`PREFILTER_VALUES`] (and for containers).
-fn in_list(field: &str, container: bool, values: &[String]) -> String {
+/// `F in [a, b]` of `values` as `quoted` writes them, or `F != nil` past [`PREFILTER_VALUES`]
+/// (and for containers). The list is only made when it is named (a set of a million values
+/// is not copied to be counted).
+fn in_list<'a>(
+    field: &str,
+    container: bool,
+    values: impl ExactSizeIterator<Item = &'a str>,
+    quoted: impl Fn(&'a str) -> String,
+) -> String {
     if container || values.len() > PREFILTER_VALUES {
-        format!("{field} != nil")
-    } else {
-        format!("{field} in [{}]", values.join(", "))
+        return format!("{field} != nil");
     }
+    let list: Vec<String> = values.map(quoted).collect();
+    format!("{field} in [{}]", list.join(", "))
 }
 
 /// The condition on one schema's fields that every match in them satisfies, but for the
 /// scalar address fields that the global `:addr` disjunct covers (empty: nothing left).
 fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
-    let strings = |kind: IndicatorType| -> Vec<String> { m.values(kind).map(quote).collect() };
     let mut any: Vec<String> = Vec::new();
     for &(f, container, check) in &plan.checks {
         let name = &schema.fields[f].name;
@@ -83,11 +89,11 @@ fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
                 }
             }
             Check::Domain => {
-                let names: Vec<String> =
-                    m.values(IndicatorType::Domain).map(regex::escape).collect();
-                if container || names.len() > PREFILTER_NAMES {
+                if container || m.values(IndicatorType::Domain).len() > PREFILTER_NAMES {
                     any.push(format!("{name} != nil"));
                 } else {
+                    let names: Vec<String> =
+                        m.values(IndicatorType::Domain).map(regex::escape).collect();
                     any.push(format!(
                         "{name} ~ /(?i)(?:.*\\.)?(?:{})\\.?/",
                         names.join("|")
@@ -95,24 +101,25 @@ fn schema_condition(m: &Matcher, schema: &Schema, plan: &SchemaPlan) -> String {
                 }
             }
             Check::Url { .. } => {
-                let mut paths: Vec<String> = m
+                // The distinct paths, borrowed from the set until they are named.
+                let mut paths: Vec<&str> = m
                     .values(IndicatorType::Url)
-                    .map(|u| quote(u.find('/').map_or("", |i| &u[i..])))
+                    .map(|u| u.find('/').map_or("", |i| &u[i..]))
                     .collect();
                 paths.sort_unstable();
                 paths.dedup();
-                any.push(in_list(name, container, &paths));
+                any.push(in_list(name, container, paths.into_iter(), quote));
             }
             Check::Exact(IndicatorType::Email) => {
-                let names: Vec<String> =
-                    m.values(IndicatorType::Email).map(regex::escape).collect();
-                if container || names.len() > PREFILTER_NAMES {
+                if container || m.values(IndicatorType::Email).len() > PREFILTER_NAMES {
                     any.push(format!("{name} != nil"));
                 } else {
+                    let names: Vec<String> =
+                        m.values(IndicatorType::Email).map(regex::escape).collect();
                     any.push(format!("{name} ~ /(?i)(?:{})/", names.join("|")));
                 }
             }
-            Check::Exact(kind) => any.push(in_list(name, container, &strings(kind))),
+            Check::Exact(kind) => any.push(in_list(name, container, m.values(kind), quote)),
         }
     }
     any.dedup();
@@ -231,7 +238,7 @@ pub fn retro_match<E: From<QueryError>>(
                     time,
                     field: schema.fields[h.field].name.clone(),
                     value: h.value,
-                    indicator: m.indicators()[h.indicator].clone(),
+                    indicator: m.indicator(h.indicator).to_indicator(),
                 })?;
             }
         }

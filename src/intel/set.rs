@@ -1,12 +1,14 @@
 //! A named, versioned set of indicators stored as one file of the archive directory:
 //! `DIR/intel/NAME.json` (the format and its invariants are in [`super`]'s docs).
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::{Serialize, Serializer};
 
-use super::indicator::{Indicator, IndicatorType};
+use super::indicator::{Indicator, IndicatorRef, IndicatorType, Meta, MetaRef};
 use super::IntelError;
 
 /// The format number of a set file this weir writes and reads.
@@ -18,12 +20,330 @@ pub const INTEL_DIR: &str = "intel";
 /// The suffix of a set file.
 const SUFFIX: &str = ".json";
 
+/// The bytes a set file is read in at a time (it is parsed as it is read, never whole).
+const READ_BUFFER: usize = 256 * 1024;
+
 /// A named set of indicators, each (type, value) once.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The indicators are kept compactly: the values once each, side by side in one string, and
+/// each distinct metadata once (feeds repeat their source and descriptions over many
+/// indicators), shared with the [`super::Matcher`]s made of the set.
+#[derive(Debug, Clone)]
 pub struct IndicatorSet {
     name: String,
     version: u64,
-    indicators: BTreeMap<(IndicatorType, String), Indicator>,
+    store: Arc<Store>,
+}
+
+impl PartialEq for IndicatorSet {
+    fn eq(&self, other: &IndicatorSet) -> bool {
+        self.name == other.name
+            && self.version == other.version
+            && self.len() == other.len()
+            && self.indicators().eq(other.indicators())
+    }
+}
+
+impl Eq for IndicatorSet {}
+
+/// One indicator of a [`Store`]: its value a range of the store's text, its metadata an index
+/// into its table of distinct metadata.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    valid_until: i64,
+    start: usize,
+    len: usize,
+    /// 32 bits keep a record at 32 bytes; [`Metas::intern`] says why they are enough.
+    meta: u32,
+    kind: IndicatorType,
+    has_until: bool,
+}
+
+/// Metadata as a set keeps it: its texts shared by every metadata that has them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct SharedMeta {
+    source: Option<Arc<str>>,
+    description: Option<Arc<str>>,
+    confidence: Option<u32>,
+}
+
+/// The distinct metadata of a set: index 0 is the empty one.
+#[derive(Debug, Clone)]
+struct Metas {
+    list: Vec<SharedMeta>,
+    index: HashMap<SharedMeta, u32>,
+    texts: HashSet<Arc<str>>,
+}
+
+impl Default for Metas {
+    fn default() -> Metas {
+        let empty = SharedMeta::default();
+        Metas {
+            list: vec![empty.clone()],
+            index: HashMap::from([(empty, 0)]),
+            texts: HashSet::new(),
+        }
+    }
+}
+
+impl Metas {
+    fn text(&mut self, t: Option<&str>) -> Option<Arc<str>> {
+        let t = t?;
+        if let Some(a) = self.texts.get(t) {
+            return Some(a.clone());
+        }
+        let a: Arc<str> = Arc::from(t);
+        self.texts.insert(a.clone());
+        Some(a)
+    }
+
+    /// The index of `meta`, added if new. More than `u32::MAX` distinct metadata would take
+    /// hundreds of GB (each at least 48 bytes here and its record 32), so the index is a
+    /// `u32`; were the table ever full, a new one would be kept without its metadata.
+    fn intern(&mut self, meta: &Meta) -> u32 {
+        if meta.source.is_none() && meta.description.is_none() && meta.confidence.is_none() {
+            return 0;
+        }
+        let key = SharedMeta {
+            source: self.text(meta.source.as_deref()),
+            description: self.text(meta.description.as_deref()),
+            confidence: meta.confidence,
+        };
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let Ok(i) = u32::try_from(self.list.len()) else {
+            return 0;
+        };
+        self.list.push(key.clone());
+        self.index.insert(key, i);
+        i
+    }
+
+    fn get(&self, i: u32) -> MetaRef<'_> {
+        match self.list.get(i as usize) {
+            Some(m) => MetaRef {
+                source: m.source.as_deref(),
+                description: m.description.as_deref(),
+                confidence: m.confidence,
+            },
+            None => MetaRef::default(),
+        }
+    }
+}
+
+/// The indicators of a set: the values, each once, one after the other in one string;
+/// records sorted by (type, value), each pointing at its value and its metadata.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Store {
+    text: String,
+    records: Vec<Record>,
+    metas: Metas,
+    /// Bytes of `text` no record points at any more (removed or replaced values).
+    dead: usize,
+}
+
+impl Store {
+    /// The number of indicators.
+    pub(crate) fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn value(&self, r: &Record) -> &str {
+        self.text.get(r.start..r.start + r.len).unwrap_or_default()
+    }
+
+    /// The type of indicator `i` (`i < len()`).
+    pub(crate) fn kind(&self, i: usize) -> Option<IndicatorType> {
+        self.records.get(i).map(|r| r.kind)
+    }
+
+    /// The value of indicator `i`, `""` past the end.
+    pub(crate) fn value_of(&self, i: usize) -> &str {
+        self.records.get(i).map_or("", |r| self.value(r))
+    }
+
+    /// Indicator `i` (`None` past the end).
+    pub(crate) fn get(&self, i: usize) -> Option<IndicatorRef<'_>> {
+        self.records.get(i).map(|r| self.view(r))
+    }
+
+    fn view(&self, r: &Record) -> IndicatorRef<'_> {
+        IndicatorRef {
+            value: self.value(r),
+            kind: r.kind,
+            meta: self.metas.get(r.meta),
+            valid_until: r.has_until.then_some(r.valid_until),
+        }
+    }
+
+    /// The indicators, in order.
+    pub(crate) fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = IndicatorRef<'_>> + ExactSizeIterator + '_ {
+        self.records.iter().map(|r| self.view(r))
+    }
+
+    /// Where (type, value) is in `records[..end]`, or where it would go.
+    fn find(&self, end: usize, kind: IndicatorType, value: &str) -> Result<usize, usize> {
+        self.records[..end].binary_search_by(|r| (r.kind, self.value(r)).cmp(&(kind, value)))
+    }
+
+    /// The record of `i`, its value not yet stored.
+    fn record(&mut self, i: &Indicator, start: usize) -> Record {
+        Record {
+            valid_until: i.valid_until.unwrap_or(0),
+            start,
+            len: i.value.len(),
+            meta: self.metas.intern(&i.meta),
+            kind: i.kind,
+            has_until: i.valid_until.is_some(),
+        }
+    }
+
+    /// [`IndicatorSet::add`]: indicators already in the store are updated in place, new ones
+    /// collected and sorted, then merged in.
+    fn add(&mut self, new: impl IntoIterator<Item = Indicator>) -> AddReport {
+        let mut report = AddReport::default();
+        let base = self.records.len();
+        for i in new {
+            self.stage(base, &i, &mut report);
+        }
+        self.settle(base, report)
+    }
+
+    /// The first step of an add: `i` updated in place if it is among the first `base`
+    /// (sorted) records, else appended after them, unsorted.
+    fn stage(&mut self, base: usize, i: &Indicator, report: &mut AddReport) {
+        match self.find(base, i.kind, &i.value) {
+            Ok(at) => {
+                let start = self.records[at].start;
+                let r = self.record(i, start);
+                let old = &mut self.records[at];
+                if (old.meta, old.has_until, old.valid_until)
+                    == (r.meta, r.has_until, r.valid_until)
+                {
+                    report.unchanged += 1;
+                } else {
+                    report.updated += 1;
+                    *old = r;
+                }
+            }
+            Err(_) => {
+                let r = self.record(i, self.text.len());
+                self.text.push_str(&i.value);
+                self.records.push(r);
+            }
+        }
+    }
+
+    /// The second step of an add: the records appended after `base` sorted, each once, and
+    /// merged with the first `base`.
+    fn settle(&mut self, base: usize, mut report: AddReport) -> AddReport {
+        if self.records.len() == base {
+            return report;
+        }
+        // The new ones: sorted, each once (a value given twice keeps its last metadata, as
+        // one added after the other would: new values are appended in the order given, so
+        // their offsets order them), then merged with the old ones.
+        // (`split_off` copies, also at 0: a first add or a load takes the records instead.)
+        let mut fresh = if base == 0 {
+            std::mem::take(&mut self.records)
+        } else {
+            self.records.split_off(base)
+        };
+        {
+            let text = &self.text;
+            let v = |r: &Record| text.get(r.start..r.start + r.len).unwrap_or_default();
+            let key = |r: &Record| (r.kind, v(r), r.start);
+            if !fresh.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+                fresh.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
+            }
+        }
+        let mut kept = 0;
+        for n in 0..fresh.len() {
+            let r = fresh[n];
+            let same = kept > 0 && {
+                let last = &fresh[kept - 1];
+                last.kind == r.kind && self.value(last) == self.value(&r)
+            };
+            if !same {
+                report.added += 1;
+                fresh[kept] = r;
+                kept += 1;
+                continue;
+            }
+            self.dead += r.len;
+            let last = &mut fresh[kept - 1];
+            if (last.meta, last.has_until, last.valid_until) == (r.meta, r.has_until, r.valid_until)
+            {
+                report.unchanged += 1;
+            } else {
+                report.updated += 1;
+                *last = Record {
+                    start: last.start,
+                    ..r
+                };
+            }
+        }
+        fresh.truncate(kept);
+        let unique = fresh;
+        if self.records.is_empty() {
+            self.records = unique;
+        } else if let Some(&fill) = unique.first() {
+            // Merged in place from the back: the old ones move up, the new ones go between.
+            let (mut i, mut j) = (self.records.len(), unique.len());
+            self.records.resize(i + j, fill);
+            let text = &self.text;
+            let v = |r: &Record| text.get(r.start..r.start + r.len).unwrap_or_default();
+            while j > 0 {
+                let k = i + j - 1;
+                let (old, new) = (&self.records[i.saturating_sub(1)], &unique[j - 1]);
+                if i > 0 && (old.kind, v(old)) > (new.kind, v(new)) {
+                    self.records[k] = *old;
+                    i -= 1;
+                } else {
+                    self.records[k] = *new;
+                    j -= 1;
+                }
+            }
+        }
+        self.compact_if_sparse();
+        report
+    }
+
+    /// Removes (type, value); returns whether it was there.
+    fn remove(&mut self, kind: IndicatorType, value: &str) -> bool {
+        match self.find(self.records.len(), kind, value) {
+            Ok(at) => {
+                let r = self.records.remove(at);
+                self.dead += r.len;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Copies the values still used into a new text when more than half of it is dead.
+    fn compact_if_sparse(&mut self) {
+        if self.dead * 2 <= self.text.len() {
+            return;
+        }
+        let mut text = String::with_capacity(self.text.len() - self.dead);
+        for r in &mut self.records {
+            let start = text.len();
+            text.push_str(self.text.get(r.start..r.start + r.len).unwrap_or_default());
+            r.start = start;
+        }
+        self.text = text;
+        self.dead = 0;
+    }
+
+    /// Bytes of values held (live and dead).
+    #[cfg(test)]
+    fn text_bytes(&self) -> usize {
+        self.text.len()
+    }
 }
 
 /// What [`IndicatorSet::add`] did.
@@ -37,9 +357,42 @@ pub struct AddReport {
     pub unchanged: u64,
 }
 
-/// The file: the header and the indicators, with a checksum over them.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Adds indicators one at a time ([`IndicatorSet::adder`]), as [`IndicatorSet::add`] does
+/// all at once: new ones are sorted into the set when it finishes (or is dropped).
+#[derive(Debug)]
+pub struct Adder<'a> {
+    store: &'a mut Store,
+    base: usize,
+    report: AddReport,
+}
+
+impl Adder<'_> {
+    /// Adds one indicator.
+    pub fn push(&mut self, i: Indicator) {
+        self.store.stage(self.base, &i, &mut self.report);
+    }
+
+    /// Puts the new indicators in their places; what was done.
+    pub fn finish(mut self) -> AddReport {
+        self.settle()
+    }
+
+    fn settle(&mut self) -> AddReport {
+        let report = std::mem::take(&mut self.report);
+        let report = self.store.settle(self.base, report);
+        self.base = self.store.len();
+        report
+    }
+}
+
+impl Drop for Adder<'_> {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+/// The file: the header and the indicators, with a checksum over them. Read by [`FileSeed`]
+/// (the members of a JSON object in any order, each once, no other).
 struct SetFile {
     format: u32,
     name: String,
@@ -47,7 +400,141 @@ struct SetFile {
     /// CRC-32 (IEEE), hex, of the JSON text of `indicators` as weir writes it (compact,
     /// members in the order of [`Indicator`]).
     checksum: String,
-    indicators: Vec<Indicator>,
+    indicators: Loaded,
+}
+
+/// Reads a [`SetFile`] of `size` bytes: its storage is sized for the most indicators and
+/// value bytes that many bytes can hold, so that it never grows by copying (the part not
+/// used is never touched, and given back at the end).
+struct FileSeed {
+    size: usize,
+}
+
+/// The fewest bytes an indicator takes in a set file: `{"value":"x","type":"url"},`.
+const MIN_INDICATOR_BYTES: usize = 27;
+
+/// The file size up to which [`FileSeed`] sizes the storage by it (a larger file's storage
+/// grows as it is read; address space is not reserved without end).
+const MAX_RESERVE: usize = 1 << 30;
+
+impl<'de> serde::de::DeserializeSeed<'de> for FileSeed {
+    type Value = SetFile;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<SetFile, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FileSeed {
+    type Value = SetFile;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an indicator set")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SetFile, A::Error> {
+        use serde::de::Error as _;
+        const FIELDS: &[&str] = &["format", "name", "version", "checksum", "indicators"];
+        let (mut format, mut name, mut version, mut checksum, mut indicators) =
+            (None, None, None, None, None);
+        fn once<T, E: serde::de::Error>(
+            slot: &mut Option<T>,
+            key: &'static str,
+            v: T,
+        ) -> Result<(), E> {
+            match slot.replace(v) {
+                Some(_) => Err(E::duplicate_field(key)),
+                None => Ok(()),
+            }
+        }
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "format" => once(&mut format, "format", map.next_value()?)?,
+                "name" => once(&mut name, "name", map.next_value()?)?,
+                "version" => once(&mut version, "version", map.next_value()?)?,
+                "checksum" => once(&mut checksum, "checksum", map.next_value()?)?,
+                "indicators" => {
+                    let seed = Each { size: self.size };
+                    once(&mut indicators, "indicators", map.next_value_seed(seed)?)?
+                }
+                other => return Err(A::Error::unknown_field(other, FIELDS)),
+            }
+        }
+        Ok(SetFile {
+            format: format.ok_or_else(|| A::Error::missing_field("format"))?,
+            name: name.ok_or_else(|| A::Error::missing_field("name"))?,
+            version: version.ok_or_else(|| A::Error::missing_field("version"))?,
+            checksum: checksum.ok_or_else(|| A::Error::missing_field("checksum"))?,
+            indicators: indicators.ok_or_else(|| A::Error::missing_field("indicators"))?,
+        })
+    }
+}
+
+/// The indicators of a file as they are read: stored one by one, never all as [`Indicator`]s.
+struct Loaded {
+    store: Store,
+    /// The checksum of their text as weir writes it.
+    checksum: String,
+    /// The first value not in its canonical form.
+    not_canonical: Option<String>,
+}
+
+/// The `indicators` of a set file of `size` bytes, stored as they are read.
+struct Each {
+    size: usize,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Each {
+    type Value = Loaded;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Loaded, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Each {
+    type Value = Loaded;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of indicators")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Loaded, A::Error> {
+        use serde::de::Error as _;
+        use std::io::Write as _;
+        let mut crc = Crc(crc32fast::Hasher::new());
+        let mut not_canonical = None;
+        let mut store = Store::default();
+        let size = self.size.min(MAX_RESERVE);
+        store.records.reserve(size / MIN_INDICATOR_BYTES);
+        store.text.reserve(size);
+        let mut report = AddReport::default();
+        crc.0.update(b"[");
+        let mut first = true;
+        while let Some(i) = seq.next_element::<Indicator>()? {
+            if !first {
+                crc.0.update(b",");
+            }
+            first = false;
+            serde_json::to_writer(&mut crc, &i).map_err(A::Error::custom)?;
+            if i.kind.normalize(&i.value).as_deref() != Ok(i.value.as_str()) {
+                not_canonical.get_or_insert_with(|| format!("{} {:?}", i.kind, i.value));
+                continue;
+            }
+            store.stage(0, &i, &mut report);
+        }
+        crc.0.update(b"]");
+        crc.flush().map_err(A::Error::custom)?;
+        // Sorted and each once in a sound file: then only checked, not sorted.
+        store.settle(0, report);
+        store.records.shrink_to_fit();
+        store.text.shrink_to_fit();
+        Ok(Loaded {
+            store,
+            checksum: format!("{:08x}", crc.0.finalize()),
+            not_canonical,
+        })
+    }
 }
 
 /// [`SetFile`] as it is written: the same members, the indicators borrowed from the set.
@@ -57,7 +544,16 @@ struct SetFileOut<'a> {
     name: &'a str,
     version: u64,
     checksum: String,
-    indicators: Vec<&'a Indicator>,
+    indicators: AllOf<'a>,
+}
+
+/// The indicators of a store, serialized as a list of [`Indicator`]s.
+struct AllOf<'a>(&'a Store);
+
+impl Serialize for AllOf<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
 }
 
 /// Whether `name` can name a set: 1 to 100 of ASCII letters, digits, `_`, `-` and `.`,
@@ -109,7 +605,7 @@ impl IndicatorSet {
         Ok(IndicatorSet {
             name: name.to_string(),
             version: 0,
-            indicators: BTreeMap::new(),
+            store: Arc::default(),
         })
     }
 
@@ -125,52 +621,58 @@ impl IndicatorSet {
 
     /// The number of indicators.
     pub fn len(&self) -> usize {
-        self.indicators.len()
+        self.store.len()
     }
 
     /// Whether it has none.
     pub fn is_empty(&self) -> bool {
-        self.indicators.is_empty()
+        self.store.len() == 0
     }
 
     /// The indicators, by type then value.
-    pub fn indicators(&self) -> impl Iterator<Item = &Indicator> {
-        self.indicators.values()
+    pub fn indicators(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = IndicatorRef<'_>> + ExactSizeIterator + '_ {
+        self.store.iter()
+    }
+
+    /// The storage, shared with the matchers made of the set.
+    pub(crate) fn storage(&self) -> &Arc<Store> {
+        &self.store
     }
 
     /// Adds indicators: one not in the set is added, one already in it (same type and value)
     /// takes the new metadata and expiry. Does not store anything.
     pub fn add(&mut self, new: impl IntoIterator<Item = Indicator>) -> AddReport {
-        let mut report = AddReport::default();
-        for i in new {
-            match self.indicators.get_mut(&(i.kind, i.value.clone())) {
-                None => {
-                    report.added += 1;
-                    self.indicators.insert((i.kind, i.value.clone()), i);
-                }
-                Some(old) if *old == i => report.unchanged += 1,
-                Some(old) => {
-                    report.updated += 1;
-                    *old = i;
-                }
-            }
+        Arc::make_mut(&mut self.store).add(new)
+    }
+
+    /// An [`Adder`]: [`IndicatorSet::add`] an indicator at a time, for a reader that hands
+    /// them over one by one (the set is settled when the adder finishes or is dropped).
+    pub fn adder(&mut self) -> Adder<'_> {
+        let store = Arc::make_mut(&mut self.store);
+        Adder {
+            base: store.len(),
+            store,
+            report: AddReport::default(),
         }
-        report
     }
 
     /// Removes the indicators of these values (normalized for each type; a value that is no
     /// valid indicator of a type is not one of that type). Returns how many went.
     pub fn remove_values<'a>(&mut self, values: impl IntoIterator<Item = &'a str>) -> u64 {
+        let store = Arc::make_mut(&mut self.store);
         let mut removed = 0;
         for v in values {
             for t in IndicatorType::ALL {
                 if let Ok(n) = t.normalize(v) {
-                    if self.indicators.remove(&(t, n)).is_some() {
+                    if store.remove(t, &n) {
                         removed += 1;
                     }
                 }
             }
         }
+        store.compact_if_sparse();
         removed
     }
 
@@ -187,21 +689,42 @@ impl IndicatorSet {
             });
         }
         let path = Self::path(db, name);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(crate::fs::FsError::new("read", &path, e).into()),
         };
-        Self::decode(&bytes, &path, name).map(Some)
+        let size = file
+            .metadata()
+            .map_err(|e| crate::fs::FsError::new("read", &path, e))?
+            .len();
+        let reader = std::io::BufReader::with_capacity(READ_BUFFER, file);
+        Self::decode(reader, usize::try_from(size).unwrap_or(0), &path, name).map(Some)
     }
 
-    /// The set in the bytes of its file at `path`, which must be set `name`.
-    fn decode(bytes: &[u8], path: &Path, name: &str) -> Result<IndicatorSet, IntelError> {
+    /// The set in its file at `path` of `size` bytes (read by `reader`), which must be set
+    /// `name`.
+    fn decode(
+        reader: impl std::io::Read,
+        size: usize,
+        path: &Path,
+        name: &str,
+    ) -> Result<IndicatorSet, IntelError> {
         let damaged = |message: String| IntelError::Damaged {
             path: path.to_path_buf(),
             message,
         };
-        let file: SetFile = serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+        let mut de = serde_json::Deserializer::from_reader(reader);
+        let file = serde::de::DeserializeSeed::deserialize(FileSeed { size }, &mut de)
+            .and_then(|file| de.end().map(|()| file))
+            .map_err(|e| {
+                if e.is_io() {
+                    // `is_io`: the error came from the reader, whose error it carries.
+                    IntelError::Fs(crate::fs::FsError::new("read", path, e.into()))
+                } else {
+                    damaged(e.to_string())
+                }
+            })?;
         if file.format != SET_FORMAT {
             return Err(damaged(format!(
                 "format {} (this weir reads format {SET_FORMAT})",
@@ -211,47 +734,36 @@ impl IndicatorSet {
         if file.name != name {
             return Err(damaged(format!("it names set {:?}", file.name)));
         }
-        let sum = checksum(&file.indicators).map_err(|e| damaged(e.to_string()))?;
-        if sum != file.checksum {
+        let loaded = file.indicators;
+        if loaded.checksum != file.checksum {
             return Err(damaged(format!(
-                "checksum {} does not match its indicators ({sum})",
-                file.checksum
+                "checksum {} does not match its indicators ({})",
+                file.checksum, loaded.checksum
             )));
         }
-        let mut indicators = BTreeMap::new();
-        for i in file.indicators {
-            if i.kind.normalize(&i.value).as_deref() != Ok(i.value.as_str()) {
-                return Err(damaged(format!(
-                    "{} {:?} is not in its canonical form",
-                    i.kind, i.value
-                )));
-            }
-            indicators.insert((i.kind, i.value.clone()), i);
+        if let Some(v) = loaded.not_canonical {
+            return Err(damaged(format!("{v} is not in its canonical form")));
         }
         Ok(IndicatorSet {
             name: file.name,
             version: file.version,
-            indicators,
+            store: Arc::new(loaded.store),
         })
     }
 
-    /// The bytes of its file (at version `version`).
-    fn encode(&self, version: u64) -> Result<Vec<u8>, IntelError> {
-        let encode = |e: serde_json::Error| IntelError::Encode {
-            name: self.name.clone(),
-            message: e.to_string(),
-        };
-        let list: Vec<&Indicator> = self.indicators.values().collect();
+    /// Writes its file (at version `version`) to `out`: the checksum is computed in one
+    /// pass over the indicators, then the file written in another, neither held whole.
+    fn encode(&self, version: u64, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let list = AllOf(&self.store);
         let file = SetFileOut {
             format: SET_FORMAT,
             name: &self.name,
             version,
-            checksum: checksum(&list).map_err(encode)?,
+            checksum: checksum(&list)?,
             indicators: list,
         };
-        let mut out = serde_json::to_vec(&file).map_err(encode)?;
-        out.push(b'\n');
-        Ok(out)
+        serde_json::to_writer(&mut *out, &file)?;
+        out.write_all(b"\n")
     }
 
     /// Stores the set as its next version in the archive directory `db`, atomically (a
@@ -259,7 +771,6 @@ impl IndicatorSet {
     /// durable when this returns). On failure the stored set and this one are unchanged.
     pub fn store(&mut self, db: &Path, sync: bool) -> Result<(), IntelError> {
         let version = self.version + 1;
-        let bytes = self.encode(version)?;
         // The archive's permissions, as its other files (the guide,
         // docs/book/src/serving/security.md).
         crate::fs::use_archive_umask(db);
@@ -273,7 +784,9 @@ impl IndicatorSet {
                 crate::fs::sync_dir(db)?;
             }
         }
-        crate::fs::write_atomic(&dir, &format!("{}{SUFFIX}", self.name), &bytes, sync)?;
+        crate::fs::write_atomic_with(&dir, &format!("{}{SUFFIX}", self.name), sync, |out| {
+            self.encode(version, out)
+        })?;
         self.version = version;
         Ok(())
     }
@@ -400,6 +913,104 @@ mod tests {
         s.store(dir.path(), true).unwrap();
         let new = IndicatorSet::load(dir.path(), "a").unwrap().unwrap();
         assert_eq!((new.version(), new.len()), (2, 2));
+    }
+
+    #[test]
+    fn values_and_metadata_are_stored_once() {
+        // 10,000 indicators of one feed: its source and description are kept once, shared by
+        // every indicator, and the values side by side in one text (no copy in a key).
+        let mut s = IndicatorSet::new("feed").unwrap();
+        let meta = Meta {
+            source: Some("feed-01.threatintel.example".into()),
+            description: Some("C2 infrastructure".into()),
+            confidence: Some(80),
+        };
+        let r = s.add((0..10_000u32).map(|n| {
+            let mut i = ind(
+                &format!("10.{}.{}.1", n / 256, n % 256),
+                IndicatorType::Addr,
+            );
+            i.meta = meta.clone();
+            i
+        }));
+        assert_eq!(r.added, 10_000);
+        assert_eq!(std::mem::size_of::<Record>(), 32);
+        let store = s.storage();
+        assert_eq!(
+            store.metas.list.len(),
+            2,
+            "the empty metadata and the feed's"
+        );
+        assert_eq!(store.metas.texts.len(), 2, "the source and the description");
+        let values: usize = s.indicators().map(|i| i.value.len()).sum();
+        assert_eq!(store.text_bytes(), values);
+        assert_eq!(
+            s.indicators().next().unwrap().meta.source,
+            Some("feed-01.threatintel.example")
+        );
+        // Written and read back, the same: one text per distinct string again.
+        let dir = tempfile::tempdir().unwrap();
+        s.store(dir.path(), false).unwrap();
+        let back = IndicatorSet::load(dir.path(), "feed").unwrap().unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.storage().metas.list.len(), 2);
+        assert_eq!(back.storage().text_bytes(), values);
+    }
+
+    #[test]
+    fn adds_in_any_order_merge_as_one_at_a_time() {
+        let mut s = IndicatorSet::new("a").unwrap();
+        let with = |v: &str, t: IndicatorType, src: &str| {
+            let mut i = ind(v, t);
+            i.meta.source = Some(src.into());
+            i
+        };
+        s.add([
+            with("b.com", IndicatorType::Domain, "x"),
+            with("10.0.0.2", IndicatorType::Addr, "x"),
+        ]);
+        // New ones unsorted, one of them twice (the last wins), one already there.
+        let r = s.add([
+            with("c.com", IndicatorType::Domain, "x"),
+            with("a.com", IndicatorType::Domain, "x"),
+            with("c.com", IndicatorType::Domain, "y"),
+            with("a.com", IndicatorType::Domain, "x"),
+            with("b.com", IndicatorType::Domain, "z"),
+            with("10.0.0.1", IndicatorType::Addr, "x"),
+        ]);
+        assert_eq!((r.added, r.updated, r.unchanged), (3, 2, 1));
+        let got: Vec<(String, Option<&str>)> = s
+            .indicators()
+            .map(|i| (format!("{} {}", i.kind, i.value), i.meta.source))
+            .collect();
+        let want = [
+            ("addr 10.0.0.1", "x"),
+            ("addr 10.0.0.2", "x"),
+            ("domain a.com", "x"),
+            ("domain b.com", "z"),
+            ("domain c.com", "y"),
+        ];
+        assert_eq!(
+            got,
+            want.iter()
+                .map(|(a, b)| (a.to_string(), Some(*b)))
+                .collect::<Vec<_>>()
+        );
+        // One at a time through an adder: the same.
+        let mut t = IndicatorSet::new("a").unwrap();
+        let mut adder = t.adder();
+        for i in s.indicators().rev() {
+            adder.push(i.to_indicator());
+        }
+        assert_eq!(adder.finish().added, 5);
+        assert!(t.indicators().eq(s.indicators()));
+        // Removing most of the values compacts the text.
+        assert_eq!(
+            s.remove_values(["10.0.0.1", "10.0.0.2", "a.com", "b.com"]),
+            4
+        );
+        assert_eq!(s.storage().text_bytes(), "c.com".len());
+        assert_eq!(s.indicators().next().unwrap().value, "c.com");
     }
 
     #[test]

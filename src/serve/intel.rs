@@ -116,7 +116,7 @@ pub async fn show(
             .ok_or_else(|| no_set(&name))?;
         let mut out = Vec::new();
         for i in set.indicators() {
-            serde_json::to_writer(&mut out, i)
+            serde_json::to_writer(&mut out, &i)
                 .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
             out.push(b'\n');
         }
