@@ -172,16 +172,24 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .local_addr()
         .map_or(args.listen.port(), |a| a.port());
     let guard = Guard::new(port, tls.is_some(), &args.allowed_hosts)?;
-    let webhook = args.webhook.clone().map(|url| {
-        let stats = std::sync::Arc::new(weir::unstable::serve::webhook::WebhookStats::default());
-        tokio::spawn(weir::unstable::serve::webhook::run(
-            state.reader.clone(),
-            args.db.path.clone(),
-            url,
-            stats,
-            stop.clone(),
-        ))
-    });
+    let webhook = match args.webhook.clone() {
+        None => None,
+        Some(url) => {
+            use weir::unstable::serve::webhook;
+            let (reader, db, u) = (state.reader.clone(), args.db.path.clone(), url.clone());
+            let start =
+                tokio::task::spawn_blocking(move || webhook::start_after(&reader, &db, &u)).await?;
+            let stats = std::sync::Arc::new(webhook::WebhookStats::default());
+            Some(tokio::spawn(webhook::run(
+                state.reader.clone(),
+                args.db.path.clone(),
+                url,
+                start,
+                stats,
+                stop.clone(),
+            )))
+        }
+    };
     let router = weir::unstable::serve::router(state, token, guard);
     let (server, scheme) = match tls {
         None => (

@@ -73,12 +73,25 @@ pub struct WebhookStats {
     pub failures: std::sync::atomic::AtomicU64,
 }
 
-/// Delivers the sightings of the archive `reader` reads (directory `db`) to `url` until
+/// Where delivery to `url` starts: after its cursor, or (a new URL) after the newest sighting
+/// now. Blocking; called before the server starts, so that "committed after the server
+/// started" is exact.
+pub fn start_after(reader: &crate::Db, db: &Path, url: &str) -> Option<u64> {
+    read_cursor(db, url).or_else(|| {
+        reader
+            .handle()
+            .ok()
+            .and_then(|a| newest_sighting_id(&a).ok().flatten())
+    })
+}
+
+/// Delivers the sightings after `start` of the archive `reader` reads (directory `db`) to `url` until
 /// `stop` (see the module docs).
 pub async fn run(
     reader: crate::Db,
     db: PathBuf,
     url: String,
+    start: Option<u64>,
     stats: std::sync::Arc<WebhookStats>,
     stop: CancellationToken,
 ) {
@@ -102,21 +115,7 @@ pub async fn run(
             .and_then(|r| r)
         }
     };
-    let mut after = match read_cursor(&db, &url) {
-        Some(a) => Some(a),
-        None => {
-            let reader = reader.clone();
-            tokio::task::spawn_blocking(move || {
-                reader
-                    .handle()
-                    .ok()
-                    .and_then(|a| newest_sighting_id(&a).ok().flatten())
-            })
-            .await
-            .ok()
-            .flatten()
-        }
-    };
+    let mut after = start;
     tracing::info!(url, after, "webhook started");
     loop {
         let list = match read(after).await {

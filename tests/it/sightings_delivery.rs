@@ -75,8 +75,14 @@ fn import(dir: &Path, db: &Path, first: u64, n: u64) {
 
 /// Reads `n` lines of a followed stream (`GET path` over HTTP/1.0) and hangs up.
 fn follow(addr: SocketAddr, path: &str, n: usize) -> Vec<Value> {
+    read_lines(&mut follow_open(addr, path), n)
+}
+
+/// Opens a followed stream (`GET path` over HTTP/1.0): the stream after its head (the
+/// server has then fixed where it starts).
+fn follow_open(addr: SocketAddr, path: &str) -> BufReader<TcpStream> {
     let mut c = TcpStream::connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
     let mut r = BufReader::new(c);
     let mut line = String::new();
@@ -88,6 +94,12 @@ fn follow(addr: SocketAddr, path: &str, n: usize) -> Vec<Value> {
         }
         assert!(!line.is_empty(), "the head ends");
     }
+    r
+}
+
+/// The next `n` lines of a followed stream.
+fn read_lines(r: &mut BufReader<TcpStream>, n: usize) -> Vec<Value> {
+    let mut line = String::new();
     (0..n)
         .map(|_| {
             line.clear();
@@ -147,11 +159,9 @@ fn sightings_are_answered_newest_first_and_followed_across_a_disconnect() {
         .collect();
     assert_eq!(got, all, "every sighting once, in ID order");
     // A follower without `after` gets only what is committed from then on.
-    let addr = server.addr;
-    let late = std::thread::spawn(move || follow(addr, "/api/v1/sightings?follow=true", 1));
-    std::thread::sleep(Duration::from_millis(500));
+    let mut late = follow_open(server.addr, "/api/v1/sightings?follow=true");
     import(dir.path(), &db, 600, 3);
-    let got = late.join().unwrap();
+    let got = read_lines(&mut late, 1);
     let newest = *sighting_ids(&db).last().unwrap();
     assert_eq!(got[0]["id"].as_u64(), Some(newest));
     assert!(server.stop().success());
