@@ -8,6 +8,8 @@
 #   SKIP_DUCKDB=1             leaves DuckDB out
 #   EVE_FLOWS=2600000         flows of the Suricata EVE rows (default 2,600,000: about 5 M
 #                             events); EVE_FLOWS=0 leaves them out
+#   INTEL_N=1000000           indicators of the live-matching row (import with a set loaded);
+#                             INTEL_N=0 leaves it out
 #
 # The workload comes from ../shared/data/zeek (or $WEIR_CORPUS); without it, from the repo's own
 # generator (examples/generate.rs) with the same event count. Work files go to $BENCH_DIR
@@ -104,6 +106,22 @@ for c in "${cases[@]}"; do
     run "weir import (${c%%|*})" "'$weir' import --quiet --db '$work/db' ${c#*|}"
   fi
 done
+# Live matching (issue 58): the same gzip file into an archive that holds a set of
+# INTEL_N (default 1,000,000) mixed indicators (bench/intel_feed.sh), so that every commit is
+# matched against it; the set's file is made once and hard-linked into each run's archive.
+INTEL_N=${INTEL_N:-1000000}
+if [ "$INTEL_N" -gt 0 ]; then
+  setdb="$work/intel-set-db-$INTEL_N"
+  if [ ! -s "$setdb/intel/big.json" ]; then
+    rm -rf "$setdb" && mkdir -p "$setdb"
+    "$weir" intel add --db "$setdb" --set big "$(bash "$root/bench/intel_feed.sh" "$INTEL_N")" >/dev/null 2>&1
+  fi
+  live="mkdir -p '$work/db/intel' && ln '$setdb/intel/big.json' '$work/db/intel/big.json' && '$weir' import --quiet --db '$work/db' '$gz'"
+  run2 "weir import (gzip file, no set)" "'$weir' import --quiet --db '$work/db' '$gz'" \
+    "weir import (gzip file, $INTEL_N indicators)" "$live"
+  printf 'live matching cost (gzip file, %s indicators): %+.0f%% (target <= +15%%)\n' "$INTEL_N" \
+    "$(echo "(${MED["weir import (gzip file, $INTEL_N indicators)"]} / ${MED["weir import (gzip file, no set)"]} - 1) * 100" | bc -l)"
+fi
 if [ -n "${SKIP_DUCKDB:-}" ]; then
   echo "note: SKIP_DUCKDB set: DuckDB skipped"
 elif python3 -c 'import duckdb' 2>/dev/null; then
