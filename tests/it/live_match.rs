@@ -22,7 +22,7 @@ use crate::common::rng::{kills_from_env, Rng};
 use crate::intel::{add, assert_same, db_dir, expected, feed, generate, json_lines, now_ns, write};
 
 /// Kills of the kill loop by default (`WEIR_LIVE_KILLS=N` for more).
-const KILLS: u64 = 4;
+const KILLS: u64 = 3;
 
 type Key = (String, String, String, String);
 
@@ -195,7 +195,7 @@ fn live_sightings_are_exactly_once_across_sigkill() {
     let mut rng = Rng::from_env("WEIR_LIVE_SEED");
     let seed = rng.0;
     let (dir, whole_db, logs, want, (feed2, want2)) =
-        setup_with_second_feed(0x2545_f491_4f6c_dd1d, 30_000, 40);
+        setup_with_second_feed(0x2545_f491_4f6c_dd1d, 10_000, 40);
     let args = |db: &Path| -> Vec<String> {
         let mut a: Vec<String> = [
             "import",
