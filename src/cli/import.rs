@@ -85,6 +85,12 @@ pub struct ImportArgs {
     /// rule file or a directory of `*.yml`/`*.yaml` (matches become `weir.sighting` events).
     #[arg(long, value_name = "PATH")]
     rules: Option<PathBuf>,
+    /// Also match each indicator set added or changed since its last retro match against the
+    /// archive's past, in the background, as `weir serve` does (its sightings commit with the
+    /// import's next commits; an import that ends first leaves the rest to its next run or
+    /// to `weir intel match`).
+    #[arg(long)]
+    retro: bool,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
     #[arg(long, short)]
     quiet: bool,
@@ -197,6 +203,7 @@ impl ImportArgs {
             c.archive.retain = Some(d.0);
         }
         c.archive.rules_dir = self.rules.clone();
+        c.archive.retro = self.retro;
         c.source.follow = self.follow;
         c.source.again = self.again;
         if self.from_start {
@@ -232,6 +239,7 @@ const IMPORT_FLAGS: &[(&str, &str, &str)] = &[
     ("sinks.archive", "max_archive_size", "--max-archive-size"),
     ("sinks.archive", "retain", "--retain"),
     ("sinks.archive", "rules_dir", "--rules"),
+    ("sinks.archive", "retro", "--retro"),
 ];
 
 /// A refused setting of `weir import`, in the words of its flag.

@@ -120,6 +120,29 @@ impl RetroJob {
         Drained::More
     }
 
+    /// [`RetroJob::drain`], waiting up to `wait` for the first row (or the end).
+    pub fn drain_waiting(
+        &self,
+        max: usize,
+        wait: std::time::Duration,
+        out: &mut Vec<SightingRow>,
+    ) -> Drained {
+        if max == 0 {
+            return Drained::More;
+        }
+        match self.rx.recv_timeout(wait) {
+            Ok(Msg::Row(r)) => out.push(r),
+            Ok(Msg::Done) => return Drained::Done,
+            Ok(Msg::Failed(e)) => {
+                tracing::warn!(set = %self.set, "the background retro match failed: {e}");
+                return Drained::Failed;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Drained::More,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Drained::Failed,
+        }
+        self.drain(max - 1, out)
+    }
+
     /// Writes the marker of a job whose rows are all committed.
     pub fn mark(db: &Path, set: &str, version: u64, through: u64) {
         match write_retro_marker(db, set, version, through) {

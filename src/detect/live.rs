@@ -21,6 +21,10 @@ use super::sighting::{
     now_ns, Matcher as Kind, Mode, SightingBatch, SightingRow, OWN_SCHEMA_PREFIX,
 };
 
+/// How long a closing writer waits for a background retro match's next row before it looks
+/// at the other matches.
+const FINISH_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// How long a failed background retro match waits before it runs again.
 const RETRO_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -88,6 +92,8 @@ pub struct LiveMatch {
     pending: Vec<(String, std::time::Instant)>,
     /// Retro matches whose last rows went into the previous commit: (set, version, through).
     markers_due: Vec<(String, u64, u64)>,
+    /// Whether the input ended and the retro matches are being finished.
+    finishing: bool,
 }
 
 impl std::fmt::Debug for LiveMatch {
@@ -150,6 +156,7 @@ impl LiveMatch {
             jobs: Vec::new(),
             pending: Vec::new(),
             markers_due: Vec::new(),
+            finishing: false,
         };
         live.refresh_sets();
         Ok(live)
@@ -192,13 +199,18 @@ impl LiveMatch {
         self.pending = later;
     }
 
-    /// Moves what the retro matches found into `out` (at most [`RETRO_BATCH`] a commit).
-    fn drain_jobs(&mut self, out: &mut SightingBatch) {
+    /// Moves what the retro matches found into `out` (at most [`RETRO_BATCH`] a commit),
+    /// waiting up to `wait` for each job's first row.
+    fn drain_jobs(&mut self, out: &mut SightingBatch, wait: Option<std::time::Duration>) {
         let mut rows = Vec::new();
         let mut jobs = std::mem::take(&mut self.jobs);
         jobs.retain(|j| {
             let room = RETRO_BATCH.saturating_sub(rows.len());
-            match j.drain(room, &mut rows) {
+            let drained = match wait {
+                Some(wait) => j.drain_waiting(room, wait, &mut rows),
+                None => j.drain(room, &mut rows),
+            };
+            match drained {
                 Drained::More => true,
                 Drained::Done => {
                     self.markers_due.push((j.set.clone(), j.version, j.through));
@@ -437,7 +449,7 @@ impl CommitHook for LiveMatch {
         let mut out = SightingBatch::default();
         if self.retro {
             self.start_jobs(first_id);
-            self.drain_jobs(&mut out);
+            self.drain_jobs(&mut out, None);
         }
         if self.sets.is_empty() && self.rules.is_empty() {
             return Ok(out.finish());
@@ -451,5 +463,42 @@ impl CommitHook for LiveMatch {
             id += batch.len() as u64;
         }
         Ok(out.finish())
+    }
+
+    /// The input ended: the background retro matches running or due are finished, their
+    /// sightings committed a batch at a time and their markers written, before the writer
+    /// closes (a second SIGINT stops at once; the next start resumes them). One that fails
+    /// is left to the next start.
+    fn finish(&mut self, first_id: u64) -> Result<Option<Batch>, String> {
+        // Called again: the previous batch committed.
+        for (set, version, through) in std::mem::take(&mut self.markers_due) {
+            RetroJob::mark(&self.db, &set, version, through);
+        }
+        if !self.retro {
+            return Ok(None);
+        }
+        self.start_jobs(first_id);
+        if !self.jobs.is_empty() && !self.finishing {
+            self.finishing = true;
+            let sets: Vec<&str> = self.jobs.iter().map(|j| j.set.as_str()).collect();
+            tracing::info!(
+                ?sets,
+                "the input ended: finishing the background retro matches"
+            );
+        }
+        let mut out = SightingBatch::default();
+        loop {
+            self.drain_jobs(&mut out, Some(FINISH_WAIT));
+            if !out.is_empty() {
+                return Ok(out.finish());
+            }
+            // Nothing of the jobs that ended is uncommitted.
+            for (set, version, through) in std::mem::take(&mut self.markers_due) {
+                RetroJob::mark(&self.db, &set, version, through);
+            }
+            if self.jobs.is_empty() {
+                return Ok(None);
+            }
+        }
     }
 }

@@ -22,4 +22,13 @@ pub trait CommitHook: Send {
     /// group is committed) with the message.
     fn before_commit(&mut self, batches: &[&Batch], first_id: u64)
         -> Result<Option<Batch>, String>;
+
+    /// Called when the input has ended, after its last group committed, and again after each
+    /// batch it returns has committed (alone, its first event getting `first_id`), until it
+    /// returns `None`; then the writer closes. What the hook still has in progress (a
+    /// background retro match) is finished here. By default nothing.
+    fn finish(&mut self, first_id: u64) -> Result<Option<Batch>, String> {
+        let _ = first_id;
+        Ok(None)
+    }
 }

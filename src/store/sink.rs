@@ -199,6 +199,11 @@ impl ArchiveSink {
                         let group = std::mem::take(&mut group);
                         commit(&mut store, &mut hook, group)?;
                     }
+                    if let Some(h) = hook.as_mut() {
+                        while let Some(b) = h.finish(store.next_id()).map_err(StoreError::Hook)? {
+                            store.append_group(vec![(b, None)])?;
+                        }
+                    }
                     Ok(())
                 };
                 let result = match run() {

@@ -7,9 +7,12 @@
 //!   afterwards finds the same matches and records none again.
 //! - [`live_sightings_are_exactly_once_across_sigkill`]: the same import killed with SIGKILL
 //!   at random moments and rerun until it completes: after every kill no sighting is there
-//!   twice and each has its evidence; at the end they are the reference's, each once. Then a
-//!   retro match of a second set (`weir intel match`), killed and rerun the same way: its
-//!   sightings each once, the live ones untouched (`WEIR_LIVE_KILLS=60` for the long mode).
+//!   twice and each has its evidence; at the end they are the reference's, each once. A
+//!   second set is added after the first kill, so the runs after it match it live and, with
+//!   `--retro`, in the background against the events already there, both killed at random.
+//!   Then a retro match of that set (`weir intel match`), killed and rerun the same way,
+//!   completes it: its sightings each once, the live ones untouched (`WEIR_LIVE_KILLS=60`
+//!   for the long mode).
 //! - [`removed_and_expired_indicators_stop_matching_and_sightings_stay`].
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic here is a failed test
 
@@ -44,18 +47,29 @@ fn sightings(db: &Path) -> Vec<Key> {
 
 /// [`sightings`] of set `set` alone (all: `None`).
 fn sightings_of(db: &Path, set: Option<&str>) -> Vec<Key> {
-    sightings_with_uids(db)
-        .into_iter()
-        .filter(|(_, v)| set.is_none_or(|n| v["name"] == n))
-        .map(|(evidence, v)| {
-            (
-                evidence,
-                v["indicator_type"].as_str().unwrap().to_string(),
-                v["indicator"].as_str().unwrap().to_string(),
-                v["field"].as_str().unwrap().to_string(),
-            )
-        })
+    let all = sightings_with_uids(db);
+    match set {
+        Some(set) => keys_of(&all, set),
+        None => all.iter().map(key).collect(),
+    }
+}
+
+/// The keys of the sightings of set `set` among `all`.
+fn keys_of(all: &[(String, serde_json::Value)], set: &str) -> Vec<Key> {
+    all.iter()
+        .filter(|(_, v)| v["name"] == set)
+        .map(key)
         .collect()
+}
+
+/// A sighting's (evidence uid, indicator type, indicator, field).
+fn key((evidence, v): &(String, serde_json::Value)) -> Key {
+    (
+        evidence.clone(),
+        v["indicator_type"].as_str().unwrap().to_string(),
+        v["indicator"].as_str().unwrap().to_string(),
+        v["field"].as_str().unwrap().to_string(),
+    )
 }
 
 /// The `weir.sighting` events of `db` in ID order, each with the `uid` of its evidence
@@ -206,6 +220,7 @@ fn live_sightings_are_exactly_once_across_sigkill() {
             "5ms",
             "--max-segment-size",
             "1MiB",
+            "--retro",
             "--db",
             s(db),
         ]
@@ -242,21 +257,45 @@ fn live_sightings_are_exactly_once_across_sigkill() {
         let db = dir.path().join(format!("db{round}"));
         std::fs::create_dir_all(db.join("intel")).unwrap();
         std::fs::copy(&feed_file, db.join("intel/feed.json")).unwrap();
-        done += kill_until_done(&args(&db), whole, &mut rng, &log, |k, ms| {
+        // The second set is added after the first kill that left events: the import's
+        // next run matches it live and, in the background (`--retro`), against those events.
+        let mut added = false;
+        // A run after the second set was added also matches it in the background before it
+        // ends: up to a whole import and a whole retro match.
+        let run_takes = whole + retro_whole;
+        done += kill_until_done(&args(&db), run_takes, &mut rng, &log, |k, ms| {
             if !db.join("catalog.json").exists() && !db.join("wal").exists() {
                 return;
             }
             // No sighting twice, each with its evidence, none the reference lacks.
             let what = format!("after kill {} at {ms} ms (seed {seed})", done + k);
-            let got = once(&what, sightings(&db));
-            let extra: Vec<_> = got.difference(&want).take(3).collect();
-            assert!(extra.is_empty(), "{what}: {extra:?}");
+            let extra = |got: BTreeSet<Key>, want: &BTreeSet<Key>| {
+                let extra: Vec<_> = got.difference(want).take(3).cloned().collect();
+                assert!(extra.is_empty(), "{what}: {extra:?}");
+            };
+            let all = sightings_with_uids(&db);
+            extra(once(&what, keys_of(&all, "feed")), &want);
+            extra(once(&what, keys_of(&all, "feed2")), &want2);
+            if !added && !all.is_empty() {
+                ok(&add(&db, "feed2", &[], &feed2), "intel add feed2");
+                added = true;
+            }
         });
-        let got = once(&format!("round {round} (seed {seed})"), sightings(&db));
+        let what = format!("round {round} (seed {seed})");
+        let got = once(&what, sightings_of(&db, Some("feed")));
         assert_same(&format!("round {round}"), seed, &got, &want);
-        // A retro match of a second set, killed and rerun until it completes: its sightings
-        // once each, the live ones untouched.
-        ok(&add(&db, "feed2", &[], &feed2), "intel add feed2");
+        // An import with --retro ends once its background match is committed.
+        let got2 = once(&what, sightings_of(&db, Some("feed2")));
+        if added {
+            assert_same(&format!("round {round}, feed2"), seed, &got2, &want2);
+        } else {
+            assert!(got2.is_empty(), "{what}: feed2 before it was added");
+        }
+        // A retro match of the second set, killed and rerun until it completes: its
+        // sightings once each, the live ones untouched.
+        if !added {
+            ok(&add(&db, "feed2", &[], &feed2), "intel add feed2");
+        }
         let retro: Vec<String> = ["intel", "match", "--db", s(&db), "feed2"]
             .iter()
             .map(|x| x.to_string())
@@ -347,6 +386,43 @@ fn removed_and_expired_indicators_stop_matching_and_sightings_stay() {
     let c = write(dir.path(), "c.log", &conn_log(&resp, 1_800_000_000));
     ok(&run(&["import", "-q", "--db", s(&db), s(&c)]), "import c");
     assert_eq!(indicators(&db).len(), 4);
+}
+
+#[test]
+fn import_with_retro_finishes_the_background_match_of_a_new_set() {
+    let seed = 0x6a09_e667_f3bc_c908;
+    let (dir, db, logs, want, (feed2, want2)) = setup_with_second_feed(seed, 400, 30);
+    let mut args = vec!["import", "-q", "--db", s(&db)];
+    args.extend(logs.iter().map(|p| s(p)));
+    ok(&run(&args), "import");
+    assert_same(
+        "live",
+        seed,
+        &once("live", sightings_of(&db, Some("feed"))),
+        &want,
+    );
+    // A set added afterwards, and an import of no events with --retro: the import matches
+    // the new set against everything before it, and ends only when that is committed.
+    ok(&add(&db, "feed2", &[], &feed2), "intel add feed2");
+    let empty = write(dir.path(), "empty.log", &conn_log(&[], 1_900_000_000));
+    let retro = ["import", "-q", "--retro", "--db", s(&db), s(&empty)];
+    ok(&run(&retro), "import --retro");
+    let all = sightings_with_uids(&db);
+    let got = once("background retro", keys_of(&all, "feed2"));
+    assert_same("background retro", seed, &got, &want2);
+    assert!(
+        all.iter()
+            .filter(|(_, v)| v["name"] == "feed2")
+            .all(|(_, v)| v["mode"] == "retro"),
+        "the set's sightings are retro ones"
+    );
+    assert!(
+        db.join("intel/feed2.retro").exists(),
+        "the marker is written"
+    );
+    // Done once: the next import with --retro records nothing again.
+    ok(&run(&retro), "import --retro again");
+    assert_eq!(sightings(&db).len(), want.len() + want2.len());
 }
 
 #[test]
