@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::Batch;
-use crate::intel::matcher::{Hit, SchemaPlan};
+use crate::intel::matcher::SchemaPlan;
 use crate::intel::{IndicatorSet, Matcher};
 use crate::query::sigma::{self, SigmaError};
 use crate::query::Program;
@@ -82,7 +82,6 @@ pub struct LiveMatch {
     rules: Vec<LiveRule>,
     /// The schemas of the batches seen, by name (what rules are typed against).
     seen: BTreeMap<String, Schema>,
-    hits: Vec<Hit>,
     /// Whether sets added or changed are matched against the archive's past in the
     /// background ([`LiveMatch::with_background_retro`]).
     retro: bool,
@@ -151,7 +150,6 @@ impl LiveMatch {
             sets: Vec::new(),
             rules,
             seen: BTreeMap::new(),
-            hits: Vec::new(),
             retro: false,
             jobs: Vec::new(),
             pending: Vec::new(),
@@ -317,42 +315,42 @@ impl LiveMatch {
             if plan.is_empty() {
                 continue;
             }
-            for (row, bytes) in batch.rows().enumerate() {
-                self.hits.clear();
-                let time = set
-                    .matcher
-                    .match_row(schema, plan, bytes, &mut self.hits)
-                    .map_err(|e| {
-                        format!("{}: event {}: {e}", schema.name, first_id + row as u64)
-                    })?;
-                let mut seen: Vec<(usize, usize)> = Vec::new();
-                for h in self.hits.drain(..) {
-                    // One sighting per indicator and field (a container may hold a value twice).
-                    if seen.contains(&(h.indicator, h.field)) {
-                        continue;
+            let matcher = &set.matcher;
+            let name = &set.name;
+            matcher
+                .match_rows(batch, plan, |row, time, hits| {
+                    let mut seen: Vec<(usize, usize)> = Vec::new();
+                    for h in hits.drain(..) {
+                        // One sighting per indicator and field (a container may hold a value
+                        // twice).
+                        if seen.contains(&(h.indicator, h.field)) {
+                            continue;
+                        }
+                        seen.push((h.indicator, h.field));
+                        let i = matcher.indicator(h.indicator);
+                        if i.expired(now) {
+                            continue;
+                        }
+                        out.push(&SightingRow {
+                            ts: time.unwrap_or(now),
+                            event_id: first_id + row as u64,
+                            event_type: schema.name.clone(),
+                            matcher: Kind::Intel,
+                            name: name.clone(),
+                            indicator: i.value.to_string(),
+                            indicator_type: i.kind.name().to_string(),
+                            field: Some(schema.fields[h.field].name.clone()),
+                            value: Some(h.value),
+                            source: i.meta.source.map(str::to_string),
+                            description: i.meta.description.map(str::to_string),
+                            confidence: i.meta.confidence,
+                            mode: Mode::Live,
+                        });
                     }
-                    seen.push((h.indicator, h.field));
-                    let i = set.matcher.indicator(h.indicator);
-                    if i.expired(now) {
-                        continue;
-                    }
-                    out.push(&SightingRow {
-                        ts: time.unwrap_or(now),
-                        event_id: first_id + row as u64,
-                        event_type: schema.name.clone(),
-                        matcher: Kind::Intel,
-                        name: set.name.clone(),
-                        indicator: i.value.to_string(),
-                        indicator_type: i.kind.name().to_string(),
-                        field: Some(schema.fields[h.field].name.clone()),
-                        value: Some(h.value),
-                        source: i.meta.source.map(str::to_string),
-                        description: i.meta.description.map(str::to_string),
-                        confidence: i.meta.confidence,
-                        mode: Mode::Live,
-                    });
-                }
-            }
+                })
+                .map_err(|(row, e)| {
+                    format!("{}: event {}: {e}", schema.name, first_id + row as u64)
+                })?;
         }
         if self.rules.iter().any(|r| r.schemas.contains(&schema.name))
             && !self.seen.contains_key(&schema.name)

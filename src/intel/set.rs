@@ -6,13 +6,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::de::{Deserializer, SeqAccess, Visitor};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use super::indicator::{Indicator, IndicatorRef, IndicatorType, Meta, MetaRef};
 use super::IntelError;
 
-/// The format number of a set file this weir writes and reads.
-pub const SET_FORMAT: u32 = 1;
+/// The format number of the set files this weir writes (line by line; see [`super`]).
+pub const SET_FORMAT: u32 = 2;
+
+/// The oldest set file format this weir reads (format 1: one JSON object).
+pub const OLDEST_SET_FORMAT: u32 = 1;
 
 /// The directory of the sets inside an archive directory.
 pub const INTEL_DIR: &str = "intel";
@@ -71,8 +74,8 @@ struct SharedMeta {
 #[derive(Debug, Clone)]
 struct Metas {
     list: Vec<SharedMeta>,
-    index: HashMap<SharedMeta, u32>,
-    texts: HashSet<Arc<str>>,
+    index: HashMap<SharedMeta, u32, ahash::RandomState>,
+    texts: HashSet<Arc<str>, ahash::RandomState>,
 }
 
 impl Default for Metas {
@@ -80,8 +83,8 @@ impl Default for Metas {
         let empty = SharedMeta::default();
         Metas {
             list: vec![empty.clone()],
-            index: HashMap::from([(empty, 0)]),
-            texts: HashSet::new(),
+            index: std::iter::once((empty, 0)).collect(),
+            texts: HashSet::default(),
         }
     }
 }
@@ -537,22 +540,51 @@ impl<'de> Visitor<'de> for Each {
     }
 }
 
-/// [`SetFile`] as it is written: the same members, the indicators borrowed from the set.
-#[derive(Serialize)]
-struct SetFileOut<'a> {
+/// The first line of a set file of format 2.
+#[derive(Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetHeader {
     format: u32,
-    name: &'a str,
+    name: String,
     version: u64,
-    checksum: String,
-    indicators: AllOf<'a>,
+    /// The indicator lines that follow.
+    count: u64,
 }
 
-/// The indicators of a store, serialized as a list of [`Indicator`]s.
-struct AllOf<'a>(&'a Store);
+/// The last line of a set file of format 2: the CRC-32 (IEEE, 8 hex digits) of every byte
+/// before it.
+#[derive(Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetTrailer {
+    checksum: String,
+}
 
-impl Serialize for AllOf<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter())
+/// The format a set file's first bytes name, when they begin `{"format":N,` exactly (as
+/// weir writes it); `None` otherwise.
+fn leading_format(head: &[u8]) -> Option<u32> {
+    let rest = head.strip_prefix(b"{\"format\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+/// A writer that hashes what it passes on.
+struct CrcTee<'a> {
+    crc: crc32fast::Hasher,
+    out: &'a mut dyn std::io::Write,
+}
+
+impl std::io::Write for CrcTee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 
@@ -570,14 +602,6 @@ pub fn valid_set_name(name: &str) -> bool {
 /// The directory of the sets of the archive `db`.
 pub fn intel_dir(db: &Path) -> PathBuf {
     db.join(INTEL_DIR)
-}
-
-/// The checksum of `indicators`: the CRC-32 of their JSON text, computed as the text is
-/// made (a set of a million indicators never holds that text a second time).
-fn checksum<T: Serialize + ?Sized>(indicators: &T) -> Result<String, serde_json::Error> {
-    let mut crc = Crc(crc32fast::Hasher::new());
-    serde_json::to_writer(&mut crc, indicators)?;
-    Ok(format!("{:08x}", crc.0.finalize()))
 }
 
 /// A writer that only hashes what is written.
@@ -698,13 +722,115 @@ impl IndicatorSet {
             .metadata()
             .map_err(|e| crate::fs::FsError::new("read", &path, e))?
             .len();
-        let reader = std::io::BufReader::with_capacity(READ_BUFFER, file);
-        Self::decode(reader, usize::try_from(size).unwrap_or(0), &path, name).map(Some)
+        let mut reader = std::io::BufReader::with_capacity(READ_BUFFER, file);
+        let size = usize::try_from(size).unwrap_or(0);
+        let head = std::io::BufRead::fill_buf(&mut reader)
+            .map_err(|e| crate::fs::FsError::new("read", &path, e))?;
+        match leading_format(head) {
+            Some(SET_FORMAT) => Self::decode_lines(reader, size, &path, name).map(Some),
+            Some(1) | None => Self::decode_v1(reader, size, &path, name).map(Some),
+            Some(other) => Err(IntelError::Damaged {
+                path: path.clone(),
+                message: format!(
+                    "format {other} (this weir reads formats {OLDEST_SET_FORMAT} to {SET_FORMAT})"
+                ),
+            }),
+        }
     }
 
-    /// The set in its file at `path` of `size` bytes (read by `reader`), which must be set
-    /// `name`.
-    fn decode(
+    /// The set in its file of format 2 at `path` of `size` bytes (read by `reader`), which
+    /// must be set `name`: a line at a time, each indicator parsed from its line, the
+    /// checksum over the lines' bytes as read.
+    fn decode_lines(
+        mut reader: impl std::io::BufRead,
+        size: usize,
+        path: &Path,
+        name: &str,
+    ) -> Result<IndicatorSet, IntelError> {
+        let damaged = |line: usize, message: String| IntelError::Damaged {
+            path: path.to_path_buf(),
+            message: format!("line {line}: {message}"),
+        };
+        let mut buf = Vec::new();
+        let mut crc = crc32fast::Hasher::new();
+        let mut n = 0;
+        let mut next = |buf: &mut Vec<u8>| -> Result<bool, IntelError> {
+            buf.clear();
+            n += 1;
+            let got = reader
+                .read_until(b'\n', buf)
+                .map_err(|e| crate::fs::FsError::new("read", path, e))?;
+            Ok(got > 0)
+        };
+        if !next(&mut buf)? {
+            return Err(damaged(1, "empty".into()));
+        }
+        crc.update(&buf);
+        let header: SetHeader =
+            serde_json::from_slice(&buf).map_err(|e| damaged(1, format!("header: {e}")))?;
+        if header.name != name {
+            return Err(damaged(1, format!("it names set {:?}", header.name)));
+        }
+        let mut store = Store::default();
+        let count = usize::try_from(header.count).unwrap_or(usize::MAX);
+        store.records.reserve(count.min(size / MIN_INDICATOR_BYTES));
+        store.text.reserve(size.min(MAX_RESERVE));
+        let mut report = AddReport::default();
+        for k in 0..count {
+            let line = k + 2;
+            if !next(&mut buf)? || buf.last() != Some(&b'\n') {
+                return Err(damaged(
+                    line,
+                    format!("the file ends after {k} of its {count} indicators (torn)"),
+                ));
+            }
+            crc.update(&buf);
+            let i: Indicator =
+                serde_json::from_slice(&buf).map_err(|e| damaged(line, e.to_string()))?;
+            if i.kind.normalize(&i.value).as_deref() != Ok(i.value.as_str()) {
+                return Err(damaged(
+                    line,
+                    format!("{} {:?} is not in its canonical form", i.kind, i.value),
+                ));
+            }
+            store.stage(0, &i, &mut report);
+        }
+        let last = count.saturating_add(2);
+        if !next(&mut buf)? {
+            return Err(damaged(
+                last,
+                "no checksum: the file ends early (torn)".into(),
+            ));
+        }
+        let trailer: SetTrailer =
+            serde_json::from_slice(&buf).map_err(|e| damaged(last, format!("checksum: {e}")))?;
+        let sum = format!("{:08x}", crc.finalize());
+        if trailer.checksum != sum {
+            return Err(damaged(
+                last,
+                format!(
+                    "checksum {} does not match its lines ({sum})",
+                    trailer.checksum
+                ),
+            ));
+        }
+        if next(&mut buf)? {
+            return Err(damaged(last + 1, "more after the checksum".into()));
+        }
+        // Sorted and each once in a sound file: then only checked, not sorted.
+        store.settle(0, report);
+        store.records.shrink_to_fit();
+        store.text.shrink_to_fit();
+        Ok(IndicatorSet {
+            name: header.name,
+            version: header.version,
+            store: Arc::new(store),
+        })
+    }
+
+    /// The set in its file of format 1 at `path` of `size` bytes (read by `reader`), which
+    /// must be set `name`.
+    fn decode_v1(
         reader: impl std::io::Read,
         size: usize,
         path: &Path,
@@ -725,9 +851,9 @@ impl IndicatorSet {
                     damaged(e.to_string())
                 }
             })?;
-        if file.format != SET_FORMAT {
+        if file.format != 1 {
             return Err(damaged(format!(
-                "format {} (this weir reads format {SET_FORMAT})",
+                "format {} (this weir reads formats {OLDEST_SET_FORMAT} to {SET_FORMAT})",
                 file.format
             )));
         }
@@ -751,18 +877,28 @@ impl IndicatorSet {
         })
     }
 
-    /// Writes its file (at version `version`) to `out`: the checksum is computed in one
-    /// pass over the indicators, then the file written in another, neither held whole.
+    /// Writes its file (format 2, at version `version`) to `out` in one pass, a line at a
+    /// time, the checksum computed over the bytes as they are written.
     fn encode(&self, version: u64, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let list = AllOf(&self.store);
-        let file = SetFileOut {
+        use std::io::Write as _;
+        let header = SetHeader {
             format: SET_FORMAT,
-            name: &self.name,
+            name: self.name.clone(),
             version,
-            checksum: checksum(&list)?,
-            indicators: list,
+            count: self.len() as u64,
         };
-        serde_json::to_writer(&mut *out, &file)?;
+        let mut w = CrcTee {
+            crc: crc32fast::Hasher::new(),
+            out: &mut *out,
+        };
+        serde_json::to_writer(&mut w, &header)?;
+        w.write_all(b"\n")?;
+        for i in self.store.iter() {
+            serde_json::to_writer(&mut w, &i)?;
+            w.write_all(b"\n")?;
+        }
+        let checksum = format!("{:08x}", w.crc.finalize());
+        serde_json::to_writer(&mut *out, &SetTrailer { checksum })?;
         out.write_all(b"\n")
     }
 
@@ -889,6 +1025,74 @@ mod tests {
         std::fs::write(&path, text.replace("10.0.0.1", "10.0.0.2")).unwrap();
         let e = IndicatorSet::load(dir.path(), "a").unwrap_err().to_string();
         assert!(e.contains("checksum") && e.contains("a.json"), "{e}");
+    }
+
+    /// A stored set's file, and the file's lines.
+    fn stored(dir: &Path, n: u32) -> (PathBuf, Vec<String>) {
+        let mut s = IndicatorSet::new("a").unwrap();
+        s.add((0..n).map(|k| ind(&format!("10.0.0.{k}"), IndicatorType::Addr)));
+        s.store(dir, false).unwrap();
+        let path = IndicatorSet::path(dir, "a");
+        let text = std::fs::read_to_string(&path).unwrap();
+        (path, text.lines().map(str::to_string).collect())
+    }
+
+    #[test]
+    fn a_torn_or_extended_file_is_refused_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, lines) = stored(dir.path(), 5);
+        assert_eq!(lines.len(), 7, "header, 5 indicators, checksum");
+        assert!(lines[0].starts_with("{\"format\":2,"), "{}", lines[0]);
+        let load = || IndicatorSet::load(dir.path(), "a").unwrap_err().to_string();
+        // Cut within the indicators, at a line end and mid-line; no checksum; more after it.
+        let whole = std::fs::read(&path).unwrap();
+        let cut_at = |k: usize| lines[..k].iter().map(|l| l.len() + 1).sum::<usize>();
+        std::fs::write(&path, &whole[..cut_at(3)]).unwrap();
+        let e = load();
+        assert!(
+            e.contains("a.json") && e.contains("line 4") && e.contains("after 2 of its 5"),
+            "{e}"
+        );
+        std::fs::write(&path, &whole[..cut_at(3) + 4]).unwrap();
+        assert!(load().contains("torn"), "{}", load());
+        std::fs::write(&path, &whole[..cut_at(6)]).unwrap();
+        let e = load();
+        assert!(e.contains("line 7") && e.contains("no checksum"), "{e}");
+        let mut more = whole.clone();
+        more.extend_from_slice(b"{}\n");
+        std::fs::write(&path, &more).unwrap();
+        assert!(load().contains("more after the checksum"), "{}", load());
+        // A later format is named, not misread.
+        let later = String::from_utf8(whole)
+            .unwrap()
+            .replacen("\"format\":2", "\"format\":9", 1);
+        std::fs::write(&path, later).unwrap();
+        assert!(
+            load().contains("format 9 (this weir reads formats 1 to 2)"),
+            "{}",
+            load()
+        );
+    }
+
+    #[test]
+    fn a_set_of_format_1_reads_and_is_written_again_in_format_2() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/intel-set-v1");
+        let old = IndicatorSet::load(&fixture, "feed").unwrap().unwrap();
+        assert_eq!((old.version(), old.len()), (2, 9));
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = old.clone();
+        s.store(dir.path(), false).unwrap();
+        let back = IndicatorSet::load(dir.path(), "feed").unwrap().unwrap();
+        assert_eq!(back.version(), 3);
+        assert!(back.indicators().eq(old.indicators()));
+        let text = std::fs::read_to_string(IndicatorSet::path(dir.path(), "feed")).unwrap();
+        assert!(
+            text.starts_with("{\"format\":2,\"name\":\"feed\",\"version\":3,\"count\":9}\n"),
+            "{text}"
+        );
+        assert_eq!(leading_format(b"{\"format\":1,\"name\""), Some(1));
+        assert_eq!(leading_format(b"{ \"format\":2,"), None);
+        assert_eq!(leading_format(b"{\"format\":12"), None);
     }
 
     #[test]

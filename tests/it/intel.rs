@@ -297,6 +297,38 @@ fn a_set_file_is_never_half_written() {
     );
 }
 
+#[test]
+fn a_set_written_in_format_1_still_reads() {
+    // `tests/fixtures/intel-set-v1`: a set stored by the weir of 2026-12-07 (format 1: one
+    // JSON object), with its `weir intel show` of then.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/intel-set-v1");
+    let shown = ok(
+        &run(&["intel", "show", "--db", s(&fixture), "feed"]),
+        "intel show",
+    );
+    let then = std::fs::read_to_string(fixture.join("show.jsonl")).unwrap();
+    assert_eq!(shown, then);
+    let listed = ok(&run(&["intel", "list", "--db", s(&fixture)]), "intel list");
+    assert!(
+        listed.starts_with("feed\tversion 2\t9 indicators"),
+        "{listed}"
+    );
+    // Changed, it is written in format 2 as the next version, and reads back the same.
+    let (dir, db) = db_dir();
+    std::fs::create_dir_all(db.join("intel")).unwrap();
+    std::fs::copy(fixture.join("intel/feed.json"), db.join("intel/feed.json")).unwrap();
+    let extra = write(dir.path(), "x.txt", "10.1.1.1\n");
+    ok(&add(&db, "feed", &["--type", "addr"], &extra), "intel add");
+    let text = std::fs::read_to_string(db.join("intel/feed.json")).unwrap();
+    assert!(
+        text.starts_with("{\"format\":2,\"name\":\"feed\",\"version\":3,"),
+        "{text}"
+    );
+    let mut now = show(&db, "feed");
+    now.retain(|v| v["value"] != "10.1.1.1");
+    assert_eq!(now, json_lines(&then));
+}
+
 // ---- retro matching -------------------------------------------------------------------
 
 const CONN_HEAD: &str =
