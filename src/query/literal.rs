@@ -132,9 +132,11 @@ pub struct ListItems {
 #[derive(Debug, Default)]
 pub(crate) struct ListIndex {
     /// The bytes of each `Literal::String` item.
-    pub strings: HashSet<Vec<u8>>,
+    pub strings: HashSet<Vec<u8>, ahash::RandomState>,
     /// [`addr_bits`] of each `Literal::Addr` item (an IPv4 address as its IPv4-mapped form).
-    pub addrs: HashSet<u128>,
+    /// (ahash, not SipHash: a retro match probes every address of every row here, and SipHash
+    /// was a fifth of its samples.)
+    pub addrs: HashSet<u128, ahash::RandomState>,
     /// The positions of the `Literal::Pattern` items.
     pub patterns: Vec<usize>,
 }
