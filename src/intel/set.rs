@@ -597,6 +597,19 @@ fn leading_format(head: &[u8]) -> Option<u32> {
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
 }
 
+/// The set of a format 2 file whose indicator lines `store` holds, as read: settled (sorted
+/// and each once in a sound file, so only checked, not sorted) and shrunk to its size.
+fn finish_load(header: SetHeader, mut store: Store, report: AddReport) -> IndicatorSet {
+    store.settle(0, report);
+    store.records.shrink_to_fit();
+    store.text.shrink_to_fit();
+    IndicatorSet {
+        name: header.name,
+        version: header.version,
+        store: Arc::new(store),
+    }
+}
+
 /// Set files of at least this many bytes are read by several threads
 /// ([`IndicatorSet::decode_parallel`]); a smaller one takes less than the threads cost.
 const PARALLEL_FROM: usize = 16 << 20;
@@ -931,15 +944,7 @@ impl IndicatorSet {
         if next(&mut buf)? {
             return Err(damaged(last + 1, "more after the checksum".into()));
         }
-        // Sorted and each once in a sound file: then only checked, not sorted.
-        store.settle(0, report);
-        store.records.shrink_to_fit();
-        store.text.shrink_to_fit();
-        Ok(IndicatorSet {
-            name: header.name,
-            version: header.version,
-            store: Arc::new(store),
-        })
+        Ok(finish_load(header, store, report))
     }
 
     /// [`IndicatorSet::decode_lines`] by `threads` threads, each parsing one run of the
@@ -1014,16 +1019,8 @@ impl IndicatorSet {
         if lines != header.count || format!("{:08x}", crc.finalize()) != trailer.checksum {
             return None;
         }
-        let mut store = store.unwrap_or_default();
-        // Sorted and each once in a sound file: then only checked, not sorted.
-        store.settle(0, AddReport::default());
-        store.records.shrink_to_fit();
-        store.text.shrink_to_fit();
-        Some(IndicatorSet {
-            name: header.name,
-            version: header.version,
-            store: Arc::new(store),
-        })
+        let store = store.unwrap_or_default();
+        Some(finish_load(header, store, AddReport::default()))
     }
 
     /// The set in its file of format 1 at `path` of `size` bytes (read by `reader`), which
