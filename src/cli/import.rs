@@ -86,9 +86,9 @@ pub struct ImportArgs {
     #[arg(long, value_name = "PATH")]
     rules: Option<PathBuf>,
     /// Also match each indicator set added or changed since its last retro match against the
-    /// archive's past, in the background, as `weir serve` does (its sightings commit with the
-    /// import's next commits; an import that ends first leaves the rest to its next run or
-    /// to `weir intel match`).
+    /// archive's past, in the background, as `weir serve` does: its sightings commit with the
+    /// import's next commits, and when the input ends the import finishes those matches
+    /// before it exits (a second Ctrl-C stops at once; the next start resumes them).
     #[arg(long)]
     retro: bool,
     /// No progress display and no summary: only warnings and errors (skipped rows included).
