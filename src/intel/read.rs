@@ -77,7 +77,8 @@ pub fn read_indicators_from(
     read_lines(format, &mut lines, file, options, each)
 }
 
-/// Lines of a file, numbered from 1, without their `\n` or `\r\n` (as [`str::lines`]).
+/// Lines of a file, numbered from 1, without their `\n` or `\r\n`, nor a `\r` that ends the
+/// last line (each format reader takes them so).
 trait Lines {
     /// The next line's number and text; `None` at the end.
     fn next_line(&mut self) -> Result<Option<(usize, &str)>, IntelError>;
@@ -92,7 +93,7 @@ impl Lines for TextLines<'_> {
     fn next_line(&mut self) -> Result<Option<(usize, &str)>, IntelError> {
         let l = self.lines.next();
         self.line += usize::from(l.is_some());
-        Ok(l.map(|l| (self.line, l)))
+        Ok(l.map(|l| (self.line, l.strip_suffix('\r').unwrap_or(l))))
     }
 }
 
@@ -128,9 +129,9 @@ impl Lines for ReadLines<'_> {
             }
             if self.buf.ends_with('\n') {
                 self.buf.pop();
-                if self.buf.ends_with('\r') {
-                    self.buf.pop();
-                }
+            }
+            if self.buf.ends_with('\r') {
+                self.buf.pop();
             }
         }
         self.line += 1;
@@ -197,7 +198,6 @@ fn read_zeek(
     let mut report = ReadReport::default();
     let mut cols: Option<Vec<String>> = None;
     while let Some((line, raw)) = lines.next_line()? {
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
         if let Some(rest) = raw.strip_prefix("#fields") {
             let names: Vec<String> = rest
                 .split('\t')
@@ -337,7 +337,6 @@ fn read_csv(
     let mut report = ReadReport::default();
     let mut header: Option<Vec<String>> = None;
     while let Some((line, raw)) = lines.next_line()? {
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
         if raw.trim().is_empty() || (header.is_some() && raw.starts_with('#')) {
             continue;
         }
@@ -468,7 +467,15 @@ a.b.com\tIntel::DOMAIN\tsource2\tName used for data exfiltration\t-\n";
     fn reading_a_stream_gives_what_reading_the_text_gives() {
         let csv = "\n\r\nindicator,type,source\r\n10.0.0.1,addr,x\r\nevil.com,domain,y";
         let list = "# c2\n\n10.0.0.1\n::ffff:10.0.0.2";
-        for (text, kind) in [(ZEEK, None), (csv, None), (list, Some(IndicatorType::Addr))] {
+        // Windows line ends, and a last line ended by `\r` alone: the same as ZEEK.
+        let crlf = format!("{}\r", ZEEK.replace('\n', "\r\n").trim_end_matches("\r\n"));
+        let zeek_crlf = crlf.as_str();
+        for (text, kind) in [
+            (ZEEK, None),
+            (zeek_crlf, None),
+            (csv, None),
+            (list, Some(IndicatorType::Addr)),
+        ] {
             let o = ReadOptions { kind, ..opts() };
             let whole = read_indicators(text, "f", &o).unwrap().indicators;
             let mut streamed = Vec::new();
@@ -477,6 +484,9 @@ a.b.com\tIntel::DOMAIN\tsource2\tName used for data exfiltration\t-\n";
             assert!(r.indicators.is_empty());
             assert_eq!(streamed, whole, "{text:?}");
             assert_eq!(whole.len(), 2, "{text:?}");
+            if text == zeek_crlf {
+                assert_eq!(whole, read_indicators(ZEEK, "f", &o).unwrap().indicators);
+            }
         }
         // Lines are numbered as in the text, blank lines before the header counted.
         let bad = "\n#fields\tindicator\tindicator_type\n1.2.3.4\tIntel::NOPE\n";
