@@ -610,6 +610,20 @@ fn finish_load(header: SetHeader, mut store: Store, report: AddReport) -> Indica
     }
 }
 
+/// One indicator line of a format 2 file, appended to `store` (after the lines before it);
+/// the error says what is wrong with the line.
+fn load_line(line: &[u8], store: &mut Store, report: &mut AddReport) -> Result<(), String> {
+    let i: Indicator = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    if i.kind.normalize(&i.value).as_deref() != Ok(i.value.as_str()) {
+        return Err(format!(
+            "{} {:?} is not in its canonical form",
+            i.kind, i.value
+        ));
+    }
+    store.stage(0, &i, report);
+    Ok(())
+}
+
 /// Set files of at least this many bytes are read by several threads
 /// ([`IndicatorSet::decode_parallel`]); a smaller one takes less than the threads cost.
 const PARALLEL_FROM: usize = 16 << 20;
@@ -678,11 +692,7 @@ fn read_run(
             return None;
         }
         crc.update(&line);
-        let i: Indicator = serde_json::from_slice(&line).ok()?;
-        if i.kind.normalize(&i.value).as_deref() != Ok(i.value.as_str()) {
-            return None;
-        }
-        store.stage(0, &i, &mut report);
+        load_line(&line, &mut store, &mut report).ok()?;
         n += 1;
     }
 }
@@ -912,15 +922,7 @@ impl IndicatorSet {
                 ));
             }
             crc.update(&buf);
-            let i: Indicator =
-                serde_json::from_slice(&buf).map_err(|e| damaged(line, e.to_string()))?;
-            if i.kind.normalize(&i.value).as_deref() != Ok(i.value.as_str()) {
-                return Err(damaged(
-                    line,
-                    format!("{} {:?} is not in its canonical form", i.kind, i.value),
-                ));
-            }
-            store.stage(0, &i, &mut report);
+            load_line(&buf, &mut store, &mut report).map_err(|e| damaged(line, e))?;
         }
         let last = count.saturating_add(2);
         if !next(&mut buf)? {
