@@ -102,10 +102,24 @@ impl RetroJob {
         }
     }
 
-    /// Moves up to `max` of the rows found so far into `out`.
-    pub fn drain(&self, max: usize, out: &mut Vec<SightingRow>) -> Drained {
-        for _ in 0..max {
-            match self.rx.try_recv() {
+    /// Moves up to `max` of the rows found so far into `out`, waiting up to `wait` (if any)
+    /// for the first of them (or the job's end).
+    pub fn drain(
+        &self,
+        max: usize,
+        wait: Option<std::time::Duration>,
+        out: &mut Vec<SightingRow>,
+    ) -> Drained {
+        use std::sync::mpsc::RecvTimeoutError;
+        for n in 0..max {
+            let msg = match wait.filter(|_| n == 0) {
+                Some(wait) => self.rx.recv_timeout(wait).map_err(|e| match e {
+                    RecvTimeoutError::Timeout => TryRecvError::Empty,
+                    RecvTimeoutError::Disconnected => TryRecvError::Disconnected,
+                }),
+                None => self.rx.try_recv(),
+            };
+            match msg {
                 Ok(Msg::Row(r)) => out.push(r),
                 Ok(Msg::Done) => return Drained::Done,
                 Ok(Msg::Failed(e)) => {
@@ -118,29 +132,6 @@ impl RetroJob {
             }
         }
         Drained::More
-    }
-
-    /// [`RetroJob::drain`], waiting up to `wait` for the first row (or the end).
-    pub fn drain_waiting(
-        &self,
-        max: usize,
-        wait: std::time::Duration,
-        out: &mut Vec<SightingRow>,
-    ) -> Drained {
-        if max == 0 {
-            return Drained::More;
-        }
-        match self.rx.recv_timeout(wait) {
-            Ok(Msg::Row(r)) => out.push(r),
-            Ok(Msg::Done) => return Drained::Done,
-            Ok(Msg::Failed(e)) => {
-                tracing::warn!(set = %self.set, "the background retro match failed: {e}");
-                return Drained::Failed;
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Drained::More,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Drained::Failed,
-        }
-        self.drain(max - 1, out)
     }
 
     /// Writes the marker of a job whose rows are all committed.

@@ -204,11 +204,7 @@ impl LiveMatch {
         let mut jobs = std::mem::take(&mut self.jobs);
         jobs.retain(|j| {
             let room = RETRO_BATCH.saturating_sub(rows.len());
-            let drained = match wait {
-                Some(wait) => j.drain_waiting(room, wait, &mut rows),
-                None => j.drain(room, &mut rows),
-            };
-            match drained {
+            match j.drain(room, wait, &mut rows) {
                 Drained::More => true,
                 Drained::Done => {
                     self.markers_due.push((j.set.clone(), j.version, j.through));
@@ -224,6 +220,13 @@ impl LiveMatch {
         self.jobs = jobs;
         for r in &rows {
             out.push(r);
+        }
+    }
+
+    /// Writes the markers of the retro matches whose last rows have committed.
+    fn write_due_markers(&mut self) {
+        for (set, version, through) in std::mem::take(&mut self.markers_due) {
+            RetroJob::mark(&self.db, &set, version, through);
         }
     }
 
@@ -440,9 +443,7 @@ impl CommitHook for LiveMatch {
         first_id: u64,
     ) -> Result<Option<Batch>, String> {
         // Called again: the previous commit, with the last rows of these matches, succeeded.
-        for (set, version, through) in std::mem::take(&mut self.markers_due) {
-            RetroJob::mark(&self.db, &set, version, through);
-        }
+        self.write_due_markers();
         self.refresh_sets();
         let mut out = SightingBatch::default();
         if self.retro {
@@ -469,9 +470,7 @@ impl CommitHook for LiveMatch {
     /// is left to the next start.
     fn finish(&mut self, first_id: u64) -> Result<Option<Batch>, String> {
         // Called again: the previous batch committed.
-        for (set, version, through) in std::mem::take(&mut self.markers_due) {
-            RetroJob::mark(&self.db, &set, version, through);
-        }
+        self.write_due_markers();
         if !self.retro {
             return Ok(None);
         }
@@ -491,9 +490,7 @@ impl CommitHook for LiveMatch {
                 return Ok(out.finish());
             }
             // Nothing of the jobs that ended is uncommitted.
-            for (set, version, through) in std::mem::take(&mut self.markers_due) {
-                RetroJob::mark(&self.db, &set, version, through);
-            }
+            self.write_due_markers();
             if self.jobs.is_empty() {
                 return Ok(None);
             }
