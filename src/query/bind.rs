@@ -652,6 +652,13 @@ pub(crate) enum Fast {
     ///
     /// [`in_subnet`]: super::literal::in_subnet
     Subnet { net: u128, mask: u128 },
+    /// `in` of an address field with a list of at least [`ListItems::INDEXED_FROM`] items:
+    /// the stored bytes as 128 bits looked up in the list's [`AddrSet`], which is what
+    /// [`holds`] does for an address and such a list. No `IpAddr` is built.
+    ///
+    /// [`ListItems::INDEXED_FROM`]: super::literal::ListItems::INDEXED_FROM
+    /// [`AddrSet`]: super::literal::AddrSet
+    AddrList,
 }
 
 impl Fast {
@@ -715,6 +722,9 @@ impl Fast {
                 let (net, p) = super::literal::net_bits(*net, *prefix);
                 let mask = u128::MAX.checked_shl(128 - u32::from(p)).unwrap_or(0);
                 return Fast::Subnet { net, mask };
+            }
+            (Type::Addr, Literal::List(items)) if t.op == Op::In && items.index().is_some() => {
+                return Fast::AddrList;
             }
             _ => {}
         }

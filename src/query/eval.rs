@@ -229,21 +229,16 @@ pub(crate) fn test_value(
             return Ok(equal != negate);
         }
         Fast::Subnet { net, mask } => {
-            let m = c.marker()?;
-            if m == NIL {
-                return Ok(false);
-            }
-            // An address is a bin of 4 or 16 bytes, read here as bytes.
-            let ValueRef::String(got) = c.scalar(m, &Type::String)? else {
-                return Ok(false);
-            };
-            let bits = match got.len() {
-                4 => <[u8; 4]>::try_from(got)
-                    .map(|g| (0xffff_u128 << 32) | u128::from(u32::from_be_bytes(g))),
-                16 => <[u8; 16]>::try_from(got).map(u128::from_be_bytes),
-                _ => return Err(c.unexpected(m, &t.ty)),
-            };
-            return Ok(bits.is_ok_and(|b| b & mask == net));
+            return Ok(stored_addr(c, t)?.is_some_and(|b| b & mask == net));
+        }
+        Fast::AddrList => {
+            let bits = stored_addr(c, t)?;
+            return Ok(match (&t.lit, bits) {
+                (Literal::List(items), Some(b)) => {
+                    items.index().is_some_and(|ix| ix.addrs.contains(b))
+                }
+                _ => false,
+            });
         }
         Fast::None => {}
     }
@@ -265,6 +260,27 @@ pub(crate) fn test_value(
         ValueRef::List(items) if t.ty.is_container() => container(&items, t.op, &t.lit),
         v => holds(&v, t.op, &t.lit),
     })
+}
+
+/// The next value of an address column as 128 bits ([`addr_bits`]: an IPv4 address in its
+/// IPv4-mapped form), read as the bin of 4 or 16 bytes it is stored as; `None` for nil.
+///
+/// [`addr_bits`]: super::literal::addr_bits
+fn stored_addr(c: &mut RowCursor<'_>, t: &Test) -> Result<Option<u128>, DecodeError> {
+    let m = c.marker()?;
+    if m == NIL {
+        return Ok(None);
+    }
+    let ValueRef::String(got) = c.scalar(m, &Type::String)? else {
+        return Ok(None);
+    };
+    match got.len() {
+        4 => Ok(<[u8; 4]>::try_from(got)
+            .ok()
+            .map(|g| (0xffff_u128 << 32) | u128::from(u32::from_be_bytes(g)))),
+        16 => Ok(<[u8; 16]>::try_from(got).ok().map(u128::from_be_bytes)),
+        _ => Err(c.unexpected(m, &t.ty)),
+    }
 }
 
 /// A container field: the operator holds for some element (`field == [..]` compares the whole
@@ -423,6 +439,67 @@ mod tests {
             }
         }
         assert!(checked > 3000, "{checked}");
+    }
+
+    /// `in` of an address with a list long enough to be indexed: the fast form, reading the
+    /// stored bytes, gives what [`holds`] gives on the decoded address, for IPv4, IPv6,
+    /// IPv4-mapped and IPv4-compatible addresses, members or not, and nil.
+    #[test]
+    fn fast_address_list_agrees_with_holds() {
+        let parse = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let members = [
+            "10.0.0.1",
+            "::ffff:10.0.0.2",
+            "2001:db8::1",
+            "::10.0.0.3",
+            "192.168.1.1",
+            "fe80::1",
+            "0.0.0.0",
+            "255.255.255.255",
+        ];
+        let list: Vec<Literal> = members.iter().map(|a| Literal::Addr(parse(a))).collect();
+        let t = test_of(Type::Addr, Op::In, Literal::List(list.into()));
+        assert_eq!(Fast::of(&t), Fast::AddrList);
+        let general = Test {
+            fast: Fast::None,
+            ..t.clone()
+        };
+        let schema = std::sync::Arc::new(crate::types::Schema::new(
+            "t",
+            vec![crate::types::Field::new("a", Type::Addr)],
+        ));
+        let p = crate::query::Query::parse("a == 10.0.0.1")
+            .unwrap()
+            .bind(&schema);
+        let values = [
+            "10.0.0.1",
+            "::ffff:10.0.0.1",
+            "10.0.0.2",
+            "::ffff:10.0.0.2",
+            "10.0.0.3",
+            "::10.0.0.3",
+            "2001:db8::1",
+            "2001:db8::2",
+            "192.168.1.2",
+            "0.0.0.0",
+            "::",
+            "255.255.255.255",
+            "fe80::1",
+        ];
+        let mut hits = 0;
+        for v in values {
+            let a = parse(v);
+            let mut buf = Vec::new();
+            crate::value::RowEncoder::new(&mut buf).addr(a);
+            let fast = test_value(&p, &t, &mut RowCursor::new(&buf), None).unwrap();
+            let slow = test_value(&p, &general, &mut RowCursor::new(&buf), None).unwrap();
+            assert_eq!(fast, holds(&ValueRef::Addr(a), Op::In, &t.lit), "{v}");
+            assert_eq!(fast, slow, "{v}");
+            hits += usize::from(fast);
+        }
+        assert_eq!(hits, 9, "members and their other forms");
+        let nil = [NIL];
+        assert!(!test_value(&p, &t, &mut RowCursor::new(&nil), None).unwrap());
     }
 
     /// String and address equality: the fast form gives what [`holds`] gives.

@@ -82,7 +82,7 @@ fn list_has(v: &ValueRef<'_>, items: &ListItems) -> bool {
         (Some(ix), ValueRef::String(s)) => {
             ix.strings.contains(*s) || ix.patterns.iter().any(|&i| holds(v, Op::Eq, &items[i]))
         }
-        (Some(ix), ValueRef::Addr(a)) => ix.addrs.contains(&addr_bits(*a)),
+        (Some(ix), ValueRef::Addr(a)) => ix.addrs.contains(addr_bits(*a)),
         _ => items.iter().any(|x| holds(v, Op::Eq, x)),
     }
 }
