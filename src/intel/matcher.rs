@@ -86,6 +86,11 @@ pub struct SchemaPlan {
 }
 
 impl SchemaPlan {
+    /// Every field [`Matcher::match_row`] reads: checks, hosts and `ts`, ascending.
+    pub fn fields_read(&self) -> &[usize] {
+        &self.read
+    }
+
     /// Whether nothing of this schema can match.
     pub fn is_empty(&self) -> bool {
         self.checks.is_empty()

@@ -12,7 +12,8 @@
 
 use crate::query::context::archive_schemas;
 use crate::query::literal::quote;
-use crate::query::{Query, QueryError, SearchStats};
+use crate::query::ops::physical::ScanSpec;
+use crate::query::{Query, QueryError, Search, SearchStats};
 use crate::store::Archive;
 use crate::types::{Schema, SchemaRef};
 
@@ -201,7 +202,21 @@ pub fn retro_match<E: From<QueryError>>(
         return Ok(stats);
     };
     let query = Query::parse(&text).map_err(|e| E::from(QueryError::from(e)))?;
-    let mut search = query.search(archive).map_err(E::from)?;
+    // Only the fields the matcher reads are rebuilt for it, not whole events.
+    let mut read: Vec<String> = Vec::new();
+    for s in &schemas {
+        for &f in m.plan(s).fields_read() {
+            let name = &s.fields[f].name;
+            if !read.contains(name) {
+                read.push(name.clone());
+            }
+        }
+    }
+    let spec = ScanSpec {
+        columns: Some(read),
+        ..ScanSpec::new(query)
+    };
+    let mut search = Search::planned(archive, &spec, None).map_err(E::from)?;
     let mut plans: Vec<(SchemaRef, SchemaPlan)> = Vec::new();
     let mut hits: Vec<Hit> = Vec::new();
     for batch in search.by_ref() {
