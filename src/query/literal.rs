@@ -16,6 +16,8 @@ use std::sync::{Arc, OnceLock};
 
 use regex::bytes::Regex;
 
+use super::addr_filter::AddrFilter;
+
 use crate::codec::zeek::scalar;
 
 /// Nanoseconds per second.
@@ -183,68 +185,31 @@ impl ListItems {
     }
 }
 
-/// A set of addresses ([`addr_bits`]) with a filter in front: one bit per slot of a table
-/// [`AddrSet::BITS_PER_ADDR`] times as long as the set, set for the slot of each member. An
-/// address whose bit is clear is no member, known without a probe of the hash table. A retro
-/// match tests every address of every row, nearly all of them no member; the table of 100,000
-/// addresses (about 4 MiB) misses the cache on almost every probe, the filter (512 KiB) much
-/// less often, and lets through about 1 in 40 of the others (one bit of 32 per member set).
+/// A set of addresses ([`addr_bits`]) with an [`AddrFilter`] in front of its hash table.
 #[derive(Debug, Default)]
 pub(crate) struct AddrSet {
     /// The members. (ahash, not SipHash: SipHash was a fifth of a retro match's samples.)
     set: HashSet<u128, ahash::RandomState>,
-    /// The filter's bits; empty for an empty set.
-    bits: Vec<u64>,
-    /// A member's slot is the top `64 - shift` bits of its [`AddrSet::mix`].
-    shift: u32,
+    filter: AddrFilter,
 }
 
 impl AddrSet {
-    /// Filter bits per member (rounded up to a power of two in all).
-    pub const BITS_PER_ADDR: usize = 32;
-
-    /// The filter's slot of an address: its two halves folded and multiplied by 2^64 over
-    /// the golden ratio (Fibonacci hashing), whose top bits depend on every input bit.
-    #[inline]
-    fn slot(&self, x: u128) -> usize {
-        let folded = (x as u64) ^ ((x >> 64) as u64).rotate_left(32);
-        (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
-    }
-
-    /// Sizes and sets the filter for the members now in the set.
+    /// Builds the filter for the members now in the set.
     fn fill_filter(&mut self) {
-        if self.set.is_empty() {
-            self.bits = Vec::new();
-            return;
-        }
-        let slots = (self.set.len() * Self::BITS_PER_ADDR)
-            .next_power_of_two()
-            .max(64);
-        self.shift = 64 - slots.trailing_zeros();
-        let mut bits = vec![0u64; slots / 64];
-        for &x in &self.set {
-            let s = self.slot(x);
-            bits[s / 64] |= 1 << (s % 64);
-        }
-        self.bits = bits;
+        self.filter = AddrFilter::new(self.set.len(), self.set.iter().copied());
     }
 
-    /// Whether `x` ([`addr_bits`] of an address) may be a member: `false` only for no
-    /// member, `true` for every member and about one in [`AddrSet::BITS_PER_ADDR`] of the
-    /// others. Reads the filter alone.
+    /// Whether `x` ([`addr_bits`] of an address) may be a member
+    /// ([`AddrFilter::may_contain`]): reads the filter alone.
     #[inline]
     pub(crate) fn may_contain(&self, x: u128) -> bool {
-        if self.bits.is_empty() {
-            return false;
-        }
-        let s = self.slot(x);
-        self.bits[s / 64] >> (s % 64) & 1 == 1
+        self.filter.may_contain(x)
     }
 
     /// Whether `x` ([`addr_bits`] of an address) is a member.
     #[inline]
     pub(crate) fn contains(&self, x: u128) -> bool {
-        self.may_contain(x) && self.set.contains(&x)
+        self.filter.may_contain(x) && self.set.contains(&x)
     }
 }
 

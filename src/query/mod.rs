@@ -122,6 +122,7 @@
 //! | `context/` | VAST's `explore` and `pivot`: the events around and related to results ([`context`]) |
 //! | `error.rs` | [`ExprError`] (with the caret) and [`QueryError`] |
 
+pub(crate) mod addr_filter;
 mod bind;
 mod columnar;
 pub mod concepts;
