@@ -136,6 +136,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // Nothing will create it: a missing archive is an error now, not at the first query.
         weir::unstable::store::Archive::open(&args.db.path)?;
     }
+    // No pipeline of this server writes its archive, so none matches a set added or changed
+    // against the past: a thread of its own does, whenever no other writer holds the archive.
+    let _idle_retro = match fills_db {
+        true => None,
+        false => Some(weir::unstable::detect::IdleRetro::start(&args.db.path)?),
+    };
     // --token-file is honoured on every address; off loopback a token is required anyway.
     let token_file = match &args.token_file {
         Some(path) => Some(path.clone()),

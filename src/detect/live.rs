@@ -16,40 +16,15 @@ use crate::store::CommitHook;
 use crate::types::{Schema, SchemaRef};
 
 use super::background::{Drained, RetroJob};
-use super::retro::{needs_retro, RETRO_BATCH};
+use super::retro::{needs_retro, RETRO_BATCH, RETRO_RETRY};
 use super::sighting::{
     now_ns, Matcher as Kind, Mode, SightingBatch, SightingRow, OWN_SCHEMA_PREFIX,
 };
+use super::stamp::{stamp, Stamp};
 
 /// How long a closing writer waits for a background retro match's next row before it looks
 /// at the other matches.
 const FINISH_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// How long a failed background retro match waits before it runs again.
-const RETRO_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// What identifies one version of a set's file without reading it: its length, modification
-/// time and (on Unix) inode. A set is replaced by a rename ([`IndicatorSet::store`]), so a new
-/// version is a new inode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    inode: u64,
-}
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some(Stamp {
-        len: m.len(),
-        modified: m.modified().ok(),
-        inode,
-    })
-}
 
 /// A set as loaded, with its plans per schema.
 struct LoadedSet {

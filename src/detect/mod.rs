@@ -6,6 +6,8 @@
 //! - [`retro`]: [`RetroRecorder`], which writes the sightings of a retro match, each once.
 //! - `background.rs`: retro matching on a thread beside a writer, its sightings committed by
 //!   the writer.
+//! - [`idle`]: [`IdleRetro`], retro matching by `weir serve` when nothing writes its archive.
+//! - `stamp.rs`: what identifies a version of a set file without reading it.
 //! - [`read`]: sightings read back as JSON, by their own IDs (the API and the webhook).
 //!
 //! # Live matching
@@ -49,11 +51,14 @@
 //! those of the group it was found in.
 
 mod background;
+pub mod idle;
 pub mod live;
 pub mod read;
 pub mod retro;
 pub mod sighting;
+mod stamp;
 
+pub use idle::IdleRetro;
 pub use live::LiveMatch;
 pub use retro::{RecordError, RetroRecorder};
 pub use sighting::{sighting_schema, SightingBatch, SightingRow, SIGHTING_SCHEMA};

@@ -26,13 +26,17 @@ use std::path::Path;
 
 use crate::intel::Sighting;
 use crate::query::{Query, QueryError};
-use crate::store::{Archive, Store, StoreError, StoreOptions};
+use crate::store::{Archive, Holder, Store, StoreError, StoreOptions};
 use crate::value::{DecodeError, Value};
 
 use super::sighting::{Matcher, Mode, SightingBatch, SightingRow, SIGHTING_SCHEMA};
 
 /// Sightings a retro match commits at a time.
 pub const RETRO_BATCH: usize = 4096;
+
+/// How long a failed retro match in the background (beside a writer, or of an idle server)
+/// waits before it runs again.
+pub(crate) const RETRO_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The suffix of a set's retro marker (see the module docs).
 const MARKER_SUFFIX: &str = ".retro";
@@ -207,9 +211,19 @@ pub struct RetroRecorder {
 impl RetroRecorder {
     /// Opens the archive `db` for writing and reads the keys of set `set`'s sightings.
     pub fn open(db: &Path, set: &str) -> Result<RetroRecorder, RecordError> {
+        RetroRecorder::open_as(db, set, Holder::Writer)
+    }
+
+    /// [`RetroRecorder::open`] with the archive's lock taken for `holder` (a brief job's lets
+    /// a writer that comes meanwhile wait instead of fail).
+    pub(crate) fn open_as(
+        db: &Path,
+        set: &str,
+        holder: Holder,
+    ) -> Result<RetroRecorder, RecordError> {
         // A reader first: a directory without an archive is refused, not made one.
         let archive = Archive::open(db)?;
-        let (store, _) = Store::open_writer(db, StoreOptions::default())?;
+        let (store, _) = Store::open_writer_as(db, StoreOptions::default(), holder)?;
         let known = known_keys(&archive, db, set)?;
         Ok(RetroRecorder {
             through: store.next_id(),

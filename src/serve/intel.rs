@@ -12,8 +12,9 @@
 //! need the bearer token: a server without one (loopback without `--token-file`) refuses them
 //! (`403`), so no web page can reach them through a browser. Their bodies may be up to
 //! [`MAX_INTEL_BODY_BYTES`]. A set changed here is matched by the running pipelines from their
-//! next commit on ([`crate::detect`]); matching it against the archive's past is `weir intel
-//! match NAME`.
+//! next commit on ([`crate::detect`]), and against the archive's past in the background: by
+//! the writer of a pipeline that fills the archive, or, when none does, by the server's
+//! [`crate::detect::IdleRetro`].
 //!
 //! [`MAX_INTEL_BODY_BYTES`]: super::limits::MAX_INTEL_BODY_BYTES
 

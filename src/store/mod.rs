@@ -72,8 +72,12 @@
 //!   the WAL from that file once there is space again. Only the private temporaries of atomic
 //!   writes and copies (`.<name>.tmp`, `.<name>.copy.tmp`) are removed on failure.
 //! - `LOCK` is held with an exclusive advisory lock ([`std::fs::File::try_lock`], flock) by
-//!   the one writer and contains its pid in decimal, for the error message of a second writer.
-//!   The lock dies with the process, so a `kill -9` never leaves a stale lock. Readers take no
+//!   the one writer and contains its pid in decimal and a newline, for the error message of a
+//!   second writer. A holder that keeps it for one bounded job (a retro match that `weir
+//!   serve` runs while nothing else writes, [`crate::detect::IdleRetro`]) writes a second line,
+//!   `brief`: a writer that finds the lock held by one waits for it (up to [`BRIEF_LOCK_WAIT`])
+//!   instead of failing. The lock dies with the process, so a `kill -9` never leaves a stale
+//!   lock. Readers take no
 //!   lock: they read the catalog (replaced atomically), immutable segments and the WAL prefix
 //!   present when they open it.
 
@@ -241,7 +245,21 @@ pub struct Store {
 /// How long a lock held in this process's name is waited for (see [`take_lock`]).
 const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How long a writer waits for a lock held for a brief job (see the module docs).
+pub const BRIEF_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Who takes the lock: a writer, or a holder for one brief job (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holder {
+    Writer,
+    Brief,
+}
+
 pub(crate) fn take_lock(dir: &Path) -> Result<File> {
+    take_lock_as(dir, Holder::Writer)
+}
+
+pub(crate) fn take_lock_as(dir: &Path, holder: Holder) -> Result<File> {
     // Every writer takes the lock first: what it creates gets the archive's permissions.
     crate::fs::use_archive_umask(dir);
     let path = dir.join(LOCK_FILE);
@@ -257,6 +275,7 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     // exec), the lock's included. So a lock that names this process is tried again for up to
     // `OWN_LOCK_WAIT` before it counts as taken.
     let started = std::time::Instant::now();
+    let mut waited = false;
     loop {
         match file.try_lock() {
             Ok(()) => break,
@@ -264,9 +283,23 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
                 let mut s = String::new();
                 let _ = file.seek(std::io::SeekFrom::Start(0));
                 let _ = file.read_to_string(&mut s);
-                let pid: Option<u32> = s.trim().parse().ok();
+                let mut lines = s.lines();
+                let pid: Option<u32> = lines.next().and_then(|l| l.trim().parse().ok());
                 if pid == Some(std::process::id()) && started.elapsed() < OWN_LOCK_WAIT {
                     std::thread::sleep(std::time::Duration::from_millis(5));
+                    continue;
+                }
+                let brief = lines.next().is_some_and(|l| l.trim() == "brief");
+                if brief && holder == Holder::Writer && started.elapsed() < BRIEF_LOCK_WAIT {
+                    if !waited {
+                        tracing::warn!(
+                            "database {} is locked by a retro match of weir serve{}: waiting for it",
+                            dir.display(),
+                            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                        );
+                        waited = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
                     continue;
                 }
                 return Err(StoreError::Locked {
@@ -279,7 +312,13 @@ pub(crate) fn take_lock(dir: &Path) -> Result<File> {
     }
     crate::fs::fault::hit(crate::fs::fault::Op::Write)
         .and_then(|()| file.set_len(0))
-        .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()))
+        .and_then(|()| {
+            let mut text = format!("{}\n", std::process::id());
+            if holder == Holder::Brief {
+                text.push_str("brief\n");
+            }
+            file.write_all(text.as_bytes())
+        })
         .map_err(|e| StoreError::io("write", &path, e))?;
     Ok(file)
 }
@@ -547,7 +586,17 @@ impl Store {
     /// segment. A second writer gets [`StoreError::Locked`]; a directory that holds other
     /// files but no archive gets [`StoreError::NotAnArchive`], before anything is touched.
     pub fn open_writer(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<(Store, OpenReport)> {
-        let dir = dir.as_ref().to_path_buf();
+        Store::open_writer_as(dir.as_ref(), opts, Holder::Writer)
+    }
+
+    /// [`Store::open_writer`] for `holder`: [`Holder::Brief`] takes the lock for one bounded
+    /// job, and a writer that meets it waits (see the module docs).
+    pub(crate) fn open_writer_as(
+        dir: &Path,
+        opts: StoreOptions,
+        holder: Holder,
+    ) -> Result<(Store, OpenReport)> {
+        let dir = dir.to_path_buf();
         check_is_archive(&dir)?;
         let seg_dir = dir.join(SEGMENTS_DIR);
         let mut builder = SegmentBuilder::in_dir(opts.max_segment_size, &seg_dir)?;
@@ -556,7 +605,7 @@ impl Store {
         crate::fs::create_private_dir(&dir)?;
         crate::fs::use_archive_umask(&dir);
         std::fs::create_dir_all(&seg_dir).map_err(|e| StoreError::io("create", &seg_dir, e))?;
-        let lock = take_lock(&dir)?;
+        let lock = take_lock_as(&dir, holder)?;
         let catalog = Catalog::load(&dir)?;
         let mut report = OpenReport::default();
         let wal_path = dir.join(WAL_FILE);
@@ -1243,5 +1292,69 @@ impl Store {
             self.failed = Some(e.to_string());
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod lock_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Holds `dir`'s lock as another process would (its pid and `extra` lines written), and
+    /// lets it go after `hold`.
+    fn held_by_another(
+        dir: &Path,
+        extra: &str,
+        hold: std::time::Duration,
+    ) -> std::thread::JoinHandle<()> {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join(LOCK_FILE))
+            .unwrap();
+        f.try_lock().unwrap();
+        f.set_len(0).unwrap();
+        // No process has pid 4194304 (above Linux's largest): not this one.
+        f.write_all(format!("4194304\n{extra}").as_bytes()).unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(hold);
+            drop(f);
+        })
+    }
+
+    /// A writer fails at once on another writer's lock, and waits for a brief holder's.
+    #[test]
+    fn a_writer_waits_for_a_brief_holder_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let hold = std::time::Duration::from_millis(300);
+        let t = held_by_another(dir.path(), "", hold);
+        let started = std::time::Instant::now();
+        match take_lock(dir.path()) {
+            Err(StoreError::Locked { pid, .. }) => assert_eq!(pid, Some(4_194_304)),
+            other => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() < hold, "failed at once");
+        t.join().unwrap();
+
+        let t = held_by_another(dir.path(), "brief\n", hold);
+        let started = std::time::Instant::now();
+        let lock = take_lock(dir.path()).unwrap();
+        assert!(started.elapsed() >= hold, "waited for the brief holder");
+        t.join().unwrap();
+        drop(lock);
+
+        // A brief holder does not wait for another brief one, and marks the file so.
+        let t = held_by_another(dir.path(), "brief\n", hold);
+        assert!(matches!(
+            take_lock_as(dir.path(), Holder::Brief),
+            Err(StoreError::Locked { .. })
+        ));
+        t.join().unwrap();
+        drop(take_lock_as(dir.path(), Holder::Brief).unwrap());
+        let text = std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
+        assert_eq!(text, format!("{}\nbrief\n", std::process::id()));
     }
 }

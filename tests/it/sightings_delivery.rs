@@ -485,3 +485,90 @@ fn serve_matches_a_new_set_against_the_past_in_the_background() {
     assert!(server.stop().success());
     assert!(db.join("intel/late.retro").exists(), "the marker");
 }
+
+/// The (evidence ID, mode) of set `set`'s sightings, sorted.
+fn set_sightings(db: &Path, set: &str) -> Vec<(u64, String)> {
+    let expr = format!("#type == \"weir.sighting\" && name == \"{set}\"");
+    let out = run(&["export", "--db", s(db), "--to", "json", &expr]);
+    if !out.status.success() {
+        return Vec::new(); // no sighting yet
+    }
+    let mut v: Vec<(u64, String)> = json_lines(&crate::common::cli::text(&out.stdout))
+        .iter()
+        .map(|j| {
+            (
+                j["event_id"].as_u64().unwrap(),
+                j["mode"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `weir serve` with no pipeline writing its archive matches a set added while it runs
+/// against the archive's past, each sighting once and marked `retro`; an import meanwhile
+/// still runs (the match's lock is a brief one), and a restarted server adds nothing.
+#[test]
+fn a_server_without_a_pipeline_matches_a_new_set_against_the_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive(dir.path(), 300);
+    let evidence = || {
+        let expr = "#type == \"zeek.conn\" && id.resp_h == 10.0.0.2 | select #id";
+        let out = ok(
+            &run(&["export", "--db", s(&db), "--to", "json", expr]),
+            "export",
+        );
+        json_lines(&out)
+            .iter()
+            .map(|v| v["#id"].as_u64().unwrap())
+            .collect::<Vec<u64>>()
+    };
+    let past = evidence();
+    assert_eq!(past.len(), 200);
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    let want: Vec<(u64, String)> = past.iter().map(|&i| (i, "retro".to_string())).collect();
+    let f = write(dir.path(), "late.txt", "10.0.0.2\n");
+    ok(&add(&db, "late", &["--type", "addr"], &f), "intel add");
+    // Imports run while the server may be matching: each waits for the match, none fails.
+    for k in 0..3 {
+        import(dir.path(), &db, 300 + k * 10, 10);
+    }
+    wait_for("the retro sightings", Duration::from_secs(60), || {
+        set_sightings(&db, "late")
+            .iter()
+            .filter(|(_, m)| m == "retro")
+            .count()
+            >= want.len()
+    });
+    let got = set_sightings(&db, "late");
+    let retro: Vec<_> = got.iter().filter(|(_, m)| m == "retro").cloned().collect();
+    assert_eq!(
+        retro, want,
+        "every past event once, none of the later imports"
+    );
+    // The later imports' events are matched live, each once (and never again by retro).
+    let live: Vec<u64> = got
+        .iter()
+        .filter(|(_, m)| m == "live")
+        .map(|(i, _)| *i)
+        .collect();
+    let later: Vec<u64> = evidence()
+        .into_iter()
+        .filter(|i| !past.contains(i))
+        .collect();
+    assert_eq!(later.len(), 20);
+    assert_eq!(live, later, "the later events matched live, each once");
+    // Three polls later, nothing more.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(set_sightings(&db, "late"), got);
+    assert!(server.stop().success());
+    let server = serve(&db, &["--listen", "127.0.0.1:0"]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        set_sightings(&db, "late"),
+        got,
+        "a restart matches nothing again"
+    );
+    assert!(server.stop().success());
+}
