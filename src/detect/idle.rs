@@ -8,8 +8,8 @@
 //! each sighting once, the marker written at the end), with the archive's lock taken as a
 //! *brief* holder: a `weir import` that starts meanwhile waits for the match to end instead of
 //! failing (see [`crate::store`]). While another process holds the lock (an import), the set
-//! is left to the next poll: an import with `--retro` matches it itself, and one without
-//! leaves it to this thread once it ends. A failure (an archive that cannot be written, a
+//! is tried again every [`LOCKED_RETRY`]: an import with `--retro` matches it itself, and one
+//! without leaves it to this thread once it ends. A failure (an archive that cannot be written, a
 //! damaged part) is logged and tried again after a minute (`RETRO_RETRY`).
 
 use std::collections::HashMap;
@@ -26,6 +26,9 @@ use super::stamp::{stamp, Stamp};
 
 /// How often the idle retro matcher looks at the set files.
 pub const IDLE_POLL: Duration = Duration::from_secs(1);
+
+/// How long a set waits after it met the lock of another writer (each try opens the archive).
+pub const LOCKED_RETRY: Duration = Duration::from_secs(5);
 
 /// The idle retro matcher's thread; told to stop on drop. It is not waited for: a match it
 /// is running ends with the process, as after a `kill -9` (each sighting is still recorded
@@ -133,6 +136,7 @@ fn poll(db: &Path, known: &mut HashMap<String, Known>, stop: &AtomicBool) {
             Ok(None) => {}
             Err(RecordError::Store(StoreError::Locked { pid, .. })) => {
                 tracing::debug!(set = %name, ?pid, "the archive's writer will match the set");
+                k.not_before = Some(Instant::now() + LOCKED_RETRY);
             }
             Err(e) => {
                 tracing::warn!(set = %name, "idle retro match failed (tried again later): {e}");
