@@ -500,6 +500,17 @@ mod tests {
         assert_eq!(hits, 9, "members and their other forms");
         let nil = [NIL];
         assert!(!test_value(&p, &t, &mut RowCursor::new(&nil), None).unwrap());
+        // A `nil` item matches no unset value either (`in` holds for set values only).
+        let mut with_nil: Vec<Literal> = members.iter().map(|a| Literal::Addr(parse(a))).collect();
+        with_nil.push(Literal::Nil);
+        let t = test_of(Type::Addr, Op::In, Literal::List(with_nil.into()));
+        assert_eq!(Fast::of(&t), Fast::AddrList);
+        let unset = holds(&ValueRef::Null, Op::In, &t.lit);
+        assert!(!unset);
+        assert_eq!(
+            test_value(&p, &t, &mut RowCursor::new(&nil), None).unwrap(),
+            unset
+        );
     }
 
     /// String and address equality: the fast form gives what [`holds`] gives.
