@@ -42,7 +42,8 @@ pub struct IdleRetro {
 struct Known {
     stamp: Stamp,
     version: u64,
-    /// Matched (or found matched) at this version.
+    /// Matched (or found matched) at this version, or not readable: nothing to do until the
+    /// file changes.
     done: bool,
     /// Not to be tried again before this (after a failure).
     not_before: Option<Instant>,
@@ -96,21 +97,22 @@ fn poll(db: &Path, known: &mut HashMap<String, Known>, stop: &AtomicBool) {
         let k = match known.get_mut(&name) {
             Some(k) if k.stamp == now => k,
             _ => {
-                // New or changed: its version, from the file (stamped before it is read).
-                let set = match IndicatorSet::load(db, &name) {
-                    Ok(Some(set)) => set,
+                // New or changed: its version, from the file (stamped before it is read). A
+                // file that cannot be read is passed over until it changes (warned once).
+                let (version, done) = match IndicatorSet::load(db, &name) {
+                    Ok(Some(set)) => (set.version(), false),
                     Ok(None) => continue,
                     Err(e) => {
                         tracing::warn!(set = %name, "idle retro matching cannot read the set: {e}");
-                        continue;
+                        (0, true)
                     }
                 };
                 known.insert(
                     name.clone(),
                     Known {
                         stamp: now,
-                        version: set.version(),
-                        done: false,
+                        version,
+                        done,
                         not_before: None,
                     },
                 );
