@@ -6,7 +6,7 @@
 #   bench/ab.sh OLD_WEIR NEW_WEIR [REPS]     (REPS default 5; run bench/compare.sh once first)
 set -euo pipefail
 old=$1 new=$2 reps=${3:-5}
-work=${BENCH_DIR:-/tmp/weir-bench}
+. "$(dirname "$0")/env.sh"
 [ -s "$work/w1000.log" ] || { echo "run bench/compare.sh first (it builds the workload)"; exit 1; }
 median() { sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 for case in "text file|$work/w1000.log" "gzip file|$work/w1000.log.gz" "1-member gzip, stdin|<$work/w1000.single.log.gz"; do

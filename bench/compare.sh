@@ -18,15 +18,10 @@
 set -euo pipefail
 N=${1:-1000}
 REPS=${REPS:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=${WEIR_CORPUS:-$root/../shared/data/zeek}
-work=${BENCH_DIR:-/tmp/weir-bench}
-mkdir -p "$work"
+. "$(dirname "$0")/env.sh"
 
 bash "$root/bench/setup.sh"
-(cd "$root" && cargo build --release --quiet --bin weir --example generate)
-target=${CARGO_TARGET_DIR:-$root/target}
-weir="$target/release/weir"
+bench_build --example generate
 
 gz="$work/w$N.log.gz"
 if [ ! -s "$gz" ]; then

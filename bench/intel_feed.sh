@@ -7,8 +7,7 @@
 # third (64 distinct texts) plus a unique one on 1 in 50, and a confidence on half.
 set -euo pipefail
 N=${1:-1000000}
-work=${BENCH_DIR:-/tmp/weir-bench}
-mkdir -p "$work"
+. "$(dirname "$0")/env.sh"
 intel="$work/intel-$N.dat"
 if [ ! -s "$intel" ]; then
   awk -v n="$N" 'BEGIN {

@@ -23,20 +23,16 @@
 #   CARGO_TARGET_DIR=target-rel CARGO_PROFILE_RELEASE_LTO=false \
 #     CARGO_PROFILE_RELEASE_CODEGEN_UNITS=8 cargo build --release --bin weir --example generate
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/weir-bench}
+. "$(dirname "$0")/env.sh"
 N=${N:-1000000}
 REPS=${REPS:-3}
 EVENTS=${EVENTS:-200000}
-target=${CARGO_TARGET_DIR:-$root/target}
 gen=${GEN:-$target/release/examples/generate}
 if [ $# -eq 0 ]; then
-  set -- "$target/release/weir"
+  set -- "$weir"
 fi
 for w in "$@"; do [ -x "$w" ] || { echo "no binary $w" >&2; exit 1; }; done
 [ -x "$gen" ] || { echo "no generator $gen (GEN=...; build --example generate)" >&2; exit 1; }
-mkdir -p "$work"
-
 intel=$(bash "$root/bench/intel_feed.sh" "$N")
 
 log="$work/intel-events-$EVENTS.log"

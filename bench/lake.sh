@@ -18,15 +18,10 @@
 set -euo pipefail
 N=${1:-1000}
 REPS=${REPS:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=${WEIR_CORPUS:-$root/../shared/data/zeek}
-work=${BENCH_DIR:-/tmp/weir-bench}
-mkdir -p "$work"
+. "$(dirname "$0")/env.sh"
 
 python3 -m pip install --quiet --disable-pip-version-check duckdb datafusion pyspark pyarrow
-(cd "$root" && cargo build --release --quiet --bin weir)
-target=${CARGO_TARGET_DIR:-$root/target}
-weir="$target/release/weir"
+bench_build
 
 gz="$work/w$N.log.gz"
 if [ ! -s "$gz" ]; then

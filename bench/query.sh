@@ -55,10 +55,7 @@
 set -euo pipefail
 REPS=${REPS:-5}
 EVENTS=${EVENTS:-10000000}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/weir-bench}
-target=${CARGO_TARGET_DIR:-$root/target}
-mkdir -p "$work"
+. "$(dirname "$0")/env.sh"
 
 bash "$root/bench/setup.sh"
 if [[ ",${ENGINES:-chdb}," == *,chdb* ]] && ! python3 -c 'import chdb' 2>/dev/null; then
@@ -66,8 +63,7 @@ if [[ ",${ENGINES:-chdb}," == *,chdb* ]] && ! python3 -c 'import chdb' 2>/dev/nu
   python3 -m pip install -q chdb >/dev/null 2>&1 || true
 fi
 python3 -c "import duckdb" 2>/dev/null || { echo "bench/query.sh: duckdb is needed (pip install duckdb)" >&2; exit 1; }
-(cd "$root" && cargo build --release --quiet --bin weir --example generate)
-weir="$target/release/weir"
+bench_build --example generate
 gen="$target/release/examples/generate"
 engines="$root/bench/query_engines.py"
 base=${BASELINE:-}

@@ -20,14 +20,10 @@ set -euo pipefail
 N=${N:-100000}
 EVENTS=${EVENTS:-10000000}
 REPS=${REPS:-5}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/weir-bench}
-target=${CARGO_TARGET_DIR:-$root/target}
-mkdir -p "$work"
+. "$(dirname "$0")/env.sh"
 
 bash "$root/bench/setup.sh"
-(cd "$root" && cargo build --release --quiet --bin weir --example generate)
-weir="$target/release/weir"
+bench_build --example generate
 
 log="$work/retro-g$EVENTS.log"
 [ -s "$log" ] || "$target/release/examples/generate" --events "$EVENTS" --log conn > "$log"

@@ -8,14 +8,13 @@
 #
 # Run bench/compare.sh once first (it builds the workload, $BENCH_DIR/w1000.log.gz).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/weir-bench}
+. "$(dirname "$0")/env.sh"
 N=${N:-21}
 gz="$work/w1000.log.gz"
 [ -s "$gz" ] || { echo "run bench/compare.sh first (it builds $gz)" >&2; exit 1; }
 if [ $# -eq 0 ]; then
-  (cd "$root" && cargo build --release --quiet --bin weir)
-  set -- "${CARGO_TARGET_DIR:-$root/target}/release/weir"
+  bench_build
+  set -- "$weir"
 fi
 out=$(mktemp)
 db="$work/sketch-cost.db"

@@ -16,14 +16,9 @@
 # built there if missing). The corpus is $WEIR_CORPUS (default ../shared/data/zeek).
 set -euo pipefail
 REPS=${REPS:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=${WEIR_CORPUS:-$root/../shared/data/zeek}
-work=${BENCH_DIR:-/tmp/weir-bench}
-mkdir -p "$work"
+. "$(dirname "$0")/env.sh"
 bash "$root/bench/setup.sh"
-(cd "$root" && cargo build --release --quiet --bin weir --example generate)
-target=${CARGO_TARGET_DIR:-$root/target}
-weir="$target/release/weir"
+bench_build --example generate
 db="$work/storage-db"
 trap 'rm -rf "$db" "$db.none"' EXIT
 
