@@ -637,15 +637,10 @@ pub(crate) enum Fast {
     /// `==` (or `!=`, negated) of a string-like field with a string: the bytes compare.
     Bytes { negate: bool },
     /// `==` (or `!=`, negated) of an address field with an address, as VAST compares them
-    /// (an IPv4 address equals its IPv4-mapped IPv6 form): stored bytes of an IPv6 address
-    /// (16) compare with `octets`, the literal's IPv4-mapped IPv6 form; stored bytes of an
-    /// IPv4 address (4) with its last 4 when `v4` (the literal is IPv4 or IPv4-mapped), else
-    /// never equal. No `IpAddr` is built.
-    Addr {
-        octets: [u8; 16],
-        v4: bool,
-        negate: bool,
-    },
+    /// (an IPv4 address equals its IPv4-mapped IPv6 form): the stored bytes as 128 bits (an
+    /// IPv4 address in its IPv4-mapped form) equal `bits`, the literal's [`addr_bits`]. No
+    /// `IpAddr` is built.
+    Addr { bits: u128, negate: bool },
     /// `in` of an address field with a subnet, as VAST compares them ([`in_subnet`]): the
     /// stored bytes as 128 bits (an IPv4 address in its IPv4-mapped form) under the mask of
     /// `prefix` (of 128) equal `net`. No `IpAddr` is built.
@@ -713,8 +708,7 @@ impl Fast {
             }
             (Type::Addr, Literal::Addr(a)) if eq => {
                 return Fast::Addr {
-                    octets: addr_bits(*a).to_be_bytes(),
-                    v4: v4_of(*a).is_some(),
+                    bits: addr_bits(*a),
                     negate: t.op == Op::Ne,
                 };
             }

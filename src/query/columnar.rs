@@ -395,8 +395,7 @@ fn addresses(t: &Test, values: &[u8], rows: usize) -> Option<Selection> {
     let mut words = vec![0u64; rows.div_ceil(64)];
     let mut mark = |r: usize, hit: bool| words[r / 64] |= u64::from(hit) << (r % 64);
     match t.fast {
-        Fast::Addr { octets, negate, .. } => {
-            let want = u128::from_be_bytes(octets);
+        Fast::Addr { bits: want, negate } => {
             each_address(values, rows, |r, b| mark(r, (b == want) != negate))?;
         }
         Fast::Subnet { net, mask } => each_address(values, rows, |r, b| mark(r, b & mask == net))?,

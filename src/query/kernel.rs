@@ -408,8 +408,7 @@ fn scalar(
             };
             (text_equal(a, want), negate)
         }
-        (Fast::Addr { octets, negate, .. }, View::Addr(a)) => {
-            let want = u128::from_be_bytes(octets);
+        (Fast::Addr { bits: want, negate }, View::Addr(a)) => {
             let mut failed = None;
             let b = BooleanBuffer::collect_bool(rows, |i| {
                 if !valid(i) {
